@@ -1,0 +1,273 @@
+//! Simulator settings: the command-line surface of `llmsweep sim` and the
+//! resolved model the server runs with.
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+/// A starting point for the latency model; any explicit flag overrides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Preset {
+    /// An 8B-class model on one GPU: ~8 ms inter-token latency alone, a knee near
+    /// 40 req/s with 256-token prompts and 128-token outputs.
+    #[default]
+    Realistic,
+    /// Near-zero latency and no batch limit: for measuring the load generator itself.
+    Fast,
+}
+
+/// `llmsweep sim`: an OpenAI-compatible server with a continuous-batching latency model.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Address to bind. Loopback unless you mean it.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to bind (0 picks a free one and prints it).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Latency-model preset; the flags below override single parameters.
+    #[arg(long, value_enum, default_value_t = Preset::Realistic)]
+    pub preset: Preset,
+    /// Model id served at /v1/models and accepted in requests.
+    #[arg(long, default_value = "llmsweep-sim")]
+    pub served_model_name: String,
+    /// Worker threads for the server runtime (default: all cores).
+    #[arg(long)]
+    pub workers: Option<usize>,
+
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    #[command(flatten)]
+    pub faults: FaultArgs,
+
+    /// Seed for output lengths, output text, step jitter and fault draws.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// Latency-model parameters. Unset ones come from the preset.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Latency model (continuous batching)")]
+pub struct ModelArgs {
+    /// Fixed time of one decode step, in ms (every running sequence gets one token a step).
+    #[arg(long, value_name = "MS")]
+    pub decode_step_ms: Option<f64>,
+    /// Extra step time per running sequence, in µs.
+    #[arg(long, value_name = "US")]
+    pub per_seq_us: Option<f64>,
+    /// Prefill time per prompt token admitted in a step, in µs.
+    #[arg(long, value_name = "US")]
+    pub prefill_us_per_token: Option<f64>,
+    /// Maximum running sequences (vLLM's --max-num-seqs); the rest wait in a queue.
+    #[arg(long, value_name = "N")]
+    pub max_num_seqs: Option<usize>,
+    /// KV-cache budget in tokens: a request reserves prompt + output tokens while it runs.
+    #[arg(long, value_name = "TOKENS")]
+    pub kv_cache_tokens: Option<u64>,
+    /// Random step-time noise, as a fraction (0.05 = ±5 %).
+    #[arg(long, value_name = "FRACTION")]
+    pub jitter: Option<f64>,
+    /// Mean output length when the request does not fix it (max_tokens + ignore_eos).
+    #[arg(long, value_name = "TOKENS")]
+    pub output_len_mean: Option<f64>,
+    /// Standard deviation of the sampled output length.
+    #[arg(long, value_name = "TOKENS")]
+    pub output_len_stdev: Option<f64>,
+    /// Tokens per streamed chunk (vLLM's --stream-interval); >1 sends multi-token chunks.
+    #[arg(long, value_name = "N")]
+    pub stream_interval: Option<u32>,
+}
+
+/// Fault injection: each flag is the fraction of requests that get that fault.
+/// Draws are seeded per request, so a run is reproducible.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Fault injection (rates between 0 and 1)")]
+pub struct FaultArgs {
+    /// Answer HTTP 500 with a JSON error body.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_500: f64,
+    /// Answer HTTP 429 (rate limited) with Retry-After.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_429: f64,
+    /// Answer HTTP 503 (overloaded).
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_503: f64,
+    /// Drop the connection in the middle of the stream.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_drop: f64,
+    /// Stop sending in the middle of the stream without closing the connection.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_stall: f64,
+    /// Send one malformed SSE line (invalid UTF-8) in the middle of the stream.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_malformed: f64,
+    /// Send one `data:` event whose payload is not JSON.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_non_json: f64,
+    /// Send an in-band `{"error": ...}` event, then end the stream.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_error_event: f64,
+    /// Delay the response headers by --slow-headers-ms.
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_slow_headers: f64,
+    /// Header delay for --fault-slow-headers, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    pub slow_headers_ms: u64,
+}
+
+/// The resolved latency model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelParams {
+    pub decode_step: Duration,
+    pub per_seq: Duration,
+    pub prefill_per_token: Duration,
+    pub max_num_seqs: usize,
+    pub kv_cache_tokens: u64,
+    pub jitter: f64,
+    pub output_len_mean: f64,
+    pub output_len_stdev: f64,
+    pub stream_interval: u32,
+}
+
+impl ModelParams {
+    pub fn preset(preset: Preset) -> Self {
+        match preset {
+            Preset::Realistic => ModelParams {
+                decode_step: Duration::from_micros(8_000),
+                per_seq: Duration::from_micros(120),
+                prefill_per_token: Duration::from_nanos(10_000),
+                max_num_seqs: 128,
+                kv_cache_tokens: 131_072,
+                jitter: 0.05,
+                output_len_mean: 128.0,
+                output_len_stdev: 32.0,
+                stream_interval: 1,
+            },
+            Preset::Fast => ModelParams {
+                decode_step: Duration::ZERO,
+                per_seq: Duration::ZERO,
+                prefill_per_token: Duration::ZERO,
+                max_num_seqs: 1 << 20,
+                kv_cache_tokens: u64::MAX / 4,
+                jitter: 0.0,
+                output_len_mean: 16.0,
+                output_len_stdev: 0.0,
+                stream_interval: 1,
+            },
+        }
+    }
+
+    /// Preset values overlaid with the flags the user gave.
+    pub fn resolve(preset: Preset, args: &ModelArgs) -> Result<Self, String> {
+        let mut p = Self::preset(preset);
+        let ms = |v: f64, name: &str| -> Result<Duration, String> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(Duration::from_secs_f64(v / 1000.0))
+            } else {
+                Err(format!("--{name} must be a non-negative number, got {v}"))
+            }
+        };
+        if let Some(v) = args.decode_step_ms {
+            p.decode_step = ms(v, "decode-step-ms")?;
+        }
+        if let Some(v) = args.per_seq_us {
+            p.per_seq = ms(v / 1000.0, "per-seq-us")?;
+        }
+        if let Some(v) = args.prefill_us_per_token {
+            p.prefill_per_token = ms(v / 1000.0, "prefill-us-per-token")?;
+        }
+        if let Some(v) = args.max_num_seqs {
+            if v == 0 {
+                return Err("--max-num-seqs must be at least 1".into());
+            }
+            p.max_num_seqs = v;
+        }
+        if let Some(v) = args.kv_cache_tokens {
+            if v == 0 {
+                return Err("--kv-cache-tokens must be at least 1".into());
+            }
+            p.kv_cache_tokens = v;
+        }
+        if let Some(v) = args.jitter {
+            if !(0.0..1.0).contains(&v) {
+                return Err(format!("--jitter must be in [0, 1), got {v}"));
+            }
+            p.jitter = v;
+        }
+        if let Some(v) = args.output_len_mean {
+            if !(v.is_finite() && v >= 1.0) {
+                return Err(format!("--output-len-mean must be at least 1, got {v}"));
+            }
+            p.output_len_mean = v;
+        }
+        if let Some(v) = args.output_len_stdev {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("--output-len-stdev must be non-negative, got {v}"));
+            }
+            p.output_len_stdev = v;
+        }
+        if let Some(v) = args.stream_interval {
+            if v == 0 {
+                return Err("--stream-interval must be at least 1".into());
+            }
+            p.stream_interval = v;
+        }
+        Ok(p)
+    }
+
+    /// Step time for a batch of `running` sequences that admits `prefill_tokens`
+    /// prompt tokens, before jitter.
+    pub fn step_time(&self, running: usize, prefill_tokens: u64) -> Duration {
+        self.decode_step
+            + self.per_seq * running as u32
+            + self.prefill_per_token * u32::try_from(prefill_tokens).unwrap_or(u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_the_preset() {
+        let args = ModelArgs {
+            decode_step_ms: Some(2.5),
+            max_num_seqs: Some(4),
+            ..Default::default()
+        };
+        let p = ModelParams::resolve(Preset::Realistic, &args).unwrap();
+        assert_eq!(p.decode_step, Duration::from_micros(2500));
+        assert_eq!(p.max_num_seqs, 4);
+        assert_eq!(p.per_seq, Duration::from_micros(120));
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_flag_name() {
+        let args = ModelArgs {
+            decode_step_ms: Some(-1.0),
+            ..Default::default()
+        };
+        let err = ModelParams::resolve(Preset::Fast, &args).unwrap_err();
+        assert!(err.contains("--decode-step-ms"), "{err}");
+        let args = ModelArgs {
+            stream_interval: Some(0),
+            ..Default::default()
+        };
+        assert!(ModelParams::resolve(Preset::Fast, &args).is_err());
+    }
+
+    #[test]
+    fn realistic_preset_has_its_knee_at_a_few_tens_of_requests_per_second() {
+        // Full batch, 128 output tokens per request, 256-token prompts:
+        let p = ModelParams::preset(Preset::Realistic);
+        let b = p.max_num_seqs;
+        let step = p.step_time(b, 0).as_secs_f64();
+        let decode_tok_per_s = b as f64 / step;
+        // Prefill for one request takes 256 × prefill_per_token out of each second.
+        let prefill_s = 256.0 * p.prefill_per_token.as_secs_f64();
+        // req/s r satisfies r × (128 / decode_tok_per_s + prefill_s) = 1.
+        let knee = 1.0 / (128.0 / decode_tok_per_s + prefill_s);
+        assert!((20.0..80.0).contains(&knee), "knee at {knee:.1} req/s");
+    }
+}

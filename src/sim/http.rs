@@ -1,0 +1,863 @@
+//! The simulator's HTTP surface: OpenAI-compatible routes, `/metrics`,
+//! `/health` and the ground-truth routes under `/sim/`.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::future::Future as _;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body::Frame;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use rand::rngs::SmallRng;
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::batcher::{Emit, Gauges, SeqRequest};
+use super::config::{FaultArgs, ModelParams};
+use super::faults::{self, Fault};
+use super::truth::{Ending, RequestTiming, Truth};
+use crate::tokenizer;
+
+/// A stalled stream gives up and closes after this long, so that a client that
+/// never hangs up cannot pin a connection for ever.
+const STALL_LIMIT: Duration = Duration::from_secs(300);
+/// Request bodies larger than this are refused.
+const MAX_BODY_BYTES: usize = 32 << 20;
+
+/// Everything the request handlers share.
+pub struct AppState {
+    pub model_name: String,
+    /// `model_name` as a JSON string literal, quotes included.
+    pub model_json: String,
+    pub params: ModelParams,
+    pub faults: FaultArgs,
+    pub seed: u64,
+    pub engine: mpsc::UnboundedSender<SeqRequest>,
+    pub gauges: Arc<Gauges>,
+    pub truth: Arc<Truth>,
+    pub ordinal: AtomicU64,
+    pub requests_total: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    Chat,
+    Completions,
+}
+
+/// What a generation request asks for.
+#[derive(Debug)]
+struct GenRequest {
+    prompt_tokens: u64,
+    max_tokens: Option<u64>,
+    ignore_eos: bool,
+    stream: bool,
+    include_usage: bool,
+    continuous_usage: bool,
+}
+
+pub async fn handle(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, Infallible> {
+    let received = Instant::now();
+    let path = req.uri().path().to_string();
+    let resp = match (req.method(), path.as_str()) {
+        (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", ""),
+        (&Method::GET, "/v1/models") => models(&state),
+        (&Method::GET, "/metrics") => metrics(&state),
+        (&Method::GET, "/sim/stats") => {
+            let body = serde_json::to_string_pretty(&state.truth.report())
+                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+            plain(StatusCode::OK, "application/json", body)
+        }
+        (&Method::POST, "/sim/reset") => {
+            state.truth.reset();
+            plain(StatusCode::OK, "application/json", "{}")
+        }
+        (&Method::POST, "/v1/chat/completions") => generate(state, req, Api::Chat, received).await,
+        (&Method::POST, "/v1/completions") => {
+            generate(state, req, Api::Completions, received).await
+        }
+        (_, "/v1/chat/completions" | "/v1/completions" | "/v1/models" | "/metrics") => error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "method not allowed",
+        ),
+        _ => error(
+            StatusCode::NOT_FOUND,
+            "NotFoundError",
+            &format!("no route for {path}"),
+        ),
+    };
+    Ok(resp)
+}
+
+fn models(state: &AppState) -> Response<SimBody> {
+    let body = format!(
+        r#"{{"object":"list","data":[{{"id":{m},"object":"model","created":{t},"owned_by":"llmsweep","root":{m},"max_model_len":{len}}}]}}"#,
+        m = state.model_json,
+        t = unix_now(),
+        len = state.params.kv_cache_tokens.min(1 << 31),
+    );
+    plain(StatusCode::OK, "application/json", body)
+}
+
+fn metrics(state: &AppState) -> Response<SimBody> {
+    let g = &state.gauges;
+    let mut s = String::with_capacity(1024);
+    let m = &state.model_name;
+    let mut gauge = |name: &str, help: &str, kind: &str, value: f64| {
+        let _ = writeln!(s, "# HELP {name} {help}");
+        let _ = writeln!(s, "# TYPE {name} {kind}");
+        let _ = writeln!(s, "{name}{{model_name=\"{m}\"}} {value}");
+    };
+    gauge(
+        "vllm:num_requests_running",
+        "Number of requests in model execution batches.",
+        "gauge",
+        g.running.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "vllm:num_requests_waiting",
+        "Number of requests waiting to be processed.",
+        "gauge",
+        g.waiting.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "vllm:kv_cache_usage_perc",
+        "KV-cache usage. 1 means 100 percent usage.",
+        "gauge",
+        g.kv_usage(),
+    );
+    gauge(
+        "vllm:prompt_tokens_total",
+        "Number of prefill tokens processed.",
+        "counter",
+        g.prompt_tokens_total.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "vllm:generation_tokens_total",
+        "Number of generation tokens processed.",
+        "counter",
+        g.generation_tokens_total.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        "vllm:request_success_total",
+        "Count of successfully processed requests.",
+        "counter",
+        state.truth.report().completed as f64,
+    );
+    gauge(
+        "llmsweep_sim:requests_total",
+        "Generation requests received.",
+        "counter",
+        state.requests_total.load(Ordering::Relaxed) as f64,
+    );
+    plain(StatusCode::OK, "text/plain; version=0.0.4", s)
+}
+
+async fn generate(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+    api: Api,
+    received: Instant,
+) -> Response<SimBody> {
+    state.requests_total.fetch_add(1, Ordering::Relaxed);
+    state.truth.on_received();
+    let timing = RequestTiming::new(received);
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(resp) => {
+            state.truth.record(&timing, Ending::Rejected);
+            return resp;
+        }
+    };
+    let gen = match parse_request(api, &body, &state.model_name) {
+        Ok(g) => g,
+        Err((status, kind, msg)) => {
+            state.truth.record(&timing, Ending::Rejected);
+            return error(status, kind, &msg);
+        }
+    };
+
+    let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
+    let mut rng = faults::request_rng(state.seed, ordinal);
+    let output_tokens = output_length(&state.params, &gen, &mut rng);
+    let context = gen.prompt_tokens + output_tokens;
+    if context > state.params.kv_cache_tokens {
+        state.truth.record(&timing, Ending::Rejected);
+        return error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            &format!(
+                "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the messages, {} in the completion).",
+                state.params.kv_cache_tokens, context, gen.prompt_tokens, output_tokens
+            ),
+        );
+    }
+
+    let fault = faults::draw(&state.faults, &mut rng, output_tokens);
+    if let Some(f) = fault {
+        state.truth.on_fault(f.name());
+    }
+    match fault {
+        Some(f @ (Fault::Http500 | Fault::Http429 | Fault::Http503)) => {
+            state.truth.record(&timing, Ending::Failed);
+            return http_fault(f);
+        }
+        Some(Fault::SlowHeaders) => {
+            tokio::time::sleep(Duration::from_millis(state.faults.slow_headers_ms)).await;
+        }
+        _ => {}
+    }
+
+    let (tx, rx) = mpsc::unbounded_channel();
+    let submitted = state.engine.send(SeqRequest {
+        prompt_tokens: gen.prompt_tokens,
+        output_tokens,
+        tx,
+    });
+    if submitted.is_err() {
+        state.truth.record(&timing, Ending::Rejected);
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            "the engine is shutting down",
+        );
+    }
+
+    let ctx = StreamCtx {
+        api,
+        id: format!(
+            "{}-{ordinal}",
+            if api == Api::Chat { "chatcmpl" } else { "cmpl" }
+        ),
+        created: unix_now(),
+        model_json: state.model_json.clone(),
+        prompt_tokens: gen.prompt_tokens,
+        include_usage: gen.include_usage,
+        continuous_usage: gen.continuous_usage,
+        max_tokens: gen.max_tokens,
+        rng,
+    };
+    // SlowHeaders has already happened; what is left are mid-stream faults.
+    let mid_fault = fault.filter(|f| !matches!(f, Fault::SlowHeaders));
+    if gen.stream {
+        let body = SseBody::new(ctx, rx, mid_fault, timing, state.truth.clone());
+        let mut resp = Response::new(SimBody::Sse(Box::new(body)));
+        let h = resp.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert("cache-control", HeaderValue::from_static("no-cache"));
+        resp
+    } else {
+        whole_response(ctx, rx, mid_fault, timing, &state.truth).await
+    }
+}
+
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<SimBody>> {
+    let limited = http_body_util::Limited::new(req.into_body(), MAX_BODY_BYTES);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            &format!("could not read the request body: {e}"),
+        )),
+    }
+}
+
+type Refusal = (StatusCode, &'static str, String);
+
+fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refusal> {
+    let bad = |msg: String| (StatusCode::BAD_REQUEST, "BadRequestError", msg);
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| bad(format!("request body is not JSON: {e}")))?;
+    if let Some(m) = v.get("model").and_then(Value::as_str) {
+        if m != served {
+            return Err((
+                StatusCode::NOT_FOUND,
+                "NotFoundError",
+                format!("The model `{m}` does not exist."),
+            ));
+        }
+    }
+    let prompt_tokens = match api {
+        Api::Completions => match v.get("prompt") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) => tokenizer::count_tokens(s) as u64,
+                    Value::Number(_) => 1, // a token id
+                    Value::Array(ids) => ids.len() as u64,
+                    _ => 0,
+                })
+                .sum(),
+            _ => return Err(bad("`prompt` is required".into())),
+        },
+        Api::Chat => {
+            let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
+                return Err(bad("`messages` is required".into()));
+            };
+            msgs.iter()
+                .map(|m| match m.get("content") {
+                    Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+                    Some(Value::Array(parts)) => parts
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .map(|s| tokenizer::count_tokens(s) as u64)
+                        .sum(),
+                    _ => 0,
+                })
+                .sum()
+        }
+    };
+    let max_tokens = v
+        .get("max_completion_tokens")
+        .or_else(|| v.get("max_tokens"))
+        .and_then(Value::as_u64);
+    if max_tokens == Some(0) {
+        return Err(bad("max_tokens must be at least 1".into()));
+    }
+    let flag = |name: &str| v.get(name).and_then(Value::as_bool).unwrap_or(false);
+    let opts = v.get("stream_options");
+    let opt = |name: &str| {
+        opts.and_then(|o| o.get(name))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    Ok(GenRequest {
+        prompt_tokens,
+        max_tokens,
+        ignore_eos: flag("ignore_eos"),
+        stream: flag("stream"),
+        include_usage: opt("include_usage"),
+        continuous_usage: opt("continuous_usage_stats"),
+    })
+}
+
+/// Exact `max_tokens` with `ignore_eos`; otherwise a sampled length, capped by
+/// `max_tokens` when given.
+fn output_length(p: &ModelParams, g: &GenRequest, rng: &mut SmallRng) -> u64 {
+    if let (true, Some(n)) = (g.ignore_eos, g.max_tokens) {
+        return n;
+    }
+    let sampled = match Normal::new(p.output_len_mean, p.output_len_stdev) {
+        Ok(d) => d.sample(rng).round().max(1.0) as u64,
+        Err(_) => p.output_len_mean.round().max(1.0) as u64,
+    };
+    match g.max_tokens {
+        Some(n) => sampled.min(n),
+        None => sampled,
+    }
+}
+
+fn http_fault(f: Fault) -> Response<SimBody> {
+    match f {
+        Fault::Http429 => {
+            let mut r = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RateLimitError",
+                "simulated rate limit",
+            );
+            r.headers_mut()
+                .insert("retry-after", HeaderValue::from_static("1"));
+            r
+        }
+        Fault::Http503 => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailableError",
+            "simulated overload",
+        ),
+        _ => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "simulated internal error",
+        ),
+    }
+}
+
+/// Per-request values every chunk repeats.
+struct StreamCtx {
+    api: Api,
+    id: String,
+    created: u64,
+    model_json: String,
+    prompt_tokens: u64,
+    include_usage: bool,
+    continuous_usage: bool,
+    max_tokens: Option<u64>,
+    rng: SmallRng,
+}
+
+impl StreamCtx {
+    fn push_words(&mut self, out: &mut String, k: u32) {
+        for _ in 0..k {
+            let i = self.rng.random_range(0..tokenizer::VOCAB.len());
+            tokenizer::push_vocab_token(out, i);
+        }
+    }
+
+    fn finish_reason(&self, generated: u64) -> &'static str {
+        if self.max_tokens == Some(generated) {
+            "length"
+        } else {
+            "stop"
+        }
+    }
+
+    fn head(&self, s: &mut String) {
+        let object = match self.api {
+            Api::Chat => "chat.completion.chunk",
+            Api::Completions => "text_completion",
+        };
+        let _ = write!(
+            s,
+            r#"data: {{"id":"{}","object":"{object}","created":{},"model":{},"choices":["#,
+            self.id, self.created, self.model_json
+        );
+    }
+
+    fn usage(&self, s: &mut String, completion: u64) {
+        let _ = write!(
+            s,
+            r#""usage":{{"prompt_tokens":{p},"total_tokens":{t},"completion_tokens":{completion}}}"#,
+            p = self.prompt_tokens,
+            t = self.prompt_tokens + completion,
+        );
+    }
+
+    /// The first chat chunk: the role, no text (not a token).
+    fn role_chunk(&self) -> Bytes {
+        let mut s = String::with_capacity(256);
+        self.head(&mut s);
+        s.push_str(r#"{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]"#);
+        if self.continuous_usage {
+            s.push(',');
+            self.usage(&mut s, 0);
+        }
+        s.push_str("}\n\n");
+        Bytes::from(s)
+    }
+
+    /// A chunk with `k` new tokens; `generated` counts them already.
+    fn token_chunk(&mut self, k: u32, generated: u64, finished: bool) -> Bytes {
+        let mut text = String::with_capacity(k as usize * 8);
+        self.push_words(&mut text, k);
+        let fr = if finished {
+            format!("\"{}\"", self.finish_reason(generated))
+        } else {
+            "null".to_string()
+        };
+        let mut s = String::with_capacity(256 + text.len());
+        self.head(&mut s);
+        match self.api {
+            Api::Chat => {
+                let _ = write!(
+                    s,
+                    r#"{{"index":0,"delta":{{"content":"{text}"}},"logprobs":null,"finish_reason":{fr}}}]"#
+                );
+            }
+            Api::Completions => {
+                let _ = write!(
+                    s,
+                    r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":{fr},"stop_reason":null}}]"#
+                );
+            }
+        }
+        if self.continuous_usage {
+            s.push(',');
+            self.usage(&mut s, generated);
+        }
+        s.push_str("}\n\n");
+        Bytes::from(s)
+    }
+
+    /// The final usage chunk (`choices: []`), sent when `include_usage` is set.
+    fn usage_chunk(&self, completion: u64) -> Bytes {
+        let mut s = String::with_capacity(256);
+        self.head(&mut s);
+        s.push_str("],");
+        self.usage(&mut s, completion);
+        s.push_str("}\n\n");
+        Bytes::from(s)
+    }
+}
+
+const DONE: &[u8] = b"data: [DONE]\n\n";
+const ERROR_EVENT: &[u8] = b"data: {\"error\":{\"object\":\"error\",\"message\":\"simulated in-band error\",\"type\":\"InternalServerError\",\"code\":500}}\n\n";
+const NON_JSON_EVENT: &[u8] = b"data: this is not json\n\n";
+/// An SSE line that is not valid UTF-8, which the SSE format forbids.
+const MALFORMED_LINE: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"\xff\xfe\"}}]}\n\n";
+
+/// The streamed response: turns engine emits into SSE chunks, applies the
+/// request's mid-stream fault, and records ground truth exactly once.
+pub struct SseBody {
+    ctx: StreamCtx,
+    rx: Option<mpsc::UnboundedReceiver<Emit>>,
+    queue: VecDeque<Bytes>,
+    fault: Option<Fault>,
+    generated: u64,
+    /// Set once a stall fault struck: send nothing until this fires.
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
+    done: bool,
+    recorded: bool,
+    timing: RequestTiming,
+    truth: Arc<Truth>,
+}
+
+impl SseBody {
+    fn new(
+        ctx: StreamCtx,
+        rx: mpsc::UnboundedReceiver<Emit>,
+        fault: Option<Fault>,
+        timing: RequestTiming,
+        truth: Arc<Truth>,
+    ) -> Self {
+        let mut queue = VecDeque::new();
+        if ctx.api == Api::Chat {
+            queue.push_back(ctx.role_chunk());
+        }
+        SseBody {
+            ctx,
+            rx: Some(rx),
+            queue,
+            fault,
+            generated: 0,
+            stall: None,
+            done: false,
+            recorded: false,
+            timing,
+            truth,
+        }
+    }
+
+    fn record(&mut self, ending: Ending) {
+        if !self.recorded {
+            self.recorded = true;
+            self.truth.record(&self.timing, ending);
+        }
+    }
+
+    /// Stops producing: frees the sequence's batch slot if it still runs.
+    fn finish(&mut self, ending: Ending) {
+        self.done = true;
+        self.rx = None;
+        self.record(ending);
+    }
+
+    /// Handles one emit from the engine; returns an error to break the connection.
+    fn on_emit(&mut self, emit: Emit) -> Result<(), io::Error> {
+        let after = self.generated + emit.tokens as u64;
+        let strikes = match self.fault {
+            Some(
+                Fault::Drop { at_token }
+                | Fault::Stall { at_token }
+                | Fault::Malformed { at_token }
+                | Fault::NonJson { at_token }
+                | Fault::ErrorEvent { at_token },
+            ) => after >= at_token,
+            _ => false,
+        };
+        if strikes {
+            match self.fault.take() {
+                Some(Fault::Drop { .. }) => {
+                    self.finish(Ending::Failed);
+                    return Err(io::Error::other("simulated connection drop"));
+                }
+                Some(Fault::Stall { .. }) => {
+                    self.rx = None;
+                    self.record(Ending::Failed);
+                    self.stall = Some(Box::pin(tokio::time::sleep(STALL_LIMIT)));
+                    return Ok(());
+                }
+                Some(Fault::ErrorEvent { .. }) => {
+                    self.queue.push_back(Bytes::from_static(ERROR_EVENT));
+                    self.queue.push_back(Bytes::from_static(DONE));
+                    self.finish(Ending::Failed);
+                    return Ok(());
+                }
+                // These two spoil one event, then the stream goes on.
+                Some(Fault::Malformed { .. }) => {
+                    self.queue.push_back(Bytes::from_static(MALFORMED_LINE))
+                }
+                Some(Fault::NonJson { .. }) => {
+                    self.queue.push_back(Bytes::from_static(NON_JSON_EVENT))
+                }
+                _ => {}
+            }
+        }
+        self.generated = after;
+        self.timing.on_chunk(Instant::now(), emit.tokens);
+        let chunk = self
+            .ctx
+            .token_chunk(emit.tokens, self.generated, emit.finished);
+        self.queue.push_back(chunk);
+        if emit.finished {
+            if self.ctx.include_usage {
+                self.queue.push_back(self.ctx.usage_chunk(self.generated));
+            }
+            self.queue.push_back(Bytes::from_static(DONE));
+            self.finish(Ending::Completed);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SseBody {
+    fn drop(&mut self) {
+        // Dropped before the end: the client hung up (or the server stopped).
+        self.record(Ending::Cancelled);
+    }
+}
+
+impl http_body::Body for SseBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = &mut *self;
+        loop {
+            if let Some(b) = this.queue.pop_front() {
+                return Poll::Ready(Some(Ok(Frame::data(b))));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if let Some(stall) = this.stall.as_mut() {
+                // Send nothing until the client gives up (or the limit passes).
+                return match stall.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(io::Error::other("stall limit")))),
+                    Poll::Pending => Poll::Pending,
+                };
+            }
+            let Some(rx) = this.rx.as_mut() else {
+                this.done = true;
+                continue;
+            };
+            match rx.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    // The engine stopped (shutdown) before this sequence finished.
+                    this.finish(Ending::Cancelled);
+                    return Poll::Ready(Some(Err(io::Error::other("engine stopped"))));
+                }
+                Poll::Ready(Some(emit)) => {
+                    if let Err(e) = this.on_emit(emit) {
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Non-streaming responses wait for every token, then answer at once.
+async fn whole_response(
+    mut ctx: StreamCtx,
+    mut rx: mpsc::UnboundedReceiver<Emit>,
+    fault: Option<Fault>,
+    mut timing: RequestTiming,
+    truth: &Truth,
+) -> Response<SimBody> {
+    let mut generated = 0u64;
+    while let Some(e) = rx.recv().await {
+        generated += e.tokens as u64;
+        if e.finished {
+            break;
+        }
+    }
+    drop(rx);
+    // No first token is visible to the client before the whole answer, so a
+    // non-streamed request counts towards end-to-end latency only.
+    timing.last_token = Some(Instant::now());
+    timing.tokens = generated;
+    let ending = match fault {
+        Some(_) => Ending::Failed,
+        None => Ending::Completed,
+    };
+    truth.record(&timing, ending);
+    match fault {
+        Some(Fault::Drop { .. }) => return Response::new(SimBody::Broken),
+        Some(Fault::Stall { .. }) => {
+            tokio::time::sleep(STALL_LIMIT).await;
+            return Response::new(SimBody::Broken);
+        }
+        Some(Fault::Malformed { .. } | Fault::NonJson { .. }) => {
+            return plain(StatusCode::OK, "application/json", "this is not json");
+        }
+        Some(Fault::ErrorEvent { .. }) => {
+            return http_fault(Fault::Http500);
+        }
+        _ => {}
+    }
+    let mut text = String::new();
+    ctx.push_words(&mut text, generated as u32);
+    let fr = ctx.finish_reason(generated);
+    let choice = match ctx.api {
+        Api::Chat => format!(
+            r#"{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"logprobs":null,"finish_reason":"{fr}"}}"#
+        ),
+        Api::Completions => {
+            format!(r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":"{fr}"}}"#)
+        }
+    };
+    let object = match ctx.api {
+        Api::Chat => "chat.completion",
+        Api::Completions => "text_completion",
+    };
+    let body = format!(
+        r#"{{"id":"{id}","object":"{object}","created":{c},"model":{m},"choices":[{choice}],"usage":{{"prompt_tokens":{p},"total_tokens":{t},"completion_tokens":{generated}}}}}"#,
+        id = ctx.id,
+        c = ctx.created,
+        m = ctx.model_json,
+        p = ctx.prompt_tokens,
+        t = ctx.prompt_tokens + generated,
+    );
+    plain(StatusCode::OK, "application/json", body)
+}
+
+/// The response bodies the simulator sends.
+pub enum SimBody {
+    Full(Option<Bytes>),
+    Sse(Box<SseBody>),
+    /// Fails on first read: the connection is cut.
+    Broken,
+}
+
+impl http_body::Body for SimBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.get_mut() {
+            SimBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            SimBody::Sse(s) => Pin::new(s.as_mut()).poll_frame(cx),
+            SimBody::Broken => Poll::Ready(Some(Err(io::Error::other("simulated drop")))),
+        }
+    }
+}
+
+fn plain(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<SimBody> {
+    let body: Bytes = body.into();
+    let mut r = Response::new(SimBody::Full((!body.is_empty()).then_some(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// An OpenAI/vLLM-style JSON error.
+fn error(status: StatusCode, kind: &str, message: &str) -> Response<SimBody> {
+    let body = serde_json::json!({
+        "object": "error",
+        "message": message,
+        "type": kind,
+        "code": status.as_u16(),
+    });
+    plain(status, "application/json", body.to_string())
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_chat_and_completions_requests() {
+        let g = parse_request(
+            Api::Chat,
+            br#"{"model":"m","messages":[{"role":"user","content":"hello there world"}],"max_completion_tokens":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}"#,
+            "m",
+        )
+        .unwrap();
+        assert_eq!(g.prompt_tokens, 3);
+        assert_eq!(g.max_tokens, Some(7));
+        assert!(g.ignore_eos && g.stream && g.include_usage && !g.continuous_usage);
+
+        let g = parse_request(
+            Api::Completions,
+            br#"{"prompt":"a b c d","max_tokens":3}"#,
+            "m",
+        )
+        .unwrap();
+        assert_eq!(g.prompt_tokens, 4);
+        assert!(!g.stream);
+    }
+
+    #[test]
+    fn refuses_unknown_models_and_broken_bodies() {
+        let e = parse_request(Api::Chat, br#"{"model":"x","messages":[]}"#, "m").unwrap_err();
+        assert_eq!(e.0, StatusCode::NOT_FOUND);
+        assert!(e.2.contains("`x`"));
+        let e = parse_request(Api::Chat, b"{nope", "m").unwrap_err();
+        assert_eq!(e.0, StatusCode::BAD_REQUEST);
+        let e = parse_request(Api::Completions, br#"{"model":"m"}"#, "m").unwrap_err();
+        assert!(e.2.contains("prompt"));
+    }
+
+    #[test]
+    fn chunks_are_valid_json_events() {
+        let mut ctx = StreamCtx {
+            api: Api::Chat,
+            id: "chatcmpl-1".into(),
+            created: 1,
+            model_json: "\"m\\\"q\"".into(),
+            prompt_tokens: 5,
+            include_usage: true,
+            continuous_usage: true,
+            max_tokens: Some(3),
+            rng: faults::request_rng(1, 1),
+        };
+        for chunk in [
+            ctx.role_chunk(),
+            ctx.token_chunk(2, 2, false),
+            ctx.token_chunk(1, 3, true),
+            ctx.usage_chunk(3),
+        ] {
+            let s = std::str::from_utf8(&chunk).unwrap();
+            let payload = s
+                .strip_prefix("data: ")
+                .unwrap()
+                .strip_suffix("\n\n")
+                .unwrap();
+            let v: Value = serde_json::from_str(payload).unwrap();
+            assert_eq!(v["model"], "m\"q");
+        }
+        let last = ctx.token_chunk(1, 3, true);
+        let v: Value = serde_json::from_slice(&last[6..last.len() - 2]).unwrap();
+        assert_eq!(v["choices"][0]["finish_reason"], "length");
+        assert_eq!(v["usage"]["completion_tokens"], 3);
+        let text = v["choices"][0]["delta"]["content"].as_str().unwrap();
+        assert_eq!(tokenizer::count_tokens(text), 1);
+    }
+}

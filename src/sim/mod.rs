@@ -1,0 +1,220 @@
+//! The built-in simulated OpenAI-compatible LLM server.
+//!
+//! It runs as `llmsweep sim` or in-process (when `llmsweep` gets no `--target`,
+//! and in tests). See `batcher` for the latency model, `faults` for fault
+//! injection and `truth` for the server-side measurements at `/sim/stats`.
+
+pub mod batcher;
+pub mod config;
+pub mod faults;
+pub mod http;
+pub mod truth;
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub use config::{FaultArgs, ModelArgs, ModelParams, Preset, SimArgs};
+pub use truth::TruthReport;
+
+/// Everything the server needs, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub model_name: String,
+    pub params: ModelParams,
+    pub faults: FaultArgs,
+    pub seed: u64,
+}
+
+impl SimConfig {
+    pub fn from_args(args: &SimArgs) -> Result<Self> {
+        let params = ModelParams::resolve(args.preset, &args.model).map_err(anyhow::Error::msg)?;
+        faults::validate(&args.faults).map_err(anyhow::Error::msg)?;
+        Ok(SimConfig {
+            model_name: args.served_model_name.clone(),
+            params,
+            faults: args.faults.clone(),
+            seed: args.seed,
+        })
+    }
+
+    /// A preset with no faults, for in-process use and tests.
+    pub fn preset(preset: Preset) -> Self {
+        SimConfig {
+            model_name: "llmsweep-sim".into(),
+            params: ModelParams::preset(preset),
+            faults: FaultArgs {
+                slow_headers_ms: 2000,
+                ..Default::default()
+            },
+            seed: 42,
+        }
+    }
+}
+
+/// A running simulator. Dropping it does not stop it; call [`SimHandle::shutdown`].
+pub struct SimHandle {
+    pub addr: SocketAddr,
+    pub model_name: String,
+    stop: watch::Sender<bool>,
+    accept: JoinHandle<()>,
+}
+
+impl SimHandle {
+    /// Base URL of the server, e.g. `http://127.0.0.1:8000`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting connections and closes open ones.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.accept.await;
+    }
+}
+
+/// Binds `addr` and serves on the current tokio runtime.
+pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} (is the port in use?)"))?;
+    start_on(config, listener)
+}
+
+/// Serves on an already bound listener.
+pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
+    let addr = listener.local_addr().context("listener has no address")?;
+    let (engine_tx, engine_rx) = mpsc::unbounded_channel();
+    let gauges = Arc::new(batcher::Gauges::default());
+    tokio::spawn(batcher::run(
+        config.params.clone(),
+        config.seed,
+        engine_rx,
+        gauges.clone(),
+    ));
+    let state = Arc::new(http::AppState {
+        model_json: serde_json::to_string(&config.model_name)?,
+        model_name: config.model_name.clone(),
+        params: config.params,
+        faults: config.faults,
+        seed: config.seed,
+        engine: engine_tx,
+        gauges,
+        truth: Arc::new(truth::Truth::default()),
+        ordinal: AtomicU64::new(0),
+        requests_total: AtomicU64::new(0),
+    });
+    let (stop, stop_rx) = watch::channel(false);
+    let accept = tokio::spawn(accept_loop(listener, state, stop_rx));
+    Ok(SimHandle {
+        addr,
+        model_name: config.model_name,
+        stop,
+        accept,
+    })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<http::AppState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _peer)) = accepted else {
+                    // Out of file descriptors and the like: back off briefly.
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                conns.spawn(async move {
+                    let svc = service_fn(move |req| http::handle(state.clone(), req));
+                    // Errors here are the client hanging up or a fault we injected.
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .keep_alive(true)
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+            // Reap finished connections so the set does not grow.
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+/// `llmsweep sim`: serve until Ctrl-C or SIGTERM.
+pub fn run_cli(args: SimArgs) -> Result<()> {
+    let config = SimConfig::from_args(&args)?;
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(w) = args.workers {
+        rt.worker_threads(w.max(1));
+    }
+    let rt = rt.build().context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let addr: SocketAddr = format!("{}:{}", bracket_v6(&args.host), args.port)
+            .parse()
+            .with_context(|| format!("--host {:?} is not an IP address", args.host))?;
+        let handle = start(config.clone(), addr).await?;
+        let p = &config.params;
+        println!(
+            "llmsweep sim serving {:?} at {} (preset {:?}: step {:.2} ms + {:.0} µs/seq, max {} seqs, KV {} tokens)",
+            handle.model_name,
+            handle.url(),
+            args.preset,
+            p.decode_step.as_secs_f64() * 1e3,
+            p.per_seq.as_secs_f64() * 1e6,
+            p.max_num_seqs,
+            p.kv_cache_tokens,
+        );
+        println!("routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, /health, /metrics, /sim/stats; Ctrl-C stops");
+        wait_for_stop_signal().await;
+        handle.shutdown().await;
+        Ok(())
+    })
+}
+
+fn bracket_v6(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+async fn wait_for_stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).ok();
+        let term_fut = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term_fut => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,241 @@
+//! Ground truth: what the simulator really did, per request, aggregated for
+//! `GET /sim/stats`. Tests hold the client's measurements against it.
+//!
+//! Server-side TTFT = first token-bearing chunk handed to the connection − the
+//! moment the request head was received. Server-side ITL uses the same rule as
+//! the client: the gap between consecutive token-bearing chunks, split into k
+//! equal gaps when a chunk carries k tokens.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Timestamps of one request, kept by its response stream.
+#[derive(Debug)]
+pub struct RequestTiming {
+    pub received: Instant,
+    pub first_token: Option<Instant>,
+    pub last_token: Option<Instant>,
+    /// (gap in µs, tokens in the chunk that closed the gap)
+    pub gaps: Vec<(u64, u32)>,
+    pub tokens: u64,
+}
+
+impl RequestTiming {
+    pub fn new(received: Instant) -> Self {
+        RequestTiming {
+            received,
+            first_token: None,
+            last_token: None,
+            gaps: Vec::new(),
+            tokens: 0,
+        }
+    }
+
+    /// A chunk carrying `tokens` tokens was handed to the connection at `at`.
+    pub fn on_chunk(&mut self, at: Instant, tokens: u32) {
+        if let Some(prev) = self.last_token {
+            let gap = at.saturating_duration_since(prev).as_micros() as u64;
+            self.gaps.push((gap, tokens));
+        } else {
+            self.first_token = Some(at);
+        }
+        self.last_token = Some(at);
+        self.tokens += tokens as u64;
+    }
+}
+
+/// How a request ended, from the server's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Completed,
+    /// The client went away before the end.
+    Cancelled,
+    /// An injected fault ended or broke it (HTTP error, drop, stall, error event).
+    Failed,
+    /// Refused before streaming (bad request, unknown model, too long).
+    Rejected,
+}
+
+struct Inner {
+    received: u64,
+    completed: u64,
+    cancelled: u64,
+    rejected: u64,
+    failed: u64,
+    faults: BTreeMap<&'static str, u64>,
+    ttft_us: Histogram<u64>,
+    itl_us: Histogram<u64>,
+    e2e_us: Histogram<u64>,
+}
+
+impl Inner {
+    fn new() -> Self {
+        // 1 µs to 1 hour at 3 significant figures. (An auto-resizing histogram
+        // would make `saturating_record` clamp everything at its initial top.)
+        let h = || {
+            Histogram::new_with_bounds(1, 3_600_000_000, 3)
+                .expect("constant histogram bounds are valid")
+        };
+        Inner {
+            received: 0,
+            completed: 0,
+            cancelled: 0,
+            rejected: 0,
+            failed: 0,
+            faults: BTreeMap::new(),
+            ttft_us: h(),
+            itl_us: h(),
+            e2e_us: h(),
+        }
+    }
+}
+
+pub struct Truth {
+    inner: Mutex<Inner>,
+}
+
+impl Default for Truth {
+    fn default() -> Self {
+        Truth {
+            inner: Mutex::new(Inner::new()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    fn of_us(h: &Histogram<u64>) -> Summary {
+        let ms = |v: u64| v as f64 / 1000.0;
+        if h.is_empty() {
+            return Summary {
+                count: 0,
+                mean: 0.0,
+                min: 0.0,
+                p50: 0.0,
+                p90: 0.0,
+                p99: 0.0,
+                max: 0.0,
+            };
+        }
+        Summary {
+            count: h.len(),
+            mean: h.mean() / 1000.0,
+            min: ms(h.min()),
+            p50: ms(h.value_at_quantile(0.5)),
+            p90: ms(h.value_at_quantile(0.9)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+        }
+    }
+}
+
+/// The `/sim/stats` document.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct TruthReport {
+    pub received: u64,
+    pub completed: u64,
+    pub cancelled: u64,
+    pub rejected: u64,
+    /// Ended by an injected fault.
+    pub failed: u64,
+    /// Faults injected, by kind (a request with a malformed line may still complete).
+    pub faults: BTreeMap<String, u64>,
+    pub ttft_ms: Summary,
+    pub itl_ms: Summary,
+    pub e2e_ms: Summary,
+}
+
+impl Truth {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic elsewhere must not take the stats down with it.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn on_received(&self) {
+        self.lock().received += 1;
+    }
+
+    pub fn on_fault(&self, name: &'static str) {
+        *self.lock().faults.entry(name).or_default() += 1;
+    }
+
+    pub fn record(&self, t: &RequestTiming, ending: Ending) {
+        let mut g = self.lock();
+        match ending {
+            Ending::Completed => g.completed += 1,
+            Ending::Cancelled => g.cancelled += 1,
+            Ending::Rejected => g.rejected += 1,
+            Ending::Failed => g.failed += 1,
+        }
+        if let Some(first) = t.first_token {
+            let ttft = first.saturating_duration_since(t.received).as_micros() as u64;
+            g.ttft_us.saturating_record(ttft);
+        }
+        for &(gap, k) in &t.gaps {
+            let k = k.max(1) as u64;
+            g.itl_us.saturating_record_n(gap / k, k);
+        }
+        if let (Ending::Completed, Some(last)) = (ending, t.last_token) {
+            let e2e = last.saturating_duration_since(t.received).as_micros() as u64;
+            g.e2e_us.saturating_record(e2e);
+        }
+    }
+
+    pub fn report(&self) -> TruthReport {
+        let g = self.lock();
+        TruthReport {
+            received: g.received,
+            completed: g.completed,
+            cancelled: g.cancelled,
+            rejected: g.rejected,
+            failed: g.failed,
+            faults: g.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ttft_ms: Summary::of_us(&g.ttft_us),
+            itl_ms: Summary::of_us(&g.itl_us),
+            e2e_ms: Summary::of_us(&g.e2e_us),
+        }
+    }
+
+    pub fn reset(&self) {
+        *self.lock() = Inner::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn multi_token_chunks_are_split_into_equal_gaps() {
+        let t0 = Instant::now();
+        let mut t = RequestTiming::new(t0);
+        t.on_chunk(t0 + Duration::from_millis(100), 1);
+        t.on_chunk(t0 + Duration::from_millis(130), 3); // 3 gaps of 10 ms
+        t.on_chunk(t0 + Duration::from_millis(150), 1); // 1 gap of 20 ms
+        let truth = Truth::default();
+        truth.record(&t, Ending::Completed);
+        let r = truth.report();
+        assert_eq!(r.ttft_ms.count, 1);
+        // HDR keeps 3 significant figures: 0.1 % relative error at most.
+        assert!((r.ttft_ms.mean - 100.0).abs() < 0.2, "{:?}", r.ttft_ms);
+        assert_eq!(r.itl_ms.count, 4);
+        assert!((r.itl_ms.mean - 12.5).abs() < 0.1, "{:?}", r.itl_ms);
+        assert!((r.e2e_ms.mean - 150.0).abs() < 0.2);
+        assert_eq!(r.completed, 1);
+    }
+}

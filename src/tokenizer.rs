@@ -1,0 +1,148 @@
+//! The built-in tokenizer: an approximation of a GPT-style BPE token count
+//! that needs no model files.
+//!
+//! Real model tokenizers differ from one another by 10–30 % on the same text,
+//! and loading one needs a `tokenizer.json`. The built-in counter exists so that
+//! a newcomer (and the simulator) can count tokens with nothing installed. It
+//! follows the shape of GPT-2's pre-tokenizer:
+//!
+//! * a run of letters, with at most one leading space, costs `ceil(len / 7)`
+//!   tokens: common English words are one token, long rare words two or more;
+//! * a run of digits costs `ceil(len / 3)` (most BPE vocabularies hold numbers
+//!   up to three digits);
+//! * any other visible character (punctuation, symbols, non-Latin scripts that
+//!   are not letters) costs one token, its leading space included;
+//! * a run of whitespace that is not the single space in front of a word costs
+//!   one token.
+//!
+//! Text built from [`VOCAB`] words, each with one leading space, therefore
+//! counts exactly one token per word; the simulator's output and the synthetic
+//! prompts rely on that to produce exact lengths.
+
+/// Common short English words. Each `" " + word` counts as exactly one token
+/// under [`count_tokens`] (every word is at most 7 letters).
+pub const VOCAB: &[&str] = &[
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
+    "been", "if", "more", "when", "will", "would", "who", "so", "no", "she", "other", "its", "may",
+    "these", "what", "them", "than", "some", "him", "time", "into", "only", "do", "out", "then",
+    "also", "any", "first", "new", "two", "very", "after", "should", "well", "over", "such", "our",
+    "most", "made", "many", "even", "where", "must", "through", "back", "years", "much", "before",
+    "good", "those", "how", "down", "each", "great", "still", "work", "place", "world", "life",
+    "being", "under", "never", "day", "same", "another", "know", "while", "last", "might", "us",
+    "off", "small", "found", "state", "both", "year", "around", "system", "power", "number",
+    "water", "part", "light", "model", "server", "request", "token", "batch", "cache", "memory",
+    "latency", "network", "queue", "stage", "rate", "signal", "river", "stone", "garden", "window",
+    "paper", "music", "market", "winter", "summer", "forest", "ocean", "engine", "silver",
+    "golden", "quiet", "rapid", "simple", "clear", "bright", "early", "later", "inside", "outside",
+    "above", "below", "across", "toward", "second", "third", "minute", "hour", "morning",
+    "evening", "night", "city", "village", "road", "bridge", "tower", "field", "valley", "hill",
+    "island", "harbor", "station", "letter", "story", "answer", "query", "reason", "method",
+    "result", "figure", "table",
+];
+
+/// Counts tokens in `text` with the built-in approximation (see module docs).
+pub fn count_tokens(text: &str) -> usize {
+    let mut tokens = 0usize;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            // A single space binds to the word, number or symbol that follows it.
+            match chars.peek() {
+                Some(&n) if !n.is_whitespace() => continue,
+                _ => {
+                    // A whitespace run: consume it whole.
+                    while chars.peek().is_some_and(|n| n.is_whitespace()) {
+                        chars.next();
+                    }
+                    tokens += 1;
+                    continue;
+                }
+            }
+        }
+        if c.is_whitespace() {
+            while chars.peek().is_some_and(|n| n.is_whitespace()) {
+                // Keep the last space of the run for the following word, as GPT-2 does.
+                let mut ahead = chars.clone();
+                ahead.next();
+                let last_space_before_word =
+                    chars.peek() == Some(&' ') && ahead.peek().is_some_and(|a| !a.is_whitespace());
+                if last_space_before_word {
+                    break;
+                }
+                chars.next();
+            }
+            tokens += 1;
+            continue;
+        }
+        if c.is_alphabetic() {
+            let mut len = 1usize;
+            while chars.peek().is_some_and(|n| n.is_alphabetic()) {
+                chars.next();
+                len += 1;
+            }
+            tokens += len.div_ceil(7);
+        } else if c.is_ascii_digit() {
+            let mut len = 1usize;
+            while chars.peek().is_some_and(|n| n.is_ascii_digit()) {
+                chars.next();
+                len += 1;
+            }
+            tokens += len.div_ceil(3);
+        } else {
+            tokens += 1;
+        }
+    }
+    tokens
+}
+
+/// The text of the `i`-th vocabulary token, with its leading space.
+pub fn vocab_piece(i: usize) -> &'static str {
+    // Stored without the space to keep the table readable; the space is added by
+    // the callers that build text, see `push_vocab_token`.
+    VOCAB[i % VOCAB.len()]
+}
+
+/// Appends `" " + VOCAB[i]` to `out`: exactly one built-in token.
+pub fn push_vocab_token(out: &mut String, i: usize) {
+    out.push(' ');
+    out.push_str(vocab_piece(i));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_vocab_word_is_one_token() {
+        for (i, w) in VOCAB.iter().enumerate() {
+            let mut s = String::new();
+            push_vocab_token(&mut s, i);
+            assert_eq!(count_tokens(&s), 1, "word {w:?}");
+            assert!(w.chars().all(|c| c.is_ascii_lowercase()), "word {w:?}");
+        }
+    }
+
+    #[test]
+    fn vocab_text_counts_one_token_per_word() {
+        let mut s = String::new();
+        for i in 0..1000 {
+            push_vocab_token(&mut s, i * 7 + 3);
+        }
+        assert_eq!(count_tokens(&s), 1000);
+    }
+
+    #[test]
+    fn counts_follow_the_documented_rules() {
+        assert_eq!(count_tokens(""), 0);
+        assert_eq!(count_tokens("hello"), 1);
+        assert_eq!(count_tokens("hello world"), 2);
+        assert_eq!(count_tokens("internationalization"), 3); // 20 letters
+        assert_eq!(count_tokens("12345"), 2);
+        assert_eq!(count_tokens("a, b."), 4);
+        assert_eq!(count_tokens("one\n\ntwo"), 3);
+        assert_eq!(count_tokens("one  two"), 3); // extra space is its own token
+        assert_eq!(count_tokens("   "), 1);
+    }
+}
