@@ -3,5 +3,8 @@
 //! The binary is a thin shell over this library; integration tests use the
 //! same modules (for example, [`sim`] to start a simulated server in-process).
 
+pub mod client;
+pub mod report;
 pub mod sim;
+pub mod stats;
 pub mod tokenizer;

@@ -42,6 +42,27 @@ pub const VOCAB: &[&str] = &[
     "result", "figure", "table",
 ];
 
+/// Anything that counts tokens: the built-in approximation, or (with
+/// `--tokenizer`) a real model tokenizer.
+pub trait TokenCounter: Send + Sync {
+    fn count(&self, text: &str) -> usize;
+    /// A short description for reports, e.g. `builtin` or a file path.
+    fn name(&self) -> String;
+}
+
+/// The built-in approximation as a [`TokenCounter`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Builtin;
+
+impl TokenCounter for Builtin {
+    fn count(&self, text: &str) -> usize {
+        count_tokens(text)
+    }
+    fn name(&self) -> String {
+        "builtin".into()
+    }
+}
+
 /// Counts tokens in `text` with the built-in approximation (see module docs).
 pub fn count_tokens(text: &str) -> usize {
     let mut tokens = 0usize;

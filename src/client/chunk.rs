@@ -1,0 +1,222 @@
+//! Parsing one streamed `data:` payload of an OpenAI-compatible server.
+//!
+//! Pure and allocation-light: the engine calls it for every chunk of every
+//! request, and the fuzz target calls it with arbitrary input.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// What one SSE `data:` payload means to the load tester.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChunkInfo {
+    /// Generated text in this chunk (content, reasoning, or tool-call arguments).
+    pub text: String,
+    /// The chunk carries generated output (a role-only delta does not).
+    pub has_output: bool,
+    /// `usage` as the server reported it in this chunk, if any.
+    pub usage: Option<Usage>,
+    /// A `finish_reason` was set.
+    pub finished: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+}
+
+/// Why a payload is not a usable chunk.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChunkError {
+    #[error("data is not JSON: {0}")]
+    NotJson(String),
+    /// The server sent `{"error": ...}` in the stream.
+    #[error("server error event: {0}")]
+    ErrorEvent(String),
+}
+
+#[derive(Deserialize)]
+struct RawChunk<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<RawChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<RawDelta<'a>>,
+    /// `/v1/completions` puts the text here.
+    #[serde(default, borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    finish_reason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawDelta<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<&'a RawValue>,
+}
+
+/// Parses one `data:` payload (not `[DONE]`, which the caller handles).
+pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
+    let raw: RawChunk<'_> =
+        serde_json::from_str(data).map_err(|e| ChunkError::NotJson(short(&e.to_string())))?;
+    if let Some(err) = raw.error {
+        if err.get() != "null" {
+            return Err(ChunkError::ErrorEvent(error_message(err.get())));
+        }
+    }
+    let mut info = ChunkInfo {
+        usage: raw.usage,
+        ..Default::default()
+    };
+    // An empty or missing `choices` (the final usage chunk) is no output, not an error.
+    for choice in raw.choices.into_iter().flatten() {
+        if choice.finish_reason.is_some_and(|f| f.get() != "null") {
+            info.finished = true;
+        }
+        if let Some(t) = choice.text.filter(|t| !t.is_empty()) {
+            info.text.push_str(&t);
+            info.has_output = true;
+        }
+        if let Some(d) = choice.delta {
+            for part in [d.content, d.reasoning_content, d.reasoning]
+                .into_iter()
+                .flatten()
+            {
+                if !part.is_empty() {
+                    info.text.push_str(&part);
+                    info.has_output = true;
+                }
+            }
+            if let Some(tc) = d.tool_calls {
+                let s = tc.get();
+                if s != "null" && s != "[]" {
+                    info.has_output = true;
+                    info.text.push_str(&tool_call_arguments(s));
+                }
+            }
+        }
+    }
+    Ok(info)
+}
+
+/// The argument text of streamed tool calls (what the model generated).
+fn tool_call_arguments(raw: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
+    let mut out = String::new();
+    for call in v.as_array().into_iter().flatten() {
+        if let Some(f) = call.get("function") {
+            if let Some(n) = f.get("name").and_then(|n| n.as_str()) {
+                out.push_str(n);
+            }
+            if let Some(a) = f.get("arguments").and_then(|a| a.as_str()) {
+                out.push_str(a);
+            }
+        }
+    }
+    out
+}
+
+fn error_message(raw: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
+    let msg = v
+        .get("message")
+        .and_then(|m| m.as_str())
+        .map(str::to_string)
+        .or_else(|| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| raw.to_string());
+    short(&msg)
+}
+
+/// Error text is kept short: it lands in logs and reports by the thousand.
+pub fn short(s: &str) -> String {
+    const MAX: usize = 200;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_content_is_output_but_a_role_delta_is_not() {
+        let role = parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#).unwrap();
+        assert!(!role.has_output);
+        let c = parse_chunk(
+            r#"{"choices":[{"index":0,"delta":{"content":" hello"},"finish_reason":null}]}"#,
+        )
+        .unwrap();
+        assert!(c.has_output);
+        assert_eq!(c.text, " hello");
+        assert!(!c.finished);
+    }
+
+    #[test]
+    fn completions_text_reasoning_and_tool_calls_count_as_output() {
+        let t = parse_chunk(r#"{"choices":[{"text":" a b","finish_reason":"length"}]}"#).unwrap();
+        assert_eq!(t.text, " a b");
+        assert!(t.finished);
+        let r = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#).unwrap();
+        assert!(r.has_output);
+        let tc = parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":1}"}}]}}]}"#).unwrap();
+        assert!(tc.has_output);
+        assert_eq!(tc.text, "{\"x\":1}");
+    }
+
+    #[test]
+    fn usage_chunk_with_empty_choices_is_fine() {
+        let u = parse_chunk(
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}"#,
+        )
+        .unwrap();
+        assert!(!u.has_output);
+        assert_eq!(u.usage.unwrap().completion_tokens, Some(7));
+        let n = parse_chunk(r#"{"id":"x"}"#).unwrap();
+        assert!(!n.has_output);
+    }
+
+    #[test]
+    fn errors_are_told_apart() {
+        assert!(matches!(
+            parse_chunk("not json"),
+            Err(ChunkError::NotJson(_))
+        ));
+        let e = parse_chunk(r#"{"error":{"message":"boom","code":500}}"#).unwrap_err();
+        assert_eq!(e, ChunkError::ErrorEvent("boom".into()));
+        assert!(parse_chunk(r#"{"error":null,"choices":[]}"#).is_ok());
+    }
+
+    #[test]
+    fn escaped_text_is_decoded() {
+        let c = parse_chunk(r#"{"choices":[{"delta":{"content":"a\"b\u00e9"}}]}"#).unwrap();
+        assert_eq!(c.text, "a\"bé");
+    }
+
+    #[test]
+    fn short_cuts_on_a_char_boundary() {
+        let s = "é".repeat(300);
+        let t = short(&s);
+        assert!(t.len() <= 204);
+    }
+}

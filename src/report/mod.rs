@@ -1,0 +1,173 @@
+//! The report model: the one source of truth for every export.
+//! `report.json` is this model serialised; docs/REPORT.md documents it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::stats::dist::DistSummary;
+use crate::stats::metrics::Slo;
+
+/// Bumped whenever a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    pub version: u32,
+    /// The tool and its version, e.g. `llmsweep 0.1.0`.
+    pub tool: String,
+    /// When the run started (RFC 3339, UTC).
+    pub created: String,
+    pub target: Target,
+    /// The run's settings, with secrets removed.
+    pub config: serde_json::Value,
+    /// True when the run stopped before its plan was done (stop key, signal, error limit).
+    pub partial: bool,
+    /// Why the run ended: `completed`, `stopped`, `signal`, `max_errors`, ...
+    pub end_reason: String,
+    pub stages: Vec<StageReport>,
+    /// Operator commands and other events, in order.
+    pub timeline: Vec<TimelineEvent>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Target {
+    /// Base URL, or `built-in simulator` with its address.
+    pub url: String,
+    pub model: String,
+    pub api: String,
+    /// True when the run used the built-in simulator ("target: built-in simulator").
+    pub builtin_simulator: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimelineEvent {
+    /// Seconds since the run started.
+    pub t_s: f64,
+    /// `set_rate`, `pause`, `resume`, `skip`, `stop`, `export`, `stage_start`, `stage_end`, `signal`.
+    pub event: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageReport {
+    /// e.g. `synchronous`, `throughput`, `constant@5.25`, `constant@5.25 (manual)`.
+    pub name: String,
+    /// `synchronous`, `concurrent`, `throughput`, `constant`, `poisson`.
+    pub strategy: String,
+    /// Requests/s for constant and poisson, streams for concurrent; null otherwise.
+    pub target_rate: Option<f64>,
+    pub start: String,
+    pub end: String,
+    pub duration_s: f64,
+    /// Length of the measured window (duration less warm-up and cool-down).
+    pub measured_s: f64,
+    pub saturated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_reason: Option<String>,
+    /// Why the stage ended: `max_seconds`, `max_requests`, `max_errors`, `skipped`, `rate_changed`, `stopped`, `data_exhausted`.
+    pub end_reason: String,
+    pub requests: RequestCounts,
+    /// Errored requests by category (`http_500`, `timeout`, `stream_broken`, ...).
+    pub errors: BTreeMap<String, u64>,
+    pub rates: Rates,
+    pub concurrency: Concurrency,
+    pub ttft_ms: DistSummary,
+    pub itl_ms: DistSummary,
+    pub tpot_ms: DistSummary,
+    pub latency_ms: DistSummary,
+    pub queue_ms: DistSummary,
+    pub tokens: Tokens,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
+    /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
+    pub histograms: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct RequestCounts {
+    /// Requests sent in this stage (= completed + incomplete + errored).
+    pub sent: u64,
+    pub completed: u64,
+    /// In flight when the stage ended, and cancelled.
+    pub incomplete: u64,
+    pub errored: u64,
+    /// Completed requests inside the measured window (the statistics' sample).
+    pub measured: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Rates {
+    /// Completed requests per second of measured window.
+    pub requests_per_s: f64,
+    pub output_tokens_per_s: f64,
+    /// (prompt + output tokens of completed requests) per second.
+    pub total_tokens_per_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Concurrency {
+    /// Time-weighted mean of requests in flight over the measured window.
+    pub mean: f64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Tokens {
+    /// Mean prompt tokens per completed request, as the data source built them.
+    pub prompt_mean: f64,
+    /// Mean prompt tokens per completed request as the server counted them (usage), if reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_mean_server: Option<f64>,
+    pub output_mean: f64,
+    pub prompt_total: u64,
+    pub output_total: u64,
+    /// How output tokens were counted, by number of requests: `usage`, `tokenizer`, `chunks`.
+    pub output_source: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Goodput {
+    pub slo: Slo,
+    /// Completed requests meeting every SLO, per second of measured window.
+    pub requests_per_s: f64,
+    /// Share of measured completed requests that met every SLO.
+    pub fraction: f64,
+}
+
+impl Report {
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string_pretty(self).context("cannot serialise the report")
+    }
+
+    pub fn from_json(s: &str) -> Result<Report> {
+        let r: Report = serde_json::from_str(s).context("not an llmsweep report.json")?;
+        if r.version > SCHEMA_VERSION {
+            anyhow::bail!(
+                "report schema version {} is newer than this llmsweep understands ({SCHEMA_VERSION}); upgrade llmsweep",
+                r.version
+            );
+        }
+        Ok(r)
+    }
+}
+
+/// Writes `contents` to `path` atomically: a temporary file in the same
+/// directory, then a rename, so a reader never sees half a report.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "report".into());
+    let tmp: PathBuf = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, contents).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot move the report to {}", path.display()))?;
+    Ok(())
+}

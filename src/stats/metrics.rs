@@ -1,0 +1,190 @@
+//! Per-request metric formulas (see docs/METRICS.md and DESIGN's timing model).
+//! All values are microseconds.
+
+use std::time::Duration;
+
+use crate::client::RequestRecord;
+
+fn us(d: Duration) -> u64 {
+    d.as_micros().min(u64::MAX as u128) as u64
+}
+
+/// TTFT = first token-bearing chunk − sent. A role-only delta is not a token.
+pub fn ttft_us(r: &RequestRecord) -> Option<u64> {
+    r.first_token_at()
+        .map(|t| us(t.saturating_duration_since(r.sent_at)))
+}
+
+/// ITL: the gap between consecutive token-bearing chunks; a chunk carrying k
+/// tokens contributes k gaps of gap/k (vLLM-style per-gap ITL). Yields
+/// `(gap_us, k)` pairs.
+pub fn itl_gaps(r: &RequestRecord) -> impl Iterator<Item = (u64, u64)> + '_ {
+    r.chunks.windows(2).map(|w| {
+        let k = w[1].1.max(1) as u64;
+        (us(w[1].0.saturating_duration_since(w[0].0)) / k, k)
+    })
+}
+
+/// TPOT = (end − first token) / (output tokens − 1); undefined for one token.
+pub fn tpot_us(r: &RequestRecord) -> Option<u64> {
+    let first = r.first_token_at()?;
+    if r.output_tokens < 2 {
+        return None;
+    }
+    Some(us(r.ended_at.saturating_duration_since(first)) / (r.output_tokens - 1))
+}
+
+/// End-to-end latency = end − sent.
+pub fn latency_us(r: &RequestRecord) -> u64 {
+    us(r.ended_at.saturating_duration_since(r.sent_at))
+}
+
+/// Client-side queueing = sent − scheduled: how late the load generator was.
+/// Open-loop runs keep it so that coordinated omission shows instead of hiding.
+pub fn queue_us(r: &RequestRecord) -> u64 {
+    us(r.sent_at.saturating_duration_since(r.scheduled_at))
+}
+
+/// Mean ITL of one request (for SLO checks): (last − first chunk) / gaps.
+pub fn mean_itl_us(r: &RequestRecord) -> Option<u64> {
+    let (first, last) = (r.chunks.first()?, r.chunks.last()?);
+    let gaps: u64 = r.chunks.iter().skip(1).map(|c| c.1.max(1) as u64).sum();
+    if gaps == 0 {
+        return None;
+    }
+    Some(us(last.0.saturating_duration_since(first.0)) / gaps)
+}
+
+/// Service-level objectives for goodput: a completed request is "good" when
+/// it meets every limit that is set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Slo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Limit on the request's mean inter-token latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub itl_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<f64>,
+}
+
+impl Slo {
+    /// Parses `ttft=200ms,itl=50ms,e2e=10s` (units: us, ms, s; ms if none).
+    pub fn parse(s: &str) -> Result<Slo, String> {
+        let mut slo = Slo::default();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("--slo: {part:?} should look like ttft=200ms"))?;
+            let ms = parse_duration_ms(v.trim())
+                .ok_or_else(|| format!("--slo: {v:?} is not a duration (try 200ms or 1.5s)"))?;
+            let slot = match k.trim().to_ascii_lowercase().as_str() {
+                "ttft" => &mut slo.ttft_ms,
+                "itl" => &mut slo.itl_ms,
+                "tpot" => &mut slo.tpot_ms,
+                "e2e" | "latency" | "e2el" => &mut slo.e2e_ms,
+                other => {
+                    return Err(format!(
+                        "--slo: unknown metric {other:?} (use ttft, itl, tpot or e2e)"
+                    ))
+                }
+            };
+            *slot = Some(ms);
+        }
+        if slo == Slo::default() {
+            return Err("--slo needs at least one limit, e.g. ttft=200ms".into());
+        }
+        Ok(slo)
+    }
+
+    pub fn is_met(&self, r: &RequestRecord) -> bool {
+        let ok = |limit: Option<f64>, value: Option<u64>| match (limit, value) {
+            (None, _) => true,
+            (Some(l), Some(v)) => v as f64 / 1000.0 <= l,
+            (Some(_), None) => true, // undefined for this request (e.g. one token)
+        };
+        ok(self.ttft_ms, ttft_us(r))
+            && ok(self.itl_ms, mean_itl_us(r))
+            && ok(self.tpot_ms, tpot_us(r))
+            && ok(self.e2e_ms, Some(latency_us(r)))
+    }
+}
+
+/// `200ms`, `1.5s`, `800us`, or a bare number of ms.
+pub fn parse_duration_ms(s: &str) -> Option<f64> {
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{Outcome, TokenSource};
+    use tokio::time::Instant;
+
+    fn record(chunks_ms: &[(u64, u32)], end_ms: u64, tokens: u64) -> RequestRecord {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        RequestRecord {
+            scheduled_at: t0,
+            sent_at: at(5),
+            ended_at: at(end_ms),
+            chunks: chunks_ms.iter().map(|&(ms, k)| (at(ms), k)).collect(),
+            output_tokens: tokens,
+            output_source: TokenSource::Usage,
+            prompt_tokens: 10,
+            server_prompt_tokens: None,
+            outcome: Outcome::Completed,
+        }
+    }
+
+    #[test]
+    fn formulas_match_the_timing_model() {
+        // sent at 5 ms, first token at 105, a 3-token chunk at 135, last at 155.
+        let r = record(&[(105, 1), (135, 3), (155, 1)], 160, 5);
+        assert_eq!(ttft_us(&r), Some(100_000));
+        let gaps: Vec<_> = itl_gaps(&r).collect();
+        assert_eq!(gaps, vec![(10_000, 3), (20_000, 1)]);
+        assert_eq!(tpot_us(&r), Some(55_000 / 4));
+        assert_eq!(latency_us(&r), 155_000);
+        assert_eq!(queue_us(&r), 5_000);
+        assert_eq!(mean_itl_us(&r), Some(50_000 / 4));
+    }
+
+    #[test]
+    fn single_token_requests_have_no_tpot_or_itl() {
+        let r = record(&[(50, 1)], 60, 1);
+        assert_eq!(tpot_us(&r), None);
+        assert_eq!(itl_gaps(&r).count(), 0);
+        assert_eq!(mean_itl_us(&r), None);
+    }
+
+    #[test]
+    fn slo_parsing_and_checks() {
+        let slo = Slo::parse("ttft=200ms,itl=50ms,e2e=10s").unwrap();
+        assert_eq!(slo.ttft_ms, Some(200.0));
+        assert_eq!(slo.e2e_ms, Some(10_000.0));
+        let fast = record(&[(105, 1), (115, 1)], 120, 2);
+        assert!(slo.is_met(&fast));
+        let slow = record(&[(300, 1), (310, 1)], 320, 2);
+        assert!(!slo.is_met(&slow));
+        assert!(Slo::parse("ttft=abc").is_err());
+        assert!(Slo::parse("foo=1ms")
+            .unwrap_err()
+            .contains("unknown metric"));
+        assert!(Slo::parse("").is_err());
+        assert_eq!(parse_duration_ms("800us"), Some(0.8));
+        assert_eq!(parse_duration_ms("-1"), None);
+    }
+}

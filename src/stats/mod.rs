@@ -1,0 +1,6 @@
+//! Statistics: HDR-histogram distributions, the per-request metric formulas,
+//! and the per-stage aggregator with its live series.
+
+pub mod dist;
+pub mod metrics;
+pub mod stage;
