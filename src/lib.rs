@@ -2,9 +2,19 @@
 //!
 //! The binary is a thin shell over this library; integration tests use the
 //! same modules (for example, [`sim`] to start a simulated server in-process).
+//!
+//! Data flows one way: `profile` plans stages, `engine` dispatches requests
+//! through `client`, `stats` aggregates what comes back into `report`, and
+//! front ends (`headless`, later the TUI) only read the engine's snapshots.
 
+pub mod cli;
 pub mod client;
+pub mod data;
+pub mod engine;
+pub mod headless;
+pub mod profile;
 pub mod report;
+pub mod run;
 pub mod sim;
 pub mod stats;
 pub mod tokenizer;

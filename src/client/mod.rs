@@ -462,7 +462,7 @@ pub fn finish_token_counts(
     let n_chunks = chunks.len() as u64;
     match usage {
         Some(total) if total > 0 && n_chunks > 0 => {
-            if total == n_chunks || total < n_chunks {
+            if total <= n_chunks {
                 for c in chunks.iter_mut() {
                     c.1 = 1;
                 }

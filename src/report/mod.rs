@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
+
+pub mod console;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::dist::DistSummary;

@@ -299,8 +299,6 @@ impl StageStats {
         };
         let saturation_reason = saturation(
             target_rate.filter(|_| matches!(strategy, "constant" | "poisson")),
-            rates.requests_per_s,
-            measured,
             self.latency.quantile_ms(0.5) / 1000.0,
             self.series.make_contiguous(),
         );
@@ -358,24 +356,32 @@ impl StageStats {
 
 /// Decides whether an open-loop stage was saturated, and says why.
 ///
-/// * The completion rate stayed under 90 % of the target — but only when the
-///   stage lasted at least three median latencies: a shorter stage cuts off
-///   requests that were still on their way, which says nothing about the
-///   server (the sweep warns about such stages instead).
+/// * The steady-state completion rate stayed under 90 % of the target. Steady
+///   state is the per-second series after the first median latency (+1 s):
+///   before that the pipeline is still filling, and requests cut off at the
+///   stage end say nothing about the server. At least three such seconds are
+///   needed for a verdict (a shorter stage gets the sweep's warning instead).
 /// * Or the number in flight kept growing: the mean over the last quarter of
 ///   the stage is more than 1.5 × (+2) the mean over the second quarter.
 pub fn saturation(
     target_rate: Option<f64>,
-    achieved: f64,
-    measured_s: f64,
     median_latency_s: f64,
     series: &[SeriesPoint],
 ) -> Option<String> {
     let target = target_rate?;
-    if measured_s >= 3.0 * median_latency_s && achieved < 0.9 * target {
-        return Some(format!(
-            "achieved {achieved:.2} req/s, under 90% of the {target:.2} req/s target"
-        ));
+    let settled = median_latency_s + 1.0;
+    let steady: Vec<f64> = series
+        .iter()
+        .filter(|p| p.t_s > settled)
+        .map(|p| p.requests_per_s)
+        .collect();
+    if steady.len() >= 3 {
+        let achieved = steady.iter().sum::<f64>() / steady.len() as f64;
+        if achieved < 0.9 * target {
+            return Some(format!(
+                "completed {achieved:.2} req/s in steady state, under 90% of the {target:.2} req/s target"
+            ));
+        }
     }
     let n = series.len();
     if n >= 8 {
@@ -529,32 +535,47 @@ mod tests {
         assert!((g.requests_per_s - 1.0).abs() < 1e-9);
     }
 
+    fn steady(rates: &[f64], in_flight: u64) -> Vec<SeriesPoint> {
+        rates
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| SeriesPoint {
+                t_s: (i + 1) as f64,
+                requests_per_s: r,
+                in_flight,
+                ..Default::default()
+            })
+            .collect()
+    }
+
     #[test]
     fn saturation_rules() {
-        // Under 90% of target on a long enough stage.
-        assert!(saturation(Some(10.0), 8.0, 30.0, 1.0, &[]).is_some());
-        assert!(saturation(Some(10.0), 9.5, 30.0, 1.0, &[]).is_none());
-        // Too short a stage for the rate rule: no verdict from it.
-        assert!(saturation(Some(10.0), 2.0, 30.0, 20.0, &[]).is_none());
+        // Under 90% of target once the pipeline has filled (latency 1 s).
+        let slow = steady(&[0.0, 3.0, 8.0, 8.0, 8.0, 8.0], 10);
+        assert!(saturation(Some(10.0), 1.0, &slow)
+            .unwrap()
+            .contains("steady state"));
+        // Keeping up: the ramp and the cut-off tail do not count.
+        let fine = steady(&[0.0, 4.0, 10.0, 10.0, 9.5, 10.0], 10);
+        assert!(saturation(Some(10.0), 1.0, &fine).is_none());
+        // Too short a stage for a rate verdict (latency 20 s).
+        assert!(saturation(Some(10.0), 20.0, &slow).is_none());
         // Not open loop: never.
-        assert!(saturation(None, 0.0, 30.0, 1.0, &[]).is_none());
+        assert!(saturation(None, 1.0, &slow).is_none());
         // Growing in-flight.
         let series: Vec<SeriesPoint> = (0..20)
             .map(|i| SeriesPoint {
+                t_s: i as f64,
+                requests_per_s: 10.0,
                 in_flight: i * 5,
                 ..Default::default()
             })
             .collect();
-        assert!(saturation(Some(10.0), 10.0, 30.0, 1.0, &series)
+        assert!(saturation(Some(10.0), 1.0, &series)
             .unwrap()
             .contains("growing"));
-        let flat: Vec<SeriesPoint> = (0..20)
-            .map(|_| SeriesPoint {
-                in_flight: 7,
-                ..Default::default()
-            })
-            .collect();
-        assert!(saturation(Some(10.0), 10.0, 30.0, 1.0, &flat).is_none());
+        let flat = steady(&[10.0; 20], 7);
+        assert!(saturation(Some(10.0), 1.0, &flat).is_none());
     }
 
     #[test]

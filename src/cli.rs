@@ -1,0 +1,102 @@
+//! Command-line surface of `llmsweep run` (the default subcommand).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::client::Api;
+
+/// `llmsweep run`: load a server and report what it held.
+#[derive(Debug, Clone, Args, Default)]
+pub struct RunArgs {
+    /// Server base URL (with or without /v1). Without it, the built-in simulator is started.
+    #[arg(long, short = 't', value_name = "URL")]
+    pub target: Option<String>,
+    /// Model id to request (default: the first one /v1/models lists).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// Endpoint to load.
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
+    /// Environment variable that holds the API key (sent as a Bearer token).
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// File that holds the API key (first line). Overrides --api-key-env.
+    #[arg(long, value_name = "PATH")]
+    pub api_key_file: Option<PathBuf>,
+    /// Extra HTTP header, `Name: value` (repeatable). Values never reach reports.
+    #[arg(long = "header", short = 'H', value_name = "K:V")]
+    pub headers: Vec<String>,
+    /// JSON object merged into every request body, e.g. '{"temperature":0}'.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// Seconds before a request counts as errored/timeout.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub request_timeout: f64,
+    /// Accept invalid TLS certificates (self-signed test servers).
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Load profile: sweep, synchronous, concurrent, throughput, constant, poisson.
+    #[arg(long, short = 'p', default_value = "sweep")]
+    pub profile: String,
+    /// Rates: a list like 1,4,16,inf (one stage each; inf = throughput); streams
+    /// for concurrent; number of stages for sweep (default 10).
+    #[arg(long, short = 'r', value_name = "LIST")]
+    pub rate: Option<String>,
+    /// Poisson burstiness: gamma-distributed gaps with CV 1/√b (1 = Poisson).
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    /// Sweep: use Poisson instead of constant arrivals for the interpolated stages.
+    #[arg(long, value_name = "KIND", default_value = "constant")]
+    pub sweep_strategy: String,
+    /// Sweep: go on after a saturated stage.
+    #[arg(long)]
+    pub no_stop_on_saturation: bool,
+    /// Cap on requests in flight (throughput's bound; also caps open-loop strategies).
+    #[arg(long, value_name = "N")]
+    pub max_concurrency: Option<u32>,
+    /// Seed for arrivals and synthetic data.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Stage limit: seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub max_seconds: Option<f64>,
+    /// Stage limit: requests.
+    #[arg(long, value_name = "N")]
+    pub max_requests: Option<u64>,
+    /// Stop the run once a stage has this many errored requests.
+    #[arg(long, value_name = "N")]
+    pub max_errors: Option<u64>,
+    /// Leave out the start of each stage: a fraction (<1) of its limit, or seconds (≥1).
+    #[arg(long, value_name = "F|S")]
+    pub warmup: Option<f64>,
+    /// Leave out the end of each stage: a fraction (<1) of its limit, or seconds (≥1).
+    #[arg(long, value_name = "F|S")]
+    pub cooldown: Option<f64>,
+    /// At stage end, let in-flight requests finish for up to this many seconds (default: cancel them).
+    #[arg(long, value_name = "SECONDS")]
+    pub drain: Option<f64>,
+
+    /// Synthetic data, e.g. prompt_tokens=256,output_tokens=128.
+    #[arg(
+        long,
+        value_name = "SPEC",
+        default_value = "prompt_tokens=256,output_tokens=128"
+    )]
+    pub data: String,
+    /// Extra percentiles to report, e.g. 75,99.99.
+    #[arg(long, value_name = "LIST")]
+    pub percentiles: Option<String>,
+    /// Service-level objectives for goodput, e.g. ttft=200ms,itl=50ms,e2e=10s.
+    #[arg(long, value_name = "LIST")]
+    pub slo: Option<String>,
+
+    /// Directory for the reports (default ./llmsweep-results/<timestamp>/).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Plain progress lines instead of the dashboard (automatic when stdout is not a terminal).
+    #[arg(long)]
+    pub headless: bool,
+}

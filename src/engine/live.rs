@@ -1,0 +1,86 @@
+//! What flows between the engine and its front ends: commands in, snapshots out.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use crate::report::{RequestCounts, StageReport, TimelineEvent};
+use crate::stats::stage::SeriesPoint;
+
+use super::strategy::PlannedStage;
+
+/// Commands a front end (keys, signals) sends to the engine. The engine
+/// applies them between dispatches and records each in the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Control {
+    /// Set the running stage's rate (streams for concurrent). Ends the stage
+    /// and opens `<kind>@<rate> (manual)` with the same limits.
+    SetRate(f64),
+    /// Multiply the current rate (e.g. 1.1, 0.5). For stages without a rate,
+    /// the base is the completion rate of the last few seconds.
+    ScaleRate(f64),
+    Pause,
+    Resume,
+    TogglePause,
+    /// End the running stage; the plan goes on.
+    Skip,
+    /// End the run after this stage (report is partial).
+    Stop {
+        reason: String,
+    },
+    /// Just a timeline entry (e.g. "export" from the TUI).
+    Note {
+        event: String,
+        detail: String,
+    },
+}
+
+/// One error, for the TUI's error log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorEntry {
+    pub t_s: f64,
+    pub stage: String,
+    pub category: String,
+    pub message: String,
+}
+
+/// The running stage, as seen live.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveStage {
+    pub name: String,
+    pub strategy: String,
+    pub target_rate: Option<f64>,
+    pub elapsed_s: f64,
+    pub max_seconds: Option<f64>,
+    pub max_requests: Option<u64>,
+    pub counts: RequestCounts,
+    pub errors: BTreeMap<String, u64>,
+    pub in_flight: u64,
+    /// Requests completed over the last second.
+    pub achieved_rps: f64,
+    pub output_tokens_per_s: f64,
+    pub ttft_p50_ms: f64,
+    pub ttft_p99_ms: f64,
+    pub itl_p50_ms: f64,
+    pub itl_p99_ms: f64,
+    /// Per-second history of this stage (the newest last, at most 600 points).
+    pub series: Vec<SeriesPoint>,
+}
+
+/// A view of the whole run, published several times a second. Cheap to
+/// clone: the large parts are behind `Arc`.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub elapsed_s: f64,
+    /// 1-based number of the running stage.
+    pub stage_number: usize,
+    pub stages_total: Option<usize>,
+    pub stage: Option<LiveStage>,
+    pub upcoming: Vec<PlannedStage>,
+    pub finished: Arc<Vec<StageReport>>,
+    pub paused: bool,
+    pub recent_errors: Arc<VecDeque<ErrorEntry>>,
+    pub timeline: Arc<Vec<TimelineEvent>>,
+    pub warnings: Arc<Vec<String>>,
+    /// The run is over; no more snapshots follow.
+    pub done: bool,
+}

@@ -1,0 +1,368 @@
+//! Load strategies, stage specifications, arrival schedules and plans.
+//! Pure: no runtime, no I/O.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Gamma};
+
+use crate::report::StageReport;
+
+/// How requests are released in a stage.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Strategy {
+    /// One request at a time.
+    Synchronous,
+    /// A fixed number of streams, each sending its next request when the last ends.
+    Concurrent { streams: u32 },
+    /// As many as allowed at once (bounded by `max_concurrency`).
+    Throughput { max_concurrency: u32 },
+    /// Open loop: request i is due at start + i / rate.
+    Constant { rate: f64 },
+    /// Open loop: seeded gamma-distributed gaps with mean 1 / rate and
+    /// coefficient of variation 1 / √burstiness (burstiness 1 = Poisson).
+    Poisson { rate: f64, burstiness: f64 },
+}
+
+impl Strategy {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Strategy::Synchronous => "synchronous",
+            Strategy::Concurrent { .. } => "concurrent",
+            Strategy::Throughput { .. } => "throughput",
+            Strategy::Constant { .. } => "constant",
+            Strategy::Poisson { .. } => "poisson",
+        }
+    }
+
+    /// Requests/s for open loop, streams for concurrent.
+    pub fn target_rate(&self) -> Option<f64> {
+        match self {
+            Strategy::Concurrent { streams } => Some(*streams as f64),
+            Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Some(*rate),
+            _ => None,
+        }
+    }
+
+    pub fn is_open_loop(&self) -> bool {
+        matches!(self, Strategy::Constant { .. } | Strategy::Poisson { .. })
+    }
+
+    /// The usual stage name: `synchronous`, `throughput`, `concurrent@8`, `constant@5.25`.
+    pub fn name(&self) -> String {
+        match self {
+            Strategy::Synchronous | Strategy::Throughput { .. } => self.kind().to_string(),
+            Strategy::Concurrent { streams } => format!("concurrent@{streams}"),
+            Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => {
+                format!("{}@{}", self.kind(), fmt_rate(*rate))
+            }
+        }
+    }
+
+    /// Closed-loop strategies: how many requests may be in flight.
+    pub fn closed_loop_limit(&self) -> Option<u32> {
+        match self {
+            Strategy::Synchronous => Some(1),
+            Strategy::Concurrent { streams } => Some(*streams),
+            Strategy::Throughput { max_concurrency } => Some(*max_concurrency),
+            _ => None,
+        }
+    }
+
+    /// The same strategy at another rate (streams for concurrent). Synchronous
+    /// and throughput have no rate; steering them switches to constant.
+    pub fn with_rate(&self, rate: f64) -> Strategy {
+        match self {
+            Strategy::Concurrent { .. } => Strategy::Concurrent {
+                streams: rate.round().max(1.0) as u32,
+            },
+            Strategy::Poisson { burstiness, .. } => Strategy::Poisson {
+                rate,
+                burstiness: *burstiness,
+            },
+            _ => Strategy::Constant { rate },
+        }
+    }
+}
+
+/// Rates print with two decimals, like GuideLLM's `constant@5.71`.
+pub fn fmt_rate(r: f64) -> String {
+    format!("{r:.2}")
+}
+
+/// Checks a user-given rate.
+pub fn validate_rate(r: f64) -> Result<f64, String> {
+    if r.is_finite() && r > 0.0 {
+        Ok(r)
+    } else {
+        Err(format!(
+            "rate {r} is not possible: use a positive number of requests per second"
+        ))
+    }
+}
+
+/// Limits of one stage. Warm-up and cool-down are a fraction (< 1) of the
+/// stage's time (or request) limit, or seconds (≥ 1).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Limits {
+    pub max_seconds: Option<f64>,
+    pub max_requests: Option<u64>,
+    pub max_errors: Option<u64>,
+    pub warmup: Option<f64>,
+    pub cooldown: Option<f64>,
+    /// Let in-flight requests finish for up to this long after the stage ends.
+    pub drain: Option<f64>,
+    /// Cap on requests in flight for open-loop strategies; waiting time shows as queue_ms.
+    pub max_concurrency: Option<u32>,
+}
+
+/// One stage to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageSpec {
+    pub name: String,
+    pub strategy: Strategy,
+    pub limits: Limits,
+}
+
+impl StageSpec {
+    pub fn new(strategy: Strategy, limits: Limits) -> Self {
+        StageSpec {
+            name: strategy.name(),
+            strategy,
+            limits,
+        }
+    }
+}
+
+/// Due times of an open-loop stage, as offsets from its start.
+pub struct Arrivals {
+    next: Duration,
+    i: u64,
+    kind: ArrivalKind,
+}
+
+enum ArrivalKind {
+    Constant {
+        rate: f64,
+    },
+    Gamma {
+        dist: Gamma<f64>,
+        rng: SmallRng,
+    },
+    /// Closed loop: no schedule.
+    None,
+}
+
+impl Arrivals {
+    pub fn new(strategy: &Strategy, seed: u64) -> Self {
+        let kind = match *strategy {
+            Strategy::Constant { rate } => ArrivalKind::Constant { rate },
+            Strategy::Poisson { rate, burstiness } => {
+                let b = if burstiness.is_finite() && burstiness > 0.0 {
+                    burstiness
+                } else {
+                    1.0
+                };
+                match Gamma::new(b, 1.0 / (rate * b)) {
+                    Ok(dist) => ArrivalKind::Gamma {
+                        dist,
+                        rng: SmallRng::seed_from_u64(seed),
+                    },
+                    Err(_) => ArrivalKind::Constant { rate },
+                }
+            }
+            _ => ArrivalKind::None,
+        };
+        Arrivals {
+            next: Duration::ZERO,
+            i: 0,
+            kind,
+        }
+    }
+
+    /// Offset of the next request (absolute from stage start, never relative
+    /// to when the previous one was actually sent, so the rate cannot drift).
+    pub fn peek(&self) -> Option<Duration> {
+        match self.kind {
+            ArrivalKind::None => None,
+            _ => Some(self.next),
+        }
+    }
+
+    pub fn advance(&mut self) {
+        self.i += 1;
+        match &mut self.kind {
+            ArrivalKind::Constant { rate } => {
+                self.next = Duration::from_secs_f64(self.i as f64 / *rate);
+            }
+            ArrivalKind::Gamma { dist, rng } => {
+                let gap = dist.sample(rng);
+                self.next += Duration::from_secs_f64(gap.clamp(0.0, 1e6));
+            }
+            ArrivalKind::None => {}
+        }
+    }
+}
+
+/// A stage planned but not yet run, for display.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PlannedStage {
+    pub name: String,
+    pub target_rate: Option<f64>,
+}
+
+/// Decides the next stage from the ones already done (a sweep needs the
+/// measured rates of its first two stages).
+pub trait Plan: Send {
+    fn next(&mut self, done: &[StageReport]) -> Option<StageSpec>;
+    /// What is still to come, as far as it is known.
+    fn upcoming(&self) -> Vec<PlannedStage>;
+    /// Total number of stages, when known.
+    fn total(&self) -> Option<usize>;
+    /// A message for the operator when the plan changes (e.g. rates now known).
+    fn take_notice(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// A fixed list of stages.
+pub struct FixedPlan {
+    stages: VecDeque<StageSpec>,
+    total: usize,
+}
+
+impl FixedPlan {
+    pub fn new(stages: Vec<StageSpec>) -> Self {
+        FixedPlan {
+            total: stages.len(),
+            stages: stages.into(),
+        }
+    }
+}
+
+impl Plan for FixedPlan {
+    fn next(&mut self, _done: &[StageReport]) -> Option<StageSpec> {
+        self.stages.pop_front()
+    }
+
+    fn upcoming(&self) -> Vec<PlannedStage> {
+        self.stages
+            .iter()
+            .map(|s| PlannedStage {
+                name: s.name.clone(),
+                target_rate: s.strategy.target_rate(),
+            })
+            .collect()
+    }
+
+    fn total(&self) -> Option<usize> {
+        Some(self.total)
+    }
+}
+
+/// Resolves a warm-up or cool-down value into (seconds, request count):
+/// a fraction < 1 of the time limit (else of the request limit), or seconds.
+pub fn resolve_margin(value: Option<f64>, limits: &Limits) -> (Option<f64>, Option<u64>) {
+    match value {
+        None => (None, None),
+        Some(v) if v <= 0.0 || !v.is_finite() => (None, None),
+        Some(v) if v >= 1.0 => (Some(v), None),
+        Some(frac) => match (limits.max_seconds, limits.max_requests) {
+            (Some(s), _) => (Some(s * frac), None),
+            (None, Some(n)) => (None, Some((n as f64 * frac).floor() as u64)),
+            (None, None) => (None, None),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_arrivals_are_absolute() {
+        let mut a = Arrivals::new(&Strategy::Constant { rate: 4.0 }, 1);
+        let mut offs = vec![];
+        for _ in 0..5 {
+            offs.push(a.peek().unwrap());
+            a.advance();
+        }
+        assert_eq!(offs[4], Duration::from_secs(1));
+        assert_eq!(offs[1], Duration::from_millis(250));
+        // After a million requests there is still no drift.
+        let mut a = Arrivals::new(&Strategy::Constant { rate: 3.0 }, 1);
+        for _ in 0..3_000_000 {
+            a.advance();
+        }
+        assert_eq!(a.peek().unwrap(), Duration::from_secs(1_000_000));
+    }
+
+    #[test]
+    fn poisson_has_the_right_mean_and_spread_and_is_seeded() {
+        let gaps = |b: f64, seed: u64| {
+            let mut a = Arrivals::new(
+                &Strategy::Poisson {
+                    rate: 10.0,
+                    burstiness: b,
+                },
+                seed,
+            );
+            let mut prev = Duration::ZERO;
+            let mut v = vec![];
+            for _ in 0..20_000 {
+                a.advance();
+                let n = a.peek().unwrap();
+                v.push((n - prev).as_secs_f64());
+                prev = n;
+            }
+            v
+        };
+        let stats = |v: &[f64]| {
+            let m = v.iter().sum::<f64>() / v.len() as f64;
+            let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64;
+            (m, var.sqrt() / m)
+        };
+        let (m, cv) = stats(&gaps(1.0, 7));
+        assert!((m - 0.1).abs() < 0.005, "mean gap {m}");
+        assert!((cv - 1.0).abs() < 0.05, "cv {cv}");
+        let (_, cv4) = stats(&gaps(4.0, 7));
+        assert!((cv4 - 0.5).abs() < 0.05, "cv {cv4}");
+        assert_eq!(gaps(1.0, 7)[..10], gaps(1.0, 7)[..10]);
+        assert_ne!(gaps(1.0, 7)[..10], gaps(1.0, 8)[..10]);
+    }
+
+    #[test]
+    fn names_and_rate_changes() {
+        assert_eq!(Strategy::Constant { rate: 5.254 }.name(), "constant@5.25");
+        assert_eq!(Strategy::Concurrent { streams: 8 }.name(), "concurrent@8");
+        assert_eq!(
+            Strategy::Synchronous.with_rate(2.0),
+            Strategy::Constant { rate: 2.0 }
+        );
+        assert_eq!(
+            Strategy::Concurrent { streams: 8 }.with_rate(8.8),
+            Strategy::Concurrent { streams: 9 }
+        );
+        assert!(validate_rate(0.0).is_err());
+        assert!(validate_rate(f64::NAN).is_err());
+        assert!(validate_rate(-1.0).is_err());
+    }
+
+    #[test]
+    fn margins_resolve_fractions_and_seconds() {
+        let l = Limits {
+            max_seconds: Some(30.0),
+            ..Default::default()
+        };
+        assert_eq!(resolve_margin(Some(0.1), &l), (Some(3.0), None));
+        assert_eq!(resolve_margin(Some(5.0), &l), (Some(5.0), None));
+        let l = Limits {
+            max_requests: Some(200),
+            ..Default::default()
+        };
+        assert_eq!(resolve_margin(Some(0.1), &l), (None, Some(20)));
+        assert_eq!(resolve_margin(None, &l), (None, None));
+    }
+}

@@ -1,0 +1,3 @@
+//! Load profiles: the sweep planner (and, later, TOML profile files).
+
+pub mod sweep;

@@ -1,0 +1,592 @@
+//! `llmsweep run`: from command-line arguments to a written report.
+//!
+//! Order matters for the user: everything that can be checked before load
+//! starts (arguments, data, target, model) is checked first, with a message
+//! that says what to do.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context as _, Result};
+use serde_json::json;
+use tokio::sync::{mpsc, watch};
+
+use crate::cli::RunArgs;
+use crate::client::{normalize_base_url, Client, ClientConfig};
+use crate::data::{build_prompts, parse_extra_body, Synthetic};
+use crate::engine::strategy::validate_rate;
+use crate::engine::{
+    Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
+};
+use crate::headless;
+use crate::profile::sweep::{SweepKind, SweepPlan};
+use crate::report::{self, Report, Target};
+use crate::sim;
+use crate::stats::dist::parse_percentiles;
+use crate::stats::metrics::Slo;
+use crate::tokenizer::{Builtin, TokenCounter};
+
+/// Default stage length against a real server (GuideLLM's common setting).
+const DEFAULT_STAGE_SECONDS: f64 = 30.0;
+/// Default stage length against the built-in simulator: a full sweep in under two minutes.
+const DEFAULT_SIM_STAGE_SECONDS: f64 = 10.0;
+/// Throughput's default bound on requests in flight.
+const DEFAULT_MAX_CONCURRENCY: u32 = 512;
+
+/// A validated plan and how to describe it.
+pub struct PlanChoice {
+    pub plan: Box<dyn Plan>,
+    pub description: String,
+}
+
+impl std::fmt::Debug for PlanChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.description)
+    }
+}
+
+/// One entry of `--rate 1,4,16,inf`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RateItem {
+    Finite(f64),
+    Infinite,
+}
+
+pub fn parse_rates(s: &str) -> Result<Vec<RateItem>> {
+    let items: Result<Vec<RateItem>> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            if x.eq_ignore_ascii_case("inf") || x.eq_ignore_ascii_case("infinity") {
+                return Ok(RateItem::Infinite);
+            }
+            let v: f64 = x
+                .parse()
+                .with_context(|| format!("--rate: {x:?} is not a number (use e.g. 1,4,16,inf)"))?;
+            validate_rate(v)
+                .map(RateItem::Finite)
+                .map_err(|e| anyhow::anyhow!("--rate: {e}"))
+        })
+        .collect();
+    let items = items?;
+    if items.is_empty() {
+        bail!("--rate is empty: give one or more rates, e.g. 1,4,16,inf");
+    }
+    Ok(items)
+}
+
+/// Builds the stage plan from the profile and rate arguments.
+pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
+    let mut limits = Limits {
+        max_seconds: args.max_seconds,
+        max_requests: args.max_requests,
+        max_errors: args.max_errors,
+        warmup: args.warmup,
+        cooldown: args.cooldown,
+        drain: args.drain,
+        max_concurrency: args.max_concurrency,
+    };
+    for (name, v) in [
+        ("--max-seconds", limits.max_seconds),
+        ("--warmup", limits.warmup),
+        ("--cooldown", limits.cooldown),
+        ("--drain", limits.drain),
+    ] {
+        if let Some(v) = v {
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("{name} {v} is not possible: use a non-negative number");
+            }
+        }
+    }
+    if limits.max_seconds == Some(0.0) || limits.max_requests == Some(0) {
+        bail!("a stage limit of zero runs nothing: give --max-seconds or --max-requests above 0");
+    }
+    if limits.max_concurrency == Some(0) {
+        bail!("--max-concurrency must be at least 1");
+    }
+    if limits.max_seconds.is_none() && limits.max_requests.is_none() {
+        limits.max_seconds = Some(if builtin_target {
+            DEFAULT_SIM_STAGE_SECONDS
+        } else {
+            DEFAULT_STAGE_SECONDS
+        });
+    }
+    let throughput_bound = args.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY);
+    let rates = args.rate.as_deref().map(parse_rates).transpose()?;
+    let profile = args.profile.trim().to_ascii_lowercase();
+    let fixed = |stages: Vec<StageSpec>| -> PlanChoice {
+        let description = format!(
+            "{profile}: {}",
+            stages
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        PlanChoice {
+            plan: Box::new(FixedPlan::new(stages)),
+            description,
+        }
+    };
+    let throughput = || Strategy::Throughput {
+        max_concurrency: throughput_bound,
+    };
+    let need_rates = |kind: &str| -> Result<Vec<RateItem>> {
+        rates.clone().with_context(|| {
+            format!("--profile {kind} needs --rate (e.g. --rate 4 or --rate 1,4,16,inf)")
+        })
+    };
+    Ok(match profile.as_str() {
+        "sweep" => {
+            let n = match rates.as_deref() {
+                None => 10,
+                Some([RateItem::Finite(n)]) if n.fract() == 0.0 && *n >= 3.0 => *n as usize,
+                Some(_) => bail!("--profile sweep takes --rate N, the number of stages (3 or more, default 10)"),
+            };
+            let kind = match args.sweep_strategy.to_ascii_lowercase().as_str() {
+                "constant" => SweepKind::Constant,
+                "poisson" => SweepKind::Poisson {
+                    burstiness: check_burstiness(args.burstiness)?,
+                },
+                other => bail!("--sweep-strategy {other:?}: use constant or poisson"),
+            };
+            let stage_len = match (limits.max_seconds, limits.max_requests) {
+                (Some(s), _) => format!("{s} s"),
+                (None, Some(n)) => format!("{n} requests"),
+                _ => String::new(),
+            };
+            PlanChoice {
+                plan: Box::new(SweepPlan::new(
+                    n,
+                    kind,
+                    limits,
+                    throughput_bound,
+                    !args.no_stop_on_saturation,
+                )),
+                description: format!("sweep: {n} stages of {stage_len}"),
+            }
+        }
+        "synchronous" | "sync" => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
+        "throughput" => fixed(vec![StageSpec::new(throughput(), limits)]),
+        "concurrent" => {
+            let stages = need_rates("concurrent")?
+                .into_iter()
+                .map(|r| match r {
+                    RateItem::Finite(n) if n.fract() == 0.0 => Ok(StageSpec::new(
+                        Strategy::Concurrent { streams: n as u32 },
+                        limits.clone(),
+                    )),
+                    _ => bail!("--profile concurrent takes whole numbers of streams, e.g. --rate 1,8,32"),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            fixed(stages)
+        }
+        "constant" | "poisson" => {
+            let b = check_burstiness(args.burstiness)?;
+            let stages = need_rates(&profile)?
+                .into_iter()
+                .map(|r| match r {
+                    RateItem::Infinite => StageSpec::new(throughput(), limits.clone()),
+                    RateItem::Finite(rate) if profile == "constant" => {
+                        StageSpec::new(Strategy::Constant { rate }, limits.clone())
+                    }
+                    RateItem::Finite(rate) => StageSpec::new(
+                        Strategy::Poisson { rate, burstiness: b },
+                        limits.clone(),
+                    ),
+                })
+                .collect();
+            fixed(stages)
+        }
+        other => bail!(
+            "unknown profile {other:?}: use sweep, synchronous, concurrent, throughput, constant or poisson"
+        ),
+    })
+}
+
+fn check_burstiness(b: f64) -> Result<f64> {
+    if b.is_finite() && b > 0.0 {
+        Ok(b)
+    } else {
+        bail!("--burstiness {b} is not possible: use a positive number (1 = Poisson)")
+    }
+}
+
+/// Reads the API key: `--api-key-file` first, then the environment variable.
+pub fn read_api_key(args: &RunArgs) -> Result<Option<String>> {
+    if let Some(path) = &args.api_key_file {
+        let s = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --api-key-file {}", path.display()))?;
+        let key = s.lines().next().unwrap_or("").trim().to_string();
+        if key.is_empty() {
+            bail!("--api-key-file {} is empty", path.display());
+        }
+        return Ok(Some(key));
+    }
+    Ok(std::env::var(&args.api_key_env)
+        .ok()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty()))
+}
+
+pub fn parse_header(h: &str) -> Result<(String, String)> {
+    let (k, v) = h
+        .split_once(':')
+        .with_context(|| format!("--header {h:?} should look like 'Name: value'"))?;
+    if k.trim().is_empty() {
+        bail!("--header {h:?} has no name");
+    }
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// The run's settings for the report: everything but secrets.
+fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
+    json!({
+        "target": args.target,
+        "model": args.model,
+        "api": args.api,
+        "api_key": if has_key { Some("***") } else { None },
+        "api_key_env": args.api_key_env,
+        "headers": args.headers.iter().map(|h| {
+            let name = h.split(':').next().unwrap_or("").trim();
+            format!("{name}: ***")
+        }).collect::<Vec<_>>(),
+        "extra_body": args.extra_body,
+        "request_timeout_s": args.request_timeout,
+        "insecure": args.insecure,
+        "profile": args.profile,
+        "rate": args.rate,
+        "burstiness": args.burstiness,
+        "sweep_strategy": args.sweep_strategy,
+        "stop_on_saturation": !args.no_stop_on_saturation,
+        "max_concurrency": args.max_concurrency,
+        "seed": args.seed,
+        "max_seconds": args.max_seconds,
+        "max_requests": args.max_requests,
+        "max_errors": args.max_errors,
+        "warmup": args.warmup,
+        "cooldown": args.cooldown,
+        "drain": args.drain,
+        "data": args.data,
+        "percentiles": args.percentiles,
+        "slo": args.slo,
+    })
+}
+
+/// The default output directory: `./llmsweep-results/<UTC timestamp>/`.
+pub fn default_out_dir() -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .trim_end_matches('Z')
+        .to_string();
+    PathBuf::from("llmsweep-results").join(stamp)
+}
+
+/// Runs `llmsweep run` to the end and returns the report's path.
+pub fn execute(args: RunArgs) -> Result<PathBuf> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: RunArgs) -> Result<PathBuf> {
+    // 1. Arguments that need no network.
+    if !(args.request_timeout.is_finite() && args.request_timeout > 0.0) {
+        bail!(
+            "--request-timeout {} is not possible: use a positive number of seconds",
+            args.request_timeout
+        );
+    }
+    let slo = args
+        .slo
+        .as_deref()
+        .map(Slo::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let percentiles = match args.percentiles.as_deref() {
+        Some(p) => parse_percentiles(p).map_err(anyhow::Error::msg)?,
+        None => Vec::new(),
+    };
+    let synthetic = Synthetic::parse(&args.data)?;
+    let extra_body = args
+        .extra_body
+        .as_deref()
+        .map(parse_extra_body)
+        .transpose()?;
+    let headers = args
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>>>()?;
+    let api_key = read_api_key(&args)?;
+    let mut plan = build_plan(&args, args.target.is_none())?;
+
+    // 2. The target: given, or the built-in simulator on a free loopback port.
+    let (base_url, simulator) = match &args.target {
+        Some(t) => (normalize_base_url(t)?, None),
+        None => {
+            let handle = sim::start(
+                sim::SimConfig::preset(sim::Preset::Realistic),
+                "127.0.0.1:0".parse().context("loopback address")?,
+            )
+            .await?;
+            (handle.url(), Some(handle))
+        }
+    };
+    let counter: Arc<dyn TokenCounter> = Arc::new(Builtin);
+    let client_cfg = ClientConfig {
+        base_url: base_url.clone(),
+        api: args.api,
+        api_key: api_key.clone(),
+        headers,
+        request_timeout: Duration::from_secs_f64(args.request_timeout),
+        insecure: args.insecure,
+    };
+    let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
+
+    // 3. Pre-flight: is it there, and does it serve the model?
+    let models = client.list_models().await.with_context(|| {
+        format!("pre-flight check failed: is an OpenAI-compatible server running at {base_url}?")
+    })?;
+    let model = match &args.model {
+        Some(m) if models.iter().any(|x| x == m) => m.clone(),
+        Some(m) => bail!(
+            "the server does not serve model {m:?}; it lists: {}",
+            if models.is_empty() {
+                "nothing".to_string()
+            } else {
+                models.join(", ")
+            }
+        ),
+        None => models
+            .first()
+            .cloned()
+            .context("the server lists no models at /v1/models; pass --model")?,
+    };
+
+    // 4. Data: every request body built once.
+    let items = synthetic.generate(args.seed);
+    let prompts: Arc<[_]> = build_prompts(&items, args.api, &model, extra_body.as_ref())?.into();
+
+    let target = Target {
+        url: if simulator.is_some() {
+            format!("built-in simulator ({base_url})")
+        } else {
+            base_url.clone()
+        },
+        model: model.clone(),
+        api: format!("{:?}", args.api).to_lowercase(),
+        builtin_simulator: simulator.is_some(),
+    };
+    let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
+    let headless = args.headless || !std::io::stdout().is_terminal();
+
+    // 5. Run, with progress lines and signal handling.
+    let (control_tx, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, snap_rx) = watch::channel(Snapshot::default());
+    let signals = tokio::spawn(forward_signals(control_tx.clone()));
+    let intro = format!(
+        "llmsweep: target {} · model {} · {} · reports in {}",
+        target.url,
+        model,
+        plan.description,
+        out_dir.display()
+    );
+    eprintln!("{intro}");
+    let progress = if headless {
+        Some(tokio::spawn(headless::print_progress(snap_rx)))
+    } else {
+        // The dashboard arrives with the TUI; until then, progress lines.
+        Some(tokio::spawn(headless::print_progress(snap_rx)))
+    };
+    let created = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let settings = RunSettings {
+        seed: args.seed,
+        slo,
+        percentiles,
+    };
+    let engine = Engine::new(client.clone(), prompts, settings, control_rx, snap_tx);
+    let result: RunResult = engine.run(plan.plan.as_mut()).await;
+    signals.abort();
+    drop(control_tx);
+    if let Some(p) = progress {
+        let _ = p.await;
+    }
+    if let Some(h) = simulator {
+        h.shutdown().await;
+    }
+
+    // 6. Reports.
+    let report = Report {
+        version: report::SCHEMA_VERSION,
+        tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
+        created,
+        target,
+        config: config_echo(&args, api_key.is_some()),
+        partial: result.partial,
+        end_reason: result.end_reason.clone(),
+        stages: result.stages,
+        timeline: result.timeline,
+        warnings: result.warnings,
+    };
+    let path = write_report(&report, &out_dir)?;
+    print!("{}", crate::report::console::render(&report));
+    println!("report: {}", path.display());
+    Ok(path)
+}
+
+pub fn write_report(report: &Report, dir: &Path) -> Result<PathBuf> {
+    let path = dir.join("report.json");
+    report::write_atomic(&path, report.to_json()?.as_bytes())?;
+    Ok(path)
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP (a dropped SSH session) stop the run gracefully:
+/// the running stage ends and the report of what was measured is written.
+async fn forward_signals(control: mpsc::UnboundedSender<Control>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let kinds = [
+            (SignalKind::interrupt(), "SIGINT"),
+            (SignalKind::terminate(), "SIGTERM"),
+            (SignalKind::hangup(), "SIGHUP"),
+        ];
+        let mut streams = Vec::new();
+        for (kind, name) in kinds {
+            if let Ok(s) = signal(kind) {
+                streams.push((s, name));
+            }
+        }
+        let (mut a, mut b, mut c) = {
+            let mut it = streams.into_iter();
+            (it.next(), it.next(), it.next())
+        };
+        async fn recv(s: &mut Option<(tokio::signal::unix::Signal, &'static str)>) -> &'static str {
+            match s {
+                Some((sig, name)) => {
+                    sig.recv().await;
+                    name
+                }
+                None => std::future::pending().await,
+            }
+        }
+        let name = tokio::select! {
+            n = recv(&mut a) => n,
+            n = recv(&mut b) => n,
+            n = recv(&mut c) => n,
+        };
+        eprintln!("llmsweep: {name} received, stopping and writing the report (again to force)");
+        if control
+            .send(Control::Stop {
+                reason: format!("signal {name}"),
+            })
+            .is_err()
+        {
+            return;
+        }
+        // A second signal while stopping: leave at once.
+        let name = tokio::select! {
+            n = recv(&mut a) => n,
+            n = recv(&mut b) => n,
+            n = recv(&mut c) => n,
+        };
+        eprintln!("llmsweep: {name} again, exiting without waiting");
+        std::process::exit(130);
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        let _ = control.send(Control::Stop {
+            reason: "signal Ctrl-C".into(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(profile: &str, rate: Option<&str>) -> RunArgs {
+        RunArgs {
+            profile: profile.into(),
+            rate: rate.map(str::to_string),
+            burstiness: 1.0,
+            sweep_strategy: "constant".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rate_lists_parse_with_inf() {
+        assert_eq!(
+            parse_rates("1, 4,inf").unwrap(),
+            vec![
+                RateItem::Finite(1.0),
+                RateItem::Finite(4.0),
+                RateItem::Infinite
+            ]
+        );
+        for bad in ["0", "-1", "NaN", "x", ""] {
+            assert!(parse_rates(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn plans_from_profiles() {
+        let mut p = build_plan(&args("poisson", Some("1,4,16,inf")), false).unwrap();
+        assert_eq!(p.plan.total(), Some(4));
+        let names: Vec<_> = p.plan.upcoming().into_iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            [
+                "poisson@1.00",
+                "poisson@4.00",
+                "poisson@16.00",
+                "throughput"
+            ]
+        );
+        let first = p.plan.next(&[]).unwrap();
+        assert_eq!(first.limits.max_seconds, Some(DEFAULT_STAGE_SECONDS));
+        assert!(build_plan(&args("constant", None), false)
+            .unwrap_err()
+            .to_string()
+            .contains("--rate"));
+        assert!(build_plan(&args("bogus", None), false).is_err());
+        assert!(build_plan(&args("sweep", Some("2")), false).is_err());
+        assert_eq!(
+            build_plan(&args("sweep", None), true).unwrap().plan.total(),
+            Some(10)
+        );
+        assert!(build_plan(&args("concurrent", Some("1.5")), false).is_err());
+    }
+
+    #[test]
+    fn headers_and_keys() {
+        assert_eq!(
+            parse_header("X-A: b:c").unwrap(),
+            ("X-A".into(), "b:c".into())
+        );
+        assert!(parse_header("nocolon").is_err());
+        let mut a = args("sweep", None);
+        a.api_key_env = "LLMSWEEP_TEST_SURELY_UNSET".into();
+        assert_eq!(read_api_key(&a).unwrap(), None);
+        let echo = config_echo(
+            &RunArgs {
+                headers: vec!["Authorization: Bearer sk-x".into()],
+                ..a
+            },
+            true,
+        );
+        let s = echo.to_string();
+        assert!(!s.contains("sk-x"), "{s}");
+        assert!(s.contains("Authorization: ***"));
+    }
+}
