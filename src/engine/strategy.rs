@@ -215,7 +215,7 @@ pub struct PlannedStage {
 
 /// Decides the next stage from the ones already done (a sweep needs the
 /// measured rates of its first two stages).
-pub trait Plan: Send {
+pub trait Plan: Send + Sync {
     fn next(&mut self, done: &[StageReport]) -> Option<StageSpec>;
     /// What is still to come, as far as it is known.
     fn upcoming(&self) -> Vec<PlannedStage>;

@@ -1,0 +1,139 @@
+//! Shared helpers: an in-process simulator on an ephemeral loopback port, and
+//! an engine wired to it.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use llmsweep::client::{Api, Client, ClientConfig};
+use llmsweep::data::{build_prompts, Synthetic};
+use llmsweep::engine::{
+    Control, Engine, FixedPlan, Limits, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
+};
+use llmsweep::sim::{self, SimConfig, SimHandle, TruthReport};
+use llmsweep::tokenizer::Builtin;
+use tokio::sync::{mpsc, watch};
+
+pub async fn start_sim(config: SimConfig) -> SimHandle {
+    sim::start(config, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("simulator starts on a free port")
+}
+
+/// A fast, deterministic model: `step_ms` per decode step, `per_seq_us` per running sequence.
+pub fn model(step_ms: f64, per_seq_us: f64, max_num_seqs: usize) -> SimConfig {
+    let mut c = SimConfig::preset(sim::Preset::Realistic);
+    c.params.decode_step = Duration::from_secs_f64(step_ms / 1000.0);
+    c.params.per_seq = Duration::from_secs_f64(per_seq_us / 1e6);
+    c.params.prefill_per_token = Duration::ZERO;
+    c.params.max_num_seqs = max_num_seqs;
+    c.params.jitter = 0.0;
+    c
+}
+
+pub fn client(url: &str, timeout: Duration) -> Arc<Client> {
+    let cfg = ClientConfig {
+        base_url: url.to_string(),
+        api: Api::Chat,
+        api_key: None,
+        headers: vec![],
+        request_timeout: timeout,
+        insecure: false,
+    };
+    Arc::new(Client::new(&cfg, Arc::new(Builtin)).unwrap())
+}
+
+pub fn prompts(spec: &str, api: Api) -> Arc<[llmsweep::client::Prompt]> {
+    let items = Synthetic::parse(spec).unwrap().generate(1);
+    build_prompts(&items, api, "llmsweep-sim", None)
+        .unwrap()
+        .into()
+}
+
+pub fn stage(strategy: Strategy, limits: Limits) -> StageSpec {
+    StageSpec::new(strategy, limits)
+}
+
+pub fn secs(s: f64) -> Limits {
+    Limits {
+        max_seconds: Some(s),
+        ..Default::default()
+    }
+}
+
+/// Runs `stages` against `url`; returns the result, a control sender that was
+/// live during the run, and the last snapshot.
+pub struct Harness {
+    pub control: mpsc::UnboundedSender<Control>,
+    pub snapshots: watch::Receiver<Snapshot>,
+    pub run: tokio::task::JoinHandle<RunResult>,
+}
+
+pub fn spawn_run(url: &str, stages: Vec<StageSpec>, data: &str, settings: RunSettings) -> Harness {
+    let client = client(url, Duration::from_secs(30));
+    let prompts = prompts(data, Api::Chat);
+    let (control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, snapshots) = watch::channel(Snapshot::default());
+    let engine = Engine::new(client, prompts, settings, control_rx, snap_tx);
+    let run = tokio::spawn(async move {
+        let mut plan = FixedPlan::new(stages);
+        engine.run(&mut plan).await
+    });
+    Harness {
+        control,
+        snapshots,
+        run,
+    }
+}
+
+pub async fn run(url: &str, stages: Vec<StageSpec>, data: &str) -> RunResult {
+    spawn_run(
+        url,
+        stages,
+        data,
+        RunSettings {
+            seed: 1,
+            ..Default::default()
+        },
+    )
+    .run
+    .await
+    .unwrap()
+}
+
+pub async fn truth(url: &str) -> TruthReport {
+    reqwest::get(format!("{url}/sim/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+pub async fn reset_truth(url: &str) {
+    reqwest::Client::new()
+        .post(format!("{url}/sim/reset"))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Waits until the run's snapshot satisfies `f` (or panics after `limit`).
+pub async fn wait_for(
+    rx: &mut watch::Receiver<Snapshot>,
+    limit: Duration,
+    f: impl Fn(&Snapshot) -> bool,
+) {
+    tokio::time::timeout(limit, async {
+        loop {
+            if f(&rx.borrow()) {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                panic!("run ended before the condition held");
+            }
+        }
+    })
+    .await
+    .expect("condition reached in time");
+}

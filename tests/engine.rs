@@ -1,0 +1,428 @@
+//! The engine against the in-process simulator: strategies, accounting under
+//! faults, measurements against the server's ground truth, stage limits and
+//! operator commands.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use llmsweep::engine::{Control, Limits, RunSettings, Strategy};
+
+const SHORT: &str = "prompt_tokens=16,output_tokens=8,samples=64";
+
+fn counts_add_up(r: &llmsweep::report::StageReport) {
+    let q = r.requests;
+    assert_eq!(
+        q.sent,
+        q.completed + q.incomplete + q.errored,
+        "{}: {q:?}",
+        r.name
+    );
+    assert_eq!(q.errored, r.errors.values().sum::<u64>(), "{}", r.name);
+}
+
+#[tokio::test]
+async fn closed_loop_strategies_hold_their_concurrency() {
+    let sim = start_sim(model(2.0, 0.0, 256)).await;
+    let res = run(
+        &sim.url(),
+        vec![
+            stage(Strategy::Synchronous, secs(1.0)),
+            stage(Strategy::Concurrent { streams: 4 }, secs(1.0)),
+            stage(
+                Strategy::Throughput {
+                    max_concurrency: 16,
+                },
+                secs(1.0),
+            ),
+        ],
+        SHORT,
+    )
+    .await;
+    assert_eq!(res.stages.len(), 3);
+    let [sync, conc, thr] = &res.stages[..] else {
+        unreachable!()
+    };
+    assert_eq!(sync.concurrency.max, 1);
+    assert!(
+        sync.concurrency.mean > 0.8 && sync.concurrency.mean <= 1.0,
+        "{:?}",
+        sync.concurrency
+    );
+    assert_eq!(conc.concurrency.max, 4);
+    assert!(conc.concurrency.mean > 3.5, "{:?}", conc.concurrency);
+    assert_eq!(thr.concurrency.max, 16);
+    assert!(thr.concurrency.mean > 14.0, "{:?}", thr.concurrency);
+    // Each request is ~8 steps of 2 ms: more streams, more requests per second.
+    assert!(conc.rates.requests_per_s > 2.5 * sync.rates.requests_per_s);
+    assert!(thr.rates.requests_per_s > 2.5 * conc.rates.requests_per_s);
+    for s in &res.stages {
+        counts_add_up(s);
+        assert_eq!(s.requests.errored, 0);
+        assert_eq!(
+            s.target_rate,
+            if s.strategy == "concurrent" {
+                Some(4.0)
+            } else {
+                None
+            }
+        );
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn open_loop_strategies_keep_their_rate() {
+    let sim = start_sim(model(1.0, 0.0, 256)).await;
+    let drain = Limits {
+        max_seconds: Some(2.0),
+        drain: Some(5.0),
+        ..Default::default()
+    };
+    let res = run(
+        &sim.url(),
+        vec![
+            stage(Strategy::Constant { rate: 50.0 }, drain.clone()),
+            stage(
+                Strategy::Poisson {
+                    rate: 50.0,
+                    burstiness: 1.0,
+                },
+                drain.clone(),
+            ),
+            stage(
+                Strategy::Constant { rate: 200.0 },
+                Limits {
+                    max_requests: Some(50),
+                    ..Default::default()
+                },
+            ),
+        ],
+        SHORT,
+    )
+    .await;
+    let [constant, poisson, counted] = &res.stages[..] else {
+        unreachable!()
+    };
+    // Absolute due times: 2 s at 50/s is 100 requests (±1 at the edge).
+    assert!(
+        (99..=101).contains(&constant.requests.sent),
+        "{:?}",
+        constant.requests
+    );
+    assert_eq!(
+        constant.requests.completed, constant.requests.sent,
+        "drained"
+    );
+    let rps = constant.rates.requests_per_s;
+    assert!((40.0..=52.0).contains(&rps), "{rps}");
+    assert!(
+        constant.queue_ms.p99 < 50.0,
+        "the generator kept up: {:?}",
+        constant.queue_ms
+    );
+    // Poisson: random, but 100 ± 40 is far outside any plausible draw.
+    assert!(
+        (60..=140).contains(&poisson.requests.sent),
+        "{:?}",
+        poisson.requests
+    );
+    assert_eq!(counted.requests.sent, 50);
+    assert_eq!(counted.requests.completed, 50);
+    assert_eq!(counted.end_reason, "max_requests");
+    for s in &res.stages {
+        counts_add_up(s);
+        assert!(!s.saturated, "{}: {:?}", s.name, s.saturation_reason);
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_fault_becomes_a_counted_category() {
+    let mut cfg = model(1.0, 0.0, 256);
+    cfg.faults.fault_500 = 0.1;
+    cfg.faults.fault_429 = 0.05;
+    cfg.faults.fault_drop = 0.1;
+    cfg.faults.fault_stall = 0.05;
+    cfg.faults.fault_malformed = 0.05;
+    cfg.faults.fault_non_json = 0.05;
+    cfg.faults.fault_error_event = 0.05;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    let client = client(&url, Duration::from_millis(800));
+    let prompts = prompts(SHORT, llmsweep::client::Api::Chat);
+    let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (snap_tx, _snap_rx) = tokio::sync::watch::channel(Default::default());
+    let engine =
+        llmsweep::engine::Engine::new(client, prompts, RunSettings::default(), control_rx, snap_tx);
+    let mut plan = llmsweep::engine::FixedPlan::new(vec![stage(
+        Strategy::Constant { rate: 100.0 },
+        Limits {
+            max_seconds: Some(2.0),
+            drain: Some(3.0),
+            ..Default::default()
+        },
+    )]);
+    let res = engine.run(&mut plan).await;
+    drop(control);
+    let s = &res.stages[0];
+    counts_add_up(s);
+    assert_eq!(s.requests.incomplete, 0, "drained: {:?}", s.requests);
+    let truth = truth(&url).await;
+    let expect = |server: &str, client: &str| {
+        let want = truth.faults.get(server).copied().unwrap_or(0);
+        let got = s.errors.get(client).copied().unwrap_or(0);
+        assert!(want > 0, "the mix produced some {server}");
+        assert_eq!(
+            got, want,
+            "{server} → {client}: {:?} vs {:?}",
+            s.errors, truth.faults
+        );
+    };
+    expect("http_500", "http_500");
+    expect("http_429", "http_429");
+    expect("drop", "stream_broken");
+    expect("stall", "timeout");
+    expect("malformed", "stream_malformed");
+    expect("non_json", "invalid_json");
+    expect("error_event", "error_event");
+    // The server finishes malformed and non-JSON streams, unless the client
+    // hung up first on seeing the bad line (then the server saw a cancel).
+    let spoiled = truth.faults.get("malformed").copied().unwrap_or(0)
+        + truth.faults.get("non_json").copied().unwrap_or(0);
+    assert_eq!(truth.received, s.requests.sent);
+    assert_eq!(
+        s.requests.completed,
+        truth.completed + truth.cancelled - spoiled,
+        "client {:?} server {truth:?}",
+        s.requests
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn ttft_and_itl_agree_with_the_servers_ground_truth() {
+    // Multi-token chunks too: 3 tokens a chunk, split into 3 equal ITL gaps.
+    for interval in [1u32, 3] {
+        let mut cfg = model(4.0, 0.0, 64);
+        cfg.params.stream_interval = interval;
+        let sim = start_sim(cfg).await;
+        let url = sim.url();
+        let res = run(
+            &url,
+            vec![stage(
+                Strategy::Concurrent { streams: 2 },
+                Limits {
+                    max_requests: Some(20),
+                    ..Default::default()
+                },
+            )],
+            "prompt_tokens=16,output_tokens=24,samples=8",
+        )
+        .await;
+        let s = &res.stages[0];
+        let t = truth(&url).await;
+        assert_eq!(s.requests.completed, 20);
+        assert_eq!(t.completed, 20);
+        // Client TTFT = server TTFT + loopback and parsing: within 2 ms.
+        let d_ttft = s.ttft_ms.mean - t.ttft_ms.mean;
+        assert!(
+            (-0.5..2.0).contains(&d_ttft),
+            "interval {interval}: client {:?} server {:?}",
+            s.ttft_ms,
+            t.ttft_ms
+        );
+        assert_eq!(s.itl_ms.count, t.itl_ms.count, "same number of ITL gaps");
+        assert!(
+            (s.itl_ms.mean - t.itl_ms.mean).abs() < 1.0,
+            "client {:?} server {:?}",
+            s.itl_ms,
+            t.itl_ms
+        );
+        assert!(
+            (s.itl_ms.mean - 4.0).abs() < 1.5,
+            "4 ms steps: {:?}",
+            s.itl_ms
+        );
+        assert_eq!(s.tokens.output_total, 20 * 24);
+        assert_eq!(s.tokens.output_source.get("usage"), Some(&20));
+        assert_eq!(s.tokens.prompt_mean_server, Some(16.0));
+        sim.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn warmup_and_cooldown_are_excluded() {
+    let sim = start_sim(model(1.0, 0.0, 256)).await;
+    let res = run(
+        &sim.url(),
+        vec![stage(
+            Strategy::Constant { rate: 40.0 },
+            Limits {
+                max_seconds: Some(3.0),
+                warmup: Some(1.0),
+                cooldown: Some(1.0),
+                drain: Some(2.0),
+                ..Default::default()
+            },
+        )],
+        SHORT,
+    )
+    .await;
+    let s = &res.stages[0];
+    assert!((119..=121).contains(&s.requests.sent), "{:?}", s.requests);
+    assert!(
+        (39..=41).contains(&s.requests.measured),
+        "one second of three: {:?}",
+        s.requests
+    );
+    assert!((s.measured_s - 1.0).abs() < 1e-6, "{}", s.measured_s);
+    assert_eq!(s.ttft_ms.count, s.requests.measured);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn stage_end_cancels_in_flight_requests_unless_drained() {
+    // 10 ms × 100 tokens: a second per request, longer than the stage.
+    let sim = start_sim(model(10.0, 0.0, 256)).await;
+    let data = "prompt_tokens=8,output_tokens=100,samples=8";
+    let cut = Limits {
+        max_seconds: Some(0.5),
+        ..Default::default()
+    };
+    let drained = Limits {
+        drain: Some(5.0),
+        ..cut.clone()
+    };
+    let res = run(
+        &sim.url(),
+        vec![
+            stage(Strategy::Constant { rate: 10.0 }, cut),
+            stage(Strategy::Constant { rate: 10.0 }, drained),
+        ],
+        data,
+    )
+    .await;
+    let [cancelled, waited] = &res.stages[..] else {
+        unreachable!()
+    };
+    assert_eq!(cancelled.requests.completed, 0);
+    assert_eq!(cancelled.requests.incomplete, cancelled.requests.sent);
+    assert!(cancelled.requests.sent >= 4);
+    assert_eq!(waited.requests.completed, waited.requests.sent);
+    assert_eq!(waited.requests.incomplete, 0);
+    // The server saw the cancellations as clients hanging up.
+    let t = truth(&sim.url()).await;
+    assert_eq!(t.cancelled, cancelled.requests.sent);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_control_command_reaches_the_engine_and_the_timeline() {
+    let sim = start_sim(model(1.0, 0.0, 256)).await;
+    let mut h = spawn_run(
+        &sim.url(),
+        vec![
+            stage(Strategy::Constant { rate: 20.0 }, secs(30.0)),
+            stage(Strategy::Concurrent { streams: 2 }, secs(30.0)),
+        ],
+        SHORT,
+        RunSettings::default(),
+    );
+    let limit = Duration::from_secs(10);
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage.as_ref().is_some_and(|st| st.counts.completed > 3)
+    })
+    .await;
+
+    h.control.send(Control::SetRate(40.0)).unwrap();
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage
+            .as_ref()
+            .is_some_and(|st| st.name == "constant@40.00 (manual)")
+    })
+    .await;
+
+    h.control.send(Control::ScaleRate(0.5)).unwrap();
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage
+            .as_ref()
+            .is_some_and(|st| st.name == "constant@20.00 (manual)" && st.counts.completed > 2)
+    })
+    .await;
+
+    h.control.send(Control::Pause).unwrap();
+    wait_for(&mut h.snapshots, limit, |s| s.paused).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sent_paused = h.snapshots.borrow().stage.as_ref().unwrap().counts.sent;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let still = h.snapshots.borrow().stage.as_ref().unwrap().counts.sent;
+    assert_eq!(sent_paused, still, "no dispatch while paused");
+    h.control.send(Control::Resume).unwrap();
+    wait_for(&mut h.snapshots, limit, |s| {
+        !s.paused && s.stage.as_ref().is_some_and(|st| st.counts.sent > still)
+    })
+    .await;
+
+    h.control
+        .send(Control::Note {
+            event: "export".into(),
+            detail: "test".into(),
+        })
+        .unwrap();
+    h.control.send(Control::Skip).unwrap();
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage.as_ref().is_some_and(|st| st.name == "concurrent@2")
+    })
+    .await;
+    h.control.send(Control::SetRate(f64::NAN)).unwrap();
+    h.control
+        .send(Control::Stop {
+            reason: "test".into(),
+        })
+        .unwrap();
+    let res = h.run.await.unwrap();
+
+    let names: Vec<&str> = res.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "constant@20.00",
+            "constant@40.00 (manual)",
+            "constant@20.00 (manual)",
+            "concurrent@2"
+        ]
+    );
+    let ends: Vec<&str> = res.stages.iter().map(|s| s.end_reason.as_str()).collect();
+    assert_eq!(ends, ["rate_changed", "rate_changed", "skipped", "stopped"]);
+    assert_eq!(res.stages[1].target_rate, Some(40.0));
+    assert!(res.partial);
+    assert_eq!(res.end_reason, "test");
+    let events: Vec<&str> = res.timeline.iter().map(|e| e.event.as_str()).collect();
+    for e in [
+        "set_rate", "pause", "resume", "export", "skip", "rejected", "stop",
+    ] {
+        assert!(events.contains(&e), "{e} in {events:?}");
+    }
+    for s in &res.stages {
+        counts_add_up(s);
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_overloaded_stage_is_flagged_saturated() {
+    // Capacity: 4 sequences × 20 tokens at 10+4 ms a step ≈ 14 req/s.
+    let sim = start_sim(model(10.0, 1000.0, 4)).await;
+    let res = run(
+        &sim.url(),
+        vec![stage(Strategy::Constant { rate: 60.0 }, secs(9.0))],
+        "prompt_tokens=8,output_tokens=20,samples=16",
+    )
+    .await;
+    let s = &res.stages[0];
+    assert!(s.saturated, "{s:?}");
+    assert!(s.rates.requests_per_s < 20.0, "{}", s.rates.requests_per_s);
+    sim.shutdown().await;
+}

@@ -1,0 +1,443 @@
+//! The simulator, seen from a real HTTP client: SSE conformance, fault modes,
+//! the latency model's knee, and determinism under a seed.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures_util::StreamExt;
+use llmsweep::sim::SimConfig;
+use llmsweep::tokenizer::count_tokens;
+use serde_json::{json, Value};
+
+fn chat_body(max_tokens: u64, usage: bool, continuous: bool) -> Value {
+    json!({
+        "model": "llmsweep-sim",
+        "messages": [{"role": "user", "content": "one two three four"}],
+        "stream": true,
+        "max_completion_tokens": max_tokens,
+        "ignore_eos": true,
+        "stream_options": {"include_usage": usage, "continuous_usage_stats": continuous},
+    })
+}
+
+async fn post(url: &str, path: &str, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{url}{path}"))
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Splits an SSE body into its `data:` payloads, checking the framing.
+fn events(body: &str) -> Vec<String> {
+    assert!(body.ends_with("\n\n"), "stream ends with a blank line");
+    body.split("\n\n")
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            assert!(!e.contains('\n'), "one line per event: {e:?}");
+            e.strip_prefix("data: ")
+                .unwrap_or_else(|| panic!("every line is a data: field: {e:?}"))
+                .to_string()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn chat_stream_conforms_to_the_openai_format() {
+    let sim = start_sim(model(1.0, 0.0, 64)).await;
+    let url = sim.url();
+    let resp = post(&url, "/v1/chat/completions", &chat_body(5, true, false)).await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let ev = events(&resp.text().await.unwrap());
+    assert_eq!(ev.last().unwrap(), "[DONE]");
+    let chunks: Vec<Value> = ev[..ev.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str(e).expect("each event is JSON"))
+        .collect();
+    // Role first (not a token), then 5 token chunks, then usage with empty choices.
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert_eq!(chunks[0]["choices"][0]["delta"]["content"], "");
+    let content: String = chunks[1..6]
+        .iter()
+        .map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(count_tokens(&content), 5);
+    assert_eq!(chunks[5]["choices"][0]["finish_reason"], "length");
+    assert!(chunks[4]["choices"][0]["finish_reason"].is_null());
+    let usage = &chunks[6];
+    assert_eq!(usage["choices"], json!([]));
+    assert_eq!(usage["usage"]["completion_tokens"], 5);
+    assert_eq!(usage["usage"]["prompt_tokens"], 4);
+    assert_eq!(chunks.len(), 7);
+    for c in &chunks {
+        assert_eq!(c["object"], "chat.completion.chunk");
+        assert_eq!(c["model"], "llmsweep-sim");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn completions_stream_with_continuous_usage_and_multi_token_chunks() {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.params.stream_interval = 3;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    let body = json!({
+        "prompt": "hello world", "max_tokens": 7, "ignore_eos": true, "stream": true,
+        "stream_options": {"include_usage": false, "continuous_usage_stats": true},
+    });
+    let ev = events(
+        &post(&url, "/v1/completions", &body)
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(ev.last().unwrap(), "[DONE]");
+    let chunks: Vec<Value> = ev[..ev.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    // 7 tokens in chunks of 3: 3 + 3 + 1, each with running usage; no final usage chunk.
+    let sizes: Vec<usize> = chunks
+        .iter()
+        .map(|c| count_tokens(c["choices"][0]["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(sizes, vec![3, 3, 1]);
+    let running: Vec<u64> = chunks
+        .iter()
+        .map(|c| c["usage"]["completion_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(running, vec![3, 6, 7]);
+    assert_eq!(chunks[0]["object"], "text_completion");
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn non_streaming_models_metrics_and_errors() {
+    let sim = start_sim(model(1.0, 0.0, 64)).await;
+    let url = sim.url();
+    let v: Value = post(
+        &url,
+        "/v1/chat/completions",
+        &json!({
+            "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "ignore_eos": true
+        }),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(v["usage"]["completion_tokens"], 4);
+    assert_eq!(
+        count_tokens(v["choices"][0]["message"]["content"].as_str().unwrap()),
+        4
+    );
+
+    let m: Value = reqwest::get(format!("{url}/v1/models"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(m["data"][0]["id"], "llmsweep-sim");
+    assert_eq!(
+        reqwest::get(format!("{url}/health"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let metrics = reqwest::get(format!("{url}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for name in [
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+    ] {
+        assert!(
+            metrics.contains(&format!("# TYPE {name}")),
+            "{name} in /metrics"
+        );
+    }
+    assert!(
+        metrics.contains("vllm:generation_tokens_total{model_name=\"llmsweep-sim\"} 4"),
+        "{metrics}"
+    );
+
+    let r = post(
+        &url,
+        "/v1/chat/completions",
+        &json!({"model": "nope", "messages": []}),
+    )
+    .await;
+    assert_eq!(r.status(), 404);
+    let r = post(&url, "/v1/completions", &json!({"max_tokens": 3})).await;
+    assert_eq!(r.status(), 400);
+    let r = post(
+        &url,
+        "/v1/completions",
+        &json!({"prompt": "x", "max_tokens": 10_000_000, "ignore_eos": true}),
+    )
+    .await;
+    assert_eq!(r.status(), 400, "longer than the KV budget");
+    assert_eq!(
+        reqwest::get(format!("{url}/nowhere"))
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    sim.shutdown().await;
+}
+
+fn with_fault(set: impl FnOnce(&mut SimConfig)) -> SimConfig {
+    let mut c = model(2.0, 0.0, 64);
+    set(&mut c);
+    c
+}
+
+#[tokio::test]
+async fn http_status_faults() {
+    for (code, set) in [
+        (
+            500u16,
+            Box::new(|c: &mut SimConfig| c.faults.fault_500 = 1.0)
+                as Box<dyn FnOnce(&mut SimConfig)>,
+        ),
+        (429, Box::new(|c: &mut SimConfig| c.faults.fault_429 = 1.0)),
+        (503, Box::new(|c: &mut SimConfig| c.faults.fault_503 = 1.0)),
+    ] {
+        let sim = start_sim(with_fault(set)).await;
+        let r = post(
+            &sim.url(),
+            "/v1/chat/completions",
+            &chat_body(5, true, false),
+        )
+        .await;
+        assert_eq!(r.status().as_u16(), code);
+        if code == 429 {
+            assert!(r.headers().contains_key("retry-after"));
+        }
+        let v: Value = r.json().await.unwrap();
+        assert!(v["message"].as_str().unwrap().contains("simulated"));
+        let t = truth(&sim.url()).await;
+        assert_eq!(t.failed, 1);
+        assert_eq!(t.faults[&format!("http_{code}")], 1);
+        sim.shutdown().await;
+    }
+}
+
+/// Reads a streaming body until it ends, errors, or goes quiet for `quiet`.
+async fn read_stream(r: reqwest::Response, quiet: Duration) -> (Vec<u8>, &'static str) {
+    let mut body = Vec::new();
+    let mut s = r.bytes_stream();
+    loop {
+        match tokio::time::timeout(quiet, s.next()).await {
+            Err(_) => return (body, "stalled"),
+            Ok(None) => return (body, "ended"),
+            Ok(Some(Err(_))) => return (body, "broken"),
+            Ok(Some(Ok(b))) => body.extend_from_slice(&b),
+        }
+    }
+}
+
+#[tokio::test]
+async fn mid_stream_faults() {
+    let sim = start_sim(with_fault(|c| c.faults.fault_drop = 1.0)).await;
+    let r = post(
+        &sim.url(),
+        "/v1/chat/completions",
+        &chat_body(20, true, false),
+    )
+    .await;
+    let (body, how) = read_stream(r, Duration::from_secs(5)).await;
+    assert_eq!(how, "broken", "connection dropped mid-stream");
+    assert!(!String::from_utf8_lossy(&body).contains("[DONE]"));
+    sim.shutdown().await;
+
+    let sim = start_sim(with_fault(|c| c.faults.fault_stall = 1.0)).await;
+    let r = post(
+        &sim.url(),
+        "/v1/chat/completions",
+        &chat_body(20, true, false),
+    )
+    .await;
+    let (body, how) = read_stream(r, Duration::from_millis(500)).await;
+    assert_eq!(how, "stalled", "stops sending without closing");
+    assert!(String::from_utf8_lossy(&body).contains("assistant"));
+    sim.shutdown().await;
+
+    let sim = start_sim(with_fault(|c| c.faults.fault_malformed = 1.0)).await;
+    let r = post(
+        &sim.url(),
+        "/v1/chat/completions",
+        &chat_body(20, true, false),
+    )
+    .await;
+    let (body, how) = read_stream(r, Duration::from_secs(5)).await;
+    assert_eq!(how, "ended");
+    assert!(std::str::from_utf8(&body).is_err(), "an invalid UTF-8 line");
+    assert!(String::from_utf8_lossy(&body).contains("[DONE]"));
+    sim.shutdown().await;
+
+    let sim = start_sim(with_fault(|c| c.faults.fault_non_json = 1.0)).await;
+    let r = post(
+        &sim.url(),
+        "/v1/chat/completions",
+        &chat_body(20, true, false),
+    )
+    .await;
+    let body = r.text().await.unwrap();
+    assert!(body.contains("data: this is not json\n\n"));
+    sim.shutdown().await;
+
+    let sim = start_sim(with_fault(|c| c.faults.fault_error_event = 1.0)).await;
+    let r = post(
+        &sim.url(),
+        "/v1/chat/completions",
+        &chat_body(20, true, false),
+    )
+    .await;
+    let ev = events(&r.text().await.unwrap());
+    assert_eq!(ev.last().unwrap(), "[DONE]");
+    let err: Value = serde_json::from_str(&ev[ev.len() - 2]).unwrap();
+    assert_eq!(err["error"]["code"], 500);
+    let t = truth(&sim.url()).await;
+    assert_eq!((t.failed, t.completed), (1, 0));
+    sim.shutdown().await;
+
+    let sim = start_sim(with_fault(|c| {
+        c.faults.fault_slow_headers = 1.0;
+        c.faults.slow_headers_ms = 300;
+    }))
+    .await;
+    let t0 = Instant::now();
+    let r = post(
+        &sim.url(),
+        "/v1/chat/completions",
+        &chat_body(2, true, false),
+    )
+    .await;
+    assert!(
+        t0.elapsed() >= Duration::from_millis(300),
+        "headers were late"
+    );
+    assert!(r.text().await.unwrap().ends_with("data: [DONE]\n\n"));
+    sim.shutdown().await;
+}
+
+/// Status and generated text of `n` sequential requests with sampled lengths
+/// and a 30 % chance of HTTP 500.
+async fn output_texts(seed: u64, n: usize) -> Vec<String> {
+    let mut cfg = model(0.5, 0.0, 64);
+    cfg.seed = seed;
+    cfg.faults.fault_500 = 0.3;
+    let sim = start_sim(cfg).await;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let body = json!({"prompt": "x", "max_tokens": 400, "stream": false});
+        let r = post(&sim.url(), "/v1/completions", &body).await;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        out.push(match status.as_u16() {
+            200 => v["choices"][0]["text"].as_str().unwrap().to_string(),
+            code => format!("HTTP {code}"),
+        });
+    }
+    sim.shutdown().await;
+    out
+}
+
+#[tokio::test]
+async fn seeded_runs_are_reproducible() {
+    let a = output_texts(7, 12).await;
+    let b = output_texts(7, 12).await;
+    let c = output_texts(8, 12).await;
+    assert_eq!(a, b, "same seed, same statuses, texts and lengths");
+    assert_ne!(a, c, "another seed gives another run");
+    assert!(a.iter().any(|s| s == "HTTP 500"));
+    let lengths: Vec<usize> = a
+        .iter()
+        .filter(|s| !s.starts_with("HTTP"))
+        .map(|s| count_tokens(s))
+        .collect();
+    assert!(
+        lengths.len() >= 3 && lengths.iter().any(|&l| l != lengths[0]),
+        "sampled lengths vary: {lengths:?}"
+    );
+}
+
+/// Sends `n` concurrent streaming requests and returns the server's truth.
+async fn burst(url: &str, n: usize, tokens: u64) -> llmsweep::sim::TruthReport {
+    reset_truth(url).await;
+    let client = reqwest::Client::new();
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let client = client.clone();
+            let url = url.to_string();
+            tokio::spawn(async move {
+                client
+                    .post(format!("{url}/v1/chat/completions"))
+                    .json(&chat_body(tokens, true, false))
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert!(t.await.unwrap().ends_with("data: [DONE]\n\n"));
+    }
+    truth(url).await
+}
+
+#[tokio::test]
+async fn latency_grows_with_load_and_queues_beyond_the_batch() {
+    // 5 ms steps + 1 ms per running sequence, at most 8 running.
+    let sim = start_sim(model(5.0, 1000.0, 8)).await;
+    let url = sim.url();
+    let alone = burst(&url, 1, 20).await;
+    let batch = burst(&url, 8, 20).await;
+    let queued = burst(&url, 24, 20).await;
+    assert_eq!(queued.completed, 24);
+    // ITL: ~6 ms alone, ~13 ms with 8 running.
+    assert!(alone.itl_ms.p50 < 9.0, "{:?}", alone.itl_ms);
+    assert!(
+        batch.itl_ms.p50 > alone.itl_ms.p50 * 1.6,
+        "{:?} vs {:?}",
+        batch.itl_ms,
+        alone.itl_ms
+    );
+    // Beyond the batch limit, requests wait: the slowest TTFT is two whole
+    // generations (2 × 20 × 13 ms) later than the fastest.
+    assert!(queued.ttft_ms.max > 400.0, "{:?}", queued.ttft_ms);
+    assert!(
+        queued.ttft_ms.p99 > 10.0 * batch.ttft_ms.p50,
+        "{:?} vs {:?}",
+        queued.ttft_ms,
+        batch.ttft_ms
+    );
+    sim.shutdown().await;
+}
