@@ -42,7 +42,7 @@ pub struct RunArgs {
     pub profile: String,
     /// Rates: a list like 1,4,16,inf (one stage each; inf = throughput); streams
     /// for concurrent; number of stages for sweep (default 10).
-    #[arg(long, short = 'r', value_name = "LIST")]
+    #[arg(long, short = 'r', value_name = "LIST", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Poisson burstiness: gamma-distributed gaps with CV 1/√b (1 = Poisson).
     #[arg(long, default_value_t = 1.0)]

@@ -1,0 +1,283 @@
+//! The real binary, as a user runs it: headless runs, the simulator as a
+//! separate process, signals, and friendly errors for bad input.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_llmsweep"));
+    c.env_remove("OPENAI_API_KEY");
+    c
+}
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("llmsweep-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn read_report(dir: &Path) -> Value {
+    let s = std::fs::read_to_string(dir.join("report.json")).expect("report.json written");
+    serde_json::from_str(&s).expect("report.json is JSON")
+}
+
+/// Starts `llmsweep sim --port 0` and returns it with its URL.
+fn spawn_sim(extra: &[&str]) -> (Child, String) {
+    let mut child = bin()
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--decode-step-ms",
+            "2",
+            "--per-seq-us",
+            "0",
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("sim prints its URL: {line:?}"))
+        .to_string();
+    (child, url)
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+fn wait_with_limit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn headless_run_against_the_builtin_simulator_writes_a_report() {
+    let out = tmpdir("builtin");
+    let o = bin()
+        .args([
+            "--profile",
+            "constant",
+            "--rate",
+            "5,inf",
+            "--max-seconds",
+            "2",
+            "--slo",
+            "ttft=500ms",
+        ])
+        .args(["--percentiles", "75", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("built-in simulator"), "{stderr}");
+    assert!(
+        stderr.contains("stage 1/2 constant@5.00"),
+        "progress lines: {stderr}"
+    );
+    assert!(
+        stdout.contains("constant@5.00") && stdout.contains("throughput"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("report: "), "{stdout}");
+    let r = read_report(&out);
+    assert_eq!(r["version"], 1);
+    assert_eq!(r["partial"], false);
+    assert_eq!(r["target"]["builtin_simulator"], true);
+    assert!(r["target"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("built-in simulator"));
+    let stages = r["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    let s = &stages[0];
+    for key in [
+        "name",
+        "strategy",
+        "target_rate",
+        "start",
+        "end",
+        "duration_s",
+        "saturated",
+        "requests",
+        "errors",
+        "rates",
+        "concurrency",
+        "goodput",
+        "histograms",
+    ] {
+        assert!(s.get(key).is_some(), "stage has {key}");
+    }
+    for metric in ["ttft_ms", "itl_ms", "tpot_ms", "latency_ms", "queue_ms"] {
+        for stat in [
+            "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p999",
+        ] {
+            assert!(s[metric][stat].is_number(), "{metric}.{stat}");
+        }
+    }
+    assert!(s["ttft_ms"]["extra"]["p75"].is_number());
+    assert_eq!(s["target_rate"], 5.0);
+    assert!(stages[1]["target_rate"].is_null());
+    assert!(s["requests"]["completed"].as_u64().unwrap() > 3);
+    assert!(s["rates"]["requests_per_s"].as_f64().unwrap() > 0.0);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn runs_against_the_simulator_in_another_process_and_keeps_the_key_secret() {
+    let (mut sim, url) = spawn_sim(&[]);
+    let out = tmpdir("external");
+    let o = bin()
+        .args([
+            "run",
+            "--target",
+            &format!("{url}/v1"),
+            "--profile",
+            "concurrent",
+            "--rate",
+            "4",
+        ])
+        .args([
+            "--max-requests",
+            "40",
+            "--api",
+            "completions",
+            "--header",
+            "X-Team: secret-header-value",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .env("OPENAI_API_KEY", "sk-very-secret")
+        .output()
+        .unwrap();
+    signal(&sim, "-TERM");
+    assert!(
+        wait_with_limit(&mut sim, Duration::from_secs(10)).success(),
+        "sim exits cleanly on SIGTERM"
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let raw = std::fs::read_to_string(out.join("report.json")).unwrap();
+    assert!(
+        !raw.contains("sk-very-secret") && !raw.contains("secret-header-value"),
+        "secrets stay out"
+    );
+    assert!(!stderr.contains("sk-very-secret"));
+    let r: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(r["config"]["api_key"], "***");
+    assert_eq!(r["target"]["url"], url.as_str());
+    assert_eq!(r["stages"][0]["requests"]["completed"], 40);
+    assert_eq!(r["stages"][0]["name"], "concurrent@4");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn sigterm_and_sighup_write_a_partial_report() {
+    for sig in ["-TERM", "-HUP", "-INT"] {
+        let out = tmpdir(&format!("signal{sig}"));
+        let mut child = bin()
+            .args([
+                "--profile",
+                "constant",
+                "--rate",
+                "10",
+                "--max-seconds",
+                "60",
+                "--headless",
+            ])
+            .args(["--out", out.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until it is measuring.
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while err.read_line(&mut line).unwrap() > 0 {
+            if line.contains("stage 1/1") && !line.contains("done 0 ") {
+                break;
+            }
+            line.clear();
+        }
+        signal(&child, sig);
+        let status = wait_with_limit(&mut child, Duration::from_secs(15));
+        assert!(status.success(), "{sig}: {status:?}");
+        let r = read_report(&out);
+        assert_eq!(r["partial"], true, "{sig}");
+        assert!(
+            r["end_reason"].as_str().unwrap().starts_with("signal SIG"),
+            "{sig}: {}",
+            r["end_reason"]
+        );
+        assert!(r["stages"][0]["requests"]["completed"].as_u64().unwrap() > 0);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+fn fails_with(args: &[&str], needle: &str) {
+    let o = bin().args(args).arg("--headless").output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{args:?} should fail");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: expected {needle:?} in {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("stack backtrace"),
+        "{stderr}"
+    );
+    assert!(stderr.lines().count() <= 3, "short message: {stderr}");
+}
+
+#[test]
+fn bad_input_gets_a_short_clear_error() {
+    fails_with(&["--profile", "constant", "--rate", "0"], "not possible");
+    fails_with(&["--profile", "constant", "--rate", "-3"], "not possible");
+    fails_with(&["--profile", "constant", "--rate", "NaN"], "not possible");
+    fails_with(&["--profile", "constant"], "needs --rate");
+    fails_with(&["--profile", "nonsense"], "unknown profile");
+    fails_with(
+        &["--target", "http://127.0.0.1:1", "--profile", "synchronous"],
+        "pre-flight",
+    );
+    fails_with(
+        &["--target", "ftp://x", "--profile", "synchronous"],
+        "scheme",
+    );
+    fails_with(
+        &["--model", "gpt-99", "--profile", "synchronous"],
+        "does not serve model",
+    );
+    fails_with(&["--data", "prompt_tokens=abc"], "not a number");
+    fails_with(&["--slo", "ttft=soon"], "not a duration");
+    fails_with(&["--extra-body", "[1]"], "JSON object");
+    fails_with(
+        &["--api-key-file", "/nonexistent/key"],
+        "cannot read --api-key-file",
+    );
+}
