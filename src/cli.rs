@@ -99,4 +99,10 @@ pub struct RunArgs {
     /// Plain progress lines instead of the dashboard (automatic when stdout is not a terminal).
     #[arg(long)]
     pub headless: bool,
+    /// Dashboard theme: dark, light, high-contrast, mono, or a path to a theme .toml (NO_COLOR forces mono).
+    #[arg(long, value_name = "NAME|PATH")]
+    pub theme: Option<String>,
+    /// Dashboard redraws per second.
+    #[arg(long, default_value_t = 4.0)]
+    pub fps: f64,
 }

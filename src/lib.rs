@@ -18,3 +18,4 @@ pub mod run;
 pub mod sim;
 pub mod stats;
 pub mod tokenizer;
+pub mod tui;

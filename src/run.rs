@@ -4,7 +4,7 @@
 //! starts (arguments, data, target, model) is checked first, with a message
 //! that says what to do.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -387,26 +387,68 @@ async fn run_async(args: RunArgs) -> Result<PathBuf> {
     };
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     let headless = args.headless || !std::io::stdout().is_terminal();
+    let themes = if headless {
+        Vec::new()
+    } else {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        crate::tui::theme::select(args.theme.as_deref(), no_color)?
+    };
 
     // 5. Run, with progress lines and signal handling.
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let (snap_tx, snap_rx) = watch::channel(Snapshot::default());
     let signals = tokio::spawn(forward_signals(control_tx.clone()));
-    let intro = format!(
-        "llmsweep: target {} · model {} · {} · reports in {}",
-        target.url,
-        model,
-        plan.description,
-        out_dir.display()
-    );
-    eprintln!("{intro}");
-    let progress = if headless {
-        Some(tokio::spawn(headless::print_progress(snap_rx)))
-    } else {
-        // The dashboard arrives with the TUI; until then, progress lines.
-        Some(tokio::spawn(headless::print_progress(snap_rx)))
-    };
     let created = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let meta = ReportMeta {
+        created,
+        target: target.clone(),
+        config: config_echo(&args, api_key.is_some()),
+    };
+    let front_end = if headless {
+        eprintln!(
+            "llmsweep: target {} · model {} · {} · reports in {}",
+            target.url,
+            model,
+            plan.description,
+            out_dir.display()
+        );
+        tokio::spawn(async move {
+            headless::print_progress(snap_rx).await;
+            Ok(())
+        })
+    } else {
+        let opts = crate::tui::TuiOptions {
+            fps: args.fps,
+            themes,
+            info: crate::tui::app::RunInfo {
+                target: target.url.clone(),
+                model: model.clone(),
+                profile: plan.description.clone(),
+            },
+            metrics_base: Some(base_url.clone()),
+        };
+        let export_meta = meta.clone();
+        let export_dir = out_dir.clone();
+        let exporter: crate::tui::Exporter = Box::new(move |snap: &Snapshot| {
+            let report = export_meta.report(
+                snap.finished.to_vec(),
+                snap.timeline.to_vec(),
+                snap.warnings.to_vec(),
+                true,
+                "exported during the run (e)",
+            );
+            Ok(vec![write_report(&report, &export_dir)?])
+        });
+        let control = control_tx.clone();
+        tokio::spawn(async move {
+            let r = crate::tui::run(snap_rx, control, opts, exporter).await;
+            if r.is_err() {
+                // The terminal is gone (or never worked): the run goes on, and
+                // the report is still written.
+            }
+            r
+        })
+    };
     let settings = RunSettings {
         seed: args.seed,
         slo,
@@ -416,30 +458,63 @@ async fn run_async(args: RunArgs) -> Result<PathBuf> {
     let result: RunResult = engine.run(plan.plan.as_mut()).await;
     signals.abort();
     drop(control_tx);
-    if let Some(p) = progress {
-        let _ = p.await;
-    }
+    let front_end_result = front_end.await;
     if let Some(h) = simulator {
         h.shutdown().await;
     }
 
-    // 6. Reports.
-    let report = Report {
-        version: report::SCHEMA_VERSION,
-        tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
-        created,
-        target,
-        config: config_echo(&args, api_key.is_some()),
-        partial: result.partial,
-        end_reason: result.end_reason.clone(),
-        stages: result.stages,
-        timeline: result.timeline,
-        warnings: result.warnings,
-    };
+    // 6. Reports, then the tables on the normal screen.
+    let report = meta.report(
+        result.stages,
+        result.timeline,
+        result.warnings,
+        result.partial,
+        &result.end_reason,
+    );
     let path = write_report(&report, &out_dir)?;
-    print!("{}", crate::report::console::render(&report));
-    println!("report: {}", path.display());
+    let mut out = std::io::stdout().lock();
+    // The terminal may be gone (SIGHUP): the report is on disk, so a failed print is fine.
+    let _ = write!(out, "{}", crate::report::console::render(&report));
+    let _ = writeln!(out, "report: {}", path.display());
+    if let Ok(Err(e)) = front_end_result {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: the dashboard stopped early: {e:#}"
+        );
+    }
     Ok(path)
+}
+
+/// What every report of this run shares.
+#[derive(Clone)]
+struct ReportMeta {
+    created: String,
+    target: Target,
+    config: serde_json::Value,
+}
+
+impl ReportMeta {
+    fn report(
+        &self,
+        stages: Vec<crate::report::StageReport>,
+        timeline: Vec<crate::report::TimelineEvent>,
+        warnings: Vec<String>,
+        partial: bool,
+        end_reason: &str,
+    ) -> Report {
+        Report {
+            version: report::SCHEMA_VERSION,
+            tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
+            created: self.created.clone(),
+            target: self.target.clone(),
+            config: self.config.clone(),
+            partial,
+            end_reason: end_reason.to_string(),
+            stages,
+            timeline,
+            warnings,
+        }
+    }
 }
 
 pub fn write_report(report: &Report, dir: &Path) -> Result<PathBuf> {
