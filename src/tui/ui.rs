@@ -109,7 +109,7 @@ pub fn all_columns() -> Vec<Col> {
         Col {
             title: "Target",
             width: 7,
-            prio: 5,
+            prio: 8,
             get: |r| f(r.target, 2),
         },
         Col {
@@ -169,7 +169,7 @@ pub fn all_columns() -> Vec<Col> {
         Col {
             title: "TPOT mean",
             width: 9,
-            prio: 7,
+            prio: 5,
             get: |r| f(r.tpot[0], 2),
         },
         Col {
@@ -811,7 +811,14 @@ mod tests {
         assert!(width + 18 + 2 <= 78, "fits: {width}");
         let at160 = titles(158);
         assert!(at160.len() > at80.len());
-        for must in ["TTFT mean", "ITL p99", "Lat p99", "Comp", "Err"] {
+        for must in [
+            "TTFT mean",
+            "ITL p99",
+            "TPOT mean",
+            "Lat p99",
+            "Comp",
+            "Err",
+        ] {
             assert!(at160.contains(&must), "{must} at 160: {at160:?}");
         }
         // Display order is kept whatever the priorities.
