@@ -77,7 +77,8 @@ fn main() {
         let client = Arc::new(Client::new(&cfg, Arc::new(Builtin)).unwrap());
         let items = Synthetic::parse("prompt_tokens=16,output_tokens=16,samples=256")
             .unwrap()
-            .generate(1);
+            .generate(1, &Builtin)
+            .unwrap();
         let prompts = build_prompts(&items, Api::Chat, "llmsweep-sim", None).unwrap();
         let (_ctl, ctl_rx) = tokio::sync::mpsc::unbounded_channel();
         let (snap_tx, _snap_rx) = tokio::sync::watch::channel(Snapshot::default());

@@ -37,7 +37,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Load profile: sweep, synchronous, concurrent, throughput, constant, poisson.
+    /// Load profile: a strategy (sweep, synchronous, concurrent, throughput, constant, poisson),
+    /// a shipped profile (`llmsweep profiles` lists them), or a profile .toml file.
     #[arg(long, short = 'p', default_value = "sweep")]
     pub profile: String,
     /// Rates: a list like 1,4,16,inf (one stage each; inf = throughput); streams
@@ -79,13 +80,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS")]
     pub drain: Option<f64>,
 
-    /// Synthetic data, e.g. prompt_tokens=256,output_tokens=128.
+    /// Prompts: synthetic (prompt_tokens=256,output_tokens=128[,…]) or a file (.jsonl, .json, .csv, ShareGPT .json).
     #[arg(
         long,
-        value_name = "SPEC",
+        value_name = "SPEC|FILE",
         default_value = "prompt_tokens=256,output_tokens=128"
     )]
     pub data: String,
+    /// A tokenizer.json (or a model directory holding one) for exact token counts; default: the built-in approximation.
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// Skip malformed rows of a data file (and count them) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad_rows: bool,
     /// Extra percentiles to report, e.g. 75,99.99.
     #[arg(long, value_name = "LIST")]
     pub percentiles: Option<String>,

@@ -1,6 +1,9 @@
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use std::collections::HashSet;
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use llmsweep::{cli::RunArgs, run, sim};
 
@@ -20,17 +23,43 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Load a server (the default command).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run the built-in simulated OpenAI-compatible server.
     Sim(sim::SimArgs),
+    /// List the shipped profiles, one line each.
+    Profiles,
+}
+
+/// The ids of the arguments the user typed (not defaults): they override profiles.
+fn typed(m: &ArgMatches) -> HashSet<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect()
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Some(Command::Sim(args)) => sim::run_cli(args),
-        Some(Command::Run(args)) => run::execute(args).map(|_| ()),
-        None => run::execute(cli.run).map(|_| ()),
+        Some(Command::Profiles) => {
+            for (name, description) in llmsweep::profile::file::list() {
+                println!("{name:<24} {description}");
+            }
+            Ok(())
+        }
+        Some(Command::Run(args)) => {
+            let explicit = matches
+                .subcommand_matches("run")
+                .map(typed)
+                .unwrap_or_default();
+            run::execute(*args, &explicit).map(|_| ())
+        }
+        None => run::execute(cli.run, &typed(&matches)).map(|_| ()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 //! starts (arguments, data, target, model) is checked first, with a message
 //! that says what to do.
 
+use std::collections::HashSet;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::cli::RunArgs;
 use crate::client::{normalize_base_url, Client, ClientConfig};
-use crate::data::{build_prompts, parse_extra_body, Synthetic};
+use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::validate_rate;
 use crate::engine::{
     Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
@@ -287,16 +288,18 @@ pub fn default_out_dir() -> PathBuf {
     PathBuf::from("llmsweep-results").join(stamp)
 }
 
-/// Runs `llmsweep run` to the end and returns the report's path.
-pub fn execute(args: RunArgs) -> Result<PathBuf> {
+/// Runs `llmsweep run` to the end and returns the report's path. `explicit`
+/// names the flags given on the command line: they win over a profile file.
+pub fn execute(args: RunArgs, explicit: &HashSet<String>) -> Result<PathBuf> {
+    let (args, profile_name) = crate::profile::file::resolve(args, explicit)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(run_async(args))
+    rt.block_on(run_async(args, profile_name))
 }
 
-async fn run_async(args: RunArgs) -> Result<PathBuf> {
+async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
     // 1. Arguments that need no network.
     if !(args.request_timeout.is_finite() && args.request_timeout > 0.0) {
         bail!(
@@ -314,7 +317,11 @@ async fn run_async(args: RunArgs) -> Result<PathBuf> {
         Some(p) => parse_percentiles(p).map_err(anyhow::Error::msg)?,
         None => Vec::new(),
     };
-    let synthetic = Synthetic::parse(&args.data)?;
+    let counter: Arc<dyn TokenCounter> = match &args.tokenizer {
+        Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
+        None => Arc::new(Builtin),
+    };
+    let data = load_items(&args.data, args.seed, counter.as_ref(), args.skip_bad_rows)?;
     let extra_body = args
         .extra_body
         .as_deref()
@@ -340,7 +347,6 @@ async fn run_async(args: RunArgs) -> Result<PathBuf> {
             (handle.url(), Some(handle))
         }
     };
-    let counter: Arc<dyn TokenCounter> = Arc::new(Builtin);
     let client_cfg = ClientConfig {
         base_url: base_url.clone(),
         api: args.api,
@@ -372,8 +378,8 @@ async fn run_async(args: RunArgs) -> Result<PathBuf> {
     };
 
     // 4. Data: every request body built once.
-    let items = synthetic.generate(args.seed);
-    let prompts: Arc<[_]> = build_prompts(&items, args.api, &model, extra_body.as_ref())?.into();
+    let prompts: Arc<[_]> =
+        build_prompts(&data.items, args.api, &model, extra_body.as_ref())?.into();
 
     let target = Target {
         url: if simulator.is_some() {
@@ -402,7 +408,13 @@ async fn run_async(args: RunArgs) -> Result<PathBuf> {
     let meta = ReportMeta {
         created,
         target: target.clone(),
-        config: config_echo(&args, api_key.is_some()),
+        config: {
+            let mut c = config_echo(&args, api_key.is_some());
+            c["profile_name"] = json!(profile_name);
+            c["data_source"] = json!(data.description);
+            c["tokenizer"] = json!(counter.name());
+            c
+        },
     };
     let front_end = if headless {
         eprintln!(
@@ -502,7 +514,9 @@ impl ReportMeta {
         partial: bool,
         end_reason: &str,
     ) -> Report {
+        let slo_summary = crate::profile::slo::summarize(&stages);
         Report {
+            slo_summary,
             version: report::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
             created: self.created.clone(),

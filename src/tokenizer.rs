@@ -48,6 +48,11 @@ pub trait TokenCounter: Send + Sync {
     fn count(&self, text: &str) -> usize;
     /// A short description for reports, e.g. `builtin` or a file path.
     fn name(&self) -> String;
+    /// Text pieces (each with its leading space) that count exactly one token
+    /// each, also when strung together: synthetic prompts are built from them.
+    fn one_token_pieces(&self) -> Vec<String> {
+        VOCAB.iter().map(|w| format!(" {w}")).collect()
+    }
 }
 
 /// The built-in approximation as a [`TokenCounter`].
@@ -60,6 +65,77 @@ impl TokenCounter for Builtin {
     }
     fn name(&self) -> String {
         "builtin".into()
+    }
+}
+
+/// A model tokenizer loaded from a `tokenizer.json` (Hugging Face format),
+/// through the `tokenizers` crate. Local files only: nothing is downloaded.
+pub struct TokenizerFile {
+    inner: tokenizers::Tokenizer,
+    path: String,
+}
+
+impl std::fmt::Debug for TokenizerFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TokenizerFile({})", self.path)
+    }
+}
+
+impl TokenizerFile {
+    /// `path` is a `tokenizer.json`, or a model directory that holds one.
+    pub fn load(path: &std::path::Path) -> anyhow::Result<Self> {
+        let file = if path.is_dir() {
+            path.join("tokenizer.json")
+        } else {
+            path.to_path_buf()
+        };
+        if !file.exists() {
+            anyhow::bail!(
+                "--tokenizer {}: no such file{}",
+                path.display(),
+                if path.is_dir() {
+                    " (the directory has no tokenizer.json)"
+                } else {
+                    ""
+                }
+            );
+        }
+        let inner = tokenizers::Tokenizer::from_file(&file).map_err(|e| {
+            anyhow::anyhow!("--tokenizer {}: not a tokenizer.json: {e}", file.display())
+        })?;
+        Ok(TokenizerFile {
+            inner,
+            path: file.display().to_string(),
+        })
+    }
+}
+
+impl TokenCounter for TokenizerFile {
+    fn count(&self, text: &str) -> usize {
+        self.inner
+            .encode_fast(text, false)
+            .map(|e| e.len())
+            .unwrap_or_else(|_| count_tokens(text))
+    }
+
+    fn name(&self) -> String {
+        self.path.clone()
+    }
+
+    fn one_token_pieces(&self) -> Vec<String> {
+        // Keep the vocabulary words that this tokenizer also takes as one
+        // token, alone and next to another such word.
+        let single: Vec<String> = VOCAB
+            .iter()
+            .map(|w| format!(" {w}"))
+            .filter(|p| self.count(p) == 1)
+            .collect();
+        single
+            .iter()
+            .zip(single.iter().cycle().skip(1))
+            .filter(|(a, b)| self.count(&format!("{a}{b}")) == 2)
+            .map(|(a, _)| a.clone())
+            .collect()
     }
 }
 

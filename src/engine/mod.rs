@@ -169,18 +169,14 @@ impl Engine {
                     None => break,
                 },
             };
-            if let Some(msg) = plan.take_notice() {
-                self.note("plan", msg);
-            }
+            self.take_plan_messages(plan);
             let number = self.finished.len() + 1;
             let (report, end) = self.run_stage(&spec, plan, number).await;
             if let Some(obs) = self.observer.as_mut() {
                 obs(&report, &self.timeline);
             }
             self.finished.push(report);
-            if let Some(msg) = plan.take_notice() {
-                self.note("plan", msg);
-            }
+            self.take_plan_messages(plan);
             match end {
                 StageEnd::RateChanged(next) => {
                     self.manual_stages += 1;
@@ -193,6 +189,15 @@ impl Engine {
         }
         let partial = stop.is_some();
         self.result(stop.unwrap_or_else(|| "completed".into()), partial)
+    }
+
+    fn take_plan_messages(&mut self, plan: &mut dyn Plan) {
+        if let Some(msg) = plan.take_notice() {
+            self.note("plan", msg);
+        }
+        if let Some(w) = plan.take_warning() {
+            self.warn(w);
+        }
     }
 
     fn result(mut self, end_reason: String, partial: bool) -> RunResult {

@@ -225,6 +225,10 @@ pub trait Plan: Send + Sync {
     fn take_notice(&mut self) -> Option<String> {
         None
     }
+    /// A problem with the plan the report should carry (e.g. stages too short).
+    fn take_warning(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// A fixed list of stages.

@@ -1,3 +1,5 @@
-//! Load profiles: the sweep planner (and, later, TOML profile files).
+//! Load profiles: TOML profile files and the sweep planner.
 
+pub mod file;
+pub mod slo;
 pub mod sweep;

@@ -31,6 +31,7 @@ pub struct SweepPlan {
     rates: Option<Vec<f64>>,
     ended: bool,
     notice: Option<String>,
+    warning: Option<String>,
 }
 
 impl SweepPlan {
@@ -51,6 +52,7 @@ impl SweepPlan {
             rates: None,
             ended: false,
             notice: None,
+            warning: None,
         }
     }
 
@@ -62,11 +64,19 @@ impl SweepPlan {
     }
 
     /// The measured rate of the last planned (not manual) stage of a kind.
+    /// For throughput, the steady completion rate: a short stage's plain
+    /// average counts the ramp-up and the cut-off tail, and underestimates
+    /// the server's capacity, which is what the last sweep stage should probe.
     fn measured(done: &[StageReport], strategy: &str) -> Option<f64> {
         done.iter()
             .rev()
             .find(|s| s.strategy == strategy && !s.name.ends_with("(manual)"))
-            .map(|s| s.rates.requests_per_s)
+            .map(|s| match strategy {
+                "throughput" if s.rates.steady_requests_per_s > 0.0 => {
+                    s.rates.steady_requests_per_s
+                }
+                _ => s.rates.requests_per_s,
+            })
     }
 }
 
@@ -94,6 +104,7 @@ impl Plan for SweepPlan {
                         ));
                         return None;
                     }
+                    self.warning = short_stage_warning(done, &self.limits);
                     let rates = sweep_rates(sync, thr, self.stages);
                     self.notice = Some(format!(
                         "sweep rates planned from synchronous {} and throughput {} req/s: {}",
@@ -172,6 +183,28 @@ impl Plan for SweepPlan {
     fn take_notice(&mut self) -> Option<String> {
         self.notice.take()
     }
+
+    fn take_warning(&mut self) -> Option<String> {
+        self.warning.take()
+    }
+}
+
+/// The trap of seed 003: stages shorter than a few request latencies end with
+/// most requests still in flight, so high-rate stages report zero completed.
+/// Warns when a stage is shorter than three median latencies of the
+/// synchronous stage.
+pub fn short_stage_warning(done: &[StageReport], limits: &Limits) -> Option<String> {
+    let stage_s = limits.max_seconds?;
+    let sync = done.iter().find(|s| s.strategy == "synchronous")?;
+    let latency_s = sync.latency_ms.p50 / 1000.0;
+    (latency_s > 0.0 && stage_s < 3.0 * latency_s).then(|| {
+        format!(
+            "stages of {stage_s:.0} s are shorter than 3 × the median request latency ({latency_s:.1} s): \
+             at high rates most requests will still be in flight when a stage ends and count as incomplete; \
+             use --max-seconds {:.0} or more, or --drain",
+            (3.0 * latency_s).ceil()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -188,6 +221,62 @@ mod tests {
             ["0.99", "1.93", "2.88", "3.82", "4.77", "5.71", "6.66", "7.60"]
         );
         assert!(sweep_rates(1.0, 2.0, 2).is_empty());
+        assert!(sweep_rates(1.0, 2.0, 1).is_empty());
         assert_eq!(sweep_rates(1.0, 3.0, 3), vec![3.0]);
+    }
+
+    fn done(strategy: &str, latency_p50_ms: f64, rps: f64) -> StageReport {
+        let mut s = StageReport {
+            name: strategy.into(),
+            strategy: strategy.into(),
+            ..Default::default()
+        };
+        s.latency_ms.p50 = latency_p50_ms;
+        s.rates.requests_per_s = rps;
+        s
+    }
+
+    #[test]
+    fn warns_about_stages_shorter_than_three_latencies() {
+        let limits = Limits {
+            max_seconds: Some(30.0),
+            ..Default::default()
+        };
+        // Seed 003: a 25 s request in 30 s stages.
+        let w = short_stage_warning(&[done("synchronous", 25_000.0, 0.04)], &limits).unwrap();
+        assert!(w.contains("--max-seconds 75"), "{w}");
+        assert!(short_stage_warning(&[done("synchronous", 1_000.0, 1.0)], &limits).is_none());
+    }
+
+    #[test]
+    fn plan_walks_sync_throughput_then_interpolated_rates() {
+        let limits = Limits {
+            max_seconds: Some(5.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        assert_eq!(p.upcoming().len(), 5);
+        assert_eq!(p.next(&[]).unwrap().strategy, Strategy::Synchronous);
+        let mut done_ = vec![done("synchronous", 3000.0, 1.0)];
+        assert!(matches!(
+            p.next(&done_).unwrap().strategy,
+            Strategy::Throughput {
+                max_concurrency: 64
+            }
+        ));
+        done_.push(done("throughput", 5000.0, 7.0));
+        assert_eq!(
+            p.next(&done_).unwrap().strategy,
+            Strategy::Constant { rate: 3.0 }
+        );
+        assert!(p.take_notice().unwrap().contains("3.00, 5.00, 7.00"));
+        assert!(p.take_warning().unwrap().contains("shorter than 3"));
+        let names: Vec<String> = p.upcoming().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["constant@5.00", "constant@7.00"]);
+        done_.push(done("constant", 100.0, 3.0));
+        done_.last_mut().unwrap().saturated = true;
+        assert!(p.next(&done_).is_none(), "stops on saturation");
+        assert!(p.take_notice().unwrap().contains("saturated"));
+        assert_eq!(p.total(), Some(3));
     }
 }

@@ -34,6 +34,21 @@ pub struct Report {
     pub timeline: Vec<TimelineEvent>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// With --slo: the highest measured rate that met the SLOs, and an estimate between stages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_summary: Option<SloSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SloSummary {
+    /// Share of a stage's requests that must meet every limit for the stage to pass.
+    pub attainment: f64,
+    pub best_stage: Option<String>,
+    /// Achieved req/s of that stage.
+    pub best_rate: Option<f64>,
+    /// Interpolated rate at which the share of good requests falls to `attainment`.
+    pub estimated_rate: Option<f64>,
+    pub note: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -55,7 +70,7 @@ pub struct TimelineEvent {
     pub detail: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StageReport {
     /// e.g. `synchronous`, `throughput`, `constant@5.25`, `constant@5.25 (manual)`.
     pub name: String,
@@ -106,6 +121,12 @@ pub struct RequestCounts {
 pub struct Rates {
     /// Completed requests per second of measured window.
     pub requests_per_s: f64,
+    /// (completed − 1) / (last completion − first completion): the server's
+    /// completion rate once work flows, without the ramp at the start or the
+    /// requests cut off at the end. The sweep plans from it for the
+    /// throughput stage. 0 with fewer than two completions.
+    #[serde(default)]
+    pub steady_requests_per_s: f64,
     pub output_tokens_per_s: f64,
     /// (prompt + output tokens of completed requests) per second.
     pub total_tokens_per_s: f64,

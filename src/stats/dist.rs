@@ -27,6 +27,7 @@ impl Default for Dist {
 
 /// The summary every report shows, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DistSummary {
     pub count: u64,
     pub mean: f64,

@@ -87,6 +87,7 @@ pub struct StageStats {
     sources: BTreeMap<String, u64>,
     good: u64,
     first_measured_sent: Option<Instant>,
+    first_measured_end: Option<Instant>,
     last_measured_end: Option<Instant>,
 
     in_flight: u64,
@@ -126,6 +127,7 @@ impl StageStats {
             sources: BTreeMap::new(),
             good: 0,
             first_measured_sent: None,
+            first_measured_end: None,
             last_measured_end: None,
             in_flight: 0,
             max_in_flight: 0,
@@ -193,6 +195,10 @@ impl StageStats {
         self.first_measured_sent = Some(
             self.first_measured_sent
                 .map_or(r.sent_at, |t| t.min(r.sent_at)),
+        );
+        self.first_measured_end = Some(
+            self.first_measured_end
+                .map_or(r.ended_at, |t| t.min(r.ended_at)),
         );
         self.last_measured_end = Some(
             self.last_measured_end
@@ -279,7 +285,14 @@ impl StageStats {
         };
         let measured = m_to.saturating_duration_since(m_from).as_secs_f64();
         let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
+        let steady_requests_per_s = match (self.first_measured_end, self.last_measured_end) {
+            (Some(a), Some(b)) if self.counts.measured >= 2 && b > a => {
+                (self.counts.measured - 1) as f64 / (b - a).as_secs_f64()
+            }
+            _ => 0.0,
+        };
         let rates = Rates {
+            steady_requests_per_s,
             requests_per_s: per_s(self.counts.measured as f64),
             output_tokens_per_s: per_s(self.output_total as f64),
             total_tokens_per_s: per_s((self.output_total + self.prompt_total) as f64),
@@ -467,6 +480,10 @@ mod tests {
         assert_eq!(r.requests.errored, 1);
         assert_eq!(r.errors["http_500"], 1);
         assert!((r.rates.requests_per_s - 0.5).abs() < 1e-9);
+        assert_eq!(
+            r.rates.steady_requests_per_s, 0.0,
+            "one completion: no steady rate"
+        );
         assert!(
             (r.concurrency.mean - 1.0).abs() < 1e-6,
             "{:?}",

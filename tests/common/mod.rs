@@ -44,7 +44,10 @@ pub fn client(url: &str, timeout: Duration) -> Arc<Client> {
 }
 
 pub fn prompts(spec: &str, api: Api) -> Arc<[llmsweep::client::Prompt]> {
-    let items = Synthetic::parse(spec).unwrap().generate(1);
+    let items = Synthetic::parse(spec)
+        .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
     build_prompts(&items, api, "llmsweep-sim", None)
         .unwrap()
         .into()

@@ -1,0 +1,385 @@
+//! Prompt files: JSONL, JSON and CSV with a prompt column, and ShareGPT JSON.
+//!
+//! The prompt column is found by name (`prompt`, `text`, `question`, `input`,
+//! `instruction`, `content`, first match wins); an optional output-length
+//! column (`output_tokens`, `output_tokens_count`, `output_len`,
+//! `max_tokens`) sets how many tokens each request asks for. A malformed row
+//! is an error naming its line, unless the caller asks to skip and count it.
+
+use std::path::Path;
+
+use anyhow::{bail, Context as _, Result};
+use serde_json::Value;
+
+use super::PromptItem;
+use crate::tokenizer::TokenCounter;
+
+pub const PROMPT_COLUMNS: [&str; 6] = [
+    "prompt",
+    "text",
+    "question",
+    "input",
+    "instruction",
+    "content",
+];
+pub const OUTPUT_COLUMNS: [&str; 4] = [
+    "output_tokens",
+    "output_tokens_count",
+    "output_len",
+    "max_tokens",
+];
+
+/// What a file gave.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub items: Vec<PromptItem>,
+    /// Malformed rows skipped (with `skip_bad_rows`).
+    pub skipped: usize,
+    /// ShareGPT conversations left out by vLLM's length filters.
+    pub filtered: usize,
+    pub format: &'static str,
+}
+
+/// Loads a prompt file. `skip_bad_rows`: skip and count malformed rows
+/// instead of failing on the first.
+pub fn load(path: &Path, counter: &dyn TokenCounter, skip_bad_rows: bool) -> Result<Loaded> {
+    let name = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read data file {name}"))?;
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let loaded = match ext.as_str() {
+        "jsonl" | "ndjson" => load_jsonl(&text, &name, counter, skip_bad_rows)?,
+        "json" => load_json(&text, &name, counter, skip_bad_rows)?,
+        "csv" => load_csv(&text, &name, counter, skip_bad_rows)?,
+        other => bail!("data file {name}: unknown format {other:?} (use .jsonl, .json or .csv)"),
+    };
+    if loaded.items.is_empty() {
+        bail!("data file {name} holds no usable prompts");
+    }
+    Ok(loaded)
+}
+
+/// A row as field lookups, whatever the file format.
+fn item_from(
+    get: &dyn Fn(&str) -> Option<Value>,
+    counter: &dyn TokenCounter,
+) -> Result<PromptItem, String> {
+    let prompt = PROMPT_COLUMNS
+        .iter()
+        .find_map(|c| get(c).map(|v| (c, v)))
+        .ok_or_else(|| {
+            format!(
+                "no prompt column (looked for {})",
+                PROMPT_COLUMNS.join(", ")
+            )
+        })?;
+    let text = match prompt.1 {
+        Value::String(s) if !s.trim().is_empty() => s,
+        Value::String(_) => return Err(format!("`{}` is empty", prompt.0)),
+        other => return Err(format!("`{}` is not text: {other}", prompt.0)),
+    };
+    let output_tokens = match OUTPUT_COLUMNS.iter().find_map(|c| get(c).map(|v| (c, v))) {
+        None | Some((_, Value::Null)) => None,
+        Some((_, Value::Number(n))) if n.as_f64().is_some_and(|x| x >= 1.0) => {
+            n.as_f64().map(|x| x.round() as u64)
+        }
+        Some((_, Value::String(s))) if s.trim().parse::<u64>().is_ok_and(|x| x >= 1) => {
+            s.trim().parse().ok()
+        }
+        Some((_, Value::String(s))) if s.trim().is_empty() => None,
+        Some((c, v)) => return Err(format!("`{c}` is not a positive whole number: {v}")),
+    };
+    Ok(PromptItem {
+        prompt_tokens: counter.count(&text) as u64,
+        text,
+        output_tokens,
+    })
+}
+
+fn take(
+    out: &mut Loaded,
+    r: Result<PromptItem, String>,
+    where_: impl FnOnce() -> String,
+    skip: bool,
+) -> Result<()> {
+    match r {
+        Ok(it) => out.items.push(it),
+        Err(e) if skip => {
+            let _ = e;
+            out.skipped += 1;
+        }
+        Err(e) => bail!("{}: {e} (--skip-bad-rows skips such rows)", where_()),
+    }
+    Ok(())
+}
+
+fn load_jsonl(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> Result<Loaded> {
+    let mut out = Loaded {
+        format: "jsonl",
+        ..Default::default()
+    };
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r = match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(m)) => item_from(&|k| m.get(k).cloned(), counter),
+            Ok(_) => Err("the line is not a JSON object".into()),
+            Err(e) => Err(format!("not JSON ({e})")),
+        };
+        take(&mut out, r, || format!("{name}, line {}", i + 1), skip)?;
+    }
+    Ok(out)
+}
+
+fn load_json(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> Result<Loaded> {
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| anyhow::anyhow!("{name}: not valid JSON: {e}"))?;
+    let rows = match v {
+        Value::Array(a) => a,
+        Value::Object(mut m) => match m.remove("data").or_else(|| m.remove("prompts")) {
+            Some(Value::Array(a)) => a,
+            _ => {
+                bail!("{name}: expected a JSON array of rows (or an object with a \"data\" array)")
+            }
+        },
+        _ => bail!("{name}: expected a JSON array of rows"),
+    };
+    if rows
+        .first()
+        .is_some_and(|r| r.get("conversations").is_some())
+    {
+        return load_sharegpt(rows, name, counter, skip);
+    }
+    let mut out = Loaded {
+        format: "json",
+        ..Default::default()
+    };
+    for (i, row) in rows.into_iter().enumerate() {
+        let r = match &row {
+            Value::Object(m) => item_from(&|k| m.get(k).cloned(), counter),
+            Value::String(s) => item_from(
+                &|k| (k == "prompt").then(|| Value::String(s.clone())),
+                counter,
+            ),
+            _ => Err("the row is not an object".into()),
+        };
+        take(&mut out, r, || format!("{name}, row {i}"), skip)?;
+    }
+    Ok(out)
+}
+
+/// ShareGPT: the first human turn is the prompt, the first assistant turn after
+/// it gives the output length. vLLM's filters apply: prompts or outputs under 4
+/// tokens, prompts over 1024, or both together over 2048 are left out.
+fn load_sharegpt(
+    rows: Vec<Value>,
+    name: &str,
+    counter: &dyn TokenCounter,
+    skip: bool,
+) -> Result<Loaded> {
+    let mut out = Loaded {
+        format: "sharegpt",
+        ..Default::default()
+    };
+    for (i, row) in rows.iter().enumerate() {
+        let Some(turns) = row.get("conversations").and_then(Value::as_array) else {
+            take(
+                &mut out,
+                Err("no \"conversations\" list".into()),
+                || format!("{name}, row {i}"),
+                skip,
+            )?;
+            continue;
+        };
+        let who = |t: &Value| {
+            t.get("from")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_ascii_lowercase()
+        };
+        let val = |t: &Value| t.get("value").and_then(Value::as_str).map(str::to_string);
+        let Some(h) = turns
+            .iter()
+            .position(|t| matches!(who(t).as_str(), "human" | "user"))
+        else {
+            out.filtered += 1;
+            continue;
+        };
+        let answer = turns[h + 1..]
+            .iter()
+            .find(|t| matches!(who(t).as_str(), "gpt" | "assistant" | "chatgpt"))
+            .and_then(val);
+        let (Some(prompt), Some(answer)) = (val(&turns[h]), answer) else {
+            out.filtered += 1;
+            continue;
+        };
+        let p = counter.count(&prompt) as u64;
+        let o = counter.count(&answer) as u64;
+        if p < 4 || o < 4 || p > 1024 || p + o > 2048 {
+            out.filtered += 1;
+            continue;
+        }
+        out.items.push(PromptItem {
+            text: prompt,
+            prompt_tokens: p,
+            output_tokens: Some(o),
+        });
+    }
+    Ok(out)
+}
+
+fn load_csv(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> Result<Loaded> {
+    let mut out = Loaded {
+        format: "csv",
+        ..Default::default()
+    };
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(false)
+        .from_reader(text.as_bytes());
+    let headers: Vec<String> = rdr
+        .headers()
+        .with_context(|| format!("{name}: cannot read the header line"))?
+        .iter()
+        .map(|h| h.trim().to_ascii_lowercase())
+        .collect();
+    if !PROMPT_COLUMNS
+        .iter()
+        .any(|c| headers.iter().any(|h| h == c))
+    {
+        bail!(
+            "{name}, line 1: no prompt column among {:?} (name one of: {})",
+            headers,
+            PROMPT_COLUMNS.join(", ")
+        );
+    }
+    for rec in rdr.records() {
+        let (line, r) = match rec {
+            Ok(rec) => {
+                let line = rec.position().map_or(0, |p| p.line());
+                let get = |k: &str| {
+                    headers
+                        .iter()
+                        .position(|h| h == k)
+                        .and_then(|i| rec.get(i))
+                        .map(|s| Value::String(s.to_string()))
+                };
+                (line, item_from(&get, counter))
+            }
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line());
+                (line, Err(format!("malformed CSV ({e})")))
+            }
+        };
+        take(&mut out, r, || format!("{name}, line {line}"), skip)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::Builtin;
+
+    fn write(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("llmsweep-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn jsonl_detects_columns_and_output_lengths() {
+        let p = write("a.jsonl", "{\"question\": \"why is the sky blue\", \"output_tokens\": 50}\n\n{\"question\": \"hello there\"}\n");
+        let l = load(&p, &Builtin, false).unwrap();
+        assert_eq!(l.items.len(), 2);
+        assert_eq!(l.items[0].prompt_tokens, 5);
+        assert_eq!(l.items[0].output_tokens, Some(50));
+        assert_eq!(l.items[1].output_tokens, None);
+    }
+
+    #[test]
+    fn malformed_rows_name_their_line_or_are_skipped_and_counted() {
+        let p = write(
+            "b.jsonl",
+            "{\"prompt\": \"ok one\"}\n{\"prompt\": \n{\"text\": 5}\n{\"prompt\": \"ok two\"}\n",
+        );
+        let e = load(&p, &Builtin, false).unwrap_err().to_string();
+        assert!(
+            e.contains("b.jsonl, line 2") && e.contains("not JSON"),
+            "{e}"
+        );
+        let l = load(&p, &Builtin, true).unwrap();
+        assert_eq!((l.items.len(), l.skipped), (2, 2));
+
+        let c = write(
+            "c.csv",
+            "id,prompt,max_tokens\n1,hello world,7\n2,\"quoted, with comma\",x\n3,last one,\n",
+        );
+        let e = load(&c, &Builtin, false).unwrap_err().to_string();
+        assert!(
+            e.contains("c.csv, line 3") && e.contains("max_tokens"),
+            "{e}"
+        );
+        let l = load(&c, &Builtin, true).unwrap();
+        assert_eq!(l.items.len(), 2);
+        assert_eq!(l.items[0].output_tokens, Some(7));
+        assert_eq!(l.items[1].output_tokens, None);
+
+        let bad = write("d.csv", "id,body\n1,x\n");
+        assert!(load(&bad, &Builtin, false)
+            .unwrap_err()
+            .to_string()
+            .contains("no prompt column"));
+        let ragged = write("e.csv", "prompt,x\nfine,1\nbroken\n");
+        let e = load(&ragged, &Builtin, false).unwrap_err().to_string();
+        assert!(e.contains("e.csv, line 3"), "{e}");
+    }
+
+    #[test]
+    fn json_arrays_and_sharegpt() {
+        let p = write(
+            "f.json",
+            r#"[{"instruction": "sum these numbers"}, "a bare string prompt"]"#,
+        );
+        let l = load(&p, &Builtin, false).unwrap();
+        assert_eq!(l.items.len(), 2);
+        let long_answer = vec!["word"; 20].join(" ");
+        let sg = format!(
+            r#"[{{"id":"1","conversations":[{{"from":"human","value":"tell me a story about rivers"}},{{"from":"gpt","value":"{long_answer}"}}]}},
+               {{"id":"2","conversations":[{{"from":"human","value":"hi"}},{{"from":"gpt","value":"{long_answer}"}}]}},
+               {{"id":"3","conversations":[{{"from":"gpt","value":"no human here"}}]}}]"#
+        );
+        let p = write("g.json", &sg);
+        let l = load(&p, &Builtin, false).unwrap();
+        assert_eq!(l.format, "sharegpt");
+        assert_eq!(
+            l.items.len(),
+            1,
+            "short prompt and no-human rows are filtered"
+        );
+        assert_eq!(l.filtered, 2);
+        assert_eq!(l.items[0].output_tokens, Some(20));
+        assert_eq!(l.items[0].text, "tell me a story about rivers");
+    }
+
+    #[test]
+    fn unknown_format_and_empty_files() {
+        assert!(load(&write("h.txt", "x"), &Builtin, false)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown format"));
+        assert!(load(&write("i.jsonl", "\n\n"), &Builtin, false)
+            .unwrap_err()
+            .to_string()
+            .contains("no usable prompts"));
+        assert!(load(Path::new("/nonexistent.jsonl"), &Builtin, false)
+            .unwrap_err()
+            .to_string()
+            .contains("cannot read"));
+    }
+}

@@ -1,0 +1,170 @@
+//! Prompt sources. Every request body is built once, before the run, so the
+//! request path only clones a `Bytes`.
+
+pub mod files;
+pub mod synthetic;
+
+use anyhow::{bail, Context as _, Result};
+use bytes::Bytes;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Map, Value};
+
+use crate::client::{Api, Prompt};
+use crate::tokenizer::TokenCounter;
+pub use synthetic::Synthetic;
+
+/// One prompt before it becomes a request body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptItem {
+    pub text: String,
+    pub prompt_tokens: u64,
+    /// Output tokens to ask for (`max_tokens` + `ignore_eos`); None lets the server decide.
+    pub output_tokens: Option<u64>,
+}
+
+/// Where prompts come from: `--data` is a synthetic spec (`key=value,…`) or a file path.
+pub fn load_items(
+    spec: &str,
+    seed: u64,
+    counter: &dyn TokenCounter,
+    skip_bad_rows: bool,
+) -> Result<DataSet> {
+    let path = std::path::Path::new(spec.trim());
+    let is_file = !spec.contains('=') || path.exists();
+    if !is_file {
+        let synth = Synthetic::parse(spec)?;
+        let items = synth.generate(seed, counter)?;
+        return Ok(DataSet {
+            description: format!("synthetic {spec} (tokenizer: {})", counter.name()),
+            items,
+            notes: Vec::new(),
+        });
+    }
+    let loaded = files::load(path, counter, skip_bad_rows)?;
+    let mut items = loaded.items;
+    // Shuffle under the seed: a stage that sends fewer requests than the file
+    // holds still gets a fair sample; rows are reused when it sends more.
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5EED);
+    for i in (1..items.len()).rev() {
+        let j = rng.random_range(0..=i);
+        items.swap(i, j);
+    }
+    let mut notes = Vec::new();
+    if loaded.skipped > 0 {
+        notes.push(format!(
+            "{}: skipped {} malformed rows",
+            path.display(),
+            loaded.skipped
+        ));
+    }
+    if loaded.filtered > 0 {
+        notes.push(format!(
+            "{}: left out {} conversations by vLLM's ShareGPT length filters",
+            path.display(),
+            loaded.filtered
+        ));
+    }
+    Ok(DataSet {
+        description: format!(
+            "{} ({}, {} prompts)",
+            path.display(),
+            loaded.format,
+            items.len()
+        ),
+        items,
+        notes,
+    })
+}
+
+/// The prompts of a run and what the report should say about them.
+#[derive(Debug)]
+pub struct DataSet {
+    pub items: Vec<PromptItem>,
+    pub description: String,
+    /// Things the operator should know (skipped rows, filtered conversations).
+    pub notes: Vec<String>,
+}
+
+/// Builds the request bodies. `extra` is merged last, so it can override anything.
+pub fn build_prompts(
+    items: &[PromptItem],
+    api: Api,
+    model: &str,
+    extra: Option<&Map<String, Value>>,
+) -> Result<Vec<Prompt>> {
+    items
+        .iter()
+        .map(|it| {
+            let mut body = Map::new();
+            body.insert("model".into(), json!(model));
+            match api {
+                Api::Chat => {
+                    body.insert(
+                        "messages".into(),
+                        json!([{"role": "user", "content": it.text}]),
+                    );
+                }
+                Api::Completions => {
+                    body.insert("prompt".into(), json!(it.text));
+                }
+            }
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+            if let Some(n) = it.output_tokens {
+                let key = match api {
+                    Api::Chat => "max_completion_tokens",
+                    Api::Completions => "max_tokens",
+                };
+                body.insert(key.into(), json!(n));
+                body.insert("ignore_eos".into(), json!(true));
+            }
+            if let Some(extra) = extra {
+                for (k, v) in extra {
+                    body.insert(k.clone(), v.clone());
+                }
+            }
+            let bytes =
+                serde_json::to_vec(&Value::Object(body)).context("cannot build a request body")?;
+            Ok(Prompt {
+                body: Bytes::from(bytes),
+                prompt_tokens: it.prompt_tokens,
+                output_tokens: it.output_tokens,
+            })
+        })
+        .collect()
+}
+
+/// Parses `--extra-body '{"temperature": 0}'`.
+pub fn parse_extra_body(s: &str) -> Result<Map<String, Value>> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => bail!("--extra-body must be a JSON object, like '{{\"temperature\": 0}}'"),
+        Err(e) => bail!("--extra-body is not valid JSON: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_ask_for_exact_output_and_usage() {
+        let items = Synthetic::parse("prompt_tokens=4,output_tokens=9,samples=1")
+            .unwrap()
+            .generate(1, &crate::tokenizer::Builtin)
+            .unwrap();
+        let extra = parse_extra_body(r#"{"temperature":0.5}"#).unwrap();
+        let p = build_prompts(&items, Api::Chat, "m", Some(&extra)).unwrap();
+        let v: Value = serde_json::from_slice(&p[0].body).unwrap();
+        assert_eq!(v["max_completion_tokens"], 9);
+        assert_eq!(v["ignore_eos"], true);
+        assert_eq!(v["stream_options"]["include_usage"], true);
+        assert_eq!(v["temperature"], 0.5);
+        let p = build_prompts(&items, Api::Completions, "m", None).unwrap();
+        let v: Value = serde_json::from_slice(&p[0].body).unwrap();
+        assert_eq!(v["max_tokens"], 9);
+        assert!(v["prompt"].is_string());
+        assert!(parse_extra_body("[1]").is_err());
+    }
+}

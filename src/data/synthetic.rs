@@ -1,0 +1,354 @@
+//! Synthetic prompts with exact token lengths.
+//!
+//! `--data prompt_tokens=256,output_tokens=128[,key=value…]`. Prompts are
+//! strung together from pieces that the run's tokenizer counts as exactly one
+//! token each, so building 10,000 prompts of 4,096 tokens is string
+//! concatenation, not repeated tokenisation. A sample of prompts is counted
+//! in full to prove it; if that fails (an unusual tokenizer), every prompt is
+//! counted and trimmed to length instead.
+
+use anyhow::{bail, Context as _, Result};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, LogNormal, Normal};
+
+use super::PromptItem;
+use crate::tokenizer::TokenCounter;
+
+/// How a length is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dist {
+    Fixed,
+    Normal,
+    Uniform,
+    LogNormal,
+}
+
+/// A token length: mean, spread, bounds and distribution.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Length {
+    pub mean: u64,
+    pub stdev: f64,
+    pub min: u64,
+    pub max: u64,
+    /// None: fixed when stdev is 0, else normal.
+    pub dist: Option<Dist>,
+}
+
+impl Length {
+    fn fixed(n: u64) -> Self {
+        Length {
+            mean: n,
+            stdev: 0.0,
+            min: 1,
+            max: u64::MAX,
+            dist: None,
+        }
+    }
+
+    fn dist(&self) -> Dist {
+        self.dist.unwrap_or(if self.stdev > 0.0 {
+            Dist::Normal
+        } else {
+            Dist::Fixed
+        })
+    }
+
+    /// Draws one length, clamped to [min, max] and at least 1.
+    pub fn sample(&self, rng: &mut SmallRng) -> u64 {
+        let lo = self.min.max(1);
+        let hi = self.max.max(lo);
+        let m = self.mean as f64;
+        let v = match self.dist() {
+            Dist::Fixed => m,
+            Dist::Normal => Normal::new(m, self.stdev)
+                .map(|d| d.sample(rng))
+                .unwrap_or(m),
+            Dist::Uniform => {
+                let hi = if self.max == u64::MAX {
+                    self.mean.saturating_mul(2).max(lo)
+                } else {
+                    hi
+                };
+                return rng.random_range(lo..=hi);
+            }
+            Dist::LogNormal => {
+                // Parameters chosen so the result has the given mean and stdev.
+                let var = (self.stdev / m.max(1.0)).powi(2);
+                let sigma2 = (1.0 + var).ln();
+                let mu = m.max(1.0).ln() - sigma2 / 2.0;
+                LogNormal::new(mu, sigma2.sqrt())
+                    .map(|d| d.sample(rng))
+                    .unwrap_or(m)
+            }
+        };
+        (v.round().max(1.0) as u64).clamp(lo, hi)
+    }
+}
+
+/// The `--data` synthetic spec.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Synthetic {
+    pub prompt: Length,
+    /// None: let the server decide the output length (no max_tokens).
+    pub output: Option<Length>,
+    /// A prefix of this many tokens shared by every prompt (prefix-cache tests),
+    /// in addition to the prompt's own tokens.
+    pub prefix_tokens: u64,
+    pub samples: usize,
+}
+
+impl Default for Synthetic {
+    fn default() -> Self {
+        Synthetic {
+            prompt: Length::fixed(256),
+            output: Some(Length::fixed(128)),
+            prefix_tokens: 0,
+            samples: 1000,
+        }
+    }
+}
+
+const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, samples";
+
+impl Synthetic {
+    pub fn parse(spec: &str) -> Result<Synthetic> {
+        let mut s = Synthetic::default();
+        let mut out = Length::fixed(128);
+        let mut out_auto = false;
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .with_context(|| format!("--data: {part:?} should look like prompt_tokens=256"))?;
+            let (k, v) = (k.trim(), v.trim());
+            let num = || -> Result<f64> {
+                let x: f64 = v
+                    .parse()
+                    .with_context(|| format!("--data {k}: {v:?} is not a number"))?;
+                if !(x.is_finite() && x >= 0.0) {
+                    bail!("--data {k}: {v} must be a non-negative number");
+                }
+                Ok(x)
+            };
+            let int = || -> Result<u64> { Ok(num()?.round() as u64) };
+            let dist = || -> Result<Dist> {
+                Ok(match v {
+                    "fixed" => Dist::Fixed,
+                    "normal" => Dist::Normal,
+                    "uniform" => Dist::Uniform,
+                    "lognormal" => Dist::LogNormal,
+                    _ => bail!("--data {k}: {v:?} is not a distribution (fixed, normal, uniform, lognormal)"),
+                })
+            };
+            match k {
+                "prompt_tokens" => s.prompt.mean = int()?,
+                "prompt_tokens_stdev" => s.prompt.stdev = num()?,
+                "prompt_tokens_min" => s.prompt.min = int()?,
+                "prompt_tokens_max" => s.prompt.max = int()?,
+                "prompt_tokens_dist" => s.prompt.dist = Some(dist()?),
+                "output_tokens" if v == "auto" || v == "none" => out_auto = true,
+                "output_tokens" => out.mean = int()?,
+                "output_tokens_stdev" => out.stdev = num()?,
+                "output_tokens_min" => out.min = int()?,
+                "output_tokens_max" => out.max = int()?,
+                "output_tokens_dist" => out.dist = Some(dist()?),
+                "prefix_tokens" => s.prefix_tokens = int()?,
+                "samples" => s.samples = int()? as usize,
+                other => bail!("--data: unknown key {other:?} (known: {KEYS})"),
+            }
+        }
+        if s.prompt.mean == 0 {
+            bail!("--data prompt_tokens must be at least 1");
+        }
+        if !out_auto && out.mean == 0 {
+            bail!("--data output_tokens must be at least 1 (or auto)");
+        }
+        if s.samples == 0 {
+            bail!("--data samples must be at least 1");
+        }
+        for (name, l) in [("prompt_tokens", &s.prompt), ("output_tokens", &out)] {
+            if l.min > l.max {
+                bail!(
+                    "--data {name}_min ({}) is above {name}_max ({})",
+                    l.min,
+                    l.max
+                );
+            }
+        }
+        s.output = (!out_auto).then_some(out);
+        Ok(s)
+    }
+
+    /// Generates the prompts, seeded, with exact lengths under `counter`.
+    pub fn generate(&self, seed: u64, counter: &dyn TokenCounter) -> Result<Vec<PromptItem>> {
+        let pieces = counter.one_token_pieces();
+        if pieces.len() < 8 {
+            bail!(
+                "the tokenizer {} takes too few plain English words as single tokens to build synthetic prompts; use a data file (--data prompts.jsonl)",
+                counter.name()
+            );
+        }
+        let mut rng = SmallRng::seed_from_u64(seed ^ 0xDA7A);
+        let mut prefix = String::new();
+        for _ in 0..self.prefix_tokens {
+            prefix.push_str(&pieces[rng.random_range(0..pieces.len())]);
+        }
+        let mut items = Vec::with_capacity(self.samples);
+        for _ in 0..self.samples {
+            let n = self.prompt.sample(&mut rng);
+            let out = self.output.as_ref().map(|o| o.sample(&mut rng));
+            let mut text = String::with_capacity(prefix.len() + n as usize * 8);
+            text.push_str(&prefix);
+            for _ in 0..n {
+                text.push_str(&pieces[rng.random_range(0..pieces.len())]);
+            }
+            items.push(PromptItem {
+                text,
+                prompt_tokens: self.prefix_tokens + n,
+                output_tokens: out,
+            });
+        }
+        // Prove the construction on a sample; fall back to counting every prompt.
+        let exact = items
+            .iter()
+            .take(8)
+            .all(|it| counter.count(&it.text) as u64 == it.prompt_tokens);
+        if !exact {
+            for it in &mut items {
+                trim_to(it, counter, &pieces, &mut rng);
+            }
+        }
+        Ok(items)
+    }
+}
+
+/// Adjusts a prompt until `counter` gives its intended length (a few rounds),
+/// then records what it really is.
+fn trim_to(it: &mut PromptItem, counter: &dyn TokenCounter, pieces: &[String], rng: &mut SmallRng) {
+    let want = it.prompt_tokens;
+    for _ in 0..64 {
+        let have = counter.count(&it.text) as u64;
+        if have == want {
+            return;
+        }
+        if have > want {
+            // Drop the last piece.
+            match it.text.trim_end().rfind(' ') {
+                Some(i) if i > 0 => it.text.truncate(i),
+                _ => break,
+            }
+        } else {
+            it.text.push_str(&pieces[rng.random_range(0..pieces.len())]);
+        }
+    }
+    it.prompt_tokens = counter.count(&it.text) as u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::{count_tokens, Builtin};
+
+    #[test]
+    fn parses_the_data_spec() {
+        let s = Synthetic::parse("prompt_tokens=32, output_tokens=128,samples=5,prefix_tokens=4")
+            .unwrap();
+        assert_eq!(s.prompt.mean, 32);
+        assert_eq!(s.output.as_ref().unwrap().mean, 128);
+        assert_eq!(s.samples, 5);
+        assert_eq!(s.prefix_tokens, 4);
+        assert!(Synthetic::parse("prompt_tokens=x").is_err());
+        assert!(Synthetic::parse("colour=red")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown key"));
+        assert!(Synthetic::parse("prompt_tokens=0").is_err());
+        assert!(Synthetic::parse("prompt_tokens_dist=zipf")
+            .unwrap_err()
+            .to_string()
+            .contains("distribution"));
+        assert!(Synthetic::parse("prompt_tokens_min=10,prompt_tokens_max=5").is_err());
+        assert!(Synthetic::parse("output_tokens=auto")
+            .unwrap()
+            .output
+            .is_none());
+    }
+
+    #[test]
+    fn prompts_have_exact_lengths_and_are_seeded() {
+        let s = Synthetic::parse("prompt_tokens=300,output_tokens=16,samples=20,prefix_tokens=10")
+            .unwrap();
+        let a = s.generate(1, &Builtin).unwrap();
+        assert_eq!(a.len(), 20);
+        for p in &a {
+            assert_eq!(count_tokens(&p.text) as u64, 310);
+            assert_eq!(p.prompt_tokens, 310);
+            assert_eq!(p.output_tokens, Some(16));
+        }
+        assert_eq!(a, s.generate(1, &Builtin).unwrap());
+        assert_ne!(a, s.generate(2, &Builtin).unwrap());
+        assert_ne!(a[0].text, a[1].text, "prompts differ from one another");
+        // The shared prefix is shared.
+        let prefix_len: usize = a[0].text.split(' ').take(11).map(|w| w.len() + 1).sum();
+        assert_eq!(a[0].text[..prefix_len], a[1].text[..prefix_len]);
+    }
+
+    fn stats(v: &[u64]) -> (f64, f64) {
+        let m = v.iter().sum::<u64>() as f64 / v.len() as f64;
+        let var = v.iter().map(|&x| (x as f64 - m).powi(2)).sum::<f64>() / v.len() as f64;
+        (m, var.sqrt())
+    }
+
+    #[test]
+    fn distributions_have_the_asked_shape() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let draw =
+            |l: &Length, rng: &mut SmallRng| (0..20_000).map(|_| l.sample(rng)).collect::<Vec<_>>();
+        let normal = Length {
+            mean: 500,
+            stdev: 50.0,
+            min: 1,
+            max: u64::MAX,
+            dist: None,
+        };
+        let (m, sd) = stats(&draw(&normal, &mut rng));
+        assert!(
+            (m - 500.0).abs() < 3.0 && (sd - 50.0).abs() < 3.0,
+            "{m} {sd}"
+        );
+        let uni = Length {
+            mean: 2048,
+            stdev: 0.0,
+            min: 1,
+            max: 4096,
+            dist: Some(Dist::Uniform),
+        };
+        let v = draw(&uni, &mut rng);
+        let (m, _) = stats(&v);
+        assert!((m - 2048.0).abs() < 40.0, "{m}");
+        assert!(v.iter().all(|&x| (1..=4096).contains(&x)));
+        let logn = Length {
+            mean: 220,
+            stdev: 180.0,
+            min: 1,
+            max: u64::MAX,
+            dist: Some(Dist::LogNormal),
+        };
+        let (m, sd) = stats(&draw(&logn, &mut rng));
+        assert!(
+            (m - 220.0).abs() < 10.0 && (sd - 180.0).abs() < 20.0,
+            "{m} {sd}"
+        );
+        let clamped = Length {
+            mean: 100,
+            stdev: 1000.0,
+            min: 50,
+            max: 150,
+            dist: None,
+        };
+        assert!(draw(&clamped, &mut rng)
+            .iter()
+            .all(|&x| (50..=150).contains(&x)));
+    }
+}
