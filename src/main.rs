@@ -25,7 +25,7 @@ enum Command {
     /// Load a server (the default command).
     Run(Box<RunArgs>),
     /// Run the built-in simulated OpenAI-compatible server.
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
     /// List the shipped profiles, one line each.
     Profiles,
 }
@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     let result = match cli.command {
-        Some(Command::Sim(args)) => sim::run_cli(args),
+        Some(Command::Sim(args)) => sim::run_cli(*args),
         Some(Command::Profiles) => {
             for (name, description) in llmsweep::profile::file::list() {
                 println!("{name:<24} {description}");
