@@ -103,6 +103,9 @@ pub struct RunArgs {
     /// Directory for the reports (default ./llmsweep-results/<timestamp>/).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Report formats to write into the output directory: json, csv, md, html (also console, vllm, sglang).
+    #[arg(long, value_name = "LIST", default_value = "json,csv,md,html")]
+    pub export: String,
     /// Plain progress lines instead of the dashboard (automatic when stdout is not a terminal).
     #[arg(long)]
     pub headless: bool,

@@ -28,6 +28,52 @@ enum Command {
     Sim(Box<sim::SimArgs>),
     /// List the shipped profiles, one line each.
     Profiles,
+    /// Re-render a saved run (report.json or a stages.jsonl checkpoint).
+    Report {
+        /// report.json or stages.jsonl
+        file: std::path::PathBuf,
+        /// md, csv, html, console, vllm, sglang or json.
+        #[arg(long, short = 'f', default_value = "console")]
+        format: String,
+        /// Write to this file instead of standard output.
+        #[arg(long, short = 'o')]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Compare two runs stage by stage (rate, TTFT, ITL, throughput).
+    Compare {
+        a: std::path::PathBuf,
+        b: std::path::PathBuf,
+    },
+}
+
+fn render_saved(
+    file: &std::path::Path,
+    format: &str,
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    use llmsweep::report::{checkpoint, export};
+    let f = export::Format::parse(format)?;
+    let report = checkpoint::load_any(file)?;
+    let text = export::render(&report, f)?;
+    match out {
+        Some(path) => {
+            llmsweep::report::write_atomic(path, text.as_bytes())?;
+            println!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn compare(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<()> {
+    use llmsweep::report::{checkpoint, compare};
+    let ra = checkpoint::load_any(a)?;
+    let rb = checkpoint::load_any(b)?;
+    print!(
+        "{}",
+        compare::render(&ra, &rb, &a.display().to_string(), &b.display().to_string())
+    );
+    Ok(())
 }
 
 /// The ids of the arguments the user typed (not defaults): they override profiles.
@@ -52,6 +98,8 @@ fn main() -> ExitCode {
             }
             Ok(())
         }
+        Some(Command::Report { file, format, out }) => render_saved(&file, &format, out.as_deref()),
+        Some(Command::Compare { a, b }) => compare(&a, &b),
         Some(Command::Run(args)) => {
             let explicit = matches
                 .subcommand_matches("run")

@@ -333,6 +333,11 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>>>()?;
     let api_key = read_api_key(&args)?;
+    let mut formats = crate::report::export::parse_list(&args.export)?;
+    if !formats.contains(&crate::report::export::Format::Json) {
+        // report.json is the source of truth that `llmsweep report` re-renders.
+        formats.insert(0, crate::report::export::Format::Json);
+    }
     let mut plan = build_plan(&args, args.target.is_none())?;
 
     // 2. The target: given, or the built-in simulator on a free loopback port.
@@ -441,6 +446,7 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         };
         let export_meta = meta.clone();
         let export_dir = out_dir.clone();
+        let export_formats = formats.clone();
         let exporter: crate::tui::Exporter = Box::new(move |snap: &Snapshot| {
             let report = export_meta.report(
                 snap.finished.to_vec(),
@@ -449,7 +455,7 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
                 true,
                 "exported during the run (e)",
             );
-            Ok(vec![write_report(&report, &export_dir)?])
+            crate::report::export::write_all(&report, &export_dir, &export_formats)
         });
         let control = control_tx.clone();
         tokio::spawn(async move {
@@ -466,7 +472,18 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         slo,
         percentiles,
     };
-    let engine = Engine::new(client.clone(), prompts, settings, control_rx, snap_tx);
+    let mut checkpoint = crate::report::checkpoint::Checkpoint::create(
+        &out_dir,
+        &meta.created,
+        &meta.target,
+        &meta.config,
+    )?;
+    let engine = Engine::new(client.clone(), prompts, settings, control_rx, snap_tx).on_stage_done(
+        Box::new(move |stage, _timeline| {
+            // A failed checkpoint write must not stop the run; the final report still comes.
+            let _ = checkpoint.append(stage);
+        }),
+    );
     let result: RunResult = engine.run(plan.plan.as_mut()).await;
     signals.abort();
     drop(control_tx);
@@ -483,11 +500,14 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         result.partial,
         &result.end_reason,
     );
-    let path = write_report(&report, &out_dir)?;
+    let paths = crate::report::export::write_all(&report, &out_dir, &formats)?;
+    let path = paths[0].clone();
     let mut out = std::io::stdout().lock();
     // The terminal may be gone (SIGHUP): the report is on disk, so a failed print is fine.
     let _ = write!(out, "{}", crate::report::console::render(&report));
-    let _ = writeln!(out, "report: {}", path.display());
+    for p in &paths {
+        let _ = writeln!(out, "report: {}", p.display());
+    }
     if let Ok(Err(e)) = front_end_result {
         let _ = writeln!(
             std::io::stderr(),

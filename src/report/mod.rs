@@ -6,7 +6,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
+pub mod checkpoint;
+pub mod compare;
 pub mod console;
+pub mod csv_export;
+pub mod export;
+pub mod html;
+pub mod layouts;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::dist::DistSummary;
@@ -151,6 +157,31 @@ pub struct Tokens {
     pub output_total: u64,
     /// How output tokens were counted, by number of requests: `usage`, `tokenizer`, `chunks`.
     pub output_source: BTreeMap<String, u64>,
+    /// Token totals of every request of the stage, by outcome (GuideLLM's Info table).
+    #[serde(default)]
+    pub by_outcome: ByOutcome,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct TokenTotals {
+    pub requests: u64,
+    pub prompt_total: u64,
+    /// For incomplete and errored requests: the output streamed before the end.
+    pub output_total: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct ByOutcome {
+    pub completed: TokenTotals,
+    pub incomplete: TokenTotals,
+    pub errored: TokenTotals,
+}
+
+impl ByOutcome {
+    /// Completed, incomplete, errored.
+    pub fn iter(&self) -> impl Iterator<Item = &TokenTotals> {
+        [&self.completed, &self.incomplete, &self.errored].into_iter()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

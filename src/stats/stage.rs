@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::dist::Dist;
 use super::metrics::{self, Slo};
 use crate::client::{Outcome, RequestRecord, TokenSource};
-use crate::report::{Concurrency, Goodput, Rates, RequestCounts, StageReport, Tokens};
+use crate::report::{ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, Tokens};
 
 /// Which requests count towards the statistics. Requests sent outside the
 /// window (warm-up, cool-down) still count in `requests` but not in rates or
@@ -85,6 +85,7 @@ pub struct StageStats {
     server_prompt_n: u64,
     output_total: u64,
     sources: BTreeMap<String, u64>,
+    by_outcome: ByOutcome,
     good: u64,
     first_measured_sent: Option<Instant>,
     first_measured_end: Option<Instant>,
@@ -125,6 +126,7 @@ impl StageStats {
             server_prompt_n: 0,
             output_total: 0,
             sources: BTreeMap::new(),
+            by_outcome: ByOutcome::default(),
             good: 0,
             first_measured_sent: None,
             first_measured_end: None,
@@ -169,14 +171,24 @@ impl StageStats {
     pub fn on_record(&mut self, index: u64, r: &RequestRecord) {
         self.integrate(r.ended_at.max(self.last_change));
         self.in_flight = self.in_flight.saturating_sub(1);
-        match &r.outcome {
-            Outcome::Completed => self.counts.completed += 1,
-            Outcome::Incomplete => self.counts.incomplete += 1,
+        let totals = match &r.outcome {
+            Outcome::Completed => {
+                self.counts.completed += 1;
+                &mut self.by_outcome.completed
+            }
+            Outcome::Incomplete => {
+                self.counts.incomplete += 1;
+                &mut self.by_outcome.incomplete
+            }
             Outcome::Errored { category, .. } => {
                 self.counts.errored += 1;
                 *self.errors.entry(category.to_string()).or_default() += 1;
+                &mut self.by_outcome.errored
             }
-        }
+        };
+        totals.requests += 1;
+        totals.prompt_total += r.prompt_tokens;
+        totals.output_total += r.output_tokens;
         // Live series: every completed request, window or not.
         if r.outcome == Outcome::Completed {
             self.sec_completed += 1;
@@ -356,6 +368,7 @@ impl StageStats {
                 prompt_total: self.prompt_total,
                 output_total: self.output_total,
                 output_source: self.sources.clone(),
+                by_outcome: self.by_outcome,
             },
             goodput: self.slo.map(|slo| Goodput {
                 slo,

@@ -1,0 +1,129 @@
+//! The stage checkpoint: `DIR/stages.jsonl` gets one line per stage the moment
+//! it ends, so even `kill -9` leaves the finished stages on disk.
+//! `llmsweep report DIR/stages.jsonl` renders it like a report.
+//!
+//! Line 1: `{"checkpoint": 1, "created": …, "target": …, "config": …}`;
+//! then one `{"stage": StageReport}` per line.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{Report, StageReport, Target, SCHEMA_VERSION};
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    checkpoint: u32,
+    created: String,
+    tool: String,
+    target: Target,
+    config: serde_json::Value,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StageLine {
+    stage: StageReport,
+}
+
+pub struct Checkpoint {
+    file: File,
+    pub path: PathBuf,
+}
+
+impl Checkpoint {
+    pub fn create(
+        dir: &Path,
+        created: &str,
+        target: &Target,
+        config: &serde_json::Value,
+    ) -> Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let path = dir.join("stages.jsonl");
+        let mut file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .with_context(|| format!("cannot write the checkpoint {}", path.display()))?;
+        let header = Header {
+            checkpoint: 1,
+            created: created.to_string(),
+            tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
+            target: target.clone(),
+            config: config.clone(),
+        };
+        writeln!(file, "{}", serde_json::to_string(&header)?)?;
+        file.sync_data()?;
+        Ok(Checkpoint { file, path })
+    }
+
+    /// Appends a finished stage and syncs it to disk.
+    pub fn append(&mut self, stage: &StageReport) -> Result<()> {
+        let line = serde_json::to_string(&StageLine {
+            stage: stage.clone(),
+        })?;
+        writeln!(self.file, "{line}")?;
+        self.file.sync_data()?;
+        Ok(())
+    }
+}
+
+/// Reads a checkpoint back as a (partial) report. A torn last line (the
+/// process died while writing it) is ignored.
+pub fn read(path: &Path) -> Result<Report> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Header = serde_json::from_str(lines.next().unwrap_or("")).with_context(|| {
+        format!(
+            "{}: line 1 is not an llmsweep checkpoint header",
+            path.display()
+        )
+    })?;
+    if header.checkpoint != 1 {
+        bail!(
+            "{}: checkpoint version {} is not supported",
+            path.display(),
+            header.checkpoint
+        );
+    }
+    let mut stages = Vec::new();
+    let all: Vec<&str> = lines.collect();
+    for (i, line) in all.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<StageLine>(line) {
+            Ok(s) => stages.push(s.stage),
+            Err(_) if i + 1 == all.len() => {} // torn final write
+            Err(e) => bail!("{}: line {} is not a stage: {e}", path.display(), i + 2),
+        }
+    }
+    Ok(Report {
+        version: SCHEMA_VERSION,
+        tool: header.tool,
+        created: header.created,
+        target: header.target,
+        config: header.config,
+        partial: true,
+        end_reason: "checkpoint: the stages finished before the run ended".into(),
+        slo_summary: crate::profile::slo::summarize(&stages),
+        stages,
+        timeline: Vec::new(),
+        warnings: Vec::new(),
+    })
+}
+
+/// Loads `report.json` or a `stages.jsonl` checkpoint.
+pub fn load_any(path: &Path) -> Result<Report> {
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        return read(path);
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Report::from_json(&text)
+        .with_context(|| format!("{} is not an llmsweep report", path.display()))
+}

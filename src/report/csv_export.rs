@@ -1,0 +1,108 @@
+//! CSV: one row per stage, flat columns, units in the header.
+
+use anyhow::{Context as _, Result};
+
+use super::Report;
+use crate::stats::dist::DistSummary;
+
+const STATS: [&str; 9] = [
+    "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p999",
+];
+
+fn dist_values(d: &DistSummary) -> [f64; 9] {
+    [
+        d.mean, d.std, d.min, d.max, d.p50, d.p90, d.p95, d.p99, d.p999,
+    ]
+}
+
+pub fn render(r: &Report) -> Result<String> {
+    let mut header: Vec<String> = [
+        "stage",
+        "strategy",
+        "target_rate",
+        "start",
+        "end",
+        "duration_s",
+        "measured_s",
+        "saturated",
+        "end_reason",
+        "requests_sent",
+        "requests_completed",
+        "requests_incomplete",
+        "requests_errored",
+        "requests_per_s",
+        "steady_requests_per_s",
+        "output_tokens_per_s",
+        "total_tokens_per_s",
+        "concurrency_mean",
+        "concurrency_max",
+        "prompt_tokens_mean",
+        "output_tokens_mean",
+        "goodput_requests_per_s",
+        "goodput_fraction",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for m in ["ttft", "itl", "tpot", "latency", "queue"] {
+        for s in STATS {
+            header.push(format!("{m}_{s}_ms"));
+        }
+    }
+    header.push("errors".into());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&header)?;
+    for s in &r.stages {
+        let f = |v: f64| format!("{v}");
+        let mut row = vec![
+            s.name.clone(),
+            s.strategy.clone(),
+            s.target_rate.map(f).unwrap_or_default(),
+            s.start.clone(),
+            s.end.clone(),
+            f(s.duration_s),
+            f(s.measured_s),
+            s.saturated.to_string(),
+            s.end_reason.clone(),
+            s.requests.sent.to_string(),
+            s.requests.completed.to_string(),
+            s.requests.incomplete.to_string(),
+            s.requests.errored.to_string(),
+            f(s.rates.requests_per_s),
+            f(s.rates.steady_requests_per_s),
+            f(s.rates.output_tokens_per_s),
+            f(s.rates.total_tokens_per_s),
+            f(s.concurrency.mean),
+            s.concurrency.max.to_string(),
+            f(s.tokens.prompt_mean),
+            f(s.tokens.output_mean),
+            s.goodput
+                .as_ref()
+                .map(|g| f(g.requests_per_s))
+                .unwrap_or_default(),
+            s.goodput
+                .as_ref()
+                .map(|g| f(g.fraction))
+                .unwrap_or_default(),
+        ];
+        for d in [
+            &s.ttft_ms,
+            &s.itl_ms,
+            &s.tpot_ms,
+            &s.latency_ms,
+            &s.queue_ms,
+        ] {
+            row.extend(dist_values(d).iter().map(|v| f(*v)));
+        }
+        row.push(
+            s.errors
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(";"),
+        );
+        w.write_record(&row)?;
+    }
+    let bytes = w.into_inner().context("cannot finish the CSV")?;
+    String::from_utf8(bytes).context("CSV is not UTF-8")
+}

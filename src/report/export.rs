@@ -1,0 +1,130 @@
+//! Writing a report in the chosen formats, and rendering one format as text.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+use super::{csv_export, html, layouts, write_atomic, Report};
+
+/// What `--export` and `llmsweep report --format` accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Csv,
+    /// Markdown with all three layouts.
+    Md,
+    Html,
+    /// The tables printed at the end of a run.
+    Console,
+    /// The vLLM dashboard serving table alone.
+    Vllm,
+    /// SGLang's "Serving Benchmark Result" blocks alone.
+    Sglang,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Result<Format> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "json" => Format::Json,
+            "csv" => Format::Csv,
+            "md" | "markdown" => Format::Md,
+            "html" => Format::Html,
+            "console" | "text" => Format::Console,
+            "vllm" => Format::Vllm,
+            "sglang" => Format::Sglang,
+            other => {
+                bail!("unknown format {other:?}: use json, csv, md, html, console, vllm or sglang")
+            }
+        })
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Md => "md",
+            Format::Html => "html",
+            Format::Console | Format::Vllm | Format::Sglang => "txt",
+        }
+    }
+}
+
+/// Parses `--export json,csv,md,html`.
+pub fn parse_list(s: &str) -> Result<Vec<Format>> {
+    let v = s
+        .split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(Format::parse)
+        .collect::<Result<Vec<_>>>()?;
+    if v.is_empty() {
+        bail!("--export needs at least one format, e.g. json,csv,md,html");
+    }
+    Ok(v)
+}
+
+pub fn render(r: &Report, f: Format) -> Result<String> {
+    Ok(match f {
+        Format::Json => r.to_json()?,
+        Format::Csv => csv_export::render(r)?,
+        Format::Md => markdown(r),
+        Format::Html => html::render(r),
+        Format::Console => super::console::render(r),
+        Format::Vllm => layouts::vllm_serving(r),
+        Format::Sglang => layouts::sglang(r),
+    })
+}
+
+/// All three Markdown layouts, GuideLLM's first.
+pub fn markdown(r: &Report) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("# llmsweep report: {}\n\n", r.target.model));
+    s.push_str(&format!(
+        "Target: {} · created {} · {}{}\n\n",
+        r.target.url,
+        r.created,
+        r.tool,
+        if r.partial {
+            format!(" · **partial** ({})", r.end_reason)
+        } else {
+            String::new()
+        }
+    ));
+    s.push_str("## Benchmarks Info\n\n```\n");
+    s.push_str(&layouts::metadata(r));
+    s.push('\n');
+    s.push_str(&layouts::guidellm_info(r));
+    s.push_str("```\n\n## Benchmarks Stats\n\n```\n");
+    s.push_str(&layouts::guidellm_stats(r));
+    s.push_str("```\n\n## Serving table (vLLM dashboard layout)\n\n");
+    s.push_str(&layouts::vllm_serving(r));
+    s.push_str("\n## Serving Benchmark Result (SGLang layout)\n\n```\n");
+    s.push_str(&layouts::sglang(r));
+    s.push_str("```\n");
+    if let Some(slo) = &r.slo_summary {
+        s.push_str(&format!("\n## SLOs\n\n{}\n", super::console::slo_line(slo)));
+    }
+    if !r.warnings.is_empty() {
+        s.push_str("\n## Warnings\n\n");
+        for w in &r.warnings {
+            s.push_str(&format!("- {w}\n"));
+        }
+    }
+    s
+}
+
+/// Writes `report.<ext>` for each format into `dir`; returns the paths.
+pub fn write_all(r: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    for &f in formats {
+        let name = match f {
+            Format::Console => "report-console.txt".to_string(),
+            Format::Vllm => "report-vllm.md".to_string(),
+            Format::Sglang => "report-sglang.txt".to_string(),
+            _ => format!("report.{}", f.extension()),
+        };
+        let path = dir.join(name);
+        write_atomic(&path, render(r, f)?.as_bytes())?;
+        paths.push(path);
+    }
+    Ok(paths)
+}

@@ -1,0 +1,487 @@
+//! The text layouts people already know, rendered from the report model:
+//! GuideLLM's "Benchmarks Info" / "Benchmarks Stats" tables (seed 003), the
+//! vLLM dashboard serving table (seeds 000, 001) and SGLang's "Serving
+//! Benchmark Result" block (seed 002).
+
+use std::fmt::Write as _;
+
+use super::{Report, StageReport};
+
+/// A table with grouped column headers, drawn the way GuideLLM draws it:
+/// `=` rules, a group row, a header row, a `-` rule, right-aligned cells
+/// separated by `|`.
+pub struct GroupedTable {
+    /// (group, header) per column; a group spans its consecutive columns.
+    pub columns: Vec<(&'static str, &'static str)>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl GroupedTable {
+    pub fn render(&self) -> String {
+        let n = self.columns.len();
+        let mut widths: Vec<usize> = (0..n)
+            .map(|i| {
+                let values = self
+                    .rows
+                    .iter()
+                    .map(|r| r.get(i).map_or(0, |v| v.chars().count()));
+                values
+                    .chain([self.columns[i].1.chars().count()])
+                    .max()
+                    .unwrap_or(0)
+                    + 1
+            })
+            .collect();
+        // Groups: (label, first column, column count). Widen a group's first
+        // column until its label fits.
+        let mut groups: Vec<(&str, usize, usize)> = Vec::new();
+        for (i, (g, _)) in self.columns.iter().enumerate() {
+            match groups.last_mut() {
+                Some(last) if last.0 == *g => last.2 += 1,
+                _ => groups.push((g, i, 1)),
+            }
+        }
+        for (gi, &(label, first, count)) in groups.iter().enumerate() {
+            let need = label.chars().count() + usize::from(gi > 0) + 2;
+            let have: usize = widths[first..first + count].iter().sum::<usize>();
+            if need > have {
+                widths[first] += need - have;
+            }
+        }
+        let total: usize = widths.iter().sum::<usize>() + n - 1;
+        let mut s = String::new();
+        let _ = writeln!(s, "{}", "=".repeat(total));
+        let mut group_row = String::new();
+        for (gi, &(label, first, count)) in groups.iter().enumerate() {
+            let span: usize = widths[first..first + count].iter().sum();
+            let text = if gi == 0 {
+                label.to_string()
+            } else {
+                format!(" {label}")
+            };
+            let pipes = if gi + 1 == groups.len() {
+                count - 1
+            } else {
+                count
+            };
+            let _ = write!(group_row, "{text:<span$}{}", "|".repeat(pipes));
+        }
+        let _ = writeln!(s, "{}", group_row.trim_end());
+        let cells = |vals: Vec<String>| -> String {
+            vals.iter()
+                .zip(&widths)
+                .map(|(v, w)| format!("{v:>w$}"))
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        let _ = writeln!(
+            s,
+            "{}",
+            cells(self.columns.iter().map(|c| c.1.to_string()).collect())
+        );
+        let _ = writeln!(
+            s,
+            "{}",
+            widths
+                .iter()
+                .map(|w| "-".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        for r in &self.rows {
+            let _ = writeln!(s, "{}", cells(r.clone()));
+        }
+        let _ = writeln!(s, "{}", "=".repeat(total));
+        s
+    }
+}
+
+fn hms(rfc3339: &str) -> String {
+    // "2026-11-21T11:33:36.123Z" → "11:33:36"
+    rfc3339
+        .split('T')
+        .nth(1)
+        .map(|t| t.chars().take(8).collect())
+        .unwrap_or_else(|| "-".into())
+}
+
+fn per_req(total: u64, n: u64) -> String {
+    if n == 0 {
+        "0.0".into()
+    } else {
+        format!("{:.1}", total as f64 / n as f64)
+    }
+}
+
+/// GuideLLM's "Benchmarks Info": timings, request counts and token counts by outcome.
+pub fn guidellm_info(r: &Report) -> String {
+    let t = |g: &'static str| [(g, "Comp"), (g, "Inc"), (g, "Err")];
+    let mut columns = vec![
+        ("Metadata", "Benchmark"),
+        ("Metadata", "Start Time"),
+        ("Metadata", "End Time"),
+        ("Metadata", "Duration (s)"),
+    ];
+    for g in [
+        "Requests Made",
+        "Prompt Tok/Req",
+        "Output Tok/Req",
+        "Prompt Tok Total",
+        "Output Tok Total",
+    ] {
+        columns.extend(t(g));
+    }
+    let rows = r
+        .stages
+        .iter()
+        .map(|s| {
+            let o = &s.tokens.by_outcome;
+            let mut row = vec![
+                s.name.clone(),
+                hms(&s.start),
+                hms(&s.end),
+                format!("{:.1}", s.duration_s),
+                s.requests.completed.to_string(),
+                s.requests.incomplete.to_string(),
+                s.requests.errored.to_string(),
+            ];
+            row.extend(o.iter().map(|t| per_req(t.prompt_total, t.requests)));
+            row.extend(o.iter().map(|t| per_req(t.output_total, t.requests)));
+            row.extend(o.iter().map(|t| t.prompt_total.to_string()));
+            row.extend(o.iter().map(|t| t.output_total.to_string()));
+            row
+        })
+        .collect();
+    GroupedTable { columns, rows }.render()
+}
+
+/// GuideLLM's "Benchmarks Stats": rates, concurrency and latency percentiles.
+/// (GuideLLM labels request latency "ms" but prints seconds; this says s.)
+pub fn guidellm_stats(r: &Report) -> String {
+    let mut columns = vec![
+        ("Metadata", "Benchmark"),
+        ("Request Stats", "Per Second"),
+        ("Request Stats", "Concurrency"),
+        ("Out Tok/sec", "mean"),
+        ("Tot Tok/sec", "mean"),
+    ];
+    for g in ["Req Latency (s)", "TTFT (ms)", "ITL (ms)", "TPOT (ms)"] {
+        columns.extend([(g, "mean"), (g, "median"), (g, "p99")]);
+    }
+    let rows = r
+        .stages
+        .iter()
+        .map(|s| {
+            let m3 = |d: &crate::stats::dist::DistSummary, k: f64, p: usize| {
+                [d.mean * k, d.p50 * k, d.p99 * k].map(|v| format!("{v:.p$}"))
+            };
+            let mut row = vec![
+                s.name.clone(),
+                format!("{:.2}", s.rates.requests_per_s),
+                format!("{:.2}", s.concurrency.mean),
+                format!("{:.1}", s.rates.output_tokens_per_s),
+                format!("{:.1}", s.rates.total_tokens_per_s),
+            ];
+            row.extend(m3(&s.latency_ms, 0.001, 2));
+            row.extend(m3(&s.ttft_ms, 1.0, 1));
+            row.extend(m3(&s.itl_ms, 1.0, 1));
+            row.extend(m3(&s.tpot_ms, 1.0, 1));
+            row
+        })
+        .collect();
+    GroupedTable { columns, rows }.render()
+}
+
+/// The run's header lines, as GuideLLM's "Benchmarks Metadata".
+pub fn metadata(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "Benchmarks Metadata:");
+    let _ = writeln!(s, "    Tool:{}", r.tool);
+    let _ = writeln!(s, "    Created:{}", r.created);
+    let _ = writeln!(
+        s,
+        "    Target:{} (model {}, api {})",
+        r.target.url, r.target.model, r.target.api
+    );
+    let profile = r
+        .config
+        .get("profile_name")
+        .and_then(|v| v.as_str())
+        .unwrap_or("-");
+    let data = r
+        .config
+        .get("data_source")
+        .and_then(|v| v.as_str())
+        .unwrap_or("-");
+    let _ = writeln!(
+        s,
+        "    Profile:{profile}, stages=[{}]",
+        r.stages
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(s, "    Data:{data}");
+    if r.partial {
+        let _ = writeln!(s, "    PARTIAL: {}", r.end_reason);
+    }
+    s
+}
+
+fn fnum(v: f64) -> String {
+    // Like pandas' to_markdown: 6 significant digits, trailing zeros dropped.
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let exp = v.abs().log10().floor() as i32;
+    let decimals = (5 - exp).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The vLLM performance dashboard's serving table, one row per stage.
+pub fn vllm_serving(r: &Report) -> String {
+    let headers = [
+        "Test name",
+        "GPU",
+        "# of req.",
+        "Tput (req/s)",
+        "Output Tput (tok/s)",
+        "Total Tput (tok/s)",
+        "Mean TTFT (ms)",
+        "Median TTFT (ms)",
+        "P99 TTFT (ms)",
+        "Mean TPOT (ms)",
+        "Median TPOT (ms)",
+        "P99 TPOT (ms)",
+        "Mean ITL (ms)",
+        "Median ITL (ms)",
+        "P99 ITL (ms)",
+    ];
+    let model = r.target.model.replace(['/', ' '], "_");
+    let rows: Vec<Vec<String>> = r
+        .stages
+        .iter()
+        .map(|s| {
+            let rate = match (s.strategy.as_str(), s.target_rate) {
+                ("throughput", _) => "inf".to_string(),
+                (_, Some(t)) => fnum(t),
+                _ => s.strategy.clone(),
+            };
+            vec![
+                format!("serving_{model}_{}_qps_{rate}", s.strategy),
+                "-".into(),
+                s.requests.completed.to_string(),
+                fnum(s.rates.requests_per_s),
+                fnum(s.rates.output_tokens_per_s),
+                fnum(s.rates.total_tokens_per_s),
+                fnum(s.ttft_ms.mean),
+                fnum(s.ttft_ms.p50),
+                fnum(s.ttft_ms.p99),
+                fnum(s.tpot_ms.mean),
+                fnum(s.tpot_ms.p50),
+                fnum(s.tpot_ms.p99),
+                fnum(s.itl_ms.mean),
+                fnum(s.itl_ms.p50),
+                fnum(s.itl_ms.p99),
+            ]
+        })
+        .collect();
+    pipe_table(&headers, &rows, 2)
+}
+
+/// A Markdown pipe table; columns from `numeric_from` on are right-aligned.
+pub fn pipe_table(headers: &[&str], rows: &[Vec<String>], numeric_from: usize) -> String {
+    let w: Vec<usize> = (0..headers.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([headers[i].chars().count(), 3])
+                .max()
+                .unwrap_or(3)
+        })
+        .collect();
+    let line = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}",
+        line(
+            headers
+                .iter()
+                .enumerate()
+                .map(|(i, h)| format!("{h:<w$}", w = w[i]))
+                .collect()
+        )
+    );
+    let _ = writeln!(
+        s,
+        "|{}|",
+        w.iter()
+            .enumerate()
+            .map(|(i, w)| if i >= numeric_from {
+                format!("{}:", "-".repeat(w + 1))
+            } else {
+                format!(":{}", "-".repeat(w + 1))
+            })
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{}",
+            line(
+                r.iter()
+                    .enumerate()
+                    .map(|(i, c)| if i >= numeric_from {
+                        format!("{c:>w$}", w = w[i])
+                    } else {
+                        format!("{c:<w$}", w = w[i])
+                    })
+                    .collect()
+            )
+        );
+    }
+    s
+}
+
+/// SGLang `bench_serving`'s "Serving Benchmark Result" block for one stage.
+pub fn sglang_block(r: &Report, s: &StageReport) -> String {
+    let mut o = String::new();
+    let kv = |o: &mut String, k: &str, v: String| {
+        let _ = writeln!(o, "{k:<41}{v}");
+    };
+    let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
+    kv(&mut o, "Backend:", format!("llmsweep-{}", r.target.api));
+    kv(&mut o, "Stage:", s.name.clone());
+    let rate = match (s.strategy.as_str(), s.target_rate) {
+        ("throughput", _) => "inf".to_string(),
+        ("constant" | "poisson", Some(t)) => format!("{t:.2}"),
+        _ => "-".to_string(),
+    };
+    kv(&mut o, "Traffic request rate:", rate);
+    kv(
+        &mut o,
+        "Successful requests:",
+        s.requests.completed.to_string(),
+    );
+    kv(
+        &mut o,
+        "Benchmark duration (s):",
+        format!("{:.2}", s.measured_s),
+    );
+    kv(
+        &mut o,
+        "Total input tokens:",
+        s.tokens.prompt_total.to_string(),
+    );
+    kv(
+        &mut o,
+        "Total generated tokens:",
+        s.tokens.output_total.to_string(),
+    );
+    kv(
+        &mut o,
+        "Request throughput (req/s):",
+        format!("{:.2}", s.rates.requests_per_s),
+    );
+    let per_s = |n: u64| {
+        if s.measured_s > 0.0 {
+            n as f64 / s.measured_s
+        } else {
+            0.0
+        }
+    };
+    kv(
+        &mut o,
+        "Input token throughput (tok/s):",
+        format!("{:.2}", per_s(s.tokens.prompt_total)),
+    );
+    kv(
+        &mut o,
+        "Output token throughput (tok/s):",
+        format!("{:.2}", s.rates.output_tokens_per_s),
+    );
+    let _ = writeln!(o, "{:-^50}", "End-to-End Latency");
+    kv(
+        &mut o,
+        "Mean E2E Latency (ms):",
+        format!("{:.2}", s.latency_ms.mean),
+    );
+    kv(
+        &mut o,
+        "Median E2E Latency (ms):",
+        format!("{:.2}", s.latency_ms.p50),
+    );
+    let _ = writeln!(o, "{:-^50}", "Time to First Token");
+    kv(&mut o, "Mean TTFT (ms):", format!("{:.2}", s.ttft_ms.mean));
+    kv(&mut o, "Median TTFT (ms):", format!("{:.2}", s.ttft_ms.p50));
+    kv(&mut o, "P99 TTFT (ms):", format!("{:.2}", s.ttft_ms.p99));
+    let _ = writeln!(o, "{:-^50}", "Time per Output Token (excl. 1st token)");
+    kv(&mut o, "Mean TPOT (ms):", format!("{:.2}", s.tpot_ms.mean));
+    kv(&mut o, "Median TPOT (ms):", format!("{:.2}", s.tpot_ms.p50));
+    kv(&mut o, "P99 TPOT (ms):", format!("{:.2}", s.tpot_ms.p99));
+    let _ = writeln!(o, "{:-^50}", "Inter-token Latency");
+    kv(&mut o, "Mean ITL (ms):", format!("{:.2}", s.itl_ms.mean));
+    kv(&mut o, "Median ITL (ms):", format!("{:.2}", s.itl_ms.p50));
+    kv(&mut o, "P99 ITL (ms):", format!("{:.2}", s.itl_ms.p99));
+    let _ = writeln!(o, "{}", "=".repeat(50));
+    o
+}
+
+pub fn sglang(r: &Report) -> String {
+    r.stages
+        .iter()
+        .map(|s| sglang_block(r, s))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_tables_line_up_like_guidellm() {
+        let t = GroupedTable {
+            columns: vec![
+                ("Metadata", "Benchmark"),
+                ("Requests Made", "Comp"),
+                ("Requests Made", "Inc"),
+            ],
+            rows: vec![vec!["synchronous".into(), "1".into(), "512".into()]],
+        };
+        let s = t.render();
+        let lines: Vec<&str> = s.lines().collect();
+        // Every line of the table has the same width.
+        let w = lines[0].len();
+        for l in &lines[2..] {
+            assert_eq!(l.len(), w, "{s}");
+        }
+        assert!(
+            lines[1].starts_with("Metadata") && lines[1].contains("| Requests Made"),
+            "{s}"
+        );
+        assert!(
+            lines[2].ends_with("| Inc") || lines[2].ends_with("|  Inc"),
+            "{s}"
+        );
+        assert!(lines[4].starts_with(" synchronous|"), "{s}");
+    }
+
+    #[test]
+    fn numbers_print_like_pandas() {
+        assert_eq!(fnum(0.9247087073539347), "0.924709");
+        assert_eq!(fnum(197.55014469555786), "197.55");
+        assert_eq!(fnum(1866.2105263240474), "1866.21");
+        assert_eq!(fnum(200.0), "200");
+        assert_eq!(fnum(2.5417049715204167), "2.5417");
+        assert_eq!(fnum(0.0), "0");
+    }
+}

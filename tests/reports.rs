@@ -1,0 +1,171 @@
+//! Exports from one fixed report: golden files for each format, the JSON
+//! round trip, checkpoints, and the `report` / `compare` commands.
+//!
+//! To accept a deliberate change of layout: `UPDATE_GOLDEN=1 cargo test --test reports`,
+//! then read the diff of tests/golden/ before committing it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use llmsweep::report::export::{self, Format};
+use llmsweep::report::{checkpoint, Report};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture() -> Report {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/report.json")).unwrap();
+    Report::from_json(&text).unwrap()
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = root().join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} is missing: run UPDATE_GOLDEN=1 cargo test --test reports",
+            path.display()
+        )
+    });
+    if want != actual {
+        let first = want
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(actual.lines().count()));
+        panic!(
+            "{name} differs from the golden file at line {}:\n  golden: {:?}\n  actual: {:?}",
+            first + 1,
+            want.lines().nth(first),
+            actual.lines().nth(first)
+        );
+    }
+}
+
+#[test]
+fn every_format_matches_its_golden_file() {
+    let r = fixture();
+    for (f, name) in [
+        (Format::Csv, "report.csv"),
+        (Format::Md, "report.md"),
+        (Format::Html, "report.html"),
+        (Format::Console, "console.txt"),
+        (Format::Vllm, "vllm.md"),
+        (Format::Sglang, "sglang.txt"),
+    ] {
+        golden(name, &export::render(&r, f).unwrap());
+    }
+}
+
+#[test]
+fn json_round_trips_through_the_model() {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/report.json")).unwrap();
+    let r = Report::from_json(&text).unwrap();
+    let again = r.to_json().unwrap();
+    let a: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(a, b, "JSON → model → JSON keeps every field");
+    assert_eq!(Report::from_json(&again).unwrap(), r);
+}
+
+#[test]
+fn layouts_carry_the_numbers_people_look_for() {
+    let r = fixture();
+    let md = export::render(&r, Format::Md).unwrap();
+    for needle in [
+        "## Benchmarks Info",
+        "## Benchmarks Stats",
+        "Requests Made",
+        "Out Tok/sec",
+        "| Test name",
+        "Tput (req/s)",
+        "Serving Benchmark Result",
+        "Time to First Token",
+        "SLOs met",
+    ] {
+        assert!(md.contains(needle), "{needle}");
+    }
+    let csv = export::render(&r, Format::Csv).unwrap();
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let headers = rdr.headers().unwrap().clone();
+    assert!(
+        headers.iter().any(|h| h == "ttft_p99_ms") && headers.iter().any(|h| h == "requests_per_s")
+    );
+    assert_eq!(rdr.records().count(), r.stages.len(), "one row per stage");
+    let html = export::render(&r, Format::Html).unwrap();
+    assert!(
+        html.matches("<svg").count() >= 5,
+        "sweep curves and distributions"
+    );
+    assert!(
+        !html.contains("<script") && !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "self-contained"
+    );
+    assert!(html.contains("Timeline") && html.contains("stage_end"));
+}
+
+#[test]
+fn a_checkpoint_renders_even_with_a_torn_last_line() {
+    let r = fixture();
+    let dir = std::env::temp_dir().join(format!("llmsweep-ckpt-{}", std::process::id()));
+    let mut c = checkpoint::Checkpoint::create(&dir, &r.created, &r.target, &r.config).unwrap();
+    for s in &r.stages[..2] {
+        c.append(s).unwrap();
+    }
+    drop(c);
+    // The process died half-way through writing the third stage.
+    let mut text = std::fs::read_to_string(dir.join("stages.jsonl")).unwrap();
+    text.push_str("{\"stage\": {\"name\": \"throu");
+    std::fs::write(dir.join("stages.jsonl"), &text).unwrap();
+    let back = checkpoint::load_any(&dir.join("stages.jsonl")).unwrap();
+    assert!(back.partial);
+    assert_eq!(back.stages, r.stages[..2].to_vec());
+    let md = export::render(&back, Format::Md).unwrap();
+    assert!(md.contains(&r.stages[1].name));
+}
+
+fn bin(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_llmsweep"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
+#[test]
+fn report_and_compare_commands() {
+    let f = root().join("tests/fixtures/report.json");
+    let f = f.to_str().unwrap();
+    for (fmt, needle) in [
+        ("md", "## Benchmarks Stats"),
+        ("csv", "stage,strategy"),
+        ("html", "<svg"),
+        ("console", "Benchmarks Info"),
+        ("vllm", "Median TTFT (ms)"),
+        ("sglang", "Serving Benchmark Result"),
+        ("json", "\"stages\""),
+    ] {
+        let (ok, out, err) = bin(&["report", f, "--format", fmt]);
+        assert!(ok, "{fmt}: {err}");
+        assert!(out.contains(needle), "{fmt}");
+    }
+    let (ok, _, err) = bin(&["report", f, "--format", "pdf"]);
+    assert!(!ok && err.contains("unknown format"), "{err}");
+    let (ok, _, err) = bin(&["report", "/nonexistent.json"]);
+    assert!(!ok && err.contains("cannot read"), "{err}");
+    let (ok, out, err) = bin(&["compare", f, f]);
+    assert!(ok, "{err}");
+    assert!(out.contains("Δ TTFT p50") && out.contains("+0.0%"), "{out}");
+    let out_path = std::env::temp_dir().join(format!("llmsweep-out-{}.html", std::process::id()));
+    let (ok, _, err) = bin(&["report", f, "-f", "html", "-o", out_path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(Path::new(&out_path).exists());
+}
