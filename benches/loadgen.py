@@ -11,6 +11,7 @@ requests, and runs a 60-second RSS check at 1,000 req/s.
     cargo build --release
     python3 benches/loadgen.py                 # full: ~5 minutes
     python3 benches/loadgen.py --quick         # a few rates, 5 s each
+    python3 benches/loadgen.py --tui 8000      # the same rate headless and with the dashboard (tmux)
 
 Prints a Markdown table; docs/BENCHMARKS.md keeps the last figures.
 """
@@ -53,20 +54,30 @@ def http(url, method="GET"):
         return json.loads(r.read() or b"{}")
 
 
-def run_rate(url, rate, seconds):
-    """One constant-rate stage; returns the stage report, truth, RSS and CPU."""
+def run_rate(url, rate, seconds, tui=False):
+    """One constant-rate stage; returns the stage report, truth, RSS and CPU.
+    With tui=True it runs with the live dashboard in a tmux terminal."""
     http(url + "/sim/reset", "POST")
     out = tempfile.mkdtemp(prefix="llmsweep-bench-")
     argv = pinned(0, [
         BIN, "--target", url, "--profile", "constant", "--rate", str(rate),
-        "--max-seconds", str(seconds), "--drain", "2", "--headless",
+        "--max-seconds", str(seconds), "--drain", "2",
         "--data", "prompt_tokens=16,output_tokens=16,samples=1000",
         "--out", out,
     ])
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    if status != 0:
-        raise SystemExit(f"llmsweep failed at rate {rate} (status {status})")
+    ru = None
+    if tui:
+        sock = f"llmsweep-bench-{os.getpid()}"
+        cmd = " ".join(argv) + f" > /dev/null; touch {out}/done"
+        subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", "120", "-y", "40", cmd], check=True)
+        while not os.path.exists(f"{out}/done"):
+            time.sleep(0.5)
+        subprocess.run(["tmux", "-L", sock, "kill-server"], stderr=subprocess.DEVNULL)
+    else:
+        p = subprocess.Popen(argv + ["--headless"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        if status != 0:
+            raise SystemExit(f"llmsweep failed at rate {rate} (status {status})")
     with open(os.path.join(out, "report.json")) as f:
         report = json.load(f)
     shutil.rmtree(out, ignore_errors=True)
@@ -81,8 +92,8 @@ def run_rate(url, rate, seconds):
         "ttft_p50": stage["ttft_ms"]["p50"],
         "truth_ttft_p50": truth["ttft_ms"]["p50"],
         "queue_p99": stage["queue_ms"]["p99"],
-        "rss_mb": ru.ru_maxrss / 1024.0,
-        "cpu_per_1k": (ru.ru_utime + ru.ru_stime) / done * 1000.0,
+        "rss_mb": ru.ru_maxrss / 1024.0 if ru else float("nan"),
+        "cpu_per_1k": (ru.ru_utime + ru.ru_stime) / done * 1000.0 if ru else float("nan"),
     }
 
 
@@ -95,13 +106,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--port", type=int, default=18731)
+    ap.add_argument("--tui", type=int, metavar="RATE", help="compare headless and dashboard at this rate")
     args = ap.parse_args()
     if not os.path.exists(BIN):
         sys.exit("build first: cargo build --release")
     seconds = 5 if args.quick else 10
-    rates = [1000, 3000, 5000] if args.quick else [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 10000]
+    rates = [1000, 3000, 5000] if args.quick else [1000, 2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 20000]
 
     sim, url = start_sim(args.port)
+    if args.tui:
+        try:
+            h = run_rate(url, args.tui, seconds)
+            t = run_rate(url, args.tui, seconds, tui=True)
+        finally:
+            sim.terminate()
+            sim.wait(timeout=10)
+        print(f"at {args.tui} req/s for {seconds} s: headless achieved {h['achieved']:.0f} req/s, "
+              f"with the dashboard {t['achieved']:.0f} req/s ({t['achieved'] / h['achieved'] * 100:.1f}% of headless); "
+              f"TTFT p50 {h['ttft_p50']:.2f} / {t['ttft_p50']:.2f} ms")
+        return
     try:
         rows = []
         best = None

@@ -397,7 +397,9 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         builtin_simulator: simulator.is_some(),
     };
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
-    let headless = args.headless || !std::io::stdout().is_terminal();
+    // The dashboard needs a terminal both ways: to draw and to read keys.
+    let headless =
+        args.headless || !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal();
     let themes = if headless {
         Vec::new()
     } else {

@@ -100,9 +100,15 @@ impl TokenizerFile {
                 }
             );
         }
-        let inner = tokenizers::Tokenizer::from_file(&file).map_err(|e| {
+        let mut inner = tokenizers::Tokenizer::from_file(&file).map_err(|e| {
             anyhow::anyhow!("--tokenizer {}: not a tokenizer.json: {e}", file.display())
         })?;
+        // Model tokenizers often ship with truncation (e.g. 128 or 512 tokens)
+        // or padding configured; either would make every count wrong.
+        inner
+            .with_truncation(None)
+            .map_err(|e| anyhow::anyhow!("--tokenizer {}: {e}", file.display()))?;
+        inner.with_padding(None);
         Ok(TokenizerFile {
             inner,
             path: file.display().to_string(),

@@ -54,6 +54,20 @@ fn spawn_sim(extra: &[&str]) -> (Child, String) {
     (child, url)
 }
 
+/// Reads the child's stderr until a line satisfies `f` (or the stream ends).
+fn wait_for_line(child: &mut Child, f: impl Fn(&str) -> bool) {
+    let mut err = BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap_or(0) > 0 {
+        if f(&line) {
+            break;
+        }
+        line.clear();
+    }
+    // Keep draining in the background so the child never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+}
+
 fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill")
         .args([sig, &child.id().to_string()])
@@ -216,14 +230,9 @@ fn sigterm_and_sighup_write_a_partial_report() {
             .spawn()
             .unwrap();
         // Wait until it is measuring.
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        while err.read_line(&mut line).unwrap() > 0 {
-            if line.contains("stage 1/1") && !line.contains("done 0 ") {
-                break;
-            }
-            line.clear();
-        }
+        wait_for_line(&mut child, |l| {
+            l.contains("stage 1/1") && !l.contains("done 0 ")
+        });
         signal(&child, sig);
         let status = wait_with_limit(&mut child, Duration::from_secs(15));
         assert!(status.success(), "{sig}: {status:?}");
@@ -280,4 +289,85 @@ fn bad_input_gets_a_short_clear_error() {
         &["--api-key-file", "/nonexistent/key"],
         "cannot read --api-key-file",
     );
+}
+
+#[test]
+fn kill_9_leaves_the_finished_stages_on_disk() {
+    let out = tmpdir("kill9");
+    let mut child = bin()
+        .args([
+            "--profile",
+            "constant",
+            "--rate",
+            "20,20",
+            "--max-seconds",
+            "2",
+            "--headless",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_line(&mut child, |l| l.contains("stage 2/2"));
+    signal(&child, "-KILL");
+    let _ = child.wait();
+    assert!(
+        !out.join("report.json").exists(),
+        "no time to write the final report"
+    );
+    let ck = out.join("stages.jsonl");
+    let o = bin()
+        .args(["report", ck.to_str().unwrap(), "--format", "md"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("constant@20.00") && md.contains("partial"),
+        "{md}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_server_that_dies_mid_run_becomes_counted_errors() {
+    let (mut sim, url) = spawn_sim(&[]);
+    let out = tmpdir("dies");
+    let mut run = bin()
+        .args([
+            "--target",
+            &url,
+            "--profile",
+            "constant",
+            "--rate",
+            "20",
+            "--max-seconds",
+            "4",
+            "--headless",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let status = wait_with_limit(&mut run, Duration::from_secs(30));
+    assert!(status.success());
+    let r = read_report(&out);
+    let s = &r["stages"][0];
+    let q = &s["requests"];
+    let total = q["completed"].as_u64().unwrap()
+        + q["incomplete"].as_u64().unwrap()
+        + q["errored"].as_u64().unwrap();
+    assert_eq!(total, q["sent"].as_u64().unwrap(), "{s}");
+    assert!(q["completed"].as_u64().unwrap() > 10, "{q}");
+    let errors = s["errors"].as_object().unwrap();
+    assert!(
+        errors.contains_key("connect"),
+        "refused connections counted: {errors:?}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
 }

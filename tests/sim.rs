@@ -260,55 +260,43 @@ async fn read_stream(r: reqwest::Response, quiet: Duration) -> (Vec<u8>, &'stati
     }
 }
 
+/// Starts a simulator with one fault at rate 1, streams one request, and
+/// returns the body and how the stream ended.
+async fn faulty_stream(
+    set: impl FnOnce(&mut SimConfig),
+    quiet: Duration,
+) -> (Vec<u8>, &'static str) {
+    let sim = start_sim(with_fault(set)).await;
+    let r = post(
+        &sim.url(),
+        "/v1/chat/completions",
+        &chat_body(20, true, false),
+    )
+    .await;
+    let got = read_stream(r, quiet).await;
+    sim.shutdown().await;
+    got
+}
+
 #[tokio::test]
 async fn mid_stream_faults() {
-    let sim = start_sim(with_fault(|c| c.faults.fault_drop = 1.0)).await;
-    let r = post(
-        &sim.url(),
-        "/v1/chat/completions",
-        &chat_body(20, true, false),
-    )
-    .await;
-    let (body, how) = read_stream(r, Duration::from_secs(5)).await;
+    let (body, how) = faulty_stream(|c| c.faults.fault_drop = 1.0, Duration::from_secs(5)).await;
     assert_eq!(how, "broken", "connection dropped mid-stream");
     assert!(!String::from_utf8_lossy(&body).contains("[DONE]"));
-    sim.shutdown().await;
 
-    let sim = start_sim(with_fault(|c| c.faults.fault_stall = 1.0)).await;
-    let r = post(
-        &sim.url(),
-        "/v1/chat/completions",
-        &chat_body(20, true, false),
-    )
-    .await;
-    let (body, how) = read_stream(r, Duration::from_millis(500)).await;
+    let (body, how) =
+        faulty_stream(|c| c.faults.fault_stall = 1.0, Duration::from_millis(500)).await;
     assert_eq!(how, "stalled", "stops sending without closing");
     assert!(String::from_utf8_lossy(&body).contains("assistant"));
-    sim.shutdown().await;
 
-    let sim = start_sim(with_fault(|c| c.faults.fault_malformed = 1.0)).await;
-    let r = post(
-        &sim.url(),
-        "/v1/chat/completions",
-        &chat_body(20, true, false),
-    )
-    .await;
-    let (body, how) = read_stream(r, Duration::from_secs(5)).await;
+    let (body, how) =
+        faulty_stream(|c| c.faults.fault_malformed = 1.0, Duration::from_secs(5)).await;
     assert_eq!(how, "ended");
     assert!(std::str::from_utf8(&body).is_err(), "an invalid UTF-8 line");
     assert!(String::from_utf8_lossy(&body).contains("[DONE]"));
-    sim.shutdown().await;
 
-    let sim = start_sim(with_fault(|c| c.faults.fault_non_json = 1.0)).await;
-    let r = post(
-        &sim.url(),
-        "/v1/chat/completions",
-        &chat_body(20, true, false),
-    )
-    .await;
-    let body = r.text().await.unwrap();
-    assert!(body.contains("data: this is not json\n\n"));
-    sim.shutdown().await;
+    let (body, _) = faulty_stream(|c| c.faults.fault_non_json = 1.0, Duration::from_secs(5)).await;
+    assert!(String::from_utf8_lossy(&body).contains("data: this is not json\n\n"));
 
     let sim = start_sim(with_fault(|c| c.faults.fault_error_event = 1.0)).await;
     let r = post(

@@ -1,0 +1,125 @@
+//! Property tests over every parser that reads untrusted input: the server's
+//! SSE stream and JSON chunks, profile files, and command-line specs.
+//! They must never panic, and must keep their promises on valid input.
+//!
+//! `scripts/fuzz.sh SECONDS` runs them with many more cases for a bounded time.
+
+use bytes::Bytes;
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use llmsweep::client::chunk::{parse_chunk, ChunkError};
+use proptest::prelude::*;
+
+/// JSON-ish text: fragments of real chunks glued at random, so the parser
+/// sees near-misses, not only noise.
+fn chunkish() -> impl Strategy<Value = String> {
+    let parts = prop::sample::select(vec![
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"choices\"",
+        "\"delta\"",
+        "\"content\"",
+        "\"text\"",
+        "\"usage\"",
+        "\"error\"",
+        "\"finish_reason\"",
+        "\"tool_calls\"",
+        "\"reasoning_content\"",
+        "\"completion_tokens\"",
+        "null",
+        "true",
+        "1e400",
+        "-0",
+        "\"\\u0000\"",
+        "\"\\ud800\"",
+        "\"é\"",
+        " ",
+        "\"x\"",
+        "42",
+        "[]",
+        "{}",
+    ]);
+    prop::collection::vec(parts, 0..40).prop_map(|v| v.concat())
+}
+
+proptest! {
+    // 512 cases in the test suite; scripts/fuzz.sh raises it with PROPTEST_CASES.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn chunk_parser_never_panics_on_noise(s in ".{0,300}") {
+        let _ = parse_chunk(&s);
+    }
+
+    #[test]
+    fn chunk_parser_never_panics_on_near_misses(s in chunkish()) {
+        let _ = parse_chunk(&s);
+    }
+
+    #[test]
+    fn valid_chunks_keep_their_text(text in "[ -~]{0,40}", finish in any::<bool>(), tokens in 0u64..100_000) {
+        let v = serde_json::json!({
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": if finish { serde_json::json!("stop") } else { serde_json::Value::Null }}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": tokens},
+        });
+        let c = parse_chunk(&v.to_string()).unwrap();
+        prop_assert_eq!(&c.text, &text);
+        prop_assert_eq!(c.has_output, !text.is_empty());
+        prop_assert_eq!(c.finished, finish);
+        prop_assert_eq!(c.usage.unwrap().completion_tokens, Some(tokens));
+    }
+
+    #[test]
+    fn error_events_are_always_recognised(msg in "[ -~]{0,60}") {
+        let v = serde_json::json!({"error": {"message": msg, "code": 500}});
+        prop_assert!(matches!(parse_chunk(&v.to_string()), Err(ChunkError::ErrorEvent(_))));
+    }
+
+    /// Random bytes cut at random points through the same SSE decoder the
+    /// client uses: every event that comes out goes through the chunk parser.
+    #[test]
+    fn sse_framing_of_random_bytes(data in prop::collection::vec(any::<u8>(), 0..600), cuts in prop::collection::vec(0usize..600, 0..8)) {
+        let mut pieces = Vec::new();
+        let mut last = 0;
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(data.len())).collect();
+        cuts.sort_unstable();
+        for c in cuts.into_iter().chain([data.len()]) {
+            pieces.push(Ok::<Bytes, std::io::Error>(Bytes::copy_from_slice(&data[last..c])));
+            last = c;
+        }
+        // The input stream is always ready, so the future completes at once.
+        let done = futures_util::FutureExt::now_or_never(async move {
+            let mut s = futures_util::stream::iter(pieces).eventsource();
+            while let Some(ev) = s.next().await {
+                if let Ok(ev) = ev {
+                    let _ = parse_chunk(&ev.data);
+                }
+            }
+        });
+        prop_assert!(done.is_some(), "decoding a ready stream never waits");
+    }
+
+    #[test]
+    fn profile_parser_never_panics(s in "[a-z_ =\"\\[\\],.0-9\n#]{0,200}") {
+        if let Err(e) = llmsweep::profile::file::parse(&s, "fuzz.toml") {
+            prop_assert!(e.to_string().starts_with("fuzz.toml"), "errors name the file: {}", e);
+        }
+    }
+
+    #[test]
+    fn cli_specs_never_panic(s in "[a-z_=,.0-9 mus-]{0,80}") {
+        let _ = llmsweep::data::Synthetic::parse(&s);
+        let _ = llmsweep::stats::metrics::Slo::parse(&s);
+        let _ = llmsweep::run::parse_rates(&s);
+        let _ = llmsweep::stats::dist::parse_percentiles(&s);
+        let _ = llmsweep::client::normalize_base_url(&s);
+    }
+}
