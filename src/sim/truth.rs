@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use hdrhistogram::Histogram;
 use serde::Serialize;
+
+use crate::stats::dist::{Dist, DistSummary};
 
 /// Timestamps of one request, kept by its response stream.
 #[derive(Debug)]
@@ -67,19 +68,13 @@ struct Inner {
     rejected: u64,
     failed: u64,
     faults: BTreeMap<&'static str, u64>,
-    ttft_us: Histogram<u64>,
-    itl_us: Histogram<u64>,
-    e2e_us: Histogram<u64>,
+    ttft: Dist,
+    itl: Dist,
+    e2e: Dist,
 }
 
 impl Inner {
     fn new() -> Self {
-        // 1 µs to 1 hour at 3 significant figures. (An auto-resizing histogram
-        // would make `saturating_record` clamp everything at its initial top.)
-        let h = || {
-            Histogram::new_with_bounds(1, 3_600_000_000, 3)
-                .expect("constant histogram bounds are valid")
-        };
         Inner {
             received: 0,
             completed: 0,
@@ -87,9 +82,9 @@ impl Inner {
             rejected: 0,
             failed: 0,
             faults: BTreeMap::new(),
-            ttft_us: h(),
-            itl_us: h(),
-            e2e_us: h(),
+            ttft: Dist::default(),
+            itl: Dist::default(),
+            e2e: Dist::default(),
         }
     }
 }
@@ -106,43 +101,6 @@ impl Default for Truth {
     }
 }
 
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-pub struct Summary {
-    pub count: u64,
-    pub mean: f64,
-    pub min: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
-}
-
-impl Summary {
-    fn of_us(h: &Histogram<u64>) -> Summary {
-        let ms = |v: u64| v as f64 / 1000.0;
-        if h.is_empty() {
-            return Summary {
-                count: 0,
-                mean: 0.0,
-                min: 0.0,
-                p50: 0.0,
-                p90: 0.0,
-                p99: 0.0,
-                max: 0.0,
-            };
-        }
-        Summary {
-            count: h.len(),
-            mean: h.mean() / 1000.0,
-            min: ms(h.min()),
-            p50: ms(h.value_at_quantile(0.5)),
-            p90: ms(h.value_at_quantile(0.9)),
-            p99: ms(h.value_at_quantile(0.99)),
-            max: ms(h.max()),
-        }
-    }
-}
-
 /// The `/sim/stats` document.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct TruthReport {
@@ -154,9 +112,9 @@ pub struct TruthReport {
     pub failed: u64,
     /// Faults injected, by kind (a request with a malformed line may still complete).
     pub faults: BTreeMap<String, u64>,
-    pub ttft_ms: Summary,
-    pub itl_ms: Summary,
-    pub e2e_ms: Summary,
+    pub ttft_ms: DistSummary,
+    pub itl_ms: DistSummary,
+    pub e2e_ms: DistSummary,
 }
 
 impl Truth {
@@ -183,15 +141,15 @@ impl Truth {
         }
         if let Some(first) = t.first_token {
             let ttft = first.saturating_duration_since(t.received).as_micros() as u64;
-            g.ttft_us.saturating_record(ttft);
+            g.ttft.record_us(ttft);
         }
         for &(gap, k) in &t.gaps {
             let k = k.max(1) as u64;
-            g.itl_us.saturating_record_n(gap / k, k);
+            g.itl.record_us_n(gap / k, k);
         }
         if let (Ending::Completed, Some(last)) = (ending, t.last_token) {
             let e2e = last.saturating_duration_since(t.received).as_micros() as u64;
-            g.e2e_us.saturating_record(e2e);
+            g.e2e.record_us(e2e);
         }
     }
 
@@ -204,9 +162,9 @@ impl Truth {
             rejected: g.rejected,
             failed: g.failed,
             faults: g.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            ttft_ms: Summary::of_us(&g.ttft_us),
-            itl_ms: Summary::of_us(&g.itl_us),
-            e2e_ms: Summary::of_us(&g.e2e_us),
+            ttft_ms: g.ttft.summary(&[]),
+            itl_ms: g.itl.summary(&[]),
+            e2e_ms: g.e2e.summary(&[]),
         }
     }
 
