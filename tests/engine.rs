@@ -202,6 +202,31 @@ async fn every_fault_becomes_a_counted_category() {
 }
 
 #[tokio::test]
+async fn huge_chunks_are_read_and_counted_from_usage() {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.faults.fault_huge_chunk = 1.0;
+    let sim = start_sim(cfg).await;
+    let res = run(
+        &sim.url(),
+        vec![stage(
+            Strategy::Concurrent { streams: 2 },
+            Limits {
+                max_requests: Some(6),
+                ..Default::default()
+            },
+        )],
+        "prompt_tokens=8,output_tokens=12,samples=4",
+    )
+    .await;
+    let s = &res.stages[0];
+    assert_eq!(s.requests.completed, 6, "{:?} {:?}", s.requests, s.errors);
+    // 1 MiB of text in one chunk, but the server's usage says 12 tokens.
+    assert_eq!(s.tokens.output_total, 6 * 12);
+    assert_eq!(truth(&sim.url()).await.faults["huge_chunk"], 6);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
 async fn ttft_and_itl_agree_with_the_servers_ground_truth() {
     // Multi-token chunks too: 3 tokens a chunk, split into 3 equal ITL gaps.
     for interval in [1u32, 3] {

@@ -31,6 +31,9 @@ pub enum Fault {
     ErrorEvent {
         at_token: u64,
     },
+    HugeChunk {
+        at_token: u64,
+    },
 }
 
 impl Fault {
@@ -46,10 +49,11 @@ impl Fault {
             Fault::Malformed { .. } => "malformed",
             Fault::NonJson { .. } => "non_json",
             Fault::ErrorEvent { .. } => "error_event",
+            Fault::HugeChunk { .. } => "huge_chunk",
         }
     }
 
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "http_500",
         "http_429",
         "http_503",
@@ -59,6 +63,7 @@ impl Fault {
         "malformed",
         "non_json",
         "error_event",
+        "huge_chunk",
     ];
 }
 
@@ -83,6 +88,7 @@ pub fn validate(f: &FaultArgs) -> Result<(), String> {
         ("fault-non-json", f.fault_non_json),
         ("fault-error-event", f.fault_error_event),
         ("fault-slow-headers", f.fault_slow_headers),
+        ("fault-huge-chunk", f.fault_huge_chunk),
     ];
     let mut sum = 0.0;
     for (name, r) in rates {
@@ -118,6 +124,7 @@ pub fn draw(f: &FaultArgs, rng: &mut SmallRng, output_tokens: u64) -> Option<Fau
         (f.fault_malformed, Fault::Malformed { at_token }),
         (f.fault_non_json, Fault::NonJson { at_token }),
         (f.fault_error_event, Fault::ErrorEvent { at_token }),
+        (f.fault_huge_chunk, Fault::HugeChunk { at_token }),
     ];
     let mut acc = 0.0;
     for (rate, fault) in table {

@@ -455,8 +455,20 @@ impl StreamCtx {
 
     /// A chunk with `k` new tokens; `generated` counts them already.
     fn token_chunk(&mut self, k: u32, generated: u64, finished: bool) -> Bytes {
-        let mut text = String::with_capacity(k as usize * 8);
+        self.token_chunk_padded(k, generated, finished, "")
+    }
+
+    /// A token chunk whose text also carries `padding` (the huge-chunk fault).
+    fn token_chunk_padded(
+        &mut self,
+        k: u32,
+        generated: u64,
+        finished: bool,
+        padding: &str,
+    ) -> Bytes {
+        let mut text = String::with_capacity(k as usize * 8 + padding.len());
         self.push_words(&mut text, k);
+        text.push_str(padding);
         let fr = if finished {
             format!("\"{}\"", self.finish_reason(generated))
         } else {
@@ -498,6 +510,8 @@ impl StreamCtx {
 }
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
+/// Size of the text a huge-chunk fault stuffs into one chunk.
+const HUGE_CHUNK_BYTES: usize = 1 << 20;
 const ERROR_EVENT: &[u8] = b"data: {\"error\":{\"object\":\"error\",\"message\":\"simulated in-band error\",\"type\":\"InternalServerError\",\"code\":500}}\n\n";
 const NON_JSON_EVENT: &[u8] = b"data: this is not json\n\n";
 /// An SSE line that is not valid UTF-8, which the SSE format forbids.
@@ -568,7 +582,8 @@ impl SseBody {
                 | Fault::Stall { at_token }
                 | Fault::Malformed { at_token }
                 | Fault::NonJson { at_token }
-                | Fault::ErrorEvent { at_token },
+                | Fault::ErrorEvent { at_token }
+                | Fault::HugeChunk { at_token },
             ) => after >= at_token,
             _ => false,
         };
@@ -596,6 +611,27 @@ impl SseBody {
                 }
                 Some(Fault::NonJson { .. }) => {
                     self.queue.push_back(Bytes::from_static(NON_JSON_EVENT))
+                }
+                Some(Fault::HugeChunk { .. }) => {
+                    // This emit's tokens, buried in a 1 MiB chunk: valid, just enormous.
+                    self.generated = after;
+                    self.timing.on_chunk(Instant::now(), emit.tokens);
+                    let pad = " the".repeat(HUGE_CHUNK_BYTES / 4);
+                    let chunk = self.ctx.token_chunk_padded(
+                        emit.tokens,
+                        self.generated,
+                        emit.finished,
+                        &pad,
+                    );
+                    self.queue.push_back(chunk);
+                    if emit.finished {
+                        if self.ctx.include_usage {
+                            self.queue.push_back(self.ctx.usage_chunk(self.generated));
+                        }
+                        self.queue.push_back(Bytes::from_static(DONE));
+                        self.finish(Ending::Completed);
+                    }
+                    return Ok(());
                 }
                 _ => {}
             }
@@ -699,6 +735,7 @@ async fn whole_response(
             tokio::time::sleep(STALL_LIMIT).await;
             return Response::new(SimBody::Broken);
         }
+        Some(Fault::HugeChunk { .. }) => {}
         Some(Fault::Malformed { .. } | Fault::NonJson { .. }) => {
             return plain(StatusCode::OK, "application/json", "this is not json");
         }
