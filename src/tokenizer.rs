@@ -146,6 +146,13 @@ impl TokenCounter for TokenizerFile {
 }
 
 /// Counts tokens in `text` with the built-in approximation (see module docs).
+///
+/// ```
+/// use llmsweep::tokenizer::count_tokens;
+/// assert_eq!(count_tokens("The river runs past the station."), 7); // 6 words + "."
+/// assert_eq!(count_tokens("internationalization"), 3); // 20 letters: ⌈20/7⌉
+/// assert_eq!(count_tokens("2048 tokens"), 3); // ⌈4/3⌉ + 1
+/// ```
 pub fn count_tokens(text: &str) -> usize {
     let mut tokens = 0usize;
     let mut chars = text.chars().peekable();

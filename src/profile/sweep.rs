@@ -6,6 +6,12 @@ use crate::report::StageReport;
 
 /// GuideLLM's sweep rates: `linspace(sync, throughput, n − 1)[1:]`, the
 /// `n − 2` rates of the constant stages (the last equals the throughput rate).
+///
+/// ```
+/// use llmsweep::profile::sweep::sweep_rates;
+/// // 5 stages: synchronous, throughput, then 3 constant rates.
+/// assert_eq!(sweep_rates(1.0, 7.0, 5), vec![3.0, 5.0, 7.0]);
+/// ```
 pub fn sweep_rates(sync_rate: f64, throughput_rate: f64, stages: usize) -> Vec<f64> {
     let points = stages.saturating_sub(1);
     if points < 2 {
