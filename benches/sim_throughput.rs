@@ -79,7 +79,7 @@ fn main() {
             .unwrap()
             .generate(1, &Builtin)
             .unwrap();
-        let prompts = build_prompts(&items, Api::Chat, "llmsweep-sim", None).unwrap();
+        let prompts = build_prompts(items, Api::Chat, "llmsweep-sim", None).unwrap();
         let (_ctl, ctl_rx) = tokio::sync::mpsc::unbounded_channel();
         let (snap_tx, _snap_rx) = tokio::sync::watch::channel(Snapshot::default());
         let engine = Engine::new(

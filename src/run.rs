@@ -321,7 +321,11 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
         None => Arc::new(Builtin),
     };
-    let data = load_items(&args.data, args.seed, counter.as_ref(), args.skip_bad_rows)?;
+    let crate::data::DataSet {
+        items,
+        description: data_description,
+        notes: data_notes,
+    } = load_items(&args.data, args.seed, counter.as_ref(), args.skip_bad_rows)?;
     let extra_body = args
         .extra_body
         .as_deref()
@@ -383,8 +387,7 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
     };
 
     // 4. Data: every request body built once.
-    let prompts: Arc<[_]> =
-        build_prompts(&data.items, args.api, &model, extra_body.as_ref())?.into();
+    let prompts: Arc<[_]> = build_prompts(items, args.api, &model, extra_body.as_ref())?.into();
 
     let target = Target {
         url: if simulator.is_some() {
@@ -418,7 +421,7 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         config: {
             let mut c = config_echo(&args, api_key.is_some());
             c["profile_name"] = json!(profile_name);
-            c["data_source"] = json!(data.description);
+            c["data_source"] = json!(data_description);
             c["tokenizer"] = json!(counter.name());
             c
         },
@@ -480,12 +483,14 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         &meta.target,
         &meta.config,
     )?;
-    let engine = Engine::new(client.clone(), prompts, settings, control_rx, snap_tx).on_stage_done(
-        Box::new(move |stage, _timeline| {
+    let mut engine = Engine::new(client.clone(), prompts, settings, control_rx, snap_tx)
+        .on_stage_done(Box::new(move |stage, _timeline| {
             // A failed checkpoint write must not stop the run; the final report still comes.
             let _ = checkpoint.append(stage);
-        }),
-    );
+        }));
+    for note in data_notes {
+        engine.warn(note);
+    }
     let result: RunResult = engine.run(plan.plan.as_mut()).await;
     signals.abort();
     drop(control_tx);

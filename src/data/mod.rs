@@ -86,15 +86,17 @@ pub struct DataSet {
     pub notes: Vec<String>,
 }
 
-/// Builds the request bodies. `extra` is merged last, so it can override anything.
+/// Builds the request bodies, consuming the items: each prompt's text is freed
+/// once its body holds it, so memory peaks at one copy, not two. `extra` is
+/// merged last, so it can override anything.
 pub fn build_prompts(
-    items: &[PromptItem],
+    items: Vec<PromptItem>,
     api: Api,
     model: &str,
     extra: Option<&Map<String, Value>>,
 ) -> Result<Vec<Prompt>> {
     items
-        .iter()
+        .into_iter()
         .map(|it| {
             let mut body = Map::new();
             body.insert("model".into(), json!(model));
@@ -102,11 +104,11 @@ pub fn build_prompts(
                 Api::Chat => {
                     body.insert(
                         "messages".into(),
-                        json!([{"role": "user", "content": it.text}]),
+                        json!([{"role": "user", "content": &it.text}]),
                     );
                 }
                 Api::Completions => {
-                    body.insert("prompt".into(), json!(it.text));
+                    body.insert("prompt".into(), json!(&it.text));
                 }
             }
             body.insert("stream".into(), json!(true));
@@ -155,13 +157,13 @@ mod tests {
             .generate(1, &crate::tokenizer::Builtin)
             .unwrap();
         let extra = parse_extra_body(r#"{"temperature":0.5}"#).unwrap();
-        let p = build_prompts(&items, Api::Chat, "m", Some(&extra)).unwrap();
+        let p = build_prompts(items.clone(), Api::Chat, "m", Some(&extra)).unwrap();
         let v: Value = serde_json::from_slice(&p[0].body).unwrap();
         assert_eq!(v["max_completion_tokens"], 9);
         assert_eq!(v["ignore_eos"], true);
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert_eq!(v["temperature"], 0.5);
-        let p = build_prompts(&items, Api::Completions, "m", None).unwrap();
+        let p = build_prompts(items, Api::Completions, "m", None).unwrap();
         let v: Value = serde_json::from_slice(&p[0].body).unwrap();
         assert_eq!(v["max_tokens"], 9);
         assert!(v["prompt"].is_string());

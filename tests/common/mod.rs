@@ -48,7 +48,7 @@ pub fn prompts(spec: &str, api: Api) -> Arc<[llmsweep::client::Prompt]> {
         .unwrap()
         .generate(1, &Builtin)
         .unwrap();
-    build_prompts(&items, api, "llmsweep-sim", None)
+    build_prompts(items, api, "llmsweep-sim", None)
         .unwrap()
         .into()
 }
