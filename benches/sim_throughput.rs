@@ -19,15 +19,8 @@ use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, Snapshot, StageSp
 use llmsweep::sim::{self, Preset, SimConfig};
 use llmsweep::tokenizer::Builtin;
 
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
+mod common;
+use common::thread_cpu_seconds;
 
 fn main() {
     let seconds: f64 = std::env::var("LLMSWEEP_BENCH_SECONDS")

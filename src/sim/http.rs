@@ -453,19 +453,9 @@ impl StreamCtx {
         Bytes::from(s)
     }
 
-    /// A chunk with `k` new tokens; `generated` counts them already.
-    fn token_chunk(&mut self, k: u32, generated: u64, finished: bool) -> Bytes {
-        self.token_chunk_padded(k, generated, finished, "")
-    }
-
-    /// A token chunk whose text also carries `padding` (the huge-chunk fault).
-    fn token_chunk_padded(
-        &mut self,
-        k: u32,
-        generated: u64,
-        finished: bool,
-        padding: &str,
-    ) -> Bytes {
+    /// A chunk with `k` new tokens (`generated` counts them already); its text
+    /// also carries `padding`, empty except for the huge-chunk fault.
+    fn token_chunk(&mut self, k: u32, generated: u64, finished: bool, padding: &str) -> Bytes {
         let mut text = String::with_capacity(k as usize * 8 + padding.len());
         self.push_words(&mut text, k);
         text.push_str(padding);
@@ -576,6 +566,7 @@ impl SseBody {
     /// Handles one emit from the engine; returns an error to break the connection.
     fn on_emit(&mut self, emit: Emit) -> Result<(), io::Error> {
         let after = self.generated + emit.tokens as u64;
+        let mut padding = String::new();
         let strikes = match self.fault {
             Some(
                 Fault::Drop { at_token }
@@ -612,27 +603,8 @@ impl SseBody {
                 Some(Fault::NonJson { .. }) => {
                     self.queue.push_back(Bytes::from_static(NON_JSON_EVENT))
                 }
-                Some(Fault::HugeChunk { .. }) => {
-                    // This emit's tokens, buried in a 1 MiB chunk: valid, just enormous.
-                    self.generated = after;
-                    self.timing.on_chunk(Instant::now(), emit.tokens);
-                    let pad = " the".repeat(HUGE_CHUNK_BYTES / 4);
-                    let chunk = self.ctx.token_chunk_padded(
-                        emit.tokens,
-                        self.generated,
-                        emit.finished,
-                        &pad,
-                    );
-                    self.queue.push_back(chunk);
-                    if emit.finished {
-                        if self.ctx.include_usage {
-                            self.queue.push_back(self.ctx.usage_chunk(self.generated));
-                        }
-                        self.queue.push_back(Bytes::from_static(DONE));
-                        self.finish(Ending::Completed);
-                    }
-                    return Ok(());
-                }
+                // This emit's tokens arrive buried in 1 MiB of text: valid, just enormous.
+                Some(Fault::HugeChunk { .. }) => padding = " the".repeat(HUGE_CHUNK_BYTES / 4),
                 _ => {}
             }
         }
@@ -640,7 +612,7 @@ impl SseBody {
         self.timing.on_chunk(Instant::now(), emit.tokens);
         let chunk = self
             .ctx
-            .token_chunk(emit.tokens, self.generated, emit.finished);
+            .token_chunk(emit.tokens, self.generated, emit.finished, &padding);
         self.queue.push_back(chunk);
         if emit.finished {
             if self.ctx.include_usage {
@@ -877,8 +849,8 @@ mod tests {
         };
         for chunk in [
             ctx.role_chunk(),
-            ctx.token_chunk(2, 2, false),
-            ctx.token_chunk(1, 3, true),
+            ctx.token_chunk(2, 2, false, ""),
+            ctx.token_chunk(1, 3, true, ""),
             ctx.usage_chunk(3),
         ] {
             let s = std::str::from_utf8(&chunk).unwrap();
@@ -890,7 +862,7 @@ mod tests {
             let v: Value = serde_json::from_str(payload).unwrap();
             assert_eq!(v["model"], "m\"q");
         }
-        let last = ctx.token_chunk(1, 3, true);
+        let last = ctx.token_chunk(1, 3, true, "");
         let v: Value = serde_json::from_slice(&last[6..last.len() - 2]).unwrap();
         assert_eq!(v["choices"][0]["finish_reason"], "length");
         assert_eq!(v["usage"]["completion_tokens"], 3);
