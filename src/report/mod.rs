@@ -127,10 +127,11 @@ pub struct RequestCounts {
 pub struct Rates {
     /// Completed requests per second of measured window.
     pub requests_per_s: f64,
-    /// (completed − 1) / (last completion − first completion): the server's
-    /// completion rate once work flows, without the ramp at the start or the
-    /// requests cut off at the end. The sweep plans from it for the
-    /// throughput stage. 0 with fewer than two completions.
+    /// The slope of a least-squares fit of completions against completion
+    /// time: the server's completion rate once work flows, without the ramp
+    /// at the start, the requests cut off at the end, or the lock-step bursts
+    /// of equal-length batches. The sweep plans from it for the throughput
+    /// stage. 0 with fewer than three completions.
     #[serde(default)]
     pub steady_requests_per_s: f64,
     pub output_tokens_per_s: f64,

@@ -88,8 +88,9 @@ pub struct StageStats {
     by_outcome: ByOutcome,
     good: u64,
     first_measured_sent: Option<Instant>,
-    first_measured_end: Option<Instant>,
     last_measured_end: Option<Instant>,
+    /// Least-squares fit of completion count against completion time.
+    completion_fit: SlopeFit,
 
     in_flight: u64,
     max_in_flight: u64,
@@ -129,8 +130,8 @@ impl StageStats {
             by_outcome: ByOutcome::default(),
             good: 0,
             first_measured_sent: None,
-            first_measured_end: None,
             last_measured_end: None,
+            completion_fit: SlopeFit::default(),
             in_flight: 0,
             max_in_flight: 0,
             last_change: start,
@@ -208,9 +209,11 @@ impl StageStats {
             self.first_measured_sent
                 .map_or(r.sent_at, |t| t.min(r.sent_at)),
         );
-        self.first_measured_end = Some(
-            self.first_measured_end
-                .map_or(r.ended_at, |t| t.min(r.ended_at)),
+        self.completion_fit.add(
+            r.ended_at
+                .saturating_duration_since(self.start)
+                .as_secs_f64(),
+            self.counts.measured as f64,
         );
         self.last_measured_end = Some(
             self.last_measured_end
@@ -297,12 +300,7 @@ impl StageStats {
         };
         let measured = m_to.saturating_duration_since(m_from).as_secs_f64();
         let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
-        let steady_requests_per_s = match (self.first_measured_end, self.last_measured_end) {
-            (Some(a), Some(b)) if self.counts.measured >= 2 && b > a => {
-                (self.counts.measured - 1) as f64 / (b - a).as_secs_f64()
-            }
-            _ => 0.0,
-        };
+        let steady_requests_per_s = self.completion_fit.slope().unwrap_or(0.0).max(0.0);
         let rates = Rates {
             steady_requests_per_s,
             requests_per_s: per_s(self.counts.measured as f64),
@@ -377,6 +375,38 @@ impl StageStats {
             }),
             histograms,
         }
+    }
+}
+
+/// A running least-squares fit of y against x (here: completions so far
+/// against completion time). Its slope is the steady completion rate: the
+/// ramp before the first completion does not count, requests cut off at the
+/// end do not count, and completions that come in lock-step bursts (a full
+/// batch of equal-length outputs finishing together) give the rate between
+/// bursts, where a first-to-last average would count a whole burst too many.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SlopeFit {
+    n: f64,
+    sx: f64,
+    sy: f64,
+    sxx: f64,
+    sxy: f64,
+}
+
+impl SlopeFit {
+    pub fn add(&mut self, x: f64, y: f64) {
+        self.n += 1.0;
+        self.sx += x;
+        self.sy += y;
+        self.sxx += x * x;
+        self.sxy += x * y;
+    }
+
+    /// None with fewer than 3 points, or when every x is the same.
+    pub fn slope(&self) -> Option<f64> {
+        let den = self.n * self.sxx - self.sx * self.sx;
+        (self.n >= 3.0 && den > 1e-12 * self.n * self.n)
+            .then(|| (self.n * self.sxy - self.sx * self.sy) / den)
     }
 }
 
