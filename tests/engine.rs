@@ -451,3 +451,56 @@ async fn an_overloaded_stage_is_flagged_saturated() {
     assert!(s.rates.requests_per_s < 20.0, "{}", s.rates.requests_per_s);
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_concurrency_cap_on_open_loop_shows_as_queue_time() {
+    // 100 ms per request (10 steps of 10 ms), 20 req/s, at most 1 in flight:
+    // the schedule wants 2 in flight, so requests wait for the slot and that
+    // wait is recorded, not hidden.
+    let sim = start_sim(model(10.0, 0.0, 64)).await;
+    let res = run(
+        &sim.url(),
+        vec![stage(
+            Strategy::Constant { rate: 20.0 },
+            Limits {
+                max_seconds: Some(2.0),
+                max_concurrency: Some(1),
+                drain: Some(5.0),
+                ..Default::default()
+            },
+        )],
+        "prompt_tokens=8,output_tokens=10,samples=8",
+    )
+    .await;
+    let s = &res.stages[0];
+    assert_eq!(s.concurrency.max, 1);
+    assert!(
+        s.queue_ms.p99 > 300.0,
+        "waits for the slot are measured: {:?}",
+        s.queue_ms
+    );
+    assert!(s.queue_ms.max > s.queue_ms.p50);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn stalled_streams_do_not_hold_up_the_stage_end() {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.faults.fault_stall = 1.0;
+    let sim = start_sim(cfg).await;
+    let t0 = std::time::Instant::now();
+    let res = run(
+        &sim.url(),
+        vec![stage(Strategy::Constant { rate: 10.0 }, secs(1.0))],
+        "prompt_tokens=8,output_tokens=50,samples=8",
+    )
+    .await;
+    let s = &res.stages[0];
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "ended on time: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(s.requests.incomplete, s.requests.sent, "{:?}", s.requests);
+    sim.shutdown().await;
+}
