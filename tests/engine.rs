@@ -148,6 +148,7 @@ async fn every_fault_becomes_a_counted_category() {
     cfg.faults.fault_malformed = 0.05;
     cfg.faults.fault_non_json = 0.05;
     cfg.faults.fault_error_event = 0.05;
+    cfg.faults.fault_empty = 0.05;
     let sim = start_sim(cfg).await;
     let url = sim.url();
     let client = client(&url, Duration::from_millis(800));
@@ -187,6 +188,7 @@ async fn every_fault_becomes_a_counted_category() {
     expect("malformed", "stream_malformed");
     expect("non_json", "invalid_json");
     expect("error_event", "error_event");
+    expect("empty", "empty_response");
     // The server finishes malformed and non-JSON streams, unless the client
     // hung up first on seeing the bad line (then the server saw a cancel).
     let spoiled = truth.faults.get("malformed").copied().unwrap_or(0)

@@ -108,6 +108,9 @@ pub struct FaultArgs {
     /// Send an in-band `{"error": ...}` event, then end the stream.
     #[arg(long, value_name = "RATE", default_value_t = 0.0)]
     pub fault_error_event: f64,
+    /// End the stream with `[DONE]` before any token (an empty answer).
+    #[arg(long, value_name = "RATE", default_value_t = 0.0)]
+    pub fault_empty: f64,
     /// Send one enormous chunk (1 MiB of text) in the middle of the stream.
     #[arg(long, value_name = "RATE", default_value_t = 0.0)]
     pub fault_huge_chunk: f64,

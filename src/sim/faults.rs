@@ -34,6 +34,8 @@ pub enum Fault {
     HugeChunk {
         at_token: u64,
     },
+    /// `[DONE]` before the first token.
+    Empty,
 }
 
 impl Fault {
@@ -50,10 +52,11 @@ impl Fault {
             Fault::NonJson { .. } => "non_json",
             Fault::ErrorEvent { .. } => "error_event",
             Fault::HugeChunk { .. } => "huge_chunk",
+            Fault::Empty => "empty",
         }
     }
 
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "http_500",
         "http_429",
         "http_503",
@@ -64,6 +67,7 @@ impl Fault {
         "non_json",
         "error_event",
         "huge_chunk",
+        "empty",
     ];
 }
 
@@ -89,6 +93,7 @@ pub fn validate(f: &FaultArgs) -> Result<(), String> {
         ("fault-error-event", f.fault_error_event),
         ("fault-slow-headers", f.fault_slow_headers),
         ("fault-huge-chunk", f.fault_huge_chunk),
+        ("fault-empty", f.fault_empty),
     ];
     let mut sum = 0.0;
     for (name, r) in rates {
@@ -125,6 +130,7 @@ pub fn draw(f: &FaultArgs, rng: &mut SmallRng, output_tokens: u64) -> Option<Fau
         (f.fault_non_json, Fault::NonJson { at_token }),
         (f.fault_error_event, Fault::ErrorEvent { at_token }),
         (f.fault_huge_chunk, Fault::HugeChunk { at_token }),
+        (f.fault_empty, Fault::Empty),
     ];
     let mut acc = 0.0;
     for (rate, fault) in table {

@@ -567,6 +567,11 @@ impl SseBody {
     fn on_emit(&mut self, emit: Emit) -> Result<(), io::Error> {
         let after = self.generated + emit.tokens as u64;
         let mut padding = String::new();
+        if self.fault == Some(Fault::Empty) {
+            self.queue.push_back(Bytes::from_static(DONE));
+            self.finish(Ending::Failed);
+            return Ok(());
+        }
         let strikes = match self.fault {
             Some(
                 Fault::Drop { at_token }
@@ -708,6 +713,9 @@ async fn whole_response(
             return Response::new(SimBody::Broken);
         }
         Some(Fault::HugeChunk { .. }) => {}
+        Some(Fault::Empty) => {
+            return plain(StatusCode::OK, "application/json", r#"{"choices":[]}"#);
+        }
         Some(Fault::Malformed { .. } | Fault::NonJson { .. }) => {
             return plain(StatusCode::OK, "application/json", "this is not json");
         }
