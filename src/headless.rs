@@ -39,15 +39,15 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
 }
 
 /// Prints a line a second until the run is done; notes (plan, warnings) as they come.
-pub async fn print_progress(mut rx: watch::Receiver<Snapshot>) {
+pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut seen_events = 0usize;
     loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            changed = rx.changed() => if changed.is_err() { return },
-        }
+        tick.tick().await;
+        // The engine always publishes a final `done` snapshot; a closed channel
+        // without one means it died, and there is nothing more to show.
+        let closed = rx.has_changed().is_err();
         let snap = rx.borrow().clone();
         for ev in snap.timeline.iter().skip(seen_events) {
             if matches!(
@@ -66,13 +66,11 @@ pub async fn print_progress(mut rx: watch::Receiver<Snapshot>) {
             }
         }
         seen_events = snap.timeline.len();
-        if snap.done {
+        if snap.done || closed {
             return;
         }
         if let Some(line) = progress_line(&snap) {
             eprintln!("{line}");
         }
-        // Wait for the next second, not the next snapshot.
-        tick.tick().await;
     }
 }

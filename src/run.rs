@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -556,12 +556,6 @@ impl ReportMeta {
             warnings,
         }
     }
-}
-
-pub fn write_report(report: &Report, dir: &Path) -> Result<PathBuf> {
-    let path = dir.join("report.json");
-    report::write_atomic(&path, report.to_json()?.as_bytes())?;
-    Ok(path)
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP (a dropped SSH session) stop the run gracefully:

@@ -90,6 +90,9 @@ pub struct Engine {
 
     run_start: Instant,
     finished: Vec<StageReport>,
+    /// `finished` as the snapshots share it: rebuilt when a stage ends, not
+    /// on every snapshot (reports carry their histograms).
+    finished_shared: Arc<Vec<StageReport>>,
     timeline: Vec<TimelineEvent>,
     recent_errors: VecDeque<ErrorEntry>,
     warnings: Vec<String>,
@@ -122,6 +125,7 @@ impl Engine {
             observer: None,
             run_start: Instant::now(),
             finished: Vec::new(),
+            finished_shared: Arc::new(Vec::new()),
             timeline: Vec::new(),
             recent_errors: VecDeque::new(),
             warnings: Vec::new(),
@@ -176,6 +180,7 @@ impl Engine {
                 obs(&report, &self.timeline);
             }
             self.finished.push(report);
+            self.finished_shared = Arc::new(self.finished.clone());
             self.take_plan_messages(plan);
             match end {
                 StageEnd::RateChanged(next) => {
@@ -204,7 +209,7 @@ impl Engine {
         let mut snap = self.snapshots.borrow().clone();
         snap.done = true;
         snap.stage = None;
-        snap.finished = Arc::new(self.finished.clone());
+        snap.finished = self.finished_shared.clone();
         snap.timeline = Arc::new(self.timeline.clone());
         self.snapshots.send_replace(snap);
         RunResult {
@@ -512,7 +517,7 @@ impl Engine {
             stages_total: plan.total().map(|t| t + self.manual_stages),
             stage: Some(live),
             upcoming: plan.upcoming(),
-            finished: Arc::new(self.finished.clone()),
+            finished: self.finished_shared.clone(),
             paused: self.paused,
             recent_errors: Arc::new(self.recent_errors.clone()),
             timeline: Arc::new(self.timeline.clone()),

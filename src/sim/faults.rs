@@ -55,20 +55,6 @@ impl Fault {
             Fault::Empty => "empty",
         }
     }
-
-    pub const NAMES: [&'static str; 11] = [
-        "http_500",
-        "http_429",
-        "http_503",
-        "slow_headers",
-        "drop",
-        "stall",
-        "malformed",
-        "non_json",
-        "error_event",
-        "huge_chunk",
-        "empty",
-    ];
 }
 
 /// The per-request RNG: seed and arrival number mixed with SplitMix64 so that

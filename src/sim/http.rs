@@ -158,7 +158,7 @@ fn metrics(state: &AppState) -> Response<SimBody> {
         "vllm:request_success_total",
         "Count of successfully processed requests.",
         "counter",
-        state.truth.report().completed as f64,
+        state.truth.completed() as f64,
     );
     gauge(
         "llmsweep_sim:requests_total",

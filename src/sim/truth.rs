@@ -127,6 +127,11 @@ impl Truth {
         self.lock().received += 1;
     }
 
+    /// Requests completed so far (for `/metrics`; cheaper than `report`).
+    pub fn completed(&self) -> u64 {
+        self.lock().completed
+    }
+
     pub fn on_fault(&self, name: &'static str) {
         *self.lock().faults.entry(name).or_default() += 1;
     }

@@ -2,7 +2,7 @@
 //! live per-second series. Owned by the stage runner; no locks.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use tokio::time::Instant;
 
@@ -459,15 +459,11 @@ pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-/// The length of `d` in seconds, for reports.
-pub fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::client::ErrorCategory;
+    use std::time::Duration;
 
     fn rec(
         t0: Instant,
