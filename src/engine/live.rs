@@ -49,6 +49,7 @@ pub struct LiveStage {
     pub name: String,
     pub strategy: String,
     pub target_rate: Option<f64>,
+    /// Running time of the stage: paused time does not count.
     pub elapsed_s: f64,
     pub max_seconds: Option<f64>,
     pub max_requests: Option<u64>,
@@ -64,6 +65,10 @@ pub struct LiveStage {
     pub itl_p99_ms: f64,
     /// Per-second history of this stage (the newest last, at most 600 points).
     pub series: Vec<SeriesPoint>,
+    /// Started by the operator, not the plan.
+    pub manual: bool,
+    /// Seconds this stage has been paused (not counted in `elapsed_s`).
+    pub paused_s: f64,
 }
 
 /// A view of the whole run, published several times a second. Cheap to

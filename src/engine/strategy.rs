@@ -124,6 +124,8 @@ pub struct StageSpec {
     pub name: String,
     pub strategy: Strategy,
     pub limits: Limits,
+    /// Started by the operator (a rate change), not by the plan.
+    pub manual: bool,
 }
 
 impl StageSpec {
@@ -132,8 +134,32 @@ impl StageSpec {
             name: strategy.name(),
             strategy,
             limits,
+            manual: false,
         }
     }
+
+    /// A stage the operator started: `constant@6.53 (manual)`.
+    pub fn manual(strategy: Strategy, limits: Limits) -> Self {
+        StageSpec {
+            name: format!("{} (manual)", strategy.name()),
+            strategy,
+            limits,
+            manual: true,
+        }
+    }
+}
+
+/// The longest span llmsweep schedules: a stage limit, timeout or drain
+/// beyond this is refused at the command line; internally it is the cap.
+pub const MAX_SECONDS: f64 = 366.0 * 24.0 * 3600.0;
+
+/// Seconds as a `Duration`, never panicking: negative and NaN are zero,
+/// anything above [`MAX_SECONDS`] is capped.
+pub fn seconds(s: f64) -> Duration {
+    if s.is_nan() || s <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(s.min(MAX_SECONDS)).unwrap_or(Duration::ZERO)
 }
 
 /// Due times of an open-loop stage, as offsets from its start.
@@ -195,11 +221,11 @@ impl Arrivals {
         self.i += 1;
         match &mut self.kind {
             ArrivalKind::Constant { rate } => {
-                self.next = Duration::from_secs_f64(self.i as f64 / *rate);
+                self.next = seconds(self.i as f64 / *rate);
             }
             ArrivalKind::Gamma { dist, rng } => {
                 let gap = dist.sample(rng);
-                self.next += Duration::from_secs_f64(gap.clamp(0.0, 1e6));
+                self.next = self.next.saturating_add(seconds(gap.min(1e6)));
             }
             ArrivalKind::None => {}
         }

@@ -109,6 +109,33 @@ pub struct StageReport {
     pub goodput: Option<Goodput>,
     /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
     pub histograms: BTreeMap<String, String>,
+    /// 1-based position in the run.
+    #[serde(default)]
+    pub number: usize,
+    /// Started by the operator (a rate change), not by the plan.
+    #[serde(default)]
+    pub manual: bool,
+    /// Ended by the operator (`n`, a rate change, a stop) before its limit.
+    #[serde(default)]
+    pub cut_short: bool,
+    /// After a rate change: seconds the stage's requests in flight took to
+    /// finish after it stopped sending (they count in this stage).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub finished_after_s: f64,
+    /// Seconds the stage was paused; left out of `duration_s` and the rates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paused_s: f64,
+    /// How often the stage was paused.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub pauses: u32,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
