@@ -433,7 +433,13 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
     let ends: Vec<&str> = res.stages.iter().map(|s| s.end_reason.as_str()).collect();
     assert_eq!(
         ends,
-        ["rate_changed", "rate_changed", "skipped", "skipped", "stopped"]
+        [
+            "rate_changed",
+            "rate_changed",
+            "skipped",
+            "skipped",
+            "stopped"
+        ]
     );
     let manual: Vec<bool> = res.stages.iter().map(|s| s.manual).collect();
     assert_eq!(manual, [false, true, true, false, false]);

@@ -9,8 +9,7 @@ use bytes::Bytes;
 use llmsweep::client::Prompt;
 use llmsweep::engine::backend::{Script, Scripted};
 use llmsweep::engine::{
-    Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec,
-    Strategy,
+    Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
 };
 use llmsweep::report::StageReport;
 use tokio::sync::{mpsc, watch};
@@ -47,7 +46,13 @@ fn start(backend: Scripted, plan: impl Plan + 'static) -> Run {
         seed: 1,
         ..Default::default()
     };
-    let engine = Engine::new(Arc::new(backend), prompts(1000), settings, control_rx, snap_tx);
+    let engine = Engine::new(
+        Arc::new(backend),
+        prompts(1000),
+        settings,
+        control_rx,
+        snap_tx,
+    );
     let handle = tokio::spawn(async move {
         let mut plan = plan;
         engine.run(&mut plan).await
@@ -76,7 +81,12 @@ fn names(res: &RunResult) -> Vec<&str> {
 
 fn adds_up(s: &StageReport) {
     let q = s.requests;
-    assert_eq!(q.sent, q.completed + q.incomplete + q.errored, "{}: {q:?}", s.name);
+    assert_eq!(
+        q.sent,
+        q.completed + q.incomplete + q.errored,
+        "{}: {q:?}",
+        s.name
+    );
 }
 
 fn events<'a>(res: &'a RunResult, kind: &str) -> Vec<&'a str> {
@@ -92,7 +102,10 @@ async fn open_loop_sends_exactly_on_schedule_and_measures_exactly() {
     // 10 req/s for 2 s; each request: first token at 20 ms, then 3 more 5 ms apart.
     let r = start(
         Scripted::fixed(20, 5, 4),
-        fixed(vec![StageSpec::new(Strategy::Constant { rate: 10.0 }, secs(2.0))]),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 10.0 },
+            secs(2.0),
+        )]),
     );
     let res = r.handle.await.unwrap();
     let s = &res.stages[0];
@@ -111,7 +124,10 @@ async fn the_deadline_is_not_delayed_by_a_flood_of_completions() {
     // 2,000 req/s of 1 ms requests: the stage still ends at exactly 1 s.
     let r = start(
         Scripted::fixed(1, 0, 1),
-        fixed(vec![StageSpec::new(Strategy::Constant { rate: 2000.0 }, secs(1.0))]),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 2000.0 },
+            secs(1.0),
+        )]),
     );
     let res = r.handle.await.unwrap();
     assert_eq!(res.stages[0].duration_s, 1.0);
@@ -155,7 +171,10 @@ async fn a_rate_change_lets_work_in_flight_finish_in_the_stage_that_sent_it() {
     // Requests take 2.5 s; at t = 3 s the operator doubles the rate.
     let r = start(
         Scripted::fixed(500, 100, 21),
-        fixed(vec![StageSpec::new(Strategy::Constant { rate: 4.0 }, secs(10.0))]),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 4.0 },
+            secs(10.0),
+        )]),
     );
     sleep(Duration::from_millis(3010)).await;
     r.control.send(Control::ScaleRate(2.0)).unwrap();
@@ -188,7 +207,10 @@ async fn a_rate_change_lets_work_in_flight_finish_in_the_stage_that_sent_it() {
 async fn pause_is_left_out_of_the_stage_clock_and_rates() {
     let r = start(
         Scripted::fixed(100, 10, 5),
-        fixed(vec![StageSpec::new(Strategy::Constant { rate: 10.0 }, secs(4.0))]),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 10.0 },
+            secs(4.0),
+        )]),
     );
     let mut snaps = r.snapshots.clone();
     sleep(Duration::from_millis(1000)).await;
@@ -249,7 +271,12 @@ async fn a_throughput_stage_cut_early_runs_again_and_the_plan_goes_on() {
     let r = start(
         Scripted::fixed(100, 10, 10).with_capacity(8),
         fixed(vec![
-            StageSpec::new(Strategy::Throughput { max_concurrency: 32 }, secs(10.0)),
+            StageSpec::new(
+                Strategy::Throughput {
+                    max_concurrency: 32,
+                },
+                secs(10.0),
+            ),
             StageSpec::new(Strategy::Constant { rate: 5.0 }, secs(2.0)),
         ]),
     );
@@ -259,7 +286,10 @@ async fn a_throughput_stage_cut_early_runs_again_and_the_plan_goes_on() {
     let n = names(&res);
     assert_eq!(n.len(), 4, "{n:?}");
     assert_eq!(n[0], "throughput");
-    assert!(n[1].starts_with("constant@") && n[1].ends_with("(manual)"), "{n:?}");
+    assert!(
+        n[1].starts_with("constant@") && n[1].ends_with("(manual)"),
+        "{n:?}"
+    );
     assert_eq!(n[2..], ["throughput", "constant@5.00"]);
     // Capacity 8 slots / 190 ms = 42 req/s; +10 % of the rate measured so far.
     let rate = res.stages[1].target_rate.unwrap();
@@ -271,7 +301,10 @@ async fn a_throughput_stage_cut_early_runs_again_and_the_plan_goes_on() {
 async fn concurrent_streams_move_by_whole_streams() {
     let r = start(
         Scripted::fixed(100, 10, 10),
-        fixed(vec![StageSpec::new(Strategy::Concurrent { streams: 4 }, secs(30.0))]),
+        fixed(vec![StageSpec::new(
+            Strategy::Concurrent { streams: 4 },
+            secs(30.0),
+        )]),
     );
     sleep(Duration::from_millis(500)).await;
     r.control.send(Control::ScaleRate(1.1)).unwrap();

@@ -91,7 +91,12 @@ impl Scripted {
         self.sent.load(Ordering::Relaxed)
     }
 
-    async fn serve(&self, prompt: &Prompt, scheduled_at: Instant, rec: &mut RequestRecord) -> Outcome {
+    async fn serve(
+        &self,
+        prompt: &Prompt,
+        scheduled_at: Instant,
+        rec: &mut RequestRecord,
+    ) -> Outcome {
         let n = self.sent.fetch_add(1, Ordering::Relaxed);
         let s = (self.script)(n);
         let _slot = match &self.slots {

@@ -250,7 +250,10 @@ impl Engine {
             match end {
                 StageEnd::RateChanged(next) => {
                     self.manual_stages += 1;
-                    let kept = self.finishing.iter().any(|f| f.number == number && f.planned)
+                    let kept = self
+                        .finishing
+                        .iter()
+                        .any(|f| f.number == number && f.planned)
                         || self.planned_done.iter().any(|p| p.number == number);
                     if !spec.manual && !kept && rerun.is_none() {
                         rerun = Some(spec.clone());
@@ -441,7 +444,8 @@ impl Engine {
         }
 
         // Stages cut short earlier must be reported before this one.
-        self.cancel_finishing(Some((number, &mut stats, &spec.name))).await;
+        self.cancel_finishing(Some((number, &mut stats, &spec.name)))
+            .await;
 
         if let StageEnd::RateChanged(_) = &end {
             // Work in flight runs on and is counted here when it ends. A
@@ -519,7 +523,11 @@ impl Engine {
 
     /// Reports the stages cut short whose requests have all ended, in order.
     fn report_finished_stages(&mut self) {
-        while self.finishing.first().is_some_and(|f| f.stats.in_flight() == 0) {
+        while self
+            .finishing
+            .first()
+            .is_some_and(|f| f.stats.in_flight() == 0)
+        {
             let f = self.finishing.remove(0);
             self.report_finishing(f);
         }
@@ -592,7 +600,13 @@ impl Engine {
         report
     }
 
-    fn dispatch(&mut self, stage: usize, index: u64, scheduled: Instant, cancel: &CancellationToken) {
+    fn dispatch(
+        &mut self,
+        stage: usize,
+        index: u64,
+        scheduled: Instant,
+        cancel: &CancellationToken,
+    ) {
         let backend = self.backend.clone();
         let prompt = self.prompts[(self.next_prompt % self.prompts.len() as u64) as usize].clone();
         self.next_prompt += 1;

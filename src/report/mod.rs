@@ -248,8 +248,20 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "report".into());
     let tmp: PathBuf = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, contents).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot move the report to {}", path.display()))?;
-    Ok(())
+    let written = (|| -> Result<()> {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.write_all(contents)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        // On disk before the rename, so a crash leaves the old file or the new one.
+        f.sync_all()
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot move the report to {}", path.display()))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -49,7 +49,7 @@ impl Window {
 }
 
 /// One point of a live series (one per second).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SeriesPoint {
     /// Seconds since the stage started.
     pub t_s: f64,
@@ -187,9 +187,9 @@ impl StageStats {
             .map(|(a, b)| b.saturating_duration_since(*a))
             .sum();
         closed
-            + self
-                .paused_since
-                .map_or(std::time::Duration::ZERO, |p| now.saturating_duration_since(p))
+            + self.paused_since.map_or(std::time::Duration::ZERO, |p| {
+                now.saturating_duration_since(p)
+            })
     }
 
     /// Paused time inside `[from, to]`.
