@@ -28,19 +28,18 @@ pub fn dashboard_active() -> bool {
     DASHBOARD.load(Ordering::SeqCst)
 }
 
-/// A line on stderr, unless the terminal is gone or the dashboard owns it.
+/// A line on stderr, unless the dashboard owns the terminal. After a
+/// hang-up, stderr is the run's log (see [`detach_stdio`]).
 pub fn note(line: &str) {
-    if is_gone() || dashboard_active() {
+    if dashboard_active() {
         return;
     }
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// Text on stdout (the final tables), unless the terminal is gone.
+/// Text on stdout (the final tables). After a hang-up, stdout is the
+/// run's log; a write that fails is dropped, never a panic.
 pub fn out(text: &str) {
-    if is_gone() {
-        return;
-    }
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(text.as_bytes());
     let _ = o.flush();
