@@ -400,11 +400,19 @@ impl StageStats {
         // After a pause the pipeline refills as it did at the start: those
         // seconds say nothing about the server either.
         let settled = self.latency.quantile_ms(0.5) / 1000.0 + 1.0;
-        let resumed_at: Vec<f64> = self.pauses.iter().map(|(a, _)| self.active_at(*a)).collect();
+        let resumed_at: Vec<f64> = self
+            .pauses
+            .iter()
+            .map(|(a, _)| self.active_at(*a))
+            .collect();
         let series: Vec<SeriesPoint> = self
             .series
             .iter()
-            .filter(|p| !resumed_at.iter().any(|r| p.t_s > *r && p.t_s <= r + settled))
+            .filter(|p| {
+                !resumed_at
+                    .iter()
+                    .any(|r| p.t_s > *r && p.t_s <= r + settled)
+            })
             .copied()
             .collect();
         let saturation_reason = saturation(
