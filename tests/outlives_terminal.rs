@@ -237,3 +237,117 @@ fn a_detached_run_is_listed_and_stopped_from_another_command() {
     assert_eq!(json(&dir.join("run.json"))["status"], "partial");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A private sshd on a loopback port, with its own host and user keys.
+struct Sshd {
+    dir: PathBuf,
+    port: u16,
+    child: std::process::Child,
+}
+
+impl Sshd {
+    fn start(dir: &Path) -> Option<Sshd> {
+        let sshd = Path::new("/usr/sbin/sshd");
+        if !sshd.exists() {
+            return None;
+        }
+        std::fs::create_dir_all(dir).unwrap();
+        for key in ["host_key", "user_key"] {
+            let ok = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(dir.join(key))
+                .status()
+                .unwrap();
+            assert!(ok.success(), "ssh-keygen");
+        }
+        std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
+        // sshd checks its privilege separation directory even for one user.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PidFile {d}/sshd.pid\nStrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n",
+            d = dir.display()
+        );
+        std::fs::write(dir.join("sshd_config"), config).unwrap();
+        let child = Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(dir.join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
+            .spawn()
+            .unwrap();
+        wait_until("sshd to listen", Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Some(Sshd {
+            dir: dir.to_path_buf(),
+            port,
+            child,
+        })
+    }
+
+    /// `ssh -t` to this server running `command`.
+    fn ssh(&self, command: &str) -> String {
+        let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+        format!(
+            "ssh -t -i {d}/user_key -p {p} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+             -o LogLevel=ERROR {user}@127.0.0.1 '{command}'",
+            d = self.dir.display(),
+            p = self.port
+        )
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_dropped_ssh_connection_leaves_the_run_to_finish_with_complete_reports() {
+    let dir = out_dir("ssh");
+    let Some(sshd) = Sshd::start(&out_dir("sshd")) else {
+        eprintln!("SKIPPED: /usr/sbin/sshd is not installed (apt-get install openssh-server)");
+        return;
+    };
+    let run = format!(
+        "{BIN} --profile constant --rate 4,6 --max-seconds 3 --out {}",
+        dir.display()
+    );
+    let tmux = Tmux::start("ssh", 100, 30, &sshd.ssh(&run));
+    tmux.wait_for("the dashboard over ssh", Duration::from_secs(30), |s| {
+        s.contains("stage 1/2")
+    });
+    let pid = pid_of(&dir);
+    // Kill the ssh client, as a dropped connection does.
+    let pane = tmux
+        .cmd()
+        .args(["list-panes", "-t", &tmux.session, "-F", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let ssh_pid = String::from_utf8_lossy(&pane.stdout).trim().to_string();
+    assert!(Command::new("kill")
+        .args(["-9", &ssh_pid])
+        .status()
+        .unwrap()
+        .success());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(alive(pid), "the run died with its ssh connection");
+    wait_until("the run to finish", Duration::from_secs(60), || !alive(pid));
+
+    let report = json(&dir.join("report.json"));
+    assert_eq!(report["partial"], false, "{}", report["end_reason"]);
+    assert_eq!(names(&report), ["constant@4.00", "constant@6.00"]);
+    assert!(events(&report)
+        .iter()
+        .any(|(e, d)| e == "signal" && d.contains("SIGHUP")));
+    drop(sshd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
