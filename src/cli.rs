@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::client::Api;
+use crate::client::{Api, FollowRedirects};
 
 /// `llmsweep run`: load a server and report what it held.
 #[derive(Debug, Clone, Args, Default)]
@@ -115,4 +115,11 @@ pub struct RunArgs {
     /// Dashboard redraws per second.
     #[arg(long, default_value_t = 4.0)]
     pub fps: f64,
+
+    /// Follow HTTP redirects: same-origin, or any (the API key and --header values never leave the target's origin). Default: a 3xx is an errored request `redirect_<code>`.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = FollowRedirects::None)]
+    pub follow_redirects: FollowRedirects,
+    /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
+    #[arg(long, value_name = "BYTES")]
+    pub max_line_bytes: Option<usize>,
 }

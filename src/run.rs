@@ -363,6 +363,10 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         headers,
         request_timeout: Duration::from_secs_f64(args.request_timeout),
         insecure: args.insecure,
+        follow_redirects: args.follow_redirects,
+        max_line_bytes: args
+            .max_line_bytes
+            .unwrap_or(crate::client::sse::DEFAULT_MAX_LINE),
     };
     let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
 
