@@ -62,7 +62,8 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
                     | "stop"
                     | "rejected"
             ) {
-                eprintln!("[{:>7.1}s] {}: {}", ev.t_s, ev.event, ev.detail);
+                let detail = crate::redact::scrub(&ev.detail);
+                eprintln!("[{:>7.1}s] {}: {detail}", ev.t_s, ev.event);
             }
         }
         seen_events = snap.timeline.len();

@@ -112,7 +112,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // An error may quote a URL with a password or a server's echo of a key.
+            eprintln!("error: {}", llmsweep::redact::scrub(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

@@ -246,7 +246,7 @@ pub fn parse_header(h: &str) -> Result<(String, String)> {
 /// The run's settings for the report: everything but secrets.
 fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
     json!({
-        "target": args.target,
+        "target": args.target.as_deref().map(crate::redact::redact_url),
         "model": args.model,
         "api": args.api,
         "api_key": if has_key { Some("***") } else { None },
@@ -369,10 +369,17 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
             .unwrap_or(crate::client::sse::DEFAULT_MAX_LINE),
     };
     let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
+    // Passwords in the URL never reach the screen or a report.
+    let shown_url = client.display_url();
+    // Load testers need sockets: lift the soft open-file limit to the hard one.
+    let fd_warning = crate::client::limits::raise_nofile().and_then(|l| {
+        let planned = args.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY);
+        crate::client::limits::concurrency_warning(u64::from(planned), &l)
+    });
 
     // 3. Pre-flight: is it there, and does it serve the model?
     let models = client.list_models().await.with_context(|| {
-        format!("pre-flight check failed: is an OpenAI-compatible server running at {base_url}?")
+        format!("pre-flight check failed: is an OpenAI-compatible server running at {shown_url}?")
     })?;
     let model = match &args.model {
         Some(m) if models.iter().any(|x| x == m) => m.clone(),
@@ -395,9 +402,9 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
 
     let target = Target {
         url: if simulator.is_some() {
-            format!("built-in simulator ({base_url})")
+            format!("built-in simulator ({shown_url})")
         } else {
-            base_url.clone()
+            shown_url.clone()
         },
         model: model.clone(),
         api: format!("{:?}", args.api).to_lowercase(),
@@ -492,7 +499,7 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
             // A failed checkpoint write must not stop the run; the final report still comes.
             let _ = checkpoint.append(stage);
         }));
-    for note in data_notes {
+    for note in data_notes.into_iter().chain(fd_warning) {
         engine.warn(note);
     }
     let result: RunResult = engine.run(plan.plan.as_mut()).await;
@@ -511,11 +518,17 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         result.partial,
         &result.end_reason,
     );
-    let paths = crate::report::export::write_all(&report, &out_dir, &formats)?;
-    let path = paths[0].clone();
+    let written = crate::report::export::write_all(&report, &out_dir, &formats);
     let mut out = std::io::stdout().lock();
     // The terminal may be gone (SIGHUP): the report is on disk, so a failed print is fine.
-    let _ = write!(out, "{}", crate::report::console::render(&report));
+    // The tables come even when the export failed: they may be all the user gets.
+    let _ = write!(
+        out,
+        "{}",
+        crate::redact::scrub(&crate::report::console::render(&report))
+    );
+    let paths = written?;
+    let path = paths[0].clone();
     for p in &paths {
         let _ = writeln!(out, "report: {}", p.display());
     }

@@ -123,7 +123,8 @@ pub fn write_all(r: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathB
             _ => format!("report.{}", f.extension()),
         };
         let path = dir.join(name);
-        write_atomic(&path, render(r, f)?.as_bytes())?;
+        // Last line of defence: no registered secret reaches a file.
+        write_atomic(&path, crate::redact::scrub(&render(r, f)?).as_bytes())?;
         paths.push(path);
     }
     Ok(paths)

@@ -229,8 +229,15 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "report".into());
     let tmp: PathBuf = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, contents).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot move the report to {}", path.display()))?;
-    Ok(())
+    let written = std::fs::write(&tmp, contents)
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("cannot move the report to {}", path.display()))
+        });
+    if written.is_err() {
+        // A half-written temporary file helps no one.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
