@@ -36,7 +36,8 @@ impl Redactor {
             return;
         }
         self.secrets.push(s.to_string());
-        self.secrets.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        self.secrets
+            .sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     }
 
     /// Adds the credentials of a URL's userinfo: the password in every form a
@@ -129,7 +130,9 @@ fn redact_urls_in(s: &str) -> String {
         out.push_str(head);
         // The authority ends at the first '/', '?', '#', whitespace or quote.
         let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '`') || c.is_whitespace())
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '`') || c.is_whitespace()
+            })
             .unwrap_or(tail.len());
         let authority = &tail[..end];
         match authority.rfind('@') {
@@ -212,7 +215,13 @@ mod tests {
             "echo: p%40ss-word p@ss-word Basic {basic} sk-live-123456 hunter2 http://alice:p%40ss-word@h:1/v1"
         );
         let out = r.redact(&text);
-        for s in ["p%40ss-word", "p@ss-word", basic.as_str(), "sk-live-123456", "hunter2"] {
+        for s in [
+            "p%40ss-word",
+            "p@ss-word",
+            basic.as_str(),
+            "sk-live-123456",
+            "hunter2",
+        ] {
             assert!(!out.contains(s), "{s} leaked in {out}");
         }
         assert!(out.contains("http://alice:***@h:1/v1"), "{out}");

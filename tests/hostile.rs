@@ -236,7 +236,10 @@ async fn reconnects_reach_the_stage_report_and_concurrent_load_sees_no_errors() 
     .await;
     sim.shutdown().await;
     for st in &r.stages {
-        eprintln!("{}: errors {:?}, {} reconnects", st.name, st.errors, st.reconnects);
+        eprintln!(
+            "{}: errors {:?}, {} reconnects",
+            st.name, st.errors, st.reconnects
+        );
     }
     for st in &r.stages {
         assert!(st.errors.is_empty(), "{}: {:?}", st.name, st.error_samples);
@@ -420,8 +423,17 @@ async fn redirects_are_errors_by_default_and_headers_never_cross_origins() {
     assert_eq!(r.outcome, Outcome::Completed);
     let seen = other.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
-    for secret in ["sk-redirect-key", "header-secret-value", "authorization", "x-api-key"] {
-        assert!(!seen[0].head.contains(secret), "{secret} crossed: {}", seen[0].head);
+    for secret in [
+        "sk-redirect-key",
+        "header-secret-value",
+        "authorization",
+        "x-api-key",
+    ] {
+        assert!(
+            !seen[0].head.contains(secret),
+            "{secret} crossed: {}",
+            seen[0].head
+        );
     }
 }
 

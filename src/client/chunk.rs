@@ -241,7 +241,10 @@ mod tests {
                 "bad",
             ),
             (r#"{"error":"plain text"}"#, "plain text"),
-            (r#"{"error":{"code":500,"message":"x","type":"server_error"}}"#, "x"),
+            (
+                r#"{"error":{"code":500,"message":"x","type":"server_error"}}"#,
+                "x",
+            ),
         ] {
             assert_eq!(
                 parse_chunk(payload),

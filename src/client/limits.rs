@@ -1,6 +1,9 @@
 //! The client's own limits: file descriptors and local ports. A load tester
 //! that runs out of them must say so, not blame the server.
 
+// rlim_t is u64 on Linux but not on every unix: the casts are for portability.
+#![allow(clippy::unnecessary_cast)]
+
 /// The process's open-file limit after [`raise_nofile`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FdLimit {

@@ -19,9 +19,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use reqwest::header::{
-    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, LOCATION,
-};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, LOCATION};
 use reqwest::{Method, Url};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -402,12 +400,24 @@ impl Client {
             .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
         let shown = self.display_url();
         let resp = match self
-            .request(&self.http, Method::GET, &url, None, Some(Duration::from_secs(15)))
+            .request(
+                &self.http,
+                Method::GET,
+                &url,
+                None,
+                Some(Duration::from_secs(15)),
+            )
             .await
         {
             Ok(r) => r,
             Err(SendFail::Http(e)) if is_stale_connection(&e) => self
-                .request(&self.fresh, Method::GET, &url, None, Some(Duration::from_secs(15)))
+                .request(
+                    &self.fresh,
+                    Method::GET,
+                    &url,
+                    None,
+                    Some(Duration::from_secs(15)),
+                )
                 .await
                 .map_err(|f| self.fail_message(f, &shown))?,
             Err(f) => return Err(self.fail_message(f, &shown)),
@@ -428,10 +438,9 @@ impl Client {
         struct Model {
             id: String,
         }
-        let m: Models = resp
-            .json()
-            .await
-            .with_context(|| format!("GET {shown}/v1/models did not return an OpenAI model list"))?;
+        let m: Models = resp.json().await.with_context(|| {
+            format!("GET {shown}/v1/models did not return an OpenAI model list")
+        })?;
         Ok(m.data.into_iter().map(|m| m.id).collect())
     }
 
@@ -626,9 +635,7 @@ impl Client {
         loop {
             let chunk = match bytes.next().await {
                 Some(Ok(b)) => b,
-                Some(Err(e)) => {
-                    return errored(ErrorCategory::StreamBroken, describe_reqwest(&e))
-                }
+                Some(Err(e)) => return errored(ErrorCategory::StreamBroken, describe_reqwest(&e)),
                 None => break,
             };
             let now = Instant::now();
@@ -1080,7 +1087,10 @@ mod tests {
         {
             let tick = format!("`{name}`");
             assert!(readme.contains(&tick), "README.md does not list {tick}");
-            assert!(metrics.contains(&tick), "docs/METRICS.md does not list {tick}");
+            assert!(
+                metrics.contains(&tick),
+                "docs/METRICS.md does not list {tick}"
+            );
         }
     }
 
@@ -1110,9 +1120,11 @@ mod tests {
 
     #[test]
     fn tls_puzzles_get_a_hint() {
-        assert!(hint_for("received corrupt message of type InvalidContentType")
-            .unwrap()
-            .contains("http://"));
+        assert!(
+            hint_for("received corrupt message of type InvalidContentType")
+                .unwrap()
+                .contains("http://")
+        );
         assert!(hint_for("invalid peer certificate: UnknownIssuer")
             .unwrap()
             .contains("--insecure"));

@@ -151,9 +151,8 @@ impl SseParser {
     fn line(&mut self, s: usize, e: usize) -> Result<Option<SseItem>, SseError> {
         self.lines += 1;
         let raw = &self.buf[s..e];
-        let mut line = std::str::from_utf8(raw).map_err(|_| SseError::InvalidUtf8 {
-            line: self.lines,
-        })?;
+        let mut line =
+            std::str::from_utf8(raw).map_err(|_| SseError::InvalidUtf8 { line: self.lines })?;
         if self.lines == 1 {
             line = line.strip_prefix('\u{feff}').unwrap_or(line);
         }
@@ -301,6 +300,10 @@ mod tests {
         assert_eq!(p.next_item().unwrap(), None);
         assert_eq!(p.finish().unwrap(), None);
         assert!(!p.saw_field);
-        assert!(p.first_foreign_line.as_deref().unwrap().starts_with("{\"id\""));
+        assert!(p
+            .first_foreign_line
+            .as_deref()
+            .unwrap()
+            .starts_with("{\"id\""));
     }
 }

@@ -44,7 +44,11 @@ pub fn active(f: &FaultArgs) -> bool {
 
 /// Adds the keep-alive headers and marks the response after which the
 /// connection closes.
-pub fn apply<B>(mut resp: Response<B>, conn: &Arc<ConnState>, f: &FaultArgs) -> Response<ConnBody<B>> {
+pub fn apply<B>(
+    mut resp: Response<B>,
+    conn: &Arc<ConnState>,
+    f: &FaultArgs,
+) -> Response<ConnBody<B>> {
     let n = conn.responses.fetch_add(1, Ordering::Relaxed) + 1;
     let streamed = resp
         .headers()
@@ -60,9 +64,9 @@ pub fn apply<B>(mut resp: Response<B>, conn: &Arc<ConnState>, f: &FaultArgs) -> 
             h.insert(CONNECTION, HeaderValue::from_static("close"));
         } else {
             h.insert(CONNECTION, HeaderValue::from_static("keep-alive"));
-            if let Ok(v) = HeaderValue::from_str(&format!(
-                "timeout={ADVERTISED_TIMEOUT_S}, max={remaining}"
-            )) {
+            if let Ok(v) =
+                HeaderValue::from_str(&format!("timeout={ADVERTISED_TIMEOUT_S}, max={remaining}"))
+            {
                 h.insert("keep-alive", v);
             }
             close_silently = f.close_after_stream && streamed;
