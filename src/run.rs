@@ -258,6 +258,8 @@ fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
         "extra_body": args.extra_body,
         "request_timeout_s": args.request_timeout,
         "insecure": args.insecure,
+        "follow_redirects": args.follow_redirects,
+        "max_line_bytes": args.max_line_bytes,
         "profile": args.profile,
         "rate": args.rate,
         "burstiness": args.burstiness,
