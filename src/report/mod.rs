@@ -103,7 +103,7 @@ pub struct StageReport {
     /// Requests sent once more on a new connection because the pooled one
     /// had been closed by the server before it answered (not retries: the
     /// server never saw the first attempt).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub reconnects: u64,
     pub rates: Rates,
     pub concurrency: Concurrency,
@@ -200,6 +200,10 @@ pub struct Goodput {
     pub requests_per_s: f64,
     /// Share of measured completed requests that met every SLO.
     pub fraction: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Report {
