@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::client::{Api, FollowRedirects};
+pub use crate::run::signals::OnHangup;
 
 /// `llmsweep run`: load a server and report what it held.
 #[derive(Debug, Clone, Args, Default)]
@@ -115,6 +116,14 @@ pub struct RunArgs {
     /// Dashboard redraws per second.
     #[arg(long, default_value_t = 4.0)]
     pub fps: f64,
+    /// When the terminal hangs up (SSH dropped, tmux pane killed): continue the run to its
+    /// planned end and write complete reports, or stop and write a partial report.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnHangup::Continue)]
+    pub on_hangup: OnHangup,
+    /// Start the run in the background with no terminal; print its directory and return.
+    /// Watch it with `llmsweep attach`, end it with `llmsweep stop`.
+    #[arg(long)]
+    pub detach: bool,
 
     /// Follow HTTP redirects: same-origin, or any (the API key and --header values never leave the target's origin). Default: a 3xx is an errored request `redirect_<code>`.
     #[arg(long, value_enum, value_name = "WHICH", default_value_t = FollowRedirects::None)]

@@ -61,9 +61,12 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
                     | "skip"
                     | "stop"
                     | "rejected"
+                    | "rerun"
+                    | "signal"
+                    | "viewer"
             ) {
                 let detail = crate::redact::scrub(&ev.detail);
-                eprintln!("[{:>7.1}s] {}: {detail}", ev.t_s, ev.event);
+                crate::term::note(&format!("[{:>7.1}s] {}: {detail}", ev.t_s, ev.event));
             }
         }
         seen_events = snap.timeline.len();
@@ -71,7 +74,7 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
             return;
         }
         if let Some(line) = progress_line(&snap) {
-            eprintln!("{line}");
+            crate::term::note(&line);
         }
     }
 }

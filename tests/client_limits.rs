@@ -13,7 +13,15 @@ fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
     let bin = env!("CARGO_BIN_EXE_llmsweep");
     // The simulator runs as its own process, with the normal limits.
     let mut sim = Command::new(bin)
-        .args(["sim", "--port", "0", "--decode-step-ms", "20", "--per-seq-us", "0"])
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--decode-step-ms",
+            "20",
+            "--per-seq-us",
+            "0",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

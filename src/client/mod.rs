@@ -46,6 +46,14 @@ impl Api {
             Api::Completions => "/v1/completions",
         }
     }
+
+    /// The name the report and the command line use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
 }
 
 /// Which HTTP redirects the client follows (`--follow-redirects`).

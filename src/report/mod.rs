@@ -103,7 +103,7 @@ pub struct StageReport {
     /// Requests sent once more on a new connection because the pooled one
     /// had been closed by the server before it answered (not retries: the
     /// server never saw the first attempt).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero_count")]
     pub reconnects: u64,
     pub rates: Rates,
     pub concurrency: Concurrency,
@@ -117,6 +117,33 @@ pub struct StageReport {
     pub goodput: Option<Goodput>,
     /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
     pub histograms: BTreeMap<String, String>,
+    /// 1-based position in the run.
+    #[serde(default)]
+    pub number: usize,
+    /// Started by the operator (a rate change), not by the plan.
+    #[serde(default)]
+    pub manual: bool,
+    /// Ended by the operator (`n`, a rate change, a stop) before its limit.
+    #[serde(default)]
+    pub cut_short: bool,
+    /// After a rate change: seconds the stage's requests in flight took to
+    /// finish after it stopped sending (they count in this stage).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub finished_after_s: f64,
+    /// Seconds the stage was paused; left out of `duration_s` and the rates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paused_s: f64,
+    /// How often the stage was paused.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub pauses: u32,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -202,7 +229,7 @@ pub struct Goodput {
     pub fraction: f64,
 }
 
-fn is_zero(n: &u64) -> bool {
+fn is_zero_count(n: &u64) -> bool {
     *n == 0
 }
 
@@ -233,14 +260,19 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "report".into());
     let tmp: PathBuf = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    let written = std::fs::write(&tmp, contents)
-        .with_context(|| format!("cannot write {}", tmp.display()))
-        .and_then(|()| {
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("cannot move the report to {}", path.display()))
-        });
+    let written = (|| -> Result<()> {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.write_all(contents)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        // On disk before the rename, so a crash leaves the old file or the new one.
+        f.sync_all()
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot move the report to {}", path.display()))
+    })();
     if written.is_err() {
-        // A half-written temporary file helps no one.
         let _ = std::fs::remove_file(&tmp);
     }
     written

@@ -30,46 +30,98 @@ pub struct TuiOptions {
     pub metrics_base: Option<String>,
 }
 
-/// Restores the terminal when dropped, whatever the exit path. Panics are
-/// covered by the hook `ratatui::try_init` installs.
+/// Why the dashboard closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The run is over.
+    RunDone,
+    /// The operator pressed `d`: the run goes on without this dashboard.
+    Detached,
+    /// The terminal hung up (or fails to draw or read): the run goes on.
+    TerminalGone,
+}
+
+/// Restores the terminal when dropped, whatever the exit path, unless the
+/// terminal is gone (writing to a hung-up terminal is what must never
+/// happen). Panics are covered by the hook `ratatui::try_init` installs.
 struct TerminalGuard;
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        ratatui::restore();
+        if !crate::term::is_gone() {
+            ratatui::restore();
+        }
+        crate::term::set_dashboard(false);
     }
 }
 
-/// Runs the dashboard until the run is done. Returns an error only when the
-/// terminal fails (e.g. the SSH session dropped); the run goes on without it.
+/// Runs the dashboard on a thread of its own, off the runtime that sends
+/// requests: drawing blocks on terminal writes, which must never delay a
+/// dispatch.
+pub fn spawn(
+    snapshots: watch::Receiver<Snapshot>,
+    control: mpsc::UnboundedSender<Control>,
+    opts: TuiOptions,
+    export: Exporter,
+) -> std::thread::JoinHandle<Result<Exit>> {
+    std::thread::Builder::new()
+        .name("llmsweep-dashboard".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the dashboard's runtime")?;
+            rt.block_on(run(snapshots, control, opts, export))
+        })
+        .unwrap_or_else(|e| {
+            std::thread::spawn(move || {
+                Err(anyhow::anyhow!("cannot start the dashboard thread: {e}"))
+            })
+        })
+}
+
+/// Runs the dashboard until the run is done, the operator detaches, or the
+/// terminal goes away. Returns an error only when the dashboard could not
+/// start on this terminal; the run goes on without it in every case.
 pub async fn run(
     mut snapshots: watch::Receiver<Snapshot>,
     control: mpsc::UnboundedSender<Control>,
     opts: TuiOptions,
     mut export: Exporter,
-) -> Result<()> {
+) -> Result<Exit> {
+    if crate::term::is_gone() {
+        return Ok(Exit::TerminalGone);
+    }
     let mut terminal =
         ratatui::try_init().context("cannot start the dashboard on this terminal")?;
+    crate::term::set_dashboard(true);
     let _guard = TerminalGuard;
 
-    // Keys come from a plain thread: crossterm's reads block.
+    // Keys come from a plain thread: crossterm's reads block. A read error
+    // (EIO on a hung-up terminal) ends it and tells the loop below.
     let (key_tx, mut keys) = mpsc::unbounded_channel();
     let stop_keys = Arc::new(AtomicBool::new(false));
     let reader = {
         let stop = stop_keys.clone();
         std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) && !crate::term::is_gone() {
                 match event::poll(Duration::from_millis(100)) {
                     Ok(true) => match event::read() {
                         Ok(ev) => {
-                            if key_tx.send(ev).is_err() {
+                            if key_tx.send(Some(ev)).is_err() {
                                 return;
                             }
                         }
-                        Err(_) => return,
+                        Err(_) => {
+                            let _ = key_tx.send(None);
+                            return;
+                        }
                     },
                     Ok(false) => {}
-                    Err(_) => return,
+                    Err(_) => {
+                        let _ = key_tx.send(None);
+                        return;
+                    }
                 }
             }
         })
@@ -82,22 +134,31 @@ pub async fn run(
         .map(|base| tokio::spawn(server::poll(base, metrics_tx)));
 
     let mut app = App::new(opts.info, opts.themes);
-    let period = Duration::from_secs_f64(1.0 / opts.fps.clamp(0.5, 30.0));
+    let period = Duration::from_secs_f64(1.0 / sane_fps(opts.fps));
     let mut frames = tokio::time::interval(period);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
-    let result: Result<()> = loop {
+    let exit: Exit = loop {
         tokio::select! {
             _ = frames.tick() => {
+                if crate::term::is_gone() {
+                    break Exit::TerminalGone;
+                }
                 app.snap = snapshots.borrow_and_update().clone();
-                if let Err(e) = terminal.draw(|f| ui::draw(f, &app)) {
-                    break Err(e).context("the terminal went away");
+                if terminal.draw(|f| ui::draw(f, &app)).is_err() {
+                    crate::term::mark_gone();
+                    break Exit::TerminalGone;
                 }
                 if app.snap.done {
-                    break Ok(());
+                    break Exit::RunDone;
                 }
             }
-            Some(ev) = keys.recv() => {
+            key = keys.recv() => {
+                let Some(Some(ev)) = key else {
+                    // The key reader failed: the terminal is gone.
+                    crate::term::mark_gone();
+                    break Exit::TerminalGone;
+                };
                 match ev {
                     Event::Key(k) if k.kind != KeyEventKind::Release => {
                         match app.on_key(k) {
@@ -115,6 +176,7 @@ pub async fn run(
                                     Err(e) => app.say(format!("export failed: {e:#}")),
                                 }
                             }
+                            Some(Action::Detach) => break Exit::Detached,
                             None => {}
                         }
                     }
@@ -123,8 +185,9 @@ pub async fn run(
                     }
                     _ => {}
                 }
-                if let Err(e) = terminal.draw(|f| ui::draw(f, &app)) {
-                    break Err(e).context("the terminal went away");
+                if terminal.draw(|f| ui::draw(f, &app)).is_err() {
+                    crate::term::mark_gone();
+                    break Exit::TerminalGone;
                 }
             }
             Some(m) = metrics.recv() => app.server = m,
@@ -135,5 +198,14 @@ pub async fn run(
         p.abort();
     }
     let _ = reader.join();
-    result
+    Ok(exit)
+}
+
+/// Redraws per second: a typo (0, NaN, 1e300) gets the nearest sane rate.
+pub fn sane_fps(fps: f64) -> f64 {
+    if fps.is_nan() {
+        4.0
+    } else {
+        fps.clamp(0.5, 30.0)
+    }
 }
