@@ -184,6 +184,11 @@ fn no_secret_reaches_any_output_even_when_the_server_echoes_it() {
     assert!(files >= 8, "every format and the checkpoint: {files} files");
     let report = std::fs::read_to_string(out.join("report.json")).unwrap();
     assert!(report.contains("error_samples"), "{report}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## Errors") && md.contains("bad request"),
+        "{md}"
+    );
     assert!(out.join("stages.jsonl").exists());
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -763,8 +763,11 @@ pub fn add_error_sample(
     message: &str,
 ) {
     let list = samples.entry(category.to_string()).or_default();
-    if list.len() < ERROR_SAMPLES && !list.iter().any(|m| m == message) {
-        list.push(crate::redact::scrub(message));
+    if list.len() < ERROR_SAMPLES {
+        let message = crate::redact::scrub(message);
+        if !list.contains(&message) {
+            list.push(message);
+        }
     }
 }
 
