@@ -112,7 +112,6 @@ impl SseParser {
             self.skip_lf = self.buf[end] == b'\r';
             self.start = end + 1;
             self.scanned = self.start;
-            // Borrow dance: copy the range bounds, then process.
             if let Some(item) = self.line(line_start, end)? {
                 return Ok(Some(item));
             }

@@ -29,6 +29,8 @@ const ADVERTISED_MAX: u32 = 100;
 /// Per-connection state shared by the socket wrapper and the service.
 #[derive(Default)]
 pub struct ConnState {
+    /// A connection mode is on (otherwise the wrapper only passes bytes through).
+    active: bool,
     responses: AtomicU32,
     /// A response after which the connection closes has ended its body.
     close_after_flush: AtomicBool,
@@ -40,6 +42,15 @@ pub struct ConnState {
 /// True when the simulator changes connection handling at all.
 pub fn active(f: &FaultArgs) -> bool {
     f.close_after_stream || f.keep_alive_max.is_some()
+}
+
+impl ConnState {
+    pub fn new(f: &FaultArgs) -> Self {
+        ConnState {
+            active: active(f),
+            ..Default::default()
+        }
+    }
 }
 
 /// Adds the keep-alive headers and marks the response after which the
@@ -131,6 +142,9 @@ impl<T: AsyncRead + Unpin> AsyncRead for ConnIo<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if !this.state.active {
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        }
         if this.state.eof.load(Ordering::Acquire) {
             return Poll::Ready(Ok(()));
         }

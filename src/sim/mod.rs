@@ -140,7 +140,7 @@ async fn accept_loop(
                 let _ = stream.set_nodelay(true);
                 let state = state.clone();
                 conns.spawn(async move {
-                    let conn_state = Arc::new(conn::ConnState::default());
+                    let conn_state = Arc::new(conn::ConnState::new(&state.faults));
                     let io = conn::ConnIo::new(stream, conn_state.clone());
                     let svc = service_fn(move |req| {
                         let state = state.clone();
