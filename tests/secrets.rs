@@ -173,6 +173,8 @@ fn no_secret_reaches_any_output_even_when_the_server_echoes_it() {
     // The run did see the echoes: its error samples quote the server.
     assert!(stdout.contains("http_500"), "{stdout}");
     assert!(stdout.contains("bad request"), "sample messages: {stdout}");
+    // Headless progress shows the first message of each category as it happens.
+    assert!(stderr.contains("error http_500 in"), "{stderr}");
     assert!(stdout.contains("alice:***@") || stderr.contains("alice:***@"));
     let mut files = 0;
     for entry in std::fs::read_dir(&out).unwrap() {
