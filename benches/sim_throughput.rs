@@ -60,12 +60,8 @@ fn main() {
         .unwrap();
     let (stage, wall) = rt.block_on(async {
         let cfg = ClientConfig {
-            base_url: url.clone(),
-            api: Api::Chat,
-            api_key: None,
-            headers: vec![],
             request_timeout: Duration::from_secs(30),
-            insecure: false,
+            ..ClientConfig::new(url.clone())
         };
         let client = Arc::new(Client::new(&cfg, Arc::new(Builtin)).unwrap());
         let items = Synthetic::parse("prompt_tokens=16,output_tokens=16,samples=256")

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::client::Api;
+use crate::client::{Api, FollowRedirects};
 pub use crate::run::signals::OnHangup;
 
 /// `llmsweep run`: load a server and report what it held.
@@ -124,4 +124,11 @@ pub struct RunArgs {
     /// Watch it with `llmsweep attach`, end it with `llmsweep stop`.
     #[arg(long)]
     pub detach: bool,
+
+    /// Follow HTTP redirects: same-origin, or any (the API key and --header values never leave the target's origin). Default: a 3xx is an errored request `redirect_<code>`.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = FollowRedirects::None)]
+    pub follow_redirects: FollowRedirects,
+    /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
+    #[arg(long, value_name = "BYTES")]
+    pub max_line_bytes: Option<usize>,
 }

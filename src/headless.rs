@@ -6,7 +6,28 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::engine::Snapshot;
+use crate::engine::{ErrorEntry, Snapshot};
+
+/// Lines for the first error of each category in each stage, so that a
+/// headless run shows what the server said, not only how often.
+pub fn first_error_lines(
+    errors: &std::collections::VecDeque<ErrorEntry>,
+    seen: &mut std::collections::HashSet<(String, String)>,
+) -> Vec<String> {
+    errors
+        .iter()
+        .filter(|e| seen.insert((e.stage.clone(), e.category.clone())))
+        .map(|e| {
+            format!(
+                "[{:>7.1}s] error {} in {}: {}",
+                e.t_s,
+                e.category,
+                e.stage,
+                crate::redact::scrub(&e.message)
+            )
+        })
+        .collect()
+}
 
 /// One progress line for a snapshot, or None between stages.
 pub fn progress_line(s: &Snapshot) -> Option<String> {
@@ -43,6 +64,7 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut seen_events = 0usize;
+    let mut seen_errors = std::collections::HashSet::new();
     loop {
         tick.tick().await;
         // The engine always publishes a final `done` snapshot; a closed channel
@@ -65,15 +87,52 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
                     | "signal"
                     | "viewer"
             ) {
-                crate::term::note(&format!("[{:>7.1}s] {}: {}", ev.t_s, ev.event, ev.detail));
+                let detail = crate::redact::scrub(&ev.detail);
+                crate::term::note(&format!("[{:>7.1}s] {}: {detail}", ev.t_s, ev.event));
             }
         }
         seen_events = snap.timeline.len();
+        for line in first_error_lines(&snap.recent_errors, &mut seen_errors) {
+            crate::term::note(&line);
+        }
         if snap.done || closed {
             return;
         }
         if let Some(line) = progress_line(&snap) {
             crate::term::note(&line);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_category_of_each_stage_is_shown_once_with_its_message() {
+        let e = |stage: &str, category: &str, message: &str| ErrorEntry {
+            t_s: 1.0,
+            stage: stage.into(),
+            category: category.into(),
+            message: message.into(),
+        };
+        let mut seen = std::collections::HashSet::new();
+        let errors: std::collections::VecDeque<_> = [
+            e(
+                "sync",
+                "http_404",
+                "HTTP 404 Not Found: no route for /v1/chat",
+            ),
+            e("sync", "http_404", "HTTP 404 Not Found: again"),
+            e("sync", "timeout", "no complete answer"),
+        ]
+        .into();
+        let lines = first_error_lines(&errors, &mut seen);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("http_404 in sync: HTTP 404 Not Found: no route"));
+        // The next snapshot repeats them: nothing new.
+        assert!(first_error_lines(&errors, &mut seen).is_empty());
+        let later: std::collections::VecDeque<_> = [e("throughput", "http_404", "x")].into();
+        assert_eq!(first_error_lines(&later, &mut seen).len(), 1);
     }
 }

@@ -14,6 +14,7 @@ pub mod data;
 pub mod engine;
 pub mod headless;
 pub mod profile;
+pub mod redact;
 pub mod report;
 pub mod run;
 pub mod sim;

@@ -173,7 +173,11 @@ fn exit_code(r: anyhow::Result<ExitCode>) -> ExitCode {
     match r {
         Ok(code) => code,
         Err(e) => {
-            llmsweep::term::note(&format!("error: {e:#}"));
+            // An error may quote a URL with a password or a server's echo of a key.
+            llmsweep::term::note(&format!(
+                "error: {}",
+                llmsweep::redact::scrub(&format!("{e:#}"))
+            ));
             ExitCode::from(2)
         }
     }

@@ -386,7 +386,7 @@ fn a_server_that_dies_mid_run_becomes_counted_errors() {
         + q["incomplete"].as_u64().unwrap()
         + q["errored"].as_u64().unwrap();
     assert_eq!(total, q["sent"].as_u64().unwrap(), "{s}");
-    assert!(q["completed"].as_u64().unwrap() > 10, "{q}");
+    assert!(q["completed"].as_u64().unwrap() > 0, "{q}");
     let errors = s["errors"].as_object().unwrap();
     assert!(
         errors.contains_key("connect"),

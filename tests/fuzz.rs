@@ -4,11 +4,34 @@
 //!
 //! `scripts/fuzz.sh SECONDS` runs them with many more cases for a bounded time.
 
-use bytes::Bytes;
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use llmsweep::client::chunk::{parse_chunk, ChunkError};
+use llmsweep::client::sse::{SseError, SseItem, SseParser};
 use proptest::prelude::*;
+
+/// Every item the parser yields for the pieces, and the error that ended it.
+fn sse_items(pieces: &[&[u8]], cap: usize) -> (Vec<SseItem>, Option<SseError>) {
+    let mut p = SseParser::new(cap);
+    let mut out = Vec::new();
+    for piece in pieces {
+        if let Err(e) = p.push(piece) {
+            return (out, Some(e));
+        }
+        loop {
+            match p.next_item() {
+                Ok(Some(i)) => out.push(i),
+                Ok(None) => break,
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+    loop {
+        match p.finish() {
+            Ok(Some(i)) => out.push(i),
+            Ok(None) => return (out, None),
+            Err(e) => return (out, Some(e)),
+        }
+    }
+}
 
 /// JSON-ish text: fragments of real chunks glued at random, so the parser
 /// sees near-misses, not only noise.
@@ -83,28 +106,38 @@ proptest! {
         prop_assert!(matches!(parse_chunk(&v.to_string()), Err(ChunkError::ErrorEvent(_))));
     }
 
-    /// Random bytes cut at random points through the same SSE decoder the
-    /// client uses: every event that comes out goes through the chunk parser.
+    /// Random bytes cut at random points through the client's SSE parser:
+    /// every event that comes out goes through the chunk parser, and the
+    /// outcome never depends on where the reads were cut.
     #[test]
-    fn sse_framing_of_random_bytes(data in prop::collection::vec(any::<u8>(), 0..600), cuts in prop::collection::vec(0usize..600, 0..8)) {
-        let mut pieces = Vec::new();
+    fn sse_framing_of_random_bytes(data in prop::collection::vec(any::<u8>(), 0..600), cuts in prop::collection::vec(0usize..600, 0..8), cap in 16usize..200) {
+        let whole = sse_items(&[&data], cap);
+        let mut pieces: Vec<&[u8]> = Vec::new();
         let mut last = 0;
         let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(data.len())).collect();
         cuts.sort_unstable();
         for c in cuts.into_iter().chain([data.len()]) {
-            pieces.push(Ok::<Bytes, std::io::Error>(Bytes::copy_from_slice(&data[last..c])));
+            pieces.push(&data[last..c]);
             last = c;
         }
-        // The input stream is always ready, so the future completes at once.
-        let done = futures_util::FutureExt::now_or_never(async move {
-            let mut s = futures_util::stream::iter(pieces).eventsource();
-            while let Some(ev) = s.next().await {
-                if let Ok(ev) = ev {
-                    let _ = parse_chunk(&ev.data);
-                }
+        let split = sse_items(&pieces, cap);
+        prop_assert_eq!(&whole, &split);
+        for item in whole.0 {
+            if let SseItem::Event { data, .. } = item {
+                let _ = parse_chunk(&data);
             }
-        });
-        prop_assert!(done.is_some(), "decoding a ready stream never waits");
+        }
+    }
+
+    /// Text-only SSE (the common case) split anywhere gives the same events.
+    #[test]
+    fn sse_text_streams_split_anywhere(lines in prop::collection::vec("(data|event|id|error|:x|retry)?(: ?)?[a-z {}\\[\\]\"]{0,12}(\r\n|\n|\r)?", 0..20), cut in 0usize..400) {
+        let text = lines.concat();
+        let bytes = text.as_bytes();
+        let cut = cut.min(bytes.len());
+        let whole = sse_items(&[bytes], 1 << 20);
+        let split = sse_items(&[&bytes[..cut], &bytes[cut..]], 1 << 20);
+        prop_assert_eq!(whole, split);
     }
 
     #[test]

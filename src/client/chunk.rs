@@ -45,6 +45,15 @@ struct RawChunk<'a> {
     usage: Option<Usage>,
     #[serde(default, borrow)]
     error: Option<&'a RawValue>,
+    /// `"error"` in vLLM's older in-band error object.
+    #[serde(default, borrow)]
+    object: Option<&'a RawValue>,
+    /// A bare `{"message": ...}` or FastAPI's `{"detail": ...}`: an error
+    /// when the payload carries no `choices`.
+    #[serde(default, borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    detail: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -75,8 +84,18 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
     let raw: RawChunk<'_> =
         serde_json::from_str(data).map_err(|e| ChunkError::NotJson(short(&e.to_string())))?;
     if let Some(err) = raw.error {
-        if err.get() != "null" {
+        if err.get() != "null" && err.get() != "false" {
             return Err(ChunkError::ErrorEvent(error_message(err.get())));
+        }
+    }
+    if raw.object.is_some_and(|o| o.get() == "\"error\"") {
+        return Err(ChunkError::ErrorEvent(error_message(data)));
+    }
+    if raw.choices.is_none() {
+        for m in [raw.message, raw.detail].into_iter().flatten() {
+            if m.get() != "null" {
+                return Err(ChunkError::ErrorEvent(error_message(m.get())));
+            }
         }
     }
     let mut info = ChunkInfo {
@@ -131,14 +150,19 @@ fn tool_call_arguments(raw: &str) -> String {
     out
 }
 
-fn error_message(raw: &str) -> String {
+/// The human part of an error payload: `message` (also inside `error`), a
+/// bare string, or the payload itself.
+pub fn error_message(raw: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
-    let msg = v
+    let inner = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+    let msg = inner
         .get("message")
+        .or_else(|| inner.get("detail"))
         .and_then(|m| m.as_str())
         .map(str::to_string)
         .or_else(|| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| raw.to_string());
+        .or_else(|| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_else(|| raw.trim().to_string());
     short(&msg)
 }
 
@@ -205,6 +229,32 @@ mod tests {
         let e = parse_chunk(r#"{"error":{"message":"boom","code":500}}"#).unwrap_err();
         assert_eq!(e, ChunkError::ErrorEvent("boom".into()));
         assert!(parse_chunk(r#"{"error":null,"choices":[]}"#).is_ok());
+    }
+
+    #[test]
+    fn every_framing_of_an_in_band_error_is_an_error() {
+        for (payload, msg) in [
+            (r#"{"message":"overloaded"}"#, "overloaded"),
+            (r#"{"detail":"Not Found"}"#, "Not Found"),
+            (
+                r#"{"object":"error","message":"bad","type":"BadRequestError","code":400}"#,
+                "bad",
+            ),
+            (r#"{"error":"plain text"}"#, "plain text"),
+            (
+                r#"{"error":{"code":500,"message":"x","type":"server_error"}}"#,
+                "x",
+            ),
+        ] {
+            assert_eq!(
+                parse_chunk(payload),
+                Err(ChunkError::ErrorEvent(msg.into())),
+                "{payload}"
+            );
+        }
+        // A normal chunk that happens to carry a `message` field stays a chunk.
+        assert!(parse_chunk(r#"{"choices":[],"message":"hi"}"#).is_ok());
+        assert_eq!(error_message("not json at all"), "not json at all");
     }
 
     #[test]

@@ -1,10 +1,16 @@
 //! The HTTP client: sends one streamed request to an OpenAI-compatible server
 //! and records when every token-bearing chunk arrived.
 //!
-//! It never retries and never reconnects: a load tester that silently resends
-//! a request measures something other than what it reports.
+//! It never retries a request the server may have seen: a load tester that
+//! silently resends requests measures something other than what it reports.
+//! The one exception is a pooled keep-alive connection that turns out closed
+//! before any answer arrived (servers such as llama.cpp close after every
+//! stream while advertising keep-alive): the request is sent once more on a
+//! new connection, and counted in the stage's `reconnects`.
 
 pub mod chunk;
+pub mod limits;
+pub mod sse;
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,15 +18,17 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, LOCATION};
+use reqwest::{Method, Url};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::redact::Redactor;
 use crate::tokenizer::TokenCounter;
-use chunk::{parse_chunk, short, ChunkError};
+use chunk::{error_message, parse_chunk, short, ChunkError};
+use sse::{SseError, SseItem, SseParser};
 
 /// Which OpenAI endpoint to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
@@ -48,22 +56,48 @@ impl Api {
     }
 }
 
-/// Why a request failed. The names are stable: they are report keys.
+/// Which HTTP redirects the client follows (`--follow-redirects`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FollowRedirects {
+    /// None: a 3xx is an errored request `redirect_<code>`.
+    #[default]
+    None,
+    /// Only to the same scheme, host and port.
+    SameOrigin,
+    /// Anywhere; the API key and --header values stay with the original origin.
+    Any,
+}
+
+/// At most this many redirects per request, when following them.
+const MAX_REDIRECTS: usize = 10;
+/// A non-2xx body is read up to this size for the error message.
+const ERROR_BODY_BYTES: usize = 16 << 10;
+
+/// Why a request failed. The names are stable: they are report keys, and
+/// README.md and docs/METRICS.md list them all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorCategory {
-    /// The server answered with a non-2xx status.
+    /// The server answered with a non-2xx, non-3xx status.
     Http(u16),
+    /// A 3xx the client did not follow (see `--follow-redirects`).
+    Redirect(u16),
     /// Could not connect (refused, DNS, TLS).
     Connect,
+    /// The client's own limits: out of file descriptors or local ports.
+    ClientLimit,
     /// No complete answer within --request-timeout.
     Timeout,
     /// The connection broke, or the stream ended before `[DONE]`.
     StreamBroken,
-    /// Bytes that are not a valid SSE stream (e.g. invalid UTF-8).
+    /// Bytes that are not a valid SSE stream (invalid UTF-8, a line over the cap).
     StreamMalformed,
+    /// A 200 whose body is JSON, HTML or anything but an event stream.
+    UnexpectedBody,
     /// A `data:` payload that is not JSON.
     InvalidJson,
-    /// An `{"error": ...}` event inside the stream.
+    /// An in-band error: `event: error`, an `error` field or object in the
+    /// data, or llama.cpp's `error:` line.
     ErrorEvent,
     /// The stream finished without any generated output.
     EmptyResponse,
@@ -71,14 +105,33 @@ pub enum ErrorCategory {
     Request,
 }
 
+impl ErrorCategory {
+    /// Every category name except the numbered ones, for documentation and tests.
+    pub const FIXED_NAMES: [&'static str; 10] = [
+        "connect",
+        "client_limit",
+        "timeout",
+        "stream_broken",
+        "stream_malformed",
+        "unexpected_body",
+        "invalid_json",
+        "error_event",
+        "empty_response",
+        "request",
+    ];
+}
+
 impl fmt::Display for ErrorCategory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ErrorCategory::Http(code) => write!(f, "http_{code}"),
+            ErrorCategory::Redirect(code) => write!(f, "redirect_{code}"),
             ErrorCategory::Connect => f.write_str("connect"),
+            ErrorCategory::ClientLimit => f.write_str("client_limit"),
             ErrorCategory::Timeout => f.write_str("timeout"),
             ErrorCategory::StreamBroken => f.write_str("stream_broken"),
             ErrorCategory::StreamMalformed => f.write_str("stream_malformed"),
+            ErrorCategory::UnexpectedBody => f.write_str("unexpected_body"),
             ErrorCategory::InvalidJson => f.write_str("invalid_json"),
             ErrorCategory::ErrorEvent => f.write_str("error_event"),
             ErrorCategory::EmptyResponse => f.write_str("empty_response"),
@@ -137,6 +190,9 @@ pub struct RequestRecord {
     /// Prompt tokens as the server counted them (`usage.prompt_tokens`).
     pub server_prompt_tokens: Option<u64>,
     pub outcome: Outcome,
+    /// Times the request was sent again on a fresh connection because a
+    /// pooled one turned out closed before any answer (0 or 1).
+    pub reconnects: u32,
 }
 
 impl RequestRecord {
@@ -155,13 +211,45 @@ pub struct ClientConfig {
     pub headers: Vec<(String, String)>,
     pub request_timeout: Duration,
     pub insecure: bool,
+    pub follow_redirects: FollowRedirects,
+    /// Longest SSE line (and event) accepted, in bytes.
+    pub max_line_bytes: usize,
+}
+
+impl ClientConfig {
+    /// Defaults for everything but the target.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        ClientConfig {
+            base_url: base_url.into(),
+            api: Api::Chat,
+            api_key: None,
+            headers: Vec::new(),
+            request_timeout: Duration::from_secs(600),
+            insecure: false,
+            follow_redirects: FollowRedirects::None,
+            max_line_bytes: sse::DEFAULT_MAX_LINE,
+        }
+    }
+
+    /// Every secret of this configuration, in every form it may take.
+    pub fn redactor(&self) -> Redactor {
+        let mut r = Redactor::default();
+        r.add_url(&self.base_url);
+        if let Some(k) = &self.api_key {
+            r.add(k);
+        }
+        for (_, v) in &self.headers {
+            r.add_header_value(v);
+        }
+        r
+    }
 }
 
 impl fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never print the key or header values (they may hold credentials).
         f.debug_struct("ClientConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &crate::redact::redact_url(&self.base_url))
             .field("api", &self.api)
             .field("api_key", &self.api_key.as_ref().map(|_| "***"))
             .field(
@@ -173,6 +261,8 @@ impl fmt::Debug for ClientConfig {
                     .collect::<Vec<_>>(),
             )
             .field("request_timeout", &self.request_timeout)
+            .field("follow_redirects", &self.follow_redirects)
+            .field("max_line_bytes", &self.max_line_bytes)
             .finish()
     }
 }
@@ -184,13 +274,15 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
     if t.is_empty() {
         bail!("the target URL is empty");
     }
+    let shown = crate::redact::redact_url(t);
     let with_scheme = if t.contains("://") {
         t.to_string()
     } else {
         format!("http://{t}")
     };
     let url = reqwest::Url::parse(&with_scheme)
-        .with_context(|| format!("{target:?} is not a valid URL (try http://127.0.0.1:8000)"))?;
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("{shown:?} is not a valid URL (try http://127.0.0.1:8000)"))?;
     if !matches!(url.scheme(), "http" | "https") {
         bail!(
             "unsupported URL scheme {:?}: use http or https",
@@ -198,7 +290,7 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
         );
     }
     if url.host_str().is_none() {
-        bail!("{target:?} has no host");
+        bail!("{shown:?} has no host");
     }
     let mut s = url.as_str().trim_end_matches('/').to_string();
     if let Some(stripped) = s.strip_suffix("/v1") {
@@ -208,18 +300,38 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
 }
 
 pub struct Client {
+    /// Pooled connections (keep-alive), for every first attempt.
     http: reqwest::Client,
-    url: String,
+    /// No pool: a new connection for each request. Used once for a request
+    /// whose pooled connection turned out closed before it was answered.
+    fresh: reqwest::Client,
+    url: Url,
     base_url: String,
+    /// Content-Type, the API key and --header values: for the target's origin.
     headers: HeaderMap,
+    /// Content-Type alone: for redirects to another origin.
+    plain_headers: HeaderMap,
     timeout: Duration,
     counter: Arc<dyn TokenCounter>,
+    follow: FollowRedirects,
+    max_line: usize,
+    redactor: Redactor,
+}
+
+/// How a send went wrong before there was a response to read.
+enum SendFail {
+    Http(reqwest::Error),
+    /// Already decided (an unfollowed redirect).
+    Outcome(Outcome),
 }
 
 impl Client {
     pub fn new(cfg: &ClientConfig, counter: Arc<dyn TokenCounter>) -> Result<Self> {
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let redactor = cfg.redactor();
+        crate::redact::register(&redactor);
+        let mut plain_headers = HeaderMap::new();
+        plain_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut headers = plain_headers.clone();
         if let Some(key) = &cfg.api_key {
             let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
                 .context("the API key holds characters that cannot go in an HTTP header")?;
@@ -234,22 +346,39 @@ impl Client {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let http = reqwest::Client::builder()
-            // No pool cap: the strategy decides concurrency, not the client.
-            .pool_max_idle_per_host(usize::MAX)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(30))
-            .danger_accept_invalid_certs(cfg.insecure)
+        let builder = |pooled: bool| {
+            let b = reqwest::Client::builder()
+                // Redirects are handled here, so that headers never cross origins.
+                .redirect(reqwest::redirect::Policy::none())
+                .tcp_nodelay(true)
+                .connect_timeout(Duration::from_secs(30))
+                .danger_accept_invalid_certs(cfg.insecure);
+            if pooled {
+                // No pool cap: the strategy decides concurrency, not the client.
+                // Idle connections go after 4 s, before the 5 s keep-alive
+                // timeout of common servers (uvicorn, llama.cpp) closes them.
+                b.pool_max_idle_per_host(usize::MAX)
+                    .pool_idle_timeout(Duration::from_secs(4))
+            } else {
+                b.pool_max_idle_per_host(0)
+            }
             .build()
-            .context("cannot build the HTTP client")?;
+            .context("cannot build the HTTP client")
+        };
+        let url = Url::parse(&format!("{}{}", cfg.base_url, cfg.api.path()))
+            .map_err(|e| anyhow::anyhow!("the target URL is not valid: {e}"))?;
         Ok(Client {
-            http,
-            url: format!("{}{}", cfg.base_url, cfg.api.path()),
+            http: builder(true)?,
+            fresh: builder(false)?,
+            url,
             base_url: cfg.base_url.clone(),
             headers,
+            plain_headers,
             timeout: cfg.request_timeout,
             counter,
+            follow: cfg.follow_redirects,
+            max_line: cfg.max_line_bytes,
+            redactor,
         })
     }
 
@@ -257,21 +386,57 @@ impl Client {
         &self.base_url
     }
 
+    /// The base URL with any password masked, for display.
+    pub fn display_url(&self) -> String {
+        crate::redact::redact_url(&self.base_url)
+    }
+
+    /// Masks this client's secrets (and any URL password) in `s`.
+    pub fn redact(&self, s: &str) -> String {
+        self.redactor.redact(s)
+    }
+
     /// Pre-flight: the models the server lists at `/v1/models`.
     pub async fn list_models(&self) -> Result<Vec<String>> {
-        let url = format!("{}/v1/models", self.base_url);
-        let resp = self
-            .http
-            .get(&url)
-            .headers(self.headers.clone())
-            .timeout(Duration::from_secs(15))
-            .send()
+        self.list_models_inner()
             .await
-            .map_err(|e| anyhow::anyhow!("cannot reach {url}: {}", describe_reqwest(&e)))?;
+            .map_err(|e| anyhow::anyhow!("{}", self.redact(&format!("{e:#}"))))
+    }
+
+    async fn list_models_inner(&self) -> Result<Vec<String>> {
+        let url = Url::parse(&format!("{}/v1/models", self.base_url))
+            .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
+        let shown = self.display_url();
+        let resp = match self
+            .request(
+                &self.http,
+                Method::GET,
+                &url,
+                None,
+                Some(Duration::from_secs(15)),
+            )
+            .await
+        {
+            Ok(r) => r,
+            Err(SendFail::Http(e)) if is_stale_connection(&e) => self
+                .request(
+                    &self.fresh,
+                    Method::GET,
+                    &url,
+                    None,
+                    Some(Duration::from_secs(15)),
+                )
+                .await
+                .map_err(|f| self.fail_message(f, &shown))?,
+            Err(f) => return Err(self.fail_message(f, &shown)),
+        };
         let status = resp.status();
         if !status.is_success() {
-            let body = resp.text().await.unwrap_or_default();
-            bail!("GET {url} answered HTTP {status}: {}", short(body.trim()));
+            let body = read_some(resp, ERROR_BODY_BYTES).await;
+            bail!(
+                "GET {shown}/v1/models answered HTTP {status}: {}",
+                short(body.trim())
+            );
         }
         #[derive(Deserialize)]
         struct Models {
@@ -281,11 +446,20 @@ impl Client {
         struct Model {
             id: String,
         }
-        let m: Models = resp
-            .json()
-            .await
-            .with_context(|| format!("GET {url} did not return an OpenAI model list"))?;
+        let m: Models = resp.json().await.with_context(|| {
+            format!("GET {shown}/v1/models did not return an OpenAI model list")
+        })?;
         Ok(m.data.into_iter().map(|m| m.id).collect())
+    }
+
+    fn fail_message(&self, f: SendFail, shown: &str) -> anyhow::Error {
+        match f {
+            SendFail::Http(e) => {
+                anyhow::anyhow!("cannot reach {shown}: {}", describe_reqwest(&e))
+            }
+            SendFail::Outcome(Outcome::Errored { message, .. }) => anyhow::anyhow!("{message}"),
+            SendFail::Outcome(o) => anyhow::anyhow!("{o:?}"),
+        }
     }
 
     /// Sends one request and streams the answer until it ends, fails, times
@@ -312,6 +486,14 @@ impl Client {
                 },
             }
         };
+        // Messages quote servers, which may echo what they were sent.
+        let outcome = match outcome {
+            Outcome::Errored { category, message } => Outcome::Errored {
+                category,
+                message: self.redactor.redact(&message),
+            },
+            o => o,
+        };
         let ended_at = Instant::now();
         let (output_tokens, output_source) =
             finish_token_counts(&mut st.chunks, st.completion_tokens, st.any_text);
@@ -325,72 +507,181 @@ impl Client {
             prompt_tokens: prompt.prompt_tokens,
             server_prompt_tokens: st.prompt_tokens,
             outcome,
+            reconnects: st.reconnects,
+        }
+    }
+
+    /// Sends a request, following redirects as configured. Headers other
+    /// than Content-Type go only to the target's own origin.
+    async fn request(
+        &self,
+        http: &reqwest::Client,
+        method: Method,
+        first: &Url,
+        body: Option<&Bytes>,
+        timeout: Option<Duration>,
+    ) -> Result<reqwest::Response, SendFail> {
+        let mut url = first.clone();
+        let mut hops = 0;
+        loop {
+            let headers = if same_origin(&url, &self.url) {
+                &self.headers
+            } else {
+                &self.plain_headers
+            };
+            let mut rb = http
+                .request(method.clone(), url.clone())
+                .headers(headers.clone());
+            if let Some(b) = body {
+                rb = rb.body(b.clone());
+            }
+            if let Some(t) = timeout {
+                rb = rb.timeout(t);
+            }
+            let resp = rb.send().await.map_err(SendFail::Http)?;
+            let status = resp.status();
+            if !status.is_redirection() {
+                return Ok(resp);
+            }
+            let code = status.as_u16();
+            let location = resp
+                .headers()
+                .get(LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .map(str::to_string);
+            let next = location.as_deref().and_then(|l| url.join(l).ok());
+            let refuse = |why: &str| {
+                SendFail::Outcome(errored(
+                    ErrorCategory::Redirect(code),
+                    format!(
+                        "HTTP {status} to {}: {why}",
+                        location.as_deref().unwrap_or("(no Location header)")
+                    ),
+                ))
+            };
+            let Some(next) = next else {
+                return Err(refuse("no usable Location, not followed"));
+            };
+            let allowed = match self.follow {
+                FollowRedirects::None => {
+                    return Err(refuse(
+                        "not followed (--follow-redirects same-origin or any to follow)",
+                    ))
+                }
+                FollowRedirects::SameOrigin => same_origin(&next, &self.url),
+                FollowRedirects::Any => true,
+            };
+            if !allowed {
+                return Err(refuse(
+                    "another origin, not followed (--follow-redirects any to follow)",
+                ));
+            }
+            hops += 1;
+            if hops > MAX_REDIRECTS {
+                return Err(refuse(&format!("more than {MAX_REDIRECTS} redirects")));
+            }
+            url = next;
         }
     }
 
     async fn stream(&self, prompt: &Prompt, st: &mut StreamState) -> Outcome {
-        let resp = match self
-            .http
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .body(prompt.body.clone())
-            .send()
-            .await
-        {
+        let body = Some(&prompt.body);
+        let first = self
+            .request(&self.http, Method::POST, &self.url, body, None)
+            .await;
+        let resp = match first {
+            // The pooled connection was closed by the server before it answered
+            // (llama.cpp closes after every stream while advertising
+            // keep-alive): send once more, on a new connection.
+            Err(SendFail::Http(e)) if is_stale_connection(&e) => {
+                st.reconnects += 1;
+                self.request(&self.fresh, Method::POST, &self.url, body, None)
+                    .await
+            }
+            r => r,
+        };
+        let resp = match resp {
             Ok(r) => r,
-            Err(e) => return errored(classify_send_error(&e), describe_reqwest(&e)),
+            Err(SendFail::Http(e)) => {
+                return errored(classify_send_error(&e), describe_reqwest(&e))
+            }
+            Err(SendFail::Outcome(o)) => return o,
         };
         let status = resp.status();
         if !status.is_success() {
             // Keep a little of the body: it usually says what went wrong.
-            let body = tokio::time::timeout(Duration::from_secs(5), resp.text())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
+            let body = read_some(resp, ERROR_BODY_BYTES).await;
+            let reason = if body.trim_start().starts_with('{') {
+                error_message(&body)
+            } else {
+                short(body.trim())
+            };
             return errored(
                 ErrorCategory::Http(status.as_u16()),
-                format!("HTTP {status}: {}", short(body.trim())),
+                format!("HTTP {status}: {reason}"),
             );
         }
-        let mut events = resp.bytes_stream().eventsource();
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if content_type.contains("json") || content_type.starts_with("text/html") {
+            let body = read_some(resp, ERROR_BODY_BYTES).await;
+            return errored(
+                ErrorCategory::UnexpectedBody,
+                format!(
+                    "HTTP {status} with {content_type} instead of an event stream (is streaming supported?): {}",
+                    short(body.trim())
+                ),
+            );
+        }
+        let mut bytes = resp.bytes_stream();
+        let mut parser = SseParser::new(self.max_line);
         let mut finished = false;
-        while let Some(ev) = events.next().await {
-            let ev = match ev {
-                Ok(ev) => ev,
-                Err(EventStreamError::Transport(e)) => {
-                    return errored(ErrorCategory::StreamBroken, describe_reqwest(&e))
-                }
-                Err(e) => return errored(ErrorCategory::StreamMalformed, short(&e.to_string())),
+        loop {
+            let chunk = match bytes.next().await {
+                Some(Ok(b)) => b,
+                Some(Err(e)) => return errored(ErrorCategory::StreamBroken, describe_reqwest(&e)),
+                None => break,
             };
             let now = Instant::now();
-            let data = ev.data.trim();
-            if data == "[DONE]" {
-                return st.done();
+            if let Err(e) = parser.push(&chunk) {
+                return sse_error(e);
             }
-            if data.is_empty() {
-                continue;
-            }
-            match parse_chunk(data) {
-                Ok(info) => {
-                    if info.has_output {
-                        let est = self.counter.count(&info.text).max(1) as u32;
-                        st.any_text |= !info.text.is_empty();
-                        st.chunks.push((now, est));
-                    }
-                    if let Some(u) = info.usage {
-                        if u.completion_tokens.is_some() {
-                            st.completion_tokens = u.completion_tokens;
-                        }
-                        if u.prompt_tokens.is_some() {
-                            st.prompt_tokens = u.prompt_tokens;
+            loop {
+                match parser.next_item() {
+                    Ok(Some(item)) => {
+                        if let Some(o) = self.on_item(item, now, st, &mut finished) {
+                            return o;
                         }
                     }
-                    finished |= info.finished;
+                    Ok(None) => break,
+                    Err(e) => return sse_error(e),
                 }
-                Err(ChunkError::NotJson(m)) => return errored(ErrorCategory::InvalidJson, m),
-                Err(ChunkError::ErrorEvent(m)) => return errored(ErrorCategory::ErrorEvent, m),
             }
+        }
+        let now = Instant::now();
+        loop {
+            match parser.finish() {
+                Ok(Some(item)) => {
+                    if let Some(o) = self.on_item(item, now, st, &mut finished) {
+                        return o;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return sse_error(e),
+            }
+        }
+        if !parser.saw_field {
+            return errored(
+                ErrorCategory::UnexpectedBody,
+                match &parser.first_foreign_line {
+                    Some(l) => format!("the 200 answer is not an event stream: {l}"),
+                    None => "the 200 answer had an empty body".into(),
+                },
+            );
         }
         // The body ended cleanly without [DONE]. Some servers do that after a
         // finish_reason; anything else is a broken stream.
@@ -403,10 +694,114 @@ impl Client {
             )
         }
     }
+
+    /// Handles one SSE item; `Some` ends the request.
+    fn on_item(
+        &self,
+        item: SseItem,
+        now: Instant,
+        st: &mut StreamState,
+        finished: &mut bool,
+    ) -> Option<Outcome> {
+        let (event, data) = match item {
+            SseItem::ErrorField(v) => {
+                return Some(errored(
+                    ErrorCategory::ErrorEvent,
+                    format!("server error line: {}", error_message(&v)),
+                ))
+            }
+            SseItem::Event { event, data } => (event, data),
+        };
+        let data = data.trim();
+        if event.as_deref() == Some("error") {
+            return Some(errored(
+                ErrorCategory::ErrorEvent,
+                if data.is_empty() {
+                    "event: error (no data)".to_string()
+                } else {
+                    format!("event: error: {}", error_message(data))
+                },
+            ));
+        }
+        if data == "[DONE]" {
+            return Some(st.done());
+        }
+        if data.is_empty() {
+            return None;
+        }
+        match parse_chunk(data) {
+            Ok(info) => {
+                if info.has_output {
+                    let est = self.counter.count(&info.text).max(1) as u32;
+                    st.any_text |= !info.text.is_empty();
+                    st.chunks.push((now, est));
+                }
+                if let Some(u) = info.usage {
+                    if u.completion_tokens.is_some() {
+                        st.completion_tokens = u.completion_tokens;
+                    }
+                    if u.prompt_tokens.is_some() {
+                        st.prompt_tokens = u.prompt_tokens;
+                    }
+                }
+                *finished |= info.finished;
+                None
+            }
+            Err(ChunkError::NotJson(m)) => Some(errored(ErrorCategory::InvalidJson, m)),
+            Err(ChunkError::ErrorEvent(m)) => Some(errored(ErrorCategory::ErrorEvent, m)),
+        }
+    }
+}
+
+/// Distinct error messages kept per category in a stage report.
+pub const ERROR_SAMPLES: usize = 3;
+
+/// Keeps up to [`ERROR_SAMPLES`] distinct messages for `category`.
+pub fn add_error_sample(
+    samples: &mut std::collections::BTreeMap<String, Vec<String>>,
+    category: ErrorCategory,
+    message: &str,
+) {
+    let list = samples.entry(category.to_string()).or_default();
+    if list.len() < ERROR_SAMPLES {
+        let message = crate::redact::scrub(message);
+        if !list.contains(&message) {
+            list.push(message);
+        }
+    }
+}
+
+fn sse_error(e: SseError) -> Outcome {
+    errored(ErrorCategory::StreamMalformed, e.to_string())
+}
+
+/// Same scheme, host and port.
+fn same_origin(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// Up to `limit` bytes of a body, within 5 s, as text.
+async fn read_some(resp: reqwest::Response, limit: usize) -> String {
+    let mut out = Vec::new();
+    let mut stream = resp.bytes_stream();
+    let read = async {
+        while let Some(Ok(b)) = stream.next().await {
+            let room = limit - out.len();
+            out.extend_from_slice(&b[..b.len().min(room)]);
+            if out.len() >= limit {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[derive(Default)]
 struct StreamState {
+    reconnects: u32,
     chunks: Vec<(Instant, u32)>,
     completion_tokens: Option<u64>,
     prompt_tokens: Option<u64>,
@@ -431,7 +826,9 @@ fn errored(category: ErrorCategory, message: String) -> Outcome {
 }
 
 fn classify_send_error(e: &reqwest::Error) -> ErrorCategory {
-    if e.is_connect() {
+    if os_errors(e).any(limits::is_client_limit) {
+        ErrorCategory::ClientLimit
+    } else if e.is_connect() {
         ErrorCategory::Connect
     } else if e.is_timeout() {
         ErrorCategory::Timeout
@@ -442,17 +839,99 @@ fn classify_send_error(e: &reqwest::Error) -> ErrorCategory {
     }
 }
 
+/// The OS error codes in an error's source chain.
+fn os_errors<'a>(e: &'a (dyn std::error::Error + 'static)) -> impl Iterator<Item = i32> + 'a {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    std::iter::from_fn(move || {
+        while let Some(err) = cur {
+            cur = err.source();
+            if let Some(code) = err
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.raw_os_error())
+            {
+                return Some(code);
+            }
+        }
+        None
+    })
+}
+
+/// The send failed because the connection was closed or reset before any
+/// answer arrived: what a pooled connection the server already closed does.
+/// Connect errors and timeouts are not this.
+fn is_stale_connection(e: &reqwest::Error) -> bool {
+    if e.is_connect() || e.is_timeout() || e.is_status() {
+        return false;
+    }
+    is_closed_before_answer(e)
+}
+
+fn is_closed_before_answer(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind;
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() || h.is_canceled() {
+                return true;
+            }
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+            ) {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
 /// reqwest's top-level message is vague ("error sending request"); the
-/// source chain says what happened.
+/// source chain says what happened. Known puzzles get a hint.
 fn describe_reqwest(e: &reqwest::Error) -> String {
     let mut msg = e.to_string();
     let mut src = std::error::Error::source(e);
     while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
+        let part = s.to_string();
+        // Wrappers often repeat their source's text.
+        if !msg.ends_with(&part) {
+            msg.push_str(": ");
+            msg.push_str(&part);
+        }
         src = s.source();
     }
-    short(&msg)
+    if let Some(code) = os_errors(e).find(|&c| limits::is_client_limit(c)) {
+        msg = format!("{} ({})", short(&msg), limits::hint(code));
+        return msg;
+    }
+    match hint_for(&msg) {
+        Some(h) => format!("{} ({h})", short(&msg)),
+        None => short(&msg),
+    }
+}
+
+/// What to try for a TLS puzzle, from the error text.
+fn hint_for(msg: &str) -> Option<&'static str> {
+    let m = msg.to_ascii_lowercase();
+    if m.contains("invalidcontenttype")
+        || m.contains("corrupt message")
+        || m.contains("wrong version number")
+        || m.contains("http request to an https")
+    {
+        Some("the server does not speak TLS here: try http:// instead of https://")
+    } else if m.contains("certificate")
+        || m.contains("unknownissuer")
+        || m.contains("notvalidforname")
+    {
+        Some("the server's TLS certificate is not trusted: fix it, or pass --insecure for a test server")
+    } else {
+        None
+    }
 }
 
 /// Settles the output token count and the tokens of each chunk.
@@ -591,20 +1070,102 @@ mod tests {
     #[test]
     fn error_categories_have_stable_names() {
         assert_eq!(ErrorCategory::Http(503).to_string(), "http_503");
+        assert_eq!(ErrorCategory::Redirect(307).to_string(), "redirect_307");
         assert_eq!(ErrorCategory::StreamBroken.to_string(), "stream_broken");
+        let all = [
+            ErrorCategory::Connect,
+            ErrorCategory::ClientLimit,
+            ErrorCategory::Timeout,
+            ErrorCategory::StreamBroken,
+            ErrorCategory::StreamMalformed,
+            ErrorCategory::UnexpectedBody,
+            ErrorCategory::InvalidJson,
+            ErrorCategory::ErrorEvent,
+            ErrorCategory::EmptyResponse,
+            ErrorCategory::Request,
+        ];
+        let names: Vec<String> = all.iter().map(|c| c.to_string()).collect();
+        assert_eq!(names, ErrorCategory::FIXED_NAMES);
+    }
+
+    #[test]
+    fn every_category_is_documented() {
+        let readme = include_str!("../../README.md");
+        let metrics = include_str!("../../docs/METRICS.md");
+        for name in ErrorCategory::FIXED_NAMES
+            .iter()
+            .chain(&["http_<code>", "redirect_<code>"])
+        {
+            let tick = format!("`{name}`");
+            assert!(readme.contains(&tick), "README.md does not list {tick}");
+            assert!(
+                metrics.contains(&tick),
+                "docs/METRICS.md does not list {tick}"
+            );
+        }
+    }
+
+    #[derive(Debug)]
+    struct Wrapped(std::io::Error);
+    impl fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "wrapped")
+        }
+    }
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn os_errors_and_closed_connections_are_found_in_the_chain() {
+        let e = Wrapped(std::io::Error::from_raw_os_error(24));
+        assert_eq!(os_errors(&e).collect::<Vec<_>>(), vec![24]);
+        assert!(limits::is_client_limit(24));
+        let reset = Wrapped(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(is_closed_before_answer(&reset));
+        let refused = Wrapped(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(!is_closed_before_answer(&refused));
+    }
+
+    #[test]
+    fn tls_puzzles_get_a_hint() {
+        assert!(
+            hint_for("received corrupt message of type InvalidContentType")
+                .unwrap()
+                .contains("http://")
+        );
+        assert!(hint_for("invalid peer certificate: UnknownIssuer")
+            .unwrap()
+            .contains("--insecure"));
+        assert_eq!(hint_for("connection refused"), None);
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        let a = Url::parse("http://h:80/x").unwrap();
+        assert!(same_origin(&a, &Url::parse("http://h/y").unwrap()));
+        assert!(!same_origin(&a, &Url::parse("http://h:81/x").unwrap()));
+        assert!(!same_origin(&a, &Url::parse("https://h/x").unwrap()));
+        assert!(!same_origin(&a, &Url::parse("http://g/x").unwrap()));
     }
 
     #[test]
     fn debug_output_hides_secrets() {
         let cfg = ClientConfig {
-            base_url: "http://x".into(),
-            api: Api::Chat,
             api_key: Some("sk-secret".into()),
             headers: vec![("X-Token".into(), "hunter2".into())],
-            request_timeout: Duration::from_secs(1),
-            insecure: false,
+            ..ClientConfig::new("http://u:pw-secret@x")
         };
         let s = format!("{cfg:?}");
-        assert!(!s.contains("sk-secret") && !s.contains("hunter2"), "{s}");
+        for secret in ["sk-secret", "hunter2", "pw-secret"] {
+            assert!(!s.contains(secret), "{s}");
+        }
+        let r = cfg.redactor();
+        assert_eq!(
+            r.redact("echo sk-secret hunter2 pw-secret"),
+            "echo *** *** ***"
+        );
     }
 }

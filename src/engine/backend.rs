@@ -141,6 +141,7 @@ impl Backend for Scripted {
                 prompt_tokens: prompt.prompt_tokens,
                 server_prompt_tokens: None,
                 outcome: Outcome::Incomplete,
+                reconnects: 0,
             };
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec) => o,

@@ -288,6 +288,7 @@ impl Engine {
         snap.finished = self.finished_shared.clone();
         snap.timeline = Arc::new(self.timeline.clone());
         snap.warnings = Arc::new(self.warnings.clone());
+        snap.recent_errors = Arc::new(self.recent_errors.clone());
         self.snapshots.send_replace(snap);
         RunResult {
             stages: std::mem::take(&mut self.finished),

@@ -13,7 +13,7 @@ const DEFAULT_STAGE_SECONDS: f64 = 30.0;
 /// Default stage length against the built-in simulator: a full sweep in under two minutes.
 const DEFAULT_SIM_STAGE_SECONDS: f64 = 10.0;
 /// Throughput's default bound on requests in flight.
-const DEFAULT_MAX_CONCURRENCY: u32 = 512;
+pub const DEFAULT_MAX_CONCURRENCY: u32 = 512;
 
 /// A validated plan and how to describe it.
 pub struct PlanChoice {

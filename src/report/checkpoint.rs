@@ -55,7 +55,11 @@ impl Checkpoint {
             target: target.clone(),
             config: config.clone(),
         };
-        writeln!(file, "{}", serde_json::to_string(&header)?)?;
+        writeln!(
+            file,
+            "{}",
+            crate::redact::scrub(&serde_json::to_string(&header)?)
+        )?;
         file.sync_data()?;
         Ok(Checkpoint { file, path })
     }
@@ -65,7 +69,7 @@ impl Checkpoint {
         let line = serde_json::to_string(&StageLine {
             stage: stage.clone(),
         })?;
-        writeln!(self.file, "{line}")?;
+        writeln!(self.file, "{}", crate::redact::scrub(&line))?;
         self.file.sync_data()?;
         Ok(())
     }

@@ -33,6 +33,19 @@ pub fn render(r: &Report) -> String {
     for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
         let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "errors in {}: {}", st.name, errs.join(", "));
+        // What the server (or the network) said, a few messages per category.
+        for (category, messages) in &st.error_samples {
+            for m in messages {
+                let _ = writeln!(s, "  {category}: {m}");
+            }
+        }
+    }
+    for st in r.stages.iter().filter(|s| s.reconnects > 0) {
+        let _ = writeln!(
+            s,
+            "reconnects in {}: {} (the server had closed a kept-alive connection; each request was sent once more on a new one)",
+            st.name, st.reconnects
+        );
     }
     for st in r.stages.iter().filter(|s| s.saturated) {
         let _ = writeln!(

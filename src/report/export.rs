@@ -103,6 +103,21 @@ pub fn markdown(r: &Report) -> String {
     if let Some(slo) = &r.slo_summary {
         s.push_str(&format!("\n## SLOs\n\n{}\n", super::console::slo_line(slo)));
     }
+    if r.stages.iter().any(|st| !st.error_samples.is_empty()) {
+        s.push_str("\n## Errors\n\n");
+        for st in r.stages.iter().filter(|st| !st.errors.is_empty()) {
+            s.push_str(&format!("- {}:", st.name));
+            for (category, n) in &st.errors {
+                s.push_str(&format!(" `{category}` {n}"));
+            }
+            s.push('\n');
+            for (category, messages) in &st.error_samples {
+                for m in messages {
+                    s.push_str(&format!("  - `{category}`: {}\n", m.replace('`', "'")));
+                }
+            }
+        }
+    }
     if !r.warnings.is_empty() {
         s.push_str("\n## Warnings\n\n");
         for w in &r.warnings {
@@ -123,7 +138,8 @@ pub fn write_all(r: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathB
             _ => format!("report.{}", f.extension()),
         };
         let path = dir.join(name);
-        write_atomic(&path, render(r, f)?.as_bytes())?;
+        // Last line of defence: no registered secret reaches a file.
+        write_atomic(&path, crate::redact::scrub(&render(r, f)?).as_bytes())?;
         paths.push(path);
     }
     Ok(paths)

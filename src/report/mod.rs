@@ -97,6 +97,14 @@ pub struct StageReport {
     pub requests: RequestCounts,
     /// Errored requests by category (`http_500`, `timeout`, `stream_broken`, ...).
     pub errors: BTreeMap<String, u64>,
+    /// Up to three distinct messages per error category, secrets masked.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_samples: BTreeMap<String, Vec<String>>,
+    /// Requests sent once more on a new connection because the pooled one
+    /// had been closed by the server before it answered (not retries: the
+    /// server never saw the first attempt).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub reconnects: u64,
     pub rates: Rates,
     pub concurrency: Concurrency,
     pub ttft_ms: DistSummary,
@@ -227,6 +235,10 @@ pub struct Goodput {
     pub requests_per_s: f64,
     /// Share of measured completed requests that met every SLO.
     pub fraction: f64,
+}
+
+fn is_zero_count(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Report {

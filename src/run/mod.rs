@@ -85,6 +85,10 @@ pub fn execute(args: RunArgs, explicit: &HashSet<String>) -> Result<Ran> {
 }
 
 async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Result<Ran> {
+    // Signal handlers first: until they are installed, a hang-up kills the
+    // process. Signals that come before the run starts stop it as usual.
+    let listening = signals::listen();
+
     // 1. Everything that can fail before load starts.
     let mut p = prepare::prepare(&args, &profile_name).await?;
 
@@ -135,6 +139,7 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
     // 3. Signals, the front end, the engine.
     let log = out_dir.join("run.log");
     let signals = tokio::spawn(signals::watch(
+        listening,
         Signals::new(args.on_hangup),
         control_tx.clone(),
         move || term::detach_stdio(Some(&log)),
@@ -236,7 +241,9 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
     if let Some(h) = p.simulator.take() {
         h.shutdown().await;
     }
-    term::out(&crate::report::console::render(&report));
+    term::out(&crate::redact::scrub(&crate::report::console::render(
+        &report,
+    )));
     let paths = written?;
     for path in &paths {
         term::out(&format!("report: {}\n", path.display()));

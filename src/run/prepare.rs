@@ -128,12 +128,29 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
         headers,
         request_timeout: seconds(args.request_timeout),
         insecure: args.insecure,
+        follow_redirects: args.follow_redirects,
+        max_line_bytes: args
+            .max_line_bytes
+            .unwrap_or(crate::client::sse::DEFAULT_MAX_LINE),
     };
     let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
+    // Passwords in the URL never reach the screen or a report.
+    let shown_url = client.display_url();
+    // Load testers need sockets: lift the soft open-file limit to the hard one.
+    let mut data_notes = data_notes;
+    if let Some(l) = crate::client::limits::raise_nofile() {
+        let planned = args
+            .max_concurrency
+            .unwrap_or(crate::profile::plan::DEFAULT_MAX_CONCURRENCY);
+        data_notes.extend(crate::client::limits::concurrency_warning(
+            u64::from(planned),
+            &l,
+        ));
+    }
 
     // Pre-flight: is it there, and does it serve the model?
     let models = client.list_models().await.with_context(|| {
-        format!("pre-flight check failed: is an OpenAI-compatible server running at {base_url}?")
+        format!("pre-flight check failed: is an OpenAI-compatible server running at {shown_url}?")
     })?;
     let model = match &args.model {
         Some(m) if models.iter().any(|x| x == m) => m.clone(),
@@ -156,9 +173,9 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
 
     let target = Target {
         url: if simulator.is_some() {
-            format!("built-in simulator ({base_url})")
+            format!("built-in simulator ({shown_url})")
         } else {
-            base_url.clone()
+            shown_url.clone()
         },
         model,
         api: args.api.name().to_string(),
@@ -218,7 +235,7 @@ pub fn parse_header(h: &str) -> Result<(String, String)> {
 /// The run's settings for the report: everything but secrets.
 fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
     json!({
-        "target": args.target,
+        "target": args.target.as_deref().map(crate::redact::redact_url),
         "model": args.model,
         "api": args.api,
         "api_key": if has_key { Some("***") } else { None },
@@ -230,6 +247,8 @@ fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
         "extra_body": args.extra_body,
         "request_timeout_s": args.request_timeout,
         "insecure": args.insecure,
+        "follow_redirects": args.follow_redirects,
+        "max_line_bytes": args.max_line_bytes,
         "profile": args.profile,
         "rate": args.rate,
         "burstiness": args.burstiness,

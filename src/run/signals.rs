@@ -151,22 +151,50 @@ impl Signals {
     }
 }
 
-/// Listens for SIGINT, SIGTERM and SIGHUP for the whole run and carries out
-/// what [`Signals::react`] decides. `gone` is called once when the terminal
-/// hangs up.
+/// The signal handlers, installed. Install them before anything else a
+/// signal could interrupt: until a handler is installed, SIGHUP's default
+/// action kills the process.
+pub struct Listening {
+    #[cfg(unix)]
+    streams: Option<(
+        tokio::signal::unix::Signal,
+        tokio::signal::unix::Signal,
+        tokio::signal::unix::Signal,
+    )>,
+}
+
+/// Installs the handlers for SIGINT, SIGTERM and SIGHUP now (in a runtime).
+pub fn listen() -> Listening {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let streams = match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(a), Ok(b), Ok(c)) => Some((a, b, c)),
+            _ => None,
+        };
+        Listening { streams }
+    }
+    #[cfg(not(unix))]
+    {
+        Listening {}
+    }
+}
+
+/// Carries out what [`Signals::react`] decides, for the whole run. `gone`
+/// is called once when the terminal hangs up.
 pub async fn watch(
+    listening: Listening,
     mut policy: Signals,
     control: mpsc::UnboundedSender<Control>,
     gone: impl Fn() + Send + 'static,
 ) {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
+        let Some((mut int, mut term, mut hup)) = listening.streams else {
             return;
         };
         loop {
@@ -196,7 +224,7 @@ pub async fn watch(
     }
     #[cfg(not(unix))]
     {
-        let _ = gone;
+        let _ = (listening, gone);
         let _ = tokio::signal::ctrl_c().await;
         if let Some(reason) = policy.react(Sig::Int, Instant::now()).stop {
             let _ = control.send(Control::Stop { reason });

@@ -120,6 +120,14 @@ pub struct FaultArgs {
     /// Header delay for --fault-slow-headers, in ms.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     pub slow_headers_ms: u64,
+    /// Close the connection after every streamed response while advertising
+    /// `Keep-Alive: timeout=5, max=100`, as llama.cpp's server does.
+    #[arg(long)]
+    pub close_after_stream: bool,
+    /// Advertise `Keep-Alive: timeout=5, max=N` and close each connection
+    /// after its N-th response, which says `Connection: close`.
+    #[arg(long, value_name = "N")]
+    pub keep_alive_max: Option<u32>,
 }
 
 /// The resolved latency model.

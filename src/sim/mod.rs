@@ -6,6 +6,7 @@
 
 pub mod batcher;
 pub mod config;
+pub mod conn;
 pub mod faults;
 pub mod http;
 pub mod truth;
@@ -139,11 +140,24 @@ async fn accept_loop(
                 let _ = stream.set_nodelay(true);
                 let state = state.clone();
                 conns.spawn(async move {
-                    let svc = service_fn(move |req| http::handle(state.clone(), req));
+                    let conn_state = Arc::new(conn::ConnState::new(&state.faults));
+                    let io = conn::ConnIo::new(stream, conn_state.clone());
+                    let svc = service_fn(move |req| {
+                        let state = state.clone();
+                        let conn_state = conn_state.clone();
+                        async move {
+                            let resp = http::handle(state.clone(), req).await?;
+                            Ok::<_, std::convert::Infallible>(conn::apply(
+                                resp,
+                                &conn_state,
+                                &state.faults,
+                            ))
+                        }
+                    });
                     // Errors here are the client hanging up or a fault we injected.
                     let _ = hyper::server::conn::http1::Builder::new()
                         .keep_alive(true)
-                        .serve_connection(TokioIo::new(stream), svc)
+                        .serve_connection(TokioIo::new(io), svc)
                         .await;
                 });
             }

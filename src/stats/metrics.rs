@@ -146,6 +146,7 @@ mod tests {
             prompt_tokens: 10,
             server_prompt_tokens: None,
             outcome: Outcome::Completed,
+            reconnects: 0,
         }
     }
 

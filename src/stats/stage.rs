@@ -75,6 +75,10 @@ pub struct StageStats {
 
     pub counts: RequestCounts,
     pub errors: BTreeMap<String, u64>,
+    /// A few distinct messages per error category (see client::add_error_sample).
+    pub error_samples: BTreeMap<String, Vec<String>>,
+    /// Requests resent on a fresh connection (see client::RequestRecord::reconnects).
+    pub reconnects: u64,
     ttft: Dist,
     itl: Dist,
     tpot: Dist,
@@ -121,6 +125,8 @@ impl StageStats {
             percentiles,
             counts: RequestCounts::default(),
             errors: BTreeMap::new(),
+            error_samples: BTreeMap::new(),
+            reconnects: 0,
             ttft: Dist::default(),
             itl: Dist::default(),
             tpot: Dist::default(),
@@ -245,6 +251,7 @@ impl StageStats {
     pub fn on_record(&mut self, index: u64, r: &RequestRecord) {
         self.integrate(r.ended_at.max(self.last_change));
         self.in_flight = self.in_flight.saturating_sub(1);
+        self.reconnects += u64::from(r.reconnects);
         let totals = match &r.outcome {
             Outcome::Completed => {
                 self.counts.completed += 1;
@@ -254,9 +261,10 @@ impl StageStats {
                 self.counts.incomplete += 1;
                 &mut self.by_outcome.incomplete
             }
-            Outcome::Errored { category, .. } => {
+            Outcome::Errored { category, message } => {
                 self.counts.errored += 1;
                 *self.errors.entry(category.to_string()).or_default() += 1;
+                crate::client::add_error_sample(&mut self.error_samples, *category, message);
                 &mut self.by_outcome.errored
             }
         };
@@ -446,6 +454,8 @@ impl StageStats {
             end_reason: end_reason.to_string(),
             requests: self.counts,
             errors: self.errors.clone(),
+            error_samples: self.error_samples.clone(),
+            reconnects: self.reconnects,
             rates,
             concurrency,
             ttft_ms: self.ttft.summary(pct),
@@ -581,6 +591,7 @@ mod tests {
             prompt_tokens: 10,
             server_prompt_tokens: Some(11),
             outcome,
+            reconnects: 0,
         }
     }
 

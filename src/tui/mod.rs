@@ -217,7 +217,14 @@ pub async fn run(
     if let Some(p) = poller {
         p.abort();
     }
-    if exit != Exit::TerminalGone {
+    if exit == Exit::TerminalGone {
+        // Dropping a Terminal shows the cursor and, when that fails,
+        // eprintln!s: on a hung-up terminal both fail, the eprintln! panics,
+        // and ratatui's panic hook, restoring the terminal, panics again and
+        // aborts the run. A dead terminal needs nothing restored.
+        std::mem::forget(terminal);
+        let _ = std::panic::take_hook();
+    } else {
         let _ = reader.join();
     }
     Ok(exit)

@@ -35,12 +35,8 @@ pub fn model(step_ms: f64, per_seq_us: f64, max_num_seqs: usize) -> SimConfig {
 
 pub fn client(url: &str, timeout: Duration) -> Arc<Client> {
     let cfg = ClientConfig {
-        base_url: url.to_string(),
-        api: Api::Chat,
-        api_key: None,
-        headers: vec![],
         request_timeout: timeout,
-        insecure: false,
+        ..ClientConfig::new(url)
     };
     Arc::new(Client::new(&cfg, Arc::new(Builtin)).unwrap())
 }

@@ -1,0 +1,68 @@
+//! The client's own limits are named as such: with a tiny open-file limit
+//! (soft and hard, so llmsweep cannot raise it), requests that cannot get a
+//! socket are `client_limit` errors, never the server's `connect` errors, and
+//! the run warns that the planned concurrency does not fit.
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+#[test]
+fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    // The simulator runs as its own process, with the normal limits.
+    let mut sim = Command::new(bin)
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--decode-step-ms",
+            "20",
+            "--per-seq-us",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sim.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("sim prints its URL: {line:?}"))
+        .to_string();
+    let out = std::env::temp_dir().join(format!("llmsweep-fdlimit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    // 48 descriptors in all, 96 streams wanted.
+    let script = format!(
+        "ulimit -Sn 48 && ulimit -Hn 48 && exec {bin} --target {url} --profile concurrent --rate 96 --max-requests 192 --max-concurrency 96 --request-timeout 60 --headless --export json --out {}",
+        out.display()
+    );
+    let o = Command::new("sh")
+        .args(["-c", &script])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}\n{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let errors = &report["stages"][0]["errors"];
+    assert!(
+        errors["client_limit"].as_u64().unwrap_or(0) > 0,
+        "errors: {errors}\n{stdout}"
+    );
+    assert!(errors.get("connect").is_none(), "errors: {errors}");
+    let samples = report["stages"][0]["error_samples"]["client_limit"].to_string();
+    assert!(samples.contains("ulimit"), "{samples}");
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("open-file limit"), "{warnings}");
+    let _ = std::fs::remove_dir_all(&out);
+}
