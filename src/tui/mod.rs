@@ -97,27 +97,47 @@ pub async fn run(
     crate::term::set_dashboard(true);
     let _guard = TerminalGuard;
 
-    // Keys come from a plain thread: crossterm's reads block. A read error
-    // (EIO on a hung-up terminal) ends it and tells the loop below.
+    // Keys come from a plain thread: crossterm's reads block. The thread
+    // waits on the terminal itself first (see `wait_for_input`), because
+    // crossterm spins on a terminal that hung up.
     let (key_tx, mut keys) = mpsc::unbounded_channel();
     let stop_keys = Arc::new(AtomicBool::new(false));
     let reader = {
         let stop = stop_keys.clone();
         std::thread::spawn(move || {
+            let mut idle_wakeups = 0u32;
             while !stop.load(Ordering::Relaxed) && !crate::term::is_gone() {
-                match event::poll(Duration::from_millis(100)) {
-                    Ok(true) => match event::read() {
-                        Ok(ev) => {
-                            if key_tx.send(Some(ev)).is_err() {
+                match wait_for_input(Duration::from_millis(100)) {
+                    Input::Timeout => continue,
+                    Input::HungUp => {
+                        let _ = key_tx.send(None);
+                        return;
+                    }
+                    Input::Ready => {}
+                }
+                match event::poll(Duration::ZERO) {
+                    Ok(true) => {
+                        idle_wakeups = 0;
+                        match event::read() {
+                            Ok(ev) => {
+                                if key_tx.send(Some(ev)).is_err() {
+                                    return;
+                                }
+                            }
+                            Err(_) => {
+                                let _ = key_tx.send(None);
                                 return;
                             }
                         }
-                        Err(_) => {
+                    }
+                    // Readable but no event, again and again: end of file.
+                    Ok(false) => {
+                        idle_wakeups += 1;
+                        if idle_wakeups > 100 {
                             let _ = key_tx.send(None);
                             return;
                         }
-                    },
-                    Ok(false) => {}
+                    }
                     Err(_) => {
                         let _ = key_tx.send(None);
                         return;
@@ -197,8 +217,54 @@ pub async fn run(
     if let Some(p) = poller {
         p.abort();
     }
-    let _ = reader.join();
+    if exit != Exit::TerminalGone {
+        let _ = reader.join();
+    }
     Ok(exit)
+}
+
+enum Input {
+    Ready,
+    Timeout,
+    HungUp,
+}
+
+/// Waits up to `timeout` for the terminal to have input. A terminal that
+/// hung up reports it here (POLLHUP, POLLERR), so the key reader can leave
+/// instead of spinning inside crossterm on a dead descriptor.
+#[cfg(unix)]
+fn wait_for_input(timeout: Duration) -> Input {
+    let mut fds = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let n = unsafe { libc::poll(&mut fds, 1, ms) };
+    if n < 0 {
+        return if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            Input::Timeout
+        } else {
+            Input::HungUp
+        };
+    }
+    if n == 0 {
+        return Input::Timeout;
+    }
+    if fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        return Input::HungUp;
+    }
+    Input::Ready
+}
+
+#[cfg(not(unix))]
+fn wait_for_input(timeout: Duration) -> Input {
+    match event::poll(timeout) {
+        Ok(true) => Input::Ready,
+        Ok(false) => Input::Timeout,
+        Err(_) => Input::HungUp,
+    }
 }
 
 /// Redraws per second: a typo (0, NaN, 1e300) gets the nearest sane rate.
