@@ -539,3 +539,16 @@ async fn the_simulator_closes_after_a_stream_while_advertising_keep_alive() {
     assert!(text.contains("[done]"), "{text}");
     sim.shutdown().await;
 }
+
+/// A server that closes every connection without answering: after the one
+/// reconnect, the request is `stream_broken` (the server dropped it), not
+/// the catch-all `request`.
+#[tokio::test]
+async fn a_server_that_hangs_up_without_answering_is_stream_broken() {
+    let s = hostile(|_| answer(Vec::new())).await;
+    let r = send_to(&s.url).await;
+    let (cat, msg) = category(&r);
+    assert_eq!(cat, ErrorCategory::StreamBroken, "{msg}");
+    assert_eq!(r.reconnects, 1, "one new connection, then the error");
+    assert_eq!(s.seen.lock().unwrap().len(), 2);
+}

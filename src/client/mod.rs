@@ -832,7 +832,9 @@ fn classify_send_error(e: &reqwest::Error) -> ErrorCategory {
         ErrorCategory::Connect
     } else if e.is_timeout() {
         ErrorCategory::Timeout
-    } else if e.is_body() || e.is_decode() {
+    } else if e.is_body() || e.is_decode() || is_stale_connection(e) {
+        // Closed or reset before any answer, even on a new connection: the
+        // server dropped it.
         ErrorCategory::StreamBroken
     } else {
         ErrorCategory::Request
