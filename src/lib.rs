@@ -15,6 +15,7 @@ pub mod headless;
 pub mod profile;
 pub mod report;
 pub mod run;
+pub mod server_metrics;
 pub mod sim;
 pub mod stats;
 pub mod tokenizer;

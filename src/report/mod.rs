@@ -89,6 +89,9 @@ pub struct StageReport {
     pub duration_s: f64,
     /// Length of the measured window (duration less warm-up and cool-down).
     pub measured_s: f64,
+    /// Seconds from the stage's start to the start of its measured window.
+    #[serde(default)]
+    pub measured_from_s: f64,
     pub saturated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation_reason: Option<String>,
@@ -109,6 +112,9 @@ pub struct StageReport {
     pub goodput: Option<Goodput>,
     /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
     pub histograms: BTreeMap<String, String>,
+    /// What the server's /metrics said over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::server_metrics::ServerStage>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]

@@ -346,6 +346,7 @@ impl StageStats {
             end: rfc3339(self.start_wall + duration),
             duration_s: duration.as_secs_f64(),
             measured_s: measured,
+            measured_from_s: m_from.saturating_duration_since(self.start).as_secs_f64(),
             saturated: saturation_reason.is_some(),
             saturation_reason,
             end_reason: end_reason.to_string(),
@@ -374,6 +375,7 @@ impl StageStats {
                 fraction: if n > 0.0 { self.good as f64 / n } else { 0.0 },
             }),
             histograms,
+            server: None,
         }
     }
 }
