@@ -399,7 +399,8 @@ fn aggregate(samples: &[&Sample], additive: bool) -> Option<f64> {
 
 /// A histogram family: buckets, sum and count, aggregated across engines.
 fn histogram(page: &Page, family: &str, model: Option<&str>) -> Option<Hist> {
-    let buckets = select(page.series(&format!("{family}_bucket")), model);
+    let bucket_name = format!("{family}_bucket");
+    let buckets = select(page.series(&bucket_name), model);
     if buckets.is_empty() {
         return None;
     }
