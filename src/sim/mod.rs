@@ -8,6 +8,7 @@ pub mod batcher;
 pub mod config;
 pub mod faults;
 pub mod http;
+pub mod prom;
 pub mod truth;
 
 use std::net::SocketAddr;

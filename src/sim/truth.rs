@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::prom::{self, Histogram};
 use crate::stats::dist::{Dist, DistSummary};
 
 /// Timestamps of one request, kept by its response stream.
@@ -91,12 +92,33 @@ impl Inner {
 
 pub struct Truth {
     inner: Mutex<Inner>,
+    /// The same observations as Prometheus histograms, for `/metrics`.
+    pub prom: PromHistograms,
+}
+
+/// vLLM's request histograms, fed where the ground truth is.
+#[derive(Debug)]
+pub struct PromHistograms {
+    pub ttft: Histogram,
+    pub itl: Histogram,
+    pub e2e: Histogram,
+}
+
+impl Default for PromHistograms {
+    fn default() -> Self {
+        PromHistograms {
+            ttft: Histogram::new(prom::TTFT_BOUNDS),
+            itl: Histogram::new(prom::ITL_BOUNDS),
+            e2e: Histogram::new(prom::REQUEST_BOUNDS),
+        }
+    }
 }
 
 impl Default for Truth {
     fn default() -> Self {
         Truth {
             inner: Mutex::new(Inner::new()),
+            prom: PromHistograms::default(),
         }
     }
 }
@@ -147,14 +169,17 @@ impl Truth {
         if let Some(first) = t.first_token {
             let ttft = first.saturating_duration_since(t.received).as_micros() as u64;
             g.ttft.record_us(ttft);
+            self.prom.ttft.observe_us(ttft, 1);
         }
         for &(gap, k) in &t.gaps {
             let k = k.max(1) as u64;
             g.itl.record_us_n(gap / k, k);
+            self.prom.itl.observe_us(gap / k, k);
         }
         if let (Ending::Completed, Some(last)) = (ending, t.last_token) {
             let e2e = last.saturating_duration_since(t.received).as_micros() as u64;
             g.e2e.record_us(e2e);
+            self.prom.e2e.observe_us(e2e, 1);
         }
     }
 
@@ -175,6 +200,9 @@ impl Truth {
 
     pub fn reset(&self) {
         *self.lock() = Inner::new();
+        self.prom.ttft.reset();
+        self.prom.itl.reset();
+        self.prom.e2e.reset();
     }
 }
 
