@@ -274,6 +274,9 @@ fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
         "data": args.data,
         "percentiles": args.percentiles,
         "slo": args.slo,
+        "server_metrics": args.server_metrics.as_deref().map(crate::server_metrics::scrape::redact_url),
+        "server_metric": args.server_metric,
+        "server_metrics_interval_s": args.server_metrics_interval,
     })
 }
 
@@ -410,7 +413,21 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         crate::tui::theme::select(args.theme.as_deref(), no_color)?
     };
 
-    // 5. Run, with progress lines and signal handling.
+    // 5. Run, with progress lines and signal handling. The server's /metrics
+    // is scraped on its own connection while the run is live.
+    let scraper = crate::server_metrics::config(
+        &crate::server_metrics::Flags {
+            url: args.server_metrics.as_deref(),
+            raw: &args.server_metric,
+            interval_s: args.server_metrics_interval,
+        },
+        &base_url,
+        &model,
+        api_key.clone(),
+        args.insecure,
+    )?
+    .map(crate::server_metrics::Scraper::start);
+    let scrape_handle = scraper.as_ref().map(|s| s.handle());
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let (snap_tx, snap_rx) = watch::channel(Snapshot::default());
     let signals = tokio::spawn(forward_signals(control_tx.clone()));
@@ -447,14 +464,19 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
                 model: model.clone(),
                 profile: plan.description.clone(),
             },
-            metrics_base: Some(base_url.clone()),
+            server: scraper.as_ref().map(|s| s.live()),
         };
         let export_meta = meta.clone();
         let export_dir = out_dir.clone();
         let export_formats = formats.clone();
+        let export_scrape = scrape_handle.clone();
         let exporter: crate::tui::Exporter = Box::new(move |snap: &Snapshot| {
+            let mut stages = snap.finished.to_vec();
+            if let Some(h) = &export_scrape {
+                crate::server_metrics::attach_live(h, &mut stages);
+            }
             let report = export_meta.report(
-                snap.finished.to_vec(),
+                stages,
                 snap.timeline.to_vec(),
                 snap.warnings.to_vec(),
                 true,
@@ -485,13 +507,23 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
     )?;
     let mut engine = Engine::new(client.clone(), prompts, settings, control_rx, snap_tx)
         .on_stage_done(Box::new(move |stage, _timeline| {
+            let mut stage = stage.clone();
+            if let Some(h) = &scrape_handle {
+                crate::server_metrics::attach_live(h, std::slice::from_mut(&mut stage));
+            }
             // A failed checkpoint write must not stop the run; the final report still comes.
-            let _ = checkpoint.append(stage);
+            let _ = checkpoint.append(&stage);
         }));
     for note in data_notes {
         engine.warn(note);
     }
-    let result: RunResult = engine.run(plan.plan.as_mut()).await;
+    let mut result: RunResult = engine.run(plan.plan.as_mut()).await;
+    if let Some(s) = scraper {
+        // One last scrape covers the end of the last stage.
+        let record = s.finish().await;
+        let w = crate::server_metrics::attach(&record, &mut result.stages);
+        result.warnings.extend(w);
+    }
     signals.abort();
     drop(control_tx);
     let front_end_result = front_end.await;

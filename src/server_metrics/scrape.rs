@@ -35,9 +35,10 @@ pub struct ScrapeConfig {
 }
 
 /// Where the scraper stands.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub enum Status {
     /// No successful scrape yet.
+    #[default]
     Starting,
     /// Reading the server's metrics.
     Live,
@@ -68,7 +69,7 @@ pub struct LivePoint {
 pub const LIVE_POINTS: usize = 600;
 
 /// What the dashboard's server view shows.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LiveView {
     pub status: Status,
     pub url: String,
@@ -209,9 +210,12 @@ impl Scraper {
         self.live.clone()
     }
 
-    /// A copy of what has been scraped so far (e.g. for a checkpoint).
-    pub fn snapshot(&self) -> Record {
-        lock(&self.shared).record.clone()
+    /// A handle that reads what has been scraped so far (for checkpoints
+    /// and exports during the run).
+    pub fn handle(&self) -> ScrapeHandle {
+        ScrapeHandle {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Takes one last scrape, stops, and returns everything scraped.
@@ -222,6 +226,19 @@ impl Scraper {
         // The task ends after at most one scrape (bounded by its timeout).
         let _ = (&mut self.task).await;
         lock(&self.shared).record.clone()
+    }
+}
+
+/// Reads a running scraper's record without stopping it.
+#[derive(Clone)]
+pub struct ScrapeHandle {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl ScrapeHandle {
+    /// Runs `f` on the record as scraped so far (under a short lock).
+    pub fn with<T>(&self, f: impl FnOnce(&Record) -> T) -> T {
+        f(&lock(&self.shared).record)
     }
 }
 

@@ -26,8 +26,8 @@ pub struct TuiOptions {
     pub fps: f64,
     pub themes: Vec<theme::Theme>,
     pub info: RunInfo,
-    /// Base URL whose `/metrics` feeds the server view.
-    pub metrics_base: Option<String>,
+    /// The server-metrics scraper's live view, for the server view.
+    pub server: Option<watch::Receiver<server::ServerMetrics>>,
 }
 
 /// Restores the terminal when dropped, whatever the exit path. Panics are
@@ -75,12 +75,7 @@ pub async fn run(
         })
     };
 
-    let (metrics_tx, mut metrics) = mpsc::unbounded_channel();
-    let poller = opts
-        .metrics_base
-        .clone()
-        .map(|base| tokio::spawn(server::poll(base, metrics_tx)));
-
+    let mut server_view = opts.server;
     let mut app = App::new(opts.info, opts.themes);
     let period = Duration::from_secs_f64(1.0 / opts.fps.clamp(0.5, 30.0));
     let mut frames = tokio::time::interval(period);
@@ -90,6 +85,11 @@ pub async fn run(
         tokio::select! {
             _ = frames.tick() => {
                 app.snap = snapshots.borrow_and_update().clone();
+                if let Some(rx) = server_view.as_mut() {
+                    if rx.has_changed().unwrap_or(false) {
+                        app.server = Some(rx.borrow_and_update().clone());
+                    }
+                }
                 if let Err(e) = terminal.draw(|f| ui::draw(f, &app)) {
                     break Err(e).context("the terminal went away");
                 }
@@ -127,13 +127,9 @@ pub async fn run(
                     break Err(e).context("the terminal went away");
                 }
             }
-            Some(m) = metrics.recv() => app.server = m,
         }
     };
     stop_keys.store(true, Ordering::Relaxed);
-    if let Some(p) = poller {
-        p.abort();
-    }
     let _ = reader.join();
     result
 }
