@@ -12,6 +12,7 @@
 
 pub mod model;
 pub mod prom;
+pub mod render;
 pub mod scrape;
 pub mod series;
 pub mod summary;
@@ -118,9 +119,7 @@ pub fn summarize_stage(record: &Record, stage: &StageReport) -> Option<ServerSta
     let (a, b) = stage_window(stage, record.t0_wall)?;
     let client = summary::ClientSide {
         ttft_mean_ms: stage.ttft_ms.mean,
-        ttft_p50_ms: stage.ttft_ms.p50,
         e2e_mean_ms: stage.latency_ms.mean,
-        e2e_p50_ms: stage.latency_ms.p50,
         measured: stage.requests.measured,
     };
     let source = record.source.map_or("other", vocab::Source::name);

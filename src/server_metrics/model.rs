@@ -34,18 +34,15 @@ pub struct ServerDist {
 }
 
 /// Client minus server, per stage: the time a request spent outside the
-/// server's engine (network, proxy, HTTP stack, the load generator).
+/// server's engine (network, proxy, HTTP stack, the load generator). From
+/// the means, which the histograms give exactly (sum / count); the bucket
+/// estimates of the percentiles are too coarse to subtract.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClientMinusServer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_mean_ms: Option<f64>,
-    /// From the server's bucket estimate: coarse.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p50_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2e_mean_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e_p50_ms: Option<f64>,
 }
 
 /// What the server's `/metrics` said during one stage's measured window.

@@ -11,9 +11,7 @@ use super::vocab::{Counter, Gauge, Histo};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClientSide {
     pub ttft_mean_ms: f64,
-    pub ttft_p50_ms: f64,
     pub e2e_mean_ms: f64,
-    pub e2e_p50_ms: f64,
     /// Completed requests measured (0: nothing to compare).
     pub measured: u64,
 }
@@ -87,11 +85,7 @@ pub fn summarize(
     let client_minus_server = (client.measured > 0 && (ttft.is_some() || e2e.is_some())).then(|| {
         ClientMinusServer {
             ttft_mean_ms: ttft.map(|s| client.ttft_mean_ms - s.mean_ms),
-            ttft_p50_ms: ttft
-                .and_then(|s| s.p50_ms_est)
-                .map(|s| client.ttft_p50_ms - s),
             e2e_mean_ms: e2e.map(|s| client.e2e_mean_ms - s.mean_ms),
-            e2e_p50_ms: e2e.and_then(|s| s.p50_ms_est).map(|s| client.e2e_p50_ms - s),
         }
     });
     let mut gauges = BTreeMap::new();
@@ -187,7 +181,6 @@ mod tests {
         let p = points(10);
         let client = ClientSide {
             ttft_mean_ms: 53.0,
-            ttft_p50_ms: 52.0,
             measured: 20,
             ..Default::default()
         };
