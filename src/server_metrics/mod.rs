@@ -121,6 +121,7 @@ pub fn summarize_stage(record: &Record, stage: &StageReport) -> Option<ServerSta
         ttft_mean_ms: stage.ttft_ms.mean,
         e2e_mean_ms: stage.latency_ms.mean,
         measured: stage.requests.measured,
+        sent: stage.requests.sent,
     };
     let source = record.source.map_or("other", vocab::Source::name);
     summary::summarize(

@@ -72,7 +72,8 @@ pub struct ServerStage {
     /// Requests the server finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<CounterSummary>,
-    /// Prompt tokens per finished request, as the server counted them.
+    /// Prompt tokens per request, as the server counted them (per request
+    /// that got a first token; else per finished request; else per request sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_per_request: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

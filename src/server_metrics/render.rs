@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{GaugeSummary, ServerDist, ServerStage};
+use super::model::{GaugeSummary, ServerDist};
 use crate::report::html::{esc, ticks};
 use crate::report::layouts::GroupedTable;
 use crate::report::{Report, StageReport};
@@ -363,7 +363,7 @@ pub fn html_section(r: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server_metrics::model::{ClientMinusServer, ServerSeries};
+    use crate::server_metrics::model::{ClientMinusServer, ServerSeries, ServerStage};
 
     fn report(server: Option<ServerStage>) -> Report {
         let text = include_str!("../../tests/fixtures/report.json");

@@ -14,6 +14,8 @@ pub struct ClientSide {
     pub e2e_mean_ms: f64,
     /// Completed requests measured (0: nothing to compare).
     pub measured: u64,
+    /// Requests sent in the stage.
+    pub sent: u64,
 }
 
 fn gauge(g: super::series::GaugeStats) -> GaugeSummary {
@@ -67,10 +69,15 @@ pub fn summarize(
     let requests = counter(Counter::Requests);
     let e2e = dist(points, Histo::E2e, a, b);
     let ttft = dist(points, Histo::Ttft, a, b);
-    // Finished requests: the server's counter, else its e2e histogram's count.
-    let finished = requests
-        .map(|r| r.total)
+    // Requests whose prompt the server processed: those that got a first
+    // token (the TTFT histogram counts them, cancelled ones included, as the
+    // prompt-token counter does); else the finished ones; else the requests
+    // the client sent.
+    let finished = ttft
+        .map(|d| d.count)
+        .or(requests.map(|r| r.total))
         .or(e2e.map(|d| d.count))
+        .or((client.sent > 0).then_some(client.sent as f64))
         .filter(|n| *n >= 0.5);
     let prompt_tokens = counter(Counter::PromptTokens);
     let cached = counter(Counter::CachedPromptTokens);

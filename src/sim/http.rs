@@ -663,7 +663,8 @@ impl SseBody {
             }
         }
         self.generated = after;
-        self.timing.on_chunk(Instant::now(), emit.tokens);
+        self.truth
+            .on_chunk(&mut self.timing, Instant::now(), emit.tokens);
         let chunk = self
             .ctx
             .token_chunk(emit.tokens, self.generated, emit.finished, &padding);

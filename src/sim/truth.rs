@@ -158,6 +158,26 @@ impl Truth {
         *self.lock().faults.entry(name).or_default() += 1;
     }
 
+    /// A chunk carrying `tokens` tokens was handed to the connection at
+    /// `at`: the request's timing, and `/metrics`' TTFT and ITL histograms,
+    /// observed as it happens (as vLLM does, so a scraper sees a request's
+    /// first token in the second it came, not when the request ended).
+    pub fn on_chunk(&self, t: &mut RequestTiming, at: Instant, tokens: u32) {
+        let prev = t.last_token;
+        t.on_chunk(at, tokens);
+        match prev {
+            None => {
+                let ttft = at.saturating_duration_since(t.received).as_micros() as u64;
+                self.prom.ttft.observe_us(ttft, 1);
+            }
+            Some(prev) => {
+                let gap = at.saturating_duration_since(prev).as_micros() as u64;
+                let k = tokens.max(1) as u64;
+                self.prom.itl.observe_us(gap / k, k);
+            }
+        }
+    }
+
     pub fn record(&self, t: &RequestTiming, ending: Ending) {
         let mut g = self.lock();
         match ending {
@@ -169,12 +189,10 @@ impl Truth {
         if let Some(first) = t.first_token {
             let ttft = first.saturating_duration_since(t.received).as_micros() as u64;
             g.ttft.record_us(ttft);
-            self.prom.ttft.observe_us(ttft, 1);
         }
         for &(gap, k) in &t.gaps {
             let k = k.max(1) as u64;
             g.itl.record_us_n(gap / k, k);
-            self.prom.itl.observe_us(gap / k, k);
         }
         if let (Ending::Completed, Some(last)) = (ending, t.last_token) {
             let e2e = last.saturating_duration_since(t.received).as_micros() as u64;
