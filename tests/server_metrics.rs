@@ -15,7 +15,9 @@ use llmsweep::server_metrics::vocab::{read, Counter, Gauge, Histo, Source};
 use llmsweep::server_metrics::{self, ScrapeConfig, Scraper, Status};
 
 fn fixture(name: &str) -> prom::Page {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/metrics").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/metrics")
+        .join(name);
     let page = prom::parse(&std::fs::read_to_string(path).unwrap());
     assert_eq!(page.bad_lines, 0, "{name} parses cleanly");
     page
@@ -34,7 +36,11 @@ fn vllm_page_maps_onto_the_vocabulary() {
     assert_eq!(r.counter(Counter::PrefixQueries), Some(100_000.0));
     assert_eq!(r.counter(Counter::PrefixHits), Some(40_000.0));
     assert_eq!(r.counter(Counter::CachedPromptTokens), Some(40_000.0));
-    assert_eq!(r.counter(Counter::Requests), Some(800.0), "summed over finished_reason");
+    assert_eq!(
+        r.counter(Counter::Requests),
+        Some(800.0),
+        "summed over finished_reason"
+    );
     let ttft = r.hist(Histo::Ttft).unwrap();
     assert_eq!(ttft.count, 800.0);
     assert_eq!(ttft.sum, 40.0);
@@ -48,7 +54,12 @@ fn vllm_page_maps_onto_the_vocabulary() {
 fn sglang_page_maps_onto_the_vocabulary() {
     let page = fixture("sglang.txt");
     assert_eq!(Source::detect(&page), Some(Source::Sglang));
-    let r = read(&page, Some(Source::Sglang), Some("meta-llama/Llama-3.1-8B-Instruct"), &[]);
+    let r = read(
+        &page,
+        Some(Source::Sglang),
+        Some("meta-llama/Llama-3.1-8B-Instruct"),
+        &[],
+    );
     // Tensor-parallel ranks report the same batch: not summed.
     assert_eq!(r.gauge(Gauge::Running), Some(12.0));
     assert_eq!(r.gauge(Gauge::Waiting), Some(3.0));
@@ -79,7 +90,10 @@ fn tgi_page_maps_onto_the_vocabulary() {
     assert_eq!(r.counter(Counter::PromptTokens), Some(30208.0));
     assert_eq!(r.counter(Counter::GenerationTokens), Some(15104.0));
     assert_eq!(r.counter(Counter::Requests), Some(118.0));
-    assert!(r.hist(Histo::Ttft).is_none(), "TGI exports no TTFT histogram");
+    assert!(
+        r.hist(Histo::Ttft).is_none(),
+        "TGI exports no TTFT histogram"
+    );
     assert_eq!(r.hist(Histo::E2e).unwrap().sum, 177.0);
     assert_eq!(r.hist(Histo::Queue).unwrap().count, 118.0);
     assert_eq!(r.hist(Histo::Itl).unwrap().count, 118.0);
@@ -89,7 +103,12 @@ fn tgi_page_maps_onto_the_vocabulary() {
 fn llama_cpp_page_maps_onto_the_vocabulary() {
     let page = fixture("llamacpp.txt");
     assert_eq!(Source::detect(&page), Some(Source::LlamaCpp));
-    let r = read(&page, Some(Source::LlamaCpp), Some("any"), &["llamacpp:n_busy_slots_per_decode".into()]);
+    let r = read(
+        &page,
+        Some(Source::LlamaCpp),
+        Some("any"),
+        &["llamacpp:n_busy_slots_per_decode".into()],
+    );
     assert_eq!(r.gauge(Gauge::Running), Some(8.0));
     assert_eq!(r.gauge(Gauge::Waiting), Some(42.0));
     // The cached prompt tokens are counted apart; the server's prompt tokens are both.
@@ -148,8 +167,14 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
     let mut stages = res.stages;
     let warnings = server_metrics::attach(&record, &mut stages);
     assert!(warnings.is_empty(), "{warnings:?}");
-    let low = stages[0].server.clone().expect("server figures for stage 1");
-    let high = stages[1].server.clone().expect("server figures for stage 2");
+    let low = stages[0]
+        .server
+        .clone()
+        .expect("server figures for stage 1");
+    let high = stages[1]
+        .server
+        .clone()
+        .expect("server figures for stage 2");
     assert_eq!(low.source, "vllm");
 
     // Every first token the simulator recorded falls into one stage's window.
@@ -187,7 +212,10 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
     assert!(high.running.unwrap().max >= 3.0, "{:?}", high.running);
     assert!(high.waiting.unwrap().max > 5.0, "{:?}", high.waiting);
     assert!(low.waiting.unwrap().mean < 1.0, "{:?}", low.waiting);
-    let (q_low, q_high) = (low.queue_ms.unwrap().mean_ms, high.queue_ms.unwrap().mean_ms);
+    let (q_low, q_high) = (
+        low.queue_ms.unwrap().mean_ms,
+        high.queue_ms.unwrap().mean_ms,
+    );
     assert!(q_high > q_low + 50.0, "queue {q_low} ms → {q_high} ms");
     // The simulator neither preempts nor caches prefixes.
     assert_eq!(high.preemptions.unwrap().total, 0.0);
@@ -195,11 +223,17 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
     // The server's prompt-token count per request is the one it reports in usage.
     let server_prompt = low.prompt_tokens_per_request.unwrap();
     let usage_prompt = stages[0].tokens.prompt_mean_server.unwrap();
-    assert!((server_prompt - usage_prompt).abs() < 1.0, "{server_prompt} vs {usage_prompt}");
+    assert!(
+        (server_prompt - usage_prompt).abs() < 1.0,
+        "{server_prompt} vs {usage_prompt}"
+    );
     // Client minus server: the time outside the engine is not negative, and
     // on loopback it is small.
     let cms = low.client_minus_server.unwrap().ttft_mean_ms.unwrap();
-    assert!((-3.0..500.0).contains(&cms), "client - server TTFT {cms} ms");
+    assert!(
+        (-3.0..500.0).contains(&cms),
+        "client - server TTFT {cms} ms"
+    );
     let series = low.series.unwrap();
     assert!(series.t_s.len() >= 5, "{series:?}");
     assert!(series.t_s.windows(2).all(|w| w[0] < w[1]));
@@ -210,12 +244,16 @@ async fn a_target_without_metrics_turns_scraping_off_quietly() {
     let sim = start_sim(model(1.0, 0.0, 8)).await;
     // The simulator answers 404 here.
     let missing = format!("{}/no-metrics-here", sim.url());
-    let quiet = Scraper::start(scrape_config(missing.clone(), false)).finish_after(Duration::from_secs(2)).await;
+    let quiet = Scraper::start(scrape_config(missing.clone(), false))
+        .finish_after(Duration::from_secs(2))
+        .await;
     assert!(matches!(quiet.status, Status::Off(_)), "{:?}", quiet.status);
     assert!(quiet.warnings().is_empty(), "{:?}", quiet.warnings());
     assert_eq!(quiet.scrapes, 0);
     // Asked for by name, the same failure is worth a warning.
-    let asked = Scraper::start(scrape_config(missing, true)).finish_after(Duration::from_millis(700)).await;
+    let asked = Scraper::start(scrape_config(missing, true))
+        .finish_after(Duration::from_millis(700))
+        .await;
     let w = asked.warnings();
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].contains("HTTP 404"), "{w:?}");
@@ -249,38 +287,89 @@ fn tmpdir(name: &str) -> PathBuf {
 fn a_run_reports_the_servers_side_in_every_format_unless_turned_off() {
     let out = tmpdir("on");
     let status = bin()
-        .args(["--headless", "--profile", "constant", "--rate", "10", "--max-seconds", "2"])
-        .args(["--data", "prompt_tokens=16,output_tokens=8", "--server-metrics-interval", "0.25"])
+        .args([
+            "--headless",
+            "--profile",
+            "constant",
+            "--rate",
+            "10",
+            "--max-seconds",
+            "2",
+        ])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--server-metrics-interval",
+            "0.25",
+        ])
         .arg("-o")
         .arg(&out)
         .output()
         .unwrap();
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let server = &report["stages"][0]["server"];
     assert_eq!(server["source"], "vllm", "{server}");
-    assert!(server["ttft_ms"]["count"].as_f64().unwrap() > 5.0, "{server}");
-    assert!(server["client_minus_server"]["ttft_mean_ms"].is_number(), "{server}");
-    assert!(std::fs::read_to_string(out.join("report.csv")).unwrap().contains("server_ttft_mean_ms"));
-    assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("## Server (/metrics)"));
-    assert!(std::fs::read_to_string(out.join("report.html")).unwrap().contains("KV-cache use"));
+    assert!(
+        server["ttft_ms"]["count"].as_f64().unwrap() > 5.0,
+        "{server}"
+    );
+    assert!(
+        server["client_minus_server"]["ttft_mean_ms"].is_number(),
+        "{server}"
+    );
+    assert!(std::fs::read_to_string(out.join("report.csv"))
+        .unwrap()
+        .contains("server_ttft_mean_ms"));
+    assert!(std::fs::read_to_string(out.join("report.md"))
+        .unwrap()
+        .contains("## Server (/metrics)"));
+    assert!(std::fs::read_to_string(out.join("report.html"))
+        .unwrap()
+        .contains("KV-cache use"));
     let checkpoint = std::fs::read_to_string(out.join("stages.jsonl")).unwrap();
-    assert!(checkpoint.contains("\"server\""), "the checkpoint carries it too");
+    assert!(
+        checkpoint.contains("\"server\""),
+        "the checkpoint carries it too"
+    );
     let _ = std::fs::remove_dir_all(&out);
 
     let out = tmpdir("off");
     let status = bin()
-        .args(["--headless", "--profile", "constant", "--rate", "10", "--max-seconds", "1"])
-        .args(["--data", "prompt_tokens=16,output_tokens=8", "--server-metrics", "off"])
+        .args([
+            "--headless",
+            "--profile",
+            "constant",
+            "--rate",
+            "10",
+            "--max-seconds",
+            "1",
+        ])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--server-metrics",
+            "off",
+        ])
         .arg("-o")
         .arg(&out)
         .output()
         .unwrap();
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert!(report["stages"][0].get("server").is_none());
-    assert!(!std::fs::read_to_string(out.join("report.md")).unwrap().contains("Server (/metrics)"));
+    assert!(!std::fs::read_to_string(out.join("report.md"))
+        .unwrap()
+        .contains("Server (/metrics)"));
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -52,7 +52,11 @@ pub fn render(r: &Report) -> Result<String> {
     header.push("errors".into());
     let server = crate::server_metrics::render::csv_wanted(r);
     if server {
-        header.extend(crate::server_metrics::render::CSV_COLUMNS.iter().map(|c| c.to_string()));
+        header.extend(
+            crate::server_metrics::render::CSV_COLUMNS
+                .iter()
+                .map(|c| c.to_string()),
+        );
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;

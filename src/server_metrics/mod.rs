@@ -55,7 +55,8 @@ pub fn config(
         bail!("--server-metrics-interval {interval} is not possible: use 0.05 to 3600 seconds");
     }
     for name in flags.raw {
-        if name.is_empty() || prom::parse_line(&format!("{name} 0")).is_none_or(|s| s.name != *name) {
+        if name.is_empty() || prom::parse_line(&format!("{name} 0")).is_none_or(|s| s.name != *name)
+        {
             bail!("--server-metric {name:?} is not a Prometheus metric name (e.g. my_server:queue_depth)");
         }
     }
@@ -166,16 +167,36 @@ mod tests {
             url: Some("http://10.0.0.1:9400/metrics"),
             ..Default::default()
         };
-        let c = config(&other, base, "m", Some("sk".into()), false).unwrap().unwrap();
+        let c = config(&other, base, "m", Some("sk".into()), false)
+            .unwrap()
+            .unwrap();
         assert!(c.explicit);
         assert_eq!(c.bearer, None, "the key stays with the target");
         for bad in [
-            Flags { url: Some("ftp://x/metrics"), ..Default::default() },
-            Flags { url: Some("not a url"), ..Default::default() },
-            Flags { interval_s: Some(0.0), ..Default::default() },
-            Flags { interval_s: Some(f64::NAN), ..Default::default() },
-            Flags { interval_s: Some(1e300), ..Default::default() },
-            Flags { raw: &["bad name".to_string()], ..Default::default() },
+            Flags {
+                url: Some("ftp://x/metrics"),
+                ..Default::default()
+            },
+            Flags {
+                url: Some("not a url"),
+                ..Default::default()
+            },
+            Flags {
+                interval_s: Some(0.0),
+                ..Default::default()
+            },
+            Flags {
+                interval_s: Some(f64::NAN),
+                ..Default::default()
+            },
+            Flags {
+                interval_s: Some(1e300),
+                ..Default::default()
+            },
+            Flags {
+                raw: &["bad name".to_string()],
+                ..Default::default()
+            },
         ] {
             assert!(config(&bad, base, "m", None, false).is_err(), "{bad:?}");
         }

@@ -112,4 +112,3 @@ pub struct ServerSeries {
     /// 0..1
     pub kv_cache_usage: Vec<Option<f64>>,
 }
-

@@ -323,7 +323,11 @@ mod tests {
         );
         assert_eq!(page.kind_of("vllm:prompt_tokens_total"), Kind::Counter);
         assert_eq!(page.kind_of("unknown"), Kind::Untyped);
-        assert_eq!(page.series("vllm:e2e_request_latency_seconds_bucket").count(), 2);
+        assert_eq!(
+            page.series("vllm:e2e_request_latency_seconds_bucket")
+                .count(),
+            2
+        );
     }
 
     #[test]

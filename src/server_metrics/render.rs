@@ -64,7 +64,10 @@ pub fn text_tables(r: &Report) -> Option<String> {
                     opt(s.tokens.prompt_mean_server, 1),
                     opt(sv.and_then(|v| v.prompt_tokens_per_request), 1),
                     opt(sv.and_then(|v| v.cached_prompt_tokens_per_request), 1),
-                    opt(sv.and_then(|v| v.prefix_cache_hit_rate).map(|h| h * 100.0), 1),
+                    opt(
+                        sv.and_then(|v| v.prefix_cache_hit_rate).map(|h| h * 100.0),
+                        1,
+                    ),
                     opt(sv.and_then(|v| v.preemptions).map(|p| p.per_s), 2),
                 ]
             })
@@ -416,7 +419,15 @@ mod tests {
         };
         let r = report(Some(v));
         let t = text_tables(&r).unwrap();
-        for want in ["Prompt Tok/Req", "73.0", "60.0", "82.0", "14.2", "1.25", "7"] {
+        for want in [
+            "Prompt Tok/Req",
+            "73.0",
+            "60.0",
+            "82.0",
+            "14.2",
+            "1.25",
+            "7",
+        ] {
             assert!(t.contains(want), "{want} in\n{t}");
         }
         let html = html_section(&r).unwrap();

@@ -271,7 +271,10 @@ async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<prom::Page,
     if !status.is_success() {
         return Err(format!("HTTP {}", status.as_u16()));
     }
-    let text = resp.text().await.map_err(|_| "the body broke off".to_string())?;
+    let text = resp
+        .text()
+        .await
+        .map_err(|_| "the body broke off".to_string())?;
     let page = prom::parse(&text);
     if page.samples.is_empty() {
         return Err("not a Prometheus text page".to_string());
@@ -428,7 +431,10 @@ fn live_point(prev: Option<&(f64, Reading)>, t_s: f64, r: &Reading) -> LivePoint
     p.generation_tokens_per_s = rate(Counter::GenerationTokens);
     let hits = match (delta(Counter::PrefixHits), delta(Counter::PrefixQueries)) {
         (Some(h), Some(q)) if q > 0.0 => Some(h / q),
-        _ => match (delta(Counter::CachedPromptTokens), delta(Counter::PromptTokens)) {
+        _ => match (
+            delta(Counter::CachedPromptTokens),
+            delta(Counter::PromptTokens),
+        ) {
             (Some(c), Some(p)) if p > 0.0 => Some(c / p),
             _ => None,
         },

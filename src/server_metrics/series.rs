@@ -82,7 +82,12 @@ fn overlap(t0: f64, t1: f64, a: f64, b: f64) -> f64 {
 /// Increase of a cumulative value in [a, b]: each interval between two
 /// scrapes contributes its increase (after a reset, the new value) times the
 /// share of the interval inside the window. None when no interval overlaps.
-pub fn increase(points: &[Point], value: impl Fn(&Reading) -> Option<f64>, a: f64, b: f64) -> Option<f64> {
+pub fn increase(
+    points: &[Point],
+    value: impl Fn(&Reading) -> Option<f64>,
+    a: f64,
+    b: f64,
+) -> Option<f64> {
     let mut total = None;
     let mut prev: Option<(f64, f64)> = None;
     for p in points {
@@ -117,7 +122,12 @@ pub struct GaugeStats {
     pub samples: usize,
 }
 
-pub fn gauge_stats_by(points: &[Point], value: impl Fn(&Reading) -> Option<f64>, a: f64, b: f64) -> Option<GaugeStats> {
+pub fn gauge_stats_by(
+    points: &[Point],
+    value: impl Fn(&Reading) -> Option<f64>,
+    a: f64,
+    b: f64,
+) -> Option<GaugeStats> {
     let mut v: Vec<f64> = points
         .iter()
         .filter(|p| p.t_s >= a && p.t_s <= b)
@@ -174,7 +184,9 @@ pub fn hist_delta(points: &[Point], h: Histo, a: f64, b: f64) -> Option<HistDelt
     let mut out: Option<HistDelta> = None;
     let mut prev: Option<(f64, &super::vocab::Hist)> = None;
     for p in points {
-        let Some(cur) = p.reading.hist(h) else { continue };
+        let Some(cur) = p.reading.hist(h) else {
+            continue;
+        };
         if let Some((t0, old)) = prev {
             let f = overlap(t0, p.t_s, a, b);
             if p.t_s > a && t0 < b {
@@ -191,7 +203,11 @@ pub fn hist_delta(points: &[Point], h: Histo, a: f64, b: f64) -> Option<HistDelt
                         let before = if reset { 0.0 } else { old.cumulative[i] };
                         d.cumulative[i] += (c - before).max(0.0) * f;
                     }
-                    let (s0, c0) = if reset { (0.0, 0.0) } else { (old.sum, old.count) };
+                    let (s0, c0) = if reset {
+                        (0.0, 0.0)
+                    } else {
+                        (old.sum, old.count)
+                    };
                     d.sum += (cur.sum - s0) * f;
                     d.count += (cur.count - c0).max(0.0) * f;
                 }
@@ -257,7 +273,13 @@ mod tests {
 
     #[test]
     fn counter_increase_interpolates_the_edges_and_survives_a_reset() {
-        let p = counter_points(&[(0.0, 0.0), (1.0, 10.0), (2.0, 30.0), (3.0, 5.0), (4.0, 15.0)]);
+        let p = counter_points(&[
+            (0.0, 0.0),
+            (1.0, 10.0),
+            (2.0, 30.0),
+            (3.0, 5.0),
+            (4.0, 15.0),
+        ]);
         let inc = |a, b| counter_increase(&p, Counter::PromptTokens, a, b).unwrap();
         assert_eq!(inc(0.0, 2.0), 30.0);
         assert_eq!(inc(0.5, 1.5), 5.0 + 10.0);
@@ -293,9 +315,15 @@ mod tests {
         let p25 = bucket_quantile(0.25, &bounds, &cum).unwrap();
         assert!((p25 - 0.15).abs() < 1e-12);
         // In the +Inf bucket: the largest finite bound.
-        assert_eq!(bucket_quantile(0.99, &bounds, &[0.0, 0.0, 1.0, 10.0]), Some(0.4));
+        assert_eq!(
+            bucket_quantile(0.99, &bounds, &[0.0, 0.0, 1.0, 10.0]),
+            Some(0.4)
+        );
         // The first bucket starts at zero.
-        assert_eq!(bucket_quantile(0.5, &bounds, &[10.0, 10.0, 10.0, 10.0]), Some(0.05));
+        assert_eq!(
+            bucket_quantile(0.5, &bounds, &[10.0, 10.0, 10.0, 10.0]),
+            Some(0.05)
+        );
         assert_eq!(bucket_quantile(0.5, &bounds, &[0.0; 4]), None);
     }
 

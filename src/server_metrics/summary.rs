@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{ClientMinusServer, CounterSummary, GaugeSummary, ServerDist, ServerSeries, ServerStage};
+use super::model::{
+    ClientMinusServer, CounterSummary, GaugeSummary, ServerDist, ServerSeries, ServerStage,
+};
 use super::series::{counter_increase, gauge_stats, gauge_stats_by, hist_delta, Point};
 use super::vocab::{Counter, Gauge, Histo};
 
@@ -54,7 +56,8 @@ pub fn summarize(
     if !(b > a) || points.is_empty() {
         return None;
     }
-    let covered = points.first().is_some_and(|p| p.t_s <= b) && points.last().is_some_and(|p| p.t_s >= a);
+    let covered =
+        points.first().is_some_and(|p| p.t_s <= b) && points.last().is_some_and(|p| p.t_s >= a);
     if !covered {
         return None;
     }
@@ -82,19 +85,21 @@ pub fn summarize(
     let prompt_tokens = counter(Counter::PromptTokens);
     let cached = counter(Counter::CachedPromptTokens);
     let per_request = |c: Option<CounterSummary>| Some(c?.total / finished?);
-    let hit_rate = match (counter(Counter::PrefixHits), counter(Counter::PrefixQueries)) {
+    let hit_rate = match (
+        counter(Counter::PrefixHits),
+        counter(Counter::PrefixQueries),
+    ) {
         (Some(h), Some(q)) if q.total > 0.0 => Some(h.total / q.total),
         _ => match (cached, prompt_tokens) {
             (Some(c), Some(p)) if p.total > 0.0 => Some(c.total / p.total),
             _ => gauge_stats(points, Gauge::PrefixHitRate, a, b).map(|g| g.mean),
         },
     };
-    let client_minus_server = (client.measured > 0 && (ttft.is_some() || e2e.is_some())).then(|| {
-        ClientMinusServer {
+    let client_minus_server =
+        (client.measured > 0 && (ttft.is_some() || e2e.is_some())).then(|| ClientMinusServer {
             ttft_mean_ms: ttft.map(|s| client.ttft_mean_ms - s.mean_ms),
             e2e_mean_ms: e2e.map(|s| client.e2e_mean_ms - s.mean_ms),
-        }
-    });
+        });
     let mut gauges = BTreeMap::new();
     for id in raw_names {
         let stats = gauge_stats_by(

@@ -169,8 +169,8 @@ fn gauge_names(src: Source, g: Gauge) -> &'static [&'static str] {
 }
 
 fn counter_src(src: Source, c: Counter) -> CounterSrc {
-    use CounterSrc::*;
     use Counter::*;
+    use CounterSrc::*;
     match (src, c) {
         (Source::Vllm, Preemptions) => Names(&["vllm:num_preemptions_total"]),
         (Source::Vllm, PromptTokens) => Names(&["vllm:prompt_tokens_total"]),
@@ -345,11 +345,7 @@ pub fn series_id(s: &Sample) -> String {
     if s.labels.is_empty() {
         return s.name.clone();
     }
-    let labels: Vec<String> = s
-        .labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v:?}"))
-        .collect();
+    let labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
     format!("{}{{{}}}", s.name, labels.join(","))
 }
 
@@ -428,7 +424,10 @@ fn histogram(page: &Page, family: &str, model: Option<&str>) -> Option<Hist> {
         bounds.push(*le);
         cumulative.push(engines.values().sum::<f64>());
     }
-    let count_total = aggregate(&select(page.series(&format!("{family}_count")), model), true);
+    let count_total = aggregate(
+        &select(page.series(&format!("{family}_count")), model),
+        true,
+    );
     if bounds.last() != Some(&f64::INFINITY) {
         // A page without the +Inf bucket: its count is the total.
         bounds.push(f64::INFINITY);

@@ -132,9 +132,7 @@ pub async fn run(
             }
             let Some(r) = waiting.pop_front() else { break };
             let queued = Instant::now().saturating_duration_since(r.arrived);
-            gauges
-                .queue_time
-                .observe_us(queued.as_micros() as u64, 1);
+            gauges.queue_time.observe_us(queued.as_micros() as u64, 1);
             kv_used += need;
             prefill_tokens += r.prompt_tokens;
             running.push(Running {

@@ -20,8 +20,8 @@ pub const ITL_BOUNDS: &[f64] = &[
 ];
 /// vLLM's request-latency buckets (end-to-end, queue, prefill, decode).
 pub const REQUEST_BOUNDS: &[f64] = &[
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-    240.0, 480.0, 960.0, 1920.0, 7680.0,
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+    480.0, 960.0, 1920.0, 7680.0,
 ];
 
 /// A Prometheus histogram of durations.
@@ -104,7 +104,12 @@ mod tests {
         h.observe_us(60_000, 1);
         h.observe_us(100_000_000, 1); // beyond the last bound
         let mut s = String::new();
-        h.write(&mut s, "vllm:inter_token_latency_seconds", "ITL.", "model_name=\"m\"");
+        h.write(
+            &mut s,
+            "vllm:inter_token_latency_seconds",
+            "ITL.",
+            "model_name=\"m\"",
+        );
         let page = prom::parse(&s);
         assert_eq!(page.bad_lines, 0);
         let r = vocab::read(&page, Some(vocab::Source::Vllm), Some("m"), &[]);
@@ -113,7 +118,11 @@ mod tests {
         assert_eq!(hist.cumulative[0], 3.0);
         assert_eq!(hist.cumulative[3], 4.0);
         assert_eq!(*hist.cumulative.last().unwrap(), 5.0);
-        assert!((hist.sum - (0.024 + 0.06 + 100.0)).abs() < 1e-9, "{}", hist.sum);
+        assert!(
+            (hist.sum - (0.024 + 0.06 + 100.0)).abs() < 1e-9,
+            "{}",
+            hist.sum
+        );
         h.reset();
         let mut s = String::new();
         h.write(&mut s, "x", "x", "a=\"b\"");

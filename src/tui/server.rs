@@ -260,7 +260,9 @@ mod tests {
         let mut v = view(vec![]);
         assert!(status_text(Some(&v)).unwrap().starts_with("reading"));
         v.status = Status::Off("turned off with --server-metrics off".into());
-        assert!(status_text(Some(&v)).unwrap().contains("--server-metrics off"));
+        assert!(status_text(Some(&v))
+            .unwrap()
+            .contains("--server-metrics off"));
         let v = view(vec![LivePoint::default()]);
         assert_eq!(status_text(Some(&v)), None);
     }
