@@ -33,7 +33,7 @@ fn parse_cost(page: &str, n: usize) -> f64 {
 
 fn main() {
     let mut big = String::new();
-    // A large vLLM page: 8 models' worth of series (~1,200 lines, ~110 kB).
+    // A large vLLM page: 8 models' worth of series (~580 lines, ~42 kB).
     let vllm = fixture("vllm.txt");
     for i in 0..8 {
         big.push_str(&vllm.replace("Qwen/Qwen3-8B", &format!("model-{i}")));

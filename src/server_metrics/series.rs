@@ -234,7 +234,11 @@ pub fn hist_delta(points: &[Point], h: Histo, a: f64, b: f64) -> Option<HistDelt
 /// quantile in the `+Inf` bucket is reported as the largest finite bound.
 pub fn bucket_quantile(q: f64, bounds: &[f64], cumulative: &[f64]) -> Option<f64> {
     let total = *cumulative.last()?;
-    if !(total > 0.0) || bounds.len() != cumulative.len() || !(0.0..=1.0).contains(&q) {
+    if total.is_nan()
+        || total <= 0.0
+        || bounds.len() != cumulative.len()
+        || !(0.0..=1.0).contains(&q)
+    {
         return None;
     }
     let rank = q * total;

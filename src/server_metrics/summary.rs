@@ -53,7 +53,7 @@ pub fn summarize(
     b: f64,
     client: ClientSide,
 ) -> Option<ServerStage> {
-    if !(b > a) || points.is_empty() {
+    if a.is_nan() || b.is_nan() || b <= a || points.is_empty() {
         return None;
     }
     let covered =

@@ -361,6 +361,9 @@ fn select<'a>(samples: impl Iterator<Item = &'a Sample>, model: Option<&str>) ->
     }
 }
 
+/// The value of one series per engine (see `engine_key`).
+type PerEngine<'a> = BTreeMap<Vec<(&'a str, &'a str)>, f64>;
+
 /// The key of the engine a series belongs to: its labels without rank
 /// labels (and without `le`, which the caller handles).
 fn engine_key(s: &Sample) -> Vec<(&str, &str)> {
@@ -377,7 +380,7 @@ fn engine_key(s: &Sample) -> Vec<(&str, &str)> {
 /// One figure from the series of one family: the largest of rank copies,
 /// then the sum (additive) or the mean (ratios) across engines.
 fn aggregate(samples: &[&Sample], additive: bool) -> Option<f64> {
-    let mut per_engine: BTreeMap<Vec<(&str, &str)>, f64> = BTreeMap::new();
+    let mut per_engine = PerEngine::new();
     for s in samples {
         let e = per_engine.entry(engine_key(s)).or_insert(f64::NEG_INFINITY);
         *e = e.max(s.value);
@@ -401,7 +404,7 @@ fn histogram(page: &Page, family: &str, model: Option<&str>) -> Option<Hist> {
         return None;
     }
     // Per bound: per engine, the largest rank copy; then the sum.
-    let mut by_bound: BTreeMap<u64, (f64, BTreeMap<Vec<(&str, &str)>, f64>)> = BTreeMap::new();
+    let mut by_bound: BTreeMap<u64, (f64, PerEngine)> = BTreeMap::new();
     for s in &buckets {
         let Some(le) = s.label("le").and_then(parse_value) else {
             continue;

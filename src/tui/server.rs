@@ -111,7 +111,10 @@ pub fn status_text(server: Option<&LiveView>) -> Option<String> {
     const NONE: &str =
         "the target serves no Prometheus /metrics that llmsweep understands (vLLM, SGLang, TGI or llama.cpp names)";
     match server {
-        None => Some(NONE.to_string()),
+        None => Some(
+            "no Prometheus /metrics: scraping is off (--server-metrics off), or the target serves none"
+                .to_string(),
+        ),
         Some(v) => match &v.status {
             Status::Starting => Some(format!("reading {} …", v.url)),
             Status::Off(why) => Some(format!("{NONE}: {why}")),
@@ -256,8 +259,13 @@ mod tests {
 
     #[test]
     fn says_why_there_is_nothing_to_show() {
-        assert!(status_text(None).unwrap().contains("llama.cpp"));
+        assert!(status_text(None)
+            .unwrap()
+            .contains("no Prometheus /metrics"));
         let mut v = view(vec![]);
+        v.status = Status::Off("HTTP 404".into());
+        assert!(status_text(Some(&v)).unwrap().contains("llama.cpp"));
+        v.status = Status::Starting;
         assert!(status_text(Some(&v)).unwrap().starts_with("reading"));
         v.status = Status::Off("turned off with --server-metrics off".into());
         assert!(status_text(Some(&v))
