@@ -90,8 +90,8 @@ pub struct StageReport {
     /// Length of the measured window (duration less warm-up and cool-down).
     pub measured_s: f64,
     /// Seconds from the stage's start to the start of its measured window.
-    #[serde(default)]
-    pub measured_from_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_from_s: Option<f64>,
     pub saturated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation_reason: Option<String>,

@@ -107,7 +107,7 @@ pub fn stage_window(stage: &StageReport, t0_wall: SystemTime) -> Option<(f64, f6
         Err(e) => -e.duration().as_secs_f64(),
     };
     let (from, len) = if stage.measured_s > 0.0 {
-        (stage.measured_from_s, stage.measured_s)
+        (stage.measured_from_s.unwrap_or(0.0), stage.measured_s)
     } else {
         (0.0, stage.duration_s)
     };
@@ -209,7 +209,7 @@ mod tests {
             start: "2026-01-01T00:00:10.500Z".into(),
             duration_s: 30.0,
             measured_s: 20.0,
-            measured_from_s: 5.0,
+            measured_from_s: Some(5.0),
             ..Default::default()
         };
         assert_eq!(stage_window(&stage, t0), Some((15.5, 35.5)));
