@@ -161,11 +161,14 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(block, area);
     let figures = shown(view);
     let kv = view.last().and_then(|p| p.kv_cache_usage);
-    let rows = inner.height.saturating_sub(u16::from(kv.is_some())) as usize;
+    let room = inner.height.saturating_sub(u16::from(kv.is_some()));
+    let rows = room as usize;
+    // Taller sparklines when the terminal has the room (up to 3 lines each).
+    let row_h = (room / (figures.len().max(1) as u16)).clamp(1, 3);
     let mut constraints: Vec<Constraint> = figures
         .iter()
         .take(rows)
-        .map(|_| Constraint::Length(1))
+        .map(|_| Constraint::Length(row_h))
         .collect();
     constraints.push(Constraint::Min(0));
     let areas = Layout::vertical(constraints).split(inner);
@@ -197,6 +200,8 @@ fn draw_row(frame: &mut Frame, th: &Theme, view: &LiveView, f: &Figure, area: Re
     ])
     .areas(area);
     let latest = view.series.iter().rev().find_map(|p| (f.pick)(p));
+    let label = Rect { height: 1, ..label };
+    let value = Rect { height: 1, ..value };
     frame.render_widget(Paragraph::new(Span::styled(f.label, th.dim())), label);
     frame.render_widget(
         Paragraph::new(Line::styled(
