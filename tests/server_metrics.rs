@@ -122,6 +122,13 @@ fn llama_cpp_page_maps_onto_the_vocabulary() {
     );
 }
 
+fn drained(s: f64) -> llmsweep::engine::Limits {
+    llmsweep::engine::Limits {
+        drain: Some(30.0),
+        ..secs(s)
+    }
+}
+
 fn scrape_config(url: String, explicit: bool) -> ScrapeConfig {
     ScrapeConfig {
         url,
@@ -137,7 +144,10 @@ fn scrape_config(url: String, explicit: bool) -> ScrapeConfig {
 
 /// Two stages against the simulator (4 sequences at most, 10 ms a step):
 /// one well under capacity, one far over it. The per-stage server figures
-/// must add up to what the simulator recorded, and show the queue.
+/// must add up to what the simulator recorded, and show the queue. Each
+/// stage drains, so every request the server saw ends inside a stage (a
+/// cancelled request can still get its first token after the stage ended,
+/// which no stage would then count).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_stage_server_figures_match_the_simulators_ground_truth() {
     let sim = start_sim(model(10.0, 0.0, 4)).await;
@@ -147,8 +157,8 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
     let res = run(
         &url,
         vec![
-            stage(Strategy::Constant { rate: 8.0 }, secs(2.0)),
-            stage(Strategy::Constant { rate: 60.0 }, secs(2.0)),
+            stage(Strategy::Constant { rate: 8.0 }, drained(2.0)),
+            stage(Strategy::Constant { rate: 60.0 }, drained(2.0)),
         ],
         "prompt_tokens=16,output_tokens=16",
     )
@@ -207,6 +217,17 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
         "server ITL count {itl_count} vs truth {want}"
     );
 
+    eprintln!(
+        "server TTFT {ttft_count:.1} obs, mean {ttft_mean:.2} ms; truth {} obs, mean {:.2} ms; \
+         e2e {e2e_count:.1} vs {}; ITL {itl_count:.1} vs {}; queue {:.1} / {:.1} ms; waiting max {}",
+        truth.ttft_ms.count,
+        truth.ttft_ms.mean,
+        truth.e2e_ms.count,
+        truth.itl_ms.count,
+        low.queue_ms.unwrap().mean_ms,
+        high.queue_ms.unwrap().mean_ms,
+        high.waiting.unwrap().max
+    );
     // The batch never holds more than 4; past capacity, requests wait.
     assert!(low.running.unwrap().max <= 4.0 && high.running.unwrap().max <= 4.0);
     assert!(high.running.unwrap().max >= 3.0, "{:?}", high.running);
