@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::client::Api;
+pub use crate::run::signals::OnHangup;
 
 /// `llmsweep run`: load a server and report what it held.
 #[derive(Debug, Clone, Args, Default)]
@@ -127,4 +128,12 @@ pub struct RunArgs {
     /// Dashboard redraws per second.
     #[arg(long, default_value_t = 4.0)]
     pub fps: f64,
+    /// When the terminal hangs up (SSH dropped, tmux pane killed): continue the run to its
+    /// planned end and write complete reports, or stop and write a partial report.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnHangup::Continue)]
+    pub on_hangup: OnHangup,
+    /// Start the run in the background with no terminal; print its directory and return.
+    /// Watch it with `llmsweep attach`, end it with `llmsweep stop`.
+    #[arg(long)]
+    pub detach: bool,
 }

@@ -61,8 +61,11 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
                     | "skip"
                     | "stop"
                     | "rejected"
+                    | "rerun"
+                    | "signal"
+                    | "viewer"
             ) {
-                eprintln!("[{:>7.1}s] {}: {}", ev.t_s, ev.event, ev.detail);
+                crate::term::note(&format!("[{:>7.1}s] {}: {}", ev.t_s, ev.event, ev.detail));
             }
         }
         seen_events = snap.timeline.len();
@@ -70,7 +73,7 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
             return;
         }
         if let Some(line) = progress_line(&snap) {
-            eprintln!("{line}");
+            crate::term::note(&line);
         }
     }
 }

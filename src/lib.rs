@@ -7,6 +7,7 @@
 //! through `client`, `stats` aggregates what comes back into `report`, and
 //! front ends (`headless`, later the TUI) only read the engine's snapshots.
 
+pub mod attach;
 pub mod cli;
 pub mod client;
 pub mod data;
@@ -18,5 +19,6 @@ pub mod run;
 pub mod server_metrics;
 pub mod sim;
 pub mod stats;
+pub mod term;
 pub mod tokenizer;
 pub mod tui;

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use llmsweep::attach::runs;
 use llmsweep::{cli::RunArgs, run, sim};
 
 /// Load tester for OpenAI-compatible LLM inference servers: a sweep from one
@@ -44,6 +45,27 @@ enum Command {
         a: std::path::PathBuf,
         b: std::path::PathBuf,
     },
+    /// Open the dashboard on a run that is going on (started elsewhere, or whose terminal is gone).
+    Attach {
+        /// The run directory (default: the most recent live run under ./llmsweep-results).
+        dir: Option<std::path::PathBuf>,
+        /// Progress lines instead of the dashboard.
+        #[arg(long)]
+        headless: bool,
+        /// Dashboard theme: dark, light, high-contrast, mono, or a path to a theme .toml.
+        #[arg(long, value_name = "NAME|PATH")]
+        theme: Option<String>,
+        /// Dashboard redraws per second.
+        #[arg(long, default_value_t = 4.0)]
+        fps: f64,
+    },
+    /// List runs (live and finished) under ./llmsweep-results or DIR.
+    Ls {
+        #[arg(default_value = "llmsweep-results")]
+        dir: std::path::PathBuf,
+    },
+    /// Stop a run and wait for its reports (default: the most recent live run).
+    Stop { dir: Option<std::path::PathBuf> },
 }
 
 fn render_saved(
@@ -58,7 +80,7 @@ fn render_saved(
     match out {
         Some(path) => {
             llmsweep::report::write_atomic(path, text.as_bytes())?;
-            println!("wrote {}", path.display());
+            llmsweep::term::out(&format!("wrote {}\n", path.display()));
         }
         None => print!("{text}"),
     }
@@ -94,25 +116,64 @@ fn main() -> ExitCode {
         Some(Command::Sim(args)) => sim::run_cli(*args),
         Some(Command::Profiles) => {
             for (name, description) in llmsweep::profile::file::list() {
-                println!("{name:<24} {description}");
+                llmsweep::term::out(&format!("{name:<24} {description}\n"));
             }
             Ok(())
         }
         Some(Command::Report { file, format, out }) => render_saved(&file, &format, out.as_deref()),
         Some(Command::Compare { a, b }) => compare(&a, &b),
+        Some(Command::Attach {
+            dir,
+            headless,
+            theme,
+            fps,
+        }) => {
+            return exit_code(llmsweep::attach::attach(
+                dir.as_deref(),
+                headless,
+                theme,
+                fps,
+            ))
+        }
+        Some(Command::Ls { dir }) => {
+            print!("{}", runs::render_list(&runs::list(&dir)));
+            Ok(())
+        }
+        Some(Command::Stop { dir }) => return exit_code(llmsweep::attach::stop(dir.as_deref())),
         Some(Command::Run(args)) => {
             let explicit = matches
                 .subcommand_matches("run")
                 .map(typed)
                 .unwrap_or_default();
-            run::execute(*args, &explicit).map(|_| ())
+            return ran(run::execute(*args, &explicit));
         }
-        None => run::execute(cli.run, &typed(&matches)).map(|_| ()),
+        None => return ran(run::execute(cli.run, &typed(&matches))),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    exit_code(result.map(|()| ExitCode::SUCCESS))
+}
+
+/// 0: every planned stage ran; 3: stopped early, partial report written;
+/// 2: an error (nothing run, or the reports could not be written).
+fn ran(r: anyhow::Result<run::Ran>) -> ExitCode {
+    exit_code(r.map(|ran| match ran {
+        run::Ran::Finished { partial: false, .. } => ExitCode::SUCCESS,
+        run::Ran::Finished { partial: true, .. } => ExitCode::from(run::PARTIAL_EXIT),
+        run::Ran::Detached(dir) => {
+            llmsweep::term::out(&format!("{}\n", dir.display()));
+            eprintln!(
+                "llmsweep: the run goes on in the background in {d}\n  watch it:  llmsweep attach {d}\n  stop it:   llmsweep stop {d}\n  its log:   {d}/run.log",
+                d = dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+    }))
+}
+
+fn exit_code(r: anyhow::Result<ExitCode>) -> ExitCode {
+    match r {
+        Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            llmsweep::term::note(&format!("error: {e:#}"));
             ExitCode::from(2)
         }
     }

@@ -399,6 +399,14 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
         })
         .unwrap();
     h.control.send(Control::Skip).unwrap();
+    // The planned stage was cut short early by the first rate change: it runs again.
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage
+            .as_ref()
+            .is_some_and(|st| st.name == "constant@20.00" && !st.manual)
+    })
+    .await;
+    h.control.send(Control::Skip).unwrap();
     wait_for(&mut h.snapshots, limit, |s| {
         s.stage.as_ref().is_some_and(|st| st.name == "concurrent@2")
     })
@@ -418,17 +426,29 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
             "constant@20.00",
             "constant@40.00 (manual)",
             "constant@20.00 (manual)",
+            "constant@20.00",
             "concurrent@2"
         ]
     );
     let ends: Vec<&str> = res.stages.iter().map(|s| s.end_reason.as_str()).collect();
-    assert_eq!(ends, ["rate_changed", "rate_changed", "skipped", "stopped"]);
+    assert_eq!(
+        ends,
+        [
+            "rate_changed",
+            "rate_changed",
+            "skipped",
+            "skipped",
+            "stopped"
+        ]
+    );
+    let manual: Vec<bool> = res.stages.iter().map(|s| s.manual).collect();
+    assert_eq!(manual, [false, true, true, false, false]);
     assert_eq!(res.stages[1].target_rate, Some(40.0));
     assert!(res.partial);
     assert_eq!(res.end_reason, "test");
     let events: Vec<&str> = res.timeline.iter().map(|e| e.event.as_str()).collect();
     for e in [
-        "set_rate", "pause", "resume", "export", "skip", "rejected", "stop",
+        "set_rate", "pause", "resume", "export", "skip", "rejected", "stop", "rerun",
     ] {
         assert!(events.contains(&e), "{e} in {events:?}");
     }

@@ -111,6 +111,11 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
         s.contains("constant@5.50 (manual)") && s.contains("+10%")
     });
     tmux.keys("n");
+    // The planned stage was cut short early by the rate change: it runs again.
+    tmux.wait_for("the planned stage again", limit, |s| {
+        s.contains("stage 3/") && s.contains("target 5.00 req/s")
+    });
+    tmux.keys("n");
     tmux.wait_for("the next planned stage", limit, |s| {
         s.contains("target 6.00 req/s")
     });
@@ -121,7 +126,8 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
     tmux.keys("y");
     let last = tmux.wait_for("the exit", limit, |s| s.contains("LLMSWEEP-EXIT="));
 
-    assert!(last.contains("LLMSWEEP-EXIT=0"), "{last}");
+    // Stopped early: a partial report, and the exit status says so.
+    assert!(last.contains("LLMSWEEP-EXIT=3"), "{last}");
     // Back on the normal screen: the final table and the report path.
     assert!(
         last.contains("report: ") && last.contains("constant@5.50 (manual)"),
@@ -137,7 +143,12 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
         .collect();
     assert_eq!(
         names,
-        ["constant@5.00", "constant@5.50 (manual)", "constant@6.00"]
+        [
+            "constant@5.00",
+            "constant@5.50 (manual)",
+            "constant@5.00",
+            "constant@6.00"
+        ]
     );
     let ends: Vec<&str> = report["stages"]
         .as_array()
@@ -145,7 +156,7 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
         .iter()
         .map(|s| s["end_reason"].as_str().unwrap())
         .collect();
-    assert_eq!(ends, ["rate_changed", "skipped", "stopped"]);
+    assert_eq!(ends, ["rate_changed", "skipped", "skipped", "stopped"]);
     assert_eq!(report["partial"], true);
     let events: Vec<&str> = report["timeline"]
         .as_array()

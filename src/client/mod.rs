@@ -38,6 +38,14 @@ impl Api {
             Api::Completions => "/v1/completions",
         }
     }
+
+    /// The name the report and the command line use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
 }
 
 /// Why a request failed. The names are stable: they are report keys.

@@ -10,7 +10,8 @@ use super::strategy::PlannedStage;
 
 /// Commands a front end (keys, signals) sends to the engine. The engine
 /// applies them between dispatches and records each in the timeline.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Control {
     /// Set the running stage's rate (streams for concurrent). Ends the stage
     /// and opens `<kind>@<rate> (manual)` with the same limits.
@@ -35,7 +36,7 @@ pub enum Control {
 }
 
 /// One error, for the TUI's error log.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ErrorEntry {
     pub t_s: f64,
     pub stage: String,
@@ -44,11 +45,12 @@ pub struct ErrorEntry {
 }
 
 /// The running stage, as seen live.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LiveStage {
     pub name: String,
     pub strategy: String,
     pub target_rate: Option<f64>,
+    /// Running time of the stage: paused time does not count.
     pub elapsed_s: f64,
     pub max_seconds: Option<f64>,
     pub max_requests: Option<u64>,
@@ -64,6 +66,10 @@ pub struct LiveStage {
     pub itl_p99_ms: f64,
     /// Per-second history of this stage (the newest last, at most 600 points).
     pub series: Vec<SeriesPoint>,
+    /// Started by the operator, not the plan.
+    pub manual: bool,
+    /// Seconds this stage has been paused (not counted in `elapsed_s`).
+    pub paused_s: f64,
 }
 
 /// A view of the whole run, published several times a second. Cheap to

@@ -6,7 +6,17 @@
 //! the next request is due (open loop) or *whether* a slot is free (closed
 //! loop). Each request runs in its own task and reports back on a channel, so
 //! the statistics have a single owner and need no locks.
+//!
+//! How a stage boundary treats work in flight:
+//! - at a stage's planned end (its time or request limit), requests still in
+//!   flight are cancelled and counted incomplete, as GuideLLM does, unless
+//!   `--drain` lets them finish first;
+//! - when the operator changes the rate, the stage stops sending but its
+//!   requests in flight run on and are counted in the stage that sent them;
+//!   the new stage starts at once. Those requests are cancelled only if they
+//!   are still running when the next stage ends (or the run stops).
 
+pub mod backend;
 pub mod live;
 pub mod strategy;
 
@@ -18,11 +28,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Client, Outcome, Prompt, RequestRecord};
+use crate::client::{Outcome, Prompt, RequestRecord};
 use crate::report::{StageReport, TimelineEvent};
 use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
 
+pub use backend::Backend;
 pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
 use strategy::{resolve_margin, validate_rate, Arrivals};
 pub use strategy::{FixedPlan, Limits, Plan, PlannedStage, StageSpec, Strategy};
@@ -33,6 +44,10 @@ const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 const DISPATCH_BURST: u32 = 64;
 /// Errors kept for the error log.
 const RECENT_ERRORS: usize = 100;
+/// Steering a synchronous or throughput stage needs this much evidence of
+/// its rate: completed requests, and seconds of running time.
+const STEER_MIN_COMPLETED: u64 = 3;
+const STEER_MIN_SECONDS: f64 = 1.0;
 
 /// Run-wide settings.
 #[derive(Debug, Clone, Default)]
@@ -75,13 +90,41 @@ impl StageEnd {
             StageEnd::Stopped(_) => "stopped",
         }
     }
+
+    /// Ended by the operator before its limit.
+    fn cut_short(&self) -> bool {
+        matches!(
+            self,
+            StageEnd::Skipped | StageEnd::RateChanged(_) | StageEnd::Stopped(_)
+        )
+    }
 }
 
 /// Called with each stage as it finishes (e.g. to append it to a checkpoint).
 pub type StageObserver = Box<dyn FnMut(&StageReport, &[TimelineEvent]) + Send>;
 
+/// A stage that stopped sending after a rate change and waits for its
+/// requests in flight before it is reported.
+struct Finishing {
+    number: usize,
+    spec: StageSpec,
+    stats: StageStats,
+    cancel: CancellationToken,
+    end: StageEnd,
+    ended_at: Instant,
+    /// Counts as the plan's measurement of this stage (else it runs again).
+    planned: bool,
+}
+
+/// One completed request, tagged with the stage that sent it.
+struct Done {
+    stage: usize,
+    index: u64,
+    record: RequestRecord,
+}
+
 pub struct Engine {
-    client: Arc<Client>,
+    backend: Arc<dyn Backend>,
     prompts: Arc<[Prompt]>,
     settings: RunSettings,
     control: mpsc::UnboundedReceiver<Control>,
@@ -93,11 +136,22 @@ pub struct Engine {
     /// `finished` as the snapshots share it: rebuilt when a stage ends, not
     /// on every snapshot (reports carry their histograms).
     finished_shared: Arc<Vec<StageReport>>,
+    /// The planned stages that ran to their end (or were skipped): what the
+    /// plan decides from. Manual stages and stages cut short by a rate
+    /// change (they run again) are not in it.
+    planned_done: Vec<StageReport>,
     timeline: Vec<TimelineEvent>,
     recent_errors: VecDeque<ErrorEntry>,
     warnings: Vec<String>,
     paused: bool,
     manual_stages: usize,
+    /// Requests sent so far in the whole run: the next prompt to use. Prompts
+    /// are taken in order across stages, so a stage does not resend the
+    /// previous stage's prompts (a server's prefix cache would flatter TTFT).
+    next_prompt: u64,
+    done_tx: mpsc::UnboundedSender<Done>,
+    done_rx: mpsc::UnboundedReceiver<Done>,
+    finishing: Vec<Finishing>,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -110,14 +164,15 @@ struct Dispatch {
 
 impl Engine {
     pub fn new(
-        client: Arc<Client>,
+        backend: Arc<dyn Backend>,
         prompts: Arc<[Prompt]>,
         settings: RunSettings,
         control: mpsc::UnboundedReceiver<Control>,
         snapshots: watch::Sender<Snapshot>,
     ) -> Self {
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
         Engine {
-            client,
+            backend,
             prompts,
             settings,
             control,
@@ -126,11 +181,16 @@ impl Engine {
             run_start: Instant::now(),
             finished: Vec::new(),
             finished_shared: Arc::new(Vec::new()),
+            planned_done: Vec::new(),
             timeline: Vec::new(),
             recent_errors: VecDeque::new(),
             warnings: Vec::new(),
             paused: false,
             manual_stages: 0,
+            next_prompt: 0,
+            done_tx,
+            done_rx,
+            finishing: Vec::new(),
         }
     }
 
@@ -164,27 +224,40 @@ impl Engine {
             return self.result("no_data".into(), true);
         }
         let mut manual: Option<StageSpec> = None;
+        // A planned stage cut short by a rate change runs again after the
+        // manual stage, so the plan still gets its measurement.
+        let mut rerun: Option<StageSpec> = None;
         let mut stop: Option<String> = None;
         while stop.is_none() {
-            let spec = match manual.take() {
-                Some(s) => s,
-                None => match plan.next(&self.finished) {
+            let spec = if let Some(s) = manual.take() {
+                s
+            } else if let Some(s) = rerun.take() {
+                self.note(
+                    "rerun",
+                    format!("{} runs again: it was cut short by a rate change", s.name),
+                );
+                s
+            } else {
+                let next = plan.next(&self.planned_done);
+                self.take_plan_messages(plan);
+                match next {
                     Some(s) => s,
                     None => break,
-                },
+                }
             };
-            self.take_plan_messages(plan);
-            let number = self.finished.len() + 1;
-            let (report, end) = self.run_stage(&spec, plan, number).await;
-            if let Some(obs) = self.observer.as_mut() {
-                obs(&report, &self.timeline);
-            }
-            self.finished.push(report);
-            self.finished_shared = Arc::new(self.finished.clone());
-            self.take_plan_messages(plan);
+            let number = self.finished.len() + self.finishing.len() + 1;
+            let end = self.run_stage(&spec, plan, number).await;
             match end {
                 StageEnd::RateChanged(next) => {
                     self.manual_stages += 1;
+                    let kept = self
+                        .finishing
+                        .iter()
+                        .any(|f| f.number == number && f.planned)
+                        || self.planned_done.iter().any(|p| p.number == number);
+                    if !spec.manual && !kept && rerun.is_none() {
+                        rerun = Some(spec.clone());
+                    }
                     manual = Some(next);
                 }
                 StageEnd::Stopped(reason) => stop = Some(reason),
@@ -192,6 +265,8 @@ impl Engine {
                 _ => {}
             }
         }
+        // Whatever still runs from a stage cut short is cancelled now.
+        self.cancel_finishing(None).await;
         let partial = stop.is_some();
         self.result(stop.unwrap_or_else(|| "completed".into()), partial)
     }
@@ -209,8 +284,10 @@ impl Engine {
         let mut snap = self.snapshots.borrow().clone();
         snap.done = true;
         snap.stage = None;
+        snap.paused = false;
         snap.finished = self.finished_shared.clone();
         snap.timeline = Arc::new(self.timeline.clone());
+        snap.warnings = Arc::new(self.warnings.clone());
         self.snapshots.send_replace(snap);
         RunResult {
             stages: std::mem::take(&mut self.finished),
@@ -221,18 +298,23 @@ impl Engine {
         }
     }
 
-    async fn run_stage(
-        &mut self,
-        spec: &StageSpec,
-        plan: &dyn Plan,
-        number: usize,
-    ) -> (StageReport, StageEnd) {
-        let start = Instant::now();
-        let limits = &spec.limits;
+    /// Adds a finished stage to the run's list, in stage order.
+    fn record_stage(&mut self, report: StageReport, planned: bool) {
+        if let Some(obs) = self.observer.as_mut() {
+            obs(&report, &self.timeline);
+        }
+        if planned {
+            self.planned_done.push(report.clone());
+        }
+        self.finished.push(report);
+        self.finished.sort_by_key(|s| s.number);
+        self.finished_shared = Arc::new(self.finished.clone());
+    }
+
+    fn stage_window(&self, start: Instant, limits: &Limits) -> Window {
         let (warm_s, warm_n) = resolve_margin(limits.warmup, limits);
         let (cool_s, cool_n) = resolve_margin(limits.cooldown, limits);
-        let secs = |s: f64| Duration::from_secs_f64(s.max(0.0));
-        let window = Window {
+        Window {
             from: start + warm_s.map_or(Duration::ZERO, secs),
             to: match (cool_s, limits.max_seconds) {
                 (Some(c), Some(m)) => Some(start + secs(m - c)),
@@ -243,17 +325,21 @@ impl Engine {
                 (Some(c), Some(m)) => Some(m.saturating_sub(c)),
                 _ => None,
             },
-        };
+        }
+    }
+
+    async fn run_stage(&mut self, spec: &StageSpec, plan: &dyn Plan, number: usize) -> StageEnd {
+        let start = Instant::now();
+        let limits = &spec.limits;
         let mut stats = StageStats::new(
             start,
-            window,
+            self.stage_window(start, limits),
             self.settings.slo,
             self.settings.percentiles.clone(),
         );
         self.note("stage_start", spec.name.clone());
 
         let cancel = CancellationToken::new();
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(u64, RequestRecord)>();
         let mut arrivals = Arrivals::new(
             &spec.strategy,
             self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -261,8 +347,12 @@ impl Engine {
         let mut d = Dispatch {
             base: start,
             deadline: limits.max_seconds.map(|s| start + secs(s)),
-            paused_at: self.paused.then_some(start),
+            paused_at: None,
         };
+        if self.paused {
+            d.paused_at = Some(start);
+            stats.pause(start);
+        }
         let in_flight_cap = spec
             .strategy
             .closed_loop_limit()
@@ -279,14 +369,21 @@ impl Engine {
         let end = loop {
             let now = Instant::now();
             let exhausted = limits.max_requests.is_some_and(|m| dispatched >= m);
-            let slot_free = in_flight_cap.is_none_or(|cap| stats.in_flight() < cap);
+            // A closed-loop cap counts the requests of a stage cut short by a
+            // rate change too: 5 streams means 5 in flight, not 5 more.
+            let in_flight = stats.in_flight() + self.finishing_in_flight();
+            let slot_free = in_flight_cap.is_none_or(|cap| in_flight < cap);
             let may_dispatch = d.paused_at.is_none() && !exhausted && slot_free;
             let due = arrivals.peek().map(|off| d.base + off);
+            let past_deadline = d.paused_at.is_none() && d.deadline.is_some_and(|dl| now >= dl);
+            if past_deadline {
+                break StageEnd::MaxSeconds;
+            }
             if may_dispatch && burst < DISPATCH_BURST && due.is_none_or(|t| t <= now) {
                 // Open loop keeps its due time as `scheduled_at`: if a slot or
                 // the CPU made us late, queue_ms shows it.
                 let scheduled = due.unwrap_or(now);
-                self.dispatch(dispatched, scheduled, &cancel, &done_tx);
+                self.dispatch(number, dispatched, scheduled, &cancel);
                 stats.on_sent(now);
                 dispatched += 1;
                 arrivals.advance();
@@ -299,30 +396,40 @@ impl Engine {
             }
             let wake_for_due = if may_dispatch { due } else { None };
             let immediate = may_dispatch && closed_loop;
+            // The deadline comes first: a flood of completions must not delay
+            // the end of a stage.
             tokio::select! {
                 biased;
+                _ = sleep_until_opt(d.deadline), if d.deadline.is_some() && d.paused_at.is_none() => {
+                    break StageEnd::MaxSeconds;
+                }
                 Some(cmd) = self.control.recv() => {
-                    if let Some(end) = self.apply(cmd, spec, &mut d, &stats) {
+                    if let Some(end) = self.apply(cmd, spec, &mut d, &mut stats) {
                         break end;
                     }
                 }
-                Some((index, rec)) = done_rx.recv() => {
-                    self.on_record(index, rec, &mut stats, &spec.name);
-                    if limits.max_errors.is_some_and(|m| stats.counts.errored >= m) {
-                        self.warn(format!(
-                            "stage {} reached --max-errors ({}); stopping the run",
-                            spec.name, stats.counts.errored
-                        ));
-                        break StageEnd::MaxErrors;
+                Some(done) = self.done_rx.recv() => {
+                    if done.stage == number {
+                        self.on_record(done.index, done.record, &mut stats, &spec.name);
+                        if limits.max_errors.is_some_and(|m| stats.counts.errored >= m) {
+                            self.warn(format!(
+                                "stage {} reached --max-errors ({}); stopping the run",
+                                spec.name, stats.counts.errored
+                            ));
+                            break StageEnd::MaxErrors;
+                        }
+                    } else {
+                        self.on_finishing_record(done);
                     }
-                }
-                _ = sleep_until_opt(d.deadline), if d.deadline.is_some() && d.paused_at.is_none() => {
-                    break StageEnd::MaxSeconds;
                 }
                 _ = sleep_until_opt(wake_for_due), if wake_for_due.is_some() => {}
                 _ = std::future::ready(()), if immediate => {}
                 _ = ticks.tick() => {
                     let now = Instant::now();
+                    if d.paused_at.is_some() {
+                        // The stage clock stands still: no points for paused seconds.
+                        next_second = now + Duration::from_secs(1);
+                    }
                     while now >= next_second {
                         stats.tick(next_second);
                         next_second += Duration::from_secs(1);
@@ -331,35 +438,154 @@ impl Engine {
                 }
             }
         };
+        let ended_at = Instant::now();
+        if d.paused_at.is_some() {
+            stats.resume(ended_at);
+        }
 
-        // Stage over: no more dispatches. Let in-flight requests finish for
-        // --drain seconds, then cancel the rest (they count as incomplete).
+        // Stages cut short earlier must be reported before this one.
+        self.cancel_finishing(Some((number, &mut stats, &spec.name)))
+            .await;
+
+        if let StageEnd::RateChanged(_) = &end {
+            // Work in flight runs on and is counted here when it ends. A
+            // planned stage that ran long enough is the plan's measurement;
+            // one cut early runs again after the manual stage.
+            let planned = !spec.manual && ran_enough(spec, &stats, ended_at);
+            self.finishing.push(Finishing {
+                number,
+                spec: spec.clone(),
+                stats,
+                cancel,
+                end: end.clone(),
+                ended_at,
+                planned,
+            });
+            self.report_finished_stages();
+            return end;
+        }
+
+        // Planned end: let in-flight requests finish for --drain seconds,
+        // then cancel the rest (they count as incomplete). A stop cancels at once.
         if let (Some(drain), false) = (limits.drain, matches!(end, StageEnd::Stopped(_))) {
             let until = Instant::now() + secs(drain);
             while stats.in_flight() > 0 {
                 tokio::select! {
-                    Some((index, rec)) = done_rx.recv() => self.on_record(index, rec, &mut stats, &spec.name),
+                    Some(done) = self.done_rx.recv() => {
+                        if done.stage == number {
+                            self.on_record(done.index, done.record, &mut stats, &spec.name);
+                        }
+                    }
                     _ = tokio::time::sleep_until(until) => break,
                 }
             }
         }
         cancel.cancel();
-        drop(done_tx);
+        self.collect(number, &mut stats, &spec.name).await;
+        let end_at = Instant::now();
+        let report = self.finish_stage(number, spec, &mut stats, &end, end_at, ended_at);
+        self.record_stage(report, !spec.manual && !matches!(end, StageEnd::Stopped(_)));
+        end
+    }
+
+    /// Waits for the cancelled requests of stage `number` to report back.
+    async fn collect(&mut self, number: usize, stats: &mut StageStats, name: &str) {
         while stats.in_flight() > 0 {
-            match done_rx.recv().await {
-                Some((index, rec)) => self.on_record(index, rec, &mut stats, &spec.name),
-                None => break, // a request task died; nothing more will come
+            match self.done_rx.recv().await {
+                Some(done) if done.stage == number => {
+                    self.on_record(done.index, done.record, stats, name)
+                }
+                Some(done) => self.on_finishing_record(done),
+                None => break,
             }
         }
+    }
+
+    fn finishing_in_flight(&self) -> u64 {
+        self.finishing.iter().map(|f| f.stats.in_flight()).sum()
+    }
+
+    /// A request of a stage cut short by a rate change came back.
+    fn on_finishing_record(&mut self, done: Done) {
+        if let Some(f) = self.finishing.iter_mut().find(|f| f.number == done.stage) {
+            let name = f.spec.name.clone();
+            Self::count_record(
+                &mut self.recent_errors,
+                self.run_start,
+                done.index,
+                done.record,
+                &mut f.stats,
+                &name,
+            );
+        }
+        self.report_finished_stages();
+    }
+
+    /// Reports the stages cut short whose requests have all ended, in order.
+    fn report_finished_stages(&mut self) {
+        while self
+            .finishing
+            .first()
+            .is_some_and(|f| f.stats.in_flight() == 0)
+        {
+            let f = self.finishing.remove(0);
+            self.report_finishing(f);
+        }
+    }
+
+    fn report_finishing(&mut self, mut f: Finishing) {
         let end_at = Instant::now();
+        let report = self.finish_stage(f.number, &f.spec, &mut f.stats, &f.end, end_at, f.ended_at);
+        let planned = f.planned;
+        self.record_stage(report, planned);
+    }
+
+    /// Cancels what still runs of the stages cut short and reports them.
+    /// `current` is the stage that just ended, whose requests may come back
+    /// meanwhile.
+    async fn cancel_finishing(&mut self, mut current: Option<(usize, &mut StageStats, &str)>) {
+        for f in &self.finishing {
+            f.cancel.cancel();
+        }
+        while self.finishing_in_flight() > 0 {
+            match self.done_rx.recv().await {
+                Some(done) => match current.as_mut() {
+                    Some((n, stats, name)) if *n == done.stage => {
+                        self.on_record(done.index, done.record, stats, name)
+                    }
+                    _ => self.on_finishing_record(done),
+                },
+                None => break,
+            }
+        }
+        self.report_finished_stages();
+    }
+
+    fn finish_stage(
+        &mut self,
+        number: usize,
+        spec: &StageSpec,
+        stats: &mut StageStats,
+        end: &StageEnd,
+        end_at: Instant,
+        ended_at: Instant,
+    ) -> StageReport {
         stats.tick(end_at);
-        let report = stats.finish(
+        let mut report = stats.finish(
             end_at,
             spec.name.clone(),
             spec.strategy.kind(),
             spec.strategy.target_rate(),
             end.reason(),
         );
+        report.number = number;
+        report.manual = spec.manual;
+        report.cut_short = end.cut_short();
+        if let StageEnd::RateChanged(_) = end {
+            // The stage's running time ended with the key; its requests were
+            // allowed to finish after that.
+            report.finished_after_s = end_at.saturating_duration_since(ended_at).as_secs_f64();
+        }
         self.note(
             "stage_end",
             format!(
@@ -371,34 +597,57 @@ impl Engine {
                 report.requests.errored
             ),
         );
-        (report, end)
+        report
     }
 
     fn dispatch(
-        &self,
+        &mut self,
+        stage: usize,
         index: u64,
         scheduled: Instant,
         cancel: &CancellationToken,
-        done: &mpsc::UnboundedSender<(u64, RequestRecord)>,
     ) {
-        let client = self.client.clone();
-        let prompt = self.prompts[(index % self.prompts.len() as u64) as usize].clone();
+        let backend = self.backend.clone();
+        let prompt = self.prompts[(self.next_prompt % self.prompts.len() as u64) as usize].clone();
+        self.next_prompt += 1;
         let cancel = cancel.clone();
-        let done = done.clone();
+        let done = self.done_tx.clone();
         tokio::spawn(async move {
-            let rec = client.send(&prompt, scheduled, &cancel).await;
-            let _ = done.send((index, rec));
+            let record = backend.send(&prompt, scheduled, &cancel).await;
+            let _ = done.send(Done {
+                stage,
+                index,
+                record,
+            });
         });
     }
 
     fn on_record(&mut self, index: u64, rec: RequestRecord, stats: &mut StageStats, stage: &str) {
+        Self::count_record(
+            &mut self.recent_errors,
+            self.run_start,
+            index,
+            rec,
+            stats,
+            stage,
+        );
+    }
+
+    fn count_record(
+        recent: &mut VecDeque<ErrorEntry>,
+        run_start: Instant,
+        index: u64,
+        rec: RequestRecord,
+        stats: &mut StageStats,
+        stage: &str,
+    ) {
         stats.on_record(index, &rec);
         if let Outcome::Errored { category, message } = rec.outcome {
-            if self.recent_errors.len() == RECENT_ERRORS {
-                self.recent_errors.pop_front();
+            if recent.len() == RECENT_ERRORS {
+                recent.pop_front();
             }
-            self.recent_errors.push_back(ErrorEntry {
-                t_s: self.t(),
+            recent.push_back(ErrorEntry {
+                t_s: run_start.elapsed().as_secs_f64(),
                 stage: stage.to_string(),
                 category: category.to_string(),
                 message,
@@ -412,7 +661,7 @@ impl Engine {
         cmd: Control,
         spec: &StageSpec,
         d: &mut Dispatch,
-        stats: &StageStats,
+        stats: &mut StageStats,
     ) -> Option<StageEnd> {
         let now = Instant::now();
         match cmd {
@@ -421,16 +670,18 @@ impl Engine {
                 None
             }
             Control::SetRate(rate) => self.change_rate(spec, rate),
-            Control::ScaleRate(factor) => {
-                let base = spec
-                    .strategy
-                    .target_rate()
-                    .unwrap_or_else(|| recent_rate(stats).max(0.1));
-                self.change_rate(spec, base * factor)
-            }
+            Control::ScaleRate(factor) => match steer_base(spec, stats, now) {
+                Ok(Base::Streams(s)) => self.change_rate(spec, scale_streams(s, factor) as f64),
+                Ok(Base::Rate(r)) => self.change_rate(spec, r * factor),
+                Err(why) => {
+                    self.note("rejected", why);
+                    None
+                }
+            },
             Control::Pause => {
                 if d.paused_at.is_none() {
                     d.paused_at = Some(now);
+                    stats.pause(now);
                     self.paused = true;
                     self.note("pause", spec.name.clone());
                 }
@@ -438,12 +689,14 @@ impl Engine {
             }
             Control::Resume => {
                 if let Some(p) = d.paused_at.take() {
-                    // Shift the schedule: no burst of "missed" requests on resume.
+                    // Shift the schedule: no burst of "missed" requests on
+                    // resume, and the stage still gets its full running time.
                     let paused_for = now.saturating_duration_since(p);
                     d.base += paused_for;
                     if let Some(dl) = d.deadline.as_mut() {
                         *dl += paused_for;
                     }
+                    stats.resume(now);
                     self.paused = false;
                     self.note("resume", format!("after {:.1} s", paused_for.as_secs_f64()));
                 }
@@ -481,11 +734,14 @@ impl Engine {
             }
         };
         let strategy = spec.strategy.with_rate(rate);
-        let next = StageSpec {
-            name: format!("{} (manual)", strategy.name()),
-            strategy,
-            limits: spec.limits.clone(),
-        };
+        if strategy == spec.strategy {
+            self.note(
+                "rejected",
+                format!("{} already runs at that rate", spec.name),
+            );
+            return None;
+        }
+        let next = StageSpec::manual(strategy, spec.limits.clone());
         self.note("set_rate", format!("{} → {}", spec.name, next.name));
         Some(StageEnd::RateChanged(next))
     }
@@ -497,7 +753,7 @@ impl Engine {
             name: spec.name.clone(),
             strategy: spec.strategy.kind().to_string(),
             target_rate: spec.strategy.target_rate(),
-            elapsed_s: stats.start.elapsed().as_secs_f64(),
+            elapsed_s: stats.active_elapsed(Instant::now()).as_secs_f64(),
             max_seconds: spec.limits.max_seconds,
             max_requests: spec.limits.max_requests,
             counts: stats.counts,
@@ -510,6 +766,8 @@ impl Engine {
             itl_p50_ms: last.itl_p50_ms,
             itl_p99_ms: last.itl_p99_ms,
             series: stats.series.iter().skip(skip).copied().collect(),
+            manual: spec.manual,
+            paused_s: stats.paused_total(Instant::now()).as_secs_f64(),
         };
         let snap = Snapshot {
             elapsed_s: self.t(),
@@ -528,25 +786,89 @@ impl Engine {
     }
 }
 
-/// Completion rate over the last five seconds of the series.
-fn recent_rate(stats: &StageStats) -> f64 {
-    let n = stats.series.len().min(5);
-    if n == 0 {
-        return 0.0;
+/// What a relative rate change (`+`, `-`, `*`, `/`) starts from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Base {
+    Rate(f64),
+    Streams(u32),
+}
+
+/// The base of a relative rate change: the target of an open-loop stage, the
+/// streams of a concurrent one, and for synchronous and throughput stages the
+/// rate measured so far in the stage (completed requests over its running
+/// time), or why there is too little to go on.
+fn steer_base(spec: &StageSpec, stats: &StageStats, now: Instant) -> Result<Base, String> {
+    match spec.strategy {
+        Strategy::Concurrent { streams } => Ok(Base::Streams(streams)),
+        Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Ok(Base::Rate(rate)),
+        Strategy::Synchronous | Strategy::Throughput { .. } => {
+            let elapsed = stats.active_elapsed(now).as_secs_f64();
+            let done = stats.counts.completed;
+            if done < STEER_MIN_COMPLETED || elapsed < STEER_MIN_SECONDS {
+                return Err(format!(
+                    "{} has no measured rate yet ({done} completed in {elapsed:.1} s; \
+                     {STEER_MIN_COMPLETED} and {STEER_MIN_SECONDS:.0} s needed): wait, or type a rate with r",
+                    spec.name
+                ));
+            }
+            Ok(Base::Rate(done as f64 / elapsed))
+        }
     }
-    stats
-        .series
-        .iter()
-        .rev()
-        .take(n)
-        .map(|p| p.requests_per_s)
-        .sum::<f64>()
-        / n as f64
+}
+
+/// Streams after a relative change: always at least one more or one fewer
+/// (10 % of 4 streams is not a change), never below one.
+fn scale_streams(streams: u32, factor: f64) -> u32 {
+    let scaled = (streams as f64 * factor).round();
+    let scaled = if scaled.is_finite() {
+        scaled.clamp(1.0, u32::MAX as f64) as u32
+    } else {
+        streams
+    };
+    if factor > 1.0 {
+        scaled.max(streams.saturating_add(1))
+    } else if factor < 1.0 {
+        scaled.min(streams.saturating_sub(1)).max(1)
+    } else {
+        streams
+    }
+}
+
+/// Whether a stage cut short ran long enough to stand as a measurement: half
+/// of its time (or request) limit.
+fn ran_enough(spec: &StageSpec, stats: &StageStats, now: Instant) -> bool {
+    let limits = &spec.limits;
+    let by_time = limits
+        .max_seconds
+        .is_some_and(|m| stats.active_elapsed(now).as_secs_f64() >= 0.5 * m);
+    let by_count = limits
+        .max_requests
+        .is_some_and(|m| stats.counts.sent >= m.div_ceil(2));
+    by_time || by_count
+}
+
+fn secs(s: f64) -> Duration {
+    strategy::seconds(s)
 }
 
 async fn sleep_until_opt(t: Option<Instant>) {
     match t {
         Some(t) => tokio::time::sleep_until(t).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_always_move_by_at_least_one() {
+        assert_eq!(scale_streams(4, 1.1), 5);
+        assert_eq!(scale_streams(4, 0.9), 3);
+        assert_eq!(scale_streams(4, 2.0), 8);
+        assert_eq!(scale_streams(4, 0.5), 2);
+        assert_eq!(scale_streams(1, 0.5), 1);
+        assert_eq!(scale_streams(100, 1.1), 110);
     }
 }

@@ -92,13 +92,18 @@ pub fn fmt_rate(r: f64) -> String {
     format!("{r:.2}")
 }
 
-/// Checks a user-given rate.
+/// The slowest rate llmsweep schedules: one request every 1,000 s.
+pub const MIN_RATE: f64 = 0.001;
+/// The fastest: far beyond what one process can send, but finite.
+pub const MAX_RATE: f64 = 1e6;
+
+/// Checks a user-given rate (requests per second, or streams).
 pub fn validate_rate(r: f64) -> Result<f64, String> {
-    if r.is_finite() && r > 0.0 {
+    if r.is_finite() && (MIN_RATE..=MAX_RATE).contains(&r) {
         Ok(r)
     } else {
         Err(format!(
-            "rate {r} is not possible: use a positive number of requests per second"
+            "rate {r} is not possible: use a number of requests per second from {MIN_RATE} to {MAX_RATE:.0}"
         ))
     }
 }
@@ -124,6 +129,8 @@ pub struct StageSpec {
     pub name: String,
     pub strategy: Strategy,
     pub limits: Limits,
+    /// Started by the operator (a rate change), not by the plan.
+    pub manual: bool,
 }
 
 impl StageSpec {
@@ -132,8 +139,32 @@ impl StageSpec {
             name: strategy.name(),
             strategy,
             limits,
+            manual: false,
         }
     }
+
+    /// A stage the operator started: `constant@6.53 (manual)`.
+    pub fn manual(strategy: Strategy, limits: Limits) -> Self {
+        StageSpec {
+            name: format!("{} (manual)", strategy.name()),
+            strategy,
+            limits,
+            manual: true,
+        }
+    }
+}
+
+/// The longest span llmsweep schedules: a stage limit, timeout or drain
+/// beyond this is refused at the command line; internally it is the cap.
+pub const MAX_SECONDS: f64 = 366.0 * 24.0 * 3600.0;
+
+/// Seconds as a `Duration`, never panicking: negative and NaN are zero,
+/// anything above [`MAX_SECONDS`] is capped.
+pub fn seconds(s: f64) -> Duration {
+    if s.is_nan() || s <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(s.min(MAX_SECONDS)).unwrap_or(Duration::ZERO)
 }
 
 /// Due times of an open-loop stage, as offsets from its start.
@@ -195,11 +226,11 @@ impl Arrivals {
         self.i += 1;
         match &mut self.kind {
             ArrivalKind::Constant { rate } => {
-                self.next = Duration::from_secs_f64(self.i as f64 / *rate);
+                self.next = seconds(self.i as f64 / *rate);
             }
             ArrivalKind::Gamma { dist, rng } => {
                 let gap = dist.sample(rng);
-                self.next += Duration::from_secs_f64(gap.clamp(0.0, 1e6));
+                self.next = self.next.saturating_add(seconds(gap.min(1e6)));
             }
             ArrivalKind::None => {}
         }
@@ -207,7 +238,7 @@ impl Arrivals {
 }
 
 /// A stage planned but not yet run, for display.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlannedStage {
     pub name: String,
     pub target_rate: Option<f64>,
@@ -352,6 +383,14 @@ mod tests {
         assert!(validate_rate(0.0).is_err());
         assert!(validate_rate(f64::NAN).is_err());
         assert!(validate_rate(-1.0).is_err());
+        for bad in [1e-20, 1e-300, 1e300, f64::INFINITY] {
+            assert!(validate_rate(bad).is_err(), "{bad}");
+        }
+        for huge in [1e20, 1e300, f64::MAX] {
+            assert_eq!(seconds(huge), Duration::from_secs_f64(MAX_SECONDS));
+        }
+        assert_eq!(seconds(f64::NAN), Duration::ZERO);
+        assert_eq!(seconds(-1.0), Duration::ZERO);
     }
 
     #[test]

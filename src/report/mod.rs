@@ -112,9 +112,36 @@ pub struct StageReport {
     pub goodput: Option<Goodput>,
     /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
     pub histograms: BTreeMap<String, String>,
+    /// 1-based position in the run.
+    #[serde(default)]
+    pub number: usize,
+    /// Started by the operator (a rate change), not by the plan.
+    #[serde(default)]
+    pub manual: bool,
+    /// Ended by the operator (`n`, a rate change, a stop) before its limit.
+    #[serde(default)]
+    pub cut_short: bool,
+    /// After a rate change: seconds the stage's requests in flight took to
+    /// finish after it stopped sending (they count in this stage).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub finished_after_s: f64,
+    /// Seconds the stage was paused; left out of `duration_s` and the rates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paused_s: f64,
+    /// How often the stage was paused.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub pauses: u32,
     /// What the server's /metrics said over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::server_metrics::ServerStage>,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -227,8 +254,20 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "report".into());
     let tmp: PathBuf = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, contents).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot move the report to {}", path.display()))?;
-    Ok(())
+    let written = (|| -> Result<()> {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.write_all(contents)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        // On disk before the rename, so a crash leaves the old file or the new one.
+        f.sync_all()
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot move the report to {}", path.display()))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -111,6 +111,8 @@ pub fn stage_window(stage: &StageReport, t0_wall: SystemTime) -> Option<(f64, f6
     } else {
         (0.0, stage.duration_s)
     };
+    // Paused seconds are left out of the durations but not out of the clock.
+    let len = len + stage.paused_s.max(0.0);
     let a = offset + from.max(0.0);
     (len > 0.0).then_some((a, a + len))
 }

@@ -49,7 +49,7 @@ impl Window {
 }
 
 /// One point of a live series (one per second).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SeriesPoint {
     /// Seconds since the stage started.
     pub t_s: f64,
@@ -105,6 +105,10 @@ pub struct StageStats {
     sec_ttft: Dist,
     sec_itl: Dist,
     pub series: VecDeque<SeriesPoint>,
+
+    /// Pauses so far, as (start, end); the stage clock stops during them.
+    pauses: Vec<(Instant, Instant)>,
+    paused_since: Option<Instant>,
 }
 
 impl StageStats {
@@ -142,7 +146,72 @@ impl StageStats {
             sec_ttft: Dist::default(),
             sec_itl: Dist::default(),
             series: VecDeque::new(),
+            pauses: Vec::new(),
+            paused_since: None,
         }
+    }
+
+    /// The stage clock stops: no in-flight area, no series points, and the
+    /// time is left out of the duration and rates. Work in flight may still
+    /// complete and is counted.
+    pub fn pause(&mut self, now: Instant) {
+        if self.paused_since.is_none() {
+            self.integrate(now);
+            self.paused_since = Some(now);
+        }
+    }
+
+    pub fn resume(&mut self, now: Instant) {
+        if let Some(from) = self.paused_since.take() {
+            self.pauses.push((from, now));
+            let length = now.saturating_duration_since(from);
+            // The cool-down window moves with the stage's deadline.
+            if let Some(to) = self.window.to.as_mut() {
+                *to += length;
+            }
+            self.last_change = now;
+            // The paused seconds leave no trace in the live series.
+            self.sec_start = now;
+            self.sec_completed = 0;
+            self.sec_tokens = 0;
+            self.sec_ttft.reset();
+            self.sec_itl.reset();
+        }
+    }
+
+    /// Total paused time up to `now`.
+    pub fn paused_total(&self, now: Instant) -> std::time::Duration {
+        let closed: std::time::Duration = self
+            .pauses
+            .iter()
+            .map(|(a, b)| b.saturating_duration_since(*a))
+            .sum();
+        closed
+            + self.paused_since.map_or(std::time::Duration::ZERO, |p| {
+                now.saturating_duration_since(p)
+            })
+    }
+
+    /// Paused time inside `[from, to]`.
+    fn paused_within(&self, from: Instant, to: Instant) -> std::time::Duration {
+        let open = self.paused_since.map(|p| (p, to.max(p)));
+        self.pauses
+            .iter()
+            .copied()
+            .chain(open)
+            .map(|(a, b)| b.min(to).saturating_duration_since(a.max(from)))
+            .sum()
+    }
+
+    /// Running time since the stage started: paused time does not count.
+    pub fn active_elapsed(&self, now: Instant) -> std::time::Duration {
+        now.saturating_duration_since(self.start)
+            .saturating_sub(self.paused_total(now))
+    }
+
+    /// `t` on the stage clock (seconds of running time since the start).
+    fn active_at(&self, t: Instant) -> f64 {
+        (t.saturating_duration_since(self.start) - self.paused_within(self.start, t)).as_secs_f64()
     }
 
     pub fn in_flight(&self) -> u64 {
@@ -151,6 +220,10 @@ impl StageStats {
 
     /// Adds the in-flight area from `last_change` to `now`, clipped to the window.
     fn integrate(&mut self, now: Instant) {
+        if self.paused_since.is_some() {
+            self.last_change = now;
+            return;
+        }
         let from = self.last_change.max(self.window.from);
         let to = match self.window.to {
             Some(t) => now.min(t),
@@ -209,12 +282,8 @@ impl StageStats {
             self.first_measured_sent
                 .map_or(r.sent_at, |t| t.min(r.sent_at)),
         );
-        self.completion_fit.add(
-            r.ended_at
-                .saturating_duration_since(self.start)
-                .as_secs_f64(),
-            self.counts.measured as f64,
-        );
+        let t = self.active_at(r.ended_at);
+        self.completion_fit.add(t, self.counts.measured as f64);
         self.last_measured_end = Some(
             self.last_measured_end
                 .map_or(r.ended_at, |t| t.max(r.ended_at)),
@@ -254,7 +323,7 @@ impl StageStats {
             return;
         }
         let p = SeriesPoint {
-            t_s: now.saturating_duration_since(self.start).as_secs_f64(),
+            t_s: self.active_at(now),
             requests_per_s: self.sec_completed as f64 / dt,
             output_tokens_per_s: self.sec_tokens as f64 / dt,
             ttft_p50_ms: self.sec_ttft.quantile_ms(0.5),
@@ -289,7 +358,12 @@ impl StageStats {
         end_reason: &str,
     ) -> StageReport {
         self.integrate(end);
-        let duration = end.saturating_duration_since(self.start);
+        if self.paused_since.is_some() {
+            self.resume(end);
+        }
+        let wall = end.saturating_duration_since(self.start);
+        let paused = self.paused_total(end);
+        let duration = wall.saturating_sub(paused);
         let (m_from, m_to) = if self.window.by_index() {
             (
                 self.first_measured_sent.unwrap_or(self.start),
@@ -298,7 +372,10 @@ impl StageStats {
         } else {
             (self.window.from, self.window.to.map_or(end, |t| t.min(end)))
         };
-        let measured = m_to.saturating_duration_since(m_from).as_secs_f64();
+        let measured = m_to
+            .saturating_duration_since(m_from)
+            .saturating_sub(self.paused_within(m_from, m_to))
+            .as_secs_f64();
         let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
         let steady_requests_per_s = self.completion_fit.slope().unwrap_or(0.0).max(0.0);
         let rates = Rates {
@@ -320,10 +397,28 @@ impl StageStats {
             },
             max: self.max_in_flight,
         };
+        // After a pause the pipeline refills as it did at the start: those
+        // seconds say nothing about the server either.
+        let settled = self.latency.quantile_ms(0.5) / 1000.0 + 1.0;
+        let resumed_at: Vec<f64> = self
+            .pauses
+            .iter()
+            .map(|(a, _)| self.active_at(*a))
+            .collect();
+        let series: Vec<SeriesPoint> = self
+            .series
+            .iter()
+            .filter(|p| {
+                !resumed_at
+                    .iter()
+                    .any(|r| p.t_s > *r && p.t_s <= r + settled)
+            })
+            .copied()
+            .collect();
         let saturation_reason = saturation(
             target_rate.filter(|_| matches!(strategy, "constant" | "poisson")),
             self.latency.quantile_ms(0.5) / 1000.0,
-            self.series.make_contiguous(),
+            &series,
         );
         let n = self.counts.measured as f64;
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
@@ -343,7 +438,7 @@ impl StageStats {
             strategy: strategy.to_string(),
             target_rate,
             start: rfc3339(self.start_wall),
-            end: rfc3339(self.start_wall + duration),
+            end: rfc3339(self.start_wall + wall),
             duration_s: duration.as_secs_f64(),
             measured_s: measured,
             measured_from_s: Some(m_from.saturating_duration_since(self.start).as_secs_f64()),
@@ -375,7 +470,9 @@ impl StageStats {
                 fraction: if n > 0.0 { self.good as f64 / n } else { 0.0 },
             }),
             histograms,
-            server: None,
+            paused_s: paused.as_secs_f64(),
+            pauses: self.pauses.len() as u32,
+            ..Default::default()
         }
     }
 }

@@ -24,6 +24,8 @@ pub enum Action {
     Send(Control),
     /// Write the reports now; the run goes on.
     Export,
+    /// Close the dashboard; the run goes on (`llmsweep attach` opens it again).
+    Detach,
 }
 
 /// Fixed facts about the run, shown in the header.
@@ -197,6 +199,10 @@ impl App {
                     self.say("stop the run and write the reports? y / n");
                 }
                 None
+            }
+            KeyCode::Char('d') => {
+                self.say("detaching: the run goes on; `llmsweep attach` opens the dashboard again");
+                Some(Action::Detach)
             }
             KeyCode::Char('?') => {
                 self.help = !self.help;

@@ -30,46 +30,118 @@ pub struct TuiOptions {
     pub server: Option<watch::Receiver<server::ServerMetrics>>,
 }
 
-/// Restores the terminal when dropped, whatever the exit path. Panics are
-/// covered by the hook `ratatui::try_init` installs.
+/// Why the dashboard closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The run is over.
+    RunDone,
+    /// The operator pressed `d`: the run goes on without this dashboard.
+    Detached,
+    /// The terminal hung up (or fails to draw or read): the run goes on.
+    TerminalGone,
+}
+
+/// Restores the terminal when dropped, whatever the exit path, unless the
+/// terminal is gone (writing to a hung-up terminal is what must never
+/// happen). Panics are covered by the hook `ratatui::try_init` installs.
 struct TerminalGuard;
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        ratatui::restore();
+        if !crate::term::is_gone() {
+            ratatui::restore();
+        }
+        crate::term::set_dashboard(false);
     }
 }
 
-/// Runs the dashboard until the run is done. Returns an error only when the
-/// terminal fails (e.g. the SSH session dropped); the run goes on without it.
+/// Runs the dashboard on a thread of its own, off the runtime that sends
+/// requests: drawing blocks on terminal writes, which must never delay a
+/// dispatch.
+pub fn spawn(
+    snapshots: watch::Receiver<Snapshot>,
+    control: mpsc::UnboundedSender<Control>,
+    opts: TuiOptions,
+    export: Exporter,
+) -> std::thread::JoinHandle<Result<Exit>> {
+    std::thread::Builder::new()
+        .name("llmsweep-dashboard".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the dashboard's runtime")?;
+            rt.block_on(run(snapshots, control, opts, export))
+        })
+        .unwrap_or_else(|e| {
+            std::thread::spawn(move || {
+                Err(anyhow::anyhow!("cannot start the dashboard thread: {e}"))
+            })
+        })
+}
+
+/// Runs the dashboard until the run is done, the operator detaches, or the
+/// terminal goes away. Returns an error only when the dashboard could not
+/// start on this terminal; the run goes on without it in every case.
 pub async fn run(
     mut snapshots: watch::Receiver<Snapshot>,
     control: mpsc::UnboundedSender<Control>,
     opts: TuiOptions,
     mut export: Exporter,
-) -> Result<()> {
+) -> Result<Exit> {
+    if crate::term::is_gone() {
+        return Ok(Exit::TerminalGone);
+    }
     let mut terminal =
         ratatui::try_init().context("cannot start the dashboard on this terminal")?;
+    crate::term::set_dashboard(true);
     let _guard = TerminalGuard;
 
-    // Keys come from a plain thread: crossterm's reads block.
+    // Keys come from a plain thread: crossterm's reads block. The thread
+    // waits on the terminal itself first (see `wait_for_input`), because
+    // crossterm spins on a terminal that hung up.
     let (key_tx, mut keys) = mpsc::unbounded_channel();
     let stop_keys = Arc::new(AtomicBool::new(false));
     let reader = {
         let stop = stop_keys.clone();
         std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match event::poll(Duration::from_millis(100)) {
-                    Ok(true) => match event::read() {
-                        Ok(ev) => {
-                            if key_tx.send(ev).is_err() {
+            let mut idle_wakeups = 0u32;
+            while !stop.load(Ordering::Relaxed) && !crate::term::is_gone() {
+                match wait_for_input(Duration::from_millis(100)) {
+                    Input::Timeout => continue,
+                    Input::HungUp => {
+                        let _ = key_tx.send(None);
+                        return;
+                    }
+                    Input::Ready => {}
+                }
+                match event::poll(Duration::ZERO) {
+                    Ok(true) => {
+                        idle_wakeups = 0;
+                        match event::read() {
+                            Ok(ev) => {
+                                if key_tx.send(Some(ev)).is_err() {
+                                    return;
+                                }
+                            }
+                            Err(_) => {
+                                let _ = key_tx.send(None);
                                 return;
                             }
                         }
-                        Err(_) => return,
-                    },
-                    Ok(false) => {}
-                    Err(_) => return,
+                    }
+                    // Readable but no event, again and again: end of file.
+                    Ok(false) => {
+                        idle_wakeups += 1;
+                        if idle_wakeups > 100 {
+                            let _ = key_tx.send(None);
+                            return;
+                        }
+                    }
+                    Err(_) => {
+                        let _ = key_tx.send(None);
+                        return;
+                    }
                 }
             }
         })
@@ -77,27 +149,36 @@ pub async fn run(
 
     let mut server_view = opts.server;
     let mut app = App::new(opts.info, opts.themes);
-    let period = Duration::from_secs_f64(1.0 / opts.fps.clamp(0.5, 30.0));
+    let period = Duration::from_secs_f64(1.0 / sane_fps(opts.fps));
     let mut frames = tokio::time::interval(period);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
-    let result: Result<()> = loop {
+    let exit: Exit = loop {
         tokio::select! {
             _ = frames.tick() => {
+                if crate::term::is_gone() {
+                    break Exit::TerminalGone;
+                }
                 app.snap = snapshots.borrow_and_update().clone();
                 if let Some(rx) = server_view.as_mut() {
                     if rx.has_changed().unwrap_or(false) {
                         app.server = Some(rx.borrow_and_update().clone());
                     }
                 }
-                if let Err(e) = terminal.draw(|f| ui::draw(f, &app)) {
-                    break Err(e).context("the terminal went away");
+                if terminal.draw(|f| ui::draw(f, &app)).is_err() {
+                    crate::term::mark_gone();
+                    break Exit::TerminalGone;
                 }
                 if app.snap.done {
-                    break Ok(());
+                    break Exit::RunDone;
                 }
             }
-            Some(ev) = keys.recv() => {
+            key = keys.recv() => {
+                let Some(Some(ev)) = key else {
+                    // The key reader failed: the terminal is gone.
+                    crate::term::mark_gone();
+                    break Exit::TerminalGone;
+                };
                 match ev {
                     Event::Key(k) if k.kind != KeyEventKind::Release => {
                         match app.on_key(k) {
@@ -115,6 +196,7 @@ pub async fn run(
                                     Err(e) => app.say(format!("export failed: {e:#}")),
                                 }
                             }
+                            Some(Action::Detach) => break Exit::Detached,
                             None => {}
                         }
                     }
@@ -123,13 +205,69 @@ pub async fn run(
                     }
                     _ => {}
                 }
-                if let Err(e) = terminal.draw(|f| ui::draw(f, &app)) {
-                    break Err(e).context("the terminal went away");
+                if terminal.draw(|f| ui::draw(f, &app)).is_err() {
+                    crate::term::mark_gone();
+                    break Exit::TerminalGone;
                 }
             }
         }
     };
     stop_keys.store(true, Ordering::Relaxed);
-    let _ = reader.join();
-    result
+    if exit != Exit::TerminalGone {
+        let _ = reader.join();
+    }
+    Ok(exit)
+}
+
+enum Input {
+    Ready,
+    Timeout,
+    HungUp,
+}
+
+/// Waits up to `timeout` for the terminal to have input. A terminal that
+/// hung up reports it here (POLLHUP, POLLERR), so the key reader can leave
+/// instead of spinning inside crossterm on a dead descriptor.
+#[cfg(unix)]
+fn wait_for_input(timeout: Duration) -> Input {
+    let mut fds = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let n = unsafe { libc::poll(&mut fds, 1, ms) };
+    if n < 0 {
+        return if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            Input::Timeout
+        } else {
+            Input::HungUp
+        };
+    }
+    if n == 0 {
+        return Input::Timeout;
+    }
+    if fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        return Input::HungUp;
+    }
+    Input::Ready
+}
+
+#[cfg(not(unix))]
+fn wait_for_input(timeout: Duration) -> Input {
+    match event::poll(timeout) {
+        Ok(true) => Input::Ready,
+        Ok(false) => Input::Timeout,
+        Err(_) => Input::HungUp,
+    }
+}
+
+/// Redraws per second: a typo (0, NaN, 1e300) gets the nearest sane rate.
+pub fn sane_fps(fps: f64) -> f64 {
+    if fps.is_nan() {
+        4.0
+    } else {
+        fps.clamp(0.5, 30.0)
+    }
 }

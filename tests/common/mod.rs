@@ -2,6 +2,8 @@
 //! an engine wired to it.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::sync::Arc;
 use std::time::Duration;
 

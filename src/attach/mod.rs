@@ -1,0 +1,151 @@
+//! A run outlives its terminal: it listens on a Unix socket in its run
+//! directory, where `llmsweep attach` opens the dashboard (or progress
+//! lines) again, `llmsweep stop` ends it, and `llmsweep ls` finds it.
+
+pub mod protocol;
+pub mod runs;
+pub mod serve;
+pub mod viewer;
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use tokio::sync::{mpsc, watch};
+
+use crate::engine::Snapshot;
+use protocol::ViewerMsg;
+use viewer::Ended;
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// `llmsweep attach`: the dashboard (or progress lines) of a live run. Keys
+/// steer it exactly as in the first terminal; `d` leaves it running.
+pub fn attach(
+    dir: Option<&Path>,
+    headless: bool,
+    theme: Option<String>,
+    fps: f64,
+) -> Result<ExitCode> {
+    let fps = crate::tui::sane_fps(fps);
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let root = Path::new(runs::RESULTS_DIR);
+        let (dir, conn) = viewer::connect(dir, root).await?;
+        let hello = conn.hello.clone();
+        let (snap_tx, snap_rx) = watch::channel(Snapshot::default());
+        let (cmd_tx, cmd_rx) = mpsc::unbounded_channel::<ViewerMsg>();
+        let (export_tx, export_rx) = std::sync::mpsc::channel();
+        let (leave_tx, leave_rx) = watch::channel(false);
+        let pump = tokio::spawn(conn.pump(snap_tx, cmd_rx, export_tx, leave_rx));
+
+        use std::io::IsTerminal as _;
+        let dashboard =
+            !headless && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+        if dashboard {
+            let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+            let opts = crate::tui::TuiOptions {
+                fps,
+                themes: crate::tui::theme::select(theme.as_deref(), no_color)?,
+                info: crate::tui::app::RunInfo {
+                    target: hello.target.clone(),
+                    model: hello.model.clone(),
+                    profile: format!("{} (attached)", hello.profile),
+                },
+                // The server view needs the run's scraper; a viewer has none.
+                server: None,
+            };
+            // Commands from the keys travel to the run; the run writes exports.
+            let (control_tx, mut control_rx) = mpsc::unbounded_channel();
+            let cmds = cmd_tx.clone();
+            tokio::spawn(async move {
+                while let Some(c) = control_rx.recv().await {
+                    if cmds.send(ViewerMsg::Control { control: c }).is_err() {
+                        return;
+                    }
+                }
+            });
+            let export_cmds = cmd_tx.clone();
+            let exporter: crate::tui::Exporter = Box::new(move |_s: &Snapshot| {
+                export_cmds
+                    .send(ViewerMsg::Export)
+                    .map_err(|_| anyhow::anyhow!("the run is gone"))?;
+                match export_rx.recv_timeout(Duration::from_secs(60)) {
+                    Ok(Ok(paths)) => Ok(paths.into_iter().map(Into::into).collect()),
+                    Ok(Err(msg)) => Err(anyhow::anyhow!(msg)),
+                    Err(_) => Err(anyhow::anyhow!("the run did not answer the export")),
+                }
+            });
+            let thread = crate::tui::spawn(snap_rx.clone(), control_tx, opts, exporter);
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+            let _ = leave_tx.send(true);
+        } else {
+            crate::term::note(&format!(
+                "llmsweep: attached to {} ({} · {}); Ctrl-C leaves, the run goes on",
+                dir.display(),
+                hello.target,
+                hello.profile
+            ));
+            let progress = tokio::spawn(crate::headless::print_progress(snap_rx.clone()));
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {
+                    let _ = leave_tx.send(true);
+                }
+                _ = progress => {}
+            }
+        }
+        let ended = pump.await.unwrap_or(Ended::Lost);
+        drop(cmd_tx);
+        Ok(say_how_it_ended(&dir, &ended))
+    })
+}
+
+/// `llmsweep stop`: stops a run, waits for its reports, prints their paths.
+pub fn stop(dir: Option<&Path>) -> Result<ExitCode> {
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let root = Path::new(runs::RESULTS_DIR);
+        let ended = viewer::stop(dir, root).await?;
+        let dir = dir.map(Path::to_path_buf).unwrap_or_default();
+        Ok(say_how_it_ended(&dir, &ended))
+    })
+}
+
+fn say_how_it_ended(dir: &Path, ended: &Ended) -> ExitCode {
+    match ended {
+        Ended::Finished {
+            partial,
+            end_reason,
+            reports,
+        } => {
+            crate::term::note(&format!(
+                "llmsweep: the run ended ({}{end_reason})",
+                if *partial { "partial: " } else { "" }
+            ));
+            for r in reports {
+                crate::term::out(&format!("report: {r}\n"));
+            }
+            ExitCode::SUCCESS
+        }
+        Ended::Detached => {
+            crate::term::note(&format!(
+                "llmsweep: left the run; it goes on (`llmsweep attach {}` to come back)",
+                dir.display()
+            ));
+            ExitCode::SUCCESS
+        }
+        Ended::Lost => {
+            crate::term::note(
+                "llmsweep: the connection to the run was lost (did it die? `llmsweep ls` says)",
+            );
+            ExitCode::from(2)
+        }
+    }
+}

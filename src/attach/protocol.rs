@@ -1,0 +1,213 @@
+//! The wire protocol between a run and its viewers (`llmsweep attach`,
+//! `llmsweep stop`): one JSON object per line over the run's Unix socket.
+//! It carries what already flows inside the process, snapshots out and
+//! commands in. Documented in docs/PROTOCOL.md; bump [`VERSION`] on any
+//! change a viewer of the previous version would misread.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Control, ErrorEntry, LiveStage, PlannedStage, Snapshot};
+use crate::report::{StageReport, TimelineEvent};
+
+pub const VERSION: u32 = 1;
+
+/// What a run tells a viewer about itself when it connects.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunHello {
+    pub target: String,
+    pub model: String,
+    pub profile: String,
+    /// The run directory (reports, run.json, the socket).
+    pub dir: String,
+    pub pid: u32,
+}
+
+/// Run → viewer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunMsg {
+    Hello {
+        version: u32,
+        run: RunHello,
+    },
+    Snapshot {
+        snapshot: Box<WireSnapshot>,
+    },
+    Exported {
+        paths: Vec<String>,
+    },
+    /// A command or export the run could not carry out.
+    Error {
+        message: String,
+    },
+    /// The run is over and its reports are written; the connection closes.
+    Finished {
+        partial: bool,
+        end_reason: String,
+        reports: Vec<String>,
+    },
+}
+
+/// Viewer → run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ViewerMsg {
+    /// A command for the engine, exactly as a key in the first terminal sends it.
+    Control { control: Control },
+    /// Write the reports of what was measured so far.
+    Export,
+}
+
+/// A snapshot as it travels: finished stages and timeline events are sent
+/// once, as the tail the viewer has not seen yet.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WireSnapshot {
+    pub elapsed_s: f64,
+    pub stage_number: usize,
+    pub stages_total: Option<usize>,
+    pub stage: Option<LiveStage>,
+    pub upcoming: Vec<PlannedStage>,
+    pub paused: bool,
+    pub done: bool,
+    pub recent_errors: Vec<ErrorEntry>,
+    pub warnings: Vec<String>,
+    /// `finished` holds the stages from this index on.
+    pub finished_from: usize,
+    pub finished: Vec<StageReport>,
+    /// `timeline` holds the events from this index on.
+    pub timeline_from: usize,
+    pub timeline: Vec<TimelineEvent>,
+}
+
+/// What a viewer has already been sent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sent {
+    pub finished: usize,
+    pub timeline: usize,
+}
+
+impl WireSnapshot {
+    /// The part of `s` a viewer that has `sent` needs; updates `sent`.
+    pub fn delta(s: &Snapshot, sent: &mut Sent) -> Self {
+        // A viewer never has more than exists; clamp in case of a restart.
+        let f_from = sent.finished.min(s.finished.len());
+        let t_from = sent.timeline.min(s.timeline.len());
+        sent.finished = s.finished.len();
+        sent.timeline = s.timeline.len();
+        WireSnapshot {
+            elapsed_s: s.elapsed_s,
+            stage_number: s.stage_number,
+            stages_total: s.stages_total,
+            stage: s.stage.clone(),
+            upcoming: s.upcoming.clone(),
+            paused: s.paused,
+            done: s.done,
+            recent_errors: s.recent_errors.iter().cloned().collect(),
+            warnings: s.warnings.to_vec(),
+            finished_from: f_from,
+            finished: s.finished[f_from..].to_vec(),
+            timeline_from: t_from,
+            timeline: s.timeline[t_from..].to_vec(),
+        }
+    }
+
+    /// Applies this delta onto the viewer's copy of the run.
+    pub fn apply(self, into: &mut Snapshot) {
+        let mut finished = into.finished.to_vec();
+        finished.truncate(self.finished_from);
+        finished.extend(self.finished);
+        let mut timeline = into.timeline.to_vec();
+        timeline.truncate(self.timeline_from);
+        timeline.extend(self.timeline);
+        *into = Snapshot {
+            elapsed_s: self.elapsed_s,
+            stage_number: self.stage_number,
+            stages_total: self.stages_total,
+            stage: self.stage,
+            upcoming: self.upcoming,
+            finished: Arc::new(finished),
+            paused: self.paused,
+            recent_errors: Arc::new(self.recent_errors.into_iter().collect()),
+            timeline: Arc::new(timeline),
+            warnings: Arc::new(self.warnings),
+            done: self.done,
+        };
+    }
+}
+
+/// One message as a line.
+pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    let mut v = serde_json::to_vec(msg).unwrap_or_else(|_| b"{}".to_vec());
+    v.push(b'\n');
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(t: f64) -> TimelineEvent {
+        TimelineEvent {
+            t_s: t,
+            event: "pause".into(),
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn deltas_rebuild_the_runs_view() {
+        let mut run = Snapshot {
+            timeline: Arc::new(vec![ev(1.0)]),
+            finished: Arc::new(vec![StageReport {
+                name: "synchronous".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let mut sent = Sent::default();
+        let mut viewer = Snapshot::default();
+        let d = WireSnapshot::delta(&run, &mut sent);
+        // Through JSON, as on the socket.
+        let line = encode(&RunMsg::Snapshot {
+            snapshot: Box::new(d),
+        });
+        let RunMsg::Snapshot { snapshot } = serde_json::from_slice(&line).unwrap() else {
+            panic!("not a snapshot")
+        };
+        snapshot.apply(&mut viewer);
+        assert_eq!(viewer.finished.len(), 1);
+        assert_eq!(viewer.timeline.len(), 1);
+
+        run.timeline = Arc::new(vec![ev(1.0), ev(2.0)]);
+        let d = WireSnapshot::delta(&run, &mut sent);
+        assert_eq!(d.timeline.len(), 1, "only the new event travels");
+        assert!(d.finished.is_empty());
+        d.apply(&mut viewer);
+        assert_eq!(*viewer.timeline, *run.timeline);
+        assert_eq!(viewer.finished.len(), 1);
+    }
+
+    #[test]
+    fn commands_round_trip() {
+        for c in [
+            Control::SetRate(2.5),
+            Control::ScaleRate(1.1),
+            Control::TogglePause,
+            Control::Skip,
+            Control::Stop {
+                reason: "llmsweep stop".into(),
+            },
+        ] {
+            let line = encode(&ViewerMsg::Control { control: c.clone() });
+            let back: ViewerMsg = serde_json::from_slice(&line).unwrap();
+            assert_eq!(back, ViewerMsg::Control { control: c });
+        }
+        let hello: RunMsg = serde_json::from_str(
+            r#"{"type":"hello","version":1,"run":{"target":"t","model":"m","profile":"p","dir":"d","pid":7}}"#,
+        )
+        .unwrap();
+        assert!(matches!(hello, RunMsg::Hello { version: 1, .. }));
+    }
+}

@@ -1,0 +1,251 @@
+//! The run's side of the control endpoint: a Unix socket (mode 0600, in the
+//! run directory, which is 0700) where viewers attach. Each viewer gets the
+//! run's history and then a snapshot four times a second; its commands go
+//! to the engine exactly as the first terminal's keys do.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, watch};
+
+use super::protocol::{encode, RunHello, RunMsg, Sent, ViewerMsg, WireSnapshot, VERSION};
+use super::runs::SOCKET_FILE;
+use crate::engine::{Control, Snapshot};
+
+/// Writes the reports of what was measured so far; returns their paths.
+pub type ExportFn = Arc<dyn Fn(&Snapshot) -> Result<Vec<PathBuf>> + Send + Sync>;
+
+/// How often a viewer gets a snapshot.
+const VIEWER_EVERY: Duration = Duration::from_millis(250);
+/// A viewer's line longer than this is not a command; the viewer is dropped.
+const MAX_LINE: usize = 64 * 1024;
+/// Unix socket paths are limited to about 108 bytes.
+const MAX_SOCKET_PATH: usize = 100;
+
+/// A listening endpoint; `finish` tells the viewers the run is over.
+pub struct Endpoint {
+    pub path: PathBuf,
+    finished: watch::Sender<Option<RunMsg>>,
+    accept: tokio::task::JoinHandle<()>,
+    viewers: Arc<tokio::sync::Mutex<tokio::task::JoinSet<()>>>,
+}
+
+/// Creates the socket: `control.sock` in the run directory, or, when that
+/// path is too long for a Unix socket, in a private directory under /tmp.
+pub fn bind(run_dir: &Path) -> Result<(UnixListener, PathBuf)> {
+    let mut path = run_dir.join(SOCKET_FILE);
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        let dir = std::env::temp_dir().join(format!("llmsweep-{}", uid()));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        private_dir(&dir)?;
+        path = dir.join(format!("{}.sock", std::process::id()));
+    }
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path)
+        .with_context(|| format!("cannot listen on {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot restrict {}", path.display()))?;
+    }
+    Ok((listener, path))
+}
+
+/// Only the owner may enter `dir` (the run directory holds the socket).
+pub fn private_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot restrict {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+#[cfg(not(unix))]
+fn uid() -> u32 {
+    0
+}
+
+pub fn start(
+    listener: UnixListener,
+    path: PathBuf,
+    hello: RunHello,
+    snapshots: watch::Receiver<Snapshot>,
+    control: mpsc::UnboundedSender<Control>,
+    export: ExportFn,
+) -> Endpoint {
+    let (finished, finished_rx) = watch::channel(None);
+    let viewers = Arc::new(tokio::sync::Mutex::new(tokio::task::JoinSet::new()));
+    let set = viewers.clone();
+    let accept = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                // Out of descriptors or similar: try again shortly.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            };
+            let v = Viewer {
+                hello: hello.clone(),
+                snapshots: snapshots.clone(),
+                control: control.clone(),
+                export: export.clone(),
+                finished: finished_rx.clone(),
+            };
+            set.lock().await.spawn(v.serve(stream));
+        }
+    });
+    Endpoint {
+        path,
+        finished,
+        accept,
+        viewers,
+    }
+}
+
+impl Endpoint {
+    /// The reports are written: tell every viewer, give them a moment to
+    /// read it, then close the socket.
+    pub async fn finish(self, msg: RunMsg) {
+        self.accept.abort();
+        let _ = self.finished.send(Some(msg));
+        let mut set = std::mem::take(&mut *self.viewers.lock().await);
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            while set.join_next().await.is_some() {}
+        })
+        .await;
+        set.abort_all();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+struct Viewer {
+    hello: RunHello,
+    snapshots: watch::Receiver<Snapshot>,
+    control: mpsc::UnboundedSender<Control>,
+    export: ExportFn,
+    finished: watch::Receiver<Option<RunMsg>>,
+}
+
+impl Viewer {
+    async fn serve(mut self, stream: UnixStream) {
+        let (r, mut w) = stream.into_split();
+        let mut lines = BufReader::new(r);
+        let hello = RunMsg::Hello {
+            version: VERSION,
+            run: self.hello.clone(),
+        };
+        if w.write_all(&encode(&hello)).await.is_err() {
+            return;
+        }
+        let _ = self.control.send(Control::Note {
+            event: "viewer".into(),
+            detail: "a viewer attached".into(),
+        });
+        let mut sent = Sent::default();
+        let mut tick = tokio::time::interval(VIEWER_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut buf = String::new();
+        let left = loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let snap = self.snapshots.borrow_and_update().clone();
+                    let msg = RunMsg::Snapshot { snapshot: Box::new(WireSnapshot::delta(&snap, &mut sent)) };
+                    if w.write_all(&encode(&msg)).await.is_err() {
+                        break true;
+                    }
+                }
+                read = lines.read_line(&mut buf) => {
+                    match read {
+                        Ok(0) | Err(_) => break true,
+                        Ok(n) if n > MAX_LINE => break true,
+                        Ok(_) => {
+                            let reply = self.on_line(buf.trim()).await;
+                            buf.clear();
+                            if let Some(reply) = reply {
+                                if w.write_all(&encode(&reply)).await.is_err() {
+                                    break true;
+                                }
+                            }
+                        }
+                    }
+                }
+                changed = self.finished.changed() => {
+                    if changed.is_err() {
+                        break false;
+                    }
+                    let msg = self.finished.borrow().clone();
+                    if let Some(msg) = msg {
+                        let snap = self.snapshots.borrow().clone();
+                        let last = RunMsg::Snapshot { snapshot: Box::new(WireSnapshot::delta(&snap, &mut sent)) };
+                        let _ = w.write_all(&encode(&last)).await;
+                        let _ = w.write_all(&encode(&msg)).await;
+                        let _ = w.shutdown().await;
+                        break false;
+                    }
+                }
+            }
+        };
+        if left {
+            let _ = self.control.send(Control::Note {
+                event: "viewer".into(),
+                detail: "a viewer left".into(),
+            });
+        }
+    }
+
+    async fn on_line(&mut self, line: &str) -> Option<RunMsg> {
+        if line.is_empty() {
+            return None;
+        }
+        match serde_json::from_str::<ViewerMsg>(line) {
+            Ok(ViewerMsg::Control { control }) => {
+                let _ = self.control.send(control);
+                None
+            }
+            Ok(ViewerMsg::Export) => {
+                let snap = self.snapshots.borrow().clone();
+                let export = self.export.clone();
+                let done = tokio::task::spawn_blocking(move || export(&snap)).await;
+                Some(match done {
+                    Ok(Ok(paths)) => {
+                        let shown = paths
+                            .first()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default();
+                        let _ = self.control.send(Control::Note {
+                            event: "export".into(),
+                            detail: shown,
+                        });
+                        RunMsg::Exported {
+                            paths: paths.iter().map(|p| p.display().to_string()).collect(),
+                        }
+                    }
+                    Ok(Err(e)) => RunMsg::Error {
+                        message: format!("{e:#}"),
+                    },
+                    Err(e) => RunMsg::Error {
+                        message: e.to_string(),
+                    },
+                })
+            }
+            Err(e) => Some(RunMsg::Error {
+                message: format!(
+                    "not a command this run understands ({e}); is the viewer a newer llmsweep?"
+                ),
+            }),
+        }
+    }
+}

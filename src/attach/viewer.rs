@@ -1,0 +1,183 @@
+//! The viewer's side: `llmsweep attach` (the dashboard or progress lines on
+//! a live run) and `llmsweep stop`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, watch};
+
+use super::protocol::{encode, RunHello, RunMsg, ViewerMsg, VERSION};
+use super::runs::{self, RunState};
+use crate::engine::{Control, Snapshot};
+
+/// A connection to a live run, past the greeting.
+pub struct Connection {
+    pub hello: RunHello,
+    lines: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+}
+
+/// How a viewer's session ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ended {
+    /// The run finished; its reports are written.
+    Finished {
+        partial: bool,
+        end_reason: String,
+        reports: Vec<String>,
+    },
+    /// The viewer left; the run goes on.
+    Detached,
+    /// The connection dropped without a word (the run died or was killed).
+    Lost,
+}
+
+/// Connects to the run in `dir` (or the most recent live one under `root`).
+pub async fn connect(dir: Option<&Path>, root: &Path) -> Result<(PathBuf, Connection)> {
+    let (dir, state) = runs::pick(dir, root)?;
+    if !state.is_live() {
+        bail!(
+            "the run in {} is not running ({}{}); its reports are there",
+            dir.display(),
+            state.shown_status(),
+            state
+                .end_reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        );
+    }
+    let conn = connect_socket(&state).await?;
+    Ok((dir, conn))
+}
+
+async fn connect_socket(state: &RunState) -> Result<Connection> {
+    let stream = UnixStream::connect(&state.socket).await.with_context(|| {
+        format!(
+            "cannot connect to the run's socket {}",
+            state.socket.display()
+        )
+    })?;
+    let (r, writer) = stream.into_split();
+    let mut lines = BufReader::new(r);
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(5), lines.read_line(&mut line))
+        .await
+        .context("the run did not greet within 5 s")?
+        .context("cannot read from the run's socket")?;
+    match serde_json::from_str::<RunMsg>(&line) {
+        Ok(RunMsg::Hello { version, run }) if version == VERSION => Ok(Connection {
+            hello: run,
+            lines,
+            writer,
+        }),
+        Ok(RunMsg::Hello { version, .. }) => bail!(
+            "the run speaks protocol version {version}, this llmsweep speaks {VERSION}: attach with the llmsweep that started it"
+        ),
+        _ => bail!("{} is not a llmsweep run's socket", state.socket.display()),
+    }
+}
+
+impl Connection {
+    /// Feeds the run's snapshots into `snapshots` and sends `commands` and
+    /// export requests to it, until the run finishes or `leave` fires.
+    pub async fn pump(
+        self,
+        snapshots: watch::Sender<Snapshot>,
+        mut commands: mpsc::UnboundedReceiver<ViewerMsg>,
+        exports: std::sync::mpsc::Sender<Result<Vec<String>, String>>,
+        mut leave: watch::Receiver<bool>,
+    ) -> Ended {
+        let Connection {
+            mut lines,
+            mut writer,
+            ..
+        } = self;
+        let mut view = Snapshot::default();
+        let mut line = String::new();
+        loop {
+            tokio::select! {
+                read = lines.read_line(&mut line) => {
+                    match read {
+                        Ok(0) | Err(_) => {
+                            mark_done(&snapshots, &mut view);
+                            return Ended::Lost;
+                        }
+                        Ok(_) => {}
+                    }
+                    let msg = serde_json::from_str::<RunMsg>(line.trim());
+                    line.clear();
+                    match msg {
+                        Ok(RunMsg::Snapshot { snapshot }) => {
+                            let mut next = view.clone();
+                            snapshot.apply(&mut next);
+                            // The dashboard closes on `done`; wait for the
+                            // reports before saying the run is over.
+                            next.done = false;
+                            view = next;
+                            snapshots.send_replace(view.clone());
+                        }
+                        Ok(RunMsg::Exported { paths }) => {
+                            let _ = exports.send(Ok(paths));
+                        }
+                        Ok(RunMsg::Error { message }) => {
+                            let _ = exports.send(Err(message));
+                        }
+                        Ok(RunMsg::Finished { partial, end_reason, reports }) => {
+                            mark_done(&snapshots, &mut view);
+                            return Ended::Finished { partial, end_reason, reports };
+                        }
+                        Ok(RunMsg::Hello { .. }) | Err(_) => {}
+                    }
+                }
+                cmd = commands.recv() => {
+                    let Some(cmd) = cmd else {
+                        return Ended::Detached;
+                    };
+                    if writer.write_all(&encode(&cmd)).await.is_err() {
+                        mark_done(&snapshots, &mut view);
+                        return Ended::Lost;
+                    }
+                }
+                _ = leave.changed() => {
+                    let _ = writer.shutdown().await;
+                    return Ended::Detached;
+                }
+            }
+        }
+    }
+}
+
+fn mark_done(snapshots: &watch::Sender<Snapshot>, view: &mut Snapshot) {
+    view.done = true;
+    snapshots.send_replace(view.clone());
+}
+
+/// `llmsweep stop`: asks the run to stop and waits for its reports.
+pub async fn stop(dir: Option<&Path>, root: &Path) -> Result<Ended> {
+    let (_dir, conn) = connect(dir, root).await?;
+    let (snap_tx, _snap_rx) = watch::channel(Snapshot::default());
+    let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+    let (exports, _ex) = std::sync::mpsc::channel();
+    let (_leave_tx, leave) = watch::channel(false);
+    cmd_tx
+        .send(ViewerMsg::Control {
+            control: Control::Stop {
+                reason: "llmsweep stop".into(),
+            },
+        })
+        .ok();
+    // Keep the sender alive so the pump waits for the run's answer.
+    let ended = tokio::time::timeout(
+        Duration::from_secs(600),
+        conn.pump(snap_tx, cmd_rx, exports, leave),
+    )
+    .await
+    .context("the run did not finish within 10 minutes of the stop")?;
+    drop(cmd_tx);
+    Ok(ended)
+}

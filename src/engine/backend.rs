@@ -1,0 +1,154 @@
+//! What the engine sends requests through. A run uses the HTTP client;
+//! tests use [`Scripted`], whose requests take scripted times on tokio's
+//! clock, so scheduling, limits, steering and pause can be tested exactly
+//! with a paused clock instead of against the wall clock over TCP.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{Client, ErrorCategory, Outcome, Prompt, RequestRecord, TokenSource};
+
+/// A future that sends one request and measures it.
+pub type Send<'a> = Pin<Box<dyn Future<Output = RequestRecord> + std::marker::Send + 'a>>;
+
+/// Sends one request. `scheduled_at` is when the strategy wanted it sent
+/// (the record's queue time is measured from it); `cancel` ends it early, as
+/// incomplete.
+pub trait Backend: std::marker::Send + Sync + 'static {
+    fn send<'a>(
+        &'a self,
+        prompt: &'a Prompt,
+        scheduled_at: Instant,
+        cancel: &'a CancellationToken,
+    ) -> Send<'a>;
+}
+
+impl Backend for Client {
+    fn send<'a>(
+        &'a self,
+        prompt: &'a Prompt,
+        scheduled_at: Instant,
+        cancel: &'a CancellationToken,
+    ) -> Send<'a> {
+        Box::pin(Client::send(self, prompt, scheduled_at, cancel))
+    }
+}
+
+/// How one scripted request behaves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Script {
+    pub ttft: Duration,
+    /// Gap between output tokens.
+    pub itl: Duration,
+    pub output_tokens: u32,
+    /// `Some(status)`: the server answers this HTTP status after `ttft`
+    /// instead of streaming.
+    pub error: Option<u16>,
+}
+
+/// An in-memory server: request `n` (counted across the run) behaves as
+/// `script(n)` says; a server with `capacity` slots queues the rest, so
+/// overload shows as it does on a real server.
+pub struct Scripted {
+    script: Box<dyn Fn(u64) -> Script + std::marker::Send + Sync>,
+    sent: AtomicU64,
+    slots: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+impl Scripted {
+    pub fn new(script: impl Fn(u64) -> Script + std::marker::Send + Sync + 'static) -> Self {
+        Scripted {
+            script: Box::new(script),
+            sent: AtomicU64::new(0),
+            slots: None,
+        }
+    }
+
+    /// Every request the same.
+    pub fn fixed(ttft_ms: u64, itl_ms: u64, output_tokens: u32) -> Self {
+        Self::new(move |_| Script {
+            ttft: Duration::from_millis(ttft_ms),
+            itl: Duration::from_millis(itl_ms),
+            output_tokens,
+            error: None,
+        })
+    }
+
+    /// At most `n` requests served at once; the rest wait for a slot.
+    pub fn with_capacity(mut self, n: usize) -> Self {
+        self.slots = Some(Arc::new(tokio::sync::Semaphore::new(n)));
+        self
+    }
+
+    /// Requests the backend has been asked to send.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    async fn serve(
+        &self,
+        prompt: &Prompt,
+        scheduled_at: Instant,
+        rec: &mut RequestRecord,
+    ) -> Outcome {
+        let n = self.sent.fetch_add(1, Ordering::Relaxed);
+        let s = (self.script)(n);
+        let _slot = match &self.slots {
+            Some(sem) => sem.clone().acquire_owned().await.ok(),
+            None => None,
+        };
+        let _ = scheduled_at;
+        tokio::time::sleep(s.ttft).await;
+        if let Some(status) = s.error {
+            return Outcome::Errored {
+                category: ErrorCategory::Http(status),
+                message: format!("scripted HTTP {status}"),
+            };
+        }
+        rec.chunks.push((Instant::now(), 1));
+        for _ in 1..s.output_tokens {
+            tokio::time::sleep(s.itl).await;
+            rec.chunks.push((Instant::now(), 1));
+        }
+        rec.output_tokens = u64::from(s.output_tokens);
+        rec.prompt_tokens = prompt.prompt_tokens;
+        Outcome::Completed
+    }
+}
+
+impl Backend for Scripted {
+    fn send<'a>(
+        &'a self,
+        prompt: &'a Prompt,
+        scheduled_at: Instant,
+        cancel: &'a CancellationToken,
+    ) -> Send<'a> {
+        Box::pin(async move {
+            let sent_at = Instant::now();
+            let mut rec = RequestRecord {
+                scheduled_at,
+                sent_at,
+                ended_at: sent_at,
+                chunks: Vec::new(),
+                output_tokens: 0,
+                output_source: TokenSource::Usage,
+                prompt_tokens: prompt.prompt_tokens,
+                server_prompt_tokens: None,
+                outcome: Outcome::Incomplete,
+            };
+            let outcome = tokio::select! {
+                o = self.serve(prompt, scheduled_at, &mut rec) => o,
+                _ = cancel.cancelled() => Outcome::Incomplete,
+            };
+            rec.outcome = outcome;
+            rec.ended_at = Instant::now();
+            rec
+        })
+    }
+}

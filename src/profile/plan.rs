@@ -1,0 +1,262 @@
+//! From the profile and rate arguments to a plan of stages: which stages,
+//! in which order, with which limits. Pure: no I/O.
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::cli::RunArgs;
+use crate::engine::strategy::{validate_rate, MAX_SECONDS};
+use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
+use crate::profile::sweep::{SweepKind, SweepPlan};
+
+/// Default stage length against a real server (GuideLLM's common setting).
+const DEFAULT_STAGE_SECONDS: f64 = 30.0;
+/// Default stage length against the built-in simulator: a full sweep in under two minutes.
+const DEFAULT_SIM_STAGE_SECONDS: f64 = 10.0;
+/// Throughput's default bound on requests in flight.
+const DEFAULT_MAX_CONCURRENCY: u32 = 512;
+
+/// A validated plan and how to describe it.
+pub struct PlanChoice {
+    pub plan: Box<dyn Plan>,
+    pub description: String,
+}
+
+impl std::fmt::Debug for PlanChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.description)
+    }
+}
+
+/// One entry of `--rate 1,4,16,inf`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RateItem {
+    Finite(f64),
+    Infinite,
+}
+
+pub fn parse_rates(s: &str) -> Result<Vec<RateItem>> {
+    let items: Result<Vec<RateItem>> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            if x.eq_ignore_ascii_case("inf") || x.eq_ignore_ascii_case("infinity") {
+                return Ok(RateItem::Infinite);
+            }
+            let v: f64 = x
+                .parse()
+                .with_context(|| format!("--rate: {x:?} is not a number (use e.g. 1,4,16,inf)"))?;
+            validate_rate(v)
+                .map(RateItem::Finite)
+                .map_err(|e| anyhow::anyhow!("--rate: {e}"))
+        })
+        .collect();
+    let items = items?;
+    if items.is_empty() {
+        bail!("--rate is empty: give one or more rates, e.g. 1,4,16,inf");
+    }
+    Ok(items)
+}
+
+/// Builds the stage plan from the profile and rate arguments.
+pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
+    let mut limits = Limits {
+        max_seconds: args.max_seconds,
+        max_requests: args.max_requests,
+        max_errors: args.max_errors,
+        warmup: args.warmup,
+        cooldown: args.cooldown,
+        drain: args.drain,
+        max_concurrency: args.max_concurrency,
+    };
+    for (name, v) in [
+        ("--max-seconds", limits.max_seconds),
+        ("--warmup", limits.warmup),
+        ("--cooldown", limits.cooldown),
+        ("--drain", limits.drain),
+    ] {
+        if let Some(v) = v {
+            check_seconds(name, v)?;
+        }
+    }
+    if limits.max_seconds == Some(0.0) || limits.max_requests == Some(0) {
+        bail!("a stage limit of zero runs nothing: give --max-seconds or --max-requests above 0");
+    }
+    if limits.max_concurrency == Some(0) {
+        bail!("--max-concurrency must be at least 1");
+    }
+    if limits.max_seconds.is_none() && limits.max_requests.is_none() {
+        limits.max_seconds = Some(if builtin_target {
+            DEFAULT_SIM_STAGE_SECONDS
+        } else {
+            DEFAULT_STAGE_SECONDS
+        });
+    }
+    let throughput_bound = args.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY);
+    let rates = args.rate.as_deref().map(parse_rates).transpose()?;
+    let profile = args.profile.trim().to_ascii_lowercase();
+    let fixed = |stages: Vec<StageSpec>| -> PlanChoice {
+        let description = format!(
+            "{profile}: {}",
+            stages
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        PlanChoice {
+            plan: Box::new(FixedPlan::new(stages)),
+            description,
+        }
+    };
+    let throughput = || Strategy::Throughput {
+        max_concurrency: throughput_bound,
+    };
+    let need_rates = |kind: &str| -> Result<Vec<RateItem>> {
+        rates.clone().with_context(|| {
+            format!("--profile {kind} needs --rate (e.g. --rate 4 or --rate 1,4,16,inf)")
+        })
+    };
+    Ok(match profile.as_str() {
+        "sweep" => {
+            let n = match rates.as_deref() {
+                None => 10,
+                Some([RateItem::Finite(n)]) if n.fract() == 0.0 && *n >= 3.0 => *n as usize,
+                Some(_) => bail!("--profile sweep takes --rate N, the number of stages (3 or more, default 10)"),
+            };
+            let kind = match args.sweep_strategy.to_ascii_lowercase().as_str() {
+                "constant" => SweepKind::Constant,
+                "poisson" => SweepKind::Poisson {
+                    burstiness: check_burstiness(args.burstiness)?,
+                },
+                other => bail!("--sweep-strategy {other:?}: use constant or poisson"),
+            };
+            let stage_len = match (limits.max_seconds, limits.max_requests) {
+                (Some(s), _) => format!("{s} s"),
+                (None, Some(n)) => format!("{n} requests"),
+                _ => String::new(),
+            };
+            PlanChoice {
+                plan: Box::new(SweepPlan::new(
+                    n,
+                    kind,
+                    limits,
+                    throughput_bound,
+                    !args.no_stop_on_saturation,
+                )),
+                description: format!("sweep: {n} stages of {stage_len}"),
+            }
+        }
+        "synchronous" | "sync" => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
+        "throughput" => fixed(vec![StageSpec::new(throughput(), limits)]),
+        "concurrent" => {
+            let stages = need_rates("concurrent")?
+                .into_iter()
+                .map(|r| match r {
+                    RateItem::Finite(n) if n.fract() == 0.0 => Ok(StageSpec::new(
+                        Strategy::Concurrent { streams: n as u32 },
+                        limits.clone(),
+                    )),
+                    _ => bail!("--profile concurrent takes whole numbers of streams, e.g. --rate 1,8,32"),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            fixed(stages)
+        }
+        "constant" | "poisson" => {
+            let b = check_burstiness(args.burstiness)?;
+            let stages = need_rates(&profile)?
+                .into_iter()
+                .map(|r| match r {
+                    RateItem::Infinite => StageSpec::new(throughput(), limits.clone()),
+                    RateItem::Finite(rate) if profile == "constant" => {
+                        StageSpec::new(Strategy::Constant { rate }, limits.clone())
+                    }
+                    RateItem::Finite(rate) => StageSpec::new(
+                        Strategy::Poisson { rate, burstiness: b },
+                        limits.clone(),
+                    ),
+                })
+                .collect();
+            fixed(stages)
+        }
+        other => bail!(
+            "unknown profile {other:?}: use sweep, synchronous, concurrent, throughput, constant or poisson"
+        ),
+    })
+}
+
+/// A span of seconds a user typed: zero up to [`MAX_SECONDS`] (a year).
+pub fn check_seconds(name: &str, v: f64) -> Result<f64> {
+    if v.is_finite() && (0.0..=MAX_SECONDS).contains(&v) {
+        Ok(v)
+    } else {
+        bail!("{name} {v} is not possible: use a number of seconds from 0 to {MAX_SECONDS:.0} (a year)")
+    }
+}
+
+fn check_burstiness(b: f64) -> Result<f64> {
+    if b.is_finite() && (1e-3..=1e6).contains(&b) {
+        Ok(b)
+    } else {
+        bail!("--burstiness {b} is not possible: use a number from 0.001 to 1000000 (1 = Poisson)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(profile: &str, rate: Option<&str>) -> RunArgs {
+        RunArgs {
+            profile: profile.into(),
+            rate: rate.map(str::to_string),
+            burstiness: 1.0,
+            sweep_strategy: "constant".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rate_lists_parse_with_inf() {
+        assert_eq!(
+            parse_rates("1, 4,inf").unwrap(),
+            vec![
+                RateItem::Finite(1.0),
+                RateItem::Finite(4.0),
+                RateItem::Infinite
+            ]
+        );
+        for bad in ["0", "-1", "NaN", "x", ""] {
+            assert!(parse_rates(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn plans_from_profiles() {
+        let mut p = build_plan(&args("poisson", Some("1,4,16,inf")), false).unwrap();
+        assert_eq!(p.plan.total(), Some(4));
+        let names: Vec<_> = p.plan.upcoming().into_iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            [
+                "poisson@1.00",
+                "poisson@4.00",
+                "poisson@16.00",
+                "throughput"
+            ]
+        );
+        let first = p.plan.next(&[]).unwrap();
+        assert_eq!(first.limits.max_seconds, Some(DEFAULT_STAGE_SECONDS));
+        assert!(build_plan(&args("constant", None), false)
+            .unwrap_err()
+            .to_string()
+            .contains("--rate"));
+        assert!(build_plan(&args("bogus", None), false).is_err());
+        assert!(build_plan(&args("sweep", Some("2")), false).is_err());
+        assert_eq!(
+            build_plan(&args("sweep", None), true).unwrap().plan.total(),
+            Some(10)
+        );
+        assert!(build_plan(&args("concurrent", Some("1.5")), false).is_err());
+    }
+}

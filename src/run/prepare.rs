@@ -1,0 +1,331 @@
+//! Step 1 of a run: everything that can be checked before any load is sent
+//! (arguments, data, the target, the model), each with a message that says
+//! what to do. Ends with a ready client, the request bodies and the plan.
+
+use std::io::IsTerminal as _;
+use std::sync::Arc;
+
+use anyhow::{bail, Context as _, Result};
+use serde_json::json;
+
+use crate::cli::RunArgs;
+use crate::client::{normalize_base_url, Client, ClientConfig, Prompt};
+use crate::data::{build_prompts, load_items, parse_extra_body};
+use crate::engine::strategy::seconds;
+use crate::engine::RunSettings;
+use crate::profile::plan::{build_plan, check_seconds, PlanChoice};
+use crate::report::export::Format;
+use crate::report::Target;
+use crate::sim;
+use crate::stats::dist::parse_percentiles;
+use crate::stats::metrics::Slo;
+use crate::tokenizer::{Builtin, TokenCounter};
+
+/// A run ready to start.
+pub struct Prepared {
+    pub client: Arc<Client>,
+    pub prompts: Arc<[Prompt]>,
+    pub plan: PlanChoice,
+    pub settings: RunSettings,
+    pub target: Target,
+    /// Where `/metrics` lives (the target's base URL).
+    pub base_url: String,
+    /// How to scrape the server's metrics during the run (None: `--server-metrics off`).
+    pub scrape: Option<crate::server_metrics::ScrapeConfig>,
+    pub simulator: Option<sim::SimHandle>,
+    pub formats: Vec<Format>,
+    /// Notes about the data (skipped rows, ...) for the report's warnings.
+    pub data_notes: Vec<String>,
+    /// The run's settings for the report: everything but secrets.
+    pub config: serde_json::Value,
+    /// Draw the dashboard (a terminal both ways, and not --headless).
+    pub dashboard: bool,
+    pub themes: Vec<crate::tui::theme::Theme>,
+}
+
+/// Numbers that pass clap's parsing but that no run can use: a clear
+/// one-line error instead of a panic later.
+pub fn check_numbers(args: &RunArgs) -> Result<()> {
+    let timeout = check_seconds("--request-timeout", args.request_timeout)?;
+    if timeout < 0.001 {
+        bail!("--request-timeout {timeout} is not possible: give at least 0.001 seconds");
+    }
+    if !(args.fps.is_finite() && (0.5..=30.0).contains(&args.fps)) {
+        bail!(
+            "--fps {} is not possible: use 0.5 to 30 redraws a second",
+            args.fps
+        );
+    }
+    if args.max_concurrency == Some(0) {
+        bail!("--max-concurrency must be at least 1");
+    }
+    Ok(())
+}
+
+pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
+    // Arguments that need no network.
+    check_numbers(args)?;
+    let slo = args
+        .slo
+        .as_deref()
+        .map(Slo::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let percentiles = match args.percentiles.as_deref() {
+        Some(p) => parse_percentiles(p).map_err(anyhow::Error::msg)?,
+        None => Vec::new(),
+    };
+    let counter: Arc<dyn TokenCounter> = match &args.tokenizer {
+        Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
+        None => Arc::new(Builtin),
+    };
+    let crate::data::DataSet {
+        items,
+        description: data_description,
+        notes: data_notes,
+    } = load_items(&args.data, args.seed, counter.as_ref(), args.skip_bad_rows)?;
+    let extra_body = args
+        .extra_body
+        .as_deref()
+        .map(parse_extra_body)
+        .transpose()?;
+    let headers = args
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>>>()?;
+    let api_key = read_api_key(args)?;
+    let mut formats = crate::report::export::parse_list(&args.export)?;
+    if !formats.contains(&Format::Json) {
+        // report.json is the source of truth that `llmsweep report` re-renders.
+        formats.insert(0, Format::Json);
+    }
+    let plan = build_plan(args, args.target.is_none())?;
+    // The dashboard needs a terminal both ways: to draw and to read keys.
+    let dashboard =
+        !args.headless && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    let themes = if dashboard {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        crate::tui::theme::select(args.theme.as_deref(), no_color)?
+    } else {
+        Vec::new()
+    };
+
+    // The target: given, or the built-in simulator on a free loopback port.
+    let (base_url, simulator) = match &args.target {
+        Some(t) => (normalize_base_url(t)?, None),
+        None => {
+            let handle = sim::start(
+                sim::SimConfig::preset(sim::Preset::Realistic),
+                "127.0.0.1:0".parse().context("loopback address")?,
+            )
+            .await?;
+            (handle.url(), Some(handle))
+        }
+    };
+    let client_cfg = ClientConfig {
+        base_url: base_url.clone(),
+        api: args.api,
+        api_key: api_key.clone(),
+        headers,
+        request_timeout: seconds(args.request_timeout),
+        insecure: args.insecure,
+    };
+    let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
+
+    // Pre-flight: is it there, and does it serve the model?
+    let models = client.list_models().await.with_context(|| {
+        format!("pre-flight check failed: is an OpenAI-compatible server running at {base_url}?")
+    })?;
+    let model = match &args.model {
+        Some(m) if models.iter().any(|x| x == m) => m.clone(),
+        Some(m) => bail!(
+            "the server does not serve model {m:?}; it lists: {}",
+            if models.is_empty() {
+                "nothing".to_string()
+            } else {
+                models.join(", ")
+            }
+        ),
+        None => models
+            .first()
+            .cloned()
+            .context("the server lists no models at /v1/models; pass --model")?,
+    };
+
+    // The server's /metrics: flags checked now, scraping starts with the run.
+    let scrape = crate::server_metrics::config(
+        &crate::server_metrics::Flags {
+            url: args.server_metrics.as_deref(),
+            raw: &args.server_metric,
+            interval_s: args.server_metrics_interval,
+        },
+        &base_url,
+        &model,
+        api_key.clone(),
+        args.insecure,
+    )?;
+
+    // Data: every request body built once.
+    let prompts: Arc<[_]> = build_prompts(items, args.api, &model, extra_body.as_ref())?.into();
+
+    let target = Target {
+        url: if simulator.is_some() {
+            format!("built-in simulator ({base_url})")
+        } else {
+            base_url.clone()
+        },
+        model,
+        api: args.api.name().to_string(),
+        builtin_simulator: simulator.is_some(),
+    };
+    let mut config = config_echo(args, api_key.is_some());
+    config["profile_name"] = json!(profile_name);
+    config["data_source"] = json!(data_description);
+    config["tokenizer"] = json!(counter.name());
+    Ok(Prepared {
+        client,
+        prompts,
+        plan,
+        settings: RunSettings {
+            seed: args.seed,
+            slo,
+            percentiles,
+        },
+        target,
+        base_url,
+        scrape,
+        simulator,
+        formats,
+        data_notes,
+        config,
+        dashboard,
+        themes,
+    })
+}
+
+/// Reads the API key: `--api-key-file` first, then the environment variable.
+pub fn read_api_key(args: &RunArgs) -> Result<Option<String>> {
+    if let Some(path) = &args.api_key_file {
+        let s = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --api-key-file {}", path.display()))?;
+        let key = s.lines().next().unwrap_or("").trim().to_string();
+        if key.is_empty() {
+            bail!("--api-key-file {} is empty", path.display());
+        }
+        return Ok(Some(key));
+    }
+    Ok(std::env::var(&args.api_key_env)
+        .ok()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty()))
+}
+
+pub fn parse_header(h: &str) -> Result<(String, String)> {
+    let (k, v) = h
+        .split_once(':')
+        .with_context(|| format!("--header {h:?} should look like 'Name: value'"))?;
+    if k.trim().is_empty() {
+        bail!("--header {h:?} has no name");
+    }
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// The run's settings for the report: everything but secrets.
+fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
+    json!({
+        "target": args.target,
+        "model": args.model,
+        "api": args.api,
+        "api_key": if has_key { Some("***") } else { None },
+        "api_key_env": args.api_key_env,
+        "headers": args.headers.iter().map(|h| {
+            let name = h.split(':').next().unwrap_or("").trim();
+            format!("{name}: ***")
+        }).collect::<Vec<_>>(),
+        "extra_body": args.extra_body,
+        "request_timeout_s": args.request_timeout,
+        "insecure": args.insecure,
+        "profile": args.profile,
+        "rate": args.rate,
+        "burstiness": args.burstiness,
+        "sweep_strategy": args.sweep_strategy,
+        "stop_on_saturation": !args.no_stop_on_saturation,
+        "max_concurrency": args.max_concurrency,
+        "seed": args.seed,
+        "max_seconds": args.max_seconds,
+        "max_requests": args.max_requests,
+        "max_errors": args.max_errors,
+        "warmup": args.warmup,
+        "cooldown": args.cooldown,
+        "drain": args.drain,
+        "data": args.data,
+        "percentiles": args.percentiles,
+        "slo": args.slo,
+        "server_metrics": args.server_metrics.as_deref().map(crate::server_metrics::scrape::redact_url),
+        "server_metric": args.server_metric,
+        "server_metrics_interval_s": args.server_metrics_interval,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(profile: &str, rate: Option<&str>) -> RunArgs {
+        RunArgs {
+            profile: profile.into(),
+            rate: rate.map(str::to_string),
+            burstiness: 1.0,
+            sweep_strategy: "constant".into(),
+            request_timeout: 600.0,
+            fps: 4.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn numbers_no_run_can_use_get_a_one_line_error() {
+        assert!(check_numbers(&args("sweep", None)).is_ok());
+        for t in [0.0, -1.0, f64::NAN, 1e-300, 1e300, f64::INFINITY] {
+            let a = RunArgs {
+                request_timeout: t,
+                ..args("sweep", None)
+            };
+            let e = check_numbers(&a).unwrap_err().to_string();
+            assert!(e.contains("--request-timeout"), "{t}: {e}");
+        }
+        for f in [0.0, -1.0, f64::NAN, 1e-300, 1e300] {
+            let a = RunArgs {
+                fps: f,
+                ..args("sweep", None)
+            };
+            assert!(
+                check_numbers(&a).unwrap_err().to_string().contains("--fps"),
+                "{f}"
+            );
+        }
+    }
+
+    #[test]
+    fn headers_and_keys() {
+        assert_eq!(
+            parse_header("X-A: b:c").unwrap(),
+            ("X-A".into(), "b:c".into())
+        );
+        assert!(parse_header("nocolon").is_err());
+        let mut a = args("sweep", None);
+        a.api_key_env = "LLMSWEEP_TEST_SURELY_UNSET".into();
+        assert_eq!(read_api_key(&a).unwrap(), None);
+        let echo = config_echo(
+            &RunArgs {
+                headers: vec!["Authorization: Bearer sk-x".into()],
+                ..a
+            },
+            true,
+        );
+        let s = echo.to_string();
+        assert!(!s.contains("sk-x"), "{s}");
+        assert!(s.contains("Authorization: ***"));
+    }
+}

@@ -1,0 +1,69 @@
+//! The last step of a run, and the `e` key's export: the report model built
+//! from what the engine measured, written in every format asked for.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::engine::Snapshot;
+use crate::report::export::Format;
+use crate::report::{self, Report, StageReport, Target, TimelineEvent};
+
+/// What every report of this run shares, and where the reports go.
+#[derive(Clone)]
+pub struct Reports {
+    pub created: String,
+    pub target: Target,
+    pub config: serde_json::Value,
+    pub dir: PathBuf,
+    pub formats: Vec<Format>,
+    /// The server-metrics scraper, for exports during the run.
+    pub scrape: Option<crate::server_metrics::ScrapeHandle>,
+}
+
+impl Reports {
+    pub fn report(
+        &self,
+        stages: Vec<StageReport>,
+        timeline: Vec<TimelineEvent>,
+        warnings: Vec<String>,
+        partial: bool,
+        end_reason: &str,
+    ) -> Report {
+        let slo_summary = crate::profile::slo::summarize(&stages);
+        Report {
+            slo_summary,
+            version: report::SCHEMA_VERSION,
+            tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
+            created: self.created.clone(),
+            target: self.target.clone(),
+            config: self.config.clone(),
+            partial,
+            end_reason: end_reason.to_string(),
+            stages,
+            timeline,
+            warnings,
+        }
+    }
+
+    /// Writes every format; returns the paths, report.json first.
+    pub fn write(&self, r: &Report) -> Result<Vec<PathBuf>> {
+        report::export::write_all(r, &self.dir, &self.formats)
+    }
+
+    /// The reports of what was measured so far, while the run goes on.
+    pub fn export_now(&self, snap: &Snapshot) -> Result<Vec<PathBuf>> {
+        let mut stages = snap.finished.to_vec();
+        if let Some(h) = &self.scrape {
+            crate::server_metrics::attach_live(h, &mut stages);
+        }
+        let r = self.report(
+            stages,
+            snap.timeline.to_vec(),
+            snap.warnings.to_vec(),
+            true,
+            "exported during the run (e)",
+        );
+        self.write(&r)
+    }
+}

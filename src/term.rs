@@ -1,0 +1,88 @@
+//! The process's terminal, which may go away at any moment (a dropped SSH
+//! session, a killed tmux pane). Everything llmsweep prints goes through
+//! here: writes never panic, and once the terminal is gone nothing is
+//! written to it at all.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static GONE: AtomicBool = AtomicBool::new(false);
+static DASHBOARD: AtomicBool = AtomicBool::new(false);
+
+/// The terminal hung up (SIGHUP, EOF or EIO on it): from now on the run
+/// goes on without it.
+pub fn mark_gone() {
+    GONE.store(true, Ordering::SeqCst);
+}
+
+pub fn is_gone() -> bool {
+    GONE.load(Ordering::SeqCst)
+}
+
+/// The dashboard owns the terminal (raw mode, alternate screen) while set.
+pub fn set_dashboard(active: bool) {
+    DASHBOARD.store(active, Ordering::SeqCst);
+}
+
+pub fn dashboard_active() -> bool {
+    DASHBOARD.load(Ordering::SeqCst)
+}
+
+/// A line on stderr, unless the dashboard owns the terminal. After a
+/// hang-up, stderr is the run's log (see [`detach_stdio`]).
+pub fn note(line: &str) {
+    if dashboard_active() {
+        return;
+    }
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Text on stdout (the final tables). After a hang-up, stdout is the
+/// run's log; a write that fails is dropped, never a panic.
+pub fn out(text: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes());
+    let _ = o.flush();
+}
+
+/// Leaves the dashboard's raw mode and alternate screen, if it holds them.
+/// For exits that cannot wait for the dashboard to close itself.
+pub fn restore() {
+    if dashboard_active() && !is_gone() {
+        ratatui::restore();
+        set_dashboard(false);
+    }
+}
+
+/// Points standard input, output and error at `/dev/null` (or, for output
+/// and error, at `log` when given), so that nothing reads from or writes to
+/// a terminal that hung up.
+#[cfg(unix)]
+pub fn detach_stdio(log: Option<&std::path::Path>) {
+    use std::os::fd::AsRawFd as _;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null");
+    let out = log.and_then(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
+    });
+    if let Ok(null) = &null {
+        // SAFETY: dup2 on descriptors this process owns; it closes and
+        // replaces 0, 1 and 2 atomically, and the files outlive the call
+        // only through the duplicated descriptors.
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 0);
+            let w = out.as_ref().map_or(null.as_raw_fd(), |f| f.as_raw_fd());
+            libc::dup2(w, 1);
+            libc::dup2(w, 2);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+pub fn detach_stdio(_log: Option<&std::path::Path>) {}

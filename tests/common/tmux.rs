@@ -1,0 +1,78 @@
+//! The real binary in a real terminal: a private tmux server per test.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub struct Tmux {
+    pub socket: String,
+    pub session: String,
+}
+
+impl Tmux {
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    pub fn start(name: &str, width: u16, height: u16, command: &str) -> Tmux {
+        let t = Tmux {
+            socket: format!("llmsweep-{name}-{}", std::process::id()),
+            session: name.to_string(),
+        };
+        let ok = t
+            .cmd()
+            .args(["new-session", "-d", "-s", &t.session])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .arg(command)
+            .status()
+            .expect("tmux is installed (apt-get install tmux)");
+        assert!(ok.success(), "tmux new-session");
+        t
+    }
+
+    pub fn screen(&self) -> String {
+        let o = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", &self.session])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&o.stdout).to_string()
+    }
+
+    pub fn keys(&self, keys: &str) {
+        assert!(self
+            .cmd()
+            .args(["send-keys", "-t", &self.session, "-l", keys])
+            .status()
+            .expect("tmux send-keys")
+            .success());
+    }
+
+    pub fn kill_session(&self) {
+        let _ = self
+            .cmd()
+            .args(["kill-session", "-t", &self.session])
+            .status();
+    }
+
+    pub fn wait_for(&self, what: &str, limit: Duration, f: impl Fn(&str) -> bool) -> String {
+        let t0 = Instant::now();
+        loop {
+            let s = self.screen();
+            if f(&s) {
+                return s;
+            }
+            if t0.elapsed() > limit {
+                panic!("timed out waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}

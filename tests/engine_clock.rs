@@ -1,0 +1,353 @@
+//! The engine on tokio's paused clock with a scripted in-memory backend:
+//! scheduling, stage limits, steering and pause, checked exactly rather than
+//! against the wall clock over TCP.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use llmsweep::client::Prompt;
+use llmsweep::engine::backend::{Script, Scripted};
+use llmsweep::engine::{
+    Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
+};
+use llmsweep::report::StageReport;
+use tokio::sync::{mpsc, watch};
+use tokio::time::sleep;
+
+fn prompts(n: usize) -> Arc<[Prompt]> {
+    (0..n)
+        .map(|i| Prompt {
+            body: Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
+            prompt_tokens: 16,
+            output_tokens: Some(8),
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
+fn secs(s: f64) -> Limits {
+    Limits {
+        max_seconds: Some(s),
+        ..Default::default()
+    }
+}
+
+struct Run {
+    control: mpsc::UnboundedSender<Control>,
+    snapshots: watch::Receiver<Snapshot>,
+    handle: tokio::task::JoinHandle<RunResult>,
+}
+
+fn start(backend: Scripted, plan: impl Plan + 'static) -> Run {
+    let (control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, snapshots) = watch::channel(Snapshot::default());
+    let settings = RunSettings {
+        seed: 1,
+        ..Default::default()
+    };
+    let engine = Engine::new(
+        Arc::new(backend),
+        prompts(1000),
+        settings,
+        control_rx,
+        snap_tx,
+    );
+    let handle = tokio::spawn(async move {
+        let mut plan = plan;
+        engine.run(&mut plan).await
+    });
+    Run {
+        control,
+        snapshots,
+        handle,
+    }
+}
+
+fn fixed(stages: Vec<StageSpec>) -> FixedPlan {
+    FixedPlan::new(stages)
+}
+
+fn by_name<'a>(res: &'a RunResult, name: &str) -> &'a StageReport {
+    res.stages
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no stage {name} in {:?}", names(res)))
+}
+
+fn names(res: &RunResult) -> Vec<&str> {
+    res.stages.iter().map(|s| s.name.as_str()).collect()
+}
+
+fn adds_up(s: &StageReport) {
+    let q = s.requests;
+    assert_eq!(
+        q.sent,
+        q.completed + q.incomplete + q.errored,
+        "{}: {q:?}",
+        s.name
+    );
+}
+
+fn events<'a>(res: &'a RunResult, kind: &str) -> Vec<&'a str> {
+    res.timeline
+        .iter()
+        .filter(|e| e.event == kind)
+        .map(|e| e.detail.as_str())
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn open_loop_sends_exactly_on_schedule_and_measures_exactly() {
+    // 10 req/s for 2 s; each request: first token at 20 ms, then 3 more 5 ms apart.
+    let r = start(
+        Scripted::fixed(20, 5, 4),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 10.0 },
+            secs(2.0),
+        )]),
+    );
+    let res = r.handle.await.unwrap();
+    let s = &res.stages[0];
+    assert_eq!(s.requests.sent, 20);
+    assert_eq!(s.requests.completed, 20);
+    // HdrHistogram buckets at microsecond resolution: exact to 0.1 %.
+    assert!((s.ttft_ms.p50 - 20.0).abs() < 0.02, "{:?}", s.ttft_ms);
+    assert!((s.itl_ms.p50 - 5.0).abs() < 0.01, "{:?}", s.itl_ms);
+    assert!(s.queue_ms.max < 0.01, "{:?}", s.queue_ms);
+    assert_eq!(s.duration_s, 2.0);
+    assert!(!s.saturated);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_is_not_delayed_by_a_flood_of_completions() {
+    // 2,000 req/s of 1 ms requests: the stage still ends at exactly 1 s.
+    let r = start(
+        Scripted::fixed(1, 0, 1),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 2000.0 },
+            secs(1.0),
+        )]),
+    );
+    let res = r.handle.await.unwrap();
+    assert_eq!(res.stages[0].duration_s, 1.0);
+    // The timer wheel has millisecond resolution: the request due at
+    // 999.5 ms may meet the deadline first.
+    let sent = res.stages[0].requests.sent;
+    assert!((1999..=2000).contains(&sent), "{sent}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_errors_stops_the_run_and_says_so() {
+    let backend = Scripted::new(|n| Script {
+        ttft: Duration::from_millis(10),
+        itl: Duration::from_millis(1),
+        output_tokens: 2,
+        error: (n % 2 == 1).then_some(500),
+    });
+    let limits = Limits {
+        max_seconds: Some(10.0),
+        max_errors: Some(5),
+        ..Default::default()
+    };
+    let r = start(
+        backend,
+        fixed(vec![
+            StageSpec::new(Strategy::Constant { rate: 10.0 }, limits.clone()),
+            StageSpec::new(Strategy::Constant { rate: 20.0 }, limits),
+        ]),
+    );
+    let res = r.handle.await.unwrap();
+    assert_eq!(res.stages.len(), 1);
+    assert_eq!(res.stages[0].requests.errored, 5);
+    assert_eq!(res.stages[0].errors.get("http_500"), Some(&5));
+    assert_eq!(res.end_reason, "max_errors");
+    assert!(res.partial);
+    adds_up(&res.stages[0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_change_lets_work_in_flight_finish_in_the_stage_that_sent_it() {
+    // Requests take 2.5 s; at t = 3 s the operator doubles the rate.
+    let r = start(
+        Scripted::fixed(500, 100, 21),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 4.0 },
+            secs(10.0),
+        )]),
+    );
+    sleep(Duration::from_millis(3010)).await;
+    r.control.send(Control::ScaleRate(2.0)).unwrap();
+    let res = r.handle.await.unwrap();
+    let first = by_name(&res, "constant@4.00");
+    // 13 sent in [0, 3.01] s; all finish, none is cancelled.
+    assert_eq!(first.requests.sent, 13);
+    assert_eq!(first.requests.completed, 13);
+    assert_eq!(first.requests.incomplete, 0);
+    assert!(first.cut_short && !first.manual);
+    assert_eq!(first.end_reason, "rate_changed");
+    assert!(first.finished_after_s > 2.0, "{}", first.finished_after_s);
+    let manual = by_name(&res, "constant@8.00 (manual)");
+    assert!(manual.manual);
+    assert_eq!(manual.target_rate, Some(8.0));
+    // The planned stage ran less than half its time: it runs again after the manual one.
+    assert_eq!(
+        names(&res),
+        ["constant@4.00", "constant@8.00 (manual)", "constant@4.00"]
+    );
+    assert_eq!(events(&res, "rerun").len(), 1);
+    let numbers: Vec<usize> = res.stages.iter().map(|s| s.number).collect();
+    assert_eq!(numbers, [1, 2, 3]);
+    for s in &res.stages {
+        adds_up(s);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn pause_is_left_out_of_the_stage_clock_and_rates() {
+    // Requests of 1.1 s: work in flight completes during the pause, and the
+    // pipeline refills after it, as on a real server.
+    let r = start(
+        Scripted::fixed(100, 10, 101),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 10.0 },
+            secs(8.0),
+        )]),
+    );
+    let mut snaps = r.snapshots.clone();
+    sleep(Duration::from_millis(4000)).await;
+    r.control.send(Control::Pause).unwrap();
+    sleep(Duration::from_secs(10)).await;
+    {
+        let snap = snaps.borrow_and_update();
+        assert!(snap.paused);
+        let st = snap.stage.as_ref().unwrap();
+        // The stage clock stopped at the pause (within one snapshot period).
+        assert!(st.elapsed_s <= 4.3, "elapsed {}", st.elapsed_s);
+        assert!(st.paused_s >= 9.5, "paused {}", st.paused_s);
+    }
+    r.control.send(Control::Resume).unwrap();
+    let res = r.handle.await.unwrap();
+    let s = &res.stages[0];
+    assert_eq!(s.pauses, 1);
+    assert!((s.paused_s - 10.0).abs() < 0.01, "{}", s.paused_s);
+    assert!((s.duration_s - 8.0).abs() < 0.01, "{}", s.duration_s);
+    assert_eq!(s.requests.sent, 80);
+    // 80 sent in 8 s of running time; the last second's are cut off at the
+    // end, as in any stage. The 10 s pause is in neither count nor time.
+    assert!(
+        (8.0..=10.5).contains(&s.rates.requests_per_s),
+        "{:?}",
+        s.rates
+    );
+    assert!(s.rates.steady_requests_per_s < 10.5, "{:?}", s.rates);
+    assert!(!s.saturated, "{:?}", s.saturation_reason);
+    assert!(!res.partial);
+}
+
+#[tokio::test(start_paused = true)]
+async fn steering_a_synchronous_stage_starts_from_its_measured_rate() {
+    // Each request takes 250 ms: synchronous runs 4 req/s.
+    let r = start(
+        Scripted::fixed(50, 20, 11),
+        fixed(vec![
+            StageSpec::new(Strategy::Synchronous, secs(10.0)),
+            StageSpec::new(Strategy::Constant { rate: 3.0 }, secs(2.0)),
+        ]),
+    );
+    // Too early: nothing measured yet, so the key is refused with a reason.
+    sleep(Duration::from_millis(300)).await;
+    r.control.send(Control::ScaleRate(2.0)).unwrap();
+    sleep(Duration::from_millis(5700)).await;
+    r.control.send(Control::ScaleRate(2.0)).unwrap();
+    let res = r.handle.await.unwrap();
+    let rejected = events(&res, "rejected");
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert!(rejected[0].contains("no measured rate yet"), "{rejected:?}");
+    // About 6 s of 4 req/s (23 or 24 completed), doubled: about 8 req/s.
+    let manual = &res.stages[1];
+    assert!(manual.manual && manual.name.ends_with("(manual)"));
+    let rate = manual.target_rate.unwrap();
+    assert!((7.5..=8.1).contains(&rate), "{rate}");
+    // The synchronous stage ran more than half its time: it stands, and the plan goes on.
+    assert_eq!(names(&res)[0], "synchronous");
+    assert_eq!(names(&res)[2], "constant@3.00");
+    assert_eq!(res.stages.len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throughput_stage_cut_early_runs_again_and_the_plan_goes_on() {
+    let r = start(
+        Scripted::fixed(100, 10, 10).with_capacity(8),
+        fixed(vec![
+            StageSpec::new(
+                Strategy::Throughput {
+                    max_concurrency: 32,
+                },
+                secs(10.0),
+            ),
+            StageSpec::new(Strategy::Constant { rate: 5.0 }, secs(2.0)),
+        ]),
+    );
+    sleep(Duration::from_millis(2000)).await;
+    r.control.send(Control::ScaleRate(1.1)).unwrap();
+    let res = r.handle.await.unwrap();
+    let n = names(&res);
+    assert_eq!(n.len(), 4, "{n:?}");
+    assert_eq!(n[0], "throughput");
+    assert!(
+        n[1].starts_with("constant@") && n[1].ends_with("(manual)"),
+        "{n:?}"
+    );
+    assert_eq!(n[2..], ["throughput", "constant@5.00"]);
+    // Capacity 8 slots / 190 ms = 42 req/s; +10 % of the rate measured so far.
+    let rate = res.stages[1].target_rate.unwrap();
+    assert!(rate > 20.0 && rate < 50.0, "{rate}");
+    assert!(!res.stages[2].cut_short);
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_streams_move_by_whole_streams() {
+    let r = start(
+        Scripted::fixed(100, 10, 10),
+        fixed(vec![StageSpec::new(
+            Strategy::Concurrent { streams: 4 },
+            secs(30.0),
+        )]),
+    );
+    sleep(Duration::from_millis(500)).await;
+    r.control.send(Control::ScaleRate(1.1)).unwrap();
+    sleep(Duration::from_millis(500)).await;
+    r.control.send(Control::ScaleRate(0.9)).unwrap();
+    sleep(Duration::from_millis(500)).await;
+    r.control.send(Control::SetRate(2.5)).unwrap();
+    sleep(Duration::from_millis(500)).await;
+    r.control.send(Control::SetRate(3.0)).unwrap();
+    sleep(Duration::from_millis(500)).await;
+    r.control
+        .send(Control::Stop {
+            reason: "test".into(),
+        })
+        .unwrap();
+    let res = r.handle.await.unwrap();
+    let n = names(&res);
+    assert_eq!(
+        n[..4],
+        [
+            "concurrent@4",
+            "concurrent@5 (manual)",
+            "concurrent@4 (manual)",
+            "concurrent@3 (manual)"
+        ]
+    );
+    // `r 3` on 3 streams changes nothing and says so.
+    assert!(events(&res, "rejected")
+        .iter()
+        .any(|e| e.contains("already runs at that rate")));
+    // Streams count what is still in flight from the previous stage.
+    for s in &res.stages {
+        adds_up(s);
+    }
+    let max_conc: Vec<u64> = res.stages.iter().map(|s| s.concurrency.max).collect();
+    assert!(max_conc[1] <= 5, "{max_conc:?}");
+}

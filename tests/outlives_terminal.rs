@@ -1,0 +1,356 @@
+//! The run outlives its terminal, tried on real processes: a killed tmux
+//! session, a viewer that attaches and steers, a detached run stopped from
+//! another command. Needs tmux (CI installs it).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::tmux::Tmux;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_llmsweep");
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("llmsweep-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn wait_until(what: &str, limit: Duration, f: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn pid_of(dir: &Path) -> u32 {
+    json(&dir.join("run.json"))["pid"].as_u64().unwrap() as u32
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+/// CPU seconds (user + system) the process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(") ").map(|x| x.1).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The run carries on after its terminal went away, and no thread spins on
+/// the dead terminal: over a second and a half the process uses a small
+/// share of one core (a reader spinning on the dead descriptor uses all of it).
+fn carries_on_quietly(pid: u32) {
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(pid), "the run died with its terminal");
+    let (c0, t0) = (cpu_seconds(pid), Instant::now());
+    std::thread::sleep(Duration::from_millis(1500));
+    if alive(pid) {
+        let share = (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64();
+        assert!(
+            share < 0.5,
+            "the run without its terminal uses {:.0} % of a core",
+            share * 100.0
+        );
+    }
+}
+
+fn names(report: &Value) -> Vec<String> {
+    report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn events(report: &Value) -> Vec<(String, String)> {
+    report["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_string(),
+                e["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_tmux_session_leaves_the_run_to_finish_with_complete_reports() {
+    let dir = out_dir("hangup");
+    let cmd = format!(
+        "{BIN} --profile constant --rate 4,6 --max-seconds 3 --out {}",
+        dir.display()
+    );
+    let tmux = Tmux::start("hangup", 100, 30, &cmd);
+    let limit = Duration::from_secs(30);
+    tmux.wait_for("the dashboard", limit, |s| s.contains("stage 1/2"));
+    let pid = pid_of(&dir);
+    tmux.kill_session();
+
+    carries_on_quietly(pid);
+    wait_until("the run to finish", Duration::from_secs(60), || !alive(pid));
+
+    let report = json(&dir.join("report.json"));
+    assert_eq!(report["partial"], false, "{}", report["end_reason"]);
+    assert_eq!(report["end_reason"], "completed");
+    assert_eq!(names(&report), ["constant@4.00", "constant@6.00"]);
+    assert!(events(&report)
+        .iter()
+        .any(|(e, d)| e == "signal" && d.contains("SIGHUP")));
+    for f in ["report.md", "report.html", "report.csv", "stages.jsonl"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    assert_eq!(json(&dir.join("run.json"))["status"], "completed");
+    // The tables went to the run's log, not to the dead terminal.
+    let log = std::fs::read_to_string(dir.join("run.log")).unwrap_or_default();
+    assert!(log.contains("report: "), "run.log: {log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_attached_viewer_sees_the_stage_steers_it_and_leaves_it_running() {
+    let dir = out_dir("attach");
+    let mut run = Command::new(BIN)
+        .args(["--headless", "--profile", "constant", "--rate", "5,6"])
+        .args(["--max-seconds", "6", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = dir.join("control.sock");
+    wait_until("the run's socket", Duration::from_secs(30), || {
+        socket.exists()
+    });
+
+    // Only the owner may watch or steer: a 0600 socket in a 0700 directory.
+    use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+    let meta = std::fs::metadata(&socket).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let dmeta = std::fs::metadata(&dir).unwrap();
+    assert_eq!(dmeta.permissions().mode() & 0o777, 0o700);
+
+    let cmd = format!(
+        "{BIN} attach {}; echo ATTACH-EXIT=$?; sleep 30",
+        dir.display()
+    );
+    let tmux = Tmux::start("attach", 180, 30, &cmd);
+    let limit = Duration::from_secs(30);
+    tmux.wait_for("the running stage", limit, |s| {
+        s.contains("stage 1/2") && s.contains("constant@5.00") && s.contains("(attached)")
+    });
+    tmux.keys("p");
+    tmux.wait_for("the pause", limit, |s| s.contains("PAUSED"));
+    std::thread::sleep(Duration::from_millis(600));
+    tmux.keys("p");
+    tmux.wait_for("the resume", limit, |s| !s.contains("PAUSED"));
+    tmux.keys("d");
+    tmux.wait_for("the viewer to leave", limit, |s| {
+        s.contains("ATTACH-EXIT=0")
+    });
+
+    let status = run.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let report = json(&dir.join("report.json"));
+    // Leaving changed nothing: both stages ran in full.
+    assert_eq!(report["partial"], false);
+    assert_eq!(names(&report), ["constant@5.00", "constant@6.00"]);
+    let ev = events(&report);
+    for (kind, detail) in [
+        ("viewer", "a viewer attached"),
+        ("pause", "constant@5.00"),
+        ("resume", ""),
+        ("viewer", "a viewer left"),
+    ] {
+        assert!(
+            ev.iter().any(|(e, d)| e == kind && d.contains(detail)),
+            "{kind} {detail} in {ev:?}"
+        );
+    }
+    let paused = report["stages"][0]["paused_s"].as_f64().unwrap_or(0.0);
+    assert!(paused > 0.3, "paused_s {paused}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_detached_run_is_listed_and_stopped_from_another_command() {
+    let dir = out_dir("detach");
+    let out = Command::new(BIN)
+        .args(["run", "--detach", "--profile", "constant", "--rate", "3,4"])
+        .args(["--max-seconds", "120", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&dir.display().to_string()));
+    let pid = pid_of(&dir);
+    assert!(alive(pid));
+
+    let ls = Command::new(BIN)
+        .arg("ls")
+        .arg(dir.parent().unwrap())
+        .output()
+        .unwrap();
+    let ls = String::from_utf8_lossy(&ls.stdout).to_string();
+    let line = ls
+        .lines()
+        .find(|l| l.contains(&dir.display().to_string()))
+        .unwrap_or_else(|| panic!("{ls}"));
+    assert!(line.contains("running"), "{line}");
+
+    std::thread::sleep(Duration::from_millis(1500));
+    let stop = Command::new(BIN).arg("stop").arg(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&stop.stdout).to_string();
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
+    assert!(said.contains("report.json"), "{said}");
+    wait_until("the run to exit", Duration::from_secs(30), || !alive(pid));
+
+    let report = json(&dir.join("report.json"));
+    assert_eq!(report["partial"], true);
+    assert_eq!(report["end_reason"], "llmsweep stop");
+    assert_eq!(json(&dir.join("run.json"))["status"], "partial");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A private sshd on a loopback port, with its own host and user keys.
+struct Sshd {
+    dir: PathBuf,
+    port: u16,
+    child: std::process::Child,
+}
+
+impl Sshd {
+    fn start(dir: &Path) -> Option<Sshd> {
+        let sshd = Path::new("/usr/sbin/sshd");
+        if !sshd.exists() {
+            return None;
+        }
+        std::fs::create_dir_all(dir).unwrap();
+        for key in ["host_key", "user_key"] {
+            let ok = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(dir.join(key))
+                .status()
+                .unwrap();
+            assert!(ok.success(), "ssh-keygen");
+        }
+        std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
+        // sshd checks its privilege separation directory even for one user.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PidFile {d}/sshd.pid\nStrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n",
+            d = dir.display()
+        );
+        std::fs::write(dir.join("sshd_config"), config).unwrap();
+        let child = Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(dir.join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
+            .spawn()
+            .unwrap();
+        wait_until("sshd to listen", Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Some(Sshd {
+            dir: dir.to_path_buf(),
+            port,
+            child,
+        })
+    }
+
+    /// `ssh -t` to this server running `command`.
+    fn ssh(&self, command: &str) -> String {
+        let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+        format!(
+            "ssh -t -i {d}/user_key -p {p} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+             -o LogLevel=ERROR {user}@127.0.0.1 '{command}'",
+            d = self.dir.display(),
+            p = self.port
+        )
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_dropped_ssh_connection_leaves_the_run_to_finish_with_complete_reports() {
+    let dir = out_dir("ssh");
+    let Some(sshd) = Sshd::start(&out_dir("sshd")) else {
+        eprintln!("SKIPPED: /usr/sbin/sshd is not installed (apt-get install openssh-server)");
+        return;
+    };
+    let run = format!(
+        "{BIN} --profile constant --rate 4,6 --max-seconds 3 --out {}",
+        dir.display()
+    );
+    let tmux = Tmux::start("ssh", 100, 30, &sshd.ssh(&run));
+    tmux.wait_for("the dashboard over ssh", Duration::from_secs(30), |s| {
+        s.contains("stage 1/2")
+    });
+    let pid = pid_of(&dir);
+    // Kill the ssh client, as a dropped connection does.
+    let pane = tmux
+        .cmd()
+        .args(["list-panes", "-t", &tmux.session, "-F", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let ssh_pid = String::from_utf8_lossy(&pane.stdout).trim().to_string();
+    assert!(Command::new("kill")
+        .args(["-9", &ssh_pid])
+        .status()
+        .unwrap()
+        .success());
+    carries_on_quietly(pid);
+    wait_until("the run to finish", Duration::from_secs(60), || !alive(pid));
+
+    let report = json(&dir.join("report.json"));
+    assert_eq!(report["partial"], false, "{}", report["end_reason"]);
+    assert_eq!(names(&report), ["constant@4.00", "constant@6.00"]);
+    assert!(events(&report)
+        .iter()
+        .any(|(e, d)| e == "signal" && d.contains("SIGHUP")));
+    drop(sshd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
