@@ -210,32 +210,39 @@ fn runs_against_the_simulator_in_another_process_and_keeps_the_key_secret() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+fn start_headless(out: &std::path::Path, seconds: &str, extra: &[&str]) -> std::process::Child {
+    let mut child = bin()
+        .args(["--profile", "constant", "--rate", "10", "--headless"])
+        .args(["--max-seconds", seconds])
+        .args(extra)
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until it is measuring.
+    wait_for_line(&mut child, |l| {
+        l.contains("stage 1/1") && !l.contains("done 0 ")
+    });
+    child
+}
+
 #[test]
-fn sigterm_and_sighup_write_a_partial_report() {
-    for sig in ["-TERM", "-HUP", "-INT"] {
+fn stop_signals_write_a_partial_report_even_when_they_come_twice() {
+    // SIGTERM, SIGINT, and SIGHUP with --on-hangup stop; each sent twice at
+    // once, as a dying shell or a process-group kill does: one stop, a
+    // partial report, exit status 3.
+    for (sig, extra) in [
+        ("-TERM", &[][..]),
+        ("-INT", &[][..]),
+        ("-HUP", &["--on-hangup", "stop"][..]),
+    ] {
         let out = tmpdir(&format!("signal{sig}"));
-        let mut child = bin()
-            .args([
-                "--profile",
-                "constant",
-                "--rate",
-                "10",
-                "--max-seconds",
-                "60",
-                "--headless",
-            ])
-            .args(["--out", out.to_str().unwrap()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Wait until it is measuring.
-        wait_for_line(&mut child, |l| {
-            l.contains("stage 1/1") && !l.contains("done 0 ")
-        });
+        let mut child = start_headless(&out, "60", extra);
+        signal(&child, sig);
         signal(&child, sig);
         let status = wait_with_limit(&mut child, Duration::from_secs(15));
-        assert!(status.success(), "{sig}: {status:?}");
+        assert_eq!(status.code(), Some(3), "{sig}: {status:?}");
         let r = read_report(&out);
         assert_eq!(r["partial"], true, "{sig}");
         assert!(
@@ -246,6 +253,22 @@ fn sigterm_and_sighup_write_a_partial_report() {
         assert!(r["stages"][0]["requests"]["completed"].as_u64().unwrap() > 0);
         let _ = std::fs::remove_dir_all(&out);
     }
+}
+
+#[test]
+fn a_hangup_leaves_the_run_to_its_planned_end() {
+    let out = tmpdir("signal-hup-continue");
+    let mut child = start_headless(&out, "3", &[]);
+    // The kernel's SIGHUP and the shell's forwarded one, together.
+    signal(&child, "-HUP");
+    signal(&child, "-HUP");
+    let status = wait_with_limit(&mut child, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let r = read_report(&out);
+    assert_eq!(r["partial"], false);
+    assert_eq!(r["end_reason"], "completed");
+    assert_eq!(r["stages"][0]["end_reason"], "max_seconds");
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 fn fails_with(args: &[&str], needle: &str) {

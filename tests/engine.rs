@@ -54,9 +54,21 @@ async fn closed_loop_strategies_hold_their_concurrency() {
     assert!(conc.concurrency.mean > 3.5, "{:?}", conc.concurrency);
     assert_eq!(thr.concurrency.max, 16);
     assert!(thr.concurrency.mean > 14.0, "{:?}", thr.concurrency);
-    // Each request is ~8 steps of 2 ms: more streams, more requests per second.
-    assert!(conc.rates.requests_per_s > 2.5 * sync.rates.requests_per_s);
-    assert!(thr.rates.requests_per_s > 2.5 * conc.rates.requests_per_s);
+    // Each request is ~8 steps of 2 ms: more streams, more requests per
+    // second. Over TCP on a busy machine only the order is certain; the exact
+    // ratios are checked on the paused clock (tests/engine_clock.rs).
+    assert!(
+        conc.rates.requests_per_s > 1.5 * sync.rates.requests_per_s,
+        "{:?} {:?}",
+        conc.rates,
+        sync.rates
+    );
+    assert!(
+        thr.rates.requests_per_s > conc.rates.requests_per_s,
+        "{:?} {:?}",
+        thr.rates,
+        conc.rates
+    );
     for s in &res.stages {
         counts_add_up(s);
         assert_eq!(s.requests.errored, 0);

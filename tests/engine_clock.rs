@@ -351,3 +351,40 @@ async fn concurrent_streams_move_by_whole_streams() {
     let max_conc: Vec<u64> = res.stages.iter().map(|s| s.concurrency.max).collect();
     assert!(max_conc[1] <= 5, "{max_conc:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn closed_loop_strategies_hold_their_concurrency_exactly() {
+    // Every request takes 10 + 3 × 2 = 16 ms.
+    let r = start(
+        Scripted::fixed(10, 2, 4),
+        fixed(vec![
+            StageSpec::new(Strategy::Synchronous, secs(1.0)),
+            StageSpec::new(Strategy::Concurrent { streams: 4 }, secs(1.0)),
+            StageSpec::new(
+                Strategy::Throughput {
+                    max_concurrency: 16,
+                },
+                secs(1.0),
+            ),
+        ]),
+    );
+    let res = r.handle.await.unwrap();
+    let [sync, conc, thr] = &res.stages[..] else {
+        panic!("{:?}", names(&res))
+    };
+    assert_eq!(sync.concurrency.max, 1);
+    assert_eq!(conc.concurrency.max, 4);
+    assert_eq!(thr.concurrency.max, 16);
+    // 1 s / 16 ms = 62.5 requests a stream, the last one cut off at the end.
+    assert_eq!(sync.requests.completed, 62);
+    assert_eq!(conc.requests.completed, 4 * 62);
+    assert_eq!(thr.requests.completed, 16 * 62);
+    assert!(
+        (conc.concurrency.mean - 4.0).abs() < 0.05,
+        "{:?}",
+        conc.concurrency
+    );
+    for s in &res.stages {
+        adds_up(s);
+    }
+}

@@ -112,14 +112,14 @@ pub struct StageReport {
     pub goodput: Option<Goodput>,
     /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
     pub histograms: BTreeMap<String, String>,
-    /// 1-based position in the run.
-    #[serde(default)]
+    /// 1-based position in the run (0 in reports from before it was recorded).
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
     pub number: usize,
     /// Started by the operator (a rate change), not by the plan.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub manual: bool,
     /// Ended by the operator (`n`, a rate change, a stop) before its limit.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub cut_short: bool,
     /// After a rate change: seconds the stage's requests in flight took to
     /// finish after it stopped sending (they count in this stage).
@@ -142,6 +142,14 @@ fn is_zero(v: &f64) -> bool {
 
 fn is_zero_u32(v: &u32) -> bool {
     *v == 0
+}
+
+fn is_zero_usize(v: &usize) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]

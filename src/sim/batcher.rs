@@ -126,7 +126,7 @@ pub async fn run(
                 waiting.pop_front(); // client went away while queued
                 continue;
             }
-            let need = front.prompt_tokens + front.output_tokens;
+            let need = front.prompt_tokens.saturating_add(front.output_tokens);
             if running.len() >= params.max_num_seqs || kv_used + need > params.kv_cache_tokens {
                 break;
             }

@@ -381,6 +381,13 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
     if max_tokens == Some(0) {
         return Err(bad("max_tokens must be at least 1".into()));
     }
+    // A real server refuses lengths beyond its context; so does this one,
+    // rather than overflow its accounting.
+    if let Some(n) = max_tokens.filter(|n| *n > MAX_TOKENS) {
+        return Err(bad(format!(
+            "max_tokens {n} is more than this model's context of {MAX_TOKENS} tokens"
+        )));
+    }
     let flag = |name: &str| v.get(name).and_then(Value::as_bool).unwrap_or(false);
     let opts = v.get("stream_options");
     let opt = |name: &str| {
@@ -397,6 +404,9 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
         continuous_usage: opt("continuous_usage_stats"),
     })
 }
+
+/// The simulated model's context length.
+const MAX_TOKENS: u64 = 1 << 20;
 
 /// Exact `max_tokens` with `ignore_eos`; otherwise a sampled length, capped by
 /// `max_tokens` when given.
@@ -926,5 +936,21 @@ mod tests {
         assert_eq!(v["usage"]["completion_tokens"], 3);
         let text = v["choices"][0]["delta"]["content"].as_str().unwrap();
         assert_eq!(tokenizer::count_tokens(text), 1);
+    }
+}
+
+#[cfg(test)]
+mod limits_tests {
+    use super::*;
+
+    #[test]
+    fn lengths_beyond_the_context_are_refused_not_overflowed() {
+        let body =
+            br#"{"model":"m","prompt":"hi","max_tokens":18446744073709551615,"ignore_eos":true}"#;
+        let e = parse_request(Api::Completions, body, "m").err().unwrap();
+        assert_eq!(e.0, StatusCode::BAD_REQUEST);
+        assert!(e.2.contains("context"), "{}", e.2);
+        let ok = br#"{"model":"m","prompt":"hi","max_tokens":16}"#;
+        assert!(parse_request(Api::Completions, ok, "m").is_ok());
     }
 }
