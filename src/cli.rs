@@ -101,6 +101,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST")]
     pub slo: Option<String>,
 
+    /// Where to read the server's Prometheus metrics during the run: a URL, or `off`
+    /// (default: the target's /metrics; quietly off when the target does not serve it).
+    #[arg(long, value_name = "URL|off")]
+    pub server_metrics: Option<String>,
+    /// A gauge of the server's /metrics to summarise per stage (repeatable), for servers
+    /// whose metric names llmsweep does not know.
+    #[arg(long = "server-metric", value_name = "NAME")]
+    pub server_metric: Vec<String>,
+    /// Seconds between scrapes of the server's metrics (default 1).
+    #[arg(long, value_name = "SECONDS")]
+    pub server_metrics_interval: Option<f64>,
+
     /// Directory for the reports (default ./llmsweep-results/<timestamp>/).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,

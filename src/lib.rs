@@ -17,6 +17,7 @@ pub mod profile;
 pub mod redact;
 pub mod report;
 pub mod run;
+pub mod server_metrics;
 pub mod sim;
 pub mod stats;
 pub mod term;

@@ -156,3 +156,100 @@ proptest! {
         let _ = llmsweep::client::normalize_base_url(&s);
     }
 }
+
+/// Prometheus text: fragments of real `/metrics` lines glued at random.
+fn promish() -> impl Strategy<Value = String> {
+    let parts = prop::sample::select(vec![
+        "vllm:num_requests_running",
+        "_bucket",
+        "{",
+        "}",
+        "le=",
+        "\"+Inf\"",
+        "\"0.5\"",
+        "model_name=\"m\"",
+        ",",
+        " ",
+        "\t",
+        "\n",
+        "# TYPE x histogram\n",
+        "# HELP",
+        "NaN",
+        "+Inf",
+        "-Inf",
+        "1e400",
+        "3.5",
+        "1700000000000",
+        "\\\"",
+        "\\",
+        "#",
+        "=",
+        "é",
+    ]);
+    prop::collection::vec(parts, 0..60).prop_map(|v| v.concat())
+}
+
+fn prom_value() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        any::<f64>(),
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        (0u64..1_000_000).prop_map(|v| v as f64),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn prometheus_parser_never_panics(s in promish(), noise in ".{0,200}") {
+        let _ = llmsweep::server_metrics::prom::parse(&s);
+        let _ = llmsweep::server_metrics::prom::parse(&noise);
+    }
+
+    /// A rendered sample reads back as written: the timestamp is never the
+    /// value, label values keep their escapes' meaning, NaN and ±Inf survive.
+    #[test]
+    fn prometheus_samples_round_trip(
+        name in "[a-zA-Z_:][a-zA-Z0-9_:]{0,20}",
+        labels in prop::collection::vec(("[a-z_][a-z0-9_]{0,8}", ".{0,12}"), 0..4),
+        value in prom_value(),
+        ts in prop::option::of(-1_000_000_000_000i64..4_000_000_000_000),
+    ) {
+        let esc = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+        let label_text: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", esc(v))).collect();
+        let value_text = if value.is_nan() {
+            "NaN".to_string()
+        } else if value == f64::INFINITY {
+            "+Inf".to_string()
+        } else if value == f64::NEG_INFINITY {
+            "-Inf".to_string()
+        } else {
+            format!("{value:?}")
+        };
+        let mut line = name.clone();
+        if !labels.is_empty() {
+            line.push_str(&format!("{{{}}}", label_text.join(",")));
+        }
+        line.push_str(&format!(" {value_text}"));
+        if let Some(t) = ts {
+            line.push_str(&format!(" {t}"));
+        }
+        let s = llmsweep::server_metrics::prom::parse_line(&line).expect("a valid line parses");
+        prop_assert_eq!(&s.name, &name);
+        let want: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.clone(), v.replace('\r', ""))).collect();
+        // Lines are trimmed; a label value never is.
+        prop_assert_eq!(s.labels.len(), want.len());
+        for ((k, v), (wk, wv)) in s.labels.iter().zip(&labels) {
+            prop_assert_eq!(k, wk);
+            prop_assert_eq!(v, wv);
+        }
+        prop_assert!(value.is_nan() && s.value.is_nan() || s.value == value, "{} -> {}", line, s.value);
+        prop_assert_eq!(s.timestamp_ms, ts);
+    }
+}

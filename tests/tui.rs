@@ -13,7 +13,7 @@ use llmsweep::engine::{ErrorEntry, LiveStage, PlannedStage, RunSettings, Snapsho
 use llmsweep::report::RequestCounts;
 use llmsweep::stats::stage::SeriesPoint;
 use llmsweep::tui::app::{Action, App, RunInfo, View};
-use llmsweep::tui::server::ServerMetrics;
+use llmsweep::tui::server::{LivePoint, LiveView, ServerMetrics, Status};
 use llmsweep::tui::{theme, ui};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -206,15 +206,30 @@ fn help_errors_and_server_views() {
     );
     app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     assert_has(&render(&app, 80, 24), &["no Prometheus /metrics"]);
-    app.server = Some(ServerMetrics {
-        running: Some(12.0),
-        waiting: Some(3.0),
-        kv_cache_usage: Some(0.25),
+    app.server = Some(ServerMetrics::new(LiveView {
+        status: Status::Live,
+        source: Some("vllm"),
+        series: [LivePoint {
+            running: Some(12.0),
+            waiting: Some(3.0),
+            kv_cache_usage: Some(0.25),
+            ttft_ms: Some(14.5),
+            ..Default::default()
+        }]
+        .into(),
         ..Default::default()
-    });
+    }));
     assert_has(
         &render(&app, 80, 24),
-        &["running requests", "12", "waiting requests", "KV cache 25%"],
+        &[
+            "running requests",
+            "12",
+            "waiting requests",
+            "KV cache 25%",
+            "server TTFT mean",
+            "14.5 ms",
+            "vllm",
+        ],
     );
     app.on_key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE));
     assert_has(

@@ -59,7 +59,8 @@ pub fn attach(
                     model: hello.model.clone(),
                     profile: format!("{} (attached)", hello.profile),
                 },
-                metrics_base: None,
+                // The server view needs the run's scraper; a viewer has none.
+                server: None,
             };
             // Commands from the keys travel to the run; the run writes exports.
             let (control_tx, mut control_rx) = mpsc::unbounded_channel();

@@ -30,6 +30,10 @@ pub fn render(r: &Report) -> String {
     s.push_str(&layouts::guidellm_info(r));
     let _ = writeln!(s, "\nBenchmarks Stats:");
     s.push_str(&layouts::guidellm_stats(r));
+    if let Some(t) = crate::server_metrics::render::text_tables(r) {
+        let _ = writeln!(s, "\nServer (/metrics):");
+        s.push_str(&t);
+    }
     for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
         let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "errors in {}: {}", st.name, errs.join(", "));

@@ -50,6 +50,14 @@ pub fn render(r: &Report) -> Result<String> {
         }
     }
     header.push("errors".into());
+    let server = crate::server_metrics::render::csv_wanted(r);
+    if server {
+        header.extend(
+            crate::server_metrics::render::CSV_COLUMNS
+                .iter()
+                .map(|c| c.to_string()),
+        );
+    }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
     for s in &r.stages {
@@ -101,6 +109,9 @@ pub fn render(r: &Report) -> Result<String> {
                 .collect::<Vec<_>>()
                 .join(";"),
         );
+        if server {
+            row.extend(crate::server_metrics::render::csv_values(s));
+        }
         w.write_record(&row)?;
     }
     let bytes = w.into_inner().context("cannot finish the CSV")?;

@@ -95,6 +95,10 @@ pub fn markdown(r: &Report) -> String {
     s.push_str(&layouts::guidellm_info(r));
     s.push_str("```\n\n## Benchmarks Stats\n\n```\n");
     s.push_str(&layouts::guidellm_stats(r));
+    if let Some(t) = crate::server_metrics::render::text_tables(r) {
+        s.push_str("```\n\n## Server (/metrics)\n\n```\n");
+        s.push_str(&t);
+    }
     s.push_str("```\n\n## Serving table (vLLM dashboard layout)\n\n");
     s.push_str(&layouts::vllm_serving(r));
     s.push_str("\n## Serving Benchmark Result (SGLang layout)\n\n```\n");

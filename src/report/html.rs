@@ -331,6 +331,9 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
         );
     }
     h.push_str("</table>");
+    if let Some(server) = crate::server_metrics::render::html_section(r) {
+        h.push_str(&server);
+    }
     h.push_str("<h2>Timeline</h2><table><tr><th>t (s)</th><th>event</th><th>detail</th></tr>");
     for e in &r.timeline {
         let _ = write!(

@@ -89,6 +89,9 @@ pub struct StageReport {
     pub duration_s: f64,
     /// Length of the measured window (duration less warm-up and cool-down).
     pub measured_s: f64,
+    /// Seconds from the stage's start to the start of its measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_from_s: Option<f64>,
     pub saturated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation_reason: Option<String>,
@@ -136,6 +139,9 @@ pub struct StageReport {
     /// How often the stage was paused.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub pauses: u32,
+    /// What the server's /metrics said over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::server_metrics::ServerStage>,
 }
 
 fn is_zero(v: &f64) -> bool {

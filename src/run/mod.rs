@@ -94,7 +94,10 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
 
     // 2. The run directory, its socket and its state file.
     create_run_dir(&out_dir)?;
+    // The server's /metrics, read on its own connection while the run is live.
+    let scraper = p.scrape.take().map(crate::server_metrics::Scraper::start);
     let reports = Reports {
+        scrape: scraper.as_ref().map(|s| s.handle()),
         created: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         target: p.target.clone(),
         config: p.config.clone(),
@@ -161,7 +164,7 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
                 model: hello.model.clone(),
                 profile: hello.profile.clone(),
             },
-            metrics_base: Some(p.base_url.clone()),
+            server: scraper.as_ref().map(|s| s.live()),
         }),
         reports.clone(),
         snap_rx.clone(),
@@ -177,6 +180,7 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
     let mut engine = {
         let errors = checkpoint_errors.clone();
         let control = control_tx.clone();
+        let scrape = reports.scrape.clone();
         Engine::new(
             p.client.clone(),
             p.prompts.clone(),
@@ -185,9 +189,13 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
             snap_tx,
         )
         .on_stage_done(Box::new(move |stage, _timeline| {
+            let mut stage = stage.clone();
+            if let Some(h) = &scrape {
+                crate::server_metrics::attach_live(h, std::slice::from_mut(&mut stage));
+            }
             // A failed checkpoint write must not stop the run: the final
             // report still comes. The report says it happened.
-            if let Err(e) = checkpoint.append(stage) {
+            if let Err(e) = checkpoint.append(&stage) {
                 let msg = format!("cannot append {} to stages.jsonl: {e:#}", stage.name);
                 let _ = control.send(Control::Note {
                     event: "warning".into(),
@@ -203,6 +211,12 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
         engine.warn(note);
     }
     let mut result = engine.run(p.plan.plan.as_mut()).await;
+    if let Some(s) = scraper {
+        // One last scrape covers the end of the last stage.
+        let record = s.finish().await;
+        let w = crate::server_metrics::attach(&record, &mut result.stages);
+        result.warnings.extend(w);
+    }
     signals.abort();
     drop(control_tx);
     if let Ok(mut v) = checkpoint_errors.lock() {

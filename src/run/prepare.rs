@@ -30,6 +30,8 @@ pub struct Prepared {
     pub target: Target,
     /// Where `/metrics` lives (the target's base URL).
     pub base_url: String,
+    /// How to scrape the server's metrics during the run (None: `--server-metrics off`).
+    pub scrape: Option<crate::server_metrics::ScrapeConfig>,
     pub simulator: Option<sim::SimHandle>,
     pub formats: Vec<Format>,
     /// Notes about the data (skipped rows, ...) for the report's warnings.
@@ -168,6 +170,19 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
             .context("the server lists no models at /v1/models; pass --model")?,
     };
 
+    // The server's /metrics: flags checked now, scraping starts with the run.
+    let scrape = crate::server_metrics::config(
+        &crate::server_metrics::Flags {
+            url: args.server_metrics.as_deref(),
+            raw: &args.server_metric,
+            interval_s: args.server_metrics_interval,
+        },
+        &base_url,
+        &model,
+        api_key.clone(),
+        args.insecure,
+    )?;
+
     // Data: every request body built once.
     let prompts: Arc<[_]> = build_prompts(items, args.api, &model, extra_body.as_ref())?.into();
 
@@ -196,6 +211,7 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
         },
         target,
         base_url,
+        scrape,
         simulator,
         formats,
         data_notes,
@@ -265,6 +281,9 @@ fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
         "data": args.data,
         "percentiles": args.percentiles,
         "slo": args.slo,
+        "server_metrics": args.server_metrics.as_deref().map(crate::server_metrics::scrape::redact_url),
+        "server_metric": args.server_metric,
+        "server_metrics_interval_s": args.server_metrics_interval,
     })
 }
 

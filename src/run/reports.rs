@@ -17,6 +17,8 @@ pub struct Reports {
     pub config: serde_json::Value,
     pub dir: PathBuf,
     pub formats: Vec<Format>,
+    /// The server-metrics scraper, for exports during the run.
+    pub scrape: Option<crate::server_metrics::ScrapeHandle>,
 }
 
 impl Reports {
@@ -51,8 +53,12 @@ impl Reports {
 
     /// The reports of what was measured so far, while the run goes on.
     pub fn export_now(&self, snap: &Snapshot) -> Result<Vec<PathBuf>> {
+        let mut stages = snap.finished.to_vec();
+        if let Some(h) = &self.scrape {
+            crate::server_metrics::attach_live(h, &mut stages);
+        }
         let r = self.report(
-            snap.finished.to_vec(),
+            stages,
             snap.timeline.to_vec(),
             snap.warnings.to_vec(),
             true,

@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::config::ModelParams;
+use super::prom::Histogram;
 
 /// Tokens handed from the step loop to one response stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,13 +34,15 @@ pub struct Emit {
 
 /// A request entering the engine.
 pub struct SeqRequest {
+    /// When the server received it (queue time runs from here to admission).
+    pub arrived: Instant,
     pub prompt_tokens: u64,
     pub output_tokens: u64,
     pub tx: mpsc::UnboundedSender<Emit>,
 }
 
 /// Live engine gauges and counters, read by `/metrics`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Gauges {
     pub running: AtomicU64,
     pub waiting: AtomicU64,
@@ -48,6 +51,23 @@ pub struct Gauges {
     pub prompt_tokens_total: AtomicU64,
     pub generation_tokens_total: AtomicU64,
     pub steps_total: AtomicU64,
+    /// Arrival to admission into the batch (vLLM's `request_queue_time_seconds`).
+    pub queue_time: Histogram,
+}
+
+impl Default for Gauges {
+    fn default() -> Self {
+        Gauges {
+            running: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            kv_used_tokens: AtomicU64::new(0),
+            kv_total_tokens: AtomicU64::new(0),
+            prompt_tokens_total: AtomicU64::new(0),
+            generation_tokens_total: AtomicU64::new(0),
+            steps_total: AtomicU64::new(0),
+            queue_time: Histogram::new(super::prom::REQUEST_BOUNDS),
+        }
+    }
 }
 
 impl Gauges {
@@ -111,6 +131,8 @@ pub async fn run(
                 break;
             }
             let Some(r) = waiting.pop_front() else { break };
+            let queued = Instant::now().saturating_duration_since(r.arrived);
+            gauges.queue_time.observe_us(queued.as_micros() as u64, 1);
             kv_used += need;
             prefill_tokens += r.prompt_tokens;
             running.push(Running {
@@ -213,6 +235,7 @@ mod tests {
         for _ in 0..n {
             let (stx, srx) = mpsc::unbounded_channel();
             tx.send(SeqRequest {
+                arrived: Instant::now(),
                 prompt_tokens: 10,
                 output_tokens: out,
                 tx: stx,
@@ -294,6 +317,7 @@ mod tests {
         let engine = tokio::spawn(run(p, 1, rx, Arc::new(Gauges::default())));
         let (stx, mut srx) = mpsc::unbounded_channel();
         tx.send(SeqRequest {
+            arrived: Instant::now(),
             prompt_tokens: 1,
             output_tokens: 10,
             tx: stx,
@@ -319,6 +343,7 @@ mod tests {
         let (b_tx, mut b_rx) = mpsc::unbounded_channel();
         for stx in [a_tx, b_tx] {
             tx.send(SeqRequest {
+                arrived: Instant::now(),
                 prompt_tokens: 1,
                 output_tokens: 1000,
                 tx: stx,

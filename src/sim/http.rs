@@ -115,56 +115,104 @@ fn models(state: &AppState) -> Response<SimBody> {
     plain(StatusCode::OK, "application/json", body)
 }
 
+/// `/metrics`: vLLM's names and semantics. The simulator has no prefix
+/// cache and never preempts (it reserves a request's whole KV budget at
+/// admission), so those counters stay at zero while lookups count up.
 fn metrics(state: &AppState) -> Response<SimBody> {
     let g = &state.gauges;
-    let mut s = String::with_capacity(1024);
+    let mut s = String::with_capacity(8192);
     let m = &state.model_name;
-    let mut gauge = |name: &str, help: &str, kind: &str, value: f64| {
+    let labels = format!("model_name=\"{m}\"");
+    let mut one = |name: &str, help: &str, kind: &str, value: f64| {
         let _ = writeln!(s, "# HELP {name} {help}");
         let _ = writeln!(s, "# TYPE {name} {kind}");
-        let _ = writeln!(s, "{name}{{model_name=\"{m}\"}} {value}");
+        let _ = writeln!(s, "{name}{{{labels}}} {value}");
     };
-    gauge(
+    let prompt_tokens = g.prompt_tokens_total.load(Ordering::Relaxed) as f64;
+    one(
         "vllm:num_requests_running",
         "Number of requests in model execution batches.",
         "gauge",
         g.running.load(Ordering::Relaxed) as f64,
     );
-    gauge(
+    one(
         "vllm:num_requests_waiting",
         "Number of requests waiting to be processed.",
         "gauge",
         g.waiting.load(Ordering::Relaxed) as f64,
     );
-    gauge(
+    one(
         "vllm:kv_cache_usage_perc",
         "KV-cache usage. 1 means 100 percent usage.",
         "gauge",
         g.kv_usage(),
     );
-    gauge(
+    one(
+        "vllm:num_preemptions_total",
+        "Cumulative number of preemption from the engine.",
+        "counter",
+        0.0,
+    );
+    one(
+        "vllm:prefix_cache_queries_total",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        "counter",
+        prompt_tokens,
+    );
+    one(
+        "vllm:prefix_cache_hits_total",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        "counter",
+        0.0,
+    );
+    one(
         "vllm:prompt_tokens_total",
         "Number of prefill tokens processed.",
         "counter",
-        g.prompt_tokens_total.load(Ordering::Relaxed) as f64,
+        prompt_tokens,
     );
-    gauge(
+    one(
         "vllm:generation_tokens_total",
         "Number of generation tokens processed.",
         "counter",
         g.generation_tokens_total.load(Ordering::Relaxed) as f64,
     );
-    gauge(
+    one(
         "vllm:request_success_total",
         "Count of successfully processed requests.",
         "counter",
         state.truth.completed() as f64,
     );
-    gauge(
+    one(
         "llmsweep_sim:requests_total",
         "Generation requests received.",
         "counter",
         state.requests_total.load(Ordering::Relaxed) as f64,
+    );
+    let h = &state.truth.prom;
+    h.ttft.write(
+        &mut s,
+        "vllm:time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        &labels,
+    );
+    h.itl.write(
+        &mut s,
+        "vllm:inter_token_latency_seconds",
+        "Histogram of inter-token latency in seconds.",
+        &labels,
+    );
+    h.e2e.write(
+        &mut s,
+        "vllm:e2e_request_latency_seconds",
+        "Histogram of e2e request latency in seconds.",
+        &labels,
+    );
+    g.queue_time.write(
+        &mut s,
+        "vllm:request_queue_time_seconds",
+        "Histogram of time spent in WAITING phase for request.",
+        &labels,
     );
     plain(StatusCode::OK, "text/plain; version=0.0.4", s)
 }
@@ -226,6 +274,7 @@ async fn generate(
 
     let (tx, rx) = mpsc::unbounded_channel();
     let submitted = state.engine.send(SeqRequest {
+        arrived: tokio::time::Instant::from_std(received),
         prompt_tokens: gen.prompt_tokens,
         output_tokens,
         tx,
@@ -624,7 +673,8 @@ impl SseBody {
             }
         }
         self.generated = after;
-        self.timing.on_chunk(Instant::now(), emit.tokens);
+        self.truth
+            .on_chunk(&mut self.timing, Instant::now(), emit.tokens);
         let chunk = self
             .ctx
             .token_chunk(emit.tokens, self.generated, emit.finished, &padding);

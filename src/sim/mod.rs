@@ -9,6 +9,7 @@ pub mod config;
 pub mod conn;
 pub mod faults;
 pub mod http;
+pub mod prom;
 pub mod truth;
 
 use std::net::SocketAddr;

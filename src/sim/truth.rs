@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::prom::{self, Histogram};
 use crate::stats::dist::{Dist, DistSummary};
 
 /// Timestamps of one request, kept by its response stream.
@@ -91,12 +92,33 @@ impl Inner {
 
 pub struct Truth {
     inner: Mutex<Inner>,
+    /// The same observations as Prometheus histograms, for `/metrics`.
+    pub prom: PromHistograms,
+}
+
+/// vLLM's request histograms, fed where the ground truth is.
+#[derive(Debug)]
+pub struct PromHistograms {
+    pub ttft: Histogram,
+    pub itl: Histogram,
+    pub e2e: Histogram,
+}
+
+impl Default for PromHistograms {
+    fn default() -> Self {
+        PromHistograms {
+            ttft: Histogram::new(prom::TTFT_BOUNDS),
+            itl: Histogram::new(prom::ITL_BOUNDS),
+            e2e: Histogram::new(prom::REQUEST_BOUNDS),
+        }
+    }
 }
 
 impl Default for Truth {
     fn default() -> Self {
         Truth {
             inner: Mutex::new(Inner::new()),
+            prom: PromHistograms::default(),
         }
     }
 }
@@ -136,6 +158,26 @@ impl Truth {
         *self.lock().faults.entry(name).or_default() += 1;
     }
 
+    /// A chunk carrying `tokens` tokens was handed to the connection at
+    /// `at`: the request's timing, and `/metrics`' TTFT and ITL histograms,
+    /// observed as it happens (as vLLM does, so a scraper sees a request's
+    /// first token in the second it came, not when the request ended).
+    pub fn on_chunk(&self, t: &mut RequestTiming, at: Instant, tokens: u32) {
+        let prev = t.last_token;
+        t.on_chunk(at, tokens);
+        match prev {
+            None => {
+                let ttft = at.saturating_duration_since(t.received).as_micros() as u64;
+                self.prom.ttft.observe_us(ttft, 1);
+            }
+            Some(prev) => {
+                let gap = at.saturating_duration_since(prev).as_micros() as u64;
+                let k = tokens.max(1) as u64;
+                self.prom.itl.observe_us(gap / k, k);
+            }
+        }
+    }
+
     pub fn record(&self, t: &RequestTiming, ending: Ending) {
         let mut g = self.lock();
         match ending {
@@ -155,6 +197,7 @@ impl Truth {
         if let (Ending::Completed, Some(last)) = (ending, t.last_token) {
             let e2e = last.saturating_duration_since(t.received).as_micros() as u64;
             g.e2e.record_us(e2e);
+            self.prom.e2e.observe_us(e2e, 1);
         }
     }
 
@@ -175,6 +218,9 @@ impl Truth {
 
     pub fn reset(&self) {
         *self.lock() = Inner::new();
+        self.prom.ttft.reset();
+        self.prom.itl.reset();
+        self.prom.e2e.reset();
     }
 }
 

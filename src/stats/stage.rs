@@ -449,6 +449,7 @@ impl StageStats {
             end: rfc3339(self.start_wall + wall),
             duration_s: duration.as_secs_f64(),
             measured_s: measured,
+            measured_from_s: Some(m_from.saturating_duration_since(self.start).as_secs_f64()),
             saturated: saturation_reason.is_some(),
             saturation_reason,
             end_reason: end_reason.to_string(),

@@ -26,8 +26,8 @@ pub struct TuiOptions {
     pub fps: f64,
     pub themes: Vec<theme::Theme>,
     pub info: RunInfo,
-    /// Base URL whose `/metrics` feeds the server view.
-    pub metrics_base: Option<String>,
+    /// The server-metrics scraper's live view, for the server view.
+    pub server: Option<watch::Receiver<server::ServerMetrics>>,
 }
 
 /// Why the dashboard closed.
@@ -147,12 +147,7 @@ pub async fn run(
         })
     };
 
-    let (metrics_tx, mut metrics) = mpsc::unbounded_channel();
-    let poller = opts
-        .metrics_base
-        .clone()
-        .map(|base| tokio::spawn(server::poll(base, metrics_tx)));
-
+    let mut server_view = opts.server;
     let mut app = App::new(opts.info, opts.themes);
     let period = Duration::from_secs_f64(1.0 / sane_fps(opts.fps));
     let mut frames = tokio::time::interval(period);
@@ -165,6 +160,11 @@ pub async fn run(
                     break Exit::TerminalGone;
                 }
                 app.snap = snapshots.borrow_and_update().clone();
+                if let Some(rx) = server_view.as_mut() {
+                    if rx.has_changed().unwrap_or(false) {
+                        app.server = Some(rx.borrow_and_update().clone());
+                    }
+                }
                 if terminal.draw(|f| ui::draw(f, &app)).is_err() {
                     crate::term::mark_gone();
                     break Exit::TerminalGone;
@@ -210,13 +210,9 @@ pub async fn run(
                     break Exit::TerminalGone;
                 }
             }
-            Some(m) = metrics.recv() => app.server = m,
         }
     };
     stop_keys.store(true, Ordering::Relaxed);
-    if let Some(p) = poller {
-        p.abort();
-    }
     if exit == Exit::TerminalGone {
         // Dropping a Terminal shows the cursor and, when that fails,
         // eprintln!s: on a hung-up terminal both fail, the eprintln! panics,

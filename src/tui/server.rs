@@ -1,108 +1,282 @@
-//! The server view: what the target's Prometheus `/metrics` says about its
-//! queue and KV cache (vLLM's metric names; SGLang's where they differ).
+//! The server view (Tab): what the target's `/metrics` says, second by
+//! second. It only reads the scraper's live view (`server_metrics::scrape`);
+//! the scraping itself runs with the run, dashboard or not.
 
-use std::time::Duration;
+use std::sync::Arc;
 
-/// The figures the server view shows; None where the server does not report them.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ServerMetrics {
-    pub running: Option<f64>,
-    pub waiting: Option<f64>,
-    /// 0..1
-    pub kv_cache_usage: Option<f64>,
-    pub prompt_tokens_total: Option<f64>,
-    pub generation_tokens_total: Option<f64>,
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline, Wrap};
+use ratatui::Frame;
+
+use super::app::App;
+use super::theme::Theme;
+pub use crate::server_metrics::scrape::{LivePoint, LiveView, Status};
+
+/// What the view reads: the scraper's latest live view.
+pub type ServerMetrics = Arc<LiveView>;
+
+/// One row of the view: a label, how to format the value, and which figure.
+struct Figure {
+    label: &'static str,
+    pick: fn(&LivePoint) -> Option<f64>,
+    fmt: fn(f64) -> String,
 }
 
-/// Sums a metric over all its label sets.
-fn metric(text: &str, names: &[&str]) -> Option<f64> {
-    let mut found = None;
-    for line in text.lines() {
-        if line.starts_with('#') {
-            continue;
-        }
-        let Some((name_labels, value)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let name = name_labels.split('{').next().unwrap_or("").trim();
-        if names.contains(&name) {
-            if let Ok(v) = value.trim().parse::<f64>() {
-                *found.get_or_insert(0.0) += v;
+fn count(v: f64) -> String {
+    format!("{v:.0}")
+}
+fn percent(v: f64) -> String {
+    format!("{:.0}%", v * 100.0)
+}
+fn per_s(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}/s")
+    } else {
+        format!("{v:.1}/s")
+    }
+}
+fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else {
+        format!("{v:.1} ms")
+    }
+}
+
+const FIGURES: &[Figure] = &[
+    Figure {
+        label: "running requests",
+        pick: |p| p.running,
+        fmt: count,
+    },
+    Figure {
+        label: "waiting requests",
+        pick: |p| p.waiting,
+        fmt: count,
+    },
+    Figure {
+        label: "KV cache",
+        pick: |p| p.kv_cache_usage,
+        fmt: percent,
+    },
+    Figure {
+        label: "preemptions",
+        pick: |p| p.preemptions_per_s,
+        fmt: per_s,
+    },
+    Figure {
+        label: "prefix cache hits",
+        pick: |p| p.prefix_hit_rate,
+        fmt: percent,
+    },
+    Figure {
+        label: "prompt tokens",
+        pick: |p| p.prompt_tokens_per_s,
+        fmt: per_s,
+    },
+    Figure {
+        label: "generated tokens",
+        pick: |p| p.generation_tokens_per_s,
+        fmt: per_s,
+    },
+    Figure {
+        label: "server TTFT mean",
+        pick: |p| p.ttft_ms,
+        fmt: ms,
+    },
+    Figure {
+        label: "server ITL mean",
+        pick: |p| p.itl_ms,
+        fmt: ms,
+    },
+    Figure {
+        label: "server queue mean",
+        pick: |p| p.queue_ms,
+        fmt: ms,
+    },
+];
+
+/// The figures a view has data for (in any of its points), in display order.
+fn shown(view: &LiveView) -> Vec<&'static Figure> {
+    FIGURES
+        .iter()
+        .filter(|f| view.series.iter().any(|p| (f.pick)(p).is_some()))
+        .collect()
+}
+
+/// The line that says why there is nothing to show; None when there is.
+pub fn status_text(server: Option<&LiveView>) -> Option<String> {
+    const NONE: &str =
+        "the target serves no Prometheus /metrics that llmsweep understands (vLLM, SGLang, TGI or llama.cpp names)";
+    match server {
+        None => Some(
+            "no Prometheus /metrics: scraping is off (--server-metrics off), or the target serves none"
+                .to_string(),
+        ),
+        Some(v) => match &v.status {
+            Status::Starting => Some(format!("reading {} …", v.url)),
+            Status::Off(why) => Some(format!("{NONE}: {why}")),
+            Status::Live if v.series.is_empty() => Some(format!("reading {} …", v.url)),
+            Status::Live => None,
+        },
+    }
+}
+
+/// Draws the view into `area`.
+pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    let th = app.theme();
+    let view = app.server.as_deref();
+    let title = match view {
+        Some(v) if v.status == Status::Live => format!(
+            " server (/metrics) · {} · every {:.0} s · {} scrapes{} ",
+            v.source.unwrap_or("other"),
+            v.interval_s,
+            v.scrapes,
+            if v.errors > 0 {
+                format!(", {} failed", v.errors)
+            } else {
+                String::new()
             }
-        }
-    }
-    found
-}
-
-pub fn parse(text: &str) -> ServerMetrics {
-    ServerMetrics {
-        running: metric(
-            text,
-            &["vllm:num_requests_running", "sglang:num_running_reqs"],
         ),
-        waiting: metric(
-            text,
-            &["vllm:num_requests_waiting", "sglang:num_queue_reqs"],
-        ),
-        kv_cache_usage: metric(
-            text,
-            &[
-                "vllm:kv_cache_usage_perc",
-                "vllm:gpu_cache_usage_perc",
-                "sglang:token_usage",
-            ],
-        ),
-        prompt_tokens_total: metric(
-            text,
-            &["vllm:prompt_tokens_total", "sglang:prompt_tokens_total"],
-        ),
-        generation_tokens_total: metric(
-            text,
-            &[
-                "vllm:generation_tokens_total",
-                "sglang:generation_tokens_total",
-            ],
-        ),
-    }
-}
-
-/// Polls `base/metrics` every two seconds; sends what it finds (None when the
-/// target has no usable /metrics). Ends when the receiver is gone.
-pub async fn poll(base_url: String, tx: tokio::sync::mpsc::UnboundedSender<Option<ServerMetrics>>) {
-    let Ok(http) = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()
-    else {
-        return;
+        _ => " server (/metrics) ".to_string(),
     };
-    let url = format!("{base_url}/metrics");
-    loop {
-        let m = match http.get(&url).send().await {
-            Ok(r) if r.status().is_success() => r.text().await.ok().map(|t| parse(&t)),
-            _ => None,
-        };
-        let m = m.filter(|m| m.running.is_some() || m.kv_cache_usage.is_some());
-        if tx.send(m).is_err() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border())
+        .title(Span::styled(title, th.title()));
+    if let Some(text) = status_text(view) {
+        frame.render_widget(
+            Paragraph::new(text)
+                .style(th.dim())
+                .wrap(Wrap { trim: true })
+                .block(block),
+            area,
+        );
+        return;
     }
+    let Some(view) = view else { return };
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let figures = shown(view);
+    let kv = view.last().and_then(|p| p.kv_cache_usage);
+    let room = inner.height.saturating_sub(u16::from(kv.is_some()));
+    let rows = room as usize;
+    // Taller sparklines when the terminal has the room (up to 3 lines each).
+    let row_h = (room / (figures.len().max(1) as u16)).clamp(1, 3);
+    let mut constraints: Vec<Constraint> = figures
+        .iter()
+        .take(rows)
+        .map(|_| Constraint::Length(row_h))
+        .collect();
+    constraints.push(Constraint::Min(0));
+    let areas = Layout::vertical(constraints).split(inner);
+    for (f, row) in figures.iter().take(rows).zip(areas.iter()) {
+        draw_row(frame, th, view, f, *row);
+    }
+    if let Some(usage) = kv {
+        let bar = Rect {
+            y: inner.y + inner.height.saturating_sub(1),
+            height: 1.min(inner.height),
+            ..inner
+        };
+        let usage = usage.clamp(0.0, 1.0);
+        frame.render_widget(
+            Gauge::default()
+                .gauge_style(Style::default().fg(if usage > 0.9 { th.bad } else { th.accent }))
+                .ratio(usage)
+                .label(format!("KV cache {:.0}%", usage * 100.0)),
+            bar,
+        );
+    }
+}
+
+fn draw_row(frame: &mut Frame, th: &Theme, view: &LiveView, f: &Figure, area: Rect) {
+    let [label, value, spark] = Layout::horizontal([
+        Constraint::Length(19),
+        Constraint::Length(11),
+        Constraint::Min(0),
+    ])
+    .areas(area);
+    let latest = view.series.iter().rev().find_map(|p| (f.pick)(p));
+    let label = Rect { height: 1, ..label };
+    let value = Rect { height: 1, ..value };
+    frame.render_widget(Paragraph::new(Span::styled(f.label, th.dim())), label);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            format!("{:>10}", latest.map_or("-".to_string(), f.fmt)),
+            th.text(),
+        )),
+        value,
+    );
+    let w = spark.width.saturating_sub(1) as usize;
+    if w == 0 {
+        return;
+    }
+    let data: Vec<u64> = view
+        .series
+        .iter()
+        .skip(view.series.len().saturating_sub(w))
+        .map(|p| ((f.pick)(p).unwrap_or(0.0) * 1000.0).round().max(0.0) as u64)
+        .collect();
+    let spark = Rect {
+        x: spark.x + 1,
+        width: w as u16,
+        ..spark
+    };
+    frame.render_widget(
+        Sparkline::default()
+            .data(&data)
+            .style(Style::default().fg(th.spark_rate)),
+        spark,
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn view(points: Vec<LivePoint>) -> LiveView {
+        LiveView {
+            status: Status::Live,
+            url: "http://127.0.0.1:8000/metrics".into(),
+            interval_s: 1.0,
+            source: Some("vllm"),
+            scrapes: points.len() as u64,
+            errors: 0,
+            last_error: None,
+            latest: Default::default(),
+            series: points.into(),
+        }
+    }
+
     #[test]
-    fn parses_vllm_metrics_and_sums_label_sets() {
-        let text = "# HELP vllm:num_requests_running x\n# TYPE vllm:num_requests_running gauge\n\
-vllm:num_requests_running{model_name=\"a\"} 3\nvllm:num_requests_running{model_name=\"b\"} 2\n\
-vllm:num_requests_waiting{model_name=\"a\"} 7\nvllm:gpu_cache_usage_perc{model_name=\"a\"} 0.25\n";
-        let m = parse(text);
-        assert_eq!(m.running, Some(5.0));
-        assert_eq!(m.waiting, Some(7.0));
-        assert_eq!(m.kv_cache_usage, Some(0.25));
-        assert_eq!(m.prompt_tokens_total, None);
-        assert_eq!(parse("garbage\n\n{}"), ServerMetrics::default());
+    fn only_reported_figures_are_shown() {
+        let v = view(vec![LivePoint {
+            running: Some(3.0),
+            ttft_ms: Some(12.0),
+            ..Default::default()
+        }]);
+        let labels: Vec<_> = shown(&v).iter().map(|f| f.label).collect();
+        assert_eq!(labels, ["running requests", "server TTFT mean"]);
+    }
+
+    #[test]
+    fn says_why_there_is_nothing_to_show() {
+        assert!(status_text(None)
+            .unwrap()
+            .contains("no Prometheus /metrics"));
+        let mut v = view(vec![]);
+        v.status = Status::Off("HTTP 404".into());
+        assert!(status_text(Some(&v)).unwrap().contains("llama.cpp"));
+        v.status = Status::Starting;
+        assert!(status_text(Some(&v)).unwrap().starts_with("reading"));
+        v.status = Status::Off("turned off with --server-metrics off".into());
+        assert!(status_text(Some(&v))
+            .unwrap()
+            .contains("--server-metrics off"));
+        let v = view(vec![LivePoint::default()]);
+        assert_eq!(status_text(Some(&v)), None);
     }
 }

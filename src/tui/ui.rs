@@ -648,52 +648,7 @@ fn draw_errors(frame: &mut Frame, app: &App, area: Rect) {
 }
 
 fn draw_server(frame: &mut Frame, app: &App, area: Rect) {
-    let th = app.theme();
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(th.border())
-        .title(Span::styled(" server (/metrics) ", th.title()));
-    let Some(m) = &app.server else {
-        frame.render_widget(
-            Paragraph::new("the target serves no Prometheus /metrics that llmsweep understands (vLLM or SGLang names)")
-                .style(th.dim())
-                .wrap(Wrap { trim: true })
-                .block(block),
-            area,
-        );
-        return;
-    };
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let [text, kv] = Layout::vertical([Constraint::Length(4), Constraint::Length(1)]).areas(inner);
-    let v = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
-    let lines = vec![
-        Line::from(vec![
-            Span::styled("running requests   ", th.dim()),
-            Span::styled(v(m.running), th.text()),
-        ]),
-        Line::from(vec![
-            Span::styled("waiting requests   ", th.dim()),
-            Span::styled(v(m.waiting), th.text()),
-        ]),
-        Line::from(vec![
-            Span::styled("prompt tokens      ", th.dim()),
-            Span::styled(v(m.prompt_tokens_total), th.text()),
-        ]),
-        Line::from(vec![
-            Span::styled("generated tokens   ", th.dim()),
-            Span::styled(v(m.generation_tokens_total), th.text()),
-        ]),
-    ];
-    frame.render_widget(Paragraph::new(lines), text);
-    let usage = m.kv_cache_usage.unwrap_or(0.0).clamp(0.0, 1.0);
-    frame.render_widget(
-        Gauge::default()
-            .gauge_style(Style::default().fg(if usage > 0.9 { th.bad } else { th.accent }))
-            .ratio(usage)
-            .label(format!("KV cache {:.0}%", usage * 100.0)),
-        kv,
-    );
+    super::server::draw(frame, app, area);
 }
 
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {

@@ -1,0 +1,224 @@
+//! The server's side of the story: what the target's Prometheus `/metrics`
+//! says while the load runs, per stage, beside the client's numbers.
+//!
+//! * `prom`: the Prometheus text parser;
+//! * `vocab`: vLLM, SGLang, TGI and llama.cpp names mapped onto one
+//!   vocabulary (running, waiting, KV-cache use, preemptions, prefix cache,
+//!   tokens, and the server's TTFT / ITL / queue / end-to-end histograms);
+//! * `series`: readings over time in bounded memory, and window arithmetic;
+//! * `summary`: a stage's summary as a pure function of the readings;
+//! * `model`: the report fields (serde only);
+//! * `scrape`: the scraping task and the dashboard's live view.
+
+pub mod model;
+pub mod prom;
+pub mod render;
+pub mod scrape;
+pub mod series;
+pub mod summary;
+pub mod vocab;
+
+use std::time::SystemTime;
+
+pub use model::ServerStage;
+pub use scrape::{LiveView, Record, ScrapeConfig, ScrapeHandle, Scraper, Status};
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::report::StageReport;
+
+/// Seconds between scrapes unless `--server-metrics-interval` says otherwise.
+pub const DEFAULT_INTERVAL_S: f64 = 1.0;
+
+/// What the run's flags ask for.
+#[derive(Debug, Clone, Default)]
+pub struct Flags<'a> {
+    /// `--server-metrics URL|off` (None: the target's /metrics).
+    pub url: Option<&'a str>,
+    /// `--server-metric NAME` (repeatable).
+    pub raw: &'a [String],
+    /// `--server-metrics-interval SECONDS`.
+    pub interval_s: Option<f64>,
+}
+
+/// The scraper's configuration for a run against `base_url` (the target's
+/// base URL, without `/v1`); None when the user turned scraping off.
+pub fn config(
+    flags: &Flags,
+    base_url: &str,
+    model: &str,
+    api_key: Option<String>,
+    insecure: bool,
+) -> Result<Option<ScrapeConfig>> {
+    let interval = flags.interval_s.unwrap_or(DEFAULT_INTERVAL_S);
+    if !(interval.is_finite() && (0.05..=3600.0).contains(&interval)) {
+        bail!("--server-metrics-interval {interval} is not possible: use 0.05 to 3600 seconds");
+    }
+    for name in flags.raw {
+        if name.is_empty() || prom::parse_line(&format!("{name} 0")).is_none_or(|s| s.name != *name)
+        {
+            bail!("--server-metric {name:?} is not a Prometheus metric name (e.g. my_server:queue_depth)");
+        }
+    }
+    let (url, explicit) = match flags.url.map(str::trim) {
+        Some(u) if u.eq_ignore_ascii_case("off") || u.eq_ignore_ascii_case("none") => {
+            return Ok(None)
+        }
+        Some(u) => {
+            let parsed = reqwest::Url::parse(u)
+                .with_context(|| format!("--server-metrics {u:?} is not a URL (or `off`)"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                bail!("--server-metrics {u:?}: use an http or https URL, or `off`");
+            }
+            (u.to_string(), true)
+        }
+        None => (format!("{}/metrics", base_url.trim_end_matches('/')), false),
+    };
+    let timeout = std::time::Duration::from_secs_f64(interval.clamp(0.5, 5.0) * 2.0);
+    Ok(Some(ScrapeConfig {
+        url,
+        interval: std::time::Duration::from_secs_f64(interval),
+        timeout,
+        raw: flags.raw.to_vec(),
+        model: Some(model.to_string()),
+        explicit,
+        // The target's key goes only to the target's own /metrics.
+        bearer: if explicit { None } else { api_key },
+        insecure,
+    }))
+}
+
+/// The server's summary of every stage, as scraped so far (exports and
+/// checkpoints during the run).
+pub fn attach_live(handle: &ScrapeHandle, stages: &mut [StageReport]) {
+    handle.with(|record| {
+        for s in stages.iter_mut() {
+            s.server = summarize_stage(record, s);
+        }
+    });
+}
+
+/// The stage's window in seconds since the scraper started: its measured
+/// window when it has one, else the whole stage.
+pub fn stage_window(stage: &StageReport, t0_wall: SystemTime) -> Option<(f64, f64)> {
+    let start = humantime::parse_rfc3339_weak(&stage.start).ok()?;
+    let offset = match start.duration_since(t0_wall) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    };
+    let (from, len) = if stage.measured_s > 0.0 {
+        (stage.measured_from_s.unwrap_or(0.0), stage.measured_s)
+    } else {
+        (0.0, stage.duration_s)
+    };
+    // Paused seconds are left out of the durations but not out of the clock.
+    let len = len + stage.paused_s.max(0.0);
+    let a = offset + from.max(0.0);
+    (len > 0.0).then_some((a, a + len))
+}
+
+/// The server's summary of one stage, from what has been scraped.
+pub fn summarize_stage(record: &Record, stage: &StageReport) -> Option<ServerStage> {
+    let (a, b) = stage_window(stage, record.t0_wall)?;
+    let client = summary::ClientSide {
+        ttft_mean_ms: stage.ttft_ms.mean,
+        e2e_mean_ms: stage.latency_ms.mean,
+        measured: stage.requests.measured,
+        sent: stage.requests.sent,
+    };
+    let source = record.source.map_or("other", vocab::Source::name);
+    summary::summarize(
+        record.history.points(),
+        source,
+        &record.raw_ids,
+        a,
+        b,
+        client,
+    )
+}
+
+/// Puts the server's summary on every stage, and returns the warnings the
+/// scraping left. Called once, when the run is over.
+pub fn attach(record: &Record, stages: &mut [StageReport]) -> Vec<String> {
+    for s in stages.iter_mut() {
+        s.server = summarize_stage(record, s);
+    }
+    record.warnings()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_become_a_scrape_config() {
+        let base = "http://127.0.0.1:8000";
+        let c = config(&Flags::default(), base, "m", Some("sk".into()), false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.url, "http://127.0.0.1:8000/metrics");
+        assert!(!c.explicit);
+        assert_eq!(c.bearer.as_deref(), Some("sk"));
+        assert_eq!(c.interval.as_secs_f64(), 1.0);
+        let off = Flags {
+            url: Some("off"),
+            ..Default::default()
+        };
+        assert!(config(&off, base, "m", None, false).unwrap().is_none());
+        let other = Flags {
+            url: Some("http://10.0.0.1:9400/metrics"),
+            ..Default::default()
+        };
+        let c = config(&other, base, "m", Some("sk".into()), false)
+            .unwrap()
+            .unwrap();
+        assert!(c.explicit);
+        assert_eq!(c.bearer, None, "the key stays with the target");
+        for bad in [
+            Flags {
+                url: Some("ftp://x/metrics"),
+                ..Default::default()
+            },
+            Flags {
+                url: Some("not a url"),
+                ..Default::default()
+            },
+            Flags {
+                interval_s: Some(0.0),
+                ..Default::default()
+            },
+            Flags {
+                interval_s: Some(f64::NAN),
+                ..Default::default()
+            },
+            Flags {
+                interval_s: Some(1e300),
+                ..Default::default()
+            },
+            Flags {
+                raw: &["bad name".to_string()],
+                ..Default::default()
+            },
+        ] {
+            assert!(config(&bad, base, "m", None, false).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_stage_window_is_its_measured_window_on_the_scrapers_clock() {
+        let t0 = humantime::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
+        let stage = StageReport {
+            start: "2026-01-01T00:00:10.500Z".into(),
+            duration_s: 30.0,
+            measured_s: 20.0,
+            measured_from_s: Some(5.0),
+            ..Default::default()
+        };
+        assert_eq!(stage_window(&stage, t0), Some((15.5, 35.5)));
+        let unmeasured = StageReport {
+            measured_s: 0.0,
+            ..stage
+        };
+        assert_eq!(stage_window(&unmeasured, t0), Some((10.5, 40.5)));
+    }
+}

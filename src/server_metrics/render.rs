@@ -1,0 +1,442 @@
+//! The server's side in every report format: text tables (console and
+//! Markdown), CSV columns, and an HTML section with the gauges over time.
+//! Each appears only when a report has something from the server, so
+//! reports of runs without it look as they always did.
+
+use std::fmt::Write as _;
+
+use super::model::{GaugeSummary, ServerDist};
+use crate::report::html::{esc, ticks};
+use crate::report::layouts::GroupedTable;
+use crate::report::{Report, StageReport};
+
+/// True when some stage has the server's metrics, or a server prompt-token
+/// count (usage) that differs from the requested one.
+pub fn has_server_side(r: &Report) -> bool {
+    r.stages.iter().any(|s| {
+        s.server.is_some()
+            || s.tokens
+                .prompt_mean_server
+                .is_some_and(|p| (p - s.tokens.prompt_mean).abs() >= 0.5)
+    })
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "-".into(),
+    }
+}
+
+fn g_mean(g: Option<GaugeSummary>, scale: f64, digits: usize) -> String {
+    opt(g.map(|g| g.mean * scale), digits)
+}
+
+fn g_max(g: Option<GaugeSummary>, scale: f64, digits: usize) -> String {
+    opt(g.map(|g| g.max * scale), digits)
+}
+
+/// The two text tables: the server's token counts beside the requested
+/// ones, and its queue, cache and latency figures. None when the report has
+/// nothing from the server.
+pub fn text_tables(r: &Report) -> Option<String> {
+    if !has_server_side(r) {
+        return None;
+    }
+    let tokens = GroupedTable {
+        columns: vec![
+            ("Metadata", "Benchmark"),
+            ("Prompt Tok/Req", "Requested"),
+            ("Prompt Tok/Req", "Server"),
+            ("Prompt Tok/Req", "/metrics"),
+            ("Cached Tok/Req", "/metrics"),
+            ("Prefix Cache", "Hit %"),
+            ("Preemptions", "per s"),
+        ],
+        rows: r
+            .stages
+            .iter()
+            .map(|s| {
+                let sv = s.server.as_ref();
+                vec![
+                    s.name.clone(),
+                    format!("{:.1}", s.tokens.prompt_mean),
+                    opt(s.tokens.prompt_mean_server, 1),
+                    opt(sv.and_then(|v| v.prompt_tokens_per_request), 1),
+                    opt(sv.and_then(|v| v.cached_prompt_tokens_per_request), 1),
+                    opt(
+                        sv.and_then(|v| v.prefix_cache_hit_rate).map(|h| h * 100.0),
+                        1,
+                    ),
+                    opt(sv.and_then(|v| v.preemptions).map(|p| p.per_s), 2),
+                ]
+            })
+            .collect(),
+    };
+    let mut out = tokens.render();
+    if r.stages.iter().any(|s| s.server.is_some()) {
+        let d = |x: Option<ServerDist>, f: fn(&ServerDist) -> Option<f64>, scale: f64, digits| {
+            opt(x.as_ref().and_then(f).map(|v| v * scale), digits)
+        };
+        let stats = GroupedTable {
+            columns: vec![
+                ("Metadata", "Benchmark"),
+                ("Running", "Mean"),
+                ("Running", "Max"),
+                ("Waiting", "Mean"),
+                ("Waiting", "Max"),
+                ("KV Cache %", "Mean"),
+                ("KV Cache %", "Max"),
+                ("Server TTFT (ms)", "Mean"),
+                ("Server TTFT (ms)", "p50~"),
+                ("Server TTFT (ms)", "p99~"),
+                ("Server ITL (ms)", "Mean"),
+                ("Server Queue (ms)", "Mean"),
+                ("Server E2E (s)", "Mean"),
+                ("Client - Server (ms)", "TTFT"),
+                ("Client - Server (ms)", "E2E"),
+            ],
+            rows: r
+                .stages
+                .iter()
+                .map(|s| {
+                    let v = s.server.clone().unwrap_or_default();
+                    let cms = v.client_minus_server.unwrap_or_default();
+                    vec![
+                        s.name.clone(),
+                        g_mean(v.running, 1.0, 1),
+                        g_max(v.running, 1.0, 0),
+                        g_mean(v.waiting, 1.0, 1),
+                        g_max(v.waiting, 1.0, 0),
+                        g_mean(v.kv_cache_usage, 100.0, 1),
+                        g_max(v.kv_cache_usage, 100.0, 1),
+                        d(v.ttft_ms, |x| Some(x.mean_ms), 1.0, 1),
+                        d(v.ttft_ms, |x| x.p50_ms_est, 1.0, 1),
+                        d(v.ttft_ms, |x| x.p99_ms_est, 1.0, 1),
+                        d(v.itl_ms, |x| Some(x.mean_ms), 1.0, 2),
+                        d(v.queue_ms, |x| Some(x.mean_ms), 1.0, 1),
+                        d(v.e2e_ms, |x| Some(x.mean_ms), 0.001, 2),
+                        opt(cms.ttft_mean_ms, 2),
+                        opt(cms.e2e_mean_ms, 2),
+                    ]
+                })
+                .collect(),
+        };
+        out.push_str(&stats.render());
+        out.push_str(
+            "~ estimated from the server's histogram buckets; client - server from the means.\n",
+        );
+    }
+    Some(out)
+}
+
+/// CSV columns, appended when some stage has the server's metrics.
+pub const CSV_COLUMNS: &[&str] = &[
+    "server_source",
+    "server_running_mean",
+    "server_running_max",
+    "server_waiting_mean",
+    "server_waiting_max",
+    "server_kv_cache_usage_mean",
+    "server_kv_cache_usage_max",
+    "server_preemptions_per_s",
+    "server_prompt_tokens_per_request",
+    "server_cached_prompt_tokens_per_request",
+    "server_prefix_cache_hit_rate",
+    "server_generation_tokens_per_s",
+    "server_requests_per_s",
+    "server_ttft_mean_ms",
+    "server_ttft_p50_ms_est",
+    "server_ttft_p99_ms_est",
+    "server_itl_mean_ms",
+    "server_itl_p50_ms_est",
+    "server_e2e_mean_ms",
+    "server_e2e_p50_ms_est",
+    "server_queue_mean_ms",
+    "server_queue_p50_ms_est",
+    "client_minus_server_ttft_mean_ms",
+    "client_minus_server_e2e_mean_ms",
+];
+
+pub fn csv_wanted(r: &Report) -> bool {
+    r.stages.iter().any(|s| s.server.is_some())
+}
+
+/// One stage's values for `CSV_COLUMNS` (empty where unknown).
+pub fn csv_values(s: &StageReport) -> Vec<String> {
+    let Some(v) = &s.server else {
+        return vec![String::new(); CSV_COLUMNS.len()];
+    };
+    let f = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
+    let mean = |d: Option<ServerDist>| f(d.map(|d| d.mean_ms));
+    let p50 = |d: Option<ServerDist>| f(d.and_then(|d| d.p50_ms_est));
+    let cms = v.client_minus_server.unwrap_or_default();
+    vec![
+        v.source.clone(),
+        f(v.running.map(|g| g.mean)),
+        f(v.running.map(|g| g.max)),
+        f(v.waiting.map(|g| g.mean)),
+        f(v.waiting.map(|g| g.max)),
+        f(v.kv_cache_usage.map(|g| g.mean)),
+        f(v.kv_cache_usage.map(|g| g.max)),
+        f(v.preemptions.map(|c| c.per_s)),
+        f(v.prompt_tokens_per_request),
+        f(v.cached_prompt_tokens_per_request),
+        f(v.prefix_cache_hit_rate),
+        f(v.generation_tokens.map(|c| c.per_s)),
+        f(v.requests.map(|c| c.per_s)),
+        mean(v.ttft_ms),
+        p50(v.ttft_ms),
+        f(v.ttft_ms.and_then(|d| d.p99_ms_est)),
+        mean(v.itl_ms),
+        p50(v.itl_ms),
+        mean(v.e2e_ms),
+        p50(v.e2e_ms),
+        mean(v.queue_ms),
+        p50(v.queue_ms),
+        f(cms.ttft_mean_ms),
+        f(cms.e2e_mean_ms),
+    ]
+}
+
+const COLORS: &[&str] = &["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+
+/// A line chart over the run's time with the stage starts marked.
+fn time_chart(
+    title: &str,
+    y_label: &str,
+    series: &[(&str, Vec<(f64, f64)>)],
+    stages: &[(f64, String)],
+    y_max: Option<f64>,
+) -> String {
+    let (w, h) = (560.0, 300.0);
+    let (ml, mr, mt, mb) = (56.0, 16.0, 34.0, 40.0);
+    let xmax_raw = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .chain(stages.iter().map(|s| s.0))
+        .fold(0.0, f64::max);
+    let ymax_raw = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let xt = ticks(xmax_raw);
+    let yt = ticks(y_max.unwrap_or(ymax_raw));
+    let xmax = xt.last().copied().unwrap_or(1.0).max(1e-9);
+    let ymax = yt.last().copied().unwrap_or(1.0).max(1e-9);
+    let px = |x: f64| ml + (x / xmax) * (w - ml - mr);
+    let py = |y: f64| h - mb - (y.min(ymax) / ymax) * (h - mt - mb);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}"><rect width="100%" height="100%" fill="#fff"/><text x="{tx}" y="20" font-size="14" font-weight="bold" text-anchor="middle">{t}</text>"##,
+        t = esc(title),
+        tx = w / 2.0
+    );
+    for y in &yt {
+        let _ = write!(
+            s,
+            r##"<line x1="{ml}" x2="{x2}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e5e5e5"/><text x="{tx}" y="{ty:.1}" font-size="10" text-anchor="end">{y}</text>"##,
+            x2 = w - mr,
+            yy = py(*y),
+            tx = ml - 6.0,
+            ty = py(*y) + 3.0,
+        );
+    }
+    for x in &xt {
+        let _ = write!(
+            s,
+            r##"<text x="{xx:.1}" y="{ty}" font-size="10" text-anchor="middle">{x}</text>"##,
+            xx = px(*x),
+            ty = h - mb + 14.0,
+        );
+    }
+    for (i, (t, name)) in stages.iter().enumerate() {
+        let _ = write!(
+            s,
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{mt}" y2="{yb}" stroke="#999" stroke-dasharray="3,3"><title>{n}</title></line><text x="{tx:.1}" y="{ty}" font-size="9" fill="#777">{i}</text>"##,
+            xx = px(*t),
+            yb = h - mb,
+            n = esc(name),
+            tx = px(*t) + 2.0,
+            ty = mt + 8.0,
+            i = i + 1,
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<line x1="{ml}" x2="{ml}" y1="{mt}" y2="{yb}" stroke="#333"/><line x1="{ml}" x2="{xr}" y1="{yb}" y2="{yb}" stroke="#333"/><text x="{cx}" y="{lb}" font-size="11" text-anchor="middle">seconds since the run started (dashed: stage starts)</text><text x="14" y="{cy}" font-size="11" text-anchor="middle" transform="rotate(-90 14 {cy})">{yl}</text>"##,
+        yb = h - mb,
+        xr = w - mr,
+        cx = (ml + w - mr) / 2.0,
+        lb = h - 8.0,
+        cy = (mt + h - mb) / 2.0,
+        yl = esc(y_label)
+    );
+    for (i, (name, points)) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        // A gap in the data (a failed scrape, a stage without data) breaks the line.
+        let mut path = String::new();
+        let mut prev_t: Option<f64> = None;
+        for (x, y) in points {
+            let cmd = if prev_t.is_none() { "M" } else { "L" };
+            let _ = write!(path, "{cmd}{:.1},{:.1} ", px(*x), py(*y));
+            prev_t = Some(*x);
+        }
+        let _ = write!(
+            s,
+            r#"<path fill="none" stroke="{color}" stroke-width="1.5" d="{}"/>"#,
+            path.trim_end()
+        );
+        let ly = mt + 4.0 + i as f64 * 14.0;
+        let _ = write!(
+            s,
+            r#"<rect x="{lx}" y="{ry:.1}" width="10" height="3" fill="{color}"/><text x="{tx}" y="{ty:.1}" font-size="10">{n}</text>"#,
+            lx = w - mr - 120.0,
+            ry = ly - 3.0,
+            tx = w - mr - 106.0,
+            ty = ly + 1.0,
+            n = esc(name)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The HTML section: gauges over the run with stage boundaries, and the
+/// tables. None when the report has nothing from the server.
+pub fn html_section(r: &Report) -> Option<String> {
+    let tables = text_tables(r)?;
+    let mut h = String::from("<h2>Server (/metrics)</h2>");
+    let with_series: Vec<&StageReport> = r
+        .stages
+        .iter()
+        .filter(|s| s.server.as_ref().and_then(|v| v.series.as_ref()).is_some())
+        .collect();
+    if !with_series.is_empty() {
+        let stage_starts: Vec<(f64, String)> = with_series
+            .iter()
+            .filter_map(|s| {
+                let t = s.server.as_ref()?.series.as_ref()?.t_s.first().copied()?;
+                Some((t, s.name.clone()))
+            })
+            .collect();
+        let collect = |f: fn(&super::model::ServerSeries) -> &Vec<Option<f64>>, scale: f64| {
+            let mut pts = Vec::new();
+            for s in &with_series {
+                let Some(se) = s.server.as_ref().and_then(|v| v.series.as_ref()) else {
+                    continue;
+                };
+                for (t, v) in se.t_s.iter().zip(f(se)) {
+                    if let Some(v) = v {
+                        pts.push((*t, v * scale));
+                    }
+                }
+            }
+            pts
+        };
+        let requests = time_chart(
+            "Requests at the server",
+            "requests",
+            &[
+                ("running", collect(|s| &s.running, 1.0)),
+                ("waiting", collect(|s| &s.waiting, 1.0)),
+            ],
+            &stage_starts,
+            None,
+        );
+        let kv_points = collect(|s| &s.kv_cache_usage, 100.0);
+        let kv = if kv_points.is_empty() {
+            String::new()
+        } else {
+            time_chart(
+                "KV-cache use",
+                "%",
+                &[("KV cache", kv_points)],
+                &stage_starts,
+                Some(100.0),
+            )
+        };
+        let _ = write!(h, r#"<div class="charts">{requests}{kv}</div>"#);
+    }
+    let _ = write!(h, "<pre>{}</pre>", esc(&tables));
+    Some(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server_metrics::model::{ClientMinusServer, ServerSeries, ServerStage};
+
+    fn report(server: Option<ServerStage>) -> Report {
+        let text = include_str!("../../tests/fixtures/report.json");
+        let mut r = Report::from_json(text).unwrap();
+        for s in &mut r.stages {
+            s.server = server.clone();
+        }
+        r
+    }
+
+    #[test]
+    fn nothing_from_the_server_changes_nothing() {
+        let r = report(None);
+        assert!(!has_server_side(&r));
+        assert!(text_tables(&r).is_none());
+        assert!(html_section(&r).is_none());
+        assert!(!csv_wanted(&r));
+    }
+
+    #[test]
+    fn server_figures_reach_every_format() {
+        let v = ServerStage {
+            source: "vllm".into(),
+            samples: 10,
+            prompt_tokens_per_request: Some(73.0),
+            cached_prompt_tokens_per_request: Some(60.0),
+            prefix_cache_hit_rate: Some(0.82),
+            waiting: Some(GaugeSummary {
+                mean: 2.5,
+                p50: 2.0,
+                max: 7.0,
+            }),
+            ttft_ms: Some(ServerDist {
+                count: 10.0,
+                mean_ms: 14.2,
+                p50_ms_est: Some(13.0),
+                p99_ms_est: Some(19.5),
+            }),
+            client_minus_server: Some(ClientMinusServer {
+                ttft_mean_ms: Some(1.25),
+                e2e_mean_ms: None,
+            }),
+            series: Some(ServerSeries {
+                t_s: vec![0.5, 1.5],
+                running: vec![Some(1.0), Some(2.0)],
+                waiting: vec![Some(0.0), None],
+                kv_cache_usage: vec![Some(0.1), Some(0.2)],
+            }),
+            ..Default::default()
+        };
+        let r = report(Some(v));
+        let t = text_tables(&r).unwrap();
+        for want in [
+            "Prompt Tok/Req",
+            "73.0",
+            "60.0",
+            "82.0",
+            "14.2",
+            "1.25",
+            "7",
+        ] {
+            assert!(t.contains(want), "{want} in\n{t}");
+        }
+        let html = html_section(&r).unwrap();
+        assert!(html.contains("<svg") && html.contains("KV-cache use"));
+        assert!(html.contains("stroke-dasharray"), "stage boundaries");
+        assert!(csv_wanted(&r));
+        let row = csv_values(&r.stages[0]);
+        assert_eq!(row.len(), CSV_COLUMNS.len());
+        assert_eq!(row[0], "vllm");
+        assert_eq!(row[8], "73");
+    }
+}

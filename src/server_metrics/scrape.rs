@@ -1,0 +1,512 @@
+//! The scraper: a task that reads the target's `/metrics` once a second
+//! while a run is live, on its own HTTP client (its own connection, its own
+//! timeout), keeps the readings in bounded memory, and publishes a live view
+//! for the dashboard through a `tokio::sync::watch`.
+//!
+//! Scraping never touches the measurement: a failed scrape is counted here
+//! and reported as a warning, never as a request.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::{oneshot, watch};
+
+use super::prom;
+use super::series::History;
+use super::vocab::{Counter, Gauge, Histo, Reading, Source};
+
+/// How to scrape.
+#[derive(Debug, Clone)]
+pub struct ScrapeConfig {
+    pub url: String,
+    pub interval: Duration,
+    pub timeout: Duration,
+    /// `--server-metric` names kept as raw series.
+    pub raw: Vec<String>,
+    /// The model under test (selects among several models' series).
+    pub model: Option<String>,
+    /// The user named the URL: failing to read it is worth a warning.
+    pub explicit: bool,
+    /// Sent as `Authorization: Bearer` (the target's API key, for servers
+    /// that guard /metrics with it).
+    pub bearer: Option<String>,
+    pub insecure: bool,
+}
+
+/// Where the scraper stands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Status {
+    /// No successful scrape yet.
+    #[default]
+    Starting,
+    /// Reading the server's metrics.
+    Live,
+    /// Not scraping, and why.
+    Off(String),
+}
+
+/// One second of the live view (rates over the last scrape interval).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LivePoint {
+    pub t_s: f64,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    /// 0..1
+    pub kv_cache_usage: Option<f64>,
+    pub preemptions_per_s: Option<f64>,
+    /// 0..1, over the last interval.
+    pub prefix_hit_rate: Option<f64>,
+    pub prompt_tokens_per_s: Option<f64>,
+    pub generation_tokens_per_s: Option<f64>,
+    /// Mean of the server's observations over the last interval.
+    pub ttft_ms: Option<f64>,
+    pub itl_ms: Option<f64>,
+    pub queue_ms: Option<f64>,
+}
+
+/// Live series keep at most this many points.
+pub const LIVE_POINTS: usize = 600;
+
+/// What the dashboard's server view shows.
+#[derive(Debug, Clone, Default)]
+pub struct LiveView {
+    pub status: Status,
+    pub url: String,
+    pub interval_s: f64,
+    pub source: Option<&'static str>,
+    pub scrapes: u64,
+    pub errors: u64,
+    pub last_error: Option<String>,
+    /// The latest scrape, as read.
+    pub latest: Reading,
+    pub series: VecDeque<LivePoint>,
+}
+
+impl LiveView {
+    fn new(cfg: &ScrapeConfig) -> Self {
+        LiveView {
+            status: Status::Starting,
+            url: redact_url(&cfg.url),
+            interval_s: cfg.interval.as_secs_f64(),
+            source: None,
+            scrapes: 0,
+            errors: 0,
+            last_error: None,
+            latest: Reading::default(),
+            series: VecDeque::new(),
+        }
+    }
+
+    pub fn last(&self) -> Option<&LivePoint> {
+        self.series.back()
+    }
+}
+
+/// What a run's scraping left: the readings and the counts.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub url: String,
+    /// When the scraper started (the run's start): scrapes are timed from it.
+    pub t0_wall: SystemTime,
+    pub source: Option<Source>,
+    pub history: History,
+    /// Series ids of the `--server-metric` gauges seen, in first-seen order.
+    pub raw_ids: Vec<String>,
+    pub scrapes: u64,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub status: Status,
+    pub explicit: bool,
+    /// Wall-clock time spent reading and parsing pages (for the cost note).
+    pub busy: Duration,
+}
+
+impl Record {
+    /// The report's warnings about scraping (none when all went well or the
+    /// target simply serves no metrics).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        match &self.status {
+            Status::Off(why) if self.explicit => {
+                w.push(format!("server metrics: {why}"));
+            }
+            _ => {}
+        }
+        if self.errors > 0 && self.scrapes > 0 {
+            w.push(format!(
+                "server metrics: {} of {} scrapes of {} failed{}",
+                self.errors,
+                self.scrapes + self.errors,
+                self.url,
+                self.first_error
+                    .as_deref()
+                    .map(|e| format!(" (first: {e})"))
+                    .unwrap_or_default()
+            ));
+        }
+        w
+    }
+}
+
+struct Shared {
+    record: Record,
+}
+
+/// A running scraper.
+pub struct Scraper {
+    shared: Arc<Mutex<Shared>>,
+    live: watch::Receiver<Arc<LiveView>>,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// `scheme://user:pass@host/...` → `scheme://***@host/...`.
+pub fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            let _ = u.set_username("***");
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Consecutive failures before an unasked-for scraper gives up quietly.
+const GIVE_UP_AFTER: u32 = 3;
+
+impl Scraper {
+    /// Starts scraping now; readings are timed from this moment.
+    pub fn start(cfg: ScrapeConfig) -> Scraper {
+        let view = LiveView::new(&cfg);
+        let record = Record {
+            url: view.url.clone(),
+            t0_wall: SystemTime::now(),
+            source: None,
+            history: History::default(),
+            raw_ids: Vec::new(),
+            scrapes: 0,
+            errors: 0,
+            first_error: None,
+            status: Status::Starting,
+            explicit: cfg.explicit,
+            busy: Duration::ZERO,
+        };
+        let shared = Arc::new(Mutex::new(Shared { record }));
+        let (live_tx, live) = watch::channel(Arc::new(view.clone()));
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let task = tokio::spawn(run(cfg, shared.clone(), view, live_tx, stop_rx));
+        Scraper {
+            shared,
+            live,
+            stop: Some(stop_tx),
+            task,
+        }
+    }
+
+    /// The live view, for the dashboard.
+    pub fn live(&self) -> watch::Receiver<Arc<LiveView>> {
+        self.live.clone()
+    }
+
+    /// A handle that reads what has been scraped so far (for checkpoints
+    /// and exports during the run).
+    pub fn handle(&self) -> ScrapeHandle {
+        ScrapeHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Takes one last scrape, stops, and returns everything scraped.
+    pub async fn finish(mut self) -> Record {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // The task ends after at most one scrape (bounded by its timeout).
+        let _ = (&mut self.task).await;
+        lock(&self.shared).record.clone()
+    }
+}
+
+/// Reads a running scraper's record without stopping it.
+#[derive(Clone)]
+pub struct ScrapeHandle {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl ScrapeHandle {
+    /// Runs `f` on the record as scraped so far (under a short lock).
+    pub fn with<T>(&self, f: impl FnOnce(&Record) -> T) -> T {
+        f(&lock(&self.shared).record)
+    }
+}
+
+impl Drop for Scraper {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Fetches and parses one page.
+async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<prom::Page, String> {
+    let mut req = http.get(&cfg.url);
+    if let Some(k) = &cfg.bearer {
+        req = req.bearer_auth(k);
+    }
+    let resp = req.send().await.map_err(|e| {
+        if e.is_timeout() {
+            format!("timed out after {:.1} s", cfg.timeout.as_secs_f64())
+        } else if e.is_connect() {
+            "cannot connect".to_string()
+        } else {
+            "request failed".to_string()
+        }
+    })?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(format!("HTTP {}", status.as_u16()));
+    }
+    let text = resp
+        .text()
+        .await
+        .map_err(|_| "the body broke off".to_string())?;
+    let page = prom::parse(&text);
+    if page.samples.is_empty() {
+        return Err("not a Prometheus text page".to_string());
+    }
+    Ok(page)
+}
+
+async fn run(
+    cfg: ScrapeConfig,
+    shared: Arc<Mutex<Shared>>,
+    mut view: LiveView,
+    live: watch::Sender<Arc<LiveView>>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let http = match reqwest::Client::builder()
+        .timeout(cfg.timeout)
+        .connect_timeout(cfg.timeout)
+        .pool_max_idle_per_host(1)
+        .danger_accept_invalid_certs(cfg.insecure)
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let why = format!("cannot build an HTTP client: {e}");
+            lock(&shared).record.status = Status::Off(why.clone());
+            view.status = Status::Off(why);
+            let _ = live.send(Arc::new(view));
+            return;
+        }
+    };
+    let t0 = Instant::now();
+    let mut ticks = tokio::time::interval(cfg.interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failures_in_a_row = 0u32;
+    let mut ever_ok = false;
+    let mut last = false;
+    let mut prev: Option<(f64, Reading)> = None;
+    loop {
+        if !last {
+            tokio::select! {
+                _ = ticks.tick() => {}
+                _ = &mut stop => last = true,
+            }
+        }
+        let sent = Instant::now();
+        let result = fetch(&http, &cfg).await;
+        let received = Instant::now();
+        let t_s = (sent.duration_since(t0) + received.duration_since(sent) / 2).as_secs_f64();
+        let mut rec = lock(&shared);
+        let r = &mut rec.record;
+        r.busy += received.duration_since(sent);
+        match result {
+            Ok(page) => {
+                let source = r.source.or_else(|| Source::detect(&page));
+                let reading = super::vocab::read(&page, source, cfg.model.as_deref(), &cfg.raw);
+                if reading.is_empty() {
+                    failures_in_a_row += 1;
+                    if !ever_ok {
+                        let why = format!(
+                            "{} has no metric names llmsweep knows (vLLM, SGLang, TGI, llama.cpp){}",
+                            r.url,
+                            if cfg.raw.is_empty() {
+                                ""
+                            } else {
+                                " nor the --server-metric names"
+                            }
+                        );
+                        r.status = Status::Off(why.clone());
+                        view.status = Status::Off(why);
+                        drop(rec);
+                        let _ = live.send(Arc::new(view.clone()));
+                        return;
+                    }
+                    r.errors += 1;
+                    r.first_error
+                        .get_or_insert_with(|| "a page without the known metrics".into());
+                } else {
+                    failures_in_a_row = 0;
+                    ever_ok = true;
+                    r.source = source;
+                    r.scrapes += 1;
+                    r.status = Status::Live;
+                    for (id, _) in &reading.raw {
+                        if !r.raw_ids.contains(id) {
+                            r.raw_ids.push(id.clone());
+                        }
+                    }
+                    let point = live_point(prev.as_ref(), t_s, &reading);
+                    r.history.push(t_s, reading.clone(), last);
+                    view.status = Status::Live;
+                    view.source = source.map(Source::name);
+                    view.scrapes = r.scrapes;
+                    if view.series.len() == LIVE_POINTS {
+                        view.series.pop_front();
+                    }
+                    view.series.push_back(point);
+                    view.latest = reading.clone();
+                    prev = Some((t_s, reading));
+                }
+            }
+            Err(e) => {
+                failures_in_a_row += 1;
+                if !ever_ok && !cfg.explicit && failures_in_a_row >= GIVE_UP_AFTER {
+                    // The target does not serve metrics: quietly off.
+                    let why = format!("{} is not served ({e})", r.url);
+                    r.status = Status::Off(why.clone());
+                    view.status = Status::Off(why);
+                    drop(rec);
+                    let _ = live.send(Arc::new(view.clone()));
+                    return;
+                }
+                if ever_ok {
+                    r.errors += 1;
+                    r.first_error.get_or_insert_with(|| e.clone());
+                } else if cfg.explicit {
+                    r.status = Status::Off(format!("cannot read {}: {e}", r.url));
+                }
+                view.errors = r.errors;
+                view.last_error = Some(e);
+            }
+        }
+        view.errors = r.errors;
+        drop(rec);
+        let _ = live.send(Arc::new(view.clone()));
+        if last {
+            return;
+        }
+    }
+}
+
+/// The live point of a reading: gauges as read, rates and interval means
+/// against the previous reading.
+fn live_point(prev: Option<&(f64, Reading)>, t_s: f64, r: &Reading) -> LivePoint {
+    let mut p = LivePoint {
+        t_s,
+        running: r.gauge(Gauge::Running),
+        waiting: r.gauge(Gauge::Waiting),
+        kv_cache_usage: r.gauge(Gauge::KvCacheUsage),
+        prefix_hit_rate: r.gauge(Gauge::PrefixHitRate),
+        ..Default::default()
+    };
+    let Some((t0, old)) = prev else { return p };
+    let dt = t_s - t0;
+    if dt <= 0.0 {
+        return p;
+    }
+    let delta = |c: Counter| -> Option<f64> {
+        let (a, b) = (old.counter(c)?, r.counter(c)?);
+        Some(if b >= a { b - a } else { b })
+    };
+    let rate = |c: Counter| delta(c).map(|d| d / dt);
+    p.preemptions_per_s = rate(Counter::Preemptions);
+    p.prompt_tokens_per_s = rate(Counter::PromptTokens);
+    p.generation_tokens_per_s = rate(Counter::GenerationTokens);
+    let hits = match (delta(Counter::PrefixHits), delta(Counter::PrefixQueries)) {
+        (Some(h), Some(q)) if q > 0.0 => Some(h / q),
+        _ => match (
+            delta(Counter::CachedPromptTokens),
+            delta(Counter::PromptTokens),
+        ) {
+            (Some(c), Some(p)) if p > 0.0 => Some(c / p),
+            _ => None,
+        },
+    };
+    p.prefix_hit_rate = hits.or(p.prefix_hit_rate);
+    let mean_ms = |h: Histo| -> Option<f64> {
+        let (a, b) = (old.hist(h)?, r.hist(h)?);
+        let n = b.count - a.count;
+        (n > 0.0).then(|| (b.sum - a.sum) / n * 1000.0)
+    };
+    p.ttft_ms = mean_ms(Histo::Ttft);
+    p.itl_ms = mean_ms(Histo::Itl);
+    p.queue_ms = mean_ms(Histo::Queue);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_points_are_rates_over_the_last_interval() {
+        let mut a = Reading::default();
+        a.counters[Counter::GenerationTokens as usize] = Some(100.0);
+        a.counters[Counter::PrefixQueries as usize] = Some(1000.0);
+        a.counters[Counter::PrefixHits as usize] = Some(0.0);
+        let mut b = a.clone();
+        b.counters[Counter::GenerationTokens as usize] = Some(300.0);
+        b.counters[Counter::PrefixQueries as usize] = Some(2000.0);
+        b.counters[Counter::PrefixHits as usize] = Some(250.0);
+        b.gauges[Gauge::Waiting as usize] = Some(3.0);
+        let p = live_point(Some(&(1.0, a)), 3.0, &b);
+        assert_eq!(p.generation_tokens_per_s, Some(100.0));
+        assert_eq!(p.prefix_hit_rate, Some(0.25));
+        assert_eq!(p.waiting, Some(3.0));
+        assert_eq!(p.prompt_tokens_per_s, None);
+        assert_eq!(live_point(None, 1.0, &b).generation_tokens_per_s, None);
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_redacted() {
+        assert_eq!(
+            redact_url("http://user:secret@host:9000/metrics"),
+            "http://***@host:9000/metrics"
+        );
+        assert_eq!(redact_url("http://host/metrics"), "http://host/metrics");
+    }
+
+    #[test]
+    fn warnings_count_failed_scrapes_and_say_nothing_when_metrics_are_simply_absent() {
+        let mut r = Record {
+            url: "http://h/metrics".into(),
+            t0_wall: SystemTime::now(),
+            source: None,
+            history: History::default(),
+            raw_ids: vec![],
+            scrapes: 0,
+            errors: 0,
+            first_error: None,
+            status: Status::Off("http://h/metrics is not served (HTTP 404)".into()),
+            explicit: false,
+            busy: Duration::ZERO,
+        };
+        assert!(r.warnings().is_empty());
+        r.explicit = true;
+        assert_eq!(r.warnings().len(), 1);
+        r.status = Status::Live;
+        r.scrapes = 9;
+        r.errors = 1;
+        r.first_error = Some("timed out after 2.0 s".into());
+        let w = r.warnings();
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("1 of 10 scrapes"), "{w:?}");
+    }
+}

@@ -1,0 +1,237 @@
+//! Per-stage summaries of the server's metrics: a pure function of the
+//! scrapes and the stage's window.
+
+use std::collections::BTreeMap;
+
+use super::model::{
+    ClientMinusServer, CounterSummary, GaugeSummary, ServerDist, ServerSeries, ServerStage,
+};
+use super::series::{counter_increase, gauge_stats, gauge_stats_by, hist_delta, Point};
+use super::vocab::{Counter, Gauge, Histo};
+
+/// The client's figures a stage is compared with (ms).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientSide {
+    pub ttft_mean_ms: f64,
+    pub e2e_mean_ms: f64,
+    /// Completed requests measured (0: nothing to compare).
+    pub measured: u64,
+    /// Requests sent in the stage.
+    pub sent: u64,
+}
+
+fn gauge(g: super::series::GaugeStats) -> GaugeSummary {
+    GaugeSummary {
+        mean: g.mean,
+        p50: g.p50,
+        max: g.max,
+    }
+}
+
+fn dist(points: &[Point], h: Histo, a: f64, b: f64) -> Option<ServerDist> {
+    let d = hist_delta(points, h, a, b)?;
+    // Less than half an observation: interpolation noise at the edges.
+    if d.count < 0.5 {
+        return None;
+    }
+    Some(ServerDist {
+        count: d.count,
+        mean_ms: d.mean()? * 1000.0,
+        p50_ms_est: d.quantile(0.5).map(|s| s * 1000.0),
+        p99_ms_est: d.quantile(0.99).map(|s| s * 1000.0),
+    })
+}
+
+/// Summarises the scrapes of the window [a, b] (seconds since the run
+/// started). `source` names the server; `raw_names` are the series ids of
+/// the user's `--server-metric` gauges. None when no scrape covers the window.
+pub fn summarize(
+    points: &[Point],
+    source: &str,
+    raw_names: &[String],
+    a: f64,
+    b: f64,
+    client: ClientSide,
+) -> Option<ServerStage> {
+    if a.is_nan() || b.is_nan() || b <= a || points.is_empty() {
+        return None;
+    }
+    let covered =
+        points.first().is_some_and(|p| p.t_s <= b) && points.last().is_some_and(|p| p.t_s >= a);
+    if !covered {
+        return None;
+    }
+    let window = b - a;
+    let counter = |c: Counter| {
+        counter_increase(points, c, a, b).map(|total| CounterSummary {
+            total,
+            per_s: total / window,
+        })
+    };
+    let samples = points.iter().filter(|p| p.t_s >= a && p.t_s <= b).count() as u64;
+    let requests = counter(Counter::Requests);
+    let e2e = dist(points, Histo::E2e, a, b);
+    let ttft = dist(points, Histo::Ttft, a, b);
+    // Requests whose prompt the server processed: those that got a first
+    // token (the TTFT histogram counts them, cancelled ones included, as the
+    // prompt-token counter does); else the finished ones; else the requests
+    // the client sent.
+    let finished = ttft
+        .map(|d| d.count)
+        .or(requests.map(|r| r.total))
+        .or(e2e.map(|d| d.count))
+        .or((client.sent > 0).then_some(client.sent as f64))
+        .filter(|n| *n >= 0.5);
+    let prompt_tokens = counter(Counter::PromptTokens);
+    let cached = counter(Counter::CachedPromptTokens);
+    let per_request = |c: Option<CounterSummary>| Some(c?.total / finished?);
+    let hit_rate = match (
+        counter(Counter::PrefixHits),
+        counter(Counter::PrefixQueries),
+    ) {
+        (Some(h), Some(q)) if q.total > 0.0 => Some(h.total / q.total),
+        _ => match (cached, prompt_tokens) {
+            (Some(c), Some(p)) if p.total > 0.0 => Some(c.total / p.total),
+            _ => gauge_stats(points, Gauge::PrefixHitRate, a, b).map(|g| g.mean),
+        },
+    };
+    let client_minus_server =
+        (client.measured > 0 && (ttft.is_some() || e2e.is_some())).then(|| ClientMinusServer {
+            ttft_mean_ms: ttft.map(|s| client.ttft_mean_ms - s.mean_ms),
+            e2e_mean_ms: e2e.map(|s| client.e2e_mean_ms - s.mean_ms),
+        });
+    let mut gauges = BTreeMap::new();
+    for id in raw_names {
+        let stats = gauge_stats_by(
+            points,
+            |r| r.raw.iter().find(|(k, _)| k == id).map(|(_, v)| *v),
+            a,
+            b,
+        );
+        if let Some(s) = stats {
+            gauges.insert(id.clone(), gauge(s));
+        }
+    }
+    Some(ServerStage {
+        source: source.to_string(),
+        samples,
+        running: gauge_stats(points, Gauge::Running, a, b).map(gauge),
+        waiting: gauge_stats(points, Gauge::Waiting, a, b).map(gauge),
+        kv_cache_usage: gauge_stats(points, Gauge::KvCacheUsage, a, b).map(gauge),
+        preemptions: counter(Counter::Preemptions),
+        prompt_tokens,
+        cached_prompt_tokens: cached,
+        generation_tokens: counter(Counter::GenerationTokens),
+        requests,
+        prompt_tokens_per_request: per_request(prompt_tokens),
+        cached_prompt_tokens_per_request: per_request(cached),
+        prefix_cache_hit_rate: hit_rate,
+        ttft_ms: ttft,
+        itl_ms: dist(points, Histo::Itl, a, b),
+        e2e_ms: e2e,
+        queue_ms: dist(points, Histo::Queue, a, b),
+        client_minus_server,
+        gauges,
+        series: Some(series(points, a, b)),
+    })
+}
+
+/// Points of a stage's gauges for charts.
+pub const SERIES_POINTS: usize = 240;
+
+/// The gauges inside [a, b], thinned to at most `SERIES_POINTS` points.
+pub fn series(points: &[Point], a: f64, b: f64) -> ServerSeries {
+    let inside: Vec<&Point> = points.iter().filter(|p| p.t_s >= a && p.t_s <= b).collect();
+    let step = inside.len().div_ceil(SERIES_POINTS).max(1);
+    let mut s = ServerSeries::default();
+    for p in inside.into_iter().step_by(step) {
+        s.t_s.push((p.t_s * 1000.0).round() / 1000.0);
+        s.running.push(p.reading.gauge(Gauge::Running));
+        s.waiting.push(p.reading.gauge(Gauge::Waiting));
+        s.kv_cache_usage.push(p.reading.gauge(Gauge::KvCacheUsage));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server_metrics::vocab::{Hist, Reading};
+    use std::sync::Arc;
+
+    /// A vLLM-like server seen once a second: 10 requests a second, each
+    /// with 100 prompt tokens (40 of them cached) and a TTFT of 50 ms.
+    fn points(n: usize) -> Vec<Point> {
+        let bounds: Arc<[f64]> = vec![0.04, 0.06, 0.1, f64::INFINITY].into();
+        (0..=n)
+            .map(|i| {
+                let reqs = 10.0 * i as f64;
+                let mut r = Reading::default();
+                r.gauges[Gauge::Running as usize] = Some(4.0);
+                r.gauges[Gauge::Waiting as usize] = Some(i as f64);
+                r.counters[Counter::Requests as usize] = Some(reqs);
+                r.counters[Counter::PromptTokens as usize] = Some(100.0 * reqs);
+                r.counters[Counter::CachedPromptTokens as usize] = Some(40.0 * reqs);
+                r.counters[Counter::Preemptions as usize] = Some(0.0);
+                r.hists[Histo::Ttft as usize] = Some(Hist {
+                    bounds: bounds.clone(),
+                    cumulative: vec![0.0, reqs, reqs, reqs],
+                    sum: 0.05 * reqs,
+                    count: reqs,
+                });
+                r.raw.push(("x{a=\"b\"}".into(), 2.0));
+                Point {
+                    t_s: i as f64,
+                    reading: r,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stage_summary_from_scrapes() {
+        let p = points(10);
+        let client = ClientSide {
+            ttft_mean_ms: 53.0,
+            measured: 20,
+            ..Default::default()
+        };
+        let s = summarize(&p, "vllm", &["x{a=\"b\"}".into()], 2.0, 6.0, client).unwrap();
+        assert_eq!(s.samples, 5);
+        assert_eq!(s.running.unwrap().mean, 4.0);
+        assert_eq!(s.waiting.unwrap().max, 6.0);
+        assert_eq!(s.waiting.unwrap().p50, 4.0);
+        assert_eq!(s.requests.unwrap().total, 40.0);
+        assert_eq!(s.requests.unwrap().per_s, 10.0);
+        assert_eq!(s.prompt_tokens_per_request, Some(100.0));
+        assert_eq!(s.cached_prompt_tokens_per_request, Some(40.0));
+        assert!((s.prefix_cache_hit_rate.unwrap() - 0.4).abs() < 1e-12);
+        assert_eq!(s.preemptions.unwrap().total, 0.0);
+        let ttft = s.ttft_ms.unwrap();
+        assert_eq!(ttft.count, 40.0);
+        assert!((ttft.mean_ms - 50.0).abs() < 1e-9);
+        assert!((ttft.p50_ms_est.unwrap() - 50.0).abs() < 1e-9);
+        let cms = s.client_minus_server.unwrap();
+        assert!((cms.ttft_mean_ms.unwrap() - 3.0).abs() < 1e-9);
+        assert!(cms.e2e_mean_ms.is_none());
+        assert_eq!(s.gauges["x{a=\"b\"}"].mean, 2.0);
+        assert!(s.kv_cache_usage.is_none());
+        let series = s.series.unwrap();
+        assert_eq!(series.t_s, vec![2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(series.waiting[0], Some(2.0));
+        assert_eq!(series.kv_cache_usage[0], None);
+        let long = points(2000);
+        let thinned = summarize(&long, "vllm", &[], 0.0, 2000.0, client).unwrap();
+        assert!(thinned.series.unwrap().t_s.len() <= SERIES_POINTS);
+        // A window the scrapes do not cover.
+        assert!(summarize(&p, "vllm", &[], 20.0, 30.0, client).is_none());
+        assert!(summarize(&p, "vllm", &[], 3.0, 3.0, client).is_none());
+    }
+
+    #[test]
+    fn old_reports_without_the_field_still_load() {
+        let s: ServerStage = serde_json::from_str(r#"{"source":"vllm","samples":3}"#).unwrap();
+        assert_eq!(s.samples, 3);
+        assert!(s.ttft_ms.is_none());
+    }
+}
