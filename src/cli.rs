@@ -115,4 +115,7 @@ pub struct RunArgs {
     /// Dashboard redraws per second.
     #[arg(long, default_value_t = 4.0)]
     pub fps: f64,
+    /// Close the dashboard as soon as the run ends, without the result screen.
+    #[arg(long)]
+    pub exit_on_finish: bool,
 }

@@ -426,6 +426,8 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
             c
         },
     };
+    // The dashboard's result screen gets the finished report through this.
+    let mut outcome_tx: Option<tokio::sync::oneshot::Sender<crate::tui::app::RunOutcome>> = None;
     let front_end = if headless {
         eprintln!(
             "llmsweep: target {} · model {} · {} · reports in {}",
@@ -439,7 +441,12 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
             Ok(())
         })
     } else {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if !args.exit_on_finish {
+            outcome_tx = Some(tx);
+        }
         let opts = crate::tui::TuiOptions {
+            outcome: outcome_tx.is_some().then_some(rx),
             fps: args.fps,
             themes,
             info: crate::tui::app::RunInfo {
@@ -454,7 +461,7 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         let export_formats = formats.clone();
         let exporter: crate::tui::Exporter = Box::new(move |snap: &Snapshot| {
             let report = export_meta.report(
-                snap.finished.to_vec(),
+                crate::report::export::with_running_stage(snap),
                 snap.timeline.to_vec(),
                 snap.warnings.to_vec(),
                 true,
@@ -494,12 +501,8 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
     let result: RunResult = engine.run(plan.plan.as_mut()).await;
     signals.abort();
     drop(control_tx);
-    let front_end_result = front_end.await;
-    if let Some(h) = simulator {
-        h.shutdown().await;
-    }
-
-    // 6. Reports, then the tables on the normal screen.
+    // 6. Reports; the dashboard shows the result screen until a key, then
+    // the tables go to the normal screen.
     let report = meta.report(
         result.stages,
         result.timeline,
@@ -507,11 +510,29 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         result.partial,
         &result.end_reason,
     );
-    let paths = crate::report::export::write_all(&report, &out_dir, &formats)?;
+    let written = crate::report::export::write_all(&report, &out_dir, &formats);
+    let report = std::sync::Arc::new(report);
+    if let (Some(tx), Ok(paths)) = (outcome_tx.take(), &written) {
+        let _ = tx.send(crate::tui::app::RunOutcome {
+            report: report.clone(),
+            paths: paths.clone(),
+        });
+    }
+    drop(outcome_tx);
+    let front_end_result = front_end.await;
+    if let Some(h) = simulator {
+        h.shutdown().await;
+    }
+    let paths = written?;
     let path = paths[0].clone();
     let mut out = std::io::stdout().lock();
+    let width = crossterm::terminal::size().map_or(80, |(w, _)| w);
     // The terminal may be gone (SIGHUP): the report is on disk, so a failed print is fine.
-    let _ = write!(out, "{}", crate::report::console::render(&report));
+    let _ = write!(
+        out,
+        "{}",
+        crate::report::console::render_for_width(&report, width)
+    );
     for p in &paths {
         let _ = writeln!(out, "report: {}", p.display());
     }

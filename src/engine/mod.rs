@@ -7,6 +7,7 @@
 //! loop). Each request runs in its own task and reports back on a channel, so
 //! the statistics have a single owner and need no locks.
 
+pub mod history;
 pub mod live;
 pub mod strategy;
 
@@ -98,6 +99,8 @@ pub struct Engine {
     warnings: Vec<String>,
     paused: bool,
     manual_stages: usize,
+    /// The run's per-second history, shared with every snapshot.
+    history: Arc<history::RunHistory>,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -131,6 +134,7 @@ impl Engine {
             warnings: Vec::new(),
             paused: false,
             manual_stages: 0,
+            history: Arc::new(history::RunHistory::new()),
         }
     }
 
@@ -211,6 +215,7 @@ impl Engine {
         snap.stage = None;
         snap.finished = self.finished_shared.clone();
         snap.timeline = Arc::new(self.timeline.clone());
+        snap.history = self.history.clone();
         self.snapshots.send_replace(snap);
         RunResult {
             stages: std::mem::take(&mut self.finished),
@@ -251,6 +256,8 @@ impl Engine {
             self.settings.percentiles.clone(),
         );
         self.note("stage_start", spec.name.clone());
+        let t_start = self.t();
+        Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
 
         let cancel = CancellationToken::new();
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(u64, RequestRecord)>();
@@ -324,7 +331,7 @@ impl Engine {
                 _ = ticks.tick() => {
                     let now = Instant::now();
                     while now >= next_second {
-                        stats.tick(next_second);
+                        self.tick_history(&mut stats, next_second);
                         next_second += Duration::from_secs(1);
                     }
                     self.publish(spec, &stats, plan, number);
@@ -352,7 +359,7 @@ impl Engine {
             }
         }
         let end_at = Instant::now();
-        stats.tick(end_at);
+        self.tick_history(&mut stats, end_at);
         let report = stats.finish(
             end_at,
             spec.name.clone(),
@@ -372,6 +379,19 @@ impl Engine {
             ),
         );
         (report, end)
+    }
+
+    /// Closes a second of the stage's series and adds it to the run's history.
+    fn tick_history(&mut self, stats: &mut StageStats, at: Instant) {
+        let before = stats.series.back().map(|p| p.t_s);
+        stats.tick(at);
+        if let Some(p) = stats.series.back().copied() {
+            if Some(p.t_s) != before {
+                let span = p.t_s - before.unwrap_or(0.0);
+                let t = at.saturating_duration_since(self.run_start).as_secs_f64();
+                Arc::make_mut(&mut self.history).push(t, span, &p, stats.counts.errored);
+            }
+        }
     }
 
     fn dispatch(
@@ -510,6 +530,12 @@ impl Engine {
             itl_p50_ms: last.itl_p50_ms,
             itl_p99_ms: last.itl_p99_ms,
             series: stats.series.iter().skip(skip).copied().collect(),
+            so_far: Some(Arc::new(stats.so_far(
+                Instant::now(),
+                spec.name.clone(),
+                spec.strategy.kind(),
+                spec.strategy.target_rate(),
+            ))),
         };
         let snap = Snapshot {
             elapsed_s: self.t(),
@@ -522,6 +548,7 @@ impl Engine {
             recent_errors: Arc::new(self.recent_errors.clone()),
             timeline: Arc::new(self.timeline.clone()),
             warnings: Arc::new(self.warnings.clone()),
+            history: self.history.clone(),
             done: false,
         };
         self.snapshots.send_replace(snap);

@@ -289,6 +289,59 @@ impl StageStats {
         end_reason: &str,
     ) -> StageReport {
         self.integrate(end);
+        let saturation_reason = saturation(
+            target_rate.filter(|_| matches!(strategy, "constant" | "poisson")),
+            self.latency.quantile_ms(0.5) / 1000.0,
+            self.series.make_contiguous(),
+        );
+        let mut histograms = BTreeMap::new();
+        for (k, d) in [
+            ("ttft_us", &self.ttft),
+            ("itl_us", &self.itl),
+            ("tpot_us", &self.tpot),
+            ("latency_us", &self.latency),
+            ("queue_us", &self.queue),
+        ] {
+            histograms.insert(k.to_string(), d.encode());
+        }
+        let area = self.in_flight_area;
+        let mut r = self.summarize(end, area, name, strategy, target_rate, end_reason);
+        r.saturated = saturation_reason.is_some();
+        r.saturation_reason = saturation_reason;
+        r.histograms = histograms;
+        r
+    }
+
+    /// The stage so far, as its report would read if it ended `now`: for the
+    /// dashboard's running row and an export during the stage. Cheap enough
+    /// for every snapshot: no histograms, no saturation verdict.
+    pub fn so_far(
+        &self,
+        now: Instant,
+        name: String,
+        strategy: &str,
+        target_rate: Option<f64>,
+    ) -> StageReport {
+        let from = self.last_change.max(self.window.from);
+        let to = self.window.to.map_or(now, |t| now.min(t));
+        let pending = if to > from {
+            self.in_flight as f64 * (to - from).as_secs_f64()
+        } else {
+            0.0
+        };
+        let area = self.in_flight_area + pending;
+        self.summarize(now, area, name, strategy, target_rate, "running")
+    }
+
+    fn summarize(
+        &self,
+        end: Instant,
+        in_flight_area: f64,
+        name: String,
+        strategy: &str,
+        target_rate: Option<f64>,
+        end_reason: &str,
+    ) -> StageReport {
         let duration = end.saturating_duration_since(self.start);
         let (m_from, m_to) = if self.window.by_index() {
             (
@@ -314,30 +367,15 @@ impl StageStats {
         };
         let concurrency = Concurrency {
             mean: if conc_window > 0.0 {
-                self.in_flight_area / conc_window
+                in_flight_area / conc_window
             } else {
                 0.0
             },
             max: self.max_in_flight,
         };
-        let saturation_reason = saturation(
-            target_rate.filter(|_| matches!(strategy, "constant" | "poisson")),
-            self.latency.quantile_ms(0.5) / 1000.0,
-            self.series.make_contiguous(),
-        );
         let n = self.counts.measured as f64;
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
         let pct = &self.percentiles;
-        let mut histograms = BTreeMap::new();
-        for (k, d) in [
-            ("ttft_us", &self.ttft),
-            ("itl_us", &self.itl),
-            ("tpot_us", &self.tpot),
-            ("latency_us", &self.latency),
-            ("queue_us", &self.queue),
-        ] {
-            histograms.insert(k.to_string(), d.encode());
-        }
         StageReport {
             name,
             strategy: strategy.to_string(),
@@ -346,8 +384,8 @@ impl StageStats {
             end: rfc3339(self.start_wall + duration),
             duration_s: duration.as_secs_f64(),
             measured_s: measured,
-            saturated: saturation_reason.is_some(),
-            saturation_reason,
+            saturated: false,
+            saturation_reason: None,
             end_reason: end_reason.to_string(),
             requests: self.counts,
             errors: self.errors.clone(),
@@ -373,7 +411,7 @@ impl StageStats {
                 requests_per_s: per_s(self.good as f64),
                 fraction: if n > 0.0 { self.good as f64 / n } else { 0.0 },
             }),
-            histograms,
+            histograms: BTreeMap::new(),
         }
     }
 }

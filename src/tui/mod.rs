@@ -28,6 +28,10 @@ pub struct TuiOptions {
     pub info: RunInfo,
     /// Base URL whose `/metrics` feeds the server view.
     pub metrics_base: Option<String>,
+    /// The finished run and its report paths, sent once the reports are
+    /// written: the dashboard shows the result screen until a key. None (or
+    /// `--exit-on-finish`) closes the dashboard when the run ends.
+    pub outcome: Option<tokio::sync::oneshot::Receiver<app::RunOutcome>>,
 }
 
 /// Restores the terminal when dropped, whatever the exit path. Panics are
@@ -82,6 +86,7 @@ pub async fn run(
         .map(|base| tokio::spawn(server::poll(base, metrics_tx)));
 
     let mut app = App::new(opts.info, opts.themes);
+    let mut outcome = opts.outcome;
     let period = Duration::from_secs_f64(1.0 / opts.fps.clamp(0.5, 30.0));
     let mut frames = tokio::time::interval(period);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -93,8 +98,28 @@ pub async fn run(
                 if let Err(e) = terminal.draw(|f| ui::draw(f, &app)) {
                     break Err(e).context("the terminal went away");
                 }
-                if app.snap.done {
+                if app.snap.done && outcome.is_none() && app.outcome.is_none() {
                     break Ok(());
+                }
+            }
+            o = async {
+                match outcome.as_mut() {
+                    Some(rx) => rx.await.ok(),
+                    None => None,
+                }
+            }, if outcome.is_some() && app.snap.done => {
+                outcome = None;
+                match o {
+                    Some(o) => {
+                        app.outcome = Some(o);
+                        app.view = app::View::Dashboard;
+                        app.help = false;
+                        if let Err(e) = terminal.draw(|f| ui::draw(f, &app)) {
+                            break Err(e).context("the terminal went away");
+                        }
+                    }
+                    // No reports to show (writing them failed): just close.
+                    None => break Ok(()),
                 }
             }
             Some(ev) = keys.recv() => {
@@ -115,6 +140,7 @@ pub async fn run(
                                     Err(e) => app.say(format!("export failed: {e:#}")),
                                 }
                             }
+                            Some(Action::Close) => break Ok(()),
                             None => {}
                         }
                     }
