@@ -475,7 +475,7 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
     let snap = &app.snap;
     let [l1, l2, l3] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
-    let line1 = Line::from(vec![
+    let mut line1 = Line::from(vec![
         Span::styled(" llmsweep ", th.highlight()),
         Span::styled(format!(" {} ", app.info.target), th.style(th.accent)),
         Span::styled("· ", th.dim()),
@@ -483,6 +483,10 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
         Span::styled(" · ", th.dim()),
         Span::styled(app.info.profile.clone(), th.dim()),
     ]);
+    // Narrow: the profile goes first (the stage line says what runs).
+    if line1.width() > area.width as usize {
+        line1.spans.truncate(4);
+    }
     frame.render_widget(Paragraph::new(fit_line(line1, area.width)), l1);
 
     let total = snap.stages_total.map_or("?".into(), |t| t.to_string());
@@ -495,7 +499,7 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
                     " {} stages · {} · {}",
                     o.report.stages.len(),
                     fmt_duration(snap.elapsed_s),
-                    summary::stop_reason(&o.report)
+                    o.report.end_reason
                 ),
                 th.text(),
             ),
@@ -652,7 +656,7 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
             ),
         ]),
         Line::from(vec![
-            Span::styled("stage: ", th.dim()),
+            Span::styled(if inner.width >= 30 { "stage: " } else { "" }, th.dim()),
             Span::styled("done ", th.dim()),
             Span::styled(format!("{} ", st.counts.completed), th.style(th.good)),
             Span::styled("inc ", th.dim()),
@@ -664,6 +668,58 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
     let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
     if !errs.is_empty() {
         lines.push(Line::styled(errs.join(" · "), th.style(th.bad)));
+    }
+    // Room to spare: the stage so far, and the run's errors.
+    if inner.height as usize >= lines.len() + 6 {
+        if let Some(r) = &st.so_far {
+            let has = r.requests.measured > 0;
+            lines.push(Line::from(""));
+            lines.push(Line::styled("stage so far", th.title()));
+            lines.push(Line::from(vec![
+                Span::styled("req/s ", th.dim()),
+                Span::styled(
+                    if has {
+                        format!("{:.2}", r.rates.requests_per_s)
+                    } else {
+                        "-".into()
+                    },
+                    th.text(),
+                ),
+                Span::styled("  conc ", th.dim()),
+                Span::styled(format!("{:.1}", r.concurrency.mean), th.text()),
+            ]));
+            lines.push(Line::from(vec![
+                Span::styled("TTFT ms ", th.dim()),
+                Span::styled(
+                    format!(
+                        "p50 {} p99 {}",
+                        opt_ms(r.ttft_ms.p50, r.ttft_ms.count > 0),
+                        opt_ms(r.ttft_ms.p99, r.ttft_ms.count > 0)
+                    ),
+                    th.text(),
+                ),
+            ]));
+            lines.push(Line::from(vec![
+                Span::styled("ITL ms  ", th.dim()),
+                Span::styled(
+                    format!(
+                        "p50 {} p99 {}",
+                        opt_ms(r.itl_ms.p50, r.itl_ms.count > 0),
+                        opt_ms(r.itl_ms.p99, r.itl_ms.count > 0)
+                    ),
+                    th.text(),
+                ),
+            ]));
+        }
+        let totals = run_error_totals(&app.snap);
+        if !totals.is_empty() && inner.height as usize >= lines.len() + 2 {
+            let words: Vec<String> = totals.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            lines.push(Line::from(""));
+            lines.push(Line::from(vec![
+                Span::styled("run errors ", th.dim()),
+                Span::styled(words.join(" · "), th.style(th.bad)),
+            ]));
+        }
     }
     // Fewer lines than fit: drop the least essential (ITL, then TTFT) but
     // keep the counts.
@@ -732,13 +788,75 @@ fn draw_chart(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
     }
 }
 
-fn legend(th: &Theme, title: &str, items: &[(&str, Color)]) -> Line<'static> {
-    let mut spans = vec![Span::styled(format!(" {title} "), th.title())];
+/// A chart's legend, for the bottom border: `━p50 ━p99`.
+fn legend(th: &Theme, items: &[(&str, Color)]) -> Line<'static> {
+    let mut spans = vec![Span::raw(" ")];
     for (name, c) in items {
         spans.push(Span::styled("━", Style::default().fg(*c)));
         spans.push(Span::styled(format!("{name} "), th.dim()));
     }
     Line::from(spans)
+}
+
+/// A y axis, linear from 0 or log10 when the values span more than
+/// `LOG_SPAN`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct YScale {
+    pub log: bool,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl YScale {
+    pub fn fit(values: &[f64], allow_log: bool, floor: f64) -> YScale {
+        let log = allow_log && wants_log(values.iter().copied());
+        if log {
+            let (lo, hi) = values
+                .iter()
+                .filter(|v| **v > 0.0)
+                .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+            let lo = lo.log10().floor();
+            YScale {
+                log,
+                lo,
+                hi: hi.log10().ceil().max(lo + 1.0),
+            }
+        } else {
+            let hi = values.iter().copied().fold(0.0f64, f64::max).max(floor) * 1.1;
+            YScale { log, lo: 0.0, hi }
+        }
+    }
+
+    pub fn y(&self, v: f64) -> f64 {
+        if self.log {
+            v.max(1e-3).log10()
+        } else {
+            v
+        }
+    }
+
+    pub fn labels(&self) -> Vec<String> {
+        if !self.log {
+            return y_labels(self.hi);
+        }
+        let (lo, hi) = (self.lo as i32, self.hi as i32);
+        let mid = (lo + hi) / 2;
+        let mut v = vec![lo];
+        if mid != lo && mid != hi {
+            v.push(mid);
+        }
+        v.push(hi);
+        v.into_iter()
+            .map(|e| {
+                let x = 10f64.powi(e);
+                if x >= 1.0 {
+                    format!("{x:.0}")
+                } else {
+                    format!("{x}")
+                }
+            })
+            .collect()
+    }
 }
 
 fn draw_history(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
@@ -755,24 +873,31 @@ fn draw_history(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
         _ => &[],
     };
     let items: Vec<(&str, Color)> = names.iter().copied().zip(colors).collect();
-    let mut title = legend(th, m.title(), &items);
-    title.spans.push(Span::styled("┊ stage ", th.dim()));
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(th.border())
-        .title(fit_line(title, area.width.saturating_sub(2)));
+    let block = |log: bool| {
+        let title = Line::styled(
+            format!(" {}{} ", m.title(), if log { " · log scale" } else { "" }),
+            th.title(),
+        );
+        let mut bottom = legend(th, &items);
+        bottom.spans.push(Span::styled("┊ stage start ", th.dim()));
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(th.border())
+            .title(fit_line(title, area.width.saturating_sub(2)))
+            .title_bottom(fit_line(bottom, area.width.saturating_sub(2)))
+    };
     let hist = &app.snap.history;
     if hist.is_empty() {
         frame.render_widget(
             Paragraph::new("the run's history appears after its first second")
                 .style(th.dim())
                 .wrap(Wrap { trim: true })
-                .block(block),
+                .block(block(false)),
             area,
         );
         return;
     }
-    let inner = block.inner(area);
+    let inner = block(false).inner(area);
     let x0 = hist
         .points()
         .next()
@@ -787,23 +912,26 @@ fn draw_history(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
         }
     }
     let n = (inner.width as usize * 2).max(2);
+    let all: Vec<f64> = lines.iter().flatten().map(|p| p.1).collect();
+    let scale = YScale::fit(
+        &all,
+        matches!(m, Metric::Ttft | Metric::Itl),
+        if m == Metric::Errors { 1.0 } else { 0.01 },
+    );
     let lines: Vec<Vec<(f64, f64)>> = lines
         .iter()
         .enumerate()
-        .map(|(i, l)| bucket(l, n, i == 1 || m == Metric::Errors))
+        .map(|(i, l)| {
+            let scaled: Vec<(f64, f64)> = l.iter().map(|p| (p.0, scale.y(p.1))).collect();
+            bucket(&scaled, n, i == 1 || m == Metric::Errors)
+        })
         .collect();
-    let ymax = lines
-        .iter()
-        .flatten()
-        .map(|p| p.1)
-        .fold(0.0f64, f64::max)
-        .max(if m == Metric::Errors { 1.0 } else { 0.01 })
-        * 1.1;
+    let (ylo, ymax) = (scale.lo, scale.hi);
     let marks: Vec<[(f64, f64); 2]> = hist
         .stages
         .iter()
         .filter(|s| s.t_s > x0 + 0.5)
-        .map(|s| [(s.t_s, 0.0), (s.t_s, ymax)])
+        .map(|s| [(s.t_s, ylo), (s.t_s, ymax)])
         .collect();
     let mut datasets: Vec<Dataset> = marks
         .iter()
@@ -828,7 +956,7 @@ fn draw_history(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
         );
     }
     let chart = Chart::new(datasets)
-        .block(block)
+        .block(block(scale.log))
         .x_axis(
             Axis::default()
                 .bounds([x0, x1])
@@ -837,9 +965,9 @@ fn draw_history(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
         )
         .y_axis(
             Axis::default()
-                .bounds([0.0, ymax])
+                .bounds([ylo, ymax])
                 .style(th.dim())
-                .labels(y_labels(ymax)),
+                .labels(scale.labels()),
         );
     frame.render_widget(chart, area);
 }
@@ -899,13 +1027,16 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     let colors = [th.spark_ttft, th.warn, th.spark_itl, th.accent];
     let knee = summary::knee(&app.snap.finished);
     let log = wants_log(pts.iter().flat_map(|p| p.lat));
-    let mut title = legend(
-        th,
+    let title = Line::styled(
         if log {
-            "latency ms vs req/s (log)"
+            " latency ms vs req/s · log scale "
         } else {
-            "latency ms vs req/s"
+            " latency ms vs req/s "
         },
+        th.title(),
+    );
+    let mut bottom = legend(
+        th,
         &[
             ("TTFT p50", colors[0]),
             ("p99", colors[1]),
@@ -913,13 +1044,13 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
             ("p99", colors[3]),
         ],
     );
-    title.spans.push(Span::styled("• other ", th.dim()));
-    title
+    bottom.spans.push(Span::styled("• other ", th.dim()));
+    bottom
         .spans
-        .push(Span::styled("■", Style::default().fg(th.bad)));
-    title.spans.push(Span::styled("saturated ", th.dim()));
+        .push(Span::styled("█", Style::default().fg(th.bad)));
+    bottom.spans.push(Span::styled("saturated ", th.dim()));
     if let Some(k) = knee {
-        title.spans.push(Span::styled(
+        bottom.spans.push(Span::styled(
             format!("┊ knee {:.1} ", k.rates.requests_per_s),
             th.dim(),
         ));
@@ -927,7 +1058,8 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
-        .title(fit_line(title, area.width.saturating_sub(2)));
+        .title(fit_line(title, area.width.saturating_sub(2)))
+        .title_bottom(fit_line(bottom, area.width.saturating_sub(2)));
     if pts.is_empty() {
         frame.render_widget(
             Paragraph::new(
@@ -940,23 +1072,14 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
         );
         return;
     }
-    let y = |v: f64| if log { v.max(1e-3).log10() } else { v };
     let all_y: Vec<f64> = pts
         .iter()
         .flat_map(|p| p.lat)
         .filter(|v| *v > 0.0)
-        .map(y)
         .collect();
-    let (mut ylo, mut yhi) = all_y
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
-    if log {
-        ylo = ylo.floor();
-        yhi = yhi.ceil().max(ylo + 1.0);
-    } else {
-        ylo = 0.0;
-        yhi = (yhi * 1.1).max(0.01);
-    }
+    let scale = YScale::fit(&all_y, true, 0.01);
+    let y = |v: f64| scale.y(v);
+    let (ylo, yhi) = (scale.lo, scale.hi);
     let xmax = pts.iter().map(|p| p.rate).fold(0.0f64, f64::max) * 1.1;
     let curves: Vec<Vec<(f64, f64)>> = (0..4)
         .map(|i| {
@@ -1019,28 +1142,7 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
             .style(th.style(th.accent).add_modifier(Modifier::BOLD))
             .data(&running),
     );
-    let ylabels: Vec<String> = if log {
-        let lo = ylo as i32;
-        let hi = yhi as i32;
-        let mid = (lo + hi) / 2;
-        let mut v = vec![lo];
-        if mid != lo && mid != hi {
-            v.push(mid);
-        }
-        v.push(hi);
-        v.into_iter()
-            .map(|e| {
-                let x = 10f64.powi(e);
-                if x >= 1.0 {
-                    format!("{x:.0}")
-                } else {
-                    format!("{x}")
-                }
-            })
-            .collect()
-    } else {
-        y_labels(yhi)
-    };
+    let ylabels = scale.labels();
     let chart = Chart::new(datasets)
         .block(block)
         .x_axis(
@@ -1074,7 +1176,7 @@ fn table_rows(app: &App) -> Vec<RowData> {
     rows
 }
 
-fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, titled: bool) {
+fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: bool) {
     if area.height < 3 {
         return;
     }
@@ -1111,7 +1213,11 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, titled
         .iter()
         .position(|r| r.state == RowState::Running)
         .unwrap_or(rows.len().saturating_sub(1));
-    let base = running.saturating_sub(visible.saturating_sub(2));
+    let base = if rows.iter().any(|r| r.state == RowState::Running) {
+        running.saturating_sub(visible.saturating_sub(2))
+    } else {
+        rows.len().saturating_sub(visible)
+    };
     let start = (base + app.scroll).min(rows.len().saturating_sub(1));
     let body: Vec<Row> = rows
         .iter()
@@ -1125,11 +1231,9 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, titled
             };
             let mut name = match r.state {
                 RowState::Running => format!("▶{}", r.name),
+                _ if r.saturated => format!("!{}", r.name),
                 _ => r.name.clone(),
             };
-            if r.saturated {
-                name.push_str(" !");
-            }
             if name.chars().count() > name_w as usize {
                 name = name.chars().take(name_w as usize - 1).collect::<String>() + "…";
             }
@@ -1152,13 +1256,16 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, titled
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border());
-    if titled {
-        let title = Line::from(vec![
-            Span::styled(" stages ", th.title()),
-            Span::styled("▶ running, so far · ! saturated · - no data ", th.dim()),
-        ]);
-        block = block.title(fit_line(title, area.width.saturating_sub(2)));
-    }
+    let legend = if live {
+        "▶ running, so far · ! saturated · - no data "
+    } else {
+        "! saturated · - no data · ↑ ↓ scroll "
+    };
+    let title = Line::from(vec![
+        Span::styled(" stages ", th.title()),
+        Span::styled(legend, th.dim()),
+    ]);
+    block = block.title(fit_line(title, area.width.saturating_sub(2)));
     let table = Table::new(body, widths)
         .header(header)
         .column_spacing(1)
@@ -1271,7 +1378,10 @@ fn draw_errors(frame: &mut Frame, app: &App, area: Rect) {
                 th.dim(),
             ),
         ]));
-        lines.push(Line::styled(format!("       {}", g.message), th.text()));
+        let width = area.width.saturating_sub(2).max(20) as usize;
+        for part in crate::report::console::wrap(&g.message, width - 7, 0) {
+            lines.push(Line::styled(format!("       {part}"), th.text()));
+        }
     }
     frame.render_widget(
         Paragraph::new(lines)
@@ -1286,38 +1396,40 @@ fn draw_result(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
     let Some(o) = &app.outcome else { return };
     let r = &o.report;
-    let mut lines: Vec<Line> = summary::lines(r)
-        .into_iter()
-        .map(|(k, v)| {
-            Line::from(vec![
-                Span::styled(format!("{k:<10} "), th.title()),
-                Span::styled(v, th.text()),
-            ])
-        })
-        .collect();
+    let inner_w = area.width.saturating_sub(2).max(20) as usize;
     let paths: Vec<String> = o.paths.iter().map(|p| p.display().to_string()).collect();
-    lines.push(Line::from(vec![
-        Span::styled(format!("{:<10} ", "Reports"), th.title()),
-        Span::styled(
-            if paths.is_empty() {
-                "not written".into()
-            } else {
-                paths.join("  ")
-            },
-            th.style(th.accent),
-        ),
-    ]));
+    let mut items = summary::lines(r);
+    items.push((
+        "Reports",
+        if paths.is_empty() {
+            "not written".into()
+        } else {
+            paths.join("  ")
+        },
+    ));
+    let mut lines: Vec<Line> = Vec::new();
+    for (k, v) in items {
+        let style = if k == "Reports" {
+            th.style(th.accent)
+        } else {
+            th.text()
+        };
+        for (i, part) in crate::report::console::wrap(&v, inner_w - 11, 0)
+            .into_iter()
+            .enumerate()
+        {
+            let label = if i == 0 { k } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{label:<10} "), th.title()),
+                Span::styled(part, style),
+            ]));
+        }
+    }
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.style(th.accent))
         .title(Span::styled(" result ", th.title()));
-    // Height the summary needs when wrapped.
-    let inner_w = area.width.saturating_sub(2).max(1) as usize;
-    let need: usize = lines
-        .iter()
-        .map(|l| l.width().div_ceil(inner_w).max(1))
-        .sum::<usize>()
-        + 2;
+    let need = lines.len() + 2;
     let rows: Vec<RowData> = r.stages.iter().map(RowData::from_report).collect();
     let sum_h = (need as u16).min(area.height.saturating_sub(6).max(4));
     let [sum, rest] = Layout::vertical([Constraint::Length(sum_h), Constraint::Min(0)]).areas(area);
@@ -1334,7 +1446,7 @@ fn draw_result(frame: &mut Frame, app: &App, area: Rect) {
         let [chart, table] =
             Layout::horizontal([Constraint::Percentage(45), Constraint::Min(0)]).areas(rest);
         draw_sweep(frame, app, chart);
-        draw_table(frame, app, &rows, table, true);
+        draw_table(frame, app, &rows, table, false);
     } else if rest.height >= 18 {
         let [chart, table] = Layout::vertical([
             Constraint::Min(8),
@@ -1342,9 +1454,9 @@ fn draw_result(frame: &mut Frame, app: &App, area: Rect) {
         ])
         .areas(rest);
         draw_sweep(frame, app, chart);
-        draw_table(frame, app, &rows, table, true);
+        draw_table(frame, app, &rows, table, false);
     } else {
-        draw_table(frame, app, &rows, rest, true);
+        draw_table(frame, app, &rows, rest, false);
     }
 }
 
