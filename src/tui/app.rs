@@ -139,7 +139,8 @@ pub struct App {
 const STATUS_FOR: Duration = Duration::from_secs(6);
 
 /// A new rate this many times the highest completion rate measured so far
-/// asks for confirmation first.
+/// (and more than 1.5× the running stage's target) asks for confirmation
+/// first.
 pub const FAR_ABOVE: f64 = 3.0;
 
 impl App {
@@ -203,18 +204,21 @@ impl App {
             && s.stages_total.is_some_and(|t| s.stage_number >= t)
     }
 
-    /// The highest completion rate measured so far: any finished stage, or
-    /// the running stage so far. None before anything completed.
+    /// The highest completion rate measured so far: any finished stage, the
+    /// running stage so far, or any second of the run (early in a stage its
+    /// average still lags). None before anything completed.
     pub fn highest_measured_rate(&self) -> Option<f64> {
         let finished = self.snap.finished.iter().map(|s| s.rates.requests_per_s);
-        let running = self
-            .snap
-            .stage
-            .as_ref()
+        let st = self.snap.stage.as_ref();
+        let running = st
             .and_then(|s| s.so_far.as_ref())
             .map(|r| r.rates.requests_per_s);
+        let now = st.map(|s| s.achieved_rps);
+        let seconds = self.snap.history.points().map(|p| p.requests_per_s);
         finished
             .chain(running)
+            .chain(now)
+            .chain(seconds)
             .filter(|r| r.is_finite() && *r > 0.0)
             .reduce(f64::max)
     }
@@ -237,7 +241,11 @@ impl App {
             return None;
         }
         let top = self.highest_measured_rate()?;
-        (rate > FAR_ABOVE * top).then(|| {
+        // A small step from the running target is not a leap, even when the
+        // stage has measured little yet.
+        let target = self.snap.stage.as_ref().and_then(|s| s.target_rate);
+        let leap = target.is_none_or(|t| rate > 1.5 * t);
+        (leap && rate > FAR_ABOVE * top).then(|| {
             format!(
                 "{rate:.2} req/s is {:.0}× the highest rate completed so far ({top:.2} req/s)",
                 rate / top
@@ -651,6 +659,20 @@ mod tests {
         a.snap.stage.as_mut().unwrap().target_rate = Some(15.0);
         assert!(press(&mut a, "*").is_empty());
         assert!(matches!(a.confirm, Some(Confirm::Rate { .. })));
+    }
+
+    #[test]
+    fn a_small_step_from_the_target_never_asks_even_early_in_a_stage() {
+        // 1 s into constant@5: 0.8 req/s measured so far. +10% is not a leap.
+        let mut a = with_stage("constant", Some(5.0), 0.8);
+        assert_eq!(
+            press(&mut a, "+"),
+            vec![Action::Send(Control::ScaleRate(1.1))]
+        );
+        // A typed 5000 is.
+        press(&mut a, "r5000");
+        assert_eq!(enter(&mut a), None);
+        assert!(a.confirm.is_some());
     }
 
     #[test]
