@@ -735,24 +735,49 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Reduces `pts` to at most `n` points by averaging neighbours in x
-/// buckets (the max for `peak` series, so a spike stays visible).
-pub fn bucket(pts: &[(f64, f64)], n: usize, peak: bool) -> Vec<(f64, f64)> {
-    if pts.len() <= n || n == 0 {
+/// The smallest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k that is ≥ `v` (> 0).
+pub fn nice_ceil(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 1.0;
+    }
+    let mag = 10f64.powf(v.log10().floor());
+    [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|x| *x >= v * (1.0 - 1e-12))
+        .unwrap_or(10.0 * mag)
+}
+
+/// Reduces `pts` to at most `n` points, one per equal slice of [x0, x1]
+/// (the mean, or the max for `peak` series). Slices are fixed by the axis,
+/// not by the number of points, so a new second changes only the last one.
+pub fn bucket_by_x(pts: &[(f64, f64)], x0: f64, x1: f64, n: usize, peak: bool) -> Vec<(f64, f64)> {
+    if pts.len() <= n || n == 0 || x1 <= x0 {
         return pts.to_vec();
     }
-    let per = pts.len().div_ceil(n);
-    pts.chunks(per)
-        .map(|c| {
-            let x = c[c.len() - 1].0;
-            let y = if peak {
-                c.iter().map(|p| p.1).fold(f64::MIN, f64::max)
-            } else {
-                c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64
-            };
-            (x, y)
-        })
-        .collect()
+    let width = (x1 - x0) / n as f64;
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    let mut cur: Option<(usize, f64, f64, usize)> = None; // slice, x, y, count
+    for &(x, y) in pts {
+        let k = (((x - x0) / width).floor().max(0.0) as usize).min(n - 1);
+        match cur.as_mut() {
+            Some(c) if c.0 == k => {
+                c.1 = x;
+                c.2 = if peak { c.2.max(y) } else { c.2 + y };
+                c.3 += 1;
+            }
+            _ => {
+                if let Some(c) = cur.take() {
+                    out.push((c.1, if peak { c.2 } else { c.2 / c.3 as f64 }));
+                }
+                cur = Some((k, x, y, 1));
+            }
+        }
+    }
+    if let Some(c) = cur {
+        out.push((c.1, if peak { c.2 } else { c.2 / c.3 as f64 }));
+    }
+    out
 }
 
 /// Y-axis value labels for 0..max.
@@ -822,7 +847,9 @@ impl YScale {
                 hi: hi.log10().ceil().max(lo + 1.0),
             }
         } else {
-            let hi = values.iter().copied().fold(0.0f64, f64::max).max(floor) * 1.1;
+            // A round top that changes rarely: a rescale redraws the whole
+            // chart, and over SSH every redrawn cell costs bytes.
+            let hi = nice_ceil(values.iter().copied().fold(0.0f64, f64::max).max(floor) * 1.05);
             YScale { log, lo: 0.0, hi }
         }
     }
@@ -902,7 +929,11 @@ fn draw_history(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
         .points()
         .next()
         .map_or(0.0, |p| (p.t_s - p.span_s).max(0.0));
-    let x1 = hist.points().last().map_or(1.0, |p| p.t_s).max(x0 + 1.0);
+    // The x axis ends at a round time just past now, so it rescales every
+    // tenth of the run or so, not every second (only the newest column
+    // changes in between: cheap over SSH).
+    let last = hist.points().last().map_or(1.0, |p| p.t_s);
+    let x1 = x0 + nice_ceil(((last - x0) * 1.02).max(10.0));
     let mut lines: Vec<Vec<(f64, f64)>> = vec![Vec::new(), Vec::new()];
     for p in hist.points() {
         for (i, v) in series_of(p, m).into_iter().enumerate() {
@@ -923,7 +954,7 @@ fn draw_history(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
         .enumerate()
         .map(|(i, l)| {
             let scaled: Vec<(f64, f64)> = l.iter().map(|p| (p.0, scale.y(p.1))).collect();
-            bucket(&scaled, n, i == 1 || m == Metric::Errors)
+            bucket_by_x(&scaled, x0, x1, n, i == 1 || m == Metric::Errors)
         })
         .collect();
     let (ylo, ymax) = (scale.lo, scale.hi);
@@ -1080,7 +1111,7 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     let scale = YScale::fit(&all_y, true, 0.01);
     let y = |v: f64| scale.y(v);
     let (ylo, yhi) = (scale.lo, scale.hi);
-    let xmax = pts.iter().map(|p| p.rate).fold(0.0f64, f64::max) * 1.1;
+    let xmax = nice_ceil(pts.iter().map(|p| p.rate).fold(0.0f64, f64::max) * 1.05);
     let curves: Vec<Vec<(f64, f64)>> = (0..4)
         .map(|i| {
             pts.iter()
@@ -1801,12 +1832,27 @@ mod tests {
         let pts: Vec<(f64, f64)> = (0..100)
             .map(|i| (i as f64, if i == 37 { 50.0 } else { 1.0 }))
             .collect();
-        let b = bucket(&pts, 10, true);
+        let b = bucket_by_x(&pts, 0.0, 100.0, 10, true);
         assert_eq!(b.len(), 10);
         assert_eq!(b.last().unwrap().0, 99.0);
         assert!(b.iter().any(|p| p.1 == 50.0));
-        let m = bucket(&pts, 10, false);
+        let m = bucket_by_x(&pts, 0.0, 100.0, 10, false);
         assert!(m.iter().all(|p| p.1 < 50.0));
+    }
+
+    #[test]
+    fn axes_end_at_round_numbers_and_slices_stay_put() {
+        assert_eq!(nice_ceil(73.0), 80.0);
+        assert_eq!(nice_ceil(100.0), 100.0);
+        assert_eq!(nice_ceil(101.0), 150.0);
+        assert_eq!(nice_ceil(0.013), 0.015);
+        // One more second changes only the last slice.
+        let pts: Vec<(f64, f64)> = (1..=100).map(|i| (i as f64, (i % 7) as f64)).collect();
+        let a = bucket_by_x(&pts[..99], 0.0, 120.0, 30, false);
+        let b = bucket_by_x(&pts, 0.0, 120.0, 30, false);
+        assert!(b.len() - a.len() <= 1);
+        assert_eq!(a[..a.len() - 1], b[..a.len() - 1]);
+        assert!(bucket_by_x(&pts, 0.0, 120.0, 30, true).iter().all(|p| p.1 <= 6.0));
     }
 
     #[test]
