@@ -1852,7 +1852,9 @@ mod tests {
         let b = bucket_by_x(&pts, 0.0, 120.0, 30, false);
         assert!(b.len() - a.len() <= 1);
         assert_eq!(a[..a.len() - 1], b[..a.len() - 1]);
-        assert!(bucket_by_x(&pts, 0.0, 120.0, 30, true).iter().all(|p| p.1 <= 6.0));
+        assert!(bucket_by_x(&pts, 0.0, 120.0, 30, true)
+            .iter()
+            .all(|p| p.1 <= 6.0));
     }
 
     #[test]
