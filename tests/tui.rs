@@ -699,3 +699,83 @@ async fn keys_reach_the_engine() {
     }
     sim.shutdown().await;
 }
+
+/// The history spans the run (a viewer gets it from any snapshot), the
+/// running row is the stage so far, and an export during the run includes
+/// the running stage, marked as such.
+#[tokio::test]
+async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
+    let sim = start_sim(model(1.0, 0.0, 256)).await;
+    let mut h = spawn_run(
+        &sim.url(),
+        vec![
+            stage(Strategy::Constant { rate: 20.0 }, secs(2.5)),
+            stage(Strategy::Constant { rate: 20.0 }, secs(30.0)),
+        ],
+        "prompt_tokens=8,output_tokens=8,samples=8",
+        RunSettings::default(),
+    );
+    let limit = Duration::from_secs(20);
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage_number == 2
+            && s.stage.as_ref().is_some_and(|st| {
+                st.so_far
+                    .as_ref()
+                    .is_some_and(|r| r.requests.completed >= 20)
+            })
+    })
+    .await;
+    let snap = h.snapshots.borrow().clone();
+    // Both stages are in the history, with their starts marked.
+    let names: Vec<&str> = snap
+        .history
+        .stages
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(names, ["constant@20.00", "constant@20.00"]);
+    let second_start = snap.history.stages[1].t_s;
+    assert!(second_start >= 2.4, "{second_start}");
+    let before = snap
+        .history
+        .points()
+        .filter(|p| p.t_s <= second_start + 1e-6)
+        .count();
+    let after = snap.history.since(second_start).count();
+    assert!(
+        before >= 2 && after >= 1,
+        "{before} points before, {after} after"
+    );
+    assert!(snap
+        .history
+        .points()
+        .any(|p| p.requests_per_s > 0.0 && p.ttft_p50_ms.is_some()));
+    // The running stage so far: cumulative, `running`, no histograms yet.
+    let so_far = snap.stage.as_ref().unwrap().so_far.clone().unwrap();
+    assert_eq!(so_far.end_reason, "running");
+    assert!(so_far.histograms.is_empty());
+    assert!(so_far.ttft_ms.count >= 20, "{:?}", so_far.ttft_ms);
+    assert!(
+        so_far.rates.requests_per_s > 5.0 && so_far.rates.requests_per_s < 40.0,
+        "{}",
+        so_far.rates.requests_per_s
+    );
+    // `e` during the run: the finished stage plus the running one, marked.
+    let stages = llmsweep::report::export::with_running_stage(&snap);
+    assert_eq!(stages.len(), 2);
+    assert_eq!(stages[1].name, "constant@20.00 (running, so far)");
+    assert_eq!(stages[1].end_reason, "running");
+    // The dashboard draws it: the history chart and the running row.
+    let mut app = app_with(Vec::new());
+    app.snap = snap;
+    let s = render(&app, 120, 36);
+    assert_has(&s, &["TTFT ms (p50, p99)", "▶constant@20.00", "stage 2/2"]);
+    h.control
+        .send(llmsweep::engine::Control::Stop {
+            reason: "test".into(),
+        })
+        .unwrap();
+    let res = h.run.await.unwrap();
+    assert_eq!(res.stages.len(), 2);
+    sim.shutdown().await;
+}

@@ -101,6 +101,9 @@ pub struct Engine {
     manual_stages: usize,
     /// The run's per-second history, shared with every snapshot.
     history: Arc<history::RunHistory>,
+    /// The running stage so far, refreshed once a second (summarising five
+    /// histograms 4×/s would cost the dispatcher for nothing).
+    so_far: Option<Arc<StageReport>>,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -135,6 +138,7 @@ impl Engine {
             paused: false,
             manual_stages: 0,
             history: Arc::new(history::RunHistory::new()),
+            so_far: None,
         }
     }
 
@@ -258,6 +262,7 @@ impl Engine {
         self.note("stage_start", spec.name.clone());
         let t_start = self.t();
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
+        self.so_far = None;
 
         let cancel = CancellationToken::new();
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(u64, RequestRecord)>();
@@ -330,9 +335,19 @@ impl Engine {
                 _ = std::future::ready(()), if immediate => {}
                 _ = ticks.tick() => {
                     let now = Instant::now();
+                    let mut ticked = false;
                     while now >= next_second {
                         self.tick_history(&mut stats, next_second);
                         next_second += Duration::from_secs(1);
+                        ticked = true;
+                    }
+                    if ticked {
+                        self.so_far = Some(Arc::new(stats.so_far(
+                            now,
+                            spec.name.clone(),
+                            spec.strategy.kind(),
+                            spec.strategy.target_rate(),
+                        )));
                     }
                     self.publish(spec, &stats, plan, number);
                 }
@@ -530,12 +545,7 @@ impl Engine {
             itl_p50_ms: last.itl_p50_ms,
             itl_p99_ms: last.itl_p99_ms,
             series: stats.series.iter().skip(skip).copied().collect(),
-            so_far: Some(Arc::new(stats.so_far(
-                Instant::now(),
-                spec.name.clone(),
-                spec.strategy.kind(),
-                spec.strategy.target_rate(),
-            ))),
+            so_far: self.so_far.clone(),
         };
         let snap = Snapshot {
             elapsed_s: self.t(),

@@ -254,5 +254,7 @@ mod tests {
             assert!(all.contains(needle), "{needle:?} in\n{all}");
         }
         assert!(markdown(&r).starts_with("## Summary\n\n- **Capacity:**"));
+        let md = crate::report::export::markdown(&r);
+        assert!(md.contains("## Summary") && md.contains("**Saturated:** constant@40.00"));
     }
 }
