@@ -526,7 +526,12 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
     let paths = written?;
     let path = paths[0].clone();
     let mut out = std::io::stdout().lock();
-    let width = crossterm::terminal::size().map_or(80, |(w, _)| w);
+    // A terminal gets tables that fit its width; a pipe or a log file the full ones.
+    let width = if std::io::stdout().is_terminal() {
+        crossterm::terminal::size().map_or(80, |(w, _)| w)
+    } else {
+        crate::report::console::FULL_WIDTH
+    };
     // The terminal may be gone (SIGHUP): the report is on disk, so a failed print is fine.
     let _ = write!(
         out,

@@ -499,7 +499,7 @@ fn the_result_screen_says_what_the_run_found() {
         }),
         paths: vec!["out/report.json".into(), "out/report.html".into()],
     });
-    for (w, h) in [(80, 24), (120, 36), (160, 48)] {
+    for (w, h) in [(60, 20), (80, 24), (120, 36), (160, 48), (250, 60)] {
         let s = render(&app, w, h);
         golden(&format!("result-{w}x{h}"), &s);
         assert_has(

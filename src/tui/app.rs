@@ -328,6 +328,15 @@ impl App {
                     self.metric = self.metric.next();
                     None
                 }
+                // Scrolls the errors view; harmless on the result.
+                KeyCode::Down | KeyCode::Char('j') => {
+                    self.scroll = self.scroll.saturating_add(1);
+                    None
+                }
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.scroll = self.scroll.saturating_sub(1);
+                    None
+                }
                 _ => Some(Action::Close),
             };
         }

@@ -1249,7 +1249,11 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     } else {
         rows.len().saturating_sub(visible)
     };
-    let start = (base + app.scroll).min(rows.len().saturating_sub(1));
+    let start = if live {
+        (base + app.scroll).min(rows.len().saturating_sub(1))
+    } else {
+        base
+    };
     let body: Vec<Row> = rows
         .iter()
         .skip(start)
@@ -1290,7 +1294,7 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     let legend = if live {
         "▶ running, so far · ! saturated · - no data "
     } else {
-        "! saturated · - no data · ↑ ↓ scroll "
+        "! saturated · - no data "
     };
     let title = Line::from(vec![
         Span::styled(" stages ", th.title()),
@@ -1462,7 +1466,8 @@ fn draw_result(frame: &mut Frame, app: &App, area: Rect) {
         .title(Span::styled(" result ", th.title()));
     let need = lines.len() + 2;
     let rows: Vec<RowData> = r.stages.iter().map(RowData::from_report).collect();
-    let sum_h = (need as u16).min(area.height.saturating_sub(6).max(4));
+    // The summary first: the table gets what is left (none on a small screen).
+    let sum_h = (need as u16).min(area.height);
     let [sum, rest] = Layout::vertical([Constraint::Length(sum_h), Constraint::Min(0)]).areas(area);
     frame.render_widget(
         Paragraph::new(lines)
@@ -1470,7 +1475,7 @@ fn draw_result(frame: &mut Frame, app: &App, area: Rect) {
             .block(block),
         sum,
     );
-    if rest.height < 4 {
+    if rest.height < 5 {
         return;
     }
     if rest.width >= 120 && rest.height >= 10 {
