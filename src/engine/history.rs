@@ -21,7 +21,8 @@ pub const COARSE_CAP: usize = 1440;
 
 /// One point of the run's history. Latency fields are `None` for a span in
 /// which nothing completed (no data is not 0 ms).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct HistoryPoint {
     /// Seconds since the run started, at the end of the span.
     pub t_s: f64,
@@ -68,13 +69,15 @@ impl HistoryPoint {
 }
 
 /// Where a stage started, in run time.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StageMark {
     pub t_s: f64,
     pub name: String,
 }
 
-#[derive(Debug, Clone, Default)]
+/// Serialisable, so a viewer that attaches mid-run can be sent the whole of it.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RunHistory {
     /// Downsampled seconds older than `recent`, oldest first.
     pub coarse: Vec<HistoryPoint>,
@@ -240,6 +243,23 @@ mod tests {
         // Seconds are in order.
         let ts: Vec<f64> = h.points().map(|p| p.t_s).collect();
         assert!(ts.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn it_travels_as_json_for_an_attached_viewer() {
+        let mut h = RunHistory::new();
+        h.stage_started(0.0, "a");
+        h.push(1.0, 1.0, &sp(2.0, 30.0, 1), 1);
+        let back: RunHistory = serde_json::from_str(&serde_json::to_string(&h).unwrap()).unwrap();
+        assert_eq!(
+            back.points().copied().collect::<Vec<_>>(),
+            h.points().copied().collect::<Vec<_>>()
+        );
+        assert_eq!(back.stages, h.stages);
+        // Later points keep their error deltas.
+        let mut back = back;
+        back.push(2.0, 1.0, &sp(2.0, 30.0, 1), 3);
+        assert_eq!(back.points().last().unwrap().errors, 2);
     }
 
     #[test]

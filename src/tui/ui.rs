@@ -391,39 +391,11 @@ fn fmt_duration(s: f64) -> String {
     }
 }
 
-/// Seconds the running stage has been paused, from the timeline (`pause`
-/// and `resume` events since its `stage_start`), up to `now_s` (run time).
-pub fn paused_in_stage(snap: &Snapshot) -> f64 {
-    let start = snap
-        .timeline
-        .iter()
-        .rev()
-        .find(|e| e.event == "stage_start")
-        .map_or(0.0, |e| e.t_s);
-    let mut total = 0.0;
-    let mut since: Option<f64> = None;
-    for e in snap.timeline.iter().filter(|e| e.t_s >= start) {
-        match e.event.as_str() {
-            "pause" => since = since.or(Some(e.t_s)),
-            "resume" => {
-                if let Some(p) = since.take() {
-                    total += (e.t_s - p).max(0.0);
-                }
-            }
-            _ => {}
-        }
-    }
-    if let (Some(p), true) = (since, snap.paused) {
-        total += (snap.elapsed_s - p).max(0.0);
-    }
-    total
-}
-
-/// The running stage's clock: elapsed less paused time, so it stops while
-/// paused and never passes the stage's length.
+/// The running stage's clock: the engine's `elapsed_s`, which leaves out
+/// paused time, so it stops while paused; never past the stage's length.
 pub fn stage_clock(snap: &Snapshot) -> f64 {
     let Some(st) = &snap.stage else { return 0.0 };
-    let active = (st.elapsed_s - paused_in_stage(snap)).max(0.0);
+    let active = st.elapsed_s.max(0.0);
     match st.max_seconds {
         Some(m) => active.min(m),
         None => active,
@@ -1870,34 +1842,19 @@ mod tests {
     }
 
     #[test]
-    fn paused_time_stops_the_stage_clock() {
-        use crate::report::TimelineEvent;
-        let ev = |t: f64, e: &str| TimelineEvent {
-            t_s: t,
-            event: e.into(),
-            detail: String::new(),
-        };
+    fn the_stage_clock_never_passes_the_stage_length() {
         let mut snap = Snapshot {
-            elapsed_s: 30.0,
-            paused: true,
             stage: Some(LiveStage {
                 elapsed_s: 17.0,
                 max_seconds: Some(10.0),
                 ..Default::default()
             }),
-            timeline: std::sync::Arc::new(vec![
-                ev(13.0, "stage_start"),
-                ev(15.0, "pause"),
-                ev(17.0, "resume"),
-                ev(22.0, "pause"),
-            ]),
             ..Default::default()
         };
-        assert!((paused_in_stage(&snap) - 10.0).abs() < 1e-9);
-        assert!((stage_clock(&snap) - 7.0).abs() < 1e-9);
-        snap.paused = false;
-        assert!((paused_in_stage(&snap) - 2.0).abs() < 1e-9);
-        // Never past the stage's length.
         assert_eq!(stage_clock(&snap), 10.0);
+        snap.stage.as_mut().unwrap().elapsed_s = 7.0;
+        assert_eq!(stage_clock(&snap), 7.0);
+        let (stage, _, _) = progress(&snap);
+        assert_eq!(stage, Some(0.7));
     }
 }
