@@ -546,6 +546,9 @@ fn help_errors_and_server_views() {
         ],
     );
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    let mut help = golden_app();
+    help.on_key(KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE));
+    golden("help-80x24", &render(&help, 80, 24));
     app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     assert_eq!(app.view, View::Errors);
     let mut errs = golden_app();
