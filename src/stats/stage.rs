@@ -305,7 +305,7 @@ impl StageStats {
             histograms.insert(k.to_string(), d.encode());
         }
         let area = self.in_flight_area;
-        let mut r = self.summarize(end, area, name, strategy, target_rate, end_reason);
+        let mut r = self.summarize(end, area, name, strategy, target_rate, end_reason, false);
         r.saturated = saturation_reason.is_some();
         r.saturation_reason = saturation_reason;
         r.histograms = histograms;
@@ -330,9 +330,13 @@ impl StageStats {
             0.0
         };
         let area = self.in_flight_area + pending;
-        self.summarize(now, area, name, strategy, target_rate, "running")
+        self.summarize(now, area, name, strategy, target_rate, "running", true)
     }
 
+    /// `one_pass`: each distribution summarised in one pass over its
+    /// histogram instead of one per statistic (the live view, once a second,
+    /// on the dispatcher's task).
+    #[allow(clippy::too_many_arguments)]
     fn summarize(
         &self,
         end: Instant,
@@ -341,7 +345,15 @@ impl StageStats {
         strategy: &str,
         target_rate: Option<f64>,
         end_reason: &str,
+        one_pass: bool,
     ) -> StageReport {
+        let summary = |d: &Dist| {
+            if one_pass {
+                d.summary_one_pass(&self.percentiles)
+            } else {
+                d.summary(&self.percentiles)
+            }
+        };
         let duration = end.saturating_duration_since(self.start);
         let (m_from, m_to) = if self.window.by_index() {
             (
@@ -375,7 +387,6 @@ impl StageStats {
         };
         let n = self.counts.measured as f64;
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
-        let pct = &self.percentiles;
         StageReport {
             name,
             strategy: strategy.to_string(),
@@ -391,11 +402,11 @@ impl StageStats {
             errors: self.errors.clone(),
             rates,
             concurrency,
-            ttft_ms: self.ttft.summary(pct),
-            itl_ms: self.itl.summary(pct),
-            tpot_ms: self.tpot.summary(pct),
-            latency_ms: self.latency.summary(pct),
-            queue_ms: self.queue.summary(pct),
+            ttft_ms: summary(&self.ttft),
+            itl_ms: summary(&self.itl),
+            tpot_ms: summary(&self.tpot),
+            latency_ms: summary(&self.latency),
+            queue_ms: summary(&self.queue),
             tokens: Tokens {
                 prompt_mean: mean(self.prompt_total),
                 prompt_mean_server: (self.server_prompt_n > 0)
