@@ -143,4 +143,7 @@ pub struct RunArgs {
     /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
     #[arg(long, value_name = "BYTES")]
     pub max_line_bytes: Option<usize>,
+    /// Close the dashboard as soon as the run ends, without the result screen.
+    #[arg(long)]
+    pub exit_on_finish: bool,
 }

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use llmsweep::engine::history::RunHistory;
 use llmsweep::engine::{ErrorEntry, LiveStage, PlannedStage, RunSettings, Snapshot, Strategy};
-use llmsweep::report::RequestCounts;
+use llmsweep::report::{Report, RequestCounts, StageReport};
 use llmsweep::stats::stage::SeriesPoint;
-use llmsweep::tui::app::{Action, App, RunInfo, View};
+use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, View};
 use llmsweep::tui::server::{LivePoint, LiveView, ServerMetrics, Status};
 use llmsweep::tui::{theme, ui};
 use ratatui::backend::TestBackend;
@@ -119,55 +120,411 @@ fn assert_has(screen: &str, needles: &[&str]) {
     }
 }
 
-#[tokio::test]
-async fn dashboard_at_80x24_shows_the_key_fields() {
-    let app = app_with(finished_stages().await);
+/// A deterministic sweep for the golden snapshots: synchronous, throughput,
+/// five constant stages (the last saturated), the sixth running.
+fn sweep_stages() -> Vec<StageReport> {
+    let stage = |name: &str, strategy: &str, target: Option<f64>, rps: f64, ttft: f64, itl: f64| {
+        let mut s = StageReport {
+            name: name.into(),
+            strategy: strategy.into(),
+            target_rate: target,
+            end_reason: "max_seconds".into(),
+            duration_s: 10.0,
+            measured_s: 10.0,
+            ..Default::default()
+        };
+        s.rates.requests_per_s = rps;
+        s.rates.steady_requests_per_s = rps;
+        s.rates.output_tokens_per_s = rps * 128.0;
+        s.concurrency.mean = rps * (ttft + 128.0 * itl) / 1000.0;
+        let n = (rps * 10.0) as u64;
+        s.requests = RequestCounts {
+            sent: n,
+            completed: n,
+            incomplete: 0,
+            errored: 0,
+            measured: n,
+        };
+        for (d, v) in [
+            (&mut s.ttft_ms, ttft),
+            (&mut s.itl_ms, itl),
+            (&mut s.tpot_ms, itl * 1.02),
+            (&mut s.latency_ms, ttft + 127.0 * itl),
+        ] {
+            d.count = n;
+            d.mean = v * 1.1;
+            d.p50 = v;
+            d.p99 = v * 2.5;
+        }
+        s
+    };
+    let mut v = vec![
+        stage("synchronous", "synchronous", None, 0.82, 38.0, 8.1),
+        stage("throughput", "throughput", None, 39.1, 4198.0, 24.0),
+        stage("constant@6.38", "constant", Some(6.38), 6.35, 41.0, 8.4),
+        stage("constant@11.94", "constant", Some(11.94), 11.9, 44.0, 9.0),
+        stage("constant@17.49", "constant", Some(17.49), 17.4, 52.0, 10.2),
+        stage("constant@23.05", "constant", Some(23.05), 22.9, 75.0, 12.9),
+        stage("constant@28.61", "constant", Some(28.61), 27.1, 310.0, 17.5),
+    ];
+    v[6].saturated = true;
+    v[6].saturation_reason =
+        Some("completed 27.10 req/s in steady state, under 90% of the 28.61 req/s target".into());
+    v[3].errors = BTreeMap::from([("http_500".to_string(), 2)]);
+    v[3].requests.errored = 2;
+    v
+}
+
+/// The run's history to go with `sweep_stages`: 10 s per stage, 75 s so far.
+fn sweep_history() -> RunHistory {
+    let mut h = RunHistory::new();
+    let stages = sweep_stages();
+    let mut t = 0.0;
+    for (i, s) in stages.iter().enumerate() {
+        h.stage_started(t, &s.name);
+        for k in 0..10 {
+            t += 1.0;
+            let wobble = ((i * 10 + k) as f64 * 0.7).sin();
+            h.push(
+                t,
+                1.0,
+                &SeriesPoint {
+                    t_s: k as f64 + 1.0,
+                    requests_per_s: s.rates.requests_per_s + wobble,
+                    output_tokens_per_s: s.rates.output_tokens_per_s,
+                    ttft_p50_ms: if k == 0 && i == 0 {
+                        0.0
+                    } else {
+                        s.ttft_ms.p50 * (1.0 + 0.1 * wobble)
+                    },
+                    ttft_p99_ms: s.ttft_ms.p99,
+                    itl_p50_ms: s.itl_ms.p50,
+                    itl_p99_ms: s.itl_ms.p99,
+                    in_flight: s.concurrency.mean.round() as u64,
+                },
+                if i == 3 && k > 4 { 2 } else { 0 },
+            );
+        }
+    }
+    h.stage_started(t, "constant@34.16");
+    for k in 0..5 {
+        t += 1.0;
+        h.push(
+            t,
+            1.0,
+            &SeriesPoint {
+                t_s: k as f64 + 1.0,
+                requests_per_s: 30.0,
+                ttft_p50_ms: 900.0 + 200.0 * k as f64,
+                ttft_p99_ms: 2400.0,
+                itl_p50_ms: 21.0,
+                itl_p99_ms: 40.0,
+                in_flight: 40 + 10 * k,
+                ..Default::default()
+            },
+            0,
+        );
+    }
+    h
+}
+
+/// The dashboard mid-sweep, every number fixed: what the golden files show.
+fn golden_app() -> App {
+    let mut app = App::new(
+        RunInfo {
+            target: "http://127.0.0.1:8000".into(),
+            model: "llmsweep-sim".into(),
+            profile: "sweep: 10 stages of 10 s".into(),
+        },
+        theme::builtin(),
+    );
+    let mut so_far = sweep_stages()[6].clone();
+    so_far.name = "constant@34.16".into();
+    so_far.saturated = false;
+    so_far.saturation_reason = None;
+    so_far.target_rate = Some(34.16);
+    so_far.rates.requests_per_s = 30.2;
+    so_far.ttft_ms.p50 = 1210.0;
+    so_far.ttft_ms.p99 = 2380.0;
+    so_far.requests.completed = 151;
+    so_far.end_reason = "running".into();
+    app.snap = Snapshot {
+        elapsed_s: 75.0,
+        stage_number: 8,
+        stages_total: Some(10),
+        stage: Some(LiveStage {
+            name: "constant@34.16".into(),
+            strategy: "constant".into(),
+            target_rate: Some(34.16),
+            elapsed_s: 5.0,
+            max_seconds: Some(10.0),
+            counts: RequestCounts {
+                sent: 200,
+                completed: 151,
+                incomplete: 0,
+                errored: 0,
+                measured: 151,
+            },
+            in_flight: 49,
+            achieved_rps: 30.0,
+            output_tokens_per_s: 3840.0,
+            ttft_p50_ms: 1700.0,
+            ttft_p99_ms: 2400.0,
+            itl_p50_ms: 21.0,
+            itl_p99_ms: 40.0,
+            so_far: Some(Arc::new(so_far)),
+            ..Default::default()
+        }),
+        upcoming: vec![
+            PlannedStage {
+                name: "constant@39.72".into(),
+                target_rate: Some(39.72),
+            },
+            PlannedStage {
+                name: "constant@45.27".into(),
+                target_rate: Some(45.27),
+            },
+        ],
+        finished: Arc::new(sweep_stages()),
+        history: Arc::new(sweep_history()),
+        recent_errors: Arc::new(VecDeque::from([
+            ErrorEntry {
+                t_s: 36.2,
+                stage: "constant@11.94".into(),
+                category: "http_500".into(),
+                message: "HTTP 500: simulated internal error".into(),
+            },
+            ErrorEntry {
+                t_s: 38.9,
+                stage: "constant@11.94".into(),
+                category: "http_500".into(),
+                message: "HTTP 500: simulated internal error".into(),
+            },
+        ])),
+        ..Default::default()
+    };
+    app
+}
+
+/// Compares `screen` with tests/golden/<name>.txt; `UPDATE_GOLDEN=1` rewrites it.
+fn golden(name: &str, screen: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.txt"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, screen).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_GOLDEN=1 to create it)",
+            path.display()
+        )
+    });
+    assert!(
+        want == screen,
+        "{name} differs from {} (UPDATE_GOLDEN=1 rewrites it after review)\n--- want\n{want}\n--- got\n{screen}",
+        path.display()
+    );
+}
+
+/// Each line of the screen, without trailing blanks.
+fn lines(screen: &str) -> Vec<&str> {
+    screen.lines().map(|l| l.trim_end()).collect()
+}
+
+const SIZES: [(u16, u16); 5] = [(60, 20), (80, 24), (120, 36), (160, 48), (250, 60)];
+
+#[test]
+fn golden_dashboards_at_every_size() {
+    let app = golden_app();
+    for (w, h) in SIZES {
+        let s = render(&app, w, h);
+        golden(&format!("dashboard-{w}x{h}"), &s);
+    }
+}
+
+#[test]
+fn nothing_essential_is_cut_at_any_size() {
+    let app = golden_app();
+    for (w, h) in SIZES {
+        let s = render(&app, w, h);
+        let l = lines(&s);
+        assert_eq!(l.len(), h as usize);
+        // Header, stage line and gauge end inside the width, not cut.
+        assert!(!l[0].ends_with('…'), "{w}x{h} header: {}", l[0]);
+        assert!(
+            l[1].contains("stage 8/10 constant@34.16 · target 34.16 req/s · 5/10 s"),
+            "{w}x{h}: {}",
+            l[1]
+        );
+        assert!(l[2].contains("stage 50% · run 01:15"), "{w}x{h}: {}", l[2]);
+        // The footer keeps quit, views and help.
+        let footer = l[h as usize - 1];
+        for k in ["q quit", "Tab view", "? help"] {
+            assert!(footer.contains(k), "{w}x{h} footer lacks {k}: {footer}");
+        }
+        // Counts, a chart, the table with the running row.
+        assert_has(
+            &s,
+            &["done 151", "TTFT ms", "▶constant@34.16", "constant@39.72"],
+        );
+        // The running row is the stage so far: 30.20 req/s, not the last second.
+        let running = l.iter().find(|x| x.contains("▶constant@34.16")).unwrap();
+        assert!(
+            running.contains("30.20") && running.contains("1210"),
+            "{w}x{h}: {running}"
+        );
+    }
+    // 80x24: the key columns with units, and the counts.
     let s = render(&app, 80, 24);
     assert_has(
         &s,
         &[
-            "http://127.0.0.1:8000",
-            "llmsweep-sim",
-            "stage 3/4",
-            "constant@12.50",
-            "target 12.50 req/s",
-            "7/30 s",
-            "12.25 / 12.50", // achieved vs target
-            "in flight 7",
-            "done 80",
-            "err 3",
-            "http_500 3",
-            "TTFT p50",
-            "ITL p99",
-            "synchronous",    // finished stages
-            "constant@20.00", // the running stage and a planned one
-            "Req/s",
-            "Conc",
-            "q quit",
+            "Rate",
+            "req/s",
+            "TTFT ms",
+            "p50",
+            "p99",
+            "ITL ms",
+            "done",
+            "err",
+            "inc",
+            "+/- rate ±10%",
             "p pause",
+            "n next stage",
+            "r type rate",
         ],
     );
-    assert_eq!(s.lines().count(), 24);
+    // Bigger terminals get more charts and columns, not empty rows.
+    let big = render(&app, 160, 48);
+    assert_has(
+        &big,
+        &[
+            "latency ms vs req/s · log scale",
+            "synchronous",
+            "stage so far",
+            "ITL ms (p50, p99)",
+            "completed req/s",
+            "requests in flight",
+            "TPOT ms",
+            "Lat s",
+            "Output",
+        ],
+    );
+    let empty_rows = lines(&big)
+        .iter()
+        .filter(|l| l.trim().trim_matches('│').trim().is_empty())
+        .count();
+    assert!(empty_rows < 4, "{empty_rows} empty rows at 160x48:\n{big}");
+}
+
+#[test]
+fn no_data_is_a_dash_not_zero() {
+    let mut app = golden_app();
+    {
+        let st = app.snap.stage.as_mut().unwrap();
+        st.achieved_rps = 0.0;
+        st.ttft_p50_ms = 0.0;
+        st.ttft_p99_ms = 0.0;
+        st.itl_p50_ms = 0.0;
+        st.itl_p99_ms = 0.0;
+        st.counts.completed = 0;
+        st.so_far = Some(Arc::new(StageReport {
+            name: st.name.clone(),
+            ..Default::default()
+        }));
+    }
+    let s = render(&app, 120, 36);
+    assert!(!s.contains("0.0 ms") && !s.contains("p50 0.0"), "{s}");
+    assert_has(&s, &["TTFT ms p50 - p99 -"]);
+    let running = s.lines().find(|x| x.contains("▶constant@34.16")).unwrap();
+    assert!(
+        running.contains(" - ") && !running.contains(" 0.00 "),
+        "{running}"
+    );
+}
+
+#[test]
+fn paused_shows_paused_and_no_nonsense_percentage() {
+    // The engine's stage clock leaves out paused time: 7 s run, then paused.
+    let mut app = golden_app();
+    app.snap.paused = true;
+    app.snap.elapsed_s = 92.0;
+    app.snap.stage.as_mut().unwrap().elapsed_s = 7.0;
+    let s = render(&app, 80, 24);
+    let l = lines(&s);
+    assert!(
+        l[1].contains("7/10 s") && l[1].contains("PAUSED"),
+        "{}",
+        l[1]
+    );
+    assert!(
+        l[2].contains("PAUSED · stage clock stopped at 7 s"),
+        "{}",
+        l[2]
+    );
+    assert!(!s.contains("17/10") && !s.contains("100%"), "{s}");
+    assert!(l[23].contains("p resume"), "{}", l[23]);
+}
+
+#[test]
+fn the_result_screen_says_what_the_run_found() {
+    let mut app = golden_app();
+    app.snap.stage = None;
+    app.snap.upcoming.clear();
+    app.snap.done = true;
+    let report = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .unwrap();
+    app.outcome = Some(RunOutcome {
+        report: Arc::new(Report {
+            stages: sweep_stages(),
+            ..report
+        }),
+        paths: vec!["out/report.json".into(), "out/report.html".into()],
+    });
+    for (w, h) in [(60, 20), (80, 24), (120, 36), (160, 48), (250, 60)] {
+        let s = render(&app, w, h);
+        golden(&format!("result-{w}x{h}"), &s);
+        assert_has(
+            &s,
+            &[
+                "run finished",
+                "Capacity",
+                "~39.10 req/s",
+                "Knee",
+                "constant@23.05",
+                "Saturated",
+                "constant@28.61",
+                "Stopped",
+                "out/report.json",
+                "any key",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_tiny_terminal_gets_a_message_not_a_panic() {
+    let app = golden_app();
+    for (w, h) in [(40, 10), (1, 1), (59, 30), (100, 15)] {
+        let s = render(&app, w, h);
+        assert!(s.contains("too") || w < 8, "{w}x{h}:\n{s}");
+    }
+    // Just above the minimum everything still draws.
+    for (w, h) in [(60, 16), (61, 17), (79, 23)] {
+        let s = render(&app, w, h);
+        assert!(s.contains("q quit"), "{w}x{h}:\n{s}");
+    }
 }
 
 #[tokio::test]
-async fn dashboard_at_160x48_uses_the_room() {
+async fn real_stages_render_with_their_numbers() {
     let app = app_with(finished_stages().await);
     let s = render(&app, 160, 48);
-    assert_has(
-        &s,
-        &[
-            "TTFT mean",
-            "ITL mean",
-            "TPOT mean",
-            "Lat p99",
-            "Comp",
-            "Inc",
-            "Err",
-            "Out tok/s",
-            "in flight",
-        ],
-    );
     // The finished synchronous stage shows its real numbers in the table.
     let sync_line = s.lines().find(|l| l.contains("synchronous")).unwrap();
     assert!(
@@ -177,33 +534,46 @@ async fn dashboard_at_160x48_uses_the_room() {
 }
 
 #[test]
-fn a_tiny_terminal_gets_a_message_not_a_panic() {
-    let app = app_with(Vec::new());
-    for (w, h) in [(40, 10), (1, 1), (59, 30), (100, 15)] {
-        let s = render(&app, w, h);
-        assert!(s.contains("too") || w < 8, "{w}x{h}:\n{s}");
-    }
-}
-
-#[test]
 fn help_errors_and_server_views() {
     let mut app = app_with(Vec::new());
     app.on_key(KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE));
     assert_has(
         &render(&app, 80, 24),
-        &["skip to the next stage", "export the reports now"],
+        &[
+            "skip to the next stage",
+            "export the reports now",
+            "rate up / down 10 %",
+        ],
     );
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    let mut help = golden_app();
+    help.on_key(KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE));
+    golden("help-80x24", &render(&help, 80, 24));
     app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     assert_eq!(app.view, View::Errors);
+    let mut errs = golden_app();
+    errs.view = View::Errors;
+    let long = "error sending request for url (http://127.0.0.1:35627/v1/chat/completions): client error (Connect): tcp connect error: Connection refused (os error 111)";
+    let mut recent: Vec<ErrorEntry> = errs.snap.recent_errors.iter().cloned().collect();
+    recent.push(ErrorEntry {
+        t_s: 70.0,
+        stage: "constant@34.16".into(),
+        category: "connect".into(),
+        message: long.into(),
+    });
+    errs.snap.recent_errors = Arc::new(recent.into());
+    let s = render(&errs, 80, 24);
     assert_has(
-        &render(&app, 80, 24),
-        &["errors", "http_500", "HTTP 500: simulated internal"],
+        &s,
+        &[
+            "2× http_500",
+            "first 00:36 · last 00:38",
+            "HTTP 500: simulated internal error",
+            "1× connect",
+            "Connection refused (os error 111)",
+        ],
     );
-    assert_has(
-        &render(&app, 160, 48),
-        &["HTTP 500: simulated internal error"],
-    );
+    golden("errors-80x24", &s);
     app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     assert_has(&render(&app, 80, 24), &["no Prometheus /metrics"]);
     app.server = Some(ServerMetrics::new(LiveView {
@@ -240,9 +610,9 @@ fn help_errors_and_server_views() {
 
 #[test]
 fn every_theme_renders_and_mono_uses_no_colour() {
-    let mut app = app_with(Vec::new());
+    let mut app = golden_app();
     for _ in 0..4 {
-        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        let mut t = Terminal::new(TestBackend::new(160, 48)).unwrap();
         t.draw(|f| ui::draw(f, &app)).unwrap();
         if app.theme().name == "mono" {
             let buf = t.backend().buffer();
@@ -341,5 +711,85 @@ async fn keys_reach_the_engine() {
     for e in ["set_rate", "pause", "resume", "skip", "stop"] {
         assert!(events.contains(&e), "{e} in {events:?}");
     }
+    sim.shutdown().await;
+}
+
+/// The history spans the run (a viewer gets it from any snapshot), the
+/// running row is the stage so far, and an export during the run includes
+/// the running stage, marked as such.
+#[tokio::test]
+async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
+    let sim = start_sim(model(1.0, 0.0, 256)).await;
+    let mut h = spawn_run(
+        &sim.url(),
+        vec![
+            stage(Strategy::Constant { rate: 20.0 }, secs(2.5)),
+            stage(Strategy::Constant { rate: 20.0 }, secs(30.0)),
+        ],
+        "prompt_tokens=8,output_tokens=8,samples=8",
+        RunSettings::default(),
+    );
+    let limit = Duration::from_secs(20);
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage_number == 2
+            && s.stage.as_ref().is_some_and(|st| {
+                st.so_far
+                    .as_ref()
+                    .is_some_and(|r| r.requests.completed >= 20)
+            })
+    })
+    .await;
+    let snap = h.snapshots.borrow().clone();
+    // Both stages are in the history, with their starts marked.
+    let names: Vec<&str> = snap
+        .history
+        .stages
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(names, ["constant@20.00", "constant@20.00"]);
+    let second_start = snap.history.stages[1].t_s;
+    assert!(second_start >= 2.4, "{second_start}");
+    let before = snap
+        .history
+        .points()
+        .filter(|p| p.t_s <= second_start + 1e-6)
+        .count();
+    let after = snap.history.since(second_start).count();
+    assert!(
+        before >= 2 && after >= 1,
+        "{before} points before, {after} after"
+    );
+    assert!(snap
+        .history
+        .points()
+        .any(|p| p.requests_per_s > 0.0 && p.ttft_p50_ms.is_some()));
+    // The running stage so far: cumulative, `running`, no histograms yet.
+    let so_far = snap.stage.as_ref().unwrap().so_far.clone().unwrap();
+    assert_eq!(so_far.end_reason, "running");
+    assert!(so_far.histograms.is_empty());
+    assert!(so_far.ttft_ms.count >= 20, "{:?}", so_far.ttft_ms);
+    assert!(
+        so_far.rates.requests_per_s > 5.0 && so_far.rates.requests_per_s < 40.0,
+        "{}",
+        so_far.rates.requests_per_s
+    );
+    // `e` during the run: the finished stage plus the running one, marked.
+    let stages = llmsweep::report::export::with_running_stage(&snap);
+    assert_eq!(stages.len(), 2);
+    assert_eq!(stages[1].name, "constant@20.00 (running, so far)");
+    assert_eq!(stages[1].end_reason, "running");
+    // The dashboard draws it: the history chart and the running row.
+    let mut app = app_with(Vec::new());
+    app.snap = snap;
+    let s = render(&app, 120, 36);
+    assert_has(&s, &["TTFT ms (p50, p99)", "▶constant@20.00", "stage 2/2"]);
+    h.control
+        .send(llmsweep::engine::Control::Stop {
+            reason: "test".into(),
+        })
+        .unwrap();
+    let res = h.run.await.unwrap();
+    assert_eq!(res.stages.len(), 2);
     sim.shutdown().await;
 }

@@ -124,6 +124,19 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
         s.contains("stop the run and write the reports? y / n")
     });
     tmux.keys("y");
+    // The result screen stays until a key.
+    let result = tmux.wait_for("the result screen", limit, |s| {
+        s.contains("run finished") && s.contains("press any key")
+    });
+    for needle in ["Capacity", "Stopped", "quit (q)", "report.json"] {
+        assert!(
+            result.contains(needle),
+            "{needle} on the result screen:\n{result}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!tmux.screen().contains("LLMSWEEP-EXIT="), "waits for a key");
+    tmux.keys("x");
     let last = tmux.wait_for("the exit", limit, |s| s.contains("LLMSWEEP-EXIT="));
 
     // Stopped early: a partial report, and the exit status says so.
@@ -166,6 +179,38 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
         .collect();
     for e in ["set_rate", "skip", "stop"] {
         assert!(events.contains(&e), "{e} in {events:?}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn exit_on_finish_skips_the_result_screen_and_the_tables_fit() {
+    let out: PathBuf =
+        std::env::temp_dir().join(format!("llmsweep-e2e-exit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    let command = format!(
+        "{bin} --profile constant --rate 5 --max-seconds 2 --exit-on-finish --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
+        out.display()
+    );
+    let tmux = Tmux::start(
+        format!("llmsweep-e2e-exit-{}", std::process::id()),
+        80,
+        24,
+        &command,
+    );
+    let last = tmux.wait_for("the exit", Duration::from_secs(30), |s| {
+        s.contains("LLMSWEEP-EXIT=")
+    });
+    assert!(last.contains("LLMSWEEP-EXIT=0"), "{last}");
+    // At 80 columns: the narrow summary, not GuideLLM's 155-column tables.
+    assert!(
+        last.contains("Capacity") || last.contains("Stopped"),
+        "{last}"
+    );
+    assert!(!last.contains("Benchmarks Stats"), "{last}");
+    for line in last.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
     }
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -52,6 +52,7 @@ pub fn attach(
         if dashboard {
             let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
             let opts = crate::tui::TuiOptions {
+                outcome: None,
                 fps,
                 themes: crate::tui::theme::select(theme.as_deref(), no_color)?,
                 info: crate::tui::app::RunInfo {

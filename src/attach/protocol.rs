@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::live::{HistoryPoint, RunHistory, StageMark};
 use crate::engine::{Control, ErrorEntry, LiveStage, PlannedStage, Snapshot};
 use crate::report::{StageReport, TimelineEvent};
 
@@ -79,6 +80,18 @@ pub struct WireSnapshot {
     /// `timeline` holds the events from this index on.
     pub timeline_from: usize,
     pub timeline: Vec<TimelineEvent>,
+    /// The run's history (the dashboard's charts), sent as it grows: the
+    /// downsampled part and the stage marks whole when they change, the
+    /// recent seconds as the ones the viewer has not seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_coarse: Option<Vec<HistoryPoint>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_stages: Option<Vec<StageMark>>,
+    #[serde(default)]
+    pub history_recent: Vec<HistoryPoint>,
+    /// How many recent seconds the run holds (the viewer drops older ones).
+    #[serde(default)]
+    pub history_recent_len: usize,
 }
 
 /// What a viewer has already been sent.
@@ -86,6 +99,10 @@ pub struct WireSnapshot {
 pub struct Sent {
     pub finished: usize,
     pub timeline: usize,
+    /// History: `None` until the first message.
+    pub coarse: Option<usize>,
+    pub marks: Option<usize>,
+    pub recent_t: f64,
 }
 
 impl WireSnapshot {
@@ -96,6 +113,17 @@ impl WireSnapshot {
         let t_from = sent.timeline.min(s.timeline.len());
         sent.finished = s.finished.len();
         sent.timeline = s.timeline.len();
+        let h = &s.history;
+        let history_coarse = (sent.coarse != Some(h.coarse.len())).then(|| h.coarse.clone());
+        sent.coarse = Some(h.coarse.len());
+        let history_stages = (sent.marks != Some(h.stages.len())).then(|| h.stages.clone());
+        sent.marks = Some(h.stages.len());
+        let seen = sent.recent_t;
+        let history_recent: Vec<HistoryPoint> =
+            h.recent.iter().filter(|p| p.t_s > seen).cloned().collect();
+        if let Some(last) = h.recent.back() {
+            sent.recent_t = last.t_s;
+        }
         WireSnapshot {
             elapsed_s: s.elapsed_s,
             stage_number: s.stage_number,
@@ -110,6 +138,10 @@ impl WireSnapshot {
             finished: s.finished[f_from..].to_vec(),
             timeline_from: t_from,
             timeline: s.timeline[t_from..].to_vec(),
+            history_coarse,
+            history_stages,
+            history_recent,
+            history_recent_len: h.recent.len(),
         }
     }
 
@@ -121,6 +153,17 @@ impl WireSnapshot {
         let mut timeline = into.timeline.to_vec();
         timeline.truncate(self.timeline_from);
         timeline.extend(self.timeline);
+        let mut history: RunHistory = (*into.history).clone();
+        if let Some(c) = self.history_coarse {
+            history.coarse = c;
+        }
+        if let Some(m) = self.history_stages {
+            history.stages = m;
+        }
+        history.recent.extend(self.history_recent);
+        while history.recent.len() > self.history_recent_len {
+            history.recent.pop_front();
+        }
         *into = Snapshot {
             elapsed_s: self.elapsed_s,
             stage_number: self.stage_number,
@@ -132,6 +175,7 @@ impl WireSnapshot {
             recent_errors: Arc::new(self.recent_errors.into_iter().collect()),
             timeline: Arc::new(timeline),
             warnings: Arc::new(self.warnings),
+            history: Arc::new(history),
             done: self.done,
         };
     }

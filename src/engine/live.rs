@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use crate::report::{RequestCounts, StageReport, TimelineEvent};
+
+pub use super::history::{HistoryPoint, RunHistory, StageMark};
 use crate::stats::stage::SeriesPoint;
 
 use super::strategy::PlannedStage;
@@ -70,6 +72,10 @@ pub struct LiveStage {
     pub manual: bool,
     /// Seconds this stage has been paused (not counted in `elapsed_s`).
     pub paused_s: f64,
+    /// The stage so far (cumulative since it started), as its report would
+    /// read if it ended now: `end_reason` is `running`, no histograms and no
+    /// saturation verdict yet.
+    pub so_far: Option<Arc<StageReport>>,
 }
 
 /// A view of the whole run, published several times a second. Cheap to
@@ -87,6 +93,8 @@ pub struct Snapshot {
     pub recent_errors: Arc<VecDeque<ErrorEntry>>,
     pub timeline: Arc<Vec<TimelineEvent>>,
     pub warnings: Arc<Vec<String>>,
+    /// Per-second history of the whole run, with stage boundaries.
+    pub history: Arc<RunHistory>,
     /// The run is over; no more snapshots follow.
     pub done: bool,
 }

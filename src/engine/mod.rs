@@ -17,6 +17,7 @@
 //!   are still running when the next stage ends (or the run stops).
 
 pub mod backend;
+pub mod history;
 pub mod live;
 pub mod strategy;
 
@@ -152,6 +153,11 @@ pub struct Engine {
     done_tx: mpsc::UnboundedSender<Done>,
     done_rx: mpsc::UnboundedReceiver<Done>,
     finishing: Vec<Finishing>,
+    /// The run's per-second history, shared with every snapshot.
+    history: Arc<history::RunHistory>,
+    /// The running stage so far, refreshed once a second (summarising five
+    /// histograms 4×/s would cost the dispatcher for nothing).
+    so_far: Option<Arc<StageReport>>,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -191,6 +197,8 @@ impl Engine {
             done_tx,
             done_rx,
             finishing: Vec::new(),
+            history: Arc::new(history::RunHistory::new()),
+            so_far: None,
         }
     }
 
@@ -289,6 +297,7 @@ impl Engine {
         snap.timeline = Arc::new(self.timeline.clone());
         snap.warnings = Arc::new(self.warnings.clone());
         snap.recent_errors = Arc::new(self.recent_errors.clone());
+        snap.history = self.history.clone();
         self.snapshots.send_replace(snap);
         RunResult {
             stages: std::mem::take(&mut self.finished),
@@ -339,6 +348,9 @@ impl Engine {
             self.settings.percentiles.clone(),
         );
         self.note("stage_start", spec.name.clone());
+        let t_start = self.t();
+        Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
+        self.so_far = None;
 
         let cancel = CancellationToken::new();
         let mut arrivals = Arrivals::new(
@@ -431,9 +443,19 @@ impl Engine {
                         // The stage clock stands still: no points for paused seconds.
                         next_second = now + Duration::from_secs(1);
                     }
+                    let mut ticked = false;
                     while now >= next_second {
-                        stats.tick(next_second);
+                        self.tick_history(&mut stats, next_second);
                         next_second += Duration::from_secs(1);
+                        ticked = true;
+                    }
+                    if ticked {
+                        self.so_far = Some(Arc::new(stats.so_far(
+                            now,
+                            spec.name.clone(),
+                            spec.strategy.kind(),
+                            spec.strategy.target_rate(),
+                        )));
                     }
                     self.publish(spec, &stats, plan, number);
                 }
@@ -484,6 +506,7 @@ impl Engine {
         cancel.cancel();
         self.collect(number, &mut stats, &spec.name).await;
         let end_at = Instant::now();
+        self.tick_history(&mut stats, end_at);
         let report = self.finish_stage(number, spec, &mut stats, &end, end_at, ended_at);
         self.record_stage(report, !spec.manual && !matches!(end, StageEnd::Stopped(_)));
         end
@@ -599,6 +622,19 @@ impl Engine {
             ),
         );
         report
+    }
+
+    /// Closes a second of the stage's series and adds it to the run's history.
+    fn tick_history(&mut self, stats: &mut StageStats, at: Instant) {
+        let before = stats.series.back().map(|p| p.t_s);
+        stats.tick(at);
+        if let Some(p) = stats.series.back().copied() {
+            if Some(p.t_s) != before {
+                let span = p.t_s - before.unwrap_or(0.0);
+                let t = at.saturating_duration_since(self.run_start).as_secs_f64();
+                Arc::make_mut(&mut self.history).push(t, span, &p, stats.counts.errored);
+            }
+        }
     }
 
     fn dispatch(
@@ -769,6 +805,7 @@ impl Engine {
             series: stats.series.iter().skip(skip).copied().collect(),
             manual: spec.manual,
             paused_s: stats.paused_total(Instant::now()).as_secs_f64(),
+            so_far: self.so_far.clone(),
         };
         let snap = Snapshot {
             elapsed_s: self.t(),
@@ -781,6 +818,7 @@ impl Engine {
             recent_errors: Arc::new(self.recent_errors.clone()),
             timeline: Arc::new(self.timeline.clone()),
             warnings: Arc::new(self.warnings.clone()),
+            history: self.history.clone(),
             done: false,
         };
         self.snapshots.send_replace(snap);

@@ -1,9 +1,15 @@
 //! The tables printed at the end of a run: GuideLLM's "Benchmarks Info" and
-//! "Benchmarks Stats", then errors, SLOs and warnings.
+//! "Benchmarks Stats" (about 155 columns wide), then errors, SLOs and
+//! warnings. Narrower terminals get a summary and a stage table that fits
+//! (`render_for_width`); the full tables stay in report.md and
+//! `llmsweep report`.
 
 use std::fmt::Write as _;
 
-use super::{layouts, Report, SloSummary};
+use super::{layouts, summary, Report, SloSummary, StageReport};
+
+/// Terminals at least this wide get GuideLLM's full tables.
+pub const FULL_WIDTH: u16 = 160;
 
 pub fn slo_line(s: &SloSummary) -> String {
     match (&s.best_stage, s.best_rate) {
@@ -66,4 +72,271 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "warning: {w}");
     }
     s
+}
+
+/// The console output for a terminal `width` columns wide: GuideLLM's full
+/// tables from `FULL_WIDTH` on, a narrow layout below it. Either way with the
+/// run's summary (capacity, knee, saturation, stop reason).
+pub fn render_for_width(r: &Report, width: u16) -> String {
+    if width >= FULL_WIDTH {
+        let mut s = render(r);
+        s.push('\n');
+        s.push_str(&summary_text(r, width));
+        return s;
+    }
+    narrow(r, width.max(40))
+}
+
+/// Wraps `text` at `width` columns, continuation lines indented by `indent`.
+pub fn wrap(text: &str, width: usize, indent: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let cur_len = cur.chars().count();
+        let wl = word.chars().count();
+        if cur_len > 0 && cur_len + 1 + wl > width {
+            lines.push(std::mem::take(&mut cur));
+            cur = " ".repeat(indent);
+        }
+        if !cur.is_empty() && !cur.ends_with(' ') {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.trim().is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+fn summary_text(r: &Report, width: u16) -> String {
+    let mut s = String::from("Summary:\n");
+    let indent = 13;
+    for (k, v) in summary::lines(r) {
+        let body = wrap(&v, (width as usize).saturating_sub(indent).max(20), 0);
+        for (i, line) in body.iter().enumerate() {
+            if i == 0 {
+                let _ = writeln!(s, "  {k:<10} {line}");
+            } else {
+                let _ = writeln!(s, "{:indent$}{line}", "");
+            }
+        }
+    }
+    s
+}
+
+type NarrowGet = fn(&StageReport) -> String;
+
+fn dash_if_empty(n: u64, v: f64, prec: usize) -> String {
+    if n == 0 {
+        "-".into()
+    } else {
+        format!("{v:.prec$}")
+    }
+}
+
+/// (header, priority, value) for the narrow stage table.
+fn narrow_columns() -> Vec<(&'static str, u8, NarrowGet)> {
+    vec![
+        ("req/s", 0, |s| format!("{:.2}", s.rates.requests_per_s)),
+        ("conc", 4, |s| format!("{:.1}", s.concurrency.mean)),
+        ("TTFT p50 ms", 0, |s| {
+            dash_if_empty(s.ttft_ms.count, s.ttft_ms.p50, 1)
+        }),
+        ("TTFT p99 ms", 1, |s| {
+            dash_if_empty(s.ttft_ms.count, s.ttft_ms.p99, 1)
+        }),
+        ("ITL p50 ms", 1, |s| {
+            dash_if_empty(s.itl_ms.count, s.itl_ms.p50, 2)
+        }),
+        ("ITL p99 ms", 3, |s| {
+            dash_if_empty(s.itl_ms.count, s.itl_ms.p99, 2)
+        }),
+        ("out tok/s", 5, |s| {
+            format!("{:.0}", s.rates.output_tokens_per_s)
+        }),
+        ("done", 2, |s| s.requests.completed.to_string()),
+        ("err", 2, |s| s.requests.errored.to_string()),
+        ("inc", 3, |s| s.requests.incomplete.to_string()),
+    ]
+}
+
+fn narrow(r: &Report, width: u16) -> String {
+    let w = width as usize;
+    let mut s = String::new();
+    let head = format!(
+        "llmsweep · {} · model {} · {}",
+        r.target.url, r.target.model, r.created
+    );
+    for line in wrap(&head, w, 2) {
+        let _ = writeln!(s, "{line}");
+    }
+    let _ = writeln!(s);
+    s.push_str(&summary_text(r, width));
+    let _ = writeln!(s);
+    // Stage names, then as many columns as fit, by priority.
+    let names: Vec<String> = r
+        .stages
+        .iter()
+        .map(|st| {
+            if st.saturated {
+                format!("{} !", st.name)
+            } else {
+                st.name.clone()
+            }
+        })
+        .collect();
+    let name_w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .chain(["stage".len()])
+        .max()
+        .unwrap_or(5)
+        .min(w / 3);
+    let cols = narrow_columns();
+    let cells: Vec<Vec<String>> = cols
+        .iter()
+        .map(|c| r.stages.iter().map(|st| (c.2)(st)).collect())
+        .collect();
+    let col_w: Vec<usize> = cols
+        .iter()
+        .zip(&cells)
+        .map(|(c, v)| {
+            v.iter()
+                .map(|x| x.chars().count())
+                .chain([c.0.chars().count()])
+                .max()
+                .unwrap_or(1)
+        })
+        .collect();
+    let mut budget = w as i64 - name_w as i64;
+    let mut order: Vec<usize> = (0..cols.len()).collect();
+    order.sort_by_key(|&i| cols[i].1);
+    let mut keep = vec![false; cols.len()];
+    for i in order {
+        let need = col_w[i] as i64 + 2;
+        if need <= budget {
+            budget -= need;
+            keep[i] = true;
+        }
+    }
+    let shown: Vec<usize> = (0..cols.len()).filter(|&i| keep[i]).collect();
+    for line in wrap(
+        "Stages (! saturated; full tables in report.md and `llmsweep report`):",
+        w,
+        2,
+    ) {
+        let _ = writeln!(s, "{line}");
+    }
+    let mut line = format!("{:<name_w$}", "stage");
+    for &i in &shown {
+        let _ = write!(line, "  {:>w$}", cols[i].0, w = col_w[i]);
+    }
+    let _ = writeln!(s, "{}", line.trim_end());
+    let _ = writeln!(s, "{}", "-".repeat(line.trim_end().chars().count()));
+    for (k, name) in names.iter().enumerate() {
+        let name: String = if name.chars().count() > name_w {
+            name.chars()
+                .take(name_w.saturating_sub(1))
+                .collect::<String>()
+                + "…"
+        } else {
+            name.clone()
+        };
+        let mut line = format!("{name:<name_w$}");
+        for &i in &shown {
+            let _ = write!(line, "  {:>w$}", cells[i][k], w = col_w[i]);
+        }
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+    for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
+        let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        for line in wrap(&format!("errors in {}: {}", st.name, errs.join(", ")), w, 2) {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    for warn in &r.warnings {
+        for line in wrap(&format!("warning: {warn}"), w, 2) {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Report {
+        let r = Report::from_json(
+            r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+        )
+        .unwrap();
+        let stage = |name: &str, strategy: &str, rps: f64, ttft: f64, sat: bool| {
+            let mut s = StageReport {
+                name: name.into(),
+                strategy: strategy.into(),
+                saturated: sat,
+                end_reason: "max_seconds".into(),
+                ..Default::default()
+            };
+            s.rates.requests_per_s = rps;
+            s.rates.steady_requests_per_s = rps;
+            s.ttft_ms.count = 100;
+            s.ttft_ms.p50 = ttft;
+            s.ttft_ms.p99 = ttft * 3.0;
+            s.itl_ms.count = 100;
+            s.itl_ms.p50 = 8.5;
+            s.itl_ms.p99 = 12.25;
+            s.requests.completed = 100;
+            s
+        };
+        Report {
+            stages: vec![
+                stage("synchronous", "synchronous", 0.82, 40.0, false),
+                stage("throughput", "throughput", 39.1, 4198.0, false),
+                stage("constant@10.00", "constant", 9.9, 45.0, false),
+                stage("constant@30.00", "constant", 29.5, 120.0, false),
+                stage("constant@39.00", "constant", 31.0, 900.0, true),
+            ],
+            warnings: vec![
+                "a rather long warning that has to wrap at the terminal's width, or it would spill"
+                    .into(),
+            ],
+            ..r
+        }
+    }
+
+    #[test]
+    fn narrow_terminals_get_a_layout_that_fits() {
+        let r = report();
+        for w in [60u16, 80, 120] {
+            let out = render_for_width(&r, w);
+            for line in out.lines() {
+                assert!(line.chars().count() <= w as usize, "{w}: {line:?}\n{out}");
+            }
+            for needle in [
+                "Capacity",
+                "Knee",
+                "constant@30.00",
+                "Stopped",
+                "TTFT p50 ms",
+            ] {
+                assert!(out.contains(needle), "{needle} at {w}:\n{out}");
+            }
+            assert!(!out.contains("Benchmarks Stats"), "{out}");
+        }
+        let at80 = render_for_width(&r, 80);
+        assert!(at80.contains("constant@39.00 !"), "{at80}");
+        assert!(at80.contains("~39.10 req/s"), "{at80}");
+        // Wide terminals keep GuideLLM's tables, plus the summary.
+        let wide = render_for_width(&r, 200);
+        assert!(wide.contains("Benchmarks Stats") && wide.contains("Capacity"));
+    }
+
+    #[test]
+    fn wrap_keeps_words_and_indents() {
+        let w = wrap("aaa bbb ccc ddd", 8, 2);
+        assert_eq!(w, vec!["aaa bbb", "  ccc", "  ddd"]);
+    }
 }

@@ -89,6 +89,7 @@ pub fn markdown(r: &Report) -> String {
             String::new()
         }
     ));
+    s.push_str(&super::summary::markdown(r));
     s.push_str("## Benchmarks Info\n\n```\n");
     s.push_str(&layouts::metadata(r));
     s.push('\n');
@@ -129,6 +130,20 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     s
+}
+
+/// The finished stages plus the running one so far (named
+/// `<stage> (running, so far)`, end reason `running`), for an export during
+/// the run.
+pub fn with_running_stage(snap: &crate::engine::Snapshot) -> Vec<super::StageReport> {
+    let mut stages = snap.finished.to_vec();
+    if let Some(so_far) = snap.stage.as_ref().and_then(|s| s.so_far.as_ref()) {
+        let mut s = (**so_far).clone();
+        s.name = format!("{} (running, so far)", s.name);
+        s.end_reason = "running".into();
+        stages.push(s);
+    }
+    stages
 }
 
 /// Writes `report.<ext>` for each format into `dir`; returns the paths.

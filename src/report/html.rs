@@ -20,10 +20,44 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+#[derive(Default)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     pub dashed: bool,
+    /// Points only, no line through them (e.g. stages off the rate curve).
+    pub markers_only: bool,
+    /// A label per point (stage names), drawn beside it.
+    pub labels: Vec<String>,
+}
+
+/// Extras for `chart_with`.
+#[derive(Default)]
+pub struct ChartOpts<'a> {
+    /// Replaces numeric x ticks (for percentile axes).
+    pub x_labels: Option<&'a [(f64, &'a str)]>,
+    /// Vertical dashed markers: (x, label), e.g. the knee.
+    pub vlines: Vec<(f64, String)>,
+    /// Allow a log y axis when the values span more than `LOG_SPAN`.
+    pub allow_log: bool,
+}
+
+/// A log y axis when the values span more than this factor.
+pub const LOG_SPAN: f64 = 30.0;
+
+/// Whether `values` (the positive ones) span more than `LOG_SPAN`.
+pub fn wants_log(values: impl Iterator<Item = f64>) -> bool {
+    let (lo, hi) = values
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    hi > 0.0 && hi / lo > LOG_SPAN
+}
+
+/// Decade ticks covering [min, max] (both > 0), as exponents.
+pub fn log_ticks(min: f64, max: f64) -> Vec<i32> {
+    let lo = min.max(1e-9).log10().floor() as i32;
+    let hi = (max.max(1e-9).log10().ceil() as i32).max(lo + 1);
+    (lo..=hi).collect()
 }
 
 /// "Nice" axis ticks covering [0, max].
@@ -60,36 +94,91 @@ pub fn chart(
     series: &[Series],
     x_labels: Option<&[(f64, &str)]>,
 ) -> String {
-    let (w, h) = (560.0, 320.0);
+    chart_with(
+        title,
+        x_label,
+        y_label,
+        series,
+        ChartOpts {
+            x_labels,
+            ..Default::default()
+        },
+    )
+}
+
+/// A line chart with a legend below the plot (never across a line), an
+/// optional log y axis, point labels and vertical markers.
+pub fn chart_with(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    opts: ChartOpts,
+) -> String {
+    let legend_rows = series.len().div_ceil(3) + usize::from(!opts.vlines.is_empty());
+    let plot_h = 320.0;
+    let (w, h) = (560.0, plot_h + 16.0 * legend_rows as f64);
     let (ml, mr, mt, mb) = (64.0, 16.0, 34.0, 46.0);
+    let x_labels = opts.x_labels;
     let pts = series.iter().flat_map(|s| s.points.iter());
-    let xmax_raw = pts.clone().map(|p| p.0).fold(0.0, f64::max);
-    let ymax_raw = pts.map(|p| p.1).fold(0.0, f64::max);
+    let xmax_raw = pts
+        .clone()
+        .map(|p| p.0)
+        .chain(opts.vlines.iter().map(|v| v.0))
+        .fold(0.0, f64::max);
+    let ymax_raw = pts.clone().map(|p| p.1).fold(0.0, f64::max);
+    let log = opts.allow_log && wants_log(pts.clone().map(|p| p.1));
     let xt = match x_labels {
         Some(l) => l.iter().map(|(x, _)| *x).collect::<Vec<_>>(),
         None => ticks(xmax_raw),
     };
-    let yt = ticks(ymax_raw);
     let xmax = xt.last().copied().unwrap_or(1.0).max(1e-9);
-    let ymax = yt.last().copied().unwrap_or(1.0).max(1e-9);
+    // y in plot units: the value, or its log10 on a log axis.
+    let (yt, ylo, yhi): (Vec<(f64, String)>, f64, f64) = if log {
+        let ymin_raw = pts
+            .clone()
+            .map(|p| p.1)
+            .filter(|v| *v > 0.0)
+            .fold(f64::MAX, f64::min);
+        let e = log_ticks(ymin_raw, ymax_raw);
+        let lo = *e.first().unwrap_or(&0) as f64;
+        let hi = *e.last().unwrap_or(&1) as f64;
+        (
+            e.iter()
+                .map(|k| (*k as f64, fmt_tick(10f64.powi(*k))))
+                .collect(),
+            lo,
+            hi,
+        )
+    } else {
+        let t = ticks(ymax_raw);
+        let hi = t.last().copied().unwrap_or(1.0).max(1e-9);
+        (t.iter().map(|v| (*v, fmt_tick(*v))).collect(), 0.0, hi)
+    };
+    let yv = |y: f64| if log { y.max(1e-9).log10() } else { y };
     let px = |x: f64| ml + (x / xmax) * (w - ml - mr);
-    let py = |y: f64| h - mb - (y / ymax) * (h - mt - mb);
+    let py = |y: f64| plot_h - mb - ((yv(y) - ylo) / (yhi - ylo)) * (plot_h - mt - mb);
+    let py_units = |u: f64| plot_h - mb - ((u - ylo) / (yhi - ylo)) * (plot_h - mt - mb);
     let mut s = String::new();
     let _ = write!(
         s,
         r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}"><rect width="100%" height="100%" fill="#fff"/><text x="{tx}" y="20" font-size="14" font-weight="bold" text-anchor="middle">{t}</text>"##,
-        t = esc(title),
+        t = esc(&if log {
+            format!("{title} (log scale)")
+        } else {
+            title.to_string()
+        }),
         tx = w / 2.0
     );
-    for y in &yt {
+    for (u, label) in &yt {
         let _ = write!(
             s,
             r##"<line x1="{ml}" x2="{x2}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e5e5e5"/><text x="{tx}" y="{ty:.1}" font-size="10" text-anchor="end">{l}</text>"##,
             x2 = w - mr,
-            yy = py(*y),
+            yy = py_units(*u),
             tx = ml - 6.0,
-            ty = py(*y) + 3.0,
-            l = fmt_tick(*y)
+            ty = py_units(*u) + 3.0,
+            l = esc(label)
         );
     }
     for (i, x) in xt.iter().enumerate() {
@@ -102,59 +191,104 @@ pub fn chart(
             r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{y1}" y2="{y2}" stroke="#e5e5e5"/><text x="{xx:.1}" y="{ty}" font-size="10" text-anchor="middle">{l}</text>"##,
             xx = px(*x),
             y1 = mt,
-            y2 = h - mb,
-            ty = h - mb + 14.0,
+            y2 = plot_h - mb,
+            ty = plot_h - mb + 14.0,
             l = esc(&label)
         );
     }
     let _ = write!(
         s,
         r##"<line x1="{ml}" x2="{ml}" y1="{mt}" y2="{yb}" stroke="#333"/><line x1="{ml}" x2="{xr}" y1="{yb}" y2="{yb}" stroke="#333"/><text x="{cx}" y="{lb}" font-size="11" text-anchor="middle">{xl}</text><text x="14" y="{cy}" font-size="11" text-anchor="middle" transform="rotate(-90 14 {cy})">{yl}</text>"##,
-        yb = h - mb,
+        yb = plot_h - mb,
         xr = w - mr,
         cx = (ml + w - mr) / 2.0,
-        lb = h - 10.0,
+        lb = plot_h - 10.0,
         xl = esc(x_label),
-        cy = (mt + h - mb) / 2.0,
+        cy = (mt + plot_h - mb) / 2.0,
         yl = esc(y_label)
     );
+    for (x, label) in &opts.vlines {
+        let _ = write!(
+            s,
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{mt}" y2="{yb}" stroke="#555" stroke-dasharray="2,3"/><text x="{tx:.1}" y="{ty}" font-size="9" fill="#555">{l}</text>"##,
+            xx = px(*x),
+            yb = plot_h - mb,
+            tx = px(*x) + 3.0,
+            ty = mt + 10.0,
+            l = esc(label)
+        );
+    }
     for (i, se) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         if se.points.is_empty() {
             continue;
         }
-        let path: Vec<String> = se
-            .points
-            .iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
-            .collect();
-        let dash = if se.dashed {
-            r#" stroke-dasharray="5,4""#
-        } else {
-            ""
-        };
-        let _ = write!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
-            path.join(" ")
-        );
-        for (x, y) in &se.points {
+        if !se.markers_only {
+            let path: Vec<String> = se
+                .points
+                .iter()
+                .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+                .collect();
+            let dash = if se.dashed {
+                r#" stroke-dasharray="5,4""#
+            } else {
+                ""
+            };
             let _ = write!(
                 s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
-                px(*x),
-                py(*y)
+                r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
+                path.join(" ")
             );
         }
-        let ly = mt + 4.0 + i as f64 * 14.0;
+        for (k, (x, y)) in se.points.iter().enumerate() {
+            if se.markers_only {
+                let _ = write!(
+                    s,
+                    r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="none" stroke="{color}" stroke-width="2"/>"#,
+                    px(*x) - 4.0,
+                    py(*y) - 4.0
+                );
+            } else {
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
+                    px(*x),
+                    py(*y)
+                );
+            }
+            if let Some(l) = se.labels.get(k) {
+                let _ = write!(
+                    s,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="8" fill="#444" transform="rotate(-30 {:.1} {:.1})">{}</text>"##,
+                    px(*x) + 4.0,
+                    py(*y) - 5.0,
+                    px(*x) + 4.0,
+                    py(*y) - 5.0,
+                    esc(l)
+                );
+            }
+        }
+        // The legend sits below the plot, three entries a row.
+        let lx = ml + (i % 3) as f64 * 160.0;
+        let ly = plot_h + 4.0 + (i / 3) as f64 * 16.0;
         let _ = write!(
             s,
-            r#"<rect x="{lx}" y="{ry:.1}" width="10" height="3" fill="{color}"/><text x="{tx}" y="{ty:.1}" font-size="10">{n}</text>"#,
-            lx = ml + 10.0,
-            ry = ly - 3.0,
-            tx = ml + 24.0,
+            r#"<rect x="{lx:.1}" y="{ry:.1}" width="12" height="4" fill="{color}"/><text x="{tx:.1}" y="{ty:.1}" font-size="10">{n}</text>"#,
+            ry = ly - 4.0,
+            tx = lx + 16.0,
             ty = ly + 1.0,
             n = esc(&se.name)
+        );
+    }
+    if !opts.vlines.is_empty() {
+        let ly = plot_h + 4.0 + series.len().div_ceil(3) as f64 * 16.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{ml}" x2="{x2}" y1="{y:.1}" y2="{y:.1}" stroke="#555" stroke-dasharray="2,3"/><text x="{tx}" y="{ty:.1}" font-size="10">knee: the last rate before latency climbs</text>"##,
+            x2 = ml + 12.0,
+            y = ly - 2.0,
+            tx = ml + 16.0,
+            ty = ly + 1.0
         );
     }
     s.push_str("</svg>");
@@ -193,46 +327,110 @@ fn distribution_chart(r: &Report, key: &str, title: &str) -> String {
                     .iter()
                     .map(|(q, _)| (nines(*q), d.quantile_ms(*q)))
                     .collect(),
-                dashed: false,
+                ..Default::default()
             })
         })
         .collect();
     let labels: Vec<(f64, &str)> = QUANTILES.iter().map(|(q, l)| (nines(*q), *l)).collect();
     let mut with_zero = vec![(0.0, "")];
     with_zero.extend(labels);
-    chart(title, "percentile", "ms", &series, Some(&with_zero))
+    chart_with(
+        title,
+        "percentile",
+        "ms",
+        &series,
+        ChartOpts {
+            x_labels: Some(&with_zero),
+            allow_log: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// A sweep chart: the open-loop stages as a curve (points labelled with
+/// stage names), the other stages (synchronous, throughput, concurrent) as
+/// separate markers, saturated stages marked, the knee as a dashed line.
+fn sweep_chart(
+    r: &Report,
+    title: &str,
+    what: &str,
+    f: &dyn Fn(&StageReport) -> (f64, f64),
+) -> String {
+    let stages = by_rate(&r.stages);
+    let (curve, others): (Vec<&StageReport>, Vec<&StageReport>) = stages
+        .iter()
+        .partition(|s| super::summary::on_rate_curve(s));
+    let line = |name: String, pick: &dyn Fn(&StageReport) -> f64, labels: bool| Series {
+        name,
+        points: curve
+            .iter()
+            .map(|s| (s.rates.requests_per_s, pick(s)))
+            .collect(),
+        labels: if labels {
+            curve.iter().map(|s| s.name.clone()).collect()
+        } else {
+            Vec::new()
+        },
+        ..Default::default()
+    };
+    let mut series = vec![
+        line(format!("{what} p50"), &|s| f(s).0, true),
+        line(format!("{what} p99"), &|s| f(s).1, false),
+    ];
+    if !others.is_empty() {
+        series.push(Series {
+            name: format!(
+                "{what} p50, {} (not on the rate curve)",
+                others
+                    .iter()
+                    .map(|s| s.strategy.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            points: others
+                .iter()
+                .map(|s| (s.rates.requests_per_s, f(s).0))
+                .collect(),
+            labels: others.iter().map(|s| s.name.clone()).collect(),
+            markers_only: true,
+            ..Default::default()
+        });
+    }
+    let saturated: Vec<&&StageReport> = stages.iter().filter(|s| s.saturated).collect();
+    if !saturated.is_empty() {
+        series.push(Series {
+            name: format!("{what} p99, saturated stages"),
+            points: saturated
+                .iter()
+                .map(|s| (s.rates.requests_per_s, f(s).1))
+                .collect(),
+            markers_only: true,
+            ..Default::default()
+        });
+    }
+    let vlines = super::summary::knee(&r.stages)
+        .map(|k| vec![(k.rates.requests_per_s, format!("knee: {}", k.name))])
+        .unwrap_or_default();
+    chart_with(
+        title,
+        "achieved requests/s",
+        "ms",
+        &series,
+        ChartOpts {
+            vlines,
+            allow_log: true,
+            ..Default::default()
+        },
+    )
 }
 
 pub fn render(r: &Report) -> String {
-    let stages = by_rate(&r.stages);
-    let curve = |name: &str, f: &dyn Fn(&StageReport) -> f64| Series {
-        name: name.to_string(),
-        points: stages
-            .iter()
-            .map(|s| (s.rates.requests_per_s, f(s)))
-            .collect(),
-        dashed: false,
-    };
-    let ttft = chart(
-        "TTFT against achieved rate",
-        "achieved requests/s",
-        "ms",
-        &[
-            curve("TTFT p50", &|s| s.ttft_ms.p50),
-            curve("TTFT p99", &|s| s.ttft_ms.p99),
-        ],
-        None,
-    );
-    let itl = chart(
-        "ITL against achieved rate",
-        "achieved requests/s",
-        "ms",
-        &[
-            curve("ITL p50", &|s| s.itl_ms.p50),
-            curve("ITL p99", &|s| s.itl_ms.p99),
-        ],
-        None,
-    );
+    let ttft = sweep_chart(r, "TTFT against achieved rate", "TTFT", &|s| {
+        (s.ttft_ms.p50, s.ttft_ms.p99)
+    });
+    let itl = sweep_chart(r, "ITL against achieved rate", "ITL", &|s| {
+        (s.itl_ms.p50, s.itl_ms.p99)
+    });
     let mut targeted: Vec<(f64, f64)> = r
         .stages
         .iter()
@@ -249,17 +447,20 @@ pub fn render(r: &Report) -> String {
             Series {
                 name: "achieved".into(),
                 points: targeted,
-                dashed: false,
+                ..Default::default()
             },
             Series {
                 name: "target (ideal)".into(),
                 points: vec![(0.0, 0.0), (top, top)],
                 dashed: true,
+                ..Default::default()
             },
         ],
         None,
     );
     let ttft_dist = distribution_chart(r, "ttft_us", "TTFT distribution per stage");
+    let itl_dist = distribution_chart(r, "itl_us", "ITL distribution per stage");
+    let tpot_dist = distribution_chart(r, "tpot_us", "TPOT distribution per stage");
     let lat_dist = distribution_chart(r, "latency_us", "Request latency distribution per stage");
 
     let mut h = String::new();
@@ -291,9 +492,11 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
             esc(&r.end_reason)
         );
     }
-    if let Some(slo) = &r.slo_summary {
-        let _ = write!(h, "<p>{}</p>", esc(&super::console::slo_line(slo)));
+    h.push_str("<h2>Summary</h2><ul>");
+    for (k, v) in super::summary::lines(r) {
+        let _ = write!(h, "<li><b>{}:</b> {}</li>", esc(k), esc(&v));
     }
+    h.push_str("</ul>");
     for w in &r.warnings {
         let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
     }
@@ -303,7 +506,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     );
     let _ = write!(
         h,
-        r#"<h2>Latency distributions</h2><div class="charts">{ttft_dist}{lat_dist}</div>"#
+        r#"<h2>Latency distributions</h2><div class="charts">{ttft_dist}{itl_dist}{tpot_dist}{lat_dist}</div>"#
     );
 
     h.push_str("<h2>Stages</h2><table><tr><th>Stage</th><th>Target</th><th>Req/s</th><th>Conc</th><th>Out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT mean</th><th>Latency p50 (s)</th><th>Comp</th><th>Inc</th><th>Err</th><th>Errors</th></tr>");
@@ -366,6 +569,75 @@ mod tests {
         assert_eq!(ticks(0.0), vec![0.0, 1.0]);
         let t = ticks(1234.0);
         assert!(*t.last().unwrap() >= 1234.0 && t.len() <= 7, "{t:?}");
+    }
+
+    fn stage(name: &str, strategy: &str, rps: f64, p50: f64, p99: f64) -> StageReport {
+        let mut s = StageReport {
+            name: name.into(),
+            strategy: strategy.into(),
+            ..Default::default()
+        };
+        s.requests.measured = 10;
+        s.rates.requests_per_s = rps;
+        s.ttft_ms.count = 10;
+        s.ttft_ms.p50 = p50;
+        s.ttft_ms.p99 = p99;
+        s
+    }
+
+    #[test]
+    fn the_sweep_chart_is_log_labelled_and_keeps_throughput_off_the_curve() {
+        let r = Report::from_json(
+            r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+        )
+        .unwrap();
+        let mut sat = stage("constant@30.00", "constant", 27.0, 300.0, 900.0);
+        sat.saturated = true;
+        let r = Report {
+            stages: vec![
+                stage("throughput", "throughput", 39.0, 2000.0, 4198.0),
+                stage("constant@5.00", "constant", 5.0, 20.0, 40.0),
+                stage("constant@20.00", "constant", 19.8, 25.0, 60.0),
+                sat,
+            ],
+            ..r
+        };
+        let svg = sweep_chart(&r, "TTFT against achieved rate", "TTFT", &|s| {
+            (s.ttft_ms.p50, s.ttft_ms.p99)
+        });
+        assert!(
+            svg.contains("(log scale)"),
+            "4198 ms against 20 ms needs a log axis"
+        );
+        for name in ["constant@5.00", "constant@20.00", "throughput"] {
+            assert!(svg.contains(&format!(">{name}</text>")), "{name} labelled");
+        }
+        assert!(svg.contains("TTFT p50, throughput (not on the rate curve)"));
+        assert!(svg.contains("knee: constant@20.00"));
+        assert!(svg.contains("saturated stages"));
+        // The p50 curve runs through the three constant stages only.
+        let line = svg.split("<polyline").nth(1).unwrap();
+        let points = line
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert_eq!(points.split(' ').count(), 3, "{points}");
+        // The legend is below the plot area (y > 320), clear of every line.
+        assert!(
+            svg.contains(r#"<rect x="64.0" y="320.0" width="12" height="4""#),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn log_ticks_cover_the_range_in_decades() {
+        assert_eq!(log_ticks(8.0, 4198.0), vec![0, 1, 2, 3, 4]);
+        assert_eq!(log_ticks(20.0, 30.0), vec![1, 2]);
+        assert!(!wants_log([10.0, 200.0].into_iter()));
+        assert!(wants_log([10.0, 4198.0].into_iter()));
     }
 
     #[test]

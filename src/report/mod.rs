@@ -13,6 +13,7 @@ pub mod csv_export;
 pub mod export;
 pub mod html;
 pub mod layouts;
+pub mod summary;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::dist::DistSummary;

@@ -155,8 +155,14 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
         out_dir.display(),
         out_dir.display()
     ));
+    // The dashboard's result screen gets the finished report through this
+    // (not with --exit-on-finish: the dashboard closes when the run ends).
+    let (outcome_tx, outcome_rx) = tokio::sync::oneshot::channel();
+    let mut outcome_tx = (p.dashboard && !args.exit_on_finish).then_some(outcome_tx);
+    let outcome_rx = outcome_tx.is_some().then_some(outcome_rx);
     let front_end = tokio::spawn(front_end(
         p.dashboard.then(|| crate::tui::TuiOptions {
+            outcome: outcome_rx,
             fps: args.fps,
             themes: std::mem::take(&mut p.themes),
             info: crate::tui::app::RunInfo {
@@ -251,13 +257,28 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
                 .unwrap_or_default(),
         })
         .await;
+    let report = Arc::new(report);
+    if let (Some(tx), Ok(paths)) = (outcome_tx.take(), &written) {
+        let _ = tx.send(crate::tui::app::RunOutcome {
+            report: report.clone(),
+            paths: paths.clone(),
+        });
+    }
+    drop(outcome_tx);
     let _ = front_end.await;
     if let Some(h) = p.simulator.take() {
         h.shutdown().await;
     }
-    term::out(&crate::redact::scrub(&crate::report::console::render(
-        &report,
-    )));
+    // A terminal gets tables that fit its width; a pipe or a log file the full ones.
+    use std::io::IsTerminal as _;
+    let width = if std::io::stdout().is_terminal() && !term::is_gone() {
+        crossterm::terminal::size().map_or(80, |(w, _)| w)
+    } else {
+        crate::report::console::FULL_WIDTH
+    };
+    term::out(&crate::redact::scrub(
+        &crate::report::console::render_for_width(&report, width),
+    ));
     let paths = written?;
     for path in &paths {
         term::out(&format!("report: {}\n", path.display()));

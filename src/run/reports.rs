@@ -53,7 +53,8 @@ impl Reports {
 
     /// The reports of what was measured so far, while the run goes on.
     pub fn export_now(&self, snap: &Snapshot) -> Result<Vec<PathBuf>> {
-        let mut stages = snap.finished.to_vec();
+        // The running stage so far is in the export too, marked as such.
+        let mut stages = report::export::with_running_stage(snap);
         if let Some(h) = &self.scrape {
             crate::server_metrics::attach_live(h, &mut stages);
         }

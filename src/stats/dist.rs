@@ -103,6 +103,59 @@ impl Dist {
         }
     }
 
+    /// The same summary from a single pass over the histogram (`summary`
+    /// walks it once per statistic): for the live view, which refreshes it
+    /// every second while requests are being dispatched. Quantiles are the
+    /// same; mean and std agree to rounding.
+    pub fn summary_one_pass(&self, extra_percentiles: &[f64]) -> DistSummary {
+        if self.h.is_empty() {
+            return DistSummary::default();
+        }
+        let total = self.h.len();
+        let mut qs = vec![0.50, 0.90, 0.95, 0.99, 0.999];
+        qs.extend(extra_percentiles.iter().map(|p| p / 100.0));
+        let targets: Vec<u64> = qs
+            .iter()
+            .map(|q| ((q.min(1.0) * total as f64).ceil() as u64).max(1))
+            .collect();
+        let mut found: Vec<Option<u64>> = vec![None; qs.len()];
+        let (mut cum, mut sum, mut sumsq) = (0u64, 0.0f64, 0.0f64);
+        for v in self.h.iter_recorded() {
+            let c = v.count_at_value();
+            let at = v.value_iterated_to();
+            cum += c;
+            let med = self.h.median_equivalent(at) as f64;
+            sum += med * c as f64;
+            sumsq += med * med * c as f64;
+            let hi = self.h.highest_equivalent(at);
+            for (f, t) in found.iter_mut().zip(&targets) {
+                if f.is_none() && cum >= *t {
+                    *f = Some(hi);
+                }
+            }
+        }
+        let n = total as f64;
+        let mean = sum / n;
+        let ms = |k: usize| found[k].unwrap_or(0) as f64 / 1000.0;
+        DistSummary {
+            count: total,
+            mean: mean / 1000.0,
+            std: (sumsq / n - mean * mean).max(0.0).sqrt() / 1000.0,
+            min: self.h.min() as f64 / 1000.0,
+            max: self.h.max() as f64 / 1000.0,
+            p50: ms(0),
+            p90: ms(1),
+            p95: ms(2),
+            p99: ms(3),
+            p999: ms(4),
+            extra: extra_percentiles
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| (percentile_key(p), ms(5 + i)))
+                .collect(),
+        }
+    }
+
     /// The histogram in HdrHistogram's V2 deflate format, base64-encoded: any
     /// HdrHistogram library can read it back, and runs can be merged.
     pub fn encode(&self) -> String {
@@ -196,5 +249,34 @@ mod tests {
         assert!(parse_percentiles("100").is_err());
         assert!(parse_percentiles("x").is_err());
         assert_eq!(percentile_key(99.9), "p99.9");
+    }
+
+    #[test]
+    fn the_one_pass_summary_matches_the_full_one() {
+        let mut d = Dist::default();
+        for i in 0..20_000u64 {
+            // A skewed spread from 0.5 ms to ~5 s.
+            d.record_us(500 + (i * i) % 5_000_000 + (i % 97) * 13);
+        }
+        let a = d.summary(&[75.0, 99.99]);
+        let b = d.summary_one_pass(&[75.0, 99.99]);
+        assert_eq!(a.count, b.count);
+        assert_eq!(
+            (a.p50, a.p90, a.p95, a.p99, a.p999),
+            (b.p50, b.p90, b.p95, b.p99, b.p999)
+        );
+        assert_eq!((a.min, a.max), (b.min, b.max));
+        assert_eq!(a.extra, b.extra);
+        assert!(
+            (a.mean - b.mean).abs() < 1e-6 * a.mean,
+            "{} {}",
+            a.mean,
+            b.mean
+        );
+        assert!((a.std - b.std).abs() < 1e-3 * a.std, "{} {}", a.std, b.std);
+        assert_eq!(
+            Dist::default().summary_one_pass(&[]),
+            DistSummary::default()
+        );
     }
 }

@@ -369,6 +369,89 @@ impl StageStats {
         if self.paused_since.is_some() {
             self.resume(end);
         }
+        // After a pause the pipeline refills as it did at the start: those
+        // seconds say nothing about the server either.
+        let settled = self.latency.quantile_ms(0.5) / 1000.0 + 1.0;
+        let resumed_at: Vec<f64> = self
+            .pauses
+            .iter()
+            .map(|(a, _)| self.active_at(*a))
+            .collect();
+        let series: Vec<SeriesPoint> = self
+            .series
+            .iter()
+            .filter(|p| {
+                !resumed_at
+                    .iter()
+                    .any(|r| p.t_s > *r && p.t_s <= r + settled)
+            })
+            .copied()
+            .collect();
+        let saturation_reason = saturation(
+            target_rate.filter(|_| matches!(strategy, "constant" | "poisson")),
+            self.latency.quantile_ms(0.5) / 1000.0,
+            &series,
+        );
+        let mut histograms = BTreeMap::new();
+        for (k, d) in [
+            ("ttft_us", &self.ttft),
+            ("itl_us", &self.itl),
+            ("tpot_us", &self.tpot),
+            ("latency_us", &self.latency),
+            ("queue_us", &self.queue),
+        ] {
+            histograms.insert(k.to_string(), d.encode());
+        }
+        let area = self.in_flight_area;
+        let mut r = self.summarize(end, area, name, strategy, target_rate, end_reason, false);
+        r.saturated = saturation_reason.is_some();
+        r.saturation_reason = saturation_reason;
+        r.histograms = histograms;
+        r
+    }
+
+    /// The stage so far, as its report would read if it ended `now`: for the
+    /// dashboard's running row and an export during the stage. Cheap enough
+    /// for every snapshot: no histograms, no saturation verdict.
+    pub fn so_far(
+        &self,
+        now: Instant,
+        name: String,
+        strategy: &str,
+        target_rate: Option<f64>,
+    ) -> StageReport {
+        let from = self.last_change.max(self.window.from);
+        let to = self.window.to.map_or(now, |t| now.min(t));
+        let pending = if to > from && self.paused_since.is_none() {
+            self.in_flight as f64 * (to - from).as_secs_f64()
+        } else {
+            0.0
+        };
+        let area = self.in_flight_area + pending;
+        self.summarize(now, area, name, strategy, target_rate, "running", true)
+    }
+
+    /// `one_pass`: each distribution summarised in one pass over its
+    /// histogram instead of one per statistic (the live view, once a second,
+    /// on the dispatcher's task).
+    #[allow(clippy::too_many_arguments)]
+    fn summarize(
+        &self,
+        end: Instant,
+        in_flight_area: f64,
+        name: String,
+        strategy: &str,
+        target_rate: Option<f64>,
+        end_reason: &str,
+        one_pass: bool,
+    ) -> StageReport {
+        let summary = |d: &Dist| {
+            if one_pass {
+                d.summary_one_pass(&self.percentiles)
+            } else {
+                d.summary(&self.percentiles)
+            }
+        };
         let wall = end.saturating_duration_since(self.start);
         let paused = self.paused_total(end);
         let duration = wall.saturating_sub(paused);
@@ -399,48 +482,14 @@ impl StageStats {
         };
         let concurrency = Concurrency {
             mean: if conc_window > 0.0 {
-                self.in_flight_area / conc_window
+                in_flight_area / conc_window
             } else {
                 0.0
             },
             max: self.max_in_flight,
         };
-        // After a pause the pipeline refills as it did at the start: those
-        // seconds say nothing about the server either.
-        let settled = self.latency.quantile_ms(0.5) / 1000.0 + 1.0;
-        let resumed_at: Vec<f64> = self
-            .pauses
-            .iter()
-            .map(|(a, _)| self.active_at(*a))
-            .collect();
-        let series: Vec<SeriesPoint> = self
-            .series
-            .iter()
-            .filter(|p| {
-                !resumed_at
-                    .iter()
-                    .any(|r| p.t_s > *r && p.t_s <= r + settled)
-            })
-            .copied()
-            .collect();
-        let saturation_reason = saturation(
-            target_rate.filter(|_| matches!(strategy, "constant" | "poisson")),
-            self.latency.quantile_ms(0.5) / 1000.0,
-            &series,
-        );
         let n = self.counts.measured as f64;
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
-        let pct = &self.percentiles;
-        let mut histograms = BTreeMap::new();
-        for (k, d) in [
-            ("ttft_us", &self.ttft),
-            ("itl_us", &self.itl),
-            ("tpot_us", &self.tpot),
-            ("latency_us", &self.latency),
-            ("queue_us", &self.queue),
-        ] {
-            histograms.insert(k.to_string(), d.encode());
-        }
         StageReport {
             name,
             strategy: strategy.to_string(),
@@ -450,8 +499,8 @@ impl StageStats {
             duration_s: duration.as_secs_f64(),
             measured_s: measured,
             measured_from_s: Some(m_from.saturating_duration_since(self.start).as_secs_f64()),
-            saturated: saturation_reason.is_some(),
-            saturation_reason,
+            saturated: false,
+            saturation_reason: None,
             end_reason: end_reason.to_string(),
             requests: self.counts,
             errors: self.errors.clone(),
@@ -459,11 +508,11 @@ impl StageStats {
             reconnects: self.reconnects,
             rates,
             concurrency,
-            ttft_ms: self.ttft.summary(pct),
-            itl_ms: self.itl.summary(pct),
-            tpot_ms: self.tpot.summary(pct),
-            latency_ms: self.latency.summary(pct),
-            queue_ms: self.queue.summary(pct),
+            ttft_ms: summary(&self.ttft),
+            itl_ms: summary(&self.itl),
+            tpot_ms: summary(&self.tpot),
+            latency_ms: summary(&self.latency),
+            queue_ms: summary(&self.queue),
             tokens: Tokens {
                 prompt_mean: mean(self.prompt_total),
                 prompt_mean_server: (self.server_prompt_n > 0)
@@ -479,7 +528,7 @@ impl StageStats {
                 requests_per_s: per_s(self.good as f64),
                 fraction: if n > 0.0 { self.good as f64 / n } else { 0.0 },
             }),
-            histograms,
+            histograms: BTreeMap::new(),
             paused_s: paused.as_secs_f64(),
             pauses: self.pauses.len() as u32,
             ..Default::default()

@@ -1,6 +1,7 @@
 //! The dashboard's state and key handling. Pure: keys in, commands out; no
 //! terminal, no runtime. Drawing reads this state and never changes it.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -8,6 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::server::ServerMetrics;
 use super::theme::Theme;
 use crate::engine::{Control, Snapshot};
+use crate::report::Report;
 
 /// What the dashboard shows; Tab cycles through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +17,48 @@ pub enum View {
     Dashboard,
     Errors,
     Server,
+}
+
+/// The metric the main history chart shows; `m` cycles through them. Bigger
+/// terminals draw the next ones in extra charts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Metric {
+    #[default]
+    Ttft,
+    /// Not over time: the sweep curve, latency against achieved rate.
+    Sweep,
+    Itl,
+    Rate,
+    InFlight,
+    Errors,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 6] = [
+        Metric::Ttft,
+        Metric::Sweep,
+        Metric::Itl,
+        Metric::Rate,
+        Metric::InFlight,
+        Metric::Errors,
+    ];
+
+    pub fn next(self) -> Metric {
+        let i = Metric::ALL.iter().position(|m| *m == self).unwrap_or(0);
+        Metric::ALL[(i + 1) % Metric::ALL.len()]
+    }
+
+    /// The chart's title, unit included.
+    pub fn title(self) -> &'static str {
+        match self {
+            Metric::Ttft => "TTFT ms (p50, p99)",
+            Metric::Sweep => "latency vs rate",
+            Metric::Itl => "ITL ms (p50, p99)",
+            Metric::Rate => "completed req/s",
+            Metric::InFlight => "requests in flight",
+            Metric::Errors => "errors /s",
+        }
+    }
 }
 
 /// What a key asks the surrounding loop to do.
@@ -26,6 +70,32 @@ pub enum Action {
     Export,
     /// Close the dashboard; the run goes on (`llmsweep attach` opens it again).
     Detach,
+    /// Leave the result screen (the run is over).
+    Close,
+}
+
+/// Something the dashboard asks before doing (answered with y / n).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Confirm {
+    /// Stop the run and write the reports.
+    Quit,
+    /// `n` on the last stage: the run ends.
+    SkipLast,
+    /// A rate far above anything measured so far.
+    Rate { control: Control, why: String },
+}
+
+impl Confirm {
+    /// The question on the status line.
+    pub fn question(&self) -> String {
+        match self {
+            Confirm::Quit => "stop the run and write the reports? y / n".into(),
+            Confirm::SkipLast => {
+                "this is the last stage: skipping it ends the run. End now? y / n".into()
+            }
+            Confirm::Rate { why, .. } => format!("{why}. Go ahead? y / n"),
+        }
+    }
 }
 
 /// Fixed facts about the run, shown in the header.
@@ -34,6 +104,14 @@ pub struct RunInfo {
     pub target: String,
     pub model: String,
     pub profile: String,
+}
+
+/// The finished run, for the result screen.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub report: std::sync::Arc<Report>,
+    /// Files written, report.json first.
+    pub paths: Vec<PathBuf>,
 }
 
 pub struct App {
@@ -45,18 +123,27 @@ pub struct App {
     pub help: bool,
     /// Typing an exact rate after `r`.
     pub input: Option<String>,
-    /// `q` was pressed; waiting for y/n.
-    pub confirm_quit: bool,
+    /// Waiting for y / n.
+    pub confirm: Option<Confirm>,
     /// Stop was sent; the dashboard closes when the run is done.
     pub stopping: bool,
     pub status: Option<(String, Instant)>,
     pub server: Option<ServerMetrics>,
     /// Lines scrolled in the stage table or the error log.
     pub scroll: usize,
+    /// The main history chart's metric.
+    pub metric: Metric,
+    /// Set when the run is over and its reports are written: the result screen.
+    pub outcome: Option<RunOutcome>,
 }
 
 /// How long a status message stays.
 const STATUS_FOR: Duration = Duration::from_secs(6);
+
+/// A new rate this many times the highest completion rate measured so far
+/// (and more than 1.5× the running stage's target) asks for confirmation
+/// first.
+pub const FAR_ABOVE: f64 = 3.0;
 
 impl App {
     pub fn new(info: RunInfo, themes: Vec<Theme>) -> Self {
@@ -68,11 +155,13 @@ impl App {
             theme: 0,
             help: false,
             input: None,
-            confirm_quit: false,
+            confirm: None,
             stopping: false,
             status: None,
             server: None,
             scroll: 0,
+            metric: Metric::default(),
+            outcome: None,
         }
     }
 
@@ -92,17 +181,170 @@ impl App {
             .map(|(s, _)| s.as_str())
     }
 
+    /// The running stage's kind: `constant`, `concurrent`, ... or "".
+    pub fn stage_kind(&self) -> &str {
+        self.snap
+            .stage
+            .as_ref()
+            .map(|s| s.strategy.as_str())
+            .unwrap_or("")
+    }
+
     /// The current stage's rate, as the key commands change it.
     fn rate_word(&self) -> &'static str {
-        match self.snap.stage.as_ref().map(|s| s.strategy.as_str()) {
-            Some("concurrent") => "streams",
+        match self.stage_kind() {
+            "concurrent" => "streams",
             _ => "rate",
         }
     }
 
+    /// Is the running stage the plan's last?
+    pub fn on_last_stage(&self) -> bool {
+        let s = &self.snap;
+        s.stage.is_some()
+            && s.upcoming.is_empty()
+            && s.stages_total.is_some_and(|t| s.stage_number >= t)
+    }
+
+    /// The highest completion rate measured so far: any finished stage, the
+    /// running stage so far, or any second of the run (early in a stage its
+    /// average still lags). None before anything completed.
+    pub fn highest_measured_rate(&self) -> Option<f64> {
+        let finished = self.snap.finished.iter().map(|s| s.rates.requests_per_s);
+        let st = self.snap.stage.as_ref();
+        let running = st
+            .and_then(|s| s.so_far.as_ref())
+            .map(|r| r.rates.requests_per_s);
+        let now = st.map(|s| s.achieved_rps);
+        let seconds = self.snap.history.points().map(|p| p.requests_per_s);
+        finished
+            .chain(running)
+            .chain(now)
+            .chain(seconds)
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .reduce(f64::max)
+    }
+
+    /// The rate the running stage runs at now: its target, or what it
+    /// measured so far (synchronous, throughput).
+    fn current_rate(&self) -> Option<f64> {
+        let st = self.snap.stage.as_ref()?;
+        st.target_rate.or_else(|| {
+            st.so_far
+                .as_ref()
+                .map(|r| r.rates.requests_per_s)
+                .filter(|r| *r > 0.0)
+        })
+    }
+
+    /// Why `rate` needs a confirmation, if it does.
+    fn why_confirm(&self, rate: f64) -> Option<String> {
+        if self.stage_kind() == "concurrent" {
+            return None;
+        }
+        let top = self.highest_measured_rate()?;
+        // A small step from the running target is not a leap, even when the
+        // stage has measured little yet.
+        let target = self.snap.stage.as_ref().and_then(|s| s.target_rate);
+        let leap = target.is_none_or(|t| rate > 1.5 * t);
+        (leap && rate > FAR_ABOVE * top).then(|| {
+            format!(
+                "{rate:.2} req/s is {:.0}× the highest rate completed so far ({top:.2} req/s)",
+                rate / top
+            )
+        })
+    }
+
+    /// Sends `control` for a new `rate`, or asks first when it is far above
+    /// anything measured.
+    fn rate_command(
+        &mut self,
+        control: Control,
+        rate: Option<f64>,
+        what: String,
+    ) -> Option<Action> {
+        if let Some(why) = rate.and_then(|r| self.why_confirm(r)) {
+            self.confirm = Some(Confirm::Rate { control, why });
+            return None;
+        }
+        self.say(what);
+        Some(Action::Send(control))
+    }
+
+    /// A key that scales the rate by `f`.
+    fn scale(&mut self, f: f64, label: &str) -> Option<Action> {
+        let Some(st) = self.snap.stage.as_ref() else {
+            self.say(format!("rate {label}: new stage"));
+            return Some(Action::Send(Control::ScaleRate(f)));
+        };
+        if st.strategy == "concurrent" {
+            // Whole streams, at least one more or fewer: what is shown is what runs.
+            let cur = st.target_rate.unwrap_or(1.0).round().max(1.0);
+            let next = scaled_streams(cur, f);
+            if next == cur {
+                self.say(format!("streams stay at {cur:.0}: one is the least"));
+                return None;
+            }
+            self.say(format!("streams {cur:.0} → {next:.0}: new stage"));
+            return Some(Action::Send(Control::SetRate(next)));
+        }
+        match self.current_rate() {
+            Some(cur) => {
+                let next = cur * f;
+                let from = if st.target_rate.is_some() {
+                    String::new()
+                } else {
+                    format!(" (from the {cur:.2} req/s measured so far)")
+                };
+                self.rate_command(
+                    Control::ScaleRate(f),
+                    Some(next),
+                    format!("rate {label} → constant {next:.2} req/s{from}: new stage"),
+                )
+            }
+            None => {
+                self.say(format!(
+                    "nothing completed yet in {}: no rate to change; wait a moment or type one with r",
+                    st.name
+                ));
+                None
+            }
+        }
+    }
+
     pub fn on_key(&mut self, key: KeyEvent) -> Option<Action> {
+        if self.outcome.is_some() {
+            return match key.code {
+                KeyCode::Tab | KeyCode::BackTab => {
+                    self.view = match self.view {
+                        View::Dashboard => View::Errors,
+                        _ => View::Dashboard,
+                    };
+                    None
+                }
+                KeyCode::Char('t') => {
+                    self.theme = (self.theme + 1) % self.themes.len().max(1);
+                    None
+                }
+                KeyCode::Char('m') => {
+                    self.metric = self.metric.next();
+                    None
+                }
+                // Scrolls the errors view; harmless on the result.
+                KeyCode::Down | KeyCode::Char('j') => {
+                    self.scroll = self.scroll.saturating_add(1);
+                    None
+                }
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.scroll = self.scroll.saturating_sub(1);
+                    None
+                }
+                _ => Some(Action::Close),
+            };
+        }
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             self.stopping = true;
+            self.confirm = None;
             self.say("stopping: finishing the stage and writing the reports…");
             return Some(Action::Send(Control::Stop {
                 reason: "interrupted (Ctrl-C)".into(),
@@ -122,8 +364,16 @@ impl App {
                     let text = self.input.take().unwrap_or_default();
                     return match text.parse::<f64>() {
                         Ok(r) if r.is_finite() && r > 0.0 => {
-                            self.say(format!("{} → {text}: new stage", self.rate_word()));
-                            Some(Action::Send(Control::SetRate(r)))
+                            if self.stage_kind() == "concurrent" {
+                                let n = r.round().max(1.0);
+                                self.say(format!("streams → {n:.0}: new stage"));
+                                return Some(Action::Send(Control::SetRate(n)));
+                            }
+                            self.rate_command(
+                                Control::SetRate(r),
+                                Some(r),
+                                format!("rate → constant {r} req/s: new stage"),
+                            )
                         }
                         _ => {
                             self.say(format!("{text:?} is not a rate: type a positive number"));
@@ -135,19 +385,33 @@ impl App {
             }
             return None;
         }
-        if self.confirm_quit {
-            self.confirm_quit = false;
-            return match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
+        if let Some(q) = self.confirm.take() {
+            let yes = matches!(
+                key.code,
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+            );
+            if !yes {
+                self.say(match q {
+                    Confirm::Quit | Confirm::SkipLast => "cancelled; the run goes on",
+                    Confirm::Rate { .. } => "rate change cancelled; the stage goes on",
+                });
+                return None;
+            }
+            return match q {
+                Confirm::Quit => {
                     self.stopping = true;
                     self.say("stopping: finishing the stage and writing the reports…");
                     Some(Action::Send(Control::Stop {
                         reason: "quit (q)".into(),
                     }))
                 }
-                _ => {
-                    self.say("quit cancelled; the run goes on");
-                    None
+                Confirm::SkipLast => {
+                    self.say("skipping the last stage: the run ends");
+                    Some(Action::Send(Control::Skip))
+                }
+                Confirm::Rate { control, .. } => {
+                    self.say("new rate: new stage");
+                    Some(Action::Send(control))
                 }
             };
         }
@@ -158,15 +422,11 @@ impl App {
             }
         }
         let word = self.rate_word();
-        let scale = |app: &mut App, f: f64, label: &str| {
-            app.say(format!("{word} {label}: new stage"));
-            Some(Action::Send(Control::ScaleRate(f)))
-        };
         match key.code {
-            KeyCode::Char('+') | KeyCode::Char('=') => scale(self, 1.1, "+10%"),
-            KeyCode::Char('-') | KeyCode::Char('_') => scale(self, 0.9, "−10%"),
-            KeyCode::Char('*') => scale(self, 2.0, "×2"),
-            KeyCode::Char('/') => scale(self, 0.5, "÷2"),
+            KeyCode::Char('+') | KeyCode::Char('=') => self.scale(1.1, "+10%"),
+            KeyCode::Char('-') | KeyCode::Char('_') => self.scale(0.9, "−10%"),
+            KeyCode::Char('*') => self.scale(2.0, "×2"),
+            KeyCode::Char('/') => self.scale(0.5, "÷2"),
             KeyCode::Char('r') => {
                 self.input = Some(String::new());
                 self.say(format!(
@@ -177,13 +437,17 @@ impl App {
             KeyCode::Char('p') | KeyCode::Char(' ') => {
                 let pausing = !self.snap.paused;
                 self.say(if pausing {
-                    "paused: no new requests (in-flight ones finish)"
+                    "paused: no new requests (in-flight ones finish); p resumes"
                 } else {
                     "resumed"
                 });
                 Some(Action::Send(Control::TogglePause))
             }
             KeyCode::Char('n') => {
+                if self.on_last_stage() {
+                    self.confirm = Some(Confirm::SkipLast);
+                    return None;
+                }
                 self.say("skipping to the next stage");
                 Some(Action::Send(Control::Skip))
             }
@@ -195,8 +459,7 @@ impl App {
                 if self.stopping {
                     self.say("already stopping…");
                 } else {
-                    self.confirm_quit = true;
-                    self.say("stop the run and write the reports? y / n");
+                    self.confirm = Some(Confirm::Quit);
                 }
                 None
             }
@@ -212,6 +475,11 @@ impl App {
                 self.theme = (self.theme + 1) % self.themes.len().max(1);
                 let name = self.theme().name.clone();
                 self.say(format!("theme: {name}"));
+                None
+            }
+            KeyCode::Char('m') => {
+                self.metric = self.metric.next();
+                self.say(format!("chart: {}", self.metric.title()));
                 None
             }
             KeyCode::Tab => {
@@ -242,6 +510,17 @@ impl App {
             }
             _ => None,
         }
+    }
+}
+
+/// Streams after scaling `cur` by `f`: whole streams, at least one more
+/// (up) or fewer (down), never below one.
+pub fn scaled_streams(cur: f64, f: f64) -> f64 {
+    let cur = cur.round().max(1.0);
+    if f >= 1.0 {
+        (cur * f).round().max(cur + 1.0)
+    } else {
+        (cur * f).round().min(cur - 1.0).max(1.0)
     }
 }
 
@@ -311,9 +590,9 @@ mod tests {
     fn quit_asks_first() {
         let mut a = app();
         assert!(press(&mut a, "q").is_empty());
-        assert!(a.confirm_quit);
+        assert_eq!(a.confirm, Some(Confirm::Quit));
         assert!(press(&mut a, "x").is_empty(), "anything but y cancels");
-        assert!(!a.confirm_quit && !a.stopping);
+        assert!(a.confirm.is_none() && !a.stopping);
         let acts = press(&mut a, "qy");
         assert!(matches!(&acts[..], [Action::Send(Control::Stop { .. })]));
         assert!(a.stopping);
@@ -336,5 +615,164 @@ mod tests {
         assert!(!a.help);
         press(&mut a, "t");
         assert_eq!(a.theme().name, "light");
+    }
+
+    fn with_stage(strategy: &str, target: Option<f64>, measured: f64) -> App {
+        let mut a = app();
+        let mut so_far = crate::report::StageReport::default();
+        so_far.rates.requests_per_s = measured;
+        a.snap.stage = Some(crate::engine::LiveStage {
+            name: format!("{strategy}@x"),
+            strategy: strategy.into(),
+            target_rate: target,
+            so_far: Some(std::sync::Arc::new(so_far)),
+            ..Default::default()
+        });
+        a.snap.stage_number = 1;
+        a.snap.stages_total = Some(3);
+        a.snap.upcoming = vec![crate::engine::PlannedStage {
+            name: "constant@20.00".into(),
+            target_rate: Some(20.0),
+        }];
+        a
+    }
+
+    fn enter(a: &mut App) -> Option<Action> {
+        a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE))
+    }
+
+    #[test]
+    fn a_rate_far_above_anything_measured_asks_first_and_says_why() {
+        let mut a = with_stage("constant", Some(10.0), 9.5);
+        // 5000 req/s typed against 9.5 measured: asks, nothing sent yet.
+        assert!(press(&mut a, "r5000").is_empty());
+        assert_eq!(enter(&mut a), None);
+        let q = a.confirm.clone().expect("asks");
+        assert!(
+            q.question()
+                .contains("526× the highest rate completed so far"),
+            "{}",
+            q.question()
+        );
+        assert_eq!(
+            press(&mut a, "y"),
+            vec![Action::Send(Control::SetRate(5000.0))]
+        );
+        // "n" declines; a modest rate goes straight through.
+        press(&mut a, "r5000");
+        enter(&mut a);
+        assert!(press(&mut a, "n").is_empty());
+        assert!(a.confirm.is_none());
+        press(&mut a, "r20");
+        assert_eq!(enter(&mut a), Some(Action::Send(Control::SetRate(20.0))));
+        // Doubling from 10 (target) to 20 is fine; from a stage at 15 to 30
+        // with 9.5 measured is over 3× and asks.
+        assert_eq!(
+            press(&mut a, "*"),
+            vec![Action::Send(Control::ScaleRate(2.0))]
+        );
+        a.snap.stage.as_mut().unwrap().target_rate = Some(15.0);
+        assert!(press(&mut a, "*").is_empty());
+        assert!(matches!(a.confirm, Some(Confirm::Rate { .. })));
+    }
+
+    #[test]
+    fn a_small_step_from_the_target_never_asks_even_early_in_a_stage() {
+        // 1 s into constant@5: 0.8 req/s measured so far. +10% is not a leap.
+        let mut a = with_stage("constant", Some(5.0), 0.8);
+        assert_eq!(
+            press(&mut a, "+"),
+            vec![Action::Send(Control::ScaleRate(1.1))]
+        );
+        // A typed 5000 is.
+        press(&mut a, "r5000");
+        assert_eq!(enter(&mut a), None);
+        assert!(a.confirm.is_some());
+    }
+
+    #[test]
+    fn synchronous_stages_scale_from_the_measured_rate_or_say_why_not() {
+        let mut a = with_stage("synchronous", None, 0.8);
+        assert_eq!(
+            press(&mut a, "+"),
+            vec![Action::Send(Control::ScaleRate(1.1))]
+        );
+        assert!(a
+            .status_text()
+            .unwrap()
+            .contains("0.80 req/s measured so far"));
+        let mut a = with_stage("throughput", None, 0.0);
+        assert!(press(&mut a, "*").is_empty());
+        assert!(a.status_text().unwrap().contains("nothing completed yet"));
+    }
+
+    #[test]
+    fn concurrent_stages_change_by_whole_streams() {
+        let mut a = with_stage("concurrent", Some(4.0), 3.0);
+        assert_eq!(
+            press(&mut a, "+"),
+            vec![Action::Send(Control::SetRate(5.0))]
+        );
+        assert!(a.status_text().unwrap().contains("streams 4 → 5"));
+        assert_eq!(
+            press(&mut a, "-"),
+            vec![Action::Send(Control::SetRate(3.0))]
+        );
+        assert_eq!(
+            press(&mut a, "*"),
+            vec![Action::Send(Control::SetRate(8.0))]
+        );
+        press(&mut a, "r2.5");
+        assert_eq!(enter(&mut a), Some(Action::Send(Control::SetRate(3.0))));
+        assert!(a.status_text().unwrap().contains("streams → 3"));
+        a.snap.stage.as_mut().unwrap().target_rate = Some(1.0);
+        assert!(press(&mut a, "-").is_empty(), "one stream is the least");
+        assert_eq!(scaled_streams(1.0, 0.5), 1.0);
+        assert_eq!(scaled_streams(10.0, 1.1), 11.0);
+        assert_eq!(scaled_streams(40.0, 1.1), 44.0);
+        assert_eq!(scaled_streams(10.0, 0.9), 9.0);
+    }
+
+    #[test]
+    fn next_on_the_last_stage_asks_like_quit() {
+        let mut a = with_stage("constant", Some(10.0), 9.5);
+        assert_eq!(press(&mut a, "n"), vec![Action::Send(Control::Skip)]);
+        a.snap.upcoming.clear();
+        a.snap.stage_number = 3;
+        assert!(press(&mut a, "n").is_empty());
+        assert_eq!(a.confirm, Some(Confirm::SkipLast));
+        assert!(a
+            .confirm
+            .as_ref()
+            .unwrap()
+            .question()
+            .contains("last stage"));
+        assert!(press(&mut a, "x").is_empty());
+        press(&mut a, "n");
+        assert_eq!(press(&mut a, "y"), vec![Action::Send(Control::Skip)]);
+    }
+
+    #[test]
+    fn m_cycles_the_chart_and_the_result_screen_closes_on_a_key() {
+        let mut a = app();
+        press(&mut a, "m");
+        assert_eq!(a.metric, Metric::Sweep);
+        press(&mut a, "mmmmm");
+        assert_eq!(a.metric, Metric::Ttft);
+        a.outcome = Some(RunOutcome {
+            report: std::sync::Arc::new(
+                crate::report::Report::from_json(
+                    r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+                )
+                .unwrap(),
+            ),
+            paths: vec![],
+        });
+        assert_eq!(
+            a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(a.view, View::Errors);
+        assert_eq!(press(&mut a, "x"), vec![Action::Close]);
     }
 }

@@ -28,6 +28,10 @@ pub struct TuiOptions {
     pub info: RunInfo,
     /// The server-metrics scraper's live view, for the server view.
     pub server: Option<watch::Receiver<server::ServerMetrics>>,
+    /// The finished run and its report paths, sent once the reports are
+    /// written: the dashboard shows the result screen until a key. None (or
+    /// `--exit-on-finish`) closes the dashboard when the run ends.
+    pub outcome: Option<tokio::sync::oneshot::Receiver<app::RunOutcome>>,
 }
 
 /// Why the dashboard closed.
@@ -149,6 +153,7 @@ pub async fn run(
 
     let mut server_view = opts.server;
     let mut app = App::new(opts.info, opts.themes);
+    let mut outcome = opts.outcome;
     let period = Duration::from_secs_f64(1.0 / sane_fps(opts.fps));
     let mut frames = tokio::time::interval(period);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -169,8 +174,29 @@ pub async fn run(
                     crate::term::mark_gone();
                     break Exit::TerminalGone;
                 }
-                if app.snap.done {
+                if app.snap.done && outcome.is_none() && app.outcome.is_none() {
                     break Exit::RunDone;
+                }
+            }
+            o = async {
+                match outcome.as_mut() {
+                    Some(rx) => rx.await.ok(),
+                    None => None,
+                }
+            }, if outcome.is_some() && app.snap.done => {
+                outcome = None;
+                match o {
+                    Some(o) => {
+                        app.outcome = Some(o);
+                        app.view = app::View::Dashboard;
+                        app.help = false;
+                        if terminal.draw(|f| ui::draw(f, &app)).is_err() {
+                            crate::term::mark_gone();
+                            break Exit::TerminalGone;
+                        }
+                    }
+                    // No reports to show (writing them failed): just close.
+                    None => break Exit::RunDone,
                 }
             }
             key = keys.recv() => {
@@ -197,6 +223,7 @@ pub async fn run(
                                 }
                             }
                             Some(Action::Detach) => break Exit::Detached,
+                            Some(Action::Close) => break Exit::RunDone,
                             None => {}
                         }
                     }

@@ -1,0 +1,260 @@
+//! What a run found, in a few lines: capacity (and how it was estimated),
+//! the knee of the latency curve, the highest rate that met the SLOs,
+//! saturated stages and why the run stopped. The dashboard's result screen,
+//! the console summary and report.md all say it the same way, from here.
+
+use std::fmt::Write as _;
+
+use super::{Report, StageReport};
+
+/// A stage's TTFT p50 more than this many times the lowest of the slower
+/// stages marks the knee: latency has started to climb with the rate.
+pub const KNEE_FACTOR: f64 = 2.0;
+
+/// The capacity estimate and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capacity {
+    pub requests_per_s: f64,
+    pub how: String,
+}
+
+/// Stages whose points lie on the rate curve: the open-loop ones.
+pub fn on_rate_curve(s: &StageReport) -> bool {
+    matches!(s.strategy.as_str(), "constant" | "poisson")
+}
+
+/// Capacity: the throughput stage's steady completion rate when there is
+/// one (the server flat out); otherwise the highest completion rate any
+/// stage reached, which is a floor.
+pub fn capacity(stages: &[StageReport]) -> Option<Capacity> {
+    let thr = stages
+        .iter()
+        .filter(|s| s.strategy == "throughput")
+        .map(|s| {
+            let steady = s.rates.steady_requests_per_s;
+            if steady > 0.0 {
+                (s, steady, "steady completion rate")
+            } else {
+                (s, s.rates.requests_per_s, "completion rate")
+            }
+        })
+        .filter(|(_, r, _)| *r > 0.0)
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((s, r, what)) = thr {
+        return Some(Capacity {
+            requests_per_s: r,
+            how: format!("{what} of the {} stage (all requests at once)", s.name),
+        });
+    }
+    let best = stages
+        .iter()
+        .filter(|s| s.rates.requests_per_s > 0.0)
+        .max_by(|a, b| a.rates.requests_per_s.total_cmp(&b.rates.requests_per_s))?;
+    Some(Capacity {
+        requests_per_s: best.rates.requests_per_s,
+        how: format!(
+            "highest completion rate of any stage ({}); no throughput stage, so at least this",
+            best.name
+        ),
+    })
+}
+
+/// The knee: the fastest open-loop stage before latency takes off, i.e.
+/// before the first stage (by achieved rate) that is saturated or whose TTFT
+/// p50 exceeds `KNEE_FACTOR` × the lowest TTFT p50 of the slower stages.
+/// None until such a climb is seen (the curve is still flat).
+pub fn knee(stages: &[StageReport]) -> Option<&StageReport> {
+    let mut curve: Vec<&StageReport> = stages
+        .iter()
+        .filter(|s| on_rate_curve(s) && s.ttft_ms.count > 0)
+        .collect();
+    curve.sort_by(|a, b| a.rates.requests_per_s.total_cmp(&b.rates.requests_per_s));
+    let mut lowest = f64::INFINITY;
+    for (i, s) in curve.iter().enumerate() {
+        let climbed = lowest.is_finite() && s.ttft_ms.p50 > KNEE_FACTOR * lowest;
+        if i > 0 && (s.saturated || climbed) {
+            return Some(curve[i - 1]);
+        }
+        lowest = lowest.min(s.ttft_ms.p50);
+    }
+    None
+}
+
+/// Why the run ended, in words.
+pub fn stop_reason(r: &Report) -> String {
+    let reason = r.end_reason.as_str();
+    let plain = match reason {
+        "completed" => {
+            if r.stages.iter().any(|s| s.saturated) {
+                "the plan is done (the sweep stops once stages saturate)".to_string()
+            } else {
+                "the plan is done".to_string()
+            }
+        }
+        "max_errors" => "a stage reached --max-errors".to_string(),
+        "no_data" => "the data source gave no prompts".to_string(),
+        other => format!("stopped early: {other}"),
+    };
+    if r.partial && reason == "completed" {
+        format!("{plain} (partial)")
+    } else {
+        plain
+    }
+}
+
+/// The summary as (label, text) lines.
+pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    match capacity(&r.stages) {
+        Some(c) => out.push((
+            "Capacity",
+            format!("~{:.2} req/s · {}", c.requests_per_s, c.how),
+        )),
+        None => out.push(("Capacity", "no completed requests: no estimate".into())),
+    }
+    match knee(&r.stages) {
+        Some(k) => out.push((
+            "Knee",
+            format!(
+                "{} at {:.2} req/s (TTFT p50 {:.1} ms); latency climbs past it",
+                k.name, k.rates.requests_per_s, k.ttft_ms.p50
+            ),
+        )),
+        None => out.push((
+            "Knee",
+            "not seen: latency stayed flat across the rates tried".into(),
+        )),
+    }
+    if let Some(slo) = &r.slo_summary {
+        out.push(("SLOs", super::console::slo_line(slo)));
+    }
+    let saturated: Vec<String> = r
+        .stages
+        .iter()
+        .filter(|s| s.saturated)
+        .map(|s| match &s.saturation_reason {
+            Some(why) => format!("{} ({why})", s.name),
+            None => s.name.clone(),
+        })
+        .collect();
+    out.push((
+        "Saturated",
+        if saturated.is_empty() {
+            "none".into()
+        } else {
+            saturated.join("; ")
+        },
+    ));
+    let inconclusive: Vec<&str> = r
+        .stages
+        .iter()
+        .filter(|s| s.end_reason != "max_seconds" && s.end_reason != "max_requests")
+        .map(|s| s.name.as_str())
+        .collect();
+    if !inconclusive.is_empty() {
+        out.push((
+            "Cut short",
+            format!(
+                "{} (ended by a key, an error limit or a stop: judge with care)",
+                inconclusive.join(", ")
+            ),
+        ));
+    }
+    out.push(("Stopped", stop_reason(r)));
+    out
+}
+
+/// The summary as Markdown (a `## Summary` section).
+pub fn markdown(r: &Report) -> String {
+    let mut s = String::from("## Summary\n\n");
+    for (k, v) in lines(r) {
+        let _ = writeln!(s, "- **{k}:** {v}");
+    }
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(name: &str, strategy: &str, rps: f64, ttft_p50: f64, saturated: bool) -> StageReport {
+        let mut s = StageReport {
+            name: name.into(),
+            strategy: strategy.into(),
+            saturated,
+            end_reason: "max_seconds".into(),
+            ..Default::default()
+        };
+        s.rates.requests_per_s = rps;
+        s.ttft_ms.count = 10;
+        s.ttft_ms.p50 = ttft_p50;
+        s
+    }
+
+    #[test]
+    fn capacity_prefers_the_throughput_stage_steady_rate() {
+        let mut thr = st("throughput", "throughput", 25.5, 900.0, false);
+        thr.rates.steady_requests_per_s = 39.0;
+        let stages = vec![st("constant@10.00", "constant", 10.0, 50.0, false), thr];
+        let c = capacity(&stages).unwrap();
+        assert_eq!(c.requests_per_s, 39.0);
+        assert!(c
+            .how
+            .contains("steady completion rate of the throughput stage"));
+        let c = capacity(&stages[..1]).unwrap();
+        assert_eq!(c.requests_per_s, 10.0);
+        assert!(c.how.contains("at least"));
+        assert!(capacity(&[]).is_none());
+    }
+
+    #[test]
+    fn knee_is_the_last_stage_before_latency_takes_off() {
+        let stages = vec![
+            st("synchronous", "synchronous", 1.0, 40.0, false),
+            st("constant@5.00", "constant", 5.0, 45.0, false),
+            st("constant@20.00", "constant", 19.8, 60.0, false),
+            st("constant@30.00", "constant", 29.0, 150.0, false),
+            st("constant@40.00", "constant", 31.0, 900.0, true),
+        ];
+        assert_eq!(knee(&stages).unwrap().name, "constant@20.00");
+        // A saturated stage marks it too, even with flat latency.
+        let flat_sat = vec![
+            st("constant@5.00", "constant", 5.0, 45.0, false),
+            st("constant@9.00", "constant", 8.0, 46.0, true),
+        ];
+        assert_eq!(knee(&flat_sat).unwrap().name, "constant@5.00");
+        // Flat everywhere: no knee yet.
+        assert!(knee(&stages[..3]).is_none());
+    }
+
+    #[test]
+    fn summary_lines_say_what_was_found() {
+        let mut stages = vec![
+            st("constant@5.00", "constant", 5.0, 45.0, false),
+            st("constant@40.00", "constant", 31.0, 900.0, true),
+        ];
+        stages[1].saturation_reason = Some("completed 31 req/s".into());
+        stages.push(st("constant@7.00 (manual)", "constant", 7.0, 50.0, false));
+        stages[2].end_reason = "rate_changed".into();
+        let r = Report::from_json(
+            r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":true,"end_reason":"quit (q)","stages":[],"timeline":[]}"#,
+        )
+        .unwrap();
+        let r = Report { stages, ..r };
+        let text: Vec<String> = lines(&r).iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let all = text.join("\n");
+        for needle in [
+            "Capacity: ~31.00 req/s",
+            "Knee: constant@7.00 (manual) at 7.00 req/s",
+            "Saturated: constant@40.00 (completed 31 req/s)",
+            "Cut short: constant@7.00 (manual)",
+            "Stopped: stopped early: quit (q)",
+        ] {
+            assert!(all.contains(needle), "{needle:?} in\n{all}");
+        }
+        assert!(markdown(&r).starts_with("## Summary\n\n- **Capacity:**"));
+        let md = crate::report::export::markdown(&r);
+        assert!(md.contains("## Summary") && md.contains("**Saturated:** constant@40.00"));
+    }
+}
