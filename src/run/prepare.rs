@@ -59,6 +59,18 @@ pub fn check_numbers(args: &RunArgs) -> Result<()> {
     if args.max_concurrency == Some(0) {
         bail!("--max-concurrency must be at least 1");
     }
+    let b = args.burstiness;
+    if !(b.is_finite() && (1e-3..=1e6).contains(&b)) {
+        bail!("--burstiness {b} is not possible: use a number from 0.001 to 1000000 (1 = Poisson)");
+    }
+    if let Some(i) = args.server_metrics_interval {
+        if !(i.is_finite() && (0.1..=3600.0).contains(&i)) {
+            bail!("--server-metrics-interval {i} is not possible: use 0.1 to 3600 seconds");
+        }
+    }
+    if args.max_line_bytes.is_some_and(|b| b < 1024) {
+        bail!("--max-line-bytes must be at least 1024 (a stream's lines are longer than that)");
+    }
     Ok(())
 }
 
@@ -300,6 +312,64 @@ mod tests {
             request_timeout: 600.0,
             fps: 4.0,
             ..Default::default()
+        }
+    }
+
+    /// Every numeric flag (and so every profile field, which lands in the
+    /// same arguments) gets 0, negative, NaN, tiny and huge values: each
+    /// gives a plan or a one-line error, never a panic.
+    #[test]
+    fn every_number_a_user_can_type_gives_a_run_or_a_one_line_error() {
+        use crate::profile::plan::build_plan;
+        let values = [0.0, -1.0, f64::NAN, 1e-300, 1e300, f64::INFINITY];
+        type Set = fn(&mut RunArgs, f64);
+        let flags: [(&str, Set); 11] = [
+            ("--rate", |a, v| a.rate = Some(format!("{v}"))),
+            ("--max-seconds", |a, v| a.max_seconds = Some(v)),
+            ("--warmup", |a, v| a.warmup = Some(v)),
+            ("--cooldown", |a, v| a.cooldown = Some(v)),
+            ("--drain", |a, v| a.drain = Some(v)),
+            ("--request-timeout", |a, v| a.request_timeout = v),
+            ("--fps", |a, v| a.fps = v),
+            ("--burstiness", |a, v| a.burstiness = v),
+            ("--server-metrics-interval", |a, v| {
+                a.server_metrics_interval = Some(v)
+            }),
+            ("--slo", |a, v| a.slo = Some(format!("ttft={v}s"))),
+            ("--percentiles", |a, v| a.percentiles = Some(format!("{v}"))),
+        ];
+        for profile in ["constant", "poisson", "sweep", "concurrent"] {
+            for (name, set) in flags {
+                for v in values {
+                    let mut a = args(profile, Some("4"));
+                    set(&mut a, v);
+                    let r = std::panic::catch_unwind(|| {
+                        check_numbers(&a)?;
+                        if let Some(s) = &a.slo {
+                            Slo::parse(s).map_err(anyhow::Error::msg)?;
+                        }
+                        if let Some(p) = &a.percentiles {
+                            parse_percentiles(p).map_err(anyhow::Error::msg)?;
+                        }
+                        build_plan(&a, false).map(|_| ())
+                    });
+                    let r = r.unwrap_or_else(|_| panic!("{profile} {name} {v} panicked"));
+                    if let Err(e) = &r {
+                        let msg = e.to_string();
+                        assert!(!msg.contains('\n'), "{name} {v}: {msg}");
+                    }
+                    // NaN, negative and infinite values are never accepted.
+                    // (`--rate inf` is the throughput stage.)
+                    let inf_rate = name == "--rate" && v == f64::INFINITY;
+                    if v.is_nan() || v < 0.0 || (v.is_infinite() && !inf_rate) {
+                        assert!(r.is_err(), "{profile} {name} {v} was accepted");
+                    }
+                    // A year or more of anything is a typo.
+                    if v == 1e300 && name != "--slo" {
+                        assert!(r.is_err(), "{profile} {name} {v} was accepted");
+                    }
+                }
+            }
         }
     }
 

@@ -124,7 +124,8 @@ pub fn parse_duration_ms(s: &str) -> Option<f64> {
         (s, 1.0)
     };
     let v: f64 = num.trim().parse().ok()?;
-    (v.is_finite() && v >= 0.0).then_some(v * scale)
+    let ms = v * scale;
+    (v.is_finite() && v >= 0.0 && ms.is_finite()).then_some(ms)
 }
 
 #[cfg(test)]
