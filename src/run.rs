@@ -263,6 +263,8 @@ fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
         "burstiness": args.burstiness,
         "sweep_strategy": args.sweep_strategy,
         "stop_on_saturation": !args.no_stop_on_saturation,
+        "overload_guard": !args.no_overload_guard,
+        "settle_timeout_s": args.settle_timeout,
         "max_concurrency": args.max_concurrency,
         "seed": args.seed,
         "max_seconds": args.max_seconds,
@@ -301,6 +303,12 @@ pub fn execute(args: RunArgs, explicit: &HashSet<String>) -> Result<PathBuf> {
 
 async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
     // 1. Arguments that need no network.
+    if !(args.settle_timeout.is_finite() && args.settle_timeout >= 0.0) {
+        bail!(
+            "--settle-timeout {} is not possible: use a non-negative number of seconds",
+            args.settle_timeout
+        );
+    }
     if !(args.request_timeout.is_finite() && args.request_timeout > 0.0) {
         bail!(
             "--request-timeout {} is not possible: use a positive number of seconds",
@@ -476,6 +484,8 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
         seed: args.seed,
         slo,
         percentiles,
+        no_overload_guard: args.no_overload_guard,
+        settle_timeout: Some(Duration::from_secs_f64(args.settle_timeout)),
     };
     let mut checkpoint = crate::report::checkpoint::Checkpoint::create(
         &out_dir,

@@ -64,6 +64,9 @@ pub struct LiveStage {
     pub itl_p99_ms: f64,
     /// Per-second history of this stage (the newest last, at most 600 points).
     pub series: Vec<SeriesPoint>,
+    /// Open-loop stages: `saturating: …` or `erroring: …` as soon as the
+    /// verdict so far says so (None otherwise), for a live warning.
+    pub saturation: Option<String>,
 }
 
 /// A view of the whole run, published several times a second. Cheap to

@@ -8,6 +8,7 @@
 //! the statistics have a single owner and need no locks.
 
 pub mod live;
+pub mod settle;
 pub mod strategy;
 
 use std::collections::VecDeque;
@@ -22,6 +23,7 @@ use crate::client::{Client, Outcome, Prompt, RequestRecord};
 use crate::report::{StageReport, TimelineEvent};
 use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
+use crate::stats::verdict;
 
 pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
 use strategy::{resolve_margin, validate_rate, Arrivals};
@@ -40,6 +42,11 @@ pub struct RunSettings {
     pub seed: u64,
     pub slo: Option<Slo>,
     pub percentiles: Vec<f64>,
+    /// Turn off the over-saturation guard (`--no-overload-guard`).
+    pub no_overload_guard: bool,
+    /// Bound on the wait for the server to settle between stages; None: the
+    /// default (`settle::DEFAULT_TIMEOUT`), zero: do not wait.
+    pub settle_timeout: Option<Duration>,
 }
 
 /// What a run produced.
@@ -62,6 +69,8 @@ enum StageEnd {
     Skipped,
     RateChanged(StageSpec),
     Stopped(String),
+    /// The over-saturation guard ended it.
+    OverSaturated(String),
 }
 
 impl StageEnd {
@@ -73,6 +82,7 @@ impl StageEnd {
             StageEnd::Skipped => "skipped",
             StageEnd::RateChanged(_) => "rate_changed",
             StageEnd::Stopped(_) => "stopped",
+            StageEnd::OverSaturated(_) => "over_saturated",
         }
     }
 }
@@ -98,6 +108,8 @@ pub struct Engine {
     warnings: Vec<String>,
     paused: bool,
     manual_stages: usize,
+    /// Requests sent so far in the run: picks the next prompt (`data::for_request`).
+    prompt_seq: u64,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -131,6 +143,7 @@ impl Engine {
             warnings: Vec::new(),
             paused: false,
             manual_stages: 0,
+            prompt_seq: 0,
         }
     }
 
@@ -166,14 +179,17 @@ impl Engine {
         let mut manual: Option<StageSpec> = None;
         let mut stop: Option<String> = None;
         while stop.is_none() {
-            let spec = match manual.take() {
-                Some(s) => s,
-                None => match plan.next(&self.finished) {
-                    Some(s) => s,
-                    None => break,
-                },
+            let steered = manual.is_some();
+            let next = match manual.take() {
+                Some(s) => Some(s),
+                None => plan.next(&self.finished),
             };
+            // Before the break: why the plan ended must reach the timeline.
             self.take_plan_messages(plan);
+            let Some(spec) = next else { break };
+            if !self.finished.is_empty() && !steered {
+                self.settle().await;
+            }
             let number = self.finished.len() + 1;
             let (report, end) = self.run_stage(&spec, plan, number).await;
             if let Some(obs) = self.observer.as_mut() {
@@ -193,7 +209,27 @@ impl Engine {
             }
         }
         let partial = stop.is_some();
-        self.result(stop.unwrap_or_else(|| "completed".into()), partial)
+        let end = stop
+            .or_else(|| plan.stopped_early().map(|why| format!("sweep stopped: {why}")))
+            .unwrap_or_else(|| "completed".into());
+        self.result(end, partial)
+    }
+
+    /// Waits for the server to finish what earlier stages left running.
+    async fn settle(&mut self) {
+        let timeout = self.settings.settle_timeout.unwrap_or(settle::DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return;
+        }
+        let reference_ttft = self
+            .finished
+            .iter()
+            .rev()
+            .find(|s| s.strategy == "synchronous" && s.requests.measured > 0)
+            .map(|s| s.ttft_ms.p50);
+        let probe = crate::data::for_request(&self.prompts, self.prompt_seq);
+        let s = settle::settle(&self.client, Some(&probe), reference_ttft, timeout).await;
+        self.note("settle", format!("waited {:.2} s: {}", s.waited_s, s.detail));
     }
 
     fn take_plan_messages(&mut self, plan: &mut dyn Plan) {
@@ -249,7 +285,9 @@ impl Engine {
             window,
             self.settings.slo,
             self.settings.percentiles.clone(),
-        );
+        )
+        .with_reference_latency(verdict::reference_latency(&self.finished));
+        let judged_rate = spec.strategy.target_rate().filter(|_| spec.strategy.is_open_loop());
         self.note("stage_start", spec.name.clone());
 
         let cancel = CancellationToken::new();
@@ -287,6 +325,7 @@ impl Engine {
                 // the CPU made us late, queue_ms shows it.
                 let scheduled = due.unwrap_or(now);
                 self.dispatch(dispatched, scheduled, &cancel, &done_tx);
+                self.prompt_seq += 1;
                 stats.on_sent(now);
                 dispatched += 1;
                 arrivals.advance();
@@ -323,11 +362,19 @@ impl Engine {
                 _ = std::future::ready(()), if immediate => {}
                 _ = ticks.tick() => {
                     let now = Instant::now();
+                    let mut closed = false;
                     while now >= next_second {
                         stats.tick(next_second);
                         next_second += Duration::from_secs(1);
+                        closed = true;
                     }
                     self.publish(spec, &stats, plan, number);
+                    if closed && !self.settings.no_overload_guard && d.paused_at.is_none() {
+                        if let (_, Some(why)) = stats.live_verdict(now, judged_rate) {
+                            self.note("over_saturation", format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
+                            break StageEnd::OverSaturated(why);
+                        }
+                    }
                 }
             }
         };
@@ -353,13 +400,24 @@ impl Engine {
         }
         let end_at = Instant::now();
         stats.tick(end_at);
-        let report = stats.finish(
+        stats.cut_short = matches!(
+            end,
+            StageEnd::Skipped | StageEnd::RateChanged(_) | StageEnd::Stopped(_) | StageEnd::MaxErrors
+        );
+        let mut report = stats.finish(
             end_at,
             spec.name.clone(),
             spec.strategy.kind(),
             spec.strategy.target_rate(),
             end.reason(),
         );
+        if let StageEnd::OverSaturated(why) = &end {
+            crate::profile::sweep::mark_over_saturated(&mut report, why);
+        }
+        report.warnings = crate::profile::sweep::stage_warnings(&report, &self.finished);
+        for w in report.warnings.clone() {
+            self.note("stage_warning", format!("{}: {w}", spec.name));
+        }
         self.note(
             "stage_end",
             format!(
@@ -382,7 +440,7 @@ impl Engine {
         done: &mpsc::UnboundedSender<(u64, RequestRecord)>,
     ) {
         let client = self.client.clone();
-        let prompt = self.prompts[(index % self.prompts.len() as u64) as usize].clone();
+        let prompt = crate::data::for_request(&self.prompts, self.prompt_seq);
         let cancel = cancel.clone();
         let done = done.clone();
         tokio::spawn(async move {
@@ -510,6 +568,10 @@ impl Engine {
             itl_p50_ms: last.itl_p50_ms,
             itl_p99_ms: last.itl_p99_ms,
             series: stats.series.iter().skip(skip).copied().collect(),
+            saturation: {
+                let target = spec.strategy.target_rate().filter(|_| spec.strategy.is_open_loop());
+                verdict::live_warning(stats.live_verdict(Instant::now(), target).0.as_ref())
+            },
         };
         let snap = Snapshot {
             elapsed_s: self.t(),

@@ -229,6 +229,15 @@ pub trait Plan: Send + Sync {
     fn take_warning(&mut self) -> Option<String> {
         None
     }
+    /// Why planned stages were left out, when the plan ended before its end
+    /// (the run's `end_reason` becomes `sweep stopped: …`).
+    fn stopped_early(&self) -> Option<String> {
+        None
+    }
+    /// A summary for the report (e.g. the search profile's answer).
+    fn summary(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// A fixed list of stages.

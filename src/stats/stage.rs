@@ -8,7 +8,8 @@ use tokio::time::Instant;
 
 use super::dist::Dist;
 use super::metrics::{self, Slo};
-use crate::client::{Outcome, RequestRecord, TokenSource};
+use super::verdict::{self, Evidence, Verdict};
+use crate::client::{ErrorCategory, Outcome, RequestRecord, TokenSource};
 use crate::report::{ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, Tokens};
 
 /// Which requests count towards the statistics. Requests sent outside the
@@ -91,6 +92,21 @@ pub struct StageStats {
     last_measured_end: Option<Instant>,
     /// Least-squares fit of completion count against completion time.
     completion_fit: SlopeFit,
+    /// The same for answers: completions and errors the server answered.
+    answer_fit: SlopeFit,
+    answers: u64,
+    answered_errors: u64,
+    unanswered_errors: u64,
+    first_measured_end: Option<Instant>,
+    /// Quarter-seconds (since the start) in which measured requests completed.
+    busy_quarters: std::collections::BTreeSet<u64>,
+    /// Prompt tokens the server reported as served from its cache.
+    cached_prompt_total: u64,
+    cached_prompt_n: u64,
+    /// Median latency of an unloaded request (the synchronous stage), if known.
+    reference_latency_s: Option<f64>,
+    /// The stage was cut short (key, stop, error limit): set by the engine.
+    pub cut_short: bool,
 
     in_flight: u64,
     max_in_flight: u64,
@@ -132,6 +148,16 @@ impl StageStats {
             first_measured_sent: None,
             last_measured_end: None,
             completion_fit: SlopeFit::default(),
+            answer_fit: SlopeFit::default(),
+            answers: 0,
+            answered_errors: 0,
+            unanswered_errors: 0,
+            first_measured_end: None,
+            busy_quarters: std::collections::BTreeSet::new(),
+            cached_prompt_total: 0,
+            cached_prompt_n: 0,
+            reference_latency_s: None,
+            cut_short: false,
             in_flight: 0,
             max_in_flight: 0,
             last_change: start,
@@ -147,6 +173,12 @@ impl StageStats {
 
     pub fn in_flight(&self) -> u64 {
         self.in_flight
+    }
+
+    /// Tells the verdict what an unloaded request takes (see `verdict::reference_latency`).
+    pub fn with_reference_latency(mut self, s: Option<f64>) -> Self {
+        self.reference_latency_s = s;
+        self
     }
 
     /// Adds the in-flight area from `last_change` to `now`, clipped to the window.
@@ -183,6 +215,11 @@ impl StageStats {
             }
             Outcome::Errored { category, .. } => {
                 self.counts.errored += 1;
+                if matches!(category, ErrorCategory::Connect | ErrorCategory::Timeout) {
+                    self.unanswered_errors += 1;
+                } else {
+                    self.answered_errors += 1;
+                }
                 *self.errors.entry(category.to_string()).or_default() += 1;
                 &mut self.by_outcome.errored
             }
@@ -201,10 +238,35 @@ impl StageStats {
                 self.sec_itl.record_us_n(gap, k);
             }
         }
-        if r.outcome != Outcome::Completed || !self.window.contains(index, r.sent_at) {
+        let in_window = self.window.contains(index, r.sent_at);
+        let answered = match &r.outcome {
+            Outcome::Completed => true,
+            Outcome::Errored { category, .. } => {
+                !matches!(category, ErrorCategory::Connect | ErrorCategory::Timeout)
+            }
+            Outcome::Incomplete => false,
+        };
+        if answered && in_window {
+            self.answers += 1;
+            self.answer_fit.add(
+                r.ended_at.saturating_duration_since(self.start).as_secs_f64(),
+                self.answers as f64,
+            );
+        }
+        if r.outcome != Outcome::Completed || !in_window {
             return;
         }
         self.counts.measured += 1;
+        self.first_measured_end = Some(
+            self.first_measured_end
+                .map_or(r.ended_at, |t| t.min(r.ended_at)),
+        );
+        let quarter = (r.ended_at.saturating_duration_since(self.start).as_secs_f64() * 4.0) as u64;
+        self.busy_quarters.insert(quarter);
+        if let Some(c) = r.server_cached_prompt_tokens {
+            self.cached_prompt_total += c;
+            self.cached_prompt_n += 1;
+        }
         self.first_measured_sent = Some(
             self.first_measured_sent
                 .map_or(r.sent_at, |t| t.min(r.sent_at)),
@@ -274,6 +336,62 @@ impl StageStats {
         self.sec_itl.reset();
     }
 
+    /// What the verdict looks at, as of `now` (the measured window is `m_s` long).
+    fn evidence(&self, now: Instant, m_s: f64, target_rate: Option<f64>) -> Evidence {
+        let rel = |t: Instant| t.saturating_duration_since(self.start).as_secs_f64();
+        let lat = self.latency.summary(&[]);
+        Evidence {
+            target_rate,
+            elapsed_s: rel(now),
+            measured_s: m_s,
+            sent: self.counts.sent,
+            completed: self.counts.completed,
+            measured: self.counts.measured,
+            answered_errors: self.answered_errors,
+            unanswered_errors: self.unanswered_errors,
+            in_flight: self.in_flight,
+            slope: self.completion_fit.slope(),
+            first_end_s: self.first_measured_end.map(rel),
+            last_end_s: self.last_measured_end.map(rel),
+            first_sent_s: self.first_measured_sent.map(rel),
+            busy_quarters: self.busy_quarters.len() as u64,
+            answer_slope: self.answer_fit.slope(),
+            latency_p50_s: lat.p50 / 1000.0,
+            latency_mean_s: lat.mean / 1000.0,
+            mean_in_flight: if m_s > 0.0 {
+                self.in_flight_area / m_s
+            } else {
+                0.0
+            },
+            reference_latency_s: self.reference_latency_s,
+            cut_short: self.cut_short,
+            series: self
+                .series
+                .iter()
+                .map(|p| (p.t_s, p.in_flight, p.ttft_p50_ms))
+                .collect(),
+        }
+    }
+
+    /// The verdict so far, for the live view and the over-saturation guard:
+    /// (verdict, what the guard would say). Open-loop stages only.
+    pub fn live_verdict(
+        &self,
+        now: Instant,
+        target_rate: Option<f64>,
+    ) -> (Option<Verdict>, Option<String>) {
+        if target_rate.is_none() {
+            return (None, None);
+        }
+        let m_s = now
+            .saturating_duration_since(self.window.from.max(self.start))
+            .as_secs_f64();
+        let e = self.evidence(now, m_s, target_rate);
+        let v = verdict::judge(&e, &verdict::capacity(&e));
+        let g = verdict::guard(&e, v.as_ref());
+        (v, g)
+    }
+
     /// Median latency so far (ms), for the short-stage warning.
     pub fn latency_p50_ms(&self) -> f64 {
         self.latency.quantile_ms(0.5)
@@ -300,7 +418,12 @@ impl StageStats {
         };
         let measured = m_to.saturating_duration_since(m_from).as_secs_f64();
         let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
-        let steady_requests_per_s = self.completion_fit.slope().unwrap_or(0.0).max(0.0);
+        let open_loop = matches!(strategy, "constant" | "poisson");
+        let ev = self.evidence(end, measured, target_rate.filter(|_| open_loop));
+        let capacity = verdict::capacity(&ev);
+        let verdict = verdict::judge(&ev, &capacity);
+        // One number for "the steady rate": the estimate the verdict quotes.
+        let steady_requests_per_s = capacity.requests_per_s;
         let rates = Rates {
             steady_requests_per_s,
             requests_per_s: per_s(self.counts.measured as f64),
@@ -320,11 +443,10 @@ impl StageStats {
             },
             max: self.max_in_flight,
         };
-        let saturation_reason = saturation(
-            target_rate.filter(|_| matches!(strategy, "constant" | "poisson")),
-            self.latency.quantile_ms(0.5) / 1000.0,
-            self.series.make_contiguous(),
-        );
+        let saturation_reason = verdict
+            .as_ref()
+            .filter(|v| v.outcome == verdict::Outcome::Saturated)
+            .map(|v| v.reason.clone());
         let n = self.counts.measured as f64;
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
         let pct = &self.percentiles;
@@ -367,7 +489,11 @@ impl StageStats {
                 output_total: self.output_total,
                 output_source: self.sources.clone(),
                 by_outcome: self.by_outcome,
+                prompt_cached_total: (self.cached_prompt_n > 0).then_some(self.cached_prompt_total),
             },
+            capacity: Some(capacity),
+            verdict,
+            warnings: Vec::new(),
             goodput: self.slo.map(|slo| Goodput {
                 slo,
                 requests_per_s: per_s(self.good as f64),
@@ -410,51 +536,6 @@ impl SlopeFit {
     }
 }
 
-/// Decides whether an open-loop stage was saturated, and says why.
-///
-/// * The steady-state completion rate stayed under 90 % of the target. Steady
-///   state is the per-second series after the first median latency (+1 s):
-///   before that the pipeline is still filling, and requests cut off at the
-///   stage end say nothing about the server. At least three such seconds are
-///   needed for a verdict (a shorter stage gets the sweep's warning instead).
-/// * Or the number in flight kept growing: the mean over the last quarter of
-///   the stage is more than 1.5 × (+2) the mean over the second quarter.
-pub fn saturation(
-    target_rate: Option<f64>,
-    median_latency_s: f64,
-    series: &[SeriesPoint],
-) -> Option<String> {
-    let target = target_rate?;
-    let settled = median_latency_s + 1.0;
-    let steady: Vec<f64> = series
-        .iter()
-        .filter(|p| p.t_s > settled)
-        .map(|p| p.requests_per_s)
-        .collect();
-    if steady.len() >= 3 {
-        let achieved = steady.iter().sum::<f64>() / steady.len() as f64;
-        if achieved < 0.9 * target {
-            return Some(format!(
-                "completed {achieved:.2} req/s in steady state, under 90% of the {target:.2} req/s target"
-            ));
-        }
-    }
-    let n = series.len();
-    if n >= 8 {
-        let mean = |s: &[SeriesPoint]| {
-            s.iter().map(|p| p.in_flight as f64).sum::<f64>() / s.len().max(1) as f64
-        };
-        let q2 = mean(&series[n / 4..n / 2]);
-        let q4 = mean(&series[3 * n / 4..]);
-        if q4 > 1.5 * q2 + 2.0 {
-            return Some(format!(
-                "requests in flight kept growing ({q2:.0} → {q4:.0})"
-            ));
-        }
-    }
-    None
-}
-
 pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
@@ -482,6 +563,7 @@ mod tests {
             output_source: TokenSource::Usage,
             prompt_tokens: 10,
             server_prompt_tokens: Some(11),
+            server_cached_prompt_tokens: None,
             outcome,
         }
     }
@@ -591,47 +673,69 @@ mod tests {
         assert!((g.requests_per_s - 1.0).abs() < 1e-9);
     }
 
-    fn steady(rates: &[f64], in_flight: u64) -> Vec<SeriesPoint> {
-        rates
-            .iter()
-            .enumerate()
-            .map(|(i, &r)| SeriesPoint {
-                t_s: (i + 1) as f64,
-                requests_per_s: r,
-                in_flight,
-                ..Default::default()
-            })
-            .collect()
+    #[test]
+    fn one_lock_step_wave_does_not_run_away_and_reason_quotes_the_steady_rate() {
+        // A throughput stage of 4 s: 128 requests complete within 20 ms at 3.5 s.
+        let t0 = Instant::now();
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+        for i in 0..128u64 {
+            s.on_sent(t0);
+            let end = 3500 + i % 20;
+            s.on_record(i, &rec(t0, 0, 400, end, Outcome::Completed));
+        }
+        let r = s.finish(t0 + Duration::from_secs(4), "throughput".into(), "throughput", None, "max_seconds");
+        let c = r.capacity.clone().unwrap();
+        assert_eq!(c.method, super::verdict::Method::Observed, "{c:?}");
+        assert!(r.rates.steady_requests_per_s <= 128.0 / 3.5, "{:?}", r.rates);
+        assert_eq!(r.rates.steady_requests_per_s, c.requests_per_s);
+        // An open-loop stage that falls behind: its reason quotes steady_requests_per_s.
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+        for i in 0..200u64 {
+            // 20 req/s sent for 10 s, 14 completed a second from 1 s on; the rest still in flight.
+            s.on_sent(t0 + Duration::from_millis(i * 50));
+            if i < 126 {
+                let end = 1000 + i * 1000 / 14;
+                s.on_record(i, &rec(t0, i * 50, i * 50 + 100, end, Outcome::Completed));
+            }
+        }
+        for k in 1..=10 {
+            s.tick(t0 + Duration::from_secs(k));
+        }
+        let r = s.finish(t0 + Duration::from_secs(10), "constant@20.00".into(), "constant", Some(20.0), "max_seconds");
+        let reason = r.saturation_reason.clone().unwrap();
+        assert!(r.saturated);
+        assert!(
+            reason.contains(&format!("{:.2}", r.rates.steady_requests_per_s)),
+            "{reason} vs {:?}",
+            r.rates
+        );
     }
 
     #[test]
-    fn saturation_rules() {
-        // Under 90% of target once the pipeline has filled (latency 1 s).
-        let slow = steady(&[0.0, 3.0, 8.0, 8.0, 8.0, 8.0], 10);
-        assert!(saturation(Some(10.0), 1.0, &slow)
-            .unwrap()
-            .contains("steady state"));
-        // Keeping up: the ramp and the cut-off tail do not count.
-        let fine = steady(&[0.0, 4.0, 10.0, 10.0, 9.5, 10.0], 10);
-        assert!(saturation(Some(10.0), 1.0, &fine).is_none());
-        // Too short a stage for a rate verdict (latency 20 s).
-        assert!(saturation(Some(10.0), 20.0, &slow).is_none());
-        // Not open loop: never.
-        assert!(saturation(None, 1.0, &slow).is_none());
-        // Growing in-flight.
-        let series: Vec<SeriesPoint> = (0..20)
-            .map(|i| SeriesPoint {
-                t_s: i as f64,
-                requests_per_s: 10.0,
-                in_flight: i * 5,
-                ..Default::default()
-            })
-            .collect();
-        assert!(saturation(Some(10.0), 1.0, &series)
-            .unwrap()
-            .contains("growing"));
-        let flat = steady(&[10.0; 20], 7);
-        assert!(saturation(Some(10.0), 1.0, &flat).is_none());
+    fn http_errors_are_answers() {
+        let t0 = Instant::now();
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+        // 50 req/s for 8 s, every tenth answered with HTTP 500, all within 100 ms.
+        for i in 0..400u64 {
+            let sent = i * 20;
+            s.on_sent(t0 + Duration::from_millis(sent));
+            let outcome = if i % 10 == 0 {
+                Outcome::Errored {
+                    category: ErrorCategory::Http(500),
+                    message: "x".into(),
+                }
+            } else {
+                Outcome::Completed
+            };
+            s.on_record(i, &rec(t0, sent, sent + 50, sent + 100, outcome));
+        }
+        for k in 1..=8 {
+            s.tick(t0 + Duration::from_secs(k));
+        }
+        let r = s.finish(t0 + Duration::from_secs(8), "constant@50.00".into(), "constant", Some(50.0), "max_seconds");
+        assert!(!r.saturated, "{:?}", r.saturation_reason);
+        let v = r.verdict.unwrap();
+        assert_eq!(v.outcome, super::verdict::Outcome::Erroring, "{v:?}");
     }
 
     #[test]
