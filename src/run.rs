@@ -22,6 +22,7 @@ use crate::engine::{
     Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
 };
 use crate::headless;
+use crate::profile::search::SearchPlan;
 use crate::profile::sweep::{SweepKind, SweepPlan};
 use crate::report::{self, Report, Target};
 use crate::sim;
@@ -170,6 +171,34 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
                 description: format!("sweep: {n} stages of {stage_len}"),
             }
         }
+        "search" => {
+            let slo = args
+                .slo
+                .as_deref()
+                .context("--profile search needs --slo, e.g. --slo ttft=200ms,itl=50ms")
+                .and_then(|s| Slo::parse(s).map_err(anyhow::Error::msg))?;
+            let p = args.slo_percentile;
+            if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+                bail!("--slo-percentile {p} is not possible: use a percentage in (0, 100]");
+            }
+            let precision = args.search_precision;
+            if !(precision.is_finite() && precision > 0.0 && precision < 1.0) {
+                bail!("--search-precision {precision} is not possible: use a fraction in (0, 1), e.g. 0.1");
+            }
+            PlanChoice {
+                plan: Box::new(SearchPlan::new(
+                    slo,
+                    p / 100.0,
+                    precision,
+                    limits,
+                    throughput_bound,
+                )),
+                description: format!(
+                    "search: highest rate with {p}% of requests within {}",
+                    args.slo.as_deref().unwrap_or_default()
+                ),
+            }
+        }
         "synchronous" | "sync" => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
         "throughput" => fixed(vec![StageSpec::new(throughput(), limits)]),
         "concurrent" => {
@@ -203,7 +232,7 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
             fixed(stages)
         }
         other => bail!(
-            "unknown profile {other:?}: use sweep, synchronous, concurrent, throughput, constant or poisson"
+            "unknown profile {other:?}: use sweep, search, synchronous, concurrent, throughput, constant or poisson"
         ),
     })
 }
@@ -510,13 +539,14 @@ async fn run_async(args: RunArgs, profile_name: String) -> Result<PathBuf> {
     }
 
     // 6. Reports, then the tables on the normal screen.
-    let report = meta.report(
+    let mut report = meta.report(
         result.stages,
         result.timeline,
         result.warnings,
         result.partial,
         &result.end_reason,
     );
+    report.search = plan.plan.search();
     let paths = crate::report::export::write_all(&report, &out_dir, &formats)?;
     let path = paths[0].clone();
     let mut out = std::io::stdout().lock();
@@ -554,6 +584,7 @@ impl ReportMeta {
         let slo_summary = crate::profile::slo::summarize(&stages);
         Report {
             slo_summary,
+            search: None,
             version: report::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
             created: self.created.clone(),

@@ -415,9 +415,6 @@ impl Engine {
             crate::profile::sweep::mark_over_saturated(&mut report, why);
         }
         report.warnings = crate::profile::sweep::stage_warnings(&report, &self.finished);
-        for w in report.warnings.clone() {
-            self.note("stage_warning", format!("{}: {w}", spec.name));
-        }
         self.note(
             "stage_end",
             format!(
@@ -429,6 +426,15 @@ impl Engine {
                 report.requests.errored
             ),
         );
+        if let Some(v) = &report.verdict {
+            self.note(
+                "verdict",
+                format!("{}: {} {}", spec.name, v.outcome.as_str(), v.reason).trim_end().to_string(),
+            );
+        }
+        for w in report.warnings.clone() {
+            self.note("stage_warning", format!("{}: {w}", spec.name));
+        }
         (report, end)
     }
 

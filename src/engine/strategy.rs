@@ -234,8 +234,8 @@ pub trait Plan: Send + Sync {
     fn stopped_early(&self) -> Option<String> {
         None
     }
-    /// A summary for the report (e.g. the search profile's answer).
-    fn summary(&self) -> Option<serde_json::Value> {
+    /// The search profile's answer, for the report.
+    fn search(&self) -> Option<crate::profile::search::SearchSummary> {
         None
     }
 }

@@ -1,5 +1,6 @@
 //! Load profiles: TOML profile files and the sweep planner.
 
 pub mod file;
+pub mod search;
 pub mod slo;
 pub mod sweep;

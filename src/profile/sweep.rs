@@ -252,6 +252,42 @@ impl Plan for SweepPlan {
     }
 }
 
+/// The run's judgement in plain lines, for the console summary, report.md
+/// and report.html: why the run ended when it was not the plan's end, every
+/// planner message, each open-loop stage's verdict, each stage's warnings,
+/// and the search's answer.
+pub fn judgement_lines(r: &crate::report::Report) -> Vec<String> {
+    let mut v = Vec::new();
+    if r.end_reason != "completed" {
+        v.push(format!("run ended: {}", r.end_reason));
+    }
+    for e in &r.timeline {
+        match e.event.as_str() {
+            "plan" | "over_saturation" => v.push(e.detail.clone()),
+            "settle" if !e.detail.starts_with("waited 0.0") => {
+                v.push(format!("between stages: {}", e.detail))
+            }
+            _ => {}
+        }
+    }
+    for s in &r.stages {
+        if let Some(vd) = &s.verdict {
+            if vd.outcome != VerdictOutcome::NotSaturated {
+                v.push(format!("{}: {} — {}", s.name, vd.outcome.as_str(), vd.reason));
+            }
+        }
+        for w in s.warnings.iter().filter(|w| {
+            s.verdict.as_ref().is_none_or(|vd| &vd.reason != *w)
+        }) {
+            v.push(format!("{}: {w}", s.name));
+        }
+    }
+    if let Some(search) = &r.search {
+        v.push(search.line());
+    }
+    v
+}
+
 /// The guard ended `report` early: it is saturated, whatever the rate test said.
 pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
     let reason = format!("over-saturation guard: {why}");

@@ -85,6 +85,8 @@ pub fn markdown(r: &Report) -> String {
         r.tool,
         if r.partial {
             format!(" · **partial** ({})", r.end_reason)
+        } else if r.end_reason != "completed" {
+            format!(" · {}", r.end_reason)
         } else {
             String::new()
         }
@@ -102,6 +104,13 @@ pub fn markdown(r: &Report) -> String {
     s.push_str("```\n");
     if let Some(slo) = &r.slo_summary {
         s.push_str(&format!("\n## SLOs\n\n{}\n", super::console::slo_line(slo)));
+    }
+    let judgement = crate::profile::sweep::judgement_lines(r);
+    if !judgement.is_empty() {
+        s.push_str("\n## Judgement\n\n");
+        for line in &judgement {
+            s.push_str(&format!("- {line}\n"));
+        }
     }
     if !r.warnings.is_empty() {
         s.push_str("\n## Warnings\n\n");

@@ -43,6 +43,9 @@ pub struct Report {
     /// With --slo: the highest measured rate that met the SLOs, and an estimate between stages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_summary: Option<SloSummary>,
+    /// With `--profile search`: the highest rate that met the SLOs, its interval and the stages that prove it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::profile::search::SearchSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

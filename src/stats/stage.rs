@@ -601,9 +601,11 @@ mod tests {
         assert_eq!(r.requests.errored, 1);
         assert_eq!(r.errors["http_500"], 1);
         assert!((r.rates.requests_per_s - 0.5).abs() < 1e-9);
+        // One completion: too little evidence for a slope, the plain rate stands.
+        assert_eq!(r.rates.steady_requests_per_s, r.rates.requests_per_s);
         assert_eq!(
-            r.rates.steady_requests_per_s, 0.0,
-            "one completion: no steady rate"
+            r.capacity.as_ref().unwrap().method,
+            super::verdict::Method::Plain
         );
         assert!(
             (r.concurrency.mean - 1.0).abs() < 1e-6,
