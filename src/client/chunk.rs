@@ -207,7 +207,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            c.usage.unwrap().prompt_tokens_details.unwrap().cached_tokens,
+            c.usage
+                .unwrap()
+                .prompt_tokens_details
+                .unwrap()
+                .cached_tokens,
             Some(4)
         );
         let n = parse_chunk(r#"{"id":"x"}"#).unwrap();

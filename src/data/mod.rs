@@ -179,7 +179,7 @@ pub fn for_request(prompts: &[Prompt], seq: u64) -> Prompt {
             body.extend_from_slice(&p.body[at..]);
             Prompt {
                 body: Bytes::from(body),
-                prompt_tokens: p.prompt_tokens + 1,
+                prompt_tokens: p.prompt_tokens + crate::tokenizer::count_tokens(&tag) as u64,
                 output_tokens: p.output_tokens,
                 tag_at: p.tag_at,
             }

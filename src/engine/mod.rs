@@ -210,14 +210,20 @@ impl Engine {
         }
         let partial = stop.is_some();
         let end = stop
-            .or_else(|| plan.stopped_early().map(|why| format!("sweep stopped: {why}")))
+            .or_else(|| {
+                plan.stopped_early()
+                    .map(|why| format!("sweep stopped: {why}"))
+            })
             .unwrap_or_else(|| "completed".into());
         self.result(end, partial)
     }
 
     /// Waits for the server to finish what earlier stages left running.
     async fn settle(&mut self) {
-        let timeout = self.settings.settle_timeout.unwrap_or(settle::DEFAULT_TIMEOUT);
+        let timeout = self
+            .settings
+            .settle_timeout
+            .unwrap_or(settle::DEFAULT_TIMEOUT);
         if timeout.is_zero() {
             return;
         }
@@ -229,7 +235,10 @@ impl Engine {
             .map(|s| s.ttft_ms.p50);
         let probe = crate::data::for_request(&self.prompts, self.prompt_seq);
         let s = settle::settle(&self.client, Some(&probe), reference_ttft, timeout).await;
-        self.note("settle", format!("waited {:.2} s: {}", s.waited_s, s.detail));
+        self.note(
+            "settle",
+            format!("waited {:.2} s: {}", s.waited_s, s.detail),
+        );
     }
 
     fn take_plan_messages(&mut self, plan: &mut dyn Plan) {
@@ -287,7 +296,10 @@ impl Engine {
             self.settings.percentiles.clone(),
         )
         .with_reference_latency(verdict::reference_latency(&self.finished));
-        let judged_rate = spec.strategy.target_rate().filter(|_| spec.strategy.is_open_loop());
+        let judged_rate = spec
+            .strategy
+            .target_rate()
+            .filter(|_| spec.strategy.is_open_loop());
         self.note("stage_start", spec.name.clone());
 
         let cancel = CancellationToken::new();
@@ -402,7 +414,10 @@ impl Engine {
         stats.tick(end_at);
         stats.cut_short = matches!(
             end,
-            StageEnd::Skipped | StageEnd::RateChanged(_) | StageEnd::Stopped(_) | StageEnd::MaxErrors
+            StageEnd::Skipped
+                | StageEnd::RateChanged(_)
+                | StageEnd::Stopped(_)
+                | StageEnd::MaxErrors
         );
         let mut report = stats.finish(
             end_at,
@@ -429,7 +444,9 @@ impl Engine {
         if let Some(v) = &report.verdict {
             self.note(
                 "verdict",
-                format!("{}: {} {}", spec.name, v.outcome.as_str(), v.reason).trim_end().to_string(),
+                format!("{}: {} {}", spec.name, v.outcome.as_str(), v.reason)
+                    .trim_end()
+                    .to_string(),
             );
         }
         for w in report.warnings.clone() {
@@ -575,7 +592,10 @@ impl Engine {
             itl_p99_ms: last.itl_p99_ms,
             series: stats.series.iter().skip(skip).copied().collect(),
             saturation: {
-                let target = spec.strategy.target_rate().filter(|_| spec.strategy.is_open_loop());
+                let target = spec
+                    .strategy
+                    .target_rate()
+                    .filter(|_| spec.strategy.is_open_loop());
                 verdict::live_warning(stats.live_verdict(Instant::now(), target).0.as_ref())
             },
         };

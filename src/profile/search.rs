@@ -123,19 +123,21 @@ impl SearchPlan {
     fn judge(&self, s: &StageReport) -> (bool, f64, String) {
         let frac = s.goodput.as_ref().map_or(0.0, |g| g.fraction);
         if s.requests.measured < MIN_MEASURED {
-            return (false, frac, format!("only {} measured requests", s.requests.measured));
-        }
-        if let Some(v) = s.verdict.as_ref().filter(|v| {
-            matches!(v.outcome, Outcome::Saturated | Outcome::Erroring)
-        }) {
-            return (false, frac, format!("{}: {}", v.outcome.as_str(), v.reason));
-        }
-        if frac < self.attainment {
             return (
                 false,
                 frac,
-                format!("{:.0}% met the SLOs", frac * 100.0),
+                format!("only {} measured requests", s.requests.measured),
             );
+        }
+        if let Some(v) = s
+            .verdict
+            .as_ref()
+            .filter(|v| matches!(v.outcome, Outcome::Saturated | Outcome::Erroring))
+        {
+            return (false, frac, format!("{}: {}", v.outcome.as_str(), v.reason));
+        }
+        if frac < self.attainment {
+            return (false, frac, format!("{:.0}% met the SLOs", frac * 100.0));
         }
         (true, frac, format!("{:.0}% met the SLOs", frac * 100.0))
     }
@@ -150,7 +152,10 @@ impl SearchPlan {
     fn probe(&mut self, rate: f64) -> Option<StageSpec> {
         self.next_rate = Some(rate);
         self.issued += 1;
-        Some(StageSpec::new(Strategy::Constant { rate }, self.limits.clone()))
+        Some(StageSpec::new(
+            Strategy::Constant { rate },
+            self.limits.clone(),
+        ))
     }
 }
 

@@ -131,13 +131,12 @@ impl Plan for SweepPlan {
                             "no completed requests to plan from (synchronous {sync:.2} req/s, throughput {thr:.2} req/s); {errors}"
                         ));
                     }
-                    if let Some(q) = Self::stage(done, "throughput").and_then(|t| {
-                        queueing(t, Self::stage(done, "synchronous"))
-                    }) {
+                    if let Some(q) = Self::stage(done, "throughput")
+                        .and_then(|t| queueing(t, Self::stage(done, "synchronous")))
+                    {
                         if thr <= sync {
-                            return self.end(format!(
-                                "{q}; not planning rates below the synchronous one"
-                            ));
+                            return self
+                                .end(format!("{q}; not planning rates below the synchronous one"));
                         }
                     }
                     self.warning = short_stage_warning(done, &self.limits);
@@ -273,12 +272,19 @@ pub fn judgement_lines(r: &crate::report::Report) -> Vec<String> {
     for s in &r.stages {
         if let Some(vd) = &s.verdict {
             if vd.outcome != VerdictOutcome::NotSaturated {
-                v.push(format!("{}: {} — {}", s.name, vd.outcome.as_str(), vd.reason));
+                v.push(format!(
+                    "{}: {} — {}",
+                    s.name,
+                    vd.outcome.as_str(),
+                    vd.reason
+                ));
             }
         }
-        for w in s.warnings.iter().filter(|w| {
-            s.verdict.as_ref().is_none_or(|vd| &vd.reason != *w)
-        }) {
+        for w in s
+            .warnings
+            .iter()
+            .filter(|w| s.verdict.as_ref().is_none_or(|vd| &vd.reason != *w))
+        {
             v.push(format!("{}: {w}", s.name));
         }
     }
@@ -306,7 +312,10 @@ pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
 /// flight at the end (the server's queue, not its slots, held them). Says
 /// what fixes it.
 pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<String> {
-    let rate = thr.rates.steady_requests_per_s.max(thr.rates.requests_per_s);
+    let rate = thr
+        .rates
+        .steady_requests_per_s
+        .max(thr.rates.requests_per_s);
     let sync_rate = sync.map_or(0.0, |s| s.rates.requests_per_s);
     let c = thr.requests;
     let below = sync_rate > 0.0 && rate < sync_rate;

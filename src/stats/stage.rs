@@ -249,7 +249,9 @@ impl StageStats {
         if answered && in_window {
             self.answers += 1;
             self.answer_fit.add(
-                r.ended_at.saturating_duration_since(self.start).as_secs_f64(),
+                r.ended_at
+                    .saturating_duration_since(self.start)
+                    .as_secs_f64(),
                 self.answers as f64,
             );
         }
@@ -261,7 +263,11 @@ impl StageStats {
             self.first_measured_end
                 .map_or(r.ended_at, |t| t.min(r.ended_at)),
         );
-        let quarter = (r.ended_at.saturating_duration_since(self.start).as_secs_f64() * 4.0) as u64;
+        let quarter = (r
+            .ended_at
+            .saturating_duration_since(self.start)
+            .as_secs_f64()
+            * 4.0) as u64;
         self.busy_quarters.insert(quarter);
         if let Some(c) = r.server_cached_prompt_tokens {
             self.cached_prompt_total += c;
@@ -685,10 +691,20 @@ mod tests {
             let end = 3500 + i % 20;
             s.on_record(i, &rec(t0, 0, 400, end, Outcome::Completed));
         }
-        let r = s.finish(t0 + Duration::from_secs(4), "throughput".into(), "throughput", None, "max_seconds");
+        let r = s.finish(
+            t0 + Duration::from_secs(4),
+            "throughput".into(),
+            "throughput",
+            None,
+            "max_seconds",
+        );
         let c = r.capacity.clone().unwrap();
         assert_eq!(c.method, super::verdict::Method::Observed, "{c:?}");
-        assert!(r.rates.steady_requests_per_s <= 128.0 / 3.5, "{:?}", r.rates);
+        assert!(
+            r.rates.steady_requests_per_s <= 128.0 / 3.5,
+            "{:?}",
+            r.rates
+        );
         assert_eq!(r.rates.steady_requests_per_s, c.requests_per_s);
         // An open-loop stage that falls behind: its reason quotes steady_requests_per_s.
         let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
@@ -703,7 +719,13 @@ mod tests {
         for k in 1..=10 {
             s.tick(t0 + Duration::from_secs(k));
         }
-        let r = s.finish(t0 + Duration::from_secs(10), "constant@20.00".into(), "constant", Some(20.0), "max_seconds");
+        let r = s.finish(
+            t0 + Duration::from_secs(10),
+            "constant@20.00".into(),
+            "constant",
+            Some(20.0),
+            "max_seconds",
+        );
         let reason = r.saturation_reason.clone().unwrap();
         assert!(r.saturated);
         assert!(
@@ -734,7 +756,13 @@ mod tests {
         for k in 1..=8 {
             s.tick(t0 + Duration::from_secs(k));
         }
-        let r = s.finish(t0 + Duration::from_secs(8), "constant@50.00".into(), "constant", Some(50.0), "max_seconds");
+        let r = s.finish(
+            t0 + Duration::from_secs(8),
+            "constant@50.00".into(),
+            "constant",
+            Some(50.0),
+            "max_seconds",
+        );
         assert!(!r.saturated, "{:?}", r.saturation_reason);
         let v = r.verdict.unwrap();
         assert_eq!(v.outcome, super::verdict::Outcome::Erroring, "{v:?}");

@@ -198,7 +198,10 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
         c.requests_per_s = plain;
         c.low_evidence = true;
         c.evidence = if e.cut_short {
-            format!("stage cut short: {n} completions over the {:.1} s window", e.measured_s)
+            format!(
+                "stage cut short: {n} completions over the {:.1} s window",
+                e.measured_s
+            )
         } else {
             format!("only {n} completions over the {:.1} s window", e.measured_s)
         };
@@ -229,9 +232,7 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
     }
     c.method = Method::Steady;
     c.requests_per_s = est;
-    c.evidence = format!(
-        "slope of {n} completions over {span:.1} s: {slope:.2} req/s{capped}"
-    );
+    c.evidence = format!("slope of {n} completions over {span:.1} s: {slope:.2} req/s{capped}");
     c
 }
 
@@ -301,7 +302,9 @@ pub fn judge(e: &Evidence, cap: &CapacityEstimate) -> Option<Verdict> {
 
     // 2. A rate verdict, once completions have flowed long enough.
     let settle = e.latency_p50_s.max(w_ref.unwrap_or(0.0)) + 1.0;
-    let steady_s = e.last_end_s.map_or(0.0, |l| l - settle.max(e.first_end_s.unwrap_or(0.0)));
+    let steady_s = e
+        .last_end_s
+        .map_or(0.0, |l| l - settle.max(e.first_end_s.unwrap_or(0.0)));
     let errors_share = if answered > 0 {
         e.answered_errors as f64 / answered as f64
     } else {
@@ -328,7 +331,11 @@ pub fn judge(e: &Evidence, cap: &CapacityEstimate) -> Option<Verdict> {
     }
     // All answers errors and no completions to judge a rate by.
     if e.completed == 0 && e.answered_errors >= 5 {
-        return Some(erroring(e, errors_share, e.answered_errors as f64 / e.elapsed_s.max(1e-9)));
+        return Some(erroring(
+            e,
+            errors_share,
+            e.answered_errors as f64 / e.elapsed_s.max(1e-9),
+        ));
     }
 
     // 3. Too short.
@@ -438,7 +445,11 @@ fn fit_t(p: &[(f64, f64)]) -> Option<(f64, f64)> {
     let a = my - b * mx;
     let sse: f64 = p.iter().map(|q| (q.1 - a - b * q.0).powi(2)).sum();
     let se = (sse / (n - 2.0) / sxx).sqrt();
-    let t = if se > 1e-12 { b / se } else { f64::INFINITY * b.signum() };
+    let t = if se > 1e-12 {
+        b / se
+    } else {
+        f64::INFINITY * b.signum()
+    };
     Some((b, t))
 }
 
@@ -479,7 +490,10 @@ mod tests {
         assert!(c.low_evidence);
         assert!((c.requests_per_s - 128.0 / 3.53).abs() < 1e-9, "{c:?}");
         assert!(c.evidence.contains("one wave"), "{}", c.evidence);
-        assert!(judge(&e, &c).is_none(), "closed loop: no saturation verdict");
+        assert!(
+            judge(&e, &c).is_none(),
+            "closed loop: no saturation verdict"
+        );
     }
 
     #[test]
