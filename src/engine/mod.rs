@@ -233,8 +233,10 @@ impl Engine {
             .rev()
             .find(|s| s.strategy == "synchronous" && s.requests.measured > 0)
             .map(|s| s.ttft_ms.p50);
-        let probe = crate::data::for_request(&self.prompts, self.prompt_seq);
-        let s = settle::settle(&self.client, Some(&probe), reference_ttft, timeout).await;
+        let (prompts, seq) = (self.prompts.clone(), self.prompt_seq);
+        let probe = move |k: u64| crate::data::for_request(&prompts, seq + k);
+        let s = settle::settle(&self.client, probe, reference_ttft, timeout).await;
+        self.prompt_seq += s.probes;
         self.note(
             "settle",
             format!("waited {:.2} s: {}", s.waited_s, s.detail),

@@ -26,6 +26,8 @@ pub struct Settled {
     /// One sentence for the timeline.
     pub detail: String,
     pub timed_out: bool,
+    /// Probe requests sent (each used a prompt of the run).
+    pub probes: u64,
 }
 
 /// Requests running + waiting, summed over label sets, from a Prometheus text
@@ -60,21 +62,24 @@ async fn busy(http: &reqwest::Client, url: &str) -> Option<f64> {
     busy_from_metrics(&r.text().await.ok()?)
 }
 
-/// Waits for the server to settle, at most `timeout`. `probe` and
-/// `reference_ttft_ms` (the synchronous stage's median TTFT) are used when
-/// the server has no usable `/metrics`.
+/// Waits for the server to settle, at most `timeout`. Without a usable
+/// `/metrics`, sends probes (`probe(k)` gives the k-th: each a fresh prompt,
+/// so no probe is served from the cache an earlier one filled) and compares
+/// their TTFT with `reference_ttft_ms` (the synchronous stage's median).
 pub async fn settle(
     client: &Client,
-    probe: Option<&Prompt>,
+    probe: impl Fn(u64) -> Prompt,
     reference_ttft_ms: Option<f64>,
     timeout: Duration,
 ) -> Settled {
     let start = Instant::now();
     let deadline = start + timeout;
-    let done = |detail: String, timed_out: bool| Settled {
+    let mut probes = 0u64;
+    let done = |detail: String, timed_out: bool, probes: u64| Settled {
         waited_s: start.elapsed().as_secs_f64(),
         detail,
         timed_out,
+        probes,
     };
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(2))
@@ -92,6 +97,7 @@ pub async fn settle(
                             timeout.as_secs_f64()
                         ),
                         true,
+                        0,
                     );
                 }
                 tokio::time::sleep(POLL).await;
@@ -106,23 +112,25 @@ pub async fn settle(
                     start.elapsed().as_secs_f64()
                 ),
                 false,
+                0,
             );
         }
     }
-    let (Some(prompt), Some(reference)) = (probe, reference_ttft_ms.filter(|r| *r > 0.0)) else {
+    let Some(reference) = reference_ttft_ms.filter(|r| *r > 0.0) else {
         return done(
             "no /metrics and no synchronous TTFT to compare a probe with: not waiting".into(),
             false,
+            0,
         );
     };
     let limit = 1.5 * reference + 20.0;
-    let mut probes = 0;
     loop {
+        let prompt = probe(probes);
         probes += 1;
         let cancel = CancellationToken::new();
         let left = deadline.saturating_duration_since(Instant::now());
         let rec = tokio::select! {
-            r = client.send(prompt, Instant::now(), &cancel) => Some(r),
+            r = client.send(&prompt, Instant::now(), &cancel) => Some(r),
             _ = tokio::time::sleep(left) => None,
         };
         let ttft = rec
@@ -137,6 +145,7 @@ pub async fn settle(
                         "probe {probes}: TTFT {t:.0} ms, back within {limit:.0} ms of the synchronous {reference:.0} ms"
                     ),
                     false,
+                    probes,
                 )
             }
             _ if Instant::now() >= deadline => {
@@ -146,6 +155,7 @@ pub async fn settle(
                         timeout.as_secs_f64()
                     ),
                     true,
+                    probes,
                 )
             }
             _ => tokio::time::sleep(POLL).await,

@@ -242,7 +242,7 @@ impl Plan for SearchPlan {
                 self.precision * 100.0
             ));
         }
-        if self.probes.len() >= MAX_PROBES + 1 {
+        if self.probes.len() > MAX_PROBES {
             return self.finish(format!(
                 "stopped after {MAX_PROBES} probes with the interval [{}, {}]",
                 fmt_rate(lo),
