@@ -39,6 +39,8 @@ pub struct SweepPlan {
     ended: bool,
     /// Why the sweep ended before its planned stages ran.
     stopped: Option<String>,
+    /// The throughput stage was run a second time (it completed nothing).
+    throughput_rerun: bool,
     notice: Option<String>,
     warning: Option<String>,
 }
@@ -61,6 +63,7 @@ impl SweepPlan {
             rates: None,
             ended: false,
             stopped: None,
+            throughput_rerun: false,
             notice: None,
             warning: None,
         }
@@ -116,6 +119,23 @@ impl Plan for SweepPlan {
                 if self.rates.is_none() {
                     let sync = Self::measured(done, "synchronous").unwrap_or(0.0);
                     let thr = Self::measured(done, "throughput").unwrap_or(0.0);
+                    // No completion at all in the throughput stage: its first
+                    // wave took longer than the stage. Run it once more, longer.
+                    if sync > 0.0 && thr <= 0.0 && !self.throughput_rerun {
+                        if let Some(longer) = longer_limits(&self.limits) {
+                            self.throughput_rerun = true;
+                            self.notice = Some(format!(
+                                "the throughput stage completed no request: running it again, {}",
+                                describe_limits(&longer)
+                            ));
+                            return Some(StageSpec::new(
+                                Strategy::Throughput {
+                                    max_concurrency: self.throughput_concurrency,
+                                },
+                                longer,
+                            ));
+                        }
+                    }
                     if !(sync > 0.0 && thr > 0.0) {
                         let errors = done
                             .iter()
@@ -177,8 +197,11 @@ impl Plan for SweepPlan {
                                 last.saturation_reason.clone().unwrap_or_default()
                             ));
                         }
-                        if self.stop_on_saturation && last.saturated {
-                            let left = self.rates.as_ref().map_or(0, |r| r.len() + 2 - k);
+                        let left = self
+                            .rates
+                            .as_ref()
+                            .map_or(0, |r| (r.len() + 2).saturating_sub(k));
+                        if self.stop_on_saturation && last.saturated && left > 0 {
                             return self.end(format!(
                                 "{} was saturated ({}); {left} planned stages left out (--no-stop-on-saturation goes on)",
                                 last.name,
@@ -235,7 +258,12 @@ impl Plan for SweepPlan {
     }
 
     fn total(&self) -> Option<usize> {
-        Some(if self.ended { self.issued } else { self.stages })
+        let rerun = usize::from(self.throughput_rerun);
+        Some(if self.ended {
+            self.issued + rerun
+        } else {
+            self.stages + rerun
+        })
     }
 
     fn take_notice(&mut self) -> Option<String> {
@@ -248,6 +276,25 @@ impl Plan for SweepPlan {
 
     fn stopped_early(&self) -> Option<String> {
         self.stopped.clone()
+    }
+}
+
+/// Three times the stage limit (time, or else requests), for a stage re-run.
+fn longer_limits(l: &Limits) -> Option<Limits> {
+    let mut l = l.clone();
+    match (l.max_seconds, l.max_requests) {
+        (Some(s), _) => l.max_seconds = Some(s * 3.0),
+        (None, Some(n)) => l.max_requests = Some(n.saturating_mul(3)),
+        _ => return None,
+    }
+    Some(l)
+}
+
+fn describe_limits(l: &Limits) -> String {
+    match (l.max_seconds, l.max_requests) {
+        (Some(s), _) => format!("for {s:.0} s"),
+        (None, Some(n)) => format!("for {n} requests"),
+        _ => String::new(),
     }
 }
 
@@ -484,5 +531,44 @@ mod tests {
         assert_eq!(p.total(), Some(3));
         let why = p.stopped_early().unwrap();
         assert!(why.contains("2 planned stages left out"), "{why}");
+    }
+
+    #[test]
+    fn a_throughput_stage_that_completed_nothing_runs_again_longer_once() {
+        let limits = Limits {
+            max_seconds: Some(4.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done("synchronous", 1000.0, 1.0)];
+        p.next(&d).unwrap();
+        d.push(done("throughput", 0.0, 0.0));
+        let again = p.next(&d).unwrap();
+        assert_eq!(again.strategy.kind(), "throughput");
+        assert_eq!(again.limits.max_seconds, Some(12.0));
+        assert!(p.take_notice().unwrap().contains("again"));
+        d.push(done("throughput", 0.0, 0.0));
+        assert!(p.next(&d).is_none(), "only once");
+        assert!(p.stopped_early().unwrap().contains("no completed requests"));
+    }
+
+    #[test]
+    fn a_saturated_last_stage_is_not_a_stop() {
+        let limits = Limits {
+            max_seconds: Some(4.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(3, SweepKind::Constant, limits, 64, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done("synchronous", 1000.0, 1.0)];
+        p.next(&d).unwrap();
+        d.push(done("throughput", 1000.0, 5.0));
+        p.next(&d).unwrap();
+        let mut last = done("constant", 1000.0, 3.0);
+        last.saturated = true;
+        d.push(last);
+        assert!(p.next(&d).is_none());
+        assert!(p.stopped_early().is_none(), "every planned stage ran");
     }
 }
