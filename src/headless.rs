@@ -35,7 +35,7 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
         st.counts.incomplete,
         st.counts.errored,
         if s.paused { "  (paused)" } else { "" },
-    ))
+    ) + &st.saturation.as_ref().map(|w| format!("  ! {w}")).unwrap_or_default())
 }
 
 /// Prints a line a second until the run is done; notes (plan, warnings) as they come.
@@ -61,6 +61,10 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
                     | "skip"
                     | "stop"
                     | "rejected"
+                    | "verdict"
+                    | "stage_warning"
+                    | "over_saturation"
+                    | "settle"
             ) {
                 eprintln!("[{:>7.1}s] {}: {}", ev.t_s, ev.event, ev.detail);
             }

@@ -368,3 +368,72 @@ async fn search_converges_on_the_simulators_capacity() {
     assert!(res.stages.len() <= 2 + llmsweep::profile::search::MAX_PROBES);
     sim.shutdown().await;
 }
+
+/// The reasons reach the console summary, report.md and report.html when the
+/// real binary runs a sweep against a server that answers 503 to everything.
+#[test]
+fn every_reason_reaches_the_console_markdown_and_html() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    let mut sim = Command::new(bin)
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--decode-step-ms",
+            "1",
+            "--fault-503",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sim.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_string();
+    let out = std::env::temp_dir().join(format!("llmsweep-judgement-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let res = Command::new(bin)
+        .args([
+            "run",
+            "--target",
+            &url,
+            "--headless",
+            "--max-seconds",
+            "0.5",
+        ])
+        .args(["--data", "prompt_tokens=8,output_tokens=4,samples=50"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(res.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("run ended: sweep stopped: no completed requests"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Judgement"), "{md}");
+    assert!(md.contains("sweep stopped"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Judgement</h2>"));
+    assert!(html.contains("sweep ends: no completed requests"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert!(json["end_reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("sweep stopped"));
+    let _ = std::fs::remove_dir_all(&out);
+}
