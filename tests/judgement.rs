@@ -18,6 +18,10 @@ use llmsweep::stats::metrics::Slo;
 use llmsweep::stats::verdict::{Method, Outcome};
 use tokio::sync::{mpsc, watch};
 
+/// These tests load the simulator and judge timing; on a busy 2-core machine
+/// they run one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn settings() -> RunSettings {
     RunSettings {
         seed: 1,
@@ -59,14 +63,17 @@ async fn run_plan(
 
 #[tokio::test]
 async fn one_lock_step_batch_in_a_short_stage_does_not_run_away() {
-    // 16 slots, 40 tokens of 10 ms: a batch of 16 every 0.4 s, 40 req/s at most.
-    // A 0.6 s throughput stage sees exactly one wave of 16 completions.
-    let sim = start_sim(model(10.0, 0.0, 16)).await;
-    let mut plan = SweepPlan::new(4, SweepKind::Constant, secs(0.6), 64, true);
+    let _serial = SERIAL.lock().await;
+    // 16 slots, 25 tokens of 20 ms: a batch of 16 every 0.5 s, 32 req/s at
+    // most. A 0.8 s throughput stage sees one wave of 16 completions (a
+    // busy machine stretches the steps: the estimate may only fall).
+    let cap = 32.0;
+    let sim = start_sim(model(20.0, 0.0, 16)).await;
+    let mut plan = SweepPlan::new(4, SweepKind::Constant, secs(0.8), 64, true);
     let (res, _) = run_plan(
         &sim.url(),
         &mut plan,
-        prompts("prompt_tokens=8,output_tokens=40,samples=400", Api::Chat),
+        prompts("prompt_tokens=8,output_tokens=25,samples=400", Api::Chat),
         settings(),
     )
     .await;
@@ -76,13 +83,13 @@ async fn one_lock_step_batch_in_a_short_stage_does_not_run_away() {
         .find(|s| s.strategy == "throughput")
         .unwrap();
     let c = thr.capacity.as_ref().unwrap();
-    assert_eq!(c.method, Method::Observed, "{c:?}");
-    assert!(c.low_evidence);
     assert_eq!(thr.rates.steady_requests_per_s, c.requests_per_s);
     assert!(
-        c.requests_per_s <= 40.0 * 1.05,
+        c.requests_per_s <= cap * 1.05,
         "never above what was observed: {c:?}"
     );
+    assert_eq!(c.method, Method::Observed, "one wave: {c:?}");
+    assert!(c.low_evidence);
     // The planned rates stop at the estimate, and the plan says what it rests on.
     let plan_note = res
         .timeline
@@ -92,19 +99,20 @@ async fn one_lock_step_batch_in_a_short_stage_does_not_run_away() {
         .unwrap();
     assert!(plan_note.contains("one wave"), "{plan_note}");
     for s in res.stages.iter().filter(|s| s.strategy == "constant") {
-        assert!(s.target_rate.unwrap() <= 40.0 * 1.05, "{}", s.name);
+        assert!(s.target_rate.unwrap() <= cap * 1.05, "{}", s.name);
     }
     sim.shutdown().await;
 }
 
 #[tokio::test]
 async fn ten_percent_http_500_is_erroring_not_saturated() {
-    let mut cfg = model(1.0, 0.0, 1024);
+    let _serial = SERIAL.lock().await;
+    let mut cfg = model(5.0, 0.0, 1024);
     cfg.faults.fault_500 = 0.1;
     let sim = start_sim(cfg).await;
     let mut plan = llmsweep::engine::FixedPlan::new(vec![stage(
-        Strategy::Constant { rate: 200.0 },
-        secs(4.5),
+        Strategy::Constant { rate: 100.0 },
+        secs(8.0),
     )]);
     let (res, _) = run_plan(
         &sim.url(),
@@ -115,7 +123,7 @@ async fn ten_percent_http_500_is_erroring_not_saturated() {
     .await;
     let s = &res.stages[0];
     assert!(
-        s.errors.get("http_500").copied().unwrap_or(0) > 40,
+        s.errors.get("http_500").copied().unwrap_or(0) > 30,
         "{:?}",
         s.errors
     );
@@ -128,6 +136,7 @@ async fn ten_percent_http_500_is_erroring_not_saturated() {
 
 #[tokio::test]
 async fn all_503_ends_the_sweep_and_says_why() {
+    let _serial = SERIAL.lock().await;
     let mut cfg = model(1.0, 0.0, 64);
     cfg.faults.fault_503 = 1.0;
     let sim = start_sim(cfg).await;
@@ -159,6 +168,7 @@ async fn all_503_ends_the_sweep_and_says_why() {
 
 #[tokio::test]
 async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
+    let _serial = SERIAL.lock().await;
     // 4 slots, 30 tokens of 10 ms: 0.3 s a request. A 0.2 s throughput stage
     // leaves 40 cancelled requests that this server finishes anyway (3 s).
     let mut cfg = model(10.0, 0.0, 4);
@@ -228,6 +238,7 @@ async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
 
 #[tokio::test]
 async fn prompts_repeated_across_stages_would_flatter_ttft_and_are_not_repeated() {
+    let _serial = SERIAL.lock().await;
     // Prefill costs 1 ms a token (64 ms for a 64-token prompt) unless cached.
     let mut cfg = model(2.0, 0.0, 8);
     cfg.params.prefill_per_token = Duration::from_micros(1000);
@@ -283,6 +294,7 @@ async fn prompts_repeated_across_stages_would_flatter_ttft_and_are_not_repeated(
 
 #[tokio::test]
 async fn an_overload_starting_mid_stage_is_flagged_live_and_ended_by_the_guard() {
+    let _serial = SERIAL.lock().await;
     // 4 slots, 20 tokens of 5 ms: 0.1 s a request, 40 req/s at most. The
     // stage asks 20 req/s; after 3 s a neighbour adds 50 req/s.
     let sim = start_sim(model(5.0, 0.0, 4)).await;
@@ -343,15 +355,16 @@ async fn an_overload_starting_mid_stage_is_flagged_live_and_ended_by_the_guard()
 
 #[tokio::test]
 async fn search_converges_on_the_simulators_capacity() {
-    // 4 slots, 20 tokens of 5 ms: 40 req/s. Under it, TTFT is one step; over
+    let _serial = SERIAL.lock().await;
+    // 4 slots, 5 tokens of 20 ms: 40 req/s. Under it, TTFT is one step; over
     // it, the queue grows and TTFT with it.
-    let sim = start_sim(model(5.0, 0.0, 4)).await;
-    let slo = Slo::parse("ttft=60ms").unwrap();
+    let sim = start_sim(model(20.0, 0.0, 4)).await;
+    let slo = Slo::parse("ttft=80ms").unwrap();
     let mut plan = SearchPlan::new(slo, 0.9, 0.1, secs(2.0), 64);
     let (res, _) = run_plan(
         &sim.url(),
         &mut plan,
-        prompts("prompt_tokens=8,output_tokens=20,samples=4000", Api::Chat),
+        prompts("prompt_tokens=8,output_tokens=5,samples=4000", Api::Chat),
         RunSettings {
             slo: Some(slo),
             ..settings()
@@ -360,7 +373,9 @@ async fn search_converges_on_the_simulators_capacity() {
     .await;
     let s = plan.search().unwrap();
     let rate = s.rate.expect("a rate met the SLOs");
-    assert!((30.0..=44.0).contains(&rate), "{}", s.line());
+    // Within the precision below 40 req/s, with room for a busy machine's
+    // late timers (they slow the simulator down, never up).
+    assert!((28.0..=44.0).contains(&rate), "{}", s.line());
     if let Some(hi) = s.high {
         assert!(hi - s.low.unwrap() <= 0.1 * s.low.unwrap() + 1e-9, "{s:?}");
     }
