@@ -384,7 +384,7 @@ impl Engine {
                     }
                     self.publish(spec, &stats, plan, number);
                     if closed && !self.settings.no_overload_guard && d.paused_at.is_none() {
-                        if let (_, Some(why)) = stats.live_verdict(now, judged_rate) {
+                        if let Some(why) = stats.guard(now, judged_rate) {
                             self.note("over_saturation", format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
                             break StageEnd::OverSaturated(why);
                         }
@@ -428,10 +428,11 @@ impl Engine {
             spec.strategy.target_rate(),
             end.reason(),
         );
-        if let StageEnd::OverSaturated(why) = &end {
-            crate::profile::sweep::mark_over_saturated(&mut report, why);
-        }
-        report.warnings = crate::profile::sweep::stage_warnings(&report, &self.finished);
+        let guard = match &end {
+            StageEnd::OverSaturated(why) => Some(why.as_str()),
+            _ => None,
+        };
+        let judged = crate::profile::sweep::judge_finished(&mut report, guard, &self.finished);
         self.note(
             "stage_end",
             format!(
@@ -443,16 +444,8 @@ impl Engine {
                 report.requests.errored
             ),
         );
-        if let Some(v) = &report.verdict {
-            self.note(
-                "verdict",
-                format!("{}: {} {}", spec.name, v.outcome.as_str(), v.reason)
-                    .trim_end()
-                    .to_string(),
-            );
-        }
-        for w in report.warnings.clone() {
-            self.note("stage_warning", format!("{}: {w}", spec.name));
+        for (event, detail) in judged {
+            self.note(event, detail);
         }
         (report, end)
     }
@@ -593,13 +586,12 @@ impl Engine {
             itl_p50_ms: last.itl_p50_ms,
             itl_p99_ms: last.itl_p99_ms,
             series: stats.series.iter().skip(skip).copied().collect(),
-            saturation: {
-                let target = spec
-                    .strategy
+            saturation: stats.live_warning(
+                Instant::now(),
+                spec.strategy
                     .target_rate()
-                    .filter(|_| spec.strategy.is_open_loop());
-                verdict::live_warning(stats.live_verdict(Instant::now(), target).0.as_ref())
-            },
+                    .filter(|_| spec.strategy.is_open_loop()),
+            ),
         };
         let snap = Snapshot {
             elapsed_s: self.t(),

@@ -119,13 +119,24 @@ impl Plan for SweepPlan {
                 if self.rates.is_none() {
                     let sync = Self::measured(done, "synchronous").unwrap_or(0.0);
                     let thr = Self::measured(done, "throughput").unwrap_or(0.0);
-                    // No completion at all in the throughput stage: its first
-                    // wave took longer than the stage. Run it once more, longer.
-                    if sync > 0.0 && thr <= 0.0 && !self.throughput_rerun {
+                    // Too little evidence in the throughput stage (no completion,
+                    // or one wave of them: its first wave took about as long as
+                    // the stage): run it once more, three times as long.
+                    let thin = Self::stage(done, "throughput").and_then(|t| {
+                        let c = t.capacity.as_ref()?;
+                        (c.low_evidence || thr <= 0.0).then(|| {
+                            if c.completions == 0 {
+                                "completed no request".to_string()
+                            } else {
+                                format!("gave too little evidence ({})", c.evidence)
+                            }
+                        })
+                    });
+                    if let (true, Some(why), false) = (sync > 0.0, thin, self.throughput_rerun) {
                         if let Some(longer) = longer_limits(&self.limits) {
                             self.throughput_rerun = true;
                             self.notice = Some(format!(
-                                "the throughput stage completed no request: running it again, {}",
+                                "the throughput stage {why}: running it again, {}",
                                 describe_limits(&longer)
                             ));
                             return Some(StageSpec::new(
@@ -188,7 +199,11 @@ impl Plan for SweepPlan {
                     ));
                     self.rates = Some(rates);
                 }
-                if k > 2 {
+                let left = self
+                    .rates
+                    .as_ref()
+                    .map_or(0, |r| (r.len() + 2).saturating_sub(k));
+                if k > 2 && left > 0 {
                     if let Some(last) = done.last() {
                         if last.end_reason == "over_saturated" {
                             return self.end(format!(
@@ -197,11 +212,7 @@ impl Plan for SweepPlan {
                                 last.saturation_reason.clone().unwrap_or_default()
                             ));
                         }
-                        let left = self
-                            .rates
-                            .as_ref()
-                            .map_or(0, |r| (r.len() + 2).saturating_sub(k));
-                        if self.stop_on_saturation && last.saturated && left > 0 {
+                        if self.stop_on_saturation && last.saturated {
                             return self.end(format!(
                                 "{} was saturated ({}); {left} planned stages left out (--no-stop-on-saturation goes on)",
                                 last.name,
@@ -339,6 +350,34 @@ pub fn judgement_lines(r: &crate::report::Report) -> Vec<String> {
         v.push(search.line());
     }
     v
+}
+
+/// Everything the sweep concludes about a stage that just ended, in one call
+/// for the engine: marks it saturated when the guard (`guard`: its reason)
+/// ended it, fills its warnings, and returns the timeline entries to add
+/// (`verdict`, then one `stage_warning` each).
+pub fn judge_finished(
+    report: &mut StageReport,
+    guard: Option<&str>,
+    earlier: &[StageReport],
+) -> Vec<(&'static str, String)> {
+    if let Some(why) = guard {
+        mark_over_saturated(report, why);
+    }
+    report.warnings = stage_warnings(report, earlier);
+    let mut notes = Vec::new();
+    if let Some(v) = &report.verdict {
+        notes.push((
+            "verdict",
+            format!("{}: {} {}", report.name, v.outcome.as_str(), v.reason)
+                .trim_end()
+                .to_string(),
+        ));
+    }
+    for w in &report.warnings {
+        notes.push(("stage_warning", format!("{}: {w}", report.name)));
+    }
+    notes
 }
 
 /// The guard ended `report` early: it is saturated, whatever the rate test said.
@@ -543,12 +582,17 @@ mod tests {
         p.next(&[]).unwrap();
         let mut d = vec![done("synchronous", 1000.0, 1.0)];
         p.next(&d).unwrap();
-        d.push(done("throughput", 0.0, 0.0));
+        let mut thr = done("throughput", 0.0, 0.0);
+        thr.capacity = Some(crate::stats::verdict::CapacityEstimate {
+            low_evidence: true,
+            ..Default::default()
+        });
+        d.push(thr.clone());
         let again = p.next(&d).unwrap();
         assert_eq!(again.strategy.kind(), "throughput");
         assert_eq!(again.limits.max_seconds, Some(12.0));
-        assert!(p.take_notice().unwrap().contains("again"));
-        d.push(done("throughput", 0.0, 0.0));
+        assert!(p.take_notice().unwrap().contains("completed no request"));
+        d.push(thr);
         assert!(p.next(&d).is_none(), "only once");
         assert!(p.stopped_early().unwrap().contains("no completed requests"));
     }

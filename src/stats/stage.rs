@@ -107,6 +107,10 @@ pub struct StageStats {
     reference_latency_s: Option<f64>,
     /// The stage was cut short (key, stop, error limit): set by the engine.
     pub cut_short: bool,
+    /// Requests in flight when the stage ended and cancelled them (seen at
+    /// the first incomplete record): what the verdict and the last point of
+    /// the series use, not the zero left after the cancellation.
+    in_flight_at_end: Option<u64>,
 
     in_flight: u64,
     max_in_flight: u64,
@@ -158,6 +162,7 @@ impl StageStats {
             cached_prompt_n: 0,
             reference_latency_s: None,
             cut_short: false,
+            in_flight_at_end: None,
             in_flight: 0,
             max_in_flight: 0,
             last_change: start,
@@ -203,6 +208,9 @@ impl StageStats {
 
     pub fn on_record(&mut self, index: u64, r: &RequestRecord) {
         self.integrate(r.ended_at.max(self.last_change));
+        if r.outcome == Outcome::Incomplete && self.in_flight_at_end.is_none() {
+            self.in_flight_at_end = Some(self.in_flight);
+        }
         self.in_flight = self.in_flight.saturating_sub(1);
         let totals = match &r.outcome {
             Outcome::Completed => {
@@ -329,7 +337,7 @@ impl StageStats {
             ttft_p99_ms: self.sec_ttft.quantile_ms(0.99),
             itl_p50_ms: self.sec_itl.quantile_ms(0.5),
             itl_p99_ms: self.sec_itl.quantile_ms(0.99),
-            in_flight: self.in_flight,
+            in_flight: self.in_flight_at_end.unwrap_or(self.in_flight),
         };
         if self.series.len() == SERIES_CAP {
             self.series.pop_front();
@@ -355,7 +363,7 @@ impl StageStats {
             measured: self.counts.measured,
             answered_errors: self.answered_errors,
             unanswered_errors: self.unanswered_errors,
-            in_flight: self.in_flight,
+            in_flight: self.in_flight_at_end.unwrap_or(self.in_flight),
             slope: self.completion_fit.slope(),
             first_end_s: self.first_measured_end.map(rel),
             last_end_s: self.last_measured_end.map(rel),
@@ -379,8 +387,8 @@ impl StageStats {
         }
     }
 
-    /// The verdict so far, for the live view and the over-saturation guard:
-    /// (verdict, what the guard would say). Open-loop stages only.
+    /// The verdict so far, and what the over-saturation guard would say.
+    /// Open-loop stages only (`target_rate` is None for the others).
     pub fn live_verdict(
         &self,
         now: Instant,
@@ -396,6 +404,16 @@ impl StageStats {
         let v = verdict::judge(&e, &verdict::capacity(&e));
         let g = verdict::guard(&e, v.as_ref());
         (v, g)
+    }
+
+    /// The live warning for a front end: `saturating: …` or `erroring: …`.
+    pub fn live_warning(&self, now: Instant, target_rate: Option<f64>) -> Option<String> {
+        verdict::live_warning(self.live_verdict(now, target_rate).0.as_ref())
+    }
+
+    /// Why the over-saturation guard would end the stage now, if it would.
+    pub fn guard(&self, now: Instant, target_rate: Option<f64>) -> Option<String> {
+        self.live_verdict(now, target_rate).1
     }
 
     /// Median latency so far (ms), for the short-stage warning.
@@ -733,6 +751,51 @@ mod tests {
             "{reason} vs {:?}",
             r.rates
         );
+    }
+
+    #[test]
+    fn a_backlog_cancelled_at_the_end_still_counts_for_the_verdict() {
+        // 40 req/s sent for 10 s, the server completes 10 a second from 1 s
+        // on; at the end the engine cancels the rest (incomplete records).
+        let t0 = Instant::now();
+        let mut s =
+            StageStats::new(t0, Window::whole(t0), None, vec![]).with_reference_latency(Some(0.5));
+        let mut next_done = 0u64;
+        for i in 0..400u64 {
+            let at = i * 25;
+            s.on_sent(t0 + Duration::from_millis(at));
+            // Completions due by now, 100 ms apart from 1 s on.
+            while 1000 + next_done * 100 <= at && next_done < i {
+                let end = 1000 + next_done * 100;
+                s.on_record(
+                    next_done,
+                    &rec(t0, next_done * 25, end - 50, end, Outcome::Completed),
+                );
+                next_done += 1;
+            }
+            if at % 1000 == 975 {
+                s.tick(t0 + Duration::from_millis(at + 25));
+            }
+        }
+        for i in next_done..400 {
+            s.on_record(i, &rec(t0, i * 25, i * 25, 10_000, Outcome::Incomplete));
+        }
+        s.tick(t0 + Duration::from_millis(10_001));
+        assert!(
+            s.series.back().unwrap().in_flight > 250,
+            "{:?}",
+            s.series.back()
+        );
+        let r = s.finish(
+            t0 + Duration::from_millis(10_001),
+            "constant@40.00".into(),
+            "constant",
+            Some(40.0),
+            "max_seconds",
+        );
+        let v = r.verdict.unwrap();
+        assert_eq!(v.outcome, super::verdict::Outcome::Saturated, "{v:?}");
+        assert!(v.overload, "{v:?}");
     }
 
     #[test]
