@@ -37,7 +37,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Load profile: a strategy (sweep, synchronous, concurrent, throughput, constant, poisson),
+    /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson),
     /// a shipped profile (`llmsweep profiles` lists them), or a profile .toml file.
     #[arg(long, short = 'p', default_value = "sweep")]
     pub profile: String,
