@@ -598,6 +598,39 @@ mod tests {
     }
 
     #[test]
+    fn a_throughput_stage_that_measured_queueing_is_called_out_and_not_planned_from() {
+        // Seen: 512 in flight against 8 slots, 20 s stages: median latency
+        // 10.4 s, 512 of 600 incomplete, throughput below synchronous.
+        let limits = Limits {
+            max_seconds: Some(20.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done("synchronous", 1300.0, 0.77)];
+        p.next(&d).unwrap();
+        let mut thr = done("throughput", 10_400.0, 0.5);
+        thr.duration_s = 20.0;
+        thr.rates.steady_requests_per_s = 0.6;
+        thr.requests.sent = 600;
+        thr.requests.completed = 88;
+        thr.requests.incomplete = 512;
+        let w = stage_warnings(&thr, &d);
+        assert!(
+            w.iter()
+                .any(|w| w.contains("measured queueing") && w.contains("--max-concurrency")),
+            "{w:?}"
+        );
+        d.push(thr);
+        assert!(p.next(&d).is_none(), "no descending rates");
+        let why = p.stopped_early().unwrap();
+        assert!(
+            why.contains("queueing") && why.contains("below the synchronous"),
+            "{why}"
+        );
+    }
+
+    #[test]
     fn a_saturated_last_stage_is_not_a_stop() {
         let limits = Limits {
             max_seconds: Some(4.0),

@@ -11,7 +11,9 @@
 //!   used only when the completions are spread out (at least 1 s from first to
 //!   last, in at least 4 distinct quarter-seconds). It is capped by what was
 //!   observed: the completions over the span they took, and Little's law
-//!   (mean in flight ÷ mean latency of the completed requests).
+//!   (mean in flight ÷ mean latency of the completed requests). When the
+//!   completions cover less than half the window it is marked low evidence
+//!   (the sweep then runs its throughput stage again, longer).
 //! * `observed`: one wave of completions (lock-step batches: a full batch of
 //!   equal-length outputs finishes in the same step), so no slope can be
 //!   trusted: completions over the time they took, from the first request
@@ -233,6 +235,16 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
     c.method = Method::Steady;
     c.requests_per_s = est;
     c.evidence = format!("slope of {n} completions over {span:.1} s: {slope:.2} req/s{capped}");
+    // Completions over less than half the window: the first requests took
+    // most of the stage, and a wave cut off at the end drags the slope down.
+    if e.measured_s > 0.0 && span < 0.5 * e.measured_s {
+        c.low_evidence = true;
+        c.evidence.push_str(&format!(
+            "; completions covered only {:.0}% of the {:.1} s window",
+            100.0 * span / e.measured_s,
+            e.measured_s
+        ));
+    }
     c
 }
 
@@ -536,6 +548,13 @@ mod tests {
         assert_eq!(c.method, Method::Steady);
         assert!((c.requests_per_s - 999.0 / 27.0).abs() < 1e-9, "{c:?}");
         assert!(!c.low_evidence);
+        // The same completions in a 60 s window: most of it without any.
+        let long = Evidence {
+            measured_s: 60.0,
+            ..e.clone()
+        };
+        let c = capacity(&long);
+        assert!(c.low_evidence && c.evidence.contains("45%"), "{c:?}");
         e.mean_in_flight = 60.0; // Little: 20 req/s
         let c = capacity(&e);
         assert!((c.requests_per_s - 20.0).abs() < 1e-9);
