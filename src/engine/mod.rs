@@ -297,7 +297,7 @@ impl Engine {
             self.settings.slo,
             self.settings.percentiles.clone(),
         )
-        .with_reference_latency(verdict::reference_latency(&self.finished));
+        .with_reference(verdict::reference(&self.finished));
         let judged_rate = spec
             .strategy
             .target_rate()

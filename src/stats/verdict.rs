@@ -161,6 +161,9 @@ pub struct Evidence {
     /// Median latency of the synchronous stage, if one ran: what a request
     /// takes without load.
     pub reference_latency_s: Option<f64>,
+    /// The most the server was seen to complete: the last throughput stage's
+    /// capacity estimate, if one ran.
+    pub reference_capacity: Option<f64>,
     /// The stage was cut short (key, stop, error limit).
     pub cut_short: bool,
     /// Per-second (t_s, in_flight, ttft_p50_ms) of the stage.
@@ -271,18 +274,41 @@ pub fn judge(e: &Evidence, cap: &CapacityEstimate) -> Option<Verdict> {
             overload: true,
         });
     }
+    let answer_rate = answered as f64 / e.elapsed_s.max(1e-9);
+    // Far more than the server was ever seen to complete (its throughput
+    // stage), and it answered under half of what this stage sent.
+    if let (Some(c), Some(w)) = (e.reference_capacity.filter(|c| *c > 0.0), w_ref) {
+        if target >= 2.0 * c && answer_rate < 0.5 * target && e.elapsed_s >= w.max(1.0) {
+            return Some(Verdict {
+                outcome: Outcome::Saturated,
+                reason: format!(
+                    "sent {target:.2} req/s, {:.1} × the {c:.2} req/s the server completed at most in its throughput stage; it answered {answer_rate:.2} req/s, {} requests in flight",
+                    target / c,
+                    e.in_flight
+                ),
+                needed_seconds: None,
+                overload: true,
+            });
+        }
+    }
     if let Some(w) = w_ref {
-        let answer_rate = answered as f64 / e.elapsed_s.max(1e-9);
+        // What a request takes here: at least the unloaded latency, and what
+        // the completed ones took (batching legitimately slows them down).
+        let w = w.max(e.latency_p50_s);
+        let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
+        let late_rate = if since_first > 0.0 {
+            answered as f64 / since_first
+        } else {
+            0.0
+        };
         let backlog_limit = 3.0 * target * w + 5.0;
-        if e.elapsed_s >= 2.0 * w
-            && target >= 3.0 * answer_rate
-            && e.in_flight as f64 > backlog_limit
+        if e.elapsed_s >= 2.0 * w && target >= 3.0 * late_rate && e.in_flight as f64 > backlog_limit
         {
             return Some(Verdict {
                 outcome: Outcome::Saturated,
                 reason: format!(
-                    "sent {target:.2} req/s but the server answered {answer_rate:.2} req/s; {} requests in flight, more than 3 × the rate × the {:.2} s unloaded latency",
-                    e.in_flight, w
+                    "sent {target:.2} req/s but the server answered {late_rate:.2} req/s; {} requests in flight, more than 3 × the rate × the {w:.2} s a request takes",
+                    e.in_flight
                 ),
                 needed_seconds: None,
                 overload: true,
@@ -387,7 +413,10 @@ pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
         return Some(v.reason.clone());
     }
     let target = e.target_rate?;
-    let w = e.reference_latency_s.filter(|w| *w > 0.0)?;
+    let w = e
+        .reference_latency_s
+        .filter(|w| *w > 0.0)?
+        .max(e.latency_p50_s);
     if e.elapsed_s < (2.0 * w).max(5.0) {
         return None;
     }
@@ -415,14 +444,31 @@ pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
     )
 }
 
-/// What an unloaded request takes: the median latency of the last
-/// synchronous stage that completed requests.
-pub fn reference_latency(done: &[crate::report::StageReport]) -> Option<f64> {
-    done.iter()
-        .rev()
-        .find(|s| s.strategy == "synchronous" && s.requests.measured > 0)
-        .map(|s| s.latency_ms.p50 / 1000.0)
-        .filter(|w| *w > 0.0)
+/// What earlier stages tell a verdict about the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Reference {
+    /// What an unloaded request takes: the median latency of the last
+    /// synchronous stage that completed requests.
+    pub latency_s: Option<f64>,
+    /// The most it was seen to complete: the last throughput stage's estimate.
+    pub capacity: Option<f64>,
+}
+
+pub fn reference(done: &[crate::report::StageReport]) -> Reference {
+    Reference {
+        latency_s: done
+            .iter()
+            .rev()
+            .find(|s| s.strategy == "synchronous" && s.requests.measured > 0)
+            .map(|s| s.latency_ms.p50 / 1000.0)
+            .filter(|w| *w > 0.0),
+        capacity: done
+            .iter()
+            .rev()
+            .find(|s| s.strategy == "throughput" && s.requests.measured > 0)
+            .map(|s| s.rates.steady_requests_per_s)
+            .filter(|c| *c > 0.0),
+    }
 }
 
 /// The live warning a front end shows for a running stage, if any.
@@ -660,10 +706,44 @@ mod tests {
             reference_latency_s: Some(1.06),
             ..Default::default()
         };
+        // In 4 s with requests taking 3.3 s, the stage alone cannot tell
+        // (a server keeping up with 3.3 s latency looks the same) ...
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
+        // ... but the throughput stage showed 36 req/s at most.
+        let e = Evidence {
+            reference_capacity: Some(35.6),
+            ..e
+        };
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
         assert!(v.overload);
+        assert!(v.reason.contains("throughput stage"), "{}", v.reason);
         assert!(guard(&e, Some(&v)).is_some());
+        // At the capacity itself, early in the stage: no verdict yet, no guard.
+        let near = Evidence {
+            target_rate: Some(30.2),
+            elapsed_s: 6.1,
+            measured_s: 6.1,
+            sent: 184,
+            completed: 56,
+            measured: 56,
+            in_flight: 127,
+            first_end_s: Some(2.5),
+            last_end_s: Some(6.0),
+            first_sent_s: Some(0.0),
+            busy_quarters: 14,
+            slope: Some(15.0),
+            latency_p50_s: 2.9,
+            latency_mean_s: 2.9,
+            mean_in_flight: 80.0,
+            reference_latency_s: Some(1.22),
+            reference_capacity: Some(31.3),
+            ..Default::default()
+        };
+        let v = judge(&near, &capacity(&near)).unwrap();
+        assert!(!v.overload, "{v:?}");
+        assert!(guard(&near, Some(&v)).is_none());
         // Thousands of refused connections.
         let e = Evidence {
             target_rate: Some(6006.0),
