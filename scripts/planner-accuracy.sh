@@ -53,16 +53,17 @@ for when in ("before", "after"):
           f"[{cap['capacity']['method']}: {cap['capacity']['evidence']}]")
 c = sum(caps) / len(caps)
 print(f"capacity: {c:.2f} req/s (mean); load: {open(f'{out}/uptime.txt').read().strip()}")
-print("| stage length | top rate (req/s) | capacity (req/s) | error | method | run ended |")
-print("| ---: | ---: | ---: | ---: | --- | --- |")
+print("| stage length | top rate (req/s) | capacity (req/s) | error | throughput estimate | top stage verdict | run ended |")
+print("| ---: | ---: | ---: | ---: | --- | --- | --- |")
 worst = 0.0
 for s in lengths:
     r = json.load(open(f"{out}/sweep-{s}/report.json"))
-    thr = next(x for x in r["stages"] if x["strategy"] == "throughput")
+    thrs = [x for x in r["stages"] if x["strategy"] == "throughput"]
+    thr = thrs[-1]  # the one the sweep planned from (a thin one is run again)
     tops = [x["target_rate"] for x in r["stages"] if x["strategy"] == "constant"]
     top = max(tops) if tops else thr["rates"]["steady_requests_per_s"]
     err = (top - c) / c
     worst = max(worst, abs(err))
-    print(f"| {s} s | {top:.2f} | {c:.2f} | {err*100:+.1f}% | {thr['capacity']['method']} | {r['end_reason']} |")
+    print(f"| {s} s | {top:.2f} | {c:.2f} | {err*100:+.1f}% | {thr['capacity']['method']}{' (re-run)' if len(thrs) > 1 else ''} | {tops and next(x for x in r['stages'] if x['target_rate'] == top and x['strategy'] == 'constant').get('verdict', {}).get('outcome', '-')} | {r['end_reason']} |")
 print(f"worst error: {worst*100:.1f}% ({'within' if worst <= 0.15 else 'OUTSIDE'} ±15%)")
 PY
