@@ -717,6 +717,20 @@ mod tests {
             Some(10)
         );
         assert!(build_plan(&args("concurrent", Some("1.5")), false).is_err());
+        // search needs SLOs, a percentile and a precision that make sense.
+        let err = build_plan(&args("search", None), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--slo"), "{err}");
+        let mut a = args("search", None);
+        a.slo = Some("ttft=200ms".into());
+        a.slo_percentile = 95.0;
+        a.search_precision = 0.1;
+        let mut p = build_plan(&a, true).unwrap();
+        assert!(p.description.starts_with("search"), "{}", p.description);
+        assert_eq!(p.plan.next(&[]).unwrap().strategy, Strategy::Synchronous);
+        a.search_precision = 1.5;
+        assert!(build_plan(&a, true).is_err());
     }
 
     #[test]

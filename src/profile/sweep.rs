@@ -204,7 +204,8 @@ impl Plan for SweepPlan {
                     .as_ref()
                     .map_or(0, |r| (r.len() + 2).saturating_sub(k));
                 if k > 2 && left > 0 {
-                    if let Some(last) = done.last() {
+                    // The operator's own stages (`… (manual)`) do not stop the plan.
+                    if let Some(last) = done.last().filter(|s| !s.name.ends_with("(manual)")) {
                         if last.end_reason == "over_saturated" {
                             return self.end(format!(
                                 "{} was over-saturated ({}); the over-saturation guard ended it, so no higher rate is run",
