@@ -452,3 +452,35 @@ fn every_reason_reaches_the_console_markdown_and_html() {
         .starts_with("sweep stopped"));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--profile search` from the command line, against the built-in simulator:
+/// the report carries the answer, its interval and the stages that prove it.
+#[test]
+fn the_search_profile_runs_from_the_command_line() {
+    let out = std::env::temp_dir().join(format!("llmsweep-search-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let res = std::process::Command::new(env!("CARGO_BIN_EXE_llmsweep"))
+        .args([
+            "run",
+            "--headless",
+            "--profile",
+            "search",
+            "--slo",
+            "ttft=1ms",
+        ])
+        .args(["--max-seconds", "1", "--export", "json,md"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(res.status.success(), "{stdout}");
+    // 1 ms TTFT cannot be met: the search ends after the synchronous stage.
+    assert!(stdout.contains("search: no rate met the SLOs"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert!(json["search"]["rate"].is_null(), "{}", json["search"]);
+    assert_eq!(json["search"]["probes"][0]["stage"], "synchronous");
+    assert_eq!(json["stages"].as_array().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&out);
+}
