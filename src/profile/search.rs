@@ -122,7 +122,13 @@ impl SearchPlan {
     /// Whether a stage met the SLOs, and why (not).
     fn judge(&self, s: &StageReport) -> (bool, f64, String) {
         let frac = s.goodput.as_ref().map_or(0.0, |g| g.fraction);
-        if s.requests.measured < MIN_MEASURED {
+        // One request at a time gives few requests in a short stage: any will do.
+        let min = if s.strategy == "synchronous" {
+            1
+        } else {
+            MIN_MEASURED
+        };
+        if s.requests.measured < min {
             return (
                 false,
                 frac,
@@ -135,6 +141,25 @@ impl SearchPlan {
             .filter(|v| matches!(v.outcome, Outcome::Saturated | Outcome::Erroring))
         {
             return (false, frac, format!("{}: {}", v.outcome.as_str(), v.reason));
+        }
+        // A stage too short for a verdict proves the SLOs only if few of its
+        // requests were left unanswered at the end (they might have missed).
+        let c = s.requests;
+        let unknown = c.incomplete as f64;
+        if s.verdict
+            .as_ref()
+            .is_some_and(|v| v.outcome == Outcome::Inconclusive)
+            && unknown > (1.0 - self.attainment) * (c.measured as f64 + unknown)
+        {
+            return (
+                false,
+                frac,
+                format!(
+                    "{} of {} requests still in flight at the end: too short to prove the SLOs (lengthen the stages)",
+                    c.incomplete,
+                    c.measured + c.incomplete
+                ),
+            );
         }
         if frac < self.attainment {
             return (false, frac, format!("{:.0}% met the SLOs", frac * 100.0));
@@ -362,6 +387,31 @@ mod tests {
         assert_eq!(s.rate, Some(lo));
         assert!(s.line().contains("hold up to"), "{}", s.line());
         assert!(s.probes.len() <= MAX_PROBES + 1);
+    }
+
+    #[test]
+    fn a_short_synchronous_stage_with_few_requests_still_counts() {
+        let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, Limits::default(), 64);
+        p.next(&[]).unwrap();
+        let mut sync = stage("synchronous", "synchronous", 0.8, 1.0);
+        sync.requests.measured = 4;
+        let next = p.next(&[sync]).unwrap();
+        assert_eq!(next.strategy.kind(), "throughput");
+    }
+
+    #[test]
+    fn an_inconclusive_probe_with_many_requests_in_flight_proves_nothing() {
+        let p = SearchPlan::new(Slo::default(), 0.9, 0.1, Limits::default(), 64);
+        let mut s = stage("constant@30.00", "constant", 30.0, 1.0);
+        s.requests.incomplete = 80;
+        s.verdict = Some(crate::stats::verdict::Verdict {
+            outcome: Outcome::Inconclusive,
+            ..Default::default()
+        });
+        let (ok, _, why) = p.judge(&s);
+        assert!(!ok && why.contains("too short"), "{why}");
+        s.requests.incomplete = 3;
+        assert!(p.judge(&s).0);
     }
 
     #[test]
