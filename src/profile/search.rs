@@ -7,7 +7,9 @@
 //! interval is within `--search-precision` of the rate (at most
 //! [`MAX_PROBES`] probes). A stage passes when at least `--slo-percentile` %
 //! of its measured requests met every limit and it was neither saturated nor
-//! erroring. The answer is the highest passing rate, with the interval and the
+//! erroring (a probe too short for a verdict passes only if at most the
+//! remaining share of its requests was still in flight at the end: the others
+//! might have missed). The answer is the highest passing rate, with the interval and the
 //! stages that prove it.
 
 use serde::{Deserialize, Serialize};
