@@ -350,7 +350,13 @@ pub fn judge(e: &Evidence, cap: &CapacityEstimate) -> Option<Verdict> {
     };
     if cap.method == Method::Steady && steady_s >= STEADY_SECONDS {
         let completed_rate = cap.requests_per_s;
-        let answer_rate = e.answer_slope.unwrap_or(completed_rate).max(completed_rate);
+        // Errors are answers: with some, the answer rate can keep up where
+        // the completions do not. Without any, the two are the same rate.
+        let answer_rate = if e.answered_errors > 0 {
+            e.answer_slope.unwrap_or(completed_rate).max(completed_rate)
+        } else {
+            completed_rate
+        };
         if answer_rate < KEEP_UP * target {
             return Some(Verdict {
                 outcome: Outcome::Saturated,
@@ -662,6 +668,20 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
         assert_eq!(v.needed_seconds, Some(9.0));
         assert!(v.reason.contains("at least 9 s"), "{}", v.reason);
+    }
+
+    #[test]
+    fn no_errors_is_never_erroring() {
+        // The capped completion rate falls under 90 % while the raw answer
+        // slope does not: that is saturation, not errors.
+        let mut e = open(28.0, 27.0, 1.0, 10.0);
+        e.slope = Some(27.0);
+        e.answer_slope = Some(27.0);
+        e.mean_in_flight = 24.0; // Little's law: 24 req/s
+        let c = capacity(&e);
+        assert!(c.requests_per_s < 0.9 * 28.0, "{c:?}");
+        let v = judge(&e, &c).unwrap();
+        assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
     }
 
     #[test]
