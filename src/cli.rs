@@ -38,7 +38,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Load profile: a strategy (sweep, synchronous, concurrent, throughput, constant, poisson),
+    /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson),
     /// a shipped profile (`llmsweep profiles` lists them), or a profile .toml file.
     #[arg(long, short = 'p', default_value = "sweep")]
     pub profile: String,
@@ -55,6 +55,20 @@ pub struct RunArgs {
     /// Sweep: go on after a saturated stage.
     #[arg(long)]
     pub no_stop_on_saturation: bool,
+    /// Run hopeless stages to their end: turn off the over-saturation guard
+    /// (which ends a stage whose backlog or in-flight count and TTFT keep growing).
+    #[arg(long)]
+    pub no_overload_guard: bool,
+    /// Between stages, wait at most this long for the server to finish what the
+    /// last stage left running (0: do not wait).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub settle_timeout: f64,
+    /// Search: share of requests (percent) that must meet every --slo limit.
+    #[arg(long, value_name = "PERCENT", default_value_t = 95.0)]
+    pub slo_percentile: f64,
+    /// Search: stop when the interval around the answer is this narrow (fraction of the rate).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.1)]
+    pub search_precision: f64,
     /// Cap on requests in flight (throughput's bound; also caps open-loop strategies).
     #[arg(long, value_name = "N")]
     pub max_concurrency: Option<u32>,

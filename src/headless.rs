@@ -56,7 +56,7 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
         st.counts.incomplete,
         st.counts.errored,
         if s.paused { "  (paused)" } else { "" },
-    ))
+    ) + &st.saturation.as_ref().map(|w| format!("  ! {w}")).unwrap_or_default())
 }
 
 /// Prints a line a second until the run is done; notes (plan, warnings) as they come.
@@ -86,6 +86,10 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
                     | "rerun"
                     | "signal"
                     | "viewer"
+                    | "verdict"
+                    | "stage_warning"
+                    | "over_saturation"
+                    | "settle"
             ) {
                 let detail = crate::redact::scrub(&ev.detail);
                 crate::term::note(&format!("[{:>7.1}s] {}: {detail}", ev.t_s, ev.event));

@@ -257,7 +257,7 @@ async fn ttft_and_itl_agree_with_the_servers_ground_truth() {
                     ..Default::default()
                 },
             )],
-            "prompt_tokens=16,output_tokens=24,samples=8",
+            "prompt_tokens=16,output_tokens=24,samples=20",
         )
         .await;
         let s = &res.stages[0];

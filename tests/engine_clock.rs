@@ -21,6 +21,7 @@ fn prompts(n: usize) -> Arc<[Prompt]> {
             body: Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
             prompt_tokens: 16,
             output_tokens: Some(8),
+            tag_at: None,
         })
         .collect::<Vec<_>>()
         .into()
@@ -241,7 +242,7 @@ async fn pause_is_left_out_of_the_stage_clock_and_rates() {
         s.rates
     );
     assert!(s.rates.steady_requests_per_s < 10.5, "{:?}", s.rates);
-    assert!(!s.saturated, "{:?}", s.saturation_reason);
+    assert!(!s.saturated, "{:?} {:?}", s.saturation_reason, s.capacity);
     assert!(!res.partial);
 }
 

@@ -25,6 +25,16 @@ pub struct Usage {
     pub prompt_tokens: Option<u64>,
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    /// `prompt_tokens_details.cached_tokens`: prompt tokens served from the
+    /// server's prefix cache (vLLM, SGLang, llama.cpp, OpenAI).
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+pub struct PromptTokensDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
 }
 
 /// Why a payload is not a usable chunk.
@@ -216,6 +226,18 @@ mod tests {
         .unwrap();
         assert!(!u.has_output);
         assert_eq!(u.usage.unwrap().completion_tokens, Some(7));
+        let c = parse_chunk(
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.usage
+                .unwrap()
+                .prompt_tokens_details
+                .unwrap()
+                .cached_tokens,
+            Some(4)
+        );
         let n = parse_chunk(r#"{"id":"x"}"#).unwrap();
         assert!(!n.has_output);
     }

@@ -171,6 +171,10 @@ pub struct Prompt {
     pub body: Bytes,
     pub prompt_tokens: u64,
     pub output_tokens: Option<u64>,
+    /// Byte offset in `body` where a tag can make a reused prompt unique
+    /// (the start of its text, after any prefix the workload shares on
+    /// purpose); None: never tag. See `data::for_request`.
+    pub tag_at: Option<usize>,
 }
 
 /// Everything measured about one request. `Instant`s are tokio's, so tests
@@ -189,6 +193,8 @@ pub struct RequestRecord {
     pub prompt_tokens: u64,
     /// Prompt tokens as the server counted them (`usage.prompt_tokens`).
     pub server_prompt_tokens: Option<u64>,
+    /// Prompt tokens the server served from its cache (`usage.prompt_tokens_details.cached_tokens`).
+    pub server_cached_prompt_tokens: Option<u64>,
     pub outcome: Outcome,
     /// Times the request was sent again on a fresh connection because a
     /// pooled one turned out closed before any answer (0 or 1).
@@ -506,6 +512,7 @@ impl Client {
             output_source,
             prompt_tokens: prompt.prompt_tokens,
             server_prompt_tokens: st.prompt_tokens,
+            server_cached_prompt_tokens: st.cached_prompt_tokens,
             outcome,
             reconnects: st.reconnects,
         }
@@ -743,6 +750,9 @@ impl Client {
                     if u.prompt_tokens.is_some() {
                         st.prompt_tokens = u.prompt_tokens;
                     }
+                    if let Some(c) = u.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+                        st.cached_prompt_tokens = Some(c);
+                    }
                 }
                 *finished |= info.finished;
                 None
@@ -805,6 +815,7 @@ struct StreamState {
     chunks: Vec<(Instant, u32)>,
     completion_tokens: Option<u64>,
     prompt_tokens: Option<u64>,
+    cached_prompt_tokens: Option<u64>,
     any_text: bool,
 }
 

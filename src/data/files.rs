@@ -93,6 +93,7 @@ fn item_from(
         Some((c, v)) => return Err(format!("`{c}` is not a positive whole number: {v}")),
     };
     Ok(PromptItem {
+        shared_prefix_bytes: 0,
         prompt_tokens: counter.count(&text) as u64,
         text,
         output_tokens,
@@ -224,6 +225,7 @@ fn load_sharegpt(
             continue;
         }
         out.items.push(PromptItem {
+            shared_prefix_bytes: 0,
             text: prompt,
             prompt_tokens: p,
             output_tokens: Some(o),

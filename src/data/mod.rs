@@ -21,6 +21,9 @@ pub struct PromptItem {
     pub prompt_tokens: u64,
     /// Output tokens to ask for (`max_tokens` + `ignore_eos`); None lets the server decide.
     pub output_tokens: Option<u64>,
+    /// Bytes at the start of `text` that the workload shares on purpose
+    /// (synthetic `prefix_tokens`); a reuse tag goes after them.
+    pub shared_prefix_bytes: usize,
 }
 
 /// Where prompts come from: `--data` is a synthetic spec (`key=value,…`) or a file path.
@@ -128,13 +131,61 @@ pub fn build_prompts(
             }
             let bytes =
                 serde_json::to_vec(&Value::Object(body)).context("cannot build a request body")?;
+            let tag_at = text_offset(&bytes, api, &it.text, it.shared_prefix_bytes);
             Ok(Prompt {
                 body: Bytes::from(bytes),
                 prompt_tokens: it.prompt_tokens,
                 output_tokens: it.output_tokens,
+                tag_at,
             })
         })
         .collect()
+}
+
+/// Where in a built body the prompt's text starts, after its shared prefix:
+/// the first `"content":"` (chat) or `"prompt":"` (completions) whose string
+/// is the prompt's text. None when it cannot be found (e.g. `--extra-body`
+/// replaced the messages), or when the prefix needs JSON escaping.
+fn text_offset(body: &[u8], api: Api, text: &str, shared: usize) -> Option<usize> {
+    let key: &[u8] = match api {
+        Api::Chat => b"\"content\":\"",
+        Api::Completions => b"\"prompt\":\"",
+    };
+    let at = body.windows(key.len()).position(|w| w == key)? + key.len();
+    let prefix = text.get(..shared)?;
+    let escaped = serde_json::to_string(prefix).ok()?;
+    if escaped.len() != prefix.len() + 2 {
+        return None;
+    }
+    let start = serde_json::to_string(text.get(..text.len().min(shared + 16))?).ok()?;
+    let start = start.trim_end_matches('"').as_bytes();
+    (body.get(at - 1..)?.starts_with(start)).then_some(at + shared)
+}
+
+/// The prompt for the run's `seq`-th request. Prompts are used in order
+/// across the whole run (never restarted per stage); once every prompt has
+/// been sent, a reused prompt gets a tag (`#<seq>`) at the start of its text
+/// (after any prefix the workload shares on purpose), so no server prefix
+/// cache serves it from an earlier request and flatters TTFT.
+pub fn for_request(prompts: &[Prompt], seq: u64) -> Prompt {
+    let n = prompts.len().max(1) as u64;
+    let p = &prompts[(seq % n) as usize];
+    match p.tag_at {
+        Some(at) if seq >= n && at <= p.body.len() => {
+            let tag = format!("#{seq} ");
+            let mut body = Vec::with_capacity(p.body.len() + tag.len());
+            body.extend_from_slice(&p.body[..at]);
+            body.extend_from_slice(tag.as_bytes());
+            body.extend_from_slice(&p.body[at..]);
+            Prompt {
+                body: Bytes::from(body),
+                prompt_tokens: p.prompt_tokens + crate::tokenizer::count_tokens(&tag) as u64,
+                output_tokens: p.output_tokens,
+                tag_at: p.tag_at,
+            }
+        }
+        _ => p.clone(),
+    }
 }
 
 /// Parses `--extra-body '{"temperature": 0}'`.
@@ -168,5 +219,43 @@ mod tests {
         assert_eq!(v["max_tokens"], 9);
         assert!(v["prompt"].is_string());
         assert!(parse_extra_body("[1]").is_err());
+    }
+
+    fn text_of(p: &Prompt) -> String {
+        let v: Value = serde_json::from_slice(&p.body).unwrap();
+        v["messages"][0]["content"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn reused_prompts_are_tagged_at_their_start_and_shared_prefixes_kept() {
+        let items = Synthetic::parse("prompt_tokens=20,output_tokens=4,samples=3")
+            .unwrap()
+            .generate(1, &crate::tokenizer::Builtin)
+            .unwrap();
+        let p = build_prompts(items, Api::Chat, "m", None).unwrap();
+        // First pass: as built.
+        for (i, q) in p.iter().enumerate() {
+            assert_eq!(for_request(&p, i as u64).body, q.body);
+        }
+        // Second pass: the same prompt, unique from its first token.
+        let again = for_request(&p, 4);
+        let t = text_of(&again);
+        assert!(t.starts_with("#4 "), "{t}");
+        assert_eq!(&t[3..], text_of(&p[1]));
+        assert_ne!(text_of(&for_request(&p, 7)), t);
+        // A shared prefix stays shared: the tag goes after it.
+        let items = Synthetic::parse("prompt_tokens=20,output_tokens=4,samples=2,prefix_tokens=5")
+            .unwrap()
+            .generate(1, &crate::tokenizer::Builtin)
+            .unwrap();
+        let shared = items[0].shared_prefix_bytes;
+        assert!(shared > 0);
+        let p = build_prompts(items, Api::Completions, "m", None).unwrap();
+        let v: Value = serde_json::from_slice(&for_request(&p, 2).body).unwrap();
+        let t = v["prompt"].as_str().unwrap();
+        let orig: Value = serde_json::from_slice(&p[0].body).unwrap();
+        let o = orig["prompt"].as_str().unwrap();
+        assert_eq!(t[..shared], o[..shared]);
+        assert!(t[shared..].starts_with("#2 "), "{t}");
     }
 }

@@ -195,18 +195,29 @@ impl Synthetic {
             prefix.push_str(&pieces[rng.random_range(0..pieces.len())]);
         }
         let mut items = Vec::with_capacity(self.samples);
-        for _ in 0..self.samples {
+        let p = pieces.len();
+        for i in 0..self.samples {
             let n = self.prompt.sample(&mut rng);
             let out = self.output.as_ref().map(|o| o.sample(&mut rng));
             let mut text = String::with_capacity(prefix.len() + n as usize * 8);
             text.push_str(&prefix);
-            for _ in 0..n {
-                text.push_str(&pieces[rng.random_range(0..pieces.len())]);
+            // The first two tokens after the shared prefix spell the sample's
+            // number in base `p`: no two prompts share more than the prefix
+            // (unique for p² samples), so no prefix cache serves one prompt
+            // from another; the rest is random.
+            for k in 0..n {
+                let piece = match k {
+                    0 => &pieces[(i / p) % p],
+                    1 => &pieces[i % p],
+                    _ => &pieces[rng.random_range(0..p)],
+                };
+                text.push_str(piece);
             }
             items.push(PromptItem {
                 text,
                 prompt_tokens: self.prefix_tokens + n,
                 output_tokens: out,
+                shared_prefix_bytes: prefix.len(),
             });
         }
         // Prove the construction on a sample; fall back to counting every prompt.
@@ -289,6 +300,14 @@ mod tests {
         assert_eq!(a, s.generate(1, &Builtin).unwrap());
         assert_ne!(a, s.generate(2, &Builtin).unwrap());
         assert_ne!(a[0].text, a[1].text, "prompts differ from one another");
+        // ... from their first token after the shared prefix.
+        let s2 = Synthetic::parse("prompt_tokens=8,output_tokens=1,samples=500").unwrap();
+        let b = s2.generate(1, &Builtin).unwrap();
+        let heads: std::collections::HashSet<String> = b
+            .iter()
+            .map(|p| p.text.split(' ').take(3).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(heads.len(), 500, "two-token heads are unique");
         // The shared prefix is shared.
         let prefix_len: usize = a[0].text.split(' ').take(11).map(|w| w.len() + 1).sum();
         assert_eq!(a[0].text[..prefix_len], a[1].text[..prefix_len]);

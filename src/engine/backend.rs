@@ -27,6 +27,12 @@ pub trait Backend: std::marker::Send + Sync + 'static {
         scheduled_at: Instant,
         cancel: &'a CancellationToken,
     ) -> Send<'a>;
+
+    /// The server's base URL, where its `/metrics` may be read (None for
+    /// backends that are not HTTP servers).
+    fn base_url(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl Backend for Client {
@@ -37,6 +43,10 @@ impl Backend for Client {
         cancel: &'a CancellationToken,
     ) -> Send<'a> {
         Box::pin(Client::send(self, prompt, scheduled_at, cancel))
+    }
+
+    fn base_url(&self) -> Option<&str> {
+        Some(Client::base_url(self))
     }
 }
 
@@ -140,6 +150,7 @@ impl Backend for Scripted {
                 output_source: TokenSource::Usage,
                 prompt_tokens: prompt.prompt_tokens,
                 server_prompt_tokens: None,
+                server_cached_prompt_tokens: None,
                 outcome: Outcome::Incomplete,
                 reconnects: 0,
             };

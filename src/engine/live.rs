@@ -76,6 +76,9 @@ pub struct LiveStage {
     /// read if it ended now: `end_reason` is `running`, no histograms and no
     /// saturation verdict yet.
     pub so_far: Option<Arc<StageReport>>,
+    /// Open-loop stages: `saturating: …` or `erroring: …` as soon as the
+    /// verdict so far says so (None otherwise), for a live warning.
+    pub saturation: Option<String>,
 }
 
 /// A view of the whole run, published several times a second. Cheap to

@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod history;
 pub mod live;
+pub mod settle;
 pub mod strategy;
 
 use std::collections::VecDeque;
@@ -33,6 +34,7 @@ use crate::client::{Outcome, Prompt, RequestRecord};
 use crate::report::{StageReport, TimelineEvent};
 use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
+use crate::stats::verdict;
 
 pub use backend::Backend;
 pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
@@ -56,6 +58,11 @@ pub struct RunSettings {
     pub seed: u64,
     pub slo: Option<Slo>,
     pub percentiles: Vec<f64>,
+    /// Turn off the over-saturation guard (`--no-overload-guard`).
+    pub no_overload_guard: bool,
+    /// Bound on the wait for the server to settle between stages; None: the
+    /// default (`settle::DEFAULT_TIMEOUT`), zero: do not wait.
+    pub settle_timeout: Option<Duration>,
 }
 
 /// What a run produced.
@@ -78,6 +85,8 @@ enum StageEnd {
     Skipped,
     RateChanged(StageSpec),
     Stopped(String),
+    /// The over-saturation guard ended it.
+    OverSaturated(String),
 }
 
 impl StageEnd {
@@ -89,6 +98,7 @@ impl StageEnd {
             StageEnd::Skipped => "skipped",
             StageEnd::RateChanged(_) => "rate_changed",
             StageEnd::Stopped(_) => "stopped",
+            StageEnd::OverSaturated(_) => "over_saturated",
         }
     }
 
@@ -253,6 +263,11 @@ impl Engine {
                     None => break,
                 }
             };
+            // Planned stages start on a server that finished what earlier
+            // stages left running; a rate change goes on at once.
+            if !spec.manual && !self.finished.is_empty() {
+                self.settle().await;
+            }
             let number = self.finished.len() + self.finishing.len() + 1;
             let end = self.run_stage(&spec, plan, number).await;
             match end {
@@ -276,7 +291,38 @@ impl Engine {
         // Whatever still runs from a stage cut short is cancelled now.
         self.cancel_finishing(None).await;
         let partial = stop.is_some();
-        self.result(stop.unwrap_or_else(|| "completed".into()), partial)
+        let end = stop
+            .or_else(|| {
+                plan.stopped_early()
+                    .map(|why| format!("sweep stopped: {why}"))
+            })
+            .unwrap_or_else(|| "completed".into());
+        self.result(end, partial)
+    }
+
+    /// Waits for the server to finish what earlier stages left running.
+    async fn settle(&mut self) {
+        let timeout = self
+            .settings
+            .settle_timeout
+            .unwrap_or(settle::DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return;
+        }
+        let reference_ttft = self
+            .finished
+            .iter()
+            .rev()
+            .find(|s| s.strategy == "synchronous" && s.requests.measured > 0)
+            .map(|s| s.ttft_ms.p50);
+        let (prompts, seq) = (self.prompts.clone(), self.next_prompt);
+        let probe = move |k: u64| crate::data::for_request(&prompts, seq + k);
+        let s = settle::settle(self.backend.as_ref(), probe, reference_ttft, timeout).await;
+        self.next_prompt += s.probes;
+        self.note(
+            "settle",
+            format!("waited {:.2} s: {}", s.waited_s, s.detail),
+        );
     }
 
     fn take_plan_messages(&mut self, plan: &mut dyn Plan) {
@@ -346,7 +392,12 @@ impl Engine {
             self.stage_window(start, limits),
             self.settings.slo,
             self.settings.percentiles.clone(),
-        );
+        )
+        .with_reference(verdict::reference(&self.finished));
+        let judged_rate = spec
+            .strategy
+            .target_rate()
+            .filter(|_| spec.strategy.is_open_loop());
         self.note("stage_start", spec.name.clone());
         let t_start = self.t();
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
@@ -449,6 +500,7 @@ impl Engine {
                         next_second += Duration::from_secs(1);
                         ticked = true;
                     }
+                    let closed = ticked;
                     if ticked {
                         self.so_far = Some(Arc::new(stats.so_far(
                             now,
@@ -458,6 +510,12 @@ impl Engine {
                         )));
                     }
                     self.publish(spec, &stats, plan, number);
+                    if closed && !self.settings.no_overload_guard && d.paused_at.is_none() {
+                        if let Some(why) = stats.guard(now, judged_rate) {
+                            self.note("over_saturation", format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
+                            break StageEnd::OverSaturated(why);
+                        }
+                    }
                 }
             }
         };
@@ -595,6 +653,15 @@ impl Engine {
         ended_at: Instant,
     ) -> StageReport {
         stats.tick(end_at);
+        // The verdict's evidence rule: a stage that did not run to its limit
+        // falls back to plain rates.
+        stats.cut_short = matches!(
+            end,
+            StageEnd::Skipped
+                | StageEnd::RateChanged(_)
+                | StageEnd::Stopped(_)
+                | StageEnd::MaxErrors
+        );
         let mut report = stats.finish(
             end_at,
             spec.name.clone(),
@@ -610,6 +677,11 @@ impl Engine {
             // allowed to finish after that.
             report.finished_after_s = end_at.saturating_duration_since(ended_at).as_secs_f64();
         }
+        let guard = match end {
+            StageEnd::OverSaturated(why) => Some(why.as_str()),
+            _ => None,
+        };
+        let judged = crate::profile::sweep::judge_finished(&mut report, guard, &self.finished);
         self.note(
             "stage_end",
             format!(
@@ -621,6 +693,9 @@ impl Engine {
                 report.requests.errored
             ),
         );
+        for (event, detail) in judged {
+            self.note(event, detail);
+        }
         report
     }
 
@@ -645,7 +720,7 @@ impl Engine {
         cancel: &CancellationToken,
     ) {
         let backend = self.backend.clone();
-        let prompt = self.prompts[(self.next_prompt % self.prompts.len() as u64) as usize].clone();
+        let prompt = crate::data::for_request(&self.prompts, self.next_prompt);
         self.next_prompt += 1;
         let cancel = cancel.clone();
         let done = self.done_tx.clone();
@@ -805,6 +880,12 @@ impl Engine {
             series: stats.series.iter().skip(skip).copied().collect(),
             manual: spec.manual,
             paused_s: stats.paused_total(Instant::now()).as_secs_f64(),
+            saturation: stats.live_warning(
+                Instant::now(),
+                spec.strategy
+                    .target_rate()
+                    .filter(|_| spec.strategy.is_open_loop()),
+            ),
             so_far: self.so_far.clone(),
         };
         let snap = Snapshot {

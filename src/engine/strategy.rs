@@ -260,6 +260,15 @@ pub trait Plan: Send + Sync {
     fn take_warning(&mut self) -> Option<String> {
         None
     }
+    /// Why planned stages were left out, when the plan ended before its end
+    /// (the run's `end_reason` becomes `sweep stopped: …`).
+    fn stopped_early(&self) -> Option<String> {
+        None
+    }
+    /// The search profile's answer, for the report.
+    fn search(&self) -> Option<crate::profile::search::SearchSummary> {
+        None
+    }
 }
 
 /// A fixed list of stages.

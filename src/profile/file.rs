@@ -38,8 +38,9 @@ pub const SHIPPED: [(&str, &str); 7] = [
 ];
 
 /// Strategy kinds `--profile` also accepts directly.
-pub const STRATEGIES: [&str; 6] = [
+pub const STRATEGIES: [&str; 7] = [
     "sweep",
+    "search",
     "synchronous",
     "concurrent",
     "throughput",

@@ -2,5 +2,6 @@
 
 pub mod file;
 pub mod plan;
+pub mod search;
 pub mod slo;
 pub mod sweep;

@@ -6,7 +6,9 @@ use anyhow::{bail, Context as _, Result};
 use crate::cli::RunArgs;
 use crate::engine::strategy::{validate_rate, MAX_SECONDS};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
+use crate::profile::search::SearchPlan;
 use crate::profile::sweep::{SweepKind, SweepPlan};
+use crate::stats::metrics::Slo;
 
 /// Default stage length against a real server (GuideLLM's common setting).
 const DEFAULT_STAGE_SECONDS: f64 = 30.0;
@@ -147,6 +149,34 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
                 description: format!("sweep: {n} stages of {stage_len}"),
             }
         }
+        "search" => {
+            let slo = args
+                .slo
+                .as_deref()
+                .context("--profile search needs --slo, e.g. --slo ttft=200ms,itl=50ms")
+                .and_then(|s| Slo::parse(s).map_err(anyhow::Error::msg))?;
+            let p = args.slo_percentile;
+            if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+                bail!("--slo-percentile {p} is not possible: use a percentage in (0, 100]");
+            }
+            let precision = args.search_precision;
+            if !(precision.is_finite() && precision > 0.0 && precision < 1.0) {
+                bail!("--search-precision {precision} is not possible: use a fraction in (0, 1), e.g. 0.1");
+            }
+            PlanChoice {
+                plan: Box::new(SearchPlan::new(
+                    slo,
+                    p / 100.0,
+                    precision,
+                    limits,
+                    throughput_bound,
+                )),
+                description: format!(
+                    "search: highest rate with {p}% of requests within {}",
+                    args.slo.as_deref().unwrap_or_default()
+                ),
+            }
+        }
         "synchronous" | "sync" => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
         "throughput" => fixed(vec![StageSpec::new(throughput(), limits)]),
         "concurrent" => {
@@ -180,7 +210,7 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
             fixed(stages)
         }
         other => bail!(
-            "unknown profile {other:?}: use sweep, synchronous, concurrent, throughput, constant or poisson"
+            "unknown profile {other:?}: use sweep, search, synchronous, concurrent, throughput, constant or poisson"
         ),
     })
 }
@@ -258,5 +288,19 @@ mod tests {
             Some(10)
         );
         assert!(build_plan(&args("concurrent", Some("1.5")), false).is_err());
+        // search needs SLOs, a percentile and a precision that make sense.
+        let err = build_plan(&args("search", None), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--slo"), "{err}");
+        let mut a = args("search", None);
+        a.slo = Some("ttft=200ms".into());
+        a.slo_percentile = 95.0;
+        a.search_precision = 0.1;
+        let mut p = build_plan(&a, true).unwrap();
+        assert!(p.description.starts_with("search"), "{}", p.description);
+        assert_eq!(p.plan.next(&[]).unwrap().strategy, Strategy::Synchronous);
+        a.search_precision = 1.5;
+        assert!(build_plan(&a, true).is_err());
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, PlannedStage, StageSpec, Strategy};
 use crate::report::StageReport;
+use crate::stats::verdict::{Method, Outcome as VerdictOutcome, Verdict};
 
 /// GuideLLM's sweep rates: `linspace(sync, throughput, n − 1)[1:]`, the
 /// `n − 2` rates of the constant stages (the last equals the throughput rate).
@@ -36,6 +37,10 @@ pub struct SweepPlan {
     issued: usize,
     rates: Option<Vec<f64>>,
     ended: bool,
+    /// Why the sweep ended before its planned stages ran.
+    stopped: Option<String>,
+    /// The throughput stage was run a second time (it completed nothing).
+    throughput_rerun: bool,
     notice: Option<String>,
     warning: Option<String>,
 }
@@ -57,6 +62,8 @@ impl SweepPlan {
             issued: 0,
             rates: None,
             ended: false,
+            stopped: None,
+            throughput_rerun: false,
             notice: None,
             warning: None,
         }
@@ -69,20 +76,29 @@ impl SweepPlan {
         }
     }
 
-    /// The measured rate of the last planned (not manual) stage of a kind.
-    /// For throughput, the steady completion rate: a short stage's plain
-    /// average counts the ramp-up and the cut-off tail, and underestimates
-    /// the server's capacity, which is what the last sweep stage should probe.
-    fn measured(done: &[StageReport], strategy: &str) -> Option<f64> {
+    /// The last planned (not manual) stage of a kind.
+    fn stage<'a>(done: &'a [StageReport], strategy: &str) -> Option<&'a StageReport> {
         done.iter()
             .rev()
             .find(|s| s.strategy == strategy && !s.name.ends_with("(manual)"))
-            .map(|s| match strategy {
-                "throughput" if s.rates.steady_requests_per_s > 0.0 => {
-                    s.rates.steady_requests_per_s
-                }
-                _ => s.rates.requests_per_s,
-            })
+    }
+
+    /// The measured rate of the last planned stage of a kind. For throughput,
+    /// the stage's capacity estimate (`rates.steady_requests_per_s`): backed
+    /// by evidence, never above what the server was seen to complete (see
+    /// `stats::verdict::capacity`).
+    fn measured(done: &[StageReport], strategy: &str) -> Option<f64> {
+        Self::stage(done, strategy).map(|s| match strategy {
+            "throughput" if s.rates.steady_requests_per_s > 0.0 => s.rates.steady_requests_per_s,
+            _ => s.rates.requests_per_s,
+        })
+    }
+
+    fn end(&mut self, why: String) -> Option<StageSpec> {
+        self.ended = true;
+        self.notice = Some(format!("sweep ends: {why}"));
+        self.stopped = Some(why);
+        None
     }
 }
 
@@ -103,17 +119,76 @@ impl Plan for SweepPlan {
                 if self.rates.is_none() {
                     let sync = Self::measured(done, "synchronous").unwrap_or(0.0);
                     let thr = Self::measured(done, "throughput").unwrap_or(0.0);
+                    // Too little evidence in the throughput stage (no completion,
+                    // or one wave of them: its first wave took about as long as
+                    // the stage): run it once more, three times as long.
+                    let thin = Self::stage(done, "throughput").and_then(|t| {
+                        let c = t.capacity.as_ref()?;
+                        (c.low_evidence || thr <= 0.0).then(|| {
+                            if c.completions == 0 {
+                                "completed no request".to_string()
+                            } else {
+                                format!("gave too little evidence ({})", c.evidence)
+                            }
+                        })
+                    });
+                    if let (true, Some(why), false) = (sync > 0.0, thin, self.throughput_rerun) {
+                        if let Some(longer) = longer_limits(&self.limits) {
+                            self.throughput_rerun = true;
+                            self.notice = Some(format!(
+                                "the throughput stage {why}: running it again, {}",
+                                describe_limits(&longer)
+                            ));
+                            return Some(StageSpec::new(
+                                Strategy::Throughput {
+                                    max_concurrency: self.throughput_concurrency,
+                                },
+                                longer,
+                            ));
+                        }
+                    }
                     if !(sync > 0.0 && thr > 0.0) {
-                        self.ended = true;
-                        self.notice = Some(format!(
-                            "sweep ends: no completed requests to plan from (synchronous {sync:.2} req/s, throughput {thr:.2} req/s); lengthen the stages"
+                        let errors = done
+                            .iter()
+                            .flat_map(|s| s.errors.iter())
+                            .map(|(k, v)| format!("{k}: {v}"))
+                            .collect::<Vec<_>>();
+                        let errors = if errors.is_empty() {
+                            "lengthen the stages".to_string()
+                        } else {
+                            format!("errors: {}", errors.join(", "))
+                        };
+                        return self.end(format!(
+                            "no completed requests to plan from (synchronous {sync:.2} req/s, throughput {thr:.2} req/s); {errors}"
                         ));
-                        return None;
+                    }
+                    if let Some(q) = Self::stage(done, "throughput")
+                        .and_then(|t| queueing(t, Self::stage(done, "synchronous")))
+                    {
+                        if thr <= sync {
+                            return self
+                                .end(format!("{q}; not planning rates below the synchronous one"));
+                        }
                     }
                     self.warning = short_stage_warning(done, &self.limits);
                     let rates = sweep_rates(sync, thr, self.stages);
+                    let basis = Self::stage(done, "throughput")
+                        .and_then(|t| t.capacity.as_ref())
+                        .map(|c| {
+                            format!(
+                                " ({}{}: {})",
+                                match c.method {
+                                    Method::Steady => "steady",
+                                    Method::Observed => "observed",
+                                    Method::Plain => "plain rate",
+                                },
+                                if c.low_evidence { ", low evidence" } else { "" },
+                                c.evidence
+                            )
+                        })
+                        .unwrap_or_default();
                     self.notice = Some(format!(
-                        "sweep rates planned from synchronous {} and throughput {} req/s: {}",
+                        "sweep rates planned from synchronous {} and throughput {} req/s{basis}: {}",
                         fmt_rate(sync),
                         fmt_rate(thr),
                         rates
@@ -124,15 +199,27 @@ impl Plan for SweepPlan {
                     ));
                     self.rates = Some(rates);
                 }
-                if self.stop_on_saturation && k > 2 {
-                    if let Some(last) = done.last().filter(|s| s.saturated) {
-                        self.ended = true;
-                        self.notice = Some(format!(
-                            "sweep stops: {} was saturated ({}); --no-stop-on-saturation goes on",
-                            last.name,
-                            last.saturation_reason.clone().unwrap_or_default()
-                        ));
-                        return None;
+                let left = self
+                    .rates
+                    .as_ref()
+                    .map_or(0, |r| (r.len() + 2).saturating_sub(k));
+                if k > 2 && left > 0 {
+                    // The operator's own stages (`… (manual)`) do not stop the plan.
+                    if let Some(last) = done.last().filter(|s| !s.name.ends_with("(manual)")) {
+                        if last.end_reason == "over_saturated" {
+                            return self.end(format!(
+                                "{} was over-saturated ({}); the over-saturation guard ended it, so no higher rate is run",
+                                last.name,
+                                last.saturation_reason.clone().unwrap_or_default()
+                            ));
+                        }
+                        if self.stop_on_saturation && last.saturated {
+                            return self.end(format!(
+                                "{} was saturated ({}); {left} planned stages left out (--no-stop-on-saturation goes on)",
+                                last.name,
+                                last.saturation_reason.clone().unwrap_or_default()
+                            ));
+                        }
                     }
                 }
                 let rate = *self.rates.as_ref()?.get(k - 2)?;
@@ -183,7 +270,12 @@ impl Plan for SweepPlan {
     }
 
     fn total(&self) -> Option<usize> {
-        Some(if self.ended { self.issued } else { self.stages })
+        let rerun = usize::from(self.throughput_rerun);
+        Some(if self.ended {
+            self.issued + rerun
+        } else {
+            self.stages + rerun
+        })
     }
 
     fn take_notice(&mut self) -> Option<String> {
@@ -193,6 +285,199 @@ impl Plan for SweepPlan {
     fn take_warning(&mut self) -> Option<String> {
         self.warning.take()
     }
+
+    fn stopped_early(&self) -> Option<String> {
+        self.stopped.clone()
+    }
+}
+
+/// Three times the stage limit (time, or else requests), for a stage re-run.
+fn longer_limits(l: &Limits) -> Option<Limits> {
+    let mut l = l.clone();
+    match (l.max_seconds, l.max_requests) {
+        (Some(s), _) => l.max_seconds = Some(s * 3.0),
+        (None, Some(n)) => l.max_requests = Some(n.saturating_mul(3)),
+        _ => return None,
+    }
+    Some(l)
+}
+
+fn describe_limits(l: &Limits) -> String {
+    match (l.max_seconds, l.max_requests) {
+        (Some(s), _) => format!("for {s:.0} s"),
+        (None, Some(n)) => format!("for {n} requests"),
+        _ => String::new(),
+    }
+}
+
+/// The run's judgement in plain lines, for the console summary, report.md
+/// and report.html: why the run ended when it was not the plan's end, every
+/// planner message, each open-loop stage's verdict, each stage's warnings,
+/// and the search's answer.
+pub fn judgement_lines(r: &crate::report::Report) -> Vec<String> {
+    let mut v = Vec::new();
+    if r.end_reason != "completed" {
+        v.push(format!("run ended: {}", r.end_reason));
+    }
+    for e in &r.timeline {
+        match e.event.as_str() {
+            "plan" | "over_saturation" => v.push(e.detail.clone()),
+            "settle" if !e.detail.starts_with("waited 0.0") => {
+                v.push(format!("between stages: {}", e.detail))
+            }
+            _ => {}
+        }
+    }
+    for s in &r.stages {
+        if let Some(vd) = &s.verdict {
+            if vd.outcome != VerdictOutcome::NotSaturated {
+                v.push(format!(
+                    "{}: {} — {}",
+                    s.name,
+                    vd.outcome.as_str(),
+                    vd.reason
+                ));
+            }
+        }
+        for w in s
+            .warnings
+            .iter()
+            .filter(|w| s.verdict.as_ref().is_none_or(|vd| &vd.reason != *w))
+        {
+            v.push(format!("{}: {w}", s.name));
+        }
+    }
+    if let Some(search) = &r.search {
+        v.push(search.line());
+    }
+    v
+}
+
+/// Everything the sweep concludes about a stage that just ended, in one call
+/// for the engine: marks it saturated when the guard (`guard`: its reason)
+/// ended it, fills its warnings, and returns the timeline entries to add
+/// (`verdict`, then one `stage_warning` each).
+pub fn judge_finished(
+    report: &mut StageReport,
+    guard: Option<&str>,
+    earlier: &[StageReport],
+) -> Vec<(&'static str, String)> {
+    if let Some(why) = guard {
+        mark_over_saturated(report, why);
+    }
+    report.warnings = stage_warnings(report, earlier);
+    let mut notes = Vec::new();
+    if let Some(v) = &report.verdict {
+        notes.push((
+            "verdict",
+            format!("{}: {} {}", report.name, v.outcome.as_str(), v.reason)
+                .trim_end()
+                .to_string(),
+        ));
+    }
+    for w in &report.warnings {
+        notes.push(("stage_warning", format!("{}: {w}", report.name)));
+    }
+    notes
+}
+
+/// The guard ended `report` early: it is saturated, whatever the rate test said.
+pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
+    let reason = format!("over-saturation guard: {why}");
+    report.saturated = true;
+    report.saturation_reason = Some(reason.clone());
+    report.verdict = Some(Verdict {
+        outcome: VerdictOutcome::Saturated,
+        reason,
+        needed_seconds: None,
+        overload: true,
+    });
+}
+
+/// A throughput stage that measured queueing, not capacity: its rate fell
+/// below the synchronous stage's, or most of its requests were still in
+/// flight at the end (the server's queue, not its slots, held them). Says
+/// what fixes it.
+pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<String> {
+    let rate = thr
+        .rates
+        .steady_requests_per_s
+        .max(thr.rates.requests_per_s);
+    let sync_rate = sync.map_or(0.0, |s| s.rates.requests_per_s);
+    let c = thr.requests;
+    let below = sync_rate > 0.0 && rate < sync_rate;
+    let mostly_incomplete = c.incomplete > c.completed;
+    if !(below || mostly_incomplete) {
+        return None;
+    }
+    let latency_s = thr.latency_ms.p50 / 1000.0;
+    let needed = (4.0 * latency_s).max(thr.duration_s * 2.0).ceil();
+    Some(format!(
+        "the throughput stage measured queueing, not capacity ({:.2} req/s{}; median latency {latency_s:.1} s; {} of {} requests incomplete): use stages of at least {needed:.0} s (--max-seconds {needed:.0}), or a --max-concurrency near the server's slots",
+        rate,
+        if below {
+            format!(", below the synchronous {sync_rate:.2} req/s")
+        } else {
+            String::new()
+        },
+        c.incomplete,
+        c.sent
+    ))
+}
+
+/// What makes a finished stage's numbers doubtful, each with its fix:
+/// shorter than its requests (median latency against the stage length, and
+/// incomplete against completed), a throughput stage that measured queueing,
+/// a server cache that served the prompts, a verdict that needs a longer stage.
+pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
+    let mut w = Vec::new();
+    let c = s.requests;
+    let latency_s = s.latency_ms.p50 / 1000.0;
+    let cut = matches!(
+        s.end_reason.as_str(),
+        "skipped" | "rate_changed" | "stopped" | "over_saturated"
+    );
+    if c.completed == 0 && c.incomplete > 0 && !cut {
+        w.push(format!(
+            "no request completed in {:.1} s ({} still in flight at the end): the stage is shorter than one request; lengthen the stages or use --drain",
+            s.duration_s, c.incomplete
+        ));
+    } else if latency_s > 0.0 && s.duration_s < 3.0 * latency_s && !cut {
+        w.push(format!(
+            "the {:.1} s stage is shorter than 3 × its median latency ({latency_s:.1} s): use --max-seconds {:.0} or more",
+            s.duration_s,
+            (3.0 * latency_s).ceil()
+        ));
+    }
+    if c.incomplete > c.completed && c.completed > 0 && s.strategy != "throughput" && !cut {
+        w.push(format!(
+            "{} requests were still in flight at the end against {} completed: the numbers describe the stage's first requests, not the server under this load",
+            c.incomplete, c.completed
+        ));
+    }
+    if s.strategy == "throughput" {
+        let sync = earlier.iter().rev().find(|e| e.strategy == "synchronous");
+        if let Some(q) = queueing(s, sync) {
+            w.push(q);
+        }
+    }
+    if let (Some(cached), true) = (s.tokens.prompt_cached_total, s.tokens.prompt_total > 0) {
+        let share = cached as f64 / s.tokens.prompt_total as f64;
+        if share >= 0.2 {
+            w.push(format!(
+                "the server served {:.0}% of prompt tokens from its prefix cache: TTFT is lower than fresh prompts would see",
+                share * 100.0
+            ));
+        }
+    }
+    if let Some(v) = s
+        .verdict
+        .as_ref()
+        .filter(|v| v.outcome == VerdictOutcome::Inconclusive)
+    {
+        w.push(v.reason.clone());
+    }
+    w
 }
 
 /// The trap of seed 003: stages shorter than a few request latencies end with
@@ -284,5 +569,84 @@ mod tests {
         assert!(p.next(&done_).is_none(), "stops on saturation");
         assert!(p.take_notice().unwrap().contains("saturated"));
         assert_eq!(p.total(), Some(3));
+        let why = p.stopped_early().unwrap();
+        assert!(why.contains("2 planned stages left out"), "{why}");
+    }
+
+    #[test]
+    fn a_throughput_stage_that_completed_nothing_runs_again_longer_once() {
+        let limits = Limits {
+            max_seconds: Some(4.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done("synchronous", 1000.0, 1.0)];
+        p.next(&d).unwrap();
+        let mut thr = done("throughput", 0.0, 0.0);
+        thr.capacity = Some(crate::stats::verdict::CapacityEstimate {
+            low_evidence: true,
+            ..Default::default()
+        });
+        d.push(thr.clone());
+        let again = p.next(&d).unwrap();
+        assert_eq!(again.strategy.kind(), "throughput");
+        assert_eq!(again.limits.max_seconds, Some(12.0));
+        assert!(p.take_notice().unwrap().contains("completed no request"));
+        d.push(thr);
+        assert!(p.next(&d).is_none(), "only once");
+        assert!(p.stopped_early().unwrap().contains("no completed requests"));
+    }
+
+    #[test]
+    fn a_throughput_stage_that_measured_queueing_is_called_out_and_not_planned_from() {
+        // Seen: 512 in flight against 8 slots, 20 s stages: median latency
+        // 10.4 s, 512 of 600 incomplete, throughput below synchronous.
+        let limits = Limits {
+            max_seconds: Some(20.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done("synchronous", 1300.0, 0.77)];
+        p.next(&d).unwrap();
+        let mut thr = done("throughput", 10_400.0, 0.5);
+        thr.duration_s = 20.0;
+        thr.rates.steady_requests_per_s = 0.6;
+        thr.requests.sent = 600;
+        thr.requests.completed = 88;
+        thr.requests.incomplete = 512;
+        let w = stage_warnings(&thr, &d);
+        assert!(
+            w.iter()
+                .any(|w| w.contains("measured queueing") && w.contains("--max-concurrency")),
+            "{w:?}"
+        );
+        d.push(thr);
+        assert!(p.next(&d).is_none(), "no descending rates");
+        let why = p.stopped_early().unwrap();
+        assert!(
+            why.contains("queueing") && why.contains("below the synchronous"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_saturated_last_stage_is_not_a_stop() {
+        let limits = Limits {
+            max_seconds: Some(4.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(3, SweepKind::Constant, limits, 64, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done("synchronous", 1000.0, 1.0)];
+        p.next(&d).unwrap();
+        d.push(done("throughput", 1000.0, 5.0));
+        p.next(&d).unwrap();
+        let mut last = done("constant", 1000.0, 3.0);
+        last.saturated = true;
+        d.push(last);
+        assert!(p.next(&d).is_none());
+        assert!(p.stopped_early().is_none(), "every planned stage ran");
     }
 }

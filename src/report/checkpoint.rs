@@ -115,6 +115,7 @@ pub fn read(path: &Path) -> Result<Report> {
         partial: true,
         end_reason: "checkpoint: the stages finished before the run ended".into(),
         slo_summary: crate::profile::slo::summarize(&stages),
+        search: None,
         stages,
         timeline: Vec::new(),
         warnings: Vec::new(),

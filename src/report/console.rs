@@ -68,6 +68,9 @@ pub fn render(r: &Report) -> String {
     if let Some(slo) = &r.slo_summary {
         let _ = writeln!(s, "{}", slo_line(slo));
     }
+    for line in crate::profile::sweep::judgement_lines(r) {
+        let _ = writeln!(s, "{line}");
+    }
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {w}");
     }

@@ -85,6 +85,8 @@ pub fn markdown(r: &Report) -> String {
         r.tool,
         if r.partial {
             format!(" · **partial** ({})", r.end_reason)
+        } else if r.end_reason != "completed" {
+            format!(" · {}", r.end_reason)
         } else {
             String::new()
         }
@@ -121,6 +123,13 @@ pub fn markdown(r: &Report) -> String {
                     s.push_str(&format!("  - `{category}`: {}\n", m.replace('`', "'")));
                 }
             }
+        }
+    }
+    let judgement = crate::profile::sweep::judgement_lines(r);
+    if !judgement.is_empty() {
+        s.push_str("\n## Judgement\n\n");
+        for line in &judgement {
+            s.push_str(&format!("- {line}\n"));
         }
     }
     if !r.warnings.is_empty() {

@@ -500,6 +500,14 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     for w in &r.warnings {
         let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
     }
+    let judgement = crate::profile::sweep::judgement_lines(r);
+    if !judgement.is_empty() {
+        h.push_str("<h2>Judgement</h2><ul>");
+        for line in &judgement {
+            let _ = write!(h, "<li>{}</li>", esc(line));
+        }
+        h.push_str("</ul>");
+    }
     let _ = write!(
         h,
         r#"<h2>Sweep</h2><div class="charts">{ttft}{itl}{thr}</div>"#

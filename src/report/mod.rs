@@ -44,6 +44,9 @@ pub struct Report {
     /// With --slo: the highest measured rate that met the SLOs, and an estimate between stages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_summary: Option<SloSummary>,
+    /// With `--profile search`: the highest rate that met the SLOs, its interval and the stages that prove it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::profile::search::SearchSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -119,6 +122,15 @@ pub struct StageReport {
     pub tokens: Tokens,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput: Option<Goodput>,
+    /// The stage's completion rate with its method and evidence (`rates.steady_requests_per_s` is its value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::stats::verdict::CapacityEstimate>,
+    /// Open-loop stages: saturated, not saturated, erroring or inconclusive, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::stats::verdict::Verdict>,
+    /// What makes this stage's numbers doubtful (too short, queueing, cache hits), with the fix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
     pub histograms: BTreeMap<String, String>,
     /// 1-based position in the run (0 in reports from before it was recorded).
@@ -206,6 +218,11 @@ pub struct Tokens {
     pub output_mean: f64,
     pub prompt_total: u64,
     pub output_total: u64,
+    /// Prompt tokens the server reported as served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), over the completed
+    /// requests that reported it; absent when the server does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cached_total: Option<u64>,
     /// How output tokens were counted, by number of requests: `usage`, `tokenizer`, `chunks`.
     pub output_source: BTreeMap<String, u64>,
     /// Token totals of every request of the stage, by outcome (GuideLLM's Info table).

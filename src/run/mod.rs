@@ -230,13 +230,14 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
     }
 
     // 4. Reports, viewers, the state file, then the tables.
-    let report = reports.report(
+    let mut report = reports.report(
         result.stages,
         result.timeline,
         result.warnings,
         result.partial,
         &result.end_reason,
     );
+    report.search = p.plan.plan.search();
     let written = reports.write(&report);
     state_keeper.abort();
     state.status = if result.partial {

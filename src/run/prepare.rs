@@ -59,6 +59,7 @@ pub fn check_numbers(args: &RunArgs) -> Result<()> {
     if args.max_concurrency == Some(0) {
         bail!("--max-concurrency must be at least 1");
     }
+    check_seconds("--settle-timeout", args.settle_timeout)?;
     let b = args.burstiness;
     if !(b.is_finite() && (1e-3..=1e6).contains(&b)) {
         bail!("--burstiness {b} is not possible: use a number from 0.001 to 1000000 (1 = Poisson)");
@@ -220,6 +221,8 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
             seed: args.seed,
             slo,
             percentiles,
+            no_overload_guard: args.no_overload_guard,
+            settle_timeout: Some(seconds(args.settle_timeout)),
         },
         target,
         base_url,
@@ -282,6 +285,8 @@ fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
         "burstiness": args.burstiness,
         "sweep_strategy": args.sweep_strategy,
         "stop_on_saturation": !args.no_stop_on_saturation,
+        "overload_guard": !args.no_overload_guard,
+        "settle_timeout_s": args.settle_timeout,
         "max_concurrency": args.max_concurrency,
         "seed": args.seed,
         "max_seconds": args.max_seconds,
@@ -311,6 +316,7 @@ mod tests {
             sweep_strategy: "constant".into(),
             request_timeout: 600.0,
             fps: 4.0,
+            settle_timeout: 30.0,
             ..Default::default()
         }
     }

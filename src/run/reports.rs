@@ -33,6 +33,7 @@ impl Reports {
         let slo_summary = crate::profile::slo::summarize(&stages);
         Report {
             slo_summary,
+            search: None,
             version: report::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
             created: self.created.clone(),

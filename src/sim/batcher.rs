@@ -37,8 +37,89 @@ pub struct SeqRequest {
     /// When the server received it (queue time runs from here to admission).
     pub arrived: Instant,
     pub prompt_tokens: u64,
+    /// Prompt tokens served from the prefix cache: not prefilled again.
+    pub cached_tokens: u64,
     pub output_tokens: u64,
     pub tx: mpsc::UnboundedSender<Emit>,
+}
+
+/// Tokens per prefix-cache block (vLLM's default block size).
+pub const BLOCK_TOKENS: usize = 16;
+
+/// Chained hashes of a prompt's full 16-token blocks (whitespace-separated
+/// words stand in for tokens), from the request body: the chat messages'
+/// text, or the completion prompt. Two prompts share block k only if they
+/// share every token up to the end of block k, as in vLLM's prefix caching.
+pub fn prompt_blocks(body: &serde_json::Value) -> Vec<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut texts: Vec<&str> = Vec::new();
+    if let Some(msgs) = body.get("messages").and_then(|m| m.as_array()) {
+        for m in msgs {
+            match m.get("content") {
+                Some(serde_json::Value::String(t)) => texts.push(t),
+                Some(serde_json::Value::Array(parts)) => texts.extend(
+                    parts
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(|t| t.as_str())),
+                ),
+                _ => {}
+            }
+        }
+    } else if let Some(t) = body.get("prompt").and_then(|p| p.as_str()) {
+        texts.push(t);
+    }
+    let mut blocks = Vec::new();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut n = 0usize;
+    for w in texts.iter().flat_map(|t| t.split_whitespace()) {
+        w.hash(&mut h);
+        n += 1;
+        if n % BLOCK_TOKENS == 0 {
+            let v = h.finish();
+            blocks.push(v);
+            h = std::collections::hash_map::DefaultHasher::new();
+            v.hash(&mut h);
+        }
+    }
+    blocks
+}
+
+/// A bounded set of cached prompt blocks, evicted oldest first.
+#[derive(Debug, Default)]
+pub struct PrefixCache {
+    blocks: std::collections::HashSet<u64>,
+    order: VecDeque<u64>,
+    capacity: usize,
+}
+
+impl PrefixCache {
+    pub fn new(capacity_blocks: usize) -> Self {
+        PrefixCache {
+            capacity: capacity_blocks.max(1),
+            ..Default::default()
+        }
+    }
+
+    /// Prompt tokens this prompt finds cached (its leading blocks that an
+    /// earlier prompt computed; at most `prompt_tokens − 1`: the last token is
+    /// always computed), then caches its blocks.
+    pub fn lookup_insert(&mut self, blocks: &[u64], prompt_tokens: u64) -> u64 {
+        let hit = blocks
+            .iter()
+            .take_while(|b| self.blocks.contains(b))
+            .count();
+        for &b in blocks {
+            if self.blocks.insert(b) {
+                self.order.push_back(b);
+                if self.order.len() > self.capacity {
+                    if let Some(old) = self.order.pop_front() {
+                        self.blocks.remove(&old);
+                    }
+                }
+            }
+        }
+        ((hit * BLOCK_TOKENS) as u64).min(prompt_tokens.saturating_sub(1))
+    }
 }
 
 /// Live engine gauges and counters, read by `/metrics`.
@@ -122,7 +203,7 @@ pub async fn run(
         // scheduler does, so a big request is not starved by small ones.
         let mut prefill_tokens = 0u64;
         while let Some(front) = waiting.front() {
-            if front.tx.is_closed() {
+            if front.tx.is_closed() && !params.finish_cancelled {
                 waiting.pop_front(); // client went away while queued
                 continue;
             }
@@ -134,7 +215,7 @@ pub async fn run(
             let queued = Instant::now().saturating_duration_since(r.arrived);
             gauges.queue_time.observe_us(queued.as_micros() as u64, 1);
             kv_used += need;
-            prefill_tokens += r.prompt_tokens;
+            prefill_tokens += r.prompt_tokens.saturating_sub(r.cached_tokens);
             running.push(Running {
                 output_tokens: r.output_tokens.max(1),
                 generated: 0,
@@ -161,9 +242,14 @@ pub async fn run(
             tokio::time::sleep_until(step_end).await;
         }
 
-        // Every running sequence gets one token.
+        // Every running sequence gets one token (unless completion jitter
+        // idles it this step).
         let mut generated = 0u64;
+        let idle = params.completion_jitter / (1.0 + params.completion_jitter);
         running.retain_mut(|s| {
+            if idle > 0.0 && s.generated > 0 && rng.random_bool(idle.clamp(0.0, 1.0)) {
+                return params.finish_cancelled || !s.tx.is_closed();
+            }
             s.generated += 1;
             s.unsent += 1;
             generated += 1;
@@ -174,10 +260,11 @@ pub async fn run(
                     finished,
                 });
                 s.unsent = 0;
-                // A closed channel means the client cancelled: free its slot.
-                sent.is_ok() && !finished
+                // A closed channel means the client cancelled: free its slot
+                // (unless this server finishes what it started).
+                (sent.is_ok() || params.finish_cancelled) && !finished
             } else {
-                !s.tx.is_closed()
+                params.finish_cancelled || !s.tx.is_closed()
             };
             if !keep {
                 kv_used -= s.kv_reserved;
@@ -237,6 +324,7 @@ mod tests {
             tx.send(SeqRequest {
                 arrived: Instant::now(),
                 prompt_tokens: 10,
+                cached_tokens: 0,
                 output_tokens: out,
                 tx: stx,
             })
@@ -319,6 +407,7 @@ mod tests {
         tx.send(SeqRequest {
             arrived: Instant::now(),
             prompt_tokens: 1,
+            cached_tokens: 0,
             output_tokens: 10,
             tx: stx,
         })
@@ -335,6 +424,80 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn completion_jitter_spreads_a_lock_step_batch() {
+        let lock = run_batch(params(64), 16, 40).await;
+        let ends: Vec<Duration> = lock.iter().map(|t| t.1).collect();
+        assert!(ends.iter().all(|e| *e == ends[0]), "lock-step: {ends:?}");
+        let mut p = params(64);
+        p.completion_jitter = 0.5;
+        let spread = run_batch(p, 16, 40).await;
+        let ends: Vec<Duration> = spread.iter().map(|t| t.1).collect();
+        let (lo, hi) = (ends.iter().min().unwrap(), ends.iter().max().unwrap());
+        assert!(*hi > *lo + Duration::from_millis(100), "jittered: {ends:?}");
+    }
+
+    #[test]
+    fn prefix_cache_serves_shared_leading_blocks_only() {
+        let words =
+            |seed: &str, n: usize| -> String { (0..n).map(|i| format!("{seed}{i} ")).collect() };
+        let a = serde_json::json!({"messages": [{"role": "user", "content": words("a", 40)}]});
+        let mut c = PrefixCache::new(1000);
+        let blocks = prompt_blocks(&a);
+        assert_eq!(blocks.len(), 2, "40 words: two full blocks");
+        assert_eq!(
+            c.lookup_insert(&blocks, 40),
+            0,
+            "first time: nothing cached"
+        );
+        assert_eq!(
+            c.lookup_insert(&blocks, 40),
+            32,
+            "the same prompt again: 2 blocks"
+        );
+        // A different first word changes every block.
+        let b = serde_json::json!({"prompt": format!("x {}", words("a", 40))});
+        assert_eq!(c.lookup_insert(&prompt_blocks(&b), 41), 0);
+        // Bounded: the oldest blocks go.
+        let mut small = PrefixCache::new(2);
+        small.lookup_insert(&blocks, 40);
+        small.lookup_insert(&prompt_blocks(&b), 41);
+        assert_eq!(small.lookup_insert(&blocks, 40), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_finishes_cancelled_requests_keeps_them_running() {
+        let mut p = params(1);
+        p.finish_cancelled = true;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let gauges = Arc::new(Gauges::default());
+        let engine = tokio::spawn(run(p, 1, rx, gauges.clone()));
+        let (a_tx, a_rx) = mpsc::unbounded_channel();
+        let (b_tx, mut b_rx) = mpsc::unbounded_channel();
+        for stx in [a_tx, b_tx] {
+            tx.send(SeqRequest {
+                prompt_tokens: 1,
+                cached_tokens: 0,
+                output_tokens: 10,
+                arrived: Instant::now(),
+                tx: stx,
+            })
+            .unwrap();
+        }
+        drop(a_rx); // the first client hangs up; the server goes on with it
+        let t0 = Instant::now();
+        b_rx.recv().await.unwrap();
+        // 10 steps of 11 ms for the abandoned one, then b's first step.
+        assert!(
+            t0.elapsed() >= Duration::from_millis(110),
+            "{:?}",
+            t0.elapsed()
+        );
+        drop(b_rx);
+        drop(tx);
+        engine.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_cancelled_sequence_frees_its_slot() {
         let (tx, rx) = mpsc::unbounded_channel();
         let gauges = Arc::new(Gauges::default());
@@ -345,6 +508,7 @@ mod tests {
             tx.send(SeqRequest {
                 arrived: Instant::now(),
                 prompt_tokens: 1,
+                cached_tokens: 0,
                 output_tokens: 1000,
                 tx: stx,
             })

@@ -77,6 +77,21 @@ pub struct ModelArgs {
     /// Tokens per streamed chunk (vLLM's --stream-interval); >1 sends multi-token chunks.
     #[arg(long, value_name = "N")]
     pub stream_interval: Option<u32>,
+    /// How jittered completions are: each running sequence idles a step with
+    /// probability j/(1+j), so requests admitted together finish spread out
+    /// instead of in lock-step (0, the default, is lock-step, like a real
+    /// server with fixed-length outputs).
+    #[arg(long, value_name = "FRACTION")]
+    pub completion_jitter: Option<f64>,
+    /// Turn off the prefix cache (on by default, as in vLLM, SGLang and
+    /// llama.cpp): prompts that share leading 16-token blocks with an earlier
+    /// prompt skip their prefill and report `cached_tokens` in usage.
+    #[arg(long)]
+    pub no_prefix_cache: bool,
+    /// Keep generating requests whose client went away (llama.cpp-like), instead
+    /// of freeing their slot at the next step (vLLM-like, the default).
+    #[arg(long)]
+    pub finish_cancelled: bool,
 }
 
 /// Fault injection: each flag is the fraction of requests that get that fault.
@@ -142,6 +157,12 @@ pub struct ModelParams {
     pub output_len_mean: f64,
     pub output_len_stdev: f64,
     pub stream_interval: u32,
+    /// Per-step idle chance j/(1+j) of a running sequence (0: lock-step).
+    pub completion_jitter: f64,
+    /// Serve shared leading prompt blocks from a cache (see `batcher::PrefixCache`).
+    pub prefix_cache: bool,
+    /// Cancelled requests run to their end, holding their slot.
+    pub finish_cancelled: bool,
 }
 
 impl ModelParams {
@@ -157,6 +178,9 @@ impl ModelParams {
                 output_len_mean: 128.0,
                 output_len_stdev: 32.0,
                 stream_interval: 1,
+                completion_jitter: 0.0,
+                prefix_cache: true,
+                finish_cancelled: false,
             },
             Preset::Fast => ModelParams {
                 decode_step: Duration::ZERO,
@@ -168,6 +192,9 @@ impl ModelParams {
                 output_len_mean: 16.0,
                 output_len_stdev: 0.0,
                 stream_interval: 1,
+                completion_jitter: 0.0,
+                prefix_cache: false,
+                finish_cancelled: false,
             },
         }
     }
@@ -220,6 +247,18 @@ impl ModelParams {
                 return Err(format!("--output-len-stdev must be non-negative, got {v}"));
             }
             p.output_len_stdev = v;
+        }
+        if let Some(v) = args.completion_jitter {
+            if !(v.is_finite() && (0.0..=10.0).contains(&v)) {
+                return Err(format!("--completion-jitter must be in [0, 10], got {v}"));
+            }
+            p.completion_jitter = v;
+        }
+        if args.no_prefix_cache {
+            p.prefix_cache = false;
+        }
+        if args.finish_cancelled {
+            p.finish_cancelled = true;
         }
         if let Some(v) = args.stream_interval {
             if v == 0 {

@@ -49,6 +49,8 @@ pub struct AppState {
     pub truth: Arc<Truth>,
     pub ordinal: AtomicU64,
     pub requests_total: AtomicU64,
+    /// With `params.prefix_cache`: the blocks earlier prompts computed.
+    pub prefix_cache: Option<std::sync::Mutex<super::batcher::PrefixCache>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +68,8 @@ struct GenRequest {
     stream: bool,
     include_usage: bool,
     continuous_usage: bool,
+    /// Prefix-cache block hashes of the prompt (`batcher::prompt_blocks`).
+    blocks: Vec<u64>,
 }
 
 pub async fn handle(
@@ -272,9 +276,15 @@ async fn generate(
         _ => {}
     }
 
+    let cached_tokens = state.prefix_cache.as_ref().map(|c| {
+        c.lock()
+            .map(|mut c| c.lookup_insert(&gen.blocks, gen.prompt_tokens))
+            .unwrap_or(0)
+    });
     let (tx, rx) = mpsc::unbounded_channel();
     let submitted = state.engine.send(SeqRequest {
         arrived: tokio::time::Instant::from_std(received),
+        cached_tokens: cached_tokens.unwrap_or(0),
         prompt_tokens: gen.prompt_tokens,
         output_tokens,
         tx,
@@ -297,6 +307,7 @@ async fn generate(
         created: unix_now(),
         model_json: state.model_json.clone(),
         prompt_tokens: gen.prompt_tokens,
+        cached_tokens,
         include_usage: gen.include_usage,
         continuous_usage: gen.continuous_usage,
         max_tokens: gen.max_tokens,
@@ -396,6 +407,7 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
             .unwrap_or(false)
     };
     Ok(GenRequest {
+        blocks: super::batcher::prompt_blocks(&v),
         prompt_tokens,
         max_tokens,
         ignore_eos: flag("ignore_eos"),
@@ -456,6 +468,8 @@ struct StreamCtx {
     created: u64,
     model_json: String,
     prompt_tokens: u64,
+    /// Reported as `prompt_tokens_details.cached_tokens` when the cache is on.
+    cached_tokens: Option<u64>,
     include_usage: bool,
     continuous_usage: bool,
     max_tokens: Option<u64>,
@@ -493,10 +507,14 @@ impl StreamCtx {
     fn usage(&self, s: &mut String, completion: u64) {
         let _ = write!(
             s,
-            r#""usage":{{"prompt_tokens":{p},"total_tokens":{t},"completion_tokens":{completion}}}"#,
+            r#""usage":{{"prompt_tokens":{p},"total_tokens":{t},"completion_tokens":{completion}"#,
             p = self.prompt_tokens,
             t = self.prompt_tokens + completion,
         );
+        if let Some(c) = self.cached_tokens {
+            let _ = write!(s, r#","prompt_tokens_details":{{"cached_tokens":{c}}}"#);
+        }
+        s.push('}');
     }
 
     /// The first chat chunk: the role, no text (not a token).
@@ -910,6 +928,7 @@ mod tests {
             created: 1,
             model_json: "\"m\\\"q\"".into(),
             prompt_tokens: 5,
+            cached_tokens: Some(2),
             include_usage: true,
             continuous_usage: true,
             max_tokens: Some(3),
@@ -934,6 +953,7 @@ mod tests {
         let v: Value = serde_json::from_slice(&last[6..last.len() - 2]).unwrap();
         assert_eq!(v["choices"][0]["finish_reason"], "length");
         assert_eq!(v["usage"]["completion_tokens"], 3);
+        assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
         let text = v["choices"][0]["delta"]["content"].as_str().unwrap();
         assert_eq!(tokenizer::count_tokens(text), 1);
     }

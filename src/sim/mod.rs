@@ -104,7 +104,7 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
     let state = Arc::new(http::AppState {
         model_json: serde_json::to_string(&config.model_name)?,
         model_name: config.model_name.clone(),
-        params: config.params,
+        params: config.params.clone(),
         faults: config.faults,
         seed: config.seed,
         engine: engine_tx,
@@ -112,6 +112,11 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         truth: Arc::new(truth::Truth::default()),
         ordinal: AtomicU64::new(0),
         requests_total: AtomicU64::new(0),
+        prefix_cache: config.params.prefix_cache.then(|| {
+            std::sync::Mutex::new(batcher::PrefixCache::new(
+                (config.params.kv_cache_tokens / batcher::BLOCK_TOKENS as u64).max(1) as usize,
+            ))
+        }),
     });
     let (stop, stop_rx) = watch::channel(false);
     let accept = tokio::spawn(accept_loop(listener, state, stop_rx));

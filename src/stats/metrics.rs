@@ -146,6 +146,7 @@ mod tests {
             output_source: TokenSource::Usage,
             prompt_tokens: 10,
             server_prompt_tokens: None,
+            server_cached_prompt_tokens: None,
             outcome: Outcome::Completed,
             reconnects: 0,
         }

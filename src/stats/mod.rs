@@ -4,3 +4,4 @@
 pub mod dist;
 pub mod metrics;
 pub mod stage;
+pub mod verdict;

@@ -8,7 +8,8 @@ use tokio::time::Instant;
 
 use super::dist::Dist;
 use super::metrics::{self, Slo};
-use crate::client::{Outcome, RequestRecord, TokenSource};
+use super::verdict::{self, Evidence, Verdict};
+use crate::client::{ErrorCategory, Outcome, RequestRecord, TokenSource};
 use crate::report::{ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, Tokens};
 
 /// Which requests count towards the statistics. Requests sent outside the
@@ -95,6 +96,25 @@ pub struct StageStats {
     last_measured_end: Option<Instant>,
     /// Least-squares fit of completion count against completion time.
     completion_fit: SlopeFit,
+    /// The same for answers: completions and errors the server answered.
+    answer_fit: SlopeFit,
+    answers: u64,
+    answered_errors: u64,
+    unanswered_errors: u64,
+    first_measured_end: Option<Instant>,
+    /// Quarter-seconds (since the start) in which measured requests completed.
+    busy_quarters: std::collections::BTreeSet<u64>,
+    /// Prompt tokens the server reported as served from its cache.
+    cached_prompt_total: u64,
+    cached_prompt_n: u64,
+    /// What earlier stages say about the server (unloaded latency, capacity).
+    reference: verdict::Reference,
+    /// The stage was cut short (key, stop, error limit): set by the engine.
+    pub cut_short: bool,
+    /// Requests in flight when the stage ended and cancelled them (seen at
+    /// the first incomplete record): what the verdict and the last point of
+    /// the series use, not the zero left after the cancellation.
+    in_flight_at_end: Option<u64>,
 
     in_flight: u64,
     max_in_flight: u64,
@@ -142,6 +162,17 @@ impl StageStats {
             first_measured_sent: None,
             last_measured_end: None,
             completion_fit: SlopeFit::default(),
+            answer_fit: SlopeFit::default(),
+            answers: 0,
+            answered_errors: 0,
+            unanswered_errors: 0,
+            first_measured_end: None,
+            busy_quarters: std::collections::BTreeSet::new(),
+            cached_prompt_total: 0,
+            cached_prompt_n: 0,
+            reference: verdict::Reference::default(),
+            cut_short: false,
+            in_flight_at_end: None,
             in_flight: 0,
             max_in_flight: 0,
             last_change: start,
@@ -224,6 +255,12 @@ impl StageStats {
         self.in_flight
     }
 
+    /// Tells the verdict what earlier stages showed (see `verdict::reference`).
+    pub fn with_reference(mut self, r: verdict::Reference) -> Self {
+        self.reference = r;
+        self
+    }
+
     /// Adds the in-flight area from `last_change` to `now`, clipped to the window.
     fn integrate(&mut self, now: Instant) {
         if self.paused_since.is_some() {
@@ -250,6 +287,9 @@ impl StageStats {
 
     pub fn on_record(&mut self, index: u64, r: &RequestRecord) {
         self.integrate(r.ended_at.max(self.last_change));
+        if r.outcome == Outcome::Incomplete && self.in_flight_at_end.is_none() {
+            self.in_flight_at_end = Some(self.in_flight);
+        }
         self.in_flight = self.in_flight.saturating_sub(1);
         self.reconnects += u64::from(r.reconnects);
         let totals = match &r.outcome {
@@ -263,6 +303,11 @@ impl StageStats {
             }
             Outcome::Errored { category, message } => {
                 self.counts.errored += 1;
+                if matches!(category, ErrorCategory::Connect | ErrorCategory::Timeout) {
+                    self.unanswered_errors += 1;
+                } else {
+                    self.answered_errors += 1;
+                }
                 *self.errors.entry(category.to_string()).or_default() += 1;
                 crate::client::add_error_sample(&mut self.error_samples, *category, message);
                 &mut self.by_outcome.errored
@@ -282,10 +327,33 @@ impl StageStats {
                 self.sec_itl.record_us_n(gap, k);
             }
         }
-        if r.outcome != Outcome::Completed || !self.window.contains(index, r.sent_at) {
+        let in_window = self.window.contains(index, r.sent_at);
+        let answered = match &r.outcome {
+            Outcome::Completed => true,
+            Outcome::Errored { category, .. } => {
+                !matches!(category, ErrorCategory::Connect | ErrorCategory::Timeout)
+            }
+            Outcome::Incomplete => false,
+        };
+        if answered && in_window {
+            self.answers += 1;
+            let t = self.active_at(r.ended_at);
+            self.answer_fit.add(t, self.answers as f64);
+        }
+        if r.outcome != Outcome::Completed || !in_window {
             return;
         }
         self.counts.measured += 1;
+        self.first_measured_end = Some(
+            self.first_measured_end
+                .map_or(r.ended_at, |t| t.min(r.ended_at)),
+        );
+        let quarter = (self.active_at(r.ended_at) * 4.0) as u64;
+        self.busy_quarters.insert(quarter);
+        if let Some(c) = r.server_cached_prompt_tokens {
+            self.cached_prompt_total += c;
+            self.cached_prompt_n += 1;
+        }
         self.first_measured_sent = Some(
             self.first_measured_sent
                 .map_or(r.sent_at, |t| t.min(r.sent_at)),
@@ -338,7 +406,7 @@ impl StageStats {
             ttft_p99_ms: self.sec_ttft.quantile_ms(0.99),
             itl_p50_ms: self.sec_itl.quantile_ms(0.5),
             itl_p99_ms: self.sec_itl.quantile_ms(0.99),
-            in_flight: self.in_flight,
+            in_flight: self.in_flight_at_end.unwrap_or(self.in_flight),
         };
         if self.series.len() == SERIES_CAP {
             self.series.pop_front();
@@ -349,6 +417,99 @@ impl StageStats {
         self.sec_tokens = 0;
         self.sec_ttft.reset();
         self.sec_itl.reset();
+    }
+
+    /// Mean in flight once the pipeline is full: the per-second points after
+    /// the first median latency (+1 s), and after each resume likewise, when
+    /// the pipeline refills. The whole-window average counts those ramps and
+    /// reads low, which would make Little's law understate the rate. None
+    /// with fewer than 3 such points.
+    fn steady_in_flight(&self, latency_p50_s: f64) -> Option<f64> {
+        let settle = latency_p50_s + 1.0;
+        let resumed: Vec<f64> = self
+            .pauses
+            .iter()
+            .map(|(a, _)| self.active_at(*a))
+            .collect();
+        let steady: Vec<f64> = self
+            .series
+            .iter()
+            .filter(|p| {
+                p.t_s > settle && !resumed.iter().any(|r| p.t_s > *r && p.t_s <= r + settle)
+            })
+            .map(|p| p.in_flight as f64)
+            .collect();
+        (steady.len() >= 3).then(|| steady.iter().sum::<f64>() / steady.len() as f64)
+    }
+
+    /// What the verdict looks at, as of `now` (the measured window is `m_s` long).
+    fn evidence(&self, now: Instant, m_s: f64, target_rate: Option<f64>) -> Evidence {
+        // On the stage clock: paused time does not count.
+        let rel = |t: Instant| self.active_at(t);
+        let lat = self.latency.summary(&[]);
+        Evidence {
+            target_rate,
+            elapsed_s: rel(now),
+            measured_s: m_s,
+            sent: self.counts.sent,
+            completed: self.counts.completed,
+            measured: self.counts.measured,
+            answered_errors: self.answered_errors,
+            unanswered_errors: self.unanswered_errors,
+            in_flight: self.in_flight_at_end.unwrap_or(self.in_flight),
+            slope: self.completion_fit.slope(),
+            first_end_s: self.first_measured_end.map(rel),
+            last_end_s: self.last_measured_end.map(rel),
+            first_sent_s: self.first_measured_sent.map(rel),
+            busy_quarters: self.busy_quarters.len() as u64,
+            answer_slope: self.answer_fit.slope(),
+            latency_p50_s: lat.p50 / 1000.0,
+            latency_mean_s: lat.mean / 1000.0,
+            mean_in_flight: self
+                .steady_in_flight(lat.p50 / 1000.0)
+                .unwrap_or(if m_s > 0.0 {
+                    self.in_flight_area / m_s
+                } else {
+                    0.0
+                }),
+            reference_latency_s: self.reference.latency_s,
+            reference_capacity: self.reference.capacity,
+            cut_short: self.cut_short,
+            series: self
+                .series
+                .iter()
+                .map(|p| (p.t_s, p.in_flight, p.ttft_p50_ms))
+                .collect(),
+        }
+    }
+
+    /// The verdict so far, and what the over-saturation guard would say.
+    /// Open-loop stages only (`target_rate` is None for the others).
+    pub fn live_verdict(
+        &self,
+        now: Instant,
+        target_rate: Option<f64>,
+    ) -> (Option<Verdict>, Option<String>) {
+        if target_rate.is_none() {
+            return (None, None);
+        }
+        let m_s = now
+            .saturating_duration_since(self.window.from.max(self.start))
+            .as_secs_f64();
+        let e = self.evidence(now, m_s, target_rate);
+        let v = verdict::judge(&e, &verdict::capacity(&e));
+        let g = verdict::guard(&e, v.as_ref());
+        (v, g)
+    }
+
+    /// The live warning for a front end: `saturating: …` or `erroring: …`.
+    pub fn live_warning(&self, now: Instant, target_rate: Option<f64>) -> Option<String> {
+        verdict::live_warning(self.live_verdict(now, target_rate).0.as_ref())
+    }
+
+    /// Why the over-saturation guard would end the stage now, if it would.
+    pub fn guard(&self, now: Instant, target_rate: Option<f64>) -> Option<String> {
+        self.live_verdict(now, target_rate).1
     }
 
     /// Median latency so far (ms), for the short-stage warning.
@@ -369,29 +530,6 @@ impl StageStats {
         if self.paused_since.is_some() {
             self.resume(end);
         }
-        // After a pause the pipeline refills as it did at the start: those
-        // seconds say nothing about the server either.
-        let settled = self.latency.quantile_ms(0.5) / 1000.0 + 1.0;
-        let resumed_at: Vec<f64> = self
-            .pauses
-            .iter()
-            .map(|(a, _)| self.active_at(*a))
-            .collect();
-        let series: Vec<SeriesPoint> = self
-            .series
-            .iter()
-            .filter(|p| {
-                !resumed_at
-                    .iter()
-                    .any(|r| p.t_s > *r && p.t_s <= r + settled)
-            })
-            .copied()
-            .collect();
-        let saturation_reason = saturation(
-            target_rate.filter(|_| matches!(strategy, "constant" | "poisson")),
-            self.latency.quantile_ms(0.5) / 1000.0,
-            &series,
-        );
         let mut histograms = BTreeMap::new();
         for (k, d) in [
             ("ttft_us", &self.ttft),
@@ -404,8 +542,6 @@ impl StageStats {
         }
         let area = self.in_flight_area;
         let mut r = self.summarize(end, area, name, strategy, target_rate, end_reason, false);
-        r.saturated = saturation_reason.is_some();
-        r.saturation_reason = saturation_reason;
         r.histograms = histograms;
         r
     }
@@ -468,7 +604,12 @@ impl StageStats {
             .saturating_sub(self.paused_within(m_from, m_to))
             .as_secs_f64();
         let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
-        let steady_requests_per_s = self.completion_fit.slope().unwrap_or(0.0).max(0.0);
+        let open_loop = matches!(strategy, "constant" | "poisson");
+        let ev = self.evidence(end, measured, target_rate.filter(|_| open_loop));
+        let capacity = verdict::capacity(&ev);
+        let verdict = verdict::judge(&ev, &capacity);
+        // One number for "the steady rate": the estimate the verdict quotes.
+        let steady_requests_per_s = capacity.requests_per_s;
         let rates = Rates {
             steady_requests_per_s,
             requests_per_s: per_s(self.counts.measured as f64),
@@ -488,6 +629,10 @@ impl StageStats {
             },
             max: self.max_in_flight,
         };
+        let saturation_reason = verdict
+            .as_ref()
+            .filter(|v| v.outcome == verdict::Outcome::Saturated)
+            .map(|v| v.reason.clone());
         let n = self.counts.measured as f64;
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
         StageReport {
@@ -499,8 +644,8 @@ impl StageStats {
             duration_s: duration.as_secs_f64(),
             measured_s: measured,
             measured_from_s: Some(m_from.saturating_duration_since(self.start).as_secs_f64()),
-            saturated: false,
-            saturation_reason: None,
+            saturated: saturation_reason.is_some(),
+            saturation_reason,
             end_reason: end_reason.to_string(),
             requests: self.counts,
             errors: self.errors.clone(),
@@ -522,7 +667,11 @@ impl StageStats {
                 output_total: self.output_total,
                 output_source: self.sources.clone(),
                 by_outcome: self.by_outcome,
+                prompt_cached_total: (self.cached_prompt_n > 0).then_some(self.cached_prompt_total),
             },
+            capacity: Some(capacity),
+            verdict,
+            warnings: Vec::new(),
             goodput: self.slo.map(|slo| Goodput {
                 slo,
                 requests_per_s: per_s(self.good as f64),
@@ -568,51 +717,6 @@ impl SlopeFit {
     }
 }
 
-/// Decides whether an open-loop stage was saturated, and says why.
-///
-/// * The steady-state completion rate stayed under 90 % of the target. Steady
-///   state is the per-second series after the first median latency (+1 s):
-///   before that the pipeline is still filling, and requests cut off at the
-///   stage end say nothing about the server. At least three such seconds are
-///   needed for a verdict (a shorter stage gets the sweep's warning instead).
-/// * Or the number in flight kept growing: the mean over the last quarter of
-///   the stage is more than 1.5 × (+2) the mean over the second quarter.
-pub fn saturation(
-    target_rate: Option<f64>,
-    median_latency_s: f64,
-    series: &[SeriesPoint],
-) -> Option<String> {
-    let target = target_rate?;
-    let settled = median_latency_s + 1.0;
-    let steady: Vec<f64> = series
-        .iter()
-        .filter(|p| p.t_s > settled)
-        .map(|p| p.requests_per_s)
-        .collect();
-    if steady.len() >= 3 {
-        let achieved = steady.iter().sum::<f64>() / steady.len() as f64;
-        if achieved < 0.9 * target {
-            return Some(format!(
-                "completed {achieved:.2} req/s in steady state, under 90% of the {target:.2} req/s target"
-            ));
-        }
-    }
-    let n = series.len();
-    if n >= 8 {
-        let mean = |s: &[SeriesPoint]| {
-            s.iter().map(|p| p.in_flight as f64).sum::<f64>() / s.len().max(1) as f64
-        };
-        let q2 = mean(&series[n / 4..n / 2]);
-        let q4 = mean(&series[3 * n / 4..]);
-        if q4 > 1.5 * q2 + 2.0 {
-            return Some(format!(
-                "requests in flight kept growing ({q2:.0} → {q4:.0})"
-            ));
-        }
-    }
-    None
-}
-
 pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
@@ -640,6 +744,7 @@ mod tests {
             output_source: TokenSource::Usage,
             prompt_tokens: 10,
             server_prompt_tokens: Some(11),
+            server_cached_prompt_tokens: None,
             outcome,
             reconnects: 0,
         }
@@ -678,9 +783,11 @@ mod tests {
         assert_eq!(r.requests.errored, 1);
         assert_eq!(r.errors["http_500"], 1);
         assert!((r.rates.requests_per_s - 0.5).abs() < 1e-9);
+        // One completion: too little evidence for a slope, the plain rate stands.
+        assert_eq!(r.rates.steady_requests_per_s, r.rates.requests_per_s);
         assert_eq!(
-            r.rates.steady_requests_per_s, 0.0,
-            "one completion: no steady rate"
+            r.capacity.as_ref().unwrap().method,
+            super::verdict::Method::Plain
         );
         assert!(
             (r.concurrency.mean - 1.0).abs() < 1e-6,
@@ -750,47 +857,139 @@ mod tests {
         assert!((g.requests_per_s - 1.0).abs() < 1e-9);
     }
 
-    fn steady(rates: &[f64], in_flight: u64) -> Vec<SeriesPoint> {
-        rates
-            .iter()
-            .enumerate()
-            .map(|(i, &r)| SeriesPoint {
-                t_s: (i + 1) as f64,
-                requests_per_s: r,
-                in_flight,
-                ..Default::default()
-            })
-            .collect()
+    #[test]
+    fn one_lock_step_wave_does_not_run_away_and_reason_quotes_the_steady_rate() {
+        // A throughput stage of 4 s: 128 requests complete within 20 ms at 3.5 s.
+        let t0 = Instant::now();
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+        for i in 0..128u64 {
+            s.on_sent(t0);
+            let end = 3500 + i % 20;
+            s.on_record(i, &rec(t0, 0, 400, end, Outcome::Completed));
+        }
+        let r = s.finish(
+            t0 + Duration::from_secs(4),
+            "throughput".into(),
+            "throughput",
+            None,
+            "max_seconds",
+        );
+        let c = r.capacity.clone().unwrap();
+        assert_eq!(c.method, super::verdict::Method::Observed, "{c:?}");
+        assert!(
+            r.rates.steady_requests_per_s <= 128.0 / 3.5,
+            "{:?}",
+            r.rates
+        );
+        assert_eq!(r.rates.steady_requests_per_s, c.requests_per_s);
+        // An open-loop stage that falls behind: its reason quotes steady_requests_per_s.
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+        for i in 0..200u64 {
+            // 20 req/s sent for 10 s, 14 completed a second from 1 s on; the rest still in flight.
+            s.on_sent(t0 + Duration::from_millis(i * 50));
+            if i < 126 {
+                let end = 1000 + i * 1000 / 14;
+                s.on_record(i, &rec(t0, i * 50, i * 50 + 100, end, Outcome::Completed));
+            }
+        }
+        for k in 1..=10 {
+            s.tick(t0 + Duration::from_secs(k));
+        }
+        let r = s.finish(
+            t0 + Duration::from_secs(10),
+            "constant@20.00".into(),
+            "constant",
+            Some(20.0),
+            "max_seconds",
+        );
+        let reason = r.saturation_reason.clone().unwrap();
+        assert!(r.saturated);
+        assert!(
+            reason.contains(&format!("{:.2}", r.rates.steady_requests_per_s)),
+            "{reason} vs {:?}",
+            r.rates
+        );
     }
 
     #[test]
-    fn saturation_rules() {
-        // Under 90% of target once the pipeline has filled (latency 1 s).
-        let slow = steady(&[0.0, 3.0, 8.0, 8.0, 8.0, 8.0], 10);
-        assert!(saturation(Some(10.0), 1.0, &slow)
-            .unwrap()
-            .contains("steady state"));
-        // Keeping up: the ramp and the cut-off tail do not count.
-        let fine = steady(&[0.0, 4.0, 10.0, 10.0, 9.5, 10.0], 10);
-        assert!(saturation(Some(10.0), 1.0, &fine).is_none());
-        // Too short a stage for a rate verdict (latency 20 s).
-        assert!(saturation(Some(10.0), 20.0, &slow).is_none());
-        // Not open loop: never.
-        assert!(saturation(None, 1.0, &slow).is_none());
-        // Growing in-flight.
-        let series: Vec<SeriesPoint> = (0..20)
-            .map(|i| SeriesPoint {
-                t_s: i as f64,
-                requests_per_s: 10.0,
-                in_flight: i * 5,
-                ..Default::default()
-            })
-            .collect();
-        assert!(saturation(Some(10.0), 1.0, &series)
-            .unwrap()
-            .contains("growing"));
-        let flat = steady(&[10.0; 20], 7);
-        assert!(saturation(Some(10.0), 1.0, &flat).is_none());
+    fn a_backlog_cancelled_at_the_end_still_counts_for_the_verdict() {
+        // 40 req/s sent for 10 s, the server completes 10 a second from 1 s
+        // on; at the end the engine cancels the rest (incomplete records).
+        let t0 = Instant::now();
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]).with_reference(
+            super::verdict::Reference {
+                latency_s: Some(0.5),
+                capacity: None,
+            },
+        );
+        let mut next_done = 0u64;
+        for i in 0..400u64 {
+            let at = i * 25;
+            s.on_sent(t0 + Duration::from_millis(at));
+            // Completions due by now, 100 ms apart from 1 s on.
+            while 1000 + next_done * 100 <= at && next_done < i {
+                let end = 1000 + next_done * 100;
+                s.on_record(
+                    next_done,
+                    &rec(t0, next_done * 25, end - 50, end, Outcome::Completed),
+                );
+                next_done += 1;
+            }
+            if at % 1000 == 975 {
+                s.tick(t0 + Duration::from_millis(at + 25));
+            }
+        }
+        for i in next_done..400 {
+            s.on_record(i, &rec(t0, i * 25, i * 25, 10_000, Outcome::Incomplete));
+        }
+        s.tick(t0 + Duration::from_millis(10_001));
+        assert!(
+            s.series.back().unwrap().in_flight > 250,
+            "{:?}",
+            s.series.back()
+        );
+        let r = s.finish(
+            t0 + Duration::from_millis(10_001),
+            "constant@40.00".into(),
+            "constant",
+            Some(40.0),
+            "max_seconds",
+        );
+        let v = r.verdict.unwrap();
+        assert_eq!(v.outcome, super::verdict::Outcome::Saturated, "{v:?}");
+    }
+
+    #[test]
+    fn http_errors_are_answers() {
+        let t0 = Instant::now();
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+        // 50 req/s for 8 s, every tenth answered with HTTP 500, all within 100 ms.
+        for i in 0..400u64 {
+            let sent = i * 20;
+            s.on_sent(t0 + Duration::from_millis(sent));
+            let outcome = if i % 10 == 0 {
+                Outcome::Errored {
+                    category: ErrorCategory::Http(500),
+                    message: "x".into(),
+                }
+            } else {
+                Outcome::Completed
+            };
+            s.on_record(i, &rec(t0, sent, sent + 50, sent + 100, outcome));
+        }
+        for k in 1..=8 {
+            s.tick(t0 + Duration::from_secs(k));
+        }
+        let r = s.finish(
+            t0 + Duration::from_secs(8),
+            "constant@50.00".into(),
+            "constant",
+            Some(50.0),
+            "max_seconds",
+        );
+        assert!(!r.saturated, "{:?}", r.saturation_reason);
+        let v = r.verdict.unwrap();
+        assert_eq!(v.outcome, super::verdict::Outcome::Erroring, "{v:?}");
     }
 
     #[test]

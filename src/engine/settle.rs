@@ -1,0 +1,177 @@
+//! Between stages, let the server settle: a stage that cancels hundreds of
+//! requests leaves the server working on them (llama.cpp, and vLLM until it
+//! notices the disconnects), and the next stage would measure that backlog.
+//!
+//! With a Prometheus `/metrics` (vLLM, SGLang, the simulator), wait until it
+//! reports no request running or waiting. Without one, send probe requests
+//! one at a time until a probe's TTFT is back near the synchronous stage's
+//! (≤ 1.5 × + 20 ms). Both bounded by a timeout; the wait is recorded.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{Outcome, Prompt};
+use crate::stats::metrics;
+
+/// Default bound on the wait between stages.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(200);
+
+/// What the wait found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled {
+    pub waited_s: f64,
+    /// One sentence for the timeline.
+    pub detail: String,
+    pub timed_out: bool,
+    /// Probe requests sent (each used a prompt of the run).
+    pub probes: u64,
+}
+
+/// Requests running + waiting, summed over label sets, from a Prometheus text
+/// page (vLLM's and SGLang's names). None when the page has neither.
+pub fn busy_from_metrics(text: &str) -> Option<f64> {
+    let names = [
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "sglang:num_running_reqs",
+        "sglang:num_queue_reqs",
+    ];
+    let mut found = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((name_labels, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let name = name_labels.split('{').next().unwrap_or("").trim();
+        if names.contains(&name) {
+            if let Ok(v) = value.trim().parse::<f64>() {
+                *found.get_or_insert(0.0) += v;
+            }
+        }
+    }
+    found
+}
+
+async fn busy(http: &reqwest::Client, url: &str) -> Option<f64> {
+    let r = http.get(url).send().await.ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    busy_from_metrics(&r.text().await.ok()?)
+}
+
+/// Waits for the server to settle, at most `timeout`. Without a usable
+/// `/metrics`, sends probes (`probe(k)` gives the k-th: each a fresh prompt,
+/// so no probe is served from the cache an earlier one filled) and compares
+/// their TTFT with `reference_ttft_ms` (the synchronous stage's median).
+pub async fn settle(
+    client: &dyn super::Backend,
+    probe: impl Fn(u64) -> Prompt,
+    reference_ttft_ms: Option<f64>,
+    timeout: Duration,
+) -> Settled {
+    let start = Instant::now();
+    let deadline = start + timeout;
+    let mut probes = 0u64;
+    let done = |detail: String, timed_out: bool, probes: u64| Settled {
+        waited_s: start.elapsed().as_secs_f64(),
+        detail,
+        timed_out,
+        probes,
+    };
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .ok();
+    let url = client.base_url().map(|b| format!("{b}/metrics"));
+    if let (Some(http), Some(url)) = (&http, &url) {
+        if let Some(mut n) = busy(http, url).await {
+            let first = n;
+            while n > 0.0 {
+                if Instant::now() >= deadline {
+                    return done(
+                        format!(
+                            "server still busy after {:.1} s ({n:.0} requests running or waiting on /metrics); the next stage starts anyway",
+                            timeout.as_secs_f64()
+                        ),
+                        true,
+                        0,
+                    );
+                }
+                tokio::time::sleep(POLL).await;
+                match busy(http, url).await {
+                    Some(v) => n = v,
+                    None => break,
+                }
+            }
+            return done(
+                format!(
+                    "/metrics showed {first:.0} requests running or waiting; idle after {:.2} s",
+                    start.elapsed().as_secs_f64()
+                ),
+                false,
+                0,
+            );
+        }
+    }
+    let Some(reference) = reference_ttft_ms.filter(|r| *r > 0.0) else {
+        return done(
+            "no /metrics and no synchronous TTFT to compare a probe with: not waiting".into(),
+            false,
+            0,
+        );
+    };
+    let limit = 1.5 * reference + 20.0;
+    loop {
+        let prompt = probe(probes);
+        probes += 1;
+        let cancel = CancellationToken::new();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let rec = tokio::select! {
+            r = client.send(&prompt, Instant::now(), &cancel) => Some(r),
+            _ = tokio::time::sleep(left) => None,
+        };
+        let ttft = rec
+            .as_ref()
+            .filter(|r| r.outcome == Outcome::Completed || r.first_token_at().is_some())
+            .and_then(metrics::ttft_us)
+            .map(|us| us as f64 / 1000.0);
+        match ttft {
+            Some(t) if t <= limit => {
+                return done(
+                    format!(
+                        "probe {probes}: TTFT {t:.0} ms, back within {limit:.0} ms of the synchronous {reference:.0} ms"
+                    ),
+                    false,
+                    probes,
+                )
+            }
+            _ if Instant::now() >= deadline => {
+                return done(
+                    format!(
+                        "probe TTFT still above {limit:.0} ms after {:.1} s; the next stage starts anyway",
+                        timeout.as_secs_f64()
+                    ),
+                    true,
+                    probes,
+                )
+            }
+            _ => tokio::time::sleep(POLL).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_running_and_waiting() {
+        let t = "# HELP x\nvllm:num_requests_running{model_name=\"a\"} 3\nvllm:num_requests_waiting{model_name=\"a\"} 2\nvllm:kv_cache_usage_perc 0.5\n";
+        assert_eq!(busy_from_metrics(t), Some(5.0));
+        assert_eq!(busy_from_metrics("sglang:num_queue_reqs 0\n"), Some(0.0));
+        assert_eq!(busy_from_metrics("other 1\n"), None);
+    }
+}

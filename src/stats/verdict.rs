@@ -1,0 +1,805 @@
+//! The sweep's judgement of one stage: how fast the server completed work
+//! (a capacity estimate that cannot run away) and whether the stage was
+//! saturated, not saturated, erroring, or too short to say.
+//!
+//! Pure functions over a small summary of the stage ([`Evidence`]), so the
+//! engine can ask live (every second) what the report will say at the end.
+//!
+//! # The capacity estimate
+//!
+//! * `steady`: the least-squares slope of completions against completion time,
+//!   used only when the completions are spread out (at least 1 s from first to
+//!   last, in at least 4 distinct quarter-seconds). It is capped by what was
+//!   observed: the completions over the span they took, and Little's law
+//!   (mean in flight ÷ mean latency of the completed requests). When the
+//!   completions cover less than half the window it is marked low evidence
+//!   (the sweep then runs its throughput stage again, longer).
+//! * `observed`: one wave of completions (lock-step batches: a full batch of
+//!   equal-length outputs finishes in the same step), so no slope can be
+//!   trusted: completions over the time they took, from the first request
+//!   sent to the last completion. This under-counts a server that was still
+//!   filling its pipeline; it never over-counts.
+//! * `plain`: completions over the stage's measured window, when the stage
+//!   was cut short (a key, a stop, the error limit), or fewer than 3 requests
+//!   completed.
+//!
+//! # The verdict (open-loop stages: constant, poisson)
+//!
+//! 1. Saturated, however short the stage, when the server did not answer
+//!    (connect errors, timeouts: ≥ 5 % of requests sent and at least 5), when
+//!    far more was sent than answered (target ≥ 3 × the answer rate, with
+//!    more than 3 × target × reference latency still in flight), or when the
+//!    number in flight kept growing (slope ≥ 25 % of the target over at least
+//!    5 seconds after the pipeline filled).
+//! 2. Otherwise, with at least 3 seconds of completions after the pipeline
+//!    filled (median latency + 1 s): saturated when the steady completion rate
+//!    is under 90 % of the target and the answers (completions and errors) are
+//!    too; erroring when the answers keep up but 5 % or more are errors; else
+//!    not saturated.
+//! 3. Otherwise inconclusive, with the stage length a verdict would need.
+
+use serde::{Deserialize, Serialize};
+
+/// Share of the target rate a stage must complete to keep up.
+pub const KEEP_UP: f64 = 0.9;
+/// Share of answers that are errors from which a stage is "erroring".
+pub const ERRORING: f64 = 0.05;
+/// Seconds of completions after the pipeline filled that a rate verdict needs.
+pub const STEADY_SECONDS: f64 = 3.0;
+
+/// How a capacity figure was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Least-squares slope of completions against time, capped by evidence.
+    Steady,
+    /// One wave of completions: completions over the time they took.
+    Observed,
+    /// Completions over the measured window (too little evidence).
+    #[default]
+    Plain,
+}
+
+/// A stage's completion rate with its method and evidence (report field `capacity`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapacityEstimate {
+    /// The estimate, in completed requests per second. Equals `rates.steady_requests_per_s`.
+    pub requests_per_s: f64,
+    pub method: Method,
+    /// True when the evidence was thin (method `observed` or `plain`): the
+    /// sweep says so when it plans from it.
+    pub low_evidence: bool,
+    /// One sentence: what the estimate rests on.
+    pub evidence: String,
+    /// Completed requests in the measured window.
+    pub completions: u64,
+    /// Seconds from the first to the last of them.
+    pub span_s: f64,
+    /// Distinct quarter-seconds in which requests completed (1–2: one wave).
+    pub busy_quarters: u64,
+    /// The least-squares slope before capping (0 when not computed).
+    pub slope_requests_per_s: f64,
+    /// Completions over the time from the first request sent to the last completion.
+    pub observed_requests_per_s: f64,
+    /// Little's law cross-check: mean in flight ÷ mean latency of completed requests.
+    pub littles_law_requests_per_s: Option<f64>,
+}
+
+/// The three (four) outcomes of a stage verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Saturated,
+    #[default]
+    NotSaturated,
+    /// The server answered at the rate asked, but too many answers were errors.
+    Erroring,
+    /// Too short to tell; `needed_seconds` says how long a stage would need.
+    Inconclusive,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Saturated => "saturated",
+            Outcome::NotSaturated => "not saturated",
+            Outcome::Erroring => "erroring",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// A stage's verdict (report field `verdict`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    /// Why, in one sentence (empty for a plain "not saturated").
+    #[serde(default)]
+    pub reason: String,
+    /// For `inconclusive`: the stage length a verdict would need, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed_seconds: Option<f64>,
+    /// The verdict rests on overload that no stage length would change
+    /// (refused connections, a growing backlog): the guard may end the stage.
+    #[serde(default)]
+    pub overload: bool,
+}
+
+/// What the verdict and the estimate look at, summarised by `StageStats`.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    /// Requests/s asked for (open loop); None for closed-loop stages.
+    pub target_rate: Option<f64>,
+    /// Seconds the stage has run (or ran).
+    pub elapsed_s: f64,
+    /// Seconds of measured window.
+    pub measured_s: f64,
+    pub sent: u64,
+    pub completed: u64,
+    /// Completed inside the measured window.
+    pub measured: u64,
+    /// Errored with an answer from the server (an HTTP status, an error event,
+    /// a broken or empty stream).
+    pub answered_errors: u64,
+    /// Errored without an answer (connect, timeout).
+    pub unanswered_errors: u64,
+    pub in_flight: u64,
+    /// Completions: least-squares slope, first and last completion (s since
+    /// the stage start), first measured request sent (s).
+    pub slope: Option<f64>,
+    pub first_end_s: Option<f64>,
+    pub last_end_s: Option<f64>,
+    pub first_sent_s: Option<f64>,
+    pub busy_quarters: u64,
+    /// Slope of answers (completions and answered errors) against time.
+    pub answer_slope: Option<f64>,
+    /// Median and mean latency of completed requests, seconds.
+    pub latency_p50_s: f64,
+    pub latency_mean_s: f64,
+    /// Time-weighted mean in flight.
+    pub mean_in_flight: f64,
+    /// Median latency of the synchronous stage, if one ran: what a request
+    /// takes without load.
+    pub reference_latency_s: Option<f64>,
+    /// The most the server was seen to complete: the last throughput stage's
+    /// capacity estimate, if one ran.
+    pub reference_capacity: Option<f64>,
+    /// The stage was cut short (key, stop, error limit).
+    pub cut_short: bool,
+    /// Per-second (t_s, in_flight, ttft_p50_ms) of the stage.
+    pub series: Vec<(f64, u64, f64)>,
+}
+
+/// The evidence-backed completion rate of a stage.
+pub fn capacity(e: &Evidence) -> CapacityEstimate {
+    let n = e.measured;
+    let span = match (e.first_end_s, e.last_end_s) {
+        (Some(a), Some(b)) => (b - a).max(0.0),
+        _ => 0.0,
+    };
+    let observed = match (e.first_sent_s, e.last_end_s) {
+        (Some(s), Some(l)) if l > s => n as f64 / (l - s),
+        _ => 0.0,
+    };
+    let plain = if e.measured_s > 0.0 {
+        n as f64 / e.measured_s
+    } else {
+        0.0
+    };
+    let little = (e.latency_mean_s > 0.0 && e.mean_in_flight > 0.0)
+        .then(|| e.mean_in_flight / e.latency_mean_s);
+    let slope = e.slope.unwrap_or(0.0).max(0.0);
+    let mut c = CapacityEstimate {
+        completions: n,
+        span_s: span,
+        busy_quarters: e.busy_quarters,
+        slope_requests_per_s: slope,
+        observed_requests_per_s: observed,
+        littles_law_requests_per_s: little,
+        ..Default::default()
+    };
+    if e.cut_short || n < 3 {
+        c.method = Method::Plain;
+        c.requests_per_s = plain;
+        c.low_evidence = true;
+        c.evidence = if e.cut_short {
+            format!(
+                "stage cut short: {n} completions over the {:.1} s window",
+                e.measured_s
+            )
+        } else {
+            format!("only {n} completions over the {:.1} s window", e.measured_s)
+        };
+        return c;
+    }
+    let spread = span >= 1.0 && e.busy_quarters >= 4 && n >= 5 && slope > 0.0;
+    if !spread {
+        c.method = Method::Observed;
+        c.requests_per_s = observed;
+        c.low_evidence = true;
+        c.evidence = format!(
+            "one wave of completions ({n} within {span:.2} s): {n} completions over the {:.2} s they took from the first request sent",
+            e.last_end_s.unwrap_or(0.0) - e.first_sent_s.unwrap_or(0.0)
+        );
+        return c;
+    }
+    // Completions over the span they took (n − 1 gaps between n completions).
+    let span_rate = (n - 1) as f64 / span;
+    let mut est = slope.min(span_rate);
+    let mut capped = if slope > span_rate {
+        format!(", capped at {span_rate:.2} req/s (completions over their span)")
+    } else {
+        String::new()
+    };
+    if let Some(l) = little.filter(|&l| l < est) {
+        est = l;
+        capped = format!(", capped at {l:.2} req/s by Little's law");
+    }
+    c.method = Method::Steady;
+    c.requests_per_s = est;
+    c.evidence = format!("slope of {n} completions over {span:.1} s: {slope:.2} req/s{capped}");
+    // Completions over less than half the window: the first requests took
+    // most of the stage, and a wave cut off at the end drags the slope down.
+    if e.measured_s > 0.0 && span < 0.5 * e.measured_s {
+        c.low_evidence = true;
+        c.evidence.push_str(&format!(
+            "; completions covered only {:.0}% of the {:.1} s window",
+            100.0 * span / e.measured_s,
+            e.measured_s
+        ));
+    }
+    c
+}
+
+/// The verdict on a stage (open loop) or `None` for closed-loop stages,
+/// which set their own pace and cannot be over-driven.
+pub fn judge(e: &Evidence, cap: &CapacityEstimate) -> Option<Verdict> {
+    let target = e.target_rate?;
+    let answered = e.completed + e.answered_errors;
+    let w_ref = e
+        .reference_latency_s
+        .filter(|w| *w > 0.0)
+        .or((e.latency_p50_s > 0.0).then_some(e.latency_p50_s));
+
+    // 1. Overload that no stage length would change.
+    let floor = 5u64.max((e.sent as f64 * 0.05).ceil() as u64);
+    if e.unanswered_errors >= floor {
+        return Some(Verdict {
+            outcome: Outcome::Saturated,
+            reason: format!(
+                "{} of {} requests got no answer (refused connections or timeouts)",
+                e.unanswered_errors, e.sent
+            ),
+            needed_seconds: None,
+            overload: true,
+        });
+    }
+    let answer_rate = answered as f64 / e.elapsed_s.max(1e-9);
+    // Far more than the server was ever seen to complete (its throughput
+    // stage), and it answered under half of what this stage sent.
+    if let (Some(c), Some(w)) = (e.reference_capacity.filter(|c| *c > 0.0), w_ref) {
+        if target >= 2.0 * c && answer_rate < 0.5 * target && e.elapsed_s >= w.max(1.0) {
+            return Some(Verdict {
+                outcome: Outcome::Saturated,
+                reason: format!(
+                    "sent {target:.2} req/s, {:.1} × the {c:.2} req/s the server completed at most in its throughput stage; it answered {answer_rate:.2} req/s, {} requests in flight",
+                    target / c,
+                    e.in_flight
+                ),
+                needed_seconds: None,
+                overload: true,
+            });
+        }
+    }
+    if let Some(w) = w_ref {
+        // What a request takes here: at least the unloaded latency, and what
+        // the completed ones took (batching legitimately slows them down).
+        let w = w.max(e.latency_p50_s);
+        let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
+        let late_rate = if since_first > 0.0 {
+            answered as f64 / since_first
+        } else {
+            0.0
+        };
+        let backlog_limit = 3.0 * target * w + 5.0;
+        if e.elapsed_s >= 2.0 * w && target >= 3.0 * late_rate && e.in_flight as f64 > backlog_limit
+        {
+            return Some(Verdict {
+                outcome: Outcome::Saturated,
+                reason: format!(
+                    "sent {target:.2} req/s but the server answered {late_rate:.2} req/s; {} requests in flight, more than 3 × the rate × the {w:.2} s a request takes",
+                    e.in_flight
+                ),
+                needed_seconds: None,
+                overload: true,
+            });
+        }
+        let settle = w + 1.0;
+        let pts: Vec<(f64, f64)> = e
+            .series
+            .iter()
+            .filter(|p| p.0 > settle)
+            .map(|p| (p.0, p.1 as f64))
+            .collect();
+        if pts.len() >= 5 {
+            if let Some(g) = fit(&pts) {
+                let last = pts.last().map_or(0.0, |p| p.1);
+                if g >= 0.25 * target && last > 2.0 * target * w + 5.0 {
+                    return Some(Verdict {
+                        outcome: Outcome::Saturated,
+                        reason: format!(
+                            "requests in flight kept growing by {g:.1}/s (now {last:.0})"
+                        ),
+                        needed_seconds: None,
+                        overload: true,
+                    });
+                }
+            }
+        }
+    }
+
+    // 2. A rate verdict, once completions have flowed long enough.
+    let settle = e.latency_p50_s.max(w_ref.unwrap_or(0.0)) + 1.0;
+    let steady_s = e
+        .last_end_s
+        .map_or(0.0, |l| l - settle.max(e.first_end_s.unwrap_or(0.0)));
+    let errors_share = if answered > 0 {
+        e.answered_errors as f64 / answered as f64
+    } else {
+        0.0
+    };
+    if cap.method == Method::Steady && steady_s >= STEADY_SECONDS {
+        let completed_rate = cap.requests_per_s;
+        // Errors are answers: with some, the answer rate can keep up where
+        // the completions do not. Without any, the two are the same rate.
+        let answer_rate = if e.answered_errors > 0 {
+            e.answer_slope.unwrap_or(completed_rate).max(completed_rate)
+        } else {
+            completed_rate
+        };
+        if answer_rate < KEEP_UP * target {
+            return Some(Verdict {
+                outcome: Outcome::Saturated,
+                reason: format!(
+                    "completed {completed_rate:.2} req/s in steady state, under {:.0}% of the {target:.2} req/s target",
+                    KEEP_UP * 100.0
+                ),
+                needed_seconds: None,
+                overload: false,
+            });
+        }
+        if errors_share >= ERRORING || completed_rate < KEEP_UP * target {
+            return Some(erroring(e, errors_share, answer_rate));
+        }
+        return Some(Verdict::default());
+    }
+    // All answers errors and no completions to judge a rate by.
+    if e.completed == 0 && e.answered_errors >= 5 {
+        return Some(erroring(
+            e,
+            errors_share,
+            e.answered_errors as f64 / e.elapsed_s.max(1e-9),
+        ));
+    }
+
+    // 3. Too short.
+    let needed = (settle + STEADY_SECONDS + 1.0).ceil();
+    Some(Verdict {
+        outcome: Outcome::Inconclusive,
+        reason: format!(
+            "stage too short for a verdict: completions flowed for {:.1} s after the pipeline filled, {STEADY_SECONDS:.0} s are needed; use stages of at least {needed:.0} s",
+            steady_s.max(0.0)
+        ),
+        needed_seconds: Some(needed),
+        overload: false,
+    })
+}
+
+fn erroring(e: &Evidence, share: f64, answer_rate: f64) -> Verdict {
+    Verdict {
+        outcome: Outcome::Erroring,
+        reason: format!(
+            "the server answered {answer_rate:.2} req/s, but {:.0}% of the answers were errors ({} of {})",
+            share * 100.0,
+            e.answered_errors,
+            e.completed + e.answered_errors
+        ),
+        needed_seconds: None,
+        overload: false,
+    }
+}
+
+/// The over-saturation guard: ends a stage early when its verdict already
+/// rests on overload, or when both the number in flight and TTFT climb
+/// steadily (least-squares slopes over at least 5 seconds, both significant)
+/// with the in-flight count past what the target rate needs at the unloaded
+/// latency. Returns why.
+pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
+    if let Some(v) = v.filter(|v| v.overload) {
+        return Some(v.reason.clone());
+    }
+    let target = e.target_rate?;
+    let w = e
+        .reference_latency_s
+        .filter(|w| *w > 0.0)?
+        .max(e.latency_p50_s);
+    if e.elapsed_s < (2.0 * w).max(5.0) {
+        return None;
+    }
+    let recent: Vec<&(f64, u64, f64)> = e.series.iter().filter(|p| p.0 > w + 1.0).collect();
+    if recent.len() < 5 {
+        return None;
+    }
+    let inf: Vec<(f64, f64)> = recent.iter().map(|p| (p.0, p.1 as f64)).collect();
+    let ttft: Vec<(f64, f64)> = recent
+        .iter()
+        .filter(|p| p.2 > 0.0)
+        .map(|p| (p.0, p.2))
+        .collect();
+    let (gi, ti) = (fit_t(&inf)?, fit_t(&ttft)?);
+    let last = inf.last().map_or(0.0, |p| p.1);
+    (gi.0 > 0.0 && gi.1 > 3.0 && ti.0 > 0.0 && ti.1 > 3.0 && last > 2.0 * target * w + 5.0).then(
+        || {
+            format!(
+                "requests in flight grew by {:.1}/s and TTFT by {:.0} ms/s over the last {} s",
+                gi.0,
+                ti.0,
+                recent.len()
+            )
+        },
+    )
+}
+
+/// What earlier stages tell a verdict about the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Reference {
+    /// What an unloaded request takes: the median latency of the last
+    /// synchronous stage that completed requests.
+    pub latency_s: Option<f64>,
+    /// The most it was seen to complete: the last throughput stage's estimate.
+    pub capacity: Option<f64>,
+}
+
+pub fn reference(done: &[crate::report::StageReport]) -> Reference {
+    Reference {
+        latency_s: done
+            .iter()
+            .rev()
+            .find(|s| s.strategy == "synchronous" && s.requests.measured > 0)
+            .map(|s| s.latency_ms.p50 / 1000.0)
+            .filter(|w| *w > 0.0),
+        capacity: done
+            .iter()
+            .rev()
+            .find(|s| s.strategy == "throughput" && s.requests.measured > 0)
+            .map(|s| s.rates.steady_requests_per_s)
+            .filter(|c| *c > 0.0),
+    }
+}
+
+/// The live warning a front end shows for a running stage, if any.
+pub fn live_warning(v: Option<&Verdict>) -> Option<String> {
+    let v = v?;
+    match v.outcome {
+        Outcome::Saturated => Some(format!("saturating: {}", v.reason)),
+        Outcome::Erroring => Some(format!("erroring: {}", v.reason)),
+        _ => None,
+    }
+}
+
+/// Least-squares slope of y on x.
+fn fit(p: &[(f64, f64)]) -> Option<f64> {
+    fit_t(p).map(|f| f.0)
+}
+
+/// Least-squares slope and its t statistic (slope ÷ standard error).
+fn fit_t(p: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = p.len() as f64;
+    if n < 3.0 {
+        return None;
+    }
+    let mx = p.iter().map(|q| q.0).sum::<f64>() / n;
+    let my = p.iter().map(|q| q.1).sum::<f64>() / n;
+    let sxx: f64 = p.iter().map(|q| (q.0 - mx).powi(2)).sum();
+    if sxx <= 1e-12 {
+        return None;
+    }
+    let sxy: f64 = p.iter().map(|q| (q.0 - mx) * (q.1 - my)).sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let sse: f64 = p.iter().map(|q| (q.1 - a - b * q.0).powi(2)).sum();
+    let se = (sse / (n - 2.0) / sxx).sqrt();
+    let t = if se > 1e-12 {
+        b / se
+    } else {
+        f64::INFINITY * b.signum()
+    };
+    Some((b, t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(target: Option<f64>) -> Evidence {
+        Evidence {
+            target_rate: target,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_lock_step_wave_cannot_run_away() {
+        // Seen: 128 completions within 30 ms at 3.5 s of a 4 s throughput
+        // stage; the slope through them was 6,006 req/s.
+        let e = Evidence {
+            elapsed_s: 4.0,
+            measured_s: 4.0,
+            sent: 640,
+            completed: 128,
+            measured: 128,
+            in_flight: 512,
+            slope: Some(6006.0),
+            first_end_s: Some(3.50),
+            last_end_s: Some(3.53),
+            first_sent_s: Some(0.0),
+            busy_quarters: 1,
+            latency_mean_s: 3.5,
+            latency_p50_s: 3.5,
+            mean_in_flight: 505.0,
+            ..ev(None)
+        };
+        let c = capacity(&e);
+        assert_eq!(c.method, Method::Observed);
+        assert!(c.low_evidence);
+        assert!((c.requests_per_s - 128.0 / 3.53).abs() < 1e-9, "{c:?}");
+        assert!(c.evidence.contains("one wave"), "{}", c.evidence);
+        assert!(
+            judge(&e, &c).is_none(),
+            "closed loop: no saturation verdict"
+        );
+    }
+
+    #[test]
+    fn two_lock_step_waves_give_the_rate_between_them() {
+        // Waves of 128 at 3.5 s and 7.0 s: 2 busy quarters, observed 256/7.
+        let e = Evidence {
+            elapsed_s: 10.0,
+            measured_s: 10.0,
+            measured: 256,
+            completed: 256,
+            slope: Some(36.6),
+            first_end_s: Some(3.5),
+            last_end_s: Some(7.0),
+            first_sent_s: Some(0.0),
+            busy_quarters: 2,
+            ..ev(None)
+        };
+        let c = capacity(&e);
+        assert_eq!(c.method, Method::Observed);
+        assert!((c.requests_per_s - 256.0 / 7.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_spread_slope_is_capped_by_the_evidence() {
+        let mut e = Evidence {
+            elapsed_s: 30.0,
+            measured_s: 30.0,
+            measured: 1000,
+            completed: 1000,
+            slope: Some(40.0),
+            first_end_s: Some(2.0),
+            last_end_s: Some(29.0),
+            first_sent_s: Some(0.0),
+            busy_quarters: 100,
+            latency_mean_s: 3.0,
+            mean_in_flight: 128.0,
+            ..ev(None)
+        };
+        let c = capacity(&e);
+        assert_eq!(c.method, Method::Steady);
+        assert!((c.requests_per_s - 999.0 / 27.0).abs() < 1e-9, "{c:?}");
+        assert!(!c.low_evidence);
+        // The same completions in a 60 s window: most of it without any.
+        let long = Evidence {
+            measured_s: 60.0,
+            ..e.clone()
+        };
+        let c = capacity(&long);
+        assert!(c.low_evidence && c.evidence.contains("45%"), "{c:?}");
+        e.mean_in_flight = 60.0; // Little: 20 req/s
+        let c = capacity(&e);
+        assert!((c.requests_per_s - 20.0).abs() < 1e-9);
+        assert!(c.evidence.contains("Little"));
+        e.cut_short = true;
+        let c = capacity(&e);
+        assert_eq!(c.method, Method::Plain);
+        assert!((c.requests_per_s - 1000.0 / 30.0).abs() < 1e-9);
+        assert!(c.evidence.contains("cut short"));
+    }
+
+    /// A keeping-up or saturated open-loop stage: completions from `w` s on at
+    /// `rate`, `in_flight` flat.
+    fn open(target: f64, rate: f64, w: f64, secs: f64) -> Evidence {
+        let n = (rate * (secs - w)).max(0.0) as u64;
+        let series = (1..=secs as u64)
+            .map(|t| (t as f64, (target * w) as u64, 50.0))
+            .collect();
+        Evidence {
+            target_rate: Some(target),
+            elapsed_s: secs,
+            measured_s: secs,
+            sent: (target * secs) as u64,
+            completed: n,
+            measured: n,
+            in_flight: (target * w) as u64,
+            slope: Some(rate),
+            answer_slope: Some(rate),
+            first_end_s: Some(w),
+            last_end_s: Some(secs - 0.05),
+            first_sent_s: Some(0.0),
+            busy_quarters: ((secs - w) * 4.0) as u64,
+            latency_p50_s: w,
+            latency_mean_s: w,
+            mean_in_flight: target * w,
+            reference_latency_s: Some(w),
+            series,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn verdicts_keep_up_saturated_and_too_short() {
+        let e = open(10.0, 10.0, 1.0, 10.0);
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::NotSaturated, "{v:?}");
+        let e = open(10.0, 7.0, 1.0, 10.0);
+        let c = capacity(&e);
+        let v = judge(&e, &c).unwrap();
+        assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
+        assert!(
+            v.reason.contains(&format!("{:.2}", c.requests_per_s)),
+            "the reason quotes the estimate: {} vs {c:?}",
+            v.reason
+        );
+        // 10 req/s with 3.5 s latency in a 4 s stage: too short.
+        let e = open(10.0, 10.0, 3.5, 4.0);
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
+        assert_eq!(v.needed_seconds, Some(9.0));
+        assert!(v.reason.contains("at least 9 s"), "{}", v.reason);
+    }
+
+    #[test]
+    fn no_errors_is_never_erroring() {
+        // The capped completion rate falls under 90 % while the raw answer
+        // slope does not: that is saturation, not errors.
+        let mut e = open(28.0, 27.0, 1.0, 10.0);
+        e.slope = Some(27.0);
+        e.answer_slope = Some(27.0);
+        e.mean_in_flight = 24.0; // Little's law: 24 req/s
+        let c = capacity(&e);
+        assert!(c.requests_per_s < 0.9 * 28.0, "{c:?}");
+        let v = judge(&e, &c).unwrap();
+        assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
+    }
+
+    #[test]
+    fn errors_are_answers_not_saturation() {
+        // 10 % HTTP 500 at 200 req/s: 180 completed/s, 200 answered/s.
+        let mut e = open(200.0, 180.0, 0.05, 10.0);
+        e.answer_slope = Some(200.0);
+        e.answered_errors = e.completed / 9;
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Erroring, "{v:?}");
+        assert!(v.reason.contains("10%"), "{}", v.reason);
+        // Every answer an error (all 503): erroring, however short.
+        let e = Evidence {
+            target_rate: Some(5.0),
+            elapsed_s: 2.0,
+            measured_s: 2.0,
+            sent: 10,
+            answered_errors: 10,
+            ..Default::default()
+        };
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Erroring);
+        assert!(v.reason.contains("100%"), "{}", v.reason);
+    }
+
+    #[test]
+    fn far_more_sent_than_answered_is_saturated_however_short() {
+        // constant@213 against ~36 req/s, 4 s: 853 sent, 128 completed, 725 in flight.
+        let e = Evidence {
+            target_rate: Some(213.0),
+            elapsed_s: 4.0,
+            measured_s: 4.0,
+            sent: 853,
+            completed: 128,
+            measured: 128,
+            in_flight: 725,
+            first_end_s: Some(3.4),
+            last_end_s: Some(3.9),
+            first_sent_s: Some(0.0),
+            busy_quarters: 2,
+            latency_p50_s: 3.3,
+            reference_latency_s: Some(1.06),
+            ..Default::default()
+        };
+        // In 4 s with requests taking 3.3 s, the stage alone cannot tell
+        // (a server keeping up with 3.3 s latency looks the same) ...
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
+        // ... but the throughput stage showed 36 req/s at most.
+        let e = Evidence {
+            reference_capacity: Some(35.6),
+            ..e
+        };
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
+        assert!(v.overload);
+        assert!(v.reason.contains("throughput stage"), "{}", v.reason);
+        assert!(guard(&e, Some(&v)).is_some());
+        // At the capacity itself, early in the stage: no verdict yet, no guard.
+        let near = Evidence {
+            target_rate: Some(30.2),
+            elapsed_s: 6.1,
+            measured_s: 6.1,
+            sent: 184,
+            completed: 56,
+            measured: 56,
+            in_flight: 127,
+            first_end_s: Some(2.5),
+            last_end_s: Some(6.0),
+            first_sent_s: Some(0.0),
+            busy_quarters: 14,
+            slope: Some(15.0),
+            latency_p50_s: 2.9,
+            latency_mean_s: 2.9,
+            mean_in_flight: 80.0,
+            reference_latency_s: Some(1.22),
+            reference_capacity: Some(31.3),
+            ..Default::default()
+        };
+        let v = judge(&near, &capacity(&near)).unwrap();
+        assert!(!v.overload, "{v:?}");
+        assert!(guard(&near, Some(&v)).is_none());
+        // Thousands of refused connections.
+        let e = Evidence {
+            target_rate: Some(6006.0),
+            elapsed_s: 4.0,
+            sent: 24_000,
+            unanswered_errors: 3000,
+            ..Default::default()
+        };
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Saturated);
+        assert!(v.reason.contains("no answer"));
+    }
+
+    #[test]
+    fn growing_in_flight_is_saturated_and_trips_the_guard() {
+        let mut e = open(20.0, 12.0, 1.0, 12.0);
+        e.series = (1..=12)
+            .map(|t| (t as f64, 20 + 8 * t, 50.0 + 40.0 * t as f64))
+            .collect();
+        e.in_flight = 116;
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Saturated);
+        assert!(v.reason.contains("growing"), "{}", v.reason);
+        // Guard on slopes alone (verdict not overload-based).
+        let soft = Verdict::default();
+        assert!(guard(&e, Some(&soft)).unwrap().contains("TTFT"));
+        // A flat stage never trips it.
+        let e = open(20.0, 20.0, 1.0, 12.0);
+        assert!(guard(&e, Some(&Verdict::default())).is_none());
+    }
+
+    #[test]
+    fn slope_fit_and_t_statistic() {
+        let p: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 2.0 * i as f64 + 1.0)).collect();
+        let (b, t) = fit_t(&p).unwrap();
+        assert!((b - 2.0).abs() < 1e-9 && t > 100.0);
+        assert!(fit_t(&p[..2]).is_none());
+    }
+}

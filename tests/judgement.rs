@@ -1,0 +1,486 @@
+//! The sweep's answer holds: capacity estimates that cannot run away,
+//! verdicts that tell saturation from errors and from short stages, the
+//! over-saturation guard, settling between stages, unique prompts, reasons
+//! that reach the user, and the SLO search. Each test runs the real engine
+//! and client against the in-process simulator on loopback, in seconds.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use llmsweep::client::{Api, Prompt};
+use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Snapshot, Strategy};
+use llmsweep::profile::search::SearchPlan;
+use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use llmsweep::stats::metrics::Slo;
+use llmsweep::stats::verdict::{Method, Outcome};
+use tokio::sync::{mpsc, watch};
+
+/// These tests load the simulator and judge timing; on a busy 2-core machine
+/// they run one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn settings() -> RunSettings {
+    RunSettings {
+        seed: 1,
+        ..Default::default()
+    }
+}
+
+/// Runs `plan` with `prompts`; returns the result and every live stage
+/// warning seen in the snapshots, with the stage's elapsed time.
+async fn run_plan(
+    url: &str,
+    plan: &mut dyn Plan,
+    prompts: Arc<[Prompt]>,
+    settings: RunSettings,
+) -> (RunResult, Vec<(String, f64, String)>) {
+    let client = client(url, Duration::from_secs(60));
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, mut snaps) = watch::channel(Snapshot::default());
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while snaps.changed().await.is_ok() {
+            let s = snaps.borrow().clone();
+            if let Some(st) = &s.stage {
+                if let Some(w) = &st.saturation {
+                    seen.push((st.name.clone(), st.elapsed_s, w.clone()));
+                }
+            }
+            if s.done {
+                break;
+            }
+        }
+        seen
+    });
+    let engine = Engine::new(client, prompts, settings, control_rx, snap_tx);
+    let res = engine.run(plan).await;
+    let seen = watcher.await.unwrap();
+    (res, seen)
+}
+
+#[tokio::test]
+async fn one_lock_step_batch_in_a_short_stage_does_not_run_away() {
+    let _serial = SERIAL.lock().await;
+    // 16 slots, 25 tokens of 20 ms: a batch of 16 every 0.5 s, 32 req/s at
+    // most. A 0.8 s throughput stage sees one wave of 16 completions (a
+    // busy machine stretches the steps: the estimate may only fall).
+    let cap = 32.0;
+    let sim = start_sim(model(20.0, 0.0, 16)).await;
+    let mut plan = SweepPlan::new(4, SweepKind::Constant, secs(0.8), 64, true);
+    let (res, _) = run_plan(
+        &sim.url(),
+        &mut plan,
+        prompts("prompt_tokens=8,output_tokens=25,samples=400", Api::Chat),
+        settings(),
+    )
+    .await;
+    let thr = res
+        .stages
+        .iter()
+        .find(|s| s.strategy == "throughput")
+        .unwrap();
+    let c = thr.capacity.as_ref().unwrap();
+    assert_eq!(thr.rates.steady_requests_per_s, c.requests_per_s);
+    assert!(
+        c.requests_per_s <= cap * 1.05,
+        "never above what was observed: {c:?}"
+    );
+    assert_eq!(c.method, Method::Observed, "one wave: {c:?}");
+    assert!(c.low_evidence);
+    // The planned rates stop at the estimate, and the plan says what it rests on.
+    let plan_note = res
+        .timeline
+        .iter()
+        .find(|e| e.event == "plan")
+        .map(|e| e.detail.clone())
+        .unwrap();
+    assert!(plan_note.contains("one wave"), "{plan_note}");
+    for s in res.stages.iter().filter(|s| s.strategy == "constant") {
+        assert!(s.target_rate.unwrap() <= cap * 1.05, "{}", s.name);
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn ten_percent_http_500_is_erroring_not_saturated() {
+    let _serial = SERIAL.lock().await;
+    let mut cfg = model(5.0, 0.0, 1024);
+    cfg.faults.fault_500 = 0.1;
+    let sim = start_sim(cfg).await;
+    let mut plan = llmsweep::engine::FixedPlan::new(vec![stage(
+        Strategy::Constant { rate: 100.0 },
+        secs(8.0),
+    )]);
+    let (res, _) = run_plan(
+        &sim.url(),
+        &mut plan,
+        prompts("prompt_tokens=8,output_tokens=4,samples=2000", Api::Chat),
+        settings(),
+    )
+    .await;
+    let s = &res.stages[0];
+    assert!(
+        s.errors.get("http_500").copied().unwrap_or(0) > 30,
+        "{:?}",
+        s.errors
+    );
+    assert!(!s.saturated, "{:?}", s.saturation_reason);
+    let v = s.verdict.as_ref().unwrap();
+    assert_eq!(v.outcome, Outcome::Erroring, "{v:?}");
+    assert!(v.reason.contains("errors"), "{}", v.reason);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn all_503_ends_the_sweep_and_says_why() {
+    let _serial = SERIAL.lock().await;
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.faults.fault_503 = 1.0;
+    let sim = start_sim(cfg).await;
+    let mut plan = SweepPlan::new(10, SweepKind::Constant, secs(0.5), 16, true);
+    let (res, _) = run_plan(
+        &sim.url(),
+        &mut plan,
+        prompts("prompt_tokens=8,output_tokens=4,samples=100", Api::Chat),
+        settings(),
+    )
+    .await;
+    assert_eq!(res.stages.len(), 2);
+    assert!(
+        res.end_reason
+            .starts_with("sweep stopped: no completed requests"),
+        "{}",
+        res.end_reason
+    );
+    assert!(res.end_reason.contains("http_503"), "{}", res.end_reason);
+    assert!(
+        res.timeline
+            .iter()
+            .any(|e| e.event == "plan" && e.detail.starts_with("sweep ends")),
+        "{:?}",
+        res.timeline
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
+    let _serial = SERIAL.lock().await;
+    // 4 slots, 30 tokens of 10 ms: 0.3 s a request. A 0.2 s throughput stage
+    // leaves 40 cancelled requests that this server finishes anyway (3 s).
+    let mut cfg = model(10.0, 0.0, 4);
+    cfg.params.finish_cancelled = true;
+    let sim = start_sim(cfg).await;
+    let data = prompts("prompt_tokens=8,output_tokens=30,samples=200", Api::Chat);
+    let stages = || {
+        llmsweep::engine::FixedPlan::new(vec![
+            stage(
+                Strategy::Throughput {
+                    max_concurrency: 40,
+                },
+                secs(0.2),
+            ),
+            stage(
+                Strategy::Synchronous,
+                Limits {
+                    max_requests: Some(2),
+                    ..Default::default()
+                },
+            ),
+        ])
+    };
+    // Without settling, the next stage measures the backlog.
+    let (dirty, _) = run_plan(
+        &sim.url(),
+        &mut stages(),
+        data.clone(),
+        RunSettings {
+            settle_timeout: Some(Duration::ZERO),
+            ..settings()
+        },
+    )
+    .await;
+    assert!(
+        dirty.stages[1].ttft_ms.max > 1000.0,
+        "the backlog shows: {:?}",
+        dirty.stages[1].ttft_ms
+    );
+    // Let it drain, then measure with the settle wait on.
+    let settle = |r: &RunResult| {
+        r.timeline
+            .iter()
+            .find(|e| e.event == "settle")
+            .map(|e| e.detail.clone())
+            .unwrap_or_default()
+    };
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (clean, _) = run_plan(&sim.url(), &mut stages(), data, settings()).await;
+    let wait = settle(&clean);
+    assert!(wait.contains("/metrics"), "{wait}");
+    let waited: f64 = wait
+        .trim_start_matches("waited ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(waited > 1.5, "{wait}");
+    assert!(
+        clean.stages[1].ttft_ms.max < 200.0,
+        "{:?}",
+        clean.stages[1].ttft_ms
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn prompts_repeated_across_stages_would_flatter_ttft_and_are_not_repeated() {
+    let _serial = SERIAL.lock().await;
+    // Prefill costs 1 ms a token (64 ms for a 64-token prompt) unless cached.
+    let mut cfg = model(2.0, 0.0, 8);
+    cfg.params.prefill_per_token = Duration::from_micros(1000);
+    cfg.params.prefix_cache = true;
+    let sim = start_sim(cfg).await;
+    let data = prompts("prompt_tokens=64,output_tokens=2,samples=4", Api::Chat);
+    let two_stages = || {
+        let l = Limits {
+            max_requests: Some(8),
+            ..Default::default()
+        };
+        llmsweep::engine::FixedPlan::new(vec![
+            stage(Strategy::Synchronous, l.clone()),
+            stage(Strategy::Synchronous, l),
+        ])
+    };
+    // The old way: the same 4 prompts again and again, as they are.
+    let as_is: Arc<[Prompt]> = data
+        .iter()
+        .map(|p| Prompt {
+            tag_at: None,
+            ..p.clone()
+        })
+        .collect();
+    let (reused, _) = run_plan(&sim.url(), &mut two_stages(), as_is, settings()).await;
+    let s = &reused.stages[1];
+    let cached = s.tokens.prompt_cached_total.unwrap();
+    assert!(cached * 2 > s.tokens.prompt_total, "{:?}", s.tokens);
+    assert!(
+        s.ttft_ms.p50 < 30.0,
+        "cache hits flatter TTFT: {:?}",
+        s.ttft_ms
+    );
+    assert!(
+        s.warnings.iter().any(|w| w.contains("prefix cache")),
+        "{:?}",
+        s.warnings
+    );
+    // The fix: every request unique from its first tokens.
+    let fresh = prompts("prompt_tokens=64,output_tokens=2,samples=4", Api::Chat);
+    let mut cfg = model(2.0, 0.0, 8);
+    cfg.params.prefill_per_token = Duration::from_micros(1000);
+    cfg.params.prefix_cache = true;
+    let sim2 = start_sim(cfg).await;
+    let (unique, _) = run_plan(&sim2.url(), &mut two_stages(), fresh, settings()).await;
+    for s in &unique.stages {
+        assert_eq!(s.tokens.prompt_cached_total, Some(0), "{}", s.name);
+        assert!(s.ttft_ms.p50 > 60.0, "prefill is paid: {:?}", s.ttft_ms);
+    }
+    sim.shutdown().await;
+    sim2.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_overload_starting_mid_stage_is_flagged_live_and_ended_by_the_guard() {
+    let _serial = SERIAL.lock().await;
+    // 4 slots, 20 tokens of 5 ms: 0.1 s a request, 40 req/s at most. The
+    // stage asks 20 req/s; after 3 s a neighbour adds 50 req/s.
+    let sim = start_sim(model(5.0, 0.0, 4)).await;
+    let url = sim.url();
+    let neighbour = {
+        let url = url.clone();
+        tokio::spawn(async move {
+            // Wait for the synchronous stage (1 s) and 3 s of the constant stage.
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            let c = client(&url, Duration::from_secs(60));
+            let p = prompts("prompt_tokens=8,output_tokens=20,samples=4", Api::Chat);
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let mut tasks = Vec::new();
+            for i in 0..600u64 {
+                let (c, p, cancel) = (c.clone(), p[(i % 4) as usize].clone(), cancel.clone());
+                tasks.push(tokio::spawn(async move {
+                    c.send(&p, tokio::time::Instant::now(), &cancel).await
+                }));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            cancel.cancel();
+        })
+    };
+    let mut plan = llmsweep::engine::FixedPlan::new(vec![
+        stage(Strategy::Synchronous, secs(1.0)),
+        stage(Strategy::Constant { rate: 20.0 }, secs(20.0)),
+    ]);
+    let (res, seen) = run_plan(
+        &url,
+        &mut plan,
+        prompts("prompt_tokens=8,output_tokens=20,samples=2000", Api::Chat),
+        RunSettings {
+            settle_timeout: Some(Duration::from_secs(2)),
+            ..settings()
+        },
+    )
+    .await;
+    neighbour.abort();
+    let s = &res.stages[1];
+    assert_eq!(s.end_reason, "over_saturated", "{:?}", s.verdict);
+    assert!(s.saturated);
+    assert!(s.duration_s < 15.0, "ended early: {}", s.duration_s);
+    assert!(
+        res.timeline.iter().any(|e| e.event == "over_saturation"),
+        "{:?}",
+        res.timeline
+    );
+    let live = seen
+        .iter()
+        .find(|(name, _, w)| name == &s.name && w.starts_with("saturating"));
+    assert!(live.is_some(), "a live warning before the end: {seen:?}");
+    assert!(
+        live.unwrap().1 > 3.0,
+        "not before the overload began: {seen:?}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn search_converges_on_the_simulators_capacity() {
+    let _serial = SERIAL.lock().await;
+    // 4 slots, 5 tokens of 20 ms: 40 req/s. Under it, TTFT is one step; over
+    // it, the queue grows and TTFT with it.
+    let sim = start_sim(model(20.0, 0.0, 4)).await;
+    let slo = Slo::parse("ttft=80ms").unwrap();
+    let mut plan = SearchPlan::new(slo, 0.9, 0.1, secs(2.0), 64);
+    let (res, _) = run_plan(
+        &sim.url(),
+        &mut plan,
+        prompts("prompt_tokens=8,output_tokens=5,samples=4000", Api::Chat),
+        RunSettings {
+            slo: Some(slo),
+            ..settings()
+        },
+    )
+    .await;
+    let s = plan.search().unwrap();
+    let rate = s.rate.expect("a rate met the SLOs");
+    // Within the precision below 40 req/s, with room for a busy machine's
+    // late timers (they slow the simulator down, never up).
+    assert!((28.0..=44.0).contains(&rate), "{}", s.line());
+    if let Some(hi) = s.high {
+        assert!(hi - s.low.unwrap() <= 0.1 * s.low.unwrap() + 1e-9, "{s:?}");
+    }
+    assert!(s.probes.len() >= 2, "{s:?}");
+    assert!(res.stages.len() <= 2 + llmsweep::profile::search::MAX_PROBES);
+    sim.shutdown().await;
+}
+
+/// The reasons reach the console summary, report.md and report.html when the
+/// real binary runs a sweep against a server that answers 503 to everything.
+#[test]
+fn every_reason_reaches_the_console_markdown_and_html() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    let mut sim = Command::new(bin)
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--decode-step-ms",
+            "1",
+            "--fault-503",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sim.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_string();
+    let out = std::env::temp_dir().join(format!("llmsweep-judgement-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let res = Command::new(bin)
+        .args([
+            "run",
+            "--target",
+            &url,
+            "--headless",
+            "--max-seconds",
+            "0.5",
+        ])
+        .args(["--data", "prompt_tokens=8,output_tokens=4,samples=50"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(res.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("run ended: sweep stopped: no completed requests"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Judgement"), "{md}");
+    assert!(md.contains("sweep stopped"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Judgement</h2>"));
+    assert!(html.contains("sweep ends: no completed requests"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert!(json["end_reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("sweep stopped"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `--profile search` from the command line, against the built-in simulator:
+/// the report carries the answer, its interval and the stages that prove it.
+#[test]
+fn the_search_profile_runs_from_the_command_line() {
+    let out = std::env::temp_dir().join(format!("llmsweep-search-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let res = std::process::Command::new(env!("CARGO_BIN_EXE_llmsweep"))
+        .args([
+            "run",
+            "--headless",
+            "--profile",
+            "search",
+            "--slo",
+            "ttft=1ms",
+        ])
+        .args(["--max-seconds", "1", "--export", "json,md"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(res.status.success(), "{stdout}");
+    // 1 ms TTFT cannot be met: the search ends after the synchronous stage.
+    assert!(stdout.contains("search: no rate met the SLOs"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert!(json["search"]["rate"].is_null(), "{}", json["search"]);
+    assert_eq!(json["search"]["probes"][0]["stage"], "synchronous");
+    assert_eq!(json["stages"].as_array().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&out);
+}
