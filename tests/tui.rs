@@ -470,6 +470,19 @@ fn paused_shows_paused_and_no_nonsense_percentage() {
 }
 
 #[test]
+fn a_stage_that_is_saturating_says_so_before_it_ends() {
+    let mut app = golden_app();
+    app.snap.stage.as_mut().unwrap().saturation =
+        Some("saturating: completed 21.3 req/s of 30.0".into());
+    let s = render(&app, 120, 36);
+    let l = lines(&s);
+    assert!(l[1].contains("! saturating: completed 21.3"), "{}", l[1]);
+    // At 80 columns the stage line still fits, cut rather than wrapped.
+    let s = render(&app, 80, 24);
+    assert!(lines(&s)[1].contains("! satur"), "{s}");
+}
+
+#[test]
 fn the_result_screen_says_what_the_run_found() {
     let mut app = golden_app();
     app.snap.stage = None;

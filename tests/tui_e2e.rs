@@ -214,3 +214,136 @@ fn exit_on_finish_skips_the_result_screen_and_the_tables_fit() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+fn report_of(out: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
+}
+
+fn stage_named<'a>(report: &'a Value, pred: impl Fn(&Value) -> bool) -> &'a Value {
+    report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| pred(s))
+        .unwrap_or_else(|| panic!("no such stage in {}", report["stages"]))
+}
+
+/// Steering in every kind of stage, through the real keys: a synchronous
+/// stage steered from its measured rate, a paused throughput stage, and a
+/// concurrent stage stepped by whole streams. The report's numbers say what
+/// the keys did.
+#[test]
+fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
+    let out: PathBuf =
+        std::env::temp_dir().join(format!("llmsweep-e2e-steer-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    // Short requests, so the synchronous stage has a measured rate within a second.
+    let command = format!(
+        "{bin} --profile sweep --rate 3 --max-seconds 3 --data prompt_tokens=32,output_tokens=16 \
+         --exit-on-finish --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
+        out.display()
+    );
+    let tmux = Tmux::start(
+        format!("llmsweep-e2e-steer-{}", std::process::id()),
+        120,
+        36,
+        &command,
+    );
+    let limit = Duration::from_secs(30);
+
+    // Synchronous: wait for a few completions, then +10 % of its measured rate.
+    tmux.wait_for("the synchronous stage", limit, |s| {
+        s.contains("synchronous") && s.contains("stage 1/")
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    tmux.keys("+");
+    tmux.wait_for("the manual stage from the measured rate", limit, |s| {
+        s.contains("(manual)") && s.contains("constant@")
+    });
+    // The synchronous stage runs again (it was cut short early), then throughput.
+    tmux.wait_for("the throughput stage", Duration::from_secs(60), |s| {
+        s.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("stage ") && l.contains("throughput"))
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys("p");
+    tmux.wait_for("the pause", limit, |s| s.contains("PAUSED"));
+    std::thread::sleep(Duration::from_millis(1500));
+    tmux.keys("p");
+    tmux.wait_for("the resume", limit, |s| !s.contains("PAUSED"));
+    let last = tmux.wait_for("the end of the run", Duration::from_secs(90), |s| {
+        s.contains("LLMSWEEP-EXIT=")
+    });
+    assert!(last.contains("LLMSWEEP-EXIT=0"), "{last}");
+
+    let r = report_of(&out);
+    let cut = stage_named(&r, |s| s["name"] == "synchronous" && s["cut_short"] == true);
+    assert_eq!(cut["end_reason"], "rate_changed");
+    // Its request in flight at the key finished in it, not cancelled.
+    assert_eq!(cut["requests"]["incomplete"], 0, "{cut}");
+    let manual = stage_named(&r, |s| s["manual"] == true);
+    let measured =
+        cut["requests"]["completed"].as_f64().unwrap() / cut["duration_s"].as_f64().unwrap();
+    let target = manual["target_rate"].as_f64().unwrap();
+    assert!(
+        target > 0.6 * 1.1 * measured && target < 1.6 * 1.1 * measured,
+        "manual target {target} vs 1.1 × measured {measured}"
+    );
+    // A stage cut before half its length runs again, in full; one cut later
+    // stands as the plan's measurement.
+    let reruns = r["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == "synchronous" && s.get("cut_short").is_none())
+        .count();
+    let cut_at = cut["duration_s"].as_f64().unwrap();
+    assert_eq!(reruns, usize::from(cut_at < 1.5), "cut at {cut_at} s");
+    let thr = stage_named(&r, |s| s["name"] == "throughput");
+    assert_eq!(thr["pauses"], 1, "{thr}");
+    let paused = thr["paused_s"].as_f64().unwrap();
+    assert!(paused > 1.0, "paused_s {paused}");
+    // The pause is not in the stage's duration: 3 s of running time.
+    let d = thr["duration_s"].as_f64().unwrap();
+    assert!(
+        (2.9..3.6).contains(&d),
+        "duration_s {d} with {paused} s paused"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+
+    // Concurrent: + and - move by whole streams, and the number shown is the number run.
+    let out2: PathBuf =
+        std::env::temp_dir().join(format!("llmsweep-e2e-conc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out2);
+    let command = format!(
+        "{bin} --profile concurrent --rate 2 --max-seconds 3 --data prompt_tokens=32,output_tokens=16 \
+         --exit-on-finish --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
+        out2.display()
+    );
+    drop(tmux);
+    let tmux = Tmux::start(
+        format!("llmsweep-e2e-conc-{}", std::process::id()),
+        120,
+        36,
+        &command,
+    );
+    tmux.wait_for("the concurrent stage", limit, |s| {
+        s.contains("concurrent@2")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys("+");
+    tmux.wait_for("three streams", limit, |s| {
+        s.contains("concurrent@3 (manual)")
+    });
+    let last = tmux.wait_for("the end of the run", Duration::from_secs(60), |s| {
+        s.contains("LLMSWEEP-EXIT=")
+    });
+    assert!(last.contains("LLMSWEEP-EXIT=0"), "{last}");
+    let r = report_of(&out2);
+    let m = stage_named(&r, |s| s["name"] == "concurrent@3 (manual)");
+    assert_eq!(m["target_rate"], 3.0);
+    assert!(m["concurrency"]["max"].as_u64().unwrap() <= 3, "{m}");
+    let _ = std::fs::remove_dir_all(&out2);
+}

@@ -498,6 +498,14 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
                     th.style(th.warn).add_modifier(Modifier::REVERSED),
                 ));
             }
+            // The verdict so far, before the stage ends: `saturating: …`.
+            if let Some(w) = &st.saturation {
+                spans.push(Span::raw(" "));
+                spans.push(Span::styled(
+                    format!(" ! {w} "),
+                    th.style(th.bad).add_modifier(Modifier::BOLD),
+                ));
+            }
             Line::from(spans)
         }
         (None, None) if snap.done => Line::styled(" run finished; writing reports…", th.title()),
