@@ -219,7 +219,7 @@ fn report_of(out: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
 }
 
-fn stage_named<'a>(report: &'a Value, pred: impl Fn(&Value) -> bool) -> &'a Value {
+fn stage_named(report: &Value, pred: impl Fn(&Value) -> bool) -> &Value {
     report["stages"]
         .as_array()
         .unwrap()
