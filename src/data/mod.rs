@@ -38,10 +38,19 @@ pub fn load_items(
     if !is_file {
         let synth = Synthetic::parse(spec)?;
         let items = synth.generate(seed, counter)?;
+        let mut notes = Vec::new();
+        if items.len() < synth.samples {
+            notes.push(format!(
+                "synthetic data: {} of {} samples built ({} MiB of prompt text at most); later requests reuse them, each made unique by a tag in front",
+                items.len(),
+                synth.samples,
+                synthetic::PROMPT_BUDGET_BYTES >> 20
+            ));
+        }
         return Ok(DataSet {
             description: format!("synthetic {spec} (tokenizer: {})", counter.name()),
             items,
-            notes: Vec::new(),
+            notes,
         });
     }
     let loaded = files::load(path, counter, skip_bad_rows)?;

@@ -110,6 +110,12 @@ impl Default for Synthetic {
     }
 }
 
+/// Synthetic prompts generated at most up to this much text (and at least
+/// [`MIN_SAMPLES`] of them): `prompt_tokens=100000` does not build a thousand
+/// half-megabyte prompts before the first request.
+pub const PROMPT_BUDGET_BYTES: usize = 32 << 20;
+pub const MIN_SAMPLES: usize = 16;
+
 const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, samples";
 
 impl Synthetic {
@@ -194,9 +200,16 @@ impl Synthetic {
         for _ in 0..self.prefix_tokens {
             prefix.push_str(&pieces[rng.random_range(0..pieces.len())]);
         }
-        let mut items = Vec::with_capacity(self.samples);
+        let mut items = Vec::with_capacity(self.samples.min(MIN_SAMPLES));
         let p = pieces.len();
+        let mut bytes = 0usize;
         for i in 0..self.samples {
+            // Memory stays bounded whatever the prompt length: past the budget
+            // the run reuses these, each reuse made unique by a tag in front
+            // (`data::for_request`), so no server cache serves one from another.
+            if i >= MIN_SAMPLES && bytes >= PROMPT_BUDGET_BYTES {
+                break;
+            }
             let n = self.prompt.sample(&mut rng);
             let out = self.output.as_ref().map(|o| o.sample(&mut rng));
             let mut text = String::with_capacity(prefix.len() + n as usize * 8);
@@ -213,6 +226,7 @@ impl Synthetic {
                 };
                 text.push_str(piece);
             }
+            bytes += text.len();
             items.push(PromptItem {
                 text,
                 prompt_tokens: self.prefix_tokens + n,
@@ -369,5 +383,18 @@ mod tests {
         assert!(draw(&clamped, &mut rng)
             .iter()
             .all(|&x| (50..=150).contains(&x)));
+    }
+
+    #[test]
+    fn long_prompts_are_generated_within_a_memory_budget() {
+        let s = Synthetic::parse("prompt_tokens=100000,output_tokens=8").unwrap();
+        let items = s.generate(1, &crate::tokenizer::Builtin).unwrap();
+        let bytes: usize = items.iter().map(|i| i.text.len()).sum();
+        assert!(items.len() >= MIN_SAMPLES && items.len() < 1000, "{}", items.len());
+        assert!(bytes < PROMPT_BUDGET_BYTES + (2 << 20), "{bytes}");
+        assert!(items.iter().all(|i| i.prompt_tokens == 100_000));
+        // Short prompts: every sample asked for.
+        let s = Synthetic::parse("prompt_tokens=64,output_tokens=8,samples=300").unwrap();
+        assert_eq!(s.generate(1, &crate::tokenizer::Builtin).unwrap().len(), 300);
     }
 }
