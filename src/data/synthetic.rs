@@ -390,11 +390,18 @@ mod tests {
         let s = Synthetic::parse("prompt_tokens=100000,output_tokens=8").unwrap();
         let items = s.generate(1, &crate::tokenizer::Builtin).unwrap();
         let bytes: usize = items.iter().map(|i| i.text.len()).sum();
-        assert!(items.len() >= MIN_SAMPLES && items.len() < 1000, "{}", items.len());
+        assert!(
+            items.len() >= MIN_SAMPLES && items.len() < 1000,
+            "{}",
+            items.len()
+        );
         assert!(bytes < PROMPT_BUDGET_BYTES + (2 << 20), "{bytes}");
         assert!(items.iter().all(|i| i.prompt_tokens == 100_000));
         // Short prompts: every sample asked for.
         let s = Synthetic::parse("prompt_tokens=64,output_tokens=8,samples=300").unwrap();
-        assert_eq!(s.generate(1, &crate::tokenizer::Builtin).unwrap().len(), 300);
+        assert_eq!(
+            s.generate(1, &crate::tokenizer::Builtin).unwrap().len(),
+            300
+        );
     }
 }

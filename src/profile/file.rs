@@ -159,6 +159,9 @@ pub fn resolve(mut args: RunArgs, explicit: &HashSet<String>) -> Result<(RunArgs
         )
     } else if STRATEGIES.contains(&choice.to_ascii_lowercase().as_str()) {
         return Ok((args, choice));
+    } else if choice.eq_ignore_ascii_case("sync") {
+        args.profile = "synchronous".into();
+        return Ok((args, "synchronous".into()));
     } else {
         bail!(
             "unknown profile {choice:?}: use a strategy ({}), a shipped profile ({}), or a path to a .toml file; `llmsweep profiles` lists them",
@@ -235,6 +238,21 @@ mod tests {
             assert!(p.description.is_some(), "{name} has a description");
         }
         assert_eq!(list().len(), 7);
+    }
+
+    #[test]
+    fn sync_is_synchronous() {
+        let args = RunArgs {
+            profile: "sync".into(),
+            ..Default::default()
+        };
+        let (args, name) = resolve(args, &HashSet::new()).unwrap();
+        assert_eq!(
+            (args.profile.as_str(), name.as_str()),
+            ("synchronous", "synchronous")
+        );
+        let plan = crate::profile::plan::build_plan(&args, true).unwrap();
+        assert_eq!(plan.plan.total(), Some(1));
     }
 
     #[test]
