@@ -166,6 +166,10 @@ fn an_attached_viewer_sees_the_stage_steers_it_and_leaves_it_running() {
     std::thread::sleep(Duration::from_millis(600));
     tmux.keys("p");
     tmux.wait_for("the resume", limit, |s| !s.contains("PAUSED"));
+    // The server view reads the run's /metrics too.
+    tmux.keys("\t");
+    tmux.keys("\t");
+    tmux.wait_for("the server view", limit, |s| s.contains("running requests"));
     tmux.keys("d");
     tmux.wait_for("the viewer to leave", limit, |s| {
         s.contains("ATTACH-EXIT=0")

@@ -49,6 +49,20 @@ pub fn attach(
         use std::io::IsTerminal as _;
         let dashboard =
             !headless && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+        // The server view reads the same /metrics the run reads, on its own
+        // connection (a second reader of a Prometheus page changes nothing).
+        let server = hello.metrics_url.clone().filter(|_| dashboard).map(|url| {
+            crate::server_metrics::Scraper::start(crate::server_metrics::ScrapeConfig {
+                url,
+                interval: Duration::from_secs(1),
+                timeout: Duration::from_secs(2),
+                raw: Vec::new(),
+                model: Some(hello.model.clone()),
+                explicit: false,
+                bearer: None,
+                insecure: false,
+            })
+        });
         if dashboard {
             let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
             let opts = crate::tui::TuiOptions {
@@ -61,7 +75,7 @@ pub fn attach(
                     profile: format!("{} (attached)", hello.profile),
                 },
                 // The server view needs the run's scraper; a viewer has none.
-                server: None,
+                server: server.as_ref().map(|s| s.live()),
             };
             // Commands from the keys travel to the run; the run writes exports.
             let (control_tx, mut control_rx) = mpsc::unbounded_channel();

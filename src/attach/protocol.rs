@@ -23,6 +23,10 @@ pub struct RunHello {
     /// The run directory (reports, run.json, the socket).
     pub dir: String,
     pub pid: u32,
+    /// The server's `/metrics` the run reads, for a viewer's server view
+    /// (absent when scraping is off or the URL carries credentials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_url: Option<String>,
 }
 
 /// Run → viewer.

@@ -95,6 +95,11 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
     // 2. The run directory, its socket and its state file.
     create_run_dir(&out_dir)?;
     // The server's /metrics, read on its own connection while the run is live.
+    let metrics_url = p
+        .scrape
+        .as_ref()
+        .filter(|c| c.bearer.is_none() && !c.url.contains('@'))
+        .map(|c| c.url.clone());
     let scraper = p.scrape.take().map(crate::server_metrics::Scraper::start);
     let reports = Reports {
         scrape: scraper.as_ref().map(|s| s.handle()),
@@ -113,6 +118,7 @@ async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Res
         profile: p.plan.description.clone(),
         dir: out_dir.display().to_string(),
         pid: std::process::id(),
+        metrics_url,
     };
     let endpoint = {
         let r = reports.clone();
