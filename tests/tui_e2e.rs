@@ -1,86 +1,13 @@
 //! End to end: the real binary in a real terminal (tmux), steered with keys.
 //! Needs tmux (CI installs it).
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::tmux::Tmux;
 use serde_json::Value;
-
-struct Tmux {
-    socket: String,
-    session: &'static str,
-}
-
-impl Tmux {
-    fn cmd(&self) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket]);
-        c
-    }
-
-    fn start(socket: String, width: u16, height: u16, command: &str) -> Tmux {
-        let t = Tmux {
-            socket,
-            session: "e2e",
-        };
-        let ok = t
-            .cmd()
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                t.session,
-                "-x",
-                &width.to_string(),
-                "-y",
-                &height.to_string(),
-            ])
-            .arg(command)
-            .status()
-            .expect("tmux is installed (apt-get install tmux)");
-        assert!(ok.success(), "tmux new-session");
-        t
-    }
-
-    fn screen(&self) -> String {
-        let o = self
-            .cmd()
-            .args(["capture-pane", "-p", "-t", self.session])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).to_string()
-    }
-
-    fn keys(&self, keys: &str) {
-        assert!(self
-            .cmd()
-            .args(["send-keys", "-t", self.session, "-l", keys])
-            .status()
-            .unwrap()
-            .success());
-    }
-
-    fn wait_for(&self, what: &str, limit: Duration, f: impl Fn(&str) -> bool) -> String {
-        let t0 = Instant::now();
-        loop {
-            let s = self.screen();
-            if f(&s) {
-                return s;
-            }
-            if t0.elapsed() > limit {
-                panic!("timed out waiting for {what}; screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd().arg("kill-server").status();
-    }
-}
 
 #[test]
 fn steer_a_run_with_keys_and_find_it_in_the_report() {
@@ -92,12 +19,7 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
         "{bin} --profile constant --rate 5,6,7 --max-seconds 60 --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
         out.display()
     );
-    let tmux = Tmux::start(
-        format!("llmsweep-e2e-{}", std::process::id()),
-        100,
-        30,
-        &command,
-    );
+    let tmux = Tmux::start("e2e", 100, 30, &command);
     let limit = Duration::from_secs(30);
 
     tmux.wait_for("the dashboard", limit, |s| {
@@ -193,12 +115,7 @@ fn exit_on_finish_skips_the_result_screen_and_the_tables_fit() {
         "{bin} --profile constant --rate 5 --max-seconds 2 --exit-on-finish --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
         out.display()
     );
-    let tmux = Tmux::start(
-        format!("llmsweep-e2e-exit-{}", std::process::id()),
-        80,
-        24,
-        &command,
-    );
+    let tmux = Tmux::start("e2e-exit", 80, 24, &command);
     let last = tmux.wait_for("the exit", Duration::from_secs(30), |s| {
         s.contains("LLMSWEEP-EXIT=")
     });
@@ -244,12 +161,7 @@ fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
          --exit-on-finish --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
         out.display()
     );
-    let tmux = Tmux::start(
-        format!("llmsweep-e2e-steer-{}", std::process::id()),
-        120,
-        36,
-        &command,
-    );
+    let tmux = Tmux::start("e2e-steer", 120, 36, &command);
     let limit = Duration::from_secs(30);
 
     // Synchronous: wait for a few completions, then +10 % of its measured rate.
@@ -323,12 +235,7 @@ fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
         out2.display()
     );
     drop(tmux);
-    let tmux = Tmux::start(
-        format!("llmsweep-e2e-conc-{}", std::process::id()),
-        120,
-        36,
-        &command,
-    );
+    let tmux = Tmux::start("e2e-conc", 120, 36, &command);
     tmux.wait_for("the concurrent stage", limit, |s| {
         s.contains("concurrent@2")
     });
