@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::client::{Api, FollowRedirects};
-pub use crate::run::signals::OnHangup;
 
 /// `llmsweep run`: load a server and report what it held.
 #[derive(Debug, Clone, Args, Default)]
@@ -160,4 +159,15 @@ pub struct RunArgs {
     /// Close the dashboard as soon as the run ends, without the result screen.
     #[arg(long)]
     pub exit_on_finish: bool,
+}
+
+/// What `--on-hangup` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnHangup {
+    /// The run goes on to its planned end without the terminal.
+    #[default]
+    Continue,
+    /// Stop and write a partial report.
+    Stop,
 }

@@ -13,6 +13,7 @@ pub mod client;
 pub mod data;
 pub mod engine;
 pub mod headless;
+pub mod model;
 pub mod profile;
 pub mod redact;
 pub mod report;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::live::{HistoryPoint, RunHistory, StageMark};
 use crate::engine::{Control, ErrorEntry, LiveStage, PlannedStage, Snapshot};
-use crate::report::{StageReport, TimelineEvent};
+use crate::model::{StageReport, TimelineEvent};
 
 pub const VERSION: u32 = 1;
 

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use crate::report::{RequestCounts, StageReport, TimelineEvent};
+use crate::model::{RequestCounts, StageReport, TimelineEvent};
 
 pub use super::history::{HistoryPoint, RunHistory, StageMark};
 use crate::stats::stage::SeriesPoint;

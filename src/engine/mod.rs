@@ -31,7 +31,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Outcome, Prompt, RequestRecord};
-use crate::report::{StageReport, TimelineEvent};
+use crate::model::{StageReport, TimelineEvent};
 use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
@@ -681,7 +681,7 @@ impl Engine {
             StageEnd::OverSaturated(why) => Some(why.as_str()),
             _ => None,
         };
-        let judged = crate::profile::sweep::judge_finished(&mut report, guard, &self.finished);
+        let judged = crate::stats::judge::judge_finished(&mut report, guard, &self.finished);
         self.note(
             "stage_end",
             format!(

@@ -8,7 +8,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
 
-use crate::report::StageReport;
+use crate::model::StageReport;
 
 /// How requests are released in a stage.
 #[derive(Debug, Clone, PartialEq)]
@@ -266,7 +266,7 @@ pub trait Plan: Send + Sync {
         None
     }
     /// The search profile's answer, for the report.
-    fn search(&self) -> Option<crate::profile::search::SearchSummary> {
+    fn search(&self) -> Option<crate::model::SearchSummary> {
         None
     }
 }

@@ -12,45 +12,15 @@
 //! might have missed). The answer is the highest passing rate, with the interval and the
 //! stages that prove it.
 
-use serde::{Deserialize, Serialize};
-
 use crate::engine::strategy::{fmt_rate, Limits, Plan, PlannedStage, StageSpec, Strategy};
-use crate::report::StageReport;
-use crate::stats::metrics::Slo;
+pub use crate::model::search::{SearchProbe, SearchSummary};
+use crate::model::{Slo, StageReport};
 use crate::stats::verdict::Outcome;
 
 /// Constant-rate probes at most, after synchronous and throughput.
 pub const MAX_PROBES: usize = 12;
 /// A probe needs this many measured requests to count.
 const MIN_MEASURED: u64 = 5;
-
-/// One stage of the search and how it went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SearchProbe {
-    pub stage: String,
-    pub rate: f64,
-    pub passed: bool,
-    /// Share of measured requests that met every limit.
-    pub met_fraction: f64,
-    pub why: String,
-}
-
-/// The search's answer (report field `search`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SearchSummary {
-    pub slo: Slo,
-    /// Share of requests that must meet every limit (the percentile / 100).
-    pub attainment: f64,
-    pub precision: f64,
-    /// The highest rate that met the SLOs (None: not even synchronous did).
-    pub rate: Option<f64>,
-    /// The interval the limit lies in: [highest passing, lowest failing]
-    /// (no upper end when every probe up to the capacity passed).
-    pub low: Option<f64>,
-    pub high: Option<f64>,
-    pub probes: Vec<SearchProbe>,
-    pub note: String,
-}
 
 impl SearchSummary {
     pub fn line(&self) -> String {
@@ -335,7 +305,7 @@ impl Plan for SearchPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Goodput, Rates, RequestCounts};
+    use crate::model::{Goodput, Rates, RequestCounts};
 
     fn stage(name: &str, strategy: &str, rate: f64, frac: f64) -> StageReport {
         StageReport {

@@ -6,7 +6,7 @@
 //! fraction linearly in achieved rate between the best stage that met the
 //! SLOs and the next faster stage that did not.
 
-use crate::report::{SloSummary, StageReport};
+use crate::model::{SloSummary, StageReport};
 
 /// Share of requests that must meet every limit for a stage to pass.
 pub const ATTAINMENT: f64 = 0.95;
@@ -71,7 +71,7 @@ pub fn summarize(stages: &[StageReport]) -> Option<SloSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Goodput, Rates, RequestCounts};
+    use crate::model::{Goodput, Rates, RequestCounts};
     use crate::stats::metrics::Slo;
 
     fn stage(name: &str, rate: f64, frac: f64) -> StageReport {

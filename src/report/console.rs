@@ -36,7 +36,7 @@ pub fn render(r: &Report) -> String {
     s.push_str(&layouts::guidellm_info(r));
     let _ = writeln!(s, "\nBenchmarks Stats:");
     s.push_str(&layouts::guidellm_stats(r));
-    if let Some(t) = crate::server_metrics::render::text_tables(r) {
+    if let Some(t) = crate::report::server::text_tables(r) {
         let _ = writeln!(s, "\nServer (/metrics):");
         s.push_str(&t);
     }
@@ -68,7 +68,7 @@ pub fn render(r: &Report) -> String {
     if let Some(slo) = &r.slo_summary {
         let _ = writeln!(s, "{}", slo_line(slo));
     }
-    for line in crate::profile::sweep::judgement_lines(r) {
+    for line in crate::stats::judge::judgement_lines(r) {
         let _ = writeln!(s, "{line}");
     }
     for w in &r.warnings {

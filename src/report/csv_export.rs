@@ -50,10 +50,10 @@ pub fn render(r: &Report) -> Result<String> {
         }
     }
     header.push("errors".into());
-    let server = crate::server_metrics::render::csv_wanted(r);
+    let server = crate::report::server::csv_wanted(r);
     if server {
         header.extend(
-            crate::server_metrics::render::CSV_COLUMNS
+            crate::report::server::CSV_COLUMNS
                 .iter()
                 .map(|c| c.to_string()),
         );
@@ -110,7 +110,7 @@ pub fn render(r: &Report) -> Result<String> {
                 .join(";"),
         );
         if server {
-            row.extend(crate::server_metrics::render::csv_values(s));
+            row.extend(crate::report::server::csv_values(s));
         }
         w.write_record(&row)?;
     }

@@ -98,7 +98,7 @@ pub fn markdown(r: &Report) -> String {
     s.push_str(&layouts::guidellm_info(r));
     s.push_str("```\n\n## Benchmarks Stats\n\n```\n");
     s.push_str(&layouts::guidellm_stats(r));
-    if let Some(t) = crate::server_metrics::render::text_tables(r) {
+    if let Some(t) = crate::report::server::text_tables(r) {
         s.push_str("```\n\n## Server (/metrics)\n\n```\n");
         s.push_str(&t);
     }
@@ -125,7 +125,7 @@ pub fn markdown(r: &Report) -> String {
             }
         }
     }
-    let judgement = crate::profile::sweep::judgement_lines(r);
+    let judgement = crate::stats::judge::judgement_lines(r);
     if !judgement.is_empty() {
         s.push_str("\n## Judgement\n\n");
         for line in &judgement {

@@ -500,7 +500,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     for w in &r.warnings {
         let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
     }
-    let judgement = crate::profile::sweep::judgement_lines(r);
+    let judgement = crate::stats::judge::judgement_lines(r);
     if !judgement.is_empty() {
         h.push_str("<h2>Judgement</h2><ul>");
         for line in &judgement {
@@ -542,7 +542,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
         );
     }
     h.push_str("</table>");
-    if let Some(server) = crate::server_metrics::render::html_section(r) {
+    if let Some(server) = crate::report::server::html_section(r) {
         h.push_str(&server);
     }
     h.push_str("<h2>Timeline</h2><table><tr><th>t (s)</th><th>event</th><th>detail</th></tr>");

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+pub use crate::cli::OnHangup;
 use crate::engine::Control;
 
 /// Signals this close together count as one.
@@ -39,17 +40,6 @@ impl Sig {
             Sig::Hup => "SIGHUP",
         }
     }
-}
-
-/// What `--on-hangup` asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnHangup {
-    /// The run goes on to its planned end without the terminal.
-    #[default]
-    Continue,
-    /// Stop and write a partial report.
-    Stop,
 }
 
 /// What to do about one signal.

@@ -12,7 +12,6 @@
 
 pub mod model;
 pub mod prom;
-pub mod render;
 pub mod scrape;
 pub mod series;
 pub mod summary;
@@ -25,7 +24,7 @@ pub use scrape::{LiveView, Record, ScrapeConfig, ScrapeHandle, Scraper, Status};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::report::StageReport;
+use crate::model::StageReport;
 
 /// Seconds between scrapes unless `--server-metrics-interval` says otherwise.
 pub const DEFAULT_INTERVAL_S: f64 = 1.0;

@@ -1,13 +1,11 @@
 //! A latency distribution: an HDR histogram in microseconds, summarised in
 //! milliseconds.
 
-use std::collections::BTreeMap;
-
+pub use crate::model::dist::DistSummary;
 use anyhow::{Context as _, Result};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 /// Highest value kept: one hour, in µs. Larger values are clamped to it.
 const MAX_US: u64 = 3_600_000_000;
@@ -23,25 +21,6 @@ impl Default for Dist {
             h: Histogram::new_with_bounds(1, MAX_US, 3).expect("constant bounds are valid"),
         }
     }
-}
-
-/// The summary every report shows, in milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DistSummary {
-    pub count: u64,
-    pub mean: f64,
-    pub std: f64,
-    pub min: f64,
-    pub max: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub p999: f64,
-    /// Extra percentiles asked for with --percentiles, keyed like `p75`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, f64>,
 }
 
 impl Dist {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::client::RequestRecord;
+pub use crate::model::slo::Slo;
 
 fn us(d: Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64
@@ -53,21 +54,6 @@ pub fn mean_itl_us(r: &RequestRecord) -> Option<u64> {
         return None;
     }
     Some(us(last.0.saturating_duration_since(first.0)) / gaps)
-}
-
-/// Service-level objectives for goodput: a completed request is "good" when
-/// it meets every limit that is set.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Slo {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttft_ms: Option<f64>,
-    /// Limit on the request's mean inter-token latency.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub itl_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tpot_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub e2e_ms: Option<f64>,
 }
 
 impl Slo {

@@ -2,6 +2,7 @@
 //! and the per-stage aggregator with its live series.
 
 pub mod dist;
+pub mod judge;
 pub mod metrics;
 pub mod stage;
 pub mod verdict;

@@ -10,7 +10,7 @@ use super::dist::Dist;
 use super::metrics::{self, Slo};
 use super::verdict::{self, Evidence, Verdict};
 use crate::client::{ErrorCategory, Outcome, RequestRecord, TokenSource};
-use crate::report::{ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, Tokens};
+use crate::model::{ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, Tokens};
 
 /// Which requests count towards the statistics. Requests sent outside the
 /// window (warm-up, cool-down) still count in `requests` but not in rates or

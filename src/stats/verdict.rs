@@ -38,7 +38,7 @@
 //!    not saturated.
 //! 3. Otherwise inconclusive, with the stage length a verdict would need.
 
-use serde::{Deserialize, Serialize};
+pub use crate::model::verdict::{CapacityEstimate, Method, Outcome, Verdict};
 
 /// Share of the target rate a stage must complete to keep up.
 pub const KEEP_UP: f64 = 0.9;
@@ -46,57 +46,6 @@ pub const KEEP_UP: f64 = 0.9;
 pub const ERRORING: f64 = 0.05;
 /// Seconds of completions after the pipeline filled that a rate verdict needs.
 pub const STEADY_SECONDS: f64 = 3.0;
-
-/// How a capacity figure was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    /// Least-squares slope of completions against time, capped by evidence.
-    Steady,
-    /// One wave of completions: completions over the time they took.
-    Observed,
-    /// Completions over the measured window (too little evidence).
-    #[default]
-    Plain,
-}
-
-/// A stage's completion rate with its method and evidence (report field `capacity`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CapacityEstimate {
-    /// The estimate, in completed requests per second. Equals `rates.steady_requests_per_s`.
-    pub requests_per_s: f64,
-    pub method: Method,
-    /// True when the evidence was thin (method `observed` or `plain`): the
-    /// sweep says so when it plans from it.
-    pub low_evidence: bool,
-    /// One sentence: what the estimate rests on.
-    pub evidence: String,
-    /// Completed requests in the measured window.
-    pub completions: u64,
-    /// Seconds from the first to the last of them.
-    pub span_s: f64,
-    /// Distinct quarter-seconds in which requests completed (1–2: one wave).
-    pub busy_quarters: u64,
-    /// The least-squares slope before capping (0 when not computed).
-    pub slope_requests_per_s: f64,
-    /// Completions over the time from the first request sent to the last completion.
-    pub observed_requests_per_s: f64,
-    /// Little's law cross-check: mean in flight ÷ mean latency of completed requests.
-    pub littles_law_requests_per_s: Option<f64>,
-}
-
-/// The three (four) outcomes of a stage verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Saturated,
-    #[default]
-    NotSaturated,
-    /// The server answered at the rate asked, but too many answers were errors.
-    Erroring,
-    /// Too short to tell; `needed_seconds` says how long a stage would need.
-    Inconclusive,
-}
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
@@ -107,22 +56,6 @@ impl Outcome {
             Outcome::Inconclusive => "inconclusive",
         }
     }
-}
-
-/// A stage's verdict (report field `verdict`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    pub outcome: Outcome,
-    /// Why, in one sentence (empty for a plain "not saturated").
-    #[serde(default)]
-    pub reason: String,
-    /// For `inconclusive`: the stage length a verdict would need, in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub needed_seconds: Option<f64>,
-    /// The verdict rests on overload that no stage length would change
-    /// (refused connections, a growing backlog): the guard may end the stage.
-    #[serde(default)]
-    pub overload: bool,
 }
 
 /// What the verdict and the estimate look at, summarised by `StageStats`.
@@ -460,7 +393,7 @@ pub struct Reference {
     pub capacity: Option<f64>,
 }
 
-pub fn reference(done: &[crate::report::StageReport]) -> Reference {
+pub fn reference(done: &[crate::model::StageReport]) -> Reference {
     Reference {
         latency_s: done
             .iter()

@@ -5,10 +5,10 @@
 
 use std::fmt::Write as _;
 
-use super::model::{GaugeSummary, ServerDist};
-use crate::report::html::{esc, ticks};
-use crate::report::layouts::GroupedTable;
-use crate::report::{Report, StageReport};
+use super::html::{esc, ticks};
+use super::layouts::GroupedTable;
+use super::{Report, StageReport};
+use crate::model::server::{GaugeSummary, ServerDist};
 
 /// True when some stage has the server's metrics, or a server prompt-token
 /// count (usage) that differs from the requested one.
@@ -321,7 +321,8 @@ pub fn html_section(r: &Report) -> Option<String> {
                 Some((t, s.name.clone()))
             })
             .collect();
-        let collect = |f: fn(&super::model::ServerSeries) -> &Vec<Option<f64>>, scale: f64| {
+        let collect = |f: fn(&crate::model::server::ServerSeries) -> &Vec<Option<f64>>,
+                       scale: f64| {
             let mut pts = Vec::new();
             for s in &with_series {
                 let Some(se) = s.server.as_ref().and_then(|v| v.series.as_ref()) else {

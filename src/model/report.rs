@@ -1,0 +1,254 @@
+//! The report and its stages: what `report.json` holds (docs/REPORT.md).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::dist::DistSummary;
+use super::slo::Slo;
+
+/// Bumped whenever a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    pub version: u32,
+    /// The tool and its version, e.g. `llmsweep 0.1.0`.
+    pub tool: String,
+    /// When the run started (RFC 3339, UTC).
+    pub created: String,
+    pub target: Target,
+    /// The run's settings, with secrets removed.
+    pub config: serde_json::Value,
+    /// True when the run stopped before its plan was done (stop key, signal, error limit).
+    pub partial: bool,
+    /// Why the run ended: `completed`, `stopped`, `signal`, `max_errors`, ...
+    pub end_reason: String,
+    pub stages: Vec<StageReport>,
+    /// Operator commands and other events, in order.
+    pub timeline: Vec<TimelineEvent>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// With --slo: the highest measured rate that met the SLOs, and an estimate between stages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_summary: Option<SloSummary>,
+    /// With `--profile search`: the highest rate that met the SLOs, its interval and the stages that prove it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<super::search::SearchSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SloSummary {
+    /// Share of a stage's requests that must meet every limit for the stage to pass.
+    pub attainment: f64,
+    pub best_stage: Option<String>,
+    /// Achieved req/s of that stage.
+    pub best_rate: Option<f64>,
+    /// Interpolated rate at which the share of good requests falls to `attainment`.
+    pub estimated_rate: Option<f64>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Target {
+    /// Base URL, or `built-in simulator` with its address.
+    pub url: String,
+    pub model: String,
+    pub api: String,
+    /// True when the run used the built-in simulator ("target: built-in simulator").
+    pub builtin_simulator: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimelineEvent {
+    /// Seconds since the run started.
+    pub t_s: f64,
+    /// `set_rate`, `pause`, `resume`, `skip`, `stop`, `export`, `stage_start`, `stage_end`, `signal`.
+    pub event: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageReport {
+    /// e.g. `synchronous`, `throughput`, `constant@5.25`, `constant@5.25 (manual)`.
+    pub name: String,
+    /// `synchronous`, `concurrent`, `throughput`, `constant`, `poisson`.
+    pub strategy: String,
+    /// Requests/s for constant and poisson, streams for concurrent; null otherwise.
+    pub target_rate: Option<f64>,
+    pub start: String,
+    pub end: String,
+    pub duration_s: f64,
+    /// Length of the measured window (duration less warm-up and cool-down).
+    pub measured_s: f64,
+    /// Seconds from the stage's start to the start of its measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_from_s: Option<f64>,
+    pub saturated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_reason: Option<String>,
+    /// Why the stage ended: `max_seconds`, `max_requests`, `max_errors`, `skipped`, `rate_changed`, `stopped`, `data_exhausted`.
+    pub end_reason: String,
+    pub requests: RequestCounts,
+    /// Errored requests by category (`http_500`, `timeout`, `stream_broken`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Up to three distinct messages per error category, secrets masked.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_samples: BTreeMap<String, Vec<String>>,
+    /// Requests sent once more on a new connection because the pooled one
+    /// had been closed by the server before it answered (not retries: the
+    /// server never saw the first attempt).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub reconnects: u64,
+    pub rates: Rates,
+    pub concurrency: Concurrency,
+    pub ttft_ms: DistSummary,
+    pub itl_ms: DistSummary,
+    pub tpot_ms: DistSummary,
+    pub latency_ms: DistSummary,
+    pub queue_ms: DistSummary,
+    pub tokens: Tokens,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
+    /// The stage's completion rate with its method and evidence (`rates.steady_requests_per_s` is its value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<super::verdict::CapacityEstimate>,
+    /// Open-loop stages: saturated, not saturated, erroring or inconclusive, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<super::verdict::Verdict>,
+    /// What makes this stage's numbers doubtful (too short, queueing, cache hits), with the fix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
+    pub histograms: BTreeMap<String, String>,
+    /// 1-based position in the run (0 in reports from before it was recorded).
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub number: usize,
+    /// Started by the operator (a rate change), not by the plan.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub manual: bool,
+    /// Ended by the operator (`n`, a rate change, a stop) before its limit.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cut_short: bool,
+    /// After a rate change: seconds the stage's requests in flight took to
+    /// finish after it stopped sending (they count in this stage).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub finished_after_s: f64,
+    /// Seconds the stage was paused; left out of `duration_s` and the rates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paused_s: f64,
+    /// How often the stage was paused.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub pauses: u32,
+    /// What the server's /metrics said over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::server::ServerStage>,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_zero_usize(v: &usize) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct RequestCounts {
+    /// Requests sent in this stage (= completed + incomplete + errored).
+    pub sent: u64,
+    pub completed: u64,
+    /// In flight when the stage ended, and cancelled.
+    pub incomplete: u64,
+    pub errored: u64,
+    /// Completed requests inside the measured window (the statistics' sample).
+    pub measured: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Rates {
+    /// Completed requests per second of measured window.
+    pub requests_per_s: f64,
+    /// The slope of a least-squares fit of completions against completion
+    /// time: the server's completion rate once work flows, without the ramp
+    /// at the start, the requests cut off at the end, or the lock-step bursts
+    /// of equal-length batches. The sweep plans from it for the throughput
+    /// stage. 0 with fewer than three completions.
+    #[serde(default)]
+    pub steady_requests_per_s: f64,
+    pub output_tokens_per_s: f64,
+    /// (prompt + output tokens of completed requests) per second.
+    pub total_tokens_per_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Concurrency {
+    /// Time-weighted mean of requests in flight over the measured window.
+    pub mean: f64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Tokens {
+    /// Mean prompt tokens per completed request, as the data source built them.
+    pub prompt_mean: f64,
+    /// Mean prompt tokens per completed request as the server counted them (usage), if reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_mean_server: Option<f64>,
+    pub output_mean: f64,
+    pub prompt_total: u64,
+    pub output_total: u64,
+    /// Prompt tokens the server reported as served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), over the completed
+    /// requests that reported it; absent when the server does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cached_total: Option<u64>,
+    /// How output tokens were counted, by number of requests: `usage`, `tokenizer`, `chunks`.
+    pub output_source: BTreeMap<String, u64>,
+    /// Token totals of every request of the stage, by outcome (GuideLLM's Info table).
+    #[serde(default)]
+    pub by_outcome: ByOutcome,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct TokenTotals {
+    pub requests: u64,
+    pub prompt_total: u64,
+    /// For incomplete and errored requests: the output streamed before the end.
+    pub output_total: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct ByOutcome {
+    pub completed: TokenTotals,
+    pub incomplete: TokenTotals,
+    pub errored: TokenTotals,
+}
+
+impl ByOutcome {
+    /// Completed, incomplete, errored.
+    pub fn iter(&self) -> impl Iterator<Item = &TokenTotals> {
+        [&self.completed, &self.incomplete, &self.errored].into_iter()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Goodput {
+    pub slo: Slo,
+    /// Completed requests meeting every SLO, per second of measured window.
+    pub requests_per_s: f64,
+    /// Share of measured completed requests that met every SLO.
+    pub fraction: f64,
+}
+
+fn is_zero_count(n: &u64) -> bool {
+    *n == 0
+}

@@ -1,0 +1,175 @@
+//! A finished stage judged for the reader: its verdict and warnings as
+//! timeline notes, and the run's judgement in plain lines for every report.
+//! Pure functions over the report model.
+
+use crate::model::{Outcome as VerdictOutcome, StageReport, Verdict};
+
+/// The run's judgement in plain lines, for the console summary, report.md
+/// and report.html: why the run ended when it was not the plan's end, every
+/// planner message, each open-loop stage's verdict, each stage's warnings,
+/// and the search's answer.
+pub fn judgement_lines(r: &crate::model::Report) -> Vec<String> {
+    let mut v = Vec::new();
+    if r.end_reason != "completed" {
+        v.push(format!("run ended: {}", r.end_reason));
+    }
+    for e in &r.timeline {
+        match e.event.as_str() {
+            "plan" | "over_saturation" => v.push(e.detail.clone()),
+            "settle" if !e.detail.starts_with("waited 0.0") => {
+                v.push(format!("between stages: {}", e.detail))
+            }
+            _ => {}
+        }
+    }
+    for s in &r.stages {
+        if let Some(vd) = &s.verdict {
+            if vd.outcome != VerdictOutcome::NotSaturated {
+                v.push(format!(
+                    "{}: {} — {}",
+                    s.name,
+                    vd.outcome.as_str(),
+                    vd.reason
+                ));
+            }
+        }
+        for w in s
+            .warnings
+            .iter()
+            .filter(|w| s.verdict.as_ref().is_none_or(|vd| &vd.reason != *w))
+        {
+            v.push(format!("{}: {w}", s.name));
+        }
+    }
+    if let Some(search) = &r.search {
+        v.push(search.line());
+    }
+    v
+}
+
+/// Everything the sweep concludes about a stage that just ended, in one call
+/// for the engine: marks it saturated when the guard (`guard`: its reason)
+/// ended it, fills its warnings, and returns the timeline entries to add
+/// (`verdict`, then one `stage_warning` each).
+pub fn judge_finished(
+    report: &mut StageReport,
+    guard: Option<&str>,
+    earlier: &[StageReport],
+) -> Vec<(&'static str, String)> {
+    if let Some(why) = guard {
+        mark_over_saturated(report, why);
+    }
+    report.warnings = stage_warnings(report, earlier);
+    let mut notes = Vec::new();
+    if let Some(v) = &report.verdict {
+        notes.push((
+            "verdict",
+            format!("{}: {} {}", report.name, v.outcome.as_str(), v.reason)
+                .trim_end()
+                .to_string(),
+        ));
+    }
+    for w in &report.warnings {
+        notes.push(("stage_warning", format!("{}: {w}", report.name)));
+    }
+    notes
+}
+
+/// The guard ended `report` early: it is saturated, whatever the rate test said.
+pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
+    let reason = format!("over-saturation guard: {why}");
+    report.saturated = true;
+    report.saturation_reason = Some(reason.clone());
+    report.verdict = Some(Verdict {
+        outcome: VerdictOutcome::Saturated,
+        reason,
+        needed_seconds: None,
+        overload: true,
+    });
+}
+
+/// A throughput stage that measured queueing, not capacity: its rate fell
+/// below the synchronous stage's, or most of its requests were still in
+/// flight at the end (the server's queue, not its slots, held them). Says
+/// what fixes it.
+pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<String> {
+    let rate = thr
+        .rates
+        .steady_requests_per_s
+        .max(thr.rates.requests_per_s);
+    let sync_rate = sync.map_or(0.0, |s| s.rates.requests_per_s);
+    let c = thr.requests;
+    let below = sync_rate > 0.0 && rate < sync_rate;
+    let mostly_incomplete = c.incomplete > c.completed;
+    if !(below || mostly_incomplete) {
+        return None;
+    }
+    let latency_s = thr.latency_ms.p50 / 1000.0;
+    let needed = (4.0 * latency_s).max(thr.duration_s * 2.0).ceil();
+    Some(format!(
+        "the throughput stage measured queueing, not capacity ({:.2} req/s{}; median latency {latency_s:.1} s; {} of {} requests incomplete): use stages of at least {needed:.0} s (--max-seconds {needed:.0}), or a --max-concurrency near the server's slots",
+        rate,
+        if below {
+            format!(", below the synchronous {sync_rate:.2} req/s")
+        } else {
+            String::new()
+        },
+        c.incomplete,
+        c.sent
+    ))
+}
+
+/// What makes a finished stage's numbers doubtful, each with its fix:
+/// shorter than its requests (median latency against the stage length, and
+/// incomplete against completed), a throughput stage that measured queueing,
+/// a server cache that served the prompts, a verdict that needs a longer stage.
+pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
+    let mut w = Vec::new();
+    let c = s.requests;
+    let latency_s = s.latency_ms.p50 / 1000.0;
+    let cut = matches!(
+        s.end_reason.as_str(),
+        "skipped" | "rate_changed" | "stopped" | "over_saturated"
+    );
+    if c.completed == 0 && c.incomplete > 0 && !cut {
+        w.push(format!(
+            "no request completed in {:.1} s ({} still in flight at the end): the stage is shorter than one request; lengthen the stages or use --drain",
+            s.duration_s, c.incomplete
+        ));
+    } else if latency_s > 0.0 && s.duration_s < 3.0 * latency_s && !cut {
+        w.push(format!(
+            "the {:.1} s stage is shorter than 3 × its median latency ({latency_s:.1} s): use --max-seconds {:.0} or more",
+            s.duration_s,
+            (3.0 * latency_s).ceil()
+        ));
+    }
+    if c.incomplete > c.completed && c.completed > 0 && s.strategy != "throughput" && !cut {
+        w.push(format!(
+            "{} requests were still in flight at the end against {} completed: the numbers describe the stage's first requests, not the server under this load",
+            c.incomplete, c.completed
+        ));
+    }
+    if s.strategy == "throughput" {
+        let sync = earlier.iter().rev().find(|e| e.strategy == "synchronous");
+        if let Some(q) = queueing(s, sync) {
+            w.push(q);
+        }
+    }
+    if let (Some(cached), true) = (s.tokens.prompt_cached_total, s.tokens.prompt_total > 0) {
+        let share = cached as f64 / s.tokens.prompt_total as f64;
+        if share >= 0.2 {
+            w.push(format!(
+                "the server served {:.0}% of prompt tokens from its prefix cache: TTFT is lower than fresh prompts would see",
+                share * 100.0
+            ));
+        }
+    }
+    if let Some(v) = s
+        .verdict
+        .as_ref()
+        .filter(|v| v.outcome == VerdictOutcome::Inconclusive)
+    {
+        w.push(v.reason.clone());
+    }
+    w
+}
