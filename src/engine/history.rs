@@ -8,9 +8,7 @@
 //! merged pairwise (doubling their length). A run of any length costs at most
 //! `RECENT_CAP + COARSE_CAP` points.
 
-use std::collections::VecDeque;
-
-use crate::stats::stage::SeriesPoint;
+pub use crate::model::live::{HistoryPoint, RunHistory, SeriesPoint, StageMark};
 
 /// Seconds kept at full resolution (an hour).
 pub const RECENT_CAP: usize = 3600;
@@ -18,27 +16,6 @@ pub const RECENT_CAP: usize = 3600;
 pub const COARSE_STEP_S: f64 = 10.0;
 /// Coarse buckets kept before pairs are merged.
 pub const COARSE_CAP: usize = 1440;
-
-/// One point of the run's history. Latency fields are `None` for a span in
-/// which nothing completed (no data is not 0 ms).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct HistoryPoint {
-    /// Seconds since the run started, at the end of the span.
-    pub t_s: f64,
-    /// Length of the span the point covers (1 s, or more once downsampled).
-    pub span_s: f64,
-    pub requests_per_s: f64,
-    pub output_tokens_per_s: f64,
-    pub ttft_p50_ms: Option<f64>,
-    pub ttft_p99_ms: Option<f64>,
-    pub itl_p50_ms: Option<f64>,
-    pub itl_p99_ms: Option<f64>,
-    /// Requests in flight at the end of the span (the maximum once downsampled).
-    pub in_flight: u64,
-    /// Requests that errored during the span.
-    pub errors: u64,
-}
 
 impl HistoryPoint {
     /// Folds `other` (the later span) into `self`: rates are averaged by
@@ -66,27 +43,6 @@ impl HistoryPoint {
         self.span_s = a + b;
         self.t_s = other.t_s;
     }
-}
-
-/// Where a stage started, in run time.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StageMark {
-    pub t_s: f64,
-    pub name: String,
-}
-
-/// Serialisable, so a viewer that attaches mid-run can be sent the whole of it.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct RunHistory {
-    /// Downsampled seconds older than `recent`, oldest first.
-    pub coarse: Vec<HistoryPoint>,
-    /// The most recent seconds, one point each, oldest first.
-    pub recent: VecDeque<HistoryPoint>,
-    pub stages: Vec<StageMark>,
-    /// Errored count of the running stage at its last point (for deltas).
-    stage_errored: u64,
-    coarse_step_s: f64,
 }
 
 impl RunHistory {

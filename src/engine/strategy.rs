@@ -8,6 +8,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
 
+pub use crate::model::live::PlannedStage;
 use crate::model::StageReport;
 
 /// How requests are released in a stage.
@@ -235,13 +236,6 @@ impl Arrivals {
             ArrivalKind::None => {}
         }
     }
-}
-
-/// A stage planned but not yet run, for display.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PlannedStage {
-    pub name: String,
-    pub target_rate: Option<f64>,
 }
 
 /// Decides the next stage from the ones already done (a sweep needs the

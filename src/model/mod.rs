@@ -6,6 +6,7 @@
 //! (`stats::stage`, `stats::verdict`, `profile::search`, `server_metrics`).
 
 pub mod dist;
+pub mod live;
 pub mod report;
 pub mod search;
 pub mod server;

@@ -10,6 +10,7 @@ use super::dist::Dist;
 use super::metrics::{self, Slo};
 use super::verdict::{self, Evidence, Verdict};
 use crate::client::{ErrorCategory, Outcome, RequestRecord, TokenSource};
+pub use crate::model::live::SeriesPoint;
 use crate::model::{ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, Tokens};
 
 /// Which requests count towards the statistics. Requests sent outside the
@@ -47,20 +48,6 @@ impl Window {
     fn by_index(&self) -> bool {
         self.skip_first > 0 || self.skip_from.is_some()
     }
-}
-
-/// One point of a live series (one per second).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SeriesPoint {
-    /// Seconds since the stage started.
-    pub t_s: f64,
-    pub requests_per_s: f64,
-    pub output_tokens_per_s: f64,
-    pub ttft_p50_ms: f64,
-    pub ttft_p99_ms: f64,
-    pub itl_p50_ms: f64,
-    pub itl_p99_ms: f64,
-    pub in_flight: u64,
 }
 
 /// Live series keep at most this many points (an hour at one a second).

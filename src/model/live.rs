@@ -1,0 +1,163 @@
+//! What flows between the engine and its front ends (the dashboard, a
+//! viewer attached over the control socket, progress lines): commands in,
+//! snapshots out.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use super::report::{RequestCounts, StageReport, TimelineEvent};
+
+/// Commands a front end (keys, signals) sends to the engine. The engine
+/// applies them between dispatches and records each in the timeline.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Control {
+    /// Set the running stage's rate (streams for concurrent). Ends the stage
+    /// and opens `<kind>@<rate> (manual)` with the same limits.
+    SetRate(f64),
+    /// Multiply the current rate (e.g. 1.1, 0.5). For stages without a rate,
+    /// the base is the completion rate of the last few seconds.
+    ScaleRate(f64),
+    Pause,
+    Resume,
+    TogglePause,
+    /// End the running stage; the plan goes on.
+    Skip,
+    /// End the run after this stage (report is partial).
+    Stop {
+        reason: String,
+    },
+    /// Just a timeline entry (e.g. "export" from the TUI).
+    Note {
+        event: String,
+        detail: String,
+    },
+}
+
+/// One error, for the TUI's error log.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorEntry {
+    pub t_s: f64,
+    pub stage: String,
+    pub category: String,
+    pub message: String,
+}
+
+/// The running stage, as seen live.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LiveStage {
+    pub name: String,
+    pub strategy: String,
+    pub target_rate: Option<f64>,
+    /// Running time of the stage: paused time does not count.
+    pub elapsed_s: f64,
+    pub max_seconds: Option<f64>,
+    pub max_requests: Option<u64>,
+    pub counts: RequestCounts,
+    pub errors: BTreeMap<String, u64>,
+    pub in_flight: u64,
+    /// Requests completed over the last second.
+    pub achieved_rps: f64,
+    pub output_tokens_per_s: f64,
+    pub ttft_p50_ms: f64,
+    pub ttft_p99_ms: f64,
+    pub itl_p50_ms: f64,
+    pub itl_p99_ms: f64,
+    /// Per-second history of this stage (the newest last, at most 600 points).
+    pub series: Vec<SeriesPoint>,
+    /// Started by the operator, not the plan.
+    pub manual: bool,
+    /// Seconds this stage has been paused (not counted in `elapsed_s`).
+    pub paused_s: f64,
+    /// The stage so far (cumulative since it started), as its report would
+    /// read if it ended now: `end_reason` is `running`, no histograms and no
+    /// saturation verdict yet.
+    pub so_far: Option<Arc<StageReport>>,
+    /// Open-loop stages: `saturating: …` or `erroring: …` as soon as the
+    /// verdict so far says so (None otherwise), for a live warning.
+    pub saturation: Option<String>,
+}
+
+/// A view of the whole run, published several times a second. Cheap to
+/// clone: the large parts are behind `Arc`.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub elapsed_s: f64,
+    /// 1-based number of the running stage.
+    pub stage_number: usize,
+    pub stages_total: Option<usize>,
+    pub stage: Option<LiveStage>,
+    pub upcoming: Vec<PlannedStage>,
+    pub finished: Arc<Vec<StageReport>>,
+    pub paused: bool,
+    pub recent_errors: Arc<VecDeque<ErrorEntry>>,
+    pub timeline: Arc<Vec<TimelineEvent>>,
+    pub warnings: Arc<Vec<String>>,
+    /// Per-second history of the whole run, with stage boundaries.
+    pub history: Arc<RunHistory>,
+    /// The run is over; no more snapshots follow.
+    pub done: bool,
+}
+
+/// A stage planned but not yet run, for display.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PlannedStage {
+    pub name: String,
+    pub target_rate: Option<f64>,
+}
+
+/// One point of a live series (one per second).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the stage started.
+    pub t_s: f64,
+    pub requests_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub ttft_p50_ms: f64,
+    pub ttft_p99_ms: f64,
+    pub itl_p50_ms: f64,
+    pub itl_p99_ms: f64,
+    pub in_flight: u64,
+}
+
+/// One point of the run's history. Latency fields are `None` for a span in
+/// which nothing completed (no data is not 0 ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct HistoryPoint {
+    /// Seconds since the run started, at the end of the span.
+    pub t_s: f64,
+    /// Length of the span the point covers (1 s, or more once downsampled).
+    pub span_s: f64,
+    pub requests_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    pub itl_p50_ms: Option<f64>,
+    pub itl_p99_ms: Option<f64>,
+    /// Requests in flight at the end of the span (the maximum once downsampled).
+    pub in_flight: u64,
+    /// Requests that errored during the span.
+    pub errors: u64,
+}
+
+/// Where a stage started, in run time.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StageMark {
+    pub t_s: f64,
+    pub name: String,
+}
+
+/// Serialisable, so a viewer that attaches mid-run can be sent the whole of it.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct RunHistory {
+    /// Downsampled seconds older than `recent`, oldest first.
+    pub coarse: Vec<HistoryPoint>,
+    /// The most recent seconds, one point each, oldest first.
+    pub recent: VecDeque<HistoryPoint>,
+    pub stages: Vec<StageMark>,
+    /// Errored count of the running stage at its last point (for deltas).
+    pub(crate) stage_errored: u64,
+    pub(crate) coarse_step_s: f64,
+}
