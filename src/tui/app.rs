@@ -72,6 +72,9 @@ pub enum Action {
     Detach,
     /// Leave the result screen (the run is over).
     Close,
+    /// A deliberate second Ctrl-C while stopping: leave at once, without
+    /// the report (the terminal is restored first).
+    ForceExit,
 }
 
 /// Something the dashboard asks before doing (answered with y / n).
@@ -115,6 +118,8 @@ pub struct RunOutcome {
 }
 
 pub struct App {
+    /// When Ctrl-C was first pressed (the second, a while later, leaves at once).
+    ctrl_c_at: Option<Instant>,
     pub info: RunInfo,
     pub snap: Snapshot,
     pub view: View,
@@ -157,6 +162,7 @@ impl App {
             input: None,
             confirm: None,
             stopping: false,
+            ctrl_c_at: None,
             status: None,
             server: None,
             scroll: 0,
@@ -343,6 +349,16 @@ impl App {
             };
         }
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            // As with the signal: the same press seen twice is one; a
+            // deliberate second one, later, leaves at once.
+            if let Some(first) = self.ctrl_c_at {
+                if first.elapsed() >= crate::run::signals::REPEAT_WINDOW {
+                    return Some(Action::ForceExit);
+                }
+                self.say("stopping… Ctrl-C again in a moment leaves at once, without the report");
+                return None;
+            }
+            self.ctrl_c_at = Some(Instant::now());
             self.stopping = true;
             self.confirm = None;
             self.say("stopping: finishing the stage and writing the reports…");
@@ -598,6 +614,12 @@ mod tests {
         assert!(a.stopping);
         let ctrl_c = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
         assert!(matches!(ctrl_c, Some(Action::Send(Control::Stop { .. }))));
+        // The same press twice: nothing more. A deliberate one later: leave.
+        let again = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert_eq!(again, None);
+        a.ctrl_c_at = Some(Instant::now() - Duration::from_secs(2));
+        let later = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert_eq!(later, Some(Action::ForceExit));
     }
 
     #[test]

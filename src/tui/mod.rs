@@ -223,6 +223,10 @@ pub async fn run(
                                 }
                             }
                             Some(Action::Detach) => break Exit::Detached,
+                            Some(Action::ForceExit) => {
+                                crate::term::restore();
+                                std::process::exit(crate::run::signals::FORCED_EXIT);
+                            }
                             Some(Action::Close) => break Exit::RunDone,
                             None => {}
                         }
