@@ -6,6 +6,12 @@
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Signals (and Ctrl-C presses) this close together count as one.
+pub const REPEAT_WINDOW: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Exit status of a forced exit (a second Ctrl-C), as shells report SIGINT.
+pub const FORCED_EXIT: i32 = 130;
+
 static GONE: AtomicBool = AtomicBool::new(false);
 static DASHBOARD: AtomicBool = AtomicBool::new(false);
 

@@ -12,18 +12,14 @@
 //!   second Ctrl-C after that exits at once, after restoring the terminal.
 //!   A second SIGTERM never drops the report: the stop is already under way.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::mpsc;
 
 pub use crate::cli::OnHangup;
 use crate::engine::Control;
 
-/// Signals this close together count as one.
-pub const REPEAT_WINDOW: Duration = Duration::from_millis(1500);
-
-/// Exit status of a forced exit (a second Ctrl-C), as shells report SIGINT.
-pub const FORCED_EXIT: i32 = 130;
+pub use crate::term::{FORCED_EXIT, REPEAT_WINDOW};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sig {
@@ -226,6 +222,7 @@ pub async fn watch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn at(base: Instant, ms: u64) -> Instant {
         base + Duration::from_millis(ms)

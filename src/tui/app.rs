@@ -352,7 +352,7 @@ impl App {
             // As with the signal: the same press seen twice is one; a
             // deliberate second one, later, leaves at once.
             if let Some(first) = self.ctrl_c_at {
-                if first.elapsed() >= crate::run::signals::REPEAT_WINDOW {
+                if first.elapsed() >= crate::term::REPEAT_WINDOW {
                     return Some(Action::ForceExit);
                 }
                 self.say("stopping… Ctrl-C again in a moment leaves at once, without the report");

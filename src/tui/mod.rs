@@ -225,7 +225,7 @@ pub async fn run(
                             Some(Action::Detach) => break Exit::Detached,
                             Some(Action::ForceExit) => {
                                 crate::term::restore();
-                                std::process::exit(crate::run::signals::FORCED_EXIT);
+                                std::process::exit(crate::term::FORCED_EXIT);
                             }
                             Some(Action::Close) => break Exit::RunDone,
                             None => {}
