@@ -224,7 +224,7 @@ pub fn check_seconds(name: &str, v: f64) -> Result<f64> {
     }
 }
 
-fn check_burstiness(b: f64) -> Result<f64> {
+pub fn check_burstiness(b: f64) -> Result<f64> {
     if b.is_finite() && (1e-3..=1e6).contains(&b) {
         Ok(b)
     } else {

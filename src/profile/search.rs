@@ -253,19 +253,7 @@ impl Plan for SearchPlan {
         if self.ended {
             return Vec::new();
         }
-        let mut v = Vec::new();
-        if self.issued < 1 {
-            v.push(PlannedStage {
-                name: "synchronous".into(),
-                target_rate: None,
-            });
-        }
-        if self.issued < 2 {
-            v.push(PlannedStage {
-                name: "throughput".into(),
-                target_rate: None,
-            });
-        }
+        let mut v = crate::profile::sweep::measured_stages_ahead(self.issued);
         v.push(PlannedStage {
             name: "constant@? (search)".into(),
             target_rate: None,

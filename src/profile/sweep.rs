@@ -237,19 +237,7 @@ impl Plan for SweepPlan {
         if self.ended {
             return Vec::new();
         }
-        let mut v = Vec::new();
-        if self.issued < 1 {
-            v.push(PlannedStage {
-                name: "synchronous".into(),
-                target_rate: None,
-            });
-        }
-        if self.issued < 2 {
-            v.push(PlannedStage {
-                name: "throughput".into(),
-                target_rate: None,
-            });
-        }
+        let mut v = measured_stages_ahead(self.issued);
         match &self.rates {
             Some(rates) => {
                 for r in rates.iter().skip(self.issued.saturating_sub(2)) {
@@ -295,6 +283,19 @@ impl Plan for SweepPlan {
 }
 
 /// Three times the stage limit (time, or else requests), for a stage re-run.
+/// The synchronous and throughput stages a sweep or a search starts with,
+/// those of them not yet issued.
+pub(crate) fn measured_stages_ahead(issued: usize) -> Vec<PlannedStage> {
+    ["synchronous", "throughput"]
+        .iter()
+        .skip(issued)
+        .map(|name| PlannedStage {
+            name: (*name).into(),
+            target_rate: None,
+        })
+        .collect()
+}
+
 fn longer_limits(l: &Limits) -> Option<Limits> {
     let mut l = l.clone();
     match (l.max_seconds, l.max_requests) {

@@ -13,7 +13,7 @@ use crate::client::{normalize_base_url, Client, ClientConfig, Prompt};
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
-use crate::profile::plan::{build_plan, check_seconds, PlanChoice};
+use crate::profile::plan::{build_plan, check_burstiness, check_seconds, PlanChoice};
 use crate::report::export::Format;
 use crate::report::Target;
 use crate::sim;
@@ -60,10 +60,7 @@ pub fn check_numbers(args: &RunArgs) -> Result<()> {
         bail!("--max-concurrency must be at least 1");
     }
     check_seconds("--settle-timeout", args.settle_timeout)?;
-    let b = args.burstiness;
-    if !(b.is_finite() && (1e-3..=1e6).contains(&b)) {
-        bail!("--burstiness {b} is not possible: use a number from 0.001 to 1000000 (1 = Poisson)");
-    }
+    check_burstiness(args.burstiness)?;
     if let Some(i) = args.server_metrics_interval {
         if !(i.is_finite() && (0.1..=3600.0).contains(&i)) {
             bail!("--server-metrics-interval {i} is not possible: use 0.1 to 3600 seconds");
