@@ -46,9 +46,7 @@ pub fn attach(
         let (leave_tx, leave_rx) = watch::channel(false);
         let pump = tokio::spawn(conn.pump(snap_tx, cmd_rx, export_tx, leave_rx));
 
-        use std::io::IsTerminal as _;
-        let dashboard =
-            !headless && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+        let dashboard = crate::tui::can_draw(headless);
         // The server view reads the same /metrics the run reads, on its own
         // connection (a second reader of a Prometheus page changes nothing).
         let server = hello.metrics_url.clone().filter(|_| dashboard).map(|url| {
@@ -64,11 +62,10 @@ pub fn attach(
             })
         });
         if dashboard {
-            let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
             let opts = crate::tui::TuiOptions {
                 outcome: None,
                 fps,
-                themes: crate::tui::theme::select(theme.as_deref(), no_color)?,
+                themes: crate::tui::theme::from_env(theme.as_deref())?,
                 info: crate::tui::app::RunInfo {
                     target: hello.target.clone(),
                     model: hello.model.clone(),

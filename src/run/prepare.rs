@@ -2,7 +2,6 @@
 //! (arguments, data, the target, the model), each with a message that says
 //! what to do. Ends with a ready client, the request bodies and the plan.
 
-use std::io::IsTerminal as _;
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _, Result};
@@ -111,12 +110,9 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
         formats.insert(0, Format::Json);
     }
     let plan = build_plan(args, args.target.is_none())?;
-    // The dashboard needs a terminal both ways: to draw and to read keys.
-    let dashboard =
-        !args.headless && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    let dashboard = crate::tui::can_draw(args.headless);
     let themes = if dashboard {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        crate::tui::theme::select(args.theme.as_deref(), no_color)?
+        crate::tui::theme::from_env(args.theme.as_deref())?
     } else {
         Vec::new()
     };

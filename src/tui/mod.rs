@@ -34,6 +34,12 @@ pub struct TuiOptions {
     pub outcome: Option<tokio::sync::oneshot::Receiver<app::RunOutcome>>,
 }
 
+/// The dashboard needs a terminal both ways: to draw and to read keys.
+pub fn can_draw(headless: bool) -> bool {
+    use std::io::IsTerminal as _;
+    !headless && std::io::stdout().is_terminal() && std::io::stdin().is_terminal()
+}
+
 /// Why the dashboard closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {

@@ -144,6 +144,12 @@ pub fn builtin() -> Vec<Theme> {
         .collect()
 }
 
+/// `--theme NAME|PATH`, with `NO_COLOR` read from the environment.
+pub fn from_env(choice: Option<&str>) -> Result<Vec<Theme>> {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    select(choice, no_color)
+}
+
 /// `--theme NAME|PATH`. `NO_COLOR` (set and non-empty) forces the mono theme.
 pub fn select(choice: Option<&str>, no_color: bool) -> Result<Vec<Theme>> {
     let mut all = builtin();
