@@ -168,6 +168,9 @@ pub struct Engine {
     /// The running stage so far, refreshed once a second (summarising five
     /// histograms 4×/s would cost the dispatcher for nothing).
     so_far: Option<Arc<StageReport>>,
+    /// The running stage's verdict so far as a warning (`saturating: …`),
+    /// refreshed with `so_far` when a second closes.
+    live_warning: Option<String>,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -209,6 +212,7 @@ impl Engine {
             finishing: Vec::new(),
             history: Arc::new(history::RunHistory::new()),
             so_far: None,
+            live_warning: None,
         }
     }
 
@@ -402,6 +406,7 @@ impl Engine {
         let t_start = self.t();
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
         self.so_far = None;
+        self.live_warning = None;
 
         let cancel = CancellationToken::new();
         let mut arrivals = Arrivals::new(
@@ -500,7 +505,9 @@ impl Engine {
                         next_second += Duration::from_secs(1);
                         ticked = true;
                     }
-                    let closed = ticked;
+                    // The stage so far, its verdict and the guard's view change
+                    // as seconds close: computed then, not at every snapshot.
+                    let mut guard = None;
                     if ticked {
                         self.so_far = Some(Arc::new(stats.so_far(
                             now,
@@ -508,10 +515,13 @@ impl Engine {
                             spec.strategy.kind(),
                             spec.strategy.target_rate(),
                         )));
+                        let (verdict, g) = stats.live_verdict(now, judged_rate);
+                        self.live_warning = verdict::live_warning(verdict.as_ref());
+                        guard = g;
                     }
                     self.publish(spec, &stats, plan, number);
-                    if closed && !self.settings.no_overload_guard && d.paused_at.is_none() {
-                        if let Some(why) = stats.guard(now, judged_rate) {
+                    if !self.settings.no_overload_guard && d.paused_at.is_none() {
+                        if let Some(why) = guard {
                             self.note("over_saturation", format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
                             break StageEnd::OverSaturated(why);
                         }
@@ -880,12 +890,7 @@ impl Engine {
             series: stats.series.iter().skip(skip).copied().collect(),
             manual: spec.manual,
             paused_s: stats.paused_total(Instant::now()).as_secs_f64(),
-            saturation: stats.live_warning(
-                Instant::now(),
-                spec.strategy
-                    .target_rate()
-                    .filter(|_| spec.strategy.is_open_loop()),
-            ),
+            saturation: self.live_warning.clone(),
             so_far: self.so_far.clone(),
         };
         let snap = Snapshot {

@@ -489,16 +489,6 @@ impl StageStats {
         (v, g)
     }
 
-    /// The live warning for a front end: `saturating: …` or `erroring: …`.
-    pub fn live_warning(&self, now: Instant, target_rate: Option<f64>) -> Option<String> {
-        verdict::live_warning(self.live_verdict(now, target_rate).0.as_ref())
-    }
-
-    /// Why the over-saturation guard would end the stage now, if it would.
-    pub fn guard(&self, now: Instant, target_rate: Option<f64>) -> Option<String> {
-        self.live_verdict(now, target_rate).1
-    }
-
     /// Median latency so far (ms), for the short-stage warning.
     pub fn latency_p50_ms(&self) -> f64 {
         self.latency.quantile_ms(0.5)
