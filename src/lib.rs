@@ -8,8 +8,8 @@
 //! front ends (`headless`, later the TUI) only read the engine's snapshots.
 
 pub mod attach;
-pub mod cli;
 pub mod client;
+pub mod config;
 pub mod data;
 pub mod engine;
 pub mod headless;

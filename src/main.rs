@@ -1,12 +1,10 @@
 use std::process::ExitCode;
 
-use std::collections::HashSet;
-
-use clap::parser::ValueSource;
-use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use llmsweep::attach::runs;
-use llmsweep::{cli::RunArgs, run, sim};
+use llmsweep::config::{typed_flags, RunConfig};
+use llmsweep::{run, sim};
 
 /// Load tester for OpenAI-compatible LLM inference servers: a sweep from one
 /// request at a time to saturation, with TTFT and ITL at every rate.
@@ -18,13 +16,13 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
-    run: RunArgs,
+    run: RunConfig,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Load a server (the default command).
-    Run(Box<RunArgs>),
+    Run(Box<RunConfig>),
     /// Run the built-in simulated OpenAI-compatible server.
     Sim(Box<sim::SimArgs>),
     /// List the shipped profiles, one line each.
@@ -98,14 +96,6 @@ fn compare(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The ids of the arguments the user typed (not defaults): they override profiles.
-fn typed(m: &ArgMatches) -> HashSet<String> {
-    m.ids()
-        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
-        .map(|id| id.to_string())
-        .collect()
-}
-
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
@@ -143,11 +133,11 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => {
             let explicit = matches
                 .subcommand_matches("run")
-                .map(typed)
+                .map(typed_flags)
                 .unwrap_or_default();
             return ran(run::execute(*args, &explicit));
         }
-        None => return ran(run::execute(cli.run, &typed(&matches))),
+        None => return ran(run::execute(cli.run, &typed_flags(&matches))),
     };
     exit_code(result.map(|()| ExitCode::SUCCESS))
 }

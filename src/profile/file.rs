@@ -1,15 +1,14 @@
 //! Profile files: TOML with the same keys as the command-line flags (in
-//! snake_case). Shipped profiles live in `profiles/` and are compiled in;
-//! `--profile path.toml` loads any other. Flags given on the command line
-//! override the file.
+//! snake_case: every field of [`RunConfig`]). Shipped profiles live in
+//! `profiles/` and are compiled in; `--profile path.toml` loads any other.
+//! Flags given on the command line override the file.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
-use serde::Deserialize;
 
-use crate::cli::RunArgs;
+use crate::config::{LoadStrategy, RunConfig};
 
 /// The shipped profiles, in `llmsweep profiles` order.
 pub const SHIPPED: [(&str, &str); 7] = [
@@ -37,90 +36,9 @@ pub const SHIPPED: [(&str, &str); 7] = [
     ("smoke", include_str!("../../profiles/smoke.toml")),
 ];
 
-/// Strategy kinds `--profile` also accepts directly.
-pub const STRATEGIES: [&str; 7] = [
-    "sweep",
-    "search",
-    "synchronous",
-    "concurrent",
-    "throughput",
-    "constant",
-    "poisson",
-];
-
-/// A number, a string like "1,4,16,inf", or a list of either.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(untagged)]
-pub enum RateValue {
-    Number(f64),
-    Text(String),
-    List(Vec<RateEntry>),
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(untagged)]
-pub enum RateEntry {
-    Number(f64),
-    Text(String),
-}
-
-impl RateValue {
-    fn to_arg(&self) -> String {
-        let entry = |e: &RateEntry| match e {
-            RateEntry::Number(n) => format!("{n}"),
-            RateEntry::Text(s) => s.clone(),
-        };
-        match self {
-            RateValue::Number(n) => format!("{n}"),
-            RateValue::Text(s) => s.clone(),
-            RateValue::List(v) => v.iter().map(entry).collect::<Vec<_>>().join(","),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileFile {
-    /// One line for `llmsweep profiles`.
-    pub description: Option<String>,
-    /// sweep, synchronous, concurrent, throughput, constant or poisson.
-    pub strategy: Option<String>,
-    pub rate: Option<RateValue>,
-    pub burstiness: Option<f64>,
-    pub sweep_strategy: Option<String>,
-    pub stop_on_saturation: Option<bool>,
-    pub max_concurrency: Option<u32>,
-    pub seed: Option<u64>,
-    pub max_seconds: Option<f64>,
-    pub max_requests: Option<u64>,
-    pub max_errors: Option<u64>,
-    pub warmup: Option<f64>,
-    pub cooldown: Option<f64>,
-    pub drain: Option<f64>,
-    pub data: Option<String>,
-    pub api: Option<String>,
-    pub request_timeout: Option<f64>,
-    pub percentiles: Option<String>,
-    pub slo: Option<String>,
-    pub model: Option<String>,
-    pub extra_body: Option<String>,
-}
-
-/// Parses a profile; errors name the file, the line and the key.
-pub fn parse(text: &str, origin: &str) -> Result<ProfileFile> {
-    let p: ProfileFile = toml::from_str(text).map_err(|e| {
-        let msg = e.to_string();
-        anyhow::anyhow!("{origin}: {}", msg.trim_end())
-    })?;
-    if let Some(s) = &p.strategy {
-        if !STRATEGIES.contains(&s.as_str()) {
-            bail!(
-                "{origin}: `strategy = {s:?}` is not a strategy (use {})",
-                STRATEGIES.join(", ")
-            );
-        }
-    }
-    Ok(p)
+/// Parses a profile over the defaults; errors name the file, the line and the key.
+pub fn parse(text: &str, origin: &str) -> Result<RunConfig> {
+    RunConfig::from_toml(text, origin)
 }
 
 /// The name and text of a shipped profile.
@@ -142,94 +60,35 @@ pub fn list() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Applies `--profile`: a strategy kind, a shipped profile, or a TOML file.
-/// Returns the arguments with the file's values filled in wherever the
-/// command line did not set them, and the profile's name for the report.
-pub fn resolve(mut args: RunArgs, explicit: &HashSet<String>) -> Result<(RunArgs, String)> {
-    let choice = args.profile.trim().to_string();
+/// Applies `--profile`: a strategy, a shipped profile, or a TOML file.
+/// Returns the settings (defaults, then the file, then the flags the user
+/// typed) and the profile's name for the report.
+pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, String)> {
+    let choice = flags.profile.trim().to_string();
     let looks_like_path = choice.ends_with(".toml") || choice.contains('/');
-    let (file, name) = if looks_like_path {
+    let file = if looks_like_path {
         let text = std::fs::read_to_string(Path::new(&choice))
             .with_context(|| format!("cannot read profile file {choice}"))?;
-        (parse(&text, &choice)?, choice.clone())
+        parse(&text, &choice)?
     } else if let Some(text) = shipped(&choice) {
-        (
-            parse(text, &format!("profiles/{choice}.toml"))?,
-            choice.clone(),
-        )
-    } else if STRATEGIES.contains(&choice.to_ascii_lowercase().as_str()) {
-        return Ok((args, choice));
-    } else if choice.eq_ignore_ascii_case("sync") {
-        args.profile = "synchronous".into();
-        return Ok((args, "synchronous".into()));
+        parse(text, &format!("profiles/{choice}.toml"))?
+    } else if let Some(strategy) = LoadStrategy::from_name(&choice) {
+        let name = strategy.name().to_string();
+        return Ok((RunConfig { strategy, ..flags }, name));
     } else {
         bail!(
             "unknown profile {choice:?}: use a strategy ({}), a shipped profile ({}), or a path to a .toml file; `llmsweep profiles` lists them",
-            STRATEGIES.join(", "),
+            LoadStrategy::names(),
             SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
     };
-    let given = |k: &str| explicit.contains(k);
-    macro_rules! fill {
-        ($field:ident) => {
-            if let Some(v) = file.$field.clone() {
-                if !given(stringify!($field)) {
-                    args.$field = v.into();
-                }
-            }
-        };
-    }
-    args.profile = file.strategy.clone().unwrap_or_else(|| "sweep".into());
-    if let Some(r) = &file.rate {
-        if !given("rate") {
-            args.rate = Some(r.to_arg());
-        }
-    }
-    fill!(burstiness);
-    fill!(sweep_strategy);
-    fill!(seed);
-    fill!(data);
-    fill!(request_timeout);
-    if let Some(v) = file.stop_on_saturation {
-        if !given("no_stop_on_saturation") {
-            args.no_stop_on_saturation = !v;
-        }
-    }
-    macro_rules! fill_opt {
-        ($field:ident) => {
-            if let Some(v) = file.$field.clone() {
-                if !given(stringify!($field)) {
-                    args.$field = Some(v.into());
-                }
-            }
-        };
-    }
-    fill_opt!(max_concurrency);
-    fill_opt!(max_seconds);
-    fill_opt!(max_requests);
-    fill_opt!(max_errors);
-    fill_opt!(warmup);
-    fill_opt!(cooldown);
-    fill_opt!(drain);
-    fill_opt!(percentiles);
-    fill_opt!(slo);
-    fill_opt!(model);
-    fill_opt!(extra_body);
-    if let Some(api) = &file.api {
-        if !given("api") {
-            args.api = match api.as_str() {
-                "chat" => crate::client::Api::Chat,
-                "completions" => crate::client::Api::Completions,
-                other => bail!("{name}: `api = {other:?}`: use chat or completions"),
-            };
-        }
-    }
-    Ok((args, name))
+    Ok((file.with_flags(&flags, typed)?, choice))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::RateItem;
 
     #[test]
     fn every_shipped_profile_parses_and_has_a_description() {
@@ -242,14 +101,14 @@ mod tests {
 
     #[test]
     fn sync_is_synchronous() {
-        let args = RunArgs {
+        let args = RunConfig {
             profile: "sync".into(),
             ..Default::default()
         };
         let (args, name) = resolve(args, &HashSet::new()).unwrap();
         assert_eq!(
-            (args.profile.as_str(), name.as_str()),
-            ("synchronous", "synchronous")
+            (args.strategy, name.as_str()),
+            (LoadStrategy::Synchronous, "synchronous")
         );
         let plan = crate::profile::plan::build_plan(&args, true).unwrap();
         assert_eq!(plan.plan.total(), Some(1));
@@ -274,17 +133,12 @@ mod tests {
         let e = parse("strategy = \"fast\"\n", "mine.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("not a strategy"), "{e}");
+        assert!(e.contains("strategy") && e.contains("fast"), "{e}");
     }
 
-    fn base(profile: &str) -> RunArgs {
-        RunArgs {
+    fn base(profile: &str) -> RunConfig {
+        RunConfig {
             profile: profile.into(),
-            data: "prompt_tokens=256,output_tokens=128".into(),
-            burstiness: 1.0,
-            sweep_strategy: "constant".into(),
-            seed: 42,
-            request_timeout: 600.0,
             ..Default::default()
         }
     }
@@ -293,8 +147,15 @@ mod tests {
     fn the_command_line_overrides_the_file() {
         let (a, name) = resolve(base("vllm-serving"), &HashSet::new()).unwrap();
         assert_eq!(name, "vllm-serving");
-        assert_eq!(a.profile, "poisson");
-        assert_eq!(a.rate.as_deref(), Some("1,4,16,inf"));
+        assert_eq!(a.strategy, LoadStrategy::Poisson);
+        assert_eq!(
+            a.rate,
+            [1.0, 4.0, 16.0]
+                .map(RateItem::Finite)
+                .into_iter()
+                .chain([RateItem::Infinite])
+                .collect::<Vec<_>>()
+        );
         assert_eq!(a.max_requests, Some(200));
         let mut given = base("vllm-serving");
         given.max_requests = Some(50);
@@ -303,7 +164,7 @@ mod tests {
         assert_eq!(a.max_requests, Some(50));
         // A bare strategy is not a file.
         let (a, _) = resolve(base("constant"), &HashSet::new()).unwrap();
-        assert_eq!(a.profile, "constant");
+        assert_eq!(a.strategy, LoadStrategy::Constant);
         assert!(resolve(base("nope"), &HashSet::new())
             .unwrap_err()
             .to_string()
@@ -311,13 +172,32 @@ mod tests {
         assert!(resolve(base("/nonexistent/p.toml"), &HashSet::new()).is_err());
     }
 
+    /// Flags added after profile files existed are profile keys too.
     #[test]
-    fn rates_can_be_numbers_strings_or_lists() {
-        let p = parse("rate = [1, 4, \"inf\"]", "x").unwrap();
-        assert_eq!(p.rate.unwrap().to_arg(), "1,4,inf");
+    fn a_profile_file_sets_any_flag() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-profile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mine.toml");
+        std::fs::write(
+            &path,
+            "strategy = \"constant\"\nrate = 4\nsettle_timeout = 2\noverload_guard = false\n\
+             on_hangup = \"stop\"\nfollow_redirects = \"same-origin\"\nmax_line_bytes = 65536\n\
+             server_metric = [\"my_queue\"]\nslo_percentile = 90\nexport = [\"json\", \"md\"]\n",
+        )
+        .unwrap();
+        let (a, name) = resolve(base(path.to_str().unwrap()), &HashSet::new()).unwrap();
+        assert_eq!(name, path.to_str().unwrap());
+        assert_eq!(a.settle_timeout, 2.0);
+        assert!(!a.overload_guard);
+        assert_eq!(a.on_hangup, crate::config::OnHangup::Stop);
         assert_eq!(
-            parse("rate = 10", "x").unwrap().rate.unwrap().to_arg(),
-            "10"
+            a.follow_redirects,
+            crate::client::FollowRedirects::SameOrigin
         );
+        assert_eq!(a.max_line_bytes, Some(65536));
+        assert_eq!(a.server_metric, ["my_queue"]);
+        assert_eq!(a.slo_percentile, 90.0);
+        assert_eq!(a.export.len(), 2);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

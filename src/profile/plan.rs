@@ -3,8 +3,8 @@
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::cli::RunArgs;
-use crate::engine::strategy::{validate_rate, MAX_SECONDS};
+use crate::config::{LoadStrategy, RateItem, RunConfig, SweepArrivals};
+use crate::engine::strategy::MAX_SECONDS;
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
 use crate::profile::sweep::{SweepKind, SweepPlan};
@@ -29,39 +29,8 @@ impl std::fmt::Debug for PlanChoice {
     }
 }
 
-/// One entry of `--rate 1,4,16,inf`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RateItem {
-    Finite(f64),
-    Infinite,
-}
-
-pub fn parse_rates(s: &str) -> Result<Vec<RateItem>> {
-    let items: Result<Vec<RateItem>> = s
-        .split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(|x| {
-            if x.eq_ignore_ascii_case("inf") || x.eq_ignore_ascii_case("infinity") {
-                return Ok(RateItem::Infinite);
-            }
-            let v: f64 = x
-                .parse()
-                .with_context(|| format!("--rate: {x:?} is not a number (use e.g. 1,4,16,inf)"))?;
-            validate_rate(v)
-                .map(RateItem::Finite)
-                .map_err(|e| anyhow::anyhow!("--rate: {e}"))
-        })
-        .collect();
-    let items = items?;
-    if items.is_empty() {
-        bail!("--rate is empty: give one or more rates, e.g. 1,4,16,inf");
-    }
-    Ok(items)
-}
-
 /// Builds the stage plan from the profile and rate arguments.
-pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
+pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> {
     let mut limits = Limits {
         max_seconds: args.max_seconds,
         max_requests: args.max_requests,
@@ -95,8 +64,8 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
         });
     }
     let throughput_bound = args.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY);
-    let rates = args.rate.as_deref().map(parse_rates).transpose()?;
-    let profile = args.profile.trim().to_ascii_lowercase();
+    let rates = (!args.rate.is_empty()).then(|| args.rate.clone());
+    let profile = args.strategy.name();
     let fixed = |stages: Vec<StageSpec>| -> PlanChoice {
         let description = format!(
             "{profile}: {}",
@@ -119,19 +88,20 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
             format!("--profile {kind} needs --rate (e.g. --rate 4 or --rate 1,4,16,inf)")
         })
     };
-    Ok(match profile.as_str() {
-        "sweep" => {
+    Ok(match args.strategy {
+        LoadStrategy::Sweep => {
             let n = match rates.as_deref() {
                 None => 10,
                 Some([RateItem::Finite(n)]) if n.fract() == 0.0 && *n >= 3.0 => *n as usize,
-                Some(_) => bail!("--profile sweep takes --rate N, the number of stages (3 or more, default 10)"),
+                Some(_) => bail!(
+                    "--profile sweep takes --rate N, the number of stages (3 or more, default 10)"
+                ),
             };
-            let kind = match args.sweep_strategy.to_ascii_lowercase().as_str() {
-                "constant" => SweepKind::Constant,
-                "poisson" => SweepKind::Poisson {
+            let kind = match args.sweep_strategy {
+                SweepArrivals::Constant => SweepKind::Constant,
+                SweepArrivals::Poisson => SweepKind::Poisson {
                     burstiness: check_burstiness(args.burstiness)?,
                 },
-                other => bail!("--sweep-strategy {other:?}: use constant or poisson"),
             };
             let stage_len = match (limits.max_seconds, limits.max_requests) {
                 (Some(s), _) => format!("{s} s"),
@@ -144,25 +114,18 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
                     kind,
                     limits,
                     throughput_bound,
-                    !args.no_stop_on_saturation,
+                    args.stop_on_saturation,
                 )),
                 description: format!("sweep: {n} stages of {stage_len}"),
             }
         }
-        "search" => {
+        LoadStrategy::Search => {
             let slo = args
                 .slo
                 .as_deref()
                 .context("--profile search needs --slo, e.g. --slo ttft=200ms,itl=50ms")
                 .and_then(|s| Slo::parse(s).map_err(anyhow::Error::msg))?;
-            let p = args.slo_percentile;
-            if !(p.is_finite() && p > 0.0 && p <= 100.0) {
-                bail!("--slo-percentile {p} is not possible: use a percentage in (0, 100]");
-            }
-            let precision = args.search_precision;
-            if !(precision.is_finite() && precision > 0.0 && precision < 1.0) {
-                bail!("--search-precision {precision} is not possible: use a fraction in (0, 1), e.g. 0.1");
-            }
+            let (p, precision) = check_search(args)?;
             PlanChoice {
                 plan: Box::new(SearchPlan::new(
                     slo,
@@ -177,9 +140,9 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
                 ),
             }
         }
-        "synchronous" | "sync" => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
-        "throughput" => fixed(vec![StageSpec::new(throughput(), limits)]),
-        "concurrent" => {
+        LoadStrategy::Synchronous => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
+        LoadStrategy::Throughput => fixed(vec![StageSpec::new(throughput(), limits)]),
+        LoadStrategy::Concurrent => {
             let stages = need_rates("concurrent")?
                 .into_iter()
                 .map(|r| match r {
@@ -187,32 +150,48 @@ pub fn build_plan(args: &RunArgs, builtin_target: bool) -> Result<PlanChoice> {
                         Strategy::Concurrent { streams: n as u32 },
                         limits.clone(),
                     )),
-                    _ => bail!("--profile concurrent takes whole numbers of streams, e.g. --rate 1,8,32"),
+                    _ => bail!(
+                        "--profile concurrent takes whole numbers of streams, e.g. --rate 1,8,32"
+                    ),
                 })
                 .collect::<Result<Vec<_>>>()?;
             fixed(stages)
         }
-        "constant" | "poisson" => {
+        LoadStrategy::Constant | LoadStrategy::Poisson => {
             let b = check_burstiness(args.burstiness)?;
-            let stages = need_rates(&profile)?
+            let stages = need_rates(profile)?
                 .into_iter()
                 .map(|r| match r {
                     RateItem::Infinite => StageSpec::new(throughput(), limits.clone()),
-                    RateItem::Finite(rate) if profile == "constant" => {
+                    RateItem::Finite(rate) if args.strategy == LoadStrategy::Constant => {
                         StageSpec::new(Strategy::Constant { rate }, limits.clone())
                     }
                     RateItem::Finite(rate) => StageSpec::new(
-                        Strategy::Poisson { rate, burstiness: b },
+                        Strategy::Poisson {
+                            rate,
+                            burstiness: b,
+                        },
                         limits.clone(),
                     ),
                 })
                 .collect();
             fixed(stages)
         }
-        other => bail!(
-            "unknown profile {other:?}: use sweep, search, synchronous, concurrent, throughput, constant or poisson"
-        ),
     })
+}
+
+/// The search's percentile and precision, checked for every profile (a
+/// number no search could use is a typo wherever it is given).
+pub fn check_search(args: &RunConfig) -> Result<(f64, f64)> {
+    let p = args.slo_percentile;
+    if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+        bail!("--slo-percentile {p} is not possible: use a percentage in (0, 100]");
+    }
+    let precision = args.search_precision;
+    if !(precision.is_finite() && precision > 0.0 && precision < 1.0) {
+        bail!("--search-precision {precision} is not possible: use a fraction in (0, 1), e.g. 0.1");
+    }
+    Ok((p, precision))
 }
 
 /// A span of seconds a user typed: zero up to [`MAX_SECONDS`] (a year).
@@ -233,31 +212,17 @@ pub fn check_burstiness(b: f64) -> Result<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn args(profile: &str, rate: Option<&str>) -> RunArgs {
-        RunArgs {
-            profile: profile.into(),
-            rate: rate.map(str::to_string),
-            burstiness: 1.0,
-            sweep_strategy: "constant".into(),
+    /// Settings for `--profile <strategy> [--rate <rates>]`.
+    pub(crate) fn args(strategy: &str, rate: Option<&str>) -> RunConfig {
+        RunConfig {
+            strategy: LoadStrategy::from_name(strategy).unwrap_or_else(|| panic!("{strategy}")),
+            rate: rate
+                .map(|r| r.split(',').map(|x| RateItem::parse(x).unwrap()).collect())
+                .unwrap_or_default(),
             ..Default::default()
-        }
-    }
-
-    #[test]
-    fn rate_lists_parse_with_inf() {
-        assert_eq!(
-            parse_rates("1, 4,inf").unwrap(),
-            vec![
-                RateItem::Finite(1.0),
-                RateItem::Finite(4.0),
-                RateItem::Infinite
-            ]
-        );
-        for bad in ["0", "-1", "NaN", "x", ""] {
-            assert!(parse_rates(bad).is_err(), "{bad}");
         }
     }
 
@@ -281,7 +246,6 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--rate"));
-        assert!(build_plan(&args("bogus", None), false).is_err());
         assert!(build_plan(&args("sweep", Some("2")), false).is_err());
         assert_eq!(
             build_plan(&args("sweep", None), true).unwrap().plan.total(),

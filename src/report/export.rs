@@ -2,65 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::{csv_export, html, layouts, write_atomic, Report};
 
-/// What `--export` and `llmsweep report --format` accept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Json,
-    Csv,
-    /// Markdown with all three layouts.
-    Md,
-    Html,
-    /// The tables printed at the end of a run.
-    Console,
-    /// The vLLM dashboard serving table alone.
-    Vllm,
-    /// SGLang's "Serving Benchmark Result" blocks alone.
-    Sglang,
-}
-
-impl Format {
-    pub fn parse(s: &str) -> Result<Format> {
-        Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "json" => Format::Json,
-            "csv" => Format::Csv,
-            "md" | "markdown" => Format::Md,
-            "html" => Format::Html,
-            "console" | "text" => Format::Console,
-            "vllm" => Format::Vllm,
-            "sglang" => Format::Sglang,
-            other => {
-                bail!("unknown format {other:?}: use json, csv, md, html, console, vllm or sglang")
-            }
-        })
-    }
-
-    pub fn extension(self) -> &'static str {
-        match self {
-            Format::Json => "json",
-            Format::Csv => "csv",
-            Format::Md => "md",
-            Format::Html => "html",
-            Format::Console | Format::Vllm | Format::Sglang => "txt",
-        }
-    }
-}
-
-/// Parses `--export json,csv,md,html`.
-pub fn parse_list(s: &str) -> Result<Vec<Format>> {
-    let v = s
-        .split(',')
-        .filter(|x| !x.trim().is_empty())
-        .map(Format::parse)
-        .collect::<Result<Vec<_>>>()?;
-    if v.is_empty() {
-        bail!("--export needs at least one format, e.g. json,csv,md,html");
-    }
-    Ok(v)
-}
+pub use crate::config::Format;
 
 pub fn render(r: &Report, f: Format) -> Result<String> {
     Ok(match f {

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 
 use crate::attach::runs::STATE_FILE;
-use crate::cli::RunArgs;
+use crate::config::RunConfig;
 
 /// How long the pre-flight (data, target, model) may take before we give up waiting.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Starts the run in the background; returns its run directory.
-pub fn start(args: &RunArgs, dir: &Path) -> Result<PathBuf> {
+pub fn start(args: &RunConfig, dir: &Path) -> Result<PathBuf> {
     super::create_run_dir(dir)?;
     let exe = std::env::current_exe().context("cannot find the llmsweep executable")?;
     let child_args = child_args(

@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, watch};
 use crate::attach::protocol::{RunHello, RunMsg};
 use crate::attach::runs::{RunState, RunStatus};
 use crate::attach::serve;
-use crate::cli::RunArgs;
+use crate::config::RunConfig;
 use crate::engine::{Control, Engine, Snapshot};
 use crate::headless;
 use crate::term;
@@ -70,7 +70,7 @@ pub fn create_run_dir(dir: &Path) -> Result<()> {
 
 /// Runs `llmsweep run` to the end. `explicit` names the flags given on the
 /// command line: they win over a profile file.
-pub fn execute(args: RunArgs, explicit: &HashSet<String>) -> Result<Ran> {
+pub fn execute(args: RunConfig, explicit: &HashSet<String>) -> Result<Ran> {
     let (args, profile_name) = crate::profile::file::resolve(args, explicit)?;
     prepare::check_numbers(&args)?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
@@ -84,7 +84,7 @@ pub fn execute(args: RunArgs, explicit: &HashSet<String>) -> Result<Ran> {
     rt.block_on(run_async(args, profile_name, out_dir))
 }
 
-async fn run_async(args: RunArgs, profile_name: String, out_dir: PathBuf) -> Result<Ran> {
+async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> Result<Ran> {
     // Signal handlers first: until they are installed, a hang-up kills the
     // process. Signals that come before the run starts stop it as usual.
     let listening = signals::listen();

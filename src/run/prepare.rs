@@ -7,16 +7,15 @@ use std::sync::Arc;
 use anyhow::{bail, Context as _, Result};
 use serde_json::json;
 
-use crate::cli::RunArgs;
 use crate::client::{normalize_base_url, Client, ClientConfig, Prompt};
+use crate::config::RunConfig;
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
-use crate::profile::plan::{build_plan, check_burstiness, check_seconds, PlanChoice};
+use crate::profile::plan::{build_plan, check_burstiness, check_search, check_seconds, PlanChoice};
 use crate::report::export::Format;
 use crate::report::Target;
 use crate::sim;
-use crate::stats::dist::parse_percentiles;
 use crate::stats::metrics::Slo;
 use crate::tokenizer::{Builtin, TokenCounter};
 
@@ -44,7 +43,7 @@ pub struct Prepared {
 
 /// Numbers that pass clap's parsing but that no run can use: a clear
 /// one-line error instead of a panic later.
-pub fn check_numbers(args: &RunArgs) -> Result<()> {
+pub fn check_numbers(args: &RunConfig) -> Result<()> {
     let timeout = check_seconds("--request-timeout", args.request_timeout)?;
     if timeout < 0.001 {
         bail!("--request-timeout {timeout} is not possible: give at least 0.001 seconds");
@@ -60,18 +59,23 @@ pub fn check_numbers(args: &RunArgs) -> Result<()> {
     }
     check_seconds("--settle-timeout", args.settle_timeout)?;
     check_burstiness(args.burstiness)?;
+    check_search(args)?;
     if let Some(i) = args.server_metrics_interval {
         if !(i.is_finite() && (0.1..=3600.0).contains(&i)) {
             bail!("--server-metrics-interval {i} is not possible: use 0.1 to 3600 seconds");
         }
     }
-    if args.max_line_bytes.is_some_and(|b| b < 1024) {
-        bail!("--max-line-bytes must be at least 1024 (a stream's lines are longer than that)");
+    if args
+        .max_line_bytes
+        .is_some_and(|b| !(1024..=crate::config::MAX_LINE_BYTES).contains(&b))
+    {
+        bail!("--max-line-bytes must be from 1024 (a stream's lines are longer than that) to 1073741824 (1 GiB)");
     }
+
     Ok(())
 }
 
-pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
+pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Arguments that need no network.
     check_numbers(args)?;
     let slo = args
@@ -80,10 +84,7 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
         .map(Slo::parse)
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let percentiles = match args.percentiles.as_deref() {
-        Some(p) => parse_percentiles(p).map_err(anyhow::Error::msg)?,
-        None => Vec::new(),
-    };
+    let percentiles = args.percentiles.clone();
     let counter: Arc<dyn TokenCounter> = match &args.tokenizer {
         Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
         None => Arc::new(Builtin),
@@ -104,7 +105,10 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>>>()?;
     let api_key = read_api_key(args)?;
-    let mut formats = crate::report::export::parse_list(&args.export)?;
+    let mut formats = args.export.clone();
+    if formats.is_empty() {
+        bail!("--export needs at least one format, e.g. json,csv,md,html");
+    }
     if !formats.contains(&Format::Json) {
         // report.json is the source of truth that `llmsweep report` re-renders.
         formats.insert(0, Format::Json);
@@ -139,6 +143,7 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
         follow_redirects: args.follow_redirects,
         max_line_bytes: args
             .max_line_bytes
+            .and_then(|b| usize::try_from(b).ok())
             .unwrap_or(crate::client::sse::DEFAULT_MAX_LINE),
     };
     let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
@@ -202,7 +207,7 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
         api: args.api.name().to_string(),
         builtin_simulator: simulator.is_some(),
     };
-    let mut config = config_echo(args, api_key.is_some());
+    let mut config = args.echo(api_key.is_some());
     config["profile_name"] = json!(profile_name);
     config["data_source"] = json!(data_description);
     config["tokenizer"] = json!(counter.name());
@@ -214,7 +219,7 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
             seed: args.seed,
             slo,
             percentiles,
-            no_overload_guard: args.no_overload_guard,
+            no_overload_guard: !args.overload_guard,
             settle_timeout: Some(seconds(args.settle_timeout)),
         },
         target,
@@ -230,7 +235,7 @@ pub async fn prepare(args: &RunArgs, profile_name: &str) -> Result<Prepared> {
 }
 
 /// Reads the API key: `--api-key-file` first, then the environment variable.
-pub fn read_api_key(args: &RunArgs) -> Result<Option<String>> {
+pub fn read_api_key(args: &RunConfig) -> Result<Option<String>> {
     if let Some(path) = &args.api_key_file {
         let s = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read --api-key-file {}", path.display()))?;
@@ -256,127 +261,150 @@ pub fn parse_header(h: &str) -> Result<(String, String)> {
     Ok((k.trim().to_string(), v.trim().to_string()))
 }
 
-/// The run's settings for the report: everything but secrets.
-fn config_echo(args: &RunArgs, has_key: bool) -> serde_json::Value {
-    json!({
-        "target": args.target.as_deref().map(crate::redact::redact_url),
-        "model": args.model,
-        "api": args.api,
-        "api_key": if has_key { Some("***") } else { None },
-        "api_key_env": args.api_key_env,
-        "headers": args.headers.iter().map(|h| {
-            let name = h.split(':').next().unwrap_or("").trim();
-            format!("{name}: ***")
-        }).collect::<Vec<_>>(),
-        "extra_body": args.extra_body,
-        "request_timeout_s": args.request_timeout,
-        "insecure": args.insecure,
-        "follow_redirects": args.follow_redirects,
-        "max_line_bytes": args.max_line_bytes,
-        "profile": args.profile,
-        "rate": args.rate,
-        "burstiness": args.burstiness,
-        "sweep_strategy": args.sweep_strategy,
-        "stop_on_saturation": !args.no_stop_on_saturation,
-        "overload_guard": !args.no_overload_guard,
-        "settle_timeout_s": args.settle_timeout,
-        "max_concurrency": args.max_concurrency,
-        "seed": args.seed,
-        "max_seconds": args.max_seconds,
-        "max_requests": args.max_requests,
-        "max_errors": args.max_errors,
-        "warmup": args.warmup,
-        "cooldown": args.cooldown,
-        "drain": args.drain,
-        "data": args.data,
-        "percentiles": args.percentiles,
-        "slo": args.slo,
-        "server_metrics": args.server_metrics.as_deref().map(crate::server_metrics::scrape::redact_url),
-        "server_metric": args.server_metric,
-        "server_metrics_interval_s": args.server_metrics_interval,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(profile: &str, rate: Option<&str>) -> RunArgs {
-        RunArgs {
-            profile: profile.into(),
-            rate: rate.map(str::to_string),
-            burstiness: 1.0,
-            sweep_strategy: "constant".into(),
-            request_timeout: 600.0,
-            fps: 4.0,
-            settle_timeout: 30.0,
-            ..Default::default()
-        }
+    fn args(profile: &str, rate: Option<&str>) -> RunConfig {
+        crate::profile::plan::tests::args(profile, rate)
     }
 
-    /// Every numeric flag (and so every profile field, which lands in the
-    /// same arguments) gets 0, negative, NaN, tiny and huge values: each
-    /// gives a plan or a one-line error, never a panic.
+    /// The settings of `llmsweep run ARGV`, with `file` as the profile if given.
+    fn settings(argv: &[String], file: Option<&str>) -> Result<RunConfig> {
+        use clap::{CommandFactory as _, FromArgMatches as _, Parser};
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunConfig,
+        }
+        let dir = std::env::temp_dir().join(format!("llmsweep-numbers-{}", std::process::id()));
+        let mut argv: Vec<String> = std::iter::once("llmsweep".to_string())
+            .chain(argv.iter().cloned())
+            .collect();
+        if let Some(text) = file {
+            std::fs::create_dir_all(&dir)?;
+            let path = dir.join("p.toml");
+            std::fs::write(&path, text)?;
+            argv.extend(["--profile".to_string(), path.display().to_string()]);
+        }
+        let m = Cli::command().try_get_matches_from(argv)?;
+        let flags = Cli::from_arg_matches(&m)?.run;
+        let typed = crate::config::typed_flags(&m);
+        let (config, _) = crate::profile::file::resolve(flags, &typed)?;
+        Ok(config)
+    }
+
+    /// Every numeric flag and profile field gets 0, negative, NaN, tiny and
+    /// huge values, typed on the command line and written in a profile
+    /// file: each gives a plan or an error that names it, never a panic.
     #[test]
     fn every_number_a_user_can_type_gives_a_run_or_a_one_line_error() {
         use crate::profile::plan::build_plan;
         let values = [0.0, -1.0, f64::NAN, 1e-300, 1e300, f64::INFINITY];
-        type Set = fn(&mut RunArgs, f64);
-        let flags: [(&str, Set); 11] = [
-            ("--rate", |a, v| a.rate = Some(format!("{v}"))),
-            ("--max-seconds", |a, v| a.max_seconds = Some(v)),
-            ("--warmup", |a, v| a.warmup = Some(v)),
-            ("--cooldown", |a, v| a.cooldown = Some(v)),
-            ("--drain", |a, v| a.drain = Some(v)),
-            ("--request-timeout", |a, v| a.request_timeout = v),
-            ("--fps", |a, v| a.fps = v),
-            ("--burstiness", |a, v| a.burstiness = v),
-            ("--server-metrics-interval", |a, v| {
-                a.server_metrics_interval = Some(v)
-            }),
-            ("--slo", |a, v| a.slo = Some(format!("ttft={v}s"))),
-            ("--percentiles", |a, v| a.percentiles = Some(format!("{v}"))),
+        let numeric = [
+            "rate",
+            "max_seconds",
+            "warmup",
+            "cooldown",
+            "drain",
+            "request_timeout",
+            "fps",
+            "burstiness",
+            "server_metrics_interval",
+            "settle_timeout",
+            "slo_percentile",
+            "search_precision",
+            "percentiles",
+            "max_requests",
+            "max_errors",
+            "max_concurrency",
+            "seed",
+            "max_line_bytes",
+            "slo",
         ];
-        for profile in ["constant", "poisson", "sweep", "concurrent"] {
-            for (name, set) in flags {
+        let toml_number = |v: f64| match v {
+            v if v.is_nan() => "nan".to_string(),
+            v if v.is_infinite() => "inf".to_string(),
+            v => format!("{v:?}"),
+        };
+        for profile in ["constant", "poisson", "sweep", "concurrent", "search"] {
+            for key in numeric {
+                let flag = format!("--{}", key.replace('_', "-"));
                 for v in values {
-                    let mut a = args(profile, Some("4"));
-                    set(&mut a, v);
-                    let r = std::panic::catch_unwind(|| {
-                        check_numbers(&a)?;
-                        if let Some(s) = &a.slo {
-                            Slo::parse(s).map_err(anyhow::Error::msg)?;
-                        }
-                        if let Some(p) = &a.percentiles {
-                            parse_percentiles(p).map_err(anyhow::Error::msg)?;
-                        }
-                        build_plan(&a, false).map(|_| ())
-                    });
-                    let r = r.unwrap_or_else(|_| panic!("{profile} {name} {v} panicked"));
-                    if let Err(e) = &r {
-                        let msg = e.to_string();
-                        assert!(!msg.contains('\n'), "{name} {v}: {msg}");
+                    let shown = if key == "slo" {
+                        format!("ttft={v}s")
+                    } else {
+                        format!("{v}")
+                    };
+                    let in_file = if key == "slo" {
+                        format!("{shown:?}")
+                    } else {
+                        toml_number(v)
+                    };
+                    let rate = if profile == "sweep" { "3" } else { "4" };
+                    let mut base = vec!["--rate".to_string(), rate.to_string()];
+                    if key != "slo" {
+                        base.extend(["--slo".to_string(), "ttft=1s".to_string()]);
                     }
-                    // NaN, negative and infinite values are never accepted.
-                    // (`--rate inf` is the throughput stage.)
-                    let inf_rate = name == "--rate" && v == f64::INFINITY;
-                    if v.is_nan() || v < 0.0 || (v.is_infinite() && !inf_rate) {
-                        assert!(r.is_err(), "{profile} {name} {v} was accepted");
+                    let typed = {
+                        let mut argv = base.clone();
+                        argv.extend(["--profile".to_string(), profile.to_string()]);
+                        if key == "rate" {
+                            argv.drain(..2);
+                        }
+                        argv.extend([format!("{flag}={shown}")]);
+                        argv
+                    };
+                    let file = format!("strategy = {profile:?}\n{key} = {in_file}\n");
+                    let mut base_for_file = base.clone();
+                    if key == "rate" {
+                        base_for_file.drain(..2);
                     }
-                    // A year or more of anything is a typo.
-                    if v == 1e300 && name != "--slo" {
-                        assert!(r.is_err(), "{profile} {name} {v} was accepted");
+                    for (how, r) in [
+                        ("typed", settings(&typed, None)),
+                        ("in a file", settings(&base_for_file, Some(&file))),
+                    ] {
+                        let r = std::panic::catch_unwind(|| {
+                            let a = r?;
+                            check_numbers(&a)?;
+                            if let Some(s) = &a.slo {
+                                Slo::parse(s).map_err(anyhow::Error::msg)?;
+                            }
+                            build_plan(&a, false).map(|_| ())
+                        })
+                        .unwrap_or_else(|_| panic!("{profile} {key} {v} {how} panicked"));
+                        if let Err(e) = &r {
+                            let msg = format!("{e:#}");
+                            assert!(
+                                msg.contains(&flag) || msg.contains(key) || msg.contains("rate"),
+                                "{profile} {key}={v} {how}: the error does not name it: {msg}"
+                            );
+                        }
+                        // NaN, negative and infinite values are never accepted.
+                        // (`--rate inf` is the throughput stage.)
+                        let inf_rate = key == "rate" && v == f64::INFINITY;
+                        if v.is_nan() || v < 0.0 || (v.is_infinite() && !inf_rate) {
+                            assert!(r.is_err(), "{profile} {key} {v} {how} was accepted");
+                        }
+                        // A year or more of anything is a typo.
+                        if v == 1e300 && key != "slo" {
+                            assert!(r.is_err(), "{profile} {key} {v} {how} was accepted");
+                        }
                     }
                 }
             }
         }
+        std::fs::remove_dir_all(
+            std::env::temp_dir().join(format!("llmsweep-numbers-{}", std::process::id())),
+        )
+        .ok();
     }
 
     #[test]
     fn numbers_no_run_can_use_get_a_one_line_error() {
         assert!(check_numbers(&args("sweep", None)).is_ok());
         for t in [0.0, -1.0, f64::NAN, 1e-300, 1e300, f64::INFINITY] {
-            let a = RunArgs {
+            let a = RunConfig {
                 request_timeout: t,
                 ..args("sweep", None)
             };
@@ -384,7 +412,7 @@ mod tests {
             assert!(e.contains("--request-timeout"), "{t}: {e}");
         }
         for f in [0.0, -1.0, f64::NAN, 1e-300, 1e300] {
-            let a = RunArgs {
+            let a = RunConfig {
                 fps: f,
                 ..args("sweep", None)
             };
@@ -405,13 +433,11 @@ mod tests {
         let mut a = args("sweep", None);
         a.api_key_env = "LLMSWEEP_TEST_SURELY_UNSET".into();
         assert_eq!(read_api_key(&a).unwrap(), None);
-        let echo = config_echo(
-            &RunArgs {
-                headers: vec!["Authorization: Bearer sk-x".into()],
-                ..a
-            },
-            true,
-        );
+        let echo = RunConfig {
+            headers: vec!["Authorization: Bearer sk-x".into()],
+            ..a
+        }
+        .echo(true);
         let s = echo.to_string();
         assert!(!s.contains("sk-x"), "{s}");
         assert!(s.contains("Authorization: ***"));

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
-pub use crate::cli::OnHangup;
+pub use crate::config::OnHangup;
 use crate::engine::Control;
 
 pub use crate::term::{FORCED_EXIT, REPEAT_WINDOW};

@@ -1,0 +1,792 @@
+//! The run's configuration, declared once.
+//!
+//! Every setting of `llmsweep run` is one field of [`RunConfig`]: a flag
+//! (`--max-seconds`) and a profile-file key (`max_seconds`) of the same
+//! name. A run's settings are filled in three layers, each over the last:
+//! the defaults declared on the flags below, the profile file, then the
+//! flags typed on the command line ([`RunConfig::with_flags`]). The report
+//! echoes the result from the same type ([`RunConfig::echo`]), secrets
+//! masked. A test checks that every flag is a key and every key a flag.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use clap::parser::ValueSource;
+use clap::{ArgAction, ArgMatches, Args};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::client::{Api, FollowRedirects};
+use crate::engine::strategy::validate_rate;
+
+/// `llmsweep run`: load a server and report what it held.
+#[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    /// One line for `llmsweep profiles` (profile files only).
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+
+    /// Server base URL (with or without /v1). Without it, the built-in simulator is started.
+    #[arg(long, short = 't', value_name = "URL")]
+    pub target: Option<String>,
+    /// Model id to request (default: the first one /v1/models lists).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// Endpoint to load.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = Api::Chat)]
+    pub api: Api,
+    /// Environment variable that holds the API key (sent as a Bearer token).
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// File that holds the API key (first line). Overrides --api-key-env.
+    #[arg(long, value_name = "PATH")]
+    pub api_key_file: Option<PathBuf>,
+    /// Extra HTTP header, `Name: value` (repeatable). Values never reach reports.
+    #[arg(long = "header", short = 'H', value_name = "K:V")]
+    pub headers: Vec<String>,
+    /// JSON object merged into every request body, e.g. '{"temperature":0}'.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// Seconds before a request counts as errored/timeout.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub request_timeout: f64,
+    /// Accept invalid TLS certificates (self-signed test servers).
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson),
+    /// a shipped profile (`llmsweep profiles` lists them), or a profile .toml file.
+    #[arg(long, short = 'p', default_value = "sweep")]
+    #[serde(skip)]
+    pub profile: String,
+    /// What the run does: set by `--profile` on the command line, `strategy = ".."` in a profile file.
+    #[arg(skip)]
+    pub strategy: LoadStrategy,
+    /// Rates: a list like 1,4,16,inf (one stage each; inf = throughput); streams
+    /// for concurrent; number of stages for sweep (default 10).
+    #[arg(
+        long,
+        short = 'r',
+        value_name = "LIST",
+        value_delimiter = ',',
+        value_parser = RateItem::parse,
+        allow_hyphen_values = true
+    )]
+    #[serde(deserialize_with = "de_rates")]
+    pub rate: Vec<RateItem>,
+    /// Poisson burstiness: gamma-distributed gaps with CV 1/√b (1 = Poisson).
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    /// Sweep: arrivals of the interpolated stages.
+    #[arg(long, value_name = "KIND", value_enum, ignore_case = true, default_value_t = SweepArrivals::Constant)]
+    pub sweep_strategy: SweepArrivals,
+    /// Sweep: go on after a saturated stage.
+    #[arg(long = "no-stop-on-saturation", action = ArgAction::SetFalse)]
+    pub stop_on_saturation: bool,
+    /// Run hopeless stages to their end: turn off the over-saturation guard
+    /// (which ends a stage whose backlog or in-flight count and TTFT keep growing).
+    #[arg(long = "no-overload-guard", action = ArgAction::SetFalse)]
+    pub overload_guard: bool,
+    /// Between stages, wait at most this long for the server to finish what the
+    /// last stage left running (0: do not wait).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub settle_timeout: f64,
+    /// Search: share of requests (percent) that must meet every --slo limit.
+    #[arg(long, value_name = "PERCENT", default_value_t = 95.0)]
+    pub slo_percentile: f64,
+    /// Search: stop when the interval around the answer is this narrow (fraction of the rate).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.1)]
+    pub search_precision: f64,
+    /// Cap on requests in flight (throughput's bound; also caps open-loop strategies).
+    #[arg(long, value_name = "N")]
+    pub max_concurrency: Option<u32>,
+    /// Seed for arrivals and synthetic data.
+    #[arg(long, default_value_t = 42, value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    pub seed: u64,
+
+    /// Stage limit: seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub max_seconds: Option<f64>,
+    /// Stage limit: requests.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    pub max_requests: Option<u64>,
+    /// Stop the run once a stage has this many errored requests.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    pub max_errors: Option<u64>,
+    /// Leave out the start of each stage: a fraction (<1) of its limit, or seconds (≥1).
+    #[arg(long, value_name = "F|S")]
+    pub warmup: Option<f64>,
+    /// Leave out the end of each stage: a fraction (<1) of its limit, or seconds (≥1).
+    #[arg(long, value_name = "F|S")]
+    pub cooldown: Option<f64>,
+    /// At stage end, let in-flight requests finish for up to this many seconds (default: cancel them).
+    #[arg(long, value_name = "SECONDS")]
+    pub drain: Option<f64>,
+
+    /// Prompts: synthetic (prompt_tokens=256,output_tokens=128[,…]) or a file (.jsonl, .json, .csv, ShareGPT .json).
+    #[arg(
+        long,
+        value_name = "SPEC|FILE",
+        default_value = "prompt_tokens=256,output_tokens=128"
+    )]
+    pub data: String,
+    /// A tokenizer.json (or a model directory holding one) for exact token counts; default: the built-in approximation.
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// Skip malformed rows of a data file (and count them) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad_rows: bool,
+    /// Extra percentiles to report, e.g. 75,99.99.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = percentile)]
+    #[serde(deserialize_with = "de_percentiles")]
+    pub percentiles: Vec<f64>,
+    /// Service-level objectives for goodput, e.g. ttft=200ms,itl=50ms,e2e=10s.
+    #[arg(long, value_name = "LIST")]
+    pub slo: Option<String>,
+
+    /// Where to read the server's Prometheus metrics during the run: a URL, or `off`
+    /// (default: the target's /metrics; quietly off when the target does not serve it).
+    #[arg(long, value_name = "URL|off")]
+    pub server_metrics: Option<String>,
+    /// A gauge of the server's /metrics to summarise per stage (repeatable), for servers
+    /// whose metric names llmsweep does not know.
+    #[arg(long = "server-metric", value_name = "NAME")]
+    pub server_metric: Vec<String>,
+    /// Seconds between scrapes of the server's metrics (default 1).
+    #[arg(long, value_name = "SECONDS")]
+    pub server_metrics_interval: Option<f64>,
+
+    /// Directory for the reports (default ./llmsweep-results/<timestamp>/).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Report formats to write into the output directory (report.json is always written).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_enum,
+        ignore_case = true,
+        value_delimiter = ',',
+        default_values = ["json", "csv", "md", "html"]
+    )]
+    #[serde(deserialize_with = "de_formats")]
+    pub export: Vec<Format>,
+    /// Plain progress lines instead of the dashboard (automatic when stdout is not a terminal).
+    #[arg(long)]
+    pub headless: bool,
+    /// Dashboard theme: dark, light, high-contrast, mono, or a path to a theme .toml (NO_COLOR forces mono).
+    #[arg(long, value_name = "NAME|PATH")]
+    pub theme: Option<String>,
+    /// Dashboard redraws per second.
+    #[arg(long, default_value_t = 4.0)]
+    pub fps: f64,
+    /// When the terminal hangs up (SSH dropped, tmux pane killed): continue the run to its
+    /// planned end and write complete reports, or stop and write a partial report.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnHangup::Continue)]
+    pub on_hangup: OnHangup,
+    /// Start the run in the background with no terminal; print its directory and return.
+    /// Watch it with `llmsweep attach`, end it with `llmsweep stop`.
+    #[arg(long)]
+    #[serde(skip)]
+    pub detach: bool,
+
+    /// Follow HTTP redirects: same-origin, or any (the API key and --header values never leave the target's origin). Default: a 3xx is an errored request `redirect_<code>`.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t = FollowRedirects::None)]
+    pub follow_redirects: FollowRedirects,
+    /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=MAX_LINE_BYTES))]
+    pub max_line_bytes: Option<u64>,
+    /// Close the dashboard as soon as the run ends, without the result screen.
+    #[arg(long)]
+    pub exit_on_finish: bool,
+}
+
+/// The largest count (`--seed`, `--max-requests`, `--max-errors`) a user can give.
+pub const MAX_COUNT: u64 = i64::MAX as u64;
+/// The longest SSE line `--max-line-bytes` can allow (1 GiB).
+pub const MAX_LINE_BYTES: u64 = 1 << 30;
+
+/// Fields of [`RunConfig`] that belong to the command line only: a profile
+/// file cannot set them (a profile cannot load a profile or detach itself).
+pub const COMMAND_LINE_ONLY: [&str; 2] = ["profile", "detach"];
+/// Fields that only a profile file sets.
+pub const FILE_ONLY: [&str; 2] = ["description", "strategy"];
+
+impl Default for RunConfig {
+    /// The defaults declared on the flags.
+    fn default() -> Self {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            run: RunConfig,
+        }
+        match Defaults::try_parse_from(["llmsweep"]) {
+            Ok(d) => d.run,
+            // The declarations above are static: a test parses them.
+            Err(e) => panic!("the run's default settings do not parse: {e}"),
+        }
+    }
+}
+
+impl RunConfig {
+    /// A profile file's settings over the defaults. Errors name the file,
+    /// the line and the key.
+    pub fn from_toml(text: &str, origin: &str) -> Result<RunConfig> {
+        toml::from_str(text).map_err(|e| {
+            let msg = e.to_string();
+            anyhow::anyhow!("{origin}: {}", msg.trim_end())
+        })
+    }
+
+    /// These settings with the flags the user typed (`typed`, see
+    /// [`typed_flags`]) taken from `flags` on top. The command-line-only
+    /// fields always come from `flags`.
+    pub fn with_flags(&self, flags: &RunConfig, typed: &HashSet<String>) -> Result<RunConfig> {
+        let mut merged = toml::Table::try_from(self).context("the profile's settings")?;
+        let given = toml::Table::try_from(flags).context("the command line's settings")?;
+        for id in typed {
+            if let Some(v) = given.get(id) {
+                merged.insert(id.clone(), v.clone());
+            }
+        }
+        let mut out: RunConfig = merged
+            .try_into()
+            .context("merging the command line over the profile")?;
+        out.profile.clone_from(&flags.profile);
+        out.detach = flags.detach;
+        Ok(out)
+    }
+
+    /// The settings as the report shows them: every field, with the header
+    /// values, URL passwords and the API key masked.
+    pub fn echo(&self, has_api_key: bool) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_else(|_| serde_json::json!({}));
+        if let Some(map) = v.as_object_mut() {
+            map.insert(
+                "target".into(),
+                serde_json::json!(self.target.as_deref().map(crate::redact::redact_url)),
+            );
+            map.insert(
+                "headers".into(),
+                serde_json::json!(self
+                    .headers
+                    .iter()
+                    .map(|h| format!("{}: ***", h.split(':').next().unwrap_or("").trim()))
+                    .collect::<Vec<_>>()),
+            );
+            map.insert(
+                "server_metrics".into(),
+                serde_json::json!(self
+                    .server_metrics
+                    .as_deref()
+                    .map(crate::server_metrics::scrape::redact_url)),
+            );
+            map.insert(
+                "api_key".into(),
+                serde_json::json!(has_api_key.then_some("***")),
+            );
+            map.insert("profile".into(), serde_json::json!(self.profile));
+        }
+        v
+    }
+}
+
+/// The ids of the flags the user typed (not defaults): they win over a
+/// profile file. A flag's id is its field's name, which is its profile key.
+pub fn typed_flags(m: &ArgMatches) -> HashSet<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect()
+}
+
+/// What a run does (`--profile <strategy>`, `strategy = ".."` in a profile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadStrategy {
+    /// Synchronous, throughput, then constant rates between the two.
+    #[default]
+    Sweep,
+    /// The highest rate that meets the SLOs.
+    Search,
+    #[serde(alias = "sync")]
+    Synchronous,
+    Concurrent,
+    Throughput,
+    Constant,
+    Poisson,
+}
+
+impl LoadStrategy {
+    pub const ALL: [LoadStrategy; 7] = [
+        LoadStrategy::Sweep,
+        LoadStrategy::Search,
+        LoadStrategy::Synchronous,
+        LoadStrategy::Concurrent,
+        LoadStrategy::Throughput,
+        LoadStrategy::Constant,
+        LoadStrategy::Poisson,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadStrategy::Sweep => "sweep",
+            LoadStrategy::Search => "search",
+            LoadStrategy::Synchronous => "synchronous",
+            LoadStrategy::Concurrent => "concurrent",
+            LoadStrategy::Throughput => "throughput",
+            LoadStrategy::Constant => "constant",
+            LoadStrategy::Poisson => "poisson",
+        }
+    }
+
+    /// A strategy by name, any case; `sync` is synchronous.
+    pub fn from_name(s: &str) -> Option<LoadStrategy> {
+        let s = s.trim().to_ascii_lowercase();
+        if s == "sync" {
+            return Some(LoadStrategy::Synchronous);
+        }
+        LoadStrategy::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// "sweep, search, …" for error messages.
+    pub fn names() -> String {
+        LoadStrategy::ALL.map(LoadStrategy::name).join(", ")
+    }
+}
+
+/// The arrivals of a sweep's interpolated stages (`--sweep-strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepArrivals {
+    /// Evenly spaced requests.
+    #[default]
+    Constant,
+    /// Random gaps (gamma-distributed with --burstiness).
+    Poisson,
+}
+
+/// One entry of `--rate 1,4,16,inf`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RateItem {
+    Finite(f64),
+    Infinite,
+}
+
+impl RateItem {
+    /// One entry: a number of requests per second (or streams, or stages), or `inf`.
+    pub fn parse(s: &str) -> Result<RateItem, String> {
+        let x = s.trim();
+        if x.eq_ignore_ascii_case("inf") || x.eq_ignore_ascii_case("infinity") {
+            return Ok(RateItem::Infinite);
+        }
+        let v: f64 = x
+            .parse()
+            .map_err(|_| format!("{x:?} is not a number (use e.g. 1,4,16,inf)"))?;
+        validate_rate(v).map(RateItem::Finite)
+    }
+}
+
+impl Serialize for RateItem {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RateItem::Finite(v) => s.serialize_f64(*v),
+            RateItem::Infinite => s.serialize_str("inf"),
+        }
+    }
+}
+
+/// One entry of `--percentiles 75,99.9`.
+fn percentile(s: &str) -> Result<f64, String> {
+    match crate::stats::dist::parse_percentiles(s)?.as_slice() {
+        [p] => Ok(*p),
+        _ => Err(format!(
+            "{s:?} is not a percentile (use numbers like 75,99.9)"
+        )),
+    }
+}
+
+/// A list in a profile file: an array, one value, or a comma-separated
+/// string (`rate = [1, 4, "inf"]`, `rate = 10`, `rate = "1,4,inf"`), each
+/// entry parsed as the flag parses it.
+fn de_list<'de, D, T>(d: D, parse: fn(&str) -> Result<T, String>) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Entry {
+        Number(f64),
+        Text(String),
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        Many(Vec<Entry>),
+        One(Entry),
+    }
+    let entries = match OneOrMany::deserialize(d)? {
+        OneOrMany::Many(v) => v,
+        OneOrMany::One(e) => vec![e],
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        match e {
+            Entry::Number(n) => out.push(parse(&n.to_string()).map_err(serde::de::Error::custom)?),
+            Entry::Text(t) => {
+                for part in t.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    out.push(parse(part).map_err(serde::de::Error::custom)?);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn de_rates<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RateItem>, D::Error> {
+    de_list(d, RateItem::parse)
+}
+
+fn de_percentiles<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    de_list(d, percentile)
+}
+
+fn de_formats<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Format>, D::Error> {
+    de_list(d, |s| Format::parse(s).map_err(|e| e.to_string()))
+}
+
+/// What `--export` and `llmsweep report --format` accept.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Json,
+    Csv,
+    /// Markdown with all three layouts.
+    #[value(alias = "markdown")]
+    #[serde(alias = "markdown")]
+    Md,
+    Html,
+    /// The tables printed at the end of a run.
+    #[value(alias = "text")]
+    #[serde(alias = "text")]
+    Console,
+    /// The vLLM dashboard serving table alone.
+    Vllm,
+    /// SGLang's "Serving Benchmark Result" blocks alone.
+    Sglang,
+}
+
+impl Format {
+    /// A format by name, any case (the names `--export` takes).
+    pub fn parse(s: &str) -> Result<Format> {
+        use clap::ValueEnum as _;
+        Format::from_str(s.trim(), true).map_err(|_| {
+            anyhow::anyhow!(
+                "unknown format {:?}: use json, csv, md, html, console, vllm or sglang",
+                s.trim()
+            )
+        })
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Md => "md",
+            Format::Html => "html",
+            Format::Console | Format::Vllm | Format::Sglang => "txt",
+        }
+    }
+}
+
+/// What `--on-hangup` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnHangup {
+    /// The run goes on to its planned end without the terminal.
+    #[default]
+    Continue,
+    /// Stop and write a partial report.
+    Stop,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, FromArgMatches, Parser};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunConfig,
+    }
+
+    /// The settings and the typed flags of a command line.
+    fn flags(argv: &[&str]) -> (RunConfig, HashSet<String>) {
+        let m = Cli::command()
+            .try_get_matches_from(std::iter::once("llmsweep").chain(argv.iter().copied()))
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let cli = Cli::from_arg_matches(&m).unwrap_or_else(|e| panic!("{e}"));
+        (cli.run, typed_flags(&m))
+    }
+
+    #[test]
+    fn every_flag_is_a_profile_key_and_every_key_a_flag() {
+        let ids: HashSet<String> = Cli::command()
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .filter(|id| id != "help")
+            .collect();
+        // Every key the defaults serialise, with the empty options filled.
+        let mut keys: HashSet<String> = toml::Table::try_from(RunConfig::default())
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        for (k, _) in RunConfig::default().echo(false).as_object().unwrap() {
+            keys.insert(k.clone());
+        }
+        keys.remove("api_key");
+        for id in &ids {
+            if COMMAND_LINE_ONLY.contains(&id.as_str()) {
+                continue;
+            }
+            assert!(keys.contains(id), "--{id} is not a profile key");
+            // And a profile file can set it.
+            let text = format!("{id} = {}", sample_toml_value(id));
+            RunConfig::from_toml(&text, "t.toml").unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+        for k in &keys {
+            if FILE_ONLY.contains(&k.as_str()) || k == "profile" {
+                continue;
+            }
+            assert!(ids.contains(k), "profile key {k} is not a flag");
+        }
+        for id in COMMAND_LINE_ONLY {
+            let text = format!("{id} = \"x\"");
+            assert!(RunConfig::from_toml(&text, "t.toml").is_err(), "{id}");
+        }
+    }
+
+    /// A valid profile-file value for each key, by the type of its default.
+    fn sample_toml_value(id: &str) -> String {
+        match id {
+            "rate" => "[1, \"inf\"]".into(),
+            "percentiles" => "[75, 99.9]".into(),
+            "export" => "\"json,md\"".into(),
+            "headers" | "server_metric" => "[\"a: b\"]".into(),
+            "api" => "\"completions\"".into(),
+            "sweep_strategy" => "\"poisson\"".into(),
+            "on_hangup" => "\"stop\"".into(),
+            "follow_redirects" => "\"same-origin\"".into(),
+            "max_concurrency" | "max_requests" | "max_errors" | "seed" | "max_line_bytes" => {
+                "2048".into()
+            }
+            "max_seconds"
+            | "warmup"
+            | "cooldown"
+            | "drain"
+            | "server_metrics_interval"
+            | "request_timeout"
+            | "settle_timeout"
+            | "slo_percentile"
+            | "search_precision"
+            | "burstiness"
+            | "fps" => "0.5".into(),
+            "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
+            | "exit_on_finish" => "true".into(),
+            _ => "\"text\"".into(),
+        }
+    }
+
+    #[test]
+    fn defaults_come_from_the_flags_and_round_trip() {
+        let d = RunConfig::default();
+        assert_eq!(d.request_timeout, 600.0);
+        assert_eq!(
+            d.export,
+            [Format::Json, Format::Csv, Format::Md, Format::Html]
+        );
+        assert!(d.stop_on_saturation && d.overload_guard);
+        assert_eq!(d.strategy, LoadStrategy::Sweep);
+        assert!(d.rate.is_empty());
+        let back: RunConfig = toml::Table::try_from(&d).unwrap().try_into().unwrap();
+        assert_eq!(
+            RunConfig {
+                profile: d.profile.clone(),
+                ..back
+            },
+            d
+        );
+        // A file with nothing in it is the defaults.
+        let empty = RunConfig::from_toml("", "e.toml").unwrap();
+        assert_eq!(
+            RunConfig {
+                profile: d.profile.clone(),
+                ..empty
+            },
+            d
+        );
+    }
+
+    #[test]
+    fn defaults_then_file_then_typed_flags() {
+        let file = RunConfig::from_toml(
+            "strategy = \"poisson\"\nrate = \"1,4,inf\"\nmax_requests = 200\nsettle_timeout = 5\nstop_on_saturation = false\n",
+            "p.toml",
+        )
+        .unwrap();
+        let (cli, typed) = flags(&["--max-requests", "50", "--fps", "8", "-p", "p.toml"]);
+        let merged = file.with_flags(&cli, &typed).unwrap();
+        assert_eq!(merged.strategy, LoadStrategy::Poisson);
+        assert_eq!(
+            merged.rate,
+            [
+                RateItem::Finite(1.0),
+                RateItem::Finite(4.0),
+                RateItem::Infinite
+            ]
+        );
+        assert_eq!(merged.max_requests, Some(50), "the flag wins");
+        assert_eq!(
+            merged.settle_timeout, 5.0,
+            "the file fills what was not typed"
+        );
+        assert!(!merged.stop_on_saturation);
+        assert_eq!(merged.fps, 8.0);
+        assert_eq!(merged.request_timeout, 600.0, "the default stays");
+        assert_eq!(merged.profile, "p.toml");
+        // A switch typed on the command line wins over the file too.
+        let file = RunConfig::from_toml("overload_guard = true", "p.toml").unwrap();
+        let (cli, typed) = flags(&["--no-overload-guard"]);
+        assert!(!file.with_flags(&cli, &typed).unwrap().overload_guard);
+        // NaN survives the merge, so the bounds check (not the merge) refuses it.
+        let (cli, typed) = flags(&["--fps", "NaN"]);
+        assert!(RunConfig::default()
+            .with_flags(&cli, &typed)
+            .unwrap()
+            .fps
+            .is_nan());
+    }
+
+    #[test]
+    fn lists_take_commas_on_the_command_line_and_any_shape_in_a_file() {
+        let (cli, _) = flags(&[
+            "--rate",
+            "1, 4,inf",
+            "--percentiles",
+            "75,p99.9",
+            "--export",
+            "md,HTML",
+        ]);
+        assert_eq!(
+            cli.rate,
+            [
+                RateItem::Finite(1.0),
+                RateItem::Finite(4.0),
+                RateItem::Infinite
+            ]
+        );
+        assert_eq!(cli.percentiles, [75.0, 99.9]);
+        assert_eq!(cli.export, [Format::Md, Format::Html]);
+        for text in ["rate = [1, 4, \"inf\"]", "rate = \"1,4,inf\""] {
+            let c = RunConfig::from_toml(text, "x").unwrap();
+            assert_eq!(c.rate.len(), 3, "{text}");
+        }
+        assert_eq!(
+            RunConfig::from_toml("rate = 10", "x").unwrap().rate,
+            [RateItem::Finite(10.0)]
+        );
+        for bad in ["0", "-1", "NaN", "x", "1e300"] {
+            assert!(RateItem::parse(bad).is_err(), "{bad}");
+            let e = Cli::command()
+                .try_get_matches_from(["llmsweep", "--rate", bad])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("--rate"), "{e}");
+        }
+        let e = RunConfig::from_toml("seed = 1\nrate = [1, -4]\n", "mine.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mine.toml") && e.contains("line 2") && e.contains("rate"),
+            "{e}"
+        );
+        let e = RunConfig::from_toml("export = \"json,pdf\"", "mine.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pdf") && e.contains("line 1"), "{e}");
+        assert!(Cli::command()
+            .try_get_matches_from(["llmsweep", "--export", "pdf"])
+            .is_err());
+    }
+
+    #[test]
+    fn counts_are_bounded_at_the_flag() {
+        for argv in [
+            ["--seed", "18446744073709551615"],
+            ["--max-requests", "-1"],
+            ["--max-line-bytes", "12"],
+            ["--max-line-bytes", "99999999999"],
+        ] {
+            assert!(
+                Cli::command()
+                    .try_get_matches_from(std::iter::once("llmsweep").chain(argv))
+                    .is_err(),
+                "{argv:?}"
+            );
+        }
+        let (c, _) = flags(&["--seed", "9223372036854775807"]);
+        assert_eq!(c.seed, MAX_COUNT);
+    }
+
+    #[test]
+    fn strategies_by_name() {
+        assert_eq!(
+            LoadStrategy::from_name("SYNC"),
+            Some(LoadStrategy::Synchronous)
+        );
+        assert_eq!(
+            LoadStrategy::from_name("poisson"),
+            Some(LoadStrategy::Poisson)
+        );
+        assert_eq!(LoadStrategy::from_name("fast"), None);
+        for k in LoadStrategy::ALL {
+            let v = serde_json::to_value(k).unwrap();
+            assert_eq!(v, serde_json::json!(k.name()));
+            assert_eq!(LoadStrategy::from_name(k.name()), Some(k));
+        }
+        let c = RunConfig::from_toml("strategy = \"sync\"", "x").unwrap();
+        assert_eq!(c.strategy, LoadStrategy::Synchronous);
+    }
+
+    #[test]
+    fn the_echo_shows_every_setting_and_no_secret() {
+        let (mut c, _) = flags(&[
+            "-H",
+            "Authorization: Bearer sk-x",
+            "--target",
+            "http://u:hunter2@127.0.0.1:9/v1",
+            "--server-metrics",
+            "http://m:pw@127.0.0.1:9/metrics",
+        ]);
+        c.profile = "vllm-serving".into();
+        let echo = c.echo(true);
+        let s = echo.to_string();
+        for secret in ["sk-x", "hunter2", "pw@"] {
+            assert!(!s.contains(secret), "{secret} in {s}");
+        }
+        assert!(s.contains("Authorization: ***"), "{s}");
+        assert_eq!(echo["api_key"], "***");
+        assert_eq!(echo["profile"], "vllm-serving");
+        assert_eq!(echo["settle_timeout"], 30.0);
+        assert_eq!(
+            echo["export"],
+            serde_json::json!(["json", "csv", "md", "html"])
+        );
+    }
+}
