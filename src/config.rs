@@ -235,7 +235,7 @@ impl RunConfig {
     /// the line and the key.
     pub fn from_toml(text: &str, origin: &str) -> Result<RunConfig> {
         toml::from_str(text).map_err(|e| {
-            let msg = e.to_string();
+            let msg = shorten_unknown_key(&e.to_string());
             anyhow::anyhow!("{origin}: {}", msg.trim_end())
         })
     }
@@ -291,6 +291,59 @@ impl RunConfig {
         }
         v
     }
+}
+
+/// serde lists every key after an unknown one; a reader wants the one they
+/// meant: "unknown field `rates`: did you mean `rate`? (the keys are the
+/// flags of `llmsweep run` in snake_case)".
+fn shorten_unknown_key(msg: &str) -> String {
+    let Some(at) = msg.find("unknown field `") else {
+        return msg.to_string();
+    };
+    let rest = &msg[at + "unknown field `".len()..];
+    let Some(end) = rest.find('`') else {
+        return msg.to_string();
+    };
+    let key = &rest[..end];
+    let known: Vec<&str> = rest
+        .split('`')
+        .skip(2)
+        .step_by(2)
+        .filter(|k| !k.is_empty())
+        .collect();
+    let closest = known
+        .iter()
+        .map(|k| (edit_distance(key, k), *k))
+        .min()
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3));
+    let hint = match closest {
+        Some((_, k)) => format!("did you mean `{k}`? "),
+        None => String::new(),
+    };
+    format!(
+        "{}unknown field `{key}`: {hint}(the keys are the flags of `llmsweep run` in snake_case; `llmsweep run --help` lists them)",
+        &msg[..at]
+    )
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// The ids of the flags the user typed (not defaults): they win over a
@@ -742,6 +795,31 @@ mod tests {
         }
         let (c, _) = flags(&["--seed", "9223372036854775807"]);
         assert_eq!(c.seed, MAX_COUNT);
+    }
+
+    #[test]
+    fn an_unknown_key_names_the_one_meant() {
+        let e = RunConfig::from_toml("seed = 1\nrates = 4\n", "mine.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("did you mean `rate`?"),
+            "{e}"
+        );
+        assert!(!e.contains("`exit_on_finish`"), "no list of every key: {e}");
+        let e = RunConfig::from_toml("no_overload_guard = true", "mine.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean `overload_guard`?"), "{e}");
+        let e = RunConfig::from_toml("zzzzzzzz = 1", "mine.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown field `zzzzzzzz`") && !e.contains("did you mean"),
+            "{e}"
+        );
+        assert_eq!(edit_distance("rates", "rate"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]
