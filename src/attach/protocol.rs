@@ -199,7 +199,7 @@ mod tests {
     fn ev(t: f64) -> TimelineEvent {
         TimelineEvent {
             t_s: t,
-            event: "pause".into(),
+            event: crate::model::EventKind::Pause,
             detail: String::new(),
         }
     }
