@@ -210,7 +210,7 @@ impl Plan for SweepPlan {
                     .map_or(0, |r| (r.len() + 2).saturating_sub(k));
                 if k > 2 && left > 0 {
                     // The operator's own stages (`… (manual)`) do not stop the plan.
-                    if let Some(last) = done.last().filter(|s| !s.name.ends_with("(manual)")) {
+                    if let Some(last) = done.last().filter(|s| !s.manual) {
                         if last.end_reason == "over_saturated" {
                             return self.end(format!(
                                 "{} was over-saturated ({}); the over-saturation guard ended it, so no higher rate is run",
@@ -413,6 +413,50 @@ mod tests {
         assert_eq!(p.total(), Some(3));
         let why = p.stopped_early().unwrap();
         assert!(why.contains("2 planned stages left out"), "{why}");
+    }
+
+    /// The operator's stages are known by their `manual` field, not their
+    /// name: one that the guard ended does not stop the plan, and a manual
+    /// throughput-kind stage is not the plan's measurement.
+    #[test]
+    fn manual_stages_neither_stop_the_plan_nor_count_as_its_measurements() {
+        let limits = Limits {
+            max_seconds: Some(5.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done(StrategyKind::Synchronous, 300.0, 1.0)];
+        p.next(&d).unwrap();
+        d.push(done(StrategyKind::Throughput, 500.0, 7.0));
+        let mut manual_thr = done(StrategyKind::Throughput, 500.0, 70.0);
+        manual_thr.manual = true;
+        assert_eq!(
+            SweepPlan::measured(
+                &[d.clone(), vec![manual_thr]].concat(),
+                StrategyKind::Throughput
+            ),
+            Some(7.0)
+        );
+        assert_eq!(
+            p.next(&d).unwrap().strategy,
+            Strategy::Constant { rate: 3.0 }
+        );
+        d.push(done(StrategyKind::Constant, 100.0, 3.0));
+        let mut guarded = done(StrategyKind::Constant, 100.0, 9.0);
+        guarded.name = "constant@9.00".into(); // no "(manual)" in the name
+        guarded.manual = true;
+        guarded.end_reason = "over_saturated".into();
+        d.push(guarded.clone());
+        assert_eq!(
+            p.next(&d).unwrap().strategy,
+            Strategy::Constant { rate: 5.0 }
+        );
+        // The same stage from the plan ends it.
+        guarded.manual = false;
+        d.push(guarded);
+        assert!(p.next(&d).is_none());
+        assert!(p.stopped_early().unwrap().contains("over-saturated"));
     }
 
     #[test]
