@@ -11,7 +11,6 @@ use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use llmsweep::engine::history::RunHistory;
 use llmsweep::engine::{ErrorEntry, LiveStage, PlannedStage, RunSettings, Snapshot, Strategy};
-use llmsweep::model::StrategyKind;
 use llmsweep::report::{Report, RequestCounts, StageReport};
 use llmsweep::stats::stage::SeriesPoint;
 use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, View};
@@ -39,7 +38,7 @@ async fn finished_stages() -> Vec<llmsweep::report::StageReport> {
 fn live() -> LiveStage {
     LiveStage {
         name: "constant@12.50".into(),
-        strategy: StrategyKind::Constant,
+        strategy: "constant".parse().unwrap(),
         target_rate: Some(12.5),
         elapsed_s: 7.0,
         max_seconds: Some(30.0),
@@ -124,99 +123,49 @@ fn assert_has(screen: &str, needles: &[&str]) {
 /// A deterministic sweep for the golden snapshots: synchronous, throughput,
 /// five constant stages (the last saturated), the sixth running.
 fn sweep_stages() -> Vec<StageReport> {
-    let stage =
-        |name: &str, strategy: StrategyKind, target: Option<f64>, rps: f64, ttft: f64, itl: f64| {
-            let mut s = StageReport {
-                name: name.into(),
-                strategy,
-                target_rate: target,
-                end_reason: "max_seconds".into(),
-                duration_s: 10.0,
-                measured_s: 10.0,
-                ..Default::default()
-            };
-            s.rates.requests_per_s = rps;
-            s.rates.steady_requests_per_s = rps;
-            s.rates.output_tokens_per_s = rps * 128.0;
-            s.concurrency.mean = rps * (ttft + 128.0 * itl) / 1000.0;
-            let n = (rps * 10.0) as u64;
-            s.requests = RequestCounts {
-                sent: n,
-                completed: n,
-                incomplete: 0,
-                errored: 0,
-                measured: n,
-            };
-            for (d, v) in [
-                (&mut s.ttft_ms, ttft),
-                (&mut s.itl_ms, itl),
-                (&mut s.tpot_ms, itl * 1.02),
-                (&mut s.latency_ms, ttft + 127.0 * itl),
-            ] {
-                d.count = n;
-                d.mean = v * 1.1;
-                d.p50 = v;
-                d.p99 = v * 2.5;
-            }
-            s
+    let stage = |name: &str, strategy: &str, target: Option<f64>, rps: f64, ttft: f64, itl: f64| {
+        let mut s = StageReport {
+            name: name.into(),
+            strategy: strategy.parse().unwrap(),
+            target_rate: target,
+            end_reason: "max_seconds".into(),
+            duration_s: 10.0,
+            measured_s: 10.0,
+            ..Default::default()
         };
+        s.rates.requests_per_s = rps;
+        s.rates.steady_requests_per_s = rps;
+        s.rates.output_tokens_per_s = rps * 128.0;
+        s.concurrency.mean = rps * (ttft + 128.0 * itl) / 1000.0;
+        let n = (rps * 10.0) as u64;
+        s.requests = RequestCounts {
+            sent: n,
+            completed: n,
+            incomplete: 0,
+            errored: 0,
+            measured: n,
+        };
+        for (d, v) in [
+            (&mut s.ttft_ms, ttft),
+            (&mut s.itl_ms, itl),
+            (&mut s.tpot_ms, itl * 1.02),
+            (&mut s.latency_ms, ttft + 127.0 * itl),
+        ] {
+            d.count = n;
+            d.mean = v * 1.1;
+            d.p50 = v;
+            d.p99 = v * 2.5;
+        }
+        s
+    };
     let mut v = vec![
-        stage(
-            "synchronous",
-            StrategyKind::Synchronous,
-            None,
-            0.82,
-            38.0,
-            8.1,
-        ),
-        stage(
-            "throughput",
-            StrategyKind::Throughput,
-            None,
-            39.1,
-            4198.0,
-            24.0,
-        ),
-        stage(
-            "constant@6.38",
-            StrategyKind::Constant,
-            Some(6.38),
-            6.35,
-            41.0,
-            8.4,
-        ),
-        stage(
-            "constant@11.94",
-            StrategyKind::Constant,
-            Some(11.94),
-            11.9,
-            44.0,
-            9.0,
-        ),
-        stage(
-            "constant@17.49",
-            StrategyKind::Constant,
-            Some(17.49),
-            17.4,
-            52.0,
-            10.2,
-        ),
-        stage(
-            "constant@23.05",
-            StrategyKind::Constant,
-            Some(23.05),
-            22.9,
-            75.0,
-            12.9,
-        ),
-        stage(
-            "constant@28.61",
-            StrategyKind::Constant,
-            Some(28.61),
-            27.1,
-            310.0,
-            17.5,
-        ),
+        stage("synchronous", "synchronous", None, 0.82, 38.0, 8.1),
+        stage("throughput", "throughput", None, 39.1, 4198.0, 24.0),
+        stage("constant@6.38", "constant", Some(6.38), 6.35, 41.0, 8.4),
+        stage("constant@11.94", "constant", Some(11.94), 11.9, 44.0, 9.0),
+        stage("constant@17.49", "constant", Some(17.49), 17.4, 52.0, 10.2),
+        stage("constant@23.05", "constant", Some(23.05), 22.9, 75.0, 12.9),
+        stage("constant@28.61", "constant", Some(28.61), 27.1, 310.0, 17.5),
     ];
     v[6].saturated = true;
     v[6].saturation_reason =
@@ -305,7 +254,7 @@ fn golden_app() -> App {
         stages_total: Some(10),
         stage: Some(LiveStage {
             name: "constant@34.16".into(),
-            strategy: StrategyKind::Constant,
+            strategy: "constant".parse().unwrap(),
             target_rate: Some(34.16),
             elapsed_s: 5.0,
             max_seconds: Some(10.0),
