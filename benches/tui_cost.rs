@@ -60,7 +60,7 @@ fn snapshot(frame: usize) -> Snapshot {
         .map(|i| {
             let mut s = StageReport {
                 name: format!("constant@{}.00", i + 1),
-                strategy: "constant".into(),
+                strategy: llmsweep::model::StrategyKind::Constant,
                 ..Default::default()
             };
             s.rates.requests_per_s = i as f64 + 0.9;
@@ -80,7 +80,7 @@ fn snapshot(frame: usize) -> Snapshot {
         stages_total: Some(12),
         stage: Some(LiveStage {
             name: "constant@9.00".into(),
-            strategy: "constant".into(),
+            strategy: llmsweep::model::StrategyKind::Constant,
             target_rate: Some(9.0),
             elapsed_s: f / 4.0,
             max_seconds: Some(30.0),

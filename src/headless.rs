@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::engine::{ErrorEntry, Snapshot};
+use crate::model::{EventKind, StrategyKind};
 
 /// Lines for the first error of each category in each stage, so that a
 /// headless run shows what the server said, not only how often.
@@ -34,7 +35,7 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
     let st = s.stage.as_ref()?;
     let total = s.stages_total.map_or("?".to_string(), |t| t.to_string());
     let target = match st.target_rate {
-        Some(r) if st.strategy == "concurrent" => format!("{r:.0} streams"),
+        Some(r) if st.strategy == StrategyKind::Concurrent => format!("{r:.0} streams"),
         Some(r) => format!("{r:.2} req/s"),
         None => "-".into(),
     };
@@ -59,6 +60,30 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
     ) + &st.saturation.as_ref().map(|w| format!("  ! {w}")).unwrap_or_default())
 }
 
+/// Timeline events worth a progress line: not a stage's start (the
+/// progress line names the stage) nor a front end's own note.
+fn printed(event: &EventKind) -> bool {
+    match event {
+        EventKind::StageStart | EventKind::Export | EventKind::Other(_) => false,
+        EventKind::StageEnd
+        | EventKind::Plan
+        | EventKind::Verdict
+        | EventKind::StageWarning
+        | EventKind::Settle
+        | EventKind::OverSaturation
+        | EventKind::SetRate
+        | EventKind::Pause
+        | EventKind::Resume
+        | EventKind::Skip
+        | EventKind::Stop
+        | EventKind::Rejected
+        | EventKind::Rerun
+        | EventKind::Signal
+        | EventKind::Viewer
+        | EventKind::Warning => true,
+    }
+}
+
 /// Prints a line a second until the run is done; notes (plan, warnings) as they come.
 pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -72,25 +97,7 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
         let closed = rx.has_changed().is_err();
         let snap = rx.borrow().clone();
         for ev in snap.timeline.iter().skip(seen_events) {
-            if matches!(
-                ev.event.as_str(),
-                "plan"
-                    | "warning"
-                    | "stage_end"
-                    | "set_rate"
-                    | "pause"
-                    | "resume"
-                    | "skip"
-                    | "stop"
-                    | "rejected"
-                    | "rerun"
-                    | "signal"
-                    | "viewer"
-                    | "verdict"
-                    | "stage_warning"
-                    | "over_saturation"
-                    | "settle"
-            ) {
+            if printed(&ev.event) {
                 let detail = crate::redact::scrub(&ev.detail);
                 crate::term::note(&format!("[{:>7.1}s] {}: {detail}", ev.t_s, ev.event));
             }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use llmsweep::engine::{Control, Limits, RunSettings, Strategy};
+use llmsweep::model::{EventKind, StrategyKind};
 
 const SHORT: &str = "prompt_tokens=16,output_tokens=8,samples=64";
 
@@ -74,7 +75,7 @@ async fn closed_loop_strategies_hold_their_concurrency() {
         assert_eq!(s.requests.errored, 0);
         assert_eq!(
             s.target_rate,
-            if s.strategy == "concurrent" {
+            if s.strategy == StrategyKind::Concurrent {
                 Some(4.0)
             } else {
                 None
@@ -424,7 +425,7 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
 
     h.control
         .send(Control::Note {
-            event: "export".into(),
+            event: EventKind::Export,
             detail: "test".into(),
         })
         .unwrap();
@@ -476,7 +477,7 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
     assert_eq!(res.stages[1].target_rate, Some(40.0));
     assert!(res.partial);
     assert_eq!(res.end_reason, "test");
-    let events: Vec<&str> = res.timeline.iter().map(|e| e.event.as_str()).collect();
+    let events: Vec<&str> = res.timeline.iter().map(|e| e.event.name()).collect();
     for e in [
         "set_rate", "pause", "resume", "export", "skip", "rejected", "stop", "rerun",
     ] {

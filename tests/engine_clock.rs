@@ -11,6 +11,7 @@ use llmsweep::engine::backend::{Script, Scripted};
 use llmsweep::engine::{
     Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
 };
+use llmsweep::model::EventKind;
 use llmsweep::report::StageReport;
 use tokio::sync::{mpsc, watch};
 use tokio::time::sleep;
@@ -90,7 +91,7 @@ fn adds_up(s: &StageReport) {
     );
 }
 
-fn events<'a>(res: &'a RunResult, kind: &str) -> Vec<&'a str> {
+fn events(res: &RunResult, kind: EventKind) -> Vec<&str> {
     res.timeline
         .iter()
         .filter(|e| e.event == kind)
@@ -196,7 +197,7 @@ async fn a_rate_change_lets_work_in_flight_finish_in_the_stage_that_sent_it() {
         names(&res),
         ["constant@4.00", "constant@8.00 (manual)", "constant@4.00"]
     );
-    assert_eq!(events(&res, "rerun").len(), 1);
+    assert_eq!(events(&res, EventKind::Rerun).len(), 1);
     let numbers: Vec<usize> = res.stages.iter().map(|s| s.number).collect();
     assert_eq!(numbers, [1, 2, 3]);
     for s in &res.stages {
@@ -262,7 +263,7 @@ async fn steering_a_synchronous_stage_starts_from_its_measured_rate() {
     sleep(Duration::from_millis(5700)).await;
     r.control.send(Control::ScaleRate(2.0)).unwrap();
     let res = r.handle.await.unwrap();
-    let rejected = events(&res, "rejected");
+    let rejected = events(&res, EventKind::Rejected);
     assert_eq!(rejected.len(), 1, "{rejected:?}");
     assert!(rejected[0].contains("no measured rate yet"), "{rejected:?}");
     // About 6 s of 4 req/s (23 or 24 completed), doubled: about 8 req/s.
@@ -342,7 +343,7 @@ async fn concurrent_streams_move_by_whole_streams() {
         ]
     );
     // `r 3` on 3 streams changes nothing and says so.
-    assert!(events(&res, "rejected")
+    assert!(events(&res, EventKind::Rejected)
         .iter()
         .any(|e| e.contains("already runs at that rate")));
     // Streams count what is still in flight from the previous stage.

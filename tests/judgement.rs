@@ -12,6 +12,7 @@ use std::time::Duration;
 use common::*;
 use llmsweep::client::{Api, Prompt};
 use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Snapshot, Strategy};
+use llmsweep::model::{EventKind, StrategyKind};
 use llmsweep::profile::search::SearchPlan;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::stats::metrics::Slo;
@@ -80,7 +81,7 @@ async fn one_lock_step_batch_in_a_short_stage_does_not_run_away() {
     let thr = res
         .stages
         .iter()
-        .find(|s| s.strategy == "throughput")
+        .find(|s| s.strategy == StrategyKind::Throughput)
         .unwrap();
     let c = thr.capacity.as_ref().unwrap();
     assert_eq!(thr.rates.steady_requests_per_s, c.requests_per_s);
@@ -94,11 +95,15 @@ async fn one_lock_step_batch_in_a_short_stage_does_not_run_away() {
     let plan_note = res
         .timeline
         .iter()
-        .find(|e| e.event == "plan")
+        .find(|e| e.event == EventKind::Plan)
         .map(|e| e.detail.clone())
         .unwrap();
     assert!(plan_note.contains("one wave"), "{plan_note}");
-    for s in res.stages.iter().filter(|s| s.strategy == "constant") {
+    for s in res
+        .stages
+        .iter()
+        .filter(|s| s.strategy == StrategyKind::Constant)
+    {
         assert!(s.target_rate.unwrap() <= cap * 1.05, "{}", s.name);
     }
     sim.shutdown().await;
@@ -159,7 +164,7 @@ async fn all_503_ends_the_sweep_and_says_why() {
     assert!(
         res.timeline
             .iter()
-            .any(|e| e.event == "plan" && e.detail.starts_with("sweep ends")),
+            .any(|e| e.event == EventKind::Plan && e.detail.starts_with("sweep ends")),
         "{:?}",
         res.timeline
     );
@@ -212,7 +217,7 @@ async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
     let settle = |r: &RunResult| {
         r.timeline
             .iter()
-            .find(|e| e.event == "settle")
+            .find(|e| e.event == EventKind::Settle)
             .map(|e| e.detail.clone())
             .unwrap_or_default()
     };
@@ -338,7 +343,9 @@ async fn an_overload_starting_mid_stage_is_flagged_live_and_ended_by_the_guard()
     assert!(s.saturated);
     assert!(s.duration_s < 15.0, "ended early: {}", s.duration_s);
     assert!(
-        res.timeline.iter().any(|e| e.event == "over_saturation"),
+        res.timeline
+            .iter()
+            .any(|e| e.event == EventKind::OverSaturation),
         "{:?}",
         res.timeline
     );

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use llmsweep::model::{EventKind, StrategyKind};
 use llmsweep::report::export::{self, Format};
 use llmsweep::report::{checkpoint, Report};
 
@@ -70,6 +71,96 @@ fn json_round_trips_through_the_model() {
     let b: serde_json::Value = serde_json::from_str(&again).unwrap();
     assert_eq!(a, b, "JSON → model → JSON keeps every field");
     assert_eq!(Report::from_json(&again).unwrap(), r);
+}
+
+/// A report as earlier versions wrote it, with every timeline event and
+/// strategy name they produced (spelled out here, not taken from the enums),
+/// plus an event name this version does not know: it loads, the kinds come
+/// out typed, and it writes back the same JSON.
+#[test]
+fn an_old_report_with_every_event_and_strategy_kind_round_trips() {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/report.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = [
+        ("stage_start", EventKind::StageStart),
+        ("stage_end", EventKind::StageEnd),
+        ("plan", EventKind::Plan),
+        ("set_rate", EventKind::SetRate),
+        ("pause", EventKind::Pause),
+        ("resume", EventKind::Resume),
+        ("skip", EventKind::Skip),
+        ("stop", EventKind::Stop),
+        ("rejected", EventKind::Rejected),
+        ("rerun", EventKind::Rerun),
+        ("signal", EventKind::Signal),
+        ("viewer", EventKind::Viewer),
+        ("warning", EventKind::Warning),
+        ("export", EventKind::Export),
+        ("verdict", EventKind::Verdict),
+        ("stage_warning", EventKind::StageWarning),
+        ("settle", EventKind::Settle),
+        ("over_saturation", EventKind::OverSaturation),
+        ("checkpoint", EventKind::Other("checkpoint".into())),
+    ];
+    v["timeline"] = events
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| serde_json::json!({"t_s": i as f64, "event": name, "detail": format!("detail {i}")}))
+        .collect();
+    let strategies = [
+        ("synchronous", StrategyKind::Synchronous),
+        ("concurrent", StrategyKind::Concurrent),
+        ("throughput", StrategyKind::Throughput),
+        ("constant", StrategyKind::Constant),
+        ("poisson", StrategyKind::Poisson),
+    ];
+    let first = v["stages"][0].clone();
+    v["stages"] = strategies
+        .iter()
+        .map(|(name, _)| {
+            let mut s = first.clone();
+            s["strategy"] = (*name).into();
+            s
+        })
+        .collect();
+    let old = serde_json::to_string_pretty(&v).unwrap();
+
+    let r = Report::from_json(&old).unwrap();
+    let kinds: Vec<EventKind> = r.timeline.iter().map(|e| e.event.clone()).collect();
+    let want: Vec<EventKind> = events.iter().map(|e| e.1.clone()).collect();
+    assert_eq!(kinds, want);
+    let kinds: Vec<StrategyKind> = r.stages.iter().map(|s| s.strategy).collect();
+    let want: Vec<StrategyKind> = strategies.iter().map(|s| s.1).collect();
+    assert_eq!(kinds, want);
+    let again: serde_json::Value = serde_json::from_str(&r.to_json().unwrap()).unwrap();
+    assert_eq!(again, v, "the same JSON back");
+    // Every renderer takes it, and the timeline names every event as written.
+    for f in [
+        Format::Csv,
+        Format::Md,
+        Format::Html,
+        Format::Console,
+        Format::Vllm,
+        Format::Sglang,
+    ] {
+        export::render(&r, f).unwrap();
+    }
+    let html = export::render(&r, Format::Html).unwrap();
+    for (name, _) in events {
+        assert!(
+            html.contains(&format!("<td>{name}</td>")),
+            "{name} in the HTML timeline"
+        );
+    }
+    let csv = export::render(&r, Format::Csv).unwrap();
+    for (name, _) in strategies {
+        assert!(csv.contains(&format!(",{name},")), "{name} in the CSV");
+    }
+
+    // A strategy this version does not know is an error that names it.
+    v["stages"][0]["strategy"] = "ramp".into();
+    let e = Report::from_json(&v.to_string()).unwrap_err();
+    assert!(format!("{e:#}").contains("ramp"), "{e:#}");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::process::Command;
 use common::*;
 use llmsweep::data::Synthetic;
 use llmsweep::engine::{Engine, Limits, RunSettings, Snapshot};
+use llmsweep::model::EventKind;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::tokenizer::{TokenCounter, TokenizerFile, VOCAB};
 use serde_json::{json, Value};
@@ -172,7 +173,7 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
     assert!(snap
         .timeline
         .iter()
-        .any(|e| e.event == "plan" && e.detail.contains("sweep rates planned")));
+        .any(|e| e.event == EventKind::Plan && e.detail.contains("sweep rates planned")));
     sim.shutdown().await;
 }
 

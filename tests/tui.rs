@@ -38,7 +38,7 @@ async fn finished_stages() -> Vec<llmsweep::report::StageReport> {
 fn live() -> LiveStage {
     LiveStage {
         name: "constant@12.50".into(),
-        strategy: "constant".into(),
+        strategy: "constant".parse().unwrap(),
         target_rate: Some(12.5),
         elapsed_s: 7.0,
         max_seconds: Some(30.0),
@@ -126,7 +126,7 @@ fn sweep_stages() -> Vec<StageReport> {
     let stage = |name: &str, strategy: &str, target: Option<f64>, rps: f64, ttft: f64, itl: f64| {
         let mut s = StageReport {
             name: name.into(),
-            strategy: strategy.into(),
+            strategy: strategy.parse().unwrap(),
             target_rate: target,
             end_reason: "max_seconds".into(),
             duration_s: 10.0,
@@ -254,7 +254,7 @@ fn golden_app() -> App {
         stages_total: Some(10),
         stage: Some(LiveStage {
             name: "constant@34.16".into(),
-            strategy: "constant".into(),
+            strategy: "constant".parse().unwrap(),
             target_rate: Some(34.16),
             elapsed_s: 5.0,
             max_seconds: Some(10.0),
@@ -720,7 +720,7 @@ async fn keys_reach_the_engine() {
             "constant@15.00"
         ]
     );
-    let events: Vec<&str> = res.timeline.iter().map(|e| e.event.as_str()).collect();
+    let events: Vec<&str> = res.timeline.iter().map(|e| e.event.name()).collect();
     for e in ["set_rate", "pause", "resume", "skip", "stop"] {
         assert!(events.contains(&e), "{e} in {events:?}");
     }

@@ -199,7 +199,7 @@ mod tests {
     fn ev(t: f64) -> TimelineEvent {
         TimelineEvent {
             t_s: t,
-            event: "pause".into(),
+            event: crate::model::EventKind::Pause,
             detail: String::new(),
         }
     }
@@ -251,6 +251,29 @@ mod tests {
             let line = encode(&ViewerMsg::Control { control: c.clone() });
             let back: ViewerMsg = serde_json::from_slice(&line).unwrap();
             assert_eq!(back, ViewerMsg::Control { control: c });
+        }
+        // A note, as docs/PROTOCOL.md writes it, and one whose event name
+        // this version does not know (a viewer of another version): both
+        // reach the engine and go back on the wire as they came.
+        for (line, event) in [
+            (
+                r#"{"type":"control","control":{"note":{"event":"export","detail":"x"}}}"#,
+                crate::model::EventKind::Export,
+            ),
+            (
+                r#"{"type":"control","control":{"note":{"event":"bookmark","detail":"x"}}}"#,
+                crate::model::EventKind::Other("bookmark".into()),
+            ),
+        ] {
+            let msg: ViewerMsg = serde_json::from_str(line).unwrap();
+            let want = ViewerMsg::Control {
+                control: Control::Note {
+                    event,
+                    detail: "x".into(),
+                },
+            };
+            assert_eq!(msg, want);
+            assert_eq!(encode(&msg), format!("{line}\n").into_bytes());
         }
         let hello: RunMsg = serde_json::from_str(
             r#"{"type":"hello","version":1,"run":{"target":"t","model":"m","profile":"p","dir":"d","pid":7}}"#,

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, watch};
 use super::protocol::{encode, RunHello, RunMsg, Sent, ViewerMsg, WireSnapshot, VERSION};
 use super::runs::SOCKET_FILE;
 use crate::engine::{Control, Snapshot};
+use crate::model::EventKind;
 
 /// Writes the reports of what was measured so far; returns their paths.
 pub type ExportFn = Arc<dyn Fn(&Snapshot) -> Result<Vec<PathBuf>> + Send + Sync>;
@@ -151,7 +152,7 @@ impl Viewer {
             return;
         }
         let _ = self.control.send(Control::Note {
-            event: "viewer".into(),
+            event: EventKind::Viewer,
             detail: "a viewer attached".into(),
         });
         let mut sent = Sent::default();
@@ -200,7 +201,7 @@ impl Viewer {
         };
         if left {
             let _ = self.control.send(Control::Note {
-                event: "viewer".into(),
+                event: EventKind::Viewer,
                 detail: "a viewer left".into(),
             });
         }
@@ -226,7 +227,7 @@ impl Viewer {
                             .map(|p| p.display().to_string())
                             .unwrap_or_default();
                         let _ = self.control.send(Control::Note {
-                            event: "export".into(),
+                            event: EventKind::Export,
                             detail: shown,
                         });
                         RunMsg::Exported {

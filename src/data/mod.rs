@@ -7,7 +7,8 @@ pub mod synthetic;
 use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
 use serde_json::{json, Map, Value};
 
 use crate::client::{Api, Prompt};
@@ -57,11 +58,7 @@ pub fn load_items(
     let mut items = loaded.items;
     // Shuffle under the seed: a stage that sends fewer requests than the file
     // holds still gets a fair sample; rows are reused when it sends more.
-    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5EED);
-    for i in (1..items.len()).rev() {
-        let j = rng.random_range(0..=i);
-        items.swap(i, j);
-    }
+    items.shuffle(&mut SmallRng::seed_from_u64(seed ^ 0x5EED));
     let mut notes = Vec::new();
     if loaded.skipped > 0 {
         notes.push(format!(
@@ -266,5 +263,35 @@ mod tests {
         let o = orig["prompt"].as_str().unwrap();
         assert_eq!(t[..shared], o[..shared]);
         assert!(t[shared..].starts_with("#2 "), "{t}");
+    }
+    #[test]
+    fn a_data_file_is_shuffled_the_same_way_under_the_same_seed() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-shuffle-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rows.jsonl");
+        let rows: String = (0..40)
+            .map(|i| format!("{{\"prompt\": \"row {i}\"}}\n"))
+            .collect();
+        std::fs::write(&path, rows).unwrap();
+        let spec = path.to_string_lossy().into_owned();
+        let order = |seed| -> Vec<String> {
+            load_items(&spec, seed, &crate::tokenizer::Builtin, false)
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|p| p.text)
+                .collect()
+        };
+        let (a, b, c) = (order(7), order(7), order(8));
+        assert_eq!(a, b, "same seed, same order");
+        assert_ne!(a, c, "another seed, another order");
+        let unshuffled: Vec<String> = (0..40).map(|i| format!("row {i}")).collect();
+        assert_ne!(a, unshuffled, "the rows are shuffled");
+        let mut sorted = a.clone();
+        sorted.sort();
+        let mut expected = unshuffled;
+        expected.sort();
+        assert_eq!(sorted, expected, "every row once");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -31,7 +31,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Outcome, Prompt, RequestRecord};
-use crate::model::{StageReport, TimelineEvent};
+use crate::model::{EventKind, StageReport, StrategyKind, TimelineEvent};
 use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
@@ -225,17 +225,17 @@ impl Engine {
         self.run_start.elapsed().as_secs_f64()
     }
 
-    fn note(&mut self, event: &str, detail: impl Into<String>) {
+    fn note(&mut self, event: EventKind, detail: impl Into<String>) {
         let t_s = self.t();
         self.timeline.push(TimelineEvent {
             t_s,
-            event: event.to_string(),
+            event,
             detail: detail.into(),
         });
     }
 
     pub fn warn(&mut self, msg: String) {
-        self.note("warning", msg.clone());
+        self.note(EventKind::Warning, msg.clone());
         self.warnings.push(msg);
     }
 
@@ -255,7 +255,7 @@ impl Engine {
                 s
             } else if let Some(s) = rerun.take() {
                 self.note(
-                    "rerun",
+                    EventKind::Rerun,
                     format!("{} runs again: it was cut short by a rate change", s.name),
                 );
                 s
@@ -317,21 +317,21 @@ impl Engine {
             .finished
             .iter()
             .rev()
-            .find(|s| s.strategy == "synchronous" && s.requests.measured > 0)
+            .find(|s| s.strategy == StrategyKind::Synchronous && s.requests.measured > 0)
             .map(|s| s.ttft_ms.p50);
         let (prompts, seq) = (self.prompts.clone(), self.next_prompt);
         let probe = move |k: u64| crate::data::for_request(&prompts, seq + k);
         let s = settle::settle(self.backend.as_ref(), probe, reference_ttft, timeout).await;
         self.next_prompt += s.probes;
         self.note(
-            "settle",
+            EventKind::Settle,
             format!("waited {:.2} s: {}", s.waited_s, s.detail),
         );
     }
 
     fn take_plan_messages(&mut self, plan: &mut dyn Plan) {
         if let Some(msg) = plan.take_notice() {
-            self.note("plan", msg);
+            self.note(EventKind::Plan, msg);
         }
         if let Some(w) = plan.take_warning() {
             self.warn(w);
@@ -402,7 +402,7 @@ impl Engine {
             .strategy
             .target_rate()
             .filter(|_| spec.strategy.is_open_loop());
-        self.note("stage_start", spec.name.clone());
+        self.note(EventKind::StageStart, spec.name.clone());
         let t_start = self.t();
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
         self.so_far = None;
@@ -522,7 +522,7 @@ impl Engine {
                     self.publish(spec, &stats, plan, number);
                     if !self.settings.no_overload_guard && d.paused_at.is_none() {
                         if let Some(why) = guard {
-                            self.note("over_saturation", format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
+                            self.note(EventKind::OverSaturation, format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
                             break StageEnd::OverSaturated(why);
                         }
                     }
@@ -693,7 +693,7 @@ impl Engine {
         };
         let judged = crate::stats::judge::judge_finished(&mut report, guard, &self.finished);
         self.note(
-            "stage_end",
+            EventKind::StageEnd,
             format!(
                 "{} ({}): {} completed, {} incomplete, {} errored",
                 spec.name,
@@ -788,7 +788,7 @@ impl Engine {
         let now = Instant::now();
         match cmd {
             Control::SetRate(r) | Control::ScaleRate(r) if !r.is_finite() || r <= 0.0 => {
-                self.note("rejected", format!("rate {r} is not possible"));
+                self.note(EventKind::Rejected, format!("rate {r} is not possible"));
                 None
             }
             Control::SetRate(rate) => self.change_rate(spec, rate),
@@ -796,7 +796,7 @@ impl Engine {
                 Ok(Base::Streams(s)) => self.change_rate(spec, scale_streams(s, factor) as f64),
                 Ok(Base::Rate(r)) => self.change_rate(spec, r * factor),
                 Err(why) => {
-                    self.note("rejected", why);
+                    self.note(EventKind::Rejected, why);
                     None
                 }
             },
@@ -805,7 +805,7 @@ impl Engine {
                     d.paused_at = Some(now);
                     stats.pause(now);
                     self.paused = true;
-                    self.note("pause", spec.name.clone());
+                    self.note(EventKind::Pause, spec.name.clone());
                 }
                 None
             }
@@ -820,7 +820,10 @@ impl Engine {
                     }
                     stats.resume(now);
                     self.paused = false;
-                    self.note("resume", format!("after {:.1} s", paused_for.as_secs_f64()));
+                    self.note(
+                        EventKind::Resume,
+                        format!("after {:.1} s", paused_for.as_secs_f64()),
+                    );
                 }
                 None
             }
@@ -833,15 +836,15 @@ impl Engine {
                 self.apply(next, spec, d, stats)
             }
             Control::Skip => {
-                self.note("skip", spec.name.clone());
+                self.note(EventKind::Skip, spec.name.clone());
                 Some(StageEnd::Skipped)
             }
             Control::Stop { reason } => {
-                self.note("stop", reason.clone());
+                self.note(EventKind::Stop, reason.clone());
                 Some(StageEnd::Stopped(reason))
             }
             Control::Note { event, detail } => {
-                self.note(&event, detail);
+                self.note(event, detail);
                 None
             }
         }
@@ -851,20 +854,20 @@ impl Engine {
         let rate = match validate_rate(rate) {
             Ok(r) => r,
             Err(e) => {
-                self.note("rejected", e);
+                self.note(EventKind::Rejected, e);
                 return None;
             }
         };
         let strategy = spec.strategy.with_rate(rate);
         if strategy == spec.strategy {
             self.note(
-                "rejected",
+                EventKind::Rejected,
                 format!("{} already runs at that rate", spec.name),
             );
             return None;
         }
         let next = StageSpec::manual(strategy, spec.limits.clone());
-        self.note("set_rate", format!("{} → {}", spec.name, next.name));
+        self.note(EventKind::SetRate, format!("{} → {}", spec.name, next.name));
         Some(StageEnd::RateChanged(next))
     }
 
@@ -873,7 +876,7 @@ impl Engine {
         let skip = stats.series.len().saturating_sub(600);
         let live = LiveStage {
             name: spec.name.clone(),
-            strategy: spec.strategy.kind().to_string(),
+            strategy: spec.strategy.kind(),
             target_rate: spec.strategy.target_rate(),
             elapsed_s: stats.active_elapsed(Instant::now()).as_secs_f64(),
             max_seconds: spec.limits.max_seconds,

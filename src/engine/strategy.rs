@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
 
 pub use crate::model::live::PlannedStage;
-use crate::model::StageReport;
+use crate::model::{StageReport, StrategyKind};
 
 /// How requests are released in a stage.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,13 +28,13 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> StrategyKind {
         match self {
-            Strategy::Synchronous => "synchronous",
-            Strategy::Concurrent { .. } => "concurrent",
-            Strategy::Throughput { .. } => "throughput",
-            Strategy::Constant { .. } => "constant",
-            Strategy::Poisson { .. } => "poisson",
+            Strategy::Synchronous => StrategyKind::Synchronous,
+            Strategy::Concurrent { .. } => StrategyKind::Concurrent,
+            Strategy::Throughput { .. } => StrategyKind::Throughput,
+            Strategy::Constant { .. } => StrategyKind::Constant,
+            Strategy::Poisson { .. } => StrategyKind::Poisson,
         }
     }
 
@@ -48,13 +48,13 @@ impl Strategy {
     }
 
     pub fn is_open_loop(&self) -> bool {
-        matches!(self, Strategy::Constant { .. } | Strategy::Poisson { .. })
+        self.kind().is_open_loop()
     }
 
     /// The usual stage name: `synchronous`, `throughput`, `concurrent@8`, `constant@5.25`.
     pub fn name(&self) -> String {
         match self {
-            Strategy::Synchronous | Strategy::Throughput { .. } => self.kind().to_string(),
+            Strategy::Synchronous | Strategy::Throughput { .. } => self.kind().name().to_string(),
             Strategy::Concurrent { streams } => format!("concurrent@{streams}"),
             Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => {
                 format!("{}@{}", self.kind(), fmt_rate(*rate))

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use super::kinds::{EventKind, StrategyKind};
 use super::report::{RequestCounts, StageReport, TimelineEvent};
 
 /// Commands a front end (keys, signals) sends to the engine. The engine
@@ -29,7 +30,7 @@ pub enum Control {
     },
     /// Just a timeline entry (e.g. "export" from the TUI).
     Note {
-        event: String,
+        event: EventKind,
         detail: String,
     },
 }
@@ -47,7 +48,7 @@ pub struct ErrorEntry {
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LiveStage {
     pub name: String,
-    pub strategy: String,
+    pub strategy: StrategyKind,
     pub target_rate: Option<f64>,
     /// Running time of the stage: paused time does not count.
     pub elapsed_s: f64,

@@ -6,6 +6,7 @@
 //! (`stats::stage`, `stats::verdict`, `profile::search`, `server_metrics`).
 
 pub mod dist;
+pub mod kinds;
 pub mod live;
 pub mod report;
 pub mod search;
@@ -14,6 +15,7 @@ pub mod slo;
 pub mod verdict;
 
 pub use dist::DistSummary;
+pub use kinds::{EventKind, StrategyKind};
 pub use report::*;
 pub use search::{SearchProbe, SearchSummary};
 pub use slo::Slo;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::dist::DistSummary;
+use super::kinds::{EventKind, StrategyKind};
 use super::slo::Slo;
 
 /// Bumped whenever a field changes meaning or disappears.
@@ -63,8 +64,8 @@ pub struct Target {
 pub struct TimelineEvent {
     /// Seconds since the run started.
     pub t_s: f64,
-    /// `set_rate`, `pause`, `resume`, `skip`, `stop`, `export`, `stage_start`, `stage_end`, `signal`.
-    pub event: String,
+    /// `stage_start`, `set_rate`, `pause`, … (every kind: [`EventKind`]).
+    pub event: EventKind,
     pub detail: String,
 }
 
@@ -73,7 +74,7 @@ pub struct StageReport {
     /// e.g. `synchronous`, `throughput`, `constant@5.25`, `constant@5.25 (manual)`.
     pub name: String,
     /// `synchronous`, `concurrent`, `throughput`, `constant`, `poisson`.
-    pub strategy: String,
+    pub strategy: StrategyKind,
     /// Requests/s for constant and poisson, streams for concurrent; null otherwise.
     pub target_rate: Option<f64>,
     pub start: String,

@@ -14,7 +14,7 @@
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, PlannedStage, StageSpec, Strategy};
 pub use crate::model::search::{SearchProbe, SearchSummary};
-use crate::model::{Slo, StageReport};
+use crate::model::{Slo, StageReport, StrategyKind};
 use crate::stats::verdict::Outcome;
 
 /// Constant-rate probes at most, after synchronous and throughput.
@@ -95,7 +95,7 @@ impl SearchPlan {
     fn judge(&self, s: &StageReport) -> (bool, f64, String) {
         let frac = s.goodput.as_ref().map_or(0.0, |g| g.fraction);
         // One request at a time gives few requests in a short stage: any will do.
-        let min = if s.strategy == "synchronous" {
+        let min = if s.strategy == StrategyKind::Synchronous {
             1
         } else {
             MIN_MEASURED
@@ -295,10 +295,10 @@ mod tests {
     use super::*;
     use crate::model::{Goodput, Rates, RequestCounts};
 
-    fn stage(name: &str, strategy: &str, rate: f64, frac: f64) -> StageReport {
+    fn stage(name: &str, strategy: StrategyKind, rate: f64, frac: f64) -> StageReport {
         StageReport {
             name: name.into(),
-            strategy: strategy.into(),
+            strategy,
             rates: Rates {
                 requests_per_s: rate,
                 steady_requests_per_s: rate,
@@ -326,11 +326,13 @@ mod tests {
         let mut spec = p.next(&done).unwrap();
         for _ in 0..20 {
             let s = match &spec.strategy {
-                Strategy::Synchronous => stage("synchronous", "synchronous", 1.0, 1.0),
-                Strategy::Throughput { .. } => stage("throughput", "throughput", 40.0, 0.2),
+                Strategy::Synchronous => stage("synchronous", StrategyKind::Synchronous, 1.0, 1.0),
+                Strategy::Throughput { .. } => {
+                    stage("throughput", StrategyKind::Throughput, 40.0, 0.2)
+                }
                 Strategy::Constant { rate } => {
                     let f = if *rate <= limit { 0.99 } else { 0.5 };
-                    stage(&spec.name, "constant", *rate, f)
+                    stage(&spec.name, StrategyKind::Constant, *rate, f)
                 }
                 _ => unreachable!(),
             };
@@ -353,16 +355,16 @@ mod tests {
     fn a_short_synchronous_stage_with_few_requests_still_counts() {
         let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, Limits::default(), 64);
         p.next(&[]).unwrap();
-        let mut sync = stage("synchronous", "synchronous", 0.8, 1.0);
+        let mut sync = stage("synchronous", StrategyKind::Synchronous, 0.8, 1.0);
         sync.requests.measured = 4;
         let next = p.next(&[sync]).unwrap();
-        assert_eq!(next.strategy.kind(), "throughput");
+        assert_eq!(next.strategy.kind(), StrategyKind::Throughput);
     }
 
     #[test]
     fn an_inconclusive_probe_with_many_requests_in_flight_proves_nothing() {
         let p = SearchPlan::new(Slo::default(), 0.9, 0.1, Limits::default(), 64);
-        let mut s = stage("constant@30.00", "constant", 30.0, 1.0);
+        let mut s = stage("constant@30.00", StrategyKind::Constant, 30.0, 1.0);
         s.requests.incomplete = 80;
         s.verdict = Some(crate::stats::verdict::Verdict {
             outcome: Outcome::Inconclusive,
@@ -378,7 +380,7 @@ mod tests {
     fn synchronous_failing_ends_the_search() {
         let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, Limits::default(), 64);
         p.next(&[]).unwrap();
-        let done = vec![stage("synchronous", "synchronous", 1.0, 0.5)];
+        let done = vec![stage("synchronous", StrategyKind::Synchronous, 1.0, 0.5)];
         assert!(p.next(&done).is_none());
         let s = p.search().unwrap();
         assert!(s.rate.is_none());

@@ -71,13 +71,14 @@ pub fn summarize(stages: &[StageReport]) -> Option<SloSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::StrategyKind;
     use crate::model::{Goodput, Rates, RequestCounts};
     use crate::stats::metrics::Slo;
 
     fn stage(name: &str, rate: f64, frac: f64) -> StageReport {
         StageReport {
             name: name.into(),
-            strategy: "constant".into(),
+            strategy: StrategyKind::Constant,
             target_rate: Some(rate),
             rates: Rates {
                 requests_per_s: rate,

@@ -2,7 +2,7 @@
 //! Poisson) stages at rates interpolated between the two measured rates.
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, PlannedStage, StageSpec, Strategy};
-use crate::model::StageReport;
+use crate::model::{StageReport, StrategyKind};
 pub use crate::stats::judge::{
     judge_finished, judgement_lines, mark_over_saturated, queueing, stage_warnings,
 };
@@ -80,19 +80,21 @@ impl SweepPlan {
     }
 
     /// The last planned (not manual) stage of a kind.
-    fn stage<'a>(done: &'a [StageReport], strategy: &str) -> Option<&'a StageReport> {
+    fn stage(done: &[StageReport], strategy: StrategyKind) -> Option<&StageReport> {
         done.iter()
             .rev()
-            .find(|s| s.strategy == strategy && !s.name.ends_with("(manual)"))
+            .find(|s| s.strategy == strategy && !s.manual)
     }
 
     /// The measured rate of the last planned stage of a kind. For throughput,
     /// the stage's capacity estimate (`rates.steady_requests_per_s`): backed
     /// by evidence, never above what the server was seen to complete (see
     /// `stats::verdict::capacity`).
-    fn measured(done: &[StageReport], strategy: &str) -> Option<f64> {
+    fn measured(done: &[StageReport], strategy: StrategyKind) -> Option<f64> {
         Self::stage(done, strategy).map(|s| match strategy {
-            "throughput" if s.rates.steady_requests_per_s > 0.0 => s.rates.steady_requests_per_s,
+            StrategyKind::Throughput if s.rates.steady_requests_per_s > 0.0 => {
+                s.rates.steady_requests_per_s
+            }
             _ => s.rates.requests_per_s,
         })
     }
@@ -120,12 +122,12 @@ impl Plan for SweepPlan {
             ),
             k => {
                 if self.rates.is_none() {
-                    let sync = Self::measured(done, "synchronous").unwrap_or(0.0);
-                    let thr = Self::measured(done, "throughput").unwrap_or(0.0);
+                    let sync = Self::measured(done, StrategyKind::Synchronous).unwrap_or(0.0);
+                    let thr = Self::measured(done, StrategyKind::Throughput).unwrap_or(0.0);
                     // Too little evidence in the throughput stage (no completion,
                     // or one wave of them: its first wave took about as long as
                     // the stage): run it once more, three times as long.
-                    let thin = Self::stage(done, "throughput").and_then(|t| {
+                    let thin = Self::stage(done, StrategyKind::Throughput).and_then(|t| {
                         let c = t.capacity.as_ref()?;
                         (c.low_evidence || thr <= 0.0).then(|| {
                             if c.completions == 0 {
@@ -165,8 +167,8 @@ impl Plan for SweepPlan {
                             "no completed requests to plan from (synchronous {sync:.2} req/s, throughput {thr:.2} req/s); {errors}"
                         ));
                     }
-                    if let Some(q) = Self::stage(done, "throughput")
-                        .and_then(|t| queueing(t, Self::stage(done, "synchronous")))
+                    if let Some(q) = Self::stage(done, StrategyKind::Throughput)
+                        .and_then(|t| queueing(t, Self::stage(done, StrategyKind::Synchronous)))
                     {
                         if thr <= sync {
                             return self
@@ -175,7 +177,7 @@ impl Plan for SweepPlan {
                     }
                     self.warning = short_stage_warning(done, &self.limits);
                     let rates = sweep_rates(sync, thr, self.stages);
-                    let basis = Self::stage(done, "throughput")
+                    let basis = Self::stage(done, StrategyKind::Throughput)
                         .and_then(|t| t.capacity.as_ref())
                         .map(|c| {
                             format!(
@@ -208,7 +210,7 @@ impl Plan for SweepPlan {
                     .map_or(0, |r| (r.len() + 2).saturating_sub(k));
                 if k > 2 && left > 0 {
                     // The operator's own stages (`… (manual)`) do not stop the plan.
-                    if let Some(last) = done.last().filter(|s| !s.name.ends_with("(manual)")) {
+                    if let Some(last) = done.last().filter(|s| !s.manual) {
                         if last.end_reason == "over_saturated" {
                             return self.end(format!(
                                 "{} was over-saturated ({}); the over-saturation guard ended it, so no higher rate is run",
@@ -286,11 +288,11 @@ impl Plan for SweepPlan {
 /// The synchronous and throughput stages a sweep or a search starts with,
 /// those of them not yet issued.
 pub(crate) fn measured_stages_ahead(issued: usize) -> Vec<PlannedStage> {
-    ["synchronous", "throughput"]
+    [StrategyKind::Synchronous, StrategyKind::Throughput]
         .iter()
         .skip(issued)
-        .map(|name| PlannedStage {
-            name: (*name).into(),
+        .map(|kind| PlannedStage {
+            name: kind.name().into(),
             target_rate: None,
         })
         .collect()
@@ -320,7 +322,9 @@ fn describe_limits(l: &Limits) -> String {
 /// synchronous stage.
 pub fn short_stage_warning(done: &[StageReport], limits: &Limits) -> Option<String> {
     let stage_s = limits.max_seconds?;
-    let sync = done.iter().find(|s| s.strategy == "synchronous")?;
+    let sync = done
+        .iter()
+        .find(|s| s.strategy == StrategyKind::Synchronous)?;
     let latency_s = sync.latency_ms.p50 / 1000.0;
     (latency_s > 0.0 && stage_s < 3.0 * latency_s).then(|| {
         format!(
@@ -350,10 +354,10 @@ mod tests {
         assert_eq!(sweep_rates(1.0, 3.0, 3), vec![3.0]);
     }
 
-    fn done(strategy: &str, latency_p50_ms: f64, rps: f64) -> StageReport {
+    fn done(strategy: StrategyKind, latency_p50_ms: f64, rps: f64) -> StageReport {
         let mut s = StageReport {
-            name: strategy.into(),
-            strategy: strategy.into(),
+            name: strategy.name().into(),
+            strategy,
             ..Default::default()
         };
         s.latency_ms.p50 = latency_p50_ms;
@@ -368,9 +372,13 @@ mod tests {
             ..Default::default()
         };
         // Seed 003: a 25 s request in 30 s stages.
-        let w = short_stage_warning(&[done("synchronous", 25_000.0, 0.04)], &limits).unwrap();
+        let w = short_stage_warning(&[done(StrategyKind::Synchronous, 25_000.0, 0.04)], &limits)
+            .unwrap();
         assert!(w.contains("--max-seconds 75"), "{w}");
-        assert!(short_stage_warning(&[done("synchronous", 1_000.0, 1.0)], &limits).is_none());
+        assert!(
+            short_stage_warning(&[done(StrategyKind::Synchronous, 1_000.0, 1.0)], &limits)
+                .is_none()
+        );
     }
 
     #[test]
@@ -382,14 +390,14 @@ mod tests {
         let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
         assert_eq!(p.upcoming().len(), 5);
         assert_eq!(p.next(&[]).unwrap().strategy, Strategy::Synchronous);
-        let mut done_ = vec![done("synchronous", 3000.0, 1.0)];
+        let mut done_ = vec![done(StrategyKind::Synchronous, 3000.0, 1.0)];
         assert!(matches!(
             p.next(&done_).unwrap().strategy,
             Strategy::Throughput {
                 max_concurrency: 64
             }
         ));
-        done_.push(done("throughput", 5000.0, 7.0));
+        done_.push(done(StrategyKind::Throughput, 5000.0, 7.0));
         assert_eq!(
             p.next(&done_).unwrap().strategy,
             Strategy::Constant { rate: 3.0 }
@@ -398,13 +406,57 @@ mod tests {
         assert!(p.take_warning().unwrap().contains("shorter than 3"));
         let names: Vec<String> = p.upcoming().into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["constant@5.00", "constant@7.00"]);
-        done_.push(done("constant", 100.0, 3.0));
+        done_.push(done(StrategyKind::Constant, 100.0, 3.0));
         done_.last_mut().unwrap().saturated = true;
         assert!(p.next(&done_).is_none(), "stops on saturation");
         assert!(p.take_notice().unwrap().contains("saturated"));
         assert_eq!(p.total(), Some(3));
         let why = p.stopped_early().unwrap();
         assert!(why.contains("2 planned stages left out"), "{why}");
+    }
+
+    /// The operator's stages are known by their `manual` field, not their
+    /// name: one that the guard ended does not stop the plan, and a manual
+    /// throughput-kind stage is not the plan's measurement.
+    #[test]
+    fn manual_stages_neither_stop_the_plan_nor_count_as_its_measurements() {
+        let limits = Limits {
+            max_seconds: Some(5.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done(StrategyKind::Synchronous, 300.0, 1.0)];
+        p.next(&d).unwrap();
+        d.push(done(StrategyKind::Throughput, 500.0, 7.0));
+        let mut manual_thr = done(StrategyKind::Throughput, 500.0, 70.0);
+        manual_thr.manual = true;
+        assert_eq!(
+            SweepPlan::measured(
+                &[d.clone(), vec![manual_thr]].concat(),
+                StrategyKind::Throughput
+            ),
+            Some(7.0)
+        );
+        assert_eq!(
+            p.next(&d).unwrap().strategy,
+            Strategy::Constant { rate: 3.0 }
+        );
+        d.push(done(StrategyKind::Constant, 100.0, 3.0));
+        let mut guarded = done(StrategyKind::Constant, 100.0, 9.0);
+        guarded.name = "constant@9.00".into(); // no "(manual)" in the name
+        guarded.manual = true;
+        guarded.end_reason = "over_saturated".into();
+        d.push(guarded.clone());
+        assert_eq!(
+            p.next(&d).unwrap().strategy,
+            Strategy::Constant { rate: 5.0 }
+        );
+        // The same stage from the plan ends it.
+        guarded.manual = false;
+        d.push(guarded);
+        assert!(p.next(&d).is_none());
+        assert!(p.stopped_early().unwrap().contains("over-saturated"));
     }
 
     #[test]
@@ -415,16 +467,16 @@ mod tests {
         };
         let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
         p.next(&[]).unwrap();
-        let mut d = vec![done("synchronous", 1000.0, 1.0)];
+        let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
-        let mut thr = done("throughput", 0.0, 0.0);
+        let mut thr = done(StrategyKind::Throughput, 0.0, 0.0);
         thr.capacity = Some(crate::stats::verdict::CapacityEstimate {
             low_evidence: true,
             ..Default::default()
         });
         d.push(thr.clone());
         let again = p.next(&d).unwrap();
-        assert_eq!(again.strategy.kind(), "throughput");
+        assert_eq!(again.strategy.kind(), StrategyKind::Throughput);
         assert_eq!(again.limits.max_seconds, Some(12.0));
         assert!(p.take_notice().unwrap().contains("completed no request"));
         d.push(thr);
@@ -442,9 +494,9 @@ mod tests {
         };
         let mut p = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
         p.next(&[]).unwrap();
-        let mut d = vec![done("synchronous", 1300.0, 0.77)];
+        let mut d = vec![done(StrategyKind::Synchronous, 1300.0, 0.77)];
         p.next(&d).unwrap();
-        let mut thr = done("throughput", 10_400.0, 0.5);
+        let mut thr = done(StrategyKind::Throughput, 10_400.0, 0.5);
         thr.duration_s = 20.0;
         thr.rates.steady_requests_per_s = 0.6;
         thr.requests.sent = 600;
@@ -473,11 +525,11 @@ mod tests {
         };
         let mut p = SweepPlan::new(3, SweepKind::Constant, limits, 64, true);
         p.next(&[]).unwrap();
-        let mut d = vec![done("synchronous", 1000.0, 1.0)];
+        let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
-        d.push(done("throughput", 1000.0, 5.0));
+        d.push(done(StrategyKind::Throughput, 1000.0, 5.0));
         p.next(&d).unwrap();
-        let mut last = done("constant", 1000.0, 3.0);
+        let mut last = done(StrategyKind::Constant, 1000.0, 3.0);
         last.saturated = true;
         d.push(last);
         assert!(p.next(&d).is_none());

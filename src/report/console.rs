@@ -269,16 +269,17 @@ fn narrow(r: &Report, width: u16) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::StrategyKind;
 
     fn report() -> Report {
         let r = Report::from_json(
             r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
         )
         .unwrap();
-        let stage = |name: &str, strategy: &str, rps: f64, ttft: f64, sat: bool| {
+        let stage = |name: &str, strategy: StrategyKind, rps: f64, ttft: f64, sat: bool| {
             let mut s = StageReport {
                 name: name.into(),
-                strategy: strategy.into(),
+                strategy,
                 saturated: sat,
                 end_reason: "max_seconds".into(),
                 ..Default::default()
@@ -296,11 +297,11 @@ mod tests {
         };
         Report {
             stages: vec![
-                stage("synchronous", "synchronous", 0.82, 40.0, false),
-                stage("throughput", "throughput", 39.1, 4198.0, false),
-                stage("constant@10.00", "constant", 9.9, 45.0, false),
-                stage("constant@30.00", "constant", 29.5, 120.0, false),
-                stage("constant@39.00", "constant", 31.0, 900.0, true),
+                stage("synchronous", StrategyKind::Synchronous, 0.82, 40.0, false),
+                stage("throughput", StrategyKind::Throughput, 39.1, 4198.0, false),
+                stage("constant@10.00", StrategyKind::Constant, 9.9, 45.0, false),
+                stage("constant@30.00", StrategyKind::Constant, 29.5, 120.0, false),
+                stage("constant@39.00", StrategyKind::Constant, 31.0, 900.0, true),
             ],
             warnings: vec![
                 "a rather long warning that has to wrap at the terminal's width, or it would spill"

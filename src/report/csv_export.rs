@@ -64,7 +64,7 @@ pub fn render(r: &Report) -> Result<String> {
         let f = |v: f64| format!("{v}");
         let mut row = vec![
             s.name.clone(),
-            s.strategy.clone(),
+            s.strategy.to_string(),
             s.target_rate.map(f).unwrap_or_default(),
             s.start.clone(),
             s.end.clone(),

@@ -383,7 +383,7 @@ fn sweep_chart(
                 "{what} p50, {} (not on the rate curve)",
                 others
                     .iter()
-                    .map(|s| s.strategy.as_str())
+                    .map(|s| s.strategy.name())
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -434,7 +434,7 @@ pub fn render(r: &Report) -> String {
     let mut targeted: Vec<(f64, f64)> = r
         .stages
         .iter()
-        .filter(|s| matches!(s.strategy.as_str(), "constant" | "poisson"))
+        .filter(|s| s.strategy.is_open_loop())
         .filter_map(|s| Some((s.target_rate?, s.rates.requests_per_s)))
         .collect();
     targeted.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -551,7 +551,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
             h,
             "<tr><td>{:.1}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
             e.t_s,
-            esc(&e.event),
+            esc(e.event.name()),
             esc(&e.detail)
         );
     }
@@ -569,6 +569,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::StrategyKind;
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
@@ -579,10 +580,10 @@ mod tests {
         assert!(*t.last().unwrap() >= 1234.0 && t.len() <= 7, "{t:?}");
     }
 
-    fn stage(name: &str, strategy: &str, rps: f64, p50: f64, p99: f64) -> StageReport {
+    fn stage(name: &str, strategy: StrategyKind, rps: f64, p50: f64, p99: f64) -> StageReport {
         let mut s = StageReport {
             name: name.into(),
-            strategy: strategy.into(),
+            strategy,
             ..Default::default()
         };
         s.requests.measured = 10;
@@ -599,13 +600,13 @@ mod tests {
             r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
         )
         .unwrap();
-        let mut sat = stage("constant@30.00", "constant", 27.0, 300.0, 900.0);
+        let mut sat = stage("constant@30.00", StrategyKind::Constant, 27.0, 300.0, 900.0);
         sat.saturated = true;
         let r = Report {
             stages: vec![
-                stage("throughput", "throughput", 39.0, 2000.0, 4198.0),
-                stage("constant@5.00", "constant", 5.0, 20.0, 40.0),
-                stage("constant@20.00", "constant", 19.8, 25.0, 60.0),
+                stage("throughput", StrategyKind::Throughput, 39.0, 2000.0, 4198.0),
+                stage("constant@5.00", StrategyKind::Constant, 5.0, 20.0, 40.0),
+                stage("constant@20.00", StrategyKind::Constant, 19.8, 25.0, 60.0),
                 sat,
             ],
             ..r

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{Report, StageReport};
+use crate::model::StrategyKind;
 
 /// A table with grouped column headers, drawn the way GuideLLM draws it:
 /// `=` rules, a group row, a header row, a `-` rule, right-aligned cells
@@ -268,10 +269,10 @@ pub fn vllm_serving(r: &Report) -> String {
         .stages
         .iter()
         .map(|s| {
-            let rate = match (s.strategy.as_str(), s.target_rate) {
-                ("throughput", _) => "inf".to_string(),
+            let rate = match (s.strategy, s.target_rate) {
+                (StrategyKind::Throughput, _) => "inf".to_string(),
                 (_, Some(t)) => fnum(t),
-                _ => s.strategy.clone(),
+                _ => s.strategy.to_string(),
             };
             vec![
                 format!("serving_{model}_{}_qps_{rate}", s.strategy),
@@ -360,9 +361,9 @@ pub fn sglang_block(r: &Report, s: &StageReport) -> String {
     let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
     kv(&mut o, "Backend:", format!("llmsweep-{}", r.target.api));
     kv(&mut o, "Stage:", s.name.clone());
-    let rate = match (s.strategy.as_str(), s.target_rate) {
-        ("throughput", _) => "inf".to_string(),
-        ("constant" | "poisson", Some(t)) => format!("{t:.2}"),
+    let rate = match (s.strategy, s.target_rate) {
+        (StrategyKind::Throughput, _) => "inf".to_string(),
+        (StrategyKind::Constant | StrategyKind::Poisson, Some(t)) => format!("{t:.2}"),
         _ => "-".to_string(),
     };
     kv(&mut o, "Traffic request rate:", rate);

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{Report, StageReport};
+use crate::model::StrategyKind;
 
 /// A stage's TTFT p50 more than this many times the lowest of the slower
 /// stages marks the knee: latency has started to climb with the rate.
@@ -20,7 +21,7 @@ pub struct Capacity {
 
 /// Stages whose points lie on the rate curve: the open-loop ones.
 pub fn on_rate_curve(s: &StageReport) -> bool {
-    matches!(s.strategy.as_str(), "constant" | "poisson")
+    s.strategy.is_open_loop()
 }
 
 /// Capacity: the throughput stage's steady completion rate when there is
@@ -29,7 +30,7 @@ pub fn on_rate_curve(s: &StageReport) -> bool {
 pub fn capacity(stages: &[StageReport]) -> Option<Capacity> {
     let thr = stages
         .iter()
-        .filter(|s| s.strategy == "throughput")
+        .filter(|s| s.strategy == StrategyKind::Throughput)
         .map(|s| {
             let steady = s.rates.steady_requests_per_s;
             if steady > 0.0 {
@@ -178,10 +179,16 @@ pub fn markdown(r: &Report) -> String {
 mod tests {
     use super::*;
 
-    fn st(name: &str, strategy: &str, rps: f64, ttft_p50: f64, saturated: bool) -> StageReport {
+    fn st(
+        name: &str,
+        strategy: StrategyKind,
+        rps: f64,
+        ttft_p50: f64,
+        saturated: bool,
+    ) -> StageReport {
         let mut s = StageReport {
             name: name.into(),
-            strategy: strategy.into(),
+            strategy,
             saturated,
             end_reason: "max_seconds".into(),
             ..Default::default()
@@ -194,9 +201,12 @@ mod tests {
 
     #[test]
     fn capacity_prefers_the_throughput_stage_steady_rate() {
-        let mut thr = st("throughput", "throughput", 25.5, 900.0, false);
+        let mut thr = st("throughput", StrategyKind::Throughput, 25.5, 900.0, false);
         thr.rates.steady_requests_per_s = 39.0;
-        let stages = vec![st("constant@10.00", "constant", 10.0, 50.0, false), thr];
+        let stages = vec![
+            st("constant@10.00", StrategyKind::Constant, 10.0, 50.0, false),
+            thr,
+        ];
         let c = capacity(&stages).unwrap();
         assert_eq!(c.requests_per_s, 39.0);
         assert!(c
@@ -211,17 +221,17 @@ mod tests {
     #[test]
     fn knee_is_the_last_stage_before_latency_takes_off() {
         let stages = vec![
-            st("synchronous", "synchronous", 1.0, 40.0, false),
-            st("constant@5.00", "constant", 5.0, 45.0, false),
-            st("constant@20.00", "constant", 19.8, 60.0, false),
-            st("constant@30.00", "constant", 29.0, 150.0, false),
-            st("constant@40.00", "constant", 31.0, 900.0, true),
+            st("synchronous", StrategyKind::Synchronous, 1.0, 40.0, false),
+            st("constant@5.00", StrategyKind::Constant, 5.0, 45.0, false),
+            st("constant@20.00", StrategyKind::Constant, 19.8, 60.0, false),
+            st("constant@30.00", StrategyKind::Constant, 29.0, 150.0, false),
+            st("constant@40.00", StrategyKind::Constant, 31.0, 900.0, true),
         ];
         assert_eq!(knee(&stages).unwrap().name, "constant@20.00");
         // A saturated stage marks it too, even with flat latency.
         let flat_sat = vec![
-            st("constant@5.00", "constant", 5.0, 45.0, false),
-            st("constant@9.00", "constant", 8.0, 46.0, true),
+            st("constant@5.00", StrategyKind::Constant, 5.0, 45.0, false),
+            st("constant@9.00", StrategyKind::Constant, 8.0, 46.0, true),
         ];
         assert_eq!(knee(&flat_sat).unwrap().name, "constant@5.00");
         // Flat everywhere: no knee yet.
@@ -231,11 +241,17 @@ mod tests {
     #[test]
     fn summary_lines_say_what_was_found() {
         let mut stages = vec![
-            st("constant@5.00", "constant", 5.0, 45.0, false),
-            st("constant@40.00", "constant", 31.0, 900.0, true),
+            st("constant@5.00", StrategyKind::Constant, 5.0, 45.0, false),
+            st("constant@40.00", StrategyKind::Constant, 31.0, 900.0, true),
         ];
         stages[1].saturation_reason = Some("completed 31 req/s".into());
-        stages.push(st("constant@7.00 (manual)", "constant", 7.0, 50.0, false));
+        stages.push(st(
+            "constant@7.00 (manual)",
+            StrategyKind::Constant,
+            7.0,
+            50.0,
+            false,
+        ));
         stages[2].end_reason = "rate_changed".into();
         let r = Report::from_json(
             r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":true,"end_reason":"quit (q)","stages":[],"timeline":[]}"#,

@@ -210,7 +210,7 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
             if let Err(e) = checkpoint.append(&stage) {
                 let msg = format!("cannot append {} to stages.jsonl: {e:#}", stage.name);
                 let _ = control.send(Control::Note {
-                    event: "warning".into(),
+                    event: crate::model::EventKind::Warning,
                     detail: msg.clone(),
                 });
                 if let Ok(mut v) = errors.lock() {

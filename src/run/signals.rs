@@ -196,7 +196,7 @@ pub async fn watch(
             }
             crate::term::note(&format!("llmsweep: {}", r.note));
             let _ = control.send(Control::Note {
-                event: "signal".into(),
+                event: crate::model::EventKind::Signal,
                 detail: r.note.clone(),
             });
             if let Some(reason) = r.stop {

@@ -2,7 +2,7 @@
 //! timeline notes, and the run's judgement in plain lines for every report.
 //! Pure functions over the report model.
 
-use crate::model::{Outcome as VerdictOutcome, StageReport, Verdict};
+use crate::model::{EventKind, Outcome as VerdictOutcome, StageReport, StrategyKind, Verdict};
 
 /// The run's judgement in plain lines, for the console summary, report.md
 /// and report.html: why the run ended when it was not the plan's end, every
@@ -14,9 +14,9 @@ pub fn judgement_lines(r: &crate::model::Report) -> Vec<String> {
         v.push(format!("run ended: {}", r.end_reason));
     }
     for e in &r.timeline {
-        match e.event.as_str() {
-            "plan" | "over_saturation" => v.push(e.detail.clone()),
-            "settle" if !e.detail.starts_with("waited 0.0") => {
+        match e.event {
+            EventKind::Plan | EventKind::OverSaturation => v.push(e.detail.clone()),
+            EventKind::Settle if !e.detail.starts_with("waited 0.0") => {
                 v.push(format!("between stages: {}", e.detail))
             }
             _ => {}
@@ -55,7 +55,7 @@ pub fn judge_finished(
     report: &mut StageReport,
     guard: Option<&str>,
     earlier: &[StageReport],
-) -> Vec<(&'static str, String)> {
+) -> Vec<(EventKind, String)> {
     if let Some(why) = guard {
         mark_over_saturated(report, why);
     }
@@ -63,14 +63,14 @@ pub fn judge_finished(
     let mut notes = Vec::new();
     if let Some(v) = &report.verdict {
         notes.push((
-            "verdict",
+            EventKind::Verdict,
             format!("{}: {} {}", report.name, v.outcome.as_str(), v.reason)
                 .trim_end()
                 .to_string(),
         ));
     }
     for w in &report.warnings {
-        notes.push(("stage_warning", format!("{}: {w}", report.name)));
+        notes.push((EventKind::StageWarning, format!("{}: {w}", report.name)));
     }
     notes
 }
@@ -143,14 +143,21 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
             (3.0 * latency_s).ceil()
         ));
     }
-    if c.incomplete > c.completed && c.completed > 0 && s.strategy != "throughput" && !cut {
+    if c.incomplete > c.completed
+        && c.completed > 0
+        && s.strategy != StrategyKind::Throughput
+        && !cut
+    {
         w.push(format!(
             "{} requests were still in flight at the end against {} completed: the numbers describe the stage's first requests, not the server under this load",
             c.incomplete, c.completed
         ));
     }
-    if s.strategy == "throughput" {
-        let sync = earlier.iter().rev().find(|e| e.strategy == "synchronous");
+    if s.strategy == StrategyKind::Throughput {
+        let sync = earlier
+            .iter()
+            .rev()
+            .find(|e| e.strategy == StrategyKind::Synchronous);
         if let Some(q) = queueing(s, sync) {
             w.push(q);
         }

@@ -11,7 +11,9 @@ use super::metrics::{self, Slo};
 use super::verdict::{self, Evidence, Verdict};
 use crate::client::{ErrorCategory, Outcome, RequestRecord, TokenSource};
 pub use crate::model::live::SeriesPoint;
-use crate::model::{ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, Tokens};
+use crate::model::{
+    ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, StrategyKind, Tokens,
+};
 
 /// Which requests count towards the statistics. Requests sent outside the
 /// window (warm-up, cool-down) still count in `requests` but not in rates or
@@ -499,7 +501,7 @@ impl StageStats {
         &mut self,
         end: Instant,
         name: String,
-        strategy: &str,
+        strategy: StrategyKind,
         target_rate: Option<f64>,
         end_reason: &str,
     ) -> StageReport {
@@ -530,7 +532,7 @@ impl StageStats {
         &self,
         now: Instant,
         name: String,
-        strategy: &str,
+        strategy: StrategyKind,
         target_rate: Option<f64>,
     ) -> StageReport {
         let from = self.last_change.max(self.window.from);
@@ -553,7 +555,7 @@ impl StageStats {
         end: Instant,
         in_flight_area: f64,
         name: String,
-        strategy: &str,
+        strategy: StrategyKind,
         target_rate: Option<f64>,
         end_reason: &str,
         one_pass: bool,
@@ -581,7 +583,7 @@ impl StageStats {
             .saturating_sub(self.paused_within(m_from, m_to))
             .as_secs_f64();
         let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
-        let open_loop = matches!(strategy, "constant" | "poisson");
+        let open_loop = strategy.is_open_loop();
         let ev = self.evidence(end, measured, target_rate.filter(|_| open_loop));
         let capacity = verdict::capacity(&ev);
         let verdict = verdict::judge(&ev, &capacity);
@@ -614,7 +616,7 @@ impl StageStats {
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
         StageReport {
             name,
-            strategy: strategy.to_string(),
+            strategy,
             target_rate,
             start: rfc3339(self.start_wall),
             end: rfc3339(self.start_wall + wall),
@@ -751,7 +753,7 @@ mod tests {
         let r = s.finish(
             t0 + Duration::from_secs(2),
             "x".into(),
-            "constant",
+            StrategyKind::Constant,
             Some(1.0),
             "max_seconds",
         );
@@ -802,7 +804,7 @@ mod tests {
         let r = s.finish(
             t0 + Duration::from_secs(4),
             "x".into(),
-            "constant",
+            StrategyKind::Constant,
             Some(1.0),
             "max_seconds",
         );
@@ -825,7 +827,7 @@ mod tests {
         let r = s.finish(
             t0 + Duration::from_secs(1),
             "x".into(),
-            "constant",
+            StrategyKind::Constant,
             None,
             "max_seconds",
         );
@@ -847,7 +849,7 @@ mod tests {
         let r = s.finish(
             t0 + Duration::from_secs(4),
             "throughput".into(),
-            "throughput",
+            StrategyKind::Throughput,
             None,
             "max_seconds",
         );
@@ -875,7 +877,7 @@ mod tests {
         let r = s.finish(
             t0 + Duration::from_secs(10),
             "constant@20.00".into(),
-            "constant",
+            StrategyKind::Constant,
             Some(20.0),
             "max_seconds",
         );
@@ -928,7 +930,7 @@ mod tests {
         let r = s.finish(
             t0 + Duration::from_millis(10_001),
             "constant@40.00".into(),
-            "constant",
+            StrategyKind::Constant,
             Some(40.0),
             "max_seconds",
         );
@@ -960,7 +962,7 @@ mod tests {
         let r = s.finish(
             t0 + Duration::from_secs(8),
             "constant@50.00".into(),
-            "constant",
+            StrategyKind::Constant,
             Some(50.0),
             "max_seconds",
         );

@@ -398,13 +398,17 @@ pub fn reference(done: &[crate::model::StageReport]) -> Reference {
         latency_s: done
             .iter()
             .rev()
-            .find(|s| s.strategy == "synchronous" && s.requests.measured > 0)
+            .find(|s| {
+                s.strategy == crate::model::StrategyKind::Synchronous && s.requests.measured > 0
+            })
             .map(|s| s.latency_ms.p50 / 1000.0)
             .filter(|w| *w > 0.0),
         capacity: done
             .iter()
             .rev()
-            .find(|s| s.strategy == "throughput" && s.requests.measured > 0)
+            .find(|s| {
+                s.strategy == crate::model::StrategyKind::Throughput && s.requests.measured > 0
+            })
             .map(|s| s.rates.steady_requests_per_s)
             .filter(|c| *c > 0.0),
     }

@@ -9,6 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::server::ServerMetrics;
 use super::theme::Theme;
 use crate::engine::{Control, Snapshot};
+use crate::model::StrategyKind;
 use crate::report::Report;
 
 /// What the dashboard shows; Tab cycles through them.
@@ -187,19 +188,15 @@ impl App {
             .map(|(s, _)| s.as_str())
     }
 
-    /// The running stage's kind: `constant`, `concurrent`, ... or "".
-    pub fn stage_kind(&self) -> &str {
-        self.snap
-            .stage
-            .as_ref()
-            .map(|s| s.strategy.as_str())
-            .unwrap_or("")
+    /// The running stage's kind, if a stage runs.
+    pub fn stage_kind(&self) -> Option<StrategyKind> {
+        self.snap.stage.as_ref().map(|s| s.strategy)
     }
 
     /// The current stage's rate, as the key commands change it.
     fn rate_word(&self) -> &'static str {
         match self.stage_kind() {
-            "concurrent" => "streams",
+            Some(StrategyKind::Concurrent) => "streams",
             _ => "rate",
         }
     }
@@ -245,7 +242,7 @@ impl App {
 
     /// Why `rate` needs a confirmation, if it does.
     fn why_confirm(&self, rate: f64) -> Option<String> {
-        if self.stage_kind() == "concurrent" {
+        if self.stage_kind() == Some(StrategyKind::Concurrent) {
             return None;
         }
         let top = self.highest_measured_rate()?;
@@ -283,7 +280,7 @@ impl App {
             self.say(format!("rate {label}: new stage"));
             return Some(Action::Send(Control::ScaleRate(f)));
         };
-        if st.strategy == "concurrent" {
+        if st.strategy == StrategyKind::Concurrent {
             // Whole streams, at least one more or fewer: what is shown is what runs.
             let cur = st.target_rate.unwrap_or(1.0).round().max(1.0);
             let next = scaled_streams(cur, f);
@@ -380,7 +377,7 @@ impl App {
                     let text = self.input.take().unwrap_or_default();
                     return match text.parse::<f64>() {
                         Ok(r) if r.is_finite() && r > 0.0 => {
-                            if self.stage_kind() == "concurrent" {
+                            if self.stage_kind() == Some(StrategyKind::Concurrent) {
                                 let n = r.round().max(1.0);
                                 self.say(format!("streams → {n:.0}: new stage"));
                                 return Some(Action::Send(Control::SetRate(n)));
@@ -639,13 +636,13 @@ mod tests {
         assert_eq!(a.theme().name, "light");
     }
 
-    fn with_stage(strategy: &str, target: Option<f64>, measured: f64) -> App {
+    fn with_stage(strategy: StrategyKind, target: Option<f64>, measured: f64) -> App {
         let mut a = app();
         let mut so_far = crate::report::StageReport::default();
         so_far.rates.requests_per_s = measured;
         a.snap.stage = Some(crate::engine::LiveStage {
             name: format!("{strategy}@x"),
-            strategy: strategy.into(),
+            strategy,
             target_rate: target,
             so_far: Some(std::sync::Arc::new(so_far)),
             ..Default::default()
@@ -665,7 +662,7 @@ mod tests {
 
     #[test]
     fn a_rate_far_above_anything_measured_asks_first_and_says_why() {
-        let mut a = with_stage("constant", Some(10.0), 9.5);
+        let mut a = with_stage(StrategyKind::Constant, Some(10.0), 9.5);
         // 5000 req/s typed against 9.5 measured: asks, nothing sent yet.
         assert!(press(&mut a, "r5000").is_empty());
         assert_eq!(enter(&mut a), None);
@@ -701,7 +698,7 @@ mod tests {
     #[test]
     fn a_small_step_from_the_target_never_asks_even_early_in_a_stage() {
         // 1 s into constant@5: 0.8 req/s measured so far. +10% is not a leap.
-        let mut a = with_stage("constant", Some(5.0), 0.8);
+        let mut a = with_stage(StrategyKind::Constant, Some(5.0), 0.8);
         assert_eq!(
             press(&mut a, "+"),
             vec![Action::Send(Control::ScaleRate(1.1))]
@@ -714,7 +711,7 @@ mod tests {
 
     #[test]
     fn synchronous_stages_scale_from_the_measured_rate_or_say_why_not() {
-        let mut a = with_stage("synchronous", None, 0.8);
+        let mut a = with_stage(StrategyKind::Synchronous, None, 0.8);
         assert_eq!(
             press(&mut a, "+"),
             vec![Action::Send(Control::ScaleRate(1.1))]
@@ -723,14 +720,14 @@ mod tests {
             .status_text()
             .unwrap()
             .contains("0.80 req/s measured so far"));
-        let mut a = with_stage("throughput", None, 0.0);
+        let mut a = with_stage(StrategyKind::Throughput, None, 0.0);
         assert!(press(&mut a, "*").is_empty());
         assert!(a.status_text().unwrap().contains("nothing completed yet"));
     }
 
     #[test]
     fn concurrent_stages_change_by_whole_streams() {
-        let mut a = with_stage("concurrent", Some(4.0), 3.0);
+        let mut a = with_stage(StrategyKind::Concurrent, Some(4.0), 3.0);
         assert_eq!(
             press(&mut a, "+"),
             vec![Action::Send(Control::SetRate(5.0))]
@@ -757,7 +754,7 @@ mod tests {
 
     #[test]
     fn next_on_the_last_stage_asks_like_quit() {
-        let mut a = with_stage("constant", Some(10.0), 9.5);
+        let mut a = with_stage(StrategyKind::Constant, Some(10.0), 9.5);
         assert_eq!(press(&mut a, "n"), vec![Action::Send(Control::Skip)]);
         a.snap.upcoming.clear();
         a.snap.stage_number = 3;

@@ -223,7 +223,7 @@ pub async fn run(
                                     Ok(paths) => {
                                         let shown = paths.first().map(|p| p.display().to_string()).unwrap_or_default();
                                         app.say(format!("exported {} file(s): {shown}", paths.len()));
-                                        let _ = control.send(Control::Note { event: "export".into(), detail: shown });
+                                        let _ = control.send(Control::Note { event: crate::model::EventKind::Export, detail: shown });
                                     }
                                     Err(e) => app.say(format!("export failed: {e:#}")),
                                 }

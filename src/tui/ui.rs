@@ -19,6 +19,7 @@ use super::app::{App, Metric, View};
 use super::theme::Theme;
 use crate::engine::history::HistoryPoint;
 use crate::engine::{ErrorEntry, LiveStage, Snapshot};
+use crate::model::StrategyKind;
 use crate::report::summary;
 use crate::report::StageReport;
 
@@ -272,10 +273,15 @@ pub fn dashboard_layout(area: Rect, table_rows: usize, metric: Metric) -> DashLa
 
 /// Footer entries: (key, what it does), in display order, with a priority
 /// (lower stays longer). `q` and `?` are always kept.
-pub fn footer_keys(stage_kind: &str, paused: bool) -> Vec<(&'static str, &'static str, u8)> {
+pub fn footer_keys(
+    stage_kind: Option<StrategyKind>,
+    paused: bool,
+) -> Vec<(&'static str, &'static str, u8)> {
     let (plus, double, halve) = match stage_kind {
-        "concurrent" => ("streams ±", "double", "halve"),
-        "synchronous" | "throughput" => ("constant ±10%", "double", "halve"),
+        Some(StrategyKind::Concurrent) => ("streams ±", "double", "halve"),
+        Some(StrategyKind::Synchronous | StrategyKind::Throughput) => {
+            ("constant ±10%", "double", "halve")
+        }
         _ => ("rate ±10%", "double", "halve"),
     };
     vec![
@@ -435,10 +441,12 @@ pub fn progress(snap: &Snapshot) -> (Option<f64>, Option<f64>, Option<f64>) {
 
 fn target_words(st: &LiveStage) -> String {
     match st.target_rate {
-        Some(r) if st.strategy == "concurrent" => format!("{:.0} streams", r.round().max(1.0)),
+        Some(r) if st.strategy == StrategyKind::Concurrent => {
+            format!("{:.0} streams", r.round().max(1.0))
+        }
         Some(r) => format!("target {r:.2} req/s"),
-        None if st.strategy == "synchronous" => "one request at a time".into(),
-        None if st.strategy == "throughput" => "all at once".into(),
+        None if st.strategy == StrategyKind::Synchronous => "one request at a time".into(),
+        None if st.strategy == StrategyKind::Throughput => "all at once".into(),
         None => "no target rate".into(),
     }
 }
@@ -584,14 +592,18 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
     };
     let rate_style = match st.target_rate {
         Some(t)
-            if st.strategy != "concurrent" && st.elapsed_s > 3.0 && st.achieved_rps < 0.9 * t =>
+            if st.strategy != StrategyKind::Concurrent
+                && st.elapsed_s > 3.0
+                && st.achieved_rps < 0.9 * t =>
         {
             th.style(th.warn)
         }
         _ => th.style(th.good),
     };
     let target = match st.target_rate {
-        Some(t) if st.strategy == "concurrent" => format!(" ({:.0} streams)", t.round()),
+        Some(t) if st.strategy == StrategyKind::Concurrent => {
+            format!(" ({:.0} streams)", t.round())
+        }
         Some(t) => format!(" / {t:.2}"),
         None => String::new(),
     };
@@ -1483,7 +1495,7 @@ fn draw_server(frame: &mut Frame, app: &App, area: Rect) {
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
     let line = if let Some(input) = &app.input {
-        let word = if app.stage_kind() == "concurrent" {
+        let word = if app.stage_kind() == Some(StrategyKind::Concurrent) {
             " streams: "
         } else {
             " new rate (req/s): "
@@ -1546,14 +1558,14 @@ fn draw_footer(frame: &mut Frame, app: &App, area: Rect) {
 }
 
 /// The help screen's lines, for the running stage's kind.
-pub fn help_lines(stage_kind: &str) -> Vec<(String, bool)> {
+pub fn help_lines(stage_kind: Option<StrategyKind>) -> Vec<(String, bool)> {
     let (what, plus, double) = match stage_kind {
-        "concurrent" => (
+        Some(StrategyKind::Concurrent) => (
             "concurrent stage: keys change the number of streams",
             "+ / -     one more / one fewer stream (10 %, at least 1)",
             "* / /     double / halve the streams",
         ),
-        "synchronous" | "throughput" => (
+        Some(StrategyKind::Synchronous | StrategyKind::Throughput) => (
             "synchronous / throughput stage: keys start a constant stage",
             "+ / -     constant at the rate measured so far ±10 %",
             "* / /     constant at double / half the measured rate",
@@ -1698,7 +1710,7 @@ mod tests {
     #[test]
     fn the_footer_keeps_quit_and_help_at_any_width() {
         for w in [60u16, 80, 120, 200] {
-            let keys = fit_footer(footer_keys("constant", false), w);
+            let keys = fit_footer(footer_keys(Some(StrategyKind::Constant), false), w);
             let cost: usize = keys
                 .iter()
                 .map(|(k, v)| k.chars().count() + v.chars().count() + 3)
@@ -1711,7 +1723,7 @@ mod tests {
                 );
             }
         }
-        let at80 = fit_footer(footer_keys("constant", false), 80);
+        let at80 = fit_footer(footer_keys(Some(StrategyKind::Constant), false), 80);
         for must in ["+/-", "p", "n", "r"] {
             assert!(
                 at80.iter().any(|(k, _)| *k == must),
@@ -1719,30 +1731,30 @@ mod tests {
             );
         }
         let words = |kind| {
-            footer_keys(kind, true)
+            footer_keys(Some(kind), true)
                 .iter()
                 .map(|k| k.1)
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        assert!(words("concurrent").contains("streams"));
-        assert!(words("throughput").contains("constant"));
-        assert!(words("constant").contains("resume"));
+        assert!(words(StrategyKind::Concurrent).contains("streams"));
+        assert!(words(StrategyKind::Throughput).contains("constant"));
+        assert!(words(StrategyKind::Constant).contains("resume"));
     }
 
     #[test]
     fn the_help_spells_out_each_stage_kind() {
         let text = |k| {
-            help_lines(k)
+            help_lines(Some(k))
                 .into_iter()
                 .map(|l| l.0)
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        assert!(text("concurrent").contains("one more / one fewer stream"));
-        assert!(text("synchronous").contains("constant at the rate measured so far"));
-        assert!(text("constant").contains("rate up / down 10 %"));
-        assert!(help_lines("constant")
+        assert!(text(StrategyKind::Concurrent).contains("one more / one fewer stream"));
+        assert!(text(StrategyKind::Synchronous).contains("constant at the rate measured so far"));
+        assert!(text(StrategyKind::Constant).contains("rate up / down 10 %"));
+        assert!(help_lines(Some(StrategyKind::Constant))
             .iter()
             .all(|l| l.0.chars().count() <= 60));
     }

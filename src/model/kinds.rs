@@ -1,0 +1,303 @@
+//! Domain values that travel as strings in `report.json` and over the
+//! control socket, typed here: the kind of a stage's strategy and the kind
+//! of a timeline event. Their serde names are the strings earlier versions
+//! wrote, so old reports load and new ones read the same.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How a stage releases requests, without its parameters (the engine's
+/// `Strategy` carries those and names its kind with `Strategy::kind`).
+/// `report.json` writes it as `strategy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StrategyKind {
+    /// One request at a time. (The default only fills `Default` reports.)
+    #[default]
+    Synchronous,
+    /// A fixed number of streams (closed loop).
+    Concurrent,
+    /// As many at once as allowed.
+    Throughput,
+    /// Open loop at a fixed rate.
+    Constant,
+    /// Open loop with gamma-distributed gaps.
+    Poisson,
+}
+
+impl StrategyKind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [StrategyKind; 5] = [
+        StrategyKind::Synchronous,
+        StrategyKind::Concurrent,
+        StrategyKind::Throughput,
+        StrategyKind::Constant,
+        StrategyKind::Poisson,
+    ];
+
+    /// The name on the wire and in stage names (`constant@5.00`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            StrategyKind::Synchronous => "synchronous",
+            StrategyKind::Concurrent => "concurrent",
+            StrategyKind::Throughput => "throughput",
+            StrategyKind::Constant => "constant",
+            StrategyKind::Poisson => "poisson",
+        }
+    }
+
+    /// Requests are due on a schedule, whatever the server answers
+    /// (constant, poisson); the others wait for answers.
+    pub const fn is_open_loop(self) -> bool {
+        matches!(self, StrategyKind::Constant | StrategyKind::Poisson)
+    }
+}
+
+impl fmt::Display for StrategyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for StrategyKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        StrategyKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = StrategyKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown strategy {s:?} (one of {})", names.join(", "))
+            })
+    }
+}
+
+/// What a timeline entry records (docs/REPORT.md lists them). A name this
+/// version does not know, from a newer report or a viewer of another
+/// version, loads as `Other` and is written back as it came.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    StageStart,
+    StageEnd,
+    /// A planner message: rates planned, the sweep's end, search brackets.
+    Plan,
+    /// An open-loop stage's verdict.
+    Verdict,
+    /// One per entry of a stage's `warnings`.
+    StageWarning,
+    /// The wait for the server between stages.
+    Settle,
+    /// The over-saturation guard ended a stage.
+    OverSaturation,
+    SetRate,
+    Pause,
+    Resume,
+    Skip,
+    Stop,
+    /// A command that could not apply, with the reason.
+    Rejected,
+    /// A planned stage cut short by a rate change runs again.
+    Rerun,
+    /// What a signal did.
+    Signal,
+    /// A viewer attached or left.
+    Viewer,
+    Warning,
+    /// A front end wrote the report files.
+    Export,
+    /// Any other name, kept as written.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl EventKind {
+    /// Every kind this version writes (all but `Other`).
+    pub const KNOWN: [EventKind; 18] = [
+        EventKind::StageStart,
+        EventKind::StageEnd,
+        EventKind::Plan,
+        EventKind::Verdict,
+        EventKind::StageWarning,
+        EventKind::Settle,
+        EventKind::OverSaturation,
+        EventKind::SetRate,
+        EventKind::Pause,
+        EventKind::Resume,
+        EventKind::Skip,
+        EventKind::Stop,
+        EventKind::Rejected,
+        EventKind::Rerun,
+        EventKind::Signal,
+        EventKind::Viewer,
+        EventKind::Warning,
+        EventKind::Export,
+    ];
+
+    /// The name on the wire.
+    pub fn name(&self) -> &str {
+        match self {
+            EventKind::StageStart => "stage_start",
+            EventKind::StageEnd => "stage_end",
+            EventKind::Plan => "plan",
+            EventKind::Verdict => "verdict",
+            EventKind::StageWarning => "stage_warning",
+            EventKind::Settle => "settle",
+            EventKind::OverSaturation => "over_saturation",
+            EventKind::SetRate => "set_rate",
+            EventKind::Pause => "pause",
+            EventKind::Resume => "resume",
+            EventKind::Skip => "skip",
+            EventKind::Stop => "stop",
+            EventKind::Rejected => "rejected",
+            EventKind::Rerun => "rerun",
+            EventKind::Signal => "signal",
+            EventKind::Viewer => "viewer",
+            EventKind::Warning => "warning",
+            EventKind::Export => "export",
+            EventKind::Other(name) => name,
+        }
+    }
+
+    /// The kind with this name: a known one, else `Other`.
+    pub fn from_name(name: &str) -> EventKind {
+        EventKind::KNOWN
+            .into_iter()
+            .find(|k| k.name() == name)
+            .unwrap_or_else(|| EventKind::Other(name.to_string()))
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The strings the code wrote before these types existed, literally.
+    const OLD_STRATEGIES: [&str; 5] = [
+        "synchronous",
+        "concurrent",
+        "throughput",
+        "constant",
+        "poisson",
+    ];
+    const OLD_EVENTS: [&str; 18] = [
+        "stage_start",
+        "stage_end",
+        "plan",
+        "verdict",
+        "stage_warning",
+        "settle",
+        "over_saturation",
+        "set_rate",
+        "pause",
+        "resume",
+        "skip",
+        "stop",
+        "rejected",
+        "rerun",
+        "signal",
+        "viewer",
+        "warning",
+        "export",
+    ];
+
+    /// Fails to compile when a variant is added, as a reminder to list it
+    /// in `ALL` / `KNOWN` (the tests below check the lists are complete).
+    fn strategy_index(k: StrategyKind) -> usize {
+        match k {
+            StrategyKind::Synchronous => 0,
+            StrategyKind::Concurrent => 1,
+            StrategyKind::Throughput => 2,
+            StrategyKind::Constant => 3,
+            StrategyKind::Poisson => 4,
+        }
+    }
+
+    fn event_index(k: &EventKind) -> usize {
+        match k {
+            EventKind::StageStart => 0,
+            EventKind::StageEnd => 1,
+            EventKind::Plan => 2,
+            EventKind::Verdict => 3,
+            EventKind::StageWarning => 4,
+            EventKind::Settle => 5,
+            EventKind::OverSaturation => 6,
+            EventKind::SetRate => 7,
+            EventKind::Pause => 8,
+            EventKind::Resume => 9,
+            EventKind::Skip => 10,
+            EventKind::Stop => 11,
+            EventKind::Rejected => 12,
+            EventKind::Rerun => 13,
+            EventKind::Signal => 14,
+            EventKind::Viewer => 15,
+            EventKind::Warning => 16,
+            EventKind::Export => 17,
+            EventKind::Other(_) => usize::MAX,
+        }
+    }
+
+    #[test]
+    fn strategy_kinds_keep_the_old_names_on_the_wire() {
+        let idx: Vec<usize> = StrategyKind::ALL.into_iter().map(strategy_index).collect();
+        assert_eq!(idx, (0..5).collect::<Vec<_>>(), "ALL lists every kind once");
+        for (k, old) in StrategyKind::ALL.into_iter().zip(OLD_STRATEGIES) {
+            assert_eq!(k.name(), old);
+            assert_eq!(k.to_string(), old);
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{old}\""));
+            assert_eq!(serde_json::from_str::<StrategyKind>(&json).unwrap(), k);
+            assert_eq!(old.parse::<StrategyKind>(), Ok(k));
+        }
+        assert!(serde_json::from_str::<StrategyKind>("\"sweep\"").is_err());
+        let e = "sync".parse::<StrategyKind>().unwrap_err();
+        assert!(e.contains("synchronous, concurrent"), "{e}");
+        let open: Vec<_> = StrategyKind::ALL
+            .into_iter()
+            .filter(|k| k.is_open_loop())
+            .collect();
+        assert_eq!(open, [StrategyKind::Constant, StrategyKind::Poisson]);
+    }
+
+    #[test]
+    fn event_kinds_keep_the_old_names_on_the_wire() {
+        let idx: Vec<usize> = EventKind::KNOWN.iter().map(event_index).collect();
+        assert_eq!(
+            idx,
+            (0..18).collect::<Vec<_>>(),
+            "KNOWN lists every kind once"
+        );
+        for (k, old) in EventKind::KNOWN.into_iter().zip(OLD_EVENTS) {
+            assert_eq!(k.name(), old);
+            assert_eq!(k.to_string(), old);
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{old}\""));
+            assert_eq!(serde_json::from_str::<EventKind>(&json).unwrap(), k);
+            assert_eq!(EventKind::from_name(old), k);
+        }
+    }
+
+    #[test]
+    fn an_unknown_event_name_loads_and_is_written_back_as_it_came() {
+        for name in ["checkpoint", "other", "Other", "", "stage start"] {
+            let json = serde_json::to_string(name).unwrap();
+            let k: EventKind = serde_json::from_str(&json).unwrap();
+            assert_eq!(k, EventKind::Other(name.to_string()));
+            assert_eq!(k.name(), name);
+            assert_eq!(serde_json::to_string(&k).unwrap(), json);
+            assert_eq!(EventKind::from_name(name), k);
+        }
+        // Not a string at all is still an error.
+        assert!(serde_json::from_str::<EventKind>("3").is_err());
+        assert!(serde_json::from_str::<EventKind>("{\"plan\": 1}").is_err());
+    }
+}
