@@ -556,6 +556,17 @@ impl Format {
     }
 }
 
+// The data model stays free of clap: `--api`'s values are declared here.
+impl clap::ValueEnum for Api {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Api::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.path()))
+    }
+}
+
 /// What `--on-hangup` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -30,31 +30,7 @@ use crate::tokenizer::TokenCounter;
 use chunk::{error_message, parse_chunk, short, ChunkError};
 use sse::{SseError, SseItem, SseParser};
 
-/// Which OpenAI endpoint to load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Api {
-    #[default]
-    Chat,
-    Completions,
-}
-
-impl Api {
-    pub fn path(self) -> &'static str {
-        match self {
-            Api::Chat => "/v1/chat/completions",
-            Api::Completions => "/v1/completions",
-        }
-    }
-
-    /// The name the report and the command line use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Api::Chat => "chat",
-            Api::Completions => "completions",
-        }
-    }
-}
+pub use crate::model::Api;
 
 /// Which HTTP redirects the client follows (`--follow-redirects`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]

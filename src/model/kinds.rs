@@ -8,6 +8,42 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// Which OpenAI endpoint a run loads (`--api`; `report.json`'s `target.api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// `/v1/chat/completions`
+    #[default]
+    Chat,
+    /// `/v1/completions`
+    Completions,
+}
+
+impl Api {
+    pub const ALL: [Api; 2] = [Api::Chat, Api::Completions];
+
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+        }
+    }
+
+    /// The name the report and the command line use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How a stage releases requests, without its parameters (the engine's
 /// `Strategy` carries those and names its kind with `Strategy::kind`).
 /// `report.json` writes it as `strategy`.

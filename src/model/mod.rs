@@ -15,7 +15,7 @@ pub mod slo;
 pub mod verdict;
 
 pub use dist::DistSummary;
-pub use kinds::{EventKind, StrategyKind};
+pub use kinds::{Api, EventKind, StrategyKind};
 pub use report::*;
 pub use search::{SearchProbe, SearchSummary};
 pub use slo::Slo;

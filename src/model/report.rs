@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::dist::DistSummary;
-use super::kinds::{EventKind, StrategyKind};
+use super::kinds::{Api, EventKind, StrategyKind};
 use super::slo::Slo;
 
 /// Bumped whenever a field changes meaning or disappears.
@@ -55,7 +55,7 @@ pub struct Target {
     /// Base URL, or `built-in simulator` with its address.
     pub url: String,
     pub model: String,
-    pub api: String,
+    pub api: Api,
     /// True when the run used the built-in simulator ("target: built-in simulator").
     pub builtin_simulator: bool,
 }

@@ -481,7 +481,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
         r#"<h1>llmsweep report: {}</h1><p class="meta">Target {} · API {} · created {} · {}</p>"#,
         esc(&r.target.model),
         esc(&r.target.url),
-        esc(&r.target.api),
+        r.target.api.name(),
         esc(&r.created),
         esc(&r.tool)
     );

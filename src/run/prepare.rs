@@ -204,7 +204,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             shown_url.clone()
         },
         model,
-        api: args.api.name().to_string(),
+        api: args.api,
         builtin_simulator: simulator.is_some(),
     };
     let mut config = args.echo(api_key.is_some());
