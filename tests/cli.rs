@@ -2,56 +2,25 @@
 //! separate process, signals, and friendly errors for bad input.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
+mod common;
+use common::process::{llmsweep, read_report, tmpdir, wait_with_limit, SimProcess};
+
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_llmsweep"));
-    c.env_remove("OPENAI_API_KEY");
-    c
+    llmsweep()
 }
 
-fn tmpdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("llmsweep-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn read_report(dir: &Path) -> Value {
-    let s = std::fs::read_to_string(dir.join("report.json")).expect("report.json written");
-    serde_json::from_str(&s).expect("report.json is JSON")
-}
-
-/// Starts `llmsweep sim --port 0` and returns it with its URL.
-fn spawn_sim(extra: &[&str]) -> (Child, String) {
-    let mut child = bin()
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--decode-step-ms",
-            "2",
-            "--per-seq-us",
-            "0",
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("sim prints its URL: {line:?}"))
-        .to_string();
-    (child, url)
+/// The simulator with 2 ms steps, in its own process.
+fn spawn_sim(extra: &[&str]) -> SimProcess {
+    let args: Vec<&str> = ["--decode-step-ms", "2", "--per-seq-us", "0"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    SimProcess::start(&args)
 }
 
 /// Reads the child's stderr until a line satisfies `f` (or the stream ends).
@@ -74,20 +43,6 @@ fn signal(child: &Child, sig: &str) {
         .status()
         .unwrap();
     assert!(ok.success());
-}
-
-fn wait_with_limit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("process did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -165,7 +120,8 @@ fn headless_run_against_the_builtin_simulator_writes_a_report() {
 
 #[test]
 fn runs_against_the_simulator_in_another_process_and_keeps_the_key_secret() {
-    let (mut sim, url) = spawn_sim(&[]);
+    let mut sim = spawn_sim(&[]);
+    let url = sim.url.clone();
     let out = tmpdir("external");
     let o = bin()
         .args([
@@ -189,9 +145,9 @@ fn runs_against_the_simulator_in_another_process_and_keeps_the_key_secret() {
         .env("OPENAI_API_KEY", "sk-very-secret")
         .output()
         .unwrap();
-    signal(&sim, "-TERM");
+    signal(&sim.child, "-TERM");
     assert!(
-        wait_with_limit(&mut sim, Duration::from_secs(10)).success(),
+        wait_with_limit(&mut sim.child, Duration::from_secs(10)).success(),
         "sim exits cleanly on SIGTERM"
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -355,7 +311,8 @@ fn kill_9_leaves_the_finished_stages_on_disk() {
 
 #[test]
 fn a_server_that_dies_mid_run_becomes_counted_errors() {
-    let (mut sim, url) = spawn_sim(&[]);
+    let mut sim = spawn_sim(&[]);
+    let url = sim.url.clone();
     let out = tmpdir("dies");
     let mut run = bin()
         .args([
@@ -375,8 +332,7 @@ fn a_server_that_dies_mid_run_becomes_counted_errors() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    let _ = sim.kill();
-    let _ = sim.wait();
+    sim.kill();
     let status = wait_with_limit(&mut run, Duration::from_secs(30));
     assert!(status.success());
     let r = read_report(&out);

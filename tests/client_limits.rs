@@ -5,36 +5,17 @@
 
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+mod common;
+use common::process::SimProcess;
 
 #[test]
 fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
     let bin = env!("CARGO_BIN_EXE_llmsweep");
     // The simulator runs as its own process, with the normal limits.
-    let mut sim = Command::new(bin)
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--decode-step-ms",
-            "20",
-            "--per-seq-us",
-            "0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(sim.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("sim prints its URL: {line:?}"))
-        .to_string();
+    let sim = SimProcess::start(&["--decode-step-ms", "20", "--per-seq-us", "0"]);
+    let url = sim.url.clone();
     let out = std::env::temp_dir().join(format!("llmsweep-fdlimit-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     // 48 descriptors in all, 96 streams wanted.
@@ -47,8 +28,7 @@ fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
         .env_remove("OPENAI_API_KEY")
         .output()
         .unwrap();
-    let _ = sim.kill();
-    let _ = sim.wait();
+    drop(sim);
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}\n{stdout}");

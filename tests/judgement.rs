@@ -395,32 +395,10 @@ async fn search_converges_on_the_simulators_capacity() {
 /// real binary runs a sweep against a server that answers 503 to everything.
 #[test]
 fn every_reason_reaches_the_console_markdown_and_html() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     let bin = env!("CARGO_BIN_EXE_llmsweep");
-    let mut sim = Command::new(bin)
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--decode-step-ms",
-            "1",
-            "--fault-503",
-            "1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(sim.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_string();
+    let sim = common::process::SimProcess::start(&["--decode-step-ms", "1", "--fault-503", "1"]);
+    let url = sim.url.clone();
     let out = std::env::temp_dir().join(format!("llmsweep-judgement-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let res = Command::new(bin)
@@ -437,8 +415,7 @@ fn every_reason_reaches_the_console_markdown_and_html() {
         .arg(&out)
         .output()
         .unwrap();
-    let _ = sim.kill();
-    let _ = sim.wait();
+    drop(sim);
     let stdout = String::from_utf8_lossy(&res.stdout);
     assert!(res.status.success(), "{stdout}");
     assert!(

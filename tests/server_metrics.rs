@@ -4,10 +4,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
+use common::process::{llmsweep, tmpdir};
 use common::*;
 use llmsweep::engine::Strategy;
 use llmsweep::server_metrics::prom;
@@ -292,22 +292,10 @@ impl FinishAfter for Scraper {
     }
 }
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_llmsweep"));
-    c.env_remove("OPENAI_API_KEY");
-    c
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("llmsweep-srv-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 #[test]
 fn a_run_reports_the_servers_side_in_every_format_unless_turned_off() {
     let out = tmpdir("on");
-    let status = bin()
+    let status = llmsweep()
         .args([
             "--headless",
             "--profile",
@@ -361,7 +349,7 @@ fn a_run_reports_the_servers_side_in_every_format_unless_turned_off() {
     let _ = std::fs::remove_dir_all(&out);
 
     let out = tmpdir("off");
-    let status = bin()
+    let status = llmsweep()
         .args([
             "--headless",
             "--profile",

@@ -178,8 +178,8 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
 }
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_llmsweep"));
-    c.env_remove("OPENAI_API_KEY").arg("--headless");
+    let mut c = common::process::llmsweep();
+    c.arg("--headless");
     c
 }
 

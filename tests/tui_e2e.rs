@@ -132,10 +132,6 @@ fn exit_on_finish_skips_the_result_screen_and_the_tables_fit() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-fn report_of(out: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
-}
-
 fn stage_named(report: &Value, pred: impl Fn(&Value) -> bool) -> &Value {
     report["stages"]
         .as_array()
@@ -190,7 +186,7 @@ fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
     });
     assert!(last.contains("LLMSWEEP-EXIT=0"), "{last}");
 
-    let r = report_of(&out);
+    let r = common::process::read_report(&out);
     let cut = stage_named(&r, |s| s["name"] == "synchronous" && s["cut_short"] == true);
     assert_eq!(cut["end_reason"], "rate_changed");
     // Its request in flight at the key finished in it, not cancelled.
@@ -248,7 +244,7 @@ fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
         s.contains("LLMSWEEP-EXIT=")
     });
     assert!(last.contains("LLMSWEEP-EXIT=0"), "{last}");
-    let r = report_of(&out2);
+    let r = common::process::read_report(&out2);
     let m = stage_named(&r, |s| s["name"] == "concurrent@3 (manual)");
     assert_eq!(m["target_rate"], 3.0);
     assert!(m["concurrency"]["max"].as_u64().unwrap() <= 3, "{m}");

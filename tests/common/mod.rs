@@ -2,6 +2,7 @@
 //! an engine wired to it.
 #![allow(dead_code)]
 
+pub mod process;
 pub mod tmux;
 
 use std::sync::Arc;
