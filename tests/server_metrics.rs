@@ -171,7 +171,7 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
     assert_eq!(record.errors, 0, "{:?}", record.first_error);
     assert!(record.scrapes >= 10, "{} scrapes", record.scrapes);
     // The dashboard's view saw the same server, second by second.
-    assert_eq!(live.borrow().source, Some("vllm"));
+    assert_eq!(live.borrow().source.as_deref(), Some("vllm"));
     assert!(live.borrow().series.len() >= 10);
 
     let mut stages = res.stages;
@@ -380,5 +380,68 @@ fn a_run_reports_the_servers_side_in_every_format_unless_turned_off() {
     assert!(!std::fs::read_to_string(out.join("report.md"))
         .unwrap()
         .contains("Server (/metrics)"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// An attached viewer gets the server view from the run, over the socket:
+/// it needs neither the server's address nor the key that guards /metrics
+/// (before, a run with an API key gave its viewers no server view at all).
+#[test]
+fn an_attached_viewer_gets_the_server_view_from_the_run() {
+    use llmsweep::attach::viewer::{connect, Ended};
+    use llmsweep::engine::Snapshot;
+    use tokio::sync::{mpsc, watch};
+
+    let sim = common::process::SimProcess::start(&["--decode-step-ms", "2", "--per-seq-us", "0"]);
+    let out = tmpdir("attach-server");
+    let mut run = llmsweep()
+        .env("OPENAI_API_KEY", "sk-guards-the-metrics")
+        .args(["--target", &sim.url, "--headless", "--profile", "constant"])
+        .args(["--rate", "10", "--max-seconds", "6", "--export", "json"])
+        .args(["--data", "prompt_tokens=16,output_tokens=8"])
+        .args(["--server-metrics-interval", "0.25"])
+        .arg("-o")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !out.join("run.json").exists() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the run started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (view, ended) = rt.block_on(async {
+        let (_dir, conn) = connect(Some(&out), Path::new("unused")).await.unwrap();
+        let (snap_tx, _snap_rx) = watch::channel(Snapshot::default());
+        let (server_tx, mut server_rx) = watch::channel(Default::default());
+        let (_cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+        let (exports, _ex) = std::sync::mpsc::channel();
+        let (leave_tx, leave) = watch::channel(false);
+        let pump = tokio::spawn(conn.pump(snap_tx, server_tx, cmd_rx, exports, leave));
+        // Wait for a few seconds of the server's figures.
+        let view = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                server_rx.changed().await.unwrap();
+                let v = server_rx.borrow_and_update().clone();
+                if v.series.len() >= 4 {
+                    return v;
+                }
+            }
+        })
+        .await
+        .expect("the server view arrives");
+        let _ = leave_tx.send(true);
+        (view, pump.await.unwrap())
+    });
+    assert_eq!(ended, Ended::Detached);
+    assert_eq!(view.source.as_deref(), Some("vllm"), "{view:?}");
+    assert!(view.series.iter().any(|p| p.running.is_some()), "{view:?}");
+    let t: Vec<f64> = view.series.iter().map(|p| p.t_s).collect();
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "{t:?}");
+    assert!(!format!("{view:?}").contains("sk-guards"));
+    let status = common::process::wait_with_limit(&mut run, Duration::from_secs(60));
+    assert!(status.success(), "the run goes on after the viewer leaves");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -591,7 +591,7 @@ fn help_errors_and_server_views() {
     assert_has(&render(&app, 80, 24), &["no Prometheus /metrics"]);
     app.server = Some(ServerMetrics::new(LiveView {
         status: Status::Live,
-        source: Some("vllm"),
+        source: Some("vllm".into()),
         series: [LivePoint {
             running: Some(12.0),
             waiting: Some(3.0),

@@ -44,23 +44,12 @@ pub fn attach(
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel::<ViewerMsg>();
         let (export_tx, export_rx) = std::sync::mpsc::channel();
         let (leave_tx, leave_rx) = watch::channel(false);
-        let pump = tokio::spawn(conn.pump(snap_tx, cmd_rx, export_tx, leave_rx));
+        // The server view comes from the run (it reads /metrics with its
+        // own credentials); nothing arrives when it reads none.
+        let (server_tx, server_rx) = watch::channel(Default::default());
+        let pump = tokio::spawn(conn.pump(snap_tx, server_tx, cmd_rx, export_tx, leave_rx));
 
         let dashboard = crate::tui::can_draw(headless);
-        // The server view reads the same /metrics the run reads, on its own
-        // connection (a second reader of a Prometheus page changes nothing).
-        let server = hello.metrics_url.clone().filter(|_| dashboard).map(|url| {
-            crate::server_metrics::Scraper::start(crate::server_metrics::ScrapeConfig {
-                url,
-                interval: Duration::from_secs(1),
-                timeout: Duration::from_secs(2),
-                raw: Vec::new(),
-                model: Some(hello.model.clone()),
-                explicit: false,
-                bearer: None,
-                insecure: false,
-            })
-        });
         if dashboard {
             let opts = crate::tui::TuiOptions {
                 outcome: None,
@@ -71,8 +60,7 @@ pub fn attach(
                     model: hello.model.clone(),
                     profile: format!("{} (attached)", hello.profile),
                 },
-                // The server view needs the run's scraper; a viewer has none.
-                server: server.as_ref().map(|s| s.live()),
+                server: Some(server_rx),
             };
             // Commands from the keys travel to the run; the run writes exports.
             let (control_tx, mut control_rx) = mpsc::unbounded_channel();

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::live::{HistoryPoint, RunHistory, StageMark};
 use crate::engine::{Control, ErrorEntry, LiveStage, PlannedStage, Snapshot};
 use crate::model::{StageReport, TimelineEvent};
+use crate::server_metrics::scrape::{LiveView, LIVE_POINTS};
 
 pub const VERSION: u32 = 1;
 
@@ -23,10 +24,6 @@ pub struct RunHello {
     /// The run directory (reports, run.json, the socket).
     pub dir: String,
     pub pid: u32,
-    /// The server's `/metrics` the run reads, for a viewer's server view
-    /// (absent when scraping is off or the URL carries credentials).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_url: Option<String>,
 }
 
 /// Run → viewer.
@@ -96,10 +93,15 @@ pub struct WireSnapshot {
     /// How many recent seconds the run holds (the viewer drops older ones).
     #[serde(default)]
     pub history_recent_len: usize,
+    /// The server view (what the run reads from the server's /metrics),
+    /// when it changed: its header whole, `series` as the points the viewer
+    /// has not seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<LiveView>,
 }
 
 /// What a viewer has already been sent.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Sent {
     pub finished: usize,
     pub timeline: usize,
@@ -107,6 +109,42 @@ pub struct Sent {
     pub coarse: Option<usize>,
     pub marks: Option<usize>,
     pub recent_t: f64,
+    /// The server view as last sent: its header, and the time of its last point.
+    pub server: Option<(LiveView, Option<f64>)>,
+}
+
+/// The part of the run's server view a viewer that has `sent` needs (None
+/// when nothing changed); updates `sent`.
+pub fn server_delta(view: &LiveView, sent: &mut Sent) -> Option<LiveView> {
+    let header = LiveView {
+        series: Default::default(),
+        ..view.clone()
+    };
+    let last_t = view.series.back().map(|p| p.t_s);
+    if let Some((h, t)) = &sent.server {
+        if *h == header && *t == last_t {
+            return None;
+        }
+    }
+    let seen = sent.server.as_ref().and_then(|(_, t)| *t);
+    let series = view
+        .series
+        .iter()
+        .filter(|p| seen.is_none_or(|s| p.t_s > s))
+        .copied()
+        .collect();
+    sent.server = Some((header.clone(), last_t));
+    Some(LiveView { series, ..header })
+}
+
+/// Applies a server-view delta onto the viewer's copy.
+pub fn apply_server(delta: LiveView, into: &mut LiveView) {
+    let mut series = std::mem::take(&mut into.series);
+    series.extend(delta.series.iter().copied());
+    while series.len() > LIVE_POINTS {
+        series.pop_front();
+    }
+    *into = LiveView { series, ..delta };
 }
 
 impl WireSnapshot {
@@ -146,6 +184,7 @@ impl WireSnapshot {
             history_stages,
             history_recent,
             history_recent_len: h.recent.len(),
+            server: None,
         }
     }
 
@@ -280,5 +319,77 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(hello, RunMsg::Hello { version: 1, .. }));
+    }
+
+    fn point(t: f64) -> crate::server_metrics::scrape::LivePoint {
+        crate::server_metrics::scrape::LivePoint {
+            t_s: t,
+            running: Some(t),
+            ..Default::default()
+        }
+    }
+
+    /// The viewer's copy of the server view equals the run's, though each
+    /// point travels once and an unchanged view not at all.
+    #[test]
+    fn server_view_deltas_rebuild_the_runs_view() {
+        use crate::server_metrics::scrape::Status;
+        let mut run = LiveView {
+            url: "http://127.0.0.1:9/metrics".into(),
+            interval_s: 1.0,
+            ..Default::default()
+        };
+        let mut sent = Sent::default();
+        let mut viewer = LiveView::default();
+        let mut travel = |run: &LiveView, sent: &mut Sent, viewer: &mut LiveView| {
+            let wire = WireSnapshot {
+                server: server_delta(run, sent),
+                ..Default::default()
+            };
+            let line = encode(&RunMsg::Snapshot {
+                snapshot: Box::new(wire),
+            });
+            let RunMsg::Snapshot { snapshot } = serde_json::from_slice(&line).unwrap() else {
+                panic!("a snapshot");
+            };
+            let points = snapshot.server.as_ref().map(|v| v.series.len());
+            if let Some(d) = snapshot.server {
+                apply_server(d, viewer);
+            }
+            points
+        };
+        // Starting, no points: the header travels once.
+        assert_eq!(travel(&run, &mut sent, &mut viewer), Some(0));
+        assert_eq!(travel(&run, &mut sent, &mut viewer), None);
+        run.status = Status::Live;
+        run.source = Some("vllm".into());
+        for t in 1..=3 {
+            run.series.push_back(point(t as f64));
+            run.scrapes += 1;
+        }
+        assert_eq!(travel(&run, &mut sent, &mut viewer), Some(3));
+        assert_eq!(viewer, run);
+        run.series.push_back(point(4.0));
+        run.scrapes += 1;
+        assert_eq!(
+            travel(&run, &mut sent, &mut viewer),
+            Some(1),
+            "only the new point"
+        );
+        assert_eq!(viewer, run);
+        // A failed scrape changes the header only.
+        run.errors += 1;
+        run.last_error = Some("HTTP 503".into());
+        assert_eq!(travel(&run, &mut sent, &mut viewer), Some(0));
+        assert_eq!(viewer, run);
+        // The viewer keeps as many points as the run does.
+        for t in 5..(LIVE_POINTS as u32 + 50) {
+            if run.series.len() == LIVE_POINTS {
+                run.series.pop_front();
+            }
+            run.series.push_back(point(t as f64));
+        }
+        travel(&run, &mut sent, &mut viewer);
+        assert_eq!(viewer, run);
     }
 }

@@ -12,10 +12,16 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 
-use super::protocol::{encode, RunHello, RunMsg, Sent, ViewerMsg, WireSnapshot, VERSION};
+use super::protocol::{
+    encode, server_delta, RunHello, RunMsg, Sent, ViewerMsg, WireSnapshot, VERSION,
+};
 use super::runs::SOCKET_FILE;
 use crate::engine::{Control, Snapshot};
 use crate::model::EventKind;
+use crate::server_metrics::scrape::LiveView;
+
+/// The run's server view (its /metrics scraper), when it reads one.
+pub type ServerView = watch::Receiver<Arc<LiveView>>;
 
 /// Writes the reports of what was measured so far; returns their paths.
 pub type ExportFn = Arc<dyn Fn(&Snapshot) -> Result<Vec<PathBuf>> + Send + Sync>;
@@ -87,6 +93,7 @@ pub fn start(
     snapshots: watch::Receiver<Snapshot>,
     control: mpsc::UnboundedSender<Control>,
     export: ExportFn,
+    server: Option<ServerView>,
 ) -> Endpoint {
     let (finished, finished_rx) = watch::channel(None);
     let viewers = Arc::new(tokio::sync::Mutex::new(tokio::task::JoinSet::new()));
@@ -104,6 +111,7 @@ pub fn start(
                 control: control.clone(),
                 export: export.clone(),
                 finished: finished_rx.clone(),
+                server: server.clone(),
             };
             set.lock().await.spawn(v.serve(stream));
         }
@@ -138,9 +146,23 @@ struct Viewer {
     control: mpsc::UnboundedSender<Control>,
     export: ExportFn,
     finished: watch::Receiver<Option<RunMsg>>,
+    server: Option<ServerView>,
 }
 
 impl Viewer {
+    /// The next snapshot message: what the viewer has not been sent yet.
+    fn next_snapshot(&mut self, sent: &mut Sent) -> RunMsg {
+        let snap = self.snapshots.borrow_and_update().clone();
+        let mut wire = WireSnapshot::delta(&snap, sent);
+        if let Some(rx) = &self.server {
+            let view = rx.borrow().clone();
+            wire.server = server_delta(&view, sent);
+        }
+        RunMsg::Snapshot {
+            snapshot: Box::new(wire),
+        }
+    }
+
     async fn serve(mut self, stream: UnixStream) {
         let (r, mut w) = stream.into_split();
         let mut lines = BufReader::new(r);
@@ -162,8 +184,7 @@ impl Viewer {
         let left = loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    let snap = self.snapshots.borrow_and_update().clone();
-                    let msg = RunMsg::Snapshot { snapshot: Box::new(WireSnapshot::delta(&snap, &mut sent)) };
+                    let msg = self.next_snapshot(&mut sent);
                     if w.write_all(&encode(&msg)).await.is_err() {
                         break true;
                     }
@@ -189,8 +210,7 @@ impl Viewer {
                     }
                     let msg = self.finished.borrow().clone();
                     if let Some(msg) = msg {
-                        let snap = self.snapshots.borrow().clone();
-                        let last = RunMsg::Snapshot { snapshot: Box::new(WireSnapshot::delta(&snap, &mut sent)) };
+                        let last = self.next_snapshot(&mut sent);
                         let _ = w.write_all(&encode(&last)).await;
                         let _ = w.write_all(&encode(&msg)).await;
                         let _ = w.shutdown().await;

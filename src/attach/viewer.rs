@@ -2,6 +2,7 @@
 //! a live run) and `llmsweep stop`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
@@ -10,9 +11,10 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, watch};
 
-use super::protocol::{encode, RunHello, RunMsg, ViewerMsg, VERSION};
+use super::protocol::{apply_server, encode, RunHello, RunMsg, ViewerMsg, VERSION};
 use super::runs::{self, RunState};
 use crate::engine::{Control, Snapshot};
+use crate::server_metrics::scrape::LiveView;
 
 /// A connection to a live run, past the greeting.
 pub struct Connection {
@@ -88,6 +90,7 @@ impl Connection {
     pub async fn pump(
         self,
         snapshots: watch::Sender<Snapshot>,
+        server: watch::Sender<Arc<LiveView>>,
         mut commands: mpsc::UnboundedReceiver<ViewerMsg>,
         exports: std::sync::mpsc::Sender<Result<Vec<String>, String>>,
         mut leave: watch::Receiver<bool>,
@@ -112,7 +115,12 @@ impl Connection {
                     let msg = serde_json::from_str::<RunMsg>(line.trim());
                     line.clear();
                     match msg {
-                        Ok(RunMsg::Snapshot { snapshot }) => {
+                        Ok(RunMsg::Snapshot { mut snapshot }) => {
+                            if let Some(delta) = snapshot.server.take() {
+                                let mut copy = (**server.borrow()).clone();
+                                apply_server(delta, &mut copy);
+                                server.send_replace(Arc::new(copy));
+                            }
                             let mut next = view.clone();
                             snapshot.apply(&mut next);
                             // The dashboard closes on `done`; wait for the
@@ -161,6 +169,7 @@ fn mark_done(snapshots: &watch::Sender<Snapshot>, view: &mut Snapshot) {
 pub async fn stop(dir: Option<&Path>, root: &Path) -> Result<Ended> {
     let (_dir, conn) = connect(dir, root).await?;
     let (snap_tx, _snap_rx) = watch::channel(Snapshot::default());
+    let (server_tx, _server_rx) = watch::channel(Default::default());
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let (exports, _ex) = std::sync::mpsc::channel();
     let (_leave_tx, leave) = watch::channel(false);
@@ -174,7 +183,7 @@ pub async fn stop(dir: Option<&Path>, root: &Path) -> Result<Ended> {
     // Keep the sender alive so the pump waits for the run's answer.
     let ended = tokio::time::timeout(
         Duration::from_secs(600),
-        conn.pump(snap_tx, cmd_rx, exports, leave),
+        conn.pump(snap_tx, server_tx, cmd_rx, exports, leave),
     )
     .await
     .context("the run did not finish within 10 minutes of the stop")?;

@@ -95,11 +95,6 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     // 2. The run directory, its socket and its state file.
     create_run_dir(&out_dir)?;
     // The server's /metrics, read on its own connection while the run is live.
-    let metrics_url = p
-        .scrape
-        .as_ref()
-        .filter(|c| c.bearer.is_none() && !c.url.contains('@'))
-        .map(|c| c.url.clone());
     let scraper = p.scrape.take().map(crate::server_metrics::Scraper::start);
     let reports = Reports {
         scrape: scraper.as_ref().map(|s| s.handle()),
@@ -118,7 +113,6 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
         profile: p.plan.description.clone(),
         dir: out_dir.display().to_string(),
         pid: std::process::id(),
-        metrics_url,
     };
     let endpoint = {
         let r = reports.clone();
@@ -129,6 +123,7 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
             snap_rx.clone(),
             control_tx.clone(),
             Arc::new(move |s: &Snapshot| r.export_now(s)),
+            scraper.as_ref().map(|s| s.live()),
         )
     };
     let mut state = RunState {

@@ -35,7 +35,8 @@ pub struct ScrapeConfig {
 }
 
 /// Where the scraper stands.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Status {
     /// No successful scrape yet.
     #[default]
@@ -47,7 +48,7 @@ pub enum Status {
 }
 
 /// One second of the live view (rates over the last scrape interval).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LivePoint {
     pub t_s: f64,
     pub running: Option<f64>,
@@ -69,16 +70,21 @@ pub struct LivePoint {
 pub const LIVE_POINTS: usize = 600;
 
 /// What the dashboard's server view shows.
-#[derive(Debug, Clone, Default)]
+/// It travels to attached viewers over the run's socket (the series as the
+/// points a viewer has not seen), so a viewer needs no access to the
+/// server, nor its credentials.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LiveView {
     pub status: Status,
+    /// Credentials masked.
     pub url: String,
     pub interval_s: f64,
-    pub source: Option<&'static str>,
+    pub source: Option<String>,
     pub scrapes: u64,
     pub errors: u64,
     pub last_error: Option<String>,
-    /// The latest scrape, as read.
+    /// The latest scrape, as read (not sent to viewers: the series is what they draw).
+    #[serde(skip)]
     pub latest: Reading,
     pub series: VecDeque<LivePoint>,
 }
@@ -365,7 +371,7 @@ async fn run(
                     let point = live_point(prev.as_ref(), t_s, &reading);
                     r.history.push(t_s, reading.clone(), last);
                     view.status = Status::Live;
-                    view.source = source.map(Source::name);
+                    view.source = source.map(|s| s.name().to_string());
                     view.scrapes = r.scrapes;
                     if view.series.len() == LIVE_POINTS {
                         view.series.pop_front();

@@ -131,7 +131,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let title = match view {
         Some(v) if v.status == Status::Live => format!(
             " server (/metrics) · {} · every {:.0} s · {} scrapes{} ",
-            v.source.unwrap_or("other"),
+            v.source.as_deref().unwrap_or("other"),
             v.interval_s,
             v.scrapes,
             if v.errors > 0 {
@@ -242,7 +242,7 @@ mod tests {
             status: Status::Live,
             url: "http://127.0.0.1:8000/metrics".into(),
             interval_s: 1.0,
-            source: Some("vllm"),
+            source: Some("vllm".into()),
             scrapes: points.len() as u64,
             errors: 0,
             last_error: None,
