@@ -172,6 +172,10 @@ pub struct RunConfig {
     )]
     #[serde(deserialize_with = "de_formats")]
     pub export: Vec<Format>,
+    /// Also write every request (timings, tokens, outcome, each chunk's time) to
+    /// requests.jsonl in the output directory.
+    #[arg(long)]
+    pub save_requests: bool,
     /// Plain progress lines instead of the dashboard (automatic when stdout is not a terminal).
     #[arg(long)]
     pub headless: bool,
@@ -662,7 +666,7 @@ mod tests {
             | "burstiness"
             | "fps" => "0.5".into(),
             "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
-            | "exit_on_finish" => "true".into(),
+            | "exit_on_finish" | "save_requests" => "true".into(),
             _ => "\"text\"".into(),
         }
     }

@@ -350,3 +350,59 @@ fn a_server_that_dies_mid_run_becomes_counted_errors() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--save-requests` writes every request the report counts, and the
+/// report's figures can be recomputed from the lines.
+#[test]
+fn save_requests_writes_every_request_the_report_counts() {
+    let out = tmpdir("requests");
+    let o = bin()
+        .args(["--headless", "--profile", "constant", "--rate", "20,40"])
+        .args(["--max-seconds", "1.5", "--save-requests", "--export", "json"])
+        .args(["--data", "prompt_tokens=16,output_tokens=24"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("requests: "), "{stdout}");
+    let r = read_report(&out);
+    let text = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (i, s) in r["stages"].as_array().unwrap().iter().enumerate() {
+        let mine: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["stage_number"] == i + 1)
+            .collect();
+        assert!(mine.iter().all(|l| l["stage"] == s["name"]));
+        let q = &s["requests"];
+        assert_eq!(mine.len() as u64, q["sent"].as_u64().unwrap(), "{q}");
+        for outcome in ["completed", "incomplete", "errored"] {
+            let n = mine.iter().filter(|l| l["outcome"] == outcome).count() as u64;
+            assert_eq!(n, q[outcome].as_u64().unwrap(), "{outcome}: {q}");
+        }
+        // TTFT of the completed requests: the report's mean, from the lines
+        // (the histogram keeps three significant digits).
+        let ttft: Vec<f64> = mine
+            .iter()
+            .filter(|l| l["outcome"] == "completed")
+            .map(|l| l["ttft_ms"].as_f64().unwrap())
+            .collect();
+        let mean = ttft.iter().sum::<f64>() / ttft.len() as f64;
+        let reported = s["ttft_ms"]["mean"].as_f64().unwrap();
+        assert!(
+            (mean - reported).abs() <= 0.01 * reported,
+            "{mean} vs {reported}"
+        );
+        for l in mine.iter().filter(|l| l["outcome"] == "completed") {
+            let chunks = l["chunks"].as_array().unwrap();
+            let tokens: u64 = chunks.iter().map(|c| c[1].as_u64().unwrap()).sum();
+            assert_eq!(tokens, 24, "{l}");
+            assert_eq!(chunks[0][0], l["ttft_ms"], "the first chunk is the first token");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

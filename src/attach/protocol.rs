@@ -341,7 +341,7 @@ mod tests {
         };
         let mut sent = Sent::default();
         let mut viewer = LiveView::default();
-        let mut travel = |run: &LiveView, sent: &mut Sent, viewer: &mut LiveView| {
+        let travel = |run: &LiveView, sent: &mut Sent, viewer: &mut LiveView| {
             let wire = WireSnapshot {
                 server: server_delta(run, sent),
                 ..Default::default()

@@ -141,6 +141,17 @@ pub enum TokenSource {
     Chunks,
 }
 
+impl TokenSource {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenSource::Usage => "usage",
+            TokenSource::Tokenizer => "tokenizer",
+            TokenSource::Chunks => "chunks",
+        }
+    }
+}
+
 /// One request ready to send: the body is built once and shared.
 #[derive(Debug, Clone)]
 pub struct Prompt {

@@ -31,6 +31,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Outcome, Prompt, RequestRecord};
+use crate::model::RequestLine;
 use crate::model::{EventKind, StageReport, StrategyKind, TimelineEvent};
 use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
@@ -127,6 +128,61 @@ struct Finishing {
     planned: bool,
 }
 
+/// Where `--save-requests` lines go, and how many were lost.
+#[derive(Default)]
+struct RequestLog {
+    sink: Option<std::sync::mpsc::SyncSender<RequestLine>>,
+    dropped: u64,
+}
+
+impl RequestLog {
+    fn send(
+        &mut self,
+        run_start: Instant,
+        stage: &str,
+        number: usize,
+        index: u64,
+        r: &RequestRecord,
+    ) {
+        let Some(sink) = &self.sink else {
+            return;
+        };
+        let since = |t: Instant| t.saturating_duration_since(run_start).as_secs_f64();
+        let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
+        let (outcome, error) = match &r.outcome {
+            Outcome::Completed => ("completed", None),
+            Outcome::Incomplete => ("incomplete", None),
+            Outcome::Errored { category, .. } => ("errored", Some(category.to_string())),
+        };
+        let line = RequestLine {
+            stage: stage.to_string(),
+            stage_number: number,
+            index,
+            scheduled_s: since(r.scheduled_at),
+            sent_s: since(r.sent_at),
+            queue_ms: ms(r.scheduled_at, r.sent_at),
+            ttft_ms: r.first_token_at().map(|t| ms(r.sent_at, t)),
+            e2e_ms: ms(r.sent_at, r.ended_at),
+            outcome: outcome.to_string(),
+            error,
+            prompt_tokens: r.prompt_tokens,
+            output_tokens: r.output_tokens,
+            output_source: r.output_source.name().to_string(),
+            server_prompt_tokens: r.server_prompt_tokens,
+            server_cached_prompt_tokens: r.server_cached_prompt_tokens,
+            reconnects: r.reconnects,
+            chunks: r
+                .chunks
+                .iter()
+                .map(|(t, k)| (ms(r.sent_at, *t), *k))
+                .collect(),
+        };
+        if sink.try_send(line).is_err() {
+            self.dropped += 1;
+        }
+    }
+}
+
 /// One completed request, tagged with the stage that sent it.
 struct Done {
     stage: usize,
@@ -141,6 +197,8 @@ pub struct Engine {
     control: mpsc::UnboundedReceiver<Control>,
     snapshots: watch::Sender<Snapshot>,
     observer: Option<StageObserver>,
+    /// Every request as it ends, for `requests.jsonl` (`--save-requests`).
+    request_log: RequestLog,
 
     run_start: Instant,
     finished: Vec<StageReport>,
@@ -197,6 +255,7 @@ impl Engine {
             control,
             snapshots,
             observer: None,
+            request_log: RequestLog::default(),
             run_start: Instant::now(),
             finished: Vec::new(),
             finished_shared: Arc::new(Vec::new()),
@@ -218,6 +277,14 @@ impl Engine {
 
     pub fn on_stage_done(mut self, f: StageObserver) -> Self {
         self.observer = Some(f);
+        self
+    }
+
+    /// Sends every request, as it ends, to `sink` (a writer of
+    /// `requests.jsonl`). A sink that cannot keep up loses lines, never
+    /// holds up the run: the run's warnings count them.
+    pub fn log_requests(mut self, sink: std::sync::mpsc::SyncSender<RequestLine>) -> Self {
+        self.request_log.sink = Some(sink);
         self
     }
 
@@ -339,6 +406,14 @@ impl Engine {
     }
 
     fn result(mut self, end_reason: String, partial: bool) -> RunResult {
+        // The writer of requests.jsonl ends when its sink closes.
+        self.request_log.sink = None;
+        if self.request_log.dropped > 0 {
+            self.warn(format!(
+                "{} requests are missing from requests.jsonl: writing it could not keep up with the run",
+                self.request_log.dropped
+            ));
+        }
         let mut snap = self.snapshots.borrow().clone();
         snap.done = true;
         snap.stage = None;
@@ -479,7 +554,7 @@ impl Engine {
                 }
                 Some(done) = self.done_rx.recv() => {
                     if done.stage == number {
-                        self.on_record(done.index, done.record, &mut stats, &spec.name);
+                        self.on_record(done, &mut stats, &spec.name);
                         if limits.max_errors.is_some_and(|m| stats.counts.errored >= m) {
                             self.warn(format!(
                                 "stage {} reached --max-errors ({}); stopping the run",
@@ -564,7 +639,7 @@ impl Engine {
                 tokio::select! {
                     Some(done) = self.done_rx.recv() => {
                         if done.stage == number {
-                            self.on_record(done.index, done.record, &mut stats, &spec.name);
+                            self.on_record(done, &mut stats, &spec.name);
                         }
                     }
                     _ = tokio::time::sleep_until(until) => break,
@@ -584,9 +659,7 @@ impl Engine {
     async fn collect(&mut self, number: usize, stats: &mut StageStats, name: &str) {
         while stats.in_flight() > 0 {
             match self.done_rx.recv().await {
-                Some(done) if done.stage == number => {
-                    self.on_record(done.index, done.record, stats, name)
-                }
+                Some(done) if done.stage == number => self.on_record(done, stats, name),
                 Some(done) => self.on_finishing_record(done),
                 None => break,
             }
@@ -603,9 +676,9 @@ impl Engine {
             let name = f.spec.name.clone();
             Self::count_record(
                 &mut self.recent_errors,
+                &mut self.request_log,
                 self.run_start,
-                done.index,
-                done.record,
+                done,
                 &mut f.stats,
                 &name,
             );
@@ -642,9 +715,7 @@ impl Engine {
         while self.finishing_in_flight() > 0 {
             match self.done_rx.recv().await {
                 Some(done) => match current.as_mut() {
-                    Some((n, stats, name)) if *n == done.stage => {
-                        self.on_record(done.index, done.record, stats, name)
-                    }
+                    Some((n, stats, name)) if *n == done.stage => self.on_record(done, stats, name),
                     _ => self.on_finishing_record(done),
                 },
                 None => break,
@@ -744,12 +815,12 @@ impl Engine {
         });
     }
 
-    fn on_record(&mut self, index: u64, rec: RequestRecord, stats: &mut StageStats, stage: &str) {
+    fn on_record(&mut self, done: Done, stats: &mut StageStats, stage: &str) {
         Self::count_record(
             &mut self.recent_errors,
+            &mut self.request_log,
             self.run_start,
-            index,
-            rec,
+            done,
             stats,
             stage,
         );
@@ -757,13 +828,19 @@ impl Engine {
 
     fn count_record(
         recent: &mut VecDeque<ErrorEntry>,
+        log: &mut RequestLog,
         run_start: Instant,
-        index: u64,
-        rec: RequestRecord,
+        done: Done,
         stats: &mut StageStats,
         stage: &str,
     ) {
+        let Done {
+            stage: number,
+            index,
+            record: rec,
+        } = done;
         stats.on_record(index, &rec);
+        log.send(run_start, stage, number, index, &rec);
         if let Outcome::Errored { category, message } = rec.outcome {
             if recent.len() == RECENT_ERRORS {
                 recent.pop_front();

@@ -15,6 +15,7 @@
 pub mod detach;
 pub mod prepare;
 pub mod reports;
+pub mod requests;
 pub mod signals;
 
 use std::collections::HashSet;
@@ -217,7 +218,32 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     for note in std::mem::take(&mut p.data_notes) {
         engine.warn(note);
     }
+    let request_file = if args.save_requests {
+        let (sink, file) = requests::start(&out_dir)?;
+        engine = engine.log_requests(sink);
+        Some(file)
+    } else {
+        None
+    };
     let mut result = engine.run(p.plan.plan.as_mut()).await;
+    // The engine is gone, so is the writer's sender: wait for the last lines.
+    let request_file = match request_file {
+        Some(f) => {
+            let path = f.path.clone();
+            match tokio::task::spawn_blocking(move || f.finish()).await {
+                Ok(Ok(_)) => Some(path),
+                Ok(Err(e)) => {
+                    result.warnings.push(format!("{e:#}"));
+                    None
+                }
+                Err(e) => {
+                    result.warnings.push(format!("requests.jsonl: {e}"));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     if let Some(s) = scraper {
         // One last scrape covers the end of the last stage.
         let record = s.finish().await;
@@ -284,6 +310,9 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     let paths = written?;
     for path in &paths {
         term::out(&format!("report: {}\n", path.display()));
+    }
+    if let Some(path) = request_file {
+        term::out(&format!("requests: {}\n", path.display()));
     }
     Ok(Ran::Finished {
         reports: paths,

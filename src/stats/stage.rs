@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::dist::Dist;
 use super::metrics::{self, Slo};
 use super::verdict::{self, Evidence, Verdict};
-use crate::client::{ErrorCategory, Outcome, RequestRecord, TokenSource};
+use crate::client::{ErrorCategory, Outcome, RequestRecord};
 pub use crate::model::live::SeriesPoint;
 use crate::model::{
     ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, StrategyKind, Tokens,
@@ -370,12 +370,10 @@ impl StageStats {
             self.server_prompt_n += 1;
         }
         self.output_total += r.output_tokens;
-        let source = match r.output_source {
-            TokenSource::Usage => "usage",
-            TokenSource::Tokenizer => "tokenizer",
-            TokenSource::Chunks => "chunks",
-        };
-        *self.sources.entry(source.to_string()).or_default() += 1;
+        *self
+            .sources
+            .entry(r.output_source.name().to_string())
+            .or_default() += 1;
         if self.slo.is_some_and(|s| s.is_met(r)) {
             self.good += 1;
         }
@@ -720,7 +718,7 @@ mod tests {
             ended_at: at(end_ms),
             chunks: vec![(at(first_ms), 1), (at(end_ms), 1)],
             output_tokens: 2,
-            output_source: TokenSource::Usage,
+            output_source: crate::client::TokenSource::Usage,
             prompt_tokens: 10,
             server_prompt_tokens: Some(11),
             server_cached_prompt_tokens: None,

@@ -1,0 +1,46 @@
+//! One line of `requests.jsonl` (`--save-requests`): every request of the
+//! run as it ended, for analyses the report's summaries do not cover.
+//! Times are seconds since the run started, or milliseconds relative to
+//! the request's own send time.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestLine {
+    /// The stage's name (`constant@5.00`) and number (1-based, as the dashboard counts).
+    pub stage: String,
+    pub stage_number: usize,
+    /// The request's index within its stage, in sending order.
+    pub index: u64,
+    /// When the strategy wanted it sent, and when it was (seconds since the run started).
+    pub scheduled_s: f64,
+    pub sent_s: f64,
+    /// `sent − scheduled`: the wait for a slot or for the dispatcher.
+    pub queue_ms: f64,
+    /// First token-bearing chunk − sent; absent when none came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// End − sent.
+    pub e2e_ms: f64,
+    /// `completed`, `incomplete` (cancelled at its stage's end) or `errored`.
+    pub outcome: String,
+    /// The error category (`http_503`, `timeout`, ...), for errored requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub prompt_tokens: u64,
+    pub output_tokens: u64,
+    /// Where `output_tokens` came from: `usage`, `tokenizer` or `chunks`.
+    pub output_source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cached_prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnects: u32,
+    /// Each token-bearing chunk: milliseconds after sent, and its token count.
+    pub chunks: Vec<(f64, u32)>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
