@@ -31,9 +31,9 @@ enum Command {
     Report {
         /// report.json or stages.jsonl
         file: std::path::PathBuf,
-        /// md, csv, html, console, vllm, sglang or json.
-        #[arg(long, short = 'f', default_value = "console")]
-        format: String,
+        /// The format to render.
+        #[arg(long, short = 'f', value_enum, ignore_case = true, default_value = "console")]
+        format: llmsweep::config::Format,
         /// Write to this file instead of standard output.
         #[arg(long, short = 'o')]
         out: Option<std::path::PathBuf>,
@@ -68,11 +68,10 @@ enum Command {
 
 fn render_saved(
     file: &std::path::Path,
-    format: &str,
+    f: llmsweep::config::Format,
     out: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     use llmsweep::report::{checkpoint, export};
-    let f = export::Format::parse(format)?;
     let report = checkpoint::load_any(file)?;
     let text = export::render(&report, f)?;
     match out {
@@ -110,7 +109,7 @@ fn main() -> ExitCode {
             }
             Ok(())
         }
-        Some(Command::Report { file, format, out }) => render_saved(&file, &format, out.as_deref()),
+        Some(Command::Report { file, format, out }) => render_saved(&file, format, out.as_deref()),
         Some(Command::Compare { a, b }) => compare(&a, &b),
         Some(Command::Attach {
             dir,
