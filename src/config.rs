@@ -104,6 +104,7 @@ pub struct RunConfig {
     pub max_concurrency: Option<u32>,
     /// Seed for arrivals and synthetic data.
     #[arg(long, default_value_t = 42, value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    #[serde(deserialize_with = "de_count")]
     pub seed: u64,
 
     /// Stage limit: seconds.
@@ -111,9 +112,11 @@ pub struct RunConfig {
     pub max_seconds: Option<f64>,
     /// Stage limit: requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    #[serde(deserialize_with = "de_opt_count")]
     pub max_requests: Option<u64>,
     /// Stop the run once a stage has this many errored requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    #[serde(deserialize_with = "de_opt_count")]
     pub max_errors: Option<u64>,
     /// Leave out the start of each stage: a fraction (<1) of its limit, or seconds (≥1).
     #[arg(long, value_name = "F|S")]
@@ -196,6 +199,7 @@ pub struct RunConfig {
     pub follow_redirects: FollowRedirects,
     /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=MAX_LINE_BYTES))]
+    #[serde(deserialize_with = "de_opt_count")]
     pub max_line_bytes: Option<u64>,
     /// Close the dashboard as soon as the run ends, without the result screen.
     #[arg(long)]
@@ -496,6 +500,23 @@ where
         }
     }
     Ok(out)
+}
+
+/// A count in a profile file: the flag's bound ([`MAX_COUNT`]), so the
+/// error names the file, the line and the key (and the merge with the
+/// flags, which goes through TOML's signed integers, cannot fail later).
+fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let n = u64::deserialize(d)?;
+    if n > MAX_COUNT {
+        return Err(serde::de::Error::custom(format!(
+            "{n} is too large (at most {MAX_COUNT})"
+        )));
+    }
+    Ok(n)
+}
+
+fn de_opt_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    de_count(d).map(Some)
 }
 
 fn de_rates<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RateItem>, D::Error> {
@@ -806,6 +827,28 @@ mod tests {
         }
         let (c, _) = flags(&["--seed", "9223372036854775807"]);
         assert_eq!(c.seed, MAX_COUNT);
+    }
+
+    /// TOML reads integers up to u64::MAX, but the merge with the flags
+    /// writes TOML again (signed): a count beyond the flag's bound is
+    /// refused in the file, with its line and key, not at the merge.
+    #[test]
+    fn counts_are_bounded_in_a_profile_file() {
+        for key in ["seed", "max_requests", "max_errors", "max_line_bytes"] {
+            let text = format!("strategy = \"constant\"\n{key} = 9223372036854775808\n");
+            let e = RunConfig::from_toml(&text, "mine.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("mine.toml") && e.contains("line 2") && e.contains("too large"),
+                "{key}: {e}"
+            );
+            let ok = RunConfig::from_toml(&format!("{key} = 9223372036854775807"), "mine.toml")
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            let (cli, typed) = flags(&["--fps", "8"]);
+            ok.with_flags(&cli, &typed)
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
     }
 
     #[test]
