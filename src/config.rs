@@ -309,6 +309,12 @@ fn shorten_unknown_key(msg: &str) -> String {
         return msg.to_string();
     };
     let key = &rest[..end];
+    if COMMAND_LINE_ONLY.contains(&key) {
+        return format!(
+            "{}`{key}` is for the command line only: a profile file cannot load another profile or detach the run",
+            &msg[..at]
+        );
+    }
     let known: Vec<&str> = rest
         .split('`')
         .skip(2)
@@ -652,8 +658,16 @@ mod tests {
             assert!(ids.contains(k), "profile key {k} is not a flag");
         }
         for id in COMMAND_LINE_ONLY {
-            let text = format!("{id} = \"x\"");
-            assert!(RunConfig::from_toml(&text, "t.toml").is_err(), "{id}");
+            let text = format!("seed = 1\n{id} = \"x\"");
+            let e = RunConfig::from_toml(&text, "t.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("t.toml")
+                    && e.contains("line 2")
+                    && e.contains(&format!("`{id}` is for the command line only")),
+                "{id}: {e}"
+            );
         }
     }
 
