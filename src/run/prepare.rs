@@ -210,7 +210,11 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let mut config = args.echo(api_key.is_some());
     config["profile_name"] = json!(profile_name);
     config["data_source"] = json!(data_description);
-    config["tokenizer"] = json!(counter.name());
+    // `tokenizer` is the flag's key: the file that was loaded (null for the
+    // built-in approximation, which `data_source` names).
+    if args.tokenizer.is_some() {
+        config["tokenizer"] = json!(counter.name());
+    }
     Ok(Prepared {
         client,
         prompts,
