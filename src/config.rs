@@ -248,8 +248,11 @@ impl RunConfig {
     /// [`typed_flags`]) taken from `flags` on top. The command-line-only
     /// fields always come from `flags`.
     pub fn with_flags(&self, flags: &RunConfig, typed: &HashSet<String>) -> Result<RunConfig> {
-        let mut merged = toml::Table::try_from(self).context("the profile's settings")?;
-        let given = toml::Table::try_from(flags).context("the command line's settings")?;
+        // Paths need not be UTF-8 and TOML strings must: they skip the round trip.
+        let mut merged =
+            toml::Table::try_from(self.without_paths()).context("the profile's settings")?;
+        let given =
+            toml::Table::try_from(flags.without_paths()).context("the command line's settings")?;
         for id in typed {
             if let Some(v) = given.get(id) {
                 merged.insert(id.clone(), v.clone());
@@ -260,13 +263,40 @@ impl RunConfig {
             .context("merging the command line over the profile")?;
         out.profile.clone_from(&flags.profile);
         out.detach = flags.detach;
+        let pick = |id: &str, file: &Option<PathBuf>, flag: &Option<PathBuf>| {
+            if typed.contains(id) { flag } else { file }.clone()
+        };
+        out.api_key_file = pick("api_key_file", &self.api_key_file, &flags.api_key_file);
+        out.tokenizer = pick("tokenizer", &self.tokenizer, &flags.tokenizer);
+        out.out = pick("out", &self.out, &flags.out);
         Ok(out)
+    }
+
+    /// These settings without the path fields (`api_key_file`, `tokenizer`, `out`).
+    fn without_paths(&self) -> RunConfig {
+        RunConfig {
+            api_key_file: None,
+            tokenizer: None,
+            out: None,
+            ..self.clone()
+        }
     }
 
     /// The settings as the report shows them: every field, with the header
     /// values, URL passwords and the API key masked.
     pub fn echo(&self, has_api_key: bool) -> serde_json::Value {
-        let mut v = serde_json::to_value(self).unwrap_or_else(|_| serde_json::json!({}));
+        // A path that is not UTF-8 shows with U+FFFD (serde would refuse it, and the echo with it).
+        let lossy = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map(|p| PathBuf::from(p.to_string_lossy().into_owned()))
+        };
+        let shown = RunConfig {
+            api_key_file: lossy(&self.api_key_file),
+            tokenizer: lossy(&self.tokenizer),
+            out: lossy(&self.out),
+            ..self.clone()
+        };
+        let mut v = serde_json::to_value(shown).unwrap_or_else(|_| serde_json::json!({}));
         if let Some(map) = v.as_object_mut() {
             map.insert(
                 "target".into(),
@@ -770,6 +800,50 @@ mod tests {
             .unwrap()
             .fps
             .is_nan());
+    }
+
+    /// Paths need not be UTF-8: over a profile file they are kept as typed,
+    /// and the report's echo still shows every setting.
+    #[test]
+    #[cfg(unix)]
+    fn paths_that_are_not_utf8_survive_the_merge_and_the_echo() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt as _;
+        let odd = |name: &str| {
+            let mut b = format!("/tmp/{name}").into_bytes();
+            b.push(0xff);
+            OsString::from_vec(b)
+        };
+        let (key, tok, out) = (odd("key"), odd("tok"), odd("out"));
+        let m = Cli::command()
+            .try_get_matches_from([
+                OsString::from("llmsweep"),
+                "--api-key-file".into(),
+                key.clone(),
+                "--tokenizer".into(),
+                tok.clone(),
+                "-o".into(),
+                out.clone(),
+            ])
+            .unwrap();
+        let cli = Cli::from_arg_matches(&m).unwrap().run;
+        let file = RunConfig::from_toml("out = \"/tmp/from-file\"\nseed = 3", "p.toml").unwrap();
+        let merged = file.with_flags(&cli, &typed_flags(&m)).unwrap();
+        assert_eq!(merged.api_key_file, Some(PathBuf::from(key)));
+        assert_eq!(merged.tokenizer, Some(PathBuf::from(tok)));
+        assert_eq!(merged.out, Some(PathBuf::from(out)));
+        assert_eq!(merged.seed, 3);
+        // Not typed: the file's path stays.
+        let merged = file
+            .with_flags(&RunConfig::default(), &HashSet::new())
+            .unwrap();
+        assert_eq!(merged.out, Some(PathBuf::from("/tmp/from-file")));
+        let echo = cli.echo(false);
+        assert_eq!(echo["seed"], 42, "{echo}");
+        assert!(
+            echo["out"].as_str().unwrap().starts_with("/tmp/out"),
+            "{echo}"
+        );
     }
 
     #[test]
