@@ -732,6 +732,21 @@ mod tests {
         }
     }
 
+    /// Each value of an enum flag is described once, not by its own name again.
+    #[test]
+    fn the_help_of_enum_values_does_not_repeat_their_names() {
+        let help = Cli::command().render_long_help().to_string();
+        for line in help.lines().map(str::trim) {
+            if let Some((value, text)) = line.strip_prefix("- ").and_then(|l| l.split_once(':')) {
+                let first = text.split_whitespace().next().unwrap_or("");
+                let repeated = first
+                    .strip_suffix(':')
+                    .is_some_and(|w| w.eq_ignore_ascii_case(value));
+                assert!(!repeated, "{line}");
+            }
+        }
+    }
+
     #[test]
     fn defaults_come_from_the_flags_and_round_trip() {
         let d = RunConfig::default();
