@@ -186,7 +186,7 @@ pub struct RunConfig {
     pub fps: f64,
     /// When the terminal hangs up (SSH dropped, tmux pane killed): continue the run to its
     /// planned end and write complete reports, or stop and write a partial report.
-    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnHangup::Continue)]
+    #[arg(long, value_enum, ignore_case = true, value_name = "WHAT", default_value_t = OnHangup::Continue)]
     pub on_hangup: OnHangup,
     /// Start the run in the background with no terminal; print its directory and return.
     /// Watch it with `llmsweep attach`, end it with `llmsweep stop`.
@@ -195,7 +195,7 @@ pub struct RunConfig {
     pub detach: bool,
 
     /// Follow HTTP redirects: same-origin, or any (the API key and --header values never leave the target's origin). Default: a 3xx is an errored request `redirect_<code>`.
-    #[arg(long, value_enum, value_name = "WHICH", default_value_t = FollowRedirects::None)]
+    #[arg(long, value_enum, ignore_case = true, value_name = "WHICH", default_value_t = FollowRedirects::None)]
     pub follow_redirects: FollowRedirects,
     /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=MAX_LINE_BYTES))]
@@ -743,6 +743,31 @@ mod tests {
                     .strip_suffix(':')
                     .is_some_and(|w| w.eq_ignore_ascii_case(value));
                 assert!(!repeated, "{line}");
+            }
+        }
+    }
+
+    /// Every enum flag takes its values in any case, as --api and --export do.
+    #[test]
+    fn enum_flags_ignore_case() {
+        let (c, _) = flags(&[
+            "--api",
+            "CHAT",
+            "--sweep-strategy",
+            "Poisson",
+            "--export",
+            "JSON",
+            "--on-hangup",
+            "STOP",
+            "--follow-redirects",
+            "Same-Origin",
+        ]);
+        assert_eq!(c.on_hangup, OnHangup::Stop);
+        assert_eq!(c.follow_redirects, FollowRedirects::SameOrigin);
+        assert_eq!(c.sweep_strategy, SweepArrivals::Poisson);
+        for arg in Cli::command().get_arguments() {
+            if arg.get_action().takes_values() && !arg.get_possible_values().is_empty() {
+                assert!(arg.is_ignore_case_set(), "--{} ignores case", arg.get_id());
             }
         }
     }
