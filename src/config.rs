@@ -529,7 +529,8 @@ where
         match e {
             Entry::Number(n) => out.push(parse(&n.to_string()).map_err(serde::de::Error::custom)?),
             Entry::Text(t) => {
-                for part in t.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                // As on the command line: an empty entry ("4,,8", "") is a typo.
+                for part in t.split(',').map(str::trim) {
                     out.push(parse(part).map_err(serde::de::Error::custom)?);
                 }
             }
@@ -929,6 +930,17 @@ mod tests {
             e.contains("mine.toml") && e.contains("line 2") && e.contains("rate"),
             "{e}"
         );
+        for text in [
+            "rate = \"4,,8\"",
+            "rate = \"\"",
+            "percentiles = \"75,\"",
+            "export = \"\"",
+        ] {
+            let e = RunConfig::from_toml(text, "mine.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("line 1") && e.contains("\"\""), "{text}: {e}");
+        }
         let e = RunConfig::from_toml("export = \"json,pdf\"", "mine.toml")
             .unwrap_err()
             .to_string();
