@@ -520,7 +520,13 @@ where
         Many(Vec<Entry>),
         One(Entry),
     }
-    let entries = match OneOrMany::deserialize(d)? {
+    // serde's own message names the enum above, not what to write.
+    let shape = OneOrMany::deserialize(d).map_err(|_| {
+        serde::de::Error::custom(
+            "expected a number, a string like \"1,4,inf\", or a list of those, e.g. [1, 4, \"inf\"]",
+        )
+    })?;
+    let entries = match shape {
         OneOrMany::Many(v) => v,
         OneOrMany::One(e) => vec![e],
     };
@@ -940,6 +946,17 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(e.contains("line 1") && e.contains("\"\""), "{text}: {e}");
+        }
+        for text in ["rate = [[1]]", "percentiles = true", "export = { a = 1 }"] {
+            let e = RunConfig::from_toml(text, "mine.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("line 1")
+                    && e.contains("expected a number, a string")
+                    && !e.contains("OneOrMany"),
+                "{text}: {e}"
+            );
         }
         let e = RunConfig::from_toml("export = \"json,pdf\"", "mine.toml")
             .unwrap_err()
