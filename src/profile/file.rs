@@ -64,13 +64,19 @@ pub fn list() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Whether `--profile` names a file (a .toml, or a path) rather than a
+/// strategy or a shipped profile.
+pub fn is_file(profile: &str) -> bool {
+    let p = profile.trim();
+    p.ends_with(".toml") || p.contains('/')
+}
+
 /// Applies `--profile`: a strategy, a shipped profile, or a TOML file.
 /// Returns the settings (defaults, then the file, then the flags the user
 /// typed) and the profile's name for the report.
 pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, String)> {
     let choice = flags.profile.trim().to_string();
-    let looks_like_path = choice.ends_with(".toml") || choice.contains('/');
-    let file = if looks_like_path {
+    let file = if is_file(&choice) {
         let text = std::fs::read_to_string(Path::new(&choice))
             .with_context(|| format!("cannot read profile file {choice}"))?;
         parse(&text, &choice)?
