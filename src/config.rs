@@ -107,7 +107,8 @@ pub struct RunConfig {
     #[serde(deserialize_with = "de_count")]
     pub seed: u64,
 
-    /// Stage limit: seconds.
+    /// Stage limit: seconds (default, when --max-requests is not given either: 30 against a
+    /// server, 10 against the built-in simulator).
     #[arg(long, value_name = "SECONDS")]
     pub max_seconds: Option<f64>,
     /// Stage limit: requests.
@@ -739,9 +740,10 @@ mod tests {
         }
     }
 
-    /// Each value of an enum flag is described once, not by its own name again.
+    /// Each value of an enum flag is described once, not by its own name
+    /// again; --max-seconds says its default, which depends on the target.
     #[test]
-    fn the_help_of_enum_values_does_not_repeat_their_names() {
+    fn the_help_names_enum_values_once_and_says_the_stage_default() {
         let help = Cli::command().render_long_help().to_string();
         for line in help.lines().map(str::trim) {
             if let Some((value, text)) = line.strip_prefix("- ").and_then(|l| l.split_once(':')) {
@@ -752,6 +754,14 @@ mod tests {
                 assert!(!repeated, "{line}");
             }
         }
+        use crate::profile::plan::{DEFAULT_SIM_STAGE_SECONDS, DEFAULT_STAGE_SECONDS};
+        let said = format!(
+            "{DEFAULT_STAGE_SECONDS} against a server, {DEFAULT_SIM_STAGE_SECONDS} against the built-in simulator"
+        );
+        assert!(
+            help.contains(&said),
+            "--max-seconds says its default: {said}"
+        );
     }
 
     /// Every enum flag takes its values in any case, as --api and --export do.
