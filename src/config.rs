@@ -104,16 +104,20 @@ pub struct RunConfig {
     pub max_concurrency: Option<u32>,
     /// Seed for arrivals and synthetic data.
     #[arg(long, default_value_t = 42, value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    #[serde(deserialize_with = "de_count")]
     pub seed: u64,
 
-    /// Stage limit: seconds.
+    /// Stage limit: seconds (default, when --max-requests is not given either: 30 against a
+    /// server, 10 against the built-in simulator).
     #[arg(long, value_name = "SECONDS")]
     pub max_seconds: Option<f64>,
     /// Stage limit: requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    #[serde(deserialize_with = "de_opt_count")]
     pub max_requests: Option<u64>,
     /// Stop the run once a stage has this many errored requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
+    #[serde(deserialize_with = "de_opt_count")]
     pub max_errors: Option<u64>,
     /// Leave out the start of each stage: a fraction (<1) of its limit, or seconds (≥1).
     #[arg(long, value_name = "F|S")]
@@ -187,7 +191,7 @@ pub struct RunConfig {
     pub fps: f64,
     /// When the terminal hangs up (SSH dropped, tmux pane killed): continue the run to its
     /// planned end and write complete reports, or stop and write a partial report.
-    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnHangup::Continue)]
+    #[arg(long, value_enum, ignore_case = true, value_name = "WHAT", default_value_t = OnHangup::Continue)]
     pub on_hangup: OnHangup,
     /// Start the run in the background with no terminal; print its directory and return.
     /// Watch it with `llmsweep attach`, end it with `llmsweep stop`.
@@ -196,10 +200,11 @@ pub struct RunConfig {
     pub detach: bool,
 
     /// Follow HTTP redirects: same-origin, or any (the API key and --header values never leave the target's origin). Default: a 3xx is an errored request `redirect_<code>`.
-    #[arg(long, value_enum, value_name = "WHICH", default_value_t = FollowRedirects::None)]
+    #[arg(long, value_enum, ignore_case = true, value_name = "WHICH", default_value_t = FollowRedirects::None)]
     pub follow_redirects: FollowRedirects,
     /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=MAX_LINE_BYTES))]
+    #[serde(deserialize_with = "de_opt_count")]
     pub max_line_bytes: Option<u64>,
     /// Close the dashboard as soon as the run ends, without the result screen.
     #[arg(long)]
@@ -248,8 +253,11 @@ impl RunConfig {
     /// [`typed_flags`]) taken from `flags` on top. The command-line-only
     /// fields always come from `flags`.
     pub fn with_flags(&self, flags: &RunConfig, typed: &HashSet<String>) -> Result<RunConfig> {
-        let mut merged = toml::Table::try_from(self).context("the profile's settings")?;
-        let given = toml::Table::try_from(flags).context("the command line's settings")?;
+        // Paths need not be UTF-8 and TOML strings must: they skip the round trip.
+        let mut merged =
+            toml::Table::try_from(self.without_paths()).context("the profile's settings")?;
+        let given =
+            toml::Table::try_from(flags.without_paths()).context("the command line's settings")?;
         for id in typed {
             if let Some(v) = given.get(id) {
                 merged.insert(id.clone(), v.clone());
@@ -260,13 +268,40 @@ impl RunConfig {
             .context("merging the command line over the profile")?;
         out.profile.clone_from(&flags.profile);
         out.detach = flags.detach;
+        let pick = |id: &str, file: &Option<PathBuf>, flag: &Option<PathBuf>| {
+            if typed.contains(id) { flag } else { file }.clone()
+        };
+        out.api_key_file = pick("api_key_file", &self.api_key_file, &flags.api_key_file);
+        out.tokenizer = pick("tokenizer", &self.tokenizer, &flags.tokenizer);
+        out.out = pick("out", &self.out, &flags.out);
         Ok(out)
+    }
+
+    /// These settings without the path fields (`api_key_file`, `tokenizer`, `out`).
+    fn without_paths(&self) -> RunConfig {
+        RunConfig {
+            api_key_file: None,
+            tokenizer: None,
+            out: None,
+            ..self.clone()
+        }
     }
 
     /// The settings as the report shows them: every field, with the header
     /// values, URL passwords and the API key masked.
     pub fn echo(&self, has_api_key: bool) -> serde_json::Value {
-        let mut v = serde_json::to_value(self).unwrap_or_else(|_| serde_json::json!({}));
+        // A path that is not UTF-8 shows with U+FFFD (serde would refuse it, and the echo with it).
+        let lossy = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map(|p| PathBuf::from(p.to_string_lossy().into_owned()))
+        };
+        let shown = RunConfig {
+            api_key_file: lossy(&self.api_key_file),
+            tokenizer: lossy(&self.tokenizer),
+            out: lossy(&self.out),
+            ..self.clone()
+        };
+        let mut v = serde_json::to_value(shown).unwrap_or_else(|_| serde_json::json!({}));
         if let Some(map) = v.as_object_mut() {
             map.insert(
                 "target".into(),
@@ -309,6 +344,12 @@ fn shorten_unknown_key(msg: &str) -> String {
         return msg.to_string();
     };
     let key = &rest[..end];
+    if COMMAND_LINE_ONLY.contains(&key) {
+        return format!(
+            "{}`{key}` is for the command line only: a profile file cannot load another profile or detach the run",
+            &msg[..at]
+        );
+    }
     let known: Vec<&str> = rest
         .split('`')
         .skip(2)
@@ -484,7 +525,13 @@ where
         Many(Vec<Entry>),
         One(Entry),
     }
-    let entries = match OneOrMany::deserialize(d)? {
+    // serde's own message names the enum above, not what to write.
+    let shape = OneOrMany::deserialize(d).map_err(|_| {
+        serde::de::Error::custom(
+            "expected a number, a string like \"1,4,inf\", or a list of those, e.g. [1, 4, \"inf\"]",
+        )
+    })?;
+    let entries = match shape {
         OneOrMany::Many(v) => v,
         OneOrMany::One(e) => vec![e],
     };
@@ -493,13 +540,31 @@ where
         match e {
             Entry::Number(n) => out.push(parse(&n.to_string()).map_err(serde::de::Error::custom)?),
             Entry::Text(t) => {
-                for part in t.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                // As on the command line: an empty entry ("4,,8", "") is a typo.
+                for part in t.split(',').map(str::trim) {
                     out.push(parse(part).map_err(serde::de::Error::custom)?);
                 }
             }
         }
     }
     Ok(out)
+}
+
+/// A count in a profile file: the flag's bound ([`MAX_COUNT`]), so the
+/// error names the file, the line and the key (and the merge with the
+/// flags, which goes through TOML's signed integers, cannot fail later).
+fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let n = u64::deserialize(d)?;
+    if n > MAX_COUNT {
+        return Err(serde::de::Error::custom(format!(
+            "{n} is too large (at most {MAX_COUNT})"
+        )));
+    }
+    Ok(n)
+}
+
+fn de_opt_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    de_count(d).map(Some)
 }
 
 fn de_rates<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RateItem>, D::Error> {
@@ -635,8 +700,16 @@ mod tests {
             assert!(ids.contains(k), "profile key {k} is not a flag");
         }
         for id in COMMAND_LINE_ONLY {
-            let text = format!("{id} = \"x\"");
-            assert!(RunConfig::from_toml(&text, "t.toml").is_err(), "{id}");
+            let text = format!("seed = 1\n{id} = \"x\"");
+            let e = RunConfig::from_toml(&text, "t.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("t.toml")
+                    && e.contains("line 2")
+                    && e.contains(&format!("`{id}` is for the command line only")),
+                "{id}: {e}"
+            );
         }
     }
 
@@ -668,6 +741,55 @@ mod tests {
             "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
             | "exit_on_finish" | "save_requests" => "true".into(),
             _ => "\"text\"".into(),
+        }
+    }
+
+    /// Each value of an enum flag is described once, not by its own name
+    /// again; --max-seconds says its default, which depends on the target.
+    #[test]
+    fn the_help_names_enum_values_once_and_says_the_stage_default() {
+        let help = Cli::command().render_long_help().to_string();
+        for line in help.lines().map(str::trim) {
+            if let Some((value, text)) = line.strip_prefix("- ").and_then(|l| l.split_once(':')) {
+                let first = text.split_whitespace().next().unwrap_or("");
+                let repeated = first
+                    .strip_suffix(':')
+                    .is_some_and(|w| w.eq_ignore_ascii_case(value));
+                assert!(!repeated, "{line}");
+            }
+        }
+        use crate::profile::plan::{DEFAULT_SIM_STAGE_SECONDS, DEFAULT_STAGE_SECONDS};
+        let said = format!(
+            "{DEFAULT_STAGE_SECONDS} against a server, {DEFAULT_SIM_STAGE_SECONDS} against the built-in simulator"
+        );
+        assert!(
+            help.contains(&said),
+            "--max-seconds says its default: {said}"
+        );
+    }
+
+    /// Every enum flag takes its values in any case, as --api and --export do.
+    #[test]
+    fn enum_flags_ignore_case() {
+        let (c, _) = flags(&[
+            "--api",
+            "CHAT",
+            "--sweep-strategy",
+            "Poisson",
+            "--export",
+            "JSON",
+            "--on-hangup",
+            "STOP",
+            "--follow-redirects",
+            "Same-Origin",
+        ]);
+        assert_eq!(c.on_hangup, OnHangup::Stop);
+        assert_eq!(c.follow_redirects, FollowRedirects::SameOrigin);
+        assert_eq!(c.sweep_strategy, SweepArrivals::Poisson);
+        for arg in Cli::command().get_arguments() {
+            if arg.get_action().takes_values() && !arg.get_possible_values().is_empty() {
+                assert!(arg.is_ignore_case_set(), "--{} ignores case", arg.get_id());
+            }
         }
     }
 
@@ -741,6 +863,50 @@ mod tests {
             .is_nan());
     }
 
+    /// Paths need not be UTF-8: over a profile file they are kept as typed,
+    /// and the report's echo still shows every setting.
+    #[test]
+    #[cfg(unix)]
+    fn paths_that_are_not_utf8_survive_the_merge_and_the_echo() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt as _;
+        let odd = |name: &str| {
+            let mut b = format!("/tmp/{name}").into_bytes();
+            b.push(0xff);
+            OsString::from_vec(b)
+        };
+        let (key, tok, out) = (odd("key"), odd("tok"), odd("out"));
+        let m = Cli::command()
+            .try_get_matches_from([
+                OsString::from("llmsweep"),
+                "--api-key-file".into(),
+                key.clone(),
+                "--tokenizer".into(),
+                tok.clone(),
+                "-o".into(),
+                out.clone(),
+            ])
+            .unwrap();
+        let cli = Cli::from_arg_matches(&m).unwrap().run;
+        let file = RunConfig::from_toml("out = \"/tmp/from-file\"\nseed = 3", "p.toml").unwrap();
+        let merged = file.with_flags(&cli, &typed_flags(&m)).unwrap();
+        assert_eq!(merged.api_key_file, Some(PathBuf::from(key)));
+        assert_eq!(merged.tokenizer, Some(PathBuf::from(tok)));
+        assert_eq!(merged.out, Some(PathBuf::from(out)));
+        assert_eq!(merged.seed, 3);
+        // Not typed: the file's path stays.
+        let merged = file
+            .with_flags(&RunConfig::default(), &HashSet::new())
+            .unwrap();
+        assert_eq!(merged.out, Some(PathBuf::from("/tmp/from-file")));
+        let echo = cli.echo(false);
+        assert_eq!(echo["seed"], 42, "{echo}");
+        assert!(
+            echo["out"].as_str().unwrap().starts_with("/tmp/out"),
+            "{echo}"
+        );
+    }
+
     #[test]
     fn lists_take_commas_on_the_command_line_and_any_shape_in_a_file() {
         let (cli, _) = flags(&[
@@ -784,6 +950,28 @@ mod tests {
             e.contains("mine.toml") && e.contains("line 2") && e.contains("rate"),
             "{e}"
         );
+        for text in [
+            "rate = \"4,,8\"",
+            "rate = \"\"",
+            "percentiles = \"75,\"",
+            "export = \"\"",
+        ] {
+            let e = RunConfig::from_toml(text, "mine.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("line 1") && e.contains("\"\""), "{text}: {e}");
+        }
+        for text in ["rate = [[1]]", "percentiles = true", "export = { a = 1 }"] {
+            let e = RunConfig::from_toml(text, "mine.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("line 1")
+                    && e.contains("expected a number, a string")
+                    && !e.contains("OneOrMany"),
+                "{text}: {e}"
+            );
+        }
         let e = RunConfig::from_toml("export = \"json,pdf\"", "mine.toml")
             .unwrap_err()
             .to_string();
@@ -810,6 +998,28 @@ mod tests {
         }
         let (c, _) = flags(&["--seed", "9223372036854775807"]);
         assert_eq!(c.seed, MAX_COUNT);
+    }
+
+    /// TOML reads integers up to u64::MAX, but the merge with the flags
+    /// writes TOML again (signed): a count beyond the flag's bound is
+    /// refused in the file, with its line and key, not at the merge.
+    #[test]
+    fn counts_are_bounded_in_a_profile_file() {
+        for key in ["seed", "max_requests", "max_errors", "max_line_bytes"] {
+            let text = format!("strategy = \"constant\"\n{key} = 9223372036854775808\n");
+            let e = RunConfig::from_toml(&text, "mine.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("mine.toml") && e.contains("line 2") && e.contains("too large"),
+                "{key}: {e}"
+            );
+            let ok = RunConfig::from_toml(&format!("{key} = 9223372036854775807"), "mine.toml")
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            let (cli, typed) = flags(&["--fps", "8"]);
+            ok.with_flags(&cli, &typed)
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
     }
 
     #[test]

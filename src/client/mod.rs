@@ -36,7 +36,7 @@ pub use crate::model::Api;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum FollowRedirects {
-    /// None: a 3xx is an errored request `redirect_<code>`.
+    /// A 3xx is an errored request `redirect_<code>`.
     #[default]
     None,
     /// Only to the same scheme, host and port.

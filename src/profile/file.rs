@@ -41,9 +41,13 @@ pub fn parse(text: &str, origin: &str) -> Result<RunConfig> {
     RunConfig::from_toml(text, origin)
 }
 
-/// The name and text of a shipped profile.
-pub fn shipped(name: &str) -> Option<&'static str> {
-    SHIPPED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+/// The name and text of a shipped profile, by its name in any case (as
+/// strategies are).
+pub fn shipped(name: &str) -> Option<(&'static str, &'static str)> {
+    SHIPPED
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .copied()
 }
 
 /// One line per shipped profile, for `llmsweep profiles`.
@@ -60,18 +64,25 @@ pub fn list() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Whether `--profile` names a file (a .toml, or a path) rather than a
+/// strategy or a shipped profile.
+pub fn is_file(profile: &str) -> bool {
+    let p = profile.trim();
+    p.ends_with(".toml") || p.contains('/')
+}
+
 /// Applies `--profile`: a strategy, a shipped profile, or a TOML file.
 /// Returns the settings (defaults, then the file, then the flags the user
 /// typed) and the profile's name for the report.
 pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, String)> {
     let choice = flags.profile.trim().to_string();
-    let looks_like_path = choice.ends_with(".toml") || choice.contains('/');
-    let file = if looks_like_path {
+    let file = if is_file(&choice) {
         let text = std::fs::read_to_string(Path::new(&choice))
             .with_context(|| format!("cannot read profile file {choice}"))?;
         parse(&text, &choice)?
-    } else if let Some(text) = shipped(&choice) {
-        parse(text, &format!("profiles/{choice}.toml"))?
+    } else if let Some((name, text)) = shipped(&choice) {
+        let file = parse(text, &format!("profiles/{name}.toml"))?;
+        return Ok((file.with_flags(&flags, typed)?, name.to_string()));
     } else if let Some(strategy) = LoadStrategy::from_name(&choice) {
         let name = strategy.name().to_string();
         return Ok((RunConfig { strategy, ..flags }, name));
@@ -162,6 +173,12 @@ mod tests {
         let explicit: HashSet<String> = ["max_requests".to_string()].into();
         let (a, _) = resolve(given, &explicit).unwrap();
         assert_eq!(a.max_requests, Some(50));
+        // Shipped profiles, like strategies, by their name in any case.
+        let (a, name) = resolve(base("VLLM-Serving"), &HashSet::new()).unwrap();
+        assert_eq!(
+            (name.as_str(), a.strategy),
+            ("vllm-serving", LoadStrategy::Poisson)
+        );
         // A bare strategy is not a file.
         let (a, _) = resolve(base("constant"), &HashSet::new()).unwrap();
         assert_eq!(a.strategy, LoadStrategy::Constant);

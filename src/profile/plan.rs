@@ -11,9 +11,9 @@ use crate::profile::sweep::{SweepKind, SweepPlan};
 use crate::stats::metrics::Slo;
 
 /// Default stage length against a real server (GuideLLM's common setting).
-const DEFAULT_STAGE_SECONDS: f64 = 30.0;
+pub const DEFAULT_STAGE_SECONDS: f64 = 30.0;
 /// Default stage length against the built-in simulator: a full sweep in under two minutes.
-const DEFAULT_SIM_STAGE_SECONDS: f64 = 10.0;
+pub const DEFAULT_SIM_STAGE_SECONDS: f64 = 10.0;
 /// Throughput's default bound on requests in flight.
 pub const DEFAULT_MAX_CONCURRENCY: u32 = 512;
 

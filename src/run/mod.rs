@@ -73,7 +73,7 @@ pub fn create_run_dir(dir: &Path) -> Result<()> {
 /// command line: they win over a profile file.
 pub fn execute(args: RunConfig, explicit: &HashSet<String>) -> Result<Ran> {
     let (args, profile_name) = crate::profile::file::resolve(args, explicit)?;
-    prepare::check_numbers(&args)?;
+    prepare::check_settings(&args, &profile_name)?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     if args.detach {
         return detach::start(&args, &out_dir).map(Ran::Detached);

@@ -75,6 +75,20 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
     Ok(())
 }
 
+/// The checks that need nothing but the settings: numbers and the plan.
+/// A value a profile file may have set is named by its flag; the error
+/// then says which file to look in too.
+pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
+    let checked =
+        check_numbers(args).and_then(|()| build_plan(args, args.target.is_none()).map(drop));
+    match checked {
+        Err(e) if crate::profile::file::is_file(&args.profile) => {
+            bail!("{e:#} (set in {profile_name} or on the command line)")
+        }
+        r => r,
+    }
+}
+
 pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Arguments that need no network.
     check_numbers(args)?;
@@ -210,7 +224,11 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let mut config = args.echo(api_key.is_some());
     config["profile_name"] = json!(profile_name);
     config["data_source"] = json!(data_description);
-    config["tokenizer"] = json!(counter.name());
+    // `tokenizer` is the flag's key: the file that was loaded (null for the
+    // built-in approximation, which `data_source` names).
+    if args.tokenizer.is_some() {
+        config["tokenizer"] = json!(counter.name());
+    }
     Ok(Prepared {
         client,
         prompts,
@@ -398,6 +416,34 @@ mod tests {
             std::env::temp_dir().join(format!("llmsweep-numbers-{}", std::process::id())),
         )
         .ok();
+    }
+
+    /// A bad value from a profile file names its flag and the file.
+    #[test]
+    fn a_bad_value_from_a_profile_file_names_the_file() {
+        for (text, flag) in [
+            (
+                "strategy = \"constant\"\nrate = 4\nmax_seconds = -1\n",
+                "--max-seconds",
+            ),
+            ("strategy = \"constant\"\nrate = 4\nfps = 100\n", "--fps"),
+            (
+                "strategy = \"concurrent\"\nrate = 1.5\n",
+                "--profile concurrent",
+            ),
+        ] {
+            // (Not through `settings`: its file is shared with the test above.)
+            let a = RunConfig {
+                profile: "p.toml".into(),
+                ..RunConfig::from_toml(text, "p.toml").unwrap()
+            };
+            let e = check_settings(&a, "p.toml").unwrap_err().to_string();
+            assert!(e.contains(flag) && e.contains("p.toml"), "{e}");
+        }
+        // A strategy on the command line is not a file.
+        let a = settings(&["--profile".into(), "constant".into()], None).unwrap();
+        let e = check_settings(&a, "constant").unwrap_err().to_string();
+        assert!(e.contains("needs --rate") && !e.contains("set in"), "{e}");
     }
 
     #[test]

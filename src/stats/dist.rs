@@ -182,7 +182,9 @@ pub fn parse_percentiles(s: &str) -> Result<Vec<f64>, String> {
             if v > 0.0 && v < 100.0 {
                 Ok(v)
             } else {
-                Err(format!("percentile {v} must be between 0 and 100"))
+                Err(format!(
+                    "percentile {v} is not possible: use a number above 0 and below 100 (p100 is the max, reported anyway)"
+                ))
             }
         })
         .collect()
@@ -225,7 +227,10 @@ mod tests {
     #[test]
     fn percentiles_parse_and_refuse_nonsense() {
         assert_eq!(parse_percentiles("75, p99.99").unwrap(), vec![75.0, 99.99]);
-        assert!(parse_percentiles("100").is_err());
+        for edge in ["100", "0"] {
+            let e = parse_percentiles(edge).unwrap_err();
+            assert!(e.contains("above 0 and below 100"), "{e}");
+        }
         assert!(parse_percentiles("x").is_err());
         assert_eq!(percentile_key(99.9), "p99.9");
     }
