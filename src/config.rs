@@ -320,7 +320,7 @@ impl RunConfig {
                 serde_json::json!(self
                     .server_metrics
                     .as_deref()
-                    .map(crate::server_metrics::scrape::redact_url)),
+                    .map(crate::redact::redact_url)),
             );
             map.insert(
                 "api_key".into(),

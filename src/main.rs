@@ -32,7 +32,13 @@ enum Command {
         /// report.json or stages.jsonl
         file: std::path::PathBuf,
         /// The format to render.
-        #[arg(long, short = 'f', value_enum, ignore_case = true, default_value = "console")]
+        #[arg(
+            long,
+            short = 'f',
+            value_enum,
+            ignore_case = true,
+            default_value = "console"
+        )]
         format: llmsweep::config::Format,
         /// Write to this file instead of standard output.
         #[arg(long, short = 'o')]

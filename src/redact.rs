@@ -1,7 +1,8 @@
 //! Keeping credentials out of every output.
 //!
-//! A run knows three kinds of secret: the API key, the values of `--header`
-//! flags, and a password in the target URL (`http://user:pass@host`). Each is
+//! A run knows four kinds of secret: the API key, the values of `--header`
+//! flags, a password in a URL (`http://user:pass@host`), and the values of a
+//! URL's query (`?token=…`). Each is
 //! replaced by `***` wherever it could surface: the target URL as shown,
 //! error messages (a server may echo what it was sent), the pre-flight error,
 //! reports and the checkpoint.
@@ -46,6 +47,10 @@ impl Redactor {
         let Ok(u) = reqwest::Url::parse(url) else {
             return;
         };
+        // Query values: a server may echo them without the URL around them.
+        for (_, v) in u.query_pairs() {
+            self.add(&v);
+        }
         let Some(pass) = u.password() else {
             return;
         };
@@ -153,9 +158,34 @@ fn redact_urls_in(s: &str) -> String {
             None => out.push_str(authority),
         }
         rest = &tail[end..];
+        // The path is kept; the values of the query are masked (`?token=…`,
+        // `?sig=…`: query strings carry credentials as often as not).
+        let stop = |c: char| matches!(c, '"' | '\'' | '<' | '>' | '`' | '#') || c.is_whitespace();
+        let path_end = rest
+            .find(|c: char| c == '?' || stop(c))
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..path_end]);
+        rest = &rest[path_end..];
+        if let Some(query) = rest.strip_prefix('?') {
+            let q_end = query.find(stop).unwrap_or(query.len());
+            out.push('?');
+            out.push_str(&mask_query(&query[..q_end]));
+            rest = &query[q_end..];
+        }
     }
     out.push_str(rest);
     out
+}
+
+/// `a=1&b=2` → `a=***&b=***` (names kept, so a reader knows what was there).
+fn mask_query(q: &str) -> String {
+    q.split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if !v.is_empty() => format!("{k}={MASK}"),
+            _ => pair.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 fn percent_decode(s: &str) -> String {
@@ -180,6 +210,28 @@ fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_values_are_masked_and_their_names_kept() {
+        assert_eq!(
+            redact_url("http://h:9/metrics?token=mqsecret&x=1"),
+            "http://h:9/metrics?token=***&x=***"
+        );
+        assert_eq!(
+            redact_url("GET http://u:p@h/v1/models?api_key=k9: 404 \"http://h/?a=b\""),
+            // (a value runs to the next space or quote: the colon goes with it)
+            "GET http://u:***@h/v1/models?api_key=*** 404 \"http://h/?a=***\""
+        );
+        // No query, or an empty value: nothing to mask.
+        assert_eq!(redact_url("http://h/x?flag"), "http://h/x?flag");
+        assert_eq!(redact_url("http://h/x#frag"), "http://h/x#frag");
+        let mut r = Redactor::default();
+        r.add_url("http://h/metrics?token=mqsecret");
+        assert_eq!(
+            r.redact("the server said: bad token mqsecret"),
+            "the server said: bad token ***"
+        );
+    }
 
     #[test]
     fn url_passwords_are_masked_and_the_user_kept() {

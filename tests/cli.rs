@@ -369,7 +369,13 @@ fn save_requests_writes_every_request_the_report_counts() {
     let out = tmpdir("requests");
     let o = bin()
         .args(["--headless", "--profile", "constant", "--rate", "20,40"])
-        .args(["--max-seconds", "1.5", "--save-requests", "--export", "json"])
+        .args([
+            "--max-seconds",
+            "1.5",
+            "--save-requests",
+            "--export",
+            "json",
+        ])
         .args(["--data", "prompt_tokens=16,output_tokens=24"])
         .args(["--out", out.to_str().unwrap()])
         .output()
@@ -412,7 +418,61 @@ fn save_requests_writes_every_request_the_report_counts() {
             let chunks = l["chunks"].as_array().unwrap();
             let tokens: u64 = chunks.iter().map(|c| c[1].as_u64().unwrap()).sum();
             assert_eq!(tokens, 24, "{l}");
-            assert_eq!(chunks[0][0], l["ttft_ms"], "the first chunk is the first token");
+            assert_eq!(
+                chunks[0][0], l["ttft_ms"],
+                "the first chunk is the first token"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A target with a query (`?api-version=…`, as some gateways want) gets
+/// the query after every path llmsweep adds, and query values (a token in
+/// `--server-metrics`) reach no output.
+#[test]
+fn urls_with_a_query_work_and_their_values_stay_secret() {
+    let sim = spawn_sim(&[]);
+    let out = tmpdir("query");
+    let o = bin()
+        .args([
+            "--target",
+            &format!("{}/v1?api-version=2024-06-01", sim.url),
+        ])
+        .args([
+            "--server-metrics",
+            &format!("{}/metrics?token=mqsecret123", sim.url),
+        ])
+        .args(["--headless", "--profile", "constant", "--rate", "10"])
+        .args(["--max-seconds", "1", "--save-requests"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stderr}");
+    let r = read_report(&out);
+    assert!(
+        r["stages"][0]["requests"]["completed"].as_u64().unwrap() > 3,
+        "{}",
+        r["stages"][0]["requests"]
+    );
+    assert_eq!(
+        r["stages"][0]["server"]["source"], "vllm",
+        "/metrics read with its query"
+    );
+    assert_eq!(r["target"]["url"], format!("{}?api-version=***", sim.url));
+    for text in [stdout.to_string(), stderr.to_string()] {
+        assert!(!text.contains("mqsecret123"), "{text}");
+    }
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            assert!(
+                !text.contains("mqsecret123"),
+                "{} holds the token",
+                path.display()
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&out);

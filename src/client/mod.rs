@@ -285,11 +285,30 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
     if url.host_str().is_none() {
         bail!("{shown:?} has no host");
     }
+    // A query (`?api-version=…` for some gateways) goes after every path
+    // llmsweep adds: keep it aside while the path is normalised.
+    let query = url.query().map(str::to_string);
+    let mut url = url;
+    url.set_query(None);
+    url.set_fragment(None);
     let mut s = url.as_str().trim_end_matches('/').to_string();
     if let Some(stripped) = s.strip_suffix("/v1") {
         s = stripped.to_string();
     }
+    if let Some(q) = query.filter(|q| !q.is_empty()) {
+        s.push('?');
+        s.push_str(&q);
+    }
     Ok(s)
+}
+
+/// `base` (a normalised base URL, maybe with a query) with `path` appended
+/// before its query: `http://gw/x?v=1` + `/v1/models` → `http://gw/x/v1/models?v=1`.
+pub fn join_url(base: &str, path: &str) -> String {
+    match base.split_once('?') {
+        Some((head, query)) => format!("{}{path}?{query}", head.trim_end_matches('/')),
+        None => format!("{}{path}", base.trim_end_matches('/')),
+    }
 }
 
 pub struct Client {
@@ -358,7 +377,7 @@ impl Client {
             .build()
             .context("cannot build the HTTP client")
         };
-        let url = Url::parse(&format!("{}{}", cfg.base_url, cfg.api.path()))
+        let url = Url::parse(&join_url(&cfg.base_url, cfg.api.path()))
             .map_err(|e| anyhow::anyhow!("the target URL is not valid: {e}"))?;
         Ok(Client {
             http: builder(true)?,
@@ -397,7 +416,7 @@ impl Client {
     }
 
     async fn list_models_inner(&self) -> Result<Vec<String>> {
-        let url = Url::parse(&format!("{}/v1/models", self.base_url))
+        let url = Url::parse(&join_url(&self.base_url, "/v1/models"))
             .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
         let shown = self.display_url();
         let resp = match self
@@ -1023,6 +1042,17 @@ mod tests {
             "https://gw.example/llm"
         );
         assert!(normalize_base_url("ftp://x").is_err());
+        // A query stays, after every path llmsweep adds.
+        let b = normalize_base_url("https://gw.example/llm/v1/?api-version=2024-06-01").unwrap();
+        assert_eq!(b, "https://gw.example/llm?api-version=2024-06-01");
+        assert_eq!(
+            join_url(&b, "/v1/models"),
+            "https://gw.example/llm/v1/models?api-version=2024-06-01"
+        );
+        assert_eq!(
+            join_url("http://h:8000", "/v1/completions"),
+            "http://h:8000/v1/completions"
+        );
         assert!(normalize_base_url("http://").is_err());
         assert!(normalize_base_url("").is_err());
     }

@@ -85,7 +85,9 @@ pub async fn settle(
         .timeout(Duration::from_secs(2))
         .build()
         .ok();
-    let url = client.base_url().map(|b| format!("{b}/metrics"));
+    let url = client
+        .base_url()
+        .map(|b| crate::client::join_url(b, "/metrics"));
     if let (Some(http), Some(url)) = (&http, &url) {
         if let Some(mut n) = busy(http, url).await {
             let first = n;

@@ -71,7 +71,7 @@ pub fn config(
             }
             (u.to_string(), true)
         }
-        None => (format!("{}/metrics", base_url.trim_end_matches('/')), false),
+        None => (crate::client::join_url(base_url, "/metrics"), false),
     };
     let timeout = std::time::Duration::from_secs_f64(interval.clamp(0.5, 5.0) * 2.0);
     Ok(Some(ScrapeConfig {

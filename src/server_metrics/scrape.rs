@@ -93,7 +93,7 @@ impl LiveView {
     fn new(cfg: &ScrapeConfig) -> Self {
         LiveView {
             status: Status::Starting,
-            url: redact_url(&cfg.url),
+            url: crate::redact::redact_url(&cfg.url),
             interval_s: cfg.interval.as_secs_f64(),
             source: None,
             scrapes: 0,
@@ -165,18 +165,6 @@ pub struct Scraper {
     live: watch::Receiver<Arc<LiveView>>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
-}
-
-/// `scheme://user:pass@host/...` → `scheme://***@host/...`.
-pub fn redact_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
-            let _ = u.set_username("***");
-            let _ = u.set_password(None);
-            u.to_string()
-        }
-        _ => url.to_string(),
-    }
 }
 
 /// Consecutive failures before an unasked-for scraper gives up quietly.
@@ -481,12 +469,21 @@ mod tests {
     }
 
     #[test]
-    fn credentials_in_the_url_are_redacted() {
+    fn the_view_shows_the_url_without_credentials() {
+        let cfg = ScrapeConfig {
+            url: "http://user:secret@host:9000/metrics?token=tok123".into(),
+            interval: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+            raw: Vec::new(),
+            model: None,
+            explicit: false,
+            bearer: None,
+            insecure: false,
+        };
         assert_eq!(
-            redact_url("http://user:secret@host:9000/metrics"),
-            "http://***@host:9000/metrics"
+            LiveView::new(&cfg).url,
+            "http://user:***@host:9000/metrics?token=***"
         );
-        assert_eq!(redact_url("http://host/metrics"), "http://host/metrics");
     }
 
     #[test]
