@@ -36,6 +36,7 @@ pub struct RunConfig {
     pub model: Option<String>,
     /// Endpoint to load.
     #[arg(long, value_enum, ignore_case = true, default_value_t = Api::Chat)]
+    #[serde(deserialize_with = "de_enum")]
     pub api: Api,
     /// Environment variable that holds the API key (sent as a Bearer token).
     #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
@@ -50,10 +51,15 @@ pub struct RunConfig {
     #[arg(long, value_name = "JSON")]
     pub extra_body: Option<String>,
     /// Seconds before a request counts as errored/timeout.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 600.0,
+        allow_negative_numbers = true
+    )]
     pub request_timeout: f64,
     /// Accept invalid TLS certificates (self-signed test servers).
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub insecure: bool,
 
     /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson),
@@ -63,6 +69,7 @@ pub struct RunConfig {
     pub profile: String,
     /// What the run does: set by `--profile` on the command line, `strategy = ".."` in a profile file.
     #[arg(skip)]
+    #[serde(deserialize_with = "de_strategy")]
     pub strategy: LoadStrategy,
     /// Rates: a list like 1,4,16,inf (one stage each; inf = throughput); streams
     /// for concurrent; number of stages for sweep (default 10).
@@ -77,27 +84,43 @@ pub struct RunConfig {
     #[serde(deserialize_with = "de_rates")]
     pub rate: Vec<RateItem>,
     /// Poisson burstiness: gamma-distributed gaps with CV 1/√b (1 = Poisson).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub burstiness: f64,
     /// Sweep: arrivals of the interpolated stages.
     #[arg(long, value_name = "KIND", value_enum, ignore_case = true, default_value_t = SweepArrivals::Constant)]
+    #[serde(deserialize_with = "de_enum")]
     pub sweep_strategy: SweepArrivals,
     /// Sweep: go on after a saturated stage.
-    #[arg(long = "no-stop-on-saturation", action = ArgAction::SetFalse)]
+    #[arg(long = "no-stop-on-saturation", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", action = ArgAction::Set, value_parser = not)]
     pub stop_on_saturation: bool,
     /// Run hopeless stages to their end: turn off the over-saturation guard
     /// (which ends a stage whose backlog or in-flight count and TTFT keep growing).
-    #[arg(long = "no-overload-guard", action = ArgAction::SetFalse)]
+    #[arg(long = "no-overload-guard", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", action = ArgAction::Set, value_parser = not)]
     pub overload_guard: bool,
     /// Between stages, wait at most this long for the server to finish what the
     /// last stage left running (0: do not wait).
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 30.0,
+        allow_negative_numbers = true
+    )]
     pub settle_timeout: f64,
     /// Search: share of requests (percent) that must meet every --slo limit.
-    #[arg(long, value_name = "PERCENT", default_value_t = 95.0)]
+    #[arg(
+        long,
+        value_name = "PERCENT",
+        default_value_t = 95.0,
+        allow_negative_numbers = true
+    )]
     pub slo_percentile: f64,
     /// Search: stop when the interval around the answer is this narrow (fraction of the rate).
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.1)]
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value_t = 0.1,
+        allow_negative_numbers = true
+    )]
     pub search_precision: f64,
     /// Cap on requests in flight (throughput's bound; also caps open-loop strategies).
     #[arg(long, value_name = "N")]
@@ -109,7 +132,7 @@ pub struct RunConfig {
 
     /// Stage limit: seconds (default, when --max-requests is not given either: 30 against a
     /// server, 10 against the built-in simulator).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub max_seconds: Option<f64>,
     /// Stage limit: requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
@@ -120,13 +143,13 @@ pub struct RunConfig {
     #[serde(deserialize_with = "de_opt_count")]
     pub max_errors: Option<u64>,
     /// Leave out the start of each stage: a fraction (<1) of its limit, or seconds (≥1).
-    #[arg(long, value_name = "F|S")]
+    #[arg(long, value_name = "F|S", allow_negative_numbers = true)]
     pub warmup: Option<f64>,
     /// Leave out the end of each stage: a fraction (<1) of its limit, or seconds (≥1).
-    #[arg(long, value_name = "F|S")]
+    #[arg(long, value_name = "F|S", allow_negative_numbers = true)]
     pub cooldown: Option<f64>,
     /// At stage end, let in-flight requests finish for up to this many seconds (default: cancel them).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub drain: Option<f64>,
 
     /// Prompts: synthetic (prompt_tokens=256,output_tokens=128[,…]) or a file (.jsonl, .json, .csv, ShareGPT .json).
@@ -140,7 +163,7 @@ pub struct RunConfig {
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<PathBuf>,
     /// Skip malformed rows of a data file (and count them) instead of stopping at the first.
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub skip_bad_rows: bool,
     /// Extra percentiles to report, e.g. 75,99.99.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = percentile)]
@@ -159,7 +182,7 @@ pub struct RunConfig {
     #[arg(long = "server-metric", value_name = "NAME")]
     pub server_metric: Vec<String>,
     /// Seconds between scrapes of the server's metrics (default 1).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub server_metrics_interval: Option<f64>,
 
     /// Directory for the reports (default ./llmsweep-results/<timestamp>/).
@@ -172,26 +195,27 @@ pub struct RunConfig {
         value_enum,
         ignore_case = true,
         value_delimiter = ',',
-        default_values = ["json", "csv", "md", "html"]
+        default_value = "json,csv,md,html"
     )]
     #[serde(deserialize_with = "de_formats")]
     pub export: Vec<Format>,
     /// Also write every request (timings, tokens, outcome, each chunk's time) to
     /// requests.jsonl in the output directory.
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub save_requests: bool,
     /// Plain progress lines instead of the dashboard (automatic when stdout is not a terminal).
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub headless: bool,
     /// Dashboard theme: dark, light, high-contrast, mono, or a path to a theme .toml (NO_COLOR forces mono).
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
     /// Dashboard redraws per second.
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
     pub fps: f64,
     /// When the terminal hangs up (SSH dropped, tmux pane killed): continue the run to its
     /// planned end and write complete reports, or stop and write a partial report.
     #[arg(long, value_enum, ignore_case = true, value_name = "WHAT", default_value_t = OnHangup::Continue)]
+    #[serde(deserialize_with = "de_enum")]
     pub on_hangup: OnHangup,
     /// Start the run in the background with no terminal; print its directory and return.
     /// Watch it with `llmsweep attach`, end it with `llmsweep stop`.
@@ -201,13 +225,14 @@ pub struct RunConfig {
 
     /// Follow HTTP redirects: same-origin, or any (the API key and --header values never leave the target's origin). Default: a 3xx is an errored request `redirect_<code>`.
     #[arg(long, value_enum, ignore_case = true, value_name = "WHICH", default_value_t = FollowRedirects::None)]
+    #[serde(deserialize_with = "de_enum")]
     pub follow_redirects: FollowRedirects,
     /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=MAX_LINE_BYTES))]
     #[serde(deserialize_with = "de_opt_count")]
     pub max_line_bytes: Option<u64>,
     /// Close the dashboard as soon as the run ends, without the result screen.
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub exit_on_finish: bool,
 }
 
@@ -567,6 +592,41 @@ fn de_opt_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error
     de_count(d).map(Some)
 }
 
+/// A `--no-…` switch's value: the setting it turns off.
+fn not(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "y" | "on" | "1" => Ok(false),
+        "false" | "no" | "n" | "off" | "0" => Ok(true),
+        _ => Err(format!("{s:?} is not true or false")),
+    }
+}
+
+/// An enum value in a profile file, in any case, as its flag takes it.
+fn de_enum<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: clap::ValueEnum,
+{
+    let s = String::deserialize(d)?;
+    T::from_str(s.trim(), true).map_err(|_| {
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value().map(|p| format!("`{}`", p.get_name())))
+            .collect();
+        serde::de::Error::custom(format!("{s:?} is not one of {}", names.join(", ")))
+    })
+}
+
+fn de_strategy<'de, D: Deserializer<'de>>(d: D) -> Result<LoadStrategy, D::Error> {
+    let s = String::deserialize(d)?;
+    LoadStrategy::from_name(&s).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "{s:?} is not a strategy (use {})",
+            LoadStrategy::names()
+        ))
+    })
+}
+
 fn de_rates<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RateItem>, D::Error> {
     de_list(d, RateItem::parse)
 }
@@ -766,6 +826,64 @@ mod tests {
             help.contains(&said),
             "--max-seconds says its default: {said}"
         );
+    }
+
+    /// A switch a profile file turns on (or a guard it turns off) can be
+    /// set back from the command line: `--headless=false`,
+    /// `--no-overload-guard=false`.
+    #[test]
+    fn switches_from_a_file_can_be_set_back_on_the_command_line() {
+        let file = RunConfig::from_toml(
+            "headless = true\noverload_guard = false\nstop_on_saturation = false\nsave_requests = true\n",
+            "p.toml",
+        )
+        .unwrap();
+        let (cli, typed) = flags(&[
+            "--headless=false",
+            "--no-overload-guard=false",
+            "--no-stop-on-saturation=no",
+            "--save-requests=FALSE",
+        ]);
+        let c = file.with_flags(&cli, &typed).unwrap();
+        assert!(!c.headless && c.overload_guard && c.stop_on_saturation && !c.save_requests);
+        // The bare switch still means "on" (or, for `--no-…`, "off").
+        let (cli, typed) = flags(&["--headless", "--no-overload-guard", "--insecure"]);
+        let c = RunConfig::default().with_flags(&cli, &typed).unwrap();
+        assert!(c.headless && !c.overload_guard && c.insecure);
+        // A switch does not swallow the next argument.
+        let (c, _) = flags(&["--headless", "--rate", "4"]);
+        assert!(c.headless);
+        assert_eq!(c.rate, [RateItem::Finite(4.0)]);
+    }
+
+    /// Enum values in a profile file, in any case, like the flags.
+    #[test]
+    fn enum_keys_in_a_file_ignore_case() {
+        let c = RunConfig::from_toml(
+            "strategy = \"Constant\"\napi = \"CHAT\"\nsweep_strategy = \"Poisson\"\non_hangup = \"STOP\"\nfollow_redirects = \"Same-Origin\"\n",
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(c.strategy, LoadStrategy::Constant);
+        assert_eq!(c.sweep_strategy, SweepArrivals::Poisson);
+        assert_eq!(c.on_hangup, OnHangup::Stop);
+        assert_eq!(c.follow_redirects, FollowRedirects::SameOrigin);
+        let e = RunConfig::from_toml("api = \"grpc\"", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 1") && e.contains("`chat`, `completions`"),
+            "{e}"
+        );
+    }
+
+    /// `--max-seconds -1` (with a space) reaches the bounds check, which
+    /// says what is possible, instead of clap's "unexpected argument".
+    #[test]
+    fn negative_numbers_are_values_not_flags() {
+        let (c, _) = flags(&["--max-seconds", "-1", "--fps", "-2"]);
+        assert_eq!(c.max_seconds, Some(-1.0));
+        assert_eq!(c.fps, -2.0);
     }
 
     /// Every enum flag takes its values in any case, as --api and --export do.
