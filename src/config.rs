@@ -660,6 +660,8 @@ pub enum Format {
     Vllm,
     /// SGLang's "Serving Benchmark Result" blocks alone.
     Sglang,
+    /// The run's settings as a profile file, to run the same load again.
+    Profile,
 }
 
 impl Format {
@@ -668,7 +670,7 @@ impl Format {
         use clap::ValueEnum as _;
         Format::from_str(s.trim(), true).map_err(|_| {
             anyhow::anyhow!(
-                "unknown format {:?}: use json, csv, md, html, console, vllm or sglang",
+                "unknown format {:?}: use json, csv, md, html, console, vllm, sglang or profile",
                 s.trim()
             )
         })
@@ -681,6 +683,7 @@ impl Format {
             Format::Md => "md",
             Format::Html => "html",
             Format::Console | Format::Vllm | Format::Sglang => "txt",
+            Format::Profile => "toml",
         }
     }
 }

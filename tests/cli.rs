@@ -115,17 +115,31 @@ fn headless_run_against_the_builtin_simulator_writes_a_report() {
     assert!(stages[1]["target_rate"].is_null());
     assert!(s["requests"]["completed"].as_u64().unwrap() > 3);
     assert!(s["rates"]["requests_per_s"].as_f64().unwrap() > 0.0);
-    // The report's `config` written back is a profile file that loads.
+    // `llmsweep report -f profile` gives a profile file for the same run.
     assert!(r["config"]["tokenizer"].is_null(), "{}", r["config"]);
-    let mut keys = r["config"].as_object().unwrap().clone();
-    keys.retain(|k, v| {
-        !v.is_null() && !["api_key", "profile", "profile_name", "data_source"].contains(&k.as_str())
-    });
-    let text = toml::to_string(&keys).unwrap();
-    let back = llmsweep::config::RunConfig::from_toml(&text, "config.toml")
+    let again = bin()
+        .args([
+            "report",
+            out.join("report.json").to_str().unwrap(),
+            "-f",
+            "profile",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let text = String::from_utf8_lossy(&again.stdout);
+    let back = llmsweep::config::RunConfig::from_toml(&text, "profile.toml")
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(back.rate.len(), 2);
     assert_eq!(back.percentiles, [75.0]);
+    assert_eq!(
+        serde_json::to_value(back.strategy).unwrap(),
+        r["config"]["strategy"]
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -243,13 +243,28 @@ fn report_and_compare_commands() {
         ("vllm", "Median TTFT (ms)"),
         ("sglang", "Serving Benchmark Result"),
         ("json", "\"stages\""),
+        ("profile", "# The settings of the llmsweep run"),
     ] {
         let (ok, out, err) = bin(&["report", f, "--format", fmt]);
         assert!(ok, "{fmt}: {err}");
         assert!(out.contains(needle), "{fmt}");
+        if fmt == "profile" {
+            // An older report's settings still make a profile for the same run.
+            let p = llmsweep::config::RunConfig::from_toml(&out, "profile.toml")
+                .unwrap_or_else(|e| panic!("{e}\n{out}"));
+            assert_eq!(
+                p.strategy,
+                llmsweep::config::LoadStrategy::Constant,
+                "{out}"
+            );
+            assert_eq!(p.rate.len(), 3, "{out}");
+        }
     }
     let (ok, _, err) = bin(&["report", f, "--format", "pdf"]);
-    assert!(!ok && err.contains("unknown format"), "{err}");
+    assert!(
+        !ok && err.contains("invalid value 'pdf'") && err.contains("possible values"),
+        "{err}"
+    );
     let (ok, _, err) = bin(&["report", "/nonexistent.json"]);
     assert!(!ok && err.contains("cannot read"), "{err}");
     let (ok, out, err) = bin(&["compare", f, f]);

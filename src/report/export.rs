@@ -17,6 +17,7 @@ pub fn render(r: &Report, f: Format) -> Result<String> {
         Format::Console => super::console::render(r),
         Format::Vllm => layouts::vllm_serving(r),
         Format::Sglang => layouts::sglang(r),
+        Format::Profile => super::rerun::render(r),
     })
 }
 
@@ -109,6 +110,7 @@ pub fn write_all(r: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathB
             Format::Console => "report-console.txt".to_string(),
             Format::Vllm => "report-vllm.md".to_string(),
             Format::Sglang => "report-sglang.txt".to_string(),
+            Format::Profile => "profile.toml".to_string(),
             _ => format!("report.{}", f.extension()),
         };
         let path = dir.join(name);
