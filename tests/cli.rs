@@ -369,7 +369,13 @@ fn save_requests_writes_every_request_the_report_counts() {
     let out = tmpdir("requests");
     let o = bin()
         .args(["--headless", "--profile", "constant", "--rate", "20,40"])
-        .args(["--max-seconds", "1.5", "--save-requests", "--export", "json"])
+        .args([
+            "--max-seconds",
+            "1.5",
+            "--save-requests",
+            "--export",
+            "json",
+        ])
         .args(["--data", "prompt_tokens=16,output_tokens=24"])
         .args(["--out", out.to_str().unwrap()])
         .output()
@@ -412,7 +418,10 @@ fn save_requests_writes_every_request_the_report_counts() {
             let chunks = l["chunks"].as_array().unwrap();
             let tokens: u64 = chunks.iter().map(|c| c[1].as_u64().unwrap()).sum();
             assert_eq!(tokens, 24, "{l}");
-            assert_eq!(chunks[0][0], l["ttft_ms"], "the first chunk is the first token");
+            assert_eq!(
+                chunks[0][0], l["ttft_ms"],
+                "the first chunk is the first token"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&out);
