@@ -259,6 +259,15 @@ fn bad_input_gets_a_short_clear_error() {
     fails_with(&["--profile", "constant", "--rate", "-3"], "not possible");
     fails_with(&["--profile", "constant", "--rate", "NaN"], "not possible");
     fails_with(&["--profile", "constant"], "needs --rate");
+    // Huge and tiny numbers read as typed, not as hundreds of digits.
+    fails_with(
+        &["-p", "constant", "--rate", "4", "--max-seconds=1e300"],
+        "--max-seconds 1e300 is not possible",
+    );
+    fails_with(
+        &["-p", "constant", "--rate", "4", "--fps=1e-300"],
+        "--fps 1e-300 is not possible",
+    );
     fails_with(&["--profile", "nonsense"], "unknown profile");
     fails_with(
         &["--target", "http://127.0.0.1:1", "--profile", "synchronous"],

@@ -18,6 +18,7 @@ use crate::report::Target;
 use crate::sim;
 use crate::stats::metrics::Slo;
 use crate::tokenizer::{Builtin, TokenCounter};
+use crate::typed;
 
 /// A run ready to start.
 pub struct Prepared {
@@ -46,12 +47,15 @@ pub struct Prepared {
 pub fn check_numbers(args: &RunConfig) -> Result<()> {
     let timeout = check_seconds("--request-timeout", args.request_timeout)?;
     if timeout < 0.001 {
-        bail!("--request-timeout {timeout} is not possible: give at least 0.001 seconds");
+        bail!(
+            "--request-timeout {} is not possible: give at least 0.001 seconds",
+            typed::number(timeout)
+        );
     }
     if !(args.fps.is_finite() && (0.5..=30.0).contains(&args.fps)) {
         bail!(
             "--fps {} is not possible: use 0.5 to 30 redraws a second",
-            args.fps
+            typed::number(args.fps)
         );
     }
     if args.max_concurrency == Some(0) {
@@ -62,7 +66,10 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
     check_search(args)?;
     if let Some(i) = args.server_metrics_interval {
         if !(i.is_finite() && (0.1..=3600.0).contains(&i)) {
-            bail!("--server-metrics-interval {i} is not possible: use 0.1 to 3600 seconds");
+            bail!(
+                "--server-metrics-interval {} is not possible: use 0.1 to 3600 seconds",
+                typed::number(i)
+            );
         }
     }
     if args
@@ -349,10 +356,11 @@ mod tests {
             for key in numeric {
                 let flag = format!("--{}", key.replace('_', "-"));
                 for v in values {
+                    // As a user types them: 1e300, not 300 digits.
                     let shown = if key == "slo" {
-                        format!("ttft={v}s")
+                        format!("ttft={v:?}s")
                     } else {
-                        format!("{v}")
+                        format!("{v:?}")
                     };
                     let in_file = if key == "slo" {
                         format!("{shown:?}")
@@ -396,6 +404,17 @@ mod tests {
                             assert!(
                                 msg.contains(&flag) || msg.contains(key) || msg.contains("rate"),
                                 "{profile} {key}={v} {how}: the error does not name it: {msg}"
+                            );
+                            // The value reads as typed (1e300, 1e-300), not
+                            // as hundreds of digits.
+                            let digits = msg
+                                .split(|c: char| !c.is_ascii_digit())
+                                .map(str::len)
+                                .max()
+                                .unwrap_or(0);
+                            assert!(
+                                digits <= 12,
+                                "{profile} {key}={v} {how}: a number in full: {msg}"
                             );
                         }
                         // NaN, negative and infinite values are never accepted.
