@@ -82,12 +82,26 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
     Ok(())
 }
 
+/// `--theme` names a shipped theme or a theme file that parses, whether or
+/// not this run draws the dashboard: a typo in a headless run (or in a
+/// profile file) is an error before any load, not a silent fallback.
+/// `NO_COLOR` does not excuse it either (it only picks mono when drawing).
+pub fn check_theme(args: &RunConfig) -> Result<()> {
+    match args.theme.as_deref() {
+        Some(choice) => crate::tui::theme::select(Some(choice), false)
+            .map(drop)
+            .map_err(|e| anyhow::anyhow!("--theme: {e:#}")),
+        None => Ok(()),
+    }
+}
+
 /// The checks that need nothing but the settings: numbers and the plan.
 /// A value a profile file may have set is named by its flag; the error
 /// then says which file to look in too.
 pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
-    let checked =
-        check_numbers(args).and_then(|()| build_plan(args, args.target.is_none()).map(drop));
+    let checked = check_numbers(args)
+        .and_then(|()| check_theme(args))
+        .and_then(|()| build_plan(args, args.target.is_none()).map(drop));
     match checked {
         Err(e) if crate::profile::file::is_file(&args.profile) => {
             bail!("{e:#} (set in {profile_name} or on the command line)")
@@ -463,6 +477,55 @@ mod tests {
         let a = settings(&["--profile".into(), "constant".into()], None).unwrap();
         let e = check_settings(&a, "constant").unwrap_err().to_string();
         assert!(e.contains("needs --rate") && !e.contains("set in"), "{e}");
+    }
+
+    /// A theme that does not exist or does not parse is an error in every
+    /// run, headless ones included; a good one passes.
+    #[test]
+    fn a_bad_theme_is_an_error_even_without_a_dashboard() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-theme-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let broken = dir.join("broken.toml");
+        std::fs::write(&broken, "text = \"nocolour\"\n").unwrap();
+        let good = dir.join("good.toml");
+        let light = include_str!("../../themes/light.toml").replace("\"light\"", "\"mine\"");
+        std::fs::write(&good, light).unwrap();
+        let with = |theme: &str| RunConfig {
+            headless: true,
+            theme: Some(theme.into()),
+            ..args("constant", Some("4"))
+        };
+        let missing = dir.join("missing.toml");
+        for (theme, needle) in [
+            ("nosuch", "unknown theme \"nosuch\""),
+            (missing.to_str().unwrap(), "cannot read theme file"),
+            (broken.to_str().unwrap(), "broken.toml"),
+        ] {
+            let e = check_settings(&with(theme), "constant")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("--theme: ") && e.contains(needle),
+                "{theme}: {e}"
+            );
+        }
+        for theme in ["dark", "mono", good.to_str().unwrap()] {
+            check_settings(&with(theme), "constant").unwrap();
+        }
+        assert!(check_settings(&args("constant", Some("4")), "constant").is_ok());
+        // Set in a profile file: the error says which file.
+        let a = RunConfig {
+            profile: "p.toml".into(),
+            headless: true,
+            ..RunConfig::from_toml(
+                "strategy = \"constant\"\nrate = 4\ntheme = \"nosuch\"\n",
+                "p.toml",
+            )
+            .unwrap()
+        };
+        let e = check_settings(&a, "p.toml").unwrap_err().to_string();
+        assert!(e.contains("unknown theme") && e.contains("p.toml"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
