@@ -24,3 +24,4 @@ pub mod stats;
 pub mod term;
 pub mod tokenizer;
 pub mod tui;
+pub mod typed;

@@ -273,6 +273,15 @@ fn bad_input_gets_a_short_clear_error() {
     fails_with(&["--profile", "constant", "--rate", "-3"], "not possible");
     fails_with(&["--profile", "constant", "--rate", "NaN"], "not possible");
     fails_with(&["--profile", "constant"], "needs --rate");
+    // Huge and tiny numbers read as typed, not as hundreds of digits.
+    fails_with(
+        &["-p", "constant", "--rate", "4", "--max-seconds=1e300"],
+        "--max-seconds 1e300 is not possible",
+    );
+    fails_with(
+        &["-p", "constant", "--rate", "4", "--fps=1e-300"],
+        "--fps 1e-300 is not possible",
+    );
     fails_with(&["--profile", "nonsense"], "unknown profile");
     fails_with(
         &["--target", "http://127.0.0.1:1", "--profile", "synchronous"],
@@ -490,4 +499,88 @@ fn urls_with_a_query_work_and_their_values_stay_secret() {
         }
     }
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A theme that does not exist is an error in a headless run too (it used
+/// to be ignored there): before the pre-flight request, before the run
+/// directory. Also with `--detach`, and when a profile file names it.
+#[test]
+fn a_bad_theme_fails_a_headless_run_before_any_load() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let target = format!("http://{}", listener.local_addr().unwrap());
+    let profile = tmpdir("theme-profile");
+    std::fs::create_dir_all(&profile).unwrap();
+    let file = profile.join("p.toml");
+    std::fs::write(
+        &file,
+        "strategy = \"constant\"\nrate = 4\ntheme = \"nosuch\"\n",
+    )
+    .unwrap();
+    let missing = profile.join("missing-theme.toml");
+    let runs: [(Vec<&str>, &str); 4] = [
+        (
+            vec!["-p", "constant", "--rate", "4", "--theme", "nosuch"],
+            "unknown theme \"nosuch\"",
+        ),
+        (
+            vec![
+                "-p",
+                "constant",
+                "--rate",
+                "4",
+                "--theme",
+                missing.to_str().unwrap(),
+            ],
+            "missing-theme.toml",
+        ),
+        (
+            vec![
+                "-p", "constant", "--rate", "4", "--theme", "nosuch", "--detach",
+            ],
+            "unknown theme \"nosuch\"",
+        ),
+        (vec!["-p", file.to_str().unwrap()], "p.toml"),
+    ];
+    for (args, needle) in runs {
+        let out = tmpdir("theme-out");
+        let o = bin()
+            .args(&args)
+            .args(["--headless", "--max-seconds", "1", "--target", &target])
+            .args(["--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("--theme") && stderr.contains(needle),
+            "{args:?}: {stderr}"
+        );
+        assert!(!out.exists(), "{args:?}: the run directory was created");
+        let accepted = listener.accept();
+        assert!(
+            matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "{args:?}: the target was contacted: {accepted:?}"
+        );
+    }
+    // The same run with a real theme goes as far as the (absent) server.
+    let o = bin()
+        .args([
+            "-p",
+            "constant",
+            "--rate",
+            "4",
+            "--theme",
+            "light",
+            "--headless",
+        ])
+        .args(["--target", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && stderr.contains("pre-flight"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&profile);
 }

@@ -865,7 +865,10 @@ impl Engine {
         let now = Instant::now();
         match cmd {
             Control::SetRate(r) | Control::ScaleRate(r) if !r.is_finite() || r <= 0.0 => {
-                self.note(EventKind::Rejected, format!("rate {r} is not possible"));
+                self.note(
+                    EventKind::Rejected,
+                    format!("rate {} is not possible", crate::typed::number(r)),
+                );
                 None
             }
             Control::SetRate(rate) => self.change_rate(spec, rate),

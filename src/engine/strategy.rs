@@ -104,7 +104,8 @@ pub fn validate_rate(r: f64) -> Result<f64, String> {
         Ok(r)
     } else {
         Err(format!(
-            "rate {r} is not possible: use a number of requests per second from {MIN_RATE} to {MAX_RATE:.0}"
+            "rate {} is not possible: use a number of requests per second from {MIN_RATE} to {MAX_RATE:.0}",
+            crate::typed::number(r)
         ))
     }
 }
@@ -318,6 +319,13 @@ pub fn resolve_margin(value: Option<f64>, limits: &Limits) -> (Option<f64>, Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_rate_reads_as_typed_in_its_error() {
+        let e = validate_rate(1e300).unwrap_err();
+        assert!(e.starts_with("rate 1e300 is not possible"), "{e}");
+        assert!(e.len() < 120, "{e}");
+    }
 
     #[test]
     fn constant_arrivals_are_absolute() {

@@ -38,7 +38,9 @@ pub const SHIPPED: [(&str, &str); 7] = [
 
 /// Parses a profile over the defaults; errors name the file, the line and the key.
 pub fn parse(text: &str, origin: &str) -> Result<RunConfig> {
+    // serde prints a float it cannot take (`max_requests = 1e300`) in full.
     RunConfig::from_toml(text, origin)
+        .map_err(|e| anyhow::anyhow!(crate::typed::numbers_in(&format!("{e:#}"))))
 }
 
 /// The name and text of a shipped profile, by its name in any case (as

@@ -9,6 +9,7 @@ use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
 use crate::profile::sweep::{SweepKind, SweepPlan};
 use crate::stats::metrics::Slo;
+use crate::typed;
 
 /// Default stage length against a real server (GuideLLM's common setting).
 pub const DEFAULT_STAGE_SECONDS: f64 = 30.0;
@@ -185,11 +186,17 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
 pub fn check_search(args: &RunConfig) -> Result<(f64, f64)> {
     let p = args.slo_percentile;
     if !(p.is_finite() && p > 0.0 && p <= 100.0) {
-        bail!("--slo-percentile {p} is not possible: use a percentage in (0, 100]");
+        bail!(
+            "--slo-percentile {} is not possible: use a percentage in (0, 100]",
+            typed::number(p)
+        );
     }
     let precision = args.search_precision;
     if !(precision.is_finite() && precision > 0.0 && precision < 1.0) {
-        bail!("--search-precision {precision} is not possible: use a fraction in (0, 1), e.g. 0.1");
+        bail!(
+            "--search-precision {} is not possible: use a fraction in (0, 1), e.g. 0.1",
+            typed::number(precision)
+        );
     }
     Ok((p, precision))
 }
@@ -199,7 +206,10 @@ pub fn check_seconds(name: &str, v: f64) -> Result<f64> {
     if v.is_finite() && (0.0..=MAX_SECONDS).contains(&v) {
         Ok(v)
     } else {
-        bail!("{name} {v} is not possible: use a number of seconds from 0 to {MAX_SECONDS:.0} (a year)")
+        bail!(
+            "{name} {} is not possible: use a number of seconds from 0 to {MAX_SECONDS:.0} (a year)",
+            typed::number(v)
+        )
     }
 }
 
@@ -207,7 +217,10 @@ pub fn check_burstiness(b: f64) -> Result<f64> {
     if b.is_finite() && (1e-3..=1e6).contains(&b) {
         Ok(b)
     } else {
-        bail!("--burstiness {b} is not possible: use a number from 0.001 to 1000000 (1 = Poisson)")
+        bail!(
+            "--burstiness {} is not possible: use a number from 0.001 to 1000000 (1 = Poisson)",
+            typed::number(b)
+        )
     }
 }
 

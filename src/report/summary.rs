@@ -84,17 +84,17 @@ pub fn knee(stages: &[StageReport]) -> Option<&StageReport> {
 /// Why the run ended, in words.
 pub fn stop_reason(r: &Report) -> String {
     let reason = r.end_reason.as_str();
+    // Saturated stages say nothing about why the run ended: a fixed plan
+    // runs every stage whatever happens, and a sweep that stopped on
+    // saturation ends as `sweep stopped: …`, not `completed`.
     let plain = match reason {
-        "completed" => {
-            if r.stages.iter().any(|s| s.saturated) {
-                "the plan is done (the sweep stops once stages saturate)".to_string()
-            } else {
-                "the plan is done".to_string()
-            }
-        }
+        "completed" => "the plan is done".to_string(),
         "max_errors" => "a stage reached --max-errors".to_string(),
         "no_data" => "the data source gave no prompts".to_string(),
-        other => format!("stopped early: {other}"),
+        other => match other.strip_prefix("sweep stopped: ") {
+            Some(why) => format!("the sweep stopped early: {why}"),
+            None => format!("stopped early: {other}"),
+        },
     };
     if r.partial && reason == "completed" {
         format!("{plain} (partial)")
@@ -272,5 +272,40 @@ mod tests {
         assert!(markdown(&r).starts_with("## Summary\n\n- **Capacity:**"));
         let md = crate::report::export::markdown(&r);
         assert!(md.contains("## Summary") && md.contains("**Saturated:** constant@40.00"));
+    }
+
+    /// A report that ended with `end_reason`, its last stage saturated.
+    fn ended(end_reason: &str) -> Report {
+        let r = Report::from_json(
+            r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+        )
+        .unwrap();
+        Report {
+            end_reason: end_reason.into(),
+            stages: vec![
+                st("constant@5.00", StrategyKind::Constant, 5.0, 45.0, false),
+                st("constant@400.00", StrategyKind::Constant, 31.0, 900.0, true),
+            ],
+            ..r
+        }
+    }
+
+    #[test]
+    fn stop_reason_does_not_blame_saturation_for_a_plan_that_ran_to_its_end() {
+        // A fixed plan (`-p constant --rate 400`) or a sweep with
+        // --no-stop-on-saturation runs every stage, saturated or not.
+        let done = stop_reason(&ended("completed"));
+        assert_eq!(done, "the plan is done");
+        assert!(!done.contains("saturate"), "{done}");
+        // A sweep that stopped on saturation says so, once.
+        let why = "constant@400.00 was saturated (completed 31 req/s); 3 planned stages left out (--no-stop-on-saturation goes on)";
+        let stopped = stop_reason(&ended(&format!("sweep stopped: {why}")));
+        assert_eq!(stopped, format!("the sweep stopped early: {why}"));
+        // Other reasons keep their wording.
+        assert_eq!(stop_reason(&ended("quit (q)")), "stopped early: quit (q)");
+        assert_eq!(
+            stop_reason(&ended("max_errors")),
+            "a stage reached --max-errors"
+        );
     }
 }

@@ -18,6 +18,7 @@ use crate::report::Target;
 use crate::sim;
 use crate::stats::metrics::Slo;
 use crate::tokenizer::{Builtin, TokenCounter};
+use crate::typed;
 
 /// A run ready to start.
 pub struct Prepared {
@@ -46,12 +47,15 @@ pub struct Prepared {
 pub fn check_numbers(args: &RunConfig) -> Result<()> {
     let timeout = check_seconds("--request-timeout", args.request_timeout)?;
     if timeout < 0.001 {
-        bail!("--request-timeout {timeout} is not possible: give at least 0.001 seconds");
+        bail!(
+            "--request-timeout {} is not possible: give at least 0.001 seconds",
+            typed::number(timeout)
+        );
     }
     if !(args.fps.is_finite() && (0.5..=30.0).contains(&args.fps)) {
         bail!(
             "--fps {} is not possible: use 0.5 to 30 redraws a second",
-            args.fps
+            typed::number(args.fps)
         );
     }
     if args.max_concurrency == Some(0) {
@@ -62,7 +66,10 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
     check_search(args)?;
     if let Some(i) = args.server_metrics_interval {
         if !(i.is_finite() && (0.1..=3600.0).contains(&i)) {
-            bail!("--server-metrics-interval {i} is not possible: use 0.1 to 3600 seconds");
+            bail!(
+                "--server-metrics-interval {} is not possible: use 0.1 to 3600 seconds",
+                typed::number(i)
+            );
         }
     }
     if args
@@ -75,12 +82,26 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
     Ok(())
 }
 
+/// `--theme` names a shipped theme or a theme file that parses, whether or
+/// not this run draws the dashboard: a typo in a headless run (or in a
+/// profile file) is an error before any load, not a silent fallback.
+/// `NO_COLOR` does not excuse it either (it only picks mono when drawing).
+pub fn check_theme(args: &RunConfig) -> Result<()> {
+    match args.theme.as_deref() {
+        Some(choice) => crate::tui::theme::select(Some(choice), false)
+            .map(drop)
+            .map_err(|e| anyhow::anyhow!("--theme: {e:#}")),
+        None => Ok(()),
+    }
+}
+
 /// The checks that need nothing but the settings: numbers and the plan.
 /// A value a profile file may have set is named by its flag; the error
 /// then says which file to look in too.
 pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
-    let checked =
-        check_numbers(args).and_then(|()| build_plan(args, args.target.is_none()).map(drop));
+    let checked = check_numbers(args)
+        .and_then(|()| check_theme(args))
+        .and_then(|()| build_plan(args, args.target.is_none()).map(drop));
     match checked {
         Err(e) if crate::profile::file::is_file(&args.profile) => {
             bail!("{e:#} (set in {profile_name} or on the command line)")
@@ -349,10 +370,11 @@ mod tests {
             for key in numeric {
                 let flag = format!("--{}", key.replace('_', "-"));
                 for v in values {
+                    // As a user types them: 1e300, not 300 digits.
                     let shown = if key == "slo" {
-                        format!("ttft={v}s")
+                        format!("ttft={v:?}s")
                     } else {
-                        format!("{v}")
+                        format!("{v:?}")
                     };
                     let in_file = if key == "slo" {
                         format!("{shown:?}")
@@ -396,6 +418,17 @@ mod tests {
                             assert!(
                                 msg.contains(&flag) || msg.contains(key) || msg.contains("rate"),
                                 "{profile} {key}={v} {how}: the error does not name it: {msg}"
+                            );
+                            // The value reads as typed (1e300, 1e-300), not
+                            // as hundreds of digits.
+                            let digits = msg
+                                .split(|c: char| !c.is_ascii_digit())
+                                .map(str::len)
+                                .max()
+                                .unwrap_or(0);
+                            assert!(
+                                digits <= 12,
+                                "{profile} {key}={v} {how}: a number in full: {msg}"
                             );
                         }
                         // NaN, negative and infinite values are never accepted.
@@ -444,6 +477,55 @@ mod tests {
         let a = settings(&["--profile".into(), "constant".into()], None).unwrap();
         let e = check_settings(&a, "constant").unwrap_err().to_string();
         assert!(e.contains("needs --rate") && !e.contains("set in"), "{e}");
+    }
+
+    /// A theme that does not exist or does not parse is an error in every
+    /// run, headless ones included; a good one passes.
+    #[test]
+    fn a_bad_theme_is_an_error_even_without_a_dashboard() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-theme-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let broken = dir.join("broken.toml");
+        std::fs::write(&broken, "text = \"nocolour\"\n").unwrap();
+        let good = dir.join("good.toml");
+        let light = include_str!("../../themes/light.toml").replace("\"light\"", "\"mine\"");
+        std::fs::write(&good, light).unwrap();
+        let with = |theme: &str| RunConfig {
+            headless: true,
+            theme: Some(theme.into()),
+            ..args("constant", Some("4"))
+        };
+        let missing = dir.join("missing.toml");
+        for (theme, needle) in [
+            ("nosuch", "unknown theme \"nosuch\""),
+            (missing.to_str().unwrap(), "cannot read theme file"),
+            (broken.to_str().unwrap(), "broken.toml"),
+        ] {
+            let e = check_settings(&with(theme), "constant")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("--theme: ") && e.contains(needle),
+                "{theme}: {e}"
+            );
+        }
+        for theme in ["dark", "mono", good.to_str().unwrap()] {
+            check_settings(&with(theme), "constant").unwrap();
+        }
+        assert!(check_settings(&args("constant", Some("4")), "constant").is_ok());
+        // Set in a profile file: the error says which file.
+        let a = RunConfig {
+            profile: "p.toml".into(),
+            headless: true,
+            ..RunConfig::from_toml(
+                "strategy = \"constant\"\nrate = 4\ntheme = \"nosuch\"\n",
+                "p.toml",
+            )
+            .unwrap()
+        };
+        let e = check_settings(&a, "p.toml").unwrap_err().to_string();
+        assert!(e.contains("unknown theme") && e.contains("p.toml"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

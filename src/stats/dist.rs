@@ -183,7 +183,8 @@ pub fn parse_percentiles(s: &str) -> Result<Vec<f64>, String> {
                 Ok(v)
             } else {
                 Err(format!(
-                    "percentile {v} is not possible: use a number above 0 and below 100 (p100 is the max, reported anyway)"
+                    "percentile {} is not possible: use a number above 0 and below 100 (p100 is the max, reported anyway)",
+                    crate::typed::number(v)
                 ))
             }
         })
