@@ -563,7 +563,9 @@ where
     let mut out = Vec::new();
     for e in entries {
         match e {
-            Entry::Number(n) => out.push(parse(&n.to_string()).map_err(serde::de::Error::custom)?),
+            Entry::Number(n) => {
+                out.push(parse(&crate::typed::number(n)).map_err(serde::de::Error::custom)?)
+            }
             Entry::Text(t) => {
                 // As on the command line: an empty entry ("4,,8", "") is a typo.
                 for part in t.split(',').map(str::trim) {
