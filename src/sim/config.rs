@@ -202,11 +202,16 @@ impl ModelParams {
     /// Preset values overlaid with the flags the user gave.
     pub fn resolve(preset: Preset, args: &ModelArgs) -> Result<Self, String> {
         let mut p = Self::preset(preset);
+        // Up to an hour: a model step longer than that is a typo, and
+        // `Duration` cannot hold every finite number.
         let ms = |v: f64, name: &str| -> Result<Duration, String> {
-            if v.is_finite() && v >= 0.0 {
-                Ok(Duration::from_secs_f64(v / 1000.0))
+            if v.is_finite() && (0.0..=3_600_000.0).contains(&v) {
+                Duration::try_from_secs_f64(v / 1000.0).map_err(|e| format!("--{name}: {e}"))
             } else {
-                Err(format!("--{name} must be a non-negative number, got {v}"))
+                Err(format!(
+                    "--{name} must be a number of milliseconds from 0 to 3600000 (an hour), got {}",
+                    crate::typed::number(v)
+                ))
             }
         };
         if let Some(v) = args.decode_step_ms {
@@ -232,25 +237,37 @@ impl ModelParams {
         }
         if let Some(v) = args.jitter {
             if !(0.0..1.0).contains(&v) {
-                return Err(format!("--jitter must be in [0, 1), got {v}"));
+                return Err(format!(
+                    "--jitter must be in [0, 1), got {}",
+                    crate::typed::number(v)
+                ));
             }
             p.jitter = v;
         }
         if let Some(v) = args.output_len_mean {
-            if !(v.is_finite() && v >= 1.0) {
-                return Err(format!("--output-len-mean must be at least 1, got {v}"));
+            if !(v.is_finite() && (1.0..=1e9).contains(&v)) {
+                return Err(format!(
+                    "--output-len-mean must be at least 1, got {}",
+                    crate::typed::number(v)
+                ));
             }
             p.output_len_mean = v;
         }
         if let Some(v) = args.output_len_stdev {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("--output-len-stdev must be non-negative, got {v}"));
+            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
+                return Err(format!(
+                    "--output-len-stdev must be non-negative, got {}",
+                    crate::typed::number(v)
+                ));
             }
             p.output_len_stdev = v;
         }
         if let Some(v) = args.completion_jitter {
             if !(v.is_finite() && (0.0..=10.0).contains(&v)) {
-                return Err(format!("--completion-jitter must be in [0, 10], got {v}"));
+                return Err(format!(
+                    "--completion-jitter must be in [0, 10], got {}",
+                    crate::typed::number(v)
+                ));
             }
             p.completion_jitter = v;
         }
@@ -308,6 +325,37 @@ mod tests {
             ..Default::default()
         };
         assert!(ModelParams::resolve(Preset::Fast, &args).is_err());
+    }
+
+    /// Any number a user can type gives a model or a one-line error, never
+    /// a panic (`Duration` cannot hold 1e300 ms).
+    #[test]
+    fn every_number_gives_a_model_or_an_error() {
+        type Set = fn(&mut ModelArgs, f64);
+        let flags: [(&str, Set); 7] = [
+            ("decode-step-ms", |a, v| a.decode_step_ms = Some(v)),
+            ("per-seq-us", |a, v| a.per_seq_us = Some(v)),
+            ("prefill-us-per-token", |a, v| {
+                a.prefill_us_per_token = Some(v)
+            }),
+            ("jitter", |a, v| a.jitter = Some(v)),
+            ("output-len-mean", |a, v| a.output_len_mean = Some(v)),
+            ("output-len-stdev", |a, v| a.output_len_stdev = Some(v)),
+            ("completion-jitter", |a, v| a.completion_jitter = Some(v)),
+        ];
+        for (name, set) in flags {
+            for v in [0.0, -1.0, f64::NAN, 1e-300, 1e300, f64::INFINITY] {
+                let mut args = ModelArgs::default();
+                set(&mut args, v);
+                let r = std::panic::catch_unwind(|| ModelParams::resolve(Preset::Fast, &args))
+                    .unwrap_or_else(|_| panic!("--{name} {v} panicked"));
+                if let Err(e) = r {
+                    assert!(e.contains(name) && !e.contains("0000000000"), "{e}");
+                } else {
+                    assert!((0.0..1e300).contains(&v), "--{name} {v} accepted");
+                }
+            }
+        }
     }
 
     #[test]
