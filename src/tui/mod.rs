@@ -170,7 +170,7 @@ pub async fn run(
                 if crate::term::is_gone() {
                     break Exit::TerminalGone;
                 }
-                app.snap = snapshots.borrow_and_update().clone();
+                app.set_snapshot(snapshots.borrow_and_update().clone());
                 if let Some(rx) = server_view.as_mut() {
                     if rx.has_changed().unwrap_or(false) {
                         app.server = Some(rx.borrow_and_update().clone());
