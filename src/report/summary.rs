@@ -97,6 +97,34 @@ fn no_knee(stages: &[StageReport]) -> String {
     }
 }
 
+/// The run's errored requests, when there were any: how many of those
+/// sent, and the most frequent categories (whatever the stages' verdicts:
+/// a stage too short for one still had its errors).
+fn errors_line(stages: &[StageReport]) -> Option<String> {
+    let sent: u64 = stages.iter().map(|s| s.requests.sent).sum();
+    let errored: u64 = stages.iter().map(|s| s.requests.errored).sum();
+    if errored == 0 {
+        return None;
+    }
+    let mut by_category = std::collections::BTreeMap::<&str, u64>::new();
+    for (k, n) in stages.iter().flat_map(|s| s.errors.iter()) {
+        *by_category.entry(k.as_str()).or_default() += n;
+    }
+    let mut top: Vec<(&str, u64)> = by_category.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = top
+        .iter()
+        .take(4)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let more = if top.len() > 4 { ", …" } else { "" };
+    Some(format!(
+        "{errored} of {sent} requests sent ({:.1}%): {}{more}",
+        100.0 * errored as f64 / sent.max(1) as f64,
+        shown.join(", ")
+    ))
+}
+
 /// Why the run ended, in words.
 pub fn stop_reason(r: &Report) -> String {
     let reason = r.end_reason.as_str();
@@ -170,6 +198,9 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         .collect();
     if !erroring.is_empty() {
         out.push(("Erroring", erroring.join("; ")));
+    }
+    if let Some(line) = errors_line(&r.stages) {
+        out.push(("Errors", line));
     }
     let inconclusive: Vec<&str> = r
         .stages
@@ -308,6 +339,9 @@ mod tests {
         // Every request answered HTTP 503: nothing completed, nothing measured.
         let mut all_503 = st("constant@5.00", StrategyKind::Constant, 0.0, 0.0, false);
         all_503.ttft_ms.count = 0;
+        all_503.requests.sent = 20;
+        all_503.requests.errored = 20;
+        all_503.errors.insert("http_503".into(), 20);
         all_503.verdict = Some(crate::model::verdict::Verdict {
             outcome: crate::model::verdict::Outcome::Erroring,
             reason:
@@ -333,6 +367,10 @@ mod tests {
         );
         assert!(!all.contains("stayed flat"), "{all}");
         assert!(
+            all.contains("Errors: 20 of 20 requests sent (100.0%): http_503 20"),
+            "{all}"
+        );
+        assert!(
             all.contains("Knee: not seen: no stage on the rate curve completed a request"),
             "{all}"
         );
@@ -348,7 +386,10 @@ mod tests {
             one.contains("one stage on the rate curve measured latency"),
             "{one}"
         );
-        assert!(!one.contains("Erroring"), "{one}");
+        assert!(
+            !one.contains("Erroring") && !one.contains("Errors"),
+            "{one}"
+        );
         // Two flat stages are.
         let two = text(vec![
             st("constant@5.00", StrategyKind::Constant, 5.0, 45.0, false),
