@@ -44,15 +44,21 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
         (None, Some(n)) => format!("{}/{n} req", st.counts.sent),
         _ => format!("{:.1}s", st.elapsed_s),
     };
+    // Nothing completed in the last second: no TTFT to show, not 0.0 ms
+    // (the dashboard shows `-` too).
+    let ttft = if st.achieved_rps > 0.0 && st.ttft_p50_ms > 0.0 {
+        format!("{:>8.1}", st.ttft_p50_ms)
+    } else {
+        format!("{:>8}", "-")
+    };
     Some(format!(
-        "[{:>7.1}s] stage {}/{} {:<22} {limit}  target {target:<12} achieved {:>7.2} req/s  in-flight {:>4}  TTFT p50 {:>8.1} ms  done {} / inc {} / err {}{}",
+        "[{:>7.1}s] stage {}/{} {:<22} {limit}  target {target:<12} achieved {:>7.2} req/s  in-flight {:>4}  TTFT p50 {ttft} ms  done {} / inc {} / err {}{}",
         s.elapsed_s,
         s.stage_number,
         total,
         st.name,
         st.achieved_rps,
         st.in_flight,
-        st.ttft_p50_ms,
         st.counts.completed,
         st.counts.incomplete,
         st.counts.errored,
@@ -118,6 +124,31 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_completion_in_the_last_second_shows_no_ttft_not_zero() {
+        let mut snap = Snapshot {
+            stage_number: 1,
+            stages_total: Some(1),
+            stage: Some(crate::engine::LiveStage {
+                name: "constant@5.00".into(),
+                strategy: StrategyKind::Constant,
+                target_rate: Some(5.0),
+                max_seconds: Some(4.0),
+                in_flight: 4,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let line = progress_line(&snap).unwrap();
+        assert!(line.contains("TTFT p50        - ms"), "{line}");
+        assert!(!line.contains("0.0 ms"), "{line}");
+        let st = snap.stage.as_mut().unwrap();
+        st.achieved_rps = 5.0;
+        st.ttft_p50_ms = 17.4;
+        let line = progress_line(&snap).unwrap();
+        assert!(line.contains("TTFT p50     17.4 ms"), "{line}");
+    }
 
     #[test]
     fn each_category_of_each_stage_is_shown_once_with_its_message() {

@@ -1,3 +1,4 @@
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -65,7 +66,7 @@ enum Command {
     },
     /// List runs (live and finished) under ./llmsweep-results or DIR.
     Ls {
-        #[arg(default_value = "llmsweep-results")]
+        #[arg(default_value = runs::RESULTS_DIR)]
         dir: std::path::PathBuf,
     },
     /// Stop a run and wait for its reports (default: the most recent live run).
@@ -130,6 +131,11 @@ fn main() -> ExitCode {
                 fps,
             ))
         }
+        // The default directory may not exist yet (no run here); one the
+        // user named must.
+        Some(Command::Ls { dir }) if !dir.is_dir() && dir != Path::new(runs::RESULTS_DIR) => Err(
+            anyhow::anyhow!("llmsweep ls {}: no such directory", dir.display()),
+        ),
         Some(Command::Ls { dir }) => {
             print!("{}", runs::render_list(&runs::list(&dir)));
             Ok(())

@@ -302,6 +302,31 @@ fn bad_input_gets_a_short_clear_error() {
         &["--api-key-file", "/nonexistent/key"],
         "cannot read --api-key-file",
     );
+    fails_with(
+        &["--api-key-env", "LLMSWEEP_CLI_TEST_SURELY_UNSET"],
+        "that variable is not set",
+    );
+    fails_with(
+        &[
+            "-p",
+            "constant",
+            "--rate",
+            "4",
+            "--max-seconds",
+            "3",
+            "--warmup",
+            "5",
+        ],
+        "leave nothing of a 3 s stage to measure",
+    );
+    // A directory that does not exist is not an empty list of runs.
+    let o = bin().args(["ls", "/nonexistent/runs"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/runs") && stderr.contains("no such directory"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -238,7 +238,7 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
         high.queue_ms.unwrap().mean_ms,
     );
     assert!(q_high > q_low + 50.0, "queue {q_low} ms → {q_high} ms");
-    // The simulator neither preempts nor caches prefixes.
+    // The simulator never preempts, and each prompt is new to its prefix cache.
     assert_eq!(high.preemptions.unwrap().total, 0.0);
     assert_eq!(high.prefix_cache_hit_rate, Some(0.0));
     // The server's prompt-token count per request is the one it reports in usage.

@@ -429,3 +429,59 @@ async fn latency_grows_with_load_and_queues_beyond_the_batch() {
     );
     sim.shutdown().await;
 }
+
+/// A counter's value in a Prometheus text body.
+fn counter(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in\n{metrics}"))
+}
+
+#[tokio::test]
+async fn metrics_count_the_prefix_cache_hits_that_usage_reports() {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.params.prefix_cache = true;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    // The same 64-word prompt twice: the second is served from the cache.
+    let prompt = vec!["word"; 64].join(" ");
+    let mut usage = vec![];
+    for _ in 0..2 {
+        let v: Value = post(
+            &url,
+            "/v1/completions",
+            &json!({"prompt": prompt, "max_tokens": 2, "ignore_eos": true}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+        usage.push(v["usage"].clone());
+    }
+    let cached = usage[1]["prompt_tokens_details"]["cached_tokens"]
+        .as_f64()
+        .unwrap();
+    assert!(cached > 0.0, "the second prompt hit the cache: {usage:?}");
+    let prompts: f64 = usage
+        .iter()
+        .map(|u| u["prompt_tokens"].as_f64().unwrap())
+        .sum();
+    let metrics = reqwest::get(format!("{url}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // What usage says, /metrics says: hits are the cached tokens, and the
+    // prompt tokens (and queries) count whole prompts, cached part included.
+    assert_eq!(counter(&metrics, "vllm:prefix_cache_hits_total"), cached);
+    assert_eq!(
+        counter(&metrics, "vllm:prefix_cache_queries_total"),
+        prompts
+    );
+    assert_eq!(counter(&metrics, "vllm:prompt_tokens_total"), prompts);
+    sim.shutdown().await;
+}

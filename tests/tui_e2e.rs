@@ -250,3 +250,32 @@ fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
     assert!(m["concurrency"]["max"].as_u64().unwrap() <= 3, "{m}");
     let _ = std::fs::remove_dir_all(&out2);
 }
+
+#[test]
+fn keys_that_arrive_in_one_burst_all_count() {
+    // Typed fast, pasted, or batched by SSH: "r12⏎" in one write of the
+    // terminal. Every key must act now, not wait for the next key press.
+    let out: PathBuf =
+        std::env::temp_dir().join(format!("llmsweep-e2e-burst-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    let command = format!(
+        "{bin} --profile constant --rate 5 --max-seconds 60 --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
+        out.display()
+    );
+    let tmux = Tmux::start("burst", 100, 30, &command);
+    let limit = Duration::from_secs(30);
+    tmux.wait_for("the dashboard", limit, |s| {
+        s.contains("stage 1/1") && s.contains("q quit")
+    });
+    tmux.keys("r12\r");
+    tmux.wait_for("the typed rate applied", limit, |s| {
+        s.contains("constant@12.00 (manual)")
+    });
+    tmux.keys("qy");
+    tmux.wait_for("the result screen", limit, |s| s.contains("run finished"));
+    tmux.keys("x");
+    let last = tmux.wait_for("the exit", limit, |s| s.contains("LLMSWEEP-EXIT="));
+    assert!(last.contains("LLMSWEEP-EXIT=3"), "{last}");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context as _, Result};
 
 use crate::config::{LoadStrategy, RateItem, RunConfig, SweepArrivals};
-use crate::engine::strategy::MAX_SECONDS;
+use crate::engine::strategy::{resolve_margin, MAX_SECONDS};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
 use crate::profile::sweep::{SweepKind, SweepPlan};
@@ -64,6 +64,7 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
             DEFAULT_STAGE_SECONDS
         });
     }
+    check_window(&limits)?;
     let throughput_bound = args.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY);
     let rates = (!args.rate.is_empty()).then(|| args.rate.clone());
     let profile = args.strategy.name();
@@ -213,6 +214,35 @@ pub fn check_seconds(name: &str, v: f64) -> Result<f64> {
     }
 }
 
+/// `--warmup` and `--cooldown` must leave part of a stage to measure: a
+/// margin as long as the stage leaves every stage with no statistics.
+fn check_window(limits: &Limits) -> Result<()> {
+    let (warm_s, warm_n) = resolve_margin(limits.warmup, limits);
+    let (cool_s, cool_n) = resolve_margin(limits.cooldown, limits);
+    let left_out = |a: Option<f64>, b: Option<f64>| a.unwrap_or(0.0) + b.unwrap_or(0.0);
+    // Fractions resolve to seconds: 0.7 of 3 s reads 2.1, not 2.0999999999999996.
+    let shown = |v: Option<f64>| typed::number((v.unwrap_or(0.0) * 1000.0).round() / 1000.0);
+    if let Some(stage) = limits.max_seconds {
+        let margins = left_out(warm_s, cool_s);
+        if margins > 0.0 && margins >= stage {
+            bail!(
+                "--warmup ({} s) and --cooldown ({} s) leave nothing of a {} s stage to measure: make them shorter than the stage together",
+                shown(warm_s),
+                shown(cool_s),
+                typed::number(stage)
+            );
+        }
+    } else if let Some(n) = limits.max_requests {
+        let margins = warm_n.unwrap_or(0) + cool_n.unwrap_or(0);
+        if margins > 0 && margins >= n {
+            bail!(
+                "--warmup and --cooldown leave none of a stage's {n} requests to measure: make them shorter than the stage together"
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn check_burstiness(b: f64) -> Result<f64> {
     if b.is_finite() && (1e-3..=1e6).contains(&b) {
         Ok(b)
@@ -237,6 +267,38 @@ pub(crate) mod tests {
                 .unwrap_or_default(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn warmup_and_cooldown_that_cover_the_stage_are_an_error() {
+        let with = |max_seconds, warmup, cooldown| RunConfig {
+            max_seconds,
+            warmup,
+            cooldown,
+            ..args("constant", Some("5"))
+        };
+        // Seconds longer than the stage, and fractions that add up to more than all of it.
+        for (m, w, c) in [
+            (Some(3.0), Some(5.0), None),
+            (Some(3.0), Some(0.7), Some(0.5)), // 2.1 s + 1.5 s
+            (Some(10.0), Some(4.0), Some(6.0)),
+            (None, Some(10.0), Some(0.0)), // the built-in simulator's 10 s default
+        ] {
+            let e = build_plan(&with(m, w, c), true).unwrap_err().to_string();
+            assert!(e.contains("leave nothing of a"), "{m:?} {w:?} {c:?}: {e}");
+            assert!(e.len() < 140, "{e}");
+        }
+        let by_count = RunConfig {
+            max_requests: Some(10),
+            warmup: Some(0.6),
+            cooldown: Some(0.4),
+            ..args("constant", Some("5"))
+        };
+        let e = build_plan(&by_count, false).unwrap_err().to_string();
+        assert!(e.contains("none of a stage's 10 requests"), "{e}");
+        // A margin that leaves some of the stage is fine.
+        assert!(build_plan(&with(Some(3.0), Some(0.5), Some(0.25)), false).is_ok());
+        assert!(build_plan(&with(Some(10.0), Some(2.0), Some(2.0)), false).is_ok());
     }
 
     #[test]

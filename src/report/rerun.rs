@@ -12,8 +12,16 @@ use super::Report;
 use crate::config::RunConfig;
 use crate::redact::MASK;
 
-/// Keys of the report's `config` that describe the run, not its settings.
-const ABOUT_THE_RUN: [&str; 5] = ["api_key", "profile", "profile_name", "data_source", "out"];
+/// Keys of the report's `config` that describe the run, not its settings
+/// (`description` is written anew: "Run again: …").
+const ABOUT_THE_RUN: [&str; 6] = [
+    "api_key",
+    "profile",
+    "profile_name",
+    "data_source",
+    "out",
+    "description",
+];
 
 pub fn render(r: &Report) -> String {
     let known = RunConfig::default().echo(false);
@@ -131,9 +139,12 @@ mod tests {
             percentiles: vec![75.0],
             seed: 7,
             out: Some("somewhere".into()),
+            // A shipped or file profile's description (every default sweep has one).
+            description: Some("GuideLLM's default: synchronous, throughput, …".into()),
             ..Default::default()
         };
         let text = render(&report_of(&c, false));
+        assert!(!text.contains("not a setting"), "{text}");
         let back =
             RunConfig::from_toml(&text, "profile.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
         // Everything but the names of the run and where it wrote.

@@ -81,6 +81,50 @@ pub fn knee(stages: &[StageReport]) -> Option<&StageReport> {
     None
 }
 
+/// Why no knee was named: a flat curve says so only when there is a curve
+/// (two or more open-loop stages with latency); one stage, or none (every
+/// request failed), is no evidence of flat latency.
+fn no_knee(stages: &[StageReport]) -> String {
+    let points = stages
+        .iter()
+        .filter(|s| on_rate_curve(s) && s.ttft_ms.count > 0)
+        .count();
+    match points {
+        0 => "not seen: no stage on the rate curve completed a request".into(),
+        1 => "not seen: one stage on the rate curve measured latency; a knee needs two or more"
+            .into(),
+        _ => "not seen: latency stayed flat across the rates tried".into(),
+    }
+}
+
+/// The run's errored requests, when there were any: how many of those
+/// sent, and the most frequent categories (whatever the stages' verdicts:
+/// a stage too short for one still had its errors).
+fn errors_line(stages: &[StageReport]) -> Option<String> {
+    let sent: u64 = stages.iter().map(|s| s.requests.sent).sum();
+    let errored: u64 = stages.iter().map(|s| s.requests.errored).sum();
+    if errored == 0 {
+        return None;
+    }
+    let mut by_category = std::collections::BTreeMap::<&str, u64>::new();
+    for (k, n) in stages.iter().flat_map(|s| s.errors.iter()) {
+        *by_category.entry(k.as_str()).or_default() += n;
+    }
+    let mut top: Vec<(&str, u64)> = by_category.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = top
+        .iter()
+        .take(4)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let more = if top.len() > 4 { ", …" } else { "" };
+    Some(format!(
+        "{errored} of {sent} requests sent ({:.1}%): {}{more}",
+        100.0 * errored as f64 / sent.max(1) as f64,
+        shown.join(", ")
+    ))
+}
+
 /// Why the run ended, in words.
 pub fn stop_reason(r: &Report) -> String {
     let reason = r.end_reason.as_str();
@@ -121,10 +165,7 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
                 k.name, k.rates.requests_per_s, k.ttft_ms.p50
             ),
         )),
-        None => out.push((
-            "Knee",
-            "not seen: latency stayed flat across the rates tried".into(),
-        )),
+        None => out.push(("Knee", no_knee(&r.stages))),
     }
     if let Some(slo) = &r.slo_summary {
         out.push(("SLOs", super::console::slo_line(slo)));
@@ -146,6 +187,21 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
             saturated.join("; ")
         },
     ));
+    let erroring: Vec<String> = r
+        .stages
+        .iter()
+        .filter_map(|s| {
+            let v = s.verdict.as_ref()?;
+            (v.outcome == crate::model::verdict::Outcome::Erroring)
+                .then(|| format!("{} ({})", s.name, v.reason))
+        })
+        .collect();
+    if !erroring.is_empty() {
+        out.push(("Erroring", erroring.join("; ")));
+    }
+    if let Some(line) = errors_line(&r.stages) {
+        out.push(("Errors", line));
+    }
     let inconclusive: Vec<&str> = r
         .stages
         .iter()
@@ -272,6 +328,74 @@ mod tests {
         assert!(markdown(&r).starts_with("## Summary\n\n- **Capacity:**"));
         let md = crate::report::export::markdown(&r);
         assert!(md.contains("## Summary") && md.contains("**Saturated:** constant@40.00"));
+    }
+
+    #[test]
+    fn an_erroring_server_is_named_and_one_stage_is_no_flat_curve() {
+        let r = Report::from_json(
+            r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+        )
+        .unwrap();
+        // Every request answered HTTP 503: nothing completed, nothing measured.
+        let mut all_503 = st("constant@5.00", StrategyKind::Constant, 0.0, 0.0, false);
+        all_503.ttft_ms.count = 0;
+        all_503.requests.sent = 20;
+        all_503.requests.errored = 20;
+        all_503.errors.insert("http_503".into(), 20);
+        all_503.verdict = Some(crate::model::verdict::Verdict {
+            outcome: crate::model::verdict::Outcome::Erroring,
+            reason:
+                "the server answered 5.00 req/s, but 100% of the answers were errors (20 of 20)"
+                    .into(),
+            ..Default::default()
+        });
+        let text = |stages: Vec<StageReport>| {
+            let r = Report {
+                stages,
+                ..r.clone()
+            };
+            lines(&r)
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let all = text(vec![all_503]);
+        assert!(
+            all.contains("Erroring: constant@5.00 (the server answered 5.00 req/s, but 100% of the answers were errors (20 of 20))"),
+            "{all}"
+        );
+        assert!(!all.contains("stayed flat"), "{all}");
+        assert!(
+            all.contains("Errors: 20 of 20 requests sent (100.0%): http_503 20"),
+            "{all}"
+        );
+        assert!(
+            all.contains("Knee: not seen: no stage on the rate curve completed a request"),
+            "{all}"
+        );
+        // One stage with latency is one point, not a flat curve.
+        let one = text(vec![st(
+            "constant@5.00",
+            StrategyKind::Constant,
+            5.0,
+            45.0,
+            false,
+        )]);
+        assert!(
+            one.contains("one stage on the rate curve measured latency"),
+            "{one}"
+        );
+        assert!(
+            !one.contains("Erroring") && !one.contains("Errors"),
+            "{one}"
+        );
+        // Two flat stages are.
+        let two = text(vec![
+            st("constant@5.00", StrategyKind::Constant, 5.0, 45.0, false),
+            st("constant@9.00", StrategyKind::Constant, 9.0, 46.0, false),
+        ]);
+        assert!(two.contains("latency stayed flat"), "{two}");
     }
 
     /// A report that ended with `end_reason`, its last stage saturated.

@@ -284,11 +284,23 @@ pub fn read_api_key(args: &RunConfig) -> Result<Option<String>> {
         }
         return Ok(Some(key));
     }
-    Ok(std::env::var(&args.api_key_env)
+    let key = std::env::var(&args.api_key_env)
         .ok()
         .map(|k| k.trim().to_string())
-        .filter(|k| !k.is_empty()))
+        .filter(|k| !k.is_empty());
+    // $OPENAI_API_KEY unset is a server without keys; a variable the user
+    // named and forgot to set is a typo or a lost export, not "no key".
+    if key.is_none() && args.api_key_env != DEFAULT_API_KEY_ENV {
+        bail!(
+            "--api-key-env {}: that variable is not set (or empty); set it, or leave --api-key-env out to send no key",
+            args.api_key_env
+        );
+    }
+    Ok(key)
 }
+
+/// Where the API key comes from when no `--api-key-env` names a variable.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 
 pub fn parse_header(h: &str) -> Result<(String, String)> {
     let (k, v) = h
@@ -559,8 +571,19 @@ mod tests {
         );
         assert!(parse_header("nocolon").is_err());
         let mut a = args("sweep", None);
+        // A variable the user named but did not set is an error, not "no key".
         a.api_key_env = "LLMSWEEP_TEST_SURELY_UNSET".into();
-        assert_eq!(read_api_key(&a).unwrap(), None);
+        let e = read_api_key(&a).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--api-key-env LLMSWEEP_TEST_SURELY_UNSET: that variable is not set"),
+            "{e}"
+        );
+        // The default variable unset: a server without keys.
+        assert_eq!(
+            args("sweep", None).api_key_env,
+            DEFAULT_API_KEY_ENV,
+            "the flag's default"
+        );
         let echo = RunConfig {
             headers: vec!["Authorization: Bearer sk-x".into()],
             ..a

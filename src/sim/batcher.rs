@@ -129,7 +129,11 @@ pub struct Gauges {
     pub waiting: AtomicU64,
     pub kv_used_tokens: AtomicU64,
     pub kv_total_tokens: AtomicU64,
+    /// Prompt tokens of admitted requests, cached ones included (vLLM's
+    /// `prompt_tokens_total`, and its prefix-cache queries).
     pub prompt_tokens_total: AtomicU64,
+    /// Of those, the tokens the prefix cache served (`prefix_cache_hits_total`).
+    pub cached_tokens_total: AtomicU64,
     pub generation_tokens_total: AtomicU64,
     pub steps_total: AtomicU64,
     /// Arrival to admission into the batch (vLLM's `request_queue_time_seconds`).
@@ -144,6 +148,7 @@ impl Default for Gauges {
             kv_used_tokens: AtomicU64::new(0),
             kv_total_tokens: AtomicU64::new(0),
             prompt_tokens_total: AtomicU64::new(0),
+            cached_tokens_total: AtomicU64::new(0),
             generation_tokens_total: AtomicU64::new(0),
             steps_total: AtomicU64::new(0),
             queue_time: Histogram::new(super::prom::REQUEST_BOUNDS),
@@ -202,6 +207,7 @@ pub async fn run(
         // Admission, FIFO: stop at the first request that does not fit, as vLLM's
         // scheduler does, so a big request is not starved by small ones.
         let mut prefill_tokens = 0u64;
+        let (mut prompt_tokens, mut cached_tokens) = (0u64, 0u64);
         while let Some(front) = waiting.front() {
             if front.tx.is_closed() && !params.finish_cancelled {
                 waiting.pop_front(); // client went away while queued
@@ -216,6 +222,8 @@ pub async fn run(
             gauges.queue_time.observe_us(queued.as_micros() as u64, 1);
             kv_used += need;
             prefill_tokens += r.prompt_tokens.saturating_sub(r.cached_tokens);
+            prompt_tokens += r.prompt_tokens;
+            cached_tokens += r.cached_tokens.min(r.prompt_tokens);
             running.push(Running {
                 output_tokens: r.output_tokens.max(1),
                 generated: 0,
@@ -226,7 +234,10 @@ pub async fn run(
         }
         gauges
             .prompt_tokens_total
-            .fetch_add(prefill_tokens, Ordering::Relaxed);
+            .fetch_add(prompt_tokens, Ordering::Relaxed);
+        gauges
+            .cached_tokens_total
+            .fetch_add(cached_tokens, Ordering::Relaxed);
         publish(&gauges, running.len(), waiting.len(), kv_used);
 
         let mut step = params.step_time(running.len(), prefill_tokens);

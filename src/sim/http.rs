@@ -119,9 +119,10 @@ fn models(state: &AppState) -> Response<SimBody> {
     plain(StatusCode::OK, "application/json", body)
 }
 
-/// `/metrics`: vLLM's names and semantics. The simulator has no prefix
-/// cache and never preempts (it reserves a request's whole KV budget at
-/// admission), so those counters stay at zero while lookups count up.
+/// `/metrics`: vLLM's names and semantics. The simulator never preempts
+/// (it reserves a request's whole KV budget at admission), so that counter
+/// stays at zero; its prefix cache counts every admitted prompt token as a
+/// query and the ones it served as hits (zero with `--no-prefix-cache`).
 fn metrics(state: &AppState) -> Response<SimBody> {
     let g = &state.gauges;
     let mut s = String::with_capacity(8192);
@@ -167,7 +168,7 @@ fn metrics(state: &AppState) -> Response<SimBody> {
         "vllm:prefix_cache_hits_total",
         "Prefix cache hits, in terms of number of cached tokens.",
         "counter",
-        0.0,
+        g.cached_tokens_total.load(Ordering::Relaxed) as f64,
     );
     one(
         "vllm:prompt_tokens_total",
@@ -817,13 +818,14 @@ async fn whole_response(
         Api::Chat => "chat.completion",
         Api::Completions => "text_completion",
     };
+    // The same usage as a stream's, cached prompt tokens included.
+    let mut usage = String::new();
+    ctx.usage(&mut usage, generated);
     let body = format!(
-        r#"{{"id":"{id}","object":"{object}","created":{c},"model":{m},"choices":[{choice}],"usage":{{"prompt_tokens":{p},"total_tokens":{t},"completion_tokens":{generated}}}}}"#,
+        r#"{{"id":"{id}","object":"{object}","created":{c},"model":{m},"choices":[{choice}],{usage}}}"#,
         id = ctx.id,
         c = ctx.created,
         m = ctx.model_json,
-        p = ctx.prompt_tokens,
-        t = ctx.prompt_tokens + generated,
     );
     plain(StatusCode::OK, "application/json", body)
 }

@@ -292,7 +292,7 @@ impl StageStats {
             }
             Outcome::Errored { category, message } => {
                 self.counts.errored += 1;
-                if matches!(category, ErrorCategory::Connect | ErrorCategory::Timeout) {
+                if got_no_answer(r) {
                     self.unanswered_errors += 1;
                 } else {
                     self.answered_errors += 1;
@@ -319,9 +319,7 @@ impl StageStats {
         let in_window = self.window.contains(index, r.sent_at);
         let answered = match &r.outcome {
             Outcome::Completed => true,
-            Outcome::Errored { category, .. } => {
-                !matches!(category, ErrorCategory::Connect | ErrorCategory::Timeout)
-            }
+            Outcome::Errored { .. } => !got_no_answer(r),
             Outcome::Incomplete => false,
         };
         if answered && in_window {
@@ -694,6 +692,21 @@ impl SlopeFit {
     }
 }
 
+/// An errored request the server never answered: it could not connect, or
+/// it timed out before any output. A stream that began and then stalled
+/// until the timeout was answered (the server is faulty there, not out of
+/// capacity), so it counts with the answered errors, not as overload.
+fn got_no_answer(r: &RequestRecord) -> bool {
+    match &r.outcome {
+        Outcome::Errored { category, .. } => match category {
+            ErrorCategory::Connect => true,
+            ErrorCategory::Timeout => r.chunks.is_empty(),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
@@ -967,6 +980,64 @@ mod tests {
         assert!(!r.saturated, "{:?}", r.saturation_reason);
         let v = r.verdict.unwrap();
         assert_eq!(v.outcome, super::verdict::Outcome::Erroring, "{v:?}");
+    }
+
+    #[test]
+    fn streams_that_stall_until_the_timeout_are_answers_not_overload() {
+        let t0 = Instant::now();
+        let timeout = || Outcome::Errored {
+            category: ErrorCategory::Timeout,
+            message: "no complete answer within 3s".into(),
+        };
+        // 5 req/s for 12 s, far below capacity; every tenth request streams
+        // a token, then stalls until the 3 s timeout (a faulty server).
+        let run = |first_token: bool| {
+            let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+            for i in 0..60u64 {
+                let sent = i * 200;
+                s.on_sent(t0 + Duration::from_millis(sent));
+                let r = if i % 10 == 0 {
+                    let mut r = rec(t0, sent, sent + 20, sent + 3000, timeout());
+                    if !first_token {
+                        r.chunks.clear();
+                    }
+                    r
+                } else {
+                    rec(t0, sent, sent + 20, sent + 1000, Outcome::Completed)
+                };
+                s.on_record(i, &r);
+            }
+            for k in 1..=12 {
+                s.tick(t0 + Duration::from_secs(k));
+            }
+            s.finish(
+                t0 + Duration::from_secs(12),
+                "constant@5.00".into(),
+                StrategyKind::Constant,
+                Some(5.0),
+                "max_seconds",
+            )
+            .verdict
+            .unwrap()
+        };
+        let stalled = run(true);
+        assert_eq!(
+            stalled.outcome,
+            super::verdict::Outcome::Erroring,
+            "{stalled:?}"
+        );
+        assert!(!stalled.overload, "{stalled:?}");
+        // The same timeouts before any output: the server did not answer.
+        let unanswered = run(false);
+        assert_eq!(
+            unanswered.outcome,
+            super::verdict::Outcome::Saturated,
+            "{unanswered:?}"
+        );
+        assert!(
+            unanswered.reason.contains("got no answer"),
+            "{unanswered:?}"
+        );
     }
 
     #[test]

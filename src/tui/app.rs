@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::server::ServerMetrics;
 use super::theme::Theme;
 use crate::engine::{Control, Snapshot};
-use crate::model::StrategyKind;
+use crate::model::{EventKind, StrategyKind};
 use crate::report::Report;
 
 /// What the dashboard shows; Tab cycles through them.
@@ -141,6 +141,9 @@ pub struct App {
     pub metric: Metric,
     /// Set when the run is over and its reports are written: the result screen.
     pub outcome: Option<RunOutcome>,
+    /// Timeline events already looked at (None before the first snapshot:
+    /// a viewer attaching mid-run does not replay old refusals).
+    timeline_seen: Option<usize>,
 }
 
 /// How long a status message stays.
@@ -169,6 +172,27 @@ impl App {
             scroll: 0,
             metric: Metric::default(),
             outcome: None,
+            timeline_seen: None,
+        }
+    }
+
+    /// Takes the engine's newest snapshot. A command the engine refused
+    /// (the stage changed before the key arrived, no measured rate yet, …)
+    /// replaces the status the key left ("… new stage"), so the screen
+    /// never claims a change that did not happen.
+    pub fn set_snapshot(&mut self, snap: Snapshot) {
+        let seen = self.timeline_seen.unwrap_or(snap.timeline.len());
+        let refused = snap
+            .timeline
+            .get(seen..)
+            .unwrap_or_default()
+            .iter()
+            .rfind(|e| e.event == EventKind::Rejected)
+            .map(|e| format!("refused: {}", e.detail));
+        self.timeline_seen = Some(snap.timeline.len());
+        self.snap = snap;
+        if let Some(msg) = refused {
+            self.say(msg);
         }
     }
 
@@ -693,6 +717,41 @@ mod tests {
         a.snap.stage.as_mut().unwrap().target_rate = Some(15.0);
         assert!(press(&mut a, "*").is_empty());
         assert!(matches!(a.confirm, Some(Confirm::Rate { .. })));
+    }
+
+    #[test]
+    fn a_key_the_engine_refused_says_so_instead_of_new_stage() {
+        use crate::model::TimelineEvent;
+        let ev = |event, detail: &str| TimelineEvent {
+            t_s: 1.0,
+            event,
+            detail: detail.into(),
+        };
+        let mut a = with_stage(StrategyKind::Throughput, None, 25.0);
+        // A viewer attaching mid-run sees old refusals in the timeline: not news.
+        let mut snap = a.snap.clone();
+        snap.timeline = std::sync::Arc::new(vec![ev(EventKind::Rejected, "old refusal")]);
+        a.set_snapshot(snap.clone());
+        assert_eq!(a.status_text(), None);
+        // `/` on the stage as drawn: the dashboard expects a new stage …
+        assert_eq!(
+            press(&mut a, "/"),
+            vec![Action::Send(Control::ScaleRate(0.5))]
+        );
+        assert!(a.status_text().unwrap().ends_with("new stage"));
+        // … but the stage had ended and the next one had no rate yet: the
+        // engine refused, and the next snapshot says so.
+        let why = "throughput has no measured rate yet (0 completed in 0.0 s; 3 and 1 s needed)";
+        let mut timeline = (*snap.timeline).clone();
+        timeline.push(ev(EventKind::StageStart, "throughput"));
+        timeline.push(ev(EventKind::Rejected, why));
+        snap.timeline = std::sync::Arc::new(timeline);
+        a.set_snapshot(snap.clone());
+        assert_eq!(a.status_text(), Some(format!("refused: {why}").as_str()));
+        // Said once: later snapshots with no new refusal leave the status alone.
+        a.say("something else");
+        a.set_snapshot(snap);
+        assert_eq!(a.status_text(), Some("something else"));
     }
 
     #[test]

@@ -125,30 +125,41 @@ pub async fn run(
                     }
                     Input::Ready => {}
                 }
-                match event::poll(Duration::ZERO) {
-                    Ok(true) => {
-                        idle_wakeups = 0;
-                        match event::read() {
-                            Ok(ev) => {
-                                if key_tx.send(Some(ev)).is_err() {
+                // One read of the terminal can carry several keys (typed
+                // fast, pasted, or batched by SSH): crossterm parses them all
+                // into its own buffer, and the terminal is not readable again
+                // until the next byte. Take every parsed event now, or the
+                // rest would wait for the next key press.
+                let mut got_one = false;
+                loop {
+                    match event::poll(Duration::ZERO) {
+                        Ok(true) => {
+                            got_one = true;
+                            match event::read() {
+                                Ok(ev) => {
+                                    if key_tx.send(Some(ev)).is_err() {
+                                        return;
+                                    }
+                                }
+                                Err(_) => {
+                                    let _ = key_tx.send(None);
                                     return;
                                 }
                             }
-                            Err(_) => {
-                                let _ = key_tx.send(None);
-                                return;
-                            }
                         }
-                    }
-                    // Readable but no event, again and again: end of file.
-                    Ok(false) => {
-                        idle_wakeups += 1;
-                        if idle_wakeups > 100 {
+                        Ok(false) => break,
+                        Err(_) => {
                             let _ = key_tx.send(None);
                             return;
                         }
                     }
-                    Err(_) => {
+                }
+                if got_one {
+                    idle_wakeups = 0;
+                } else {
+                    // Readable but no event, again and again: end of file.
+                    idle_wakeups += 1;
+                    if idle_wakeups > 100 {
                         let _ = key_tx.send(None);
                         return;
                     }
@@ -170,7 +181,7 @@ pub async fn run(
                 if crate::term::is_gone() {
                     break Exit::TerminalGone;
                 }
-                app.snap = snapshots.borrow_and_update().clone();
+                app.set_snapshot(snapshots.borrow_and_update().clone());
                 if let Some(rx) = server_view.as_mut() {
                     if rx.has_changed().unwrap_or(false) {
                         app.server = Some(rx.borrow_and_update().clone());

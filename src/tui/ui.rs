@@ -1594,6 +1594,7 @@ pub fn help_lines(stage_kind: Option<StrategyKind>) -> Vec<(String, bool)> {
         l("  Tab       dashboard → errors → server metrics"),
         l("  m         chart: TTFT, sweep curve, ITL, req/s, ..."),
         l("  ↑ ↓ j k   scroll      t  next theme"),
+        l("  d         detach: close the dashboard, the run goes on"),
         l("  ?         this help (any key closes it)"),
     ]
 }
@@ -1757,6 +1758,25 @@ mod tests {
         assert!(help_lines(Some(StrategyKind::Constant))
             .iter()
             .all(|l| l.0.chars().count() <= 60));
+        // Every key the dashboard acts on is in the help (`d` was missing).
+        let all = text(StrategyKind::Constant);
+        for key in [
+            "+ / -",
+            "* / /",
+            "  r ",
+            "  p, space",
+            "  n ",
+            "  e ",
+            "  q, Esc",
+            "  Tab",
+            "  m ",
+            "j k",
+            "  t ",
+            "  d ",
+            "  ? ",
+        ] {
+            assert!(all.contains(key), "{key:?} in the help:\n{all}");
+        }
     }
 
     #[test]
