@@ -165,6 +165,11 @@ pub struct RunConfig {
     /// Skip malformed rows of a data file (and count them) instead of stopping at the first.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub skip_bad_rows: bool,
+    /// Send the synthetic prompts of earlier runs with the same --seed. By default each run's
+    /// prompts are new to the server, so its prefix cache cannot serve them from an earlier
+    /// run and flatter TTFT.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub repeat_prompts: bool,
     /// Extra percentiles to report, e.g. 75,99.99.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = percentile)]
     #[serde(deserialize_with = "de_percentiles")]
@@ -804,7 +809,7 @@ mod tests {
             | "burstiness"
             | "fps" => "0.5".into(),
             "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
-            | "exit_on_finish" | "save_requests" => "true".into(),
+            | "exit_on_finish" | "save_requests" | "repeat_prompts" => "true".into(),
             _ => "\"text\"".into(),
         }
     }

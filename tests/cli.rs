@@ -609,3 +609,51 @@ fn a_bad_theme_fails_a_headless_run_before_any_load() {
     );
     let _ = std::fs::remove_dir_all(&profile);
 }
+
+/// A second run against the same server sends prompts the server has not
+/// seen (its prefix cache would flatter TTFT); `--repeat-prompts` sends the
+/// earlier run's prompts again, and the server's cache serves them.
+#[test]
+fn a_second_run_is_not_served_from_the_first_runs_cache() {
+    let sim = spawn_sim(&[]);
+    let run = |name: &str, extra: &[&str]| -> Value {
+        let out = tmpdir(name);
+        let o = bin()
+            .args(["--target", &sim.url, "--headless", "--profile", "constant"])
+            .args(["--rate", "20", "--max-requests", "20", "--export", "json"])
+            .args(["--data", "prompt_tokens=64,output_tokens=4,samples=20"])
+            .args(extra)
+            .args(["--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = read_report(&out);
+        let _ = std::fs::remove_dir_all(&out);
+        r
+    };
+    let cached = |r: &Value| {
+        r["stages"][0]["tokens"]["prompt_cached_total"]
+            .as_u64()
+            .unwrap()
+    };
+    let first = run("cache-1", &[]);
+    assert_eq!(cached(&first), 0, "{}", first["stages"][0]["tokens"]);
+    let second = run("cache-2", &[]);
+    assert_eq!(cached(&second), 0, "{}", second["stages"][0]["tokens"]);
+    assert!(second["config"]["data_source"]
+        .as_str()
+        .unwrap()
+        .contains("new to the server"));
+    // Asked for: the same prompts as the run before, served from the cache.
+    let third = run("cache-3", &["--repeat-prompts"]);
+    let fourth = run("cache-4", &["--repeat-prompts"]);
+    let total = fourth["stages"][0]["tokens"]["prompt_total"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        cached(&fourth) * 2 > total,
+        "{}",
+        fourth["stages"][0]["tokens"]
+    );
+    assert!(third["config"]["repeat_prompts"].as_bool().unwrap());
+}

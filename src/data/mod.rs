@@ -28,9 +28,13 @@ pub struct PromptItem {
 }
 
 /// Where prompts come from: `--data` is a synthetic spec (`key=value,…`) or a file path.
+/// `run`: a number drawn for this run, which makes synthetic prompts new
+/// to the server (see [`Synthetic::generate_for_run`]); `None` repeats the
+/// prompts of earlier runs with the same seed.
 pub fn load_items(
     spec: &str,
     seed: u64,
+    run: Option<u64>,
     counter: &dyn TokenCounter,
     skip_bad_rows: bool,
 ) -> Result<DataSet> {
@@ -38,7 +42,7 @@ pub fn load_items(
     let is_file = !spec.contains('=') || path.exists();
     if !is_file {
         let synth = Synthetic::parse(spec)?;
-        let items = synth.generate(seed, counter)?;
+        let items = synth.generate_for_run(seed, run, counter)?;
         let mut notes = Vec::new();
         if items.len() < synth.samples {
             notes.push(format!(
@@ -49,7 +53,14 @@ pub fn load_items(
             ));
         }
         return Ok(DataSet {
-            description: format!("synthetic {spec} (tokenizer: {})", counter.name()),
+            description: format!(
+                "synthetic {spec} (tokenizer: {}; {})",
+                counter.name(),
+                match run {
+                    Some(r) => format!("prompts new to the server: run number {r}"),
+                    None => "the prompts of every run with this seed".to_string(),
+                }
+            ),
             items,
             notes,
         });
@@ -275,7 +286,7 @@ mod tests {
         std::fs::write(&path, rows).unwrap();
         let spec = path.to_string_lossy().into_owned();
         let order = |seed| -> Vec<String> {
-            load_items(&spec, seed, &crate::tokenizer::Builtin, false)
+            load_items(&spec, seed, None, &crate::tokenizer::Builtin, false)
                 .unwrap()
                 .items
                 .into_iter()

@@ -188,6 +188,21 @@ impl Synthetic {
 
     /// Generates the prompts, seeded, with exact lengths under `counter`.
     pub fn generate(&self, seed: u64, counter: &dyn TokenCounter) -> Result<Vec<PromptItem>> {
+        self.generate_for_run(seed, None, counter)
+    }
+
+    /// As [`Synthetic::generate`], with `run` (a number drawn per run)
+    /// spelled by the two tokens after each prompt's sample number: the same
+    /// seed gives the same lengths and text, but no prompt of this run is a
+    /// prompt of an earlier run, whose prefix cache would serve it and
+    /// flatter TTFT. Token counts are unchanged (the run's tokens replace
+    /// random ones).
+    pub fn generate_for_run(
+        &self,
+        seed: u64,
+        run: Option<u64>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Vec<PromptItem>> {
         let pieces = counter.one_token_pieces();
         if pieces.len() < 8 {
             bail!(
@@ -219,10 +234,15 @@ impl Synthetic {
             // (unique for p² samples), so no prefix cache serves one prompt
             // from another; the rest is random.
             for k in 0..n {
-                let piece = match k {
-                    0 => &pieces[(i / p) % p],
-                    1 => &pieces[i % p],
-                    _ => &pieces[rng.random_range(0..p)],
+                // Drawn whatever the token, so the text after the head is
+                // the same with or without a run number.
+                let random = &pieces[rng.random_range(0..p)];
+                let piece = match (k, run) {
+                    (0, _) => &pieces[(i / p) % p],
+                    (1, _) => &pieces[i % p],
+                    (2, Some(r)) => &pieces[(r as usize) % p],
+                    (3, Some(r)) => &pieces[(r as usize / p) % p],
+                    _ => random,
                 };
                 text.push_str(piece);
             }
@@ -273,6 +293,49 @@ fn trim_to(it: &mut PromptItem, counter: &dyn TokenCounter, pieces: &[String], r
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two runs with the same seed send prompts of the same lengths and
+    /// text, but each run's are its own from the first tokens: no prefix
+    /// cache serves the second run from the first.
+    #[test]
+    fn each_run_has_prompts_of_its_own_and_the_same_shape() {
+        let spec = Synthetic::parse("prompt_tokens=32,output_tokens=4,samples=50,prefix_tokens=4")
+            .unwrap();
+        let b = &crate::tokenizer::Builtin;
+        let first = spec.generate_for_run(7, Some(1234), b).unwrap();
+        let second = spec.generate_for_run(7, Some(98765), b).unwrap();
+        let again = spec.generate_for_run(7, Some(1234), b).unwrap();
+        assert_eq!(first, again, "the same run number, the same prompts");
+        for (a, b) in first.iter().zip(&second) {
+            assert_eq!(a.prompt_tokens, b.prompt_tokens);
+            assert_eq!(a.shared_prefix_bytes, b.shared_prefix_bytes);
+            assert_ne!(a.text, b.text);
+            // The shared prefix is shared; after the head (sample number
+            // and run number), the text is the same.
+            let n = a.shared_prefix_bytes;
+            assert_eq!(a.text[..n], b.text[..n]);
+            let same_tail = a
+                .text
+                .bytes()
+                .rev()
+                .zip(b.text.bytes().rev())
+                .take_while(|(x, y)| x == y)
+                .count();
+            assert!(same_tail * 2 > a.text.len(), "{:?} / {:?}", a.text, b.text);
+        }
+        // Without a run number: the prompts of every run with this seed.
+        assert_eq!(
+            spec.generate(7, b).unwrap(),
+            spec.generate_for_run(7, None, b).unwrap()
+        );
+        // Token counts stay exact.
+        for item in &first {
+            assert_eq!(
+                crate::tokenizer::count_tokens(&item.text) as u64,
+                item.prompt_tokens
+            );
+        }
+    }
     use crate::tokenizer::{count_tokens, Builtin};
 
     #[test]

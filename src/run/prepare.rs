@@ -128,7 +128,14 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         items,
         description: data_description,
         notes: data_notes,
-    } = load_items(&args.data, args.seed, counter.as_ref(), args.skip_bad_rows)?;
+    } = load_items(
+        &args.data,
+        args.seed,
+        // A number of this run's own, so no prompt repeats an earlier run's.
+        (!args.repeat_prompts).then(rand::random::<u64>),
+        counter.as_ref(),
+        args.skip_bad_rows,
+    )?;
     let extra_body = args
         .extra_body
         .as_deref()
