@@ -140,6 +140,21 @@ fn headless_run_against_the_builtin_simulator_writes_a_report() {
         serde_json::to_value(back.strategy).unwrap(),
         r["config"]["strategy"]
     );
+    // A finished run: attach says so once, plainly.
+    let o = bin()
+        .args(["attach", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("is not running (completed)"), "{err}");
+    // A file that is not a report says what it is not, once.
+    let o = bin().args(["report", "Cargo.toml"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.matches("report").count() <= 2,
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -47,7 +47,7 @@ impl RunState {
         let path = dir.join(STATE_FILE);
         let text = std::fs::read(&path).with_context(|| {
             format!(
-                "{} is not a llmsweep run directory (no {STATE_FILE})",
+                "{} is not an llmsweep run directory (no {STATE_FILE})",
                 dir.display()
             )
         })?;

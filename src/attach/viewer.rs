@@ -46,9 +46,11 @@ pub async fn connect(dir: Option<&Path>, root: &Path) -> Result<(PathBuf, Connec
             "the run in {} is not running ({}{}); its reports are there",
             dir.display(),
             state.shown_status(),
+            // "completed: completed" says nothing twice.
             state
                 .end_reason
                 .as_deref()
+                .filter(|r| *r != state.shown_status())
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default()
         );
@@ -80,7 +82,7 @@ async fn connect_socket(state: &RunState) -> Result<Connection> {
         Ok(RunMsg::Hello { version, .. }) => bail!(
             "the run speaks protocol version {version}, this llmsweep speaks {VERSION}: attach with the llmsweep that started it"
         ),
-        _ => bail!("{} is not a llmsweep run's socket", state.socket.display()),
+        _ => bail!("{} is not an llmsweep run's socket", state.socket.display()),
     }
 }
 

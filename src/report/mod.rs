@@ -24,7 +24,7 @@ impl Report {
     }
 
     pub fn from_json(s: &str) -> Result<Report> {
-        let r: Report = serde_json::from_str(s).context("not an llmsweep report.json")?;
+        let r: Report = serde_json::from_str(s).context("its content is not a report.json")?;
         if r.version > SCHEMA_VERSION {
             anyhow::bail!(
                 "report schema version {} is newer than this llmsweep understands ({SCHEMA_VERSION}); upgrade llmsweep",
