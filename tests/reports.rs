@@ -275,3 +275,46 @@ fn report_and_compare_commands() {
     assert!(ok, "{err}");
     assert!(Path::new(&out_path).exists());
 }
+
+/// report.md and report.csv say what the operator did, as report.json and
+/// report.html do: the timeline (stage starts and ends aside) and, per
+/// stage, the verdict, manual, cut short and paused time.
+#[test]
+fn markdown_and_csv_show_what_the_operator_did() {
+    use llmsweep::model::{EventKind, TimelineEvent};
+    let mut r = fixture();
+    for (t_s, event, detail) in [
+        (1.5, EventKind::Pause, "paused by the operator"),
+        (3.0, EventKind::Resume, "resumed after 1.5 s"),
+        (
+            4.0,
+            EventKind::SetRate,
+            "constant@5.00 → constant@10.00 (manual)",
+        ),
+    ] {
+        r.timeline.push(TimelineEvent {
+            t_s,
+            event,
+            detail: detail.into(),
+        });
+    }
+    r.stages[0].manual = true;
+    r.stages[0].cut_short = true;
+    r.stages[0].paused_s = 1.5;
+    let md = export::render(&r, Format::Md).unwrap();
+    let timeline = &md[md.find("## Timeline").expect("a timeline section")..];
+    assert!(
+        timeline.contains("- 1.5 s `pause` paused by the operator"),
+        "{timeline}"
+    );
+    assert!(timeline.contains("`set_rate` constant@5.00"), "{timeline}");
+    assert!(!timeline.contains("`stage_start`"), "{timeline}");
+    let csv = export::render(&r, Format::Csv).unwrap();
+    let mut rows = csv.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let header = rows.next().unwrap();
+    let first = rows.next().unwrap();
+    let col = |name: &str| first[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(col("manual"), "true");
+    assert_eq!(col("cut_short"), "true");
+    assert_eq!(col("paused_s"), "1.5");
+}

@@ -50,6 +50,19 @@ pub fn render(r: &Report) -> Result<String> {
         }
     }
     header.push("errors".into());
+    // What the judgement and the operator did to the stage (after the
+    // older columns, so scripts that count columns keep working).
+    header.extend(
+        [
+            "verdict",
+            "verdict_reason",
+            "manual",
+            "cut_short",
+            "paused_s",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
     let server = crate::report::server::csv_wanted(r);
     if server {
         header.extend(
@@ -109,6 +122,19 @@ pub fn render(r: &Report) -> Result<String> {
                 .collect::<Vec<_>>()
                 .join(";"),
         );
+        row.extend([
+            s.verdict
+                .as_ref()
+                .map(|v| v.outcome.as_str().to_string())
+                .unwrap_or_default(),
+            s.verdict
+                .as_ref()
+                .map(|v| v.reason.clone())
+                .unwrap_or_default(),
+            s.manual.to_string(),
+            s.cut_short.to_string(),
+            f(s.paused_s),
+        ]);
         if server {
             row.extend(crate::report::server::csv_values(s));
         }

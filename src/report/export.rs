@@ -72,6 +72,7 @@ pub fn markdown(r: &Report) -> String {
             }
         }
     }
+    s.push_str(&timeline_markdown(r));
     let judgement = crate::stats::judge::judgement_lines(r);
     if !judgement.is_empty() {
         s.push_str("\n## Judgement\n\n");
@@ -84,6 +85,40 @@ pub fn markdown(r: &Report) -> String {
         for w in &r.warnings {
             s.push_str(&format!("- {w}\n"));
         }
+    }
+    s
+}
+
+/// Most timeline events a Markdown report lists (report.json has them all).
+const MD_TIMELINE_MAX: usize = 200;
+
+/// What happened during the run (the operator's keys, signals, viewers,
+/// the plan, warnings), stage starts and ends left out: the stage table
+/// has them.
+fn timeline_markdown(r: &Report) -> String {
+    use crate::model::EventKind;
+    let events: Vec<_> = r
+        .timeline
+        .iter()
+        .filter(|e| !matches!(e.event, EventKind::StageStart | EventKind::StageEnd))
+        .collect();
+    if events.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n## Timeline\n\n");
+    for e in events.iter().take(MD_TIMELINE_MAX) {
+        s.push_str(&format!(
+            "- {:.1} s `{}` {}\n",
+            e.t_s,
+            e.event,
+            e.detail.replace('`', "'")
+        ));
+    }
+    if events.len() > MD_TIMELINE_MAX {
+        s.push_str(&format!(
+            "- … {} more in report.json\n",
+            events.len() - MD_TIMELINE_MAX
+        ));
     }
     s
 }
