@@ -288,6 +288,19 @@ fn bad_input_gets_a_short_clear_error() {
     fails_with(&["--profile", "constant", "--rate", "-3"], "not possible");
     fails_with(&["--profile", "constant", "--rate", "NaN"], "not possible");
     fails_with(&["--profile", "constant"], "needs --rate");
+    // Prompts the model's context cannot hold (the simulator lists
+    // max_model_len 131072) are refused before any load.
+    fails_with(
+        &[
+            "--profile",
+            "constant",
+            "--rate",
+            "1",
+            "--data",
+            "prompt_tokens=140000,output_tokens=8,samples=2",
+        ],
+        "no prompt fits model",
+    );
     // Huge and tiny numbers read as typed, not as hundreds of digits.
     fails_with(
         &["-p", "constant", "--rate", "4", "--max-seconds=1e300"],

@@ -32,6 +32,16 @@ use sse::{SseError, SseItem, SseParser};
 
 pub use crate::model::Api;
 
+/// One entry of `/v1/models`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ModelInfo {
+    pub id: String,
+    /// The longest prompt plus output the server takes, in tokens, when it
+    /// says (vLLM and SGLang list `max_model_len`).
+    #[serde(default)]
+    pub max_model_len: Option<u64>,
+}
+
 /// Which HTTP redirects the client follows (`--follow-redirects`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -409,13 +419,13 @@ impl Client {
     }
 
     /// Pre-flight: the models the server lists at `/v1/models`.
-    pub async fn list_models(&self) -> Result<Vec<String>> {
+    pub async fn list_models(&self) -> Result<Vec<ModelInfo>> {
         self.list_models_inner()
             .await
             .map_err(|e| anyhow::anyhow!("{}", self.redact(&format!("{e:#}"))))
     }
 
-    async fn list_models_inner(&self) -> Result<Vec<String>> {
+    async fn list_models_inner(&self) -> Result<Vec<ModelInfo>> {
         let url = Url::parse(&join_url(&self.base_url, "/v1/models"))
             .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
         let shown = self.display_url();
@@ -452,16 +462,12 @@ impl Client {
         }
         #[derive(Deserialize)]
         struct Models {
-            data: Vec<Model>,
-        }
-        #[derive(Deserialize)]
-        struct Model {
-            id: String,
+            data: Vec<ModelInfo>,
         }
         let m: Models = resp.json().await.with_context(|| {
             format!("GET {shown}/v1/models did not return an OpenAI model list")
         })?;
-        Ok(m.data.into_iter().map(|m| m.id).collect())
+        Ok(m.data)
     }
 
     fn fail_message(&self, f: SendFail, shown: &str) -> anyhow::Error {

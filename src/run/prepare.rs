@@ -207,21 +207,36 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let models = client.list_models().await.with_context(|| {
         format!("pre-flight check failed: is an OpenAI-compatible server running at {shown_url}?")
     })?;
-    let model = match &args.model {
-        Some(m) if models.iter().any(|x| x == m) => m.clone(),
-        Some(m) => bail!(
-            "the server does not serve model {m:?}; it lists: {}",
-            if models.is_empty() {
-                "nothing".to_string()
-            } else {
-                models.join(", ")
-            }
-        ),
+    let served = match &args.model {
+        Some(m) => models
+            .iter()
+            .find(|x| &x.id == m)
+            .cloned()
+            .with_context(|| {
+                format!(
+                    "the server does not serve model {m:?}; it lists: {}",
+                    if models.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        models
+                            .iter()
+                            .map(|x| x.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                )
+            })?,
         None => models
             .first()
             .cloned()
             .context("the server lists no models at /v1/models; pass --model")?,
     };
+    let model = served.id.clone();
+    // Prompts the server's context cannot hold would only come back as
+    // HTTP 400s: say so now.
+    if let Some(context) = served.max_model_len {
+        data_notes.extend(check_context(&items, context, &model)?);
+    }
 
     // The server's /metrics: flags checked now, scraping starts with the run.
     let scrape = crate::server_metrics::config(
@@ -280,6 +295,30 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     })
 }
 
+/// Prompt plus output tokens against the model's context (`max_model_len`):
+/// an error when no prompt fits, a note when some do not.
+pub fn check_context(
+    items: &[crate::data::PromptItem],
+    context: u64,
+    model: &str,
+) -> Result<Option<String>> {
+    let need = |i: &crate::data::PromptItem| i.prompt_tokens + i.output_tokens.unwrap_or(0);
+    let over = items.iter().filter(|i| need(i) > context).count();
+    if over == 0 || items.is_empty() {
+        return Ok(None);
+    }
+    let longest = items.iter().map(need).max().unwrap_or(0);
+    if over == items.len() {
+        bail!(
+            "no prompt fits model {model:?}: its context is {context} tokens (max_model_len at /v1/models), and every prompt with its output needs more (up to {longest}); use shorter prompt_tokens/output_tokens or other data"
+        );
+    }
+    Ok(Some(format!(
+        "{over} of {} prompts need more than model {model:?}'s context of {context} tokens (prompt plus output, up to {longest}); the server will refuse them (HTTP 400)",
+        items.len()
+    )))
+}
+
 /// Reads the API key: `--api-key-file` first, then the environment variable.
 pub fn read_api_key(args: &RunConfig) -> Result<Option<String>> {
     if let Some(path) = &args.api_key_file {
@@ -322,6 +361,30 @@ pub fn parse_header(h: &str) -> Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prompts_longer_than_the_context_are_named_before_the_run() {
+        let item = |p: u64, o: Option<u64>| crate::data::PromptItem {
+            text: String::new(),
+            prompt_tokens: p,
+            output_tokens: o,
+            shared_prefix_bytes: 0,
+        };
+        let fits = [item(100, Some(20)), item(50, None)];
+        assert_eq!(check_context(&fits, 120, "m").unwrap(), None);
+        let some = [item(100, Some(21)), item(50, None)];
+        let note = check_context(&some, 120, "m").unwrap().unwrap();
+        assert!(
+            note.starts_with("1 of 2 prompts") && note.contains("121"),
+            "{note}"
+        );
+        let none = [item(200, Some(1)), item(121, None)];
+        let e = check_context(&none, 120, "m").unwrap_err().to_string();
+        assert!(
+            e.contains("no prompt fits model \"m\"") && e.contains("120 tokens"),
+            "{e}"
+        );
+    }
 
     fn args(profile: &str, rate: Option<&str>) -> RunConfig {
         crate::profile::plan::tests::args(profile, rate)
