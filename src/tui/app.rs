@@ -200,6 +200,15 @@ impl App {
         &self.themes[self.theme % self.themes.len().max(1)]
     }
 
+    /// The run is over and its reports are written: the result screen,
+    /// and no "stopping…" left over from the key that ended it.
+    pub fn finished(&mut self, o: RunOutcome) {
+        self.outcome = Some(o);
+        self.view = View::Dashboard;
+        self.help = false;
+        self.status = None;
+    }
+
     pub fn say(&mut self, msg: impl Into<String>) {
         self.status = Some((msg.into(), Instant::now()));
     }
@@ -837,7 +846,9 @@ mod tests {
         assert_eq!(a.metric, Metric::Sweep);
         press(&mut a, "mmmmm");
         assert_eq!(a.metric, Metric::Ttft);
-        a.outcome = Some(RunOutcome {
+        // The stop key's "stopping…" goes when the reports are written.
+        a.say("stopping: finishing the stage and writing the reports…");
+        a.finished(RunOutcome {
             report: std::sync::Arc::new(
                 crate::report::Report::from_json(
                     r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
@@ -846,6 +857,7 @@ mod tests {
             ),
             paths: vec![],
         });
+        assert_eq!(a.status_text(), None);
         assert_eq!(
             a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE)),
             None

@@ -204,9 +204,7 @@ pub async fn run(
                 outcome = None;
                 match o {
                     Some(o) => {
-                        app.outcome = Some(o);
-                        app.view = app::View::Dashboard;
-                        app.help = false;
+                        app.finished(o);
                         if terminal.draw(|f| ui::draw(f, &app)).is_err() {
                             crate::term::mark_gone();
                             break Exit::TerminalGone;
