@@ -22,6 +22,7 @@ use crate::engine::strategy::validate_rate;
 /// `llmsweep run`: load a server and report what it held.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[command(mut_args(switch))]
 pub struct RunConfig {
     /// One line for `llmsweep profiles` (profile files only).
     #[arg(skip)]
@@ -59,7 +60,7 @@ pub struct RunConfig {
     )]
     pub request_timeout: f64,
     /// Accept invalid TLS certificates (self-signed test servers).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long)]
     pub insecure: bool,
 
     /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson),
@@ -91,11 +92,11 @@ pub struct RunConfig {
     #[serde(deserialize_with = "de_enum")]
     pub sweep_strategy: SweepArrivals,
     /// Sweep: go on after a saturated stage.
-    #[arg(long = "no-stop-on-saturation", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", action = ArgAction::Set, value_parser = not)]
+    #[arg(long = "no-stop-on-saturation", action = ArgAction::SetFalse)]
     pub stop_on_saturation: bool,
     /// Run hopeless stages to their end: turn off the over-saturation guard
     /// (which ends a stage whose backlog or in-flight count and TTFT keep growing).
-    #[arg(long = "no-overload-guard", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", action = ArgAction::Set, value_parser = not)]
+    #[arg(long = "no-overload-guard", action = ArgAction::SetFalse)]
     pub overload_guard: bool,
     /// Between stages, wait at most this long for the server to finish what the
     /// last stage left running (0: do not wait).
@@ -163,12 +164,12 @@ pub struct RunConfig {
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<PathBuf>,
     /// Skip malformed rows of a data file (and count them) instead of stopping at the first.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long)]
     pub skip_bad_rows: bool,
     /// Send the synthetic prompts of earlier runs with the same --seed. By default each run's
     /// prompts are new to the server, so its prefix cache cannot serve them from an earlier
     /// run and flatter TTFT.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long)]
     pub repeat_prompts: bool,
     /// Extra percentiles to report, e.g. 75,99.99.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = percentile)]
@@ -206,10 +207,10 @@ pub struct RunConfig {
     pub export: Vec<Format>,
     /// Also write every request (timings, tokens, outcome, each chunk's time) to
     /// requests.jsonl in the output directory.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long)]
     pub save_requests: bool,
     /// Plain progress lines instead of the dashboard (automatic when stdout is not a terminal).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long)]
     pub headless: bool,
     /// Dashboard theme: dark, light, high-contrast, mono, or a path to a theme .toml (NO_COLOR forces mono).
     #[arg(long, value_name = "NAME|PATH")]
@@ -237,7 +238,7 @@ pub struct RunConfig {
     #[serde(deserialize_with = "de_opt_count")]
     pub max_line_bytes: Option<u64>,
     /// Close the dashboard as soon as the run ends, without the result screen.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_name = "BOOL", ignore_case = true, action = ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long)]
     pub exit_on_finish: bool,
 }
 
@@ -597,6 +598,29 @@ fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 
 fn de_opt_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     de_count(d).map(Some)
+}
+
+/// Every on/off flag also takes a value (`--headless=false`,
+/// `--no-overload-guard=false`), so a switch a profile file sets can be set
+/// back from the command line. `--detach` stays a plain flag: it starts a
+/// copy of the command line without it.
+fn switch(a: clap::Arg) -> clap::Arg {
+    let value = |a: clap::Arg| {
+        a.num_args(0..=1)
+            .require_equals(true)
+            .default_missing_value("true")
+            .default_value("false")
+            .value_name("BOOL")
+            .action(ArgAction::Set)
+    };
+    match a.get_action() {
+        _ if a.get_id() == "detach" => a,
+        ArgAction::SetTrue => value(a)
+            .ignore_case(true)
+            .value_parser(clap::builder::BoolishValueParser::new()),
+        ArgAction::SetFalse => value(a).value_parser(not),
+        _ => a,
+    }
 }
 
 /// A `--no-…` switch's value: the setting it turns off.
