@@ -86,6 +86,51 @@ fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// Opens a chart: the SVG element, a white background and the title.
+pub fn svg_open(s: &mut String, w: f64, h: f64, title: &str) {
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}"><rect width="100%" height="100%" fill="#fff"/><text x="{tx}" y="20" font-size="14" font-weight="bold" text-anchor="middle">{t}</text>"##,
+        t = esc(title),
+        tx = w / 2.0
+    );
+}
+
+/// A horizontal grid line across the plot (from `ml` to `x2`) at height
+/// `y`, labelled left of the plot.
+pub fn y_grid_line(s: &mut String, ml: f64, x2: f64, y: f64, label: &str) {
+    let _ = write!(
+        s,
+        r##"<line x1="{ml}" x2="{x2}" y1="{y:.1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{tx}" y="{ty:.1}" font-size="10" text-anchor="end">{l}</text>"##,
+        tx = ml - 6.0,
+        ty = y + 3.0,
+        l = esc(label)
+    );
+}
+
+/// The plot's two axes (left edge `ml`, top `mt`, bottom `yb`, right
+/// `xr`) and their labels; the x label's baseline is at `x_label_y`.
+#[allow(clippy::too_many_arguments)]
+pub fn axes(
+    s: &mut String,
+    ml: f64,
+    mt: f64,
+    yb: f64,
+    xr: f64,
+    x_label_y: f64,
+    x_label: &str,
+    y_label: &str,
+) {
+    let _ = write!(
+        s,
+        r##"<line x1="{ml}" x2="{ml}" y1="{mt}" y2="{yb}" stroke="#333"/><line x1="{ml}" x2="{xr}" y1="{yb}" y2="{yb}" stroke="#333"/><text x="{cx}" y="{x_label_y}" font-size="11" text-anchor="middle">{xl}</text><text x="14" y="{cy}" font-size="11" text-anchor="middle" transform="rotate(-90 14 {cy})">{yl}</text>"##,
+        cx = (ml + xr) / 2.0,
+        xl = esc(x_label),
+        cy = (mt + yb) / 2.0,
+        yl = esc(y_label)
+    );
+}
+
 /// A line chart. `x_labels` replaces numeric x ticks (for percentile axes).
 pub fn chart(
     title: &str,
@@ -160,26 +205,13 @@ pub fn chart_with(
     let py = |y: f64| plot_h - mb - ((yv(y) - ylo) / (yhi - ylo)) * (plot_h - mt - mb);
     let py_units = |u: f64| plot_h - mb - ((u - ylo) / (yhi - ylo)) * (plot_h - mt - mb);
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}"><rect width="100%" height="100%" fill="#fff"/><text x="{tx}" y="20" font-size="14" font-weight="bold" text-anchor="middle">{t}</text>"##,
-        t = esc(&if log {
-            format!("{title} (log scale)")
-        } else {
-            title.to_string()
-        }),
-        tx = w / 2.0
-    );
+    if log {
+        svg_open(&mut s, w, h, &format!("{title} (log scale)"));
+    } else {
+        svg_open(&mut s, w, h, title);
+    }
     for (u, label) in &yt {
-        let _ = write!(
-            s,
-            r##"<line x1="{ml}" x2="{x2}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e5e5e5"/><text x="{tx}" y="{ty:.1}" font-size="10" text-anchor="end">{l}</text>"##,
-            x2 = w - mr,
-            yy = py_units(*u),
-            tx = ml - 6.0,
-            ty = py_units(*u) + 3.0,
-            l = esc(label)
-        );
+        y_grid_line(&mut s, ml, w - mr, py_units(*u), label);
     }
     for (i, x) in xt.iter().enumerate() {
         let label = match x_labels {
@@ -196,16 +228,15 @@ pub fn chart_with(
             l = esc(&label)
         );
     }
-    let _ = write!(
-        s,
-        r##"<line x1="{ml}" x2="{ml}" y1="{mt}" y2="{yb}" stroke="#333"/><line x1="{ml}" x2="{xr}" y1="{yb}" y2="{yb}" stroke="#333"/><text x="{cx}" y="{lb}" font-size="11" text-anchor="middle">{xl}</text><text x="14" y="{cy}" font-size="11" text-anchor="middle" transform="rotate(-90 14 {cy})">{yl}</text>"##,
-        yb = plot_h - mb,
-        xr = w - mr,
-        cx = (ml + w - mr) / 2.0,
-        lb = plot_h - 10.0,
-        xl = esc(x_label),
-        cy = (mt + plot_h - mb) / 2.0,
-        yl = esc(y_label)
+    axes(
+        &mut s,
+        ml,
+        mt,
+        plot_h - mb,
+        w - mr,
+        plot_h - 10.0,
+        x_label,
+        y_label,
     );
     for (x, label) in &opts.vlines {
         let _ = write!(

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::{esc, ticks};
+use super::html::{axes, esc, svg_open, ticks, y_grid_line};
 use super::layouts::GroupedTable;
 use super::{Report, StageReport};
 use crate::model::server::{GaugeSummary, ServerDist};
@@ -227,21 +227,9 @@ fn time_chart(
     let px = |x: f64| ml + (x / xmax) * (w - ml - mr);
     let py = |y: f64| h - mb - (y.min(ymax) / ymax) * (h - mt - mb);
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}"><rect width="100%" height="100%" fill="#fff"/><text x="{tx}" y="20" font-size="14" font-weight="bold" text-anchor="middle">{t}</text>"##,
-        t = esc(title),
-        tx = w / 2.0
-    );
+    svg_open(&mut s, w, h, title);
     for y in &yt {
-        let _ = write!(
-            s,
-            r##"<line x1="{ml}" x2="{x2}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e5e5e5"/><text x="{tx}" y="{ty:.1}" font-size="10" text-anchor="end">{y}</text>"##,
-            x2 = w - mr,
-            yy = py(*y),
-            tx = ml - 6.0,
-            ty = py(*y) + 3.0,
-        );
+        y_grid_line(&mut s, ml, w - mr, py(*y), &y.to_string());
     }
     for x in &xt {
         let _ = write!(
@@ -263,25 +251,24 @@ fn time_chart(
             i = i + 1,
         );
     }
-    let _ = write!(
-        s,
-        r##"<line x1="{ml}" x2="{ml}" y1="{mt}" y2="{yb}" stroke="#333"/><line x1="{ml}" x2="{xr}" y1="{yb}" y2="{yb}" stroke="#333"/><text x="{cx}" y="{lb}" font-size="11" text-anchor="middle">seconds since the run started (dashed: stage starts)</text><text x="14" y="{cy}" font-size="11" text-anchor="middle" transform="rotate(-90 14 {cy})">{yl}</text>"##,
-        yb = h - mb,
-        xr = w - mr,
-        cx = (ml + w - mr) / 2.0,
-        lb = h - 8.0,
-        cy = (mt + h - mb) / 2.0,
-        yl = esc(y_label)
+    axes(
+        &mut s,
+        ml,
+        mt,
+        h - mb,
+        w - mr,
+        h - 8.0,
+        "seconds since the run started (dashed: stage starts)",
+        y_label,
     );
     for (i, (name, points)) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        // A gap in the data (a failed scrape, a stage without data) breaks the line.
+        // One line through the points there are (a failed scrape leaves
+        // no point; the line joins its neighbours).
         let mut path = String::new();
-        let mut prev_t: Option<f64> = None;
-        for (x, y) in points {
-            let cmd = if prev_t.is_none() { "M" } else { "L" };
+        for (k, (x, y)) in points.iter().enumerate() {
+            let cmd = if k == 0 { "M" } else { "L" };
             let _ = write!(path, "{cmd}{:.1},{:.1} ", px(*x), py(*y));
-            prev_t = Some(*x);
         }
         let _ = write!(
             s,
