@@ -32,8 +32,7 @@ fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}\n{stdout}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let report = common::process::read_report(&out);
     let errors = &report["stages"][0]["errors"];
     assert!(
         errors["client_limit"].as_u64().unwrap_or(0) > 0,

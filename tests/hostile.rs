@@ -89,19 +89,12 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Seen> {
                 head: String::new(),
             });
         }
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
+        if let Some(end) = common::http::head_end(&buf) {
+            break end;
         }
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
+    let len = common::http::content_length(&head);
     while buf.len() < head_end + len {
         let n = sock.read(&mut tmp).await.ok()?;
         if n == 0 {

@@ -428,8 +428,7 @@ fn every_reason_reaches_the_console_markdown_and_html() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<h2>Judgement</h2>"));
     assert!(html.contains("sweep ends: no completed requests"));
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let json = common::process::read_report(&out);
     assert!(json["end_reason"]
         .as_str()
         .unwrap()
@@ -461,8 +460,7 @@ fn the_search_profile_runs_from_the_command_line() {
     assert!(res.status.success(), "{stdout}");
     // 1 ms TTFT cannot be met: the search ends after the synchronous stage.
     assert!(stdout.contains("search: no rate met the SLOs"), "{stdout}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let json = common::process::read_report(&out);
     assert!(json["search"]["rate"].is_null(), "{}", json["search"]);
     assert_eq!(json["search"]["probes"][0]["stage"], "synchronous");
     assert_eq!(json["stages"].as_array().unwrap().len(), 1);

@@ -2,6 +2,8 @@
 //! key) appear in none of its outputs, even when the server echoes them back:
 //! stdout, stderr, every report format and the stages.jsonl checkpoint.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -38,19 +40,12 @@ fn read_request(sock: &mut TcpStream) -> Option<(String, String)> {
             return None;
         }
         buf.extend_from_slice(&tmp[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
+        if let Some(end) = common::http::head_end(&buf) {
+            break end;
         }
     };
     let head = String::from_utf8_lossy(&buf[..end]).to_string();
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
+    let len = common::http::content_length(&head);
     while buf.len() < end + len {
         let n = sock.read(&mut tmp).ok()?;
         if n == 0 {

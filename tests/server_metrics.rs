@@ -320,8 +320,7 @@ fn a_run_reports_the_servers_side_in_every_format_unless_turned_off() {
         "{}",
         String::from_utf8_lossy(&status.stderr)
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let report = common::process::read_report(&out);
     let server = &report["stages"][0]["server"];
     assert_eq!(server["source"], "vllm", "{server}");
     assert!(
@@ -374,8 +373,7 @@ fn a_run_reports_the_servers_side_in_every_format_unless_turned_off() {
         "{}",
         String::from_utf8_lossy(&status.stderr)
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let report = common::process::read_report(&out);
     assert!(report["stages"][0].get("server").is_none());
     assert!(!std::fs::read_to_string(out.join("report.md"))
         .unwrap()

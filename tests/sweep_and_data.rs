@@ -11,7 +11,7 @@ use llmsweep::engine::{Engine, Limits, RunSettings, Snapshot};
 use llmsweep::model::EventKind;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::tokenizer::{TokenCounter, TokenizerFile, VOCAB};
-use serde_json::{json, Value};
+use serde_json::json;
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("llmsweep-sd-{}-{name}", std::process::id()));
@@ -228,8 +228,7 @@ fn profile_files_errors_and_overrides() {
         out.to_str().unwrap(),
     ]));
     assert!(ok, "{err}");
-    let r: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let r = common::process::read_report(&out);
     assert_eq!(r["stages"][0]["name"], "constant@4.00");
     assert_eq!(r["config"]["profile_name"], good.to_str().unwrap());
     assert_eq!(r["stages"][0]["tokens"]["prompt_mean"], 8.0);
@@ -285,8 +284,7 @@ fn data_files_and_tokenizers_from_the_command_line() {
         out.to_str().unwrap(),
     ]));
     assert!(ok, "{err}");
-    let r: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let r = common::process::read_report(&out);
     let s = &r["stages"][0];
     // One request: a second would reuse the only row, tagged to stay unique.
     assert_eq!(s["requests"]["completed"], 1);
@@ -330,8 +328,7 @@ fn data_files_and_tokenizers_from_the_command_line() {
         out2.to_str().unwrap(),
     ]));
     assert!(ok, "{err}");
-    let r: Value =
-        serde_json::from_str(&std::fs::read_to_string(out2.join("report.json")).unwrap()).unwrap();
+    let r = common::process::read_report(&out2);
     assert_eq!(r["stages"][0]["tokens"]["prompt_mean"], 40.0);
     assert!(r["config"]["tokenizer"]
         .as_str()

@@ -68,8 +68,7 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
         last.contains("report: ") && last.contains("constant@5.50 (manual)"),
         "{last}"
     );
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let report = common::process::read_report(&out);
     let names: Vec<&str> = report["stages"]
         .as_array()
         .unwrap()

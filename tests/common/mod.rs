@@ -2,6 +2,7 @@
 //! an engine wired to it.
 #![allow(dead_code)]
 
+pub mod http;
 pub mod process;
 pub mod tmux;
 
