@@ -358,23 +358,9 @@ impl App {
                     };
                     None
                 }
-                KeyCode::Char('t') => {
-                    self.theme = (self.theme + 1) % self.themes.len().max(1);
-                    None
-                }
-                KeyCode::Char('m') => {
-                    self.metric = self.metric.next();
-                    None
-                }
-                // Scrolls the errors view; harmless on the result.
-                KeyCode::Down | KeyCode::Char('j') => {
-                    self.scroll = self.scroll.saturating_add(1);
-                    None
-                }
-                KeyCode::Up | KeyCode::Char('k') => {
-                    self.scroll = self.scroll.saturating_sub(1);
-                    None
-                }
+                // Theme, chart and scrolling (the errors view; harmless on
+                // the result); any other key closes.
+                code if self.view_key(code) => None,
                 _ => Some(Action::Close),
             };
         }
@@ -517,17 +503,6 @@ impl App {
                 self.help = !self.help;
                 None
             }
-            KeyCode::Char('t') => {
-                self.theme = (self.theme + 1) % self.themes.len().max(1);
-                let name = self.theme().name.clone();
-                self.say(format!("theme: {name}"));
-                None
-            }
-            KeyCode::Char('m') => {
-                self.metric = self.metric.next();
-                self.say(format!("chart: {}", self.metric.title()));
-                None
-            }
             KeyCode::Tab => {
                 self.view = match self.view {
                     View::Dashboard => View::Errors,
@@ -546,16 +521,34 @@ impl App {
                 self.scroll = 0;
                 None
             }
-            KeyCode::Down | KeyCode::Char('j') => {
-                self.scroll = self.scroll.saturating_add(1);
+            code => {
+                if self.view_key(code) {
+                    match code {
+                        KeyCode::Char('t') => {
+                            let name = self.theme().name.clone();
+                            self.say(format!("theme: {name}"));
+                        }
+                        KeyCode::Char('m') => self.say(format!("chart: {}", self.metric.title())),
+                        _ => {}
+                    }
+                }
                 None
             }
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.scroll = self.scroll.saturating_sub(1);
-                None
-            }
-            _ => None,
         }
+    }
+
+    /// Keys that change only how the screen looks (theme, chart, scroll),
+    /// the same during the run and on the result screen. True if `code`
+    /// was one of them.
+    fn view_key(&mut self, code: KeyCode) -> bool {
+        match code {
+            KeyCode::Char('t') => self.theme = (self.theme + 1) % self.themes.len().max(1),
+            KeyCode::Char('m') => self.metric = self.metric.next(),
+            KeyCode::Down | KeyCode::Char('j') => self.scroll = self.scroll.saturating_add(1),
+            KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
+            _ => return false,
+        }
+        true
     }
 }
 
