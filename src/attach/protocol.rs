@@ -116,9 +116,18 @@ pub struct Sent {
 /// The part of the run's server view a viewer that has `sent` needs (None
 /// when nothing changed); updates `sent`.
 pub fn server_delta(view: &LiveView, sent: &mut Sent) -> Option<LiveView> {
+    // The fields a viewer replaces whole; not the series (sent as new
+    // points) nor the latest raw reading (never sent).
     let header = LiveView {
+        status: view.status.clone(),
+        url: view.url.clone(),
+        interval_s: view.interval_s,
+        source: view.source.clone(),
+        scrapes: view.scrapes,
+        errors: view.errors,
+        last_error: view.last_error.clone(),
+        latest: Default::default(),
         series: Default::default(),
-        ..view.clone()
     };
     let last_t = view.series.back().map(|p| p.t_s);
     if let Some((h, t)) = &sent.server {
