@@ -110,9 +110,10 @@ pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
     }
 }
 
+/// `args` have passed [`check_settings`] (`run::execute` checks them
+/// before anything else, so a `--detach` run is refused in the terminal).
 pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Arguments that need no network.
-    check_numbers(args)?;
     let slo = args
         .slo
         .as_deref()
