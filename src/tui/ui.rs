@@ -564,6 +564,17 @@ fn draw_dashboard(frame: &mut Frame, app: &App, area: Rect) {
     draw_table(frame, app, &rows, lay.table, true);
 }
 
+/// `TTFT ms p50 12.3 p99 45.6` in the "now" panel.
+fn p50_p99(th: &Theme, label: &'static str, p50: f64, p99: f64, has: bool) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(label, th.dim()),
+        Span::styled(
+            format!("p50 {} p99 {}", opt_ms(p50, has), opt_ms(p99, has)),
+            th.text(),
+        ),
+    ])
+}
+
 fn opt_ms(v: f64, has: bool) -> String {
     if has && v > 0.0 {
         ms(Some(v)).unwrap_or_default()
@@ -625,28 +636,8 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled("tok/s ", th.dim()),
             Span::styled(format!("{:.0}", st.output_tokens_per_s), th.text()),
         ]),
-        Line::from(vec![
-            Span::styled("TTFT ms ", th.dim()),
-            Span::styled(
-                format!(
-                    "p50 {} p99 {}",
-                    opt_ms(st.ttft_p50_ms, has),
-                    opt_ms(st.ttft_p99_ms, has)
-                ),
-                th.text(),
-            ),
-        ]),
-        Line::from(vec![
-            Span::styled("ITL ms  ", th.dim()),
-            Span::styled(
-                format!(
-                    "p50 {} p99 {}",
-                    opt_ms(st.itl_p50_ms, has),
-                    opt_ms(st.itl_p99_ms, has)
-                ),
-                th.text(),
-            ),
-        ]),
+        p50_p99(th, "TTFT ms ", st.ttft_p50_ms, st.ttft_p99_ms, has),
+        p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has),
         Line::from(vec![
             Span::styled(if inner.width >= 30 { "stage: " } else { "" }, th.dim()),
             Span::styled("done ", th.dim()),
