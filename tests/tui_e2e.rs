@@ -30,7 +30,9 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
     });
     tmux.keys("+");
     tmux.wait_for("the manual stage", limit, |s| {
-        s.contains("constant@5.50 (manual)") && s.contains("+10%")
+        // The footer gives the engine's answer: the rate that runs.
+        s.contains("constant@5.50 (manual)")
+            && s.contains("new stage: constant@5.00 → constant@5.50 (manual)")
     });
     tmux.keys("n");
     // The planned stage was cut short early by the rate change: it runs again.

@@ -182,16 +182,22 @@ impl App {
     /// never claims a change that did not happen.
     pub fn set_snapshot(&mut self, snap: Snapshot) {
         let seen = self.timeline_seen.unwrap_or(snap.timeline.len());
-        let refused = snap
+        // The engine's answer to a rate key replaces the key's preview,
+        // which was computed from an older snapshot: what ran, or why not.
+        let answer = snap
             .timeline
             .get(seen..)
             .unwrap_or_default()
             .iter()
-            .rfind(|e| e.event == EventKind::Rejected)
-            .map(|e| format!("refused: {}", e.detail));
+            .rev()
+            .find_map(|e| match e.event {
+                EventKind::Rejected => Some(format!("refused: {}", e.detail)),
+                EventKind::SetRate => Some(format!("new stage: {}", e.detail)),
+                _ => None,
+            });
         self.timeline_seen = Some(snap.timeline.len());
         self.snap = snap;
-        if let Some(msg) = refused {
+        if let Some(msg) = answer {
             self.say(msg);
         }
     }
@@ -752,8 +758,21 @@ mod tests {
         assert_eq!(a.status_text(), Some(format!("refused: {why}").as_str()));
         // Said once: later snapshots with no new refusal leave the status alone.
         a.say("something else");
-        a.set_snapshot(snap);
+        a.set_snapshot(snap.clone());
         assert_eq!(a.status_text(), Some("something else"));
+        // A rate the engine took shows as it ran, not as the dashboard
+        // previewed it from an older measurement.
+        let mut timeline = (*snap.timeline).clone();
+        timeline.push(ev(
+            EventKind::SetRate,
+            "constant@7.33 → constant@7.93 (manual)",
+        ));
+        snap.timeline = std::sync::Arc::new(timeline);
+        a.set_snapshot(snap);
+        assert_eq!(
+            a.status_text(),
+            Some("new stage: constant@7.33 → constant@7.93 (manual)")
+        );
     }
 
     #[test]
