@@ -502,6 +502,7 @@ impl Engine {
             .closed_loop_limit()
             .or(limits.max_concurrency)
             .map(u64::from);
+        stats = stats.with_in_flight_cap(in_flight_cap);
         let closed_loop = !spec.strategy.is_open_loop();
         let mut dispatched = 0u64;
         let mut ticks = tokio::time::interval_at(start + SNAPSHOT_EVERY, SNAPSHOT_EVERY);
@@ -573,6 +574,12 @@ impl Engine {
                     if d.paused_at.is_some() {
                         // The stage clock stands still: no points for paused seconds.
                         next_second = now + Duration::from_secs(1);
+                    } else if let (Some(rate), Some(due)) = (judged_rate, due) {
+                        // Requests due that a cap (or a late client) holds
+                        // back are backlog too: the verdict sees them.
+                        let late = now.saturating_duration_since(due).as_secs_f64();
+                        let queued = if due <= now { (late * rate).floor() as u64 + 1 } else { 0 };
+                        stats.observe_client_queue(now, queued);
                     }
                     let mut ticked = false;
                     while now >= next_second {
@@ -608,6 +615,7 @@ impl Engine {
         if d.paused_at.is_some() {
             stats.resume(ended_at);
         }
+        stats.stop_sending(ended_at);
 
         // Stages cut short earlier must be reported before this one.
         self.cancel_finishing(Some((number, &mut stats, &spec.name)))

@@ -5,6 +5,7 @@
 //! it. The rules that fill these types live beside their subjects
 //! (`stats::stage`, `stats::verdict`, `profile::search`, `server_metrics`).
 
+pub mod answer;
 pub mod dist;
 pub mod kinds;
 pub mod live;
@@ -15,6 +16,7 @@ pub mod server;
 pub mod slo;
 pub mod verdict;
 
+pub use answer::Answer;
 pub use dist::DistSummary;
 pub use kinds::{Api, EventKind, StrategyKind};
 pub use report::*;

@@ -36,6 +36,11 @@ pub struct Report {
     /// With `--profile search`: the highest rate that met the SLOs, its interval and the stages that prove it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<super::search::SearchSummary>,
+    /// The run's answer: the rate the server holds, bracketed, and the
+    /// flood rate beside it (`stats::answer`). Reports written before it
+    /// existed get it computed when they are read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<super::answer::Answer>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -176,18 +181,45 @@ pub struct RequestCounts {
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct Rates {
-    /// Completed requests per second of measured window.
+    /// Completed requests per second of measured window (GuideLLM's
+    /// "requests/s": it counts the first seconds, before anything can have
+    /// completed, so a stage that kept up reads below its rate).
     pub requests_per_s: f64,
-    /// The slope of a least-squares fit of completions against completion
-    /// time: the server's completion rate once work flows, without the ramp
-    /// at the start, the requests cut off at the end, or the lock-step bursts
-    /// of equal-length batches. The sweep plans from it for the throughput
-    /// stage. 0 with fewer than three completions.
+    /// The stage's capacity estimate (`capacity.requests_per_s`): the slope
+    /// of completions against completion time, capped by the evidence. The
+    /// sweep plans from it for the throughput stage. 0 with fewer than
+    /// three completions.
     #[serde(default)]
     pub steady_requests_per_s: f64,
+    /// Requests sent per second over the steady window (docs/METRICS.md:
+    /// from the first answer to the end of sending, paused time and drain
+    /// left out).
+    #[serde(default)]
+    pub sent_per_s: f64,
+    /// Requests completed per second over the same steady window: the
+    /// achieved rate every table shows.
+    #[serde(default)]
+    pub completed_per_s: f64,
+    /// Seconds of steady window (0 when nothing was answered, or in reports
+    /// written before it existed).
+    #[serde(default)]
+    pub steady_s: f64,
     pub output_tokens_per_s: f64,
     /// (prompt + output tokens of completed requests) per second.
     pub total_tokens_per_s: f64,
+}
+
+impl Rates {
+    /// The achieved rate: completions per second of steady window, or of
+    /// the measured window when there is no steady window (reports from
+    /// before it, stages with no answer).
+    pub fn achieved(&self) -> f64 {
+        if self.steady_s > 0.0 {
+            self.completed_per_s
+        } else {
+            self.requests_per_s
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]

@@ -106,7 +106,7 @@ pub fn read(path: &Path) -> Result<Report> {
             Err(e) => bail!("{}: line {} is not a stage: {e}", path.display(), i + 2),
         }
     }
-    Ok(Report {
+    let mut r = Report {
         version: SCHEMA_VERSION,
         tool: header.tool,
         created: header.created,
@@ -116,10 +116,13 @@ pub fn read(path: &Path) -> Result<Report> {
         end_reason: "checkpoint: the stages finished before the run ended".into(),
         slo_summary: crate::profile::slo::summarize(&stages),
         search: None,
+        answer: None,
         stages,
         timeline: Vec::new(),
         warnings: Vec::new(),
-    })
+    };
+    r.set_answer();
+    Ok(r)
 }
 
 /// Loads `report.json` or a `stages.jsonl` checkpoint.
@@ -129,6 +132,11 @@ pub fn load_any(path: &Path) -> Result<Report> {
     }
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Report::from_json(&text)
-        .with_context(|| format!("{} is not an llmsweep report", path.display()))
+    let mut r = Report::from_json(&text)
+        .with_context(|| format!("{} is not an llmsweep report", path.display()))?;
+    // Reports written before the answer existed get it now.
+    if r.answer.is_none() {
+        r.set_answer();
+    }
+    Ok(r)
 }

@@ -33,6 +33,15 @@ impl Report {
         }
         Ok(r)
     }
+
+    /// Computes the run's answer from its stages (once: every renderer
+    /// reads `answer`).
+    pub fn set_answer(&mut self) {
+        self.answer = Some(crate::stats::answer::answer(
+            &self.stages,
+            self.slo_summary.as_ref(),
+        ));
+    }
 }
 
 /// Writes `contents` to `path` atomically: a temporary file in the same

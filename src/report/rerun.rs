@@ -124,6 +124,7 @@ mod tests {
             warnings: Vec::new(),
             slo_summary: None,
             search: None,
+            answer: None,
         }
     }
 

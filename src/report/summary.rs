@@ -6,62 +6,26 @@
 use std::fmt::Write as _;
 
 use super::{Report, StageReport};
-use crate::model::StrategyKind;
 
 /// A stage's TTFT p50 more than this many times the lowest of the slower
 /// stages marks the knee: latency has started to climb with the rate.
 pub const KNEE_FACTOR: f64 = 2.0;
-
-/// The capacity estimate and where it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Capacity {
-    pub requests_per_s: f64,
-    pub how: String,
-}
 
 /// Stages whose points lie on the rate curve: the open-loop ones.
 pub fn on_rate_curve(s: &StageReport) -> bool {
     s.strategy.is_open_loop()
 }
 
-/// Capacity: the throughput stage's steady completion rate when there is
-/// one (the server flat out); otherwise the highest completion rate any
-/// stage reached, which is a floor.
-pub fn capacity(stages: &[StageReport]) -> Option<Capacity> {
-    let thr = stages
-        .iter()
-        .filter(|s| s.strategy == StrategyKind::Throughput)
-        .map(|s| {
-            let steady = s.rates.steady_requests_per_s;
-            if steady > 0.0 {
-                (s, steady, "steady completion rate")
-            } else {
-                (s, s.rates.requests_per_s, "completion rate")
-            }
-        })
-        .filter(|(_, r, _)| *r > 0.0)
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((s, r, what)) = thr {
-        return Some(Capacity {
-            requests_per_s: r,
-            how: format!("{what} of the {} stage (all requests at once)", s.name),
-        });
-    }
-    let best = stages
-        .iter()
-        .filter(|s| s.rates.requests_per_s > 0.0)
-        .max_by(|a, b| a.rates.requests_per_s.total_cmp(&b.rates.requests_per_s))?;
-    Some(Capacity {
-        requests_per_s: best.rates.requests_per_s,
-        how: format!(
-            "highest completion rate of any stage ({}); no throughput stage, so at least this",
-            best.name
-        ),
-    })
+/// The run's answer: the one stored in the report, or computed from its
+/// stages (a report assembled in a test, a live view).
+pub fn answer(r: &Report) -> crate::model::Answer {
+    r.answer
+        .clone()
+        .unwrap_or_else(|| crate::stats::answer::answer(&r.stages, r.slo_summary.as_ref()))
 }
 
 /// The knee: the fastest open-loop stage before latency takes off, i.e.
-/// before the first stage (by achieved rate) that is saturated or whose TTFT
+/// before the first stage (by achieved rate, `Rates::achieved`) that is saturated or whose TTFT
 /// p50 exceeds `KNEE_FACTOR` × the lowest TTFT p50 of the slower stages.
 /// None until such a climb is seen (the curve is still flat).
 pub fn knee(stages: &[StageReport]) -> Option<&StageReport> {
@@ -69,7 +33,7 @@ pub fn knee(stages: &[StageReport]) -> Option<&StageReport> {
         .iter()
         .filter(|s| on_rate_curve(s) && s.ttft_ms.count > 0)
         .collect();
-    curve.sort_by(|a, b| a.rates.requests_per_s.total_cmp(&b.rates.requests_per_s));
+    curve.sort_by(|a, b| a.rates.achieved().total_cmp(&b.rates.achieved()));
     let mut lowest = f64::INFINITY;
     for (i, s) in curve.iter().enumerate() {
         let climbed = lowest.is_finite() && s.ttft_ms.p50 > KNEE_FACTOR * lowest;
@@ -150,19 +114,21 @@ pub fn stop_reason(r: &Report) -> String {
 /// The summary as (label, text) lines.
 pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
-    match capacity(&r.stages) {
-        Some(c) => out.push((
-            "Capacity",
-            format!("~{:.2} req/s · {}", c.requests_per_s, c.how),
-        )),
-        None => out.push(("Capacity", "no completed requests: no estimate".into())),
+    let a = answer(r);
+    out.push(("Answer", crate::stats::answer::line(&a)));
+    let mut basis = a.basis.clone();
+    if let Some(next) = &a.next {
+        basis.push_str(&format!("; next: {next}"));
     }
+    out.push(("Basis", basis));
     match knee(&r.stages) {
         Some(k) => out.push((
             "Knee",
             format!(
                 "{} at {:.2} req/s (TTFT p50 {:.1} ms); latency climbs past it",
-                k.name, k.rates.requests_per_s, k.ttft_ms.p50
+                k.name,
+                k.rates.achieved(),
+                k.ttft_ms.p50
             ),
         )),
         None => out.push(("Knee", no_knee(&r.stages))),
@@ -234,6 +200,7 @@ pub fn markdown(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::StrategyKind;
 
     fn st(
         name: &str,
@@ -252,26 +219,15 @@ mod tests {
         s.rates.requests_per_s = rps;
         s.ttft_ms.count = 10;
         s.ttft_ms.p50 = ttft_p50;
+        s.verdict = Some(crate::model::Verdict {
+            outcome: if saturated {
+                crate::model::Outcome::Saturated
+            } else {
+                crate::model::Outcome::NotSaturated
+            },
+            ..Default::default()
+        });
         s
-    }
-
-    #[test]
-    fn capacity_prefers_the_throughput_stage_steady_rate() {
-        let mut thr = st("throughput", StrategyKind::Throughput, 25.5, 900.0, false);
-        thr.rates.steady_requests_per_s = 39.0;
-        let stages = vec![
-            st("constant@10.00", StrategyKind::Constant, 10.0, 50.0, false),
-            thr,
-        ];
-        let c = capacity(&stages).unwrap();
-        assert_eq!(c.requests_per_s, 39.0);
-        assert!(c
-            .how
-            .contains("steady completion rate of the throughput stage"));
-        let c = capacity(&stages[..1]).unwrap();
-        assert_eq!(c.requests_per_s, 10.0);
-        assert!(c.how.contains("at least"));
-        assert!(capacity(&[]).is_none());
     }
 
     #[test]
@@ -317,7 +273,7 @@ mod tests {
         let text: Vec<String> = lines(&r).iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let all = text.join("\n");
         for needle in [
-            "Capacity: ~31.00 req/s",
+            "Answer: holds ≈ 31.00 req/s (constant@7.00 (manual) held, constant@40.00 did not)",
             "Knee: constant@7.00 (manual) at 7.00 req/s",
             "Saturated: constant@40.00 (completed 31 req/s)",
             "Cut short: constant@7.00 (manual)",
@@ -325,7 +281,7 @@ mod tests {
         ] {
             assert!(all.contains(needle), "{needle:?} in\n{all}");
         }
-        assert!(markdown(&r).starts_with("## Summary\n\n- **Capacity:**"));
+        assert!(markdown(&r).starts_with("## Summary\n\n- **Answer:** holds ≈"));
         let md = crate::report::export::markdown(&r);
         assert!(md.contains("## Summary") && md.contains("**Saturated:** constant@40.00"));
     }

@@ -31,9 +31,10 @@ impl Reports {
         end_reason: &str,
     ) -> Report {
         let slo_summary = crate::profile::slo::summarize(&stages);
-        Report {
+        let mut r = Report {
             slo_summary,
             search: None,
+            answer: None,
             version: report::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
             created: self.created.clone(),
@@ -44,7 +45,9 @@ impl Reports {
             stages,
             timeline,
             warnings,
-        }
+        };
+        r.set_answer();
+        r
     }
 
     /// Writes every format; returns the paths, report.json first.

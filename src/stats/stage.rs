@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use tokio::time::Instant;
 
+use super::backlog::{Backlog, Segment, Steady};
 use super::dist::Dist;
 use super::metrics::{self, Slo};
 use super::verdict::{self, Evidence, Verdict};
@@ -83,10 +84,29 @@ pub struct StageStats {
     good: u64,
     first_measured_sent: Option<Instant>,
     last_measured_end: Option<Instant>,
-    /// Least-squares fit of completion count against completion time.
-    completion_fit: SlopeFit,
+    /// Least-squares fits of completion count against completion time, one
+    /// per running segment (pauses cut the stage into segments): pooled,
+    /// their slope is the completion rate without the refill after a resume.
+    completion_fit: Vec<SlopeFit>,
     /// The same for answers: completions and errors the server answered.
-    answer_fit: SlopeFit,
+    answer_fit: Vec<SlopeFit>,
+    /// Completions of requests sent and ended in the same segment: what the
+    /// capacity estimate counts (a request in flight across a pause
+    /// finished while the stage clock stood still).
+    fit_completions: u64,
+    /// Per segment: first and last such completion, stage clock.
+    fit_spans: Vec<(f64, f64)>,
+    /// Running segments of the stage clock and their steady counts.
+    segments: Vec<Segment>,
+    /// Requests due but not answered, time-weighted over the stage clock.
+    backlog: Backlog,
+    /// Requests due that the client has not sent yet (open loop, set by the
+    /// engine: a concurrency cap or a late client holds them).
+    client_queue: u64,
+    /// When the stage stopped sending (its end, before any drain).
+    stopped_at: Option<Instant>,
+    /// The cap on requests in flight, if any (for the verdict's words).
+    in_flight_cap: Option<u64>,
     answers: u64,
     answered_errors: u64,
     unanswered_errors: u64,
@@ -150,8 +170,15 @@ impl StageStats {
             good: 0,
             first_measured_sent: None,
             last_measured_end: None,
-            completion_fit: SlopeFit::default(),
-            answer_fit: SlopeFit::default(),
+            completion_fit: vec![SlopeFit::default()],
+            answer_fit: vec![SlopeFit::default()],
+            fit_completions: 0,
+            fit_spans: Vec::new(),
+            segments: vec![Segment::default()],
+            backlog: Backlog::default(),
+            client_queue: 0,
+            stopped_at: None,
+            in_flight_cap: None,
             answers: 0,
             answered_errors: 0,
             unanswered_errors: 0,
@@ -183,6 +210,10 @@ impl StageStats {
     pub fn pause(&mut self, now: Instant) {
         if self.paused_since.is_none() {
             self.integrate(now);
+            let at = self.active_at(now);
+            if let Some(seg) = self.segments.last_mut() {
+                seg.end_s = Some(at);
+            }
             self.paused_since = Some(now);
         }
     }
@@ -190,6 +221,13 @@ impl StageStats {
     pub fn resume(&mut self, now: Instant) {
         if let Some(from) = self.paused_since.take() {
             self.pauses.push((from, now));
+            let at = self.active_at(now);
+            self.segments.push(Segment {
+                start_s: at,
+                ..Default::default()
+            });
+            self.completion_fit.push(SlopeFit::default());
+            self.answer_fit.push(SlopeFit::default());
             let length = now.saturating_duration_since(from);
             // The cool-down window moves with the stage's deadline.
             if let Some(to) = self.window.to.as_mut() {
@@ -256,6 +294,10 @@ impl StageStats {
             self.last_change = now;
             return;
         }
+        if now > self.last_change {
+            let (a, b) = (self.active_at(self.last_change), self.active_at(now));
+            self.backlog.add(a, b, self.in_flight, self.client_queue);
+        }
         let from = self.last_change.max(self.window.from);
         let to = match self.window.to {
             Some(t) => now.min(t),
@@ -272,6 +314,59 @@ impl StageStats {
         self.counts.sent += 1;
         self.in_flight += 1;
         self.max_in_flight = self.max_in_flight.max(self.in_flight);
+        let in_window = now >= self.window.from && self.window.to.is_none_or(|to| now < to);
+        if let Some(seg) = self.segments.last_mut() {
+            if seg.first_answer_s.is_some() && seg.end_s.is_none() && in_window {
+                seg.sent += 1;
+            }
+        }
+    }
+
+    /// Requests due that the client has not sent yet (open loop): they
+    /// count in the backlog the verdict watches.
+    pub fn observe_client_queue(&mut self, now: Instant, queued: u64) {
+        self.integrate(now);
+        self.client_queue = queued;
+    }
+
+    /// The cap on requests in flight (`--max-concurrency`, or a closed-loop
+    /// stage's streams), which the verdict names when it was reached.
+    pub fn with_in_flight_cap(mut self, cap: Option<u64>) -> Self {
+        self.in_flight_cap = cap;
+        self
+    }
+
+    /// The stage stopped sending at `at`: its steady window ends there, so
+    /// requests that finish during a drain add no time and no completions
+    /// to the steady rates.
+    pub fn stop_sending(&mut self, at: Instant) {
+        if self.stopped_at.is_none() {
+            self.integrate(at);
+            self.client_queue = 0;
+            self.stopped_at = Some(at);
+            let end = self.active_at(at);
+            if let Some(seg) = self.segments.last_mut() {
+                seg.end_s.get_or_insert(end);
+            }
+        }
+    }
+
+    /// The running segment `t` falls in; None while paused.
+    fn segment_of(&self, t: Instant) -> Option<usize> {
+        let mut k = 0;
+        for (a, b) in &self.pauses {
+            if t < *a {
+                return Some(k);
+            }
+            if t < *b {
+                return None;
+            }
+            k += 1;
+        }
+        match self.paused_since {
+            Some(p) if t >= p => None,
+            _ => Some(k),
+        }
     }
 
     pub fn on_record(&mut self, index: u64, r: &RequestRecord) {
@@ -322,10 +417,30 @@ impl StageStats {
             Outcome::Errored { .. } => !got_no_answer(r),
             Outcome::Incomplete => false,
         };
+        // The segment that both sent and answered the request, if one did,
+        // and the request ended before sending stopped (not in a drain).
+        let segment = match (self.segment_of(r.sent_at), self.segment_of(r.ended_at)) {
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => None,
+        }
+        .filter(|_| self.stopped_at.is_none_or(|s| r.ended_at <= s));
+        let t_end = self.active_at(r.ended_at);
         if answered && in_window {
             self.answers += 1;
-            let t = self.active_at(r.ended_at);
-            self.answer_fit.add(t, self.answers as f64);
+            if let Some(k) = segment {
+                let fit = &mut self.answer_fit[k];
+                let y = fit.n + 1.0;
+                fit.add(t_end, y);
+                let seg = &mut self.segments[k];
+                if seg.first_answer_s.is_none() {
+                    seg.first_answer_s = Some(t_end);
+                } else {
+                    seg.answered += 1;
+                    if r.outcome == Outcome::Completed {
+                        seg.completed += 1;
+                    }
+                }
+            }
         }
         if r.outcome != Outcome::Completed || !in_window {
             return;
@@ -345,8 +460,33 @@ impl StageStats {
             self.first_measured_sent
                 .map_or(r.sent_at, |t| t.min(r.sent_at)),
         );
-        let t = self.active_at(r.ended_at);
-        self.completion_fit.add(t, self.counts.measured as f64);
+        if let Some(k) = segment.or_else(|| {
+            // A request still running when sending stopped counts for the
+            // capacity estimate as before: only a pause excludes it.
+            match (self.segment_of(r.sent_at), self.segment_of(r.ended_at)) {
+                (Some(a), Some(b)) if a == b => Some(a),
+                _ => None,
+            }
+        }) {
+            self.fit_completions += 1;
+            let fit = &mut self.completion_fit[k];
+            let y = fit.n + 1.0;
+            fit.add(t_end, y);
+            if self.fit_spans.len() <= k {
+                self.fit_spans.resize(k + 1, (f64::NAN, f64::NAN));
+            }
+            let span = &mut self.fit_spans[k];
+            span.0 = if span.0.is_nan() {
+                t_end
+            } else {
+                span.0.min(t_end)
+            };
+            span.1 = if span.1.is_nan() {
+                t_end
+            } else {
+                span.1.max(t_end)
+            };
+        }
         self.last_measured_end = Some(
             self.last_measured_end
                 .map_or(r.ended_at, |t| t.max(r.ended_at)),
@@ -404,27 +544,21 @@ impl StageStats {
         self.sec_itl.reset();
     }
 
-    /// Mean in flight once the pipeline is full: the per-second points after
-    /// the first median latency (+1 s), and after each resume likewise, when
-    /// the pipeline refills. The whole-window average counts those ramps and
-    /// reads low, which would make Little's law understate the rate. None
-    /// with fewer than 3 such points.
-    fn steady_in_flight(&self, latency_p50_s: f64) -> Option<f64> {
-        let settle = latency_p50_s + 1.0;
-        let resumed: Vec<f64> = self
-            .pauses
+    /// The stage's running segments as of `now` (stage clock), the last
+    /// one closed at `now` if it still runs, clipped to the measured window.
+    fn segments_at(&self, now: Instant) -> Vec<Segment> {
+        let now_s = self.active_at(self.stopped_at.map_or(now, |s| s.min(now)));
+        let to_s = self.window.to.map(|to| self.active_at(to));
+        self.segments
             .iter()
-            .map(|(a, _)| self.active_at(*a))
-            .collect();
-        let steady: Vec<f64> = self
-            .series
-            .iter()
-            .filter(|p| {
-                p.t_s > settle && !resumed.iter().any(|r| p.t_s > *r && p.t_s <= r + settle)
+            .map(|seg| {
+                let end = seg.end_s.unwrap_or(now_s);
+                Segment {
+                    end_s: Some(to_s.map_or(end, |t| end.min(t))),
+                    ..*seg
+                }
             })
-            .map(|p| p.in_flight as f64)
-            .collect();
-        (steady.len() >= 3).then(|| steady.iter().sum::<f64>() / steady.len() as f64)
+            .collect()
     }
 
     /// What the verdict looks at, as of `now` (the measured window is `m_s` long).
@@ -432,31 +566,42 @@ impl StageStats {
         // On the stage clock: paused time does not count.
         let rel = |t: Instant| self.active_at(t);
         let lat = self.latency.summary(&[]);
+        let segments = self.segments_at(now);
+        let steady = Steady::of(&segments, rel(now));
+        let ranges: Vec<(f64, f64)> = segments.iter().filter_map(|s| s.steady(0.0)).collect();
+        let whole_window = if m_s > 0.0 {
+            self.in_flight_area / m_s
+        } else {
+            0.0
+        };
+        let (span_s, spans) = self
+            .fit_spans
+            .iter()
+            .filter(|s| !s.0.is_nan())
+            .fold((0.0, 0u64), |(t, n), s| (t + (s.1 - s.0), n + 1));
         Evidence {
             target_rate,
             elapsed_s: rel(now),
             measured_s: m_s,
             sent: self.counts.sent,
             completed: self.counts.completed,
-            measured: self.counts.measured,
+            measured: self.fit_completions,
             answered_errors: self.answered_errors,
             unanswered_errors: self.unanswered_errors,
             in_flight: self.in_flight_at_end.unwrap_or(self.in_flight),
-            slope: self.completion_fit.slope(),
+            slope: pooled_slope(&self.completion_fit),
             first_end_s: self.first_measured_end.map(rel),
             last_end_s: self.last_measured_end.map(rel),
             first_sent_s: self.first_measured_sent.map(rel),
+            span: (spans > 0).then_some((span_s, spans)),
             busy_quarters: self.busy_quarters.len() as u64,
-            answer_slope: self.answer_fit.slope(),
+            answer_slope: pooled_slope(&self.answer_fit),
             latency_p50_s: lat.p50 / 1000.0,
+            latency_p90_s: self.latency.quantile_ms(0.9) / 1000.0,
             latency_mean_s: lat.mean / 1000.0,
-            mean_in_flight: self
-                .steady_in_flight(lat.p50 / 1000.0)
-                .unwrap_or(if m_s > 0.0 {
-                    self.in_flight_area / m_s
-                } else {
-                    0.0
-                }),
+            // Time-weighted over the steady parts of the segments (after the
+            // pipeline filled); the whole window when there is none yet.
+            mean_in_flight: self.backlog.mean_in_flight(&ranges).unwrap_or(whole_window),
             reference_latency_s: self.reference.latency_s,
             reference_capacity: self.reference.capacity,
             cut_short: self.cut_short,
@@ -465,6 +610,12 @@ impl StageStats {
                 .iter()
                 .map(|p| (p.t_s, p.in_flight, p.ttft_p50_ms))
                 .collect(),
+            steady,
+            backlog: self.backlog.points(0.0, f64::INFINITY),
+            backlog_width_s: self.backlog.width(),
+            segments,
+            in_flight_cap: self.in_flight_cap,
+            queue_p99_ms: self.queue.quantile_ms(0.99),
         }
     }
 
@@ -585,8 +736,12 @@ impl StageStats {
         let verdict = verdict::judge(&ev, &capacity);
         // One number for "the steady rate": the estimate the verdict quotes.
         let steady_requests_per_s = capacity.requests_per_s;
+        let steady = ev.steady;
         let rates = Rates {
             steady_requests_per_s,
+            sent_per_s: steady.per_s(steady.sent),
+            completed_per_s: steady.per_s(steady.completed),
+            steady_s: steady.seconds,
             requests_per_s: per_s(self.counts.measured as f64),
             output_tokens_per_s: per_s(self.output_total as f64),
             total_tokens_per_s: per_s((self.output_total + self.prompt_total) as f64),
@@ -684,12 +839,34 @@ impl SlopeFit {
         self.sxy += x * y;
     }
 
+    /// Points added so far.
+    pub fn len(&self) -> u64 {
+        self.n as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0.0
+    }
+
     /// None with fewer than 3 points, or when every x is the same.
     pub fn slope(&self) -> Option<f64> {
         let den = self.n * self.sxx - self.sx * self.sx;
         (self.n >= 3.0 && den > 1e-12 * self.n * self.n)
             .then(|| (self.n * self.sxy - self.sx * self.sy) / den)
     }
+}
+
+/// The slope of several fits pooled (each with its own intercept): the
+/// rate within the segments, without the gaps between them. None with
+/// fewer than 3 points in all, or when no segment spans any time.
+fn pooled_slope(fits: &[SlopeFit]) -> Option<f64> {
+    let (mut sxx, mut sxy, mut n) = (0.0, 0.0, 0.0);
+    for f in fits.iter().filter(|f| f.n >= 2.0) {
+        sxx += f.sxx - f.sx * f.sx / f.n;
+        sxy += f.sxy - f.sx * f.sy / f.n;
+        n += f.n;
+    }
+    (n >= 3.0 && sxx > 1e-12 * n).then(|| sxy / sxx)
 }
 
 /// An errored request the server never answered: it could not connect, or
@@ -872,18 +1049,23 @@ mod tests {
             r.rates
         );
         assert_eq!(r.rates.steady_requests_per_s, c.requests_per_s);
-        // An open-loop stage that falls behind: its reason quotes steady_requests_per_s.
+        // An open-loop stage that falls behind: its reason quotes the rate
+        // the server answered over the steady window.
         let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
-        for i in 0..200u64 {
-            // 20 req/s sent for 10 s, 14 completed a second from 1 s on; the rest still in flight.
-            s.on_sent(t0 + Duration::from_millis(i * 50));
-            if i < 126 {
-                let end = 1000 + i * 1000 / 14;
-                s.on_record(i, &rec(t0, i * 50, i * 50 + 100, end, Outcome::Completed));
+        // 20 req/s sent for 10 s, 14 completed a second from 1 s on; the
+        // rest still in flight. Events in time order, as the engine sees them.
+        let mut events: Vec<(u64, u64, bool)> = (0..200u64).map(|i| (i * 50, i, true)).collect();
+        events.extend((0..126u64).map(|i| (1000 + i * 1000 / 14, i, false)));
+        events.extend((1..=10u64).map(|k| (k * 1000, u64::MAX, false)));
+        events.sort();
+        for (at, i, send) in events {
+            match (send, i) {
+                (true, _) => s.on_sent(t0 + Duration::from_millis(at)),
+                (false, u64::MAX) => s.tick(t0 + Duration::from_millis(at)),
+                (false, i) => {
+                    s.on_record(i, &rec(t0, i * 50, i * 50 + 100, at, Outcome::Completed))
+                }
             }
-        }
-        for k in 1..=10 {
-            s.tick(t0 + Duration::from_secs(k));
         }
         let r = s.finish(
             t0 + Duration::from_secs(10),
@@ -895,10 +1077,16 @@ mod tests {
         let reason = r.saturation_reason.clone().unwrap();
         assert!(r.saturated);
         assert!(
-            reason.contains(&format!("{:.2}", r.rates.steady_requests_per_s)),
+            reason.contains(&format!("answered {:.2} req/s", r.rates.completed_per_s)),
             "{reason} vs {:?}",
             r.rates
         );
+        assert!(
+            (r.rates.completed_per_s - 14.0).abs() < 0.5,
+            "{:?}",
+            r.rates
+        );
+        assert!((r.rates.sent_per_s - 20.0).abs() < 0.5, "{:?}", r.rates);
     }
 
     #[test]

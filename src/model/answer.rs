@@ -1,0 +1,46 @@
+//! The run's answer, as `report.json` carries it (top-level `answer`): the
+//! highest rate the server held, bracketed by the stages that bound it,
+//! beside the peak throughput when flooded. The rules that compute it are
+//! in `stats::answer`; every screen and file says it from this one value.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The rate the server holds, req/s: between `low` and `high` when the
+    /// evidence brackets it; a floor (every stage held) or a ceiling (none
+    /// did) otherwise, as `bracketed` and `basis` say. None with no
+    /// open-loop stage judged.
+    pub requests_per_s: Option<f64>,
+    /// Achieved rate of the fastest stage that held.
+    pub low: Option<f64>,
+    /// Target rate of the slowest stage above it that did not hold.
+    pub high: Option<f64>,
+    /// Those two stages, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held: Option<String>,
+    /// True when a stage held below the answer and one did not above it.
+    pub bracketed: bool,
+    /// How the answer was reached, in words.
+    pub basis: String,
+    /// When the evidence does not bracket the answer: what to run next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// TTFT and ITL p50 (ms) users saw at the stage that held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p50_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_p50_ms: Option<f64>,
+    /// The throughput stage's completion rate (everything sent at once):
+    /// the server flat out with an unbounded queue, not a rate it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flood_requests_per_s: Option<f64>,
+    /// Median request latency in that stage, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flood_latency_s: Option<f64>,
+    /// With `--slo`: the highest rate that met the SLOs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_requests_per_s: Option<f64>,
+}

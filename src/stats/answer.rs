@@ -1,0 +1,298 @@
+//! The run's answer, computed once from its stages: the highest rate the
+//! server held, bracketed by the stage that held it and the slowest stage
+//! above that did not, with the peak throughput when flooded beside it (a
+//! different quantity: the queue is unbounded there). Pure functions over
+//! the report model; docs/METRICS.md has a worked example.
+//!
+//! * A stage *held* its rate when its verdict is "not saturated"; it *did
+//!   not* when "saturated". Erroring and inconclusive stages are evidence of
+//!   neither and are left out (the summary names them).
+//! * Bracketed: the answer is the completion rate the server kept up in the
+//!   stage that did not hold (what it managed flat out at a rate it could
+//!   not hold), clamped between the achieved rate that held and the target
+//!   that did not.
+//! * Every stage held: the answer is a floor, the fastest one's achieved
+//!   rate. None held: a ceiling, the completion rate under the slowest.
+
+use crate::model::{Answer, Outcome, SloSummary, StageReport, StrategyKind};
+
+fn held(s: &StageReport) -> Option<bool> {
+    if !s.strategy.is_open_loop() || s.cut_short {
+        return None;
+    }
+    match s.verdict.as_ref()?.outcome {
+        Outcome::NotSaturated => Some(true),
+        Outcome::Saturated => Some(false),
+        Outcome::Erroring | Outcome::Inconclusive => None,
+    }
+}
+
+fn target(s: &StageReport) -> f64 {
+    s.target_rate.unwrap_or_else(|| s.rates.achieved())
+}
+
+/// The answer of a run with these stages (and SLO summary, if any).
+pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
+    let judged: Vec<(&StageReport, bool)> =
+        stages.iter().filter_map(|s| Some((s, held(s)?))).collect();
+    let best_held = judged
+        .iter()
+        .filter(|(_, h)| *h)
+        .map(|(s, _)| *s)
+        .max_by(|a, b| target(a).total_cmp(&target(b)));
+    let not_held = judged
+        .iter()
+        .filter(|(s, h)| !*h && best_held.is_none_or(|b| target(s) > target(b)))
+        .map(|(s, _)| *s)
+        .min_by(|a, b| target(a).total_cmp(&target(b)));
+    // A stage that did not hold below one that did: the evidence disagrees.
+    let conflict = best_held.and_then(|b| {
+        judged
+            .iter()
+            .filter(|(s, h)| !*h && target(s) <= target(b))
+            .map(|(s, _)| s.name.clone())
+            .next()
+    });
+    let flood = stages
+        .iter()
+        .rev()
+        .filter(|s| s.strategy == StrategyKind::Throughput && s.requests.measured > 0)
+        .max_by_key(|s| !s.manual);
+    let mut a = Answer {
+        flood_requests_per_s: flood
+            .map(|s| s.rates.steady_requests_per_s.max(0.0))
+            .filter(|r| *r > 0.0),
+        flood_latency_s: flood.map(|s| s.latency_ms.p50 / 1000.0),
+        slo_requests_per_s: slo.and_then(|s| s.estimated_rate.or(s.best_rate)),
+        ..Default::default()
+    };
+    if let Some(h) = best_held {
+        a.low = Some(h.rates.achieved());
+        a.held = Some(h.name.clone());
+        a.ttft_p50_ms = (h.ttft_ms.count > 0).then_some(h.ttft_ms.p50);
+        a.itl_p50_ms = (h.itl_ms.count > 0).then_some(h.itl_ms.p50);
+    }
+    if let Some(n) = not_held {
+        a.high = Some(target(n));
+        a.not_held = Some(n.name.clone());
+    }
+    match (best_held, not_held) {
+        (Some(h), Some(n)) => {
+            let lo = h.rates.achieved();
+            let hi = target(n);
+            let kept = n.rates.achieved();
+            let x = kept.clamp(lo.min(hi), hi.max(lo));
+            a.requests_per_s = Some(x);
+            a.bracketed = true;
+            a.basis = format!(
+                "{} held {lo:.2} req/s; {} did not hold {hi:.2} and completed {kept:.2} req/s there",
+                h.name, n.name
+            );
+            if kept < lo {
+                a.basis.push_str(&format!(
+                    " (under the rate held: the answer is the held {lo:.2})"
+                ));
+            }
+        }
+        (Some(h), None) => {
+            let lo = h.rates.achieved();
+            a.requests_per_s = Some(lo);
+            a.basis = format!(
+                "every stage judged held its rate, the fastest {} at {lo:.2} req/s: the server holds at least that",
+                h.name
+            );
+            a.next = Some(format!(
+                "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}, or --profile search",
+                1.25 * lo,
+                1.5 * lo
+            ));
+        }
+        (None, Some(n)) => {
+            let kept = n.rates.achieved();
+            a.requests_per_s = (kept > 0.0).then_some(kept);
+            a.basis = format!(
+                "no stage held its rate; the slowest, {} at {:.2} req/s, completed {kept:.2} req/s: the server holds less than that",
+                n.name,
+                target(n)
+            );
+            a.next = Some(format!(
+                "run lower rates, e.g. --profile constant --rate {:.2},{:.2}",
+                0.5 * kept.max(0.01),
+                0.8 * kept.max(0.01)
+            ));
+        }
+        (None, None) => {
+            let open_loop = stages.iter().any(|s| s.strategy.is_open_loop());
+            a.basis = if open_loop {
+                "no constant-rate stage was judged (too short, erroring, or cut short): no rate is known to hold".into()
+            } else {
+                "no constant-rate stage ran: a sweep or a constant profile finds the rate the server holds".into()
+            };
+            a.next = Some(if open_loop {
+                "lengthen the stages (--max-seconds), or use --profile search".into()
+            } else {
+                "--profile sweep".into()
+            });
+        }
+    }
+    if let Some(c) = conflict {
+        a.basis.push_str(&format!(
+            "; {c} did not hold at a lower rate: the evidence disagrees, rerun with longer stages"
+        ));
+    }
+    a
+}
+
+/// The answer in one line, as every screen and file says it first:
+/// `holds ≈ 29.5 req/s (constant@28.99 held, constant@33.67 did not) ·
+/// peak throughput 38.4 req/s when flooded, at 3.7 s latency`.
+pub fn line(a: &Answer) -> String {
+    let mut s = match (a.requests_per_s, &a.held, &a.not_held) {
+        (Some(x), Some(h), Some(n)) if a.bracketed => {
+            format!("holds ≈ {x:.2} req/s ({h} held, {n} did not)")
+        }
+        (Some(x), Some(h), None) => {
+            format!("holds ≥ {x:.2} req/s ({h} held; no stage above it failed)")
+        }
+        (Some(x), None, Some(n)) => format!("holds < {x:.2} req/s (not even {n} held)"),
+        _ => "holds: not known".to_string(),
+    };
+    if let Some(f) = a.flood_requests_per_s {
+        s.push_str(&format!(" · peak throughput {f:.2} req/s when flooded"));
+        if let Some(l) = a.flood_latency_s.filter(|l| *l > 0.0) {
+            s.push_str(&format!(", at {} latency", seconds(l)));
+        }
+    }
+    if let Some(r) = a.slo_requests_per_s {
+        s.push_str(&format!(" · meets the SLOs up to {r:.2} req/s"));
+    }
+    s
+}
+
+/// The answer for the dashboard's header, short: `holds ≈ 29.50 req/s`.
+pub fn short(a: &Answer) -> Option<String> {
+    let x = a.requests_per_s?;
+    Some(match (a.bracketed, &a.held, &a.not_held) {
+        (true, _, _) => format!("holds ≈ {x:.2} req/s"),
+        (false, Some(_), None) => format!("holds ≥ {x:.2} req/s"),
+        _ => format!("holds < {x:.2} req/s"),
+    })
+}
+
+fn seconds(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Verdict;
+
+    fn stage(name: &str, target: f64, achieved: f64, outcome: Option<Outcome>) -> StageReport {
+        let mut s = StageReport {
+            name: name.into(),
+            strategy: StrategyKind::Constant,
+            target_rate: Some(target),
+            verdict: outcome.map(|o| Verdict {
+                outcome: o,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        s.rates.completed_per_s = achieved;
+        s.rates.steady_s = 8.0;
+        s.ttft_ms.count = 10;
+        s.ttft_ms.p50 = 20.0;
+        s
+    }
+
+    fn flood() -> StageReport {
+        let mut s = stage("throughput", 0.0, 36.0, None);
+        s.strategy = StrategyKind::Throughput;
+        s.target_rate = None;
+        s.rates.steady_requests_per_s = 38.36;
+        s.requests.measured = 300;
+        s.latency_ms.p50 = 3700.0;
+        s
+    }
+
+    #[test]
+    fn bracketed_by_the_stage_that_held_and_the_one_that_did_not() {
+        use Outcome::*;
+        let stages = vec![
+            flood(),
+            stage("constant@24.30", 24.30, 24.28, Some(NotSaturated)),
+            stage("constant@28.99", 28.99, 28.95, Some(NotSaturated)),
+            stage("constant@33.67", 33.67, 29.49, Some(Saturated)),
+            stage("constant@38.36", 38.36, 29.8, Some(Saturated)),
+        ];
+        let a = answer(&stages, None);
+        assert!(a.bracketed);
+        assert_eq!(a.requests_per_s, Some(29.49));
+        assert_eq!((a.low, a.high), (Some(28.95), Some(33.67)));
+        assert_eq!(a.held.as_deref(), Some("constant@28.99"));
+        assert_eq!(a.not_held.as_deref(), Some("constant@33.67"));
+        assert_eq!(a.flood_requests_per_s, Some(38.36));
+        assert_eq!(
+            line(&a),
+            "holds ≈ 29.49 req/s (constant@28.99 held, constant@33.67 did not) · peak throughput 38.36 req/s when flooded, at 3.7 s latency"
+        );
+        // The flood rate is never the answer.
+        assert_ne!(a.requests_per_s, a.flood_requests_per_s);
+    }
+
+    #[test]
+    fn unbracketed_answers_say_so_and_what_to_run_next() {
+        use Outcome::*;
+        let all_held = vec![
+            stage("constant@5.00", 5.0, 5.0, Some(NotSaturated)),
+            stage("constant@10.00", 10.0, 9.98, Some(NotSaturated)),
+        ];
+        let a = answer(&all_held, None);
+        assert!(!a.bracketed);
+        assert_eq!(a.requests_per_s, Some(9.98));
+        assert!(line(&a).starts_with("holds ≥ 9.98 req/s"), "{}", line(&a));
+        assert!(a.next.as_deref().unwrap().contains("--rate 12.48"), "{a:?}");
+        let none_held = vec![stage("constant@50.00", 50.0, 31.0, Some(Saturated))];
+        let a = answer(&none_held, None);
+        assert!(line(&a).starts_with("holds < 31.00 req/s"), "{}", line(&a));
+        assert!(a.next.is_some());
+        // Inconclusive and erroring stages are evidence of neither.
+        let unknown = vec![
+            stage("constant@5.00", 5.0, 5.0, Some(Inconclusive)),
+            stage("constant@9.00", 9.0, 9.0, Some(Erroring)),
+        ];
+        let a = answer(&unknown, None);
+        assert_eq!(a.requests_per_s, None);
+        assert_eq!(line(&a), "holds: not known");
+        assert!(a.next.unwrap().contains("lengthen"));
+    }
+
+    #[test]
+    fn a_completion_rate_under_the_held_one_is_clamped_and_conflicts_are_named() {
+        use Outcome::*;
+        let stages = vec![
+            stage("constant@10.00", 10.0, 10.0, Some(NotSaturated)),
+            stage("constant@12.00", 12.0, 9.0, Some(Saturated)),
+        ];
+        let a = answer(&stages, None);
+        assert_eq!(a.requests_per_s, Some(10.0));
+        let stages = vec![
+            stage("constant@8.00", 8.0, 7.0, Some(Saturated)),
+            stage("constant@10.00", 10.0, 10.0, Some(NotSaturated)),
+            stage("constant@12.00", 12.0, 11.0, Some(Saturated)),
+        ];
+        let a = answer(&stages, None);
+        assert_eq!(a.requests_per_s, Some(11.0));
+        assert!(
+            a.basis
+                .contains("constant@8.00 did not hold at a lower rate"),
+            "{}",
+            a.basis
+        );
+    }
+}

@@ -1,0 +1,301 @@
+//! The answer held against truth: servers of exactly known capacity (S
+//! slots, each request holding one for output tokens × step time, so the
+//! server holds S ÷ (tokens × step) req/s) swept and probed on tokio's
+//! paused clock. No stage at ≤ 85 % of capacity may be judged saturated,
+//! every stage at ≥ 115 % must be (or the sweep stopped before it, saying
+//! why), the answer lies within 12 % of the truth, and a pause in the
+//! throughput stage does not move the plan.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use llmsweep::client::Prompt;
+use llmsweep::engine::backend::{Script, Scripted};
+use llmsweep::engine::{
+    Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
+};
+use llmsweep::model::{Answer, EventKind, Outcome, StageReport, StrategyKind};
+use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use tokio::sync::{mpsc, watch};
+
+/// A server of known capacity.
+#[derive(Debug, Clone, Copy)]
+struct Server {
+    slots: usize,
+    tokens: u32,
+    step_ms: u64,
+}
+
+impl Server {
+    fn capacity(&self) -> f64 {
+        self.slots as f64 / (self.tokens as f64 * self.step_ms as f64 / 1000.0)
+    }
+
+    fn backend(&self) -> Scripted {
+        let (tokens, step) = (self.tokens, self.step_ms);
+        Scripted::new(move |_| Script {
+            ttft: Duration::from_millis(step),
+            itl: Duration::from_millis(step),
+            output_tokens: tokens,
+            error: None,
+        })
+        .with_capacity(self.slots)
+    }
+}
+
+/// 125 req/s: 8 slots, 32-token outputs, 2 ms steps (the simulator).
+const SMALL_FAST: Server = Server {
+    slots: 8,
+    tokens: 32,
+    step_ms: 2,
+};
+/// 40 req/s: 4 slots, 10-token outputs, 10 ms steps.
+const SLOW: Server = Server {
+    slots: 4,
+    tokens: 10,
+    step_ms: 10,
+};
+
+fn prompts() -> Arc<[Prompt]> {
+    (0..64)
+        .map(|i| Prompt {
+            body: Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
+            prompt_tokens: 16,
+            output_tokens: Some(32),
+            tag_at: None,
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
+fn limits(seconds: f64, cap: Option<u32>) -> Limits {
+    Limits {
+        max_seconds: Some(seconds),
+        max_concurrency: cap,
+        ..Default::default()
+    }
+}
+
+/// Runs `plan` against `server` on the paused clock; `steer` may send
+/// commands while it runs.
+async fn run(
+    server: Server,
+    plan: impl Plan + 'static,
+    steer: impl FnOnce(
+        mpsc::UnboundedSender<Control>,
+        watch::Receiver<Snapshot>,
+    ) -> tokio::task::JoinHandle<()>,
+) -> RunResult {
+    let (control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, snaps) = watch::channel(Snapshot::default());
+    let settings = RunSettings {
+        seed: 7,
+        ..Default::default()
+    };
+    let engine = Engine::new(
+        Arc::new(server.backend()),
+        prompts(),
+        settings,
+        control_rx,
+        snap_tx,
+    );
+    let steering = steer(control, snaps);
+    let mut plan = plan;
+    let res = engine.run(&mut plan).await;
+    steering.abort();
+    res
+}
+
+fn no_steering(
+    _: mpsc::UnboundedSender<Control>,
+    _: watch::Receiver<Snapshot>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async {})
+}
+
+fn answer_of(res: &RunResult) -> Answer {
+    llmsweep::stats::answer::answer(&res.stages, None)
+}
+
+fn outcome(s: &StageReport) -> Option<Outcome> {
+    s.verdict.as_ref().map(|v| v.outcome)
+}
+
+fn describe(res: &RunResult) -> String {
+    res.stages
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: achieved {:.2} (sent {:.2}) {:?} {}",
+                s.name,
+                s.rates.achieved(),
+                s.rates.sent_per_s,
+                outcome(s),
+                s.verdict.as_ref().map_or("", |v| v.reason.as_str())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The verdict rules against the truth: ≤ 85 % never saturated, ≥ 115 %
+/// always saturated.
+fn check_verdicts(res: &RunResult, capacity: f64) {
+    for s in res.stages.iter().filter(|s| s.strategy.is_open_loop()) {
+        let Some(target) = s.target_rate else {
+            continue;
+        };
+        let load = target / capacity;
+        let o = outcome(s);
+        if load <= 0.85 {
+            assert_ne!(
+                o,
+                Some(Outcome::Saturated),
+                "{} at {:.0}% of capacity judged saturated\n{}",
+                s.name,
+                load * 100.0,
+                describe(res)
+            );
+        }
+        if load >= 1.15 {
+            assert_eq!(
+                o,
+                Some(Outcome::Saturated),
+                "{} at {:.0}% of capacity not judged saturated\n{}",
+                s.name,
+                load * 100.0,
+                describe(res)
+            );
+        }
+    }
+}
+
+/// Constant and Poisson stages at 50, 85, 115 and 150 % of capacity, with
+/// and without a concurrency cap, stages of 5 to 30 s.
+#[tokio::test(start_paused = true)]
+async fn verdicts_hold_against_servers_of_known_capacity() {
+    for (server, seconds, cap) in [
+        (SMALL_FAST, 5.0, None),
+        (SMALL_FAST, 10.0, Some(16)),
+        (SLOW, 10.0, None),
+        (SLOW, 30.0, Some(8)),
+    ] {
+        let c = server.capacity();
+        for poisson in [false, true] {
+            let mut stages = vec![StageSpec::new(Strategy::Synchronous, limits(3.0, None))];
+            for load in [0.5, 0.85, 1.15, 1.5] {
+                let rate = load * c;
+                let strategy = if poisson {
+                    Strategy::Poisson {
+                        rate,
+                        burstiness: 1.0,
+                    }
+                } else {
+                    Strategy::Constant { rate }
+                };
+                stages.push(StageSpec::new(strategy, limits(seconds, cap)));
+            }
+            let res = run(server, FixedPlan::new(stages), no_steering).await;
+            if std::env::var("ANSWER_DEBUG").is_ok() {
+                eprintln!("== {server:?} {seconds} s cap {cap:?} poisson {poisson}: capacity {c:.1}\n{}\n{:?}", describe(&res), answer_of(&res));
+            }
+            check_verdicts(&res, c);
+            // The bracket: 85 % held, 115 % did not; the answer between.
+            let a = answer_of(&res);
+            let x = a.requests_per_s.unwrap_or(0.0);
+            assert!(
+                a.bracketed && (x - c).abs() <= 0.12 * c,
+                "{server:?} {seconds} s cap {cap:?} poisson {poisson}: answer {a:?} against {c:.1}\n{}",
+                describe(&res)
+            );
+        }
+    }
+}
+
+/// A GuideLLM sweep on each server: the answer within 12 % of the truth, no
+/// stage at ≤ 85 % saturated, none at ≥ 115 % held.
+#[tokio::test(start_paused = true)]
+async fn sweeps_find_the_capacity_of_known_servers() {
+    for (server, seconds, kind) in [
+        (SMALL_FAST, 5.0, SweepKind::Constant),
+        (SLOW, 10.0, SweepKind::Poisson { burstiness: 1.0 }),
+    ] {
+        let c = server.capacity();
+        let plan = SweepPlan::new(8, kind, limits(seconds, None), 64, true);
+        let res = run(server, plan, no_steering).await;
+        if std::env::var("ANSWER_DEBUG").is_ok() {
+            eprintln!(
+                "== sweep {server:?}: capacity {c:.1}\n{}\n{:?}",
+                describe(&res),
+                answer_of(&res)
+            );
+        }
+        check_verdicts(&res, c);
+        let a = answer_of(&res);
+        let x = a.requests_per_s.unwrap_or(0.0);
+        assert!(
+            (x - c).abs() <= 0.12 * c,
+            "{server:?}: answer {a:?} against {c:.1}\n{}",
+            describe(&res)
+        );
+        // The flood rate is reported beside the answer, never as it.
+        assert!(a.flood_requests_per_s.is_some(), "{a:?}");
+    }
+}
+
+/// The rates planned after the throughput stage, from the plan notice.
+fn planned_rates(res: &RunResult) -> Vec<f64> {
+    let notice = res
+        .timeline
+        .iter()
+        .find(|e| e.event == EventKind::Plan && e.detail.starts_with("sweep rates planned"))
+        .map(|e| e.detail.clone())
+        .unwrap_or_default();
+    let list = notice.rsplit(": ").next().unwrap_or("");
+    list.split(", ").filter_map(|r| r.parse().ok()).collect()
+}
+
+/// A 3 s pause in the throughput stage plans the same rates (±5 %) as a
+/// run without one: paused time and the requests in flight across it are
+/// left out of the stage's capacity evidence.
+#[tokio::test(start_paused = true)]
+async fn a_pause_in_the_throughput_stage_does_not_move_the_plan() {
+    let server = SLOW;
+    let sweep = || SweepPlan::new(5, SweepKind::Constant, limits(10.0, None), 64, true);
+    let plain = run(server, sweep(), no_steering).await;
+    let paused = run(server, sweep(), |control, mut snaps| {
+        tokio::spawn(async move {
+            // Pause 4 s into the throughput stage, for 3 s.
+            loop {
+                if snaps.changed().await.is_err() {
+                    return;
+                }
+                let s = snaps.borrow().clone();
+                if s.stage.as_ref().is_some_and(|st| {
+                    st.strategy == StrategyKind::Throughput && st.elapsed_s >= 4.0
+                }) {
+                    break;
+                }
+            }
+            let _ = control.send(Control::Pause);
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let _ = control.send(Control::Resume);
+        })
+    })
+    .await;
+    let thr = paused
+        .stages
+        .iter()
+        .find(|s| s.strategy == StrategyKind::Throughput)
+        .expect("a throughput stage");
+    assert!(thr.paused_s >= 2.9, "the pause happened: {thr:?}");
+    let (a, b) = (planned_rates(&plain), planned_rates(&paused));
+    assert!(!a.is_empty() && a.len() == b.len(), "{a:?} vs {b:?}");
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            (x - y).abs() <= 0.05 * x,
+            "planned {a:?} unpaused, {b:?} paused"
+        );
+    }
+}
