@@ -64,6 +64,7 @@ fn prompts() -> Arc<[Prompt]> {
             prompt_tokens: 16,
             output_tokens: Some(32),
             tag_at: None,
+            respell: None,
         })
         .collect::<Vec<_>>()
         .into()

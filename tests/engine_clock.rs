@@ -23,6 +23,7 @@ fn prompts(n: usize) -> Arc<[Prompt]> {
             prompt_tokens: 16,
             output_tokens: Some(8),
             tag_at: None,
+            respell: None,
         })
         .collect::<Vec<_>>()
         .into()

@@ -265,6 +265,7 @@ async fn prompts_repeated_across_stages_would_flatter_ttft_and_are_not_repeated(
         .iter()
         .map(|p| Prompt {
             tag_at: None,
+            respell: None,
             ..p.clone()
         })
         .collect();

@@ -172,6 +172,30 @@ pub struct Prompt {
     /// (the start of its text, after any prefix the workload shares on
     /// purpose); None: never tag. See `data::for_request`.
     pub tag_at: Option<usize>,
+    /// A synthetic prompt is reused by spelling its head anew, which keeps
+    /// its token count; None: reuse adds a tag (a few tokens).
+    pub respell: Option<Respell>,
+}
+
+impl Prompt {
+    /// The same prompt with a head of `bytes` (after a respelling).
+    pub fn with_head(mut self, bytes: usize) -> Self {
+        if let Some(r) = self.respell.as_mut() {
+            r.head_bytes = bytes;
+        }
+        self
+    }
+}
+
+/// How a reused synthetic prompt stays new to the server without changing
+/// its length: the `head_bytes` at `tag_at` are two one-token pieces (the
+/// sample's number); a reuse spells the request's sequence number there
+/// with two other pieces of the same list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Respell {
+    pub head_bytes: usize,
+    /// One-token pieces, each plain text that JSON carries as it is.
+    pub pieces: std::sync::Arc<[String]>,
 }
 
 /// Everything measured about one request. `Instant`s are tokio's, so tests

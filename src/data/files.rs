@@ -94,6 +94,7 @@ fn item_from(
     };
     Ok(PromptItem {
         shared_prefix_bytes: 0,
+        respell: None,
         prompt_tokens: counter.count(&text) as u64,
         text,
         output_tokens,
@@ -226,6 +227,7 @@ fn load_sharegpt(
         }
         out.items.push(PromptItem {
             shared_prefix_bytes: 0,
+            respell: None,
             text: prompt,
             prompt_tokens: p,
             output_tokens: Some(o),

@@ -25,6 +25,9 @@ pub struct PromptItem {
     /// Bytes at the start of `text` that the workload shares on purpose
     /// (synthetic `prefix_tokens`); a reuse tag goes after them.
     pub shared_prefix_bytes: usize,
+    /// Synthetic prompts: how a reuse keeps the token count (see
+    /// [`for_request`]).
+    pub respell: Option<crate::client::Respell>,
 }
 
 /// Where prompts come from: `--data` is a synthetic spec (`key=value,…`) or a file path.
@@ -154,6 +157,7 @@ pub fn build_prompts(
                 prompt_tokens: it.prompt_tokens,
                 output_tokens: it.output_tokens,
                 tag_at,
+                respell: it.respell.filter(|_| tag_at.is_some()),
             })
         })
         .collect()
@@ -181,12 +185,34 @@ fn text_offset(body: &[u8], api: Api, text: &str, shared: usize) -> Option<usize
 
 /// The prompt for the run's `seq`-th request. Prompts are used in order
 /// across the whole run (never restarted per stage); once every prompt has
-/// been sent, a reused prompt gets a tag (`#<seq>`) at the start of its text
-/// (after any prefix the workload shares on purpose), so no server prefix
-/// cache serves it from an earlier request and flatters TTFT.
+/// been sent, a reused prompt is made new to the server, so no prefix cache
+/// serves it from an earlier request and flatters TTFT: a synthetic one
+/// spells `seq` in the two one-token pieces that began with its sample
+/// number (its token count stays exact, so the workload does not drift
+/// across a sweep); others get a tag (`#<seq>`) at the start of their text
+/// (after any prefix the workload shares on purpose), a few tokens more.
 pub fn for_request(prompts: &[Prompt], seq: u64) -> Prompt {
     let n = prompts.len().max(1) as u64;
     let p = &prompts[(seq % n) as usize];
+    if let (Some(r), Some(at)) = (&p.respell, p.tag_at) {
+        let k = r.pieces.len() as u64;
+        if seq >= n && k > 0 && at + r.head_bytes <= p.body.len() {
+            let head = [
+                r.pieces[((seq / k) % k) as usize].as_str(),
+                r.pieces[(seq % k) as usize].as_str(),
+            ]
+            .concat();
+            let mut body = Vec::with_capacity(p.body.len() + head.len());
+            body.extend_from_slice(&p.body[..at]);
+            body.extend_from_slice(head.as_bytes());
+            body.extend_from_slice(&p.body[at + r.head_bytes..]);
+            return Prompt {
+                body: Bytes::from(body),
+                ..p.clone()
+            }
+            .with_head(head.len());
+        }
+    }
     match p.tag_at {
         Some(at) if seq >= n && at <= p.body.len() => {
             let tag = format!("#{seq} ");
@@ -199,6 +225,7 @@ pub fn for_request(prompts: &[Prompt], seq: u64) -> Prompt {
                 prompt_tokens: p.prompt_tokens + crate::tokenizer::count_tokens(&tag) as u64,
                 output_tokens: p.output_tokens,
                 tag_at: p.tag_at,
+                respell: None,
             }
         }
         _ => p.clone(),
@@ -244,7 +271,8 @@ mod tests {
     }
 
     #[test]
-    fn reused_prompts_are_tagged_at_their_start_and_shared_prefixes_kept() {
+    fn reused_synthetic_prompts_are_new_to_the_server_and_keep_their_length() {
+        use crate::tokenizer::TokenCounter as _;
         let items = Synthetic::parse("prompt_tokens=20,output_tokens=4,samples=3")
             .unwrap()
             .generate(1, &crate::tokenizer::Builtin)
@@ -254,13 +282,30 @@ mod tests {
         for (i, q) in p.iter().enumerate() {
             assert_eq!(for_request(&p, i as u64).body, q.body);
         }
-        // Second pass: the same prompt, unique from its first token.
-        let again = for_request(&p, 4);
-        let t = text_of(&again);
-        assert!(t.starts_with("#4 "), "{t}");
-        assert_eq!(&t[3..], text_of(&p[1]));
-        assert_ne!(text_of(&for_request(&p, 7)), t);
-        // A shared prefix stays shared: the tag goes after it.
+        // Seen: the 1,001st request of the default data got a `#1000 ` tag,
+        // 4 tokens more; prompt tokens drifted 64.0 → 68.0 across a sweep.
+        let mut seen = std::collections::BTreeSet::new();
+        for seq in 0..3000u64 {
+            let q = for_request(&p, seq);
+            let t = text_of(&q);
+            assert_eq!(q.prompt_tokens, 20, "request {seq}");
+            assert_eq!(
+                crate::tokenizer::Builtin.count(&t),
+                20,
+                "request {seq}: {t}"
+            );
+            // Unique from its first two tokens: no prefix cache serves it.
+            let head: Vec<&str> = t.split_whitespace().take(2).collect();
+            assert!(
+                seen.insert(head.join(" ")),
+                "request {seq} repeats a head: {t}"
+            );
+        }
+        let again = text_of(&for_request(&p, 4));
+        let orig = text_of(&p[1]);
+        let tail = |t: &str| t.split_whitespace().skip(2).collect::<Vec<_>>().join(" ");
+        assert_eq!(tail(&again), tail(&orig), "only the head changes");
+        // A shared prefix stays shared: the respelling goes after it.
         let items = Synthetic::parse("prompt_tokens=20,output_tokens=4,samples=2,prefix_tokens=5")
             .unwrap()
             .generate(1, &crate::tokenizer::Builtin)
@@ -273,8 +318,26 @@ mod tests {
         let orig: Value = serde_json::from_slice(&p[0].body).unwrap();
         let o = orig["prompt"].as_str().unwrap();
         assert_eq!(t[..shared], o[..shared]);
-        assert!(t[shared..].starts_with("#2 "), "{t}");
+        assert_ne!(t[shared..], o[shared..]);
+        assert_eq!(for_request(&p, 2).prompt_tokens, 25);
     }
+
+    #[test]
+    fn reused_file_prompts_are_tagged_at_their_start() {
+        let items = vec![PromptItem {
+            text: "hello there".into(),
+            prompt_tokens: 2,
+            output_tokens: None,
+            shared_prefix_bytes: 0,
+            respell: None,
+        }];
+        let p = build_prompts(items, Api::Chat, "m", None).unwrap();
+        let again = for_request(&p, 4);
+        let t = text_of(&again);
+        assert_eq!(t, "#4 hello there");
+        assert!(again.prompt_tokens > 2);
+    }
+
     #[test]
     fn a_data_file_is_shuffled_the_same_way_under_the_same_seed() {
         let dir = std::env::temp_dir().join(format!("llmsweep-shuffle-{}", std::process::id()));

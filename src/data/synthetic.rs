@@ -217,6 +217,12 @@ impl Synthetic {
         }
         let mut items = Vec::with_capacity(self.samples.min(MIN_SAMPLES));
         let p = pieces.len();
+        // Reuse respells the two pieces after the prefix (data::for_request):
+        // only with pieces JSON carries unchanged.
+        let plain = pieces
+            .iter()
+            .all(|w| serde_json::to_string(w).is_ok_and(|j| j.len() == w.len() + 2));
+        let shared: std::sync::Arc<[String]> = pieces.clone().into();
         let mut bytes = 0usize;
         for i in 0..self.samples {
             // Memory stays bounded whatever the prompt length: past the budget
@@ -247,11 +253,16 @@ impl Synthetic {
                 text.push_str(piece);
             }
             bytes += text.len();
+            let head_bytes = pieces[(i / p) % p].len() + pieces[i % p].len();
             items.push(PromptItem {
                 text,
                 prompt_tokens: self.prefix_tokens + n,
                 output_tokens: out,
                 shared_prefix_bytes: prefix.len(),
+                respell: (plain && n >= 2).then(|| crate::client::Respell {
+                    head_bytes,
+                    pieces: shared.clone(),
+                }),
             });
         }
         // Prove the construction on a sample; fall back to counting every prompt.
@@ -262,6 +273,8 @@ impl Synthetic {
         if !exact {
             for it in &mut items {
                 trim_to(it, counter, &pieces, &mut rng);
+                // Lengths were counted, not built: a respelling could move them.
+                it.respell = None;
             }
         }
         Ok(items)

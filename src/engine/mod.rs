@@ -218,6 +218,8 @@ pub struct Engine {
     /// are taken in order across stages, so a stage does not resend the
     /// previous stage's prompts (a server's prefix cache would flatter TTFT).
     next_prompt: u64,
+    /// The run has said that its prompts ran out.
+    prompts_ran_out: bool,
     done_tx: mpsc::UnboundedSender<Done>,
     done_rx: mpsc::UnboundedReceiver<Done>,
     finishing: Vec<Finishing>,
@@ -266,6 +268,7 @@ impl Engine {
             paused: false,
             manual_stages: 0,
             next_prompt: 0,
+            prompts_ran_out: false,
             done_tx,
             done_rx,
             finishing: Vec::new(),
@@ -810,6 +813,24 @@ impl Engine {
     ) {
         let backend = self.backend.clone();
         let prompt = crate::data::for_request(&self.prompts, self.next_prompt);
+        // The prompts ran out: said once, with what reuse does to them.
+        if self.next_prompt >= self.prompts.len() as u64 && !self.prompts_ran_out {
+            self.prompts_ran_out = true;
+            let tagged = self.prompts.iter().filter(|p| p.respell.is_none()).count();
+            let how = if tagged == 0 {
+                "each respelled at its start so the server has not seen it; token counts unchanged"
+                    .to_string()
+            } else {
+                format!(
+                    "each made new to the server by a tag at its start (#<n>, a few tokens more for {tagged} of them)"
+                )
+            };
+            self.warn(format!(
+                "the data's {} prompts ran out at request {}: later requests reuse them, {how}",
+                self.prompts.len(),
+                self.next_prompt + 1
+            ));
+        }
         self.next_prompt += 1;
         let cancel = cancel.clone();
         let done = self.done_tx.clone();

@@ -77,9 +77,9 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
             };
             vec![
                 name,
-                format!("{:.2}", x.rates.requests_per_s),
-                format!("{:.2}", y.rates.requests_per_s),
-                delta(x.rates.requests_per_s, y.rates.requests_per_s, true),
+                format!("{:.2}", x.rates.achieved()),
+                format!("{:.2}", y.rates.achieved()),
+                delta(x.rates.achieved(), y.rates.achieved(), true),
                 format!("{:.0}", x.rates.output_tokens_per_s),
                 format!("{:.0}", y.rates.output_tokens_per_s),
                 delta(

@@ -141,7 +141,7 @@ fn dash_if_empty(n: u64, v: f64, prec: usize) -> String {
 /// (header, priority, value) for the narrow stage table.
 fn narrow_columns() -> Vec<(&'static str, u8, NarrowGet)> {
     vec![
-        ("req/s", 0, |s| format!("{:.2}", s.rates.requests_per_s)),
+        ("req/s", 0, |s| format!("{:.2}", s.rates.achieved())),
         ("conc", 4, |s| format!("{:.1}", s.concurrency.mean)),
         ("TTFT p50 ms", 0, |s| {
             dash_if_empty(s.ttft_ms.count, s.ttft_ms.p50, 1)
@@ -225,7 +225,7 @@ fn narrow(r: &Report, width: u16) -> String {
     }
     let shown: Vec<usize> = (0..cols.len()).filter(|&i| keep[i]).collect();
     for line in wrap(
-        "Stages (! saturated; full tables in report.md and `llmsweep report`):",
+        "Stages (! saturated; req/s: completed per second of steady window; full tables in report.md and `llmsweep report`):",
         w,
         2,
     ) {

@@ -59,6 +59,9 @@ pub fn render(r: &Report) -> Result<String> {
             "manual",
             "cut_short",
             "paused_s",
+            "sent_per_s",
+            "completed_per_s",
+            "steady_s",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -134,6 +137,9 @@ pub fn render(r: &Report) -> Result<String> {
             s.manual.to_string(),
             s.cut_short.to_string(),
             f(s.paused_s),
+            f(s.rates.sent_per_s),
+            f(s.rates.completed_per_s),
+            f(s.rates.steady_s),
         ]);
         if server {
             row.extend(crate::report::server::csv_values(s));

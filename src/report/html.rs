@@ -328,7 +328,7 @@ pub fn chart_with(
 
 fn by_rate(stages: &[StageReport]) -> Vec<&StageReport> {
     let mut v: Vec<&StageReport> = stages.iter().filter(|s| s.requests.measured > 0).collect();
-    v.sort_by(|a, b| a.rates.requests_per_s.total_cmp(&b.rates.requests_per_s));
+    v.sort_by(|a, b| a.rates.achieved().total_cmp(&b.rates.achieved()));
     v
 }
 
@@ -395,7 +395,7 @@ fn sweep_chart(
         name,
         points: curve
             .iter()
-            .map(|s| (s.rates.requests_per_s, pick(s)))
+            .map(|s| (s.rates.achieved(), pick(s)))
             .collect(),
         labels: if labels {
             curve.iter().map(|s| s.name.clone()).collect()
@@ -420,7 +420,7 @@ fn sweep_chart(
             ),
             points: others
                 .iter()
-                .map(|s| (s.rates.requests_per_s, f(s).0))
+                .map(|s| (s.rates.achieved(), f(s).0))
                 .collect(),
             labels: others.iter().map(|s| s.name.clone()).collect(),
             markers_only: true,
@@ -433,14 +433,14 @@ fn sweep_chart(
             name: format!("{what} p99, saturated stages"),
             points: saturated
                 .iter()
-                .map(|s| (s.rates.requests_per_s, f(s).1))
+                .map(|s| (s.rates.achieved(), f(s).1))
                 .collect(),
             markers_only: true,
             ..Default::default()
         });
     }
     let vlines = super::summary::knee(&r.stages)
-        .map(|k| vec![(k.rates.requests_per_s, format!("knee: {}", k.name))])
+        .map(|k| vec![(k.rates.achieved(), format!("knee: {}", k.name))])
         .unwrap_or_default();
     chart_with(
         title,
@@ -466,7 +466,7 @@ pub fn render(r: &Report) -> String {
         .stages
         .iter()
         .filter(|s| s.strategy.is_open_loop())
-        .filter_map(|s| Some((s.target_rate?, s.rates.requests_per_s)))
+        .filter_map(|s| Some((s.target_rate?, s.rates.achieved())))
         .collect();
     targeted.sort_by(|a, b| a.0.total_cmp(&b.0));
     let top = targeted.iter().map(|p| p.0).fold(0.0, f64::max);
@@ -548,7 +548,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
         r#"<h2>Latency distributions</h2><div class="charts">{ttft_dist}{itl_dist}{tpot_dist}{lat_dist}</div>"#
     );
 
-    h.push_str("<h2>Stages</h2><table><tr><th>Stage</th><th>Target</th><th>Req/s</th><th>Conc</th><th>Out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT mean</th><th>Latency p50 (s)</th><th>Comp</th><th>Inc</th><th>Err</th><th>Errors</th></tr>");
+    h.push_str("<h2>Stages</h2><table><tr><th>Stage</th><th>Target</th><th>Req/s (steady)</th><th>Conc</th><th>Out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT mean</th><th>Latency p50 (s)</th><th>Comp</th><th>Inc</th><th>Err</th><th>Errors</th></tr>");
     for s in &r.stages {
         let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = write!(
@@ -557,7 +557,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
             if s.saturated { r#" class="sat""# } else { "" },
             esc(&s.name),
             s.target_rate.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into()),
-            s.rates.requests_per_s,
+            s.rates.achieved(),
             s.concurrency.mean,
             s.rates.output_tokens_per_s,
             s.ttft_ms.p50,

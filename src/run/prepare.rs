@@ -370,6 +370,7 @@ mod tests {
             prompt_tokens: p,
             output_tokens: o,
             shared_prefix_bytes: 0,
+            respell: None,
         };
         let fits = [item(100, Some(20)), item(50, None)];
         assert_eq!(check_context(&fits, 120, "m").unwrap(), None);

@@ -68,7 +68,7 @@ impl RowData {
             name: s.name.clone(),
             state: RowState::Done,
             target: s.target_rate,
-            rps: measured.then_some(s.rates.requests_per_s),
+            rps: measured.then_some(s.rates.achieved()),
             conc: measured.then_some(s.concurrency.mean),
             out_tps: measured.then_some(s.rates.output_tokens_per_s),
             ttft: m3(&s.ttft_ms, 1.0),
@@ -463,7 +463,22 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
         Span::styled(" · ", th.dim()),
         Span::styled(app.info.profile.clone(), th.dim()),
     ]);
-    // Narrow: the profile goes first (the stage line says what runs).
+    // The run's answer once the finished stages give one, said as every
+    // report says it (`holds ≈ 29.50 req/s`).
+    let answer = crate::stats::answer::answer(&snap.finished, None);
+    if let Some(holds) = crate::stats::answer::short(&answer) {
+        line1.spans.push(Span::styled(" · ", th.dim()));
+        line1.spans.push(Span::styled(
+            holds,
+            th.style(th.good).add_modifier(Modifier::BOLD),
+        ));
+    }
+    // Narrow: the profile goes first (the stage line says what runs), then
+    // the answer.
+    if line1.width() > area.width as usize && line1.spans.len() > 6 {
+        line1.spans.remove(5);
+        line1.spans.remove(4);
+    }
     if line1.width() > area.width as usize {
         line1.spans.truncate(4);
     }
@@ -662,7 +677,7 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
                 Span::styled("req/s ", th.dim()),
                 Span::styled(
                     if has {
-                        format!("{:.2}", r.rates.requests_per_s)
+                        format!("{:.2}", r.rates.achieved())
                     } else {
                         "-".into()
                     },
@@ -1003,9 +1018,9 @@ pub struct CurvePoint {
 /// (synchronous, throughput, concurrent) are drawn as separate markers.
 pub fn curve_points(snap: &Snapshot) -> Vec<CurvePoint> {
     let point = |s: &StageReport, running: bool| {
-        (s.ttft_ms.count > 0 && s.rates.requests_per_s > 0.0).then(|| CurvePoint {
+        (s.ttft_ms.count > 0 && s.rates.achieved() > 0.0).then(|| CurvePoint {
             name: s.name.clone(),
-            rate: s.rates.requests_per_s,
+            rate: s.rates.achieved(),
             lat: [s.ttft_ms.p50, s.ttft_ms.p99, s.itl_ms.p50, s.itl_ms.p99],
             on_curve: summary::on_rate_curve(s) && !running,
             saturated: s.saturated,
@@ -1065,7 +1080,7 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     bottom.spans.push(Span::styled("saturated ", th.dim()));
     if let Some(k) = knee {
         bottom.spans.push(Span::styled(
-            format!("┊ knee {:.1} ", k.rates.requests_per_s),
+            format!("┊ knee {:.1} ", k.rates.achieved()),
             th.dim(),
         ));
     }
@@ -1119,7 +1134,7 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
         .map(|p| (p.rate, y(p.lat[1])))
         .collect();
     let knee_line: Vec<(f64, f64)> = knee
-        .map(|k| vec![(k.rates.requests_per_s, ylo), (k.rates.requests_per_s, yhi)])
+        .map(|k| vec![(k.rates.achieved(), ylo), (k.rates.achieved(), yhi)])
         .unwrap_or_default();
     let mut datasets = vec![Dataset::default()
         .marker(Marker::Braille)
@@ -1275,9 +1290,9 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
         .borders(Borders::ALL)
         .border_style(th.border());
     let legend = if live {
-        "▶ running, so far · ! saturated · - no data "
+        "▶ running, so far · ! saturated · - no data · rate: steady "
     } else {
-        "! saturated · - no data "
+        "! saturated · - no data · rate: steady "
     };
     let title = Line::from(vec![
         Span::styled(" stages ", th.title()),
