@@ -506,8 +506,9 @@ fn the_result_screen_says_what_the_run_found() {
             &s,
             &[
                 "run finished",
-                "Capacity",
-                "~39.10 req/s",
+                "Answer",
+                "holds ≈ 27.10 req/s",
+                "39.10",
                 "Knee",
                 "constant@23.05",
                 "Saturated",

@@ -52,7 +52,7 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
     let result = tmux.wait_for("the result screen", limit, |s| {
         s.contains("run finished") && s.contains("press any key")
     });
-    for needle in ["Capacity", "Stopped", "quit (q)", "report.json"] {
+    for needle in ["Answer", "Stopped", "quit (q)", "report.json"] {
         assert!(
             result.contains(needle),
             "{needle} on the result screen:\n{result}"
@@ -123,7 +123,7 @@ fn exit_on_finish_skips_the_result_screen_and_the_tables_fit() {
     assert!(last.contains("LLMSWEEP-EXIT=0"), "{last}");
     // At 80 columns: the narrow summary, not GuideLLM's 155-column tables.
     assert!(
-        last.contains("Capacity") || last.contains("Stopped"),
+        last.contains("Answer") || last.contains("Stopped"),
         "{last}"
     );
     assert!(!last.contains("Benchmarks Stats"), "{last}");

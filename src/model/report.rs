@@ -194,15 +194,15 @@ pub struct Rates {
     /// Requests sent per second over the steady window (docs/METRICS.md:
     /// from the first answer to the end of sending, paused time and drain
     /// left out).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub sent_per_s: f64,
     /// Requests completed per second over the same steady window: the
     /// achieved rate every table shows.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub completed_per_s: f64,
     /// Seconds of steady window (0 when nothing was answered, or in reports
     /// written before it existed).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub steady_s: f64,
     pub output_tokens_per_s: f64,
     /// (prompt + output tokens of completed requests) per second.

@@ -20,10 +20,13 @@ fn held(s: &StageReport) -> Option<bool> {
     if !s.strategy.is_open_loop() || s.cut_short {
         return None;
     }
-    match s.verdict.as_ref()?.outcome {
-        Outcome::NotSaturated => Some(true),
-        Outcome::Saturated => Some(false),
-        Outcome::Erroring | Outcome::Inconclusive => None,
+    match s.verdict.as_ref().map(|v| v.outcome) {
+        Some(Outcome::NotSaturated) => Some(true),
+        Some(Outcome::Saturated) => Some(false),
+        Some(Outcome::Erroring | Outcome::Inconclusive) => None,
+        // Reports from before verdicts: the saturated flag, where the
+        // stage measured anything.
+        None => (s.requests.measured > 0 || s.ttft_ms.count > 0).then_some(!s.saturated),
     }
 }
 
