@@ -124,7 +124,7 @@ pub fn text_tables(r: &Report) -> Option<String> {
         };
         out.push_str(&stats.render());
         out.push_str(
-            "~ estimated from the server's histogram buckets; client - server from the means.\n",
+            "~ estimated from the server's histogram buckets; client - server from the means, only where both sides counted the same requests (else -).\n",
         );
     }
     Some(out)

@@ -95,11 +95,13 @@ pub fn summarize(
             _ => gauge_stats(points, Gauge::PrefixHitRate, a, b).map(|g| g.mean),
         },
     };
-    let client_minus_server =
-        (client.measured > 0 && (ttft.is_some() || e2e.is_some())).then(|| ClientMinusServer {
-            ttft_mean_ms: ttft.map(|s| client.ttft_mean_ms - s.mean_ms),
-            e2e_mean_ms: e2e.map(|s| client.e2e_mean_ms - s.mean_ms),
-        });
+    let client_minus_server = ClientMinusServer {
+        ttft_mean_ms: gap(client.ttft_mean_ms, client.measured, ttft),
+        e2e_mean_ms: gap(client.e2e_mean_ms, client.measured, e2e),
+    };
+    let client_minus_server = (client_minus_server.ttft_mean_ms.is_some()
+        || client_minus_server.e2e_mean_ms.is_some())
+    .then_some(client_minus_server);
     let mut gauges = BTreeMap::new();
     for id in raw_names {
         let stats = gauge_stats_by(
@@ -134,6 +136,26 @@ pub fn summarize(
         gauges,
         series: Some(series(points, a, b)),
     })
+}
+
+/// Fewest requests on each side for a client − server gap.
+const MIN_MATCHED: f64 = 10.0;
+
+/// Client mean minus server mean, only when the two describe the same
+/// requests: the server's histogram counted within 10 % of the client's
+/// measured completions in the window (a saturated stage's window holds the
+/// server's answers to earlier stages' backlog and misses the requests
+/// still queued, so the two means are of different requests: −1390 ms was
+/// seen), at least 10 on each side. A gap more negative than 2 % of the
+/// server's mean (1 ms at least) cannot be time outside the server: None.
+fn gap(client_mean_ms: f64, client_n: u64, server: Option<ServerDist>) -> Option<f64> {
+    let s = server?;
+    let n = client_n as f64;
+    if n < MIN_MATCHED || s.count < MIN_MATCHED || (s.count - n).abs() > 0.1 * n {
+        return None;
+    }
+    let g = client_mean_ms - s.mean_ms;
+    (g >= -(0.02 * s.mean_ms).max(1.0)).then_some(g)
 }
 
 /// Points of a stage's gauges for charts.
@@ -193,7 +215,7 @@ mod tests {
         let p = points(10);
         let client = ClientSide {
             ttft_mean_ms: 53.0,
-            measured: 20,
+            measured: 40,
             ..Default::default()
         };
         let s = summarize(&p, "vllm", &["x{a=\"b\"}".into()], 2.0, 6.0, client).unwrap();
@@ -226,6 +248,28 @@ mod tests {
         // A window the scrapes do not cover.
         assert!(summarize(&p, "vllm", &[], 20.0, 30.0, client).is_none());
         assert!(summarize(&p, "vllm", &[], 3.0, 3.0, client).is_none());
+    }
+
+    #[test]
+    fn client_minus_server_only_from_the_same_requests_and_never_below_zero() {
+        let d = |count: f64, mean_ms: f64| {
+            Some(ServerDist {
+                count,
+                mean_ms,
+                p50_ms_est: None,
+                p99_ms_est: None,
+            })
+        };
+        assert_eq!(gap(53.0, 40, d(40.0, 50.0)), Some(3.0));
+        // Seen: a saturated stage's window held the server's answers to an
+        // earlier backlog: −1390 ms. Counts that disagree give no gap ...
+        assert_eq!(gap(800.0, 100, d(160.0, 2190.0)), None);
+        // ... and a clearly negative one is not a gap either.
+        assert_eq!(gap(800.0, 100, d(100.0, 900.0)), None);
+        // Within the noise of the means: kept.
+        assert!(gap(99.5, 100, d(100.0, 100.0)).is_some());
+        // Too few requests on either side.
+        assert_eq!(gap(53.0, 5, d(5.0, 50.0)), None);
     }
 
     #[test]
