@@ -300,3 +300,40 @@ async fn a_pause_in_the_throughput_stage_does_not_move_the_plan() {
         );
     }
 }
+
+/// The live warning agrees with the stage: a stage at 85 % of capacity
+/// never shows "saturating" while it runs (seen: `! saturating` beside
+/// achieved 16 against a 15.76 target); one at 150 % does.
+#[tokio::test(start_paused = true)]
+async fn the_live_warning_shows_only_when_the_stage_falls_behind() {
+    let server = SLOW;
+    let c = server.capacity();
+    for (load, want) in [(0.85, false), (1.5, true)] {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = seen.clone();
+        let plan = FixedPlan::new(vec![
+            StageSpec::new(Strategy::Synchronous, limits(3.0, None)),
+            StageSpec::new(Strategy::Constant { rate: load * c }, limits(10.0, None)),
+        ]);
+        run(server, plan, move |_, mut snaps| {
+            tokio::spawn(async move {
+                while snaps.changed().await.is_ok() {
+                    let s = snaps.borrow().clone();
+                    if let Some(w) = s.stage.as_ref().and_then(|st| st.saturation.clone()) {
+                        if let Ok(mut v) = log.lock() {
+                            v.push(w);
+                        }
+                    }
+                }
+            })
+        })
+        .await;
+        let seen = seen.lock().map(|v| v.clone()).unwrap_or_default();
+        assert_eq!(
+            !seen.is_empty(),
+            want,
+            "at {:.0}% of capacity: {seen:?}",
+            load * 100.0
+        );
+    }
+}

@@ -248,21 +248,21 @@ impl App {
             && s.stages_total.is_some_and(|t| s.stage_number >= t)
     }
 
-    /// The highest completion rate measured so far: any finished stage, the
-    /// running stage so far, or any second of the run (early in a stage its
-    /// average still lags). None before anything completed.
+    /// The highest steady completion rate measured so far: any finished
+    /// stage's achieved rate over its steady window, or the running stage's
+    /// so far. Not a single second of the run: a throughput stage's burst
+    /// read 139 req/s on a server that holds 30. None before anything
+    /// completed.
     pub fn highest_measured_rate(&self) -> Option<f64> {
-        let finished = self.snap.finished.iter().map(|s| s.rates.requests_per_s);
-        let st = self.snap.stage.as_ref();
-        let running = st
+        let finished = self.snap.finished.iter().map(|s| s.rates.achieved());
+        let running = self
+            .snap
+            .stage
+            .as_ref()
             .and_then(|s| s.so_far.as_ref())
-            .map(|r| r.rates.requests_per_s);
-        let now = st.map(|s| s.achieved_rps);
-        let seconds = self.snap.history.points().map(|p| p.requests_per_s);
+            .map(|r| r.rates.achieved());
         finished
             .chain(running)
-            .chain(now)
-            .chain(seconds)
             .filter(|r| r.is_finite() && *r > 0.0)
             .reduce(f64::max)
     }
@@ -291,7 +291,7 @@ impl App {
         let leap = target.is_none_or(|t| rate > 1.5 * t);
         (leap && rate > FAR_ABOVE * top).then(|| {
             format!(
-                "{rate:.2} req/s is {:.0}× the highest rate completed so far ({top:.2} req/s)",
+                "{rate:.2} req/s is {:.0}× the highest steady rate completed so far ({top:.2} req/s)",
                 rate / top
             )
         })
@@ -693,6 +693,34 @@ mod tests {
     }
 
     #[test]
+    fn the_far_above_check_compares_with_steady_rates_not_a_burst() {
+        // Seen: `r 500` compared with 139.06 req/s, one second of a
+        // throughput stage on a server that holds about 30.
+        let mut a = with_stage(StrategyKind::Constant, Some(30.0), 29.0);
+        let mut thr = crate::report::StageReport::default();
+        thr.rates.completed_per_s = 31.0;
+        thr.rates.steady_s = 8.0;
+        thr.rates.requests_per_s = 25.0;
+        a.snap.finished = std::sync::Arc::new(vec![thr]);
+        let mut burst = crate::model::live::RunHistory::default();
+        burst.push(
+            1.0,
+            1.0,
+            &crate::model::live::SeriesPoint {
+                requests_per_s: 139.06,
+                ..Default::default()
+            },
+            0,
+        );
+        a.snap.history = std::sync::Arc::new(burst);
+        assert_eq!(a.highest_measured_rate(), Some(31.0));
+        press(&mut a, "r500");
+        assert_eq!(enter(&mut a), None);
+        let q = a.confirm.clone().expect("asks");
+        assert!(q.question().contains("(31.00 req/s)"), "{}", q.question());
+    }
+
+    #[test]
     fn a_rate_far_above_anything_measured_asks_first_and_says_why() {
         let mut a = with_stage(StrategyKind::Constant, Some(10.0), 9.5);
         // 5000 req/s typed against 9.5 measured: asks, nothing sent yet.
@@ -701,7 +729,7 @@ mod tests {
         let q = a.confirm.clone().expect("asks");
         assert!(
             q.question()
-                .contains("526× the highest rate completed so far"),
+                .contains("526× the highest steady rate completed so far"),
             "{}",
             q.question()
         );
