@@ -545,3 +545,92 @@ async fn a_server_that_hangs_up_without_answering_is_stream_broken() {
     assert_eq!(r.reconnects, 1, "one new connection, then the error");
     assert_eq!(s.seen.lock().unwrap().len(), 2);
 }
+
+// ---------------------------------------------------------------------------
+// 7. The control socket: abusive viewers.
+
+/// A run's control endpoint in `dir` whose export writes a 256 KiB report
+/// with `write_atomic`, as the run's exports do.
+fn endpoint(dir: &std::path::Path) -> llmsweep::attach::serve::Endpoint {
+    use llmsweep::attach::{protocol::RunHello, serve};
+    let (listener, path) = serve::bind(dir).unwrap();
+    let (_snap_tx, snap_rx) = tokio::sync::watch::channel(llmsweep::engine::Snapshot::default());
+    // The sender must outlive the test's viewers.
+    std::mem::forget(_snap_tx);
+    let (control_tx, _control_rx) = tokio::sync::mpsc::unbounded_channel();
+    std::mem::forget(_control_rx);
+    let out = dir.join("report.md");
+    let export: serve::ExportFn = Arc::new(move |_| {
+        let body = vec![b'x'; 256 << 10];
+        llmsweep::report::write_atomic(&out, &body)?;
+        Ok(vec![out.clone()])
+    });
+    let hello = RunHello {
+        target: "http://127.0.0.1:1".into(),
+        model: "m".into(),
+        profile: "p".into(),
+        dir: dir.display().to_string(),
+        pid: std::process::id(),
+    };
+    serve::start(listener, path, hello, snap_rx, control_tx, export, None)
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("llmsweep-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_viewers_exporting_at_once_all_succeed() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = scratch("export20");
+    let ep = endpoint(&dir);
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let path = ep.path.clone();
+        tasks.push(tokio::spawn(async move {
+            let sock = tokio::net::UnixStream::connect(&path).await.unwrap();
+            let (r, mut w) = sock.into_split();
+            w.write_all(b"{\"type\":\"export\"}\n").await.unwrap();
+            let mut lines = tokio::io::BufReader::new(r).lines();
+            loop {
+                let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                    .await
+                    .expect("an answer to the export")
+                    .unwrap()
+                    .expect("the run kept the connection");
+                if line.contains("\"exported\"") || line.contains("\"error\"") {
+                    return line;
+                }
+            }
+        }));
+    }
+    let mut failed = Vec::new();
+    for t in tasks {
+        let line = t.await.unwrap();
+        if !line.contains("\"exported\"") {
+            failed.push(line);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of 20 failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    assert_eq!(
+        std::fs::read(dir.join("report.md")).unwrap().len(),
+        256 << 10
+    );
+    // No temporary file is left behind.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
