@@ -634,3 +634,28 @@ async fn twenty_viewers_exporting_at_once_all_succeed() {
     assert!(left.is_empty(), "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_line_over_64_kib_ends_the_connection_while_it_is_read() {
+    let dir = scratch("longline");
+    let ep = endpoint(&dir);
+    let mut sock = tokio::net::UnixStream::connect(&ep.path).await.unwrap();
+    // 16 MiB without a newline: the run must hang up long before the end.
+    let block = vec![b'a'; 64 << 10];
+    let mut sent = 0usize;
+    let write_all = async {
+        for _ in 0..256 {
+            if sock.write_all(&block).await.is_err() {
+                return;
+            }
+            sent += block.len();
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(20), write_all).await;
+    assert!(
+        sent < 4 << 20,
+        "the run read {} KiB of one line before hanging up",
+        sent >> 10
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
