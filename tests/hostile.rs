@@ -659,3 +659,47 @@ async fn a_control_line_over_64_kib_ends_the_connection_while_it_is_read() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------
+// 8. The server-metrics scraper against hostile /metrics.
+
+fn metrics_page() -> String {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/metrics/vllm.txt");
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn scrape_cfg(url: String) -> llmsweep::server_metrics::ScrapeConfig {
+    llmsweep::server_metrics::ScrapeConfig {
+        url,
+        interval: Duration::from_millis(200),
+        timeout: Duration::from_secs(1),
+        raw: vec![],
+        model: Some("Qwen/Qwen3-8B".into()),
+        explicit: true,
+        bearer: None,
+        insecure: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_scrape_of_a_metrics_page_that_never_answers_waits_one_timeout_at_most() {
+    let s = hostile(|_| Response {
+        bytes: Vec::new(),
+        hold: Duration::from_secs(60),
+    })
+    .await;
+    let scraper =
+        llmsweep::server_metrics::Scraper::start(scrape_cfg(format!("{}/metrics", s.url)));
+    // The first scrape times out at 1 s and the second starts at once: stop
+    // a little after, while the second is in flight.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let t0 = std::time::Instant::now();
+    let record = scraper.finish().await;
+    let waited = t0.elapsed();
+    eprintln!("finish waited {waited:?}; {} errors", record.errors);
+    assert!(
+        waited < Duration::from_millis(1400),
+        "the end of the run waited {waited:?} for a 1 s scrape timeout"
+    );
+}

@@ -217,7 +217,8 @@ impl Scraper {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        // The task ends after at most one scrape (bounded by its timeout).
+        // The task ends after at most one scrape (bounded by its timeout):
+        // the one in flight, or else one more.
         let _ = (&mut self.task).await;
         lock(&self.shared).record.clone()
     }
@@ -314,7 +315,23 @@ async fn run(
             }
         }
         let sent = Instant::now();
-        let result = fetch(&http, &cfg).await;
+        let result = {
+            let scrape = fetch(&http, &cfg);
+            tokio::pin!(scrape);
+            if last {
+                scrape.await
+            } else {
+                // Asked to stop during a scrape: that scrape is the last
+                // one, so the end of the run waits one timeout at most.
+                tokio::select! {
+                    r = &mut scrape => r,
+                    _ = &mut stop => {
+                        last = true;
+                        scrape.await
+                    }
+                }
+            }
+        };
         let received = Instant::now();
         let t_s = (sent.duration_since(t0) + received.duration_since(sent) / 2).as_secs_f64();
         let mut rec = lock(&shared);
