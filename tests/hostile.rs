@@ -679,6 +679,7 @@ fn scrape_cfg(url: String) -> llmsweep::server_metrics::ScrapeConfig {
         explicit: true,
         bearer: None,
         insecure: false,
+        follow_redirects: FollowRedirects::None,
     }
 }
 
@@ -702,4 +703,59 @@ async fn the_last_scrape_of_a_metrics_page_that_never_answers_waits_one_timeout_
         waited < Duration::from_millis(1400),
         "the end of the run waited {waited:?} for a 1 s scrape timeout"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_scraper_obeys_follow_redirects_and_sends_no_referer() {
+    let other = hostile(|_| {
+        let mut v = head("200 OK", "text/plain", "");
+        v.extend_from_slice(metrics_page().as_bytes());
+        answer(v)
+    })
+    .await;
+    let to = format!("{}/metrics", other.url);
+    let target = hostile(move |_| {
+        answer(head(
+            "307 Temporary Redirect",
+            "text/plain",
+            &format!("location: {to}\r\ncontent-length: 0\r\n"),
+        ))
+    })
+    .await;
+    let url = format!("{}/metrics?api-key=sk-query-secret", target.url);
+    let scrape = |follow| {
+        let cfg = llmsweep::server_metrics::ScrapeConfig {
+            bearer: Some("sk-bearer-secret".into()),
+            follow_redirects: follow,
+            ..scrape_cfg(url.clone())
+        };
+        async move {
+            let scraper = llmsweep::server_metrics::Scraper::start(cfg);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            scraper.finish().await
+        }
+    };
+    // Not followed by default, nor to another origin under same-origin.
+    for follow in [FollowRedirects::None, FollowRedirects::SameOrigin] {
+        let r = scrape(follow).await;
+        assert_eq!(r.scrapes, 0, "{follow:?}");
+        assert!(other.seen.lock().unwrap().is_empty(), "{follow:?} followed");
+        let why = format!("{:?}", r.status);
+        assert!(why.contains("307"), "{why}");
+    }
+    // Followed under any, with nothing secret on it.
+    let r = scrape(FollowRedirects::Any).await;
+    assert!(r.scrapes > 0);
+    let seen = other.seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for s in &seen {
+        for secret in [
+            "referer",
+            "sk-query-secret",
+            "sk-bearer-secret",
+            "authorization",
+        ] {
+            assert!(!s.head.contains(secret), "{secret} crossed: {}", s.head);
+        }
+    }
 }

@@ -10,6 +10,7 @@
 
 pub mod chunk;
 pub mod limits;
+pub mod redirect;
 pub mod sse;
 
 use std::fmt;
@@ -19,7 +20,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, LOCATION};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, Url};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -55,8 +56,6 @@ pub enum FollowRedirects {
     Any,
 }
 
-/// At most this many redirects per request, when following them.
-const MAX_REDIRECTS: usize = 10;
 /// A non-2xx body is read up to this size for the error message.
 const ERROR_BODY_BYTES: usize = 16 << 10;
 
@@ -369,12 +368,11 @@ impl Client {
             headers.insert(name, value);
         }
         let builder = |pooled: bool| {
-            let b = reqwest::Client::builder()
-                // Redirects are handled here, so that headers never cross origins.
-                .redirect(reqwest::redirect::Policy::none())
+            // Redirects are handled by `redirect::send`, so that headers
+            // never cross origins.
+            let b = redirect::builder(cfg.insecure)
                 .tcp_nodelay(true)
-                .connect_timeout(Duration::from_secs(30))
-                .danger_accept_invalid_certs(cfg.insecure);
+                .connect_timeout(Duration::from_secs(30));
             if pooled {
                 // No pool cap: the strategy decides concurrency, not the client.
                 // Idle connections go after 4 s, before the 5 s keep-alive
@@ -540,67 +538,20 @@ impl Client {
         body: Option<&Bytes>,
         timeout: Option<Duration>,
     ) -> Result<reqwest::Response, SendFail> {
-        let mut url = first.clone();
-        let mut hops = 0;
-        loop {
-            let headers = if same_origin(&url, &self.url) {
-                &self.headers
-            } else {
-                &self.plain_headers
-            };
-            let mut rb = http
-                .request(method.clone(), url.clone())
-                .headers(headers.clone());
-            if let Some(b) = body {
-                rb = rb.body(b.clone());
-            }
-            if let Some(t) = timeout {
-                rb = rb.timeout(t);
-            }
-            let resp = rb.send().await.map_err(SendFail::Http)?;
-            let status = resp.status();
-            if !status.is_redirection() {
-                return Ok(resp);
-            }
-            let code = status.as_u16();
-            let location = resp
-                .headers()
-                .get(LOCATION)
-                .and_then(|l| l.to_str().ok())
-                .map(str::to_string);
-            let next = location.as_deref().and_then(|l| url.join(l).ok());
-            let refuse = |why: &str| {
-                SendFail::Outcome(errored(
-                    ErrorCategory::Redirect(code),
-                    format!(
-                        "HTTP {status} to {}: {why}",
-                        location.as_deref().unwrap_or("(no Location header)")
-                    ),
-                ))
-            };
-            let Some(next) = next else {
-                return Err(refuse("no usable Location, not followed"));
-            };
-            let allowed = match self.follow {
-                FollowRedirects::None => {
-                    return Err(refuse(
-                        "not followed (--follow-redirects same-origin or any to follow)",
-                    ))
+        let route = redirect::Route {
+            origin: &self.url,
+            own: &self.headers,
+            plain: &self.plain_headers,
+            follow: self.follow,
+        };
+        redirect::send(http, route, method, first, body, timeout)
+            .await
+            .map_err(|f| match f {
+                redirect::Fail::Http(e) => SendFail::Http(e),
+                redirect::Fail::Refused { code, message } => {
+                    SendFail::Outcome(errored(ErrorCategory::Redirect(code), message))
                 }
-                FollowRedirects::SameOrigin => same_origin(&next, &self.url),
-                FollowRedirects::Any => true,
-            };
-            if !allowed {
-                return Err(refuse(
-                    "another origin, not followed (--follow-redirects any to follow)",
-                ));
-            }
-            hops += 1;
-            if hops > MAX_REDIRECTS {
-                return Err(refuse(&format!("more than {MAX_REDIRECTS} redirects")));
-            }
-            url = next;
-        }
+            })
     }
 
     async fn stream(&self, prompt: &Prompt, st: &mut StreamState) -> Outcome {
@@ -795,13 +746,6 @@ pub fn add_error_sample(
 
 fn sse_error(e: SseError) -> Outcome {
     errored(ErrorCategory::StreamMalformed, e.to_string())
-}
-
-/// Same scheme, host and port.
-fn same_origin(a: &Url, b: &Url) -> bool {
-    a.scheme() == b.scheme()
-        && a.host_str() == b.host_str()
-        && a.port_or_known_default() == b.port_or_known_default()
 }
 
 /// Up to `limit` bytes of a body, within 5 s, as text.
@@ -1027,6 +971,7 @@ fn scale_to_total(chunks: &mut [(Instant, u32)], total: u64) {
 
 #[cfg(test)]
 mod tests {
+    use super::redirect::same_origin;
     use super::*;
 
     #[test]

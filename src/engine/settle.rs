@@ -81,7 +81,8 @@ pub async fn settle(
         timed_out,
         probes,
     };
-    let http = reqwest::Client::builder()
+    // The shared redirect policy's client: no redirect followed, no Referer.
+    let http = crate::client::redirect::builder(false)
         .timeout(Duration::from_secs(2))
         .build()
         .ok();

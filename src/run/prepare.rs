@@ -250,6 +250,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         &model,
         api_key.clone(),
         args.insecure,
+        args.follow_redirects,
     )?;
 
     // Data: every request body built once.

@@ -32,6 +32,8 @@ pub struct ScrapeConfig {
     /// that guard /metrics with it).
     pub bearer: Option<String>,
     pub insecure: bool,
+    /// `--follow-redirects`: the same policy as the load client's.
+    pub follow_redirects: crate::client::FollowRedirects,
 }
 
 /// Where the scraper stands.
@@ -247,21 +249,38 @@ fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Fetches and parses one page.
+/// Fetches and parses one page. Redirects follow the load client's policy
+/// (`--follow-redirects`); the bearer token goes only to the page's own origin.
 async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<prom::Page, String> {
-    let mut req = http.get(&cfg.url);
+    let url = reqwest::Url::parse(&cfg.url).map_err(|e| format!("not a URL: {e}"))?;
+    let plain = reqwest::header::HeaderMap::new();
+    let mut own = plain.clone();
     if let Some(k) = &cfg.bearer {
-        req = req.bearer_auth(k);
+        let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {k}"))
+            .map_err(|_| "the API key cannot go in an HTTP header".to_string())?;
+        v.set_sensitive(true);
+        own.insert(reqwest::header::AUTHORIZATION, v);
     }
-    let resp = req.send().await.map_err(|e| {
-        if e.is_timeout() {
-            format!("timed out after {:.1} s", cfg.timeout.as_secs_f64())
-        } else if e.is_connect() {
-            "cannot connect".to_string()
-        } else {
-            "request failed".to_string()
-        }
-    })?;
+    let route = crate::client::redirect::Route {
+        origin: &url,
+        own: &own,
+        plain: &plain,
+        follow: cfg.follow_redirects,
+    };
+    let resp = crate::client::redirect::send(http, route, reqwest::Method::GET, &url, None, None)
+        .await
+        .map_err(|f| match f {
+            crate::client::redirect::Fail::Refused { message, .. } => {
+                crate::redact::scrub(&message)
+            }
+            crate::client::redirect::Fail::Http(e) if e.is_timeout() => {
+                format!("timed out after {:.1} s", cfg.timeout.as_secs_f64())
+            }
+            crate::client::redirect::Fail::Http(e) if e.is_connect() => {
+                "cannot connect".to_string()
+            }
+            crate::client::redirect::Fail::Http(_) => "request failed".to_string(),
+        })?;
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("HTTP {}", status.as_u16()));
@@ -284,11 +303,10 @@ async fn run(
     live: watch::Sender<Arc<LiveView>>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let http = match reqwest::Client::builder()
+    let http = match crate::client::redirect::builder(cfg.insecure)
         .timeout(cfg.timeout)
         .connect_timeout(cfg.timeout)
         .pool_max_idle_per_host(1)
-        .danger_accept_invalid_certs(cfg.insecure)
         .build()
     {
         Ok(c) => c,
@@ -496,6 +514,7 @@ mod tests {
             explicit: false,
             bearer: None,
             insecure: false,
+            follow_redirects: crate::client::FollowRedirects::None,
         };
         assert_eq!(
             LiveView::new(&cfg).url,
