@@ -8,6 +8,7 @@
 //! front ends (`headless`, later the TUI) only read the engine's snapshots.
 
 pub mod attach;
+pub mod bounds;
 pub mod client;
 pub mod config;
 pub mod data;

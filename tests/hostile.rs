@@ -706,6 +706,59 @@ async fn the_last_scrape_of_a_metrics_page_that_never_answers_waits_one_timeout_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_50_mb_metrics_page_is_cut_while_read_and_the_cut_is_said_once() {
+    // A real page, then 50 MB of comment lines; the server counts what it
+    // managed to send.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                if read_request(&mut sock).await.is_none() {
+                    return;
+                }
+                let mut page = head("200 OK", "text/plain; version=0.0.4", "").to_vec();
+                page.extend_from_slice(metrics_page().as_bytes());
+                if sock.write_all(&page).await.is_err() {
+                    return;
+                }
+                let filler =
+                    "# padding padding padding padding padding padding padding\n".repeat(1000);
+                for _ in 0..(50 << 20) / filler.len() {
+                    if sock.write_all(filler.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    counted.fetch_add(filler.len(), std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let cfg = llmsweep::server_metrics::ScrapeConfig {
+        timeout: Duration::from_secs(10),
+        interval: Duration::from_millis(300),
+        ..scrape_cfg(url)
+    };
+    let scraper = llmsweep::server_metrics::Scraper::start(cfg);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let record = scraper.finish().await;
+    let most = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(record.scrapes > 0, "the page's real metrics were read");
+    let per_scrape = most as f64 / (record.scrapes + record.errors) as f64;
+    assert!(
+        per_scrape < 20e6,
+        "{:.1} MB sent per scrape: the page was read whole",
+        per_scrape / 1e6
+    );
+    let warnings = record.warnings();
+    let cut: Vec<_> = warnings.iter().filter(|w| w.contains("MiB")).collect();
+    assert_eq!(cut.len(), 1, "{warnings:?}");
+    assert!(cut[0].contains("8 MiB"), "{cut:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metrics_scraper_obeys_follow_redirects_and_sends_no_referer() {
     let other = hostile(|_| {
         let mut v = head("200 OK", "text/plain", "");

@@ -59,7 +59,10 @@ async fn busy(http: &reqwest::Client, url: &str) -> Option<f64> {
     if !r.status().is_success() {
         return None;
     }
-    busy_from_metrics(&r.text().await.ok()?)
+    let page = crate::bounds::read_capped(r, crate::bounds::METRICS_PAGE)
+        .await
+        .ok()?;
+    busy_from_metrics(&String::from_utf8_lossy(&page.bytes))
 }
 
 /// Waits for the server to settle, at most `timeout`. Without a usable

@@ -128,6 +128,9 @@ pub struct Record {
     pub explicit: bool,
     /// Wall-clock time spent reading and parsing pages (for the cost note).
     pub busy: Duration,
+    /// Pages longer than [`crate::bounds::METRICS_PAGE`]: only their first
+    /// part was read (the report says so once).
+    pub cut_pages: u64,
 }
 
 impl Record {
@@ -140,6 +143,15 @@ impl Record {
                 w.push(format!("server metrics: {why}"));
             }
             _ => {}
+        }
+        if self.cut_pages > 0 {
+            w.push(format!(
+                "server metrics: {} of the pages of {} were longer than {}, the most llmsweep reads of one page; only their first {} was read",
+                self.cut_pages,
+                self.url,
+                crate::bounds::human(crate::bounds::METRICS_PAGE),
+                crate::bounds::human(crate::bounds::METRICS_PAGE),
+            ));
         }
         if self.errors > 0 && self.scrapes > 0 {
             w.push(format!(
@@ -188,6 +200,7 @@ impl Scraper {
             status: Status::Starting,
             explicit: cfg.explicit,
             busy: Duration::ZERO,
+            cut_pages: 0,
         };
         let shared = Arc::new(Mutex::new(Shared { record }));
         let (live_tx, live) = watch::channel(Arc::new(view.clone()));
@@ -251,7 +264,9 @@ fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 
 /// Fetches and parses one page. Redirects follow the load client's policy
 /// (`--follow-redirects`); the bearer token goes only to the page's own origin.
-async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<prom::Page, String> {
+/// The page is read up to [`crate::bounds::METRICS_PAGE`]; `true` with it
+/// when it went on past that (it is then parsed to its last whole line).
+async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<(prom::Page, bool), String> {
     let url = reqwest::Url::parse(&cfg.url).map_err(|e| format!("not a URL: {e}"))?;
     let plain = reqwest::header::HeaderMap::new();
     let mut own = plain.clone();
@@ -285,15 +300,25 @@ async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<prom::Page,
     if !status.is_success() {
         return Err(format!("HTTP {}", status.as_u16()));
     }
-    let text = resp
-        .text()
+    let body = crate::bounds::read_capped(resp, crate::bounds::METRICS_PAGE)
         .await
         .map_err(|_| "the body broke off".to_string())?;
-    let page = prom::parse(&text);
+    let whole = if body.cut {
+        // The last line may be cut in two: leave it out.
+        let end = body
+            .bytes
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        &body.bytes[..end]
+    } else {
+        &body.bytes[..]
+    };
+    let page = prom::parse(&String::from_utf8_lossy(whole));
     if page.samples.is_empty() {
         return Err("not a Prometheus text page".to_string());
     }
-    Ok(page)
+    Ok((page, body.cut))
 }
 
 async fn run(
@@ -356,7 +381,10 @@ async fn run(
         let r = &mut rec.record;
         r.busy += received.duration_since(sent);
         match result {
-            Ok(page) => {
+            Ok((page, cut)) => {
+                if cut {
+                    r.cut_pages += 1;
+                }
                 let source = r.source.or_else(|| Source::detect(&page));
                 let reading = super::vocab::read(&page, source, cfg.model.as_deref(), &cfg.raw);
                 if reading.is_empty() {
@@ -536,6 +564,7 @@ mod tests {
             status: Status::Off("http://h/metrics is not served (HTTP 404)".into()),
             explicit: false,
             busy: Duration::ZERO,
+            cut_pages: 0,
         };
         assert!(r.warnings().is_empty());
         r.explicit = true;
