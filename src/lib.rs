@@ -19,6 +19,7 @@ pub mod profile;
 pub mod redact;
 pub mod report;
 pub mod run;
+pub mod safe;
 pub mod server_metrics;
 pub mod sim;
 pub mod stats;

@@ -812,3 +812,159 @@ async fn the_metrics_scraper_obeys_follow_redirects_and_sends_no_referer() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// 9. A server writing into the operator's terminal and reports.
+
+/// The built binary, run to the end on a blocking thread: (status, stdout, stderr).
+async fn llmsweep_cli(args: Vec<String>) -> (std::process::ExitStatus, Vec<u8>, Vec<u8>) {
+    tokio::task::spawn_blocking(move || {
+        let out = common::process::llmsweep()
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (out.status, out.stdout, out.stderr)
+    })
+    .await
+    .unwrap()
+}
+
+/// A model id with a cell separator, a clipboard write (OSC 52) and a
+/// screen clear; errors whose message adds a heading and a table.
+const EVIL_ID: &str = "evil|model\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J";
+const EVIL_MESSAGE: &str =
+    "boom\\u001b[2J\\u009b31m\\n## Injected heading\\n| a | b |\\n|---|---|\\n| 1 | 2 |";
+
+async fn injecting_server() -> Hostile {
+    hostile(|seen| {
+        if seen.path.starts_with("/v1/models") {
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(format!("{{\"data\":[{{\"id\":\"{EVIL_ID}\"}}]}}").as_bytes());
+            answer(v)
+        } else if seen.path.starts_with("/metrics") {
+            answer(head("404 Not Found", "text/plain", "content-length: 0\r\n"))
+        } else {
+            let mut v = head("500 Internal Server Error", "application/json", "");
+            v.extend_from_slice(
+                format!("{{\"error\":{{\"message\":\"{EVIL_MESSAGE}\"}}}}").as_bytes(),
+            );
+            answer(v)
+        }
+    })
+    .await
+}
+
+fn no_control_bytes(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|&c| c.is_control() && c != '\n' && c != '\t')
+        .collect();
+    assert!(bad.is_empty(), "{what} carries {bad:?}:\n{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_cannot_write_into_the_terminal_or_the_reports() {
+    let s = injecting_server().await;
+    let dir = scratch("inject");
+    let (_, stdout, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--profile",
+            "synchronous",
+            "--max-requests",
+            "3",
+            "--headless",
+            "--out",
+            &dir.display().to_string(),
+            "--export",
+            "json,md,vllm,console,sglang,csv,html",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    no_control_bytes("stdout", &stdout);
+    no_control_bytes("stderr", &stderr);
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert!(
+        stderr.contains("\\x1b"),
+        "the escape is shown, not sent: {stderr}"
+    );
+    for f in [
+        "report.md",
+        "report-vllm.md",
+        "report-console.txt",
+        "report-sglang.txt",
+        "report.csv",
+        "report.html",
+    ] {
+        let bytes = std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        no_control_bytes(f, &bytes);
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    for l in md.lines() {
+        assert!(
+            !l.starts_with("## Injected"),
+            "a heading was injected:\n{md}"
+        );
+        assert!(
+            !l.starts_with("| a |") && !l.starts_with("|---|"),
+            "a table was injected:\n{md}"
+        );
+    }
+    // Every row of a pipe table has as many cell separators as its header.
+    let seps = |l: &str| l.replace("\\|", "").matches('|').count();
+    for f in ["report-vllm.md", "report.md"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        let mut header: Option<usize> = None;
+        for l in text.lines() {
+            if !l.starts_with('|') {
+                header = None;
+                continue;
+            }
+            let n = seps(l);
+            match header {
+                None => header = Some(n),
+                Some(h) => assert_eq!(n, h, "{f}: {l}"),
+            }
+        }
+    }
+    // `llmsweep report` of that report.json, in every text format.
+    for format in ["console", "md", "vllm", "sglang", "csv", "html"] {
+        let (status, out, err) = llmsweep_cli(vec![
+            "report".into(),
+            dir.join("report.json").display().to_string(),
+            "--format".into(),
+            format.into(),
+        ])
+        .await;
+        assert!(status.success(), "{}", String::from_utf8_lossy(&err));
+        no_control_bytes(&format!("llmsweep report --format {format}"), &out);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_model_error_quotes_no_control_character() {
+    let s = injecting_server().await;
+    let (status, _, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--model",
+            "nope",
+            "--profile",
+            "synchronous",
+            "--headless",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert!(!status.success());
+    no_control_bytes("stderr", &stderr);
+    assert!(String::from_utf8_lossy(&stderr).contains("does not serve model"));
+}
