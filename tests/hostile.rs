@@ -968,3 +968,33 @@ async fn an_unknown_model_error_quotes_no_control_character() {
     no_control_bytes("stderr", &stderr);
     assert!(String::from_utf8_lossy(&stderr).contains("does not serve model"));
 }
+
+// ---------------------------------------------------------------------------
+// 10. Long and large answers to the pre-flight.
+
+fn models_list(n: usize) -> Vec<u8> {
+    let ids: Vec<String> = (0..n)
+        .map(|i| format!("{{\"id\":\"org/model-{i:05}-with-a-long-name\"}}"))
+        .collect();
+    let mut v = head("200 OK", "application/json", "");
+    v.extend_from_slice(format!("{{\"data\":[{}]}}", ids.join(",")).as_bytes());
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_list_over_its_bound_is_refused_with_the_bound_named() {
+    // 100,000 models with a long field each: about 21 MB.
+    let s = hostile(|_| {
+        let pad = "x".repeat(200);
+        let ids: Vec<String> = (0..100_000)
+            .map(|i| format!("{{\"id\":\"m{i}\",\"pad\":\"{pad}\"}}"))
+            .collect();
+        let mut v = head("200 OK", "application/json", "");
+        v.extend_from_slice(format!("{{\"data\":[{}]}}", ids.join(",")).as_bytes());
+        answer(v)
+    })
+    .await;
+    let client = Client::new(&config(&s.url), Arc::new(Builtin)).unwrap();
+    let err = format!("{:#}", client.list_models().await.unwrap_err());
+    assert!(err.contains("16 MiB"), "{err}");
+}

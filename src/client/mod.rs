@@ -57,7 +57,7 @@ pub enum FollowRedirects {
 }
 
 /// A non-2xx body is read up to this size for the error message.
-const ERROR_BODY_BYTES: usize = 16 << 10;
+const ERROR_BODY_BYTES: usize = crate::bounds::ERROR_BODY;
 
 /// Why a request failed. The names are stable: they are report keys, and
 /// README.md and docs/METRICS.md list them all.
@@ -462,7 +462,16 @@ impl Client {
         struct Models {
             data: Vec<ModelInfo>,
         }
-        let m: Models = resp.json().await.with_context(|| {
+        let body = crate::bounds::read_capped(resp, crate::bounds::MODELS_LIST)
+            .await
+            .with_context(|| format!("GET {shown}/v1/models: the answer broke off"))?;
+        if body.cut {
+            bail!(
+                "GET {shown}/v1/models answered more than {}, the most llmsweep reads of a model list",
+                crate::bounds::human(crate::bounds::MODELS_LIST)
+            );
+        }
+        let m: Models = serde_json::from_slice(&body.bytes).with_context(|| {
             format!("GET {shown}/v1/models did not return an OpenAI model list")
         })?;
         Ok(m.data)
