@@ -98,6 +98,25 @@ pub fn html(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// A list for an error message: the first few items, then how many more
+/// and how to see them all (`see`, e.g. "curl …/v1/models lists them all").
+pub fn short_list<S: AsRef<str>>(items: &[S], see: &str) -> String {
+    const SHOWN: usize = 5;
+    if items.is_empty() {
+        return "nothing".to_string();
+    }
+    let first: Vec<String> = items
+        .iter()
+        .take(SHOWN)
+        .map(|s| format!("{:?}", s.as_ref()))
+        .collect();
+    let mut out = first.join(", ");
+    if items.len() > SHOWN {
+        let _ = write!(out, " and {} more ({see})", items.len() - SHOWN);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +161,17 @@ mod tests {
             html("<a href=\"x\">&</a>"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn long_lists_show_the_first_few_a_count_and_where_to_see_all() {
+        let ids: Vec<String> = (0..5000).map(|i| format!("model-{i}")).collect();
+        let s = short_list(&ids, "GET /v1/models lists them all");
+        assert_eq!(
+            s,
+            "\"model-0\", \"model-1\", \"model-2\", \"model-3\", \"model-4\" and 4995 more (GET /v1/models lists them all)"
+        );
+        assert_eq!(short_list(&ids[..2], "x"), "\"model-0\", \"model-1\"");
+        assert_eq!(short_list::<String>(&[], "x"), "nothing");
     }
 }

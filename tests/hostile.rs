@@ -982,6 +982,36 @@ fn models_list(n: usize) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_model_among_5000_names_the_first_few_and_how_to_see_all() {
+    let s = hostile(|_| answer(models_list(5000))).await;
+    let (status, _, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--model",
+            "nope",
+            "--profile",
+            "synchronous",
+            "--headless",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert!(!status.success());
+    let err = String::from_utf8_lossy(&stderr);
+    assert!(
+        err.len() < 1000,
+        "{} bytes of error:\n{}",
+        err.len(),
+        &err[..err.len().min(400)]
+    );
+    assert!(err.contains("model-00000"), "{err}");
+    assert!(err.contains("4995 more"), "{err}");
+    assert!(err.contains("/v1/models"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_list_over_its_bound_is_refused_with_the_bound_named() {
     // 100,000 models with a long field each: about 21 MB.
     let s = hostile(|_| {
