@@ -1028,3 +1028,72 @@ async fn a_model_list_over_its_bound_is_refused_with_the_bound_named() {
     let err = format!("{:#}", client.list_models().await.unwrap_err());
     assert!(err.contains("16 MiB"), "{err}");
 }
+
+// ---------------------------------------------------------------------------
+// 11. Usage that cannot be counted on.
+
+fn stream_with_usage(usage: &str) -> Vec<u8> {
+    let tail = format!(
+        "data: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"stop\"}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{usage}}}}}\n\n"
+    );
+    sse(&[GOOD, GOOD, tail.as_bytes(), DONE].concat())
+}
+
+#[tokio::test]
+async fn a_malformed_usage_falls_back_to_counting_the_stream_with_a_note() {
+    for usage in [
+        "-3",
+        "8.5",
+        "\"12\"",
+        "100000000000000000000",
+        "10000000000000000000",
+        "{}",
+    ] {
+        let body = stream_with_usage(usage);
+        let s = hostile(move |_| answer(body.clone())).await;
+        let r = send_to(&s.url).await;
+        assert_eq!(
+            r.outcome,
+            Outcome::Completed,
+            "usage {usage}: {:?}",
+            r.outcome
+        );
+        assert_eq!(r.output_tokens, 2, "usage {usage}: counted from the stream");
+        let note = r.usage_note.as_deref().unwrap_or("");
+        assert!(
+            note.contains("completion_tokens"),
+            "usage {usage}: {note:?}"
+        );
+    }
+    // A good usage is used, without a note.
+    let body = stream_with_usage("7");
+    let s = hostile(move |_| answer(body.clone())).await;
+    let r = send_to(&s.url).await;
+    assert_eq!(r.output_tokens, 7);
+    assert_eq!(r.usage_note, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn absurd_usage_cannot_wrap_the_stage_totals() {
+    // 16 requests of 1e19 tokens each: 1.6e20, past u64.
+    let body = stream_with_usage("10000000000000000000");
+    let s = hostile(move |_| answer(body.clone())).await;
+    let limits = Limits {
+        max_requests: Some(16),
+        ..Default::default()
+    };
+    let r = common::run(
+        &s.url,
+        vec![common::stage(Strategy::Synchronous, limits)],
+        "prompt_tokens=8,output_tokens=4",
+    )
+    .await;
+    let st = &r.stages[0];
+    assert_eq!(st.requests.completed, 16, "{:?}", st.error_samples);
+    let json = serde_json::to_value(st).unwrap();
+    eprintln!("tokens: {}", json["tokens"]);
+    let total = json["tokens"]["output_total"].as_u64().unwrap();
+    assert!(total > 0 && total <= 32, "{}", json["tokens"]);
+    let warned: Vec<_> = r.warnings.iter().filter(|w| w.contains("usage")).collect();
+    assert_eq!(warned.len(), 1, "{:?}", r.warnings);
+}

@@ -195,6 +195,9 @@ pub struct RequestRecord {
     /// Times the request was sent again on a fresh connection because a
     /// pooled one turned out closed before any answer (0 or 1).
     pub reconnects: u32,
+    /// The server's `usage` could not be used (malformed or absurd), and
+    /// why; the output tokens were then counted from the stream.
+    pub usage_note: Option<String>,
 }
 
 impl RequestRecord {
@@ -520,6 +523,10 @@ impl Client {
             o => o,
         };
         let ended_at = Instant::now();
+        if st.completion_tokens.is_some() {
+            // A good usage came after all (or before the bad one).
+            st.usage_note = None;
+        }
         let (output_tokens, output_source) =
             finish_token_counts(&mut st.chunks, st.completion_tokens, st.any_text);
         RequestRecord {
@@ -534,6 +541,7 @@ impl Client {
             server_cached_prompt_tokens: st.cached_prompt_tokens,
             outcome,
             reconnects: st.reconnects,
+            usage_note: st.usage_note.take(),
         }
     }
 
@@ -715,6 +723,9 @@ impl Client {
                     st.any_text |= !info.text.is_empty();
                     st.chunks.push((now, est));
                 }
+                if let Some(why) = info.usage_error {
+                    st.usage_note.get_or_insert(why);
+                }
                 if let Some(u) = info.usage {
                     if u.completion_tokens.is_some() {
                         st.completion_tokens = u.completion_tokens;
@@ -782,6 +793,7 @@ struct StreamState {
     prompt_tokens: Option<u64>,
     cached_prompt_tokens: Option<u64>,
     any_text: bool,
+    usage_note: Option<String>,
 }
 
 impl StreamState {
