@@ -15,6 +15,9 @@ pub const MODELS_LIST: usize = 16 << 20;
 pub const ERROR_BODY: usize = 16 << 10;
 /// One row (line) of a JSONL or CSV data file (a longer row is a bad row).
 pub const DATA_ROW: usize = 8 << 20;
+/// A `.json` data file, which is one document and read whole (ShareGPT's
+/// is about 650 MB).
+pub const DATA_JSON_FILE: usize = 2 << 30;
 
 /// A bound as people write it: `64 KiB`, `8 MiB`.
 pub fn human(bytes: usize) -> String {

@@ -1097,3 +1097,73 @@ async fn absurd_usage_cannot_wrap_the_stage_totals() {
     let warned: Vec<_> = r.warnings.iter().filter(|w| w.contains("usage")).collect();
     assert_eq!(warned.len(), 1, "{:?}", r.warnings);
 }
+
+// ---------------------------------------------------------------------------
+// 12. Careless data files.
+
+#[test]
+fn a_latin1_row_in_jsonl_is_a_bad_row_named_by_file_and_line() {
+    let dir = scratch("latin1");
+    let path = dir.join("prompts.jsonl");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"{\"prompt\": \"first good row\"}\n");
+    bytes.extend_from_slice(b"{\"prompt\": \"caf\xe9 au lait\"}\n"); // latin-1 é
+    bytes.extend_from_slice(b"{\"prompt\": \"second good row\"}\n");
+    bytes.extend_from_slice(b"{\"prompt\": \n");
+    bytes.extend_from_slice(b"{\"prompt\": \"third good row\"}\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let spec = path.display().to_string();
+    // Without --skip-bad-rows: the first bad row, by file and line.
+    let e = format!(
+        "{:#}",
+        llmsweep::data::load_items(&spec, 1, None, &Builtin, false).unwrap_err()
+    );
+    assert!(e.contains("prompts.jsonl, line 2"), "{e}");
+    assert!(e.contains("UTF-8"), "{e}");
+    assert!(e.contains("--skip-bad-rows"), "{e}");
+    // With it: the good rows load, and the skipped ones are named.
+    let set = llmsweep::data::load_items(&spec, 1, None, &Builtin, true).unwrap();
+    assert_eq!(set.items.len(), 3);
+    let notes = set.notes.join("\n");
+    assert!(notes.contains("skipped 2"), "{notes}");
+    assert!(
+        notes.contains("line 2") && notes.contains("line 4"),
+        "{notes}"
+    );
+    assert!(notes.contains("prompts.jsonl"), "{notes}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_latin1_row_in_csv_and_an_overlong_row_are_bad_rows_too() {
+    let dir = scratch("csvrows");
+    let csv = dir.join("p.csv");
+    std::fs::write(&csv, b"prompt\nfine row\nna\xefve row\nanother fine row\n").unwrap();
+    let spec = csv.display().to_string();
+    let e = format!(
+        "{:#}",
+        llmsweep::data::load_items(&spec, 1, None, &Builtin, false).unwrap_err()
+    );
+    assert!(e.contains("p.csv, line 3") && e.contains("UTF-8"), "{e}");
+    let set = llmsweep::data::load_items(&spec, 1, None, &Builtin, true).unwrap();
+    assert_eq!(set.items.len(), 2);
+    assert!(set.notes.join("\n").contains("line 3"), "{:?}", set.notes);
+    // A JSONL row over the row bound is a bad row, read no further.
+    let long = dir.join("long.jsonl");
+    let mut bytes = b"{\"prompt\": \"ok\"}\n{\"prompt\": \"".to_vec();
+    bytes.extend(std::iter::repeat_n(b'x', llmsweep::bounds::DATA_ROW + 10));
+    bytes.extend_from_slice(b"\"}\n{\"prompt\": \"also ok\"}\n");
+    std::fs::write(&long, &bytes).unwrap();
+    let spec = long.display().to_string();
+    let e = format!(
+        "{:#}",
+        llmsweep::data::load_items(&spec, 1, None, &Builtin, false).unwrap_err()
+    );
+    assert!(
+        e.contains("long.jsonl, line 2") && e.contains("8 MiB"),
+        "{e}"
+    );
+    let set = llmsweep::data::load_items(&spec, 1, None, &Builtin, true).unwrap();
+    assert_eq!(set.items.len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
