@@ -551,14 +551,19 @@ async fn a_server_that_hangs_up_without_answering_is_stream_broken() {
 
 /// A run's control endpoint in `dir` whose export writes a 256 KiB report
 /// with `write_atomic`, as the run's exports do.
-fn endpoint(dir: &std::path::Path) -> llmsweep::attach::serve::Endpoint {
+/// Also returns the engine's end of the control channel.
+fn endpoint(
+    dir: &std::path::Path,
+) -> (
+    llmsweep::attach::serve::Endpoint,
+    tokio::sync::mpsc::UnboundedReceiver<llmsweep::engine::Control>,
+) {
     use llmsweep::attach::{protocol::RunHello, serve};
     let (listener, path) = serve::bind(dir).unwrap();
     let (_snap_tx, snap_rx) = tokio::sync::watch::channel(llmsweep::engine::Snapshot::default());
     // The sender must outlive the test's viewers.
     std::mem::forget(_snap_tx);
-    let (control_tx, _control_rx) = tokio::sync::mpsc::unbounded_channel();
-    std::mem::forget(_control_rx);
+    let (control_tx, control_rx) = tokio::sync::mpsc::unbounded_channel();
     let out = dir.join("report.md");
     let export: serve::ExportFn = Arc::new(move |_| {
         let body = vec![b'x'; 256 << 10];
@@ -572,7 +577,10 @@ fn endpoint(dir: &std::path::Path) -> llmsweep::attach::serve::Endpoint {
         dir: dir.display().to_string(),
         pid: std::process::id(),
     };
-    serve::start(listener, path, hello, snap_rx, control_tx, export, None)
+    (
+        serve::start(listener, path, hello, snap_rx, control_tx, export, None),
+        control_rx,
+    )
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -586,7 +594,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 async fn twenty_viewers_exporting_at_once_all_succeed() {
     use tokio::io::AsyncBufReadExt;
     let dir = scratch("export20");
-    let ep = endpoint(&dir);
+    let (ep, _control) = endpoint(&dir);
     let mut tasks = Vec::new();
     for _ in 0..20 {
         let path = ep.path.clone();
@@ -638,7 +646,7 @@ async fn twenty_viewers_exporting_at_once_all_succeed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_control_line_over_64_kib_ends_the_connection_while_it_is_read() {
     let dir = scratch("longline");
-    let ep = endpoint(&dir);
+    let (ep, mut control) = endpoint(&dir);
     let mut sock = tokio::net::UnixStream::connect(&ep.path).await.unwrap();
     // 16 MiB without a newline: the run must hang up long before the end.
     let block = vec![b'a'; 64 << 10];
@@ -656,6 +664,15 @@ async fn a_control_line_over_64_kib_ends_the_connection_while_it_is_read() {
         sent < 4 << 20,
         "the run read {} KiB of one line before hanging up",
         sent >> 10
+    );
+    // The timeline says why the viewer was dropped.
+    let mut notes = Vec::new();
+    while let Ok(c) = control.try_recv() {
+        notes.push(format!("{c:?}"));
+    }
+    assert!(
+        notes.iter().any(|n| n.contains("longer than 64 KiB")),
+        "{notes:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -29,7 +29,7 @@ pub type ExportFn = Arc<dyn Fn(&Snapshot) -> Result<Vec<PathBuf>> + Send + Sync>
 /// How often a viewer gets a snapshot.
 const VIEWER_EVERY: Duration = Duration::from_millis(250);
 /// A viewer's line longer than this is not a command; the viewer is dropped.
-const MAX_LINE: usize = 64 * 1024;
+const MAX_LINE: usize = crate::bounds::CONTROL_LINE;
 /// Unix socket paths are limited to about 108 bytes.
 const MAX_SOCKET_PATH: usize = 100;
 
@@ -59,7 +59,7 @@ pub async fn read_line_capped<R: tokio::io::AsyncBufRead + Unpin>(
         if buf.len() + body > cap {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("a line longer than {cap} bytes"),
+                format!("a line longer than {}", crate::bounds::human(cap)),
             ));
         }
         buf.extend_from_slice(&avail[..take]);
@@ -230,7 +230,18 @@ impl Viewer {
                     match read {
                         // The end, a broken connection, or a line over the
                         // cap (then not one byte more of it is read).
-                        Ok(false) | Err(_) => break true,
+                        Ok(false) => break true,
+                        Err(e) => {
+                            if e.kind() == std::io::ErrorKind::InvalidData {
+                                let _ = self.control.send(Control::Note {
+                                    event: EventKind::Viewer,
+                                    detail: format!(
+                                        "a viewer sent {e}; its connection was closed"
+                                    ),
+                                });
+                            }
+                            break true;
+                        }
                         Ok(true) => {
                             let line = String::from_utf8_lossy(&buf).into_owned();
                             buf.clear();
