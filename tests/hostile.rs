@@ -1,7 +1,11 @@
 //! The real client against servers that misbehave the way real servers,
 //! proxies and users do: connections closed behind keep-alive, in-band errors
 //! in every framing, bodies that are not streams, broken and endless lines,
-//! redirects, and servers that echo credentials.
+//! redirects, and servers that echo credentials. Then the rest of llmsweep
+//! against hostile input: viewers abusing the control socket, /metrics pages
+//! that are huge, silent or redirect, servers whose messages and model ids
+//! carry escape sequences and Markdown, huge model lists, malformed `usage`,
+//! and careless data files.
 
 mod common;
 
