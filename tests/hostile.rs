@@ -816,7 +816,30 @@ async fn the_metrics_scraper_obeys_follow_redirects_and_sends_no_referer() {
         assert!(other.seen.lock().unwrap().is_empty(), "{follow:?} followed");
         let why = format!("{:?}", r.status);
         assert!(why.contains("307"), "{why}");
+        assert!(
+            r.warnings()
+                .iter()
+                .any(|w| w.contains("--follow-redirects")),
+            "{:?}",
+            r.warnings()
+        );
     }
+    // The target's own /metrics (not named by the user) says so too.
+    let cfg = llmsweep::server_metrics::ScrapeConfig {
+        explicit: false,
+        ..scrape_cfg(url.clone())
+    };
+    let scraper = llmsweep::server_metrics::Scraper::start(cfg);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let r = scraper.finish().await;
+    assert!(
+        r.warnings()
+            .iter()
+            .any(|w| w.contains("--follow-redirects")),
+        "{:?} {:?}",
+        r.status,
+        r.warnings()
+    );
     // Followed under any, with nothing secret on it.
     let r = scrape(FollowRedirects::Any).await;
     assert!(r.scrapes > 0);

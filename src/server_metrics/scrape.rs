@@ -139,7 +139,9 @@ impl Record {
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         match &self.status {
-            Status::Off(why) if self.explicit => {
+            // A refused redirect is worth a warning even for the default
+            // URL: the page is there, and a flag would read it.
+            Status::Off(why) if self.explicit || why.contains(REDIRECTED) => {
                 w.push(format!("server metrics: {why}"));
             }
             _ => {}
@@ -180,6 +182,9 @@ pub struct Scraper {
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
+
+/// How a scrape that met a redirect it may not follow begins its reason.
+const REDIRECTED: &str = "redirected";
 
 /// Consecutive failures before an unasked-for scraper gives up quietly.
 const GIVE_UP_AFTER: u32 = 3;
@@ -286,7 +291,7 @@ async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<(prom::Page
         .await
         .map_err(|f| match f {
             crate::client::redirect::Fail::Refused { message, .. } => {
-                crate::redact::scrub(&message)
+                format!("{REDIRECTED}: {}", crate::redact::scrub(&message))
             }
             crate::client::redirect::Fail::Http(e) if e.is_timeout() => {
                 format!("timed out after {:.1} s", cfg.timeout.as_secs_f64())
@@ -436,7 +441,11 @@ async fn run(
                 failures_in_a_row += 1;
                 if !ever_ok && !cfg.explicit && failures_in_a_row >= GIVE_UP_AFTER {
                     // The target does not serve metrics: quietly off.
-                    let why = format!("{} is not served ({e})", r.url);
+                    let why = if e.starts_with(REDIRECTED) {
+                        format!("{} was not read: {e}", r.url)
+                    } else {
+                        format!("{} is not served ({e})", r.url)
+                    };
                     r.status = Status::Off(why.clone());
                     view.status = Status::Off(why);
                     drop(rec);
