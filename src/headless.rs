@@ -24,7 +24,8 @@ pub fn first_error_lines(
                 e.t_s,
                 e.category,
                 e.stage,
-                crate::redact::scrub(&e.message)
+                // One line, whatever the server put in its message.
+                crate::safe::line(&crate::redact::scrub(&e.message))
             )
         })
         .collect()

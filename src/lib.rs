@@ -8,6 +8,7 @@
 //! front ends (`headless`, later the TUI) only read the engine's snapshots.
 
 pub mod attach;
+pub mod bounds;
 pub mod client;
 pub mod config;
 pub mod data;
@@ -18,6 +19,7 @@ pub mod profile;
 pub mod redact;
 pub mod report;
 pub mod run;
+pub mod safe;
 pub mod server_metrics;
 pub mod sim;
 pub mod stats;

@@ -83,10 +83,10 @@ fn render_saved(
     let text = export::render(&report, f)?;
     match out {
         Some(path) => {
-            llmsweep::report::write_atomic(path, text.as_bytes())?;
+            llmsweep::report::write_atomic(path, export::file_text(f, &text).as_bytes())?;
             llmsweep::term::out(&format!("wrote {}\n", path.display()));
         }
-        None => print!("{text}"),
+        None => llmsweep::term::out(&text),
     }
     Ok(())
 }
@@ -95,10 +95,12 @@ fn compare(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<()> {
     use llmsweep::report::{checkpoint, compare};
     let ra = checkpoint::load_any(a)?;
     let rb = checkpoint::load_any(b)?;
-    print!(
-        "{}",
-        compare::render(&ra, &rb, &a.display().to_string(), &b.display().to_string())
-    );
+    llmsweep::term::out(&compare::render(
+        &ra,
+        &rb,
+        &a.display().to_string(),
+        &b.display().to_string(),
+    ));
     Ok(())
 }
 
@@ -137,7 +139,7 @@ fn main() -> ExitCode {
             anyhow::anyhow!("llmsweep ls {}: no such directory", dir.display()),
         ),
         Some(Command::Ls { dir }) => {
-            print!("{}", runs::render_list(&runs::list(&dir)));
+            llmsweep::term::out(&runs::render_list(&runs::list(&dir)));
             Ok(())
         }
         Some(Command::Stop { dir }) => return exit_code(llmsweep::attach::stop(dir.as_deref())),

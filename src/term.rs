@@ -40,14 +40,16 @@ pub fn note(line: &str) {
     if dashboard_active() {
         return;
     }
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    // A line may quote a server (an error, a model id): no control
+    // character reaches the terminal raw.
+    let _ = writeln!(std::io::stderr().lock(), "{}", crate::safe::terminal(line));
 }
 
-/// Text on stdout (the final tables). After a hang-up, stdout is the
+/// Text on stdout (the final tables), control characters shown visibly. After a hang-up, stdout is the
 /// run's log; a write that fails is dropped, never a panic.
 pub fn out(text: &str) {
     let mut o = std::io::stdout().lock();
-    let _ = o.write_all(text.as_bytes());
+    let _ = o.write_all(crate::safe::terminal(text).as_bytes());
     let _ = o.flush();
 }
 

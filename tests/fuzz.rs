@@ -1,5 +1,6 @@
 //! Property tests over every parser that reads untrusted input: the server's
-//! SSE stream and JSON chunks, profile files, and command-line specs.
+//! SSE stream and JSON chunks, profile files, and command-line specs; and
+//! over every sink that writes what a server sent (terminal, Markdown, HTML).
 //! They must never panic, and must keep their promises on valid input.
 //!
 //! `scripts/fuzz.sh SECONDS` runs them with many more cases for a bounded time.
@@ -251,5 +252,108 @@ proptest! {
         }
         prop_assert!(value.is_nan() && s.value.is_nan() || s.value == value, "{} -> {}", line, s.value);
         prop_assert_eq!(s.timestamp_ms, ts);
+    }
+}
+
+/// What a hostile server puts in a model id or an error message: escape
+/// sequences, C1 controls, bidi overrides, Markdown and HTML structure,
+/// glued to arbitrary characters.
+fn hostile_text() -> impl Strategy<Value = String> {
+    let parts = prop::sample::select(vec![
+        "\x1b]52;c;ZXZpbA==\x07",
+        "\x1b[2J",
+        "\x1b",
+        "\x07",
+        "\u{9b}",
+        "\u{202e}",
+        "\r",
+        "\n",
+        "\r\n",
+        "\t",
+        "\0",
+        "\x7f",
+        "|",
+        "\\",
+        "\\|",
+        "`",
+        "```",
+        "## ",
+        "[x](http://e)",
+        "<script>",
+        "&amp;",
+        "\"",
+        "a",
+        " ",
+        "é",
+    ]);
+    prop::collection::vec(
+        prop_oneof![
+            parts.prop_map(str::to_string),
+            any::<char>().prop_map(|c| c.to_string())
+        ],
+        0..24,
+    )
+    .prop_map(|v| v.concat())
+}
+
+/// `|` that Markdown reads as a cell separator (not escaped by `\`).
+fn separators(line: &str) -> usize {
+    let mut n = 0;
+    let mut escaped = false;
+    for c in line.chars() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '|' if !escaped => n += 1,
+            _ => escaped = false,
+        }
+    }
+    n
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_terminal_sink_passes_no_control_character(s in hostile_text()) {
+        let t = llmsweep::safe::terminal(&s);
+        prop_assert!(!t.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{:?}", t);
+        prop_assert!(!t.contains('\u{202e}'), "{:?}", t);
+        // Text without hidden characters is left as it is.
+        if !s.chars().any(|c| c.is_control() || c == '\u{202e}') {
+            prop_assert_eq!(t.as_ref(), s.as_str());
+        }
+    }
+
+    #[test]
+    fn a_plain_text_field_stays_on_one_line(s in hostile_text()) {
+        let l = llmsweep::safe::line(&s);
+        prop_assert!(!l.chars().any(char::is_control), "{:?}", l);
+    }
+
+    #[test]
+    fn a_markdown_cell_cannot_break_its_table(cells in prop::collection::vec(hostile_text(), 1..4)) {
+        for c in &cells {
+            let m = llmsweep::safe::markdown(c);
+            prop_assert!(!m.chars().any(char::is_control), "{:?}", m);
+            prop_assert_eq!(separators(&m), 0, "{:?}", m);
+            prop_assert!(!m.contains('<'), "{:?}", m);
+        }
+        let headers: Vec<&str> = (0..cells.len()).map(|_| "h").collect();
+        let table = llmsweep::report::layouts::pipe_table(&headers, std::slice::from_ref(&cells), 1);
+        let lines: Vec<&str> = table.lines().collect();
+        prop_assert_eq!(lines.len(), 3, "{}", table);
+        for l in &lines {
+            prop_assert_eq!(separators(l), cells.len() + 1, "{}", table);
+        }
+    }
+
+    #[test]
+    fn the_html_sink_leaves_no_markup(s in hostile_text()) {
+        let h = llmsweep::safe::html(&s);
+        prop_assert!(!h.contains('<') && !h.contains('>') && !h.contains('"'), "{:?}", h);
     }
 }

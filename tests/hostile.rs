@@ -1,7 +1,11 @@
 //! The real client against servers that misbehave the way real servers,
 //! proxies and users do: connections closed behind keep-alive, in-band errors
 //! in every framing, bodies that are not streams, broken and endless lines,
-//! redirects, and servers that echo credentials.
+//! redirects, and servers that echo credentials. Then the rest of llmsweep
+//! against hostile input: viewers abusing the control socket, /metrics pages
+//! that are huge, silent or redirect, servers whose messages and model ids
+//! carry escape sequences and Markdown, huge model lists, malformed `usage`,
+//! and careless data files.
 
 mod common;
 
@@ -544,4 +548,666 @@ async fn a_server_that_hangs_up_without_answering_is_stream_broken() {
     assert_eq!(cat, ErrorCategory::StreamBroken, "{msg}");
     assert_eq!(r.reconnects, 1, "one new connection, then the error");
     assert_eq!(s.seen.lock().unwrap().len(), 2);
+}
+
+// ---------------------------------------------------------------------------
+// 7. The control socket: abusive viewers.
+
+/// A run's control endpoint in `dir` whose export writes a 256 KiB report
+/// with `write_atomic`, as the run's exports do.
+/// Also returns the engine's end of the control channel.
+fn endpoint(
+    dir: &std::path::Path,
+) -> (
+    llmsweep::attach::serve::Endpoint,
+    tokio::sync::mpsc::UnboundedReceiver<llmsweep::engine::Control>,
+) {
+    use llmsweep::attach::{protocol::RunHello, serve};
+    let (listener, path) = serve::bind(dir).unwrap();
+    let (_snap_tx, snap_rx) = tokio::sync::watch::channel(llmsweep::engine::Snapshot::default());
+    // The sender must outlive the test's viewers.
+    std::mem::forget(_snap_tx);
+    let (control_tx, control_rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = dir.join("report.md");
+    let export: serve::ExportFn = Arc::new(move |_| {
+        let body = vec![b'x'; 256 << 10];
+        llmsweep::report::write_atomic(&out, &body)?;
+        Ok(vec![out.clone()])
+    });
+    let hello = RunHello {
+        target: "http://127.0.0.1:1".into(),
+        model: "m".into(),
+        profile: "p".into(),
+        dir: dir.display().to_string(),
+        pid: std::process::id(),
+    };
+    (
+        serve::start(listener, path, hello, snap_rx, control_tx, export, None),
+        control_rx,
+    )
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("llmsweep-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_viewers_exporting_at_once_all_succeed() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = scratch("export20");
+    let (ep, _control) = endpoint(&dir);
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let path = ep.path.clone();
+        tasks.push(tokio::spawn(async move {
+            let sock = tokio::net::UnixStream::connect(&path).await.unwrap();
+            let (r, mut w) = sock.into_split();
+            w.write_all(b"{\"type\":\"export\"}\n").await.unwrap();
+            let mut lines = tokio::io::BufReader::new(r).lines();
+            loop {
+                let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                    .await
+                    .expect("an answer to the export")
+                    .unwrap()
+                    .expect("the run kept the connection");
+                if line.contains("\"exported\"") || line.contains("\"error\"") {
+                    return line;
+                }
+            }
+        }));
+    }
+    let mut failed = Vec::new();
+    for t in tasks {
+        let line = t.await.unwrap();
+        if !line.contains("\"exported\"") {
+            failed.push(line);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of 20 failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    assert_eq!(
+        std::fs::read(dir.join("report.md")).unwrap().len(),
+        256 << 10
+    );
+    // No temporary file is left behind.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_line_over_64_kib_ends_the_connection_while_it_is_read() {
+    let dir = scratch("longline");
+    let (ep, mut control) = endpoint(&dir);
+    let mut sock = tokio::net::UnixStream::connect(&ep.path).await.unwrap();
+    // 16 MiB without a newline: the run must hang up long before the end.
+    let block = vec![b'a'; 64 << 10];
+    let mut sent = 0usize;
+    let write_all = async {
+        for _ in 0..256 {
+            if sock.write_all(&block).await.is_err() {
+                return;
+            }
+            sent += block.len();
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(20), write_all).await;
+    assert!(
+        sent < 4 << 20,
+        "the run read {} KiB of one line before hanging up",
+        sent >> 10
+    );
+    // The timeline says why the viewer was dropped.
+    let mut notes = Vec::new();
+    while let Ok(c) = control.try_recv() {
+        notes.push(format!("{c:?}"));
+    }
+    assert!(
+        notes.iter().any(|n| n.contains("longer than 64 KiB")),
+        "{notes:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------
+// 8. The server-metrics scraper against hostile /metrics.
+
+fn metrics_page() -> String {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/metrics/vllm.txt");
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn scrape_cfg(url: String) -> llmsweep::server_metrics::ScrapeConfig {
+    llmsweep::server_metrics::ScrapeConfig {
+        url,
+        interval: Duration::from_millis(200),
+        timeout: Duration::from_secs(1),
+        raw: vec![],
+        model: Some("Qwen/Qwen3-8B".into()),
+        explicit: true,
+        bearer: None,
+        insecure: false,
+        follow_redirects: FollowRedirects::None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_scrape_of_a_metrics_page_that_never_answers_waits_one_timeout_at_most() {
+    let s = hostile(|_| Response {
+        bytes: Vec::new(),
+        hold: Duration::from_secs(60),
+    })
+    .await;
+    let scraper =
+        llmsweep::server_metrics::Scraper::start(scrape_cfg(format!("{}/metrics", s.url)));
+    // The first scrape times out at 1 s and the second starts at once: stop
+    // a little after, while the second is in flight.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let t0 = std::time::Instant::now();
+    let record = scraper.finish().await;
+    let waited = t0.elapsed();
+    eprintln!("finish waited {waited:?}; {} errors", record.errors);
+    assert!(
+        waited < Duration::from_millis(1400),
+        "the end of the run waited {waited:?} for a 1 s scrape timeout"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_50_mb_metrics_page_is_cut_while_read_and_the_cut_is_said_once() {
+    // A real page, then 50 MB of comment lines; the server counts what it
+    // managed to send.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                if read_request(&mut sock).await.is_none() {
+                    return;
+                }
+                let mut page = head("200 OK", "text/plain; version=0.0.4", "").to_vec();
+                page.extend_from_slice(metrics_page().as_bytes());
+                if sock.write_all(&page).await.is_err() {
+                    return;
+                }
+                let filler =
+                    "# padding padding padding padding padding padding padding\n".repeat(1000);
+                for _ in 0..(50 << 20) / filler.len() {
+                    if sock.write_all(filler.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    counted.fetch_add(filler.len(), std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let cfg = llmsweep::server_metrics::ScrapeConfig {
+        timeout: Duration::from_secs(10),
+        interval: Duration::from_millis(300),
+        ..scrape_cfg(url)
+    };
+    let scraper = llmsweep::server_metrics::Scraper::start(cfg);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let record = scraper.finish().await;
+    let most = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(record.scrapes > 0, "the page's real metrics were read");
+    let per_scrape = most as f64 / (record.scrapes + record.errors) as f64;
+    assert!(
+        per_scrape < 20e6,
+        "{:.1} MB sent per scrape: the page was read whole",
+        per_scrape / 1e6
+    );
+    let warnings = record.warnings();
+    let cut: Vec<_> = warnings.iter().filter(|w| w.contains("MiB")).collect();
+    assert_eq!(cut.len(), 1, "{warnings:?}");
+    assert!(cut[0].contains("8 MiB"), "{cut:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_scraper_obeys_follow_redirects_and_sends_no_referer() {
+    let other = hostile(|_| {
+        let mut v = head("200 OK", "text/plain", "");
+        v.extend_from_slice(metrics_page().as_bytes());
+        answer(v)
+    })
+    .await;
+    let to = format!("{}/metrics", other.url);
+    let target = hostile(move |_| {
+        answer(head(
+            "307 Temporary Redirect",
+            "text/plain",
+            &format!("location: {to}\r\ncontent-length: 0\r\n"),
+        ))
+    })
+    .await;
+    let url = format!("{}/metrics?api-key=sk-query-secret", target.url);
+    let scrape = |follow| {
+        let cfg = llmsweep::server_metrics::ScrapeConfig {
+            bearer: Some("sk-bearer-secret".into()),
+            follow_redirects: follow,
+            ..scrape_cfg(url.clone())
+        };
+        async move {
+            let scraper = llmsweep::server_metrics::Scraper::start(cfg);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            scraper.finish().await
+        }
+    };
+    // Not followed by default, nor to another origin under same-origin.
+    for follow in [FollowRedirects::None, FollowRedirects::SameOrigin] {
+        let r = scrape(follow).await;
+        assert_eq!(r.scrapes, 0, "{follow:?}");
+        assert!(other.seen.lock().unwrap().is_empty(), "{follow:?} followed");
+        let why = format!("{:?}", r.status);
+        assert!(why.contains("307"), "{why}");
+        assert!(
+            r.warnings()
+                .iter()
+                .any(|w| w.contains("--follow-redirects")),
+            "{:?}",
+            r.warnings()
+        );
+    }
+    // The target's own /metrics (not named by the user) says so too.
+    let cfg = llmsweep::server_metrics::ScrapeConfig {
+        explicit: false,
+        ..scrape_cfg(url.clone())
+    };
+    let scraper = llmsweep::server_metrics::Scraper::start(cfg);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let r = scraper.finish().await;
+    assert!(
+        r.warnings()
+            .iter()
+            .any(|w| w.contains("--follow-redirects")),
+        "{:?} {:?}",
+        r.status,
+        r.warnings()
+    );
+    // Followed under any, with nothing secret on it.
+    let r = scrape(FollowRedirects::Any).await;
+    assert!(r.scrapes > 0);
+    let seen = other.seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for s in &seen {
+        for secret in [
+            "referer",
+            "sk-query-secret",
+            "sk-bearer-secret",
+            "authorization",
+        ] {
+            assert!(!s.head.contains(secret), "{secret} crossed: {}", s.head);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 9. A server writing into the operator's terminal and reports.
+
+/// The built binary, run to the end on a blocking thread: (status, stdout, stderr).
+async fn llmsweep_cli(args: Vec<String>) -> (std::process::ExitStatus, Vec<u8>, Vec<u8>) {
+    tokio::task::spawn_blocking(move || {
+        let out = common::process::llmsweep()
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (out.status, out.stdout, out.stderr)
+    })
+    .await
+    .unwrap()
+}
+
+/// A model id with a cell separator, a clipboard write (OSC 52) and a
+/// screen clear; errors whose message adds a heading and a table.
+const EVIL_ID: &str = "evil|model\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J";
+const EVIL_MESSAGE: &str =
+    "boom\\u001b[2J\\u009b31m\\n## Injected heading\\n| a | b |\\n|---|---|\\n| 1 | 2 |";
+
+async fn injecting_server() -> Hostile {
+    hostile(|seen| {
+        if seen.path.starts_with("/v1/models") {
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(format!("{{\"data\":[{{\"id\":\"{EVIL_ID}\"}}]}}").as_bytes());
+            answer(v)
+        } else if seen.path.starts_with("/metrics") {
+            answer(head("404 Not Found", "text/plain", "content-length: 0\r\n"))
+        } else {
+            let mut v = head("500 Internal Server Error", "application/json", "");
+            v.extend_from_slice(
+                format!("{{\"error\":{{\"message\":\"{EVIL_MESSAGE}\"}}}}").as_bytes(),
+            );
+            answer(v)
+        }
+    })
+    .await
+}
+
+fn no_control_bytes(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|&c| c.is_control() && c != '\n' && c != '\t')
+        .collect();
+    assert!(bad.is_empty(), "{what} carries {bad:?}:\n{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_cannot_write_into_the_terminal_or_the_reports() {
+    let s = injecting_server().await;
+    let dir = scratch("inject");
+    let (_, stdout, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--profile",
+            "synchronous",
+            "--max-requests",
+            "3",
+            "--headless",
+            "--out",
+            &dir.display().to_string(),
+            "--export",
+            "json,md,vllm,console,sglang,csv,html",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    no_control_bytes("stdout", &stdout);
+    no_control_bytes("stderr", &stderr);
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert!(
+        stderr.contains("\\x1b"),
+        "the escape is shown, not sent: {stderr}"
+    );
+    for f in [
+        "report.md",
+        "report-vllm.md",
+        "report-console.txt",
+        "report-sglang.txt",
+        "report.csv",
+        "report.html",
+    ] {
+        let bytes = std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        no_control_bytes(f, &bytes);
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    for l in md.lines() {
+        assert!(
+            !l.starts_with("## Injected"),
+            "a heading was injected:\n{md}"
+        );
+        assert!(
+            !l.starts_with("| a |") && !l.starts_with("|---|"),
+            "a table was injected:\n{md}"
+        );
+    }
+    // Every row of a pipe table has as many cell separators as its header.
+    let seps = |l: &str| l.replace("\\|", "").matches('|').count();
+    for f in ["report-vllm.md", "report.md"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        let mut header: Option<usize> = None;
+        for l in text.lines() {
+            if !l.starts_with('|') {
+                header = None;
+                continue;
+            }
+            let n = seps(l);
+            match header {
+                None => header = Some(n),
+                Some(h) => assert_eq!(n, h, "{f}: {l}"),
+            }
+        }
+    }
+    // `llmsweep report` of that report.json, in every text format.
+    for format in ["console", "md", "vllm", "sglang", "csv", "html"] {
+        let (status, out, err) = llmsweep_cli(vec![
+            "report".into(),
+            dir.join("report.json").display().to_string(),
+            "--format".into(),
+            format.into(),
+        ])
+        .await;
+        assert!(status.success(), "{}", String::from_utf8_lossy(&err));
+        no_control_bytes(&format!("llmsweep report --format {format}"), &out);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_model_error_quotes_no_control_character() {
+    let s = injecting_server().await;
+    let (status, _, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--model",
+            "nope",
+            "--profile",
+            "synchronous",
+            "--headless",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert!(!status.success());
+    no_control_bytes("stderr", &stderr);
+    assert!(String::from_utf8_lossy(&stderr).contains("does not serve model"));
+}
+
+// ---------------------------------------------------------------------------
+// 10. Long and large answers to the pre-flight.
+
+fn models_list(n: usize) -> Vec<u8> {
+    let ids: Vec<String> = (0..n)
+        .map(|i| format!("{{\"id\":\"org/model-{i:05}-with-a-long-name\"}}"))
+        .collect();
+    let mut v = head("200 OK", "application/json", "");
+    v.extend_from_slice(format!("{{\"data\":[{}]}}", ids.join(",")).as_bytes());
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_model_among_5000_names_the_first_few_and_how_to_see_all() {
+    let s = hostile(|_| answer(models_list(5000))).await;
+    let (status, _, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--model",
+            "nope",
+            "--profile",
+            "synchronous",
+            "--headless",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert!(!status.success());
+    let err = String::from_utf8_lossy(&stderr);
+    assert!(
+        err.len() < 1000,
+        "{} bytes of error:\n{}",
+        err.len(),
+        &err[..err.len().min(400)]
+    );
+    assert!(err.contains("model-00000"), "{err}");
+    assert!(err.contains("4995 more"), "{err}");
+    assert!(err.contains("/v1/models"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_list_over_its_bound_is_refused_with_the_bound_named() {
+    // 100,000 models with a long field each: about 21 MB.
+    let s = hostile(|_| {
+        let pad = "x".repeat(200);
+        let ids: Vec<String> = (0..100_000)
+            .map(|i| format!("{{\"id\":\"m{i}\",\"pad\":\"{pad}\"}}"))
+            .collect();
+        let mut v = head("200 OK", "application/json", "");
+        v.extend_from_slice(format!("{{\"data\":[{}]}}", ids.join(",")).as_bytes());
+        answer(v)
+    })
+    .await;
+    let client = Client::new(&config(&s.url), Arc::new(Builtin)).unwrap();
+    let err = format!("{:#}", client.list_models().await.unwrap_err());
+    assert!(err.contains("16 MiB"), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// 11. Usage that cannot be counted on.
+
+fn stream_with_usage(usage: &str) -> Vec<u8> {
+    let tail = format!(
+        "data: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"stop\"}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{usage}}}}}\n\n"
+    );
+    sse(&[GOOD, GOOD, tail.as_bytes(), DONE].concat())
+}
+
+#[tokio::test]
+async fn a_malformed_usage_falls_back_to_counting_the_stream_with_a_note() {
+    for usage in [
+        "-3",
+        "8.5",
+        "\"12\"",
+        "100000000000000000000",
+        "10000000000000000000",
+        "{}",
+    ] {
+        let body = stream_with_usage(usage);
+        let s = hostile(move |_| answer(body.clone())).await;
+        let r = send_to(&s.url).await;
+        assert_eq!(
+            r.outcome,
+            Outcome::Completed,
+            "usage {usage}: {:?}",
+            r.outcome
+        );
+        assert_eq!(r.output_tokens, 2, "usage {usage}: counted from the stream");
+        let note = r.usage_note.as_deref().unwrap_or("");
+        assert!(
+            note.contains("completion_tokens"),
+            "usage {usage}: {note:?}"
+        );
+    }
+    // A good usage is used, without a note.
+    let body = stream_with_usage("7");
+    let s = hostile(move |_| answer(body.clone())).await;
+    let r = send_to(&s.url).await;
+    assert_eq!(r.output_tokens, 7);
+    assert_eq!(r.usage_note, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn absurd_usage_cannot_wrap_the_stage_totals() {
+    // 16 requests of 1e19 tokens each: 1.6e20, past u64.
+    let body = stream_with_usage("10000000000000000000");
+    let s = hostile(move |_| answer(body.clone())).await;
+    let limits = Limits {
+        max_requests: Some(16),
+        ..Default::default()
+    };
+    let r = common::run(
+        &s.url,
+        vec![common::stage(Strategy::Synchronous, limits)],
+        "prompt_tokens=8,output_tokens=4",
+    )
+    .await;
+    let st = &r.stages[0];
+    assert_eq!(st.requests.completed, 16, "{:?}", st.error_samples);
+    let json = serde_json::to_value(st).unwrap();
+    eprintln!("tokens: {}", json["tokens"]);
+    let total = json["tokens"]["output_total"].as_u64().unwrap();
+    assert!(total > 0 && total <= 32, "{}", json["tokens"]);
+    let warned: Vec<_> = r.warnings.iter().filter(|w| w.contains("usage")).collect();
+    assert_eq!(warned.len(), 1, "{:?}", r.warnings);
+}
+
+// ---------------------------------------------------------------------------
+// 12. Careless data files.
+
+#[test]
+fn a_latin1_row_in_jsonl_is_a_bad_row_named_by_file_and_line() {
+    let dir = scratch("latin1");
+    let path = dir.join("prompts.jsonl");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"{\"prompt\": \"first good row\"}\n");
+    bytes.extend_from_slice(b"{\"prompt\": \"caf\xe9 au lait\"}\n"); // latin-1 é
+    bytes.extend_from_slice(b"{\"prompt\": \"second good row\"}\n");
+    bytes.extend_from_slice(b"{\"prompt\": \n");
+    bytes.extend_from_slice(b"{\"prompt\": \"third good row\"}\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let spec = path.display().to_string();
+    // Without --skip-bad-rows: the first bad row, by file and line.
+    let e = format!(
+        "{:#}",
+        llmsweep::data::load_items(&spec, 1, None, &Builtin, false).unwrap_err()
+    );
+    assert!(e.contains("prompts.jsonl, line 2"), "{e}");
+    assert!(e.contains("UTF-8"), "{e}");
+    assert!(e.contains("--skip-bad-rows"), "{e}");
+    // With it: the good rows load, and the skipped ones are named.
+    let set = llmsweep::data::load_items(&spec, 1, None, &Builtin, true).unwrap();
+    assert_eq!(set.items.len(), 3);
+    let notes = set.notes.join("\n");
+    assert!(notes.contains("skipped 2"), "{notes}");
+    assert!(
+        notes.contains("line 2") && notes.contains("line 4"),
+        "{notes}"
+    );
+    assert!(notes.contains("prompts.jsonl"), "{notes}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_latin1_row_in_csv_and_an_overlong_row_are_bad_rows_too() {
+    let dir = scratch("csvrows");
+    let csv = dir.join("p.csv");
+    std::fs::write(&csv, b"prompt\nfine row\nna\xefve row\nanother fine row\n").unwrap();
+    let spec = csv.display().to_string();
+    let e = format!(
+        "{:#}",
+        llmsweep::data::load_items(&spec, 1, None, &Builtin, false).unwrap_err()
+    );
+    assert!(e.contains("p.csv, line 3") && e.contains("UTF-8"), "{e}");
+    let set = llmsweep::data::load_items(&spec, 1, None, &Builtin, true).unwrap();
+    assert_eq!(set.items.len(), 2);
+    assert!(set.notes.join("\n").contains("line 3"), "{:?}", set.notes);
+    // A JSONL row over the row bound is a bad row, read no further.
+    let long = dir.join("long.jsonl");
+    let mut bytes = b"{\"prompt\": \"ok\"}\n{\"prompt\": \"".to_vec();
+    bytes.extend(std::iter::repeat_n(b'x', llmsweep::bounds::DATA_ROW + 10));
+    bytes.extend_from_slice(b"\"}\n{\"prompt\": \"also ok\"}\n");
+    std::fs::write(&long, &bytes).unwrap();
+    let spec = long.display().to_string();
+    let e = format!(
+        "{:#}",
+        llmsweep::data::load_items(&spec, 1, None, &Builtin, false).unwrap_err()
+    );
+    assert!(
+        e.contains("long.jsonl, line 2") && e.contains("8 MiB"),
+        "{e}"
+    );
+    let set = llmsweep::data::load_items(&spec, 1, None, &Builtin, true).unwrap();
+    assert_eq!(set.items.len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -139,6 +139,7 @@ fn scrape_config(url: String, explicit: bool) -> ScrapeConfig {
         explicit,
         bearer: None,
         insecure: false,
+        follow_redirects: llmsweep::client::FollowRedirects::None,
     }
 }
 

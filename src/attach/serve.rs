@@ -29,9 +29,46 @@ pub type ExportFn = Arc<dyn Fn(&Snapshot) -> Result<Vec<PathBuf>> + Send + Sync>
 /// How often a viewer gets a snapshot.
 const VIEWER_EVERY: Duration = Duration::from_millis(250);
 /// A viewer's line longer than this is not a command; the viewer is dropped.
-const MAX_LINE: usize = 64 * 1024;
+const MAX_LINE: usize = crate::bounds::CONTROL_LINE;
 /// Unix socket paths are limited to about 108 bytes.
 const MAX_SOCKET_PATH: usize = 100;
+
+/// Reads one line (up to and including `\n`) into `buf`, holding at most
+/// `cap` bytes: `Ok(true)` for a whole line, `Ok(false)` at the end of the
+/// stream, an error for a line longer than `cap`, which is refused as soon
+/// as its `cap + 1`st byte arrives, not after it has been read whole.
+///
+/// Cancel-safe (it sits in a `select!`): what was read stays in `buf`, and
+/// the next call goes on from there.
+pub async fn read_line_capped<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<bool> {
+    loop {
+        let avail = r.fill_buf().await?;
+        if avail.is_empty() {
+            return Ok(false);
+        }
+        let (take, whole) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        // The newline does not count towards the cap.
+        let body = take - usize::from(whole);
+        if buf.len() + body > cap {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a line longer than {}", crate::bounds::human(cap)),
+            ));
+        }
+        buf.extend_from_slice(&avail[..take]);
+        r.consume(take);
+        if whole {
+            return Ok(true);
+        }
+    }
+}
 
 /// A listening endpoint; `finish` tells the viewers the run is over.
 pub struct Endpoint {
@@ -180,7 +217,7 @@ impl Viewer {
         let mut sent = Sent::default();
         let mut tick = tokio::time::interval(VIEWER_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut buf = String::new();
+        let mut buf = Vec::new();
         let left = loop {
             tokio::select! {
                 _ = tick.tick() => {
@@ -189,13 +226,26 @@ impl Viewer {
                         break true;
                     }
                 }
-                read = lines.read_line(&mut buf) => {
+                read = read_line_capped(&mut lines, &mut buf, MAX_LINE) => {
                     match read {
-                        Ok(0) | Err(_) => break true,
-                        Ok(n) if n > MAX_LINE => break true,
-                        Ok(_) => {
-                            let reply = self.on_line(buf.trim()).await;
+                        // The end, a broken connection, or a line over the
+                        // cap (then not one byte more of it is read).
+                        Ok(false) => break true,
+                        Err(e) => {
+                            if e.kind() == std::io::ErrorKind::InvalidData {
+                                let _ = self.control.send(Control::Note {
+                                    event: EventKind::Viewer,
+                                    detail: format!(
+                                        "a viewer sent {e}; its connection was closed"
+                                    ),
+                                });
+                            }
+                            break true;
+                        }
+                        Ok(true) => {
+                            let line = String::from_utf8_lossy(&buf).into_owned();
                             buf.clear();
+                            let reply = self.on_line(line.trim()).await;
                             if let Some(reply) = reply {
                                 if w.write_all(&encode(&reply)).await.is_err() {
                                     break true;
@@ -268,5 +318,29 @@ impl Viewer {
                 ),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_line_capped;
+
+    #[tokio::test]
+    async fn lines_are_capped_while_read_and_split_reads_join() {
+        let mut r = tokio::io::BufReader::with_capacity(4, &b"ab\ncdefgh\nxyz"[..]);
+        let mut buf = Vec::new();
+        assert!(read_line_capped(&mut r, &mut buf, 6).await.unwrap());
+        assert_eq!(buf, b"ab\n");
+        buf.clear();
+        // Exactly the cap, read in pieces.
+        assert!(read_line_capped(&mut r, &mut buf, 6).await.unwrap());
+        assert_eq!(buf, b"cdefgh\n");
+        buf.clear();
+        // No newline before the end: not a line.
+        assert!(!read_line_capped(&mut r, &mut buf, 6).await.unwrap());
+        let mut long = tokio::io::BufReader::with_capacity(4, &b"0123456789\n"[..]);
+        let mut buf = Vec::new();
+        assert!(read_line_capped(&mut long, &mut buf, 6).await.is_err());
+        assert!(buf.len() <= 6, "{} bytes held", buf.len());
     }
 }

@@ -15,9 +15,18 @@ pub struct ChunkInfo {
     pub has_output: bool,
     /// `usage` as the server reported it in this chunk, if any.
     pub usage: Option<Usage>,
+    /// The chunk's `usage` was there but unusable (a count that is negative,
+    /// fractional, a string, past u64, or absurdly large), and why. The
+    /// rest of the chunk stands; the output is then counted from the stream.
+    pub usage_error: Option<String>,
     /// A `finish_reason` was set.
     pub finished: bool,
 }
+
+/// The most tokens one request is believed to have: a `usage` count above
+/// this is ignored (a server bug, or a hostile server), so that no total
+/// can come near wrapping.
+pub const MAX_USAGE_TOKENS: u64 = u32::MAX as u64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 pub struct Usage {
@@ -51,8 +60,8 @@ pub enum ChunkError {
 struct RawChunk<'a> {
     #[serde(default, borrow)]
     choices: Option<Vec<RawChoice<'a>>>,
-    #[serde(default)]
-    usage: Option<Usage>,
+    #[serde(default, borrow)]
+    usage: Option<&'a RawValue>,
     #[serde(default, borrow)]
     error: Option<&'a RawValue>,
     /// `"error"` in vLLM's older in-band error object.
@@ -89,6 +98,54 @@ struct RawDelta<'a> {
     tool_calls: Option<&'a RawValue>,
 }
 
+/// A `usage` object, every count checked: `Ok(None)` for `null`, an error
+/// naming the first count that is not a whole number of tokens in
+/// 0..=[`MAX_USAGE_TOKENS`].
+fn read_usage(raw: &str) -> Result<Option<Usage>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(raw).map_err(|e| format!("usage: {}", short(&e.to_string())))?;
+    let obj = match v {
+        serde_json::Value::Null => return Ok(None),
+        serde_json::Value::Object(m) => m,
+        other => {
+            return Err(format!(
+                "usage is {}, not an object",
+                short(&other.to_string())
+            ))
+        }
+    };
+    let count =
+        |m: &serde_json::Map<String, serde_json::Value>, k: &str, shown: &str| match m.get(k) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::Number(n)) => match n.as_u64() {
+                Some(x) if x <= MAX_USAGE_TOKENS => Ok(Some(x)),
+                Some(x) => Err(format!(
+                    "usage.{shown} is {x}, more tokens than one request can have"
+                )),
+                None => Err(format!(
+                    "usage.{shown} is {n}, not a whole number of tokens"
+                )),
+            },
+            Some(other) => Err(format!(
+                "usage.{shown} is {}, not a number",
+                short(&other.to_string())
+            )),
+        };
+    let completion_tokens = count(&obj, "completion_tokens", "completion_tokens")?;
+    let prompt_tokens = count(&obj, "prompt_tokens", "prompt_tokens")?;
+    let prompt_tokens_details = match obj.get("prompt_tokens_details") {
+        Some(serde_json::Value::Object(d)) => Some(PromptTokensDetails {
+            cached_tokens: count(d, "cached_tokens", "prompt_tokens_details.cached_tokens")?,
+        }),
+        _ => None,
+    };
+    Ok(Some(Usage {
+        prompt_tokens,
+        completion_tokens,
+        prompt_tokens_details,
+    }))
+}
+
 /// Parses one `data:` payload (not `[DONE]`, which the caller handles).
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
     let raw: RawChunk<'_> =
@@ -108,10 +165,11 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
             }
         }
     }
-    let mut info = ChunkInfo {
-        usage: raw.usage,
-        ..Default::default()
-    };
+    let mut info = ChunkInfo::default();
+    match raw.usage.map(|u| read_usage(u.get())).transpose() {
+        Ok(u) => info.usage = u.flatten(),
+        Err(why) => info.usage_error = Some(why),
+    }
     // An empty or missing `choices` (the final usage chunk) is no output, not an error.
     for choice in raw.choices.into_iter().flatten() {
         if choice.finish_reason.is_some_and(|f| f.get() != "null") {
@@ -216,6 +274,34 @@ mod tests {
         let tc = parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":1}"}}]}}]}"#).unwrap();
         assert!(tc.has_output);
         assert_eq!(tc.text, "{\"x\":1}");
+    }
+
+    #[test]
+    fn a_malformed_or_absurd_usage_is_set_aside_with_the_reason() {
+        for (usage, why) in [
+            ("-3", "is -3"),
+            ("8.5", "is 8.5"),
+            ("\"12\"", "not a number"),
+            ("100000000000000000000", "not a whole number"),
+            ("10000000000000000000", "more tokens than one request"),
+        ] {
+            let c = parse_chunk(&format!(
+                r#"{{"choices":[{{"delta":{{"content":"x"}},"finish_reason":"stop"}}],"usage":{{"completion_tokens":{usage}}}}}"#
+            ))
+            .unwrap();
+            assert_eq!(c.usage, None, "{usage}");
+            assert!(
+                c.usage_error.as_deref().unwrap().contains(why),
+                "{usage}: {c:?}"
+            );
+            // The rest of the chunk stands.
+            assert_eq!(c.text, "x");
+            assert!(c.finished);
+        }
+        let c = parse_chunk(r#"{"choices":[],"usage":null}"#).unwrap();
+        assert_eq!((c.usage, c.usage_error), (None, None));
+        let c = parse_chunk(r#"{"choices":[],"usage":"lots"}"#).unwrap();
+        assert!(c.usage_error.unwrap().contains("not an object"));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod chunk;
 pub mod limits;
+pub mod redirect;
 pub mod sse;
 
 use std::fmt;
@@ -19,7 +20,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, LOCATION};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, Url};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -55,10 +56,8 @@ pub enum FollowRedirects {
     Any,
 }
 
-/// At most this many redirects per request, when following them.
-const MAX_REDIRECTS: usize = 10;
 /// A non-2xx body is read up to this size for the error message.
-const ERROR_BODY_BYTES: usize = 16 << 10;
+const ERROR_BODY_BYTES: usize = crate::bounds::ERROR_BODY;
 
 /// Why a request failed. The names are stable: they are report keys, and
 /// README.md and docs/METRICS.md list them all.
@@ -220,6 +219,9 @@ pub struct RequestRecord {
     /// Times the request was sent again on a fresh connection because a
     /// pooled one turned out closed before any answer (0 or 1).
     pub reconnects: u32,
+    /// The server's `usage` could not be used (malformed or absurd), and
+    /// why; the output tokens were then counted from the stream.
+    pub usage_note: Option<String>,
 }
 
 impl RequestRecord {
@@ -393,12 +395,11 @@ impl Client {
             headers.insert(name, value);
         }
         let builder = |pooled: bool| {
-            let b = reqwest::Client::builder()
-                // Redirects are handled here, so that headers never cross origins.
-                .redirect(reqwest::redirect::Policy::none())
+            // Redirects are handled by `redirect::send`, so that headers
+            // never cross origins.
+            let b = redirect::builder(cfg.insecure)
                 .tcp_nodelay(true)
-                .connect_timeout(Duration::from_secs(30))
-                .danger_accept_invalid_certs(cfg.insecure);
+                .connect_timeout(Duration::from_secs(30));
             if pooled {
                 // No pool cap: the strategy decides concurrency, not the client.
                 // Idle connections go after 4 s, before the 5 s keep-alive
@@ -488,7 +489,16 @@ impl Client {
         struct Models {
             data: Vec<ModelInfo>,
         }
-        let m: Models = resp.json().await.with_context(|| {
+        let body = crate::bounds::read_capped(resp, crate::bounds::MODELS_LIST)
+            .await
+            .with_context(|| format!("GET {shown}/v1/models: the answer broke off"))?;
+        if body.cut {
+            bail!(
+                "GET {shown}/v1/models answered more than {}, the most llmsweep reads of a model list",
+                crate::bounds::human(crate::bounds::MODELS_LIST)
+            );
+        }
+        let m: Models = serde_json::from_slice(&body.bytes).with_context(|| {
             format!("GET {shown}/v1/models did not return an OpenAI model list")
         })?;
         Ok(m.data)
@@ -537,6 +547,10 @@ impl Client {
             o => o,
         };
         let ended_at = Instant::now();
+        if st.completion_tokens.is_some() {
+            // A good usage came after all (or before the bad one).
+            st.usage_note = None;
+        }
         let (output_tokens, output_source) =
             finish_token_counts(&mut st.chunks, st.completion_tokens, st.any_text);
         RequestRecord {
@@ -551,6 +565,7 @@ impl Client {
             server_cached_prompt_tokens: st.cached_prompt_tokens,
             outcome,
             reconnects: st.reconnects,
+            usage_note: st.usage_note.take(),
         }
     }
 
@@ -564,67 +579,20 @@ impl Client {
         body: Option<&Bytes>,
         timeout: Option<Duration>,
     ) -> Result<reqwest::Response, SendFail> {
-        let mut url = first.clone();
-        let mut hops = 0;
-        loop {
-            let headers = if same_origin(&url, &self.url) {
-                &self.headers
-            } else {
-                &self.plain_headers
-            };
-            let mut rb = http
-                .request(method.clone(), url.clone())
-                .headers(headers.clone());
-            if let Some(b) = body {
-                rb = rb.body(b.clone());
-            }
-            if let Some(t) = timeout {
-                rb = rb.timeout(t);
-            }
-            let resp = rb.send().await.map_err(SendFail::Http)?;
-            let status = resp.status();
-            if !status.is_redirection() {
-                return Ok(resp);
-            }
-            let code = status.as_u16();
-            let location = resp
-                .headers()
-                .get(LOCATION)
-                .and_then(|l| l.to_str().ok())
-                .map(str::to_string);
-            let next = location.as_deref().and_then(|l| url.join(l).ok());
-            let refuse = |why: &str| {
-                SendFail::Outcome(errored(
-                    ErrorCategory::Redirect(code),
-                    format!(
-                        "HTTP {status} to {}: {why}",
-                        location.as_deref().unwrap_or("(no Location header)")
-                    ),
-                ))
-            };
-            let Some(next) = next else {
-                return Err(refuse("no usable Location, not followed"));
-            };
-            let allowed = match self.follow {
-                FollowRedirects::None => {
-                    return Err(refuse(
-                        "not followed (--follow-redirects same-origin or any to follow)",
-                    ))
+        let route = redirect::Route {
+            origin: &self.url,
+            own: &self.headers,
+            plain: &self.plain_headers,
+            follow: self.follow,
+        };
+        redirect::send(http, route, method, first, body, timeout)
+            .await
+            .map_err(|f| match f {
+                redirect::Fail::Http(e) => SendFail::Http(e),
+                redirect::Fail::Refused { code, message } => {
+                    SendFail::Outcome(errored(ErrorCategory::Redirect(code), message))
                 }
-                FollowRedirects::SameOrigin => same_origin(&next, &self.url),
-                FollowRedirects::Any => true,
-            };
-            if !allowed {
-                return Err(refuse(
-                    "another origin, not followed (--follow-redirects any to follow)",
-                ));
-            }
-            hops += 1;
-            if hops > MAX_REDIRECTS {
-                return Err(refuse(&format!("more than {MAX_REDIRECTS} redirects")));
-            }
-            url = next;
-        }
+            })
     }
 
     async fn stream(&self, prompt: &Prompt, st: &mut StreamState) -> Outcome {
@@ -779,6 +747,9 @@ impl Client {
                     st.any_text |= !info.text.is_empty();
                     st.chunks.push((now, est));
                 }
+                if let Some(why) = info.usage_error {
+                    st.usage_note.get_or_insert(why);
+                }
                 if let Some(u) = info.usage {
                     if u.completion_tokens.is_some() {
                         st.completion_tokens = u.completion_tokens;
@@ -821,13 +792,6 @@ fn sse_error(e: SseError) -> Outcome {
     errored(ErrorCategory::StreamMalformed, e.to_string())
 }
 
-/// Same scheme, host and port.
-fn same_origin(a: &Url, b: &Url) -> bool {
-    a.scheme() == b.scheme()
-        && a.host_str() == b.host_str()
-        && a.port_or_known_default() == b.port_or_known_default()
-}
-
 /// Up to `limit` bytes of a body, within 5 s, as text.
 async fn read_some(resp: reqwest::Response, limit: usize) -> String {
     let mut out = Vec::new();
@@ -853,6 +817,7 @@ struct StreamState {
     prompt_tokens: Option<u64>,
     cached_prompt_tokens: Option<u64>,
     any_text: bool,
+    usage_note: Option<String>,
 }
 
 impl StreamState {
@@ -1051,6 +1016,7 @@ fn scale_to_total(chunks: &mut [(Instant, u32)], total: u64) {
 
 #[cfg(test)]
 mod tests {
+    use super::redirect::same_origin;
     use super::*;
 
     #[test]

@@ -4,8 +4,11 @@
 //! `instruction`, `content`, first match wins); an optional output-length
 //! column (`output_tokens`, `output_tokens_count`, `output_len`,
 //! `max_tokens`) sets how many tokens each request asks for. A malformed row
-//! is an error naming its line, unless the caller asks to skip and count it.
+//! (not JSON, not UTF-8, longer than [`crate::bounds::DATA_ROW`], no usable
+//! prompt) is an error naming its file and line, unless the caller asks to
+//! skip it; skipped rows are counted and the first few named.
 
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
@@ -35,25 +38,40 @@ pub struct Loaded {
     pub items: Vec<PromptItem>,
     /// Malformed rows skipped (with `skip_bad_rows`).
     pub skipped: usize,
+    /// The first [`SKIPPED_NAMED`] of them: `file, line N: why`.
+    pub skipped_rows: Vec<String>,
     /// ShareGPT conversations left out by vLLM's length filters.
     pub filtered: usize,
     pub format: &'static str,
 }
 
+/// Skipped rows named in [`Loaded::skipped_rows`]; the rest are counted.
+pub const SKIPPED_NAMED: usize = 5;
+
 /// Loads a prompt file. `skip_bad_rows`: skip and count malformed rows
 /// instead of failing on the first.
 pub fn load(path: &Path, counter: &dyn TokenCounter, skip_bad_rows: bool) -> Result<Loaded> {
     let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read data file {name}"))?;
+    let open =
+        || std::fs::File::open(path).with_context(|| format!("cannot read data file {name}"));
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
     let loaded = match ext.as_str() {
-        "jsonl" | "ndjson" => load_jsonl(&text, &name, counter, skip_bad_rows)?,
-        "json" => load_json(&text, &name, counter, skip_bad_rows)?,
-        "csv" => load_csv(&text, &name, counter, skip_bad_rows)?,
+        "jsonl" | "ndjson" => load_jsonl(
+            std::io::BufReader::new(open()?),
+            &name,
+            counter,
+            skip_bad_rows,
+        )?,
+        "json" => load_json(
+            &read_json_file(open()?, &name)?,
+            &name,
+            counter,
+            skip_bad_rows,
+        )?,
+        "csv" => load_csv(RowCapped::new(open()?), &name, counter, skip_bad_rows)?,
         other => bail!("data file {name}: unknown format {other:?} (use .jsonl, .json or .csv)"),
     };
     if loaded.items.is_empty() {
@@ -110,29 +128,188 @@ fn take(
     match r {
         Ok(it) => out.items.push(it),
         Err(e) if skip => {
-            let _ = e;
             out.skipped += 1;
+            if out.skipped_rows.len() < SKIPPED_NAMED {
+                out.skipped_rows
+                    .push(format!("{}: {}", where_(), brief(&e)));
+            }
         }
-        Err(e) => bail!("{}: {e} (--skip-bad-rows skips such rows)", where_()),
+        Err(e) => bail!(
+            "{}: {} (--skip-bad-rows skips such rows)",
+            where_(),
+            brief(&e)
+        ),
     }
     Ok(())
 }
 
-fn load_jsonl(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> Result<Loaded> {
+/// A row's fault as shown: at most 200 characters of it (a fault may quote
+/// the row).
+fn brief(e: &str) -> String {
+    const MAX: usize = 200;
+    match e.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &e[..i]),
+        None => e.to_string(),
+    }
+}
+
+/// Why text is not UTF-8: its first bad byte (at `at`), and the column of
+/// that byte in its line.
+fn not_utf8(bytes: &[u8], at: usize) -> String {
+    let line_start = bytes[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    format!(
+        "not UTF-8 (byte 0x{:02x} at column {}; a latin-1 file? save it as UTF-8)",
+        bytes.get(at).copied().unwrap_or(0),
+        at - line_start + 1
+    )
+}
+
+/// One line of a reader, up to `cap` bytes: `None` at the end; `Some(Err)`
+/// for a longer line, whose rest is read past without being kept.
+fn next_row(
+    r: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> Result<Option<Result<(), String>>> {
+    buf.clear();
+    let mut too_long = false;
+    let mut any = false;
+    loop {
+        let avail = r.fill_buf().context("cannot read the data file")?;
+        if avail.is_empty() {
+            break;
+        }
+        any = true;
+        let (take, end) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        if !too_long {
+            if buf.len() + take > cap + 1 {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&avail[..take]);
+            }
+        }
+        r.consume(take);
+        if end {
+            break;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    Ok(Some(if too_long {
+        Err(format!(
+            "the row is longer than {}, the most llmsweep reads of one row",
+            crate::bounds::human(cap)
+        ))
+    } else {
+        Ok(())
+    }))
+}
+
+/// A `.json` file, read whole up to [`crate::bounds::DATA_JSON_FILE`], as text.
+fn read_json_file(f: std::fs::File, name: &str) -> Result<String> {
+    let cap = crate::bounds::DATA_JSON_FILE;
+    let mut bytes = Vec::new();
+    f.take(cap as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read data file {name}"))?;
+    if bytes.len() > cap {
+        bail!(
+            "{name}: larger than {}, the most llmsweep reads of a .json file (JSONL is read a row at a time)",
+            crate::bounds::human(cap)
+        );
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        anyhow::anyhow!(
+            "{name}, line {line}: {} (a .json file is one document: --skip-bad-rows cannot skip a row of it)",
+            not_utf8(bytes, at)
+        )
+    })
+}
+
+/// A reader that fails when a line runs past [`crate::bounds::DATA_ROW`],
+/// so that a CSV reader never holds a longer row.
+struct RowCapped<R> {
+    inner: R,
+    since_newline: usize,
+}
+
+impl<R: Read> RowCapped<R> {
+    fn new(inner: R) -> Self {
+        RowCapped {
+            inner,
+            since_newline: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for RowCapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                self.since_newline = 0;
+            } else {
+                self.since_newline += 1;
+                if self.since_newline > crate::bounds::DATA_ROW {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "a row longer than {}, the most llmsweep reads of one row",
+                            crate::bounds::human(crate::bounds::DATA_ROW)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+fn load_jsonl(
+    mut rd: impl BufRead,
+    name: &str,
+    counter: &dyn TokenCounter,
+    skip: bool,
+) -> Result<Loaded> {
     let mut out = Loaded {
         format: "jsonl",
         ..Default::default()
     };
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let r = match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(m)) => item_from(&|k| m.get(k).cloned(), counter),
-            Ok(_) => Err("the line is not a JSON object".into()),
-            Err(e) => Err(format!("not JSON ({e})")),
+    let mut buf = Vec::new();
+    let mut i = 0usize;
+    while let Some(row) = next_row(&mut rd, &mut buf, crate::bounds::DATA_ROW)
+        .with_context(|| format!("{name}, line {}", i + 1))?
+    {
+        i += 1;
+        let r = row.and_then(|()| {
+            let line = std::str::from_utf8(&buf).map_err(|e| not_utf8(&buf, e.valid_up_to()))?;
+            let line = line.trim();
+            if line.is_empty() {
+                return Ok(None);
+            }
+            match serde_json::from_str::<Value>(line) {
+                Ok(Value::Object(m)) => item_from(&|k| m.get(k).cloned(), counter).map(Some),
+                Ok(_) => Err("the line is not a JSON object".into()),
+                Err(e) => Err(format!("not JSON ({e})")),
+            }
+        });
+        let r = match r {
+            Ok(None) => continue,
+            Ok(Some(it)) => Ok(it),
+            Err(e) => Err(e),
         };
-        take(&mut out, r, || format!("{name}, line {}", i + 1), skip)?;
+        take(&mut out, r, || format!("{name}, line {i}"), skip)?;
     }
     Ok(out)
 }
@@ -236,19 +413,17 @@ fn load_sharegpt(
     Ok(out)
 }
 
-fn load_csv(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> Result<Loaded> {
+fn load_csv(rd: impl Read, name: &str, counter: &dyn TokenCounter, skip: bool) -> Result<Loaded> {
     let mut out = Loaded {
         format: "csv",
         ..Default::default()
     };
-    let mut rdr = csv::ReaderBuilder::new()
-        .flexible(false)
-        .from_reader(text.as_bytes());
+    let mut rdr = csv::ReaderBuilder::new().flexible(false).from_reader(rd);
     let headers: Vec<String> = rdr
-        .headers()
+        .byte_headers()
         .with_context(|| format!("{name}: cannot read the header line"))?
         .iter()
-        .map(|h| h.trim().to_ascii_lowercase())
+        .map(|h| String::from_utf8_lossy(h).trim().to_ascii_lowercase())
         .collect();
     if !PROMPT_COLUMNS
         .iter()
@@ -260,18 +435,34 @@ fn load_csv(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> R
             PROMPT_COLUMNS.join(", ")
         );
     }
-    for rec in rdr.records() {
+    for rec in rdr.byte_records() {
         let (line, r) = match rec {
             Ok(rec) => {
                 let line = rec.position().map_or(0, |p| p.line());
-                let get = |k: &str| {
-                    headers
-                        .iter()
-                        .position(|h| h == k)
-                        .and_then(|i| rec.get(i))
-                        .map(|s| Value::String(s.to_string()))
+                let r = match csv::StringRecord::from_byte_record(rec) {
+                    Ok(rec) => {
+                        let get = |k: &str| {
+                            headers
+                                .iter()
+                                .position(|h| h == k)
+                                .and_then(|i| rec.get(i))
+                                .map(|s| Value::String(s.to_string()))
+                        };
+                        item_from(&get, counter)
+                    }
+                    Err(e) => {
+                        let (field, at) = (e.utf8_error().field(), e.utf8_error().valid_up_to());
+                        let rec = e.into_byte_record();
+                        let bytes = rec.get(field).unwrap_or_default();
+                        Err(format!("field {}: {}", field + 1, not_utf8(bytes, at)))
+                    }
                 };
-                (line, item_from(&get, counter))
+                (line, r)
+            }
+            // A row past the bound: the reader cannot go on.
+            Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => {
+                let line = e.position().map_or(0, |p| p.line());
+                bail!("{name}, line {}: {e}", line.max(1));
             }
             Err(e) => {
                 let line = e.position().map_or(0, |p| p.line());

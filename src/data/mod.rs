@@ -75,10 +75,17 @@ pub fn load_items(
     items.shuffle(&mut SmallRng::seed_from_u64(seed ^ 0x5EED));
     let mut notes = Vec::new();
     if loaded.skipped > 0 {
+        let more = loaded.skipped - loaded.skipped_rows.len();
         notes.push(format!(
-            "{}: skipped {} malformed rows",
+            "{}: skipped {} malformed rows: {}{}",
             path.display(),
-            loaded.skipped
+            loaded.skipped,
+            loaded.skipped_rows.join("; "),
+            if more > 0 {
+                format!("; and {more} more (without --skip-bad-rows the run stops at the first)")
+            } else {
+                String::new()
+            }
         ));
     }
     if loaded.filtered > 0 {

@@ -153,6 +153,7 @@ impl Backend for Scripted {
                 server_cached_prompt_tokens: None,
                 outcome: Outcome::Incomplete,
                 reconnects: 0,
+                usage_note: None,
             };
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec) => o,

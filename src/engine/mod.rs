@@ -212,6 +212,8 @@ pub struct Engine {
     timeline: Vec<TimelineEvent>,
     recent_errors: VecDeque<ErrorEntry>,
     warnings: Vec<String>,
+    /// The run has warned that a server's `usage` was unusable (once a run).
+    usage_warned: bool,
     paused: bool,
     manual_stages: usize,
     /// Requests sent so far in the whole run: the next prompt to use. Prompts
@@ -265,6 +267,7 @@ impl Engine {
             timeline: Vec::new(),
             recent_errors: VecDeque::new(),
             warnings: Vec::new(),
+            usage_warned: false,
             paused: false,
             manual_stages: 0,
             next_prompt: 0,
@@ -683,6 +686,7 @@ impl Engine {
 
     /// A request of a stage cut short by a rate change came back.
     fn on_finishing_record(&mut self, done: Done) {
+        self.note_usage(&done.record);
         if let Some(f) = self.finishing.iter_mut().find(|f| f.number == done.stage) {
             let name = f.spec.name.clone();
             Self::count_record(
@@ -844,7 +848,18 @@ impl Engine {
         });
     }
 
+    /// The first request whose `usage` could not be used: said once.
+    fn note_usage(&mut self, rec: &RequestRecord) {
+        if let (Some(why), false) = (&rec.usage_note, self.usage_warned) {
+            self.usage_warned = true;
+            self.warn(format!(
+                "the server's usage could not be used ({why}); such requests' output tokens were counted from the stream instead"
+            ));
+        }
+    }
+
     fn on_record(&mut self, done: Done, stats: &mut StageStats, stage: &str) {
+        self.note_usage(&done.record);
         Self::count_record(
             &mut self.recent_errors,
             &mut self.request_log,

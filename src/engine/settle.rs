@@ -59,7 +59,10 @@ async fn busy(http: &reqwest::Client, url: &str) -> Option<f64> {
     if !r.status().is_success() {
         return None;
     }
-    busy_from_metrics(&r.text().await.ok()?)
+    let page = crate::bounds::read_capped(r, crate::bounds::METRICS_PAGE)
+        .await
+        .ok()?;
+    busy_from_metrics(&String::from_utf8_lossy(&page.bytes))
 }
 
 /// Waits for the server to settle, at most `timeout`. Without a usable
@@ -81,7 +84,8 @@ pub async fn settle(
         timed_out,
         probes,
     };
-    let http = reqwest::Client::builder()
+    // The shared redirect policy's client: no redirect followed, no Referer.
+    let http = crate::client::redirect::builder(false)
         .timeout(Duration::from_secs(2))
         .build()
         .ok();

@@ -42,12 +42,16 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     let _ = writeln!(
         s,
         "A: {a_name} — {} ({}), {}",
-        a.target.model, a.target.url, a.created
+        crate::safe::line(&a.target.model),
+        crate::safe::line(&a.target.url),
+        a.created
     );
     let _ = writeln!(
         s,
         "B: {b_name} — {} ({}), {}\n",
-        b.target.model, b.target.url, b.created
+        crate::safe::line(&b.target.model),
+        crate::safe::line(&b.target.url),
+        b.created
     );
     let headers = [
         "Stage (A → B)",

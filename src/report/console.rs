@@ -46,7 +46,7 @@ pub fn render(r: &Report) -> String {
         // What the server (or the network) said, a few messages per category.
         for (category, messages) in &st.error_samples {
             for m in messages {
-                let _ = writeln!(s, "  {category}: {m}");
+                let _ = writeln!(s, "  {category}: {}", crate::safe::line(m));
             }
         }
     }
@@ -72,7 +72,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "{line}");
     }
     for w in &r.warnings {
-        let _ = writeln!(s, "warning: {w}");
+        let _ = writeln!(s, "warning: {}", crate::safe::line(w));
     }
     s
 }
@@ -169,7 +169,9 @@ fn narrow(r: &Report, width: u16) -> String {
     let mut s = String::new();
     let head = format!(
         "llmsweep · {} · model {} · {}",
-        r.target.url, r.target.model, r.created
+        crate::safe::line(&r.target.url),
+        crate::safe::line(&r.target.model),
+        r.created
     );
     for line in wrap(&head, w, 2) {
         let _ = writeln!(s, "{line}");
@@ -259,7 +261,7 @@ fn narrow(r: &Report, width: u16) -> String {
         }
     }
     for warn in &r.warnings {
-        for line in wrap(&format!("warning: {warn}"), w, 2) {
+        for line in wrap(&format!("warning: {}", crate::safe::line(warn)), w, 2) {
             let _ = writeln!(s, "{line}");
         }
     }

@@ -24,10 +24,11 @@ pub fn render(r: &Report, f: Format) -> Result<String> {
 /// All three Markdown layouts, GuideLLM's first.
 pub fn markdown(r: &Report) -> String {
     let mut s = String::new();
-    s.push_str(&format!("# llmsweep report: {}\n\n", r.target.model));
+    use crate::safe::markdown as md;
+    s.push_str(&format!("# llmsweep report: {}\n\n", md(&r.target.model)));
     s.push_str(&format!(
         "Target: {} · created {} · {}{}\n\n",
-        r.target.url,
+        md(&r.target.url),
         r.created,
         r.tool,
         if r.partial {
@@ -67,7 +68,7 @@ pub fn markdown(r: &Report) -> String {
             s.push('\n');
             for (category, messages) in &st.error_samples {
                 for m in messages {
-                    s.push_str(&format!("  - `{category}`: {}\n", m.replace('`', "'")));
+                    s.push_str(&format!("  - `{category}`: {}\n", md(m)));
                 }
             }
         }
@@ -77,13 +78,13 @@ pub fn markdown(r: &Report) -> String {
     if !judgement.is_empty() {
         s.push_str("\n## Judgement\n\n");
         for line in &judgement {
-            s.push_str(&format!("- {line}\n"));
+            s.push_str(&format!("- {}\n", md(line)));
         }
     }
     if !r.warnings.is_empty() {
         s.push_str("\n## Warnings\n\n");
         for w in &r.warnings {
-            s.push_str(&format!("- {w}\n"));
+            s.push_str(&format!("- {}\n", md(w)));
         }
     }
     s
@@ -111,7 +112,7 @@ fn timeline_markdown(r: &Report) -> String {
             "- {:.1} s `{}` {}\n",
             e.t_s,
             e.event,
-            e.detail.replace('`', "'")
+            crate::safe::markdown(&e.detail)
         ));
     }
     if events.len() > MD_TIMELINE_MAX {
@@ -137,6 +138,16 @@ pub fn with_running_stage(snap: &crate::engine::Snapshot) -> Vec<super::StageRep
     stages
 }
 
+/// A rendered report as it goes into a file: text formats with control
+/// characters shown visibly (`cat report.md` must not run a server's escape
+/// sequences); JSON and the profile's TOML escape their strings themselves.
+pub fn file_text(f: Format, text: &str) -> std::borrow::Cow<'_, str> {
+    match f {
+        Format::Json | Format::Profile => std::borrow::Cow::Borrowed(text),
+        _ => crate::safe::terminal(text),
+    }
+}
+
 /// Writes `report.<ext>` for each format into `dir`; returns the paths.
 pub fn write_all(r: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
@@ -150,7 +161,8 @@ pub fn write_all(r: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathB
         };
         let path = dir.join(name);
         // Last line of defence: no registered secret reaches a file.
-        write_atomic(&path, crate::redact::scrub(&render(r, f)?).as_bytes())?;
+        let text = crate::redact::scrub(&render(r, f)?);
+        write_atomic(&path, file_text(f, &text).as_bytes())?;
         paths.push(path);
     }
     Ok(paths)

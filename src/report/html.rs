@@ -13,12 +13,7 @@ const PALETTE: [&str; 10] = [
     "#bcbd22", "#17becf",
 ];
 
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+pub use crate::safe::html as esc;
 
 #[derive(Default)]
 pub struct Series {

@@ -202,7 +202,9 @@ pub fn metadata(r: &Report) -> String {
     let _ = writeln!(
         s,
         "    Target:{} (model {}, api {})",
-        r.target.url, r.target.model, r.target.api
+        crate::safe::line(&r.target.url),
+        crate::safe::line(&r.target.model),
+        r.target.api
     );
     let profile = r
         .config
@@ -223,7 +225,7 @@ pub fn metadata(r: &Report) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let _ = writeln!(s, "    Data:{data}");
+    let _ = writeln!(s, "    Data:{}", crate::safe::line(data));
     if r.partial {
         let _ = writeln!(s, "    PARTIAL: {}", r.end_reason);
     }
@@ -308,6 +310,12 @@ pub fn pipe_table(headers: &[&str], rows: &[Vec<String>], numeric_from: usize) -
         })
         .collect();
     let line = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
+    // Cells may quote a server (a model id): none can end its cell or line.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| crate::safe::markdown(c)).collect())
+        .collect();
+    let rows = &rows;
     let mut s = String::new();
     let _ = writeln!(
         s,

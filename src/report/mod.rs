@@ -46,17 +46,27 @@ impl Report {
 
 /// Writes `contents` to `path` atomically: a temporary file in the same
 /// directory, then a rename, so a reader never sees half a report.
+///
+/// Each call has its own temporary file (process id and a per-process
+/// sequence number), so concurrent writes of the same path (several viewers
+/// exporting at once) never share one: each rename moves a complete file
+/// into place, and the last one wins.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "report".into());
-    let tmp: PathBuf = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let tmp: PathBuf = dir.join(format!(".{file_name}.tmp-{}-{seq}", std::process::id()));
     let written = (|| -> Result<()> {
         use std::io::Write as _;
-        let mut f = std::fs::File::create(&tmp)
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
             .with_context(|| format!("cannot write {}", tmp.display()))?;
         f.write_all(contents)
             .with_context(|| format!("cannot write {}", tmp.display()))?;

@@ -191,7 +191,7 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
 pub fn markdown(r: &Report) -> String {
     let mut s = String::from("## Summary\n\n");
     for (k, v) in lines(r) {
-        let _ = writeln!(s, "- **{k}:** {v}");
+        let _ = writeln!(s, "- **{k}:** {}", crate::safe::markdown(&v));
     }
     s.push('\n');
     s

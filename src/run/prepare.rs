@@ -214,17 +214,16 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             .find(|x| &x.id == m)
             .cloned()
             .with_context(|| {
+                let ids: Vec<&str> = models.iter().map(|x| x.id.as_str()).collect();
                 format!(
-                    "the server does not serve model {m:?}; it lists: {}",
-                    if models.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        models
-                            .iter()
-                            .map(|x| x.id.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
+                    "the server does not serve model {m:?}; it lists {}",
+                    crate::safe::short_list(
+                        &ids,
+                        &format!(
+                            "curl {} lists them all",
+                            crate::client::join_url(&shown_url, "/v1/models")
+                        )
+                    )
                 )
             })?,
         None => models
@@ -250,6 +249,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         &model,
         api_key.clone(),
         args.insecure,
+        args.follow_redirects,
     )?;
 
     // Data: every request body built once.

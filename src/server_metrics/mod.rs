@@ -48,6 +48,7 @@ pub fn config(
     model: &str,
     api_key: Option<String>,
     insecure: bool,
+    follow_redirects: crate::client::FollowRedirects,
 ) -> Result<Option<ScrapeConfig>> {
     let interval = flags.interval_s.unwrap_or(DEFAULT_INTERVAL_S);
     if !(interval.is_finite() && (0.05..=3600.0).contains(&interval)) {
@@ -84,6 +85,7 @@ pub fn config(
         // The target's key goes only to the target's own /metrics.
         bearer: if explicit { None } else { api_key },
         insecure,
+        follow_redirects,
     }))
 }
 
@@ -152,9 +154,16 @@ mod tests {
     #[test]
     fn flags_become_a_scrape_config() {
         let base = "http://127.0.0.1:8000";
-        let c = config(&Flags::default(), base, "m", Some("sk".into()), false)
-            .unwrap()
-            .unwrap();
+        let c = config(
+            &Flags::default(),
+            base,
+            "m",
+            Some("sk".into()),
+            false,
+            Default::default(),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(c.url, "http://127.0.0.1:8000/metrics");
         assert!(!c.explicit);
         assert_eq!(c.bearer.as_deref(), Some("sk"));
@@ -163,14 +172,23 @@ mod tests {
             url: Some("off"),
             ..Default::default()
         };
-        assert!(config(&off, base, "m", None, false).unwrap().is_none());
+        assert!(config(&off, base, "m", None, false, Default::default())
+            .unwrap()
+            .is_none());
         let other = Flags {
             url: Some("http://10.0.0.1:9400/metrics"),
             ..Default::default()
         };
-        let c = config(&other, base, "m", Some("sk".into()), false)
-            .unwrap()
-            .unwrap();
+        let c = config(
+            &other,
+            base,
+            "m",
+            Some("sk".into()),
+            false,
+            Default::default(),
+        )
+        .unwrap()
+        .unwrap();
         assert!(c.explicit);
         assert_eq!(c.bearer, None, "the key stays with the target");
         for bad in [
@@ -199,7 +217,10 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            assert!(config(&bad, base, "m", None, false).is_err(), "{bad:?}");
+            assert!(
+                config(&bad, base, "m", None, false, Default::default()).is_err(),
+                "{bad:?}"
+            );
         }
     }
 

@@ -32,6 +32,8 @@ pub struct ScrapeConfig {
     /// that guard /metrics with it).
     pub bearer: Option<String>,
     pub insecure: bool,
+    /// `--follow-redirects`: the same policy as the load client's.
+    pub follow_redirects: crate::client::FollowRedirects,
 }
 
 /// Where the scraper stands.
@@ -126,6 +128,9 @@ pub struct Record {
     pub explicit: bool,
     /// Wall-clock time spent reading and parsing pages (for the cost note).
     pub busy: Duration,
+    /// Pages longer than [`crate::bounds::METRICS_PAGE`]: only their first
+    /// part was read (the report says so once).
+    pub cut_pages: u64,
 }
 
 impl Record {
@@ -134,10 +139,21 @@ impl Record {
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         match &self.status {
-            Status::Off(why) if self.explicit => {
+            // A refused redirect is worth a warning even for the default
+            // URL: the page is there, and a flag would read it.
+            Status::Off(why) if self.explicit || why.contains(REDIRECTED) => {
                 w.push(format!("server metrics: {why}"));
             }
             _ => {}
+        }
+        if self.cut_pages > 0 {
+            w.push(format!(
+                "server metrics: {} of the pages of {} were longer than {}, the most llmsweep reads of one page; only their first {} was read",
+                self.cut_pages,
+                self.url,
+                crate::bounds::human(crate::bounds::METRICS_PAGE),
+                crate::bounds::human(crate::bounds::METRICS_PAGE),
+            ));
         }
         if self.errors > 0 && self.scrapes > 0 {
             w.push(format!(
@@ -167,6 +183,9 @@ pub struct Scraper {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// How a scrape that met a redirect it may not follow begins its reason.
+const REDIRECTED: &str = "redirected";
+
 /// Consecutive failures before an unasked-for scraper gives up quietly.
 const GIVE_UP_AFTER: u32 = 3;
 
@@ -186,6 +205,7 @@ impl Scraper {
             status: Status::Starting,
             explicit: cfg.explicit,
             busy: Duration::ZERO,
+            cut_pages: 0,
         };
         let shared = Arc::new(Mutex::new(Shared { record }));
         let (live_tx, live) = watch::channel(Arc::new(view.clone()));
@@ -217,7 +237,8 @@ impl Scraper {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        // The task ends after at most one scrape (bounded by its timeout).
+        // The task ends after at most one scrape (bounded by its timeout):
+        // the one in flight, or else one more.
         let _ = (&mut self.task).await;
         lock(&self.shared).record.clone()
     }
@@ -246,34 +267,63 @@ fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Fetches and parses one page.
-async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<prom::Page, String> {
-    let mut req = http.get(&cfg.url);
+/// Fetches and parses one page. Redirects follow the load client's policy
+/// (`--follow-redirects`); the bearer token goes only to the page's own origin.
+/// The page is read up to [`crate::bounds::METRICS_PAGE`]; `true` with it
+/// when it went on past that (it is then parsed to its last whole line).
+async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<(prom::Page, bool), String> {
+    let url = reqwest::Url::parse(&cfg.url).map_err(|e| format!("not a URL: {e}"))?;
+    let plain = reqwest::header::HeaderMap::new();
+    let mut own = plain.clone();
     if let Some(k) = &cfg.bearer {
-        req = req.bearer_auth(k);
+        let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {k}"))
+            .map_err(|_| "the API key cannot go in an HTTP header".to_string())?;
+        v.set_sensitive(true);
+        own.insert(reqwest::header::AUTHORIZATION, v);
     }
-    let resp = req.send().await.map_err(|e| {
-        if e.is_timeout() {
-            format!("timed out after {:.1} s", cfg.timeout.as_secs_f64())
-        } else if e.is_connect() {
-            "cannot connect".to_string()
-        } else {
-            "request failed".to_string()
-        }
-    })?;
+    let route = crate::client::redirect::Route {
+        origin: &url,
+        own: &own,
+        plain: &plain,
+        follow: cfg.follow_redirects,
+    };
+    let resp = crate::client::redirect::send(http, route, reqwest::Method::GET, &url, None, None)
+        .await
+        .map_err(|f| match f {
+            crate::client::redirect::Fail::Refused { message, .. } => {
+                format!("{REDIRECTED}: {}", crate::redact::scrub(&message))
+            }
+            crate::client::redirect::Fail::Http(e) if e.is_timeout() => {
+                format!("timed out after {:.1} s", cfg.timeout.as_secs_f64())
+            }
+            crate::client::redirect::Fail::Http(e) if e.is_connect() => {
+                "cannot connect".to_string()
+            }
+            crate::client::redirect::Fail::Http(_) => "request failed".to_string(),
+        })?;
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("HTTP {}", status.as_u16()));
     }
-    let text = resp
-        .text()
+    let body = crate::bounds::read_capped(resp, crate::bounds::METRICS_PAGE)
         .await
         .map_err(|_| "the body broke off".to_string())?;
-    let page = prom::parse(&text);
+    let whole = if body.cut {
+        // The last line may be cut in two: leave it out.
+        let end = body
+            .bytes
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        &body.bytes[..end]
+    } else {
+        &body.bytes[..]
+    };
+    let page = prom::parse(&String::from_utf8_lossy(whole));
     if page.samples.is_empty() {
         return Err("not a Prometheus text page".to_string());
     }
-    Ok(page)
+    Ok((page, body.cut))
 }
 
 async fn run(
@@ -283,11 +333,10 @@ async fn run(
     live: watch::Sender<Arc<LiveView>>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let http = match reqwest::Client::builder()
+    let http = match crate::client::redirect::builder(cfg.insecure)
         .timeout(cfg.timeout)
         .connect_timeout(cfg.timeout)
         .pool_max_idle_per_host(1)
-        .danger_accept_invalid_certs(cfg.insecure)
         .build()
     {
         Ok(c) => c,
@@ -314,14 +363,33 @@ async fn run(
             }
         }
         let sent = Instant::now();
-        let result = fetch(&http, &cfg).await;
+        let result = {
+            let scrape = fetch(&http, &cfg);
+            tokio::pin!(scrape);
+            if last {
+                scrape.await
+            } else {
+                // Asked to stop during a scrape: that scrape is the last
+                // one, so the end of the run waits one timeout at most.
+                tokio::select! {
+                    r = &mut scrape => r,
+                    _ = &mut stop => {
+                        last = true;
+                        scrape.await
+                    }
+                }
+            }
+        };
         let received = Instant::now();
         let t_s = (sent.duration_since(t0) + received.duration_since(sent) / 2).as_secs_f64();
         let mut rec = lock(&shared);
         let r = &mut rec.record;
         r.busy += received.duration_since(sent);
         match result {
-            Ok(page) => {
+            Ok((page, cut)) => {
+                if cut {
+                    r.cut_pages += 1;
+                }
                 let source = r.source.or_else(|| Source::detect(&page));
                 let reading = super::vocab::read(&page, source, cfg.model.as_deref(), &cfg.raw);
                 if reading.is_empty() {
@@ -373,7 +441,11 @@ async fn run(
                 failures_in_a_row += 1;
                 if !ever_ok && !cfg.explicit && failures_in_a_row >= GIVE_UP_AFTER {
                     // The target does not serve metrics: quietly off.
-                    let why = format!("{} is not served ({e})", r.url);
+                    let why = if e.starts_with(REDIRECTED) {
+                        format!("{} was not read: {e}", r.url)
+                    } else {
+                        format!("{} is not served ({e})", r.url)
+                    };
                     r.status = Status::Off(why.clone());
                     view.status = Status::Off(why);
                     drop(rec);
@@ -479,6 +551,7 @@ mod tests {
             explicit: false,
             bearer: None,
             insecure: false,
+            follow_redirects: crate::client::FollowRedirects::None,
         };
         assert_eq!(
             LiveView::new(&cfg).url,
@@ -500,6 +573,7 @@ mod tests {
             status: Status::Off("http://h/metrics is not served (HTTP 404)".into()),
             explicit: false,
             busy: Duration::ZERO,
+            cut_pages: 0,
         };
         assert!(r.warnings().is_empty());
         r.explicit = true;

@@ -135,6 +135,7 @@ mod tests {
             server_cached_prompt_tokens: None,
             outcome: Outcome::Completed,
             reconnects: 0,
+            usage_note: None,
         }
     }
 

@@ -398,12 +398,12 @@ impl StageStats {
             }
         };
         totals.requests += 1;
-        totals.prompt_total += r.prompt_tokens;
-        totals.output_total += r.output_tokens;
+        totals.prompt_total = totals.prompt_total.saturating_add(r.prompt_tokens);
+        totals.output_total = totals.output_total.saturating_add(r.output_tokens);
         // Live series: every completed request, window or not.
         if r.outcome == Outcome::Completed {
             self.sec_completed += 1;
-            self.sec_tokens += r.output_tokens;
+            self.sec_tokens = self.sec_tokens.saturating_add(r.output_tokens);
             if let Some(t) = metrics::ttft_us(r) {
                 self.sec_ttft.record_us(t);
             }
@@ -453,7 +453,7 @@ impl StageStats {
         let quarter = (self.active_at(r.ended_at) * 4.0) as u64;
         self.busy_quarters.insert(quarter);
         if let Some(c) = r.server_cached_prompt_tokens {
-            self.cached_prompt_total += c;
+            self.cached_prompt_total = self.cached_prompt_total.saturating_add(c);
             self.cached_prompt_n += 1;
         }
         self.first_measured_sent = Some(
@@ -502,12 +502,12 @@ impl StageStats {
         }
         self.latency.record_us(metrics::latency_us(r));
         self.queue.record_us(metrics::queue_us(r));
-        self.prompt_total += r.prompt_tokens;
+        self.prompt_total = self.prompt_total.saturating_add(r.prompt_tokens);
         if let Some(p) = r.server_prompt_tokens {
-            self.server_prompt_total += p;
+            self.server_prompt_total = self.server_prompt_total.saturating_add(p);
             self.server_prompt_n += 1;
         }
-        self.output_total += r.output_tokens;
+        self.output_total = self.output_total.saturating_add(r.output_tokens);
         *self
             .sources
             .entry(r.output_source.name().to_string())
@@ -914,6 +914,7 @@ mod tests {
             server_cached_prompt_tokens: None,
             outcome,
             reconnects: 0,
+            usage_note: None,
         }
     }
 

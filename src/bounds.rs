@@ -1,0 +1,72 @@
+//! Every read from the outside has a bound, enforced while reading, not
+//! after: a server, a viewer or a file cannot make llmsweep hold more than
+//! this. docs/ARCHITECTURE.md lists them; what is cut is said once in the
+//! report (a warning) or in the error that refuses it.
+
+/// One line a viewer sends on the control socket (a longer line ends the
+/// connection).
+pub const CONTROL_LINE: usize = 64 << 10;
+/// One `/metrics` page (the rest of a longer page is not read; the report
+/// says so once).
+pub const METRICS_PAGE: usize = 8 << 20;
+/// The `/v1/models` answer (a longer one is refused with the bound named).
+pub const MODELS_LIST: usize = 16 << 20;
+/// The body of an error answer kept for its message (the rest is not read).
+pub const ERROR_BODY: usize = 16 << 10;
+/// One row (line) of a JSONL or CSV data file (a longer row is a bad row).
+pub const DATA_ROW: usize = 8 << 20;
+/// A `.json` data file, which is one document and read whole (ShareGPT's
+/// is about 650 MB).
+pub const DATA_JSON_FILE: usize = 2 << 30;
+
+/// A bound as people write it: `64 KiB`, `8 MiB`.
+pub fn human(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// A body read up to a bound.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Capped {
+    /// At most the bound.
+    pub bytes: Vec<u8>,
+    /// The body went on past the bound (and was not read further).
+    pub cut: bool,
+}
+
+/// Reads a response body, keeping at most `cap` bytes and reading no more
+/// than the chunk that crosses it; the rest of the body is never read (the
+/// connection is dropped with the response).
+pub async fn read_capped(mut resp: reqwest::Response, cap: usize) -> reqwest::Result<Capped> {
+    let mut out = Capped::default();
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        out.cut = true;
+    }
+    while let Some(chunk) = resp.chunk().await? {
+        let room = cap - out.bytes.len();
+        if chunk.len() > room {
+            out.bytes.extend_from_slice(&chunk[..room]);
+            out.cut = true;
+            return Ok(out);
+        }
+        out.bytes.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_written_as_people_write_them() {
+        assert_eq!(human(CONTROL_LINE), "64 KiB");
+        assert_eq!(human(METRICS_PAGE), "8 MiB");
+        assert_eq!(human(1000), "1000 bytes");
+    }
+}
