@@ -132,9 +132,10 @@ pub struct RunConfig {
     pub seed: u64,
 
     /// Stage limit: seconds (default, when --max-requests is not given either: 30 against a
-    /// server, 10 against the built-in simulator).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub max_seconds: Option<f64>,
+    /// server, 10 against the built-in simulator), or `auto`: each stage runs until its verdict
+    /// is conclusive (at least 5 s, at most 60 s; 30 s against the built-in simulator).
+    #[arg(long, value_name = "SECONDS|auto", allow_negative_numbers = true)]
+    pub max_seconds: Option<StageSeconds>,
     /// Stage limit: requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
     #[serde(deserialize_with = "de_opt_count")]
@@ -528,6 +529,61 @@ impl Serialize for RateItem {
 }
 
 /// One entry of `--percentiles 75,99.9`.
+/// `--max-seconds`: a fixed stage length, or `auto` (as long as the
+/// evidence needs, within bounds: see `profile::plan`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StageSeconds {
+    Fixed(f64),
+    Auto,
+}
+
+impl StageSeconds {
+    /// The fixed length, if it is one.
+    pub fn fixed(self) -> Option<f64> {
+        match self {
+            StageSeconds::Fixed(s) => Some(s),
+            StageSeconds::Auto => None,
+        }
+    }
+}
+
+impl std::str::FromStr for StageSeconds {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim().eq_ignore_ascii_case("auto") {
+            return Ok(StageSeconds::Auto);
+        }
+        s.trim()
+            .parse::<f64>()
+            .map(StageSeconds::Fixed)
+            .map_err(|_| format!("{s:?} is not a number of seconds or `auto`"))
+    }
+}
+
+impl Serialize for StageSeconds {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self {
+            StageSeconds::Fixed(x) => ser.serialize_f64(*x),
+            StageSeconds::Auto => ser.serialize_str("auto"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StageSeconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(x) => Ok(StageSeconds::Fixed(x)),
+            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 fn percentile(s: &str) -> Result<f64, String> {
     match crate::stats::dist::parse_percentiles(s)?.as_slice() {
         [p] => Ok(*p),
@@ -916,8 +972,25 @@ mod tests {
     #[test]
     fn negative_numbers_are_values_not_flags() {
         let (c, _) = flags(&["--max-seconds", "-1", "--fps", "-2"]);
-        assert_eq!(c.max_seconds, Some(-1.0));
+        assert_eq!(c.max_seconds, Some(StageSeconds::Fixed(-1.0)));
         assert_eq!(c.fps, -2.0);
+    }
+
+    /// `--max-seconds auto` and `max_seconds = "auto"` in a profile mean
+    /// the same, and the report's echo says `auto` back.
+    #[test]
+    fn max_seconds_takes_auto() {
+        let (c, _) = flags(&["--max-seconds", "auto"]);
+        assert_eq!(c.max_seconds, Some(StageSeconds::Auto));
+        let f = RunConfig::from_toml("max_seconds = \"auto\"", "p.toml").unwrap();
+        assert_eq!(f.max_seconds, Some(StageSeconds::Auto));
+        assert_eq!(c.echo(false)["max_seconds"], serde_json::json!("auto"));
+        let f = RunConfig::from_toml("max_seconds = 12.5", "p.toml").unwrap();
+        assert_eq!(f.max_seconds, Some(StageSeconds::Fixed(12.5)));
+        let e = RunConfig::from_toml("max_seconds = \"long\"", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`auto`") && e.contains("line 1"), "{e}");
     }
 
     /// Every enum flag takes its values in any case, as --api and --export do.

@@ -337,3 +337,46 @@ async fn the_live_warning_shows_only_when_the_stage_falls_behind() {
         );
     }
 }
+
+/// `--max-seconds auto`: each stage runs until its evidence is conclusive
+/// (at least 5 s, at most the cap), says so, and the answer still holds.
+#[tokio::test(start_paused = true)]
+async fn auto_length_stages_end_when_their_evidence_is_conclusive() {
+    let server = SLOW;
+    let c = server.capacity();
+    let auto = Limits {
+        max_seconds: Some(30.0),
+        auto_min_seconds: Some(5.0),
+        ..Default::default()
+    };
+    let plan = FixedPlan::new(vec![
+        StageSpec::new(Strategy::Synchronous, auto.clone()),
+        StageSpec::new(Strategy::Constant { rate: 0.5 * c }, auto.clone()),
+        StageSpec::new(Strategy::Constant { rate: 0.85 * c }, auto.clone()),
+        StageSpec::new(Strategy::Constant { rate: 1.3 * c }, auto.clone()),
+    ]);
+    let res = run(server, plan, no_steering).await;
+    check_verdicts(&res, c);
+    for s in &res.stages {
+        assert_eq!(s.end_reason, "conclusive", "{}\n{}", s.name, describe(&res));
+        assert!(
+            s.duration_s >= 5.0 && s.duration_s < 30.0,
+            "{} ran {} s",
+            s.name,
+            s.duration_s
+        );
+    }
+    let notes = res
+        .timeline
+        .iter()
+        .filter(|e| e.detail.contains("(--max-seconds auto)"))
+        .count();
+    assert_eq!(notes, res.stages.len(), "{:?}", res.timeline);
+    let a = answer_of(&res);
+    let x = a.requests_per_s.unwrap_or(0.0);
+    assert!(
+        a.bracketed && (x - c).abs() <= 0.12 * c,
+        "{a:?}\n{}",
+        describe(&res)
+    );
+}

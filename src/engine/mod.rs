@@ -88,6 +88,8 @@ enum StageEnd {
     Stopped(String),
     /// The over-saturation guard ended it.
     OverSaturated(String),
+    /// `--max-seconds auto`: its evidence was conclusive (why).
+    Conclusive(String),
 }
 
 impl StageEnd {
@@ -100,6 +102,7 @@ impl StageEnd {
             StageEnd::RateChanged(_) => "rate_changed",
             StageEnd::Stopped(_) => "stopped",
             StageEnd::OverSaturated(_) => "over_saturated",
+            StageEnd::Conclusive(_) => "conclusive",
         }
     }
 
@@ -608,6 +611,16 @@ impl Engine {
                         guard = g;
                     }
                     self.publish(spec, &stats, plan, number);
+                    // `--max-seconds auto`: long enough, and the evidence decides.
+                    if let (true, Some(min), None) = (ticked, limits.auto_min_seconds, d.paused_at) {
+                        if stats.active_elapsed(now).as_secs_f64() >= min {
+                            if let Some(why) = stats.conclusive(now, spec.strategy.kind(), judged_rate) {
+                                let ran = stats.active_elapsed(now).as_secs_f64();
+                                self.note(EventKind::Plan, format!("{} ran {ran:.0} s: {why} (--max-seconds auto)", spec.name));
+                                break StageEnd::Conclusive(why);
+                            }
+                        }
+                    }
                     if !self.settings.no_overload_guard && d.paused_at.is_none() {
                         if let Some(why) = guard {
                             self.note(EventKind::OverSaturation, format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));

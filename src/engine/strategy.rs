@@ -114,7 +114,12 @@ pub fn validate_rate(r: f64) -> Result<f64, String> {
 /// stage's time (or request) limit, or seconds (≥ 1).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
+    /// The stage's length; with `auto_min_seconds`, its longest.
     pub max_seconds: Option<f64>,
+    /// `--max-seconds auto`: the stage may end once it has run this long
+    /// and its evidence is conclusive (a verdict, or a capacity estimate
+    /// for stages without one).
+    pub auto_min_seconds: Option<f64>,
     pub max_requests: Option<u64>,
     pub max_errors: Option<u64>,
     pub warmup: Option<f64>,

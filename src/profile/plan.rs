@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::config::{LoadStrategy, RateItem, RunConfig, SweepArrivals};
+use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, SweepArrivals};
 use crate::engine::strategy::{resolve_margin, MAX_SECONDS};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
@@ -15,6 +15,12 @@ use crate::typed;
 pub const DEFAULT_STAGE_SECONDS: f64 = 30.0;
 /// Default stage length against the built-in simulator: a full sweep in under two minutes.
 pub const DEFAULT_SIM_STAGE_SECONDS: f64 = 10.0;
+/// `--max-seconds auto`: no stage ends before this long ...
+pub const AUTO_MIN_SECONDS: f64 = 5.0;
+/// ... nor runs longer than this (against the built-in simulator, whose
+/// latencies are short, the lower cap).
+pub const AUTO_CAP_SECONDS: f64 = 60.0;
+pub const AUTO_SIM_CAP_SECONDS: f64 = 30.0;
 /// Throughput's default bound on requests in flight.
 pub const DEFAULT_MAX_CONCURRENCY: u32 = 512;
 
@@ -32,8 +38,10 @@ impl std::fmt::Debug for PlanChoice {
 
 /// Builds the stage plan from the profile and rate arguments.
 pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> {
+    let auto = args.max_seconds == Some(StageSeconds::Auto);
     let mut limits = Limits {
-        max_seconds: args.max_seconds,
+        max_seconds: args.max_seconds.and_then(StageSeconds::fixed),
+        auto_min_seconds: None,
         max_requests: args.max_requests,
         max_errors: args.max_errors,
         warmup: args.warmup,
@@ -56,6 +64,14 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
     }
     if limits.max_concurrency == Some(0) {
         bail!("--max-concurrency must be at least 1");
+    }
+    if auto {
+        limits.max_seconds = Some(if builtin_target {
+            AUTO_SIM_CAP_SECONDS
+        } else {
+            AUTO_CAP_SECONDS
+        });
+        limits.auto_min_seconds = Some(AUTO_MIN_SECONDS);
     }
     if limits.max_seconds.is_none() && limits.max_requests.is_none() {
         limits.max_seconds = Some(if builtin_target {
@@ -271,8 +287,8 @@ pub(crate) mod tests {
 
     #[test]
     fn warmup_and_cooldown_that_cover_the_stage_are_an_error() {
-        let with = |max_seconds, warmup, cooldown| RunConfig {
-            max_seconds,
+        let with = |max_seconds: Option<f64>, warmup, cooldown| RunConfig {
+            max_seconds: max_seconds.map(StageSeconds::Fixed),
             warmup,
             cooldown,
             ..args("constant", Some("5"))
@@ -299,6 +315,23 @@ pub(crate) mod tests {
         // A margin that leaves some of the stage is fine.
         assert!(build_plan(&with(Some(3.0), Some(0.5), Some(0.25)), false).is_ok());
         assert!(build_plan(&with(Some(10.0), Some(2.0), Some(2.0)), false).is_ok());
+    }
+
+    #[test]
+    fn auto_stage_length_runs_from_five_seconds_to_the_cap() {
+        let auto = RunConfig {
+            max_seconds: Some(StageSeconds::Auto),
+            ..args("constant", Some("5"))
+        };
+        let mut p = build_plan(&auto, true).unwrap();
+        let l = p.plan.next(&[]).unwrap().limits;
+        assert_eq!(l.auto_min_seconds, Some(AUTO_MIN_SECONDS));
+        assert_eq!(l.max_seconds, Some(AUTO_SIM_CAP_SECONDS));
+        let mut p = build_plan(&auto, false).unwrap();
+        assert_eq!(
+            p.plan.next(&[]).unwrap().limits.max_seconds,
+            Some(AUTO_CAP_SECONDS)
+        );
     }
 
     #[test]

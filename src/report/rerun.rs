@@ -134,7 +134,7 @@ mod tests {
             profile: "mine.toml".into(),
             strategy: LoadStrategy::Poisson,
             rate: vec![RateItem::Finite(2.0), RateItem::Infinite],
-            max_seconds: Some(45.0),
+            max_seconds: Some(crate::config::StageSeconds::Fixed(45.0)),
             settle_timeout: 3.0,
             overload_guard: false,
             percentiles: vec![75.0],

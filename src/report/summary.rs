@@ -171,7 +171,12 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     let inconclusive: Vec<&str> = r
         .stages
         .iter()
-        .filter(|s| s.end_reason != "max_seconds" && s.end_reason != "max_requests")
+        .filter(|s| {
+            !matches!(
+                s.end_reason.as_str(),
+                "max_seconds" | "max_requests" | "conclusive"
+            )
+        })
         .map(|s| s.name.as_str())
         .collect();
     if !inconclusive.is_empty() {

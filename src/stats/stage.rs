@@ -638,6 +638,40 @@ impl StageStats {
         (v, g)
     }
 
+    /// With `--max-seconds auto`: why the stage's evidence is enough to end
+    /// it now, if it is. Open-loop stages: a verdict other than
+    /// inconclusive. Synchronous: 10 requests measured (the unloaded
+    /// latency later verdicts compare with). Throughput and concurrent: a
+    /// steady capacity estimate that is not low on evidence.
+    pub fn conclusive(
+        &self,
+        now: Instant,
+        kind: StrategyKind,
+        target_rate: Option<f64>,
+    ) -> Option<String> {
+        let m_s = now
+            .saturating_duration_since(self.window.from.max(self.start))
+            .as_secs_f64();
+        let open_loop = kind.is_open_loop();
+        let e = self.evidence(now, m_s, target_rate.filter(|_| open_loop));
+        if open_loop {
+            let v = verdict::judge(&e, &verdict::capacity(&e))?;
+            return (v.outcome != verdict::Outcome::Inconclusive)
+                .then(|| format!("verdict {}", v.outcome.as_str()));
+        }
+        if kind == StrategyKind::Synchronous {
+            return (self.counts.measured >= 10)
+                .then(|| format!("{} requests measured", self.counts.measured));
+        }
+        let c = verdict::capacity(&e);
+        (c.method == verdict::Method::Steady && !c.low_evidence).then(|| {
+            format!(
+                "capacity estimate steady at {:.2} req/s ({})",
+                c.requests_per_s, c.evidence
+            )
+        })
+    }
+
     /// Median latency so far (ms), for the short-stage warning.
     pub fn latency_p50_ms(&self) -> f64 {
         self.latency.quantile_ms(0.5)
