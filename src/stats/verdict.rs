@@ -419,12 +419,13 @@ pub fn judge(e: &Evidence, _cap: &CapacityEstimate) -> Option<Verdict> {
                 overload: false,
             });
         }
-        // Latency at the unloaded level is queueing nowhere: the server
-        // keeps up, whatever the noise of a few requests says.
-        let unloaded = e
-            .reference_latency_s
-            .filter(|w| *w > 0.0)
-            .is_some_and(|w| e.latency_p50_s > 0.0 && e.latency_p50_s <= UNLOADED * w);
+        // Latency at the unloaded level is queueing nowhere: when the
+        // growth itself is under the threshold, the server keeps up,
+        // whatever the noise of a few requests says.
+        let unloaded = g.per_s < threshold
+            && e.reference_latency_s
+                .filter(|w| *w > 0.0)
+                .is_some_and(|w| e.latency_p50_s > 0.0 && e.latency_p50_s <= UNLOADED * w);
         if g.per_s + margin < threshold || unloaded {
             if errors_share >= ERRORING {
                 return Some(erroring(e, errors_share, e.steady.per_s(e.steady.answered)));
@@ -830,18 +831,27 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
         // Near the threshold with a noisy backlog and latency above the
         // unloaded level: inconclusive, and it says how long would do.
-        let mut e = open(28.0, 26.6, 1.0, 6.0);
-        e.reference_latency_s = Some(0.2);
-        for (i, p) in e.backlog.iter_mut().enumerate() {
-            p.in_flight += [6.0, -4.0, 9.0, -7.0, 2.0][i % 5];
-        }
+        let noisy = |rate: f64| {
+            let mut e = open(28.0, rate, 1.0, 6.0);
+            e.reference_latency_s = Some(0.2);
+            for (i, p) in e.backlog.iter_mut().enumerate() {
+                p.in_flight += [6.0, -4.0, 9.0, -7.0, 2.0][i % 5];
+            }
+            e
+        };
+        let mut e = noisy(27.0);
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
         assert!(v.needed_seconds.unwrap() > 6.0, "{v:?}");
-        // The same noise with latency at the unloaded level: keeps up.
+        // The same noise with latency at the unloaded level: keeps up ...
         e.reference_latency_s = Some(1.0);
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::NotSaturated, "{v:?}");
+        // ... but not when the growth itself is past the threshold.
+        let mut e = noisy(26.4);
+        e.reference_latency_s = Some(1.0);
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
     }
 
     #[test]
