@@ -380,3 +380,48 @@ async fn auto_length_stages_end_when_their_evidence_is_conclusive() {
         describe(&res)
     );
 }
+
+/// A client that cannot keep up is not a server that cannot: here every
+/// request blocks the runtime for 30 ms (50 req/s of them need 1.5 s of
+/// runtime a second), so the timer wakes late and requests go out behind
+/// schedule. The stage is flagged client-limited, not saturated, and it
+/// feeds no answer. Real time, 3 s.
+#[tokio::test]
+async fn a_stage_the_client_limited_is_not_blamed_on_the_server() {
+    let backend = Scripted::new(|_| {
+        std::thread::sleep(Duration::from_millis(30));
+        Script {
+            ttft: Duration::from_millis(10),
+            itl: Duration::from_millis(5),
+            output_tokens: 4,
+            error: None,
+        }
+    });
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snaps) = watch::channel(Snapshot::default());
+    let engine = Engine::new(
+        Arc::new(backend),
+        prompts(),
+        RunSettings {
+            seed: 7,
+            ..Default::default()
+        },
+        control_rx,
+        snap_tx,
+    );
+    let mut plan = FixedPlan::new(vec![StageSpec::new(
+        Strategy::Constant { rate: 50.0 },
+        limits(3.0, None),
+    )]);
+    let res = engine.run(&mut plan).await;
+    let s = &res.stages[0];
+    let c = s.client.clone().expect("a self-check");
+    assert!(c.limited, "{c:?}");
+    assert!(!s.saturated, "{:?}", s.verdict);
+    let v = s.verdict.clone().unwrap();
+    assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
+    assert!(v.reason.starts_with("client-limited"), "{}", v.reason);
+    assert!(v.reason.contains("not the server"), "{}", v.reason);
+    let a = answer_of(&res);
+    assert_eq!(a.requests_per_s, None, "{a:?}");
+}

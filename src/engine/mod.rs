@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod history;
 pub mod live;
+pub mod selfcheck;
 pub mod settle;
 pub mod strategy;
 
@@ -236,6 +237,10 @@ pub struct Engine {
     /// The running stage's verdict so far as a warning (`saturating: …`),
     /// refreshed with `so_far` when a second closes.
     live_warning: Option<String>,
+    /// llmsweep's check of itself: the runtime-lag probe (started with the
+    /// run) and the process's CPU time at the last second.
+    probe: Option<selfcheck::LagProbe>,
+    last_cpu: Option<(std::time::Instant, Duration)>,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -281,6 +286,8 @@ impl Engine {
             history: Arc::new(history::RunHistory::new()),
             so_far: None,
             live_warning: None,
+            probe: None,
+            last_cpu: None,
         }
     }
 
@@ -318,6 +325,7 @@ impl Engine {
     /// Runs the plan to its end, or until stopped.
     pub async fn run(mut self, plan: &mut dyn Plan) -> RunResult {
         self.run_start = Instant::now();
+        self.probe = Some(selfcheck::LagProbe::start());
         if self.prompts.is_empty() {
             return self.result("no_data".into(), true);
         }
@@ -491,6 +499,11 @@ impl Engine {
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
         self.so_far = None;
         self.live_warning = None;
+        // The self-check starts afresh: lags between stages are not this stage's.
+        if let Some(p) = &self.probe {
+            p.drain();
+        }
+        self.last_cpu = selfcheck::cpu_time().map(|c| (std::time::Instant::now(), c));
 
         let cancel = CancellationToken::new();
         let mut arrivals = Arrivals::new(
@@ -518,6 +531,8 @@ impl Engine {
         ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut next_second = start + Duration::from_secs(1);
         let mut burst = 0u32;
+        // The cap held requests back when the loop last looked.
+        let mut held_by_cap = false;
         self.publish(spec, &stats, plan, number);
 
         let end = loop {
@@ -533,10 +548,17 @@ impl Engine {
             if past_deadline {
                 break StageEnd::MaxSeconds;
             }
+            // Was the cap holding requests back until this wake-up?
+            let was_held = held_by_cap;
+            held_by_cap = !slot_free;
             if may_dispatch && burst < DISPATCH_BURST && due.is_none_or(|t| t <= now) {
                 // Open loop keeps its due time as `scheduled_at`: if a slot or
                 // the CPU made us late, queue_ms shows it.
                 let scheduled = due.unwrap_or(now);
+                // Late with a slot free all along: the client's own lag.
+                if !closed_loop && !was_held {
+                    stats.on_send_late(now.saturating_duration_since(scheduled).as_micros() as u64);
+                }
                 self.dispatch(number, dispatched, scheduled, &cancel);
                 stats.on_sent(now);
                 dispatched += 1;
@@ -600,6 +622,7 @@ impl Engine {
                     // as seconds close: computed then, not at every snapshot.
                     let mut guard = None;
                     if ticked {
+                        self.observe_self(&mut stats);
                         self.so_far = Some(Arc::new(stats.so_far(
                             now,
                             spec.name.clone(),
@@ -806,6 +829,27 @@ impl Engine {
             self.note(event, detail);
         }
         report
+    }
+
+    /// A second of llmsweep's check of itself into the stage: the probe's
+    /// late wake-ups and the CPU share since the last second.
+    fn observe_self(&mut self, stats: &mut StageStats) {
+        let lags = self.probe.as_ref().map(|p| p.drain()).unwrap_or_default();
+        let now = std::time::Instant::now();
+        let cpu = selfcheck::cpu_time();
+        let share = match (self.last_cpu, cpu) {
+            (Some((t0, c0)), Some(c1)) => {
+                let wall = now.saturating_duration_since(t0).as_secs_f64();
+                (wall > 0.2).then(|| {
+                    c1.saturating_sub(c0).as_secs_f64() / wall / crate::stats::client::cores()
+                })
+            }
+            _ => None,
+        };
+        if let Some(c) = cpu {
+            self.last_cpu = Some((now, c));
+        }
+        stats.observe_client(&lags, share);
     }
 
     /// Closes a second of the stage's series and adds it to the run's history.

@@ -149,6 +149,30 @@ pub struct StageReport {
     /// What the server's /metrics said over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<super::server::ServerStage>,
+    /// How well llmsweep itself kept up (docs/METRICS.md#self-check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientCheck>,
+}
+
+/// llmsweep's own lag during a stage. A stage the client limited says what
+/// the client achieved; it is never judged saturated, never feeds the
+/// answer, and never plans a sweep.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClientCheck {
+    /// How late a timer that sleeps 10 ms woke (the runtime's lag), ms.
+    pub lag_p90_ms: f64,
+    pub lag_p99_ms: f64,
+    pub lag_max_ms: f64,
+    /// How late open-loop requests went out while a slot was free (p90), ms.
+    pub send_late_p90_ms: f64,
+    /// The largest share of the machine's cores the process used in any
+    /// second (Linux; None elsewhere). The built-in simulator counts too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_share_max: Option<f64>,
+    /// The lag could distort TTFT or ITL, or the schedule was not kept.
+    pub limited: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
 }
 
 fn is_zero(v: &f64) -> bool {

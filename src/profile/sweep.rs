@@ -152,6 +152,16 @@ impl Plan for SweepPlan {
                             ));
                         }
                     }
+                    // A throughput stage llmsweep limited measured llmsweep.
+                    if let Some(c) = Self::stage(done, StrategyKind::Throughput)
+                        .and_then(|t| t.client.as_ref())
+                        .filter(|c| c.limited)
+                    {
+                        return self.end(format!(
+                            "the throughput stage was {}; not planning rates from it",
+                            c.reason
+                        ));
+                    }
                     if !(sync > 0.0 && thr > 0.0) {
                         let errors = done
                             .iter()

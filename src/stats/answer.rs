@@ -17,7 +17,8 @@
 use crate::model::{Answer, Outcome, SloSummary, StageReport, StrategyKind};
 
 fn held(s: &StageReport) -> Option<bool> {
-    if !s.strategy.is_open_loop() || s.cut_short {
+    // A stage llmsweep itself limited says nothing about the server.
+    if !s.strategy.is_open_loop() || s.cut_short || s.client.as_ref().is_some_and(|c| c.limited) {
         return None;
     }
     match s.verdict.as_ref().map(|v| v.outcome) {
@@ -60,6 +61,7 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         .iter()
         .rev()
         .filter(|s| s.strategy == StrategyKind::Throughput && s.requests.measured > 0)
+        .filter(|s| !s.client.as_ref().is_some_and(|c| c.limited))
         .max_by_key(|s| !s.manual);
     let mut a = Answer {
         flood_requests_per_s: flood

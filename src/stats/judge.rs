@@ -125,6 +125,16 @@ pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<String>
 /// a server cache that served the prompts, a verdict that needs a longer stage.
 pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
     let mut w = Vec::new();
+    // Said once: an open-loop stage's verdict already says it.
+    if let Some(c) = s.client.as_ref().filter(|c| c.limited) {
+        if !s
+            .verdict
+            .as_ref()
+            .is_some_and(|v| v.reason.starts_with(&c.reason))
+        {
+            w.push(c.reason.clone());
+        }
+    }
     let c = s.requests;
     let latency_s = s.latency_ms.p50 / 1000.0;
     let cut = matches!(

@@ -3,6 +3,7 @@
 
 pub mod answer;
 pub mod backlog;
+pub mod client;
 pub mod dist;
 pub mod judge;
 pub mod metrics;

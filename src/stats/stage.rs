@@ -107,6 +107,11 @@ pub struct StageStats {
     stopped_at: Option<Instant>,
     /// The cap on requests in flight, if any (for the verdict's words).
     in_flight_cap: Option<u64>,
+    /// llmsweep's own lag: the runtime's late wake-ups, open-loop sends
+    /// late with a slot free (µs), the highest CPU share of a second.
+    client_lag: Dist,
+    send_late: Dist,
+    cpu_share_max: Option<f64>,
     answers: u64,
     answered_errors: u64,
     unanswered_errors: u64,
@@ -179,6 +184,9 @@ impl StageStats {
             client_queue: 0,
             stopped_at: None,
             in_flight_cap: None,
+            client_lag: Dist::default(),
+            send_late: Dist::default(),
+            cpu_share_max: None,
             answers: 0,
             answered_errors: 0,
             unanswered_errors: 0,
@@ -349,6 +357,37 @@ impl StageStats {
                 seg.end_s.get_or_insert(end);
             }
         }
+    }
+
+    /// A second of llmsweep's own lag: the runtime probe's late wake-ups
+    /// (µs) and the CPU share the process used.
+    pub fn observe_client(&mut self, lags_us: &[u64], cpu_share: Option<f64>) {
+        for l in lags_us {
+            self.client_lag.record_us(*l);
+        }
+        if let Some(c) = cpu_share.filter(|c| c.is_finite()) {
+            self.cpu_share_max = Some(self.cpu_share_max.map_or(c, |m| m.max(c)));
+        }
+    }
+
+    /// An open-loop request went out `us` late while a slot was free.
+    pub fn on_send_late(&mut self, us: u64) {
+        self.send_late.record_us(us);
+    }
+
+    /// The stage's self-check so far; None before any probe sample.
+    pub fn client_check(&self) -> Option<crate::model::ClientCheck> {
+        if self.client_lag.is_empty() && self.send_late.is_empty() {
+            return None;
+        }
+        Some(super::client::check(
+            self.client_lag.quantile_ms(0.9),
+            self.client_lag.quantile_ms(0.99),
+            self.client_lag.quantile_ms(1.0),
+            self.send_late.quantile_ms(0.9),
+            self.cpu_share_max,
+            self.itl.quantile_ms(0.5),
+        ))
     }
 
     /// The running segment `t` falls in; None while paused.
@@ -616,6 +655,7 @@ impl StageStats {
             segments,
             in_flight_cap: self.in_flight_cap,
             queue_p99_ms: self.queue.quantile_ms(0.99),
+            client_limited: self.client_check().filter(|c| c.limited).map(|c| c.reason),
         }
     }
 
@@ -844,6 +884,7 @@ impl StageStats {
             histograms: BTreeMap::new(),
             paused_s: paused.as_secs_f64(),
             pauses: self.pauses.len() as u32,
+            client: self.client_check(),
             ..Default::default()
         }
     }

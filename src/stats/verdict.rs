@@ -132,6 +132,8 @@ pub struct Evidence {
     pub in_flight_cap: Option<u64>,
     /// 99th percentile of the client queue time (sent − due), ms.
     pub queue_p99_ms: f64,
+    /// Why llmsweep itself limited the stage, if it did (`engine::selfcheck`).
+    pub client_limited: Option<String>,
 }
 
 /// The evidence-backed completion rate of a stage.
@@ -340,6 +342,19 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
 /// which set their own pace and cannot be over-driven.
 pub fn judge(e: &Evidence, _cap: &CapacityEstimate) -> Option<Verdict> {
     let target = e.target_rate?;
+    // The client could not keep up: nothing here is the server's doing.
+    if let Some(why) = &e.client_limited {
+        return Some(Verdict {
+            outcome: Outcome::Inconclusive,
+            reason: format!(
+                "{why} (llmsweep sent {:.2} req/s of the {target:.2} asked and saw {:.2} answered)",
+                e.steady.per_s(e.steady.sent),
+                e.steady.per_s(e.steady.answered)
+            ),
+            needed_seconds: None,
+            overload: false,
+        });
+    }
     let answered = e.completed + e.answered_errors;
     let w_ref = e
         .reference_latency_s
@@ -533,6 +548,9 @@ fn erroring(e: &Evidence, share: f64, answer_rate: f64) -> Verdict {
 /// with the in-flight count past what the target rate needs at the unloaded
 /// latency. Returns why.
 pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
+    if e.client_limited.is_some() {
+        return None;
+    }
     if let Some(v) = v.filter(|v| v.overload) {
         return Some(v.reason.clone());
     }
@@ -605,6 +623,7 @@ pub fn live_warning(v: Option<&Verdict>) -> Option<String> {
     match v.outcome {
         Outcome::Saturated => Some(format!("saturating: {}", v.reason)),
         Outcome::Erroring => Some(format!("erroring: {}", v.reason)),
+        Outcome::Inconclusive if v.reason.starts_with("client-limited") => Some(v.reason.clone()),
         _ => None,
     }
 }
