@@ -68,6 +68,8 @@ struct GenRequest {
     stream: bool,
     include_usage: bool,
     continuous_usage: bool,
+    /// `chat_template_kwargs.enable_thinking` (true unless the request says false).
+    thinking: bool,
     /// Prefix-cache block hashes of the prompt (`batcher::prompt_blocks`).
     blocks: Vec<u64>,
 }
@@ -248,7 +250,16 @@ async fn generate(
 
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
     let mut rng = faults::request_rng(state.seed, ordinal);
-    let output_tokens = output_length(&state.params, &gen, &mut rng);
+    // Thinking comes first and counts in `max_tokens`, as with vLLM's and
+    // SGLang's reasoning parsers; /v1/completions has no reasoning parser.
+    let thinks = gen.thinking && api != Api::Completions;
+    let reasoning_len = if thinks {
+        state.params.reasoning_len(&mut rng)
+    } else {
+        0
+    };
+    let output_tokens = output_length(&state.params, &gen, reasoning_len, &mut rng);
+    let reasoning_tokens = reasoning_len.min(output_tokens);
     let context = gen.prompt_tokens + output_tokens;
     if context > state.params.kv_cache_tokens {
         state.truth.record(&timing, Ending::Rejected);
@@ -312,6 +323,7 @@ async fn generate(
         include_usage: gen.include_usage,
         continuous_usage: gen.continuous_usage,
         max_tokens: gen.max_tokens,
+        reasoning_tokens,
         rng,
     };
     // SlowHeaders has already happened; what is left are mid-stream faults.
@@ -415,15 +427,19 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
         stream: flag("stream"),
         include_usage: opt("include_usage"),
         continuous_usage: opt("continuous_usage_stats"),
+        thinking: v
+            .pointer("/chat_template_kwargs/enable_thinking")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
     })
 }
 
 /// The simulated model's context length.
 const MAX_TOKENS: u64 = 1 << 20;
 
-/// Exact `max_tokens` with `ignore_eos`; otherwise a sampled length, capped by
-/// `max_tokens` when given.
-fn output_length(p: &ModelParams, g: &GenRequest, rng: &mut SmallRng) -> u64 {
+/// Exact `max_tokens` with `ignore_eos`; otherwise `reasoning` thinking
+/// tokens and a sampled answer length, capped by `max_tokens` when given.
+fn output_length(p: &ModelParams, g: &GenRequest, reasoning: u64, rng: &mut SmallRng) -> u64 {
     if let (true, Some(n)) = (g.ignore_eos, g.max_tokens) {
         return n;
     }
@@ -431,6 +447,7 @@ fn output_length(p: &ModelParams, g: &GenRequest, rng: &mut SmallRng) -> u64 {
         Ok(d) => d.sample(rng).round().max(1.0) as u64,
         Err(_) => p.output_len_mean.round().max(1.0) as u64,
     };
+    let sampled = sampled.saturating_add(reasoning);
     match g.max_tokens {
         Some(n) => sampled.min(n),
         None => sampled,
@@ -474,6 +491,8 @@ struct StreamCtx {
     include_usage: bool,
     continuous_usage: bool,
     max_tokens: Option<u64>,
+    /// The first this many output tokens are thinking (`reasoning_content`).
+    reasoning_tokens: u64,
     rng: SmallRng,
 }
 
@@ -515,7 +534,22 @@ impl StreamCtx {
         if let Some(c) = self.cached_tokens {
             let _ = write!(s, r#","prompt_tokens_details":{{"cached_tokens":{c}}}"#);
         }
+        if self.reasoning_tokens > 0 {
+            let r = self.reasoning_tokens.min(completion);
+            let _ = write!(
+                s,
+                r#","completion_tokens_details":{{"reasoning_tokens":{r}}}"#
+            );
+        }
         s.push('}');
+    }
+
+    /// How many of the `k` tokens that bring the count to `generated` are
+    /// thinking: (reasoning, answer).
+    fn split(&self, k: u32, generated: u64) -> (u32, u32) {
+        let before = generated.saturating_sub(k as u64);
+        let r = self.reasoning_tokens.saturating_sub(before).min(k as u64) as u32;
+        (r, k - r)
     }
 
     /// The first chat chunk: the role, no text (not a token).
@@ -534,8 +568,11 @@ impl StreamCtx {
     /// A chunk with `k` new tokens (`generated` counts them already); its text
     /// also carries `padding`, empty except for the huge-chunk fault.
     fn token_chunk(&mut self, k: u32, generated: u64, finished: bool, padding: &str) -> Bytes {
-        let mut text = String::with_capacity(k as usize * 8 + padding.len());
-        self.push_words(&mut text, k);
+        let (r, a) = self.split(k, generated);
+        let mut thought = String::new();
+        self.push_words(&mut thought, r);
+        let mut text = String::with_capacity(a as usize * 8 + padding.len());
+        self.push_words(&mut text, a);
         text.push_str(padding);
         let fr = if finished {
             format!("\"{}\"", self.finish_reason(generated))
@@ -546,9 +583,16 @@ impl StreamCtx {
         self.head(&mut s);
         match self.api {
             Api::Chat => {
+                // A chunk that crosses the end of the thinking carries both
+                // fields, as vLLM's reasoning parser sends it.
+                let delta = match (r, a) {
+                    (0, _) => format!(r#""content":"{text}""#),
+                    (_, 0) if padding.is_empty() => format!(r#""reasoning_content":"{thought}""#),
+                    _ => format!(r#""reasoning_content":"{thought}","content":"{text}""#),
+                };
                 let _ = write!(
                     s,
-                    r#"{{"index":0,"delta":{{"content":"{text}"}},"logprobs":null,"finish_reason":{fr}}}]"#
+                    r#"{{"index":0,"delta":{{{delta}}},"logprobs":null,"finish_reason":{fr}}}]"#
                 );
             }
             Api::Completions => {
@@ -692,8 +736,9 @@ impl SseBody {
             }
         }
         self.generated = after;
+        let (thinking, _) = self.ctx.split(emit.tokens, self.generated);
         self.truth
-            .on_chunk(&mut self.timing, Instant::now(), emit.tokens);
+            .on_chunk(&mut self.timing, Instant::now(), emit.tokens, thinking);
         let chunk = self
             .ctx
             .token_chunk(emit.tokens, self.generated, emit.finished, &padding);
@@ -780,6 +825,7 @@ async fn whole_response(
     // non-streamed request counts towards end-to-end latency only.
     timing.last_token = Some(Instant::now());
     timing.tokens = generated;
+    timing.reasoning_tokens = ctx.reasoning_tokens.min(generated);
     let ending = match fault {
         Some(_) => Ending::Failed,
         None => Ending::Completed,
@@ -803,12 +849,20 @@ async fn whole_response(
         }
         _ => {}
     }
+    let (r, a) = ctx.split(generated as u32, generated);
+    let mut thought = String::new();
+    ctx.push_words(&mut thought, r);
     let mut text = String::new();
-    ctx.push_words(&mut text, generated as u32);
+    ctx.push_words(&mut text, a);
     let fr = ctx.finish_reason(generated);
+    let reasoning = if r > 0 {
+        format!(r#","reasoning_content":"{thought}""#)
+    } else {
+        String::new()
+    };
     let choice = match ctx.api {
         Api::Chat => format!(
-            r#"{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"logprobs":null,"finish_reason":"{fr}"}}"#
+            r#"{{"index":0,"message":{{"role":"assistant","content":"{text}"{reasoning}}},"logprobs":null,"finish_reason":"{fr}"}}"#
         ),
         Api::Completions => {
             format!(r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":"{fr}"}}"#)
@@ -934,6 +988,7 @@ mod tests {
             include_usage: true,
             continuous_usage: true,
             max_tokens: Some(3),
+            reasoning_tokens: 0,
             rng: faults::request_rng(1, 1),
         };
         for chunk in [
