@@ -9,10 +9,14 @@ use serde_json::value::RawValue;
 /// What one SSE `data:` payload means to the load tester.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChunkInfo {
-    /// Generated text in this chunk (content, reasoning, or tool-call arguments).
+    /// Generated answer text in this chunk (content, or tool-call arguments).
     pub text: String,
+    /// Generated thinking in this chunk (`reasoning_content` or `reasoning`).
+    pub reasoning: String,
     /// The chunk carries generated output (a role-only delta does not).
     pub has_output: bool,
+    /// The chunk carries answer output (not only thinking).
+    pub has_answer: bool,
     /// `usage` as the server reported it in this chunk, if any.
     pub usage: Option<Usage>,
     /// A `finish_reason` was set.
@@ -29,6 +33,24 @@ pub struct Usage {
     /// server's prefix cache (vLLM, SGLang, llama.cpp, OpenAI).
     #[serde(default)]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// `completion_tokens_details.reasoning_tokens`: output tokens that were
+    /// thinking (vLLM, SGLang, OpenAI reasoning models).
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+pub struct CompletionTokensDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `completion_tokens_details.reasoning_tokens`, when given.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.completion_tokens_details
+            .and_then(|d| d.reasoning_tokens)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -119,26 +141,25 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
         }
         if let Some(t) = choice.text.filter(|t| !t.is_empty()) {
             info.text.push_str(&t);
-            info.has_output = true;
+            info.has_answer = true;
         }
         if let Some(d) = choice.delta {
-            for part in [d.content, d.reasoning_content, d.reasoning]
-                .into_iter()
-                .flatten()
-            {
-                if !part.is_empty() {
-                    info.text.push_str(&part);
-                    info.has_output = true;
-                }
+            if let Some(part) = d.content.filter(|p| !p.is_empty()) {
+                info.text.push_str(&part);
+                info.has_answer = true;
+            }
+            for part in [d.reasoning_content, d.reasoning].into_iter().flatten() {
+                info.reasoning.push_str(&part);
             }
             if let Some(tc) = d.tool_calls {
                 let s = tc.get();
                 if s != "null" && s != "[]" {
-                    info.has_output = true;
+                    info.has_answer = true;
                     info.text.push_str(&tool_call_arguments(s));
                 }
             }
         }
+        info.has_output = info.has_answer || !info.reasoning.is_empty();
     }
     Ok(info)
 }
@@ -212,7 +233,13 @@ mod tests {
         assert_eq!(t.text, " a b");
         assert!(t.finished);
         let r = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#).unwrap();
-        assert!(r.has_output);
+        assert!(r.has_output && !r.has_answer);
+        assert_eq!((r.reasoning.as_str(), r.text.as_str()), ("think", ""));
+        let r = parse_chunk(r#"{"choices":[{"delta":{"reasoning":"a","content":"b"}}]}"#).unwrap();
+        assert!(r.has_output && r.has_answer);
+        assert_eq!((r.reasoning.as_str(), r.text.as_str()), ("a", "b"));
+        let u = parse_chunk(r#"{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":4}}}"#).unwrap();
+        assert_eq!(u.usage.unwrap().reasoning_tokens(), Some(4));
         let tc = parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":1}"}}]}}]}"#).unwrap();
         assert!(tc.has_output);
         assert_eq!(tc.text, "{\"x\":1}");

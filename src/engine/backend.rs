@@ -153,6 +153,11 @@ impl Backend for Scripted {
                 server_cached_prompt_tokens: None,
                 outcome: Outcome::Incomplete,
                 reconnects: 0,
+                thinking: Vec::new(),
+                server_reasoning_tokens: None,
+                client_output_tokens: None,
+                // The script decides the lengths, whatever the prompt asks.
+                requested_output_tokens: None,
             };
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec) => o,

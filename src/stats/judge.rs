@@ -178,5 +178,6 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
     {
         w.push(v.reason.clone());
     }
+    w.extend(super::answer::warnings(s));
     w
 }

@@ -1,6 +1,7 @@
 //! Statistics: HDR-histogram distributions, the per-request metric formulas,
 //! and the per-stage aggregator with its live series.
 
+pub mod answer;
 pub mod dist;
 pub mod judge;
 pub mod metrics;

@@ -119,6 +119,9 @@ pub struct StageStats {
     sec_itl: Dist,
     pub series: VecDeque<SeriesPoint>,
 
+    /// Time to the first answer token, thinking, output length truth.
+    answer: super::answer::AnswerStats,
+
     /// Pauses so far, as (start, end); the stage clock stops during them.
     pauses: Vec<(Instant, Instant)>,
     paused_since: Option<Instant>,
@@ -172,6 +175,7 @@ impl StageStats {
             sec_ttft: Dist::default(),
             sec_itl: Dist::default(),
             series: VecDeque::new(),
+            answer: Default::default(),
             pauses: Vec::new(),
             paused_since: None,
         }
@@ -362,6 +366,7 @@ impl StageStats {
         }
         self.latency.record_us(metrics::latency_us(r));
         self.queue.record_us(metrics::queue_us(r));
+        self.answer.on_measured(r);
         self.prompt_total += r.prompt_tokens;
         if let Some(p) = r.server_prompt_tokens {
             self.server_prompt_total += p;
@@ -512,7 +517,10 @@ impl StageStats {
             ("tpot_us", &self.tpot),
             ("latency_us", &self.latency),
             ("queue_us", &self.queue),
-        ] {
+        ]
+        .into_iter()
+        .chain(self.answer.histograms())
+        {
             histograms.insert(k.to_string(), d.encode());
         }
         let area = self.in_flight_area;
@@ -655,6 +663,8 @@ impl StageStats {
             histograms: BTreeMap::new(),
             paused_s: paused.as_secs_f64(),
             pauses: self.pauses.len() as u32,
+            reasoning: self.answer.reasoning(summary),
+            output_lengths: self.answer.lengths(),
             ..Default::default()
         }
     }
@@ -737,6 +747,10 @@ mod tests {
             server_cached_prompt_tokens: None,
             outcome,
             reconnects: 0,
+            thinking: Vec::new(),
+            server_reasoning_tokens: None,
+            client_output_tokens: None,
+            requested_output_tokens: None,
         }
     }
 

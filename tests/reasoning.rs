@@ -1,0 +1,214 @@
+//! Reasoning models: the client's split of thinking and answer, held against
+//! the simulator's own (`--reasoning-tokens`), request by request and over a
+//! stage; output length truth.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use llmsweep::client::{Api, Outcome, TokenSource};
+use llmsweep::data::{build_prompts, Synthetic};
+use llmsweep::engine::{Limits, Strategy};
+use llmsweep::stats::metrics;
+use llmsweep::tokenizer::Builtin;
+use tokio_util::sync::CancellationToken;
+
+fn thinking_model(reasoning: f64, stream_interval: u32) -> llmsweep::sim::SimConfig {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.params.reasoning_tokens_mean = reasoning;
+    cfg.params.stream_interval = stream_interval;
+    cfg
+}
+
+fn prompts_with(spec: &str, extra: Option<&str>) -> Arc<[llmsweep::client::Prompt]> {
+    let items = Synthetic::parse(spec)
+        .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
+    let extra = extra.map(|e| serde_json::from_str(e).unwrap());
+    build_prompts(items, Api::Chat, "llmsweep-sim", extra.as_ref())
+        .unwrap()
+        .into()
+}
+
+/// One request, thinking 5 of its 12 tokens, one or three tokens a chunk,
+/// with and without usage: the client's split is the simulator's exactly.
+#[tokio::test]
+async fn the_client_splits_thinking_from_the_answer_exactly() {
+    for interval in [1u32, 3] {
+        for extra in [None, Some(r#"{"stream_options":{"include_usage":false}}"#)] {
+            let sim = start_sim(thinking_model(5.0, interval)).await;
+            let c = client(&sim.url(), Duration::from_secs(10));
+            let p = prompts_with("prompt_tokens=16,output_tokens=12", extra);
+            let r = c
+                .send(
+                    &p[0],
+                    tokio::time::Instant::now(),
+                    &CancellationToken::new(),
+                )
+                .await;
+            let case = format!("interval {interval}, extra {extra:?}");
+            assert_eq!(r.outcome, Outcome::Completed, "{case}");
+            assert_eq!(r.output_tokens, 12, "{case}");
+            assert_eq!(r.reasoning_tokens(), 5, "{case}");
+            assert_eq!(r.answer_tokens(), 7, "{case}");
+            assert_eq!(
+                r.thinking.iter().sum::<u32>(),
+                5,
+                "{case}: {:?}",
+                r.thinking
+            );
+            let usage = extra.is_none();
+            assert_eq!(r.server_reasoning_tokens, usage.then_some(5), "{case}");
+            assert_eq!(
+                r.output_source,
+                if usage {
+                    TokenSource::Usage
+                } else {
+                    TokenSource::Tokenizer
+                },
+                "{case}"
+            );
+            assert_eq!(r.client_output_tokens, Some(12), "{case}");
+            assert_eq!(r.requested_output_tokens, Some(12), "{case}");
+            // The first answer token comes with the chunk that holds token 6.
+            let first_answer = (5 / interval) as usize;
+            assert_eq!(
+                metrics::ttfat_us(&r),
+                Some(
+                    r.chunks[first_answer]
+                        .0
+                        .duration_since(r.sent_at)
+                        .as_micros() as u64
+                ),
+                "{case}: {:?}",
+                r.thinking
+            );
+            assert!(metrics::ttfat_us(&r) > metrics::ttft_us(&r), "{case}");
+            assert_eq!(metrics::ttfrt_us(&r), metrics::ttft_us(&r), "{case}");
+            let answer_gaps: u64 = metrics::answer_itl_gaps(&r).map(|g| g.1).sum();
+            let all_gaps: u64 = metrics::itl_gaps(&r).map(|g| g.1).sum();
+            // Answer ITL: 6 gaps between 7 answer tokens, less those inside the
+            // first answer chunk; ITL over all: 11, likewise.
+            let first_answer_tokens =
+                u64::from(r.chunks[first_answer].1 - r.thinking[first_answer]);
+            assert_eq!(answer_gaps, 7 - first_answer_tokens, "{case}");
+            assert_eq!(all_gaps, 12 - u64::from(r.chunks[0].1), "{case}");
+            sim.shutdown().await;
+        }
+    }
+}
+
+/// A stage against a thinking model: its reasoning figures and length truth
+/// add up to the simulator's ground truth.
+#[tokio::test]
+async fn a_stage_reports_ttfat_and_the_split_the_server_made() {
+    let mut cfg = thinking_model(20.0, 1);
+    cfg.params.reasoning_tokens_stdev = 6.0;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    reset_truth(&url).await;
+    let res = run(
+        &url,
+        vec![stage(
+            Strategy::Concurrent { streams: 4 },
+            Limits {
+                max_requests: Some(24),
+                ..Default::default()
+            },
+        )],
+        "prompt_tokens=32,output_tokens=48",
+    )
+    .await;
+    let s = &res.stages[0];
+    let t = truth(&url).await;
+    assert_eq!(s.requests.completed, 24);
+    assert_eq!(t.completed, 24);
+    let r = s.reasoning.as_ref().expect("the stage saw reasoning");
+    assert_eq!(r.requests, 24);
+    assert_eq!(r.reasoning_tokens_total, t.reasoning_tokens);
+    assert_eq!(r.answer_tokens_total, t.output_tokens - t.reasoning_tokens);
+    assert_eq!(s.tokens.output_total, t.output_tokens);
+    assert_eq!(r.reasoning_source.get("usage"), Some(&24));
+    assert_eq!(r.ttfat_ms.count, t.ttfat_ms.count);
+    assert!(
+        r.ttfat_ms.mean > s.ttft_ms.mean + 10.0,
+        "{r:?} vs {:?}",
+        s.ttft_ms
+    );
+    // The client's TTFAT is the server's plus the network: within a few ms.
+    assert!(
+        (r.ttfat_ms.mean - t.ttfat_ms.mean).abs() < 5.0,
+        "client {} server {}",
+        r.ttfat_ms.mean,
+        t.ttfat_ms.mean
+    );
+    assert_eq!(r.ttfrt_ms.count, 24);
+    assert!(r.answer_itl_ms.count > 0);
+    assert_eq!(s.waited_ttft_name(), "TTFAT");
+    let l = s.output_lengths.as_ref().unwrap();
+    assert_eq!((l.requested_total, l.received_total), (24 * 48, 24 * 48));
+    assert_eq!(l.server_total, l.client_total);
+    assert!(
+        !s.warnings
+            .iter()
+            .any(|w| w.contains("output lengths") || w.contains("token counts")),
+        "{:?}",
+        s.warnings
+    );
+    sim.shutdown().await;
+}
+
+/// A server that stops early (no `ignore_eos` honoured: here, the request
+/// does not send it and the simulator samples shorter outputs) gets a
+/// warning naming both lengths; a model without thinking has no reasoning.
+#[tokio::test]
+async fn a_server_that_stops_early_is_named() {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.params.output_len_mean = 10.0;
+    cfg.params.output_len_stdev = 0.0;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    let c = client(&url, Duration::from_secs(10));
+    let p = prompts_with(
+        "prompt_tokens=16,output_tokens=40",
+        Some(r#"{"ignore_eos":false}"#),
+    );
+    let r = c
+        .send(
+            &p[0],
+            tokio::time::Instant::now(),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!((r.output_tokens, r.requested_output_tokens), (10, Some(40)));
+    assert!(!r.saw_reasoning());
+    let mut s = llmsweep::stats::stage::StageStats::new(
+        r.sent_at,
+        llmsweep::stats::stage::Window::whole(r.sent_at),
+        None,
+        vec![],
+    );
+    s.on_sent(r.sent_at);
+    s.on_record(0, &r);
+    let report = s.finish(
+        r.ended_at,
+        "synchronous".into(),
+        llmsweep::model::StrategyKind::Synchronous,
+        None,
+        "max_requests",
+    );
+    assert!(report.reasoning.is_none());
+    let w = llmsweep::stats::answer::warnings(&report);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("asked for 40.0")
+            && w[0].contains("received 10.0")
+            && w[0].contains("-75.0%"),
+        "{}",
+        w[0]
+    );
+    sim.shutdown().await;
+}
