@@ -40,6 +40,13 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "\nServer (/metrics):");
         s.push_str(&t);
     }
+    if let Some(t) = crate::report::reasoning::reasoning_table(r) {
+        let _ = writeln!(
+            s,
+            "\nReasoning (TTFT: first token, thinking included; TTFAT: first answer token):"
+        );
+        s.push_str(&t);
+    }
     for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
         let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "errors in {}: {}", st.name, errs.join(", "));
