@@ -212,3 +212,54 @@ async fn a_server_that_stops_early_is_named() {
     );
     sim.shutdown().await;
 }
+
+/// `--save-requests`: a line of a request that thought carries its first
+/// answer token and its split, which add up to the stage's figures.
+#[tokio::test]
+async fn saved_requests_carry_the_first_answer_token_and_the_split() {
+    use llmsweep::engine::{Engine, FixedPlan, RunSettings, Snapshot};
+    use tokio::sync::{mpsc, watch};
+    let sim = start_sim(thinking_model(6.0, 1)).await;
+    let c = client(&sim.url(), Duration::from_secs(10));
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snaps) = watch::channel(Snapshot::default());
+    let (tx, rx) = std::sync::mpsc::sync_channel(1000);
+    let engine = Engine::new(
+        c,
+        prompts_with("prompt_tokens=16,output_tokens=10", None),
+        RunSettings::default(),
+        control_rx,
+        snap_tx,
+    )
+    .log_requests(tx);
+    let mut plan = FixedPlan::new(vec![stage(
+        Strategy::Synchronous,
+        Limits {
+            max_requests: Some(5),
+            ..Default::default()
+        },
+    )]);
+    let res = engine.run(&mut plan).await;
+    let lines: Vec<_> = rx.try_iter().collect();
+    assert_eq!(lines.len(), 5);
+    for l in &lines {
+        assert_eq!(l.reasoning_tokens, Some(6), "{l:?}");
+        assert_eq!(l.answer_tokens, Some(4), "{l:?}");
+        assert_eq!(l.reasoning_source.as_deref(), Some("usage"));
+        assert_eq!(l.chunk_thinking, vec![1, 1, 1, 1, 1, 1, 0, 0, 0, 0]);
+        assert_eq!(l.ttfat_ms, Some(l.chunks[6].0), "{l:?}");
+        assert_eq!(l.ttfrt_ms, l.ttft_ms);
+        assert_eq!(
+            (l.requested_output_tokens, l.client_output_tokens),
+            (Some(10), Some(10))
+        );
+    }
+    let r = res.stages[0].reasoning.as_ref().unwrap();
+    let mean = lines.iter().map(|l| l.ttfat_ms.unwrap()).sum::<f64>() / 5.0;
+    assert!(
+        (r.ttfat_ms.mean - mean).abs() < 0.05 * mean,
+        "{} vs {mean}",
+        r.ttfat_ms.mean
+    );
+    sim.shutdown().await;
+}

@@ -176,7 +176,27 @@ impl RequestLog {
                 .iter()
                 .map(|(t, k)| (ms(r.sent_at, *t), *k))
                 .collect(),
+            requested_output_tokens: r.requested_output_tokens,
+            client_output_tokens: r.client_output_tokens,
+            ..Default::default()
         };
+        let mut line = line;
+        if r.saw_reasoning() {
+            let at = |i: usize| line.chunks.get(i).map(|c| c.0);
+            line.ttfrt_ms = r.thinking.iter().position(|&t| t > 0).and_then(at);
+            line.ttfat_ms = crate::stats::metrics::first_answer(r).and_then(at);
+            line.reasoning_tokens = Some(r.reasoning_tokens());
+            line.answer_tokens = Some(r.answer_tokens());
+            line.reasoning_source = Some(
+                if r.server_reasoning_tokens.is_some() {
+                    "usage"
+                } else {
+                    "stream"
+                }
+                .into(),
+            );
+            line.chunk_thinking = r.thinking.clone();
+        }
         if sink.try_send(line).is_err() {
             self.dropped += 1;
         }

@@ -26,7 +26,7 @@ pub fn ttfrt_us(r: &RequestRecord) -> Option<u64> {
 }
 
 /// Index of the first chunk with answer tokens (not only thinking).
-fn first_answer(r: &RequestRecord) -> Option<usize> {
+pub fn first_answer(r: &RequestRecord) -> Option<usize> {
     (0..r.chunks.len()).find(|&i| r.thinking_in(i) < r.chunks[i].1)
 }
 
