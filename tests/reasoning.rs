@@ -263,3 +263,34 @@ async fn saved_requests_carry_the_first_answer_token_and_the_split() {
     );
     sim.shutdown().await;
 }
+
+/// The live snapshot carries the last second's TTFAT once a request thought
+/// (the dashboard's "now" panel and the progress lines show it).
+#[tokio::test]
+async fn the_live_snapshot_carries_ttfat_once_a_request_thought() {
+    let sim = start_sim(thinking_model(8.0, 1)).await;
+    let mut h = spawn_run(
+        &sim.url(),
+        vec![stage(Strategy::Concurrent { streams: 2 }, secs(3.0))],
+        "prompt_tokens=16,output_tokens=16",
+        Default::default(),
+    );
+    wait_for(&mut h.snapshots, Duration::from_secs(10), |s| {
+        s.stage
+            .as_ref()
+            .and_then(|st| st.ttfat_ms)
+            .is_some_and(|(p50, _)| p50 > 0.0)
+    })
+    .await;
+    let snap = h.snapshots.borrow().clone();
+    let st = snap.stage.unwrap();
+    let (p50, _) = st.ttfat_ms.unwrap();
+    assert!(p50 > st.ttft_p50_ms, "{p50} vs TTFT {}", st.ttft_p50_ms);
+    h.control
+        .send(llmsweep::engine::Control::Stop {
+            reason: "test".into(),
+        })
+        .unwrap();
+    h.run.await.unwrap();
+    sim.shutdown().await;
+}

@@ -990,6 +990,7 @@ impl Engine {
             ttft_p99_ms: last.ttft_p99_ms,
             itl_p50_ms: last.itl_p50_ms,
             itl_p99_ms: last.itl_p99_ms,
+            ttfat_ms: stats.live_ttfat(),
             series: stats.series.iter().skip(skip).copied().collect(),
             manual: spec.manual,
             paused_s: stats.paused_total(Instant::now()).as_secs_f64(),

@@ -121,6 +121,11 @@ pub struct StageStats {
 
     /// Time to the first answer token, thinking, output length truth.
     answer: super::answer::AnswerStats,
+    /// The live second's time to the first answer token, once a request
+    /// thought; its last closed second's (p50, p99).
+    sec_ttfat: Dist,
+    saw_reasoning: bool,
+    last_sec_ttfat: Option<(f64, f64)>,
 
     /// Pauses so far, as (start, end); the stage clock stops during them.
     pauses: Vec<(Instant, Instant)>,
@@ -176,6 +181,9 @@ impl StageStats {
             sec_itl: Dist::default(),
             series: VecDeque::new(),
             answer: Default::default(),
+            sec_ttfat: Dist::default(),
+            saw_reasoning: false,
+            last_sec_ttfat: None,
             pauses: Vec::new(),
             paused_since: None,
         }
@@ -206,6 +214,7 @@ impl StageStats {
             self.sec_tokens = 0;
             self.sec_ttft.reset();
             self.sec_itl.reset();
+            self.sec_ttfat.reset();
         }
     }
 
@@ -319,6 +328,10 @@ impl StageStats {
             for (gap, k) in metrics::itl_gaps(r) {
                 self.sec_itl.record_us_n(gap, k);
             }
+            self.saw_reasoning |= r.saw_reasoning();
+            if let Some(t) = metrics::ttfat_us(r) {
+                self.sec_ttfat.record_us(t);
+            }
         }
         let in_window = self.window.contains(index, r.sent_at);
         let answered = match &r.outcome {
@@ -402,11 +415,24 @@ impl StageStats {
             self.series.pop_front();
         }
         self.series.push_back(p);
+        if self.saw_reasoning {
+            self.last_sec_ttfat = Some((
+                self.sec_ttfat.quantile_ms(0.5),
+                self.sec_ttfat.quantile_ms(0.99),
+            ));
+        }
         self.sec_start = now;
         self.sec_completed = 0;
         self.sec_tokens = 0;
         self.sec_ttft.reset();
         self.sec_itl.reset();
+        self.sec_ttfat.reset();
+    }
+
+    /// The last second's time to the first answer token (p50, p99), once a
+    /// request of the stage thought; None otherwise.
+    pub fn live_ttfat(&self) -> Option<(f64, f64)> {
+        self.last_sec_ttfat
     }
 
     /// Mean in flight once the pipeline is full: the per-second points after
