@@ -294,3 +294,124 @@ async fn the_live_snapshot_carries_ttfat_once_a_request_thought() {
     h.run.await.unwrap();
     sim.shutdown().await;
 }
+
+fn responses_client(url: &str) -> Arc<llmsweep::client::Client> {
+    let cfg = llmsweep::client::ClientConfig {
+        api: Api::Responses,
+        request_timeout: Duration::from_secs(10),
+        ..llmsweep::client::ClientConfig::new(url)
+    };
+    Arc::new(llmsweep::client::Client::new(&cfg, Arc::new(Builtin)).unwrap())
+}
+
+fn responses_prompts(spec: &str) -> Arc<[llmsweep::client::Prompt]> {
+    let items = Synthetic::parse(spec)
+        .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
+    build_prompts(items, Api::Responses, "llmsweep-sim", None)
+        .unwrap()
+        .into()
+}
+
+/// `--api responses`: the Responses API's events, thinking and answer told
+/// apart, the usage of `response.completed` taken, the stream's end without
+/// `[DONE]` a completion; an in-band `error` event is an errored request.
+#[tokio::test]
+async fn the_responses_api_is_measured_like_chat() {
+    for interval in [1u32, 3] {
+        let sim = start_sim(thinking_model(5.0, interval)).await;
+        let c = responses_client(&sim.url());
+        let p = responses_prompts("prompt_tokens=16,output_tokens=12");
+        let r = c
+            .send(
+                &p[0],
+                tokio::time::Instant::now(),
+                &CancellationToken::new(),
+            )
+            .await;
+        assert_eq!(r.outcome, Outcome::Completed, "interval {interval}");
+        assert_eq!(r.output_source, TokenSource::Usage);
+        assert_eq!((r.output_tokens, r.reasoning_tokens()), (12, 5));
+        assert_eq!(r.server_reasoning_tokens, Some(5));
+        assert_eq!(r.server_prompt_tokens, Some(16));
+        assert_eq!(r.client_output_tokens, Some(12));
+        assert_eq!(r.thinking.iter().sum::<u32>(), 5, "{:?}", r.thinking);
+        assert!(metrics::ttfat_us(&r) > metrics::ttft_us(&r));
+        let t = truth(&sim.url()).await;
+        assert_eq!((t.completed, t.reasoning_tokens), (1, 5));
+        sim.shutdown().await;
+    }
+    // Faults in the Responses API's framing.
+    let mut cfg = thinking_model(0.0, 1);
+    cfg.faults.fault_error_event = 1.0;
+    let sim = start_sim(cfg).await;
+    let c = responses_client(&sim.url());
+    let p = responses_prompts("prompt_tokens=16,output_tokens=12");
+    let r = c
+        .send(
+            &p[0],
+            tokio::time::Instant::now(),
+            &CancellationToken::new(),
+        )
+        .await;
+    match &r.outcome {
+        Outcome::Errored { category, message } => {
+            assert_eq!(category.to_string(), "error_event");
+            assert!(message.contains("simulated in-band error"), "{message}");
+        }
+        o => panic!("{o:?}"),
+    }
+    sim.shutdown().await;
+    let mut cfg = thinking_model(0.0, 1);
+    cfg.faults.fault_empty = 1.0;
+    let sim = start_sim(cfg).await;
+    let c = responses_client(&sim.url());
+    let r = c
+        .send(
+            &p[0],
+            tokio::time::Instant::now(),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        matches!(&r.outcome, Outcome::Errored { category, .. } if category.to_string() == "empty_response"),
+        "{:?}",
+        r.outcome
+    );
+    sim.shutdown().await;
+}
+
+/// A stage over the Responses API adds up to the simulator's ground truth.
+#[tokio::test]
+async fn a_responses_api_stage_adds_up_to_the_servers_truth() {
+    use llmsweep::engine::{Engine, FixedPlan, RunSettings, Snapshot};
+    use tokio::sync::{mpsc, watch};
+    let sim = start_sim(thinking_model(10.0, 1)).await;
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snaps) = watch::channel(Snapshot::default());
+    let engine = Engine::new(
+        responses_client(&sim.url()),
+        responses_prompts("prompt_tokens=16,output_tokens=24"),
+        RunSettings::default(),
+        control_rx,
+        snap_tx,
+    );
+    let mut plan = FixedPlan::new(vec![stage(
+        Strategy::Concurrent { streams: 4 },
+        Limits {
+            max_requests: Some(16),
+            ..Default::default()
+        },
+    )]);
+    let res = engine.run(&mut plan).await;
+    let s = &res.stages[0];
+    let t = truth(&sim.url()).await;
+    assert_eq!((s.requests.completed, t.completed), (16, 16));
+    let r = s.reasoning.as_ref().unwrap();
+    assert_eq!(r.reasoning_tokens_total, t.reasoning_tokens);
+    assert_eq!(s.tokens.output_total, t.output_tokens);
+    assert_eq!(r.ttfat_ms.count, 16);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    sim.shutdown().await;
+}

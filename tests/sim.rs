@@ -560,3 +560,72 @@ async fn a_reasoning_model_thinks_before_it_answers() {
     );
     sim.shutdown().await;
 }
+
+/// `/v1/responses`: the Responses API's events, named on `event:` lines,
+/// thinking before the answer, and the usage on the last event; no `[DONE]`.
+#[tokio::test]
+async fn responses_api_streams_its_events() {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.params.reasoning_tokens_mean = 2.0;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    let body = json!({
+        "model": "llmsweep-sim", "input": "one two three", "stream": true,
+        "max_output_tokens": 5, "ignore_eos": true,
+    });
+    let text = post(&url, "/v1/responses", &body)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("[DONE]"), "{text}");
+    let events: Vec<(String, Value)> = text
+        .split("\n\n")
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            let (name, data) = e.split_once('\n').unwrap();
+            let name = name.strip_prefix("event: ").unwrap().to_string();
+            let v: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+            assert_eq!(v["type"], name.as_str());
+            (name, v)
+        })
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "response.created",
+            "response.reasoning_text.delta",
+            "response.reasoning_text.delta",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.incomplete",
+        ]
+    );
+    let seq: Vec<u64> = events
+        .iter()
+        .map(|e| e.1["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seq, (0..7).collect::<Vec<_>>());
+    let u = &events[6].1["response"]["usage"];
+    assert_eq!(u["input_tokens"], 3);
+    assert_eq!(u["output_tokens"], 5);
+    assert_eq!(u["output_tokens_details"]["reasoning_tokens"], 2);
+    // Not streamed: the output items, thinking then the message.
+    let mut whole = body.clone();
+    whole["stream"] = json!(false);
+    let v: Value = post(&url, "/v1/responses", &whole)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["output"][0]["type"], "reasoning");
+    let answer = v["output"][1]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(count_tokens(answer), 3);
+    assert_eq!(v["usage"]["output_tokens"], 5);
+    let r = post(&url, "/v1/responses", &json!({"stream": true})).await;
+    assert_eq!(r.status(), 400, "`input` is required");
+    sim.shutdown().await;
+}

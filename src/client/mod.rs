@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::redact::Redactor;
 use crate::tokenizer::TokenCounter;
-use chunk::{error_message, parse_chunk, short, ChunkError};
+use chunk::{error_message, parse_chunk, parse_response_event, short, ChunkError};
 use sse::{SseError, SseItem, SseParser};
 
 pub use crate::model::Api;
@@ -371,6 +371,8 @@ pub struct Client {
     /// Content-Type alone: for redirects to another origin.
     plain_headers: HeaderMap,
     timeout: Duration,
+    /// Which API's stream events to expect.
+    api: Api,
     counter: Arc<dyn TokenCounter>,
     follow: FollowRedirects,
     max_line: usize,
@@ -434,6 +436,7 @@ impl Client {
             headers,
             plain_headers,
             timeout: cfg.request_timeout,
+            api: cfg.api,
             counter,
             follow: cfg.follow_redirects,
             max_line: cfg.max_line_bytes,
@@ -797,7 +800,11 @@ impl Client {
         if data.is_empty() {
             return None;
         }
-        match parse_chunk(data) {
+        let parsed = match self.api {
+            Api::Responses => parse_response_event(data),
+            Api::Chat | Api::Completions => parse_chunk(data),
+        };
+        match parsed {
             Ok(info) => {
                 if info.has_output {
                     st.on_output(&*self.counter, &info, now);
@@ -817,7 +824,8 @@ impl Client {
                     }
                 }
                 *finished |= info.finished;
-                None
+                // The Responses API ends with response.completed, no [DONE].
+                info.done.then(|| st.done())
             }
             Err(ChunkError::NotJson(m)) => Some(errored(ErrorCategory::InvalidJson, m)),
             Err(ChunkError::ErrorEvent(m)) => Some(errored(ErrorCategory::ErrorEvent, m)),

@@ -57,6 +57,8 @@ pub struct AppState {
 enum Api {
     Chat,
     Completions,
+    /// `/v1/responses`: the OpenAI Responses API's events, no `[DONE]`.
+    Responses,
 }
 
 /// What a generation request asks for.
@@ -97,7 +99,15 @@ pub async fn handle(
         (&Method::POST, "/v1/completions") => {
             generate(state, req, Api::Completions, received).await
         }
-        (_, "/v1/chat/completions" | "/v1/completions" | "/v1/models" | "/metrics") => error(
+        (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received).await,
+        (
+            _,
+            "/v1/chat/completions"
+            | "/v1/completions"
+            | "/v1/responses"
+            | "/v1/models"
+            | "/metrics",
+        ) => error(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
             "method not allowed",
@@ -314,7 +324,11 @@ async fn generate(
         api,
         id: format!(
             "{}-{ordinal}",
-            if api == Api::Chat { "chatcmpl" } else { "cmpl" }
+            match api {
+                Api::Chat => "chatcmpl",
+                Api::Completions => "cmpl",
+                Api::Responses => "resp",
+            }
         ),
         created: unix_now(),
         model_json: state.model_json.clone(),
@@ -324,6 +338,7 @@ async fn generate(
         continuous_usage: gen.continuous_usage,
         max_tokens: gen.max_tokens,
         reasoning_tokens,
+        sequence: 0,
         rng,
     };
     // SlowHeaders has already happened; what is left are mid-stream faults.
@@ -381,6 +396,11 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
                 .sum(),
             _ => return Err(bad("`prompt` is required".into())),
         },
+        Api::Responses => match v.get("input") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(items)) => items.iter().map(message_tokens).sum(),
+            _ => return Err(bad("`input` is required".into())),
+        },
         Api::Chat => {
             let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
                 return Err(bad("`messages` is required".into()));
@@ -401,6 +421,7 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
     let max_tokens = v
         .get("max_completion_tokens")
         .or_else(|| v.get("max_tokens"))
+        .or_else(|| v.get("max_output_tokens"))
         .and_then(Value::as_u64);
     if max_tokens == Some(0) {
         return Err(bad("max_tokens must be at least 1".into()));
@@ -425,13 +446,31 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
         max_tokens,
         ignore_eos: flag("ignore_eos"),
         stream: flag("stream"),
-        include_usage: opt("include_usage"),
+        // The Responses API always ends with its usage.
+        include_usage: opt("include_usage") || api == Api::Responses,
         continuous_usage: opt("continuous_usage_stats"),
         thinking: v
             .pointer("/chat_template_kwargs/enable_thinking")
             .and_then(Value::as_bool)
             .unwrap_or(true),
     })
+}
+
+/// Tokens of one input item of the Responses API: a string, or a message
+/// whose content is a string or parts with `text`.
+fn message_tokens(item: &Value) -> u64 {
+    match item {
+        Value::String(s) => tokenizer::count_tokens(s) as u64,
+        _ => match item.get("content") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .map(|s| tokenizer::count_tokens(s) as u64)
+                .sum(),
+            _ => 0,
+        },
+    }
 }
 
 /// The simulated model's context length.
@@ -493,6 +532,8 @@ struct StreamCtx {
     max_tokens: Option<u64>,
     /// The first this many output tokens are thinking (`reasoning_content`).
     reasoning_tokens: u64,
+    /// The Responses API numbers its events.
+    sequence: u64,
     rng: SmallRng,
 }
 
@@ -515,7 +556,7 @@ impl StreamCtx {
     fn head(&self, s: &mut String) {
         let object = match self.api {
             Api::Chat => "chat.completion.chunk",
-            Api::Completions => "text_completion",
+            Api::Completions | Api::Responses => "text_completion",
         };
         let _ = write!(
             s,
@@ -574,6 +615,28 @@ impl StreamCtx {
         let mut text = String::with_capacity(a as usize * 8 + padding.len());
         self.push_words(&mut text, a);
         text.push_str(padding);
+        if self.api == Api::Responses {
+            // One event per output item: thinking, then the message's text.
+            let mut s = String::with_capacity(256 + thought.len() + text.len());
+            if r > 0 {
+                let seq = self.next_seq();
+                let _ = write!(
+                    s,
+                    "event: response.reasoning_text.delta\ndata: {{\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_{id}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{thought}\",\"sequence_number\":{seq}}}\n\n",
+                    id = self.id,
+                );
+            }
+            if !text.is_empty() {
+                let seq = self.next_seq();
+                let index = u32::from(self.reasoning_tokens > 0);
+                let _ = write!(
+                    s,
+                    "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"msg_{id}\",\"output_index\":{index},\"content_index\":0,\"delta\":\"{text}\",\"logprobs\":[],\"sequence_number\":{seq}}}\n\n",
+                    id = self.id,
+                );
+            }
+            return Bytes::from(s);
+        }
         let fr = if finished {
             format!("\"{}\"", self.finish_reason(generated))
         } else {
@@ -595,7 +658,7 @@ impl StreamCtx {
                     r#"{{"index":0,"delta":{{{delta}}},"logprobs":null,"finish_reason":{fr}}}]"#
                 );
             }
-            Api::Completions => {
+            Api::Completions | Api::Responses => {
                 let _ = write!(
                     s,
                     r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":{fr},"stop_reason":null}}]"#
@@ -608,6 +671,94 @@ impl StreamCtx {
         }
         s.push_str("}\n\n");
         Bytes::from(s)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.sequence += 1;
+        self.sequence - 1
+    }
+
+    /// The Responses API's `response` object: `status`, and `usage` once done.
+    fn response_object(&self, status: &str, completion: Option<u64>, output: &str) -> String {
+        let usage = match completion {
+            Some(c) => {
+                let r = self.reasoning_tokens.min(c);
+                let cached = self.cached_tokens.unwrap_or(0);
+                format!(
+                    r#"{{"input_tokens":{p},"input_tokens_details":{{"cached_tokens":{cached}}},"output_tokens":{c},"output_tokens_details":{{"reasoning_tokens":{r}}},"total_tokens":{t}}}"#,
+                    p = self.prompt_tokens,
+                    t = self.prompt_tokens + c,
+                )
+            }
+            None => "null".into(),
+        };
+        let incomplete = if status == "incomplete" {
+            r#"{"reason":"max_output_tokens"}"#
+        } else {
+            "null"
+        };
+        format!(
+            r#"{{"id":"{id}","object":"response","created_at":{c},"status":"{status}","model":{m},"output":[{output}],"incomplete_details":{incomplete},"usage":{usage}}}"#,
+            id = self.id,
+            c = self.created,
+            m = self.model_json,
+        )
+    }
+
+    /// The Responses API's first event.
+    fn created_event(&mut self) -> Bytes {
+        let seq = self.next_seq();
+        let resp = self.response_object("in_progress", None, "");
+        Bytes::from(format!(
+            "event: response.created\ndata: {{\"type\":\"response.created\",\"response\":{resp},\"sequence_number\":{seq}}}\n\n"
+        ))
+    }
+
+    /// The Responses API's last event, with the usage: `response.completed`,
+    /// or `response.incomplete` when `max_output_tokens` cut the output.
+    fn completed_event(&mut self, completion: u64) -> Bytes {
+        let seq = self.next_seq();
+        let kind = if self.max_tokens == Some(completion) {
+            "incomplete"
+        } else {
+            "completed"
+        };
+        let resp = self.response_object(kind, Some(completion), "");
+        Bytes::from(format!(
+            "event: response.{kind}\ndata: {{\"type\":\"response.{kind}\",\"response\":{resp},\"sequence_number\":{seq}}}\n\n"
+        ))
+    }
+
+    /// How the stream ends after the last token (or none): usage and
+    /// `[DONE]`, or the Responses API's completed event.
+    fn end_of_stream(&mut self, completion: u64) -> Vec<Bytes> {
+        match self.api {
+            Api::Responses => vec![self.completed_event(completion)],
+            Api::Chat | Api::Completions => {
+                let mut v = Vec::new();
+                if self.include_usage && completion > 0 {
+                    v.push(self.usage_chunk(completion));
+                }
+                v.push(Bytes::from_static(DONE));
+                v
+            }
+        }
+    }
+
+    /// An in-band error, in the API's framing: chat and completions send an
+    /// `error` object then `[DONE]`; the Responses API an `error` event.
+    fn error_events(&mut self) -> Vec<Bytes> {
+        match self.api {
+            Api::Responses => {
+                let seq = self.next_seq();
+                vec![Bytes::from(format!(
+                    "event: error\ndata: {{\"type\":\"error\",\"code\":\"server_error\",\"message\":\"simulated in-band error\",\"param\":null,\"sequence_number\":{seq}}}\n\n"
+                ))]
+            }
+            Api::Chat | Api::Completions => {
+                vec![Bytes::from_static(ERROR_EVENT), Bytes::from_static(DONE)]
+            }
+        }
     }
 
     /// The final usage chunk (`choices: []`), sent when `include_usage` is set.
@@ -653,9 +804,12 @@ impl SseBody {
         timing: RequestTiming,
         truth: Arc<Truth>,
     ) -> Self {
+        let mut ctx = ctx;
         let mut queue = VecDeque::new();
-        if ctx.api == Api::Chat {
-            queue.push_back(ctx.role_chunk());
+        match ctx.api {
+            Api::Chat => queue.push_back(ctx.role_chunk()),
+            Api::Responses => queue.push_back(ctx.created_event()),
+            Api::Completions => {}
         }
         SseBody {
             ctx,
@@ -690,7 +844,8 @@ impl SseBody {
         let after = self.generated + emit.tokens as u64;
         let mut padding = String::new();
         if self.fault == Some(Fault::Empty) {
-            self.queue.push_back(Bytes::from_static(DONE));
+            let end = self.ctx.end_of_stream(0);
+            self.queue.extend(end);
             self.finish(Ending::Failed);
             return Ok(());
         }
@@ -718,8 +873,8 @@ impl SseBody {
                     return Ok(());
                 }
                 Some(Fault::ErrorEvent { .. }) => {
-                    self.queue.push_back(Bytes::from_static(ERROR_EVENT));
-                    self.queue.push_back(Bytes::from_static(DONE));
+                    let events = self.ctx.error_events();
+                    self.queue.extend(events);
                     self.finish(Ending::Failed);
                     return Ok(());
                 }
@@ -744,10 +899,8 @@ impl SseBody {
             .token_chunk(emit.tokens, self.generated, emit.finished, &padding);
         self.queue.push_back(chunk);
         if emit.finished {
-            if self.ctx.include_usage {
-                self.queue.push_back(self.ctx.usage_chunk(self.generated));
-            }
-            self.queue.push_back(Bytes::from_static(DONE));
+            let end = self.ctx.end_of_stream(self.generated);
+            self.queue.extend(end);
             self.finish(Ending::Completed);
         }
         Ok(())
@@ -867,10 +1020,31 @@ async fn whole_response(
         Api::Completions => {
             format!(r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":"{fr}"}}"#)
         }
+        Api::Responses => {
+            // The output items: the thinking, then the message.
+            let mut items = Vec::new();
+            if r > 0 {
+                items.push(format!(
+                    r#"{{"type":"reasoning","id":"rs_{id}","content":[{{"type":"reasoning_text","text":"{thought}"}}],"summary":[]}}"#,
+                    id = ctx.id
+                ));
+            }
+            items.push(format!(
+                r#"{{"type":"message","id":"msg_{id}","role":"assistant","status":"completed","content":[{{"type":"output_text","text":"{text}","annotations":[]}}]}}"#,
+                id = ctx.id
+            ));
+            let status = if ctx.max_tokens == Some(generated) {
+                "incomplete"
+            } else {
+                "completed"
+            };
+            let body = ctx.response_object(status, Some(generated), &items.join(","));
+            return plain(StatusCode::OK, "application/json", body);
+        }
     };
     let object = match ctx.api {
         Api::Chat => "chat.completion",
-        Api::Completions => "text_completion",
+        Api::Completions | Api::Responses => "text_completion",
     };
     // The same usage as a stream's, cached prompt tokens included.
     let mut usage = String::new();
@@ -989,6 +1163,7 @@ mod tests {
             continuous_usage: true,
             max_tokens: Some(3),
             reasoning_tokens: 0,
+            sequence: 0,
             rng: faults::request_rng(1, 1),
         };
         for chunk in [
