@@ -270,6 +270,31 @@ mod tests {
         assert!(!Slo::parse("ttft=10s").unwrap().is_met(&cut));
     }
 
+    /// The worked example of docs/METRICS.md ("Reasoning models").
+    #[test]
+    fn the_worked_example_of_the_docs_holds() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut r = record(&[], 80, 7);
+        r.sent_at = t0;
+        r.chunks = [(20, 1), (30, 1), (40, 1), (50, 2), (60, 1), (80, 1)]
+            .iter()
+            .map(|&(ms, k)| (at(ms), k))
+            .collect();
+        r.thinking = vec![1, 1, 1, 1, 0, 0];
+        r.server_reasoning_tokens = Some(4);
+        assert_eq!(
+            (ttft_us(&r), ttfrt_us(&r), ttfat_us(&r)),
+            (Some(20_000), Some(20_000), Some(50_000))
+        );
+        assert_eq!((r.reasoning_tokens(), r.answer_tokens()), (4, 3));
+        let all: Vec<_> = itl_gaps(&r).collect();
+        assert_eq!(all.iter().map(|g| g.1).sum::<u64>(), 6);
+        assert_eq!(all.iter().map(|g| g.0 * g.1).sum::<u64>(), 60_000);
+        let answer: Vec<_> = answer_itl_gaps(&r).collect();
+        assert_eq!(answer, vec![(10_000, 1), (20_000, 1)]);
+    }
+
     #[test]
     fn single_token_requests_have_no_tpot_or_itl() {
         let r = record(&[(50, 1)], 60, 1);
