@@ -215,10 +215,21 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
         return parse_chunk(data);
     };
     let mut info = ChunkInfo::default();
+    // A string, as the API defines it; older vLLM sent reasoning deltas as
+    // `{"content": "..."}`.
     let delta = || {
-        raw.delta
-            .and_then(|d| serde_json::from_str::<String>(d.get()).ok())
-            .unwrap_or_default()
+        let v: serde_json::Value = raw
+            .delta
+            .and_then(|d| serde_json::from_str(d.get()).ok())
+            .unwrap_or_default();
+        match v {
+            serde_json::Value::String(s) => s,
+            v => ["content", "text"]
+                .iter()
+                .find_map(|k| v.get(k).and_then(|t| t.as_str()))
+                .unwrap_or_default()
+                .to_string(),
+        }
     };
     match kind.as_ref() {
         "response.output_text.delta"
@@ -413,6 +424,12 @@ mod tests {
             assert!(r.has_output && !r.has_answer, "{kind}");
             assert_eq!(r.reasoning, "hmm");
         }
+        // Older vLLM: the reasoning delta as an object.
+        let old = parse_response_event(
+            r#"{"type":"response.reasoning.delta","delta":{"content":"We"},"sequence_number":4}"#,
+        )
+        .unwrap();
+        assert_eq!(old.reasoning, "We");
         for quiet in [
             r#"{"type":"response.created","response":{"id":"r","status":"in_progress","usage":null}}"#,
             r#"{"type":"response.output_text.done","text":"all of it"}"#,
