@@ -40,6 +40,9 @@ pub struct Usage {
     /// thinking (vLLM, SGLang, OpenAI reasoning models).
     #[serde(default)]
     pub completion_tokens_details: Option<CompletionTokensDetails>,
+    /// A top-level `reasoning_tokens`, as some servers (SGLang) report it.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -53,6 +56,7 @@ impl Usage {
     pub fn reasoning_tokens(&self) -> Option<u64> {
         self.completion_tokens_details
             .and_then(|d| d.reasoning_tokens)
+            .or(self.reasoning_tokens)
     }
 }
 
@@ -250,6 +254,7 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
                     completion_tokens: u.output_tokens,
                     prompt_tokens_details: u.input_tokens_details,
                     completion_tokens_details: u.output_tokens_details,
+                    reasoning_tokens: None,
                 });
             }
         }
@@ -344,6 +349,10 @@ mod tests {
         assert_eq!((r.reasoning.as_str(), r.text.as_str()), ("a", "b"));
         let u = parse_chunk(r#"{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":4}}}"#).unwrap();
         assert_eq!(u.usage.unwrap().reasoning_tokens(), Some(4));
+        let u =
+            parse_chunk(r#"{"choices":[],"usage":{"completion_tokens":9,"reasoning_tokens":3}}"#)
+                .unwrap();
+        assert_eq!(u.usage.unwrap().reasoning_tokens(), Some(3));
         let tc = parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":1}"}}]}}]}"#).unwrap();
         assert!(tc.has_output);
         assert_eq!(tc.text, "{\"x\":1}");

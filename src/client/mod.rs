@@ -228,11 +228,20 @@ impl RequestRecord {
     }
 
     /// Thinking tokens: the server's count when it gave one, else the
-    /// tokens of the streamed thinking.
+    /// tokens of the streamed thinking. A server's 0 against streamed
+    /// thinking (a usage field it always sends, never fills) is not believed.
     pub fn reasoning_tokens(&self) -> u64 {
+        match self.reasoning_from_usage() {
+            true => self.server_reasoning_tokens.unwrap_or(0),
+            false => self.thinking.iter().map(|&t| u64::from(t)).sum(),
+        }
+        .min(self.output_tokens)
+    }
+
+    /// Whether [`RequestRecord::reasoning_tokens`] is the server's count.
+    pub fn reasoning_from_usage(&self) -> bool {
         self.server_reasoning_tokens
-            .unwrap_or_else(|| self.thinking.iter().map(|&t| u64::from(t)).sum())
-            .min(self.output_tokens)
+            .is_some_and(|n| n > 0 || self.thinking.is_empty())
     }
 
     /// Answer tokens: the output that was not thinking.

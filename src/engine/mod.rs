@@ -188,7 +188,7 @@ impl RequestLog {
             line.reasoning_tokens = Some(r.reasoning_tokens());
             line.answer_tokens = Some(r.answer_tokens());
             line.reasoning_source = Some(
-                if r.server_reasoning_tokens.is_some() {
+                if r.reasoning_from_usage() {
                     "usage"
                 } else {
                     "stream"

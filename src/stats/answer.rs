@@ -45,7 +45,7 @@ impl AnswerStats {
             if let Some(t) = metrics::ttfrt_us(r) {
                 self.ttfrt.record_us(t);
             }
-            let source = if r.server_reasoning_tokens.is_some() {
+            let source = if r.reasoning_from_usage() {
                 "usage"
             } else {
                 "stream"

@@ -238,9 +238,14 @@ mod tests {
         assert_eq!(gaps, vec![(10_000, 1), (5_000, 2)]);
         // Every token: unchanged.
         assert_eq!(itl_gaps(&r).count(), 4);
-        // The usage count wins over the stream's.
+        // The usage count wins over the stream's, but not a 0 against
+        // streamed thinking.
         r.server_reasoning_tokens = Some(6);
         assert_eq!((r.reasoning_tokens(), r.answer_tokens()), (6, 3));
+        r.server_reasoning_tokens = Some(0);
+        assert_eq!(r.reasoning_tokens(), 5);
+        assert!(!r.reasoning_from_usage());
+        r.server_reasoning_tokens = Some(6);
         // A ttft limit judges the first answer token; so does ttfat.
         assert!(Slo::parse("ttft=120ms")
             .unwrap()
