@@ -770,7 +770,10 @@ impl Client {
         } else {
             errored(
                 ErrorCategory::StreamBroken,
-                "the stream ended before [DONE]".into(),
+                match self.api {
+                    Api::Responses => "the stream ended before response.completed".into(),
+                    Api::Chat | Api::Completions => "the stream ended before [DONE]".into(),
+                },
             )
         }
     }
