@@ -176,7 +176,8 @@ pub struct RunConfig {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = percentile)]
     #[serde(deserialize_with = "de_percentiles")]
     pub percentiles: Vec<f64>,
-    /// Service-level objectives for goodput, e.g. ttft=200ms,itl=50ms,e2e=10s.
+    /// Service-level objectives for goodput, e.g. ttft=200ms,itl=50ms,e2e=10s (also ttfat, the time
+    /// to the first answer token; against a model that thinks, ttft is checked against it too).
     #[arg(long, value_name = "LIST")]
     pub slo: Option<String>,
 

@@ -52,8 +52,16 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
     } else {
         format!("{:>8}", "-")
     };
+    // A model that thinks: the first answer token, what users wait for.
+    let ttfat = match st.ttfat_ms {
+        Some((p50, _)) if st.achieved_rps > 0.0 && p50 > 0.0 => {
+            format!("  TTFAT p50 {p50:>8.1} ms")
+        }
+        Some(_) => format!("  TTFAT p50 {:>8} ms", "-"),
+        None => String::new(),
+    };
     Some(format!(
-        "[{:>7.1}s] stage {}/{} {:<22} {limit}  target {target:<12} achieved {:>7.2} req/s  in-flight {:>4}  TTFT p50 {ttft} ms  done {} / inc {} / err {}{}",
+        "[{:>7.1}s] stage {}/{} {:<22} {limit}  target {target:<12} achieved {:>7.2} req/s  in-flight {:>4}  TTFT p50 {ttft} ms{ttfat}  done {} / inc {} / err {}{}",
         s.elapsed_s,
         s.stage_number,
         total,
@@ -149,6 +157,14 @@ mod tests {
         st.ttft_p50_ms = 17.4;
         let line = progress_line(&snap).unwrap();
         assert!(line.contains("TTFT p50     17.4 ms"), "{line}");
+        assert!(!line.contains("TTFAT"), "{line}");
+        let st = snap.stage.as_mut().unwrap();
+        st.ttfat_ms = Some((812.5, 1000.0));
+        let line = progress_line(&snap).unwrap();
+        assert!(
+            line.contains("TTFT p50     17.4 ms  TTFAT p50    812.5 ms"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -685,3 +685,61 @@ fn a_second_run_is_not_served_from_the_first_runs_cache() {
     );
     assert!(third["config"]["repeat_prompts"].as_bool().unwrap());
 }
+
+/// A reasoning model behind the Responses API, both in the simulator's own
+/// process (`llmsweep sim --reasoning-tokens`): the binary's report has the
+/// first answer token and the thinking the server counted, the console the
+/// Reasoning table, and requests.jsonl the split.
+#[test]
+fn a_thinking_server_over_the_responses_api_end_to_end() {
+    let mut sim = spawn_sim(&["--reasoning-tokens", "12"]);
+    let url = sim.url.clone();
+    let out = tmpdir("thinking");
+    let o = bin()
+        .args(["run", "--target", &url, "--api", "responses", "--headless"])
+        .args([
+            "--profile",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "10",
+        ])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=20",
+            "--save-requests",
+        ])
+        .args(["--slo", "ttfat=10s", "--export", "json,console"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    signal(&sim.child, "-TERM");
+    let _ = wait_with_limit(&mut sim.child, Duration::from_secs(10));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("TTFAT"), "{stdout}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["target"]["api"], "responses");
+    let s = &r["stages"][0];
+    assert_eq!(s["requests"]["completed"], 10);
+    let x = &s["reasoning"];
+    assert_eq!(x["requests"], 10);
+    assert_eq!(x["reasoning_tokens_total"], 120);
+    assert_eq!(x["answer_tokens_total"], 80);
+    assert_eq!(x["reasoning_source"]["usage"], 10);
+    assert!(x["ttfat_ms"]["p50"].as_f64().unwrap() > s["ttft_ms"]["p50"].as_f64().unwrap());
+    assert_eq!(s["goodput"]["slo"]["ttfat_ms"], 10_000.0);
+    assert_eq!(s["output_lengths"]["received_total"], 200);
+    let console = std::fs::read_to_string(out.join("report-console.txt")).unwrap();
+    assert!(
+        console.contains("Reasoning (TTFT: first token"),
+        "{console}"
+    );
+    let lines = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert_eq!(first["reasoning_tokens"], 12);
+    assert_eq!(first["answer_tokens"], 8);
+    let _ = std::fs::remove_dir_all(&out);
+}

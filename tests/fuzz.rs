@@ -5,7 +5,7 @@
 //!
 //! `scripts/fuzz.sh SECONDS` runs them with many more cases for a bounded time.
 
-use llmsweep::client::chunk::{parse_chunk, ChunkError};
+use llmsweep::client::chunk::{parse_chunk, parse_response_event, ChunkError};
 use llmsweep::client::sse::{SseError, SseItem, SseParser};
 use proptest::prelude::*;
 
@@ -86,6 +86,7 @@ proptest! {
     #[test]
     fn chunk_parser_never_panics_on_near_misses(s in chunkish()) {
         let _ = parse_chunk(&s);
+        let _ = parse_response_event(&s);
     }
 
     #[test]

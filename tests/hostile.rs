@@ -1211,3 +1211,53 @@ fn a_latin1_row_in_csv_and_an_overlong_row_are_bad_rows_too() {
     assert_eq!(set.items.len(), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--api responses` against a raw server: in-band `error` and
+/// `response.failed` events are errors, a stream that stops before
+/// `response.completed` is broken (and says so), and a good one completes.
+#[tokio::test]
+async fn the_responses_api_s_errors_and_ends_are_told_apart() {
+    const DELTA: &[u8] = b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" hi\",\"sequence_number\":1}\n\n";
+    const COMPLETED: &[u8] = b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"usage\":{\"input_tokens\":8,\"output_tokens\":2}},\"sequence_number\":3}\n\n";
+    let cases: Vec<(&str, Vec<u8>, Option<ErrorCategory>, &str)> = vec![
+        ("complete", [DELTA, DELTA, COMPLETED].concat(), None, ""),
+        (
+            "an error event without an event: line",
+            [DELTA, b"data: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"sequence_number\":2}\n\n".as_slice()].concat(),
+            Some(ErrorCategory::ErrorEvent),
+            "overloaded",
+        ),
+        (
+            "response.failed",
+            [DELTA, b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"engine died\"}}}\n\n".as_slice()].concat(),
+            Some(ErrorCategory::ErrorEvent),
+            "engine died",
+        ),
+        (
+            "no response.completed",
+            [DELTA, DELTA].concat(),
+            Some(ErrorCategory::StreamBroken),
+            "before response.completed",
+        ),
+    ];
+    for (name, body, want, needle) in cases {
+        let s = hostile(move |_| answer(sse(&body))).await;
+        let r = send_with(&ClientConfig {
+            api: Api::Responses,
+            ..config(&s.url)
+        })
+        .await;
+        assert_eq!(s.seen.lock().unwrap()[0].path, "/v1/responses", "{name}");
+        match want {
+            None => {
+                assert_eq!(r.outcome, Outcome::Completed, "{name}");
+                assert_eq!((r.output_tokens, r.server_prompt_tokens), (2, Some(8)));
+            }
+            Some(c) => {
+                let (cat, msg) = category(&r);
+                assert_eq!(cat, c, "{name}: {msg}");
+                assert!(msg.contains(needle), "{name}: {msg}");
+            }
+        }
+    }
+}

@@ -318,3 +318,75 @@ fn markdown_and_csv_show_what_the_operator_did() {
     assert_eq!(col("cut_short"), "true");
     assert_eq!(col("paused_s"), "1.5");
 }
+
+/// A report whose stages thought: every format shows the time to the first
+/// answer token beside TTFT, and the output lengths; `compare` too. The
+/// fixture without them renders as its golden files say (no new sections).
+#[test]
+fn every_format_shows_ttfat_when_a_stage_thought() {
+    use llmsweep::model::{DistSummary, OutputLengths, Reasoning};
+    let mut r = fixture();
+    for s in &mut r.stages {
+        let ttfat = DistSummary {
+            count: s.requests.measured,
+            mean: s.ttft_ms.mean + 812.5,
+            p50: s.ttft_ms.p50 + 812.5,
+            p99: s.ttft_ms.p99 + 812.5,
+            ..s.ttft_ms.clone()
+        };
+        s.reasoning = Some(Reasoning {
+            requests: s.requests.measured,
+            ttfrt_ms: s.ttft_ms.clone(),
+            ttfat_ms: ttfat,
+            answer_itl_ms: s.itl_ms.clone(),
+            reasoning_tokens_total: 96 * s.requests.measured,
+            answer_tokens_total: 32 * s.requests.measured,
+            reasoning_tokens_mean: 96.0,
+            answer_tokens_mean: 32.0,
+            ..Default::default()
+        });
+        s.output_lengths = Some(OutputLengths {
+            requested_requests: 10,
+            requested_total: 1280,
+            received_total: 1280,
+            counted_requests: 10,
+            server_total: 1280,
+            client_total: 1280,
+        });
+    }
+    let p50 = format!("{:.1}", r.stages[0].ttft_ms.p50 + 812.5);
+    for (f, needles) in [
+        (Format::Json, vec!["\"ttfat_ms\"", "\"output_lengths\""]),
+        (
+            Format::Csv,
+            vec!["ttfat_p50_ms", "output_tokens_asked_mean"],
+        ),
+        (
+            Format::Md,
+            vec!["## Reasoning", "TTFAT (ms)", "## Output lengths"],
+        ),
+        (
+            Format::Html,
+            vec!["Reasoning (time to first answer token)", "Output lengths"],
+        ),
+        (
+            Format::Console,
+            vec!["Reasoning (TTFT: first token", "TTFAT (ms)"],
+        ),
+    ] {
+        let out = export::render(&r, f).unwrap();
+        let rounded = !matches!(f, Format::Json | Format::Csv);
+        for n in needles.iter().chain(rounded.then_some(&p50.as_str())) {
+            assert!(out.contains(n), "{f:?} lacks {n:?}");
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("llmsweep-ttfat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("report.json");
+    std::fs::write(&path, r.to_json().unwrap()).unwrap();
+    let plain = root().join("tests/fixtures/report.json");
+    let (ok, out, err) = bin(&["compare", plain.to_str().unwrap(), path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("TTFAT p50 B") && out.contains(&p50), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -485,3 +485,147 @@ async fn metrics_count_the_prefix_cache_hits_that_usage_reports() {
     assert_eq!(counter(&metrics, "vllm:prompt_tokens_total"), prompts);
     sim.shutdown().await;
 }
+
+/// The tokens of each chunk's `reasoning_content` and `content`, in order.
+fn split_of(ev: &[String]) -> Vec<(usize, usize)> {
+    ev.iter()
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str::<Value>(e).unwrap())
+        .filter_map(|c| {
+            let d = c["choices"].get(0)?.get("delta")?.clone();
+            let n = |k: &str| d.get(k).and_then(Value::as_str).map_or(0, count_tokens);
+            let (r, a) = (n("reasoning_content"), n("content"));
+            (r + a > 0).then_some((r, a))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_reasoning_model_thinks_before_it_answers() {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.params.reasoning_tokens_mean = 3.0;
+    cfg.params.stream_interval = 2;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    let ev = events(
+        &post(&url, "/v1/chat/completions", &chat_body(7, true, false))
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    // 3 thinking tokens then 4 answer tokens, 2 a chunk: the second chunk
+    // crosses the end of the thinking and carries both fields.
+    assert_eq!(split_of(&ev), vec![(2, 0), (1, 1), (0, 2), (0, 1)]);
+    let usage: Value = serde_json::from_str(&ev[ev.len() - 2]).unwrap();
+    assert_eq!(usage["usage"]["completion_tokens"], 7);
+    assert_eq!(
+        usage["usage"]["completion_tokens_details"]["reasoning_tokens"],
+        3
+    );
+    let t = truth(&url).await;
+    assert_eq!((t.output_tokens, t.reasoning_tokens), (7, 3));
+    assert_eq!(t.ttfat_ms.count, 1);
+    assert!(t.ttfat_ms.mean > t.ttft_ms.mean, "{t:?}");
+
+    // Thinking turned off in the request, and /v1/completions: no reasoning.
+    let mut body = chat_body(4, true, false);
+    body["chat_template_kwargs"] = json!({"enable_thinking": false});
+    let ev = events(
+        &post(&url, "/v1/chat/completions", &body)
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(split_of(&ev), vec![(0, 2), (0, 2)]);
+    assert!(!ev.iter().any(|e| e.contains("reasoning")), "{ev:?}");
+
+    // Not streamed: the message carries both.
+    let v: Value = post(
+        &url,
+        "/v1/chat/completions",
+        &json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "ignore_eos": true}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let m = &v["choices"][0]["message"];
+    assert_eq!(count_tokens(m["reasoning_content"].as_str().unwrap()), 3);
+    assert_eq!(count_tokens(m["content"].as_str().unwrap()), 2);
+    assert_eq!(
+        v["usage"]["completion_tokens_details"]["reasoning_tokens"],
+        3
+    );
+    sim.shutdown().await;
+}
+
+/// `/v1/responses`: the Responses API's events, named on `event:` lines,
+/// thinking before the answer, and the usage on the last event; no `[DONE]`.
+#[tokio::test]
+async fn responses_api_streams_its_events() {
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.params.reasoning_tokens_mean = 2.0;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    let body = json!({
+        "model": "llmsweep-sim", "input": "one two three", "stream": true,
+        "max_output_tokens": 5, "ignore_eos": true,
+    });
+    let text = post(&url, "/v1/responses", &body)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("[DONE]"), "{text}");
+    let events: Vec<(String, Value)> = text
+        .split("\n\n")
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            let (name, data) = e.split_once('\n').unwrap();
+            let name = name.strip_prefix("event: ").unwrap().to_string();
+            let v: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+            assert_eq!(v["type"], name.as_str());
+            (name, v)
+        })
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "response.created",
+            "response.reasoning_text.delta",
+            "response.reasoning_text.delta",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.incomplete",
+        ]
+    );
+    let seq: Vec<u64> = events
+        .iter()
+        .map(|e| e.1["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seq, (0..7).collect::<Vec<_>>());
+    let u = &events[6].1["response"]["usage"];
+    assert_eq!(u["input_tokens"], 3);
+    assert_eq!(u["output_tokens"], 5);
+    assert_eq!(u["output_tokens_details"]["reasoning_tokens"], 2);
+    // Not streamed: the output items, thinking then the message.
+    let mut whole = body.clone();
+    whole["stream"] = json!(false);
+    let v: Value = post(&url, "/v1/responses", &whole)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["output"][0]["type"], "reasoning");
+    let answer = v["output"][1]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(count_tokens(answer), 3);
+    assert_eq!(v["usage"]["output_tokens"], 5);
+    let r = post(&url, "/v1/responses", &json!({"stream": true})).await;
+    assert_eq!(r.status(), 400, "`input` is required");
+    sim.shutdown().await;
+}

@@ -807,3 +807,47 @@ async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
     assert_eq!(res.stages.len(), 2);
     sim.shutdown().await;
 }
+
+/// A model that thinks: the dashboard shows the time to the first answer
+/// token beside TTFT, in the "now" panel and as columns of the stage table;
+/// a run without thinking shows neither (the golden files).
+#[test]
+fn a_thinking_model_shows_ttfat_beside_ttft() {
+    use llmsweep::model::{DistSummary, Reasoning};
+    let mut app = golden_app();
+    let d = |p50: f64| DistSummary {
+        count: 10,
+        mean: p50,
+        p50,
+        p99: p50 * 1.5,
+        ..Default::default()
+    };
+    let thinking = |mut s: StageReport| {
+        s.reasoning = Some(Reasoning {
+            requests: 10,
+            ttfat_ms: d(812.0),
+            ttfrt_ms: d(20.0),
+            answer_itl_ms: d(9.0),
+            reasoning_tokens_mean: 96.0,
+            answer_tokens_mean: 32.0,
+            ..Default::default()
+        });
+        s
+    };
+    let finished: Vec<StageReport> = app.snap.finished.iter().cloned().map(thinking).collect();
+    app.snap.finished = Arc::new(finished);
+    {
+        let st = app.snap.stage.as_mut().unwrap();
+        st.ttfat_ms = Some((790.0, 1200.0));
+        let so_far = st.so_far.as_deref().cloned().unwrap_or_default();
+        st.so_far = Some(Arc::new(thinking(so_far)));
+    }
+    let before = render(&golden_app(), 160, 48);
+    assert!(!before.contains("TTFAT"), "{before}");
+    let s = render(&app, 160, 48);
+    assert_has(&s, &["TTFAT ms p50 790.0 p99 1200", "TTFAT ms", "812.0"]);
+    assert_has(&s, &["think 96 answer 32"]);
+    // At 80 columns the table keeps TTFAT p50 over other columns.
+    let s = render(&app, 80, 24);
+    assert_has(&s, &["TTFAT"]);
+}

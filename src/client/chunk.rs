@@ -9,10 +9,14 @@ use serde_json::value::RawValue;
 /// What one SSE `data:` payload means to the load tester.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChunkInfo {
-    /// Generated text in this chunk (content, reasoning, or tool-call arguments).
+    /// Generated answer text in this chunk (content, or tool-call arguments).
     pub text: String,
+    /// Generated thinking in this chunk (`reasoning_content` or `reasoning`).
+    pub reasoning: String,
     /// The chunk carries generated output (a role-only delta does not).
     pub has_output: bool,
+    /// The chunk carries answer output (not only thinking).
+    pub has_answer: bool,
     /// `usage` as the server reported it in this chunk, if any.
     pub usage: Option<Usage>,
     /// The chunk's `usage` was there but unusable (a count that is negative,
@@ -21,6 +25,9 @@ pub struct ChunkInfo {
     pub usage_error: Option<String>,
     /// A `finish_reason` was set.
     pub finished: bool,
+    /// The stream's last event (the Responses API's `response.completed`
+    /// or `response.incomplete`: that API sends no `[DONE]`).
+    pub done: bool,
 }
 
 /// The most tokens one request is believed to have: a `usage` count above
@@ -38,6 +45,28 @@ pub struct Usage {
     /// server's prefix cache (vLLM, SGLang, llama.cpp, OpenAI).
     #[serde(default)]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// `completion_tokens_details.reasoning_tokens`: output tokens that were
+    /// thinking (vLLM, SGLang, OpenAI reasoning models).
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+    /// A top-level `reasoning_tokens`, as some servers (SGLang) report it.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+pub struct CompletionTokensDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `completion_tokens_details.reasoning_tokens`, when given.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.completion_tokens_details
+            .and_then(|d| d.reasoning_tokens)
+            .or(self.reasoning_tokens)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -139,10 +168,23 @@ fn read_usage(raw: &str) -> Result<Option<Usage>, String> {
         }),
         _ => None,
     };
+    let completion_tokens_details = match obj.get("completion_tokens_details") {
+        Some(serde_json::Value::Object(d)) => Some(CompletionTokensDetails {
+            reasoning_tokens: count(
+                d,
+                "reasoning_tokens",
+                "completion_tokens_details.reasoning_tokens",
+            )?,
+        }),
+        _ => None,
+    };
+    let reasoning_tokens = count(&obj, "reasoning_tokens", "reasoning_tokens")?;
     Ok(Some(Usage {
         prompt_tokens,
         completion_tokens,
         prompt_tokens_details,
+        completion_tokens_details,
+        reasoning_tokens,
     }))
 }
 
@@ -177,27 +219,128 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
         }
         if let Some(t) = choice.text.filter(|t| !t.is_empty()) {
             info.text.push_str(&t);
-            info.has_output = true;
+            info.has_answer = true;
         }
         if let Some(d) = choice.delta {
-            for part in [d.content, d.reasoning_content, d.reasoning]
-                .into_iter()
-                .flatten()
-            {
-                if !part.is_empty() {
-                    info.text.push_str(&part);
-                    info.has_output = true;
-                }
+            if let Some(part) = d.content.filter(|p| !p.is_empty()) {
+                info.text.push_str(&part);
+                info.has_answer = true;
+            }
+            for part in [d.reasoning_content, d.reasoning].into_iter().flatten() {
+                info.reasoning.push_str(&part);
             }
             if let Some(tc) = d.tool_calls {
                 let s = tc.get();
                 if s != "null" && s != "[]" {
-                    info.has_output = true;
+                    info.has_answer = true;
                     info.text.push_str(&tool_call_arguments(s));
                 }
             }
         }
+        info.has_output = info.has_answer || !info.reasoning.is_empty();
     }
+    Ok(info)
+}
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(default, rename = "type", borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(default)]
+    response: Option<RawResponse>,
+}
+
+#[derive(Deserialize)]
+struct RawResponse {
+    #[serde(default)]
+    usage: Option<ResponsesUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+/// The Responses API's usage (`input_tokens`, `output_tokens`, ...).
+#[derive(Deserialize, Default)]
+struct ResponsesUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    input_tokens_details: Option<PromptTokensDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<CompletionTokensDetails>,
+}
+
+/// Parses one `data:` payload of the Responses API's stream
+/// (`/v1/responses`), whose `type` says what it carries: answer text
+/// (`response.output_text.delta`, and tool-call arguments and refusals),
+/// thinking (`response.reasoning_text.delta`, its summary, and vLLM's older
+/// `response.reasoning.delta`), the end with its usage
+/// (`response.completed`, or `response.incomplete` when the output ran out),
+/// and failures (`error`, `response.failed`). Other events (created,
+/// in_progress, item and part boundaries, `*.done`) carry no tokens. A
+/// payload without `type` is read as a chat chunk (in-band errors in any
+/// framing are errors).
+pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
+    let raw: RawEvent<'_> =
+        serde_json::from_str(data).map_err(|e| ChunkError::NotJson(short(&e.to_string())))?;
+    let Some(kind) = raw.kind else {
+        return parse_chunk(data);
+    };
+    let mut info = ChunkInfo::default();
+    // A string, as the API defines it; older vLLM sent reasoning deltas as
+    // `{"content": "..."}`.
+    let delta = || {
+        let v: serde_json::Value = raw
+            .delta
+            .and_then(|d| serde_json::from_str(d.get()).ok())
+            .unwrap_or_default();
+        match v {
+            serde_json::Value::String(s) => s,
+            v => ["content", "text"]
+                .iter()
+                .find_map(|k| v.get(k).and_then(|t| t.as_str()))
+                .unwrap_or_default()
+                .to_string(),
+        }
+    };
+    match kind.as_ref() {
+        "response.output_text.delta"
+        | "response.refusal.delta"
+        | "response.function_call_arguments.delta" => {
+            info.text = delta();
+            info.has_answer = !info.text.is_empty();
+        }
+        "response.reasoning_text.delta"
+        | "response.reasoning_summary_text.delta"
+        | "response.reasoning.delta" => info.reasoning = delta(),
+        "response.completed" | "response.incomplete" => {
+            info.finished = true;
+            info.done = true;
+            if let Some(u) = raw.response.and_then(|r| r.usage) {
+                info.usage = Some(Usage {
+                    prompt_tokens: u.input_tokens,
+                    completion_tokens: u.output_tokens,
+                    prompt_tokens_details: u.input_tokens_details,
+                    completion_tokens_details: u.output_tokens_details,
+                    reasoning_tokens: None,
+                });
+            }
+        }
+        "error" => return Err(ChunkError::ErrorEvent(error_message(data))),
+        "response.failed" => {
+            let why = raw
+                .response
+                .and_then(|r| r.error)
+                .map(|e| error_message(&e.to_string()))
+                .unwrap_or_else(|| "no error given".into());
+            return Err(ChunkError::ErrorEvent(format!("response.failed: {why}")));
+        }
+        _ => {}
+    }
+    info.has_output = info.has_answer || !info.reasoning.is_empty();
     Ok(info)
 }
 
@@ -270,7 +413,17 @@ mod tests {
         assert_eq!(t.text, " a b");
         assert!(t.finished);
         let r = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#).unwrap();
-        assert!(r.has_output);
+        assert!(r.has_output && !r.has_answer);
+        assert_eq!((r.reasoning.as_str(), r.text.as_str()), ("think", ""));
+        let r = parse_chunk(r#"{"choices":[{"delta":{"reasoning":"a","content":"b"}}]}"#).unwrap();
+        assert!(r.has_output && r.has_answer);
+        assert_eq!((r.reasoning.as_str(), r.text.as_str()), ("a", "b"));
+        let u = parse_chunk(r#"{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":4}}}"#).unwrap();
+        assert_eq!(u.usage.unwrap().reasoning_tokens(), Some(4));
+        let u =
+            parse_chunk(r#"{"choices":[],"usage":{"completion_tokens":9,"reasoning_tokens":3}}"#)
+                .unwrap();
+        assert_eq!(u.usage.unwrap().reasoning_tokens(), Some(3));
         let tc = parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":1}"}}]}}]}"#).unwrap();
         assert!(tc.has_output);
         assert_eq!(tc.text, "{\"x\":1}");
@@ -363,6 +516,69 @@ mod tests {
         // A normal chunk that happens to carry a `message` field stays a chunk.
         assert!(parse_chunk(r#"{"choices":[],"message":"hi"}"#).is_ok());
         assert_eq!(error_message("not json at all"), "not json at all");
+    }
+
+    #[test]
+    fn responses_api_events_are_answer_thinking_end_or_error() {
+        let a = parse_response_event(r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"content_index":0,"delta":" hi","sequence_number":5}"#).unwrap();
+        assert!(a.has_answer && a.has_output && !a.done);
+        assert_eq!(a.text, " hi");
+        for kind in [
+            "response.reasoning_text.delta",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning.delta",
+        ] {
+            let r = parse_response_event(&format!(r#"{{"type":"{kind}","delta":"hmm"}}"#)).unwrap();
+            assert!(r.has_output && !r.has_answer, "{kind}");
+            assert_eq!(r.reasoning, "hmm");
+        }
+        // Older vLLM: the reasoning delta as an object.
+        let old = parse_response_event(
+            r#"{"type":"response.reasoning.delta","delta":{"content":"We"},"sequence_number":4}"#,
+        )
+        .unwrap();
+        assert_eq!(old.reasoning, "We");
+        for quiet in [
+            r#"{"type":"response.created","response":{"id":"r","status":"in_progress","usage":null}}"#,
+            r#"{"type":"response.output_text.done","text":"all of it"}"#,
+            r#"{"type":"response.output_item.added","item":{"type":"message"}}"#,
+            r#"{"type":"response.audio.delta","delta":{"not":"a string"}}"#,
+        ] {
+            let q = parse_response_event(quiet).unwrap();
+            assert!(!q.has_output && !q.done, "{quiet}");
+        }
+        let end = parse_response_event(r#"{"type":"response.completed","response":{"id":"r","status":"completed","usage":{"input_tokens":7,"input_tokens_details":{"cached_tokens":3},"output_tokens":12,"output_tokens_details":{"reasoning_tokens":5},"total_tokens":19}}}"#).unwrap();
+        assert!(end.done && end.finished && !end.has_output);
+        let u = end.usage.unwrap();
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.reasoning_tokens()),
+            (Some(7), Some(12), Some(5))
+        );
+        assert_eq!(u.prompt_tokens_details.unwrap().cached_tokens, Some(3));
+        assert!(parse_response_event(r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"usage":{"output_tokens":4}}}"#).unwrap().done);
+        assert_eq!(
+            parse_response_event(
+                r#"{"type":"error","code":"server_error","message":"boom","param":null,"sequence_number":3}"#
+            ),
+            Err(ChunkError::ErrorEvent("boom".into()))
+        );
+        assert_eq!(
+            parse_response_event(
+                r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"out of memory"}}}"#
+            ),
+            Err(ChunkError::ErrorEvent(
+                "response.failed: out of memory".into()
+            ))
+        );
+        // No type: any framing of an in-band error is still one.
+        assert!(matches!(
+            parse_response_event(r#"{"error":{"message":"x"}}"#),
+            Err(ChunkError::ErrorEvent(_))
+        ));
+        assert!(matches!(
+            parse_response_event("nope"),
+            Err(ChunkError::NotJson(_))
+        ));
     }
 
     #[test]

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::redact::Redactor;
 use crate::tokenizer::TokenCounter;
-use chunk::{error_message, parse_chunk, short, ChunkError};
+use chunk::{error_message, parse_chunk, parse_response_event, short, ChunkError};
 use sse::{SseError, SseItem, SseParser};
 
 pub use crate::model::Api;
@@ -222,11 +222,57 @@ pub struct RequestRecord {
     /// The server's `usage` could not be used (malformed or absurd), and
     /// why; the output tokens were then counted from the stream.
     pub usage_note: Option<String>,
+    /// Per chunk of `chunks` (after `finish`): how many of its tokens were
+    /// thinking (`reasoning_content`), all of them for a chunk of thinking
+    /// only, 0 for an answer chunk. Empty when the stream carried no thinking.
+    pub thinking: Vec<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens`, when the server said.
+    pub server_reasoning_tokens: Option<u64>,
+    /// The client's own count of the output: the tokenizer's count of the
+    /// streamed text (thinking included), whatever the server said; None
+    /// when the stream carried no text.
+    pub client_output_tokens: Option<u64>,
+    /// The exact output length the request asked for (`max_tokens` with
+    /// `ignore_eos`), if it did.
+    pub requested_output_tokens: Option<u64>,
 }
 
 impl RequestRecord {
     pub fn first_token_at(&self) -> Option<Instant> {
         self.chunks.first().map(|c| c.0)
+    }
+
+    /// The request was seen to think: reasoning streamed, or reasoning
+    /// tokens in its usage.
+    pub fn saw_reasoning(&self) -> bool {
+        !self.thinking.is_empty() || self.server_reasoning_tokens.is_some_and(|n| n > 0)
+    }
+
+    /// Tokens of chunk `i` that were thinking.
+    pub fn thinking_in(&self, i: usize) -> u32 {
+        self.thinking.get(i).copied().unwrap_or(0)
+    }
+
+    /// Thinking tokens: the server's count when it gave one, else the
+    /// tokens of the streamed thinking. A server's 0 against streamed
+    /// thinking (a usage field it always sends, never fills) is not believed.
+    pub fn reasoning_tokens(&self) -> u64 {
+        match self.reasoning_from_usage() {
+            true => self.server_reasoning_tokens.unwrap_or(0),
+            false => self.thinking.iter().map(|&t| u64::from(t)).sum(),
+        }
+        .min(self.output_tokens)
+    }
+
+    /// Whether [`RequestRecord::reasoning_tokens`] is the server's count.
+    pub fn reasoning_from_usage(&self) -> bool {
+        self.server_reasoning_tokens
+            .is_some_and(|n| n > 0 || self.thinking.is_empty())
+    }
+
+    /// Answer tokens: the output that was not thinking.
+    pub fn answer_tokens(&self) -> u64 {
+        self.output_tokens - self.reasoning_tokens()
     }
 }
 
@@ -360,6 +406,8 @@ pub struct Client {
     /// Content-Type alone: for redirects to another origin.
     plain_headers: HeaderMap,
     timeout: Duration,
+    /// Which API's stream events to expect.
+    api: Api,
     counter: Arc<dyn TokenCounter>,
     follow: FollowRedirects,
     max_line: usize,
@@ -422,6 +470,7 @@ impl Client {
             headers,
             plain_headers,
             timeout: cfg.request_timeout,
+            api: cfg.api,
             counter,
             follow: cfg.follow_redirects,
             max_line: cfg.max_line_bytes,
@@ -551,8 +600,16 @@ impl Client {
             // A good usage came after all (or before the bad one).
             st.usage_note = None;
         }
-        let (output_tokens, output_source) =
-            finish_token_counts(&mut st.chunks, st.completion_tokens, st.any_text);
+        let client_output_tokens = st
+            .any_text
+            .then(|| st.chunks.iter().map(|c| u64::from(c.1)).sum());
+        let (output_tokens, output_source) = finish_with_thinking(
+            &mut st.chunks,
+            &mut st.thinking,
+            st.completion_tokens,
+            st.reasoning_tokens,
+            st.any_text,
+        );
         RequestRecord {
             scheduled_at,
             sent_at,
@@ -566,6 +623,10 @@ impl Client {
             outcome,
             reconnects: st.reconnects,
             usage_note: st.usage_note.take(),
+            thinking: st.thinking,
+            server_reasoning_tokens: st.reasoning_tokens,
+            client_output_tokens,
+            requested_output_tokens: prompt.output_tokens,
         }
     }
 
@@ -701,7 +762,10 @@ impl Client {
         } else {
             errored(
                 ErrorCategory::StreamBroken,
-                "the stream ended before [DONE]".into(),
+                match self.api {
+                    Api::Responses => "the stream ended before response.completed".into(),
+                    Api::Chat | Api::Completions => "the stream ended before [DONE]".into(),
+                },
             )
         }
     }
@@ -740,12 +804,14 @@ impl Client {
         if data.is_empty() {
             return None;
         }
-        match parse_chunk(data) {
+        let parsed = match self.api {
+            Api::Responses => parse_response_event(data),
+            Api::Chat | Api::Completions => parse_chunk(data),
+        };
+        match parsed {
             Ok(info) => {
                 if info.has_output {
-                    let est = self.counter.count(&info.text).max(1) as u32;
-                    st.any_text |= !info.text.is_empty();
-                    st.chunks.push((now, est));
+                    st.on_output(&*self.counter, &info, now);
                 }
                 if let Some(why) = info.usage_error {
                     st.usage_note.get_or_insert(why);
@@ -753,6 +819,9 @@ impl Client {
                 if let Some(u) = info.usage {
                     if u.completion_tokens.is_some() {
                         st.completion_tokens = u.completion_tokens;
+                    }
+                    if let Some(r) = u.reasoning_tokens() {
+                        st.reasoning_tokens = Some(r);
                     }
                     if u.prompt_tokens.is_some() {
                         st.prompt_tokens = u.prompt_tokens;
@@ -762,7 +831,8 @@ impl Client {
                     }
                 }
                 *finished |= info.finished;
-                None
+                // The Responses API ends with response.completed, no [DONE].
+                info.done.then(|| st.done())
             }
             Err(ChunkError::NotJson(m)) => Some(errored(ErrorCategory::InvalidJson, m)),
             Err(ChunkError::ErrorEvent(m)) => Some(errored(ErrorCategory::ErrorEvent, m)),
@@ -818,9 +888,34 @@ struct StreamState {
     cached_prompt_tokens: Option<u64>,
     any_text: bool,
     usage_note: Option<String>,
+    /// Per chunk, its thinking tokens (estimated); empty until thinking is seen.
+    thinking: Vec<u32>,
+    reasoning_tokens: Option<u64>,
 }
 
 impl StreamState {
+    /// A token-bearing chunk arrived at `now`: its token estimate, split
+    /// into thinking and answer.
+    fn on_output(&mut self, counter: &dyn TokenCounter, info: &chunk::ChunkInfo, now: Instant) {
+        let answer = if info.has_answer {
+            counter.count(&info.text).max(1) as u32
+        } else {
+            0
+        };
+        let thought = if info.reasoning.is_empty() {
+            0
+        } else {
+            counter.count(&info.reasoning).max(1) as u32
+        };
+        self.any_text |= !info.text.is_empty() || !info.reasoning.is_empty();
+        if thought > 0 || !self.thinking.is_empty() {
+            // Answer chunks before the first thinking: none of theirs was.
+            self.thinking.resize(self.chunks.len(), 0);
+            self.thinking.push(thought);
+        }
+        self.chunks.push((now, (answer + thought).max(1)));
+    }
+
     fn done(&self) -> Outcome {
         if self.chunks.is_empty() {
             errored(
@@ -986,6 +1081,46 @@ pub fn finish_token_counts(
     }
 }
 
+/// [`finish_token_counts`] for a stream that may have carried thinking:
+/// `thinking` (per chunk, its estimated thinking tokens; empty without any)
+/// is scaled with its chunks, a chunk of thinking only staying all thinking
+/// and a chunk with answer text keeping at least one answer token. When the
+/// server counts reasoning tokens it did not stream (hidden thinking), the
+/// streamed chunks share only the visible rest of `usage`; the output total
+/// is `usage` all the same.
+pub fn finish_with_thinking(
+    chunks: &mut [(Instant, u32)],
+    thinking: &mut [u32],
+    usage: Option<u64>,
+    reasoning_usage: Option<u64>,
+    any_text: bool,
+) -> (u64, TokenSource) {
+    let hidden = match (thinking.is_empty(), reasoning_usage, usage) {
+        (true, Some(r), Some(total)) if r > 0 && r < total => r,
+        _ => 0,
+    };
+    let before: Vec<u32> = if thinking.is_empty() {
+        Vec::new()
+    } else {
+        chunks.iter().map(|c| c.1).collect()
+    };
+    let (total, source) = finish_token_counts(chunks, usage.map(|u| u - hidden), any_text);
+    for ((t, c), old) in thinking.iter_mut().zip(chunks.iter()).zip(&before) {
+        let (new, old) = (c.1, (*old).max(1));
+        *t = if *t >= old {
+            new
+        } else if *t == 0 || new < 2 {
+            // One token for a chunk with answer text: the answer's.
+            0
+        } else {
+            // A chunk that ended the thinking: its share, leaving the answer one.
+            ((u64::from(*t) * u64::from(new) + u64::from(old) / 2) / u64::from(old))
+                .clamp(1, u64::from(new - 1)) as u32
+        };
+    }
+    (total + hidden, source)
+}
+
 /// Scales the per-chunk estimates so they add up to `total` (each at least 1),
 /// by largest remainder.
 fn scale_to_total(chunks: &mut [(Instant, u32)], total: u64) {
@@ -1077,6 +1212,32 @@ mod tests {
         finish_token_counts(&mut c, Some(10), true);
         assert_eq!(c.iter().map(|x| x.1 as u64).sum::<u64>(), 10);
         assert!(c.iter().all(|x| x.1 >= 2));
+    }
+
+    #[test]
+    fn thinking_is_scaled_with_its_chunks() {
+        // Two chunks of thinking, one that ends it, two of answer; usage agrees.
+        let mut c = chunks(&[2, 2, 2, 2, 1]);
+        let mut t = vec![2, 2, 1, 0, 0];
+        assert_eq!(
+            finish_with_thinking(&mut c, &mut t, Some(9), Some(5), true),
+            (9, TokenSource::Usage)
+        );
+        assert_eq!(t, vec![2, 2, 1, 0, 0]);
+        // Usage counts one token a chunk: the crossing chunk is the answer's.
+        let mut c = chunks(&[2, 2, 2, 2, 1]);
+        let mut t = vec![2, 2, 1, 0, 0];
+        finish_with_thinking(&mut c, &mut t, Some(5), Some(2), true);
+        assert_eq!(t, vec![1, 1, 0, 0, 0]);
+        // Thinking the server counted but never streamed (hidden): the
+        // streamed chunks share the visible rest.
+        let mut c = chunks(&[1, 1, 1, 1]);
+        let mut t = vec![];
+        assert_eq!(
+            finish_with_thinking(&mut c, &mut t, Some(20), Some(16), true),
+            (20, TokenSource::Usage)
+        );
+        assert!(c.iter().all(|x| x.1 == 1), "{c:?}");
     }
 
     #[test]

@@ -140,13 +140,20 @@ pub fn build_prompts(
                 Api::Completions => {
                     body.insert("prompt".into(), json!(&it.text));
                 }
+                Api::Responses => {
+                    body.insert("input".into(), json!(&it.text));
+                }
             }
             body.insert("stream".into(), json!(true));
-            body.insert("stream_options".into(), json!({"include_usage": true}));
+            // The Responses API always ends with its usage (response.completed).
+            if api != Api::Responses {
+                body.insert("stream_options".into(), json!({"include_usage": true}));
+            }
             if let Some(n) = it.output_tokens {
                 let key = match api {
                     Api::Chat => "max_completion_tokens",
                     Api::Completions => "max_tokens",
+                    Api::Responses => "max_output_tokens",
                 };
                 body.insert(key.into(), json!(n));
                 body.insert("ignore_eos".into(), json!(true));
@@ -178,6 +185,7 @@ fn text_offset(body: &[u8], api: Api, text: &str, shared: usize) -> Option<usize
     let key: &[u8] = match api {
         Api::Chat => b"\"content\":\"",
         Api::Completions => b"\"prompt\":\"",
+        Api::Responses => b"\"input\":\"",
     };
     let at = body.windows(key.len()).position(|w| w == key)? + key.len();
     let prefix = text.get(..shared)?;
@@ -270,6 +278,19 @@ mod tests {
         assert_eq!(v["max_tokens"], 9);
         assert!(v["prompt"].is_string());
         assert!(parse_extra_body("[1]").is_err());
+        let p = build_prompts(items_again(), Api::Responses, "m", None).unwrap();
+        let v: Value = serde_json::from_slice(&p[0].body).unwrap();
+        assert_eq!(v["max_output_tokens"], 9);
+        assert!(v["input"].is_string() && v["stream"] == true);
+        assert!(v.get("stream_options").is_none(), "{v}");
+        assert!(p[0].tag_at.is_some());
+    }
+
+    fn items_again() -> Vec<PromptItem> {
+        Synthetic::parse("prompt_tokens=4,output_tokens=9,samples=1")
+            .unwrap()
+            .generate(1, &crate::tokenizer::Builtin)
+            .unwrap()
     }
 
     fn text_of(p: &Prompt) -> String {

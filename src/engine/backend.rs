@@ -154,6 +154,11 @@ impl Backend for Scripted {
                 outcome: Outcome::Incomplete,
                 reconnects: 0,
                 usage_note: None,
+                thinking: Vec::new(),
+                server_reasoning_tokens: None,
+                client_output_tokens: None,
+                // The script decides the lengths, whatever the prompt asks.
+                requested_output_tokens: None,
             };
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec) => o,

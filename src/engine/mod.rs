@@ -180,7 +180,27 @@ impl RequestLog {
                 .iter()
                 .map(|(t, k)| (ms(r.sent_at, *t), *k))
                 .collect(),
+            requested_output_tokens: r.requested_output_tokens,
+            client_output_tokens: r.client_output_tokens,
+            ..Default::default()
         };
+        let mut line = line;
+        if r.saw_reasoning() {
+            let at = |i: usize| line.chunks.get(i).map(|c| c.0);
+            line.ttfrt_ms = r.thinking.iter().position(|&t| t > 0).and_then(at);
+            line.ttfat_ms = crate::stats::metrics::first_answer(r).and_then(at);
+            line.reasoning_tokens = Some(r.reasoning_tokens());
+            line.answer_tokens = Some(r.answer_tokens());
+            line.reasoning_source = Some(
+                if r.reasoning_from_usage() {
+                    "usage"
+                } else {
+                    "stream"
+                }
+                .into(),
+            );
+            line.chunk_thinking = r.thinking.clone();
+        }
         if sink.try_send(line).is_err() {
             self.dropped += 1;
         }
@@ -1071,6 +1091,7 @@ impl Engine {
             ttft_p99_ms: last.ttft_p99_ms,
             itl_p50_ms: last.itl_p50_ms,
             itl_p99_ms: last.itl_p99_ms,
+            ttfat_ms: stats.live_ttfat(),
             series: stats.series.iter().skip(skip).copied().collect(),
             manual: spec.manual,
             paused_s: stats.paused_total(Instant::now()).as_secs_f64(),

@@ -17,15 +17,18 @@ pub enum Api {
     Chat,
     /// `/v1/completions`
     Completions,
+    /// `/v1/responses`: the OpenAI Responses API (vLLM serves it too).
+    Responses,
 }
 
 impl Api {
-    pub const ALL: [Api; 2] = [Api::Chat, Api::Completions];
+    pub const ALL: [Api; 3] = [Api::Chat, Api::Completions, Api::Responses];
 
     pub fn path(self) -> &'static str {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
+            Api::Responses => "/v1/responses",
         }
     }
 
@@ -34,6 +37,7 @@ impl Api {
         match self {
             Api::Chat => "chat",
             Api::Completions => "completions",
+            Api::Responses => "responses",
         }
     }
 }

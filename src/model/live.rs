@@ -64,6 +64,10 @@ pub struct LiveStage {
     pub ttft_p99_ms: f64,
     pub itl_p50_ms: f64,
     pub itl_p99_ms: f64,
+    /// The last second's time to the first answer token (p50, p99), once a
+    /// request of the stage thought (reasoning models); None otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfat_ms: Option<(f64, f64)>,
     /// Per-second history of this stage (the newest last, at most 600 points).
     pub series: Vec<SeriesPoint>,
     /// Started by the operator, not the plan.

@@ -152,6 +152,14 @@ pub struct StageReport {
     /// How well llmsweep itself kept up (docs/METRICS.md#self-check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientCheck>,
+    /// When any measured request thought (reasoning streamed or counted in
+    /// usage): the time to the first answer token and the thinking/answer split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+    /// Output lengths asked for against received, and the server's token
+    /// count against the client's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_lengths: Option<OutputLengths>,
 }
 
 /// llmsweep's own lag during a stage. A stage the client limited says what
@@ -173,6 +181,69 @@ pub struct ClientCheck {
     pub limited: bool,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+}
+
+impl StageReport {
+    /// The time to the first token users wait for: the first answer token
+    /// when the stage's requests thought, else TTFT. The sweep's answer
+    /// (knee, capacity at a latency) should read this rather than `ttft_ms`
+    /// (issue 25); the SLO checks already do, per request.
+    pub fn waited_ttft_ms(&self) -> &DistSummary {
+        match &self.reasoning {
+            Some(r) if r.ttfat_ms.count > 0 => &r.ttfat_ms,
+            _ => &self.ttft_ms,
+        }
+    }
+
+    /// `"TTFAT"` or `"TTFT"`: which [`StageReport::waited_ttft_ms`] is.
+    pub fn waited_ttft_name(&self) -> &'static str {
+        match &self.reasoning {
+            Some(r) if r.ttfat_ms.count > 0 => "TTFAT",
+            _ => "TTFT",
+        }
+    }
+}
+
+/// A stage of a model that thinks before it answers (docs/METRICS.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Reasoning {
+    /// Measured requests that thought (streamed reasoning or reported reasoning tokens).
+    pub requests: u64,
+    /// Time to the first reasoning token (requests that streamed their thinking).
+    pub ttfrt_ms: DistSummary,
+    /// Time to the first answer token, every measured request that got one
+    /// (TTFT for those that did not think).
+    pub ttfat_ms: DistSummary,
+    /// Inter-token latency over answer tokens only (`itl_ms` is over all tokens).
+    pub answer_itl_ms: DistSummary,
+    /// Thinking and answer tokens of the measured requests.
+    pub reasoning_tokens_total: u64,
+    pub answer_tokens_total: u64,
+    pub reasoning_tokens_mean: f64,
+    pub answer_tokens_mean: f64,
+    /// Where the thinking count came from, by requests: `usage`
+    /// (`completion_tokens_details.reasoning_tokens`) or `stream` (the
+    /// tokens of the streamed reasoning).
+    pub reasoning_source: BTreeMap<String, u64>,
+    /// Measured requests whose output ran out while thinking: no answer token.
+    pub no_answer: u64,
+}
+
+/// Output length truth over a stage's measured requests.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct OutputLengths {
+    /// Requests that asked for an exact length (`max_tokens` with `ignore_eos`),
+    /// the tokens they asked for, and the tokens they received.
+    pub requested_requests: u64,
+    pub requested_total: u64,
+    pub received_total: u64,
+    /// Requests with both the server's count (`usage.completion_tokens`) and
+    /// streamed text the client counted (its tokenizer), and both totals.
+    pub counted_requests: u64,
+    pub server_total: u64,
+    pub client_total: u64,
 }
 
 fn is_zero(v: &f64) -> bool {

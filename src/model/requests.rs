@@ -39,6 +39,29 @@ pub struct RequestLine {
     pub reconnects: u32,
     /// Each token-bearing chunk: milliseconds after sent, and its token count.
     pub chunks: Vec<(f64, u32)>,
+    /// The exact output length the request asked for (`max_tokens` with `ignore_eos`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_output_tokens: Option<u64>,
+    /// llmsweep's tokenizer count of the streamed text (thinking included),
+    /// beside `output_tokens` (the server's count when `output_source` is `usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_output_tokens: Option<u64>,
+    /// Only for a request that thought: the first reasoning token and the
+    /// first answer token (ms after sent), the thinking and answer tokens,
+    /// where the thinking count came from (`usage` or `stream`), and per
+    /// chunk of `chunks` how many of its tokens were thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfrt_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfat_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunk_thinking: Vec<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {

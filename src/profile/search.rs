@@ -63,6 +63,8 @@ pub struct SearchPlan {
     ended: bool,
     note: String,
     notice: Option<String>,
+    /// A stage saw the server think: the ttft limit judged the first answer token.
+    reasoning_seen: bool,
 }
 
 impl SearchPlan {
@@ -88,6 +90,7 @@ impl SearchPlan {
             ended: false,
             note: String::new(),
             notice: None,
+            reasoning_seen: false,
         }
     }
 
@@ -158,6 +161,7 @@ impl SearchPlan {
 
 impl Plan for SearchPlan {
     fn next(&mut self, done: &[StageReport]) -> Option<StageSpec> {
+        self.reasoning_seen |= done.iter().any(|s| s.reasoning.is_some());
         if self.ended {
             return None;
         }
@@ -281,10 +285,16 @@ impl Plan for SearchPlan {
             low: self.lo,
             high: self.hi,
             probes: self.probes.clone(),
-            note: if self.note.is_empty() {
-                "the run ended before the search did".into()
-            } else {
-                self.note.clone()
+            note: {
+                let note = if self.note.is_empty() {
+                    "the run ended before the search did".into()
+                } else {
+                    self.note.clone()
+                };
+                match self.slo.waited_for(self.reasoning_seen) {
+                    Some(w) => format!("{note} ({w})"),
+                    None => note,
+                }
             },
         })
     }
@@ -385,5 +395,17 @@ mod tests {
         let s = p.search().unwrap();
         assert!(s.rate.is_none());
         assert!(s.line().contains("no rate"), "{}", s.line());
+    }
+
+    #[test]
+    fn a_search_on_a_thinking_server_says_its_ttft_limit_judged_the_answer() {
+        let slo = Slo::parse("ttft=2s").unwrap();
+        let mut p = SearchPlan::new(slo, 0.95, 0.1, Limits::default(), 64);
+        p.next(&[]).unwrap();
+        let mut sync = stage("synchronous", StrategyKind::Synchronous, 1.0, 0.5);
+        sync.reasoning = Some(Default::default());
+        assert!(p.next(&[sync]).is_none());
+        let s = p.search().unwrap();
+        assert!(s.line().contains("TTFAT"), "{}", s.line());
     }
 }

@@ -12,6 +12,19 @@ use crate::model::{SloSummary, StageReport};
 pub const ATTAINMENT: f64 = 0.95;
 
 pub fn summarize(stages: &[StageReport]) -> Option<SloSummary> {
+    let mut s = summarize_rates(stages)?;
+    // Say which first-token latency the limits were checked against.
+    let reasoning_seen = stages.iter().any(|s| s.reasoning.is_some());
+    let slo = stages
+        .iter()
+        .find_map(|s| s.goodput.as_ref().map(|g| g.slo));
+    if let Some(w) = slo.and_then(|slo| slo.waited_for(reasoning_seen)) {
+        s.note = format!("{} ({w})", s.note);
+    }
+    Some(s)
+}
+
+fn summarize_rates(stages: &[StageReport]) -> Option<SloSummary> {
     let mut measured: Vec<(&StageReport, f64, f64)> = stages
         .iter()
         .filter_map(|s| {
@@ -120,5 +133,16 @@ mod tests {
         assert_eq!(s.best_rate, Some(2.0));
         assert!(s.estimated_rate.is_none());
         assert!(summarize(&[]).is_none());
+    }
+
+    #[test]
+    fn a_thinking_server_says_the_ttft_limit_judged_the_first_answer_token() {
+        let mut a = stage("a", 1.0, 1.0);
+        a.goodput.as_mut().unwrap().slo = Slo::parse("ttft=1s").unwrap();
+        let s = summarize(std::slice::from_ref(&a)).unwrap();
+        assert!(!s.note.contains("TTFAT"), "{}", s.note);
+        a.reasoning = Some(Default::default());
+        let s = summarize(&[a]).unwrap();
+        assert!(s.note.contains("first answer token (TTFAT)"), "{}", s.note);
     }
 }

@@ -104,6 +104,9 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
         })
         .collect();
     s.push_str(&pipe_table(&headers, &rows, 1));
+    if let Some(t) = super::reasoning::compare_table(&pair(a, b)) {
+        s.push_str(&t);
+    }
     let extra = |r: &Report, other: &Report, tag: &str| -> Vec<String> {
         r.stages
             .iter()

@@ -40,6 +40,13 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "\nServer (/metrics):");
         s.push_str(&t);
     }
+    if let Some(t) = crate::report::reasoning::reasoning_table(r) {
+        let _ = writeln!(
+            s,
+            "\nReasoning (TTFT: first token, thinking included; TTFAT: first answer token):"
+        );
+        s.push_str(&t);
+    }
     for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
         let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "errors in {}: {}", st.name, errs.join(", "));
@@ -138,8 +145,21 @@ fn dash_if_empty(n: u64, v: f64, prec: usize) -> String {
     }
 }
 
-/// (header, priority, value) for the narrow stage table.
-fn narrow_columns() -> Vec<(&'static str, u8, NarrowGet)> {
+/// (header, priority, value) for the narrow stage table; with `reasoning`
+/// (a stage thought), the time to the first answer token after TTFT.
+fn narrow_columns(reasoning: bool) -> Vec<(&'static str, u8, NarrowGet)> {
+    let mut cols = narrow_base_columns();
+    if reasoning {
+        let ttfat: NarrowGet = |s| match &s.reasoning {
+            Some(x) => dash_if_empty(x.ttfat_ms.count, x.ttfat_ms.p50, 1),
+            None => dash_if_empty(s.ttft_ms.count, s.ttft_ms.p50, 1),
+        };
+        cols.insert(4, ("TTFAT p50 ms", 0, ttfat));
+    }
+    cols
+}
+
+fn narrow_base_columns() -> Vec<(&'static str, u8, NarrowGet)> {
     vec![
         ("req/s", 0, |s| format!("{:.2}", s.rates.achieved())),
         ("conc", 4, |s| format!("{:.1}", s.concurrency.mean)),
@@ -198,7 +218,7 @@ fn narrow(r: &Report, width: u16) -> String {
         .max()
         .unwrap_or(5)
         .min(w / 3);
-    let cols = narrow_columns();
+    let cols = narrow_columns(crate::report::reasoning::any_reasoning(r));
     let cells: Vec<Vec<String>> = cols
         .iter()
         .map(|c| r.stages.iter().map(|st| (c.2)(st)).collect())
@@ -340,6 +360,29 @@ mod tests {
         // Wide terminals keep GuideLLM's tables, plus the summary.
         let wide = render_for_width(&r, 200);
         assert!(wide.contains("Benchmarks Stats") && wide.contains("Answer"));
+    }
+
+    #[test]
+    fn a_narrow_terminal_shows_ttfat_when_a_stage_thought() {
+        let mut r = report();
+        assert!(!render_for_width(&r, 80).contains("TTFAT"));
+        for s in &mut r.stages {
+            let mut d = s.ttft_ms.clone();
+            d.p50 += 1234.0;
+            s.reasoning = Some(crate::model::Reasoning {
+                requests: 10,
+                ttfat_ms: d,
+                ..Default::default()
+            });
+        }
+        let out = render_for_width(&r, 80);
+        assert!(
+            out.contains("TTFAT p50 ms") && out.contains("1274.0"),
+            "{out}"
+        );
+        for line in out.lines() {
+            assert!(line.chars().count() <= 80, "{line:?}");
+        }
     }
 
     #[test]

@@ -5,11 +5,11 @@ use anyhow::{Context as _, Result};
 use super::Report;
 use crate::stats::dist::DistSummary;
 
-const STATS: [&str; 9] = [
+pub const STATS: [&str; 9] = [
     "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p999",
 ];
 
-fn dist_values(d: &DistSummary) -> [f64; 9] {
+pub fn dist_values(d: &DistSummary) -> [f64; 9] {
     [
         d.mean, d.std, d.min, d.max, d.p50, d.p90, d.p95, d.p99, d.p999,
     ]
@@ -74,6 +74,8 @@ pub fn render(r: &Report) -> Result<String> {
                 .map(|c| c.to_string()),
         );
     }
+    // Thinking and output lengths, when the report has them (after the rest).
+    header.extend(crate::report::reasoning::csv_columns(r));
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
     for s in &r.stages {
@@ -144,6 +146,7 @@ pub fn render(r: &Report) -> Result<String> {
         if server {
             row.extend(crate::report::server::csv_values(s));
         }
+        row.extend(crate::report::reasoning::csv_values(r, s));
         w.write_record(&row)?;
     }
     let bytes = w.into_inner().context("cannot finish the CSV")?;

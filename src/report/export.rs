@@ -50,7 +50,9 @@ pub fn markdown(r: &Report) -> String {
         s.push_str("```\n\n## Server (/metrics)\n\n```\n");
         s.push_str(&t);
     }
-    s.push_str("```\n\n## Serving table (vLLM dashboard layout)\n\n");
+    s.push_str("```\n");
+    s.push_str(&super::reasoning::markdown(r));
+    s.push_str("\n## Serving table (vLLM dashboard layout)\n\n");
     s.push_str(&layouts::vllm_serving(r));
     s.push_str("\n## Serving Benchmark Result (SGLang layout)\n\n```\n");
     s.push_str(&layouts::sglang(r));

@@ -571,6 +571,9 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     if let Some(server) = crate::report::server::html_section(r) {
         h.push_str(&server);
     }
+    if let Some(section) = crate::report::reasoning::html_section(r) {
+        h.push_str(&section);
+    }
     h.push_str("<h2>Timeline</h2><table><tr><th>t (s)</th><th>event</th><th>detail</th></tr>");
     for e in &r.timeline {
         let _ = write!(

@@ -92,6 +92,18 @@ pub struct ModelArgs {
     /// of freeing their slot at the next step (vLLM-like, the default).
     #[arg(long)]
     pub finish_cancelled: bool,
+    /// Think first, like a reasoning model behind vLLM's or SGLang's reasoning
+    /// parser: this many tokens (the mean, with --reasoning-tokens-stdev) stream
+    /// as `reasoning_content` before the answer, counted in `max_tokens` and in
+    /// `usage.completion_tokens_details.reasoning_tokens`. Chat and Responses
+    /// API only; a request with `chat_template_kwargs.enable_thinking = false`
+    /// does not think. Default 0: no thinking.
+    #[arg(long, value_name = "TOKENS")]
+    pub reasoning_tokens: Option<f64>,
+    /// Standard deviation of the sampled thinking length (0: every request thinks
+    /// exactly --reasoning-tokens).
+    #[arg(long, value_name = "TOKENS")]
+    pub reasoning_tokens_stdev: Option<f64>,
 }
 
 /// Fault injection: each flag is the fraction of requests that get that fault.
@@ -145,6 +157,9 @@ pub struct FaultArgs {
     pub keep_alive_max: Option<u32>,
 }
 
+/// The longest thinking `--reasoning-tokens` allows (the simulated context).
+const MAX_REASONING_TOKENS: f64 = (1u64 << 20) as f64;
+
 /// The resolved latency model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelParams {
@@ -163,6 +178,10 @@ pub struct ModelParams {
     pub prefix_cache: bool,
     /// Cancelled requests run to their end, holding their slot.
     pub finish_cancelled: bool,
+    /// Mean thinking tokens before the answer (0: the model does not think).
+    pub reasoning_tokens_mean: f64,
+    /// Their standard deviation (0: a fixed number).
+    pub reasoning_tokens_stdev: f64,
 }
 
 impl ModelParams {
@@ -181,6 +200,8 @@ impl ModelParams {
                 completion_jitter: 0.0,
                 prefix_cache: true,
                 finish_cancelled: false,
+                reasoning_tokens_mean: 0.0,
+                reasoning_tokens_stdev: 0.0,
             },
             Preset::Fast => ModelParams {
                 decode_step: Duration::ZERO,
@@ -195,6 +216,8 @@ impl ModelParams {
                 completion_jitter: 0.0,
                 prefix_cache: false,
                 finish_cancelled: false,
+                reasoning_tokens_mean: 0.0,
+                reasoning_tokens_stdev: 0.0,
             },
         }
     }
@@ -271,6 +294,28 @@ impl ModelParams {
             }
             p.completion_jitter = v;
         }
+        for (v, name, slot) in [
+            (
+                args.reasoning_tokens,
+                "reasoning-tokens",
+                &mut p.reasoning_tokens_mean,
+            ),
+            (
+                args.reasoning_tokens_stdev,
+                "reasoning-tokens-stdev",
+                &mut p.reasoning_tokens_stdev,
+            ),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && (0.0..=MAX_REASONING_TOKENS).contains(&v)) {
+                    return Err(format!(
+                        "--{name} must be a number of tokens from 0 to {MAX_REASONING_TOKENS}, got {}",
+                        crate::typed::number(v)
+                    ));
+                }
+                *slot = v;
+            }
+        }
         if args.no_prefix_cache {
             p.prefix_cache = false;
         }
@@ -284,6 +329,24 @@ impl ModelParams {
             p.stream_interval = v;
         }
         Ok(p)
+    }
+
+    /// The thinking length of one request: fixed, or sampled from a normal
+    /// distribution (rounded, at least 0). Draws from `rng` only when the
+    /// model thinks, so runs without thinking keep their seeded draws.
+    pub fn reasoning_len(&self, rng: &mut impl rand::Rng) -> u64 {
+        use rand_distr::{Distribution, Normal};
+        if self.reasoning_tokens_mean <= 0.0 && self.reasoning_tokens_stdev <= 0.0 {
+            return 0;
+        }
+        let v = if self.reasoning_tokens_stdev > 0.0 {
+            Normal::new(self.reasoning_tokens_mean, self.reasoning_tokens_stdev)
+                .map(|d| d.sample(rng))
+                .unwrap_or(self.reasoning_tokens_mean)
+        } else {
+            self.reasoning_tokens_mean
+        };
+        v.round().max(0.0) as u64
     }
 
     /// Step time for a batch of `running` sequences that admits `prefill_tokens`
@@ -332,7 +395,7 @@ mod tests {
     #[test]
     fn every_number_gives_a_model_or_an_error() {
         type Set = fn(&mut ModelArgs, f64);
-        let flags: [(&str, Set); 7] = [
+        let flags: [(&str, Set); 9] = [
             ("decode-step-ms", |a, v| a.decode_step_ms = Some(v)),
             ("per-seq-us", |a, v| a.per_seq_us = Some(v)),
             ("prefill-us-per-token", |a, v| {
@@ -342,6 +405,10 @@ mod tests {
             ("output-len-mean", |a, v| a.output_len_mean = Some(v)),
             ("output-len-stdev", |a, v| a.output_len_stdev = Some(v)),
             ("completion-jitter", |a, v| a.completion_jitter = Some(v)),
+            ("reasoning-tokens", |a, v| a.reasoning_tokens = Some(v)),
+            ("reasoning-tokens-stdev", |a, v| {
+                a.reasoning_tokens_stdev = Some(v)
+            }),
         ];
         for (name, set) in flags {
             for v in [0.0, -1.0, f64::NAN, 1e-300, 1e300, f64::INFINITY] {

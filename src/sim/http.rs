@@ -57,6 +57,8 @@ pub struct AppState {
 enum Api {
     Chat,
     Completions,
+    /// `/v1/responses`: the OpenAI Responses API's events, no `[DONE]`.
+    Responses,
 }
 
 /// What a generation request asks for.
@@ -68,6 +70,8 @@ struct GenRequest {
     stream: bool,
     include_usage: bool,
     continuous_usage: bool,
+    /// `chat_template_kwargs.enable_thinking` (true unless the request says false).
+    thinking: bool,
     /// Prefix-cache block hashes of the prompt (`batcher::prompt_blocks`).
     blocks: Vec<u64>,
 }
@@ -95,7 +99,15 @@ pub async fn handle(
         (&Method::POST, "/v1/completions") => {
             generate(state, req, Api::Completions, received).await
         }
-        (_, "/v1/chat/completions" | "/v1/completions" | "/v1/models" | "/metrics") => error(
+        (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received).await,
+        (
+            _,
+            "/v1/chat/completions"
+            | "/v1/completions"
+            | "/v1/responses"
+            | "/v1/models"
+            | "/metrics",
+        ) => error(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
             "method not allowed",
@@ -248,7 +260,16 @@ async fn generate(
 
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
     let mut rng = faults::request_rng(state.seed, ordinal);
-    let output_tokens = output_length(&state.params, &gen, &mut rng);
+    // Thinking comes first and counts in `max_tokens`, as with vLLM's and
+    // SGLang's reasoning parsers; /v1/completions has no reasoning parser.
+    let thinks = gen.thinking && api != Api::Completions;
+    let reasoning_len = if thinks {
+        state.params.reasoning_len(&mut rng)
+    } else {
+        0
+    };
+    let output_tokens = output_length(&state.params, &gen, reasoning_len, &mut rng);
+    let reasoning_tokens = reasoning_len.min(output_tokens);
     let context = gen.prompt_tokens + output_tokens;
     if context > state.params.kv_cache_tokens {
         state.truth.record(&timing, Ending::Rejected);
@@ -303,7 +324,11 @@ async fn generate(
         api,
         id: format!(
             "{}-{ordinal}",
-            if api == Api::Chat { "chatcmpl" } else { "cmpl" }
+            match api {
+                Api::Chat => "chatcmpl",
+                Api::Completions => "cmpl",
+                Api::Responses => "resp",
+            }
         ),
         created: unix_now(),
         model_json: state.model_json.clone(),
@@ -312,6 +337,8 @@ async fn generate(
         include_usage: gen.include_usage,
         continuous_usage: gen.continuous_usage,
         max_tokens: gen.max_tokens,
+        reasoning_tokens,
+        sequence: 0,
         rng,
     };
     // SlowHeaders has already happened; what is left are mid-stream faults.
@@ -369,6 +396,11 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
                 .sum(),
             _ => return Err(bad("`prompt` is required".into())),
         },
+        Api::Responses => match v.get("input") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(items)) => items.iter().map(message_tokens).sum(),
+            _ => return Err(bad("`input` is required".into())),
+        },
         Api::Chat => {
             let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
                 return Err(bad("`messages` is required".into()));
@@ -389,6 +421,7 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
     let max_tokens = v
         .get("max_completion_tokens")
         .or_else(|| v.get("max_tokens"))
+        .or_else(|| v.get("max_output_tokens"))
         .and_then(Value::as_u64);
     if max_tokens == Some(0) {
         return Err(bad("max_tokens must be at least 1".into()));
@@ -413,17 +446,39 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
         max_tokens,
         ignore_eos: flag("ignore_eos"),
         stream: flag("stream"),
-        include_usage: opt("include_usage"),
+        // The Responses API always ends with its usage.
+        include_usage: opt("include_usage") || api == Api::Responses,
         continuous_usage: opt("continuous_usage_stats"),
+        thinking: v
+            .pointer("/chat_template_kwargs/enable_thinking")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
     })
+}
+
+/// Tokens of one input item of the Responses API: a string, or a message
+/// whose content is a string or parts with `text`.
+fn message_tokens(item: &Value) -> u64 {
+    match item {
+        Value::String(s) => tokenizer::count_tokens(s) as u64,
+        _ => match item.get("content") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .map(|s| tokenizer::count_tokens(s) as u64)
+                .sum(),
+            _ => 0,
+        },
+    }
 }
 
 /// The simulated model's context length.
 const MAX_TOKENS: u64 = 1 << 20;
 
-/// Exact `max_tokens` with `ignore_eos`; otherwise a sampled length, capped by
-/// `max_tokens` when given.
-fn output_length(p: &ModelParams, g: &GenRequest, rng: &mut SmallRng) -> u64 {
+/// Exact `max_tokens` with `ignore_eos`; otherwise `reasoning` thinking
+/// tokens and a sampled answer length, capped by `max_tokens` when given.
+fn output_length(p: &ModelParams, g: &GenRequest, reasoning: u64, rng: &mut SmallRng) -> u64 {
     if let (true, Some(n)) = (g.ignore_eos, g.max_tokens) {
         return n;
     }
@@ -431,6 +486,7 @@ fn output_length(p: &ModelParams, g: &GenRequest, rng: &mut SmallRng) -> u64 {
         Ok(d) => d.sample(rng).round().max(1.0) as u64,
         Err(_) => p.output_len_mean.round().max(1.0) as u64,
     };
+    let sampled = sampled.saturating_add(reasoning);
     match g.max_tokens {
         Some(n) => sampled.min(n),
         None => sampled,
@@ -474,6 +530,10 @@ struct StreamCtx {
     include_usage: bool,
     continuous_usage: bool,
     max_tokens: Option<u64>,
+    /// The first this many output tokens are thinking (`reasoning_content`).
+    reasoning_tokens: u64,
+    /// The Responses API numbers its events.
+    sequence: u64,
     rng: SmallRng,
 }
 
@@ -496,7 +556,7 @@ impl StreamCtx {
     fn head(&self, s: &mut String) {
         let object = match self.api {
             Api::Chat => "chat.completion.chunk",
-            Api::Completions => "text_completion",
+            Api::Completions | Api::Responses => "text_completion",
         };
         let _ = write!(
             s,
@@ -515,7 +575,22 @@ impl StreamCtx {
         if let Some(c) = self.cached_tokens {
             let _ = write!(s, r#","prompt_tokens_details":{{"cached_tokens":{c}}}"#);
         }
+        if self.reasoning_tokens > 0 {
+            let r = self.reasoning_tokens.min(completion);
+            let _ = write!(
+                s,
+                r#","completion_tokens_details":{{"reasoning_tokens":{r}}}"#
+            );
+        }
         s.push('}');
+    }
+
+    /// How many of the `k` tokens that bring the count to `generated` are
+    /// thinking: (reasoning, answer).
+    fn split(&self, k: u32, generated: u64) -> (u32, u32) {
+        let before = generated.saturating_sub(k as u64);
+        let r = self.reasoning_tokens.saturating_sub(before).min(k as u64) as u32;
+        (r, k - r)
     }
 
     /// The first chat chunk: the role, no text (not a token).
@@ -534,9 +609,34 @@ impl StreamCtx {
     /// A chunk with `k` new tokens (`generated` counts them already); its text
     /// also carries `padding`, empty except for the huge-chunk fault.
     fn token_chunk(&mut self, k: u32, generated: u64, finished: bool, padding: &str) -> Bytes {
-        let mut text = String::with_capacity(k as usize * 8 + padding.len());
-        self.push_words(&mut text, k);
+        let (r, a) = self.split(k, generated);
+        let mut thought = String::new();
+        self.push_words(&mut thought, r);
+        let mut text = String::with_capacity(a as usize * 8 + padding.len());
+        self.push_words(&mut text, a);
         text.push_str(padding);
+        if self.api == Api::Responses {
+            // One event per output item: thinking, then the message's text.
+            let mut s = String::with_capacity(256 + thought.len() + text.len());
+            if r > 0 {
+                let seq = self.next_seq();
+                let _ = write!(
+                    s,
+                    "event: response.reasoning_text.delta\ndata: {{\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_{id}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{thought}\",\"sequence_number\":{seq}}}\n\n",
+                    id = self.id,
+                );
+            }
+            if !text.is_empty() {
+                let seq = self.next_seq();
+                let index = u32::from(self.reasoning_tokens > 0);
+                let _ = write!(
+                    s,
+                    "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"msg_{id}\",\"output_index\":{index},\"content_index\":0,\"delta\":\"{text}\",\"logprobs\":[],\"sequence_number\":{seq}}}\n\n",
+                    id = self.id,
+                );
+            }
+            return Bytes::from(s);
+        }
         let fr = if finished {
             format!("\"{}\"", self.finish_reason(generated))
         } else {
@@ -546,12 +646,19 @@ impl StreamCtx {
         self.head(&mut s);
         match self.api {
             Api::Chat => {
+                // A chunk that crosses the end of the thinking carries both
+                // fields, as vLLM's reasoning parser sends it.
+                let delta = match (r, a) {
+                    (0, _) => format!(r#""content":"{text}""#),
+                    (_, 0) if padding.is_empty() => format!(r#""reasoning_content":"{thought}""#),
+                    _ => format!(r#""reasoning_content":"{thought}","content":"{text}""#),
+                };
                 let _ = write!(
                     s,
-                    r#"{{"index":0,"delta":{{"content":"{text}"}},"logprobs":null,"finish_reason":{fr}}}]"#
+                    r#"{{"index":0,"delta":{{{delta}}},"logprobs":null,"finish_reason":{fr}}}]"#
                 );
             }
-            Api::Completions => {
+            Api::Completions | Api::Responses => {
                 let _ = write!(
                     s,
                     r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":{fr},"stop_reason":null}}]"#
@@ -564,6 +671,94 @@ impl StreamCtx {
         }
         s.push_str("}\n\n");
         Bytes::from(s)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.sequence += 1;
+        self.sequence - 1
+    }
+
+    /// The Responses API's `response` object: `status`, and `usage` once done.
+    fn response_object(&self, status: &str, completion: Option<u64>, output: &str) -> String {
+        let usage = match completion {
+            Some(c) => {
+                let r = self.reasoning_tokens.min(c);
+                let cached = self.cached_tokens.unwrap_or(0);
+                format!(
+                    r#"{{"input_tokens":{p},"input_tokens_details":{{"cached_tokens":{cached}}},"output_tokens":{c},"output_tokens_details":{{"reasoning_tokens":{r}}},"total_tokens":{t}}}"#,
+                    p = self.prompt_tokens,
+                    t = self.prompt_tokens + c,
+                )
+            }
+            None => "null".into(),
+        };
+        let incomplete = if status == "incomplete" {
+            r#"{"reason":"max_output_tokens"}"#
+        } else {
+            "null"
+        };
+        format!(
+            r#"{{"id":"{id}","object":"response","created_at":{c},"status":"{status}","model":{m},"output":[{output}],"incomplete_details":{incomplete},"usage":{usage}}}"#,
+            id = self.id,
+            c = self.created,
+            m = self.model_json,
+        )
+    }
+
+    /// The Responses API's first event.
+    fn created_event(&mut self) -> Bytes {
+        let seq = self.next_seq();
+        let resp = self.response_object("in_progress", None, "");
+        Bytes::from(format!(
+            "event: response.created\ndata: {{\"type\":\"response.created\",\"response\":{resp},\"sequence_number\":{seq}}}\n\n"
+        ))
+    }
+
+    /// The Responses API's last event, with the usage: `response.completed`,
+    /// or `response.incomplete` when `max_output_tokens` cut the output.
+    fn completed_event(&mut self, completion: u64) -> Bytes {
+        let seq = self.next_seq();
+        let kind = if self.max_tokens == Some(completion) {
+            "incomplete"
+        } else {
+            "completed"
+        };
+        let resp = self.response_object(kind, Some(completion), "");
+        Bytes::from(format!(
+            "event: response.{kind}\ndata: {{\"type\":\"response.{kind}\",\"response\":{resp},\"sequence_number\":{seq}}}\n\n"
+        ))
+    }
+
+    /// How the stream ends after the last token (or none): usage and
+    /// `[DONE]`, or the Responses API's completed event.
+    fn end_of_stream(&mut self, completion: u64) -> Vec<Bytes> {
+        match self.api {
+            Api::Responses => vec![self.completed_event(completion)],
+            Api::Chat | Api::Completions => {
+                let mut v = Vec::new();
+                if self.include_usage && completion > 0 {
+                    v.push(self.usage_chunk(completion));
+                }
+                v.push(Bytes::from_static(DONE));
+                v
+            }
+        }
+    }
+
+    /// An in-band error, in the API's framing: chat and completions send an
+    /// `error` object then `[DONE]`; the Responses API an `error` event.
+    fn error_events(&mut self) -> Vec<Bytes> {
+        match self.api {
+            Api::Responses => {
+                let seq = self.next_seq();
+                vec![Bytes::from(format!(
+                    "event: error\ndata: {{\"type\":\"error\",\"code\":\"server_error\",\"message\":\"simulated in-band error\",\"param\":null,\"sequence_number\":{seq}}}\n\n"
+                ))]
+            }
+            Api::Chat | Api::Completions => {
+                vec![Bytes::from_static(ERROR_EVENT), Bytes::from_static(DONE)]
+            }
+        }
     }
 
     /// The final usage chunk (`choices: []`), sent when `include_usage` is set.
@@ -609,9 +804,12 @@ impl SseBody {
         timing: RequestTiming,
         truth: Arc<Truth>,
     ) -> Self {
+        let mut ctx = ctx;
         let mut queue = VecDeque::new();
-        if ctx.api == Api::Chat {
-            queue.push_back(ctx.role_chunk());
+        match ctx.api {
+            Api::Chat => queue.push_back(ctx.role_chunk()),
+            Api::Responses => queue.push_back(ctx.created_event()),
+            Api::Completions => {}
         }
         SseBody {
             ctx,
@@ -646,7 +844,8 @@ impl SseBody {
         let after = self.generated + emit.tokens as u64;
         let mut padding = String::new();
         if self.fault == Some(Fault::Empty) {
-            self.queue.push_back(Bytes::from_static(DONE));
+            let end = self.ctx.end_of_stream(0);
+            self.queue.extend(end);
             self.finish(Ending::Failed);
             return Ok(());
         }
@@ -674,8 +873,8 @@ impl SseBody {
                     return Ok(());
                 }
                 Some(Fault::ErrorEvent { .. }) => {
-                    self.queue.push_back(Bytes::from_static(ERROR_EVENT));
-                    self.queue.push_back(Bytes::from_static(DONE));
+                    let events = self.ctx.error_events();
+                    self.queue.extend(events);
                     self.finish(Ending::Failed);
                     return Ok(());
                 }
@@ -692,17 +891,16 @@ impl SseBody {
             }
         }
         self.generated = after;
+        let (thinking, _) = self.ctx.split(emit.tokens, self.generated);
         self.truth
-            .on_chunk(&mut self.timing, Instant::now(), emit.tokens);
+            .on_chunk(&mut self.timing, Instant::now(), emit.tokens, thinking);
         let chunk = self
             .ctx
             .token_chunk(emit.tokens, self.generated, emit.finished, &padding);
         self.queue.push_back(chunk);
         if emit.finished {
-            if self.ctx.include_usage {
-                self.queue.push_back(self.ctx.usage_chunk(self.generated));
-            }
-            self.queue.push_back(Bytes::from_static(DONE));
+            let end = self.ctx.end_of_stream(self.generated);
+            self.queue.extend(end);
             self.finish(Ending::Completed);
         }
         Ok(())
@@ -780,6 +978,7 @@ async fn whole_response(
     // non-streamed request counts towards end-to-end latency only.
     timing.last_token = Some(Instant::now());
     timing.tokens = generated;
+    timing.reasoning_tokens = ctx.reasoning_tokens.min(generated);
     let ending = match fault {
         Some(_) => Ending::Failed,
         None => Ending::Completed,
@@ -803,20 +1002,49 @@ async fn whole_response(
         }
         _ => {}
     }
+    let (r, a) = ctx.split(generated as u32, generated);
+    let mut thought = String::new();
+    ctx.push_words(&mut thought, r);
     let mut text = String::new();
-    ctx.push_words(&mut text, generated as u32);
+    ctx.push_words(&mut text, a);
     let fr = ctx.finish_reason(generated);
+    let reasoning = if r > 0 {
+        format!(r#","reasoning_content":"{thought}""#)
+    } else {
+        String::new()
+    };
     let choice = match ctx.api {
         Api::Chat => format!(
-            r#"{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"logprobs":null,"finish_reason":"{fr}"}}"#
+            r#"{{"index":0,"message":{{"role":"assistant","content":"{text}"{reasoning}}},"logprobs":null,"finish_reason":"{fr}"}}"#
         ),
         Api::Completions => {
             format!(r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":"{fr}"}}"#)
         }
+        Api::Responses => {
+            // The output items: the thinking, then the message.
+            let mut items = Vec::new();
+            if r > 0 {
+                items.push(format!(
+                    r#"{{"type":"reasoning","id":"rs_{id}","content":[{{"type":"reasoning_text","text":"{thought}"}}],"summary":[]}}"#,
+                    id = ctx.id
+                ));
+            }
+            items.push(format!(
+                r#"{{"type":"message","id":"msg_{id}","role":"assistant","status":"completed","content":[{{"type":"output_text","text":"{text}","annotations":[]}}]}}"#,
+                id = ctx.id
+            ));
+            let status = if ctx.max_tokens == Some(generated) {
+                "incomplete"
+            } else {
+                "completed"
+            };
+            let body = ctx.response_object(status, Some(generated), &items.join(","));
+            return plain(StatusCode::OK, "application/json", body);
+        }
     };
     let object = match ctx.api {
         Api::Chat => "chat.completion",
-        Api::Completions => "text_completion",
+        Api::Completions | Api::Responses => "text_completion",
     };
     // The same usage as a stream's, cached prompt tokens included.
     let mut usage = String::new();
@@ -934,6 +1162,8 @@ mod tests {
             include_usage: true,
             continuous_usage: true,
             max_tokens: Some(3),
+            reasoning_tokens: 0,
+            sequence: 0,
             rng: faults::request_rng(1, 1),
         };
         for chunk in [

@@ -200,7 +200,13 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
             p.max_num_seqs,
             p.kv_cache_tokens,
         );
-        println!("routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, /health, /metrics, /sim/stats; Ctrl-C stops");
+        if p.reasoning_tokens_mean > 0.0 {
+            println!(
+                "thinks first: {:.0} reasoning tokens (stdev {:.0}) before each chat or responses answer",
+                p.reasoning_tokens_mean, p.reasoning_tokens_stdev
+            );
+        }
+        println!("routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models, /health, /metrics, /sim/stats; Ctrl-C stops");
         wait_for_stop_signal().await;
         handle.shutdown().await;
         Ok(())

@@ -24,6 +24,10 @@ pub struct RequestTiming {
     /// (gap in µs, tokens in the chunk that closed the gap)
     pub gaps: Vec<(u64, u32)>,
     pub tokens: u64,
+    /// The first chunk with answer tokens (not thinking).
+    pub first_answer: Option<Instant>,
+    /// Tokens of thinking so far.
+    pub reasoning_tokens: u64,
 }
 
 impl RequestTiming {
@@ -34,11 +38,18 @@ impl RequestTiming {
             last_token: None,
             gaps: Vec::new(),
             tokens: 0,
+            first_answer: None,
+            reasoning_tokens: 0,
         }
     }
 
-    /// A chunk carrying `tokens` tokens was handed to the connection at `at`.
-    pub fn on_chunk(&mut self, at: Instant, tokens: u32) {
+    /// A chunk carrying `tokens` tokens, `thinking` of them reasoning, was
+    /// handed to the connection at `at`.
+    pub fn on_chunk(&mut self, at: Instant, tokens: u32, thinking: u32) {
+        self.reasoning_tokens += u64::from(thinking.min(tokens));
+        if thinking < tokens && self.first_answer.is_none() {
+            self.first_answer = Some(at);
+        }
         if let Some(prev) = self.last_token {
             let gap = at.saturating_duration_since(prev).as_micros() as u64;
             self.gaps.push((gap, tokens));
@@ -72,6 +83,9 @@ struct Inner {
     ttft: Dist,
     itl: Dist,
     e2e: Dist,
+    ttfat: Dist,
+    output_tokens: u64,
+    reasoning_tokens: u64,
 }
 
 impl Inner {
@@ -86,6 +100,9 @@ impl Inner {
             ttft: Dist::default(),
             itl: Dist::default(),
             e2e: Dist::default(),
+            ttfat: Dist::default(),
+            output_tokens: 0,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -137,6 +154,14 @@ pub struct TruthReport {
     pub ttft_ms: DistSummary,
     pub itl_ms: DistSummary,
     pub e2e_ms: DistSummary,
+    /// Time to the first answer token (after any thinking), per request that had one.
+    #[serde(default)]
+    pub ttfat_ms: DistSummary,
+    /// Output tokens of the completed requests, and how many of them were thinking.
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl Truth {
@@ -162,9 +187,9 @@ impl Truth {
     /// `at`: the request's timing, and `/metrics`' TTFT and ITL histograms,
     /// observed as it happens (as vLLM does, so a scraper sees a request's
     /// first token in the second it came, not when the request ended).
-    pub fn on_chunk(&self, t: &mut RequestTiming, at: Instant, tokens: u32) {
+    pub fn on_chunk(&self, t: &mut RequestTiming, at: Instant, tokens: u32, thinking: u32) {
         let prev = t.last_token;
-        t.on_chunk(at, tokens);
+        t.on_chunk(at, tokens, thinking);
         match prev {
             None => {
                 let ttft = at.saturating_duration_since(t.received).as_micros() as u64;
@@ -194,6 +219,14 @@ impl Truth {
             let k = k.max(1) as u64;
             g.itl.record_us_n(gap / k, k);
         }
+        if let Some(first) = t.first_answer {
+            let v = first.saturating_duration_since(t.received).as_micros() as u64;
+            g.ttfat.record_us(v);
+        }
+        if ending == Ending::Completed {
+            g.output_tokens += t.tokens;
+            g.reasoning_tokens += t.reasoning_tokens;
+        }
         if let (Ending::Completed, Some(last)) = (ending, t.last_token) {
             let e2e = last.saturating_duration_since(t.received).as_micros() as u64;
             g.e2e.record_us(e2e);
@@ -213,6 +246,9 @@ impl Truth {
             ttft_ms: g.ttft.summary(&[]),
             itl_ms: g.itl.summary(&[]),
             e2e_ms: g.e2e.summary(&[]),
+            ttfat_ms: g.ttfat.summary(&[]),
+            output_tokens: g.output_tokens,
+            reasoning_tokens: g.reasoning_tokens,
         }
     }
 
@@ -233,9 +269,9 @@ mod tests {
     fn multi_token_chunks_are_split_into_equal_gaps() {
         let t0 = Instant::now();
         let mut t = RequestTiming::new(t0);
-        t.on_chunk(t0 + Duration::from_millis(100), 1);
-        t.on_chunk(t0 + Duration::from_millis(130), 3); // 3 gaps of 10 ms
-        t.on_chunk(t0 + Duration::from_millis(150), 1); // 1 gap of 20 ms
+        t.on_chunk(t0 + Duration::from_millis(100), 1, 1);
+        t.on_chunk(t0 + Duration::from_millis(130), 3, 1); // 3 gaps of 10 ms
+        t.on_chunk(t0 + Duration::from_millis(150), 1, 0); // 1 gap of 20 ms
         let truth = Truth::default();
         truth.record(&t, Ending::Completed);
         let r = truth.report();
@@ -246,5 +282,8 @@ mod tests {
         assert!((r.itl_ms.mean - 12.5).abs() < 0.1, "{:?}", r.itl_ms);
         assert!((r.e2e_ms.mean - 150.0).abs() < 0.2);
         assert_eq!(r.completed, 1);
+        // The first chunk was all thinking; the second ended it.
+        assert!((r.ttfat_ms.mean - 130.0).abs() < 0.2, "{:?}", r.ttfat_ms);
+        assert_eq!((r.output_tokens, r.reasoning_tokens), (5, 2));
     }
 }

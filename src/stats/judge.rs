@@ -188,5 +188,6 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
     {
         w.push(v.reason.clone());
     }
+    w.extend(super::thinking::warnings(s));
     w
 }

@@ -8,4 +8,5 @@ pub mod dist;
 pub mod judge;
 pub mod metrics;
 pub mod stage;
+pub mod thinking;
 pub mod verdict;

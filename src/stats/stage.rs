@@ -144,6 +144,14 @@ pub struct StageStats {
     sec_itl: Dist,
     pub series: VecDeque<SeriesPoint>,
 
+    /// Time to the first answer token, thinking, output length truth.
+    answer: super::thinking::AnswerStats,
+    /// The live second's time to the first answer token, once a request
+    /// thought; its last closed second's (p50, p99).
+    sec_ttfat: Dist,
+    saw_reasoning: bool,
+    last_sec_ttfat: Option<(f64, f64)>,
+
     /// Pauses so far, as (start, end); the stage clock stops during them.
     pauses: Vec<(Instant, Instant)>,
     paused_since: Option<Instant>,
@@ -207,6 +215,10 @@ impl StageStats {
             sec_ttft: Dist::default(),
             sec_itl: Dist::default(),
             series: VecDeque::new(),
+            answer: Default::default(),
+            sec_ttfat: Dist::default(),
+            saw_reasoning: false,
+            last_sec_ttfat: None,
             pauses: Vec::new(),
             paused_since: None,
         }
@@ -248,6 +260,7 @@ impl StageStats {
             self.sec_tokens = 0;
             self.sec_ttft.reset();
             self.sec_itl.reset();
+            self.sec_ttfat.reset();
         }
     }
 
@@ -449,6 +462,10 @@ impl StageStats {
             for (gap, k) in metrics::itl_gaps(r) {
                 self.sec_itl.record_us_n(gap, k);
             }
+            self.saw_reasoning |= r.saw_reasoning();
+            if let Some(t) = metrics::ttfat_us(r) {
+                self.sec_ttfat.record_us(t);
+            }
         }
         let in_window = self.window.contains(index, r.sent_at);
         let answered = match &r.outcome {
@@ -541,6 +558,7 @@ impl StageStats {
         }
         self.latency.record_us(metrics::latency_us(r));
         self.queue.record_us(metrics::queue_us(r));
+        self.answer.on_measured(r);
         self.prompt_total = self.prompt_total.saturating_add(r.prompt_tokens);
         if let Some(p) = r.server_prompt_tokens {
             self.server_prompt_total = self.server_prompt_total.saturating_add(p);
@@ -576,11 +594,24 @@ impl StageStats {
             self.series.pop_front();
         }
         self.series.push_back(p);
+        if self.saw_reasoning {
+            self.last_sec_ttfat = Some((
+                self.sec_ttfat.quantile_ms(0.5),
+                self.sec_ttfat.quantile_ms(0.99),
+            ));
+        }
         self.sec_start = now;
         self.sec_completed = 0;
         self.sec_tokens = 0;
         self.sec_ttft.reset();
         self.sec_itl.reset();
+        self.sec_ttfat.reset();
+    }
+
+    /// The last second's time to the first answer token (p50, p99), once a
+    /// request of the stage thought; None otherwise.
+    pub fn live_ttfat(&self) -> Option<(f64, f64)> {
+        self.last_sec_ttfat
     }
 
     /// The stage's running segments as of `now` (stage clock), the last
@@ -737,7 +768,10 @@ impl StageStats {
             ("tpot_us", &self.tpot),
             ("latency_us", &self.latency),
             ("queue_us", &self.queue),
-        ] {
+        ]
+        .into_iter()
+        .chain(self.answer.histograms())
+        {
             histograms.insert(k.to_string(), d.encode());
         }
         let area = self.in_flight_area;
@@ -885,6 +919,8 @@ impl StageStats {
             paused_s: paused.as_secs_f64(),
             pauses: self.pauses.len() as u32,
             client: self.client_check(),
+            reasoning: self.answer.reasoning(summary),
+            output_lengths: self.answer.lengths(),
             ..Default::default()
         }
     }
@@ -990,6 +1026,10 @@ mod tests {
             outcome,
             reconnects: 0,
             usage_note: None,
+            thinking: Vec::new(),
+            server_reasoning_tokens: None,
+            client_output_tokens: None,
+            requested_output_tokens: None,
         }
     }
 

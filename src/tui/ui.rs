@@ -43,6 +43,8 @@ pub struct RowData {
     pub lat_s: [Option<f64>; 3],
     pub counts: Option<(u64, u64, u64)>,
     pub saturated: bool,
+    /// Time to the first answer token, when the stage's requests thought.
+    pub ttfat: [Option<f64>; 3],
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,6 +77,10 @@ impl RowData {
             itl: m3(&s.itl_ms, 1.0),
             tpot: m3(&s.tpot_ms, 1.0),
             lat_s: m3(&s.latency_ms, 0.001),
+            ttfat: s
+                .reasoning
+                .as_ref()
+                .map_or([None; 3], |r| m3(&r.ttfat_ms, 1.0)),
             counts: Some((
                 s.requests.completed,
                 s.requests.incomplete,
@@ -174,11 +180,48 @@ pub fn all_columns() -> Vec<Col> {
     ]
 }
 
+/// Every column of a table whose stages thought: the time to the first
+/// answer token follows TTFT, and takes its priorities (TTFT p50 then goes
+/// before it only where there is room).
+pub fn all_columns_with_ttfat() -> Vec<Col> {
+    let c = |top, bottom, width, prio, get: Getter| Col {
+        top,
+        bottom,
+        width,
+        prio,
+        get,
+    };
+    let mut all = all_columns();
+    let at = all
+        .iter()
+        .rposition(|c| c.top == "TTFT ms")
+        .map_or(0, |i| i + 1);
+    for (i, col) in [
+        c("TTFAT ms", "mean", 8, 6, |r| ms(r.ttfat[0])),
+        c("TTFAT ms", "p50", 8, 0, |r| ms(r.ttfat[1])),
+        c("TTFAT ms", "p99", 8, 1, |r| ms(r.ttfat[2])),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        all.insert(at + i, col);
+    }
+    all
+}
+
 /// Which columns fit in `width` (the table's inner width, stage-name column
 /// included), by priority, kept in display order. A layout decision, so a
 /// plain function.
 pub fn columns_for(width: u16, name_width: u16) -> Vec<Col> {
-    let all = all_columns();
+    fit_columns(all_columns(), width, name_width)
+}
+
+/// [`columns_for`] of a table with the TTFAT columns (a stage thought).
+pub fn columns_with_ttfat_for(width: u16, name_width: u16) -> Vec<Col> {
+    fit_columns(all_columns_with_ttfat(), width, name_width)
+}
+
+fn fit_columns(all: Vec<Col>, width: u16, name_width: u16) -> Vec<Col> {
     let mut budget = width.saturating_sub(name_width) as i32;
     let mut order: Vec<usize> = (0..all.len()).collect();
     order.sort_by_key(|&i| all[i].prio);
@@ -652,6 +695,12 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled(format!("{:.0}", st.output_tokens_per_s), th.text()),
         ]),
         p50_p99(th, "TTFT ms ", st.ttft_p50_ms, st.ttft_p99_ms, has),
+    ];
+    // A model that thinks: the first answer token, what users wait for.
+    if let Some((p50, p99)) = st.ttfat_ms {
+        lines.push(p50_p99(th, "TTFAT ms ", p50, p99, has));
+    }
+    lines.extend([
         p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has),
         Line::from(vec![
             Span::styled(if inner.width >= 30 { "stage: " } else { "" }, th.dim()),
@@ -662,7 +711,7 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled("err ", th.dim()),
             Span::styled(st.counts.errored.to_string(), err_style),
         ]),
-    ];
+    ]);
     let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
     if !errs.is_empty() {
         lines.push(Line::styled(errs.join(" · "), th.style(th.bad)));
@@ -697,6 +746,20 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
                     th.text(),
                 ),
             ]));
+            if let Some(x) = &r.reasoning {
+                let d = &x.ttfat_ms;
+                lines.push(Line::from(vec![
+                    Span::styled("TTFAT ms ", th.dim()),
+                    Span::styled(
+                        format!(
+                            "p50 {} p99 {}",
+                            opt_ms(d.p50, d.count > 0),
+                            opt_ms(d.p99, d.count > 0)
+                        ),
+                        th.text(),
+                    ),
+                ]));
+            }
             lines.push(Line::from(vec![
                 Span::styled("ITL ms  ", th.dim()),
                 Span::styled(
@@ -708,6 +771,18 @@ fn draw_now(frame: &mut Frame, app: &App, area: Rect) {
                     th.text(),
                 ),
             ]));
+            if let Some(x) = &r.reasoning {
+                lines.push(Line::from(vec![
+                    Span::styled("tok/req ", th.dim()),
+                    Span::styled(
+                        format!(
+                            "think {:.0} answer {:.0}",
+                            x.reasoning_tokens_mean, x.answer_tokens_mean
+                        ),
+                        th.text(),
+                    ),
+                ]));
+            }
         }
         let totals = run_error_totals(&app.snap);
         if !totals.is_empty() && inner.height as usize >= lines.len() + 2 {
@@ -1221,7 +1296,12 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     } else {
         15
     };
-    let cols = columns_for(inner_w, name_w);
+    // A stage that thought: the time to the first answer token joins TTFT.
+    let cols = if rows.iter().any(|r| r.ttfat[1].is_some()) {
+        columns_with_ttfat_for(inner_w, name_w)
+    } else {
+        columns_for(inner_w, name_w)
+    };
     let header = Row::new(
         std::iter::once(Cell::from(Text::from(vec![
             Line::raw("Stage"),

@@ -1,0 +1,389 @@
+//! The figures of models that think before they answer (time to the first
+//! answer token, the thinking/answer split) and output length truth, in
+//! every report format: text tables (console, Markdown), CSV columns, an
+//! HTML section and `compare` rows. Each appears only when a stage of the
+//! report has the figures, so reports of other servers read as before.
+
+use super::layouts::{pipe_table, GroupedTable};
+use super::{Report, StageReport};
+use crate::model::{DistSummary, OutputLengths};
+
+/// Some stage saw reasoning.
+pub fn any_reasoning(r: &Report) -> bool {
+    r.stages.iter().any(|s| s.reasoning.is_some())
+}
+
+/// Some stage has output length figures.
+pub fn any_lengths(r: &Report) -> bool {
+    r.stages.iter().any(|s| s.output_lengths.is_some())
+}
+
+fn ms(d: Option<&DistSummary>, f: fn(&DistSummary) -> f64) -> String {
+    match d {
+        Some(d) if d.count > 0 => format!("{:.1}", f(d)),
+        _ => "-".into(),
+    }
+}
+
+fn mean(total: u64, n: u64) -> Option<f64> {
+    (n > 0).then(|| total as f64 / n as f64)
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.1}"))
+}
+
+/// `+3.2%`, or `-` without a base.
+fn pct(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:+.1}%", (a / b - 1.0) * 100.0),
+        _ => "-".into(),
+    }
+}
+
+/// The reasoning table: per stage, the first reasoning token, the first
+/// token (TTFT, thinking included), the first answer token, answer ITL
+/// against ITL over all tokens, and the token split.
+pub fn reasoning_table(r: &Report) -> Option<String> {
+    if !any_reasoning(r) {
+        return None;
+    }
+    let t = GroupedTable {
+        columns: vec![
+            ("Metadata", "Benchmark"),
+            ("Thinking", "Requests"),
+            ("Tok/Req", "Thinking"),
+            ("Tok/Req", "Answer"),
+            ("TTFRT (ms)", "p50"),
+            ("TTFT (ms)", "p50"),
+            ("TTFAT (ms)", "Mean"),
+            ("TTFAT (ms)", "p50"),
+            ("TTFAT (ms)", "p99"),
+            ("Answer ITL (ms)", "p50"),
+            ("ITL all (ms)", "p50"),
+        ],
+        rows: r
+            .stages
+            .iter()
+            .map(|s| {
+                let x = s.reasoning.as_ref();
+                vec![
+                    s.name.clone(),
+                    x.map_or("0".into(), |x| x.requests.to_string()),
+                    x.map_or("-".into(), |x| format!("{:.1}", x.reasoning_tokens_mean)),
+                    x.map_or("-".into(), |x| format!("{:.1}", x.answer_tokens_mean)),
+                    ms(x.map(|x| &x.ttfrt_ms), |d| d.p50),
+                    ms(Some(&s.ttft_ms), |d| d.p50),
+                    ms(x.map(|x| &x.ttfat_ms), |d| d.mean),
+                    ms(x.map(|x| &x.ttfat_ms), |d| d.p50),
+                    ms(x.map(|x| &x.ttfat_ms), |d| d.p99),
+                    ms(x.map(|x| &x.answer_itl_ms), |d| d.p50),
+                    ms(Some(&s.itl_ms), |d| d.p50),
+                ]
+            })
+            .collect(),
+    };
+    Some(t.render())
+}
+
+/// Means of the output length figures of one stage: (asked, received,
+/// server, client), per request.
+fn length_means(l: &OutputLengths) -> [Option<f64>; 4] {
+    [
+        mean(l.requested_total, l.requested_requests),
+        mean(l.received_total, l.requested_requests),
+        mean(l.server_total, l.counted_requests),
+        mean(l.client_total, l.counted_requests),
+    ]
+}
+
+/// The output length table: asked for against received, the server's count
+/// against the client's, per request.
+pub fn lengths_table(r: &Report) -> Option<String> {
+    if !any_lengths(r) {
+        return None;
+    }
+    let t = GroupedTable {
+        columns: vec![
+            ("Metadata", "Benchmark"),
+            ("Output Tok/Req", "Asked"),
+            ("Output Tok/Req", "Received"),
+            ("Output Tok/Req", "Diff"),
+            ("Output Tok/Req", "Server"),
+            ("Output Tok/Req", "Client"),
+            ("Output Tok/Req", "Diff"),
+        ],
+        rows: r
+            .stages
+            .iter()
+            .map(|s| {
+                let [asked, got, server, client] = s
+                    .output_lengths
+                    .as_ref()
+                    .map(length_means)
+                    .unwrap_or_default();
+                vec![
+                    s.name.clone(),
+                    opt(asked),
+                    opt(got),
+                    pct(got, asked),
+                    opt(server),
+                    opt(client),
+                    pct(client, server),
+                ]
+            })
+            .collect(),
+    };
+    Some(t.render())
+}
+
+/// CSV columns after the others, present when any stage has the figures.
+pub fn csv_columns(r: &Report) -> Vec<String> {
+    let mut h = Vec::new();
+    if any_reasoning(r) {
+        h.extend(
+            [
+                "reasoning_requests",
+                "reasoning_tokens_mean",
+                "answer_tokens_mean",
+                "reasoning_no_answer",
+            ]
+            .map(String::from),
+        );
+        for m in ["ttfrt", "ttfat", "answer_itl"] {
+            for s in super::csv_export::STATS {
+                h.push(format!("{m}_{s}_ms"));
+            }
+        }
+    }
+    if any_lengths(r) {
+        h.extend(
+            [
+                "output_tokens_asked_mean",
+                "output_tokens_received_mean",
+                "output_tokens_server_mean",
+                "output_tokens_client_mean",
+            ]
+            .map(String::from),
+        );
+    }
+    h
+}
+
+/// One stage's values for [`csv_columns`].
+pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
+    let f = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
+    let mut row = Vec::new();
+    if any_reasoning(r) {
+        let x = s.reasoning.as_ref();
+        row.push(x.map_or("0".into(), |x| x.requests.to_string()));
+        row.push(f(x.map(|x| x.reasoning_tokens_mean)));
+        row.push(f(x.map(|x| x.answer_tokens_mean)));
+        row.push(x.map_or("0".into(), |x| x.no_answer.to_string()));
+        for d in [
+            x.map(|x| &x.ttfrt_ms),
+            x.map(|x| &x.ttfat_ms),
+            x.map(|x| &x.answer_itl_ms),
+        ] {
+            match d {
+                Some(d) => row.extend(
+                    super::csv_export::dist_values(d)
+                        .iter()
+                        .map(|v| format!("{v}")),
+                ),
+                None => row.extend(std::iter::repeat_n(String::new(), 9)),
+            }
+        }
+    }
+    if any_lengths(r) {
+        let m = s
+            .output_lengths
+            .as_ref()
+            .map(length_means)
+            .unwrap_or_default();
+        row.extend(m.iter().map(|v| f(*v)));
+    }
+    row
+}
+
+/// The HTML section: both tables as text, under their own headings.
+pub fn html_section(r: &Report) -> Option<String> {
+    let esc = super::html::esc;
+    let mut h = String::new();
+    if let Some(t) = reasoning_table(r) {
+        h.push_str(
+            "<h2>Reasoning (time to first answer token)</h2><p>TTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.</p>",
+        );
+        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
+    }
+    if let Some(t) = lengths_table(r) {
+        h.push_str("<h2>Output lengths</h2>");
+        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
+    }
+    (!h.is_empty()).then_some(h)
+}
+
+/// Markdown sections for report.md.
+pub fn markdown(r: &Report) -> String {
+    let mut s = String::new();
+    if let Some(t) = reasoning_table(r) {
+        s.push_str("\n## Reasoning (time to first answer token)\n\nTTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.\n\n```\n");
+        s.push_str(&t);
+        s.push_str("```\n");
+    }
+    if let Some(t) = lengths_table(r) {
+        s.push_str("\n## Output lengths\n\n```\n");
+        s.push_str(&t);
+        s.push_str("```\n");
+    }
+    s
+}
+
+/// `compare`'s table of the first answer token, when either run thought.
+pub fn compare_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
+    if !pairs
+        .iter()
+        .any(|(a, b)| a.reasoning.is_some() || b.reasoning.is_some())
+    {
+        return None;
+    }
+    let headers = [
+        "Stage (A → B)",
+        "TTFAT p50 A",
+        "TTFAT p50 B",
+        "Δ TTFAT p50",
+        "TTFAT p99 A",
+        "TTFAT p99 B",
+        "Δ TTFAT p99",
+        "Think tok A",
+        "Think tok B",
+        "Answer ITL p50 A",
+        "Answer ITL p50 B",
+    ];
+    // A run that did not think waited for its first token.
+    let ttfat = |s: &StageReport| s.waited_ttft_ms().clone();
+    let rows: Vec<Vec<String>> = pairs
+        .iter()
+        .map(|(x, y)| {
+            let (a, b) = (ttfat(x), ttfat(y));
+            let think = |s: &StageReport| {
+                s.reasoning
+                    .as_ref()
+                    .map_or("0".into(), |r| format!("{:.1}", r.reasoning_tokens_mean))
+            };
+            let aitl = |s: &StageReport| {
+                let d = s.reasoning.as_ref().map_or(&s.itl_ms, |r| &r.answer_itl_ms);
+                format!("{:.2}", d.p50)
+            };
+            vec![
+                if x.name == y.name {
+                    x.name.clone()
+                } else {
+                    format!("{} → {}", x.name, y.name)
+                },
+                format!("{:.1}", a.p50),
+                format!("{:.1}", b.p50),
+                super::compare::delta(a.p50, b.p50, false),
+                format!("{:.1}", a.p99),
+                format!("{:.1}", b.p99),
+                super::compare::delta(a.p99, b.p99, false),
+                think(x),
+                think(y),
+                aitl(x),
+                aitl(y),
+            ]
+        })
+        .collect();
+    Some(format!(
+        "\nTime to first answer token (TTFT where a run did not think):\n{}",
+        pipe_table(&headers, &rows, 1)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Reasoning;
+
+    fn stage(name: &str, reasoning: bool) -> StageReport {
+        let d = |p50: f64| DistSummary {
+            count: 4,
+            mean: p50,
+            p50,
+            p99: p50 * 2.0,
+            ..Default::default()
+        };
+        StageReport {
+            name: name.into(),
+            ttft_ms: d(10.0),
+            itl_ms: d(2.0),
+            reasoning: reasoning.then(|| Reasoning {
+                requests: 4,
+                ttfrt_ms: d(10.0),
+                ttfat_ms: d(250.0),
+                answer_itl_ms: d(3.0),
+                reasoning_tokens_mean: 96.0,
+                answer_tokens_mean: 32.0,
+                ..Default::default()
+            }),
+            output_lengths: Some(OutputLengths {
+                requested_requests: 4,
+                requested_total: 512,
+                received_total: 512,
+                counted_requests: 4,
+                server_total: 512,
+                client_total: 520,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn report(stages: Vec<StageReport>) -> Report {
+        Report {
+            version: 1,
+            tool: "llmsweep test".into(),
+            created: "2026-11-24T09:00:00Z".into(),
+            target: crate::model::Target {
+                url: "http://127.0.0.1:9".into(),
+                model: "m".into(),
+                api: crate::model::Api::Chat,
+                builtin_simulator: false,
+            },
+            config: serde_json::json!({}),
+            partial: false,
+            end_reason: "completed".into(),
+            stages,
+            timeline: Vec::new(),
+            warnings: Vec::new(),
+            slo_summary: None,
+            search: None,
+            answer: None,
+        }
+    }
+
+    #[test]
+    fn tables_show_ttfat_beside_ttft_and_the_lengths() {
+        let r = report(vec![stage("synchronous", true), stage("throughput", false)]);
+        let t = reasoning_table(&r).unwrap();
+        assert!(
+            t.contains("TTFAT") && t.contains("250.0") && t.contains("96.0"),
+            "{t}"
+        );
+        let l = lengths_table(&r).unwrap();
+        assert!(
+            l.contains("128.0") && l.contains("130.0") && l.contains("+1.6%"),
+            "{l}"
+        );
+        let cols = csv_columns(&r);
+        assert_eq!(cols.len(), csv_values(&r, &r.stages[1]).len());
+        assert!(cols.contains(&"ttfat_p50_ms".to_string()));
+        let pairs: Vec<_> = r.stages.iter().map(|s| (s, s)).collect();
+        let c = compare_table(&pairs).unwrap();
+        assert!(c.contains("TTFAT p50 A") && c.contains("250.0"), "{c}");
+        // A report without thinking or lengths: nothing new.
+        let plain = report(vec![StageReport::default()]);
+        assert!(reasoning_table(&plain).is_none() && lengths_table(&plain).is_none());
+        assert!(csv_columns(&plain).is_empty() && html_section(&plain).is_none());
+        assert!(markdown(&plain).is_empty());
+    }
+}
