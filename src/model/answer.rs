@@ -28,7 +28,8 @@ pub struct Answer {
     /// When the evidence does not bracket the answer: what to run next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
-    /// TTFT and ITL p50 (ms) users saw at the stage that held.
+    /// TTFT and ITL p50 (ms) users saw at the stage that held; for a model
+    /// that thinks, the time to the first answer token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p50_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

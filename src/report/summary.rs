@@ -31,16 +31,17 @@ pub fn answer(r: &Report) -> crate::model::Answer {
 pub fn knee(stages: &[StageReport]) -> Option<&StageReport> {
     let mut curve: Vec<&StageReport> = stages
         .iter()
-        .filter(|s| on_rate_curve(s) && s.ttft_ms.count > 0)
+        .filter(|s| on_rate_curve(s) && s.waited_ttft_ms().count > 0)
         .collect();
     curve.sort_by(|a, b| a.rates.achieved().total_cmp(&b.rates.achieved()));
     let mut lowest = f64::INFINITY;
     for (i, s) in curve.iter().enumerate() {
-        let climbed = lowest.is_finite() && s.ttft_ms.p50 > KNEE_FACTOR * lowest;
+        // The wait users feel: the first answer token of a thinking model.
+        let climbed = lowest.is_finite() && s.waited_ttft_ms().p50 > KNEE_FACTOR * lowest;
         if i > 0 && (s.saturated || climbed) {
             return Some(curve[i - 1]);
         }
-        lowest = lowest.min(s.ttft_ms.p50);
+        lowest = lowest.min(s.waited_ttft_ms().p50);
     }
     None
 }
@@ -125,10 +126,11 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         Some(k) => out.push((
             "Knee",
             format!(
-                "{} at {:.2} req/s (TTFT p50 {:.1} ms); latency climbs past it",
+                "{} at {:.2} req/s ({} p50 {:.1} ms); latency climbs past it",
                 k.name,
                 k.rates.achieved(),
-                k.ttft_ms.p50
+                k.waited_ttft_name(),
+                k.waited_ttft_ms().p50
             ),
         )),
         None => out.push(("Knee", no_knee(&r.stages))),

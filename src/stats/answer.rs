@@ -74,7 +74,9 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
     if let Some(h) = best_held {
         a.low = Some(h.rates.achieved());
         a.held = Some(h.name.clone());
-        a.ttft_p50_ms = (h.ttft_ms.count > 0).then_some(h.ttft_ms.p50);
+        // For a thinking model, the wait users feel: the first answer token.
+        let waited = h.waited_ttft_ms();
+        a.ttft_p50_ms = (waited.count > 0).then_some(waited.p50);
         a.itl_p50_ms = (h.itl_ms.count > 0).then_some(h.itl_ms.p50);
     }
     if let Some(n) = not_held {
