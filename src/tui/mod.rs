@@ -114,58 +114,7 @@ pub async fn run(
     let stop_keys = Arc::new(AtomicBool::new(false));
     let reader = {
         let stop = stop_keys.clone();
-        std::thread::spawn(move || {
-            let mut idle_wakeups = 0u32;
-            while !stop.load(Ordering::Relaxed) && !crate::term::is_gone() {
-                match wait_for_input(Duration::from_millis(100)) {
-                    Input::Timeout => continue,
-                    Input::HungUp => {
-                        let _ = key_tx.send(None);
-                        return;
-                    }
-                    Input::Ready => {}
-                }
-                // One read of the terminal can carry several keys (typed
-                // fast, pasted, or batched by SSH): crossterm parses them all
-                // into its own buffer, and the terminal is not readable again
-                // until the next byte. Take every parsed event now, or the
-                // rest would wait for the next key press.
-                let mut got_one = false;
-                loop {
-                    match event::poll(Duration::ZERO) {
-                        Ok(true) => {
-                            got_one = true;
-                            match event::read() {
-                                Ok(ev) => {
-                                    if key_tx.send(Some(ev)).is_err() {
-                                        return;
-                                    }
-                                }
-                                Err(_) => {
-                                    let _ = key_tx.send(None);
-                                    return;
-                                }
-                            }
-                        }
-                        Ok(false) => break,
-                        Err(_) => {
-                            let _ = key_tx.send(None);
-                            return;
-                        }
-                    }
-                }
-                if got_one {
-                    idle_wakeups = 0;
-                } else {
-                    // Readable but no event, again and again: end of file.
-                    idle_wakeups += 1;
-                    if idle_wakeups > 100 {
-                        let _ = key_tx.send(None);
-                        return;
-                    }
-                }
-            }
-        })
+        std::thread::spawn(move || read_keys(&stop, &key_tx))
     };
 
     let mut server_view = opts.server;
@@ -266,10 +215,130 @@ pub async fn run(
         // aborts the run. A dead terminal needs nothing restored.
         std::mem::forget(terminal);
         let _ = std::panic::take_hook();
+        // Judged gone by its input, yet still a terminal that answers: give
+        // it back its modes, or the shell is left raw (staircased lines).
+        if terminal_answers() {
+            crate::term::restore_quietly();
+        }
     } else {
         let _ = reader.join();
     }
     Ok(exit)
+}
+
+/// Key events, sent one by one; None when the terminal is gone (hung up,
+/// failing, or at end of file).
+fn read_keys(stop: &AtomicBool, key_tx: &mpsc::UnboundedSender<Option<Event>>) {
+    let mut idle_wakeups = 0u32;
+    let mut size = crossterm::terminal::size().ok();
+    while !stop.load(Ordering::Relaxed) && !crate::term::is_gone() {
+        match wait_for_input(Duration::from_millis(100)) {
+            Input::HungUp => {
+                let _ = key_tx.send(None);
+                return;
+            }
+            Input::Timeout => {
+                // A resize (SIGWINCH) waits in crossterm's queue: take it
+                // now, on its own. Left there, it comes out together with
+                // the next key, and crossterm (edge-triggered) then loses
+                // sight of that key's bytes: the key is not seen, and the
+                // terminal stays readable with nothing to read.
+                let now = crossterm::terminal::size().ok();
+                if now.is_some() && now != size {
+                    size = now;
+                    if take_events(key_tx).is_err() {
+                        let _ = key_tx.send(None);
+                        return;
+                    }
+                }
+                continue;
+            }
+            Input::Ready => {}
+        }
+        match take_events(key_tx) {
+            Err(()) => {
+                let _ = key_tx.send(None);
+                return;
+            }
+            Ok(n) if n > 0 => idle_wakeups = 0,
+            // Bytes wait that crossterm missed (a resize came with them):
+            // they come with the next key. Not the end of file.
+            Ok(_) if pending_input() > 0 => {
+                idle_wakeups = 0;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(_) => {
+                // Readable but nothing to read, again and again: end of file.
+                idle_wakeups += 1;
+                if idle_wakeups > 100 {
+                    let _ = key_tx.send(None);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Sends every event crossterm has parsed. One read of the terminal can
+/// carry several keys (typed fast, pasted, or batched by SSH): crossterm
+/// parses them all into its own buffer, and the terminal is not readable
+/// again until the next byte, so take them all now, or the rest would wait
+/// for the next key press. Err when the terminal (or the receiver) fails.
+fn take_events(key_tx: &mpsc::UnboundedSender<Option<Event>>) -> Result<usize, ()> {
+    let mut n = 0;
+    loop {
+        match event::poll(Duration::ZERO) {
+            Ok(true) => match event::read() {
+                Ok(ev) => {
+                    key_tx.send(Some(ev)).map_err(|_| ())?;
+                    n += 1;
+                }
+                Err(_) => return Err(()),
+            },
+            Ok(false) => return Ok(n),
+            Err(_) => return Err(()),
+        }
+    }
+}
+
+/// Bytes waiting to be read on standard input.
+#[cfg(unix)]
+fn pending_input() -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the valid pointer.
+    let r = unsafe { libc::ioctl(0, libc::FIONREAD, &mut n) };
+    if r < 0 {
+        0
+    } else {
+        usize::try_from(n).unwrap_or(0)
+    }
+}
+
+#[cfg(not(unix))]
+fn pending_input() -> usize {
+    0
+}
+
+/// Standard input is still a terminal that has not hung up.
+#[cfg(unix)]
+fn terminal_answers() -> bool {
+    use std::io::IsTerminal as _;
+    if !std::io::stdin().is_terminal() {
+        return false;
+    }
+    let mut fds = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let n = unsafe { libc::poll(&mut fds, 1, 0) };
+    n >= 0 && fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) == 0
+}
+
+#[cfg(not(unix))]
+fn terminal_answers() -> bool {
+    false
 }
 
 enum Input {
