@@ -228,6 +228,11 @@ pub struct RunConfig {
     #[arg(long)]
     #[serde(skip)]
     pub detach: bool,
+    /// Write into an --out directory that holds an earlier run (its reports are written over;
+    /// files this run does not write stay). Without it, such a directory is refused.
+    #[arg(long)]
+    #[serde(skip)]
+    pub force: bool,
 
     /// Follow HTTP redirects: same-origin, or any (the API key and --header values never leave the target's origin). Default: a 3xx is an errored request `redirect_<code>`.
     #[arg(long, value_enum, ignore_case = true, value_name = "WHICH", default_value_t = FollowRedirects::None)]
@@ -248,8 +253,9 @@ pub const MAX_COUNT: u64 = i64::MAX as u64;
 pub const MAX_LINE_BYTES: u64 = 1 << 30;
 
 /// Fields of [`RunConfig`] that belong to the command line only: a profile
-/// file cannot set them (a profile cannot load a profile or detach itself).
-pub const COMMAND_LINE_ONLY: [&str; 2] = ["profile", "detach"];
+/// file cannot set them (a profile cannot load a profile, detach itself, or
+/// write over an earlier run).
+pub const COMMAND_LINE_ONLY: [&str; 3] = ["profile", "detach", "force"];
 /// Fields that only a profile file sets.
 pub const FILE_ONLY: [&str; 2] = ["description", "strategy"];
 
@@ -299,6 +305,7 @@ impl RunConfig {
             .context("merging the command line over the profile")?;
         out.profile.clone_from(&flags.profile);
         out.detach = flags.detach;
+        out.force = flags.force;
         let pick = |id: &str, file: &Option<PathBuf>, flag: &Option<PathBuf>| {
             if typed.contains(id) { flag } else { file }.clone()
         };
@@ -377,7 +384,7 @@ fn shorten_unknown_key(msg: &str) -> String {
     let key = &rest[..end];
     if COMMAND_LINE_ONLY.contains(&key) {
         return format!(
-            "{}`{key}` is for the command line only: a profile file cannot load another profile or detach the run",
+            "{}`{key}` is for the command line only: a profile file cannot load another profile, detach the run, or write over an earlier run",
             &msg[..at]
         );
     }

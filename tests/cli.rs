@@ -685,3 +685,28 @@ fn a_second_run_is_not_served_from_the_first_runs_cache() {
     );
     assert!(third["config"]["repeat_prompts"].as_bool().unwrap());
 }
+
+/// The same --out twice: the second run is refused before any load,
+/// naming a new directory or --force; nothing of the first is touched.
+#[test]
+fn an_out_directory_with_an_earlier_run_is_refused() {
+    let out = tmpdir("reused-out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("report.json"), "{\"earlier\": true}").unwrap();
+    let o = bin()
+        .args(["--headless", "--max-seconds", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("holds an earlier run") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.json")).unwrap(),
+        "{\"earlier\": true}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
