@@ -286,7 +286,20 @@ fn fails_with(args: &[&str], needle: &str) {
 fn bad_input_gets_a_short_clear_error() {
     fails_with(&["--profile", "constant", "--rate", "0"], "not possible");
     fails_with(&["--profile", "constant", "--rate", "-3"], "not possible");
-    fails_with(&["--profile", "constant", "--rate", "NaN"], "not possible");
+    fails_with(&["--profile", "constant", "--rate", "NaN"], "not a number");
+    // Each in the unit of the profile in use.
+    fails_with(
+        &["--profile", "constant", "--rate", "0"],
+        "requests per second",
+    );
+    fails_with(
+        &["--profile", "sweep", "--rate", "0"],
+        "the number of stages",
+    );
+    fails_with(
+        &["--profile", "concurrent", "--rate", "0"],
+        "numbers of streams",
+    );
     fails_with(&["--profile", "constant"], "needs --rate");
     // Prompts the model's context cannot hold (the simulator lists
     // max_model_len 131072) are refused before any load.

@@ -553,7 +553,7 @@ mod tests {
             ("strategy = \"constant\"\nrate = 4\nfps = 100\n", "--fps"),
             (
                 "strategy = \"concurrent\"\nrate = 1.5\n",
-                "--profile concurrent",
+                "--profile p.toml (concurrent)",
             ),
         ] {
             // (Not through `settings`: its file is shared with the test above.)
