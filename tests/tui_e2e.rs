@@ -37,7 +37,7 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
     tmux.keys("n");
     // The planned stage was cut short early by the rate change: it runs again.
     tmux.wait_for("the planned stage again", limit, |s| {
-        s.contains("stage 3/") && s.contains("target 5.00 req/s")
+        s.contains("stage 3 · plan 0/3 done") && s.contains("target 5.00 req/s")
     });
     tmux.keys("n");
     tmux.wait_for("the next planned stage", limit, |s| {

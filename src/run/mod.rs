@@ -381,9 +381,8 @@ async fn keep_state(mut state: RunState, dir: PathBuf, mut snapshots: watch::Rec
             let s = snapshots.borrow_and_update();
             match &s.stage {
                 Some(st) => format!(
-                    "{}/{} {}{}",
-                    s.stage_number,
-                    s.stages_total.map_or("?".into(), |t| t.to_string()),
+                    "{} {}{}",
+                    s.stage_count().trim_start_matches("stage "),
                     st.name,
                     if s.paused { " (paused)" } else { "" }
                 ),

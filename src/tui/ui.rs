@@ -469,7 +469,6 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
     }
     frame.render_widget(Paragraph::new(fit_line(line1, area.width)), l1);
 
-    let total = snap.stages_total.map_or("?".into(), |t| t.to_string());
     let (stage_ratio, run_ratio, left) = progress(snap);
     let stage_line = match (&snap.stage, &app.outcome) {
         (_, Some(o)) => Line::from(vec![
@@ -492,7 +491,7 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
                 _ => format!("{clock:.0} s"),
             };
             let mut spans = vec![
-                Span::styled(format!(" stage {}/{total} ", snap.stage_number), th.title()),
+                Span::styled(format!(" {} ", snap.stage_count()), th.title()),
                 Span::styled(
                     st.name.clone(),
                     th.style(th.accent).add_modifier(Modifier::BOLD),
@@ -537,7 +536,7 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
                 r * 100.0,
                 fmt_duration(l)
             ),
-            _ => format!("run {run_time} · stage {} of {total}", snap.stage_number),
+            _ => format!("run {run_time} · {}", snap.stage_count()),
         };
         format!("{stage}{run}")
     };
