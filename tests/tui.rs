@@ -806,3 +806,66 @@ async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
     assert_eq!(res.stages.len(), 2);
     sim.shutdown().await;
 }
+
+/// A planned stage cut by a rate change runs again under the same name:
+/// every table labels the rows so they can be told apart (`cut`, `#2`,
+/// `paused`), with the marks in the table's legend.
+#[test]
+fn repeated_cut_and_paused_stages_are_told_apart_in_every_table() {
+    let mut stages = sweep_stages();
+    stages.truncate(4);
+    stages[2].cut_short = true;
+    stages[2].end_reason = "rate_changed".into();
+    let mut again = stages[2].clone();
+    again.cut_short = false;
+    again.end_reason = "max_seconds".into();
+    again.pauses = 1;
+    again.paused_s = 2.0;
+    stages.insert(3, again);
+    let mut app = golden_app();
+    app.snap.finished = Arc::new(stages.clone());
+    for (w, h) in [(100, 30), (120, 36)] {
+        let s = render(&app, w, h);
+        assert_has(
+            &s,
+            &[
+                "constant@6.38 cut",
+                "constant@6.38 #2 paused",
+                "#2 run again",
+            ],
+        );
+    }
+    let report = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .unwrap();
+    let report = Report { stages, ..report };
+    app.snap.stage = None;
+    app.snap.upcoming.clear();
+    app.snap.done = true;
+    app.outcome = Some(RunOutcome {
+        report: Arc::new(report.clone()),
+        paths: vec!["out/report.json".into()],
+    });
+    assert_has(
+        &render(&app, 120, 36),
+        &["constant@6.38 cut", "constant@6.38 #2 paused"],
+    );
+    for (what, text) in [
+        (
+            "console",
+            llmsweep::report::console::render_for_width(&report, 100),
+        ),
+        ("full console", llmsweep::report::console::render(&report)),
+        ("md", llmsweep::report::export::markdown(&report)),
+        (
+            "csv",
+            llmsweep::report::csv_export::render(&report).unwrap(),
+        ),
+        ("html", llmsweep::report::html::render(&report)),
+    ] {
+        for label in ["constant@6.38 cut", "constant@6.38 #2 paused"] {
+            assert!(text.contains(label), "{label} in the {what}:\n{text}");
+        }
+    }
+}

@@ -59,6 +59,7 @@ pub fn render(r: &Report) -> Result<String> {
             "manual",
             "cut_short",
             "paused_s",
+            "label",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -73,7 +74,8 @@ pub fn render(r: &Report) -> Result<String> {
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
-    for s in &r.stages {
+    let labels = crate::model::report::stage_labels(&r.stages);
+    for (s, label) in r.stages.iter().zip(&labels) {
         let f = |v: f64| format!("{v}");
         let mut row = vec![
             s.name.clone(),
@@ -134,6 +136,7 @@ pub fn render(r: &Report) -> Result<String> {
             s.manual.to_string(),
             s.cut_short.to_string(),
             f(s.paused_s),
+            label.clone(),
         ]);
         if server {
             row.extend(crate::report::server::csv_values(s));

@@ -549,13 +549,14 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     );
 
     h.push_str("<h2>Stages</h2><table><tr><th>Stage</th><th>Target</th><th>Req/s</th><th>Conc</th><th>Out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT mean</th><th>Latency p50 (s)</th><th>Comp</th><th>Inc</th><th>Err</th><th>Errors</th></tr>");
-    for s in &r.stages {
+    let labels = crate::model::report::stage_labels(&r.stages);
+    for (s, label) in r.stages.iter().zip(&labels) {
         let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = write!(
             h,
             "<tr{}><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.1}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             if s.saturated { r#" class="sat""# } else { "" },
-            esc(&s.name),
+            esc(label),
             s.target_rate.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into()),
             s.rates.requests_per_s,
             s.concurrency.mean,

@@ -1173,10 +1173,36 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(chart, area);
 }
 
+/// Rows for finished stages, labelled so that repeated, cut and paused
+/// stages can be told apart.
+pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
+    stages
+        .iter()
+        .zip(crate::model::report::stage_labels(stages))
+        .map(|(s, label)| RowData {
+            name: label,
+            ..RowData::from_report(s)
+        })
+        .collect()
+}
+
 fn table_rows(app: &App) -> Vec<RowData> {
-    let mut rows: Vec<RowData> = app.snap.finished.iter().map(RowData::from_report).collect();
+    let mut rows = report_rows(&app.snap.finished);
     if let Some(st) = &app.snap.stage {
-        rows.push(RowData::from_live(st));
+        let run = 1 + app
+            .snap
+            .finished
+            .iter()
+            .filter(|f| f.name == st.name)
+            .count();
+        let mut row = RowData::from_live(st);
+        row.name = crate::model::report::stage_label(
+            &st.name,
+            run,
+            false,
+            app.snap.paused || st.paused_s > 0.0,
+        );
+        rows.push(row);
     }
     for p in &app.snap.upcoming {
         rows.push(RowData {
@@ -1203,7 +1229,8 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     let name_w: u16 = if inner_w >= 120 {
         longest.clamp(15, 28)
     } else {
-        15
+        // Room for a label's marks (`#2 cut`) before the numbers.
+        longest.saturating_sub(1).clamp(15, 24)
     };
     let cols = columns_for(inner_w, name_w);
     let header = Row::new(
@@ -1273,10 +1300,20 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border());
-    let legend = if live {
-        "▶ running, so far · ! saturated · - no data "
-    } else {
-        "! saturated · - no data "
+    let marks = rows
+        .iter()
+        .any(|r| r.name.contains(" #") || r.name.ends_with(" cut") || r.name.ends_with(" paused"));
+    let legend = match (live, marks) {
+        (true, false) => "▶ running, so far · ! saturated · - no data ".to_string(),
+        (false, false) => "! saturated · - no data ".to_string(),
+        (true, true) => format!(
+            "▶ running · ! saturated · {} ",
+            crate::model::report::LABEL_LEGEND
+        ),
+        (false, true) => format!(
+            "! saturated · - no data · {} ",
+            crate::model::report::LABEL_LEGEND
+        ),
     };
     let title = Line::from(vec![
         Span::styled(" stages ", th.title()),
@@ -1447,7 +1484,7 @@ fn draw_result(frame: &mut Frame, app: &App, area: Rect) {
         .border_style(th.style(th.accent))
         .title(Span::styled(" result ", th.title()));
     let need = lines.len() + 2;
-    let rows: Vec<RowData> = r.stages.iter().map(RowData::from_report).collect();
+    let rows = report_rows(&r.stages);
     // The summary first: the table gets what is left (none on a small screen).
     let sum_h = (need as u16).min(area.height);
     let [sum, rest] = Layout::vertical([Constraint::Length(sum_h), Constraint::Min(0)]).areas(area);
