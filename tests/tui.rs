@@ -869,3 +869,58 @@ fn repeated_cut_and_paused_stages_are_told_apart_in_every_table() {
         }
     }
 }
+
+/// A stage table that does not fit says how many rows it hides, and the
+/// arrows bring them back: on the result screen (which reads from the top,
+/// synchronous first) and in the live table (which keeps the running stage
+/// in view, and scrolls up too).
+#[test]
+fn a_table_that_does_not_fit_says_so_and_scrolls() {
+    let down = KeyEvent::new(KeyCode::Down, KeyModifiers::NONE);
+    let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);
+    // 14 stages on the result screen at 100×30.
+    let mut stages = sweep_stages();
+    stages.extend(sweep_stages().into_iter().skip(2));
+    stages.push(sweep_stages()[2].clone());
+    let n = stages.len();
+    let report = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .unwrap();
+    let mut app = golden_app();
+    app.snap.stage = None;
+    app.snap.upcoming.clear();
+    app.snap.done = true;
+    app.outcome = Some(RunOutcome {
+        report: Arc::new(Report { stages, ..report }),
+        paths: vec!["out/report.json".into()],
+    });
+    let s = render(&app, 100, 30);
+    assert_has(&s, &["synchronous", "more below (↑ ↓ scroll)"]);
+    assert!(!s.contains("more above"), "{s}");
+    for _ in 0..n + 5 {
+        assert_eq!(app.on_key(down), None, "arrows do not close the result");
+    }
+    let s = render(&app, 100, 30);
+    assert_has(&s, &["more above", "constant@6.38 #3"]);
+    assert!(!s.lines().any(|l| l.contains("│synchronous")), "{s}");
+    // As many ↑ as it takes to get back, not the ↓ pressed past the end.
+    for _ in 0..n {
+        app.on_key(up);
+    }
+    let s = render(&app, 100, 30);
+    assert!(s.lines().any(|l| l.contains("│synchronous")), "{s}");
+    assert!(!s.contains("more above"), "{s}");
+
+    // Live, at 80×24: the running stage in view, ↑ reaches the first row.
+    let mut app = golden_app();
+    let s = render(&app, 80, 24);
+    assert_has(&s, &["more above", "▶constant@34.16"]);
+    assert!(!s.lines().any(|l| l.contains("│synchronous")), "{s}");
+    for _ in 0..10 {
+        app.on_key(up);
+    }
+    let s = render(&app, 80, 24);
+    assert!(s.lines().any(|l| l.contains("│synchronous")), "{s}");
+    assert!(!s.contains("more above"), "{s}");
+}

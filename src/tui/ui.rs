@@ -1258,11 +1258,23 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     } else {
         rows.len().saturating_sub(visible)
     };
+    let last_start = rows.len().saturating_sub(visible);
     let start = if live {
-        (base + app.scroll).min(rows.len().saturating_sub(1))
+        let s = isize::try_from(base)
+            .unwrap_or(0)
+            .saturating_add(app.scroll);
+        usize::try_from(s.max(0))
+            .unwrap_or(0)
+            .min(rows.len().saturating_sub(1))
     } else {
-        base
+        // The result reads from the top (synchronous first); ↓ scrolls.
+        usize::try_from(app.scroll.max(0))
+            .unwrap_or(0)
+            .min(last_start)
     };
+    let shown = visible.min(rows.len() - start.min(rows.len()));
+    let above = start;
+    let below = rows.len().saturating_sub(start + shown);
     let body: Vec<Row> = rows
         .iter()
         .skip(start)
@@ -1320,6 +1332,21 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
         Span::styled(legend, th.dim()),
     ]);
     block = block.title(fit_line(title, area.width.saturating_sub(2)));
+    // A table that does not fit says so, and how to see the rest.
+    if above > 0 || below > 0 {
+        let mut marks = Vec::new();
+        if above > 0 {
+            marks.push(format!("↑ {above} more above"));
+        }
+        if below > 0 {
+            marks.push(format!("↓ {below} more below"));
+        }
+        let hint = format!(" {} (↑ ↓ scroll) ", marks.join(" · "));
+        block = block.title_bottom(fit_line(
+            Line::styled(hint, th.style(th.accent)),
+            area.width.saturating_sub(2),
+        ));
+    }
     let table = Table::new(body, widths)
         .header(header)
         .column_spacing(1)
@@ -1440,7 +1467,7 @@ fn draw_errors(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
-            .scroll((app.scroll.min(u16::MAX as usize) as u16, 0))
+            .scroll((u16::try_from(app.scroll.max(0)).unwrap_or(u16::MAX), 0))
             .block(block),
         area,
     );
