@@ -924,3 +924,42 @@ fn a_table_that_does_not_fit_says_so_and_scrolls() {
     assert!(s.lines().any(|l| l.contains("│synchronous")), "{s}");
     assert!(!s.contains("more above"), "{s}");
 }
+
+/// The sweep curve's axis fits the curve, not the throughput stage's
+/// seconds of queueing (4.2 s here, which once stretched it to 100 000 ms
+/// and squeezed the constant stages into the bottom rows): that point sits
+/// at the top edge, marked as off scale.
+#[test]
+fn the_sweep_chart_fits_the_curve_and_marks_points_off_scale() {
+    let mut app = golden_app();
+    app.snap.stage = None;
+    app.snap.upcoming.clear();
+    app.snap.done = true;
+    let report = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .unwrap();
+    app.outcome = Some(RunOutcome {
+        report: Arc::new(Report {
+            stages: sweep_stages(),
+            ..report
+        }),
+        paths: vec!["out/report.json".into()],
+    });
+    let s = render(&app, 120, 36);
+    assert_has(&s, &["│1000│", "▄ off scale"]);
+    assert!(!s.contains("100000"), "{s}");
+    // The curve uses the chart's height: a constant stage's line is drawn
+    // in the upper half of the plot (TTFT p99 775 ms of a 1000 ms top).
+    let plot: Vec<&str> = s
+        .lines()
+        .filter(|l| l.starts_with("│") && l.contains("│") && l.chars().nth(5) == Some('│'))
+        .collect();
+    let upper = &plot[..plot.len() / 2];
+    assert!(
+        upper.iter().any(|l| l.contains('█')
+            || l.chars()
+                .any(|c| ('\u{2801}'..='\u{28ff}').contains(&c) && c != '⢸')),
+        "{s}"
+    );
+}

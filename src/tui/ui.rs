@@ -1039,7 +1039,23 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     let pts = curve_points(&app.snap);
     let colors = [th.spark_ttft, th.warn, th.spark_itl, th.accent];
     let knee = summary::knee(&app.snap.finished);
-    let log = wants_log(pts.iter().flat_map(|p| p.lat));
+    // The axis fits the curve (and the running stage), not the stages off
+    // it: a throughput stage's seconds of queueing would squeeze every
+    // constant stage into the bottom rows. Points beyond it sit at the
+    // edge, marked.
+    let on: Vec<&CurvePoint> = pts.iter().filter(|p| p.on_curve || p.running).collect();
+    let basis: Vec<&CurvePoint> = if on.is_empty() {
+        pts.iter().collect()
+    } else {
+        on
+    };
+    let fit_y: Vec<f64> = basis
+        .iter()
+        .flat_map(|p| p.lat)
+        .filter(|v| *v > 0.0)
+        .collect();
+    let scale = YScale::fit(&fit_y, true, 0.01);
+    let log = scale.log;
     let title = Line::styled(
         if log {
             " latency ms vs req/s · log scale "
@@ -1058,6 +1074,14 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
         ],
     );
     bottom.spans.push(Span::styled("• other ", th.dim()));
+    if pts.iter().any(|p| {
+        !p.on_curve
+            && !p.running
+            && p.lat[0] > 0.0
+            && !(scale.lo..=scale.hi).contains(&scale.y(p.lat[0]))
+    }) {
+        bottom.spans.push(Span::styled("▄ off scale ", th.dim()));
+    }
     bottom
         .spans
         .push(Span::styled("█", Style::default().fg(th.bad)));
@@ -1085,14 +1109,9 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
         );
         return;
     }
-    let all_y: Vec<f64> = pts
-        .iter()
-        .flat_map(|p| p.lat)
-        .filter(|v| *v > 0.0)
-        .collect();
-    let scale = YScale::fit(&all_y, true, 0.01);
     let y = |v: f64| scale.y(v);
     let (ylo, yhi) = (scale.lo, scale.hi);
+    let inside = |v: f64| (ylo..=yhi).contains(&y(v));
     let xmax = nice_ceil(pts.iter().map(|p| p.rate).fold(0.0f64, f64::max) * 1.05);
     let curves: Vec<Vec<(f64, f64)>> = (0..4)
         .map(|i| {
@@ -1104,8 +1123,13 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
         .collect();
     let others: Vec<(f64, f64)> = pts
         .iter()
-        .filter(|p| !p.on_curve && !p.running && p.lat[0] > 0.0)
+        .filter(|p| !p.on_curve && !p.running && p.lat[0] > 0.0 && inside(p.lat[0]))
         .map(|p| (p.rate, y(p.lat[0])))
+        .collect();
+    let off_scale: Vec<(f64, f64)> = pts
+        .iter()
+        .filter(|p| !p.on_curve && !p.running && p.lat[0] > 0.0 && !inside(p.lat[0]))
+        .map(|p| (p.rate, y(p.lat[0]).clamp(ylo, yhi)))
         .collect();
     let running: Vec<(f64, f64)> = pts
         .iter()
@@ -1140,6 +1164,13 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
             .graph_type(GraphType::Scatter)
             .style(th.text())
             .data(&others),
+    );
+    datasets.push(
+        Dataset::default()
+            .marker(Marker::Bar)
+            .graph_type(GraphType::Scatter)
+            .style(th.text())
+            .data(&off_scale),
     );
     datasets.push(
         Dataset::default()
