@@ -186,7 +186,14 @@ pub async fn run(
                                     Err(e) => app.say(format!("export failed: {e:#}")),
                                 }
                             }
-                            Some(Action::Detach) => break Exit::Detached,
+                            Some(Action::Detach) => {
+                                // In the report's timeline, as viewers leaving are.
+                                let _ = control.send(Control::Note {
+                                    event: crate::model::EventKind::Viewer,
+                                    detail: "the dashboard was detached (d); the run goes on".into(),
+                                });
+                                break Exit::Detached;
+                            }
                             Some(Action::ForceExit) => {
                                 crate::term::restore();
                                 std::process::exit(crate::term::FORCED_EXIT);
