@@ -963,3 +963,29 @@ fn the_sweep_chart_fits_the_curve_and_marks_points_off_scale() {
         "{s}"
     );
 }
+
+/// The live table hides no row above while it has empty rows below (no
+/// planned stage after the running one), and a long label (a manual stage
+/// cut short) keeps its marks at 100 columns.
+#[test]
+fn the_live_table_uses_its_rows_and_keeps_long_labels() {
+    let mut app = golden_app();
+    let mut stages = sweep_stages();
+    stages.truncate(1);
+    let mut manual = sweep_stages()[2].clone();
+    manual.name = "constant@5.50 (manual)".into();
+    manual.cut_short = true;
+    stages.push(manual);
+    app.snap.finished = Arc::new(stages);
+    app.snap.upcoming.clear();
+    let s = render(&app, 100, 30);
+    assert_has(
+        &s,
+        &[
+            "│synchronous",
+            "constant@5.50 (manual) cut",
+            "▶constant@34.16",
+        ],
+    );
+    assert!(!s.contains("more above"), "{s}");
+}

@@ -1261,7 +1261,7 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
         longest.clamp(15, 28)
     } else {
         // Room for a label's marks (`#2 cut`) before the numbers.
-        longest.saturating_sub(1).clamp(15, 24)
+        longest.saturating_sub(1).clamp(15, 28)
     };
     let cols = columns_for(inner_w, name_w);
     let header = Row::new(
@@ -1285,7 +1285,11 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
         .position(|r| r.state == RowState::Running)
         .unwrap_or(rows.len().saturating_sub(1));
     let base = if rows.iter().any(|r| r.state == RowState::Running) {
-        running.saturating_sub(visible.saturating_sub(2))
+        // Room for the next planned stage below it, but no empty rows
+        // while rows above are hidden.
+        running
+            .saturating_sub(visible.saturating_sub(2))
+            .min(rows.len().saturating_sub(visible))
     } else {
         rows.len().saturating_sub(visible)
     };
