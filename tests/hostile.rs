@@ -526,6 +526,16 @@ async fn an_html_page_at_v1_models_is_summarised_and_says_what_was_expected() {
             assert!(err.contains(needle), "{needle} in {err}");
         }
         assert!(!err.contains("Cannot GET"), "{err}");
+        // A request during the run gets the same one-line summary.
+        let r = send_to(&s.url).await;
+        let (_, msg) = category(&r);
+        assert!(
+            msg.contains("text/html")
+                && msg.contains("<!DOCTYPE html>")
+                && !msg.contains("Cannot GET"),
+            "{msg}"
+        );
+        assert_eq!(msg.lines().count(), 1, "{msg}");
     }
 }
 

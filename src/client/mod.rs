@@ -736,11 +736,22 @@ impl Client {
         let status = resp.status();
         if !status.is_success() {
             // Keep a little of the body: it usually says what went wrong.
+            // An HTML page (or any body of many lines) is summarised in one.
+            let content_type = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let declared = resp.content_length();
             let body = read_some(resp, ERROR_BODY_BYTES).await;
-            let reason = if body.trim_start().starts_with('{') {
+            let trimmed = body.trim();
+            let reason = if trimmed.starts_with('{') {
                 error_message(&body)
+            } else if trimmed.starts_with('<') || trimmed.lines().nth(1).is_some() {
+                body_summary(&content_type, &body, declared)
             } else {
-                short(body.trim())
+                short(trimmed)
             };
             return errored(
                 ErrorCategory::Http(status.as_u16()),
@@ -754,12 +765,17 @@ impl Client {
             .unwrap_or("")
             .to_ascii_lowercase();
         if content_type.contains("json") || content_type.starts_with("text/html") {
+            let declared = resp.content_length();
             let body = read_some(resp, ERROR_BODY_BYTES).await;
+            let shown = if content_type.starts_with("text/html") {
+                body_summary(&content_type, &body, declared)
+            } else {
+                short(body.trim())
+            };
             return errored(
                 ErrorCategory::UnexpectedBody,
                 format!(
-                    "HTTP {status} with {content_type} instead of an event stream (is streaming supported?): {}",
-                    short(body.trim())
+                    "HTTP {status} with {content_type} instead of an event stream (is streaming supported?): {shown}"
                 ),
             );
         }
