@@ -340,3 +340,42 @@ fn keys_and_a_resize_leave_the_terminal_as_it_was() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+/// A key pressed right as the window is resized acts at once: crossterm,
+/// handed the resize and the key together, misses the key's bytes, and
+/// the key reader reads them itself.
+#[test]
+fn a_key_right_after_a_resize_acts_at_once() {
+    let out: PathBuf =
+        std::env::temp_dir().join(format!("llmsweep-e2e-resize-key-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    let command = format!(
+        "{bin} --profile constant --rate 5 --max-seconds 60 --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
+        out.display()
+    );
+    let tmux = Tmux::start("resize-key", 100, 30, &command);
+    let limit = Duration::from_secs(30);
+    tmux.wait_for("the dashboard", limit, |s| {
+        s.contains("stage 1/1") && s.contains("q quit")
+    });
+    // A first key, so that crossterm watches the resize signal.
+    tmux.keys("m");
+    std::thread::sleep(Duration::from_millis(300));
+    for round in 0..4 {
+        let (w, h) = if round % 2 == 0 { (90, 26) } else { (100, 30) };
+        tmux.resize(w, h);
+        tmux.keys("p");
+        let paused = round % 2 == 0;
+        tmux.wait_for("the key after the resize", Duration::from_secs(5), |s| {
+            s.contains("PAUSED") == paused
+        });
+    }
+    tmux.keys("q");
+    tmux.wait_for("the quit question", limit, |s| s.contains("y / n"));
+    tmux.keys("y");
+    tmux.wait_for("the result screen", limit, |s| s.contains("run finished"));
+    tmux.keys("x");
+    tmux.wait_for("the exit", limit, |s| s.contains("LLMSWEEP-EXIT="));
+    let _ = std::fs::remove_dir_all(&out);
+}

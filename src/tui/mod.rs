@@ -268,11 +268,16 @@ fn read_keys(stop: &AtomicBool, key_tx: &mpsc::UnboundedSender<Option<Event>>) {
                 return;
             }
             Ok(n) if n > 0 => idle_wakeups = 0,
-            // Bytes wait that crossterm missed (a resize came with them):
-            // they come with the next key. Not the end of file.
+            // Bytes wait that crossterm missed (a resize came with them,
+            // and its edge-triggered wait will not wake for them): read
+            // and parse them here. Not the end of file.
             Ok(_) if pending_input() > 0 => {
                 idle_wakeups = 0;
-                std::thread::sleep(Duration::from_millis(20));
+                for key in parse_keys(&read_pending()) {
+                    if key_tx.send(Some(Event::Key(key))).is_err() {
+                        return;
+                    }
+                }
             }
             Ok(_) => {
                 // Readable but nothing to read, again and again: end of file.
@@ -306,6 +311,81 @@ fn take_events(key_tx: &mpsc::UnboundedSender<Option<Event>>) -> Result<usize, (
             Err(_) => return Err(()),
         }
     }
+}
+
+/// Reads what waits on standard input (no more than is there, so it
+/// never blocks).
+#[cfg(unix)]
+fn read_pending() -> Vec<u8> {
+    let n = pending_input().min(4096);
+    let mut buf = vec![0u8; n];
+    // SAFETY: reads at most `n` bytes into a buffer of `n` bytes.
+    let got = unsafe { libc::read(0, buf.as_mut_ptr().cast(), n) };
+    buf.truncate(usize::try_from(got).unwrap_or(0));
+    buf
+}
+
+#[cfg(not(unix))]
+fn read_pending() -> Vec<u8> {
+    Vec::new()
+}
+
+/// The dashboard's keys in raw terminal bytes, for the bytes crossterm
+/// missed: printable characters, Enter, Tab, Shift-Tab, Backspace, Esc,
+/// the arrows and Ctrl-C. Anything else is dropped.
+pub fn parse_keys(bytes: &[u8]) -> Vec<event::KeyEvent> {
+    use event::{KeyCode as K, KeyEvent, KeyModifiers as M};
+    let key = |c| KeyEvent::new(c, M::NONE);
+    let mut out = Vec::new();
+    let text = String::from_utf8_lossy(bytes);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' | '\n' => out.push(key(K::Enter)),
+            '\t' => out.push(key(K::Tab)),
+            '\u{7f}' | '\u{8}' => out.push(key(K::Backspace)),
+            '\u{3}' => out.push(KeyEvent::new(K::Char('c'), M::CONTROL)),
+            '\u{1b}' => match chars.peek().copied() {
+                // CSI: parameters, then one final byte; only the plain
+                // arrows and Shift-Tab mean something here.
+                Some('[') => {
+                    chars.next();
+                    let mut params = false;
+                    let mut last = None;
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            last = Some(c);
+                            break;
+                        }
+                        params = true;
+                    }
+                    match (params, last) {
+                        (false, Some('A')) => out.push(key(K::Up)),
+                        (false, Some('B')) => out.push(key(K::Down)),
+                        (false, Some('C')) => out.push(key(K::Right)),
+                        (false, Some('D')) => out.push(key(K::Left)),
+                        (false, Some('Z')) => out.push(KeyEvent::new(K::BackTab, M::SHIFT)),
+                        _ => {}
+                    }
+                }
+                // SS3: one byte (arrows in application mode).
+                Some('O') => {
+                    chars.next();
+                    match chars.next() {
+                        Some('A') => out.push(key(K::Up)),
+                        Some('B') => out.push(key(K::Down)),
+                        Some('C') => out.push(key(K::Right)),
+                        Some('D') => out.push(key(K::Left)),
+                        _ => {}
+                    }
+                }
+                _ => out.push(key(K::Esc)),
+            },
+            c if !c.is_control() => out.push(key(K::Char(c))),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Bytes waiting to be read on standard input.
@@ -398,5 +478,38 @@ pub fn sane_fps(fps: f64) -> f64 {
         4.0
     } else {
         fps.clamp(0.5, 30.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossterm::event::{KeyCode as K, KeyEvent, KeyModifiers as M};
+
+    #[test]
+    fn missed_bytes_become_the_dashboards_keys() {
+        let k = |c| KeyEvent::new(c, M::NONE);
+        assert_eq!(
+            parse_keys(b"x\tr12.5\r\x1b[A\x1bOB\x1b[Z\x7f\x1b\x03q"),
+            [
+                k(K::Char('x')),
+                k(K::Tab),
+                k(K::Char('r')),
+                k(K::Char('1')),
+                k(K::Char('2')),
+                k(K::Char('.')),
+                k(K::Char('5')),
+                k(K::Enter),
+                k(K::Up),
+                k(K::Down),
+                KeyEvent::new(K::BackTab, M::SHIFT),
+                k(K::Backspace),
+                k(K::Esc),
+                KeyEvent::new(K::Char('c'), M::CONTROL),
+                k(K::Char('q')),
+            ]
+        );
+        // An unknown sequence is dropped, not misread as keys.
+        assert_eq!(parse_keys(b"\x1b[5~\x1b[1;5Aj"), [k(K::Char('j'))]);
     }
 }
