@@ -1,39 +1,65 @@
 #!/usr/bin/env bash
-# Opens the HTML report of the golden fixture in headless Chromium: it must
-# render, log no console errors, and leave a screenshot.
+# Looks at HTML reports as a person would, in headless Chromium: each must
+# render its charts, log no console errors, and, at 1200 and 800 px wide,
+# show no text cut by a chart's edge, no labels on top of each other, and
+# no page wider than the window (scripts/html-check.js measures it in the
+# browser's own layout). Screenshots at both widths are left beside them.
 #
-#   scripts/html-check.sh [report.html] [screenshot.png]
+#   scripts/html-check.sh [report.html ...]
 #
-# Needs Debian's chromium (apt-get install chromium); .ci/run installs it.
+# Without arguments: the golden fixture, and a 10-stage and a 20-stage sweep
+# (tests/fixtures/sweep-*-stages.json, from real runs against the built-in
+# simulator). Needs Debian's chromium (apt-get install chromium); .ci/run
+# installs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-html=${1:-target/html-check/report.html}
-png=${2:-target/html-check/report.png}
-mkdir -p "$(dirname "$html")" "$(dirname "$png")"
-if [ -z "${1:-}" ]; then
-  cargo run --quiet --locked -- report tests/fixtures/report.json --format html --out "$html" >/dev/null
+out=target/html-check
+mkdir -p "$out"
+reports=("$@")
+if [ ${#reports[@]} -eq 0 ]; then
+  for f in tests/fixtures/report.json tests/fixtures/sweep-10-stages.json tests/fixtures/sweep-20-stages.json; do
+    html="$out/$(basename "$f" .json).html"
+    cargo run --quiet --locked -- report "$f" --format html --out "$html" >/dev/null
+    reports+=("$html")
+  done
 fi
 profile=$(mktemp -d)
-trap 'rm -rf "$profile"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$profile" "$tmp"' EXIT
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
        --disable-background-networking --disable-component-update --disable-sync
        --user-data-dir="$profile" --enable-logging=stderr --v=0)
-url="file://$(realpath "$html")"
-log=$(mktemp)
-timeout 60 chromium "${flags[@]}" --window-size=1280,2400 --screenshot="$png" "$url" 2>"$log" || true
-dom=$(timeout 60 chromium "${flags[@]}" --dump-dom "$url" 2>>"$log" || true)
 
 fail=0
-if [ ! -s "$png" ] || [ "$(stat -c %s "$png")" -lt 20000 ]; then
-  echo "html-check: no usable screenshot at $png"; fail=1
-fi
-if ! grep -q "<svg" <<<"$dom"; then
-  echo "html-check: the page did not render its charts"; fail=1
-fi
-if grep -E "CONSOLE|Uncaught|SyntaxError" "$log" | grep -v "Fontconfig" ; then
-  echo "html-check: the page logged console errors"; fail=1
-fi
+for html in "${reports[@]}"; do
+  name=$(basename "$html" .html)
+  # A copy with the check at the end of the body.
+  checked="$tmp/$name.html"
+  sed 's#</body></html>#<script src="file://'"$(realpath scripts/html-check.js)"'"></script></body></html>#' "$html" >"$checked"
+  for width in 1200 800; do
+    png="$out/$name-$width.png"
+    log="$tmp/$name-$width.log"
+    rm -f "$png"
+    timeout 60 chromium "${flags[@]}" --window-size=$width,2400 --screenshot="$png" "file://$(realpath "$html")" 2>"$log" || true
+    dom=$(timeout 60 chromium "${flags[@]}" --window-size=$width,2400 --dump-dom "file://$(realpath "$checked")" 2>>"$log" || true)
+    what="html-check: $name at $width px"
+    if [ ! -s "$png" ] || [ "$(stat -c %s "$png")" -lt 20000 ]; then
+      echo "$what: no usable screenshot at $png"; fail=1
+    fi
+    if ! grep -q "<svg" <<<"$dom"; then
+      echo "$what: the page did not render its charts"; fail=1
+    fi
+    if grep -E "CONSOLE|Uncaught|SyntaxError" "$log" | grep -v "Fontconfig"; then
+      echo "$what: the page logged console errors"; fail=1
+    fi
+    verdict=$(tr '\n' '\r' <<<"$dom" | grep -o 'RESULT_OF_HTML_CHECK: .* :RESULT_OF_HTML_CHECK' | tr '\r' '\n' || true)
+    case "$verdict" in
+      "RESULT_OF_HTML_CHECK: OK :RESULT_OF_HTML_CHECK") echo "$what: $(grep -o "<svg" <<<"$dom" | wc -l) charts, nothing clipped or overlapping, screenshot $png" ;;
+      "") echo "$what: the layout check did not run"; fail=1 ;;
+      *) echo "$what:"; sed 's/&quot;/"/g; s/&amp;/\&/g' <<<"$verdict"; fail=1 ;;
+    esac
+  done
+done
 if [ $fail -ne 0 ]; then
-  echo "--- chromium log"; tail -20 "$log"; exit 1
+  exit 1
 fi
-echo "html-check: rendered $(grep -o "<svg" <<<"$dom" | wc -l) charts, no console errors, screenshot $png"

@@ -34,7 +34,6 @@ pub fn first_error_lines(
 /// One progress line for a snapshot, or None between stages.
 pub fn progress_line(s: &Snapshot) -> Option<String> {
     let st = s.stage.as_ref()?;
-    let total = s.stages_total.map_or("?".to_string(), |t| t.to_string());
     let target = match st.target_rate {
         Some(r) if st.strategy == StrategyKind::Concurrent => format!("{r:.0} streams"),
         Some(r) => format!("{r:.2} req/s"),
@@ -61,10 +60,9 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
         None => String::new(),
     };
     Some(format!(
-        "[{:>7.1}s] stage {}/{} {:<22} {limit}  target {target:<12} achieved {:>7.2} req/s  in-flight {:>4}  TTFT p50 {ttft} ms{ttfat}  done {} / inc {} / err {}{}",
+        "[{:>7.1}s] {} {:<22} {limit}  target {target:<12} achieved {:>7.2} req/s  in-flight {:>4}  TTFT p50 {ttft} ms{ttfat}  done {} / inc {} / err {}{}",
         s.elapsed_s,
-        s.stage_number,
-        total,
+        s.stage_count(),
         st.name,
         st.achieved_rps,
         st.in_flight,

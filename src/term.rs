@@ -62,6 +62,18 @@ pub fn restore() {
     }
 }
 
+/// Leaves raw mode and the alternate screen without a word on failure
+/// (ratatui's restore prints one, and a print to a dead terminal panics).
+pub fn restore_quietly() {
+    let _ = crossterm::terminal::disable_raw_mode();
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::terminal::LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    set_dashboard(false);
+}
+
 /// Points standard input, output and error at `/dev/null` (or, for output
 /// and error, at `log` when given), so that nothing reads from or writes to
 /// a terminal that hung up.

@@ -286,7 +286,20 @@ fn fails_with(args: &[&str], needle: &str) {
 fn bad_input_gets_a_short_clear_error() {
     fails_with(&["--profile", "constant", "--rate", "0"], "not possible");
     fails_with(&["--profile", "constant", "--rate", "-3"], "not possible");
-    fails_with(&["--profile", "constant", "--rate", "NaN"], "not possible");
+    fails_with(&["--profile", "constant", "--rate", "NaN"], "not a number");
+    // Each in the unit of the profile in use.
+    fails_with(
+        &["--profile", "constant", "--rate", "0"],
+        "requests per second",
+    );
+    fails_with(
+        &["--profile", "sweep", "--rate", "0"],
+        "the number of stages",
+    );
+    fails_with(
+        &["--profile", "concurrent", "--rate", "0"],
+        "numbers of streams",
+    );
     fails_with(&["--profile", "constant"], "needs --rate");
     // Prompts the model's context cannot hold (the simulator lists
     // max_model_len 131072) are refused before any load.
@@ -741,5 +754,30 @@ fn a_thinking_server_over_the_responses_api_end_to_end() {
     let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
     assert_eq!(first["reasoning_tokens"], 12);
     assert_eq!(first["answer_tokens"], 8);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The same --out twice: the second run is refused before any load,
+/// naming a new directory or --force; nothing of the first is touched.
+#[test]
+fn an_out_directory_with_an_earlier_run_is_refused() {
+    let out = tmpdir("reused-out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("report.json"), "{\"earlier\": true}").unwrap();
+    let o = bin()
+        .args(["--headless", "--max-seconds", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("holds an earlier run") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.json")).unwrap(),
+        "{\"earlier\": true}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

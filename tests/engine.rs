@@ -437,11 +437,22 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
             .is_some_and(|st| st.name == "constant@20.00" && !st.manual)
     })
     .await;
+    // Counted coherently: the 4th stage of the run, none of the plan's 2
+    // measured yet (not "stage 4/4", then "stage 5/4").
+    assert_eq!(
+        h.snapshots.borrow().stage_count(),
+        "stage 4 · plan 0/2 done"
+    );
     h.control.send(Control::Skip).unwrap();
     wait_for(&mut h.snapshots, limit, |s| {
         s.stage.as_ref().is_some_and(|st| st.name == "concurrent@2")
     })
     .await;
+    {
+        let s = h.snapshots.borrow();
+        assert_eq!(s.stage_count(), "stage 5 · plan 1/2 done");
+        assert!(s.stages_total.is_some_and(|t| t >= s.stage_number));
+    }
     h.control.send(Control::SetRate(f64::NAN)).unwrap();
     h.control
         .send(Control::Stop {

@@ -501,6 +501,48 @@ async fn echoed_secrets_are_masked_in_error_messages_and_preflight() {
 // ---------------------------------------------------------------------------
 // 6. Messages say what to try.
 
+/// A web server, not an LLM API: its HTML pages are summarised in one line
+/// (status, type, size, first line) with what was expected, not dumped.
+#[tokio::test]
+async fn an_html_page_at_v1_models_is_summarised_and_says_what_was_expected() {
+    let page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error</title>\n</head>\n<body>\n<pre>Cannot GET /v1/models</pre>\n</body>\n</html>\n";
+    for status in ["404 Not Found", "200 OK"] {
+        let s = hostile(move |_| {
+            let mut v = head(
+                status,
+                "text/html; charset=utf-8",
+                &format!("content-length: {}\r\n", page.len()),
+            );
+            v.extend_from_slice(page.as_bytes());
+            answer(v)
+        })
+        .await;
+        let client = Client::new(&config(&s.url), Arc::new(Builtin)).unwrap();
+        let err = format!("{:#}", client.list_models().await.unwrap_err());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        for needle in [
+            &status[..3],
+            "text/html",
+            &format!("{} bytes", page.len()),
+            "<!DOCTYPE html>",
+            "expected an OpenAI-compatible API",
+        ] {
+            assert!(err.contains(needle), "{needle} in {err}");
+        }
+        assert!(!err.contains("Cannot GET"), "{err}");
+        // A request during the run gets the same one-line summary.
+        let r = send_to(&s.url).await;
+        let (_, msg) = category(&r);
+        assert!(
+            msg.contains("text/html")
+                && msg.contains("<!DOCTYPE html>")
+                && !msg.contains("Cannot GET"),
+            "{msg}"
+        );
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+    }
+}
+
 #[tokio::test]
 async fn https_to_a_plain_http_port_says_to_try_http() {
     let s = hostile(|_| answer(good_stream())).await;

@@ -186,6 +186,7 @@ fn an_attached_viewer_sees_the_stage_steers_it_and_leaves_it_running() {
         ("viewer", "a viewer attached"),
         ("pause", "constant@5.00"),
         ("resume", ""),
+        ("viewer", "the dashboard was detached (d)"),
         ("viewer", "a viewer left"),
     ] {
         assert!(
@@ -195,6 +196,64 @@ fn an_attached_viewer_sees_the_stage_steers_it_and_leaves_it_running() {
     }
     let paused = report["stages"][0]["paused_s"].as_f64().unwrap_or(0.0);
     assert!(paused > 0.3, "paused_s {paused}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A headless viewer killed outright is logged as leaving; a dashboard
+/// viewer that stays to the end gets the result screen, as the run's own
+/// terminal does, not just the end-of-run lines.
+#[test]
+fn a_killed_viewer_is_logged_and_a_viewer_at_the_end_sees_the_result() {
+    let dir = out_dir("viewer-end");
+    let mut run = Command::new(BIN)
+        .args(["--headless", "--profile", "constant", "--rate", "5"])
+        .args(["--max-seconds", "5", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = dir.join("control.sock");
+    wait_until("the run's socket", Duration::from_secs(30), || {
+        socket.exists()
+    });
+    let mut headless = Command::new(BIN)
+        .args(["attach", "--headless"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    headless.kill().unwrap();
+    let _ = headless.wait();
+
+    let cmd = format!(
+        "{BIN} attach {}; echo ATTACH-EXIT=$?; sleep 30",
+        dir.display()
+    );
+    let tmux = Tmux::start("viewer-end", 120, 36, &cmd);
+    let limit = Duration::from_secs(30);
+    let result = tmux.wait_for("the result screen in the viewer", limit, |s| {
+        s.contains("run finished") && s.contains("press any key")
+    });
+    assert!(result.contains("report.json"), "{result}");
+    tmux.keys("x");
+    tmux.wait_for("the viewer to leave", limit, |s| {
+        s.contains("ATTACH-EXIT=0")
+    });
+    assert!(run.wait().unwrap().success());
+    let ev = events(&json(&dir.join("report.json")));
+    let viewers: Vec<&str> = ev
+        .iter()
+        .filter(|(e, _)| e == "viewer")
+        .map(|(_, d)| d.as_str())
+        .collect();
+    assert_eq!(
+        viewers[..2],
+        ["a viewer attached", "a viewer left"],
+        "the killed viewer: {ev:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

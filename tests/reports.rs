@@ -390,3 +390,43 @@ fn every_format_shows_ttfat_when_a_stage_thought() {
     assert!(out.contains("TTFAT p50 B") && out.contains(&p50), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Nine waits between stages make one line that counts them, in every
+/// report that lists the judgement (console, md, html), not nine
+/// near-identical lines.
+#[test]
+fn waits_between_stages_are_grouped_into_one_line() {
+    let mut r = fixture();
+    r.timeline.retain(|e| e.event != EventKind::Settle);
+    for (k, w) in [0.20, 0.22, 0.31, 0.25, 0.20, 0.24, 0.27, 0.21, 0.23]
+        .into_iter()
+        .enumerate()
+    {
+        r.timeline.push(llmsweep::model::TimelineEvent {
+            t_s: 10.0 * k as f64,
+            event: EventKind::Settle,
+            detail: format!(
+                "waited {w:.2} s: /metrics showed {} requests running or waiting; idle after {w:.2} s",
+                10 + k
+            ),
+        });
+    }
+    let lines = llmsweep::stats::judge::judgement_lines(&r);
+    let between: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("between stages"))
+        .collect();
+    assert_eq!(
+        between,
+        ["between stages: waited 0.20–0.31 s, 9 times, for the server to drain; the longest: /metrics showed 12 requests running or waiting; idle after 0.31 s"],
+        "{lines:#?}"
+    );
+    for (what, text) in [
+        ("console", llmsweep::report::console::render(&r)),
+        ("md", export::markdown(&r)),
+        ("html", llmsweep::report::html::render(&r)),
+    ] {
+        assert_eq!(text.matches("between stages").count(), 1, "{what}:\n{text}");
+        assert!(text.contains("9 times"), "{what}");
+    }
+}

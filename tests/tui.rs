@@ -851,3 +851,186 @@ fn a_thinking_model_shows_ttfat_beside_ttft() {
     let s = render(&app, 80, 24);
     assert_has(&s, &["TTFAT"]);
 }
+
+/// A planned stage cut by a rate change runs again under the same name:
+/// every table labels the rows so they can be told apart (`cut`, `#2`,
+/// `paused`), with the marks in the table's legend.
+#[test]
+fn repeated_cut_and_paused_stages_are_told_apart_in_every_table() {
+    let mut stages = sweep_stages();
+    stages.truncate(4);
+    stages[2].cut_short = true;
+    stages[2].end_reason = "rate_changed".into();
+    let mut again = stages[2].clone();
+    again.cut_short = false;
+    again.end_reason = "max_seconds".into();
+    again.pauses = 1;
+    again.paused_s = 2.0;
+    stages.insert(3, again);
+    let mut app = golden_app();
+    app.snap.finished = Arc::new(stages.clone());
+    for (w, h) in [(100, 30), (120, 36)] {
+        let s = render(&app, w, h);
+        assert_has(
+            &s,
+            &[
+                "constant@6.38 cut",
+                "constant@6.38 #2 paused",
+                "#2 run again",
+            ],
+        );
+    }
+    let report = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .unwrap();
+    let report = Report { stages, ..report };
+    app.snap.stage = None;
+    app.snap.upcoming.clear();
+    app.snap.done = true;
+    app.outcome = Some(RunOutcome {
+        report: Arc::new(report.clone()),
+        paths: vec!["out/report.json".into()],
+    });
+    assert_has(
+        &render(&app, 120, 36),
+        &["constant@6.38 cut", "constant@6.38 #2 paused"],
+    );
+    for (what, text) in [
+        (
+            "console",
+            llmsweep::report::console::render_for_width(&report, 100),
+        ),
+        ("full console", llmsweep::report::console::render(&report)),
+        ("md", llmsweep::report::export::markdown(&report)),
+        (
+            "csv",
+            llmsweep::report::csv_export::render(&report).unwrap(),
+        ),
+        ("html", llmsweep::report::html::render(&report)),
+    ] {
+        for label in ["constant@6.38 cut", "constant@6.38 #2 paused"] {
+            assert!(text.contains(label), "{label} in the {what}:\n{text}");
+        }
+    }
+}
+
+/// A stage table that does not fit says how many rows it hides, and the
+/// arrows bring them back: on the result screen (which reads from the top,
+/// synchronous first) and in the live table (which keeps the running stage
+/// in view, and scrolls up too).
+#[test]
+fn a_table_that_does_not_fit_says_so_and_scrolls() {
+    let down = KeyEvent::new(KeyCode::Down, KeyModifiers::NONE);
+    let up = KeyEvent::new(KeyCode::Up, KeyModifiers::NONE);
+    // 14 stages on the result screen at 100×30.
+    let mut stages = sweep_stages();
+    stages.extend(sweep_stages().into_iter().skip(2));
+    stages.push(sweep_stages()[2].clone());
+    let n = stages.len();
+    let report = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .unwrap();
+    let mut app = golden_app();
+    app.snap.stage = None;
+    app.snap.upcoming.clear();
+    app.snap.done = true;
+    app.outcome = Some(RunOutcome {
+        report: Arc::new(Report { stages, ..report }),
+        paths: vec!["out/report.json".into()],
+    });
+    let s = render(&app, 100, 30);
+    assert_has(&s, &["synchronous", "more below (↑ ↓ scroll)"]);
+    assert!(!s.contains("more above"), "{s}");
+    for _ in 0..n + 5 {
+        assert_eq!(app.on_key(down), None, "arrows do not close the result");
+    }
+    let s = render(&app, 100, 30);
+    assert_has(&s, &["more above", "constant@6.38 #3"]);
+    assert!(!s.lines().any(|l| l.contains("│synchronous")), "{s}");
+    // As many ↑ as it takes to get back, not the ↓ pressed past the end.
+    for _ in 0..n {
+        app.on_key(up);
+    }
+    let s = render(&app, 100, 30);
+    assert!(s.lines().any(|l| l.contains("│synchronous")), "{s}");
+    assert!(!s.contains("more above"), "{s}");
+
+    // Live, at 80×24: the running stage in view, ↑ reaches the first row.
+    let mut app = golden_app();
+    let s = render(&app, 80, 24);
+    assert_has(&s, &["more above", "▶constant@34.16"]);
+    assert!(!s.lines().any(|l| l.contains("│synchronous")), "{s}");
+    for _ in 0..10 {
+        app.on_key(up);
+    }
+    let s = render(&app, 80, 24);
+    assert!(s.lines().any(|l| l.contains("│synchronous")), "{s}");
+    assert!(!s.contains("more above"), "{s}");
+}
+
+/// The sweep curve's axis fits the curve, not the throughput stage's
+/// seconds of queueing (4.2 s here, which once stretched it to 100 000 ms
+/// and squeezed the constant stages into the bottom rows): that point sits
+/// at the top edge, marked as off scale.
+#[test]
+fn the_sweep_chart_fits_the_curve_and_marks_points_off_scale() {
+    let mut app = golden_app();
+    app.snap.stage = None;
+    app.snap.upcoming.clear();
+    app.snap.done = true;
+    let report = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .unwrap();
+    app.outcome = Some(RunOutcome {
+        report: Arc::new(Report {
+            stages: sweep_stages(),
+            ..report
+        }),
+        paths: vec!["out/report.json".into()],
+    });
+    let s = render(&app, 120, 36);
+    assert_has(&s, &["│1000│", "▄ off scale"]);
+    assert!(!s.contains("100000"), "{s}");
+    // The curve uses the chart's height: a constant stage's line is drawn
+    // in the upper half of the plot (TTFT p99 775 ms of a 1000 ms top).
+    let plot: Vec<&str> = s
+        .lines()
+        .filter(|l| l.starts_with("│") && l.contains("│") && l.chars().nth(5) == Some('│'))
+        .collect();
+    let upper = &plot[..plot.len() / 2];
+    assert!(
+        upper.iter().any(|l| l.contains('█')
+            || l.chars()
+                .any(|c| ('\u{2801}'..='\u{28ff}').contains(&c) && c != '⢸')),
+        "{s}"
+    );
+}
+
+/// The live table hides no row above while it has empty rows below (no
+/// planned stage after the running one), and a long label (a manual stage
+/// cut short) keeps its marks at 100 columns.
+#[test]
+fn the_live_table_uses_its_rows_and_keeps_long_labels() {
+    let mut app = golden_app();
+    let mut stages = sweep_stages();
+    stages.truncate(1);
+    let mut manual = sweep_stages()[2].clone();
+    manual.name = "constant@5.50 (manual)".into();
+    manual.cut_short = true;
+    stages.push(manual);
+    app.snap.finished = Arc::new(stages);
+    app.snap.upcoming.clear();
+    let s = render(&app, 100, 30);
+    assert_has(
+        &s,
+        &[
+            "│synchronous",
+            "constant@5.50 (manual) cut",
+            "▶constant@34.16",
+        ],
+    );
+    assert!(!s.contains("more above"), "{s}");
+}

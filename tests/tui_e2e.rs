@@ -37,7 +37,7 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
     tmux.keys("n");
     // The planned stage was cut short early by the rate change: it runs again.
     tmux.wait_for("the planned stage again", limit, |s| {
-        s.contains("stage 3/") && s.contains("target 5.00 req/s")
+        s.contains("stage 3 · plan 0/3 done") && s.contains("target 5.00 req/s")
     });
     tmux.keys("n");
     tmux.wait_for("the next planned stage", limit, |s| {
@@ -278,5 +278,104 @@ fn keys_that_arrive_in_one_burst_all_count() {
     tmux.keys("x");
     let last = tmux.wait_for("the exit", limit, |s| s.contains("LLMSWEEP-EXIT="));
     assert!(last.contains("LLMSWEEP-EXIT=3"), "{last}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A key, then a resize, then more keys and the exit: the shell gets its
+/// terminal back as it was (no raw mode left: `opost` and `icrnl` on, so
+/// lines do not staircase), on the result screen's exit and on `q`. A
+/// resize used to leave crossterm blind to the next key's bytes, which the
+/// key reader took for the end of the terminal, and left it raw.
+#[test]
+fn keys_and_a_resize_leave_the_terminal_as_it_was() {
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    for (name, seconds, keys_before, keys_after) in
+        [("raw-result", 2, "\t", "m"), ("raw-during", 30, "m", "\t")]
+    {
+        let out: PathBuf =
+            std::env::temp_dir().join(format!("llmsweep-e2e-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let command = format!(
+            "{bin} --profile constant --rate 5 --max-seconds {seconds} --out {} ; \
+             echo LLMSWEEP-EXIT=$? ; stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(opost|icrnl|icanon|echo)' | tr '\\n' ' ' ; echo STTY-END ; sleep 60",
+            out.display()
+        );
+        let tmux = Tmux::start(name, 100, 30, &command);
+        let limit = Duration::from_secs(30);
+        tmux.wait_for("the dashboard", limit, |s| {
+            s.contains("stage 1/1") && s.contains("q quit")
+        });
+        let on_result = name == "raw-result";
+        if on_result {
+            tmux.wait_for("the result screen", limit, |s| s.contains("run finished"));
+        }
+        tmux.keys(keys_before);
+        std::thread::sleep(Duration::from_millis(300));
+        tmux.resize(90, 26);
+        std::thread::sleep(Duration::from_millis(300));
+        tmux.keys(keys_after);
+        std::thread::sleep(Duration::from_millis(300));
+        tmux.resize(100, 30);
+        std::thread::sleep(Duration::from_millis(300));
+        if !on_result {
+            tmux.keys("q");
+            tmux.wait_for("the quit question", limit, |s| s.contains("y / n"));
+            tmux.keys("y");
+        }
+        tmux.wait_for("the result screen", limit, |s| {
+            s.contains("run finished") && s.contains("press any key")
+        });
+        tmux.keys("x");
+        let last = tmux.wait_for("stty after the exit", limit, |s| s.contains("STTY-END"));
+        let modes = last
+            .lines()
+            .find(|l| l.contains("STTY-END"))
+            .unwrap_or_default();
+        for m in ["opost", "icrnl", "icanon", "echo"] {
+            assert!(
+                modes.split_whitespace().any(|w| w == m),
+                "{name}: {m} is on after the exit: {modes}\n{last}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+/// A key pressed right as the window is resized acts at once: crossterm,
+/// handed the resize and the key together, misses the key's bytes, and
+/// the key reader reads them itself.
+#[test]
+fn a_key_right_after_a_resize_acts_at_once() {
+    let out: PathBuf =
+        std::env::temp_dir().join(format!("llmsweep-e2e-resize-key-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    let command = format!(
+        "{bin} --profile constant --rate 5 --max-seconds 60 --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
+        out.display()
+    );
+    let tmux = Tmux::start("resize-key", 100, 30, &command);
+    let limit = Duration::from_secs(30);
+    tmux.wait_for("the dashboard", limit, |s| {
+        s.contains("stage 1/1") && s.contains("q quit")
+    });
+    // A first key, so that crossterm watches the resize signal.
+    tmux.keys("m");
+    std::thread::sleep(Duration::from_millis(300));
+    for round in 0..4 {
+        let (w, h) = if round % 2 == 0 { (90, 26) } else { (100, 30) };
+        tmux.resize(w, h);
+        tmux.keys("p");
+        let paused = round % 2 == 0;
+        tmux.wait_for("the key after the resize", Duration::from_secs(5), |s| {
+            s.contains("PAUSED") == paused
+        });
+    }
+    tmux.keys("q");
+    tmux.wait_for("the quit question", limit, |s| s.contains("y / n"));
+    tmux.keys("y");
+    tmux.wait_for("the result screen", limit, |s| s.contains("run finished"));
+    tmux.keys("x");
+    tmux.wait_for("the exit", limit, |s| s.contains("LLMSWEEP-EXIT="));
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -47,12 +47,25 @@ pub fn attach(
         // The server view comes from the run (it reads /metrics with its
         // own credentials); nothing arrives when it reads none.
         let (server_tx, server_rx) = watch::channel(Default::default());
-        let pump = tokio::spawn(conn.pump(snap_tx, server_tx, cmd_rx, export_tx, leave_rx));
+        // A run that finishes while the dashboard watches: the viewer shows
+        // the result screen too, from the report.json the run wrote.
+        let (outcome_tx, outcome_rx) = tokio::sync::oneshot::channel();
+        let pump = tokio::spawn(async move {
+            let ended = conn
+                .pump(snap_tx, server_tx, cmd_rx, export_tx, leave_rx)
+                .await;
+            if let Ended::Finished { reports, .. } = &ended {
+                if let Some(o) = outcome_of(reports) {
+                    let _ = outcome_tx.send(o);
+                }
+            }
+            ended
+        });
 
         let dashboard = crate::tui::can_draw(headless);
         if dashboard {
             let opts = crate::tui::TuiOptions {
-                outcome: None,
+                outcome: Some(outcome_rx),
                 fps,
                 themes: crate::tui::theme::from_env(theme.as_deref())?,
                 info: crate::tui::app::RunInfo {
@@ -104,6 +117,17 @@ pub fn attach(
         let ended = pump.await.unwrap_or(Ended::Lost);
         drop(cmd_tx);
         Ok(say_how_it_ended(&dir, &ended))
+    })
+}
+
+/// The finished run for the result screen: its report.json, read back.
+fn outcome_of(reports: &[String]) -> Option<crate::tui::app::RunOutcome> {
+    let json = reports.iter().find(|p| p.ends_with("report.json"))?;
+    let text = std::fs::read_to_string(json).ok()?;
+    let report = crate::report::Report::from_json(&text).ok()?;
+    Some(crate::tui::app::RunOutcome {
+        report: std::sync::Arc::new(report),
+        paths: reports.iter().map(Into::into).collect(),
     })
 }
 

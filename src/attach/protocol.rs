@@ -69,6 +69,10 @@ pub struct WireSnapshot {
     pub elapsed_s: f64,
     pub stage_number: usize,
     pub stages_total: Option<usize>,
+    #[serde(default)]
+    pub extra_stages: usize,
+    #[serde(default)]
+    pub plan_done: usize,
     pub stage: Option<LiveStage>,
     pub upcoming: Vec<PlannedStage>,
     pub paused: bool,
@@ -179,6 +183,8 @@ impl WireSnapshot {
             elapsed_s: s.elapsed_s,
             stage_number: s.stage_number,
             stages_total: s.stages_total,
+            extra_stages: s.extra_stages,
+            plan_done: s.plan_done,
             stage: s.stage.clone(),
             upcoming: s.upcoming.clone(),
             paused: s.paused,
@@ -220,6 +226,8 @@ impl WireSnapshot {
             elapsed_s: self.elapsed_s,
             stage_number: self.stage_number,
             stages_total: self.stages_total,
+            extra_stages: self.extra_stages,
+            plan_done: self.plan_done,
             stage: self.stage,
             upcoming: self.upcoming,
             finished: Arc::new(finished),

@@ -345,11 +345,36 @@ impl fmt::Debug for ClientConfig {
 /// Normalises a target URL: accepts `host:port`, a trailing `/` or `/v1`, and
 /// keeps any path prefix (gateways serve under one).
 pub fn normalize_base_url(target: &str) -> Result<String> {
+    normalize_target(target).map(|(url, _)| url)
+}
+
+/// Endpoint paths llmsweep adds itself: a target pasted with one of them
+/// has it taken off (longest first, so `/v1/chat/completions` goes whole).
+const ENDPOINT_PATHS: [&str; 6] = [
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/models",
+    "/chat/completions",
+    "/completions",
+    "/models",
+];
+
+/// [`normalize_base_url`], and a note when the target named an endpoint
+/// (`…/v1/chat/completions`) that was taken off, to say so.
+pub fn normalize_target(target: &str) -> Result<(String, Option<String>)> {
     let t = target.trim();
     if t.is_empty() {
         bail!("the target URL is empty");
     }
     let shown = crate::redact::redact_url(t);
+    if !t.contains("://") {
+        if let Some(fixed) = mistyped_scheme(t) {
+            bail!(
+                "{shown:?} has its scheme mistyped (no \"://\"): did you mean {}?",
+                crate::redact::redact_url(&fixed)
+            );
+        }
+    }
     let with_scheme = if t.contains("://") {
         t.to_string()
     } else {
@@ -374,6 +399,14 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
     url.set_query(None);
     url.set_fragment(None);
     let mut s = url.as_str().trim_end_matches('/').to_string();
+    let mut note = None;
+    if let Some(path) = ENDPOINT_PATHS.iter().find(|p| s.ends_with(*p)) {
+        s.truncate(s.len() - path.len());
+        note = Some(format!(
+            "the target named the endpoint {path}: llmsweep adds it itself (--api chooses chat or completions), so the base URL {} is used",
+            crate::redact::redact_url(s.strip_suffix("/v1").unwrap_or(&s))
+        ));
+    }
     if let Some(stripped) = s.strip_suffix("/v1") {
         s = stripped.to_string();
     }
@@ -381,7 +414,51 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
         s.push('?');
         s.push_str(&q);
     }
-    Ok(s)
+    Ok((s, note))
+}
+
+/// `http//host`, `http:/host`, `https//host`…: a scheme whose `://` was
+/// mistyped, which would otherwise become the host `http`. The URL meant.
+fn mistyped_scheme(t: &str) -> Option<String> {
+    let lower = t.to_ascii_lowercase();
+    let scheme = ["https", "http"]
+        .into_iter()
+        .find(|s| lower.starts_with(s))?;
+    let rest = &t[scheme.len()..];
+    if !rest.starts_with([':', '/']) {
+        return None;
+    }
+    // `http:8000` alone is a host named http with a port: leave it.
+    if rest.starts_with(':') && rest[1..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let host = rest.trim_start_matches([':', '/']);
+    (!host.is_empty()).then(|| format!("{scheme}://{host}"))
+}
+
+/// A body that is not what was asked for, in one line: its content type,
+/// size and first line (an HTML error page is not dumped whole). JSON
+/// bodies are short already and say the most: they are shown as they are.
+pub fn body_summary(content_type: &str, body: &str, declared_len: Option<u64>) -> String {
+    let trimmed = body.trim();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return short(&trimmed.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    if trimmed.is_empty() {
+        return "an empty body".into();
+    }
+    let size = declared_len.unwrap_or(body.len() as u64);
+    let ct = if content_type.is_empty() {
+        "no content type"
+    } else {
+        content_type
+    };
+    let first = trimmed.lines().next().unwrap_or_default().trim();
+    let mut line: String = first.chars().take(80).collect();
+    if first.chars().count() > 80 {
+        line.push('…');
+    }
+    format!("{ct}, {size} bytes, first line {line:?}")
 }
 
 /// `base` (a normalised base URL, maybe with a query) with `path` appended
@@ -527,11 +604,25 @@ impl Client {
             Err(f) => return Err(self.fail_message(f, &shown)),
         };
         let status = resp.status();
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let declared = resp.content_length();
+        const EXPECTED: &str = "expected an OpenAI-compatible API, which lists its models as JSON at /v1/models: pass the server's base URL (e.g. http://127.0.0.1:8000)";
         if !status.is_success() {
             let body = read_some(resp, ERROR_BODY_BYTES).await;
+            let json = body.trim_start().starts_with('{');
             bail!(
-                "GET {shown}/v1/models answered HTTP {status}: {}",
-                short(body.trim())
+                "GET {shown}/v1/models answered HTTP {status} ({}){}",
+                body_summary(&content_type, &body, declared),
+                if status == reqwest::StatusCode::NOT_FOUND || !json {
+                    format!("; {EXPECTED}")
+                } else {
+                    String::new()
+                }
             );
         }
         #[derive(Deserialize)]
@@ -547,10 +638,23 @@ impl Client {
                 crate::bounds::human(crate::bounds::MODELS_LIST)
             );
         }
-        let m: Models = serde_json::from_slice(&body.bytes).with_context(|| {
-            format!("GET {shown}/v1/models did not return an OpenAI model list")
-        })?;
-        Ok(m.data)
+        let body = body.bytes;
+        match serde_json::from_slice::<Models>(&body) {
+            Ok(m) => Ok(m.data),
+            Err(e) => {
+                let text = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY_BYTES)]);
+                if text.trim_start().starts_with('{') {
+                    bail!(
+                        "GET {shown}/v1/models did not return an OpenAI model list ({e}): {}",
+                        body_summary(&content_type, &text, declared)
+                    );
+                }
+                bail!(
+                    "GET {shown}/v1/models answered HTTP {status} with {}, not an OpenAI model list; {EXPECTED}",
+                    body_summary(&content_type, &text, Some(body.len() as u64))
+                )
+            }
+        }
     }
 
     fn fail_message(&self, f: SendFail, shown: &str) -> anyhow::Error {
@@ -682,11 +786,22 @@ impl Client {
         let status = resp.status();
         if !status.is_success() {
             // Keep a little of the body: it usually says what went wrong.
+            // An HTML page (or any body of many lines) is summarised in one.
+            let content_type = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let declared = resp.content_length();
             let body = read_some(resp, ERROR_BODY_BYTES).await;
-            let reason = if body.trim_start().starts_with('{') {
+            let trimmed = body.trim();
+            let reason = if trimmed.starts_with('{') {
                 error_message(&body)
+            } else if trimmed.starts_with('<') || trimmed.lines().nth(1).is_some() {
+                body_summary(&content_type, &body, declared)
             } else {
-                short(body.trim())
+                short(trimmed)
             };
             return errored(
                 ErrorCategory::Http(status.as_u16()),
@@ -700,12 +815,17 @@ impl Client {
             .unwrap_or("")
             .to_ascii_lowercase();
         if content_type.contains("json") || content_type.starts_with("text/html") {
+            let declared = resp.content_length();
             let body = read_some(resp, ERROR_BODY_BYTES).await;
+            let shown = if content_type.starts_with("text/html") {
+                body_summary(&content_type, &body, declared)
+            } else {
+                short(body.trim())
+            };
             return errored(
                 ErrorCategory::UnexpectedBody,
                 format!(
-                    "HTTP {status} with {content_type} instead of an event stream (is streaming supported?): {}",
-                    short(body.trim())
+                    "HTTP {status} with {content_type} instead of an event stream (is streaming supported?): {shown}"
                 ),
             );
         }
@@ -1185,6 +1305,73 @@ mod tests {
             "http://h:8000/v1/completions"
         );
         assert!(normalize_base_url("http://").is_err());
+    }
+
+    #[test]
+    fn a_mistyped_scheme_names_the_url_meant() {
+        for (typed, meant) in [
+            ("http//127.0.0.1:8000", "http://127.0.0.1:8000"),
+            ("http:/127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+            ("https//gw.example/llm", "https://gw.example/llm"),
+            ("HTTP//h:1", "http://h:1"),
+        ] {
+            let e = format!("{:#}", normalize_base_url(typed).unwrap_err());
+            assert!(
+                e.contains(&format!("did you mean {meant}?")),
+                "{typed}: {e}"
+            );
+        }
+        // Hosts that merely begin with "http" are hosts.
+        assert_eq!(
+            normalize_base_url("httpbin:8000").unwrap(),
+            "http://httpbin:8000"
+        );
+        assert_eq!(normalize_base_url("http:8000").unwrap(), "http://http:8000");
+    }
+
+    #[test]
+    fn a_pasted_endpoint_is_taken_off_and_said() {
+        for (typed, base) in [
+            ("http://h:8000/v1/chat/completions", "http://h:8000"),
+            ("http://h:8000/v1/completions/", "http://h:8000"),
+            ("http://h:8000/v1/models", "http://h:8000"),
+            (
+                "https://gw.example/llm/v1/chat/completions",
+                "https://gw.example/llm",
+            ),
+            ("http://h:8000/chat/completions", "http://h:8000"),
+        ] {
+            let (url, note) = normalize_target(typed).unwrap();
+            assert_eq!(url, base, "{typed}");
+            let note = note.unwrap_or_default();
+            assert!(
+                note.contains(base) && note.contains("llmsweep adds it itself"),
+                "{note}"
+            );
+        }
+        let (url, note) =
+            normalize_target("https://gw/x/v1/chat/completions?api-version=1").unwrap();
+        assert_eq!(url, "https://gw/x?api-version=1");
+        assert!(note.is_some());
+        assert_eq!(normalize_target("http://h:8000/v1").unwrap().1, None);
+    }
+
+    #[test]
+    fn an_html_page_is_summarised_in_one_line() {
+        let page = "<!DOCTYPE html>\n<html>\n<head><title>404 Not Found</title></head>\n<body>\n<h1>Not Found</h1>\n</body>\n</html>\n";
+        let s = body_summary("text/html; charset=utf-8", page, None);
+        assert_eq!(
+            s,
+            format!(
+                "text/html; charset=utf-8, {} bytes, first line \"<!DOCTYPE html>\"",
+                page.len()
+            )
+        );
+        assert_eq!(body_summary("", "", Some(0)), "an empty body");
+        assert_eq!(
+            body_summary("application/json", "{\"detail\":\n \"Not Found\"}", None),
+            "{\"detail\": \"Not Found\"}"
+        );
         assert!(normalize_base_url("").is_err());
     }
 

@@ -240,6 +240,8 @@ pub struct Engine {
     usage_warned: bool,
     paused: bool,
     manual_stages: usize,
+    /// Planned stages run again after a rate change cut them short.
+    reruns: usize,
     /// Requests sent so far in the whole run: the next prompt to use. Prompts
     /// are taken in order across stages, so a stage does not resend the
     /// previous stage's prompts (a server's prefix cache would flatter TTFT).
@@ -298,6 +300,7 @@ impl Engine {
             usage_warned: false,
             paused: false,
             manual_stages: 0,
+            reruns: 0,
             next_prompt: 0,
             prompts_ran_out: false,
             done_tx,
@@ -358,6 +361,7 @@ impl Engine {
             let spec = if let Some(s) = manual.take() {
                 s
             } else if let Some(s) = rerun.take() {
+                self.reruns += 1;
                 self.note(
                     EventKind::Rerun,
                     format!("{} runs again: it was cut short by a rate change", s.name),
@@ -1101,7 +1105,9 @@ impl Engine {
         let snap = Snapshot {
             elapsed_s: self.t(),
             stage_number: number,
-            stages_total: plan.total().map(|t| t + self.manual_stages),
+            stages_total: plan.total().map(|t| t + self.manual_stages + self.reruns),
+            extra_stages: self.manual_stages + self.reruns,
+            plan_done: self.planned_done.len(),
             stage: Some(live),
             upcoming: plan.upcoming(),
             finished: self.finished_shared.clone(),

@@ -90,7 +90,13 @@ pub struct Snapshot {
     pub elapsed_s: f64,
     /// 1-based number of the running stage.
     pub stage_number: usize,
+    /// Stages the run will have run: the plan's, manual ones and re-runs.
     pub stages_total: Option<usize>,
+    /// Stages run beyond the plan's: manual (a rate key) and re-runs of
+    /// planned stages cut short by a rate change.
+    pub extra_stages: usize,
+    /// Planned stages the plan has its measurement of.
+    pub plan_done: usize,
     pub stage: Option<LiveStage>,
     pub upcoming: Vec<PlannedStage>,
     pub finished: Arc<Vec<StageReport>>,
@@ -102,6 +108,27 @@ pub struct Snapshot {
     pub history: Arc<RunHistory>,
     /// The run is over; no more snapshots follow.
     pub done: bool,
+}
+
+impl Snapshot {
+    /// Where the run is, in one phrase: `stage 8/10` while the plan's stages
+    /// are all there is; once a rate key or a re-run has added stages,
+    /// `stage 17 · plan 8/10 done` (the running stage's number in the run,
+    /// and the planned stages measured), which never reads 17/16.
+    pub fn stage_count(&self) -> String {
+        if self.extra_stages == 0 {
+            let total = self.stages_total.map_or("?".to_string(), |t| t.to_string());
+            return format!("stage {}/{total}", self.stage_number);
+        }
+        let plan = self
+            .stages_total
+            .map(|t| t.saturating_sub(self.extra_stages).max(self.plan_done))
+            .map_or("?".to_string(), |t| t.to_string());
+        format!(
+            "stage {} · plan {}/{plan} done",
+            self.stage_number, self.plan_done
+        )
+    }
 }
 
 /// A stage planned but not yet run, for display.
@@ -165,4 +192,36 @@ pub struct RunHistory {
     /// Errored count of the running stage at its last point (for deltas).
     pub(crate) stage_errored: u64,
     pub(crate) coarse_step_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stage_count_never_passes_its_total() {
+        let plain = Snapshot {
+            stage_number: 8,
+            stages_total: Some(10),
+            plan_done: 7,
+            ..Default::default()
+        };
+        assert_eq!(plain.stage_count(), "stage 8/10");
+        // Seven stages beyond the plan's ten (rate keys and re-runs).
+        let extra = Snapshot {
+            stage_number: 17,
+            stages_total: Some(17),
+            extra_stages: 7,
+            plan_done: 8,
+            ..Default::default()
+        };
+        assert_eq!(extra.stage_count(), "stage 17 · plan 8/10 done");
+        let unknown = Snapshot {
+            stage_number: 3,
+            extra_stages: 1,
+            plan_done: 1,
+            ..Default::default()
+        };
+        assert_eq!(unknown.stage_count(), "stage 3 · plan 1/? done");
+    }
 }

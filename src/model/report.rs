@@ -380,3 +380,73 @@ pub struct Goodput {
 fn is_zero_count(n: &u64) -> bool {
     *n == 0
 }
+
+/// A stage's row label: its name, then what tells it apart from other rows
+/// of the same name: `#2`, `#3`… for a later run of a stage of that name
+/// (a planned stage runs again after a rate change cut it short), `cut`
+/// when the operator ended it before its limit, `paused` when it was
+/// paused. Every table uses it (dashboard, result screen, console, md,
+/// csv, html); `name` stays the stage's key.
+pub fn stage_label(name: &str, run: usize, cut: bool, paused: bool) -> String {
+    let mut s = name.to_string();
+    if run > 1 {
+        s.push_str(&format!(" #{run}"));
+    }
+    if cut {
+        s.push_str(" cut");
+    }
+    if paused {
+        s.push_str(" paused");
+    }
+    s
+}
+
+/// [`stage_label`] for each stage of a run, in order.
+pub fn stage_labels(stages: &[StageReport]) -> Vec<String> {
+    let mut runs: BTreeMap<&str, usize> = BTreeMap::new();
+    stages
+        .iter()
+        .map(|s| {
+            let run = runs.entry(s.name.as_str()).or_default();
+            *run += 1;
+            stage_label(&s.name, *run, s.cut_short, s.pauses > 0)
+        })
+        .collect()
+}
+
+/// What the labels' marks mean, for a table's legend.
+pub const LABEL_LEGEND: &str = "#2 run again · cut ended early · paused";
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    #[test]
+    fn repeated_cut_and_paused_stages_get_labels_that_tell_them_apart() {
+        let st = |name: &str, cut: bool, pauses: u32| StageReport {
+            name: name.into(),
+            cut_short: cut,
+            pauses,
+            ..Default::default()
+        };
+        let stages = [
+            st("synchronous", false, 0),
+            st("constant@6.77", true, 0),
+            st("constant@7.45 (manual)", true, 0),
+            st("constant@6.77", true, 0),
+            st("constant@6.77", false, 1),
+            st("constant@6.77", false, 0),
+        ];
+        assert_eq!(
+            stage_labels(&stages),
+            [
+                "synchronous",
+                "constant@6.77 cut",
+                "constant@7.45 (manual) cut",
+                "constant@6.77 #2 cut",
+                "constant@6.77 #3 paused",
+                "constant@6.77 #4",
+            ]
+        );
+    }
+}

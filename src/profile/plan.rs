@@ -4,7 +4,7 @@
 use anyhow::{bail, Context as _, Result};
 
 use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, SweepArrivals};
-use crate::engine::strategy::{resolve_margin, MAX_SECONDS};
+use crate::engine::strategy::{resolve_margin, validate_rate, MAX_RATE, MAX_SECONDS, MIN_RATE};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
 use crate::profile::sweep::{SweepKind, SweepPlan};
@@ -106,13 +106,51 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
             format!("--profile {kind} needs --rate (e.g. --rate 4 or --rate 1,4,16,inf)")
         })
     };
+    // Every message about --rate names what it counts for this profile
+    // (and the strategy a shipped or file profile runs).
+    let named = if args.profile.is_empty() || args.profile == profile {
+        format!("--profile {profile}")
+    } else {
+        format!("--profile {} ({profile})", args.profile)
+    };
+    let shown = |r: &RateItem| match r {
+        RateItem::Finite(v) => typed::number(*v),
+        RateItem::Infinite => "inf".into(),
+    };
     Ok(match args.strategy {
+        LoadStrategy::Synchronous | LoadStrategy::Throughput | LoadStrategy::Search
+            if rates.as_deref().is_some_and(|r| {
+                r.iter()
+                    .any(|x| matches!(x, RateItem::Finite(v) if validate_rate(*v).is_err()))
+            }) =>
+        {
+            bail!(
+                "--rate {} is not possible, and {named} does not use --rate ({}): leave it out",
+                rates
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(shown)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                match args.strategy {
+                    LoadStrategy::Synchronous => "it sends one request at a time",
+                    LoadStrategy::Throughput => "it sends as fast as the server takes them",
+                    _ => "it finds the rate itself",
+                }
+            )
+        }
         LoadStrategy::Sweep => {
             let n = match rates.as_deref() {
                 None => 10,
-                Some([RateItem::Finite(n)]) if n.fract() == 0.0 && *n >= 3.0 => *n as usize,
-                Some(_) => bail!(
-                    "--profile sweep takes --rate N, the number of stages (3 or more, default 10)"
+                Some([RateItem::Finite(n)])
+                    if n.fract() == 0.0 && (3.0..=MAX_RATE).contains(n) =>
+                {
+                    *n as usize
+                }
+                Some(r) => bail!(
+                    "--rate {} is not possible for {named}: it takes one number, the number of stages (3 or more, default 10)",
+                    r.iter().map(shown).collect::<Vec<_>>().join(",")
                 ),
             };
             let kind = match args.sweep_strategy {
@@ -164,12 +202,15 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
             let stages = need_rates("concurrent")?
                 .into_iter()
                 .map(|r| match r {
-                    RateItem::Finite(n) if n.fract() == 0.0 => Ok(StageSpec::new(
-                        Strategy::Concurrent { streams: n as u32 },
-                        limits.clone(),
-                    )),
+                    RateItem::Finite(n) if n.fract() == 0.0 && (1.0..=MAX_RATE).contains(&n) => {
+                        Ok(StageSpec::new(
+                            Strategy::Concurrent { streams: n as u32 },
+                            limits.clone(),
+                        ))
+                    }
                     _ => bail!(
-                        "--profile concurrent takes whole numbers of streams, e.g. --rate 1,8,32"
+                        "--rate {} is not possible for {named}: it takes whole numbers of streams (1 or more), e.g. --rate 1,8,32",
+                        shown(&r)
                     ),
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -179,20 +220,26 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
             let b = check_burstiness(args.burstiness)?;
             let stages = need_rates(profile)?
                 .into_iter()
-                .map(|r| match r {
-                    RateItem::Infinite => StageSpec::new(throughput(), limits.clone()),
-                    RateItem::Finite(rate) if args.strategy == LoadStrategy::Constant => {
-                        StageSpec::new(Strategy::Constant { rate }, limits.clone())
-                    }
-                    RateItem::Finite(rate) => StageSpec::new(
-                        Strategy::Poisson {
-                            rate,
-                            burstiness: b,
-                        },
-                        limits.clone(),
-                    ),
+                .map(|r| {
+                    Ok(match r {
+                        RateItem::Infinite => StageSpec::new(throughput(), limits.clone()),
+                        RateItem::Finite(rate) if validate_rate(rate).is_err() => bail!(
+                            "--rate {} is not possible for {named}: use a number of requests per second from {MIN_RATE} to {MAX_RATE:.0}, or inf",
+                            shown(&r)
+                        ),
+                        RateItem::Finite(rate) if args.strategy == LoadStrategy::Constant => {
+                            StageSpec::new(Strategy::Constant { rate }, limits.clone())
+                        }
+                        RateItem::Finite(rate) => StageSpec::new(
+                            Strategy::Poisson {
+                                rate,
+                                burstiness: b,
+                            },
+                            limits.clone(),
+                        ),
+                    })
                 })
-                .collect();
+                .collect::<Result<Vec<_>>>()?;
             fixed(stages)
         }
     })
@@ -278,6 +325,7 @@ pub(crate) mod tests {
     pub(crate) fn args(strategy: &str, rate: Option<&str>) -> RunConfig {
         RunConfig {
             strategy: LoadStrategy::from_name(strategy).unwrap_or_else(|| panic!("{strategy}")),
+            profile: strategy.into(),
             rate: rate
                 .map(|r| r.split(',').map(|x| RateItem::parse(x).unwrap()).collect())
                 .unwrap_or_default(),
@@ -360,6 +408,40 @@ pub(crate) mod tests {
             Some(10)
         );
         assert!(build_plan(&args("concurrent", Some("1.5")), false).is_err());
+    }
+
+    /// `--rate 0` (or any number out of range) is refused in the unit of
+    /// the profile in use: stages, streams or requests per second.
+    #[test]
+    fn rate_messages_name_the_profiles_unit() {
+        let err = |profile: &str, rate: &str| {
+            build_plan(&args(profile, Some(rate)), false)
+                .map(drop)
+                .unwrap_err()
+                .to_string()
+        };
+        for (profile, rate, unit) in [
+            ("sweep", "0", "the number of stages"),
+            ("sweep", "2", "the number of stages"),
+            ("sweep", "4,8", "the number of stages"),
+            ("concurrent", "0", "whole numbers of streams"),
+            ("concurrent", "-2", "whole numbers of streams"),
+            ("concurrent", "inf", "whole numbers of streams"),
+            ("constant", "0", "requests per second"),
+            ("poisson", "1,1e300", "requests per second"),
+            ("throughput", "0", "does not use --rate"),
+            ("search", "-1", "does not use --rate"),
+            ("synchronous", "-1", "does not use --rate"),
+        ] {
+            let e = err(profile, rate);
+            assert!(
+                e.contains(unit) && e.contains(&format!("--profile {profile}")),
+                "{profile} {rate}: {e}"
+            );
+            if unit != "requests per second" {
+                assert!(!e.contains("requests per second"), "{e}");
+            }
+        }
         // search needs SLOs, a percentile and a precision that make sense.
         let err = build_plan(&args("search", None), false)
             .unwrap_err()

@@ -203,11 +203,12 @@ fn narrow(r: &Report, width: u16) -> String {
     let names: Vec<String> = r
         .stages
         .iter()
-        .map(|st| {
+        .zip(crate::model::report::stage_labels(&r.stages))
+        .map(|(st, label)| {
             if st.saturated {
-                format!("{} !", st.name)
+                format!("{label} !")
             } else {
-                st.name.clone()
+                label
             }
         })
         .collect();

@@ -62,6 +62,7 @@ pub fn render(r: &Report) -> Result<String> {
             "sent_per_s",
             "completed_per_s",
             "steady_s",
+            "label",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -78,7 +79,8 @@ pub fn render(r: &Report) -> Result<String> {
     header.extend(crate::report::reasoning::csv_columns(r));
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
-    for s in &r.stages {
+    let labels = crate::model::report::stage_labels(&r.stages);
+    for (s, label) in r.stages.iter().zip(&labels) {
         let f = |v: f64| format!("{v}");
         let mut row = vec![
             s.name.clone(),
@@ -142,6 +144,7 @@ pub fn render(r: &Report) -> Result<String> {
             f(s.rates.sent_per_s),
             f(s.rates.completed_per_s),
             f(s.rates.steady_s),
+            label.clone(),
         ]);
         if server {
             row.extend(crate::report::server::csv_values(s));

@@ -155,10 +155,15 @@ pub fn chart_with(
     series: &[Series],
     opts: ChartOpts,
 ) -> String {
-    let legend_rows = series.len().div_ceil(3) + usize::from(!opts.vlines.is_empty());
     let plot_h = 320.0;
-    let (w, h) = (560.0, plot_h + 16.0 * legend_rows as f64);
+    let w = 560.0;
     let (ml, mr, mt, mb) = (64.0, 16.0, 34.0, 46.0);
+    // The legend flows below the plot, as many entries a row as fit whole.
+    let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+    let legend = legend_layout(&names, 8.0, w - 8.0);
+    let legend_rows =
+        legend.iter().map(|(_, r)| r + 1).max().unwrap_or(0) + usize::from(!opts.vlines.is_empty());
+    let h = plot_h + 8.0 + 16.0 * legend_rows as f64;
     let x_labels = opts.x_labels;
     let pts = series.iter().flat_map(|s| s.points.iter());
     let xmax_raw = pts
@@ -244,6 +249,15 @@ pub fn chart_with(
             l = esc(label)
         );
     }
+    // Point labels go where they overlap no other label and stay inside
+    // the chart; one that fits nowhere is left out (the tables name every stage).
+    let mut labels = LabelPlacer {
+        x0: ml,
+        x1: w - 2.0,
+        y0: 24.0,
+        y1: plot_h - mb,
+        placed: Vec::new(),
+    };
     for (i, se) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         if se.points.is_empty() {
@@ -283,20 +297,20 @@ pub fn chart_with(
                 );
             }
             if let Some(l) = se.labels.get(k) {
-                let _ = write!(
-                    s,
-                    r##"<text x="{:.1}" y="{:.1}" font-size="8" fill="#444" transform="rotate(-30 {:.1} {:.1})">{}</text>"##,
-                    px(*x) + 4.0,
-                    py(*y) - 5.0,
-                    px(*x) + 4.0,
-                    py(*y) - 5.0,
-                    esc(l)
-                );
+                if let Some(p) = labels.place(l, px(*x), py(*y)) {
+                    let _ = write!(
+                        s,
+                        r##"<text x="{ax:.1}" y="{ay:.1}" font-size="8" fill="#444"{anchor} transform="rotate(-30 {ax:.1} {ay:.1})">{t}</text>"##,
+                        ax = p.0,
+                        ay = p.1,
+                        anchor = if p.2 { r#" text-anchor="end""# } else { "" },
+                        t = esc(l)
+                    );
+                }
             }
         }
-        // The legend sits below the plot, three entries a row.
-        let lx = ml + (i % 3) as f64 * 160.0;
-        let ly = plot_h + 4.0 + (i / 3) as f64 * 16.0;
+        let (lx, row) = legend[i];
+        let ly = plot_h + 12.0 + row as f64 * 16.0;
         let _ = write!(
             s,
             r#"<rect x="{lx:.1}" y="{ry:.1}" width="12" height="4" fill="{color}"/><text x="{tx:.1}" y="{ty:.1}" font-size="10">{n}</text>"#,
@@ -307,18 +321,88 @@ pub fn chart_with(
         );
     }
     if !opts.vlines.is_empty() {
-        let ly = plot_h + 4.0 + series.len().div_ceil(3) as f64 * 16.0;
+        let ly = plot_h + 12.0 + (legend_rows - 1) as f64 * 16.0;
         let _ = write!(
             s,
-            r##"<line x1="{ml}" x2="{x2}" y1="{y:.1}" y2="{y:.1}" stroke="#555" stroke-dasharray="2,3"/><text x="{tx}" y="{ty:.1}" font-size="10">knee: the last rate before latency climbs</text>"##,
-            x2 = ml + 12.0,
+            r##"<line x1="8" x2="20" y1="{y:.1}" y2="{y:.1}" stroke="#555" stroke-dasharray="2,3"/><text x="24" y="{ty:.1}" font-size="10">knee: the last rate before latency climbs</text>"##,
             y = ly - 2.0,
-            tx = ml + 16.0,
             ty = ly + 1.0
         );
     }
     s.push_str("</svg>");
     s
+}
+
+/// About how wide `text` is at `size` px in a sans-serif font (a little
+/// wide, so nothing is cut by the estimate).
+pub fn text_width(text: &str, size: f64) -> f64 {
+    text.chars().count() as f64 * size * 0.62
+}
+
+/// Where each legend entry goes: (x, row), flowing from `x0` and wrapping
+/// before `right`, so no name runs past the chart's edge.
+pub fn legend_layout(names: &[&str], x0: f64, right: f64) -> Vec<(f64, usize)> {
+    let mut out = Vec::with_capacity(names.len());
+    let (mut x, mut row) = (x0, 0);
+    for n in names {
+        let width = 16.0 + text_width(n, 10.0);
+        if x > x0 && x + width > right {
+            row += 1;
+            x = x0;
+        }
+        out.push((x, row));
+        x += width + 14.0;
+    }
+    out
+}
+
+/// Places point labels drawn at −30°: each one up and to the right of its
+/// point, or else down and to the left, where it overlaps no label already
+/// placed and stays within the bounds.
+pub struct LabelPlacer {
+    pub x0: f64,
+    pub x1: f64,
+    pub y0: f64,
+    pub y1: f64,
+    /// Boxes of the labels placed, in a frame turned +30° (where every
+    /// label is an upright rectangle): (left, top, right, bottom).
+    pub placed: Vec<[f64; 4]>,
+}
+
+impl LabelPlacer {
+    /// The anchor (x, y) and whether the text ends there (else it starts
+    /// there), or None when the label fits nowhere.
+    pub fn place(&mut self, text: &str, x: f64, y: f64) -> Option<(f64, f64, bool)> {
+        let wd = text_width(text, 8.0);
+        let (sin, cos) = (30f64.to_radians().sin(), 30f64.to_radians().cos());
+        for (ax, ay, end) in [(x + 4.0, y - 5.0, false), (x - 4.0, y + 9.0, true)] {
+            let (l, r) = if end { (ax - wd, ax) } else { (ax, ax + wd) };
+            let (t, b) = (ay - 8.0, ay + 2.0);
+            // The box's corners as drawn (turned −30° about the anchor).
+            let drawn = [(l, t), (r, t), (l, b), (r, b)].map(|(px, py)| {
+                let (dx, dy) = (px - ax, py - ay);
+                (ax + dx * cos + dy * sin, ay - dx * sin + dy * cos)
+            });
+            if drawn
+                .iter()
+                .any(|(px, py)| *px < self.x0 || *px > self.x1 || *py < self.y0 || *py > self.y1)
+            {
+                continue;
+            }
+            // In the frame turned +30°, the label is its upright box moved
+            // by where the anchor goes.
+            let (sx, sy) = (ax * cos - ay * sin - ax, ax * sin + ay * cos - ay);
+            let bx = [l + sx, t + sy, r + sx, b + sy];
+            let clear = self.placed.iter().all(|p| {
+                bx[2] + 1.0 < p[0] || p[2] + 1.0 < bx[0] || bx[3] + 1.0 < p[1] || p[3] + 1.0 < bx[1]
+            });
+            if clear {
+                self.placed.push(bx);
+                return Some((ax, ay, end));
+            }
+        }
+        None
+    }
 }
 
 fn by_rate(stages: &[StageReport]) -> Vec<&StageReport> {
@@ -496,7 +580,7 @@ pub fn render(r: &Report) -> String {
 body{{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:1200px}}
 h1{{font-size:22px}} h2{{font-size:17px;margin-top:28px}}
 .meta{{color:#555}} .charts{{display:flex;flex-wrap:wrap;gap:12px}}
-table{{border-collapse:collapse;font-size:12px}} th,td{{border:1px solid #ddd;padding:3px 6px;text-align:right}}
+table{{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}} th,td{{border:1px solid #ddd;padding:3px 6px;text-align:right}}
 th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
 .warn{{color:#a15c00}} .partial{{color:#b00020;font-weight:bold}} pre{{font-size:11px;overflow-x:auto;background:#f7f7f7;padding:8px}}
 </style></head><body>"#,
@@ -544,13 +628,14 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     );
 
     h.push_str("<h2>Stages</h2><table><tr><th>Stage</th><th>Target</th><th>Req/s (steady)</th><th>Conc</th><th>Out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT mean</th><th>Latency p50 (s)</th><th>Comp</th><th>Inc</th><th>Err</th><th>Errors</th></tr>");
-    for s in &r.stages {
+    let labels = crate::model::report::stage_labels(&r.stages);
+    for (s, label) in r.stages.iter().zip(&labels) {
         let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = write!(
             h,
             "<tr{}><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.1}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             if s.saturated { r#" class="sat""# } else { "" },
-            esc(&s.name),
+            esc(label),
             s.target_rate.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into()),
             s.rates.achieved(),
             s.concurrency.mean,
@@ -665,8 +750,59 @@ mod tests {
         assert_eq!(points.split(' ').count(), 3, "{points}");
         // The legend is below the plot area (y > 320), clear of every line.
         assert!(
-            svg.contains(r#"<rect x="64.0" y="320.0" width="12" height="4""#),
+            svg.contains(r#"<rect x="8.0" y="328.0" width="12" height="4""#),
             "{svg}"
+        );
+    }
+
+    #[test]
+    fn legends_wrap_inside_the_chart() {
+        let names = [
+            "TTFT p50",
+            "TTFT p99",
+            "TTFT p50, synchronous, throughput (not on the rate curve)",
+            "TTFT p99, saturated stages",
+        ];
+        let l = legend_layout(&names, 8.0, 552.0);
+        for (n, (x, _)) in names.iter().zip(&l) {
+            assert!(x + 16.0 + text_width(n, 10.0) <= 552.0, "{n} at {x}");
+        }
+        assert_eq!(l.iter().map(|p| p.1).collect::<Vec<_>>(), [0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn point_labels_never_overlap_and_stay_inside() {
+        // Twenty stages close together, as a sweep against a small server
+        // gives: every label placed overlaps none placed before it.
+        let mut p = LabelPlacer {
+            x0: 64.0,
+            x1: 558.0,
+            y0: 24.0,
+            y1: 274.0,
+            placed: Vec::new(),
+        };
+        let mut shown = 0;
+        for k in 0..20 {
+            let (x, y) = (300.0 + 4.0 * k as f64, 200.0 - 2.0 * k as f64);
+            if p.place(&format!("constant@{k}.00"), x, y).is_some() {
+                shown += 1;
+            }
+        }
+        assert!(shown >= 2, "{shown}");
+        for (i, a) in p.placed.iter().enumerate() {
+            for b in &p.placed[..i] {
+                let apart = a[2] < b[0] || b[2] < a[0] || a[3] < b[1] || b[3] < a[1];
+                assert!(apart, "{a:?} {b:?}");
+            }
+        }
+        // At the right edge the label goes down and to the left.
+        let mut p = LabelPlacer {
+            placed: Vec::new(),
+            ..p
+        };
+        assert_eq!(
+            p.place("throughput", 550.0, 100.0),
+            Some((546.0, 109.0, true))
         );
     }
 

@@ -132,13 +132,15 @@ pub fn guidellm_info(r: &Report) -> String {
     ] {
         columns.extend(t(g));
     }
+    let labels = crate::model::report::stage_labels(&r.stages);
     let rows = r
         .stages
         .iter()
-        .map(|s| {
+        .zip(&labels)
+        .map(|(s, label)| {
             let o = &s.tokens.by_outcome;
             let mut row = vec![
-                s.name.clone(),
+                label.clone(),
                 hms(&s.start),
                 hms(&s.end),
                 format!("{:.1}", s.duration_s),
@@ -169,15 +171,17 @@ pub fn guidellm_stats(r: &Report) -> String {
     for g in ["Req Latency (s)", "TTFT (ms)", "ITL (ms)", "TPOT (ms)"] {
         columns.extend([(g, "mean"), (g, "median"), (g, "p99")]);
     }
+    let labels = crate::model::report::stage_labels(&r.stages);
     let rows = r
         .stages
         .iter()
-        .map(|s| {
+        .zip(&labels)
+        .map(|(s, label)| {
             let m3 = |d: &crate::stats::dist::DistSummary, k: f64, p: usize| {
                 [d.mean * k, d.p50 * k, d.p99 * k].map(|v| format!("{v:.p$}"))
             };
             let mut row = vec![
-                s.name.clone(),
+                label.clone(),
                 format!("{:.2}", s.rates.requests_per_s),
                 format!("{:.2}", s.concurrency.mean),
                 format!("{:.1}", s.rates.output_tokens_per_s),
@@ -447,7 +451,14 @@ pub fn sglang_block(r: &Report, s: &StageReport) -> String {
 pub fn sglang(r: &Report) -> String {
     r.stages
         .iter()
-        .map(|s| sglang_block(r, s))
+        .zip(crate::model::report::stage_labels(&r.stages))
+        .map(|(s, label)| {
+            sglang_block(r, s).replacen(
+                &format!("{:<41}{}\n", "Stage:", s.name),
+                &format!("{:<41}{label}\n", "Stage:"),
+                1,
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

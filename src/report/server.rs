@@ -210,6 +210,12 @@ fn time_chart(
     y_max: Option<f64>,
 ) -> String {
     let (w, h) = (560.0, 300.0);
+    // The legend goes below the plot (inside it, at the top right, it sat
+    // on the stage numbers), flowing over as many rows as it needs.
+    let names: Vec<&str> = series.iter().map(|s| s.0).collect();
+    let legend = super::html::legend_layout(&names, 8.0, w - 8.0);
+    let rows = legend.iter().map(|(_, r)| r + 1).max().unwrap_or(0);
+    let total_h = h + 4.0 + 16.0 * rows as f64;
     let (ml, mr, mt, mb) = (56.0, 16.0, 34.0, 40.0);
     let xmax_raw = series
         .iter()
@@ -227,7 +233,7 @@ fn time_chart(
     let px = |x: f64| ml + (x / xmax) * (w - ml - mr);
     let py = |y: f64| h - mb - (y.min(ymax) / ymax) * (h - mt - mb);
     let mut s = String::new();
-    svg_open(&mut s, w, h, title);
+    svg_open(&mut s, w, total_h, title);
     for y in &yt {
         y_grid_line(&mut s, ml, w - mr, py(*y), &y.to_string());
     }
@@ -275,13 +281,13 @@ fn time_chart(
             r#"<path fill="none" stroke="{color}" stroke-width="1.5" d="{}"/>"#,
             path.trim_end()
         );
-        let ly = mt + 4.0 + i as f64 * 14.0;
+        let (lx, row) = legend[i];
+        let ly = h + 12.0 + row as f64 * 16.0;
         let _ = write!(
             s,
-            r#"<rect x="{lx}" y="{ry:.1}" width="10" height="3" fill="{color}"/><text x="{tx}" y="{ty:.1}" font-size="10">{n}</text>"#,
-            lx = w - mr - 120.0,
-            ry = ly - 3.0,
-            tx = w - mr - 106.0,
+            r#"<rect x="{lx:.1}" y="{ry:.1}" width="12" height="4" fill="{color}"/><text x="{tx:.1}" y="{ty:.1}" font-size="10">{n}</text>"#,
+            ry = ly - 4.0,
+            tx = lx + 16.0,
             ty = ly + 1.0,
             n = esc(name)
         );

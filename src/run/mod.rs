@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use tokio::sync::{mpsc, watch};
 
 use crate::attach::protocol::{RunHello, RunMsg};
@@ -69,12 +69,36 @@ pub fn create_run_dir(dir: &Path) -> Result<()> {
     serve::private_dir(dir)
 }
 
+/// Files that say a directory holds a run already.
+const RUN_FILES: [&str; 3] = ["report.json", "stages.jsonl", "run.json"];
+
+/// An `--out` directory that holds an earlier run is refused, unless
+/// `--force`: a second run there would write over the first one's reports.
+pub fn check_out_dir(dir: &Path, force: bool) -> Result<()> {
+    if force {
+        return Ok(());
+    }
+    let found: Vec<&str> = RUN_FILES
+        .into_iter()
+        .filter(|f| dir.join(f).exists())
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{} holds an earlier run ({}): give a new --out directory, or add --force to write over it",
+        dir.display(),
+        found.join(", ")
+    )
+}
+
 /// Runs `llmsweep run` to the end. `explicit` names the flags given on the
 /// command line: they win over a profile file.
 pub fn execute(args: RunConfig, explicit: &HashSet<String>) -> Result<Ran> {
     let (args, profile_name) = crate::profile::file::resolve(args, explicit)?;
     prepare::check_settings(&args, &profile_name)?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
+    check_out_dir(&out_dir, args.force)?;
     if args.detach {
         return detach::start(&args, &out_dir).map(Ran::Detached);
     }
@@ -357,9 +381,8 @@ async fn keep_state(mut state: RunState, dir: PathBuf, mut snapshots: watch::Rec
             let s = snapshots.borrow_and_update();
             match &s.stage {
                 Some(st) => format!(
-                    "{}/{} {}{}",
-                    s.stage_number,
-                    s.stages_total.map_or("?".into(), |t| t.to_string()),
+                    "{} {}{}",
+                    s.stage_count().trim_start_matches("stage "),
                     st.name,
                     if s.paused { " (paused)" } else { "" }
                 ),
@@ -370,5 +393,31 @@ async fn keep_state(mut state: RunState, dir: PathBuf, mut snapshots: watch::Rec
             state.stage = stage;
             let _ = state.write(&dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_out_directory_with_an_earlier_run_is_refused_unless_forced() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-outdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // Not there yet, or there and empty (or holding only a log): fine.
+        check_out_dir(&dir, false).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("run.log"), "").unwrap();
+        check_out_dir(&dir, false).unwrap();
+        std::fs::write(dir.join("report.json"), "{}").unwrap();
+        let e = format!("{:#}", check_out_dir(&dir, false).unwrap_err());
+        assert!(
+            e.contains("holds an earlier run (report.json)")
+                && e.contains("new --out directory")
+                && e.contains("--force"),
+            "{e}"
+        );
+        check_out_dir(&dir, true).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context as _, Result};
 use serde_json::json;
 
-use crate::client::{normalize_base_url, Client, ClientConfig, Prompt};
+use crate::client::{normalize_target, Client, ClientConfig, Prompt};
 use crate::config::RunConfig;
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
@@ -165,8 +165,13 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     };
 
     // The target: given, or the built-in simulator on a free loopback port.
+    let mut target_note = None;
     let (base_url, simulator) = match &args.target {
-        Some(t) => (normalize_base_url(t)?, None),
+        Some(t) => {
+            let (url, note) = normalize_target(t)?;
+            target_note = note;
+            (url, None)
+        }
         None => {
             let handle = sim::start(
                 sim::SimConfig::preset(sim::Preset::Realistic),
@@ -194,6 +199,9 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let shown_url = client.display_url();
     // Load testers need sockets: lift the soft open-file limit to the hard one.
     let mut data_notes = data_notes;
+    if let Some(note) = target_note {
+        data_notes.push(note);
+    }
     if let Some(l) = crate::client::limits::raise_nofile() {
         let planned = args
             .max_concurrency
@@ -546,7 +554,7 @@ mod tests {
             ("strategy = \"constant\"\nrate = 4\nfps = 100\n", "--fps"),
             (
                 "strategy = \"concurrent\"\nrate = 1.5\n",
-                "--profile concurrent",
+                "--profile p.toml (concurrent)",
             ),
         ] {
             // (Not through `settings`: its file is shared with the test above.)

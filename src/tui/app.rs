@@ -135,8 +135,10 @@ pub struct App {
     pub stopping: bool,
     pub status: Option<(String, Instant)>,
     pub server: Option<ServerMetrics>,
-    /// Lines scrolled in the stage table or the error log.
-    pub scroll: usize,
+    /// Lines scrolled in the stage table or the error log, down from where
+    /// the view starts (the live table may scroll up, above the rows it
+    /// keeps in view: then it is negative).
+    pub scroll: isize,
     /// The main history chart's metric.
     pub metric: Metric,
     /// Set when the run is over and its reports are written: the result screen.
@@ -550,8 +552,27 @@ impl App {
         match code {
             KeyCode::Char('t') => self.theme = (self.theme + 1) % self.themes.len().max(1),
             KeyCode::Char('m') => self.metric = self.metric.next(),
-            KeyCode::Down | KeyCode::Char('j') => self.scroll = self.scroll.saturating_add(1),
-            KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => {
+                // No further than the table has rows (the error log: no limit).
+                let rows = match &self.outcome {
+                    Some(o) => o.report.stages.len(),
+                    None => self.snap.finished.len() + 1 + self.snap.upcoming.len(),
+                };
+                let cap = if self.view == View::Errors {
+                    isize::MAX
+                } else {
+                    isize::try_from(rows).unwrap_or(isize::MAX)
+                };
+                self.scroll = self.scroll.saturating_add(1).min(cap);
+            }
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.scroll = self.scroll.saturating_sub(1);
+                // Only the live table scrolls above where it starts.
+                let live_table = self.outcome.is_none() && self.view == View::Dashboard;
+                if !live_table {
+                    self.scroll = self.scroll.max(0);
+                }
+            }
             _ => return false,
         }
         true

@@ -527,7 +527,6 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
     }
     frame.render_widget(Paragraph::new(fit_line(line1, area.width)), l1);
 
-    let total = snap.stages_total.map_or("?".into(), |t| t.to_string());
     let (stage_ratio, run_ratio, left) = progress(snap);
     let stage_line = match (&snap.stage, &app.outcome) {
         (_, Some(o)) => Line::from(vec![
@@ -550,7 +549,7 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
                 _ => format!("{clock:.0} s"),
             };
             let mut spans = vec![
-                Span::styled(format!(" stage {}/{total} ", snap.stage_number), th.title()),
+                Span::styled(format!(" {} ", snap.stage_count()), th.title()),
                 Span::styled(
                     st.name.clone(),
                     th.style(th.accent).add_modifier(Modifier::BOLD),
@@ -595,7 +594,7 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
                 r * 100.0,
                 fmt_duration(l)
             ),
-            _ => format!("run {run_time} · stage {} of {total}", snap.stage_number),
+            _ => format!("run {run_time} · {}", snap.stage_count()),
         };
         format!("{stage}{run}")
     };
@@ -1130,7 +1129,23 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     let pts = curve_points(&app.snap);
     let colors = [th.spark_ttft, th.warn, th.spark_itl, th.accent];
     let knee = summary::knee(&app.snap.finished);
-    let log = wants_log(pts.iter().flat_map(|p| p.lat));
+    // The axis fits the curve (and the running stage), not the stages off
+    // it: a throughput stage's seconds of queueing would squeeze every
+    // constant stage into the bottom rows. Points beyond it sit at the
+    // edge, marked.
+    let on: Vec<&CurvePoint> = pts.iter().filter(|p| p.on_curve || p.running).collect();
+    let basis: Vec<&CurvePoint> = if on.is_empty() {
+        pts.iter().collect()
+    } else {
+        on
+    };
+    let fit_y: Vec<f64> = basis
+        .iter()
+        .flat_map(|p| p.lat)
+        .filter(|v| *v > 0.0)
+        .collect();
+    let scale = YScale::fit(&fit_y, true, 0.01);
+    let log = scale.log;
     let title = Line::styled(
         if log {
             " latency ms vs req/s · log scale "
@@ -1149,6 +1164,14 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
         ],
     );
     bottom.spans.push(Span::styled("• other ", th.dim()));
+    if pts.iter().any(|p| {
+        !p.on_curve
+            && !p.running
+            && p.lat[0] > 0.0
+            && !(scale.lo..=scale.hi).contains(&scale.y(p.lat[0]))
+    }) {
+        bottom.spans.push(Span::styled("▄ off scale ", th.dim()));
+    }
     bottom
         .spans
         .push(Span::styled("█", Style::default().fg(th.bad)));
@@ -1176,14 +1199,9 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
         );
         return;
     }
-    let all_y: Vec<f64> = pts
-        .iter()
-        .flat_map(|p| p.lat)
-        .filter(|v| *v > 0.0)
-        .collect();
-    let scale = YScale::fit(&all_y, true, 0.01);
     let y = |v: f64| scale.y(v);
     let (ylo, yhi) = (scale.lo, scale.hi);
+    let inside = |v: f64| (ylo..=yhi).contains(&y(v));
     let xmax = nice_ceil(pts.iter().map(|p| p.rate).fold(0.0f64, f64::max) * 1.05);
     let curves: Vec<Vec<(f64, f64)>> = (0..4)
         .map(|i| {
@@ -1195,8 +1213,13 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
         .collect();
     let others: Vec<(f64, f64)> = pts
         .iter()
-        .filter(|p| !p.on_curve && !p.running && p.lat[0] > 0.0)
+        .filter(|p| !p.on_curve && !p.running && p.lat[0] > 0.0 && inside(p.lat[0]))
         .map(|p| (p.rate, y(p.lat[0])))
+        .collect();
+    let off_scale: Vec<(f64, f64)> = pts
+        .iter()
+        .filter(|p| !p.on_curve && !p.running && p.lat[0] > 0.0 && !inside(p.lat[0]))
+        .map(|p| (p.rate, y(p.lat[0]).clamp(ylo, yhi)))
         .collect();
     let running: Vec<(f64, f64)> = pts
         .iter()
@@ -1234,6 +1257,13 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     );
     datasets.push(
         Dataset::default()
+            .marker(Marker::Bar)
+            .graph_type(GraphType::Scatter)
+            .style(th.text())
+            .data(&off_scale),
+    );
+    datasets.push(
+        Dataset::default()
             .marker(Marker::Block)
             .graph_type(GraphType::Scatter)
             .style(Style::default().fg(th.bad))
@@ -1264,10 +1294,36 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(chart, area);
 }
 
+/// Rows for finished stages, labelled so that repeated, cut and paused
+/// stages can be told apart.
+pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
+    stages
+        .iter()
+        .zip(crate::model::report::stage_labels(stages))
+        .map(|(s, label)| RowData {
+            name: label,
+            ..RowData::from_report(s)
+        })
+        .collect()
+}
+
 fn table_rows(app: &App) -> Vec<RowData> {
-    let mut rows: Vec<RowData> = app.snap.finished.iter().map(RowData::from_report).collect();
+    let mut rows = report_rows(&app.snap.finished);
     if let Some(st) = &app.snap.stage {
-        rows.push(RowData::from_live(st));
+        let run = 1 + app
+            .snap
+            .finished
+            .iter()
+            .filter(|f| f.name == st.name)
+            .count();
+        let mut row = RowData::from_live(st);
+        row.name = crate::model::report::stage_label(
+            &st.name,
+            run,
+            false,
+            app.snap.paused || st.paused_s > 0.0,
+        );
+        rows.push(row);
     }
     for p in &app.snap.upcoming {
         rows.push(RowData {
@@ -1294,7 +1350,8 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     let name_w: u16 = if inner_w >= 120 {
         longest.clamp(15, 28)
     } else {
-        15
+        // Room for a label's marks (`#2 cut`) before the numbers.
+        longest.saturating_sub(1).clamp(15, 28)
     };
     // A stage that thought: the time to the first answer token joins TTFT.
     let cols = if rows.iter().any(|r| r.ttfat[1].is_some()) {
@@ -1323,15 +1380,31 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
         .position(|r| r.state == RowState::Running)
         .unwrap_or(rows.len().saturating_sub(1));
     let base = if rows.iter().any(|r| r.state == RowState::Running) {
-        running.saturating_sub(visible.saturating_sub(2))
+        // Room for the next planned stage below it, but no empty rows
+        // while rows above are hidden.
+        running
+            .saturating_sub(visible.saturating_sub(2))
+            .min(rows.len().saturating_sub(visible))
     } else {
         rows.len().saturating_sub(visible)
     };
+    let last_start = rows.len().saturating_sub(visible);
     let start = if live {
-        (base + app.scroll).min(rows.len().saturating_sub(1))
+        let s = isize::try_from(base)
+            .unwrap_or(0)
+            .saturating_add(app.scroll);
+        usize::try_from(s.max(0))
+            .unwrap_or(0)
+            .min(rows.len().saturating_sub(1))
     } else {
-        base
+        // The result reads from the top (synchronous first); ↓ scrolls.
+        usize::try_from(app.scroll.max(0))
+            .unwrap_or(0)
+            .min(last_start)
     };
+    let shown = visible.min(rows.len() - start.min(rows.len()));
+    let above = start;
+    let below = rows.len().saturating_sub(start + shown);
     let body: Vec<Row> = rows
         .iter()
         .skip(start)
@@ -1369,16 +1442,41 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border());
-    let legend = if live {
-        "▶ running, so far · ! saturated · - no data · rate: steady "
-    } else {
-        "! saturated · - no data · rate: steady "
+    let marks = rows
+        .iter()
+        .any(|r| r.name.contains(" #") || r.name.ends_with(" cut") || r.name.ends_with(" paused"));
+    let legend = match (live, marks) {
+        (true, false) => "▶ running, so far · ! saturated · - no data · rate: steady ".to_string(),
+        (false, false) => "! saturated · - no data · rate: steady ".to_string(),
+        (true, true) => format!(
+            "▶ running · ! saturated · {} ",
+            crate::model::report::LABEL_LEGEND
+        ),
+        (false, true) => format!(
+            "! saturated · - no data · {} ",
+            crate::model::report::LABEL_LEGEND
+        ),
     };
     let title = Line::from(vec![
         Span::styled(" stages ", th.title()),
         Span::styled(legend, th.dim()),
     ]);
     block = block.title(fit_line(title, area.width.saturating_sub(2)));
+    // A table that does not fit says so, and how to see the rest.
+    if above > 0 || below > 0 {
+        let mut marks = Vec::new();
+        if above > 0 {
+            marks.push(format!("↑ {above} more above"));
+        }
+        if below > 0 {
+            marks.push(format!("↓ {below} more below"));
+        }
+        let hint = format!(" {} (↑ ↓ scroll) ", marks.join(" · "));
+        block = block.title_bottom(fit_line(
+            Line::styled(hint, th.style(th.accent)),
+            area.width.saturating_sub(2),
+        ));
+    }
     let table = Table::new(body, widths)
         .header(header)
         .column_spacing(1)
@@ -1499,7 +1597,7 @@ fn draw_errors(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
-            .scroll((app.scroll.min(u16::MAX as usize) as u16, 0))
+            .scroll((u16::try_from(app.scroll.max(0)).unwrap_or(u16::MAX), 0))
             .block(block),
         area,
     );
@@ -1543,7 +1641,7 @@ fn draw_result(frame: &mut Frame, app: &App, area: Rect) {
         .border_style(th.style(th.accent))
         .title(Span::styled(" result ", th.title()));
     let need = lines.len() + 2;
-    let rows: Vec<RowData> = r.stages.iter().map(RowData::from_report).collect();
+    let rows = report_rows(&r.stages);
     // The summary first: the table gets what is left (none on a small screen).
     let sum_h = (need as u16).min(area.height);
     let [sum, rest] = Layout::vertical([Constraint::Length(sum_h), Constraint::Min(0)]).areas(area);

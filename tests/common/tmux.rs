@@ -49,6 +49,17 @@ impl Tmux {
             .success());
     }
 
+    /// Resizes the window, as a person dragging the terminal's corner.
+    pub fn resize(&self, width: u16, height: u16) {
+        assert!(self
+            .cmd()
+            .args(["resize-window", "-t", &self.session])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .status()
+            .expect("tmux resize-window")
+            .success());
+    }
+
     pub fn kill_session(&self) {
         let _ = self
             .cmd()
