@@ -167,10 +167,23 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     if !erroring.is_empty() {
         out.push(("Erroring", erroring.join("; ")));
     }
+    // Stages whose evidence could not decide: no part of the answer.
+    let inconclusive: Vec<String> = r
+        .stages
+        .iter()
+        .filter_map(|s| {
+            let v = s.verdict.as_ref()?;
+            (v.outcome == crate::model::verdict::Outcome::Inconclusive)
+                .then(|| format!("{} ({})", s.name, v.reason))
+        })
+        .collect();
+    if !inconclusive.is_empty() {
+        out.push(("Undecided", inconclusive.join("; ")));
+    }
     if let Some(line) = errors_line(&r.stages) {
         out.push(("Errors", line));
     }
-    let inconclusive: Vec<&str> = r
+    let cut: Vec<&str> = r
         .stages
         .iter()
         .filter(|s| {
@@ -181,12 +194,12 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         })
         .map(|s| s.name.as_str())
         .collect();
-    if !inconclusive.is_empty() {
+    if !cut.is_empty() {
         out.push((
             "Cut short",
             format!(
                 "{} (ended by a key, an error limit or a stop: judge with care)",
-                inconclusive.join(", ")
+                cut.join(", ")
             ),
         ));
     }
@@ -359,6 +372,25 @@ mod tests {
             st("constant@9.00", StrategyKind::Constant, 9.0, 46.0, false),
         ]);
         assert!(two.contains("latency stayed flat"), "{two}");
+    }
+
+    #[test]
+    fn undecided_stages_are_named_with_their_reason() {
+        let mut r = ended("completed");
+        let mid = st("constant@19.53", StrategyKind::Constant, 18.1, 21.2, false);
+        let mut mid = mid;
+        mid.verdict = Some(crate::model::Verdict {
+            outcome: crate::model::Outcome::Inconclusive,
+            reason: "the backlog grew by 0.58 ± 0.66 req/s".into(),
+            ..Default::default()
+        });
+        r.stages.insert(1, mid);
+        let all: Vec<String> = lines(&r).iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        assert!(
+            all.iter()
+                .any(|l| l == "Undecided: constant@19.53 (the backlog grew by 0.58 ± 0.66 req/s)"),
+            "{all:?}"
+        );
     }
 
     /// A report that ended with `end_reason`, its last stage saturated.

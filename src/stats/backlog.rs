@@ -23,6 +23,11 @@ struct Cell {
     queued: f64,
     /// Running (not paused) seconds covered.
     dur: f64,
+    /// Requests sent, completed and answered (completed or answered with
+    /// an error) in the cell: what the steady rates count.
+    sent: u32,
+    completed: u32,
+    answered: u32,
 }
 
 /// One cell's time-weighted means.
@@ -95,6 +100,9 @@ impl Backlog {
                     in_flight: a.in_flight + c.in_flight,
                     queued: a.queued + c.queued,
                     dur: a.dur + c.dur,
+                    sent: a.sent.saturating_add(c.sent),
+                    completed: a.completed.saturating_add(c.completed),
+                    answered: a.answered.saturating_add(c.answered),
                 })
             })
             .collect();
@@ -104,6 +112,53 @@ impl Backlog {
 
     pub fn width(&self) -> f64 {
         self.width
+    }
+
+    fn cell_at(&mut self, t_s: f64) -> Option<&mut Cell> {
+        if !(t_s >= 0.0 && t_s.is_finite()) {
+            return None;
+        }
+        while t_s / self.width >= MAX_CELLS as f64 {
+            self.coarsen();
+        }
+        let i = (t_s / self.width) as usize;
+        if self.cells.len() <= i {
+            self.cells.resize(i + 1, Cell::default());
+        }
+        self.cells.get_mut(i)
+    }
+
+    /// A request sent at `t_s` (stage clock).
+    pub fn count_sent(&mut self, t_s: f64) {
+        if let Some(c) = self.cell_at(t_s) {
+            c.sent = c.sent.saturating_add(1);
+        }
+    }
+
+    /// An answer at `t_s`: a completion, or an answered error.
+    pub fn count_answer(&mut self, t_s: f64, completed: bool) {
+        if let Some(c) = self.cell_at(t_s) {
+            c.answered = c.answered.saturating_add(1);
+            if completed {
+                c.completed = c.completed.saturating_add(1);
+            }
+        }
+    }
+
+    /// Sent, completed and answered within `[from_s, to_s]`; a cell cut by
+    /// an end counts in proportion to the part inside.
+    pub fn counts(&self, from_s: f64, to_s: f64) -> (f64, f64, f64) {
+        let mut n = (0.0, 0.0, 0.0);
+        for (i, c) in self.cells.iter().enumerate() {
+            let (a, b) = (i as f64 * self.width, (i + 1) as f64 * self.width);
+            let inside = (b.min(to_s) - a.max(from_s)).max(0.0) / self.width;
+            if inside > 0.0 {
+                n.0 += inside * c.sent as f64;
+                n.1 += inside * c.completed as f64;
+                n.2 += inside * c.answered as f64;
+            }
+        }
+        n
     }
 
     /// Cells mostly covered by running time whose middle lies in
@@ -138,9 +193,13 @@ impl Backlog {
 }
 
 /// A stretch of running time between the stage start or a resume and a
-/// pause or the end of sending. Rates are measured from the first answer to
-/// a request sent in the segment (the pipeline has filled) to its end;
-/// requests in flight across a pause belong to no segment's rates.
+/// pause or the end of sending. Rates are measured once its pipeline has
+/// filled: from its first answer (to a request it sent) plus the median
+/// latency, by when a server that keeps up answers as fast as it is sent
+/// to (completions then are of requests sent since the segment began; from
+/// the first answer alone, the faster requests' completions would be
+/// counted against all the sends, and a stage that kept up read 6 % low).
+/// Requests in flight across a pause belong to no segment's rates.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Segment {
     /// Stage-clock seconds at which it began.
@@ -149,19 +208,17 @@ pub struct Segment {
     pub end_s: Option<f64>,
     /// The first answer to a request sent in this segment.
     pub first_answer_s: Option<f64>,
-    /// Sent, completed and answered (completed or answered with an error)
-    /// after that first answer.
-    pub sent: u64,
-    pub completed: u64,
-    pub answered: u64,
 }
 
 impl Segment {
-    /// Its steady part: from the first answer to its end (`now_s` for a
-    /// segment still running); None before the first answer.
-    pub fn steady(&self, now_s: f64) -> Option<(f64, f64)> {
-        let from = self.first_answer_s?;
+    /// Its steady part: from its first answer plus `settle_s` (never past
+    /// its middle, never before the first answer) to its end (`now_s` for
+    /// a segment still running); None before the first answer.
+    pub fn steady(&self, now_s: f64, settle_s: f64) -> Option<(f64, f64)> {
+        let first = self.first_answer_s?;
         let to = self.end_s.unwrap_or(now_s);
+        let middle = self.start_s + 0.5 * (to - self.start_s);
+        let from = first.max((first + settle_s.max(0.0)).min(middle));
         (to > from).then_some((from, to))
     }
 }
@@ -170,28 +227,30 @@ impl Segment {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Steady {
     pub seconds: f64,
-    pub sent: u64,
-    pub completed: u64,
-    pub answered: u64,
+    pub sent: f64,
+    pub completed: f64,
+    pub answered: f64,
 }
 
 impl Steady {
-    pub fn of(segments: &[Segment], now_s: f64) -> Steady {
+    /// Over the steady parts of `segments` (see [`Segment::steady`]).
+    pub fn of(segments: &[Segment], backlog: &Backlog, now_s: f64, settle_s: f64) -> Steady {
         let mut s = Steady::default();
         for seg in segments {
-            if let Some((a, b)) = seg.steady(now_s) {
+            if let Some((a, b)) = seg.steady(now_s, settle_s) {
+                let (sent, completed, answered) = backlog.counts(a, b);
                 s.seconds += b - a;
-                s.sent += seg.sent;
-                s.completed += seg.completed;
-                s.answered += seg.answered;
+                s.sent += sent;
+                s.completed += completed;
+                s.answered += answered;
             }
         }
         s
     }
 
-    pub fn per_s(&self, n: u64) -> f64 {
+    pub fn per_s(&self, n: f64) -> f64 {
         if self.seconds > 0.0 {
-            n as f64 / self.seconds
+            n / self.seconds
         } else {
             0.0
         }
@@ -233,32 +292,45 @@ mod tests {
     }
 
     #[test]
-    fn steady_figures_add_segments_after_their_first_answer() {
+    fn steady_figures_count_segments_once_their_pipeline_filled() {
+        // 10 req/s sent from 0 s; requests take 0.5–1.5 s (the first
+        // answer at 0.5 s, median 1.0 s); pause at 5 s, resume, end at 9 s.
+        let mut b = Backlog::default();
+        for i in 0..90 {
+            let sent = i as f64 / 10.0 + 0.05;
+            b.count_sent(sent);
+            let w = 0.5 + (i % 3) as f64 * 0.5;
+            let seg_end = if sent < 5.0 { 5.0 } else { 9.0 };
+            if sent + w <= seg_end {
+                b.count_answer(sent + w, true);
+            }
+        }
         let segs = [
             Segment {
                 start_s: 0.0,
                 end_s: Some(5.0),
-                first_answer_s: Some(1.0),
-                sent: 40,
-                completed: 39,
-                answered: 40,
+                first_answer_s: Some(0.55),
             },
             Segment {
                 start_s: 5.0,
                 end_s: None,
-                first_answer_s: Some(6.0),
-                sent: 30,
-                completed: 30,
-                answered: 30,
-            },
-            Segment {
-                start_s: 9.0,
-                ..Default::default()
+                first_answer_s: Some(5.55),
             },
         ];
-        let s = Steady::of(&segs, 9.0);
-        assert_eq!(s.seconds, 7.0);
-        assert_eq!((s.sent, s.completed, s.answered), (70, 69, 70));
-        assert!((s.per_s(s.sent) - 10.0).abs() < 1e-9);
+        let s = Steady::of(&segs, &b, 9.0, 1.0);
+        // 1.55–5 s and 6.55–9 s.
+        assert!((s.seconds - 5.9).abs() < 1e-9, "{s:?}");
+        let (sent, done) = (s.per_s(s.sent), s.per_s(s.completed));
+        assert!((sent - 10.0).abs() < 0.3, "{s:?}");
+        assert!(
+            (done - 10.0).abs() < 0.5,
+            "a stage that keeps up reads its rate: {s:?}"
+        );
+        // From the first answer instead, completions would read low.
+        let early = Steady::of(&segs, &b, 9.0, 0.0);
+        assert!(
+            early.per_s(early.completed) < 0.95 * early.per_s(early.sent),
+            "{early:?}"
+        );
     }
 }

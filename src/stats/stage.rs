@@ -336,10 +336,9 @@ impl StageStats {
         self.in_flight += 1;
         self.max_in_flight = self.max_in_flight.max(self.in_flight);
         let in_window = now >= self.window.from && self.window.to.is_none_or(|to| now < to);
-        if let Some(seg) = self.segments.last_mut() {
-            if seg.first_answer_s.is_some() && seg.end_s.is_none() && in_window {
-                seg.sent += 1;
-            }
+        if in_window && self.stopped_at.is_none() {
+            let t = self.active_at(now);
+            self.backlog.count_sent(t);
         }
     }
 
@@ -490,12 +489,9 @@ impl StageStats {
                 let seg = &mut self.segments[k];
                 if seg.first_answer_s.is_none() {
                     seg.first_answer_s = Some(t_end);
-                } else {
-                    seg.answered += 1;
-                    if r.outcome == Outcome::Completed {
-                        seg.completed += 1;
-                    }
                 }
+                self.backlog
+                    .count_answer(t_end, r.outcome == Outcome::Completed);
             }
         }
         if r.outcome != Outcome::Completed || !in_window {
@@ -637,8 +633,13 @@ impl StageStats {
         let rel = |t: Instant| self.active_at(t);
         let lat = self.latency.summary(&[]);
         let segments = self.segments_at(now);
-        let steady = Steady::of(&segments, rel(now));
-        let ranges: Vec<(f64, f64)> = segments.iter().filter_map(|s| s.steady(0.0)).collect();
+        // The pipeline has filled a median latency after the first answer.
+        let settle_s = lat.p50 / 1000.0;
+        let steady = Steady::of(&segments, &self.backlog, rel(now), settle_s);
+        let ranges: Vec<(f64, f64)> = segments
+            .iter()
+            .filter_map(|s| s.steady(0.0, settle_s))
+            .collect();
         let whole_window = if m_s > 0.0 {
             self.in_flight_area / m_s
         } else {

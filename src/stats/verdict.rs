@@ -798,9 +798,9 @@ mod tests {
             series,
             steady: Steady {
                 seconds: steady_s,
-                sent: (target * steady_s) as u64,
-                completed: (rate * steady_s) as u64,
-                answered: (rate * steady_s) as u64,
+                sent: target * steady_s,
+                completed: rate * steady_s,
+                answered: rate * steady_s,
             },
             backlog,
             backlog_width_s: 0.1,
