@@ -808,7 +808,6 @@ mod tests {
                 start_s: 0.0,
                 end_s: Some(secs),
                 first_answer_s: Some(w),
-                ..Default::default()
             }],
             ..Default::default()
         }
