@@ -12,7 +12,7 @@
 #   all      build, serve, measure, summary, stop (KEEP_SERVER=1 leaves it running)
 # Every step is skipped when its output exists (binary, model, report.json): delete it to redo.
 # Environment (defaults): WORK=/work/realsrv  LCP_VERSION=0.3.36  PORT=18080  SLOTS=8
-#   CTX=8192 (all slots together)  SECONDS_FIXED=8  MAXCONC=16  DATA=prompt_tokens=32,output_tokens=32
+#   THREADS=1  CTX=8192 (all slots together)  SECONDS_FIXED=8  MAXCONC=16  DATA=prompt_tokens=32,output_tokens=32
 #   LLMSWEEP=<repo>/target/{release,debug}/llmsweep, else /work/tools/llmsweep-dbg, else PATH
 # Needs: a C++ compiler, python3 + pip, curl; ~20-40 min of build on 2 busy cores.
 set -euo pipefail
@@ -23,6 +23,9 @@ WORK="${WORK:-/work/realsrv}"
 LCP_VERSION="${LCP_VERSION:-0.3.36}"
 PORT="${PORT:-18080}"
 SLOTS="${SLOTS:-8}"
+# One compute thread: with 2 (the default, one per core) on a busy 2-core machine, OpenMP's
+# barrier waits whenever a thread is descheduled: 8 slots held 4.3 req/s instead of 37.
+THREADS="${THREADS:-1}"
 CTX="${CTX:-8192}"
 SECONDS_FIXED="${SECONDS_FIXED:-8}"
 MAXCONC="${MAXCONC:-16}"
@@ -82,9 +85,9 @@ serve() {
   if up; then
     log "a server already answers on $URL"
   else
-    log "starting llama-server on $URL ($SLOTS slots, ctx $CTX; log: $WORK/server.log)"
+    log "starting llama-server on $URL ($SLOTS slots, $THREADS thread(s), ctx $CTX; log: $WORK/server.log)"
     # -np slots share -c: CTX/SLOTS tokens each (1024 by default, plenty for 32+32).
-    "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -np "$SLOTS" -c "$CTX" --metrics \
+    "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -np "$SLOTS" -c "$CTX" -t "$THREADS" --metrics \
       >"$WORK/server.log" 2>&1 &
     echo $! >"$PIDFILE"
     for _ in $(seq 60); do up && break; sleep 1; done

@@ -177,10 +177,15 @@ pub struct ClientCheck {
     /// second (Linux; None elsewhere). The built-in simulator counts too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_share_max: Option<f64>,
-    /// The lag could distort TTFT or ITL, or the schedule was not kept.
+    /// The load was llmsweep's: the schedule was not kept, or the lag was
+    /// large enough to move the rates (docs/METRICS.md#self-check).
     pub limited: bool,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// Not limited, but the lag is past what the stage's ITL needs: TTFT
+    /// and ITL are accurate to about the lag (a warning).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub timing: String,
 }
 
 impl StageReport {

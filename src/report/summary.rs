@@ -167,18 +167,27 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     if !erroring.is_empty() {
         out.push(("Erroring", erroring.join("; ")));
     }
-    // Stages whose evidence could not decide: no part of the answer.
-    let inconclusive: Vec<String> = r
-        .stages
-        .iter()
-        .filter_map(|s| {
-            let v = s.verdict.as_ref()?;
-            (v.outcome == crate::model::verdict::Outcome::Inconclusive)
-                .then(|| format!("{} ({})", s.name, v.reason))
-        })
-        .collect();
-    if !inconclusive.is_empty() {
-        out.push(("Undecided", inconclusive.join("; ")));
+    // Stages whose evidence could not decide: no part of the answer. Stages
+    // with the same reason are named together, the reason said once.
+    let mut undecided: Vec<(&str, Vec<&str>)> = Vec::new();
+    for s in &r.stages {
+        let Some(v) = s.verdict.as_ref() else {
+            continue;
+        };
+        if v.outcome != crate::model::verdict::Outcome::Inconclusive {
+            continue;
+        }
+        match undecided.iter_mut().find(|(why, _)| *why == v.reason) {
+            Some((_, names)) => names.push(&s.name),
+            None => undecided.push((&v.reason, vec![&s.name])),
+        }
+    }
+    if !undecided.is_empty() {
+        let text: Vec<String> = undecided
+            .iter()
+            .map(|(why, names)| format!("{} ({why})", names.join(", ")))
+            .collect();
+        out.push(("Undecided", text.join("; ")));
     }
     if let Some(line) = errors_line(&r.stages) {
         out.push(("Errors", line));

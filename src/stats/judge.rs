@@ -187,6 +187,9 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
             w.push(c.reason.clone());
         }
     }
+    if let Some(c) = s.client.as_ref().filter(|c| !c.timing.is_empty()) {
+        w.push(c.timing.clone());
+    }
     let c = s.requests;
     let latency_s = s.latency_ms.p50 / 1000.0;
     let cut = matches!(

@@ -392,14 +392,15 @@ impl StageStats {
         if self.client_lag.is_empty() && self.send_late.is_empty() {
             return None;
         }
-        Some(super::client::check(
-            self.client_lag.quantile_ms(0.9),
-            self.client_lag.quantile_ms(0.99),
-            self.client_lag.quantile_ms(1.0),
-            self.send_late.quantile_ms(0.9),
-            self.cpu_share_max,
-            self.itl.quantile_ms(0.5),
-        ))
+        Some(super::client::check(super::client::Measured {
+            lag_p90_ms: self.client_lag.quantile_ms(0.9),
+            lag_p99_ms: self.client_lag.quantile_ms(0.99),
+            lag_max_ms: self.client_lag.quantile_ms(1.0),
+            send_late_p90_ms: self.send_late.quantile_ms(0.9),
+            cpu_share_max: self.cpu_share_max,
+            itl_p50_ms: self.itl.quantile_ms(0.5),
+            latency_p50_ms: self.latency.quantile_ms(0.5),
+        }))
     }
 
     /// The running segment `t` falls in; None while paused.
