@@ -249,7 +249,11 @@ fn settle_after(e: &Evidence, seg: &Segment) -> Option<f64> {
     let first = seg.first_answer_s?;
     let end = seg.end_s.unwrap_or(e.elapsed_s);
     let half = seg.start_s + 0.5 * (end - seg.start_s);
-    let filled = (seg.start_s + e.latency_p90_s).min(half);
+    // The slowest of the first requests answered: the 90th percentile
+    // latency after the first answer (from the segment's start alone, the
+    // tail of the ramp read as growth: a stage that kept up showed
+    // "saturating" 5 s in, then "inconclusive" at its end).
+    let filled = (first + e.latency_p90_s).min(half);
     Some(first.max(filled) + e.backlog_width_s)
 }
 
