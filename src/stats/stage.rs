@@ -847,10 +847,21 @@ impl StageStats {
         // One number for "the steady rate": the estimate the verdict quotes.
         let steady_requests_per_s = capacity.requests_per_s;
         let steady = ev.steady;
+        // A stage that sets its own pace (synchronous, throughput,
+        // concurrent) completes in waves as its batches do, and a window cut
+        // through them miscounts (a flood read 25.77 req/s over its steady
+        // window against 38.29 by the slope of all its completions): its
+        // achieved rate is the capacity estimate, the number the answer and
+        // the sweep use for it too.
+        let completed_per_s = if open_loop || steady_requests_per_s <= 0.0 {
+            steady.per_s(steady.completed)
+        } else {
+            steady_requests_per_s
+        };
         let rates = Rates {
             steady_requests_per_s,
             sent_per_s: steady.per_s(steady.sent),
-            completed_per_s: steady.per_s(steady.completed),
+            completed_per_s,
             steady_s: steady.seconds,
             requests_per_s: per_s(self.counts.measured as f64),
             output_tokens_per_s: per_s(self.output_total as f64),
