@@ -6,7 +6,8 @@
 # Usage: scripts/real-server.sh [all|build|serve|measure|summary|stop]   (default: all)
 #   build    apt cmake if missing, download + untar the sdist, build llama-server, write the GGUF
 #   serve    start llama-server (unless it already answers) and smoke-test it
-#   measure  capacity reference (concurrent@SLOTS), sweep with fixed stages, sweep with auto
+#   measure  capacity reference (concurrent@SLOTS), sweep with fixed stages, sweep with auto,
+#            long constant stages at 70/85/115 % of the reference
 #   summary  print answer / verdicts / rates / server metrics of every run under $WORK
 #   stop     stop the server this script started
 #   all      build, serve, measure, summary, stop (KEEP_SERVER=1 leaves it running)
@@ -129,6 +130,13 @@ measure() {
   # The sweep as issue 20 ran it, with fixed stages and with stages as long as evidence needs.
   run sweep1 --profile sweep --max-seconds "$SECONDS_FIXED" --max-concurrency "$MAXCONC"
   run sweep-auto --profile sweep --max-seconds auto --max-concurrency "$MAXCONC"
+  # Long constant stages at 70 %, 85 % and 115 % of the reference: what should hold and what
+  # should not (the machine's other load moves the capacity by +-20 %; compare with the
+  # server's own running/waiting gauges in the summary).
+  local rates
+  rates=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["stages"][0]["rates"]["completed_per_s"]; print(",".join(f"{f*c:.2f}" for f in (0.70, 0.85, 1.15)))' \
+    "$WORK/capacity/report.json")
+  run fractions --profile constant --rate "$rates" --max-seconds 25 --max-concurrency "$MAXCONC"
 }
 
 summary() {
@@ -136,7 +144,7 @@ summary() {
 import json, os, sys
 work = sys.argv[1]
 cap = None
-for name in ("capacity", "sweep1", "sweep-auto"):
+for name in ("capacity", "sweep1", "sweep-auto", "fractions"):
     p = os.path.join(work, name, "report.json")
     if not os.path.exists(p):
         continue

@@ -270,6 +270,11 @@ fn report_and_compare_commands() {
     let (ok, out, err) = bin(&["compare", f, f]);
     assert!(ok, "{err}");
     assert!(out.contains("Δ TTFT p50") && out.contains("+0.0%"), "{out}");
+    // Each run's answer, said as every report says it.
+    assert!(
+        out.contains("\nA holds ≈ ") && out.contains("\nB holds ≈ "),
+        "{out}"
+    );
     let out_path = std::env::temp_dir().join(format!("llmsweep-out-{}.html", std::process::id()));
     let (ok, _, err) = bin(&["report", f, "-f", "html", "-o", out_path.to_str().unwrap()]);
     assert!(ok, "{err}");

@@ -48,11 +48,17 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "B: {b_name} — {} ({}), {}\n",
+        "B: {b_name} — {} ({}), {}",
         crate::safe::line(&b.target.model),
         crate::safe::line(&b.target.url),
         b.created
     );
+    // Each run's answer first, as every report says it.
+    for (k, r) in [("A", a), ("B", b)] {
+        let answer = super::summary::answer(r);
+        let _ = writeln!(s, "{k} {}", crate::stats::answer::line(&answer));
+    }
+    s.push('\n');
     let headers = [
         "Stage (A → B)",
         "Req/s A",
