@@ -2,7 +2,7 @@
 //! Poisson) stages at rates interpolated between the two measured rates.
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, PlannedStage, StageSpec, Strategy};
-use crate::model::{StageReport, StrategyKind};
+use crate::model::{Outcome, StageReport, StrategyKind};
 pub use crate::stats::judge::{
     judge_finished, judgement_lines, mark_over_saturated, queueing, stage_warnings,
 };
@@ -44,6 +44,9 @@ pub struct SweepPlan {
     stopped: Option<String>,
     /// The throughput stage was run a second time (it completed nothing).
     throughput_rerun: bool,
+    /// Constant stages run again, longer, because their verdict was
+    /// inconclusive (each rate at most once).
+    reran: Vec<String>,
     notice: Option<String>,
     warning: Option<String>,
 }
@@ -67,6 +70,7 @@ impl SweepPlan {
             ended: false,
             stopped: None,
             throughput_rerun: false,
+            reran: Vec::new(),
             notice: None,
             warning: None,
         }
@@ -97,6 +101,35 @@ impl SweepPlan {
             }
             _ => s.rates.requests_per_s,
         })
+    }
+
+    /// A planned constant stage whose verdict was inconclusive and said how
+    /// long a verdict needs runs once more, that long (at most 3 × the
+    /// stage length), instead of leaving a hole in the bracket. Not with
+    /// `--max-seconds auto`, whose stages lengthen themselves.
+    fn rerun_inconclusive(&mut self, done: &[StageReport], k: usize) -> Option<StageSpec> {
+        if k <= 2 || self.limits.auto_min_seconds.is_some() {
+            return None;
+        }
+        let last = done
+            .last()
+            .filter(|s| !s.manual && !s.cut_short && s.strategy.is_open_loop())?;
+        let v = last.verdict.as_ref()?;
+        let max = self.limits.max_seconds?;
+        let need = v.needed_seconds.filter(|n| *n > max + 0.5)?;
+        if v.outcome != Outcome::Inconclusive || self.reran.contains(&last.name) {
+            return None;
+        }
+        let rate = last.target_rate?;
+        let longer = need.min(3.0 * max);
+        self.reran.push(last.name.clone());
+        self.notice = Some(format!(
+            "{} was inconclusive: running it again for {longer:.0} s, the length its verdict needs",
+            last.name
+        ));
+        let mut limits = self.limits.clone();
+        limits.max_seconds = Some(longer);
+        Some(StageSpec::new(self.open_loop(rate), limits))
     }
 
     fn end(&mut self, why: String) -> Option<StageSpec> {
@@ -237,6 +270,9 @@ impl Plan for SweepPlan {
                         }
                     }
                 }
+                if let Some(again) = self.rerun_inconclusive(done, k) {
+                    return Some(again);
+                }
                 let rate = *self.rates.as_ref()?.get(k - 2)?;
                 StageSpec::new(self.open_loop(rate), self.limits.clone())
             }
@@ -273,7 +309,7 @@ impl Plan for SweepPlan {
     }
 
     fn total(&self) -> Option<usize> {
-        let rerun = usize::from(self.throughput_rerun);
+        let rerun = usize::from(self.throughput_rerun) + self.reran.len();
         Some(if self.ended {
             self.issued + rerun
         } else {
@@ -524,6 +560,44 @@ mod tests {
         assert!(
             why.contains("queueing") && why.contains("below the synchronous"),
             "{why}"
+        );
+    }
+
+    #[test]
+    fn an_inconclusive_stage_runs_once_more_as_long_as_its_verdict_needs() {
+        let limits = Limits {
+            max_seconds: Some(6.0),
+            ..Default::default()
+        };
+        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.0)];
+        p.next(&d).unwrap();
+        d.push(done(StrategyKind::Throughput, 500.0, 7.0));
+        let first = p.next(&d).unwrap();
+        assert_eq!(first.strategy, Strategy::Constant { rate: 3.0 });
+        let mut unsure = done(StrategyKind::Constant, 500.0, 2.9);
+        unsure.name = "constant@3.00".into();
+        unsure.target_rate = Some(3.0);
+        unsure.verdict = Some(crate::model::Verdict {
+            outcome: Outcome::Inconclusive,
+            needed_seconds: Some(14.0),
+            ..Default::default()
+        });
+        d.push(unsure.clone());
+        let again = p.next(&d).unwrap();
+        assert_eq!(again.strategy, Strategy::Constant { rate: 3.0 });
+        assert_eq!(again.limits.max_seconds, Some(14.0));
+        assert!(p
+            .take_notice()
+            .unwrap()
+            .contains("running it again for 14 s"));
+        assert_eq!(p.total(), Some(6));
+        // Still inconclusive: the plan goes on, once is enough.
+        d.push(unsure);
+        assert_eq!(
+            p.next(&d).unwrap().strategy,
+            Strategy::Constant { rate: 5.0 }
         );
     }
 
