@@ -63,7 +63,8 @@ pub struct RunConfig {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson),
+    /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson,
+    /// replay: a trace given with --data),
     /// a shipped profile (`llmsweep profiles` lists them), or a profile .toml file.
     #[arg(long, short = 'p', default_value = "sweep")]
     #[serde(skip)]
@@ -84,6 +85,14 @@ pub struct RunConfig {
     )]
     #[serde(deserialize_with = "de_rates")]
     pub rate: Vec<RateItem>,
+    /// Replay: the trace's times are multiplied by this (0.5 replays twice as fast, 2 half as fast).
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub time_scale: f64,
     /// Poisson burstiness: gamma-distributed gaps with CV 1/√b (1 = Poisson).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub burstiness: f64,
@@ -446,10 +455,12 @@ pub enum LoadStrategy {
     Throughput,
     Constant,
     Poisson,
+    /// Each request of a trace (`--data TRACE`) at its time.
+    Replay,
 }
 
 impl LoadStrategy {
-    pub const ALL: [LoadStrategy; 7] = [
+    pub const ALL: [LoadStrategy; 8] = [
         LoadStrategy::Sweep,
         LoadStrategy::Search,
         LoadStrategy::Synchronous,
@@ -457,6 +468,7 @@ impl LoadStrategy {
         LoadStrategy::Throughput,
         LoadStrategy::Constant,
         LoadStrategy::Poisson,
+        LoadStrategy::Replay,
     ];
 
     pub fn name(self) -> &'static str {
@@ -468,6 +480,7 @@ impl LoadStrategy {
             LoadStrategy::Throughput => "throughput",
             LoadStrategy::Constant => "constant",
             LoadStrategy::Poisson => "poisson",
+            LoadStrategy::Replay => "replay",
         }
     }
 
@@ -831,6 +844,7 @@ mod tests {
             | "slo_percentile"
             | "search_precision"
             | "burstiness"
+            | "time_scale"
             | "fps" => "0.5".into(),
             "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
             | "exit_on_finish" | "save_requests" | "repeat_prompts" => "true".into(),

@@ -246,6 +246,7 @@ fn profile_files_errors_and_overrides() {
         "vllm-throughput",
         "sglang-offline",
         "smoke",
+        "replay",
     ] {
         assert!(
             text.lines().any(|l| l.starts_with(p)),

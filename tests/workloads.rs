@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use llmsweep::client::Api;
+use llmsweep::engine::backend::Scripted;
 use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, Snapshot, Strategy};
 use llmsweep::model::RequestLine;
 use tokio::sync::{mpsc, watch};
@@ -89,4 +90,110 @@ async fn requests_of_one_prefix_group_hit_the_cache_and_other_groups_do_not() {
         .unwrap();
     assert_eq!(hits, 6.0 * 64.0);
     sim.shutdown().await;
+}
+
+/// Runs `plan` on the paused clock through a scripted backend; returns the
+/// result and every request's line, in the order they were sent.
+async fn scripted_run(
+    backend: llmsweep::engine::backend::Scripted,
+    prompts: Arc<[llmsweep::client::Prompt]>,
+    mut plan: Box<dyn llmsweep::engine::Plan>,
+) -> (llmsweep::engine::RunResult, Vec<RequestLine>) {
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
+    let (sink, lines) = std::sync::mpsc::sync_channel(100_000);
+    let settings = RunSettings {
+        seed: 1,
+        ..Default::default()
+    };
+    let engine =
+        Engine::new(Arc::new(backend), prompts, settings, control_rx, snap_tx).log_requests(sink);
+    let res = engine.run(plan.as_mut()).await;
+    let mut out: Vec<RequestLine> = lines.try_iter().collect();
+    out.sort_by_key(|l| l.index);
+    (res, out)
+}
+
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("llmsweep-workloads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn replay_args(time_scale: f64) -> llmsweep::config::RunConfig {
+    llmsweep::config::RunConfig {
+        strategy: llmsweep::config::LoadStrategy::Replay,
+        time_scale,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn replay_sends_each_request_at_its_trace_time() {
+    use llmsweep::data::trace;
+    // Uneven gaps, two at the same millisecond, a burst, rows out of order.
+    let times = [
+        1000u64, 1003, 1003, 1250, 2900, 2901, 2902, 2903, 7000, 1500,
+    ];
+    let text: String = times
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!(
+                "{{\"timestamp\": {t}, \"input_length\": {}, \"output_length\": 4, \"hash_ids\": [{i}]}}\n",
+                20 + i
+            )
+        })
+        .collect();
+    let path = temp_file("trace.jsonl", &text);
+    let tr = trace::load(path.to_str().unwrap()).unwrap();
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    let mut order: Vec<usize> = (0..times.len()).collect();
+    order.sort_by_key(|&i| times[i]);
+    for (scale, backend, cap) in [
+        (0.5, Scripted::fixed(20, 5, 4), None),
+        (1.0, Scripted::fixed(20, 5, 4), None),
+        // One request at a time, each 2 s: the trace's times are still the
+        // due times, and the wait shows as queue time.
+        (1.0, Scripted::fixed(2000, 5, 4), Some(1)),
+    ] {
+        let offsets = tr.offsets(scale);
+        let items = trace::items(&tr, 1, Some(1), &llmsweep::tokenizer::Builtin).unwrap();
+        let prompts: Arc<[_]> = llmsweep::data::build_prompts(items, Api::Chat, "m", None)
+            .unwrap()
+            .into();
+        let mut args = replay_args(scale);
+        args.max_concurrency = cap;
+        let plan = llmsweep::profile::plan::build_replay_plan(&args, &offsets).unwrap();
+        let (res, lines) = scripted_run(backend, prompts, plan.plan).await;
+        let s = &res.stages[0];
+        assert_eq!(s.name, "replay");
+        assert_eq!(s.strategy, llmsweep::model::StrategyKind::Replay);
+        assert_eq!(s.end_reason, "max_requests");
+        assert_eq!(s.requests.sent, 10);
+        assert_eq!(s.requests.completed, 10, "{:?}", s.requests);
+        assert_eq!(lines.len(), 10);
+        for (i, l) in lines.iter().enumerate() {
+            let due = (sorted[i] - sorted[0]) as f64 / 1e3 * scale;
+            assert!(
+                (l.scheduled_s - due).abs() < 0.0015,
+                "scale {scale}: request {i} due at {due} s, scheduled at {} s",
+                l.scheduled_s
+            );
+            // Each row's own lengths, in time order (ties in file order).
+            assert_eq!(l.prompt_tokens, 20 + order[i] as u64, "{l:?}");
+            if cap.is_none() {
+                assert!((l.sent_s - due).abs() < 0.0015, "{l:?}");
+                assert!(l.queue_ms < 1.5, "{l:?}");
+            }
+        }
+        if cap.is_some() {
+            // The second request waits for the first (2 s) though due at 1.5 ms.
+            assert!(lines[1].queue_ms > 1900.0, "{:?}", lines[1]);
+            assert!(s.queue_ms.max > 1900.0);
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod files;
 pub mod synthetic;
+pub mod trace;
 
 use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;

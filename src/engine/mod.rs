@@ -975,6 +975,13 @@ impl Engine {
     }
 
     fn change_rate(&mut self, spec: &StageSpec, rate: f64) -> Option<StageEnd> {
+        if let Strategy::Replay { .. } = spec.strategy {
+            self.note(
+                EventKind::Rejected,
+                "a replay sends at its trace's times: --time-scale sets its pace",
+            );
+            return None;
+        }
         let rate = match validate_rate(rate) {
             Ok(r) => r,
             Err(e) => {
@@ -1053,6 +1060,10 @@ fn steer_base(spec: &StageSpec, stats: &StageStats, now: Instant) -> Result<Base
     match spec.strategy {
         Strategy::Concurrent { streams } => Ok(Base::Streams(streams)),
         Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Ok(Base::Rate(rate)),
+        Strategy::Replay { .. } => Err(format!(
+            "{} sends at its trace's times: --time-scale sets its pace",
+            spec.name
+        )),
         Strategy::Synchronous | Strategy::Throughput { .. } => {
             let elapsed = stats.active_elapsed(now).as_secs_f64();
             let done = stats.counts.completed;

@@ -25,6 +25,9 @@ pub enum Strategy {
     /// Open loop: seeded gamma-distributed gaps with mean 1 / rate and
     /// coefficient of variation 1 / √burstiness (burstiness 1 = Poisson).
     Poisson { rate: f64, burstiness: f64 },
+    /// Open loop: request i is due at start + `offsets[i]` seconds (a
+    /// trace's times, already scaled by `--time-scale`, in order).
+    Replay { offsets: std::sync::Arc<[f64]> },
 }
 
 impl Strategy {
@@ -35,14 +38,16 @@ impl Strategy {
             Strategy::Throughput { .. } => StrategyKind::Throughput,
             Strategy::Constant { .. } => StrategyKind::Constant,
             Strategy::Poisson { .. } => StrategyKind::Poisson,
+            Strategy::Replay { .. } => StrategyKind::Replay,
         }
     }
 
-    /// Requests/s for open loop, streams for concurrent.
+    /// Requests/s for open loop (a replay's mean rate), streams for concurrent.
     pub fn target_rate(&self) -> Option<f64> {
         match self {
             Strategy::Concurrent { streams } => Some(*streams as f64),
             Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Some(*rate),
+            Strategy::Replay { offsets } => replay_rate(offsets),
             _ => None,
         }
     }
@@ -54,7 +59,9 @@ impl Strategy {
     /// The usual stage name: `synchronous`, `throughput`, `concurrent@8`, `constant@5.25`.
     pub fn name(&self) -> String {
         match self {
-            Strategy::Synchronous | Strategy::Throughput { .. } => self.kind().name().to_string(),
+            Strategy::Synchronous | Strategy::Throughput { .. } | Strategy::Replay { .. } => {
+                self.kind().name().to_string()
+            }
             Strategy::Concurrent { streams } => format!("concurrent@{streams}"),
             Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => {
                 format!("{}@{}", self.kind(), fmt_rate(*rate))
@@ -86,6 +93,13 @@ impl Strategy {
             _ => Strategy::Constant { rate },
         }
     }
+}
+
+/// A replay's mean rate: its requests after the first over the time from
+/// the first to the last (None for a single instant).
+pub fn replay_rate(offsets: &[f64]) -> Option<f64> {
+    let span = offsets.last()? - offsets.first()?;
+    (span > 0.0).then(|| (offsets.len() - 1) as f64 / span)
 }
 
 /// Rates print with two decimals, like GuideLLM's `constant@5.71`.
@@ -184,6 +198,10 @@ enum ArrivalKind {
         dist: Gamma<f64>,
         rng: SmallRng,
     },
+    /// A trace's due times; past its end, never.
+    Trace {
+        offsets: std::sync::Arc<[f64]>,
+    },
     /// Closed loop: no schedule.
     None,
 }
@@ -191,6 +209,9 @@ enum ArrivalKind {
 impl Arrivals {
     pub fn new(strategy: &Strategy, seed: u64) -> Self {
         let kind = match *strategy {
+            Strategy::Replay { ref offsets } => ArrivalKind::Trace {
+                offsets: offsets.clone(),
+            },
             Strategy::Constant { rate } => ArrivalKind::Constant { rate },
             Strategy::Poisson { rate, burstiness } => {
                 let b = if burstiness.is_finite() && burstiness > 0.0 {
@@ -208,11 +229,11 @@ impl Arrivals {
             }
             _ => ArrivalKind::None,
         };
-        Arrivals {
-            next: Duration::ZERO,
-            i: 0,
-            kind,
-        }
+        let next = match &kind {
+            ArrivalKind::Trace { offsets } => trace_offset(offsets, 0),
+            _ => Duration::ZERO,
+        };
+        Arrivals { next, i: 0, kind }
     }
 
     /// Offset of the next request (absolute from stage start, never relative
@@ -234,9 +255,21 @@ impl Arrivals {
                 let gap = dist.sample(rng);
                 self.next = self.next.saturating_add(seconds(gap.min(1e6)));
             }
+            ArrivalKind::Trace { offsets } => {
+                self.next = trace_offset(offsets, self.i);
+            }
             ArrivalKind::None => {}
         }
     }
+}
+
+/// The due time of a trace's request `i`; past the trace's end, the
+/// farthest time llmsweep schedules (the stage's request limit ends it first).
+fn trace_offset(offsets: &[f64], i: u64) -> Duration {
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| offsets.get(i))
+        .map_or(seconds(MAX_SECONDS), |&s| seconds(s))
 }
 
 /// Decides the next stage from the ones already done (a sweep needs the
@@ -343,6 +376,26 @@ mod tests {
             a.advance();
         }
         assert_eq!(a.peek().unwrap(), Duration::from_secs(1_000_000));
+    }
+
+    #[test]
+    fn replay_arrivals_are_the_traces_times() {
+        let offsets: std::sync::Arc<[f64]> = vec![0.0, 0.25, 0.25, 3.5].into();
+        let s = Strategy::Replay {
+            offsets: offsets.clone(),
+        };
+        assert_eq!(s.name(), "replay");
+        assert_eq!(s.target_rate(), Some(3.0 / 3.5));
+        assert!(s.is_open_loop());
+        let mut a = Arrivals::new(&s, 1);
+        let mut got = vec![];
+        for _ in 0..4 {
+            got.push(a.peek().unwrap().as_secs_f64());
+            a.advance();
+        }
+        assert_eq!(got, [0.0, 0.25, 0.25, 3.5]);
+        assert_eq!(a.peek(), Some(seconds(MAX_SECONDS)));
+        assert_eq!(replay_rate(&[1.0]), None);
     }
 
     #[test]

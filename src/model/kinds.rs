@@ -61,16 +61,19 @@ pub enum StrategyKind {
     Constant,
     /// Open loop with gamma-distributed gaps.
     Poisson,
+    /// Open loop at a trace's times (`--profile replay`).
+    Replay,
 }
 
 impl StrategyKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [StrategyKind; 5] = [
+    pub const ALL: [StrategyKind; 6] = [
         StrategyKind::Synchronous,
         StrategyKind::Concurrent,
         StrategyKind::Throughput,
         StrategyKind::Constant,
         StrategyKind::Poisson,
+        StrategyKind::Replay,
     ];
 
     /// The name on the wire and in stage names (`constant@5.00`).
@@ -81,13 +84,17 @@ impl StrategyKind {
             StrategyKind::Throughput => "throughput",
             StrategyKind::Constant => "constant",
             StrategyKind::Poisson => "poisson",
+            StrategyKind::Replay => "replay",
         }
     }
 
     /// Requests are due on a schedule, whatever the server answers
-    /// (constant, poisson); the others wait for answers.
+    /// (constant, poisson, replay); the others wait for answers.
     pub const fn is_open_loop(self) -> bool {
-        matches!(self, StrategyKind::Constant | StrategyKind::Poisson)
+        matches!(
+            self,
+            StrategyKind::Constant | StrategyKind::Poisson | StrategyKind::Replay
+        )
     }
 }
 
@@ -218,12 +225,13 @@ mod tests {
     use super::*;
 
     /// The strings the code wrote before these types existed, literally.
-    const OLD_STRATEGIES: [&str; 5] = [
+    const OLD_STRATEGIES: [&str; 6] = [
         "synchronous",
         "concurrent",
         "throughput",
         "constant",
         "poisson",
+        "replay",
     ];
     const OLD_EVENTS: [&str; 18] = [
         "stage_start",
@@ -255,6 +263,7 @@ mod tests {
             StrategyKind::Throughput => 2,
             StrategyKind::Constant => 3,
             StrategyKind::Poisson => 4,
+            StrategyKind::Replay => 5,
         }
     }
 
@@ -285,7 +294,7 @@ mod tests {
     #[test]
     fn strategy_kinds_keep_the_old_names_on_the_wire() {
         let idx: Vec<usize> = StrategyKind::ALL.into_iter().map(strategy_index).collect();
-        assert_eq!(idx, (0..5).collect::<Vec<_>>(), "ALL lists every kind once");
+        assert_eq!(idx, (0..6).collect::<Vec<_>>(), "ALL lists every kind once");
         for (k, old) in StrategyKind::ALL.into_iter().zip(OLD_STRATEGIES) {
             assert_eq!(k.name(), old);
             assert_eq!(k.to_string(), old);
@@ -301,7 +310,14 @@ mod tests {
             .into_iter()
             .filter(|k| k.is_open_loop())
             .collect();
-        assert_eq!(open, [StrategyKind::Constant, StrategyKind::Poisson]);
+        assert_eq!(
+            open,
+            [
+                StrategyKind::Constant,
+                StrategyKind::Poisson,
+                StrategyKind::Replay
+            ]
+        );
     }
 
     #[test]

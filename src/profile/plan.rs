@@ -30,8 +30,21 @@ impl std::fmt::Debug for PlanChoice {
     }
 }
 
-/// Builds the stage plan from the profile and rate arguments.
+/// Builds the stage plan from the profile and rate arguments. A replay's
+/// plan needs its trace: here it is checked with a one-request stand-in
+/// ([`build_replay_plan`] builds the real one once the trace is read).
 pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> {
+    build_plan_with(args, builtin_target, &[0.0])
+}
+
+/// `--profile replay`: one stage, each request at its due time (`offsets`,
+/// seconds from the start, in order), ending when the trace does (or at
+/// `--max-seconds` / `--max-requests`, when given).
+pub fn build_replay_plan(args: &RunConfig, offsets: &[f64]) -> Result<PlanChoice> {
+    build_plan_with(args, false, offsets)
+}
+
+fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> Result<PlanChoice> {
     let mut limits = Limits {
         max_seconds: args.max_seconds,
         max_requests: args.max_requests,
@@ -56,6 +69,28 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
     }
     if limits.max_concurrency == Some(0) {
         bail!("--max-concurrency must be at least 1");
+    }
+    if args.strategy == LoadStrategy::Replay {
+        check_time_scale(args.time_scale)?;
+        if !args.rate.is_empty() {
+            bail!("--profile replay sends at the trace's times: use --time-scale, not --rate");
+        }
+        let n = offsets.len() as u64;
+        limits.max_requests = Some(limits.max_requests.map_or(n, |m| m.min(n)));
+        check_window(&limits)?;
+        let strategy = Strategy::Replay {
+            offsets: offsets.to_vec().into(),
+        };
+        let span = offsets.last().copied().unwrap_or(0.0);
+        let description = format!(
+            "replay: {n} requests over {} s (--time-scale {})",
+            typed::number((span * 100.0).round() / 100.0),
+            typed::number(args.time_scale)
+        );
+        return Ok(PlanChoice {
+            plan: Box::new(FixedPlan::new(vec![StageSpec::new(strategy, limits)])),
+            description,
+        });
     }
     if limits.max_seconds.is_none() && limits.max_requests.is_none() {
         limits.max_seconds = Some(if builtin_target {
@@ -159,6 +194,8 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
                 .collect::<Result<Vec<_>>>()?;
             fixed(stages)
         }
+        // Built above, before the default stage length.
+        LoadStrategy::Replay => bail!("--profile replay needs a trace (--data TRACE)"),
         LoadStrategy::Constant | LoadStrategy::Poisson => {
             let b = check_burstiness(args.burstiness)?;
             let stages = need_rates(profile)?
@@ -241,6 +278,18 @@ fn check_window(limits: &Limits) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--time-scale`: a positive factor, from a thousandth to a thousand.
+pub fn check_time_scale(f: f64) -> Result<f64> {
+    if f.is_finite() && (1e-3..=1e3).contains(&f) {
+        Ok(f)
+    } else {
+        bail!(
+            "--time-scale {} is not possible: use a factor from 0.001 to 1000 (0.5 replays a trace twice as fast)",
+            typed::number(f)
+        )
+    }
 }
 
 pub fn check_burstiness(b: f64) -> Result<f64> {

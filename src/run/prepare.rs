@@ -8,11 +8,14 @@ use anyhow::{bail, Context as _, Result};
 use serde_json::json;
 
 use crate::client::{normalize_base_url, Client, ClientConfig, Prompt};
-use crate::config::RunConfig;
+use crate::config::{LoadStrategy, RunConfig};
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
-use crate::profile::plan::{build_plan, check_burstiness, check_search, check_seconds, PlanChoice};
+use crate::profile::plan::{
+    build_plan, build_replay_plan, check_burstiness, check_search, check_seconds, check_time_scale,
+    PlanChoice,
+};
 use crate::report::export::Format;
 use crate::report::Target;
 use crate::sim;
@@ -63,6 +66,7 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
     }
     check_seconds("--settle-timeout", args.settle_timeout)?;
     check_burstiness(args.burstiness)?;
+    check_time_scale(args.time_scale)?;
     check_search(args)?;
     if let Some(i) = args.server_metrics_interval {
         if !(i.is_finite() && (0.1..=3600.0).contains(&i)) {
@@ -125,18 +129,39 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
         None => Arc::new(Builtin),
     };
+    // A number of this run's own, so no prompt repeats an earlier run's.
+    let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
+    let mut replay = None;
     let crate::data::DataSet {
         items,
         description: data_description,
         notes: data_notes,
-    } = load_items(
-        &args.data,
-        args.seed,
-        // A number of this run's own, so no prompt repeats an earlier run's.
-        (!args.repeat_prompts).then(rand::random::<u64>),
-        counter.as_ref(),
-        args.skip_bad_rows,
-    )?;
+    } = if args.strategy == LoadStrategy::Replay {
+        let trace = crate::data::trace::load(&args.data)?;
+        let items = crate::data::trace::items(&trace, args.seed, run_number, counter.as_ref())?;
+        let description = format!(
+            "trace {} ({}, {} requests over {:.1} s; tokenizer: {})",
+            trace.name,
+            trace.format,
+            trace.rows.len(),
+            trace.span_s(),
+            counter.name()
+        );
+        replay = Some(trace.offsets(args.time_scale));
+        crate::data::DataSet {
+            items,
+            description,
+            notes: Vec::new(),
+        }
+    } else {
+        load_items(
+            &args.data,
+            args.seed,
+            run_number,
+            counter.as_ref(),
+            args.skip_bad_rows,
+        )?
+    };
     let extra_body = args
         .extra_body
         .as_deref()
@@ -156,7 +181,10 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         // report.json is the source of truth that `llmsweep report` re-renders.
         formats.insert(0, Format::Json);
     }
-    let plan = build_plan(args, args.target.is_none())?;
+    let plan = match &replay {
+        Some(offsets) => build_replay_plan(args, offsets)?,
+        None => build_plan(args, args.target.is_none())?,
+    };
     let dashboard = crate::tui::can_draw(args.headless);
     let themes = if dashboard {
         crate::tui::theme::from_env(args.theme.as_deref())?
