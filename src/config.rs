@@ -158,6 +158,10 @@ pub struct RunConfig {
     /// Leave out the end of each stage: a fraction (<1) of its limit, or seconds (≥1).
     #[arg(long, value_name = "F|S", allow_negative_numbers = true)]
     pub cooldown: Option<f64>,
+    /// Raise each stage's rate (or streams) linearly from 0 to its target over this many
+    /// seconds, left out of the stage's statistics and verdict (not for replay).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub ramp_up: Option<f64>,
     /// At stage end, let in-flight requests finish for up to this many seconds (default: cancel them).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub drain: Option<f64>,
@@ -845,6 +849,7 @@ mod tests {
             | "search_precision"
             | "burstiness"
             | "time_scale"
+            | "ramp_up"
             | "fps" => "0.5".into(),
             "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
             | "exit_on_finish" | "save_requests" | "repeat_prompts" => "true".into(),

@@ -64,7 +64,18 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
         st.counts.incomplete,
         st.counts.errored,
         if s.paused { "  (paused)" } else { "" },
-    ) + &st.saturation.as_ref().map(|w| format!("  ! {w}")).unwrap_or_default())
+    ) + &ramping(st)
+        + &st.saturation.as_ref().map(|w| format!("  ! {w}")).unwrap_or_default())
+}
+
+/// `  (ramp 3/10 s)` while a stage ramps up.
+fn ramping(st: &crate::engine::LiveStage) -> String {
+    match st.ramp_up_s {
+        Some(r) if st.elapsed_s < r => {
+            format!("  (ramp {:.0}/{} s)", st.elapsed_s, crate::typed::number(r))
+        }
+        _ => String::new(),
+    }
 }
 
 /// Timeline events worth a progress line: not a stage's start (the
@@ -87,6 +98,7 @@ fn printed(event: &EventKind) -> bool {
         | EventKind::Rerun
         | EventKind::Signal
         | EventKind::Viewer
+        | EventKind::Ramp
         | EventKind::Warning => true,
     }
 }

@@ -197,3 +197,82 @@ async fn replay_sends_each_request_at_its_trace_time() {
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_ramp_raises_the_rate_linearly_and_is_left_out_of_the_statistics() {
+    use llmsweep::model::EventKind;
+    let limits = Limits {
+        max_seconds: Some(8.0),
+        ramp_up: Some(4.0),
+        ..Default::default()
+    };
+    let plan = Box::new(FixedPlan::new(vec![stage(
+        Strategy::Constant { rate: 10.0 },
+        limits,
+    )]));
+    let (res, lines) = scripted_run(Scripted::fixed(20, 5, 4), prompts_n(100), plan).await;
+    let mut per_second = [0u32; 8];
+    for l in &lines {
+        per_second[(l.sent_s as usize).min(7)] += 1;
+    }
+    // The rate rises 2.5 req/s each second to 10 (2, 3, 7, 8 requests in
+    // the ramp's seconds: 20, half of 40), then holds.
+    assert_eq!(per_second, [2, 3, 7, 8, 10, 10, 10, 10]);
+    let s = &res.stages[0];
+    assert_eq!(s.requests.sent, 60);
+    // Only the 40 sent after the ramp are measured.
+    assert_eq!(s.requests.measured, 40, "{:?}", s.requests);
+    assert!(
+        (s.rates.steady_requests_per_s - 10.0).abs() < 0.5,
+        "{:?}",
+        s.rates
+    );
+    let ramp: Vec<(f64, &str)> = res
+        .timeline
+        .iter()
+        .filter(|e| e.event == EventKind::Ramp)
+        .map(|e| (e.t_s, e.detail.as_str()))
+        .collect();
+    assert_eq!(ramp.len(), 2, "{ramp:?}");
+    assert!(
+        ramp[0].1.contains("from 0 to 10.00 req/s over 4 s"),
+        "{ramp:?}"
+    );
+    assert!((ramp[1].0 - 4.0).abs() < 0.01 && ramp[1].1.contains("ramp done"));
+
+    // Streams open one by one: 8 streams over 4 s, one more every 0.5 s.
+    let limits = Limits {
+        max_seconds: Some(6.0),
+        ramp_up: Some(4.0),
+        ..Default::default()
+    };
+    let plan = Box::new(FixedPlan::new(vec![stage(
+        Strategy::Concurrent { streams: 8 },
+        limits,
+    )]));
+    let (_, lines) = scripted_run(Scripted::fixed(1000, 0, 1), prompts_n(100), plan).await;
+    let in_flight = |t: f64| {
+        lines
+            .iter()
+            .filter(|l| l.sent_s <= t && t < l.sent_s + l.e2e_ms / 1e3)
+            .count() as u64
+    };
+    for k in 0..12 {
+        let t = 0.25 + 0.5 * k as f64;
+        let want = llmsweep::engine::strategy::ramp_streams(8, t, 4.0);
+        assert_eq!(in_flight(t), want, "at {t} s");
+    }
+}
+
+fn prompts_n(n: usize) -> Arc<[llmsweep::client::Prompt]> {
+    (0..n)
+        .map(|i| llmsweep::client::Prompt {
+            body: bytes::Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
+            prompt_tokens: 16,
+            output_tokens: Some(8),
+            tag_at: None,
+            respell: None,
+        })
+        .collect::<Vec<_>>()
+        .into()
+}

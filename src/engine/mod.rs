@@ -39,7 +39,7 @@ use crate::stats::verdict;
 
 pub use backend::Backend;
 pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
-use strategy::{resolve_margin, validate_rate, Arrivals};
+use strategy::{ramp_next_stream, ramp_of, ramp_streams, resolve_margin, validate_rate, Arrivals};
 pub use strategy::{FixedPlan, Limits, Plan, PlannedStage, StageSpec, Strategy};
 
 /// How often snapshots are published.
@@ -241,6 +241,8 @@ struct Dispatch {
     base: Instant,
     deadline: Option<Instant>,
     paused_at: Option<Instant>,
+    /// The end of the stage's ramp while it runs (moves with pauses).
+    ramp_end: Option<Instant>,
 }
 
 impl Engine {
@@ -452,11 +454,17 @@ impl Engine {
         self.finished_shared = Arc::new(self.finished.clone());
     }
 
-    fn stage_window(&self, start: Instant, limits: &Limits) -> Window {
+    /// The stage's measured window: after the warm-up and the ramp, before
+    /// the cool-down.
+    fn stage_window(&self, start: Instant, limits: &Limits, ramp_s: Option<f64>) -> Window {
         let (warm_s, warm_n) = resolve_margin(limits.warmup, limits);
         let (cool_s, cool_n) = resolve_margin(limits.cooldown, limits);
+        let left_out = match (warm_s, ramp_s) {
+            (Some(w), Some(r)) => Some(w.max(r)),
+            (w, r) => w.or(r),
+        };
         Window {
-            from: start + warm_s.map_or(Duration::ZERO, secs),
+            from: start + left_out.map_or(Duration::ZERO, secs),
             to: match (cool_s, limits.max_seconds) {
                 (Some(c), Some(m)) => Some(start + secs(m - c)),
                 _ => None,
@@ -472,9 +480,10 @@ impl Engine {
     async fn run_stage(&mut self, spec: &StageSpec, plan: &dyn Plan, number: usize) -> StageEnd {
         let start = Instant::now();
         let limits = &spec.limits;
+        let ramp_s = ramp_of(spec);
         let mut stats = StageStats::new(
             start,
-            self.stage_window(start, limits),
+            self.stage_window(start, limits, ramp_s),
             self.settings.slo,
             self.settings.percentiles.clone(),
         )
@@ -484,6 +493,24 @@ impl Engine {
             .target_rate()
             .filter(|_| spec.strategy.is_open_loop());
         self.note(EventKind::StageStart, spec.name.clone());
+        if let Some(r) = ramp_s {
+            let to = match (&spec.strategy, spec.strategy.target_rate()) {
+                (Strategy::Concurrent { streams }, _) => format!("{streams} streams"),
+                (Strategy::Throughput { max_concurrency }, _) => {
+                    format!("{max_concurrency} in flight")
+                }
+                (_, Some(rate)) => format!("{} req/s", strategy::fmt_rate(rate)),
+                _ => "its target".to_string(),
+            };
+            self.note(
+                EventKind::Ramp,
+                format!(
+                    "{}: ramping up from 0 to {to} over {} s (left out of the statistics)",
+                    spec.name,
+                    crate::typed::number(r)
+                ),
+            );
+        }
         let t_start = self.t();
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
         self.so_far = None;
@@ -493,11 +520,13 @@ impl Engine {
         let mut arrivals = Arrivals::new(
             &spec.strategy,
             self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        );
+        )
+        .with_ramp(ramp_s.unwrap_or(0.0));
         let mut d = Dispatch {
             base: start,
             deadline: limits.max_seconds.map(|s| start + secs(s)),
             paused_at: None,
+            ramp_end: ramp_s.map(|r| start + secs(r)),
         };
         if self.paused {
             d.paused_at = Some(start);
@@ -523,7 +552,16 @@ impl Engine {
             // A closed-loop cap counts the requests of a stage cut short by a
             // rate change too: 5 streams means 5 in flight, not 5 more.
             let in_flight = stats.in_flight() + self.finishing_in_flight();
-            let slot_free = in_flight_cap.is_none_or(|cap| in_flight < cap);
+            // A closed-loop stage's streams open one by one over its ramp.
+            let ramp_t = now.saturating_duration_since(d.base).as_secs_f64();
+            let (cap_now, next_stream) = match (ramp_s, closed_loop, in_flight_cap) {
+                (Some(r), true, Some(full)) if d.ramp_end.is_some() => (
+                    Some(ramp_streams(full, ramp_t, r)),
+                    ramp_next_stream(full, ramp_t, r).map(|t| d.base + secs(t)),
+                ),
+                _ => (in_flight_cap, None),
+            };
+            let slot_free = cap_now.is_none_or(|cap| in_flight < cap);
             let may_dispatch = d.paused_at.is_none() && !exhausted && slot_free;
             let due = arrivals.peek().map(|off| d.base + off);
             let past_deadline = d.paused_at.is_none() && d.deadline.is_some_and(|dl| now >= dl);
@@ -546,6 +584,7 @@ impl Engine {
                 break StageEnd::MaxRequests;
             }
             let wake_for_due = if may_dispatch { due } else { None };
+            let wake_for_stream = next_stream.filter(|_| d.paused_at.is_none());
             let immediate = may_dispatch && closed_loop;
             // The deadline comes first: a flood of completions must not delay
             // the end of a stage.
@@ -574,6 +613,14 @@ impl Engine {
                     }
                 }
                 _ = sleep_until_opt(wake_for_due), if wake_for_due.is_some() => {}
+                _ = sleep_until_opt(wake_for_stream), if wake_for_stream.is_some() => {}
+                _ = sleep_until_opt(d.ramp_end), if d.ramp_end.is_some() && d.paused_at.is_none() => {
+                    d.ramp_end = None;
+                    self.note(
+                        EventKind::Ramp,
+                        format!("{}: ramp done; measuring from here", spec.name),
+                    );
+                }
                 _ = std::future::ready(()), if immediate => {}
                 _ = ticks.tick() => {
                     let now = Instant::now();
@@ -608,7 +655,8 @@ impl Engine {
                         guard = g;
                     }
                     self.publish(spec, &stats, plan, number);
-                    if !self.settings.no_overload_guard && d.paused_at.is_none() {
+                    // A ramp's growing backlog is the ramp, not the server.
+                    if !self.settings.no_overload_guard && d.paused_at.is_none() && d.ramp_end.is_none() {
                         if let Some(why) = guard {
                             self.note(EventKind::OverSaturation, format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
                             break StageEnd::OverSaturated(why);
@@ -942,6 +990,9 @@ impl Engine {
                     if let Some(dl) = d.deadline.as_mut() {
                         *dl += paused_for;
                     }
+                    if let Some(r) = d.ramp_end.as_mut() {
+                        *r += paused_for;
+                    }
                     stats.resume(now);
                     self.paused = false;
                     self.note(
@@ -1026,6 +1077,7 @@ impl Engine {
             paused_s: stats.paused_total(Instant::now()).as_secs_f64(),
             saturation: self.live_warning.clone(),
             so_far: self.so_far.clone(),
+            ramp_up_s: ramp_of(spec),
         };
         let snap = Snapshot {
             elapsed_s: self.t(),

@@ -152,6 +152,8 @@ pub enum EventKind {
     Warning,
     /// A front end wrote the report files.
     Export,
+    /// A stage's ramp (`--ramp-up`) began or ended.
+    Ramp,
     /// Any other name, kept as written.
     #[serde(untagged)]
     Other(String),
@@ -159,7 +161,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this version writes (all but `Other`).
-    pub const KNOWN: [EventKind; 18] = [
+    pub const KNOWN: [EventKind; 19] = [
         EventKind::StageStart,
         EventKind::StageEnd,
         EventKind::Plan,
@@ -178,6 +180,7 @@ impl EventKind {
         EventKind::Viewer,
         EventKind::Warning,
         EventKind::Export,
+        EventKind::Ramp,
     ];
 
     /// The name on the wire.
@@ -201,6 +204,7 @@ impl EventKind {
             EventKind::Viewer => "viewer",
             EventKind::Warning => "warning",
             EventKind::Export => "export",
+            EventKind::Ramp => "ramp",
             EventKind::Other(name) => name,
         }
     }
@@ -233,7 +237,7 @@ mod tests {
         "poisson",
         "replay",
     ];
-    const OLD_EVENTS: [&str; 18] = [
+    const OLD_EVENTS: [&str; 19] = [
         "stage_start",
         "stage_end",
         "plan",
@@ -252,6 +256,7 @@ mod tests {
         "viewer",
         "warning",
         "export",
+        "ramp",
     ];
 
     /// Fails to compile when a variant is added, as a reminder to list it
@@ -287,6 +292,7 @@ mod tests {
             EventKind::Viewer => 15,
             EventKind::Warning => 16,
             EventKind::Export => 17,
+            EventKind::Ramp => 18,
             EventKind::Other(_) => usize::MAX,
         }
     }
@@ -325,7 +331,7 @@ mod tests {
         let idx: Vec<usize> = EventKind::KNOWN.iter().map(event_index).collect();
         assert_eq!(
             idx,
-            (0..18).collect::<Vec<_>>(),
+            (0..19).collect::<Vec<_>>(),
             "KNOWN lists every kind once"
         );
         for (k, old) in EventKind::KNOWN.into_iter().zip(OLD_EVENTS) {

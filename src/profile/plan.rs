@@ -53,12 +53,14 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
         cooldown: args.cooldown,
         drain: args.drain,
         max_concurrency: args.max_concurrency,
+        ramp_up: args.ramp_up.filter(|r| *r > 0.0),
     };
     for (name, v) in [
         ("--max-seconds", limits.max_seconds),
         ("--warmup", limits.warmup),
         ("--cooldown", limits.cooldown),
         ("--drain", limits.drain),
+        ("--ramp-up", args.ramp_up),
     ] {
         if let Some(v) = v {
             check_seconds(name, v)?;
@@ -74,6 +76,9 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
         check_time_scale(args.time_scale)?;
         if !args.rate.is_empty() {
             bail!("--profile replay sends at the trace's times: use --time-scale, not --rate");
+        }
+        if limits.ramp_up.is_some() {
+            bail!("--profile replay sends at the trace's times: it takes no --ramp-up");
         }
         let n = offsets.len() as u64;
         limits.max_requests = Some(limits.max_requests.map_or(n, |m| m.min(n)));
@@ -260,6 +265,21 @@ fn check_window(limits: &Limits) -> Result<()> {
     // Fractions resolve to seconds: 0.7 of 3 s reads 2.1, not 2.0999999999999996.
     let shown = |v: Option<f64>| typed::number((v.unwrap_or(0.0) * 1000.0).round() / 1000.0);
     if let Some(stage) = limits.max_seconds {
+        if let Some(ramp) = limits.ramp_up {
+            let margins = left_out(Some(ramp.max(warm_s.unwrap_or(0.0))), cool_s);
+            if margins >= stage {
+                bail!(
+                    "--ramp-up ({} s){} leaves nothing of a {} s stage to measure: the ramp is part of the stage; make it shorter, or the stage longer",
+                    typed::number(ramp),
+                    if cool_s.is_some() {
+                        format!(" with --cooldown ({} s)", shown(cool_s))
+                    } else {
+                        String::new()
+                    },
+                    typed::number(stage)
+                );
+            }
+        }
         let margins = left_out(warm_s, cool_s);
         if margins > 0.0 && margins >= stage {
             bail!(
@@ -348,6 +368,40 @@ pub(crate) mod tests {
         // A margin that leaves some of the stage is fine.
         assert!(build_plan(&with(Some(3.0), Some(0.5), Some(0.25)), false).is_ok());
         assert!(build_plan(&with(Some(10.0), Some(2.0), Some(2.0)), false).is_ok());
+    }
+
+    #[test]
+    fn a_ramp_must_leave_part_of_the_stage_and_a_replay_takes_none() {
+        let with = |max_seconds, ramp_up, cooldown| RunConfig {
+            max_seconds,
+            ramp_up,
+            cooldown,
+            ..args("constant", Some("5"))
+        };
+        for (m, r, c) in [
+            (Some(10.0), Some(10.0), None),
+            (Some(10.0), Some(8.0), Some(2.0)),
+            (None, Some(12.0), None), // the built-in simulator's 10 s default
+        ] {
+            let e = build_plan(&with(m, r, c), true).unwrap_err().to_string();
+            assert!(e.contains("leaves nothing of a"), "{m:?} {r:?} {c:?}: {e}");
+        }
+        let mut p = build_plan(&with(Some(10.0), Some(4.0), None), false).unwrap();
+        assert_eq!(p.plan.next(&[]).unwrap().limits.ramp_up, Some(4.0));
+        assert!(build_plan(&with(Some(10.0), Some(-1.0), None), false).is_err());
+        let mut replay = args("replay", None);
+        replay.ramp_up = Some(2.0);
+        let e = build_plan(&replay, false).unwrap_err().to_string();
+        assert!(e.contains("no --ramp-up"), "{e}");
+        replay.ramp_up = None;
+        replay.time_scale = 0.0;
+        assert!(build_plan(&replay, false).is_err());
+        replay.time_scale = 0.5;
+        let mut p = build_replay_plan(&replay, &[0.0, 1.0, 4.0]).unwrap();
+        let stage = p.plan.next(&[]).unwrap();
+        assert_eq!(stage.name, "replay");
+        assert_eq!(stage.limits.max_requests, Some(3));
+        assert_eq!(stage.limits.max_seconds, None);
     }
 
     #[test]

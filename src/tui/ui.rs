@@ -514,6 +514,14 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
                 ),
                 Span::styled(format!(" · {} · {progress}", target_words(st)), th.text()),
             ];
+            // The ramp, while it runs: its statistics come after it.
+            if let Some(r) = st.ramp_up_s.filter(|r| clock < *r) {
+                spans.push(Span::raw(" "));
+                spans.push(Span::styled(
+                    format!(" RAMP {clock:.0}/{} s ", crate::typed::number(r)),
+                    th.style(th.accent).add_modifier(Modifier::REVERSED),
+                ));
+            }
             if snap.paused {
                 spans.push(Span::raw(" "));
                 spans.push(Span::styled(
