@@ -247,6 +247,8 @@ fn profile_files_errors_and_overrides() {
         "sglang-offline",
         "smoke",
         "replay",
+        "chat",
+        "agent",
     ] {
         assert!(
             text.lines().any(|l| l.starts_with(p)),

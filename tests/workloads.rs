@@ -276,3 +276,177 @@ fn prompts_n(n: usize) -> Arc<[llmsweep::client::Prompt]> {
         .collect::<Vec<_>>()
         .into()
 }
+
+fn conversations(spec: &str, api: Api) -> Arc<[llmsweep::data::conversation::Conversation]> {
+    let spec = llmsweep::data::Synthetic::parse(spec).unwrap();
+    llmsweep::data::conversation::synthetic(
+        &spec,
+        1,
+        Some(7),
+        &llmsweep::tokenizer::Builtin,
+        api,
+        "llmsweep-sim",
+        None,
+    )
+    .unwrap()
+    .into()
+}
+
+/// Runs one stage of conversations through `backend`.
+async fn talk(
+    backend: Arc<dyn llmsweep::engine::Backend>,
+    strategy: Strategy,
+    limits: Limits,
+    convs: Arc<[llmsweep::data::conversation::Conversation]>,
+) -> (llmsweep::engine::RunResult, Vec<RequestLine>) {
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
+    let (sink, lines) = std::sync::mpsc::sync_channel(100_000);
+    let settings = RunSettings {
+        seed: 1,
+        ..Default::default()
+    };
+    let firsts: Arc<[_]> = convs.iter().map(|c| c.turns[0].clone()).collect();
+    let engine = Engine::new(backend, firsts, settings, control_rx, snap_tx)
+        .with_conversations(convs)
+        .log_requests(sink);
+    let mut plan = FixedPlan::new(vec![stage(strategy, limits)]);
+    let res = engine.run(&mut plan).await;
+    let mut out: Vec<RequestLine> = lines.try_iter().collect();
+    out.sort_by_key(|l| l.index);
+    (res, out)
+}
+
+#[tokio::test(start_paused = true)]
+async fn conversations_send_each_turn_after_the_think_time_and_count_up_at_the_stage_end() {
+    // Three turns, 1 s of thinking; each turn takes 130 ms.
+    let convs = conversations(
+        "prompt_tokens=16,output_tokens=4,turns=3,think_time=1,samples=50",
+        Api::Chat,
+    );
+    // 2 conversations a second for 5 s: those started by 2.5 s finish
+    // (2.39 s each), the 4 after are cut off by the stage's end.
+    let (res, lines) = talk(
+        Arc::new(Scripted::fixed(100, 10, 4)),
+        Strategy::Constant { rate: 2.0 },
+        secs(5.0),
+        convs.clone(),
+    )
+    .await;
+    let s = &res.stages[0];
+    let c = s.conversations.as_ref().expect("conversation figures");
+    assert_eq!(
+        (c.started, c.completed, c.cut_off, c.failed),
+        (10, 6, 4, 0),
+        "{c:?}"
+    );
+    assert_eq!(c.started, c.completed + c.cut_off + c.failed);
+    assert_eq!(s.requests.sent, 24);
+    assert_eq!(s.requests.completed, 24);
+    let done: Vec<u64> = c.by_turn.iter().map(|t| t.completed).collect();
+    assert_eq!(done, [10, 8, 6]);
+    // The history grows by a reply and a message each turn.
+    let tokens: Vec<f64> = c.by_turn.iter().map(|t| t.prompt_tokens_mean).collect();
+    assert_eq!(tokens, [16.0, 36.0, 56.0]);
+    assert!((c.by_turn[2].ttft_ms.p50 - 100.0).abs() < 0.2);
+    // Each turn is due 1 s after the answer to the one before.
+    for l in &lines {
+        let turn = l.turn.unwrap();
+        let conv = l.conversation.unwrap();
+        assert_eq!(l.prompt_tokens, 16 + 20 * (u64::from(turn) - 1));
+        if turn > 1 {
+            let prev = lines
+                .iter()
+                .find(|p| p.conversation == Some(conv) && p.turn == Some(turn - 1))
+                .unwrap();
+            let due = prev.sent_s + prev.e2e_ms / 1e3 + 1.0;
+            assert!((l.scheduled_s - due).abs() < 0.002, "{l:?} after {prev:?}");
+            assert!(l.queue_ms < 1.5);
+        } else {
+            assert!((l.scheduled_s - conv as f64 * 0.5).abs() < 0.002, "{l:?}");
+        }
+    }
+    // Two streams: each holds a conversation (thinking too), then starts
+    // the next: 0–2.39, 2.39–4.78, then one cut off after its first turn.
+    let (res, _) = talk(
+        Arc::new(Scripted::fixed(100, 10, 4)),
+        Strategy::Concurrent { streams: 2 },
+        secs(5.0),
+        convs,
+    )
+    .await;
+    let c = res.stages[0].conversations.clone().unwrap();
+    assert_eq!((c.started, c.completed, c.cut_off), (6, 4, 2), "{c:?}");
+    assert!(res.stages[0].concurrency.max <= 2);
+}
+
+#[tokio::test]
+async fn later_turns_are_served_from_the_prefix_cache_and_not_without_it() {
+    let mut ttft_by_turn = vec![];
+    for cache in [true, false] {
+        // Prefill costs 1 ms a token unless cached. Each conversation opens
+        // with a 128-token document of its own (a group each), then asks
+        // 16-token questions answered in 16 tokens.
+        let mut cfg = model(1.0, 0.0, 8);
+        cfg.params.prefill_per_token = Duration::from_micros(1000);
+        cfg.params.prefix_cache = cache;
+        let sim = start_sim(cfg).await;
+        let convs = conversations(
+            "prompt_tokens=16,output_tokens=16,turns=3,samples=4,prefix_tokens=128,prefix_groups=4",
+            Api::Chat,
+        );
+        let (res, lines) = talk(
+            client(&sim.url(), Duration::from_secs(30)),
+            Strategy::Synchronous,
+            Limits {
+                max_requests: Some(4),
+                ..Default::default()
+            },
+            convs,
+        )
+        .await;
+        let s = &res.stages[0];
+        let c = s.conversations.clone().unwrap();
+        assert_eq!((c.started, c.completed), (4, 4), "{c:?}");
+        assert_eq!(lines.len(), 12);
+        let p50: Vec<f64> = c.by_turn.iter().map(|t| t.ttft_ms.p50).collect();
+        let share: Vec<Option<f64>> = c.by_turn.iter().map(|t| t.cached_share).collect();
+        if cache {
+            // Turn 1 prefills its 144 tokens; later turns only what the
+            // turn before added (a reply and a question: 32 tokens).
+            assert!(p50[1] < p50[0] / 2.0 && p50[2] < p50[0] / 2.0, "{p50:?}");
+            assert_eq!(share[0], Some(0.0));
+            assert!(
+                share[1].unwrap() > 0.8 && share[2].unwrap() > 0.8,
+                "{share:?}"
+            );
+            // The client's cached tokens are the server's prefix-cache hits.
+            let client: u64 = lines
+                .iter()
+                .map(|l| l.server_cached_prompt_tokens.unwrap_or(0))
+                .sum();
+            let metrics = reqwest::get(format!("{}/metrics", sim.url()))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let hits = metrics
+                .lines()
+                .find(|l| l.starts_with("vllm:prefix_cache_hits_total"))
+                .and_then(|l| l.split_whitespace().last())
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap();
+            assert_eq!(hits, client as f64);
+        } else {
+            // Every turn prefills its whole history: TTFT grows with it.
+            assert!(p50[1] > p50[0] && p50[2] > p50[1], "{p50:?}");
+            assert!(
+                share.iter().all(|s| s.is_none_or(|x| x == 0.0)),
+                "{share:?}"
+            );
+        }
+        ttft_by_turn.push(p50);
+        sim.shutdown().await;
+    }
+}

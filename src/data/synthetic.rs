@@ -101,6 +101,12 @@ pub struct Synthetic {
     /// and SGLang's generated shared-prefix data). 1: one prefix for all.
     pub prefix_groups: u64,
     pub samples: usize,
+    /// Turns per conversation (1: independent prompts). With more, each
+    /// sample is a conversation whose turns send the history so far;
+    /// `prompt_tokens` and `output_tokens` are each turn's own.
+    pub turns: usize,
+    /// Seconds between a turn's answer and the next turn.
+    pub think_time: f64,
 }
 
 impl Default for Synthetic {
@@ -111,6 +117,8 @@ impl Default for Synthetic {
             prefix_tokens: 0,
             prefix_groups: 1,
             samples: 1000,
+            turns: 1,
+            think_time: 0.0,
         }
     }
 }
@@ -121,7 +129,7 @@ impl Default for Synthetic {
 pub const PROMPT_BUDGET_BYTES: usize = 32 << 20;
 pub const MIN_SAMPLES: usize = 16;
 
-const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, prefix_groups, samples";
+const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, prefix_groups, samples, turns, think_time";
 
 impl Synthetic {
     pub fn parse(spec: &str) -> Result<Synthetic> {
@@ -167,6 +175,13 @@ impl Synthetic {
                 "prefix_tokens" => s.prefix_tokens = int()?,
                 "prefix_groups" => s.prefix_groups = int()?,
                 "samples" => s.samples = int()? as usize,
+                "turns" => s.turns = int()? as usize,
+                "think_time" => {
+                    s.think_time = num()?;
+                    if s.think_time > 3600.0 {
+                        bail!("--data think_time: {v} s is more than an hour");
+                    }
+                }
                 other => bail!("--data: unknown key {other:?} (known: {KEYS})"),
             }
         }
@@ -178,6 +193,9 @@ impl Synthetic {
         }
         if s.samples == 0 {
             bail!("--data samples must be at least 1");
+        }
+        if !(1..=1000).contains(&s.turns) {
+            bail!("--data turns must be from 1 to 1000");
         }
         if s.prefix_groups == 0 {
             bail!("--data prefix_groups must be at least 1");

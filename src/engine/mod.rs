@@ -17,6 +17,7 @@
 //!   are still running when the next stage ends (or the run stops).
 
 pub mod backend;
+pub mod conversation;
 pub mod history;
 pub mod live;
 pub mod settle;
@@ -31,11 +32,13 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Outcome, Prompt, RequestRecord};
+use crate::data::conversation::Conversation;
 use crate::model::RequestLine;
 use crate::model::{EventKind, StageReport, StrategyKind, TimelineEvent};
 use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
+use conversation::{Tracker, TurnRef};
 
 pub use backend::Backend;
 pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
@@ -142,6 +145,7 @@ impl RequestLog {
         stage: &str,
         number: usize,
         index: u64,
+        turn: Option<TurnRef>,
         r: &RequestRecord,
     ) {
         let Some(sink) = &self.sink else {
@@ -176,6 +180,8 @@ impl RequestLog {
                 .iter()
                 .map(|(t, k)| (ms(r.sent_at, *t), *k))
                 .collect(),
+            conversation: turn.map(|t| t.conv),
+            turn: turn.map(|t| t.turn as u32 + 1),
         };
         if sink.try_send(line).is_err() {
             self.dropped += 1;
@@ -188,6 +194,8 @@ struct Done {
     stage: usize,
     index: u64,
     record: RequestRecord,
+    /// Multi-turn data: the turn this request was.
+    turn: Option<TurnRef>,
 }
 
 pub struct Engine {
@@ -233,6 +241,13 @@ pub struct Engine {
     /// The running stage's verdict so far as a warning (`saturating: …`),
     /// refreshed with `so_far` when a second closes.
     live_warning: Option<String>,
+    /// Multi-turn data: the conversations, taken in order across the run
+    /// (`next_conv`), and each unreported stage's tracker.
+    conversations: Option<Arc<[Conversation]>>,
+    next_conv: u64,
+    trackers: std::collections::HashMap<usize, Tracker>,
+    /// The stage that is sending now (its conversations go on).
+    sending: Option<usize>,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -280,7 +295,20 @@ impl Engine {
             history: Arc::new(history::RunHistory::new()),
             so_far: None,
             live_warning: None,
+            conversations: None,
+            next_conv: 0,
+            trackers: std::collections::HashMap::new(),
+            sending: None,
         }
+    }
+
+    /// Sends conversations instead of single prompts: a stage's arrivals (or
+    /// free streams) start conversations, and each turn follows the answer
+    /// to the one before after the think time. `prompts` still serve the
+    /// settle probes between stages.
+    pub fn with_conversations(mut self, convs: Arc<[Conversation]>) -> Self {
+        self.conversations = (!convs.is_empty()).then_some(convs);
+        self
     }
 
     pub fn on_stage_done(mut self, f: StageObserver) -> Self {
@@ -539,7 +567,15 @@ impl Engine {
             .map(u64::from);
         stats = stats.with_in_flight_cap(in_flight_cap);
         let closed_loop = !spec.strategy.is_open_loop();
+        let talking = self.conversations.is_some();
+        if talking {
+            self.trackers.insert(number, Tracker::default());
+        }
+        self.sending = Some(number);
         let mut dispatched = 0u64;
+        // Conversations started (with multi-turn data; else requests sent):
+        // what the rate and --max-requests count.
+        let mut started = 0u64;
         let mut ticks = tokio::time::interval_at(start + SNAPSHOT_EVERY, SNAPSHOT_EVERY);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut next_second = start + Duration::from_secs(1);
@@ -548,10 +584,34 @@ impl Engine {
 
         let end = loop {
             let now = Instant::now();
-            let exhausted = limits.max_requests.is_some_and(|m| dispatched >= m);
+            let exhausted = limits.max_requests.is_some_and(|m| started >= m);
+            // A conversation's next turn, once its think time has passed.
+            if d.paused_at.is_none() && burst < DISPATCH_BURST {
+                let next = self
+                    .trackers
+                    .get_mut(&number)
+                    .and_then(|tr| tr.take_due(now));
+                if let Some((due, turn)) = next {
+                    self.dispatch(number, dispatched, due, &cancel, Some(turn));
+                    stats.on_sent(now);
+                    dispatched += 1;
+                    burst += 1;
+                    continue;
+                }
+            }
+            let (conversations_active, turns_waiting, turn_due) = match self.trackers.get(&number) {
+                Some(tr) => (tr.active(), tr.waiting(), tr.next_due()),
+                None => (0, 0, None),
+            };
             // A closed-loop cap counts the requests of a stage cut short by a
             // rate change too: 5 streams means 5 in flight, not 5 more.
-            let in_flight = stats.in_flight() + self.finishing_in_flight();
+            // With conversations, a closed-loop stage's streams are its
+            // conversations in progress (thinking ones too).
+            let in_flight = if talking && closed_loop {
+                conversations_active
+            } else {
+                stats.in_flight() + self.finishing_in_flight()
+            };
             // A closed-loop stage's streams open one by one over its ramp.
             let ramp_t = now.saturating_duration_since(d.base).as_secs_f64();
             let (cap_now, next_stream) = match (ramp_s, closed_loop, in_flight_cap) {
@@ -572,19 +632,26 @@ impl Engine {
                 // Open loop keeps its due time as `scheduled_at`: if a slot or
                 // the CPU made us late, queue_ms shows it.
                 let scheduled = due.unwrap_or(now);
-                self.dispatch(number, dispatched, scheduled, &cancel);
+                let turn = if talking {
+                    self.start_conversation(number)
+                } else {
+                    None
+                };
+                self.dispatch(number, dispatched, scheduled, &cancel, turn);
                 stats.on_sent(now);
                 dispatched += 1;
+                started += 1;
                 arrivals.advance();
                 burst += 1;
                 continue;
             }
             burst = 0;
-            if exhausted && stats.in_flight() == 0 {
+            if exhausted && stats.in_flight() == 0 && turns_waiting == 0 {
                 break StageEnd::MaxRequests;
             }
             let wake_for_due = if may_dispatch { due } else { None };
             let wake_for_stream = next_stream.filter(|_| d.paused_at.is_none());
+            let wake_for_turn = turn_due.filter(|_| d.paused_at.is_none());
             let immediate = may_dispatch && closed_loop;
             // The deadline comes first: a flood of completions must not delay
             // the end of a stage.
@@ -614,6 +681,7 @@ impl Engine {
                 }
                 _ = sleep_until_opt(wake_for_due), if wake_for_due.is_some() => {}
                 _ = sleep_until_opt(wake_for_stream), if wake_for_stream.is_some() => {}
+                _ = sleep_until_opt(wake_for_turn), if wake_for_turn.is_some() => {}
                 _ = sleep_until_opt(d.ramp_end), if d.ramp_end.is_some() && d.paused_at.is_none() => {
                     d.ramp_end = None;
                     self.note(
@@ -666,6 +734,7 @@ impl Engine {
             }
         };
         let ended_at = Instant::now();
+        self.sending = None;
         if d.paused_at.is_some() {
             stats.resume(ended_at);
         }
@@ -735,6 +804,7 @@ impl Engine {
     /// A request of a stage cut short by a rate change came back.
     fn on_finishing_record(&mut self, done: Done) {
         self.note_usage(&done.record);
+        self.track(&done);
         if let Some(f) = self.finishing.iter_mut().find(|f| f.number == done.stage) {
             let name = f.spec.name.clone();
             Self::count_record(
@@ -815,6 +885,10 @@ impl Engine {
         );
         report.number = number;
         report.manual = spec.manual;
+        report.conversations = self
+            .trackers
+            .remove(&number)
+            .map(|t| t.summary(&self.settings.percentiles));
         report.cut_short = end.cut_short();
         if let StageEnd::RateChanged(_) = end {
             // The stage's running time ended with the key; its requests were
@@ -862,8 +936,27 @@ impl Engine {
         index: u64,
         scheduled: Instant,
         cancel: &CancellationToken,
+        turn: Option<TurnRef>,
     ) {
         let backend = self.backend.clone();
+        let conv_turn = match (turn, &self.conversations) {
+            (Some(t), Some(c)) => crate::data::conversation::turn_of(c, t.conv, t.turn),
+            _ => None,
+        };
+        if let Some(prompt) = conv_turn {
+            let cancel = cancel.clone();
+            let done = self.done_tx.clone();
+            tokio::spawn(async move {
+                let record = backend.send(&prompt, scheduled, &cancel).await;
+                let _ = done.send(Done {
+                    stage,
+                    index,
+                    record,
+                    turn,
+                });
+            });
+            return;
+        }
         let prompt = crate::data::for_request(&self.prompts, self.next_prompt);
         // The prompts ran out: said once, with what reuse does to them.
         if self.next_prompt >= self.prompts.len() as u64 && !self.prompts_ran_out {
@@ -892,8 +985,41 @@ impl Engine {
                 stage,
                 index,
                 record,
+                turn: None,
             });
         });
+    }
+
+    /// A conversation's turn ended: its tracker schedules the next turn if
+    /// its stage still sends.
+    fn track(&mut self, done: &Done) {
+        let (Some(t), Some(convs)) = (done.turn, &self.conversations) else {
+            return;
+        };
+        let n = convs.len().max(1) as u64;
+        let Some(conv) = convs.get((t.conv % n) as usize) else {
+            return;
+        };
+        let (turns, think) = (conv.turns.len(), conv.think);
+        let sending = self.sending == Some(done.stage);
+        if let Some(tr) = self.trackers.get_mut(&done.stage) {
+            tr.on_done(t, &done.record, turns, think, sending);
+        }
+    }
+
+    /// Starts the run's next conversation in stage `stage`.
+    fn start_conversation(&mut self, stage: usize) -> Option<TurnRef> {
+        let n = self.conversations.as_ref()?.len() as u64;
+        let c = self.next_conv;
+        self.next_conv += 1;
+        if c == n && !self.prompts_ran_out {
+            self.prompts_ran_out = true;
+            self.warn(format!(
+                "the data's {n} conversations ran out at conversation {}: later ones reuse them, each respelled where its first message begins (the same in every turn), token counts unchanged",
+                n + 1
+            ));
+        }
+        Some(self.trackers.entry(stage).or_default().start(c))
     }
 
     /// The first request whose `usage` could not be used: said once.
@@ -908,6 +1034,7 @@ impl Engine {
 
     fn on_record(&mut self, done: Done, stats: &mut StageStats, stage: &str) {
         self.note_usage(&done.record);
+        self.track(&done);
         Self::count_record(
             &mut self.recent_errors,
             &mut self.request_log,
@@ -930,9 +1057,10 @@ impl Engine {
             stage: number,
             index,
             record: rec,
+            turn,
         } = done;
         stats.on_record(index, &rec);
-        log.send(run_start, stage, number, index, &rec);
+        log.send(run_start, stage, number, index, turn, &rec);
         if let Outcome::Errored { category, message } = rec.outcome {
             if recent.len() == RECENT_ERRORS {
                 recent.pop_front();

@@ -149,6 +149,9 @@ pub struct StageReport {
     /// What the server's /metrics said over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<super::server::ServerStage>,
+    /// Multi-turn data: the stage's conversations and each turn's figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<super::conversation::Conversations>,
 }
 
 fn is_zero(v: &f64) -> bool {

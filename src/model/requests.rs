@@ -39,6 +39,12 @@ pub struct RequestLine {
     pub reconnects: u32,
     /// Each token-bearing chunk: milliseconds after sent, and its token count.
     pub chunks: Vec<(f64, u32)>,
+    /// Multi-turn data: the conversation (its number in the run) and the
+    /// turn (1 for the first) this request was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -27,6 +27,8 @@ use crate::typed;
 pub struct Prepared {
     pub client: Arc<Client>,
     pub prompts: Arc<[Prompt]>,
+    /// Multi-turn data (`--data …,turns=N`): the conversations the stages start.
+    pub conversations: Option<Arc<[crate::data::conversation::Conversation]>>,
     pub plan: PlanChoice,
     pub settings: RunSettings,
     pub target: Target,
@@ -282,6 +284,28 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
 
     // Data: every request body built once.
     let prompts: Arc<[_]> = build_prompts(items, args.api, &model, extra_body.as_ref())?.into();
+    // Conversations: every turn's body (the history so far) built once too.
+    let conversations = match crate::data::conversation::spec_of(&args.data) {
+        Some(spec) if args.strategy != LoadStrategy::Replay => {
+            let convs = crate::data::conversation::synthetic(
+                &spec,
+                args.seed,
+                run_number,
+                counter.as_ref(),
+                args.api,
+                &model,
+                extra_body.as_ref(),
+            )?;
+            let turns = spec.turns;
+            data_notes.push(format!(
+                "multi-turn data: {} conversations of {turns} turns ({} s of think time between turns); each turn sends the history so far; rates and --max-requests count conversations started",
+                convs.len(),
+                crate::typed::number(spec.think_time)
+            ));
+            Some(Arc::from(convs))
+        }
+        _ => None,
+    };
 
     let target = Target {
         url: if simulator.is_some() {
@@ -304,6 +328,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     Ok(Prepared {
         client,
         prompts,
+        conversations,
         plan,
         settings: RunSettings {
             seed: args.seed,
