@@ -176,6 +176,10 @@ pub struct RunConfig {
     /// A tokenizer.json (or a model directory holding one) for exact token counts; default: the built-in approximation.
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<PathBuf>,
+    /// Send a ShareGPT .json file's conversations turn by turn (each human message with the
+    /// history so far) instead of each one's first message alone.
+    #[arg(long)]
+    pub multi_turn: bool,
     /// Skip malformed rows of a data file (and count them) instead of stopping at the first.
     #[arg(long)]
     pub skip_bad_rows: bool,
@@ -852,7 +856,7 @@ mod tests {
             | "ramp_up"
             | "fps" => "0.5".into(),
             "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
-            | "exit_on_finish" | "save_requests" | "repeat_prompts" => "true".into(),
+            | "exit_on_finish" | "save_requests" | "repeat_prompts" | "multi_turn" => "true".into(),
             _ => "\"text\"".into(),
         }
     }

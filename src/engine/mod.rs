@@ -1009,13 +1009,22 @@ impl Engine {
 
     /// Starts the run's next conversation in stage `stage`.
     fn start_conversation(&mut self, stage: usize) -> Option<TurnRef> {
-        let n = self.conversations.as_ref()?.len() as u64;
+        let convs = self.conversations.as_ref()?;
+        let n = convs.len() as u64;
+        let respelled = convs
+            .iter()
+            .all(|c| c.turns.iter().all(|t| t.respell.is_some()));
         let c = self.next_conv;
         self.next_conv += 1;
         if c == n && !self.prompts_ran_out {
             self.prompts_ran_out = true;
+            let how = if respelled {
+                "each respelled where its first message begins (the same in every turn), token counts unchanged"
+            } else {
+                "each made new to the server by a tag where its first message begins (#<n>, the same in every turn, a few tokens more)"
+            };
             self.warn(format!(
-                "the data's {n} conversations ran out at conversation {}: later ones reuse them, each respelled where its first message begins (the same in every turn), token counts unchanged",
+                "the data's {n} conversations ran out at conversation {}: later ones reuse them, {how}",
                 n + 1
             ));
         }

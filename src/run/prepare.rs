@@ -134,6 +134,21 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // A number of this run's own, so no prompt repeats an earlier run's.
     let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
     let mut replay = None;
+    // A file of conversations (JSONL `{"turns": [...]}`, ShareGPT with --multi-turn).
+    let data_path = std::path::Path::new(args.data.trim());
+    let mut scripts = if args.strategy != LoadStrategy::Replay && data_path.exists() {
+        crate::data::conversation::scripts_from_file(data_path, args.multi_turn)?
+    } else {
+        None
+    };
+    if args.multi_turn && scripts.is_none() {
+        bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
+    }
+    if let Some(s) = scripts.as_mut() {
+        use rand::seq::SliceRandom as _;
+        use rand::SeedableRng as _;
+        s.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(args.seed ^ 0x5EED));
+    }
     let crate::data::DataSet {
         items,
         description: data_description,
@@ -153,6 +168,24 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         crate::data::DataSet {
             items,
             description,
+            notes: Vec::new(),
+        }
+    } else if let Some(scripts) = &scripts {
+        // The first turns stand for the data where prompts are needed
+        // (the context check, the settle probes).
+        let items = scripts
+            .iter()
+            .map(|s| crate::data::PromptItem {
+                prompt_tokens: counter.count(&s.users[0]) as u64,
+                text: s.users[0].clone(),
+                output_tokens: s.output_tokens[0],
+                shared_prefix_bytes: 0,
+                respell: None,
+            })
+            .collect();
+        crate::data::DataSet {
+            items,
+            description: format!("{} ({} conversations)", data_path.display(), scripts.len()),
             notes: Vec::new(),
         }
     } else {
@@ -285,7 +318,27 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Data: every request body built once.
     let prompts: Arc<[_]> = build_prompts(items, args.api, &model, extra_body.as_ref())?.into();
     // Conversations: every turn's body (the history so far) built once too.
+    let from_file = match &scripts {
+        Some(s) => Some(crate::data::conversation::from_scripts(
+            s,
+            args.seed,
+            counter.as_ref(),
+            args.api,
+            &model,
+            extra_body.as_ref(),
+        )?),
+        None => None,
+    };
     let conversations = match crate::data::conversation::spec_of(&args.data) {
+        _ if from_file.is_some() => {
+            let convs = from_file.unwrap_or_default();
+            let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
+            data_notes.push(format!(
+                "multi-turn data: {} conversations, {turns} turns in all; each turn sends the history so far; rates and --max-requests count conversations started",
+                convs.len()
+            ));
+            Some(Arc::from(convs))
+        }
         Some(spec) if args.strategy != LoadStrategy::Replay => {
             let convs = crate::data::conversation::synthetic(
                 &spec,
