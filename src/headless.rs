@@ -36,7 +36,11 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
     let st = s.stage.as_ref()?;
     let total = s.stages_total.map_or("?".to_string(), |t| t.to_string());
     let target = match st.target_rate {
+        Some(r) if st.strategy == StrategyKind::Concurrent && st.conversations => {
+            format!("{r:.0} conversations")
+        }
         Some(r) if st.strategy == StrategyKind::Concurrent => format!("{r:.0} streams"),
+        Some(r) if st.conversations => format!("{r:.2} conv/s"),
         Some(r) => format!("{r:.2} req/s"),
         None => "-".into(),
     };

@@ -496,6 +496,20 @@ fn a_ramping_stage_says_so_until_the_ramp_ends() {
 }
 
 #[test]
+fn a_conversation_stage_says_its_rate_counts_conversations() {
+    let mut app = golden_app();
+    app.snap.stage.as_mut().unwrap().conversations = true;
+    let s = render(&app, 160, 36);
+    assert!(
+        lines(&s)[1].contains("target 34.16 conversations/s started"),
+        "{}",
+        lines(&s)[1]
+    );
+    let line = llmsweep::headless::progress_line(&app.snap).unwrap();
+    assert!(line.contains("34.16 conv/s"), "{line}");
+}
+
+#[test]
 fn the_result_screen_says_what_the_run_found() {
     let mut app = golden_app();
     app.snap.stage = None;

@@ -1215,6 +1215,7 @@ impl Engine {
             saturation: self.live_warning.clone(),
             so_far: self.so_far.clone(),
             ramp_up_s: ramp_of(spec),
+            conversations: self.conversations.is_some(),
         };
         let snap = Snapshot {
             elapsed_s: self.t(),

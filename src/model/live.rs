@@ -81,6 +81,10 @@ pub struct LiveStage {
     /// rises from 0 over its first `ramp_up_s` seconds of `elapsed_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp_up_s: Option<f64>,
+    /// Multi-turn data: the target rate (or streams) counts conversations
+    /// started (or held), not requests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversations: bool,
 }
 
 /// A view of the whole run, published several times a second. Cheap to
