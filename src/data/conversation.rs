@@ -29,6 +29,16 @@ pub struct Conversation {
     pub think: Duration,
 }
 
+/// A think time as a `Duration`: seconds from 0 to an hour (the parsers
+/// bound it; anything else is zero).
+fn think_duration(s: f64) -> Duration {
+    if s.is_finite() && s > 0.0 {
+        Duration::from_secs_f64(s.min(3600.0))
+    } else {
+        Duration::ZERO
+    }
+}
+
 /// Request bodies of all conversations at most (the history makes them
 /// grow with the square of the turns); at least [`super::synthetic::MIN_SAMPLES`]
 /// conversations are built.
@@ -71,7 +81,7 @@ pub fn synthetic(
             .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
             .collect()
     };
-    let think = crate::engine::strategy::seconds(spec.think_time);
+    let think = think_duration(spec.think_time);
     let mut out = Vec::new();
     let mut bytes = 0usize;
     for (c, head) in first.iter().enumerate() {
@@ -441,7 +451,7 @@ pub fn from_scripts(
         let mut tokens = 0u64;
         let mut conv = Conversation {
             turns: Vec::with_capacity(s.users.len()),
-            think: crate::engine::strategy::seconds(s.think_s),
+            think: think_duration(s.think_s),
         };
         for (k, user) in s.users.iter().enumerate() {
             if k > 0 {
