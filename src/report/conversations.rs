@@ -28,6 +28,37 @@ pub fn lines(stages: &[StageReport]) -> Vec<String> {
     out
 }
 
+/// CSV columns, after the others, when a stage of the run has conversations;
+/// the by-turn columns list one value per turn, `;`-separated.
+pub const CSV_COLUMNS: [&str; 7] = [
+    "conversations_started",
+    "conversations_completed",
+    "conversations_cut_off",
+    "conversations_failed",
+    "ttft_p50_ms_by_turn",
+    "prompt_tokens_mean_by_turn",
+    "cached_share_by_turn",
+];
+
+/// A stage's values for [`CSV_COLUMNS`] (empty without conversations).
+pub fn csv_values(st: &StageReport) -> Vec<String> {
+    let Some(c) = &st.conversations else {
+        return vec![String::new(); CSV_COLUMNS.len()];
+    };
+    let by = |f: &dyn Fn(&crate::model::TurnFigures) -> String| {
+        c.by_turn.iter().map(f).collect::<Vec<_>>().join(";")
+    };
+    vec![
+        c.started.to_string(),
+        c.completed.to_string(),
+        c.cut_off.to_string(),
+        c.failed.to_string(),
+        by(&|t| format!("{}", t.ttft_ms.p50)),
+        by(&|t| format!("{}", t.prompt_tokens_mean)),
+        by(&|t| t.cached_share.map(|x| format!("{x}")).unwrap_or_default()),
+    ]
+}
+
 fn stage_line(name: &str, c: &Conversations) -> String {
     format!(
         "{name}: {} conversations started (its rate counts conversations started), {} completed, {} cut off at the stage's end, {} failed",
@@ -77,5 +108,10 @@ mod tests {
             "{}",
             l[2]
         );
+        let v = csv_values(&stages[0]);
+        assert_eq!(v.len(), CSV_COLUMNS.len());
+        assert_eq!(v[..4], ["10", "6", "4", "0"]);
+        assert_eq!(v[6], "0;0.82");
+        assert!(csv_values(&stages[1]).iter().all(String::is_empty));
     }
 }

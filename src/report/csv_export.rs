@@ -74,6 +74,14 @@ pub fn render(r: &Report) -> Result<String> {
                 .map(|c| c.to_string()),
         );
     }
+    let talks = r.stages.iter().any(|s| s.conversations.is_some());
+    if talks {
+        header.extend(
+            crate::report::conversations::CSV_COLUMNS
+                .iter()
+                .map(|c| c.to_string()),
+        );
+    }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
     for s in &r.stages {
@@ -143,6 +151,9 @@ pub fn render(r: &Report) -> Result<String> {
         ]);
         if server {
             row.extend(crate::report::server::csv_values(s));
+        }
+        if talks {
+            row.extend(crate::report::conversations::csv_values(s));
         }
         w.write_record(&row)?;
     }
