@@ -450,3 +450,24 @@ async fn later_turns_are_served_from_the_prefix_cache_and_not_without_it() {
         sim.shutdown().await;
     }
 }
+
+#[test]
+fn a_sweep_of_conversations_is_refused_before_any_load() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_llmsweep"))
+        .args([
+            "--data",
+            "prompt_tokens=8,output_tokens=4,turns=3",
+            "--headless",
+            "--max-seconds",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--profile sweep plans rates in requests per second")
+            && err.contains("constant, poisson or concurrent"),
+        "{err}"
+    );
+}

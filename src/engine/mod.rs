@@ -1011,13 +1011,13 @@ impl Engine {
     fn start_conversation(&mut self, stage: usize) -> Option<TurnRef> {
         let convs = self.conversations.as_ref()?;
         let n = convs.len() as u64;
-        let respelled = convs
-            .iter()
-            .all(|c| c.turns.iter().all(|t| t.respell.is_some()));
         let c = self.next_conv;
         self.next_conv += 1;
         if c == n && !self.prompts_ran_out {
             self.prompts_ran_out = true;
+            let respelled = convs
+                .iter()
+                .all(|c| c.turns.iter().all(|t| t.respell.is_some()));
             let how = if respelled {
                 "each respelled where its first message begins (the same in every turn), token counts unchanged"
             } else {

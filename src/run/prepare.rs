@@ -144,6 +144,13 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     if args.multi_turn && scripts.is_none() {
         bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
     }
+    let talking = scripts.is_some() || crate::data::conversation::spec_of(&args.data).is_some();
+    if talking && matches!(args.strategy, LoadStrategy::Sweep | LoadStrategy::Search) {
+        bail!(
+            "--profile {} plans rates in requests per second, and with conversations a stage's rate starts conversations of several requests each: use constant, poisson or concurrent with --rate (conversations a second, or at once)",
+            args.strategy.name()
+        );
+    }
     if let Some(s) = scripts.as_mut() {
         use rand::seq::SliceRandom as _;
         use rand::SeedableRng as _;
