@@ -176,6 +176,11 @@ pub struct RunConfig {
     /// A tokenizer.json (or a model directory holding one) for exact token counts; default: the built-in approximation.
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<PathBuf>,
+    /// Conversations: the replies a turn's history holds: the data's, or the server's answers
+    /// as received (chat API).
+    #[arg(long, value_enum, ignore_case = true, value_name = "WHOSE", default_value_t = Replies::Data)]
+    #[serde(deserialize_with = "de_enum")]
+    pub replies: Replies,
     /// Send a ShareGPT .json file's conversations turn by turn (each human message with the
     /// history so far) instead of each one's first message alone.
     #[arg(long)]
@@ -751,6 +756,17 @@ impl clap::ValueEnum for Api {
     }
 }
 
+/// Whose replies a conversation's history holds (`--replies`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replies {
+    /// The data's replies (text of each reply's length for synthetic data).
+    #[default]
+    Data,
+    /// The server's answers to the earlier turns, as received.
+    Received,
+}
+
 /// What `--on-hangup` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -838,6 +854,7 @@ mod tests {
             "api" => "\"completions\"".into(),
             "sweep_strategy" => "\"poisson\"".into(),
             "on_hangup" => "\"stop\"".into(),
+            "replies" => "\"received\"".into(),
             "follow_redirects" => "\"same-origin\"".into(),
             "max_concurrency" | "max_requests" | "max_errors" | "seed" | "max_line_bytes" => {
                 "2048".into()

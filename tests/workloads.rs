@@ -471,3 +471,67 @@ fn a_sweep_of_conversations_is_refused_before_any_load() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_history_of_replies_as_received_holds_the_servers_answers() {
+    let sim = start_sim(model(0.2, 0.0, 8)).await;
+    // No output length: the server decides, so its answers differ in
+    // length from the data's replies (16 tokens each).
+    let convs = conversations(
+        "prompt_tokens=16,output_tokens=auto,turns=3,samples=4",
+        Api::Chat,
+    );
+    let cfg = llmsweep::client::ClientConfig {
+        request_timeout: Duration::from_secs(30),
+        keep_replies: true,
+        ..llmsweep::client::ClientConfig::new(sim.url())
+    };
+    let client = Arc::new(
+        llmsweep::client::Client::new(&cfg, Arc::new(llmsweep::tokenizer::Builtin)).unwrap(),
+    );
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
+    let (sink, rx) = std::sync::mpsc::sync_channel(1000);
+    let firsts: Arc<[_]> = convs.iter().map(|c| c.turns[0].clone()).collect();
+    let engine = Engine::new(
+        client,
+        firsts,
+        RunSettings {
+            seed: 1,
+            ..Default::default()
+        },
+        control_rx,
+        snap_tx,
+    )
+    .with_conversations(convs)
+    .replies_as_received()
+    .log_requests(sink);
+    let mut plan = FixedPlan::new(vec![stage(
+        Strategy::Synchronous,
+        Limits {
+            max_requests: Some(3),
+            ..Default::default()
+        },
+    )]);
+    let res = engine.run(&mut plan).await;
+    let c = res.stages[0].conversations.clone().unwrap();
+    assert_eq!((c.started, c.completed), (3, 3), "{c:?}");
+    let lines: Vec<RequestLine> = rx.try_iter().collect();
+    assert_eq!(lines.len(), 9);
+    let mut differs = false;
+    for l in &lines {
+        // The client's count of what it sent is the server's: the history
+        // holds the answers the server gave, whatever their length.
+        assert_eq!(l.server_prompt_tokens, Some(l.prompt_tokens), "{l:?}");
+        if l.turn == Some(2) {
+            let prev = lines
+                .iter()
+                .find(|p| p.conversation == l.conversation && p.turn == Some(1))
+                .unwrap();
+            assert_eq!(l.prompt_tokens, 16 + prev.output_tokens + 16);
+            differs |= prev.output_tokens != 16;
+        }
+    }
+    assert!(differs, "the server's answers were all 16 tokens: no test");
+    sim.shutdown().await;
+}

@@ -222,7 +222,13 @@ pub struct RequestRecord {
     /// The server's `usage` could not be used (malformed or absurd), and
     /// why; the output tokens were then counted from the stream.
     pub usage_note: Option<String>,
+    /// The answer's text, when the client keeps replies and the request
+    /// completed (at most [`MAX_REPLY_BYTES`]).
+    pub reply: Option<String>,
 }
+
+/// The most of an answer's text a record keeps (`RequestRecord::reply`).
+pub const MAX_REPLY_BYTES: usize = 1 << 20;
 
 impl RequestRecord {
     pub fn first_token_at(&self) -> Option<Instant> {
@@ -243,6 +249,9 @@ pub struct ClientConfig {
     pub follow_redirects: FollowRedirects,
     /// Longest SSE line (and event) accepted, in bytes.
     pub max_line_bytes: usize,
+    /// Keep each completed answer's text in its record (`RequestRecord::reply`),
+    /// for conversations whose history holds the replies as received.
+    pub keep_replies: bool,
 }
 
 impl ClientConfig {
@@ -257,6 +266,7 @@ impl ClientConfig {
             insecure: false,
             follow_redirects: FollowRedirects::None,
             max_line_bytes: sse::DEFAULT_MAX_LINE,
+            keep_replies: false,
         }
     }
 
@@ -363,6 +373,7 @@ pub struct Client {
     counter: Arc<dyn TokenCounter>,
     follow: FollowRedirects,
     max_line: usize,
+    keep_replies: bool,
     redactor: Redactor,
 }
 
@@ -425,6 +436,7 @@ impl Client {
             counter,
             follow: cfg.follow_redirects,
             max_line: cfg.max_line_bytes,
+            keep_replies: cfg.keep_replies,
             redactor,
         })
     }
@@ -523,7 +535,10 @@ impl Client {
         cancel: &CancellationToken,
     ) -> RequestRecord {
         let sent_at = Instant::now();
-        let mut st = StreamState::default();
+        let mut st = StreamState {
+            reply: self.keep_replies.then(String::new),
+            ..StreamState::default()
+        };
         let outcome = {
             let fut = self.stream(prompt, &mut st);
             tokio::select! {
@@ -553,6 +568,7 @@ impl Client {
         }
         let (output_tokens, output_source) =
             finish_token_counts(&mut st.chunks, st.completion_tokens, st.any_text);
+        let reply = st.reply.take().filter(|_| outcome == Outcome::Completed);
         RequestRecord {
             scheduled_at,
             sent_at,
@@ -566,6 +582,7 @@ impl Client {
             outcome,
             reconnects: st.reconnects,
             usage_note: st.usage_note.take(),
+            reply,
         }
     }
 
@@ -746,6 +763,11 @@ impl Client {
                     let est = self.counter.count(&info.text).max(1) as u32;
                     st.any_text |= !info.text.is_empty();
                     st.chunks.push((now, est));
+                    if let Some(r) = st.reply.as_mut() {
+                        if r.len() + info.text.len() <= MAX_REPLY_BYTES {
+                            r.push_str(&info.text);
+                        }
+                    }
                 }
                 if let Some(why) = info.usage_error {
                     st.usage_note.get_or_insert(why);
@@ -818,6 +840,8 @@ struct StreamState {
     cached_prompt_tokens: Option<u64>,
     any_text: bool,
     usage_note: Option<String>,
+    /// The answer's text so far, when replies are kept.
+    reply: Option<String>,
 }
 
 impl StreamState {

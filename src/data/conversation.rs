@@ -27,6 +27,9 @@ use crate::tokenizer::TokenCounter;
 pub struct Conversation {
     pub turns: Vec<Prompt>,
     pub think: Duration,
+    /// Tokens of the data's reply to each turn that has a next one (in
+    /// the history of the turns after it).
+    pub reply_tokens: Vec<u64>,
 }
 
 /// A think time as a `Duration`: seconds from 0 to an hour (the parsers
@@ -94,6 +97,7 @@ pub fn synthetic(
         let mut conv = Conversation {
             turns: Vec::with_capacity(turns),
             think,
+            reply_tokens: Vec::new(),
         };
         for k in 0..turns {
             let item = if k == 0 {
@@ -109,6 +113,7 @@ pub fn synthetic(
                 let prev = conv.turns[k - 1].output_tokens.unwrap_or(spec.prompt.mean);
                 texts.push(reply(prev, &mut rng));
                 tokens += prev;
+                conv.reply_tokens.push(prev);
             }
             texts.push(item.text.clone());
             tokens += item.prompt_tokens;
@@ -130,6 +135,36 @@ pub fn synthetic(
         out.push(conv);
     }
     Ok(out)
+}
+
+/// A turn's request with the replies in its history replaced by the
+/// server's answers to the earlier turns as received (`received`: text and
+/// output tokens, one per earlier turn), its prompt tokens adjusted. Chat
+/// bodies only: None for anything else (the data's replies stay).
+pub fn with_received(
+    p: &Prompt,
+    conv: &Conversation,
+    received: &[(String, u64)],
+) -> Option<Prompt> {
+    let mut v: Value = serde_json::from_slice(&p.body).ok()?;
+    let msgs = v.get_mut("messages")?.as_array_mut()?;
+    if msgs.len() < 2 * received.len() + 1 {
+        return None;
+    }
+    for (j, (text, _)) in received.iter().enumerate() {
+        let m = msgs.get_mut(2 * j + 1)?.as_object_mut()?;
+        if m.get("role").and_then(Value::as_str) != Some("assistant") {
+            return None;
+        }
+        m.insert("content".into(), Value::String(text.clone()));
+    }
+    let data: u64 = conv.reply_tokens.iter().take(received.len()).sum();
+    let got: u64 = received.iter().map(|r| r.1).sum();
+    Some(Prompt {
+        body: Bytes::from(serde_json::to_vec(&v).ok()?),
+        prompt_tokens: (p.prompt_tokens + got).saturating_sub(data),
+        ..p.clone()
+    })
 }
 
 /// Turn `turn` of the run's `seq`-th conversation: conversations are used
@@ -209,6 +244,16 @@ mod tests {
             c.turns[2].prompt_tokens
         );
         assert!(turn_of(&convs, 3, 3).is_none());
+        // The server's replies as received take the data's place.
+        assert_eq!(c.reply_tokens, [8, 8]);
+        let got = vec![(" yes indeed".to_string(), 2), (" no".to_string(), 1)];
+        let p = with_received(&c.turns[2], c, &got).unwrap();
+        assert_eq!(p.prompt_tokens, 92 - 16 + 3);
+        let r = messages(&p);
+        assert_eq!(r[1].1, " yes indeed");
+        assert_eq!(r[3].1, " no");
+        assert_eq!(r[0], m[2][0]);
+        assert_eq!(r[4], m[2][4]);
         // Completions: one text that grows.
         let convs = synthetic(&spec, 1, Some(9), &Builtin, Api::Completions, "m", None).unwrap();
         let text = |p: &Prompt| {
@@ -452,6 +497,7 @@ pub fn from_scripts(
         let mut conv = Conversation {
             turns: Vec::with_capacity(s.users.len()),
             think: think_duration(s.think_s),
+            reply_tokens: Vec::new(),
         };
         for (k, user) in s.users.iter().enumerate() {
             if k > 0 {
@@ -465,7 +511,9 @@ pub fn from_scripts(
                             .collect()
                     }
                 };
-                tokens += counter.count(&reply) as u64;
+                let n = counter.count(&reply) as u64;
+                tokens += n;
+                conv.reply_tokens.push(n);
                 texts.push(reply);
             }
             tokens += counter.count(user) as u64;

@@ -154,6 +154,7 @@ impl Backend for Scripted {
                 outcome: Outcome::Incomplete,
                 reconnects: 0,
                 usage_note: None,
+                reply: None,
             };
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec) => o,

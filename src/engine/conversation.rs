@@ -43,6 +43,9 @@ pub struct Tracker {
     /// Next turns, by due time.
     next: BinaryHeap<Reverse<(Instant, TurnRef)>>,
     by_turn: Vec<TurnAcc>,
+    /// The server's answers so far (text, output tokens) of conversations
+    /// in progress, when its records carry them (`--replies received`).
+    received: HashMap<u64, Vec<(String, u64)>>,
 }
 
 impl Tracker {
@@ -51,6 +54,11 @@ impl Tracker {
         self.started += 1;
         self.active.insert(conv, 0);
         TurnRef { conv, turn: 0 }
+    }
+
+    /// The answers received so far in conversation `conv`.
+    pub fn received(&self, conv: u64) -> &[(String, u64)] {
+        self.received.get(&conv).map_or(&[], Vec::as_slice)
     }
 
     /// Conversations in progress (a closed-loop stage's streams).
@@ -108,10 +116,16 @@ impl Tracker {
         if self.active.remove(&t.conv).is_none() {
             return;
         }
+        let got = self.received.remove(&t.conv);
         match &rec.outcome {
             Outcome::Completed if t.turn + 1 >= turns => self.completed += 1,
             Outcome::Completed if sending => {
                 self.active.insert(t.conv, t.turn + 1);
+                if let Some(reply) = &rec.reply {
+                    let mut got = got.unwrap_or_default();
+                    got.push((reply.clone(), rec.output_tokens));
+                    self.received.insert(t.conv, got);
+                }
                 let next = TurnRef {
                     conv: t.conv,
                     turn: t.turn + 1,
@@ -171,6 +185,7 @@ mod tests {
             outcome,
             reconnects: 0,
             usage_note: None,
+            reply: None,
         }
     }
 

@@ -248,6 +248,8 @@ pub struct Engine {
     trackers: std::collections::HashMap<usize, Tracker>,
     /// The stage that is sending now (its conversations go on).
     sending: Option<usize>,
+    /// Conversations' histories hold the server's answers as received.
+    replies_received: bool,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -299,7 +301,16 @@ impl Engine {
             next_conv: 0,
             trackers: std::collections::HashMap::new(),
             sending: None,
+            replies_received: false,
         }
+    }
+
+    /// Conversations' histories hold the server's answers as received
+    /// (the client must keep them: `ClientConfig::keep_replies`), not the
+    /// data's replies.
+    pub fn replies_as_received(mut self) -> Self {
+        self.replies_received = true;
+        self
     }
 
     /// Sends conversations instead of single prompts: a stage's arrivals (or
@@ -940,7 +951,21 @@ impl Engine {
     ) {
         let backend = self.backend.clone();
         let conv_turn = match (turn, &self.conversations) {
-            (Some(t), Some(c)) => crate::data::conversation::turn_of(c, t.conv, t.turn),
+            (Some(t), Some(c)) => {
+                let p = crate::data::conversation::turn_of(c, t.conv, t.turn);
+                let got = self
+                    .trackers
+                    .get(&stage)
+                    .map(|tr| tr.received(t.conv))
+                    .filter(|r| self.replies_received && t.turn > 0 && r.len() == t.turn);
+                let conv = c.get((t.conv % c.len().max(1) as u64) as usize);
+                match (p, got, conv) {
+                    (Some(p), Some(got), Some(conv)) => {
+                        Some(crate::data::conversation::with_received(&p, conv, got).unwrap_or(p))
+                    }
+                    (p, _, _) => p,
+                }
+            }
             _ => None,
         };
         if let Some(prompt) = conv_turn {

@@ -151,6 +151,14 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             args.strategy.name()
         );
     }
+    if args.replies == crate::config::Replies::Received {
+        if !talking {
+            bail!("--replies received is for conversations (--data …,turns=N, or a file of conversations)");
+        }
+        if args.api != crate::client::Api::Chat {
+            bail!("--replies received needs --api chat (the history's replies are assistant messages)");
+        }
+    }
     if let Some(s) = scripts.as_mut() {
         use rand::seq::SliceRandom as _;
         use rand::SeedableRng as _;
@@ -254,6 +262,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         request_timeout: seconds(args.request_timeout),
         insecure: args.insecure,
         follow_redirects: args.follow_redirects,
+        keep_replies: args.replies == crate::config::Replies::Received,
         max_line_bytes: args
             .max_line_bytes
             .and_then(|b| usize::try_from(b).ok())

@@ -136,6 +136,7 @@ mod tests {
             outcome: Outcome::Completed,
             reconnects: 0,
             usage_note: None,
+            reply: None,
         }
     }
 

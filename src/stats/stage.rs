@@ -915,6 +915,7 @@ mod tests {
             outcome,
             reconnects: 0,
             usage_note: None,
+            reply: None,
         }
     }
 
