@@ -62,7 +62,8 @@ pub struct RunConfig {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson),
+    /// Load profile: a strategy (sweep, search, synchronous, concurrent, throughput, constant, poisson,
+    /// replay: a trace given with --data),
     /// a shipped profile (`llmsweep profiles` lists them), or a profile .toml file.
     #[arg(long, short = 'p', default_value = "sweep")]
     #[serde(skip)]
@@ -83,6 +84,14 @@ pub struct RunConfig {
     )]
     #[serde(deserialize_with = "de_rates")]
     pub rate: Vec<RateItem>,
+    /// Replay: the trace's times are multiplied by this (0.5 replays twice as fast, 2 half as fast).
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub time_scale: f64,
     /// Poisson burstiness: gamma-distributed gaps with CV 1/√b (1 = Poisson).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub burstiness: f64,
@@ -149,6 +158,10 @@ pub struct RunConfig {
     /// Leave out the end of each stage: a fraction (<1) of its limit, or seconds (≥1).
     #[arg(long, value_name = "F|S", allow_negative_numbers = true)]
     pub cooldown: Option<f64>,
+    /// Raise each stage's rate (or streams) linearly from 0 to its target over this many
+    /// seconds, left out of the stage's statistics and verdict (not for replay).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub ramp_up: Option<f64>,
     /// At stage end, let in-flight requests finish for up to this many seconds (default: cancel them).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub drain: Option<f64>,
@@ -163,6 +176,15 @@ pub struct RunConfig {
     /// A tokenizer.json (or a model directory holding one) for exact token counts; default: the built-in approximation.
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<PathBuf>,
+    /// Conversations: the replies a turn's history holds: the data's, or the server's answers
+    /// as received (chat API).
+    #[arg(long, value_enum, ignore_case = true, value_name = "WHOSE", default_value_t = Replies::Data)]
+    #[serde(deserialize_with = "de_enum")]
+    pub replies: Replies,
+    /// Send a ShareGPT .json file's conversations turn by turn (each human message with the
+    /// history so far) instead of each one's first message alone.
+    #[arg(long)]
+    pub multi_turn: bool,
     /// Skip malformed rows of a data file (and count them) instead of stopping at the first.
     #[arg(long)]
     pub skip_bad_rows: bool,
@@ -454,10 +476,12 @@ pub enum LoadStrategy {
     Throughput,
     Constant,
     Poisson,
+    /// Each request of a trace (`--data TRACE`) at its time.
+    Replay,
 }
 
 impl LoadStrategy {
-    pub const ALL: [LoadStrategy; 7] = [
+    pub const ALL: [LoadStrategy; 8] = [
         LoadStrategy::Sweep,
         LoadStrategy::Search,
         LoadStrategy::Synchronous,
@@ -465,6 +489,7 @@ impl LoadStrategy {
         LoadStrategy::Throughput,
         LoadStrategy::Constant,
         LoadStrategy::Poisson,
+        LoadStrategy::Replay,
     ];
 
     pub fn name(self) -> &'static str {
@@ -476,6 +501,7 @@ impl LoadStrategy {
             LoadStrategy::Throughput => "throughput",
             LoadStrategy::Constant => "constant",
             LoadStrategy::Poisson => "poisson",
+            LoadStrategy::Replay => "replay",
         }
     }
 
@@ -795,6 +821,17 @@ impl clap::ValueEnum for Api {
     }
 }
 
+/// Whose replies a conversation's history holds (`--replies`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replies {
+    /// The data's replies (text of each reply's length for synthetic data).
+    #[default]
+    Data,
+    /// The server's answers to the earlier turns, as received.
+    Received,
+}
+
 /// What `--on-hangup` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -882,6 +919,7 @@ mod tests {
             "api" => "\"completions\"".into(),
             "sweep_strategy" => "\"poisson\"".into(),
             "on_hangup" => "\"stop\"".into(),
+            "replies" => "\"received\"".into(),
             "follow_redirects" => "\"same-origin\"".into(),
             "max_concurrency" | "max_requests" | "max_errors" | "seed" | "max_line_bytes" => {
                 "2048".into()
@@ -896,9 +934,11 @@ mod tests {
             | "slo_percentile"
             | "search_precision"
             | "burstiness"
+            | "time_scale"
+            | "ramp_up"
             | "fps" => "0.5".into(),
             "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
-            | "exit_on_finish" | "save_requests" | "repeat_prompts" => "true".into(),
+            | "exit_on_finish" | "save_requests" | "repeat_prompts" | "multi_turn" => "true".into(),
             _ => "\"text\"".into(),
         }
     }

@@ -35,7 +35,11 @@ pub fn first_error_lines(
 pub fn progress_line(s: &Snapshot) -> Option<String> {
     let st = s.stage.as_ref()?;
     let target = match st.target_rate {
+        Some(r) if st.strategy == StrategyKind::Concurrent && st.conversations => {
+            format!("{r:.0} conversations")
+        }
         Some(r) if st.strategy == StrategyKind::Concurrent => format!("{r:.0} streams"),
+        Some(r) if st.conversations => format!("{r:.2} conv/s"),
         Some(r) => format!("{r:.2} req/s"),
         None => "-".into(),
     };
@@ -70,7 +74,18 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
         st.counts.incomplete,
         st.counts.errored,
         if s.paused { "  (paused)" } else { "" },
-    ) + &st.saturation.as_ref().map(|w| format!("  ! {w}")).unwrap_or_default())
+    ) + &ramping(st)
+        + &st.saturation.as_ref().map(|w| format!("  ! {w}")).unwrap_or_default())
+}
+
+/// `  (ramp 3/10 s)` while a stage ramps up.
+fn ramping(st: &crate::engine::LiveStage) -> String {
+    match st.ramp_up_s {
+        Some(r) if st.elapsed_s < r => {
+            format!("  (ramp {:.0}/{} s)", st.elapsed_s, crate::typed::number(r))
+        }
+        _ => String::new(),
+    }
 }
 
 /// Timeline events worth a progress line: not a stage's start (the
@@ -93,6 +108,7 @@ fn printed(event: &EventKind) -> bool {
         | EventKind::Rerun
         | EventKind::Signal
         | EventKind::Viewer
+        | EventKind::Ramp
         | EventKind::Warning => true,
     }
 }

@@ -246,6 +246,9 @@ fn profile_files_errors_and_overrides() {
         "vllm-throughput",
         "sglang-offline",
         "smoke",
+        "replay",
+        "chat",
+        "agent",
     ] {
         assert!(
             text.lines().any(|l| l.starts_with(p)),

@@ -483,6 +483,33 @@ fn a_stage_that_is_saturating_says_so_before_it_ends() {
 }
 
 #[test]
+fn a_ramping_stage_says_so_until_the_ramp_ends() {
+    let mut app = golden_app();
+    let st = app.snap.stage.as_mut().unwrap();
+    st.ramp_up_s = Some(10.0);
+    st.elapsed_s = 7.0;
+    let s = render(&app, 120, 36);
+    assert!(lines(&s)[1].contains("RAMP 7/10 s"), "{}", lines(&s)[1]);
+    app.snap.stage.as_mut().unwrap().elapsed_s = 12.0;
+    let s = render(&app, 120, 36);
+    assert!(!lines(&s)[1].contains("RAMP"), "{}", lines(&s)[1]);
+}
+
+#[test]
+fn a_conversation_stage_says_its_rate_counts_conversations() {
+    let mut app = golden_app();
+    app.snap.stage.as_mut().unwrap().conversations = true;
+    let s = render(&app, 160, 36);
+    assert!(
+        lines(&s)[1].contains("target 34.16 conversations/s started"),
+        "{}",
+        lines(&s)[1]
+    );
+    let line = llmsweep::headless::progress_line(&app.snap).unwrap();
+    assert!(line.contains("34.16 conv/s"), "{line}");
+}
+
+#[test]
 fn the_result_screen_says_what_the_run_found() {
     let mut app = golden_app();
     app.snap.stage = None;

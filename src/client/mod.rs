@@ -235,7 +235,13 @@ pub struct RequestRecord {
     /// The exact output length the request asked for (`max_tokens` with
     /// `ignore_eos`), if it did.
     pub requested_output_tokens: Option<u64>,
+    /// The answer's text, when the client keeps replies and the request
+    /// completed (at most [`MAX_REPLY_BYTES`]).
+    pub reply: Option<String>,
 }
+
+/// The most of an answer's text a record keeps (`RequestRecord::reply`).
+pub const MAX_REPLY_BYTES: usize = 1 << 20;
 
 impl RequestRecord {
     pub fn first_token_at(&self) -> Option<Instant> {
@@ -289,6 +295,9 @@ pub struct ClientConfig {
     pub follow_redirects: FollowRedirects,
     /// Longest SSE line (and event) accepted, in bytes.
     pub max_line_bytes: usize,
+    /// Keep each completed answer's text in its record (`RequestRecord::reply`),
+    /// for conversations whose history holds the replies as received.
+    pub keep_replies: bool,
 }
 
 impl ClientConfig {
@@ -303,6 +312,7 @@ impl ClientConfig {
             insecure: false,
             follow_redirects: FollowRedirects::None,
             max_line_bytes: sse::DEFAULT_MAX_LINE,
+            keep_replies: false,
         }
     }
 
@@ -488,6 +498,7 @@ pub struct Client {
     counter: Arc<dyn TokenCounter>,
     follow: FollowRedirects,
     max_line: usize,
+    keep_replies: bool,
     redactor: Redactor,
 }
 
@@ -551,6 +562,7 @@ impl Client {
             counter,
             follow: cfg.follow_redirects,
             max_line: cfg.max_line_bytes,
+            keep_replies: cfg.keep_replies,
             redactor,
         })
     }
@@ -676,7 +688,10 @@ impl Client {
         cancel: &CancellationToken,
     ) -> RequestRecord {
         let sent_at = Instant::now();
-        let mut st = StreamState::default();
+        let mut st = StreamState {
+            reply: self.keep_replies.then(String::new),
+            ..StreamState::default()
+        };
         let outcome = {
             let fut = self.stream(prompt, &mut st);
             tokio::select! {
@@ -714,6 +729,7 @@ impl Client {
             st.reasoning_tokens,
             st.any_text,
         );
+        let reply = st.reply.take().filter(|_| outcome == Outcome::Completed);
         RequestRecord {
             scheduled_at,
             sent_at,
@@ -731,6 +747,7 @@ impl Client {
             server_reasoning_tokens: st.reasoning_tokens,
             client_output_tokens,
             requested_output_tokens: prompt.output_tokens,
+            reply,
         }
     }
 
@@ -932,6 +949,11 @@ impl Client {
             Ok(info) => {
                 if info.has_output {
                     st.on_output(&*self.counter, &info, now);
+                    if let Some(r) = st.reply.as_mut() {
+                        if r.len() + info.text.len() <= MAX_REPLY_BYTES {
+                            r.push_str(&info.text);
+                        }
+                    }
                 }
                 if let Some(why) = info.usage_error {
                     st.usage_note.get_or_insert(why);
@@ -1011,6 +1033,8 @@ struct StreamState {
     /// Per chunk, its thinking tokens (estimated); empty until thinking is seen.
     thinking: Vec<u32>,
     reasoning_tokens: Option<u64>,
+    /// The answer's text so far, when replies are kept.
+    reply: Option<String>,
 }
 
 impl StreamState {

@@ -155,7 +155,7 @@ fn brief(e: &str) -> String {
 
 /// Why text is not UTF-8: its first bad byte (at `at`), and the column of
 /// that byte in its line.
-fn not_utf8(bytes: &[u8], at: usize) -> String {
+pub(super) fn not_utf8(bytes: &[u8], at: usize) -> String {
     let line_start = bytes[..at]
         .iter()
         .rposition(|&b| b == b'\n')
@@ -169,7 +169,7 @@ fn not_utf8(bytes: &[u8], at: usize) -> String {
 
 /// One line of a reader, up to `cap` bytes: `None` at the end; `Some(Err)`
 /// for a longer line, whose rest is read past without being kept.
-fn next_row(
+pub(super) fn next_row(
     r: &mut impl BufRead,
     buf: &mut Vec<u8>,
     cap: usize,
@@ -239,13 +239,13 @@ fn read_json_file(f: std::fs::File, name: &str) -> Result<String> {
 
 /// A reader that fails when a line runs past [`crate::bounds::DATA_ROW`],
 /// so that a CSV reader never holds a longer row.
-struct RowCapped<R> {
+pub(super) struct RowCapped<R> {
     inner: R,
     since_newline: usize,
 }
 
 impl<R: Read> RowCapped<R> {
-    fn new(inner: R) -> Self {
+    pub(super) fn new(inner: R) -> Self {
         RowCapped {
             inner,
             since_newline: 0,

@@ -1,8 +1,10 @@
 //! Prompt sources. Every request body is built once, before the run, so the
 //! request path only clones a `Bytes`.
 
+pub mod conversation;
 pub mod files;
 pub mod synthetic;
+pub mod trace;
 
 use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;
@@ -128,43 +130,7 @@ pub fn build_prompts(
     items
         .into_iter()
         .map(|it| {
-            let mut body = Map::new();
-            body.insert("model".into(), json!(model));
-            match api {
-                Api::Chat => {
-                    body.insert(
-                        "messages".into(),
-                        json!([{"role": "user", "content": &it.text}]),
-                    );
-                }
-                Api::Completions => {
-                    body.insert("prompt".into(), json!(&it.text));
-                }
-                Api::Responses => {
-                    body.insert("input".into(), json!(&it.text));
-                }
-            }
-            body.insert("stream".into(), json!(true));
-            // The Responses API always ends with its usage (response.completed).
-            if api != Api::Responses {
-                body.insert("stream_options".into(), json!({"include_usage": true}));
-            }
-            if let Some(n) = it.output_tokens {
-                let key = match api {
-                    Api::Chat => "max_completion_tokens",
-                    Api::Completions => "max_tokens",
-                    Api::Responses => "max_output_tokens",
-                };
-                body.insert(key.into(), json!(n));
-                body.insert("ignore_eos".into(), json!(true));
-            }
-            if let Some(extra) = extra {
-                for (k, v) in extra {
-                    body.insert(k.clone(), v.clone());
-                }
-            }
-            let bytes =
-                serde_json::to_vec(&Value::Object(body)).context("cannot build a request body")?;
+            let bytes = request_body(api, model, &[&it.text], it.output_tokens, extra)?;
             let tag_at = text_offset(&bytes, api, &it.text, it.shared_prefix_bytes);
             Ok(Prompt {
                 body: Bytes::from(bytes),
@@ -175,6 +141,71 @@ pub fn build_prompts(
             })
         })
         .collect()
+}
+
+/// A streamed request body whose messages alternate user and assistant,
+/// starting with the user (`texts`; completions: the texts joined), asking
+/// for exactly `output_tokens` when given. `extra` is merged last.
+pub(crate) fn request_body(
+    api: Api,
+    model: &str,
+    texts: &[&str],
+    output_tokens: Option<u64>,
+    extra: Option<&Map<String, Value>>,
+) -> Result<Vec<u8>> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    match api {
+        Api::Chat => {
+            let messages: Vec<Value> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let role = if i % 2 == 0 { "user" } else { "assistant" };
+                    json!({"role": role, "content": t})
+                })
+                .collect();
+            body.insert("messages".into(), Value::Array(messages));
+        }
+        Api::Completions => {
+            body.insert("prompt".into(), json!(texts.concat()));
+        }
+        // One text is the input itself; a conversation is its messages.
+        Api::Responses if texts.len() == 1 => {
+            body.insert("input".into(), json!(texts[0]));
+        }
+        Api::Responses => {
+            let messages: Vec<Value> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let role = if i % 2 == 0 { "user" } else { "assistant" };
+                    json!({"role": role, "content": t})
+                })
+                .collect();
+            body.insert("input".into(), Value::Array(messages));
+        }
+    }
+    body.insert("stream".into(), json!(true));
+    // The Responses API always ends with its usage (response.completed).
+    if api != Api::Responses {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if let Some(n) = output_tokens {
+        let key = match api {
+            Api::Chat => "max_completion_tokens",
+            Api::Completions => "max_tokens",
+            Api::Responses => "max_output_tokens",
+        };
+        body.insert(key.into(), json!(n));
+        body.insert("ignore_eos".into(), json!(true));
+    }
+    if let Some(extra) = extra {
+        for (k, v) in extra {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::to_vec(&Value::Object(body)).context("cannot build a request body")
 }
 
 /// Where in a built body the prompt's text starts, after its shared prefix:

@@ -96,7 +96,17 @@ pub struct Synthetic {
     /// A prefix of this many tokens shared by every prompt (prefix-cache tests),
     /// in addition to the prompt's own tokens.
     pub prefix_tokens: u64,
+    /// Groups of prompts that share a prefix: sample i shares the prefix of
+    /// group i mod K; prompts of different groups share nothing (GuideLLM's
+    /// and SGLang's generated shared-prefix data). 1: one prefix for all.
+    pub prefix_groups: u64,
     pub samples: usize,
+    /// Turns per conversation (1: independent prompts). With more, each
+    /// sample is a conversation whose turns send the history so far;
+    /// `prompt_tokens` and `output_tokens` are each turn's own.
+    pub turns: usize,
+    /// Seconds between a turn's answer and the next turn.
+    pub think_time: f64,
 }
 
 impl Default for Synthetic {
@@ -105,7 +115,10 @@ impl Default for Synthetic {
             prompt: Length::fixed(256),
             output: Some(Length::fixed(128)),
             prefix_tokens: 0,
+            prefix_groups: 1,
             samples: 1000,
+            turns: 1,
+            think_time: 0.0,
         }
     }
 }
@@ -116,7 +129,7 @@ impl Default for Synthetic {
 pub const PROMPT_BUDGET_BYTES: usize = 32 << 20;
 pub const MIN_SAMPLES: usize = 16;
 
-const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, samples";
+const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, prefix_groups, samples, turns, think_time";
 
 impl Synthetic {
     pub fn parse(spec: &str) -> Result<Synthetic> {
@@ -160,7 +173,15 @@ impl Synthetic {
                 "output_tokens_max" => out.max = int()?,
                 "output_tokens_dist" => out.dist = Some(dist()?),
                 "prefix_tokens" => s.prefix_tokens = int()?,
+                "prefix_groups" => s.prefix_groups = int()?,
                 "samples" => s.samples = int()? as usize,
+                "turns" => s.turns = int()? as usize,
+                "think_time" => {
+                    s.think_time = num()?;
+                    if s.think_time > 3600.0 {
+                        bail!("--data think_time: {v} s is more than an hour");
+                    }
+                }
                 other => bail!("--data: unknown key {other:?} (known: {KEYS})"),
             }
         }
@@ -172,6 +193,22 @@ impl Synthetic {
         }
         if s.samples == 0 {
             bail!("--data samples must be at least 1");
+        }
+        if !(1..=1000).contains(&s.turns) {
+            bail!("--data turns must be from 1 to 1000");
+        }
+        if s.prefix_groups == 0 {
+            bail!("--data prefix_groups must be at least 1");
+        }
+        if s.prefix_groups > 1 && s.prefix_tokens == 0 {
+            bail!("--data prefix_groups needs prefix_tokens (the length of each group's shared prefix)");
+        }
+        if s.prefix_groups > s.samples as u64 {
+            bail!(
+                "--data prefix_groups ({}) is more than samples ({}): some groups would have no prompt",
+                s.prefix_groups,
+                s.samples
+            );
         }
         for (name, l) in [("prompt_tokens", &s.prompt), ("output_tokens", &out)] {
             if l.min > l.max {
@@ -211,10 +248,15 @@ impl Synthetic {
             );
         }
         let mut rng = SmallRng::seed_from_u64(seed ^ 0xDA7A);
-        let mut prefix = String::new();
-        for _ in 0..self.prefix_tokens {
-            prefix.push_str(&pieces[rng.random_range(0..pieces.len())]);
-        }
+        // One prefix per group, drawn before anything else: the first
+        // group's prefix is the one prefix of `prefix_groups=1`.
+        let prefixes: Vec<String> = (0..self.prefix_groups.max(1))
+            .map(|_| {
+                (0..self.prefix_tokens)
+                    .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
+                    .collect()
+            })
+            .collect();
         let mut items = Vec::with_capacity(self.samples.min(MIN_SAMPLES));
         let p = pieces.len();
         // Reuse respells the two pieces after the prefix (data::for_request):
@@ -233,8 +275,9 @@ impl Synthetic {
             }
             let n = self.prompt.sample(&mut rng);
             let out = self.output.as_ref().map(|o| o.sample(&mut rng));
+            let prefix = &prefixes[i % prefixes.len()];
             let mut text = String::with_capacity(prefix.len() + n as usize * 8);
-            text.push_str(&prefix);
+            text.push_str(prefix);
             // The first two tokens after the shared prefix spell the sample's
             // number in base `p`: no two prompts share more than the prefix
             // (unique for p² samples), so no prefix cache serves one prompt
@@ -401,6 +444,54 @@ mod tests {
         // The shared prefix is shared.
         let prefix_len: usize = a[0].text.split(' ').take(11).map(|w| w.len() + 1).sum();
         assert_eq!(a[0].text[..prefix_len], a[1].text[..prefix_len]);
+    }
+
+    #[test]
+    fn prefix_groups_share_a_prefix_within_a_group_and_nothing_across() {
+        let s = Synthetic::parse(
+            "prompt_tokens=12,output_tokens=2,samples=9,prefix_tokens=20,prefix_groups=3",
+        )
+        .unwrap();
+        assert_eq!(s.prefix_groups, 3);
+        let items = s.generate_for_run(5, Some(77), &Builtin).unwrap();
+        let prefix = |i: usize| &items[i].text[..items[i].shared_prefix_bytes];
+        for (i, it) in items.iter().enumerate() {
+            assert_eq!(it.prompt_tokens, 32);
+            assert_eq!(count_tokens(&it.text), 32);
+            assert_eq!(prefix(i), prefix(i % 3), "sample {i} is in group {}", i % 3);
+        }
+        // Groups share not even their first token.
+        let first = |i: usize| prefix(i).split_whitespace().next().unwrap().to_string();
+        let firsts: std::collections::HashSet<String> = (0..3).map(first).collect();
+        assert_eq!(
+            firsts.len(),
+            3,
+            "{:?}",
+            (0..3).map(prefix).collect::<Vec<_>>()
+        );
+        // The prefix is the workload's, the same in every run; what follows is the run's.
+        let other = s.generate_for_run(5, Some(78), &Builtin).unwrap();
+        assert_eq!(prefix(4), &other[4].text[..other[4].shared_prefix_bytes]);
+        assert_ne!(items[4].text, other[4].text);
+        // One group is the old single prefix, drawn the same way.
+        let one = Synthetic::parse("prompt_tokens=12,output_tokens=2,samples=9,prefix_tokens=20")
+            .unwrap()
+            .generate(5, &Builtin)
+            .unwrap();
+        let same = Synthetic::parse(
+            "prompt_tokens=12,output_tokens=2,samples=9,prefix_tokens=20,prefix_groups=1",
+        )
+        .unwrap()
+        .generate(5, &Builtin)
+        .unwrap();
+        assert_eq!(one, same);
+        for bad in [
+            "prefix_groups=0,prefix_tokens=4",
+            "prefix_groups=2",
+            "prefix_groups=20,prefix_tokens=4,samples=10",
+        ] {
+            assert!(Synthetic::parse(bad).is_err(), "{bad}");
+        }
     }
 
     fn stats(v: &[u64]) -> (f64, f64) {

@@ -159,6 +159,7 @@ impl Backend for Scripted {
                 client_output_tokens: None,
                 // The script decides the lengths, whatever the prompt asks.
                 requested_output_tokens: None,
+                reply: None,
             };
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec) => o,

@@ -17,6 +17,7 @@
 //!   are still running when the next stage ends (or the run stops).
 
 pub mod backend;
+pub mod conversation;
 pub mod history;
 pub mod live;
 pub mod selfcheck;
@@ -32,15 +33,17 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Outcome, Prompt, RequestRecord};
+use crate::data::conversation::Conversation;
 use crate::model::RequestLine;
 use crate::model::{EventKind, StageReport, StrategyKind, TimelineEvent};
 use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
+use conversation::{Tracker, TurnRef};
 
 pub use backend::Backend;
 pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
-use strategy::{resolve_margin, validate_rate, Arrivals};
+use strategy::{ramp_next_stream, ramp_of, ramp_streams, resolve_margin, validate_rate, Arrivals};
 pub use strategy::{FixedPlan, Limits, Plan, PlannedStage, StageSpec, Strategy};
 
 /// How often snapshots are published.
@@ -146,6 +149,7 @@ impl RequestLog {
         stage: &str,
         number: usize,
         index: u64,
+        turn: Option<TurnRef>,
         r: &RequestRecord,
     ) {
         let Some(sink) = &self.sink else {
@@ -182,6 +186,8 @@ impl RequestLog {
                 .collect(),
             requested_output_tokens: r.requested_output_tokens,
             client_output_tokens: r.client_output_tokens,
+            conversation: turn.map(|t| t.conv),
+            turn: turn.map(|t| t.turn as u32 + 1),
             ..Default::default()
         };
         let mut line = line;
@@ -212,6 +218,8 @@ struct Done {
     stage: usize,
     index: u64,
     record: RequestRecord,
+    /// Multi-turn data: the turn this request was.
+    turn: Option<TurnRef>,
 }
 
 pub struct Engine {
@@ -263,6 +271,15 @@ pub struct Engine {
     /// run) and the process's CPU time at the last second.
     probe: Option<selfcheck::LagProbe>,
     last_cpu: Option<(std::time::Instant, Duration)>,
+    /// Multi-turn data: the conversations, taken in order across the run
+    /// (`next_conv`), and each unreported stage's tracker.
+    conversations: Option<Arc<[Conversation]>>,
+    next_conv: u64,
+    trackers: std::collections::HashMap<usize, Tracker>,
+    /// The stage that is sending now (its conversations go on).
+    sending: Option<usize>,
+    /// Conversations' histories hold the server's answers as received.
+    replies_received: bool,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -271,6 +288,8 @@ struct Dispatch {
     base: Instant,
     deadline: Option<Instant>,
     paused_at: Option<Instant>,
+    /// The end of the stage's ramp while it runs (moves with pauses).
+    ramp_end: Option<Instant>,
 }
 
 impl Engine {
@@ -311,7 +330,29 @@ impl Engine {
             live_warning: None,
             probe: None,
             last_cpu: None,
+            conversations: None,
+            next_conv: 0,
+            trackers: std::collections::HashMap::new(),
+            sending: None,
+            replies_received: false,
         }
+    }
+
+    /// Conversations' histories hold the server's answers as received
+    /// (the client must keep them: `ClientConfig::keep_replies`), not the
+    /// data's replies.
+    pub fn replies_as_received(mut self) -> Self {
+        self.replies_received = true;
+        self
+    }
+
+    /// Sends conversations instead of single prompts: a stage's arrivals (or
+    /// free streams) start conversations, and each turn follows the answer
+    /// to the one before after the think time. `prompts` still serve the
+    /// settle probes between stages.
+    pub fn with_conversations(mut self, convs: Arc<[Conversation]>) -> Self {
+        self.conversations = (!convs.is_empty()).then_some(convs);
+        self
     }
 
     pub fn on_stage_done(mut self, f: StageObserver) -> Self {
@@ -487,11 +528,17 @@ impl Engine {
         self.finished_shared = Arc::new(self.finished.clone());
     }
 
-    fn stage_window(&self, start: Instant, limits: &Limits) -> Window {
+    /// The stage's measured window: after the warm-up and the ramp, before
+    /// the cool-down.
+    fn stage_window(&self, start: Instant, limits: &Limits, ramp_s: Option<f64>) -> Window {
         let (warm_s, warm_n) = resolve_margin(limits.warmup, limits);
         let (cool_s, cool_n) = resolve_margin(limits.cooldown, limits);
+        let left_out = match (warm_s, ramp_s) {
+            (Some(w), Some(r)) => Some(w.max(r)),
+            (w, r) => w.or(r),
+        };
         Window {
-            from: start + warm_s.map_or(Duration::ZERO, secs),
+            from: start + left_out.map_or(Duration::ZERO, secs),
             to: match (cool_s, limits.max_seconds) {
                 (Some(c), Some(m)) => Some(start + secs(m - c)),
                 _ => None,
@@ -507,9 +554,10 @@ impl Engine {
     async fn run_stage(&mut self, spec: &StageSpec, plan: &dyn Plan, number: usize) -> StageEnd {
         let start = Instant::now();
         let limits = &spec.limits;
+        let ramp_s = ramp_of(spec);
         let mut stats = StageStats::new(
             start,
-            self.stage_window(start, limits),
+            self.stage_window(start, limits, ramp_s),
             self.settings.slo,
             self.settings.percentiles.clone(),
         )
@@ -519,6 +567,24 @@ impl Engine {
             .target_rate()
             .filter(|_| spec.strategy.is_open_loop());
         self.note(EventKind::StageStart, spec.name.clone());
+        if let Some(r) = ramp_s {
+            let to = match (&spec.strategy, spec.strategy.target_rate()) {
+                (Strategy::Concurrent { streams }, _) => format!("{streams} streams"),
+                (Strategy::Throughput { max_concurrency }, _) => {
+                    format!("{max_concurrency} in flight")
+                }
+                (_, Some(rate)) => format!("{} req/s", strategy::fmt_rate(rate)),
+                _ => "its target".to_string(),
+            };
+            self.note(
+                EventKind::Ramp,
+                format!(
+                    "{}: ramping up from 0 to {to} over {} s (left out of the statistics)",
+                    spec.name,
+                    crate::typed::number(r)
+                ),
+            );
+        }
         let t_start = self.t();
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
         self.so_far = None;
@@ -533,11 +599,13 @@ impl Engine {
         let mut arrivals = Arrivals::new(
             &spec.strategy,
             self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        );
+        )
+        .with_ramp(ramp_s.unwrap_or(0.0));
         let mut d = Dispatch {
             base: start,
             deadline: limits.max_seconds.map(|s| start + secs(s)),
             paused_at: None,
+            ramp_end: ramp_s.map(|r| start + secs(r)),
         };
         if self.paused {
             d.paused_at = Some(start);
@@ -550,7 +618,15 @@ impl Engine {
             .map(u64::from);
         stats = stats.with_in_flight_cap(in_flight_cap);
         let closed_loop = !spec.strategy.is_open_loop();
+        let talking = self.conversations.is_some();
+        if talking {
+            self.trackers.insert(number, Tracker::default());
+        }
+        self.sending = Some(number);
         let mut dispatched = 0u64;
+        // Conversations started (with multi-turn data; else requests sent):
+        // what the rate and --max-requests count.
+        let mut started = 0u64;
         let mut ticks = tokio::time::interval_at(start + SNAPSHOT_EVERY, SNAPSHOT_EVERY);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut next_second = start + Duration::from_secs(1);
@@ -561,11 +637,44 @@ impl Engine {
 
         let end = loop {
             let now = Instant::now();
-            let exhausted = limits.max_requests.is_some_and(|m| dispatched >= m);
+            let exhausted = limits.max_requests.is_some_and(|m| started >= m);
+            // A conversation's next turn, once its think time has passed.
+            if d.paused_at.is_none() && burst < DISPATCH_BURST {
+                let next = self
+                    .trackers
+                    .get_mut(&number)
+                    .and_then(|tr| tr.take_due(now));
+                if let Some((due, turn)) = next {
+                    self.dispatch(number, dispatched, due, &cancel, Some(turn));
+                    stats.on_sent(now);
+                    dispatched += 1;
+                    burst += 1;
+                    continue;
+                }
+            }
+            let (conversations_active, turns_waiting, turn_due) = match self.trackers.get(&number) {
+                Some(tr) => (tr.active(), tr.waiting(), tr.next_due()),
+                None => (0, 0, None),
+            };
             // A closed-loop cap counts the requests of a stage cut short by a
             // rate change too: 5 streams means 5 in flight, not 5 more.
-            let in_flight = stats.in_flight() + self.finishing_in_flight();
-            let slot_free = in_flight_cap.is_none_or(|cap| in_flight < cap);
+            // With conversations, a closed-loop stage's streams are its
+            // conversations in progress (thinking ones too).
+            let in_flight = if talking && closed_loop {
+                conversations_active
+            } else {
+                stats.in_flight() + self.finishing_in_flight()
+            };
+            // A closed-loop stage's streams open one by one over its ramp.
+            let ramp_t = now.saturating_duration_since(d.base).as_secs_f64();
+            let (cap_now, next_stream) = match (ramp_s, closed_loop, in_flight_cap) {
+                (Some(r), true, Some(full)) if d.ramp_end.is_some() => (
+                    Some(ramp_streams(full, ramp_t, r)),
+                    ramp_next_stream(full, ramp_t, r).map(|t| d.base + secs(t)),
+                ),
+                _ => (in_flight_cap, None),
+            };
+            let slot_free = cap_now.is_none_or(|cap| in_flight < cap);
             let may_dispatch = d.paused_at.is_none() && !exhausted && slot_free;
             let due = arrivals.peek().map(|off| d.base + off);
             let past_deadline = d.paused_at.is_none() && d.deadline.is_some_and(|dl| now >= dl);
@@ -583,18 +692,26 @@ impl Engine {
                 if !closed_loop && !was_held {
                     stats.on_send_late(now.saturating_duration_since(scheduled).as_micros() as u64);
                 }
-                self.dispatch(number, dispatched, scheduled, &cancel);
+                let turn = if talking {
+                    self.start_conversation(number)
+                } else {
+                    None
+                };
+                self.dispatch(number, dispatched, scheduled, &cancel, turn);
                 stats.on_sent(now);
                 dispatched += 1;
+                started += 1;
                 arrivals.advance();
                 burst += 1;
                 continue;
             }
             burst = 0;
-            if exhausted && stats.in_flight() == 0 {
+            if exhausted && stats.in_flight() == 0 && turns_waiting == 0 {
                 break StageEnd::MaxRequests;
             }
             let wake_for_due = if may_dispatch { due } else { None };
+            let wake_for_stream = next_stream.filter(|_| d.paused_at.is_none());
+            let wake_for_turn = turn_due.filter(|_| d.paused_at.is_none());
             let immediate = may_dispatch && closed_loop;
             // The deadline comes first: a flood of completions must not delay
             // the end of a stage.
@@ -623,6 +740,15 @@ impl Engine {
                     }
                 }
                 _ = sleep_until_opt(wake_for_due), if wake_for_due.is_some() => {}
+                _ = sleep_until_opt(wake_for_stream), if wake_for_stream.is_some() => {}
+                _ = sleep_until_opt(wake_for_turn), if wake_for_turn.is_some() => {}
+                _ = sleep_until_opt(d.ramp_end), if d.ramp_end.is_some() && d.paused_at.is_none() => {
+                    d.ramp_end = None;
+                    self.note(
+                        EventKind::Ramp,
+                        format!("{}: ramp done; measuring from here", spec.name),
+                    );
+                }
                 _ = std::future::ready(()), if immediate => {}
                 _ = ticks.tick() => {
                     let now = Instant::now();
@@ -668,7 +794,8 @@ impl Engine {
                             }
                         }
                     }
-                    if !self.settings.no_overload_guard && d.paused_at.is_none() {
+                    // A ramp's growing backlog is the ramp, not the server.
+                    if !self.settings.no_overload_guard && d.paused_at.is_none() && d.ramp_end.is_none() {
                         if let Some(why) = guard {
                             self.note(EventKind::OverSaturation, format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
                             break StageEnd::OverSaturated(why);
@@ -678,6 +805,7 @@ impl Engine {
             }
         };
         let ended_at = Instant::now();
+        self.sending = None;
         if d.paused_at.is_some() {
             stats.resume(ended_at);
         }
@@ -747,6 +875,7 @@ impl Engine {
     /// A request of a stage cut short by a rate change came back.
     fn on_finishing_record(&mut self, done: Done) {
         self.note_usage(&done.record);
+        self.track(&done);
         if let Some(f) = self.finishing.iter_mut().find(|f| f.number == done.stage) {
             let name = f.spec.name.clone();
             Self::count_record(
@@ -827,6 +956,10 @@ impl Engine {
         );
         report.number = number;
         report.manual = spec.manual;
+        report.conversations = self
+            .trackers
+            .remove(&number)
+            .map(|t| t.summary(&self.settings.percentiles));
         report.cut_short = end.cut_short();
         if let StageEnd::RateChanged(_) = end {
             // The stage's running time ended with the key; its requests were
@@ -895,8 +1028,41 @@ impl Engine {
         index: u64,
         scheduled: Instant,
         cancel: &CancellationToken,
+        turn: Option<TurnRef>,
     ) {
         let backend = self.backend.clone();
+        let conv_turn = match (turn, &self.conversations) {
+            (Some(t), Some(c)) => {
+                let p = crate::data::conversation::turn_of(c, t.conv, t.turn);
+                let got = self
+                    .trackers
+                    .get(&stage)
+                    .map(|tr| tr.received(t.conv))
+                    .filter(|r| self.replies_received && t.turn > 0 && r.len() == t.turn);
+                let conv = c.get((t.conv % c.len().max(1) as u64) as usize);
+                match (p, got, conv) {
+                    (Some(p), Some(got), Some(conv)) => {
+                        Some(crate::data::conversation::with_received(&p, conv, got).unwrap_or(p))
+                    }
+                    (p, _, _) => p,
+                }
+            }
+            _ => None,
+        };
+        if let Some(prompt) = conv_turn {
+            let cancel = cancel.clone();
+            let done = self.done_tx.clone();
+            tokio::spawn(async move {
+                let record = backend.send(&prompt, scheduled, &cancel).await;
+                let _ = done.send(Done {
+                    stage,
+                    index,
+                    record,
+                    turn,
+                });
+            });
+            return;
+        }
         let prompt = crate::data::for_request(&self.prompts, self.next_prompt);
         // The prompts ran out: said once, with what reuse does to them.
         if self.next_prompt >= self.prompts.len() as u64 && !self.prompts_ran_out {
@@ -925,8 +1091,50 @@ impl Engine {
                 stage,
                 index,
                 record,
+                turn: None,
             });
         });
+    }
+
+    /// A conversation's turn ended: its tracker schedules the next turn if
+    /// its stage still sends.
+    fn track(&mut self, done: &Done) {
+        let (Some(t), Some(convs)) = (done.turn, &self.conversations) else {
+            return;
+        };
+        let n = convs.len().max(1) as u64;
+        let Some(conv) = convs.get((t.conv % n) as usize) else {
+            return;
+        };
+        let (turns, think) = (conv.turns.len(), conv.think);
+        let sending = self.sending == Some(done.stage);
+        if let Some(tr) = self.trackers.get_mut(&done.stage) {
+            tr.on_done(t, &done.record, turns, think, sending);
+        }
+    }
+
+    /// Starts the run's next conversation in stage `stage`.
+    fn start_conversation(&mut self, stage: usize) -> Option<TurnRef> {
+        let convs = self.conversations.as_ref()?;
+        let n = convs.len() as u64;
+        let c = self.next_conv;
+        self.next_conv += 1;
+        if c == n && !self.prompts_ran_out {
+            self.prompts_ran_out = true;
+            let respelled = convs
+                .iter()
+                .all(|c| c.turns.iter().all(|t| t.respell.is_some()));
+            let how = if respelled {
+                "each respelled where its first message begins (the same in every turn), token counts unchanged"
+            } else {
+                "each made new to the server by a tag where its first message begins (#<n>, the same in every turn, a few tokens more)"
+            };
+            self.warn(format!(
+                "the data's {n} conversations ran out at conversation {}: later ones reuse them, {how}",
+                n + 1
+            ));
+        }
+        Some(self.trackers.entry(stage).or_default().start(c))
     }
 
     /// The first request whose `usage` could not be used: said once.
@@ -941,6 +1149,7 @@ impl Engine {
 
     fn on_record(&mut self, done: Done, stats: &mut StageStats, stage: &str) {
         self.note_usage(&done.record);
+        self.track(&done);
         Self::count_record(
             &mut self.recent_errors,
             &mut self.request_log,
@@ -963,9 +1172,10 @@ impl Engine {
             stage: number,
             index,
             record: rec,
+            turn,
         } = done;
         stats.on_record(index, &rec);
-        log.send(run_start, stage, number, index, &rec);
+        log.send(run_start, stage, number, index, turn, &rec);
         if let Outcome::Errored { category, message } = rec.outcome {
             if recent.len() == RECENT_ERRORS {
                 recent.pop_front();
@@ -1023,6 +1233,9 @@ impl Engine {
                     if let Some(dl) = d.deadline.as_mut() {
                         *dl += paused_for;
                     }
+                    if let Some(r) = d.ramp_end.as_mut() {
+                        *r += paused_for;
+                    }
                     stats.resume(now);
                     self.paused = false;
                     self.note(
@@ -1056,6 +1269,13 @@ impl Engine {
     }
 
     fn change_rate(&mut self, spec: &StageSpec, rate: f64) -> Option<StageEnd> {
+        if let Strategy::Replay { .. } = spec.strategy {
+            self.note(
+                EventKind::Rejected,
+                "a replay sends at its trace's times: --time-scale sets its pace",
+            );
+            return None;
+        }
         let rate = match validate_rate(rate) {
             Ok(r) => r,
             Err(e) => {
@@ -1101,6 +1321,8 @@ impl Engine {
             paused_s: stats.paused_total(Instant::now()).as_secs_f64(),
             saturation: self.live_warning.clone(),
             so_far: self.so_far.clone(),
+            ramp_up_s: ramp_of(spec),
+            conversations: self.conversations.is_some(),
         };
         let snap = Snapshot {
             elapsed_s: self.t(),
@@ -1137,6 +1359,10 @@ fn steer_base(spec: &StageSpec, stats: &StageStats, now: Instant) -> Result<Base
     match spec.strategy {
         Strategy::Concurrent { streams } => Ok(Base::Streams(streams)),
         Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Ok(Base::Rate(rate)),
+        Strategy::Replay { .. } => Err(format!(
+            "{} sends at its trace's times: --time-scale sets its pace",
+            spec.name
+        )),
         Strategy::Synchronous | Strategy::Throughput { .. } => {
             let elapsed = stats.active_elapsed(now).as_secs_f64();
             let done = stats.counts.completed;

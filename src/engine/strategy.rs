@@ -25,6 +25,9 @@ pub enum Strategy {
     /// Open loop: seeded gamma-distributed gaps with mean 1 / rate and
     /// coefficient of variation 1 / √burstiness (burstiness 1 = Poisson).
     Poisson { rate: f64, burstiness: f64 },
+    /// Open loop: request i is due at start + `offsets[i]` seconds (a
+    /// trace's times, already scaled by `--time-scale`, in order).
+    Replay { offsets: std::sync::Arc<[f64]> },
 }
 
 impl Strategy {
@@ -35,14 +38,16 @@ impl Strategy {
             Strategy::Throughput { .. } => StrategyKind::Throughput,
             Strategy::Constant { .. } => StrategyKind::Constant,
             Strategy::Poisson { .. } => StrategyKind::Poisson,
+            Strategy::Replay { .. } => StrategyKind::Replay,
         }
     }
 
-    /// Requests/s for open loop, streams for concurrent.
+    /// Requests/s for open loop (a replay's mean rate), streams for concurrent.
     pub fn target_rate(&self) -> Option<f64> {
         match self {
             Strategy::Concurrent { streams } => Some(*streams as f64),
             Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Some(*rate),
+            Strategy::Replay { offsets } => replay_rate(offsets),
             _ => None,
         }
     }
@@ -54,7 +59,9 @@ impl Strategy {
     /// The usual stage name: `synchronous`, `throughput`, `concurrent@8`, `constant@5.25`.
     pub fn name(&self) -> String {
         match self {
-            Strategy::Synchronous | Strategy::Throughput { .. } => self.kind().name().to_string(),
+            Strategy::Synchronous | Strategy::Throughput { .. } | Strategy::Replay { .. } => {
+                self.kind().name().to_string()
+            }
             Strategy::Concurrent { streams } => format!("concurrent@{streams}"),
             Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => {
                 format!("{}@{}", self.kind(), fmt_rate(*rate))
@@ -86,6 +93,13 @@ impl Strategy {
             _ => Strategy::Constant { rate },
         }
     }
+}
+
+/// A replay's mean rate: its requests after the first over the time from
+/// the first to the last (None for a single instant).
+pub fn replay_rate(offsets: &[f64]) -> Option<f64> {
+    let span = offsets.last()? - offsets.first()?;
+    (span > 0.0).then(|| (offsets.len() - 1) as f64 / span)
 }
 
 /// Rates print with two decimals, like GuideLLM's `constant@5.71`.
@@ -128,6 +142,10 @@ pub struct Limits {
     pub drain: Option<f64>,
     /// Cap on requests in flight for open-loop strategies; waiting time shows as queue_ms.
     pub max_concurrency: Option<u32>,
+    /// Seconds over which the rate (or the streams) rises linearly from 0
+    /// to the stage's target, left out of its statistics (`--ramp-up`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_up: Option<f64>,
 }
 
 /// One stage to run.
@@ -174,11 +192,40 @@ pub fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.min(MAX_SECONDS)).unwrap_or(Duration::ZERO)
 }
 
+/// The ramp a stage runs (`--ramp-up`), if any: a replay follows its
+/// trace's times and a synchronous stage has one stream, so neither ramps.
+pub fn ramp_of(spec: &StageSpec) -> Option<f64> {
+    match spec.strategy {
+        Strategy::Replay { .. } | Strategy::Synchronous => None,
+        _ => spec.limits.ramp_up.filter(|r| r.is_finite() && *r > 0.0),
+    }
+}
+
+/// Streams (or requests in flight) a closed-loop stage of `full` allows
+/// `t` seconds into a ramp of `ramp_s`: one at the start, one more each
+/// `ramp_s / full` seconds, all of them from `(full − 1) / full` of the ramp on.
+pub fn ramp_streams(full: u64, t: f64, ramp_s: f64) -> u64 {
+    if ramp_s.is_nan() || ramp_s <= 0.0 || t >= ramp_s || full == 0 {
+        return full;
+    }
+    ((full as f64 * t.max(0.0) / ramp_s).floor() as u64 + 1).min(full)
+}
+
+/// When, in seconds from the stage's start, the ramp lets the next stream
+/// open (None once all are open).
+pub fn ramp_next_stream(full: u64, t: f64, ramp_s: f64) -> Option<f64> {
+    let now = ramp_streams(full, t, ramp_s);
+    (now < full).then(|| now as f64 * ramp_s / full as f64)
+}
+
 /// Due times of an open-loop stage, as offsets from its start.
 pub struct Arrivals {
     next: Duration,
     i: u64,
     kind: ArrivalKind,
+    /// `--ramp-up` seconds (0: none): the schedule's time is warped so the
+    /// rate rises linearly from 0 to the target over the ramp.
+    ramp_s: f64,
 }
 
 enum ArrivalKind {
@@ -189,6 +236,10 @@ enum ArrivalKind {
         dist: Gamma<f64>,
         rng: SmallRng,
     },
+    /// A trace's due times; past its end, never.
+    Trace {
+        offsets: std::sync::Arc<[f64]>,
+    },
     /// Closed loop: no schedule.
     None,
 }
@@ -196,6 +247,9 @@ enum ArrivalKind {
 impl Arrivals {
     pub fn new(strategy: &Strategy, seed: u64) -> Self {
         let kind = match *strategy {
+            Strategy::Replay { ref offsets } => ArrivalKind::Trace {
+                offsets: offsets.clone(),
+            },
             Strategy::Constant { rate } => ArrivalKind::Constant { rate },
             Strategy::Poisson { rate, burstiness } => {
                 let b = if burstiness.is_finite() && burstiness > 0.0 {
@@ -213,11 +267,42 @@ impl Arrivals {
             }
             _ => ArrivalKind::None,
         };
+        let next = match &kind {
+            ArrivalKind::Trace { offsets } => trace_offset(offsets, 0),
+            _ => Duration::ZERO,
+        };
         Arrivals {
-            next: Duration::ZERO,
+            next,
             i: 0,
             kind,
+            ramp_s: 0.0,
         }
+    }
+
+    /// The same schedule under a ramp of `ramp_s` seconds: requests come at
+    /// a rate rising linearly from 0 to the target, then at the target (a
+    /// trace's times are not ramped). Requests due in the first
+    /// `u` seconds of the unramped schedule are due by `t(u)`, where the
+    /// ramp's cumulative count `rate·t²/(2·ramp)` (then `rate·(t − ramp/2)`)
+    /// reaches `rate·u`.
+    pub fn with_ramp(mut self, ramp_s: f64) -> Self {
+        if ramp_s.is_finite() && ramp_s > 0.0 && !matches!(self.kind, ArrivalKind::Trace { .. }) {
+            self.ramp_s = ramp_s;
+        }
+        self
+    }
+
+    fn warp(&self, u: Duration) -> Duration {
+        let r = self.ramp_s;
+        if r <= 0.0 {
+            return u;
+        }
+        let u = u.as_secs_f64();
+        seconds(if u < r / 2.0 {
+            (2.0 * r * u).sqrt()
+        } else {
+            u + r / 2.0
+        })
     }
 
     /// Offset of the next request (absolute from stage start, never relative
@@ -225,7 +310,7 @@ impl Arrivals {
     pub fn peek(&self) -> Option<Duration> {
         match self.kind {
             ArrivalKind::None => None,
-            _ => Some(self.next),
+            _ => Some(self.warp(self.next)),
         }
     }
 
@@ -239,9 +324,21 @@ impl Arrivals {
                 let gap = dist.sample(rng);
                 self.next = self.next.saturating_add(seconds(gap.min(1e6)));
             }
+            ArrivalKind::Trace { offsets } => {
+                self.next = trace_offset(offsets, self.i);
+            }
             ArrivalKind::None => {}
         }
     }
+}
+
+/// The due time of a trace's request `i`; past the trace's end, the
+/// farthest time llmsweep schedules (the stage's request limit ends it first).
+fn trace_offset(offsets: &[f64], i: u64) -> Duration {
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| offsets.get(i))
+        .map_or(seconds(MAX_SECONDS), |&s| seconds(s))
 }
 
 /// Decides the next stage from the ones already done (a sweep needs the
@@ -348,6 +445,66 @@ mod tests {
             a.advance();
         }
         assert_eq!(a.peek().unwrap(), Duration::from_secs(1_000_000));
+    }
+
+    #[test]
+    fn replay_arrivals_are_the_traces_times() {
+        let offsets: std::sync::Arc<[f64]> = vec![0.0, 0.25, 0.25, 3.5].into();
+        let s = Strategy::Replay {
+            offsets: offsets.clone(),
+        };
+        assert_eq!(s.name(), "replay");
+        assert_eq!(s.target_rate(), Some(3.0 / 3.5));
+        assert!(s.is_open_loop());
+        let mut a = Arrivals::new(&s, 1);
+        let mut got = vec![];
+        for _ in 0..4 {
+            got.push(a.peek().unwrap().as_secs_f64());
+            a.advance();
+        }
+        assert_eq!(got, [0.0, 0.25, 0.25, 3.5]);
+        assert_eq!(a.peek(), Some(seconds(MAX_SECONDS)));
+        assert_eq!(replay_rate(&[1.0]), None);
+    }
+
+    #[test]
+    fn a_ramp_rises_linearly_to_the_target() {
+        // 10 req/s after a 4 s ramp: 20 requests in the ramp (half of 40),
+        // 2, 3, 7, 8 of them in its seconds, then 10 a second.
+        let mut a = Arrivals::new(&Strategy::Constant { rate: 10.0 }, 1).with_ramp(4.0);
+        let mut per_second = [0u32; 8];
+        loop {
+            let t = a.peek().unwrap().as_secs_f64();
+            if t >= 8.0 {
+                break;
+            }
+            per_second[t as usize] += 1;
+            a.advance();
+        }
+        assert_eq!(per_second, [2, 3, 7, 8, 10, 10, 10, 10]);
+        // The schedule joins the unramped one, half the ramp later.
+        let mut b = Arrivals::new(&Strategy::Constant { rate: 10.0 }, 1).with_ramp(4.0);
+        for _ in 0..20 {
+            b.advance();
+        }
+        assert_eq!(b.peek(), Some(Duration::from_secs(4)));
+        // A trace is not ramped.
+        let r = Strategy::Replay {
+            offsets: vec![0.0, 1.0].into(),
+        };
+        let mut c = Arrivals::new(&r, 1).with_ramp(4.0);
+        c.advance();
+        assert_eq!(c.peek(), Some(Duration::from_secs(1)));
+        // Streams: one at the start, one more every ramp/full seconds.
+        let streams: Vec<u64> = [0.0, 0.49, 0.5, 1.9, 3.5, 3.99, 4.0, 9.0]
+            .iter()
+            .map(|&t| ramp_streams(8, t, 4.0))
+            .collect();
+        assert_eq!(streams, [1, 1, 2, 4, 8, 8, 8, 8]);
+        assert_eq!(ramp_next_stream(8, 0.0, 4.0), Some(0.5));
+        assert_eq!(ramp_next_stream(8, 1.9, 4.0), Some(2.0));
+        assert_eq!(ramp_next_stream(8, 3.6, 4.0), None);
+        assert_eq!(ramp_streams(8, 1.0, 0.0), 8);
     }
 
     #[test]

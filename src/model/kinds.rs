@@ -65,16 +65,19 @@ pub enum StrategyKind {
     Constant,
     /// Open loop with gamma-distributed gaps.
     Poisson,
+    /// Open loop at a trace's times (`--profile replay`).
+    Replay,
 }
 
 impl StrategyKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [StrategyKind; 5] = [
+    pub const ALL: [StrategyKind; 6] = [
         StrategyKind::Synchronous,
         StrategyKind::Concurrent,
         StrategyKind::Throughput,
         StrategyKind::Constant,
         StrategyKind::Poisson,
+        StrategyKind::Replay,
     ];
 
     /// The name on the wire and in stage names (`constant@5.00`).
@@ -85,13 +88,17 @@ impl StrategyKind {
             StrategyKind::Throughput => "throughput",
             StrategyKind::Constant => "constant",
             StrategyKind::Poisson => "poisson",
+            StrategyKind::Replay => "replay",
         }
     }
 
     /// Requests are due on a schedule, whatever the server answers
-    /// (constant, poisson); the others wait for answers.
+    /// (constant, poisson, replay); the others wait for answers.
     pub const fn is_open_loop(self) -> bool {
-        matches!(self, StrategyKind::Constant | StrategyKind::Poisson)
+        matches!(
+            self,
+            StrategyKind::Constant | StrategyKind::Poisson | StrategyKind::Replay
+        )
     }
 }
 
@@ -149,6 +156,8 @@ pub enum EventKind {
     Warning,
     /// A front end wrote the report files.
     Export,
+    /// A stage's ramp (`--ramp-up`) began or ended.
+    Ramp,
     /// Any other name, kept as written.
     #[serde(untagged)]
     Other(String),
@@ -156,7 +165,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this version writes (all but `Other`).
-    pub const KNOWN: [EventKind; 18] = [
+    pub const KNOWN: [EventKind; 19] = [
         EventKind::StageStart,
         EventKind::StageEnd,
         EventKind::Plan,
@@ -175,6 +184,7 @@ impl EventKind {
         EventKind::Viewer,
         EventKind::Warning,
         EventKind::Export,
+        EventKind::Ramp,
     ];
 
     /// The name on the wire.
@@ -198,6 +208,7 @@ impl EventKind {
             EventKind::Viewer => "viewer",
             EventKind::Warning => "warning",
             EventKind::Export => "export",
+            EventKind::Ramp => "ramp",
             EventKind::Other(name) => name,
         }
     }
@@ -222,14 +233,15 @@ mod tests {
     use super::*;
 
     /// The strings the code wrote before these types existed, literally.
-    const OLD_STRATEGIES: [&str; 5] = [
+    const OLD_STRATEGIES: [&str; 6] = [
         "synchronous",
         "concurrent",
         "throughput",
         "constant",
         "poisson",
+        "replay",
     ];
-    const OLD_EVENTS: [&str; 18] = [
+    const OLD_EVENTS: [&str; 19] = [
         "stage_start",
         "stage_end",
         "plan",
@@ -248,6 +260,7 @@ mod tests {
         "viewer",
         "warning",
         "export",
+        "ramp",
     ];
 
     /// Fails to compile when a variant is added, as a reminder to list it
@@ -259,6 +272,7 @@ mod tests {
             StrategyKind::Throughput => 2,
             StrategyKind::Constant => 3,
             StrategyKind::Poisson => 4,
+            StrategyKind::Replay => 5,
         }
     }
 
@@ -282,6 +296,7 @@ mod tests {
             EventKind::Viewer => 15,
             EventKind::Warning => 16,
             EventKind::Export => 17,
+            EventKind::Ramp => 18,
             EventKind::Other(_) => usize::MAX,
         }
     }
@@ -289,7 +304,7 @@ mod tests {
     #[test]
     fn strategy_kinds_keep_the_old_names_on_the_wire() {
         let idx: Vec<usize> = StrategyKind::ALL.into_iter().map(strategy_index).collect();
-        assert_eq!(idx, (0..5).collect::<Vec<_>>(), "ALL lists every kind once");
+        assert_eq!(idx, (0..6).collect::<Vec<_>>(), "ALL lists every kind once");
         for (k, old) in StrategyKind::ALL.into_iter().zip(OLD_STRATEGIES) {
             assert_eq!(k.name(), old);
             assert_eq!(k.to_string(), old);
@@ -305,7 +320,14 @@ mod tests {
             .into_iter()
             .filter(|k| k.is_open_loop())
             .collect();
-        assert_eq!(open, [StrategyKind::Constant, StrategyKind::Poisson]);
+        assert_eq!(
+            open,
+            [
+                StrategyKind::Constant,
+                StrategyKind::Poisson,
+                StrategyKind::Replay
+            ]
+        );
     }
 
     #[test]
@@ -313,7 +335,7 @@ mod tests {
         let idx: Vec<usize> = EventKind::KNOWN.iter().map(event_index).collect();
         assert_eq!(
             idx,
-            (0..18).collect::<Vec<_>>(),
+            (0..19).collect::<Vec<_>>(),
             "KNOWN lists every kind once"
         );
         for (k, old) in EventKind::KNOWN.into_iter().zip(OLD_EVENTS) {

@@ -81,6 +81,14 @@ pub struct LiveStage {
     /// Open-loop stages: `saturating: …` or `erroring: …` as soon as the
     /// verdict so far says so (None otherwise), for a live warning.
     pub saturation: Option<String>,
+    /// The stage's ramp (`--ramp-up`), seconds: the rate (or the streams)
+    /// rises from 0 over its first `ramp_up_s` seconds of `elapsed_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_up_s: Option<f64>,
+    /// Multi-turn data: the target rate (or streams) counts conversations
+    /// started (or held), not requests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversations: bool,
 }
 
 /// A view of the whole run, published several times a second. Cheap to

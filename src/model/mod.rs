@@ -6,6 +6,7 @@
 //! (`stats::stage`, `stats::verdict`, `profile::search`, `server_metrics`).
 
 pub mod answer;
+pub mod conversation;
 pub mod dist;
 pub mod kinds;
 pub mod live;
@@ -17,6 +18,7 @@ pub mod slo;
 pub mod verdict;
 
 pub use answer::Answer;
+pub use conversation::{Conversations, TurnFigures};
 pub use dist::DistSummary;
 pub use kinds::{Api, EventKind, StrategyKind};
 pub use report::*;

@@ -160,6 +160,9 @@ pub struct StageReport {
     /// count against the client's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_lengths: Option<OutputLengths>,
+    /// Multi-turn data: the stage's conversations and each turn's figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<super::conversation::Conversations>,
 }
 
 /// llmsweep's own lag during a stage. A stage the client limited says what

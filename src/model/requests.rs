@@ -62,6 +62,12 @@ pub struct RequestLine {
     pub reasoning_source: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chunk_thinking: Vec<u32>,
+    /// Multi-turn data: the conversation (its number in the run) and the
+    /// turn (1 for the first) this request was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -11,7 +11,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::config::{LoadStrategy, RunConfig};
 
 /// The shipped profiles, in `llmsweep profiles` order.
-pub const SHIPPED: [(&str, &str); 7] = [
+pub const SHIPPED: [(&str, &str); 10] = [
     ("sweep", include_str!("../../profiles/sweep.toml")),
     (
         "guidellm-sweep-256-128",
@@ -34,6 +34,9 @@ pub const SHIPPED: [(&str, &str); 7] = [
         include_str!("../../profiles/sglang-offline.toml"),
     ),
     ("smoke", include_str!("../../profiles/smoke.toml")),
+    ("replay", include_str!("../../profiles/replay.toml")),
+    ("chat", include_str!("../../profiles/chat.toml")),
+    ("agent", include_str!("../../profiles/agent.toml")),
 ];
 
 /// Parses a profile over the defaults; errors name the file, the line and the key.
@@ -109,7 +112,7 @@ mod tests {
             let p = parse(text, name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(p.description.is_some(), "{name} has a description");
         }
-        assert_eq!(list().len(), 7);
+        assert_eq!(list().len(), 10);
     }
 
     #[test]

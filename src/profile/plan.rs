@@ -36,8 +36,21 @@ impl std::fmt::Debug for PlanChoice {
     }
 }
 
-/// Builds the stage plan from the profile and rate arguments.
+/// Builds the stage plan from the profile and rate arguments. A replay's
+/// plan needs its trace: here it is checked with a one-request stand-in
+/// ([`build_replay_plan`] builds the real one once the trace is read).
 pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> {
+    build_plan_with(args, builtin_target, &[0.0])
+}
+
+/// `--profile replay`: one stage, each request at its due time (`offsets`,
+/// seconds from the start, in order), ending when the trace does (or at
+/// `--max-seconds` / `--max-requests`, when given).
+pub fn build_replay_plan(args: &RunConfig, offsets: &[f64]) -> Result<PlanChoice> {
+    build_plan_with(args, false, offsets)
+}
+
+fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> Result<PlanChoice> {
     let auto = args.max_seconds == Some(StageSeconds::Auto);
     let mut limits = Limits {
         max_seconds: args.max_seconds.and_then(StageSeconds::fixed),
@@ -48,12 +61,14 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
         cooldown: args.cooldown,
         drain: args.drain,
         max_concurrency: args.max_concurrency,
+        ramp_up: args.ramp_up.filter(|r| *r > 0.0),
     };
     for (name, v) in [
         ("--max-seconds", limits.max_seconds),
         ("--warmup", limits.warmup),
         ("--cooldown", limits.cooldown),
         ("--drain", limits.drain),
+        ("--ramp-up", args.ramp_up),
     ] {
         if let Some(v) = v {
             check_seconds(name, v)?;
@@ -64,6 +79,31 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
     }
     if limits.max_concurrency == Some(0) {
         bail!("--max-concurrency must be at least 1");
+    }
+    if args.strategy == LoadStrategy::Replay {
+        check_time_scale(args.time_scale)?;
+        if !args.rate.is_empty() {
+            bail!("--profile replay sends at the trace's times: use --time-scale, not --rate");
+        }
+        if limits.ramp_up.is_some() {
+            bail!("--profile replay sends at the trace's times: it takes no --ramp-up");
+        }
+        let n = offsets.len() as u64;
+        limits.max_requests = Some(limits.max_requests.map_or(n, |m| m.min(n)));
+        check_window(&limits)?;
+        let strategy = Strategy::Replay {
+            offsets: offsets.to_vec().into(),
+        };
+        let span = offsets.last().copied().unwrap_or(0.0);
+        let description = format!(
+            "replay: {n} requests over {} s (--time-scale {})",
+            typed::number((span * 100.0).round() / 100.0),
+            typed::number(args.time_scale)
+        );
+        return Ok(PlanChoice {
+            plan: Box::new(FixedPlan::new(vec![StageSpec::new(strategy, limits)])),
+            description,
+        });
     }
     if auto {
         limits.max_seconds = Some(if builtin_target {
@@ -216,6 +256,8 @@ pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> 
                 .collect::<Result<Vec<_>>>()?;
             fixed(stages)
         }
+        // Built above, before the default stage length.
+        LoadStrategy::Replay => bail!("--profile replay needs a trace (--data TRACE)"),
         LoadStrategy::Constant | LoadStrategy::Poisson => {
             let b = check_burstiness(args.burstiness)?;
             let stages = need_rates(profile)?
@@ -286,6 +328,21 @@ fn check_window(limits: &Limits) -> Result<()> {
     // Fractions resolve to seconds: 0.7 of 3 s reads 2.1, not 2.0999999999999996.
     let shown = |v: Option<f64>| typed::number((v.unwrap_or(0.0) * 1000.0).round() / 1000.0);
     if let Some(stage) = limits.max_seconds {
+        if let Some(ramp) = limits.ramp_up {
+            let margins = left_out(Some(ramp.max(warm_s.unwrap_or(0.0))), cool_s);
+            if margins >= stage {
+                bail!(
+                    "--ramp-up ({} s){} leaves nothing of a {} s stage to measure: the ramp is part of the stage; make it shorter, or the stage longer",
+                    typed::number(ramp),
+                    if cool_s.is_some() {
+                        format!(" with --cooldown ({} s)", shown(cool_s))
+                    } else {
+                        String::new()
+                    },
+                    typed::number(stage)
+                );
+            }
+        }
         let margins = left_out(warm_s, cool_s);
         if margins > 0.0 && margins >= stage {
             bail!(
@@ -304,6 +361,18 @@ fn check_window(limits: &Limits) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--time-scale`: a positive factor, from a thousandth to a thousand.
+pub fn check_time_scale(f: f64) -> Result<f64> {
+    if f.is_finite() && (1e-3..=1e3).contains(&f) {
+        Ok(f)
+    } else {
+        bail!(
+            "--time-scale {} is not possible: use a factor from 0.001 to 1000 (0.5 replays a trace twice as fast)",
+            typed::number(f)
+        )
+    }
 }
 
 pub fn check_burstiness(b: f64) -> Result<f64> {
@@ -380,6 +449,40 @@ pub(crate) mod tests {
             p.plan.next(&[]).unwrap().limits.max_seconds,
             Some(AUTO_CAP_SECONDS)
         );
+    }
+
+    #[test]
+    fn a_ramp_must_leave_part_of_the_stage_and_a_replay_takes_none() {
+        let with = |max_seconds: Option<f64>, ramp_up, cooldown| RunConfig {
+            max_seconds: max_seconds.map(StageSeconds::Fixed),
+            ramp_up,
+            cooldown,
+            ..args("constant", Some("5"))
+        };
+        for (m, r, c) in [
+            (Some(10.0), Some(10.0), None),
+            (Some(10.0), Some(8.0), Some(2.0)),
+            (None, Some(12.0), None), // the built-in simulator's 10 s default
+        ] {
+            let e = build_plan(&with(m, r, c), true).unwrap_err().to_string();
+            assert!(e.contains("leaves nothing of a"), "{m:?} {r:?} {c:?}: {e}");
+        }
+        let mut p = build_plan(&with(Some(10.0), Some(4.0), None), false).unwrap();
+        assert_eq!(p.plan.next(&[]).unwrap().limits.ramp_up, Some(4.0));
+        assert!(build_plan(&with(Some(10.0), Some(-1.0), None), false).is_err());
+        let mut replay = args("replay", None);
+        replay.ramp_up = Some(2.0);
+        let e = build_plan(&replay, false).unwrap_err().to_string();
+        assert!(e.contains("no --ramp-up"), "{e}");
+        replay.ramp_up = None;
+        replay.time_scale = 0.0;
+        assert!(build_plan(&replay, false).is_err());
+        replay.time_scale = 0.5;
+        let mut p = build_replay_plan(&replay, &[0.0, 1.0, 4.0]).unwrap();
+        let stage = p.plan.next(&[]).unwrap();
+        assert_eq!(stage.name, "replay");
+        assert_eq!(stage.limits.max_requests, Some(3));
+        assert_eq!(stage.limits.max_seconds, None);
     }
 
     #[test]

@@ -113,6 +113,9 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     if let Some(t) = super::reasoning::compare_table(&pair(a, b)) {
         s.push_str(&t);
     }
+    for line in conversation_lines(a, b) {
+        let _ = writeln!(s, "{line}");
+    }
     let extra = |r: &Report, other: &Report, tag: &str| -> Vec<String> {
         r.stages
             .iter()
@@ -127,6 +130,61 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     s
 }
 
+/// Multi-turn runs: each paired stage's conversations and, by turn, TTFT
+/// p50 and cached share, A → B.
+fn conversation_lines(a: &Report, b: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    for (x, y) in pair(a, b) {
+        let (cx, cy) = (x.conversations.as_ref(), y.conversations.as_ref());
+        if cx.is_none() && cy.is_none() {
+            continue;
+        }
+        let count = |c: Option<&crate::model::Conversations>| {
+            c.map_or("-".to_string(), |c| {
+                format!(
+                    "{} started, {} completed, {} cut off",
+                    c.started, c.completed, c.cut_off
+                )
+            })
+        };
+        out.push(format!(
+            "{} conversations: A {} · B {}",
+            x.name,
+            count(cx),
+            count(cy)
+        ));
+        let turns = cx
+            .map_or(0, |c| c.by_turn.len())
+            .max(cy.map_or(0, |c| c.by_turn.len()));
+        for k in 0..turns {
+            let (tx, ty) = (
+                cx.and_then(|c| c.by_turn.get(k)),
+                cy.and_then(|c| c.by_turn.get(k)),
+            );
+            let ttft = |f: Option<&crate::model::TurnFigures>| {
+                f.map_or("-".to_string(), |f| format!("{:.1}", f.ttft_ms.p50))
+            };
+            let share = |f: Option<&crate::model::TurnFigures>| {
+                f.and_then(|f| f.cached_share)
+                    .map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0))
+            };
+            let d = match (tx, ty) {
+                (Some(p), Some(q)) => format!(" ({})", delta(p.ttft_ms.p50, q.ttft_ms.p50, false)),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "  turn {}: TTFT p50 {} → {} ms{d} · cached {} → {}",
+                k + 1,
+                ttft(tx),
+                ttft(ty),
+                share(tx),
+                share(ty)
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +197,54 @@ mod tests {
         assert_eq!(delta(10.0, 10.01, true), "+0.1%");
         assert_eq!(delta(0.0, 0.0, true), "same");
         assert_eq!(delta(0.0, 3.0, true), "new");
+    }
+
+    #[test]
+    fn conversations_compare_by_turn() {
+        use crate::model::{Conversations, StageReport, TurnFigures};
+        let run = |ttft: [f64; 2], share: f64| {
+            let mut r: Report = serde_json::from_str(
+                r#"{"version":1,"tool":"t","created":"c","target":{"url":"u","model":"m","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+            )
+            .unwrap();
+            let mut st = StageReport {
+                name: "constant@2.00".into(),
+                ..Default::default()
+            };
+            st.conversations = Some(Conversations {
+                started: 10,
+                completed: 8,
+                cut_off: 2,
+                failed: 0,
+                by_turn: ttft
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p50)| {
+                        let mut t = TurnFigures {
+                            turn: i as u32 + 1,
+                            cached_share: Some(if i == 0 { 0.0 } else { share }),
+                            ..Default::default()
+                        };
+                        t.ttft_ms.p50 = p50;
+                        t
+                    })
+                    .collect(),
+            });
+            r.stages.push(st);
+            r
+        };
+        let (a, b) = (run([100.0, 20.0], 0.8), run([100.0, 120.0], 0.0));
+        let text = render(&a, &b, "a", "b");
+        assert!(
+            text.contains(
+                "constant@2.00 conversations: A 10 started, 8 completed, 2 cut off · B 10 started"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("turn 2: TTFT p50 20.0 → 120.0 ms (+500.0% worse) · cached 80% → 0%"),
+            "{text}"
+        );
+        assert!(!render(&run([1.0, 1.0], 0.0), &a, "a", "b").is_empty());
     }
 }

@@ -47,6 +47,13 @@ pub fn render(r: &Report) -> String {
         );
         s.push_str(&t);
     }
+    let talks = super::conversations::lines(&r.stages);
+    if !talks.is_empty() {
+        let _ = writeln!(s, "\nConversations:");
+        for line in talks {
+            let _ = writeln!(s, "{line}");
+        }
+    }
     for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
         let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "errors in {}: {}", st.name, errs.join(", "));

@@ -77,6 +77,14 @@ pub fn render(r: &Report) -> Result<String> {
     }
     // Thinking and output lengths, when the report has them (after the rest).
     header.extend(crate::report::reasoning::csv_columns(r));
+    let talks = r.stages.iter().any(|s| s.conversations.is_some());
+    if talks {
+        header.extend(
+            crate::report::conversations::CSV_COLUMNS
+                .iter()
+                .map(|c| c.to_string()),
+        );
+    }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
     let labels = crate::model::report::stage_labels(&r.stages);
@@ -150,6 +158,9 @@ pub fn render(r: &Report) -> Result<String> {
             row.extend(crate::report::server::csv_values(s));
         }
         row.extend(crate::report::reasoning::csv_values(r, s));
+        if talks {
+            row.extend(crate::report::conversations::csv_values(s));
+        }
         w.write_record(&row)?;
     }
     let bytes = w.into_inner().context("cannot finish the CSV")?;

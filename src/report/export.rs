@@ -50,6 +50,14 @@ pub fn markdown(r: &Report) -> String {
         s.push_str("```\n\n## Server (/metrics)\n\n```\n");
         s.push_str(&t);
     }
+    let talks = super::conversations::lines(&r.stages);
+    if !talks.is_empty() {
+        s.push_str("```\n\n## Conversations\n\n```\n");
+        for line in talks {
+            s.push_str(&crate::safe::terminal(&line));
+            s.push('\n');
+        }
+    }
     s.push_str("```\n");
     s.push_str(&super::reasoning::markdown(r));
     s.push_str("\n## Serving table (vLLM dashboard layout)\n\n");

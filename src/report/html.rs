@@ -610,6 +610,14 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     for w in &r.warnings {
         let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
     }
+    let talks = super::conversations::lines(&r.stages);
+    if !talks.is_empty() {
+        h.push_str("<h2>Conversations</h2><pre>");
+        for line in &talks {
+            let _ = writeln!(h, "{}", esc(line));
+        }
+        h.push_str("</pre>");
+    }
     let judgement = crate::stats::judge::judgement_lines(r);
     if !judgement.is_empty() {
         h.push_str("<h2>Judgement</h2><ul>");

@@ -8,6 +8,7 @@ use anyhow::{Context as _, Result};
 pub mod checkpoint;
 pub mod compare;
 pub mod console;
+pub mod conversations;
 pub mod csv_export;
 pub mod export;
 pub mod html;

@@ -239,6 +239,12 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
             }
         }))
     };
+    if let Some(convs) = p.conversations.clone() {
+        engine = engine.with_conversations(convs);
+        if args.replies == crate::config::Replies::Received {
+            engine = engine.replies_as_received();
+        }
+    }
     for note in std::mem::take(&mut p.data_notes) {
         engine.warn(note);
     }

@@ -8,11 +8,14 @@ use anyhow::{bail, Context as _, Result};
 use serde_json::json;
 
 use crate::client::{normalize_target, Client, ClientConfig, Prompt};
-use crate::config::RunConfig;
+use crate::config::{LoadStrategy, RunConfig};
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
-use crate::profile::plan::{build_plan, check_burstiness, check_search, check_seconds, PlanChoice};
+use crate::profile::plan::{
+    build_plan, build_replay_plan, check_burstiness, check_search, check_seconds, check_time_scale,
+    PlanChoice,
+};
 use crate::report::export::Format;
 use crate::report::Target;
 use crate::sim;
@@ -24,6 +27,8 @@ use crate::typed;
 pub struct Prepared {
     pub client: Arc<Client>,
     pub prompts: Arc<[Prompt]>,
+    /// Multi-turn data (`--data …,turns=N`): the conversations the stages start.
+    pub conversations: Option<Arc<[crate::data::conversation::Conversation]>>,
     pub plan: PlanChoice,
     pub settings: RunSettings,
     pub target: Target,
@@ -63,6 +68,7 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
     }
     check_seconds("--settle-timeout", args.settle_timeout)?;
     check_burstiness(args.burstiness)?;
+    check_time_scale(args.time_scale)?;
     check_search(args)?;
     if let Some(i) = args.server_metrics_interval {
         if !(i.is_finite() && (0.1..=3600.0).contains(&i)) {
@@ -125,18 +131,87 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
         None => Arc::new(Builtin),
     };
+    // A number of this run's own, so no prompt repeats an earlier run's.
+    let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
+    let mut replay = None;
+    // A file of conversations (JSONL `{"turns": [...]}`, ShareGPT with --multi-turn).
+    let data_path = std::path::Path::new(args.data.trim());
+    let mut scripts = if args.strategy != LoadStrategy::Replay && data_path.exists() {
+        crate::data::conversation::scripts_from_file(data_path, args.multi_turn)?
+    } else {
+        None
+    };
+    if args.multi_turn && scripts.is_none() {
+        bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
+    }
+    let talking = scripts.is_some() || crate::data::conversation::spec_of(&args.data).is_some();
+    if talking && matches!(args.strategy, LoadStrategy::Sweep | LoadStrategy::Search) {
+        bail!(
+            "--profile {} plans rates in requests per second, and with conversations a stage's rate starts conversations of several requests each: use constant, poisson or concurrent with --rate (conversations a second, or at once)",
+            args.strategy.name()
+        );
+    }
+    if args.replies == crate::config::Replies::Received {
+        if !talking {
+            bail!("--replies received is for conversations (--data …,turns=N, or a file of conversations)");
+        }
+        if args.api != crate::client::Api::Chat {
+            bail!("--replies received needs --api chat (the history's replies are assistant messages)");
+        }
+    }
+    if let Some(s) = scripts.as_mut() {
+        use rand::seq::SliceRandom as _;
+        use rand::SeedableRng as _;
+        s.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(args.seed ^ 0x5EED));
+    }
     let crate::data::DataSet {
         items,
         description: data_description,
         notes: data_notes,
-    } = load_items(
-        &args.data,
-        args.seed,
-        // A number of this run's own, so no prompt repeats an earlier run's.
-        (!args.repeat_prompts).then(rand::random::<u64>),
-        counter.as_ref(),
-        args.skip_bad_rows,
-    )?;
+    } = if args.strategy == LoadStrategy::Replay {
+        let trace = crate::data::trace::load(&args.data)?;
+        let items = crate::data::trace::items(&trace, args.seed, run_number, counter.as_ref())?;
+        let description = format!(
+            "trace {} ({}, {} requests over {:.1} s; tokenizer: {})",
+            trace.name,
+            trace.format,
+            trace.rows.len(),
+            trace.span_s(),
+            counter.name()
+        );
+        replay = Some(trace.offsets(args.time_scale));
+        crate::data::DataSet {
+            items,
+            description,
+            notes: Vec::new(),
+        }
+    } else if let Some(scripts) = &scripts {
+        // The first turns stand for the data where prompts are needed
+        // (the context check, the settle probes).
+        let items = scripts
+            .iter()
+            .map(|s| crate::data::PromptItem {
+                prompt_tokens: counter.count(&s.users[0]) as u64,
+                text: s.users[0].clone(),
+                output_tokens: s.output_tokens[0],
+                shared_prefix_bytes: 0,
+                respell: None,
+            })
+            .collect();
+        crate::data::DataSet {
+            items,
+            description: format!("{} ({} conversations)", data_path.display(), scripts.len()),
+            notes: Vec::new(),
+        }
+    } else {
+        load_items(
+            &args.data,
+            args.seed,
+            run_number,
+            counter.as_ref(),
+            args.skip_bad_rows,
+        )?
+    };
     let extra_body = args
         .extra_body
         .as_deref()
@@ -156,7 +231,10 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         // report.json is the source of truth that `llmsweep report` re-renders.
         formats.insert(0, Format::Json);
     }
-    let plan = build_plan(args, args.target.is_none())?;
+    let plan = match &replay {
+        Some(offsets) => build_replay_plan(args, offsets)?,
+        None => build_plan(args, args.target.is_none())?,
+    };
     let dashboard = crate::tui::can_draw(args.headless);
     let themes = if dashboard {
         crate::tui::theme::from_env(args.theme.as_deref())?
@@ -189,6 +267,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         request_timeout: seconds(args.request_timeout),
         insecure: args.insecure,
         follow_redirects: args.follow_redirects,
+        keep_replies: args.replies == crate::config::Replies::Received,
         max_line_bytes: args
             .max_line_bytes
             .and_then(|b| usize::try_from(b).ok())
@@ -262,6 +341,48 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
 
     // Data: every request body built once.
     let prompts: Arc<[_]> = build_prompts(items, args.api, &model, extra_body.as_ref())?.into();
+    // Conversations: every turn's body (the history so far) built once too.
+    let from_file = match &scripts {
+        Some(s) => Some(crate::data::conversation::from_scripts(
+            s,
+            args.seed,
+            counter.as_ref(),
+            args.api,
+            &model,
+            extra_body.as_ref(),
+        )?),
+        None => None,
+    };
+    let conversations = match crate::data::conversation::spec_of(&args.data) {
+        _ if from_file.is_some() => {
+            let convs = from_file.unwrap_or_default();
+            let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
+            data_notes.push(format!(
+                "multi-turn data: {} conversations, {turns} turns in all; each turn sends the history so far; rates and --max-requests count conversations started",
+                convs.len()
+            ));
+            Some(Arc::from(convs))
+        }
+        Some(spec) if args.strategy != LoadStrategy::Replay => {
+            let convs = crate::data::conversation::synthetic(
+                &spec,
+                args.seed,
+                run_number,
+                counter.as_ref(),
+                args.api,
+                &model,
+                extra_body.as_ref(),
+            )?;
+            let turns = spec.turns;
+            data_notes.push(format!(
+                "multi-turn data: {} conversations of {turns} turns ({} s of think time between turns); each turn sends the history so far; rates and --max-requests count conversations started",
+                convs.len(),
+                crate::typed::number(spec.think_time)
+            ));
+            Some(Arc::from(convs))
+        }
+        _ => None,
+    };
 
     let target = Target {
         url: if simulator.is_some() {
@@ -284,6 +405,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     Ok(Prepared {
         client,
         prompts,
+        conversations,
         plan,
         settings: RunSettings {
             seed: args.seed,

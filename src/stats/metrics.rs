@@ -208,6 +208,7 @@ mod tests {
             server_reasoning_tokens: None,
             client_output_tokens: None,
             requested_output_tokens: None,
+            reply: None,
         }
     }
 

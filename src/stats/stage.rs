@@ -1043,6 +1043,7 @@ mod tests {
             server_reasoning_tokens: None,
             client_output_tokens: None,
             requested_output_tokens: None,
+            reply: None,
         }
     }
 

@@ -185,6 +185,7 @@ mod tests {
             client_output_tokens: Some(4),
             requested_output_tokens: Some(4),
             usage_note: None,
+            reply: None,
         }
     }
 

@@ -558,6 +558,13 @@ pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
     if let Some(v) = v.filter(|v| v.overload) {
         return Some(v.reason.clone());
     }
+    // The slopes below end a stage early only when its verdict so far is
+    // saturated too: against a real llama.cpp server, in flight stepping
+    // from 0 to its level at a rate the server held 25 s later ("grew by
+    // 1.8/s") ended a sweep at its first constant stage.
+    if v.is_none_or(|v| v.outcome != Outcome::Saturated) {
+        return None;
+    }
     let target = e.target_rate?;
     let w = e
         .reference_latency_s
@@ -981,9 +988,14 @@ mod tests {
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Saturated);
         assert!(v.reason.contains("grew by 8.00"), "{}", v.reason);
-        // Guard on slopes alone (verdict not overload-based).
-        let soft = Verdict::default();
+        // Guard on slopes (a saturated verdict not resting on overload).
+        let soft = Verdict {
+            outcome: Outcome::Saturated,
+            ..Default::default()
+        };
         assert!(guard(&e, Some(&soft)).unwrap().contains("TTFT"));
+        // Slopes beside a verdict that is not saturated end nothing.
+        assert!(guard(&e, Some(&Verdict::default())).is_none());
         // A flat stage never trips it.
         let e = open(20.0, 20.0, 1.0, 12.0);
         assert!(guard(&e, Some(&Verdict::default())).is_none());

@@ -484,9 +484,14 @@ pub fn progress(snap: &Snapshot) -> (Option<f64>, Option<f64>, Option<f64>) {
 
 fn target_words(st: &LiveStage) -> String {
     match st.target_rate {
+        Some(r) if st.strategy == StrategyKind::Concurrent && st.conversations => {
+            format!("{:.0} conversations at once", r.round().max(1.0))
+        }
         Some(r) if st.strategy == StrategyKind::Concurrent => {
             format!("{:.0} streams", r.round().max(1.0))
         }
+        // Multi-turn data: the rate starts conversations.
+        Some(r) if st.conversations => format!("target {r:.2} conversations/s started"),
         Some(r) => format!("target {r:.2} req/s"),
         None if st.strategy == StrategyKind::Synchronous => "one request at a time".into(),
         None if st.strategy == StrategyKind::Throughput => "all at once".into(),
@@ -556,6 +561,14 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
                 ),
                 Span::styled(format!(" · {} · {progress}", target_words(st)), th.text()),
             ];
+            // The ramp, while it runs: its statistics come after it.
+            if let Some(r) = st.ramp_up_s.filter(|r| clock < *r) {
+                spans.push(Span::raw(" "));
+                spans.push(Span::styled(
+                    format!(" RAMP {clock:.0}/{} s ", crate::typed::number(r)),
+                    th.style(th.accent).add_modifier(Modifier::REVERSED),
+                ));
+            }
             if snap.paused {
                 spans.push(Span::raw(" "));
                 spans.push(Span::styled(

@@ -1,0 +1,629 @@
+//! Multi-turn conversations: each turn sends the history so far (the
+//! earlier turns' messages and the data's replies to them) and its own
+//! message, so the server sees growing prompts that share a prefix.
+//!
+//! `--data prompt_tokens=64,output_tokens=32,turns=4,think_time=1`: each
+//! sample is a conversation of 4 turns; a turn's message and reply have the
+//! spec's lengths; the next turn is sent `think_time` seconds after a
+//! turn's answer. The replies in the history are the data's (text of the
+//! reply's length), not the server's.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use bytes::Bytes;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Map, Value};
+
+use super::synthetic::Synthetic;
+use super::{request_body, text_offset};
+use crate::client::{Api, Prompt};
+use crate::tokenizer::TokenCounter;
+
+/// One conversation: each turn's request (the whole history so far), and
+/// the wait between a turn's answer and the next turn.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub turns: Vec<Prompt>,
+    pub think: Duration,
+    /// Tokens of the data's reply to each turn that has a next one (in
+    /// the history of the turns after it).
+    pub reply_tokens: Vec<u64>,
+}
+
+/// A think time as a `Duration`: seconds from 0 to an hour (the parsers
+/// bound it; anything else is zero).
+fn think_duration(s: f64) -> Duration {
+    if s.is_finite() && s > 0.0 {
+        Duration::from_secs_f64(s.min(3600.0))
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// Request bodies of all conversations at most (the history makes them
+/// grow with the square of the turns); at least [`super::synthetic::MIN_SAMPLES`]
+/// conversations are built.
+pub const CONVERSATION_BUDGET_BYTES: usize = 64 << 20;
+
+/// The synthetic spec of `--data`, when it asks for conversations
+/// (`turns` above 1).
+pub fn spec_of(data: &str) -> Option<Synthetic> {
+    if !data.contains('=') || std::path::Path::new(data.trim()).exists() {
+        return None;
+    }
+    Synthetic::parse(data).ok().filter(|s| s.turns > 1)
+}
+
+/// The conversations of a synthetic spec with `turns` > 1.
+pub fn synthetic(
+    spec: &Synthetic,
+    seed: u64,
+    run: Option<u64>,
+    counter: &dyn TokenCounter,
+    api: Api,
+    model: &str,
+    extra: Option<&Map<String, Value>>,
+) -> Result<Vec<Conversation>> {
+    let turns = spec.turns.max(1);
+    // First turns: the spec as it is (its shared prefix, its groups).
+    let first = spec.generate_for_run(seed, run, counter)?;
+    // Later turns' messages: the same lengths, no prefix.
+    let later_spec = Synthetic {
+        prefix_tokens: 0,
+        prefix_groups: 1,
+        samples: first.len().saturating_mul(turns - 1).max(1),
+        ..spec.clone()
+    };
+    let later = later_spec.generate_for_run(seed ^ 0x7E57, run, counter)?;
+    let pieces = counter.one_token_pieces();
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0xC0DE ^ run.unwrap_or(0));
+    let reply = |n: u64, rng: &mut SmallRng| -> String {
+        (0..n)
+            .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
+            .collect()
+    };
+    let think = think_duration(spec.think_time);
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    for (c, head) in first.iter().enumerate() {
+        if c >= super::synthetic::MIN_SAMPLES && bytes >= CONVERSATION_BUDGET_BYTES {
+            break;
+        }
+        // The messages so far and their tokens.
+        let mut texts: Vec<String> = Vec::with_capacity(turns * 2);
+        let mut tokens = 0u64;
+        let mut conv = Conversation {
+            turns: Vec::with_capacity(turns),
+            think,
+            reply_tokens: Vec::new(),
+        };
+        for k in 0..turns {
+            let item = if k == 0 {
+                head
+            } else {
+                match later.get((c * (turns - 1) + k - 1) % later.len()) {
+                    Some(it) => it,
+                    None => break,
+                }
+            };
+            if k > 0 {
+                // The data's reply to the turn before, of its output length.
+                let prev = conv.turns[k - 1].output_tokens.unwrap_or(spec.prompt.mean);
+                texts.push(reply(prev, &mut rng));
+                tokens += prev;
+                conv.reply_tokens.push(prev);
+            }
+            texts.push(item.text.clone());
+            tokens += item.prompt_tokens;
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let body = request_body(api, model, &refs, item.output_tokens, extra)?;
+            // A reused conversation is respelled where its first message
+            // begins (after the shared prefix), the same in every turn, so
+            // its turns still share their history with each other.
+            let tag_at = text_offset(&body, api, &head.text, head.shared_prefix_bytes);
+            bytes += body.len();
+            conv.turns.push(Prompt {
+                body: Bytes::from(body),
+                prompt_tokens: tokens,
+                output_tokens: item.output_tokens,
+                tag_at,
+                respell: head.respell.clone().filter(|_| tag_at.is_some()),
+            });
+        }
+        out.push(conv);
+    }
+    Ok(out)
+}
+
+/// A turn's request with the replies in its history replaced by the
+/// server's answers to the earlier turns as received (`received`: text and
+/// output tokens, one per earlier turn), its prompt tokens adjusted. Chat
+/// bodies only: None for anything else (the data's replies stay).
+pub fn with_received(
+    p: &Prompt,
+    conv: &Conversation,
+    received: &[(String, u64)],
+) -> Option<Prompt> {
+    let mut v: Value = serde_json::from_slice(&p.body).ok()?;
+    let msgs = v.get_mut("messages")?.as_array_mut()?;
+    if msgs.len() < 2 * received.len() + 1 {
+        return None;
+    }
+    for (j, (text, _)) in received.iter().enumerate() {
+        let m = msgs.get_mut(2 * j + 1)?.as_object_mut()?;
+        if m.get("role").and_then(Value::as_str) != Some("assistant") {
+            return None;
+        }
+        m.insert("content".into(), Value::String(text.clone()));
+    }
+    let data: u64 = conv.reply_tokens.iter().take(received.len()).sum();
+    let got: u64 = received.iter().map(|r| r.1).sum();
+    Some(Prompt {
+        body: Bytes::from(serde_json::to_vec(&v).ok()?),
+        prompt_tokens: (p.prompt_tokens + got).saturating_sub(data),
+        ..p.clone()
+    })
+}
+
+/// Turn `turn` of the run's `seq`-th conversation: conversations are used
+/// in order across the run; once all have been sent, a reused one is made
+/// new to the server (see [`super::for_request`]) the same way in each of
+/// its turns.
+pub fn turn_of(convs: &[Conversation], seq: u64, turn: usize) -> Option<Prompt> {
+    let n = convs.len().max(1) as u64;
+    let conv = convs.get((seq % n) as usize)?;
+    let p = conv.turns.get(turn)?;
+    Some(if seq < n {
+        p.clone()
+    } else {
+        super::for_request(std::slice::from_ref(p), seq)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::Builtin;
+
+    fn messages(p: &Prompt) -> Vec<(String, String)> {
+        let v: Value = serde_json::from_slice(&p.body).unwrap();
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_string(),
+                    m["content"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_turn_sends_the_history_so_far() {
+        let spec = Synthetic::parse(
+            "prompt_tokens=20,output_tokens=8,turns=3,think_time=1.5,samples=20,prefix_tokens=16",
+        )
+        .unwrap();
+        let convs = synthetic(&spec, 1, Some(9), &Builtin, Api::Chat, "m", None).unwrap();
+        assert_eq!(convs.len(), 20);
+        let c = &convs[3];
+        assert_eq!(c.think, Duration::from_millis(1500));
+        assert_eq!(c.turns.len(), 3);
+        // Turn k: k + 1 user messages and k replies; 36 + 28 + 28 tokens.
+        let tokens: Vec<u64> = c.turns.iter().map(|t| t.prompt_tokens).collect();
+        assert_eq!(tokens, [36, 64, 92]);
+        let m: Vec<Vec<(String, String)>> = c.turns.iter().map(messages).collect();
+        assert_eq!(m[0].len(), 1);
+        assert_eq!(m[2].len(), 5);
+        assert_eq!(m[2][..3], m[1][..], "a turn's history is the turn before");
+        assert_eq!(m[1][..1], m[0][..]);
+        let roles: Vec<&str> = m[2].iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+        for (t, turn) in c.turns.iter().zip(&m) {
+            let counted: usize = turn
+                .iter()
+                .map(|x| crate::tokenizer::count_tokens(&x.1))
+                .sum();
+            assert_eq!(counted as u64, t.prompt_tokens);
+            assert_eq!(t.output_tokens, Some(8));
+        }
+        // Conversations differ from their first message on.
+        assert_ne!(messages(&convs[4].turns[0]), m[0]);
+        // A reused conversation: new to the server, the same in each turn.
+        let again: Vec<Vec<(String, String)>> = (0..3)
+            .map(|k| messages(&turn_of(&convs, 23, k).unwrap()))
+            .collect();
+        assert_ne!(again[0][0], m[0][0]);
+        assert_eq!(again[2][..3], again[1][..]);
+        assert_eq!(
+            turn_of(&convs, 23, 2).unwrap().prompt_tokens,
+            c.turns[2].prompt_tokens
+        );
+        assert!(turn_of(&convs, 3, 3).is_none());
+        // The server's replies as received take the data's place.
+        assert_eq!(c.reply_tokens, [8, 8]);
+        let got = vec![(" yes indeed".to_string(), 2), (" no".to_string(), 1)];
+        let p = with_received(&c.turns[2], c, &got).unwrap();
+        assert_eq!(p.prompt_tokens, 92 - 16 + 3);
+        let r = messages(&p);
+        assert_eq!(r[1].1, " yes indeed");
+        assert_eq!(r[3].1, " no");
+        assert_eq!(r[0], m[2][0]);
+        assert_eq!(r[4], m[2][4]);
+        // Completions: one text that grows.
+        let convs = synthetic(&spec, 1, Some(9), &Builtin, Api::Completions, "m", None).unwrap();
+        let text = |p: &Prompt| {
+            let v: Value = serde_json::from_slice(&p.body).unwrap();
+            v["prompt"].as_str().unwrap().to_string()
+        };
+        let (a, b) = (text(&convs[0].turns[0]), text(&convs[0].turns[1]));
+        assert!(b.starts_with(&a));
+        assert_eq!(crate::tokenizer::count_tokens(&b), 64);
+    }
+}
+
+/// One conversation as a file gives it: user messages, the data's reply to
+/// each (None: none given), and how many tokens each turn asks for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Script {
+    pub users: Vec<String>,
+    pub replies: Vec<Option<String>>,
+    pub output_tokens: Vec<Option<u64>>,
+    pub think_s: f64,
+}
+
+/// Reply length in the history when the data gives neither a reply nor an output length.
+const DEFAULT_REPLY_TOKENS: u64 = 128;
+
+/// Conversations from a file, when it holds them: a JSONL file whose rows
+/// are `{"turns": [...]}` (each turn a message, or `{"user": ..,
+/// "assistant": .., "output_tokens": n}`; `think_time` per row), or, with
+/// `sharegpt_turns`, a ShareGPT JSON file (every human message a turn, the
+/// assistant's answer after it the reply). None: the file is not one of
+/// those (it is read as prompts). Errors name the file, the line (row) and
+/// the field.
+pub fn scripts_from_file(
+    path: &std::path::Path,
+    sharegpt_turns: bool,
+) -> Result<Option<Vec<Script>>> {
+    use anyhow::{bail, Context as _};
+    let name = path.display().to_string();
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "jsonl" | "ndjson" => {
+            let f = std::fs::File::open(path)
+                .with_context(|| format!("cannot read data file {name}"))?;
+            let mut rd = std::io::BufReader::new(f);
+            let mut buf = Vec::new();
+            let mut out = Vec::new();
+            let mut line = 0usize;
+            while let Some(row) = super::files::next_row(&mut rd, &mut buf, crate::bounds::DATA_ROW)
+                .with_context(|| format!("{name}, line {}", line + 1))?
+            {
+                line += 1;
+                let text = match row {
+                    Ok(()) => std::str::from_utf8(&buf).map_err(|e| {
+                        anyhow::anyhow!(
+                            "{name}, line {line}: {}",
+                            super::files::not_utf8(&buf, e.valid_up_to())
+                        )
+                    })?,
+                    Err(e) => bail!("{name}, line {line}: {e}"),
+                };
+                let text = text.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                let v: Value = match serde_json::from_str(text) {
+                    Ok(v) => v,
+                    Err(_) if out.is_empty() => return Ok(None),
+                    Err(e) => bail!("{name}, line {line}: not JSON ({e})"),
+                };
+                let Some(turns) = v.get("turns") else {
+                    if out.is_empty() {
+                        // Not a conversation file: prompts.
+                        return Ok(None);
+                    }
+                    bail!("{name}, line {line}, field `turns`: missing (the rows before it are conversations)");
+                };
+                out.push(
+                    script_of(turns, v.get("think_time"))
+                        .map_err(|e| anyhow::anyhow!("{name}, line {line}, {e}"))?,
+                );
+            }
+            if out.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(out))
+        }
+        "json" if sharegpt_turns => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read data file {name}"))?;
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{name}: not valid JSON: {e}"))?;
+            let Value::Array(rows) = v else {
+                bail!("{name}: --multi-turn reads ShareGPT: a JSON array of {{\"conversations\": [...]}}");
+            };
+            let mut out = Vec::new();
+            for (i, row) in rows.iter().enumerate() {
+                let msgs = row
+                    .get("conversations")
+                    .and_then(Value::as_array)
+                    .with_context(|| {
+                        format!("{name}, row {i}, field `conversations`: missing or not a list")
+                    })?;
+                let mut s = Script::default();
+                for (j, m) in msgs.iter().enumerate() {
+                    let who = m
+                        .get("from")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_ascii_lowercase();
+                    let value = m
+                        .get("value")
+                        .and_then(Value::as_str)
+                        .with_context(|| format!("{name}, row {i}, field `conversations[{j}].value`: missing or not text"))?;
+                    match who.as_str() {
+                        "human" | "user" => {
+                            s.users.push(value.to_string());
+                            s.replies.push(None);
+                            s.output_tokens.push(None);
+                        }
+                        "gpt" | "assistant" | "chatgpt" => {
+                            if let Some(r) = s.replies.last_mut().filter(|r| r.is_none()) {
+                                *r = Some(value.to_string());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if !s.users.is_empty() {
+                    out.push(s);
+                }
+            }
+            if out.is_empty() {
+                bail!("{name}: no conversation has a human turn");
+            }
+            Ok(Some(out))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// One row's `turns` (and `think_time`), or what is wrong with it (`field …: why`).
+fn script_of(turns: &Value, think: Option<&Value>) -> Result<Script, String> {
+    let Value::Array(turns) = turns else {
+        return Err("field `turns`: not a list".into());
+    };
+    if turns.is_empty() {
+        return Err("field `turns`: empty".into());
+    }
+    let mut s = Script::default();
+    for (i, t) in turns.iter().enumerate() {
+        let text = |v: Option<&Value>, key: &str| -> Result<Option<String>, String> {
+            match v {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(x)) if !x.trim().is_empty() => Ok(Some(x.clone())),
+                Some(other) => Err(format!(
+                    "field `turns[{i}].{key}`: {} is not text",
+                    brief(other)
+                )),
+            }
+        };
+        match t {
+            Value::String(x) if !x.trim().is_empty() => {
+                s.users.push(x.clone());
+                s.replies.push(None);
+                s.output_tokens.push(None);
+            }
+            Value::Object(m) => {
+                let user = text(m.get("user"), "user")?
+                    .ok_or_else(|| format!("field `turns[{i}].user`: missing"))?;
+                s.users.push(user);
+                s.replies.push(text(m.get("assistant"), "assistant")?);
+                s.output_tokens.push(match m.get("output_tokens") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::Number(n)) if n.as_u64().is_some_and(|x| x >= 1) => n.as_u64(),
+                    Some(other) => {
+                        return Err(format!(
+                        "field `turns[{i}].output_tokens`: {} is not a whole number of 1 or more",
+                        brief(other)
+                    ))
+                    }
+                });
+            }
+            other => {
+                return Err(format!(
+                    "field `turns[{i}]`: {} is neither a message nor {{\"user\": ..}}",
+                    brief(other)
+                ))
+            }
+        }
+    }
+    s.think_s = match think {
+        None | Some(Value::Null) => 0.0,
+        Some(Value::Number(n))
+            if n.as_f64()
+                .is_some_and(|x| x.is_finite() && (0.0..=3600.0).contains(&x)) =>
+        {
+            n.as_f64().unwrap_or(0.0)
+        }
+        Some(other) => {
+            return Err(format!(
+                "field `think_time`: {} is not seconds from 0 to 3600",
+                brief(other)
+            ))
+        }
+    };
+    Ok(s)
+}
+
+fn brief(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// Request bodies for conversations a file gave: each turn sends the
+/// messages so far and the data's replies (text of the turn's output
+/// length, or of [`DEFAULT_REPLY_TOKENS`], where the data has none).
+pub fn from_scripts(
+    scripts: &[Script],
+    seed: u64,
+    counter: &dyn TokenCounter,
+    api: Api,
+    model: &str,
+    extra: Option<&Map<String, Value>>,
+) -> Result<Vec<Conversation>> {
+    let pieces = counter.one_token_pieces();
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0xF11E);
+    let mut out = Vec::with_capacity(scripts.len());
+    let mut bytes = 0usize;
+    for (c, s) in scripts.iter().enumerate() {
+        if c >= super::synthetic::MIN_SAMPLES && bytes >= CONVERSATION_BUDGET_BYTES {
+            break;
+        }
+        let mut texts: Vec<String> = Vec::new();
+        let mut tokens = 0u64;
+        let mut conv = Conversation {
+            turns: Vec::with_capacity(s.users.len()),
+            think: think_duration(s.think_s),
+            reply_tokens: Vec::new(),
+        };
+        for (k, user) in s.users.iter().enumerate() {
+            if k > 0 {
+                let reply = match &s.replies[k - 1] {
+                    Some(r) => r.clone(),
+                    None if pieces.is_empty() => String::new(),
+                    None => {
+                        let n = s.output_tokens[k - 1].unwrap_or(DEFAULT_REPLY_TOKENS);
+                        (0..n)
+                            .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
+                            .collect()
+                    }
+                };
+                let n = counter.count(&reply) as u64;
+                tokens += n;
+                conv.reply_tokens.push(n);
+                texts.push(reply);
+            }
+            tokens += counter.count(user) as u64;
+            texts.push(user.clone());
+            // A turn asks for its own output length, else the reply's.
+            let output = s.output_tokens[k].or_else(|| {
+                s.replies[k]
+                    .as_ref()
+                    .map(|r| (counter.count(r) as u64).max(1))
+            });
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let body = request_body(api, model, &refs, output, extra)?;
+            let tag_at = text_offset(&body, api, &s.users[0], 0);
+            bytes += body.len();
+            conv.turns.push(Prompt {
+                body: Bytes::from(body),
+                prompt_tokens: tokens,
+                output_tokens: output,
+                tag_at,
+                respell: None,
+            });
+        }
+        out.push(conv);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+    use crate::tokenizer::Builtin;
+
+    fn write(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("llmsweep-conv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn jsonl_and_sharegpt_conversations_and_their_errors() {
+        let p = write(
+            "c.jsonl",
+            "{\"turns\": [\"hello there\", \"and then what\"], \"think_time\": 2}\n\
+             {\"turns\": [{\"user\": \"one two\", \"assistant\": \"three four five\"}, {\"user\": \"six\", \"output_tokens\": 7}]}\n",
+        );
+        let s = scripts_from_file(&p, false).unwrap().unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].think_s, 2.0);
+        assert_eq!(s[1].replies[0].as_deref(), Some("three four five"));
+        let convs = from_scripts(&s, 1, &Builtin, Api::Chat, "m", None).unwrap();
+        let t = &convs[1].turns;
+        // Turn 2: "one two" + "three four five" + "six".
+        assert_eq!(t[1].prompt_tokens, 6);
+        assert_eq!(t[0].output_tokens, Some(3), "the reply's length");
+        assert_eq!(t[1].output_tokens, Some(7));
+        let v: Value = serde_json::from_slice(&t[1].body).unwrap();
+        assert_eq!(v["messages"][1]["content"], "three four five");
+        assert_eq!(v["messages"][2]["content"], "six");
+        // No reply given: the history holds 128 tokens of stand-in.
+        assert_eq!(convs[0].turns[1].prompt_tokens, 2 + 128 + 3);
+        assert_eq!(convs[0].think, Duration::from_secs(2));
+        // Rows of prompts are not conversations.
+        let p = write("p.jsonl", "{\"prompt\": \"hi\"}\n");
+        assert!(scripts_from_file(&p, false).unwrap().is_none());
+        for (text, want) in [
+            (
+                "{\"turns\": [\"a\"]}\n{\"prompt\": \"b\"}\n",
+                "line 2, field `turns`: missing",
+            ),
+            ("{\"turns\": []}\n", "line 1, field `turns`: empty"),
+            (
+                "{\"turns\": [{\"assistant\": \"x\"}]}\n",
+                "line 1, field `turns[0].user`: missing",
+            ),
+            (
+                "{\"turns\": [{\"user\": \"x\", \"output_tokens\": 0}]}\n",
+                "field `turns[0].output_tokens`",
+            ),
+            ("{\"turns\": [3]}\n", "field `turns[0]`"),
+            (
+                "{\"turns\": [\"a\"], \"think_time\": -1}\n",
+                "field `think_time`",
+            ),
+            ("{\"turns\": [\"a\"]}\nnot json\n", "line 2: not JSON"),
+        ] {
+            let p = write("bad.jsonl", text);
+            let e = format!("{:#}", scripts_from_file(&p, false).unwrap_err());
+            assert!(e.contains("bad.jsonl") && e.contains(want), "{text:?}: {e}");
+        }
+        // ShareGPT: every human turn, the assistant's answer as the reply.
+        let p = write(
+            "s.json",
+            r#"[{"conversations": [{"from": "system", "value": "be brief"}, {"from": "human", "value": "q one"}, {"from": "gpt", "value": "a one here"}, {"from": "human", "value": "q two"}, {"from": "gpt", "value": "a two"}]}]"#,
+        );
+        assert!(
+            scripts_from_file(&p, false).unwrap().is_none(),
+            "only with --multi-turn"
+        );
+        let s = scripts_from_file(&p, true).unwrap().unwrap();
+        assert_eq!(s[0].users, ["q one", "q two"]);
+        let convs = from_scripts(&s, 1, &Builtin, Api::Chat, "m", None).unwrap();
+        assert_eq!(convs[0].turns[1].prompt_tokens, 2 + 3 + 2);
+        assert_eq!(convs[0].turns[1].output_tokens, Some(2));
+        let p = write("bad.json", r#"[{"conversations": [{"from": "human"}]}]"#);
+        let e = format!("{:#}", scripts_from_file(&p, true).unwrap_err());
+        assert!(
+            e.contains("bad.json, row 0, field `conversations[0].value`"),
+            "{e}"
+        );
+    }
+}
