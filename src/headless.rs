@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::engine::{ErrorEntry, Snapshot};
+use crate::model::live::{ErrorEntry, Snapshot};
 use crate::model::{EventKind, StrategyKind};
 
 /// Lines for the first error of each category in each stage, so that a
@@ -137,7 +137,7 @@ mod tests {
         let mut snap = Snapshot {
             stage_number: 1,
             stages_total: Some(1),
-            stage: Some(crate::engine::LiveStage {
+            stage: Some(crate::model::live::LiveStage {
                 name: "constant@5.00".into(),
                 strategy: StrategyKind::Constant,
                 target_rate: Some(5.0),

@@ -84,3 +84,27 @@ fn the_data_model_is_a_leaf_and_modules_form_no_cycle() {
         visit(n, &g, &mut state, &mut Vec::new());
     }
 }
+
+/// One path per type: an item is imported from the module that owns it, not
+/// through a `pub use` of another module (a re-export gives it a second
+/// name). A module's `mod.rs` may still present its own submodules' items.
+#[test]
+fn no_module_re_exports_another_modules_items() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut found = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let l = line.trim_start();
+            if l.starts_with("pub use crate::")
+                || l.starts_with("pub(crate) use crate::")
+                || l.starts_with("pub use super::")
+            {
+                found.push(format!("{}:{}: {l}", f.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "re-exports:\n{}", found.join("\n"));
+}

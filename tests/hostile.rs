@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use llmsweep::client::{
-    Api, Client, ClientConfig, ErrorCategory, FollowRedirects, Outcome, Prompt, RequestRecord,
+    Client, ClientConfig, ErrorCategory, FollowRedirects, Outcome, Prompt, RequestRecord,
 };
 use llmsweep::engine::{Limits, Strategy};
+use llmsweep::model::Api;
 use llmsweep::tokenizer::Builtin;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -602,11 +603,12 @@ fn endpoint(
     dir: &std::path::Path,
 ) -> (
     llmsweep::attach::serve::Endpoint,
-    tokio::sync::mpsc::UnboundedReceiver<llmsweep::engine::Control>,
+    tokio::sync::mpsc::UnboundedReceiver<llmsweep::model::live::Control>,
 ) {
     use llmsweep::attach::{protocol::RunHello, serve};
     let (listener, path) = serve::bind(dir).unwrap();
-    let (_snap_tx, snap_rx) = tokio::sync::watch::channel(llmsweep::engine::Snapshot::default());
+    let (_snap_tx, snap_rx) =
+        tokio::sync::watch::channel(llmsweep::model::live::Snapshot::default());
     // The sender must outlive the test's viewers.
     std::mem::forget(_snap_tx);
     let (control_tx, control_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -10,13 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use llmsweep::client::{Api, Prompt};
-use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Snapshot, Strategy};
+use llmsweep::client::Prompt;
+use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Strategy};
+use llmsweep::model::live::Snapshot;
+use llmsweep::model::Api;
+use llmsweep::model::Slo;
 use llmsweep::model::{EventKind, StrategyKind};
+use llmsweep::model::{Method, Outcome};
 use llmsweep::profile::search::SearchPlan;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
-use llmsweep::stats::metrics::Slo;
-use llmsweep::stats::verdict::{Method, Outcome};
 use tokio::sync::{mpsc, watch};
 
 /// These tests load the simulator and judge timing; on a busy 2-core machine

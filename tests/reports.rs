@@ -7,9 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use llmsweep::config::Format;
+use llmsweep::model::Report;
 use llmsweep::model::{EventKind, StrategyKind};
-use llmsweep::report::export::{self, Format};
-use llmsweep::report::{checkpoint, Report};
+use llmsweep::report::checkpoint;
+use llmsweep::report::export::{self};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

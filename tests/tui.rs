@@ -9,18 +9,20 @@ use std::time::Duration;
 
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use llmsweep::engine::history::RunHistory;
-use llmsweep::engine::{ErrorEntry, LiveStage, PlannedStage, RunSettings, Snapshot, Strategy};
-use llmsweep::report::{Report, RequestCounts, StageReport};
-use llmsweep::stats::stage::SeriesPoint;
+use llmsweep::engine::{RunSettings, Strategy};
+use llmsweep::model::live::RunHistory;
+use llmsweep::model::live::SeriesPoint;
+use llmsweep::model::live::{ErrorEntry, LiveStage, PlannedStage, Snapshot};
+use llmsweep::model::{Report, RequestCounts, StageReport};
+use llmsweep::server_metrics::scrape::{LivePoint, LiveView, Status};
 use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, View};
-use llmsweep::tui::server::{LivePoint, LiveView, ServerMetrics, Status};
+use llmsweep::tui::server::ServerMetrics;
 use llmsweep::tui::{theme, ui};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 /// Two real finished stages from a short run against the simulator.
-async fn finished_stages() -> Vec<llmsweep::report::StageReport> {
+async fn finished_stages() -> Vec<llmsweep::model::StageReport> {
     let sim = start_sim(model(1.0, 0.0, 64)).await;
     let res = run(
         &sim.url(),
@@ -70,7 +72,7 @@ fn live() -> LiveStage {
     }
 }
 
-fn app_with(finished: Vec<llmsweep::report::StageReport>) -> App {
+fn app_with(finished: Vec<llmsweep::model::StageReport>) -> App {
     let mut app = App::new(
         RunInfo {
             target: "http://127.0.0.1:8000".into(),
@@ -799,7 +801,7 @@ async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
     let s = render(&app, 120, 36);
     assert_has(&s, &["TTFT ms (p50, p99)", "▶constant@20.00", "stage 2/2"]);
     h.control
-        .send(llmsweep::engine::Control::Stop {
+        .send(llmsweep::model::live::Control::Stop {
             reason: "test".into(),
         })
         .unwrap();

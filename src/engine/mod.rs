@@ -18,7 +18,6 @@
 
 pub mod backend;
 pub mod history;
-pub mod live;
 pub mod selfcheck;
 pub mod settle;
 pub mod strategy;
@@ -32,16 +31,16 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Outcome, Prompt, RequestRecord};
+use crate::model::live::{Control, ErrorEntry, LiveStage, RunHistory, Snapshot};
 use crate::model::RequestLine;
+use crate::model::Slo;
 use crate::model::{EventKind, StageReport, StrategyKind, TimelineEvent};
-use crate::stats::metrics::Slo;
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
 
 pub use backend::Backend;
-pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
 use strategy::{resolve_margin, validate_rate, Arrivals};
-pub use strategy::{FixedPlan, Limits, Plan, PlannedStage, StageSpec, Strategy};
+pub use strategy::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 
 /// How often snapshots are published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
@@ -252,7 +251,7 @@ pub struct Engine {
     done_rx: mpsc::UnboundedReceiver<Done>,
     finishing: Vec<Finishing>,
     /// The run's per-second history, shared with every snapshot.
-    history: Arc<history::RunHistory>,
+    history: Arc<RunHistory>,
     /// The running stage so far, refreshed once a second (summarising five
     /// histograms 4×/s would cost the dispatcher for nothing).
     so_far: Option<Arc<StageReport>>,
@@ -306,7 +305,7 @@ impl Engine {
             done_tx,
             done_rx,
             finishing: Vec::new(),
-            history: Arc::new(history::RunHistory::new()),
+            history: Arc::new(RunHistory::new()),
             so_far: None,
             live_warning: None,
             probe: None,

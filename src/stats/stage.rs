@@ -8,12 +8,13 @@ use tokio::time::Instant;
 
 use super::backlog::{Backlog, Segment, Steady};
 use super::dist::Dist;
-use super::metrics::{self, Slo};
-use super::verdict::{self, Evidence, Verdict};
+use super::metrics;
+use super::verdict::{self, Evidence};
 use crate::client::{ErrorCategory, Outcome, RequestRecord};
-pub use crate::model::live::SeriesPoint;
+use crate::model::live::SeriesPoint;
 use crate::model::{
-    ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, StrategyKind, Tokens,
+    ByOutcome, Concurrency, Goodput, Rates, RequestCounts, Slo, StageReport, StrategyKind, Tokens,
+    Verdict,
 };
 
 /// Which requests count towards the statistics. Requests sent outside the
@@ -727,7 +728,7 @@ impl StageStats {
         let e = self.evidence(now, m_s, target_rate.filter(|_| open_loop));
         if open_loop {
             let v = verdict::judge(&e, &verdict::capacity(&e))?;
-            return (v.outcome != verdict::Outcome::Inconclusive)
+            return (v.outcome != crate::model::Outcome::Inconclusive)
                 .then(|| format!("verdict {}", v.outcome.as_str()));
         }
         if kind == StrategyKind::Synchronous {
@@ -735,7 +736,7 @@ impl StageStats {
                 .then(|| format!("{} requests measured", self.counts.measured));
         }
         let c = verdict::capacity(&e);
-        (c.method == verdict::Method::Steady && !c.low_evidence).then(|| {
+        (c.method == crate::model::Method::Steady && !c.low_evidence).then(|| {
             format!(
                 "capacity estimate steady at {:.2} req/s ({})",
                 c.requests_per_s, c.evidence
@@ -869,7 +870,7 @@ impl StageStats {
         };
         let saturation_reason = verdict
             .as_ref()
-            .filter(|v| v.outcome == verdict::Outcome::Saturated)
+            .filter(|v| v.outcome == crate::model::Outcome::Saturated)
             .map(|v| v.reason.clone());
         let n = self.counts.measured as f64;
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
@@ -1070,7 +1071,7 @@ mod tests {
         assert_eq!(r.rates.steady_requests_per_s, r.rates.requests_per_s);
         assert_eq!(
             r.capacity.as_ref().unwrap().method,
-            super::verdict::Method::Plain
+            crate::model::Method::Plain
         );
         assert!(
             (r.concurrency.mean - 1.0).abs() < 1e-6,
@@ -1158,7 +1159,7 @@ mod tests {
             "max_seconds",
         );
         let c = r.capacity.clone().unwrap();
-        assert_eq!(c.method, super::verdict::Method::Observed, "{c:?}");
+        assert_eq!(c.method, crate::model::Method::Observed, "{c:?}");
         assert!(
             r.rates.steady_requests_per_s <= 128.0 / 3.5,
             "{:?}",
@@ -1250,7 +1251,7 @@ mod tests {
             "max_seconds",
         );
         let v = r.verdict.unwrap();
-        assert_eq!(v.outcome, super::verdict::Outcome::Saturated, "{v:?}");
+        assert_eq!(v.outcome, crate::model::Outcome::Saturated, "{v:?}");
     }
 
     #[test]
@@ -1283,7 +1284,7 @@ mod tests {
         );
         assert!(!r.saturated, "{:?}", r.saturation_reason);
         let v = r.verdict.unwrap();
-        assert_eq!(v.outcome, super::verdict::Outcome::Erroring, "{v:?}");
+        assert_eq!(v.outcome, crate::model::Outcome::Erroring, "{v:?}");
     }
 
     #[test]
@@ -1327,7 +1328,7 @@ mod tests {
         let stalled = run(true);
         assert_eq!(
             stalled.outcome,
-            super::verdict::Outcome::Erroring,
+            crate::model::Outcome::Erroring,
             "{stalled:?}"
         );
         assert!(!stalled.overload, "{stalled:?}");
@@ -1335,7 +1336,7 @@ mod tests {
         let unanswered = run(false);
         assert_eq!(
             unanswered.outcome,
-            super::verdict::Outcome::Saturated,
+            crate::model::Outcome::Saturated,
             "{unanswered:?}"
         );
         assert!(

@@ -9,11 +9,11 @@ pub mod tmux;
 use std::sync::Arc;
 use std::time::Duration;
 
-use llmsweep::client::{Api, Client, ClientConfig};
+use llmsweep::client::{Client, ClientConfig};
 use llmsweep::data::{build_prompts, Synthetic};
-use llmsweep::engine::{
-    Control, Engine, FixedPlan, Limits, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
-};
+use llmsweep::engine::{Engine, FixedPlan, Limits, RunResult, RunSettings, StageSpec, Strategy};
+use llmsweep::model::live::{Control, Snapshot};
+use llmsweep::model::Api;
 use llmsweep::sim::{self, SimConfig, SimHandle, TruthReport};
 use llmsweep::tokenizer::Builtin;
 use tokio::sync::{mpsc, watch};
