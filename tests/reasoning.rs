@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use llmsweep::client::{Outcome, TokenSource};
+use llmsweep::client::{RequestOutcome, TokenSource};
 use llmsweep::data::{build_prompts, Synthetic};
 use llmsweep::engine::{Limits, Strategy};
 use llmsweep::model::Api;
@@ -51,7 +51,7 @@ async fn the_client_splits_thinking_from_the_answer_exactly() {
                 )
                 .await;
             let case = format!("interval {interval}, extra {extra:?}");
-            assert_eq!(r.outcome, Outcome::Completed, "{case}");
+            assert_eq!(r.outcome, RequestOutcome::Completed, "{case}");
             assert_eq!(r.output_tokens, 12, "{case}");
             assert_eq!(r.reasoning_tokens(), 5, "{case}");
             assert_eq!(r.answer_tokens(), 7, "{case}");
@@ -332,7 +332,7 @@ async fn the_responses_api_is_measured_like_chat() {
                 &CancellationToken::new(),
             )
             .await;
-        assert_eq!(r.outcome, Outcome::Completed, "interval {interval}");
+        assert_eq!(r.outcome, RequestOutcome::Completed, "interval {interval}");
         assert_eq!(r.output_source, TokenSource::Usage);
         assert_eq!((r.output_tokens, r.reasoning_tokens()), (12, 5));
         assert_eq!(r.server_reasoning_tokens, Some(5));
@@ -358,7 +358,7 @@ async fn the_responses_api_is_measured_like_chat() {
         )
         .await;
     match &r.outcome {
-        Outcome::Errored { category, message } => {
+        RequestOutcome::Errored { category, message } => {
             assert_eq!(category.to_string(), "error_event");
             assert!(message.contains("simulated in-band error"), "{message}");
         }
@@ -377,7 +377,7 @@ async fn the_responses_api_is_measured_like_chat() {
         )
         .await;
     assert!(
-        matches!(&r.outcome, Outcome::Errored { category, .. } if category.to_string() == "empty_response"),
+        matches!(&r.outcome, RequestOutcome::Errored { category, .. } if category.to_string() == "empty_response"),
         "{:?}",
         r.outcome
     );

@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Outcome, Prompt, RequestRecord};
+use crate::client::{Prompt, RequestOutcome, RequestRecord};
 use crate::model::live::{Control, ErrorEntry, LiveStage, RunHistory, Snapshot};
 use crate::model::RequestLine;
 use crate::model::Slo;
@@ -153,9 +153,9 @@ impl RequestLog {
         let since = |t: Instant| t.saturating_duration_since(run_start).as_secs_f64();
         let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
         let (outcome, error) = match &r.outcome {
-            Outcome::Completed => ("completed", None),
-            Outcome::Incomplete => ("incomplete", None),
-            Outcome::Errored { category, .. } => ("errored", Some(category.to_string())),
+            RequestOutcome::Completed => ("completed", None),
+            RequestOutcome::Incomplete => ("incomplete", None),
+            RequestOutcome::Errored { category, .. } => ("errored", Some(category.to_string())),
         };
         let line = RequestLine {
             stage: stage.to_string(),
@@ -965,7 +965,7 @@ impl Engine {
         } = done;
         stats.on_record(index, &rec);
         log.send(run_start, stage, number, index, &rec);
-        if let Outcome::Errored { category, message } = rec.outcome {
+        if let RequestOutcome::Errored { category, message } = rec.outcome {
             if recent.len() == RECENT_ERRORS {
                 recent.pop_front();
             }

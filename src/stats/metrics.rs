@@ -185,7 +185,7 @@ pub fn parse_duration_ms(s: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{Outcome, TokenSource};
+    use crate::client::{RequestOutcome, TokenSource};
     use tokio::time::Instant;
 
     fn record(chunks_ms: &[(u64, u32)], end_ms: u64, tokens: u64) -> RequestRecord {
@@ -201,7 +201,7 @@ mod tests {
             prompt_tokens: 10,
             server_prompt_tokens: None,
             server_cached_prompt_tokens: None,
-            outcome: Outcome::Completed,
+            outcome: RequestOutcome::Completed,
             reconnects: 0,
             usage_note: None,
             thinking: Vec::new(),

@@ -10,7 +10,7 @@ use super::backlog::{Backlog, Segment, Steady};
 use super::dist::Dist;
 use super::metrics;
 use super::verdict::{self, Evidence};
-use crate::client::{ErrorCategory, Outcome, RequestRecord};
+use crate::client::{ErrorCategory, RequestOutcome, RequestRecord};
 use crate::model::live::SeriesPoint;
 use crate::model::{
     ByOutcome, Concurrency, Goodput, Rates, RequestCounts, Slo, StageReport, StrategyKind, Tokens,
@@ -424,21 +424,21 @@ impl StageStats {
 
     pub fn on_record(&mut self, index: u64, r: &RequestRecord) {
         self.integrate(r.ended_at.max(self.last_change));
-        if r.outcome == Outcome::Incomplete && self.in_flight_at_end.is_none() {
+        if r.outcome == RequestOutcome::Incomplete && self.in_flight_at_end.is_none() {
             self.in_flight_at_end = Some(self.in_flight);
         }
         self.in_flight = self.in_flight.saturating_sub(1);
         self.reconnects += u64::from(r.reconnects);
         let totals = match &r.outcome {
-            Outcome::Completed => {
+            RequestOutcome::Completed => {
                 self.counts.completed += 1;
                 &mut self.by_outcome.completed
             }
-            Outcome::Incomplete => {
+            RequestOutcome::Incomplete => {
                 self.counts.incomplete += 1;
                 &mut self.by_outcome.incomplete
             }
-            Outcome::Errored { category, message } => {
+            RequestOutcome::Errored { category, message } => {
                 self.counts.errored += 1;
                 if got_no_answer(r) {
                     self.unanswered_errors += 1;
@@ -454,7 +454,7 @@ impl StageStats {
         totals.prompt_total = totals.prompt_total.saturating_add(r.prompt_tokens);
         totals.output_total = totals.output_total.saturating_add(r.output_tokens);
         // Live series: every completed request, window or not.
-        if r.outcome == Outcome::Completed {
+        if r.outcome == RequestOutcome::Completed {
             self.sec_completed += 1;
             self.sec_tokens = self.sec_tokens.saturating_add(r.output_tokens);
             if let Some(t) = metrics::ttft_us(r) {
@@ -470,9 +470,9 @@ impl StageStats {
         }
         let in_window = self.window.contains(index, r.sent_at);
         let answered = match &r.outcome {
-            Outcome::Completed => true,
-            Outcome::Errored { .. } => !got_no_answer(r),
-            Outcome::Incomplete => false,
+            RequestOutcome::Completed => true,
+            RequestOutcome::Errored { .. } => !got_no_answer(r),
+            RequestOutcome::Incomplete => false,
         };
         // The segment that both sent and answered the request, if one did,
         // and the request ended before sending stopped (not in a drain).
@@ -493,13 +493,13 @@ impl StageStats {
                     seg.first_answer_s = Some(t_end);
                 } else {
                     seg.answered += 1;
-                    if r.outcome == Outcome::Completed {
+                    if r.outcome == RequestOutcome::Completed {
                         seg.completed += 1;
                     }
                 }
             }
         }
-        if r.outcome != Outcome::Completed || !in_window {
+        if r.outcome != RequestOutcome::Completed || !in_window {
             return;
         }
         self.counts.measured += 1;
@@ -987,7 +987,7 @@ fn pooled_slope(fits: &[SlopeFit]) -> Option<f64> {
 /// capacity), so it counts with the answered errors, not as overload.
 fn got_no_answer(r: &RequestRecord) -> bool {
     match &r.outcome {
-        Outcome::Errored { category, .. } => match category {
+        RequestOutcome::Errored { category, .. } => match category {
             ErrorCategory::Connect => true,
             ErrorCategory::Timeout => r.chunks.is_empty(),
             _ => false,
@@ -1011,7 +1011,7 @@ mod tests {
         sent_ms: u64,
         first_ms: u64,
         end_ms: u64,
-        outcome: Outcome,
+        outcome: RequestOutcome,
     ) -> RequestRecord {
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         RequestRecord {
@@ -1040,7 +1040,7 @@ mod tests {
         let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
         // Two requests each in flight for 1 s of a 2 s stage: mean concurrency 1.
         s.on_sent(t0);
-        s.on_record(0, &rec(t0, 0, 100, 1000, Outcome::Completed));
+        s.on_record(0, &rec(t0, 0, 100, 1000, RequestOutcome::Completed));
         s.on_sent(t0 + Duration::from_millis(1000));
         s.on_record(
             1,
@@ -1049,7 +1049,7 @@ mod tests {
                 1000,
                 1100,
                 2000,
-                Outcome::Errored {
+                RequestOutcome::Errored {
                     category: ErrorCategory::Http(500),
                     message: "x".into(),
                 },
@@ -1103,7 +1103,13 @@ mod tests {
             let ttft = if (1000..3000).contains(sent) { 10 } else { 900 };
             s.on_record(
                 i as u64,
-                &rec(t0, *sent, sent + ttft, sent + ttft + 5, Outcome::Completed),
+                &rec(
+                    t0,
+                    *sent,
+                    sent + ttft,
+                    sent + ttft + 5,
+                    RequestOutcome::Completed,
+                ),
             );
         }
         let r = s.finish(
@@ -1126,9 +1132,9 @@ mod tests {
         let slo = Slo::parse("ttft=50ms").unwrap();
         let mut s = StageStats::new(t0, Window::whole(t0), Some(slo), vec![]);
         s.on_sent(t0);
-        s.on_record(0, &rec(t0, 0, 10, 100, Outcome::Completed));
+        s.on_record(0, &rec(t0, 0, 10, 100, RequestOutcome::Completed));
         s.on_sent(t0);
-        s.on_record(1, &rec(t0, 0, 90, 100, Outcome::Completed));
+        s.on_record(1, &rec(t0, 0, 90, 100, RequestOutcome::Completed));
         let r = s.finish(
             t0 + Duration::from_secs(1),
             "x".into(),
@@ -1149,7 +1155,7 @@ mod tests {
         for i in 0..128u64 {
             s.on_sent(t0);
             let end = 3500 + i % 20;
-            s.on_record(i, &rec(t0, 0, 400, end, Outcome::Completed));
+            s.on_record(i, &rec(t0, 0, 400, end, RequestOutcome::Completed));
         }
         let r = s.finish(
             t0 + Duration::from_secs(4),
@@ -1179,9 +1185,10 @@ mod tests {
             match (send, i) {
                 (true, _) => s.on_sent(t0 + Duration::from_millis(at)),
                 (false, u64::MAX) => s.tick(t0 + Duration::from_millis(at)),
-                (false, i) => {
-                    s.on_record(i, &rec(t0, i * 50, i * 50 + 100, at, Outcome::Completed))
-                }
+                (false, i) => s.on_record(
+                    i,
+                    &rec(t0, i * 50, i * 50 + 100, at, RequestOutcome::Completed),
+                ),
             }
         }
         let r = s.finish(
@@ -1226,7 +1233,7 @@ mod tests {
                 let end = 1000 + next_done * 100;
                 s.on_record(
                     next_done,
-                    &rec(t0, next_done * 25, end - 50, end, Outcome::Completed),
+                    &rec(t0, next_done * 25, end - 50, end, RequestOutcome::Completed),
                 );
                 next_done += 1;
             }
@@ -1235,7 +1242,10 @@ mod tests {
             }
         }
         for i in next_done..400 {
-            s.on_record(i, &rec(t0, i * 25, i * 25, 10_000, Outcome::Incomplete));
+            s.on_record(
+                i,
+                &rec(t0, i * 25, i * 25, 10_000, RequestOutcome::Incomplete),
+            );
         }
         s.tick(t0 + Duration::from_millis(10_001));
         assert!(
@@ -1263,12 +1273,12 @@ mod tests {
             let sent = i * 20;
             s.on_sent(t0 + Duration::from_millis(sent));
             let outcome = if i % 10 == 0 {
-                Outcome::Errored {
+                RequestOutcome::Errored {
                     category: ErrorCategory::Http(500),
                     message: "x".into(),
                 }
             } else {
-                Outcome::Completed
+                RequestOutcome::Completed
             };
             s.on_record(i, &rec(t0, sent, sent + 50, sent + 100, outcome));
         }
@@ -1290,7 +1300,7 @@ mod tests {
     #[test]
     fn streams_that_stall_until_the_timeout_are_answers_not_overload() {
         let t0 = Instant::now();
-        let timeout = || Outcome::Errored {
+        let timeout = || RequestOutcome::Errored {
             category: ErrorCategory::Timeout,
             message: "no complete answer within 3s".into(),
         };
@@ -1308,7 +1318,7 @@ mod tests {
                     }
                     r
                 } else {
-                    rec(t0, sent, sent + 20, sent + 1000, Outcome::Completed)
+                    rec(t0, sent, sent + 20, sent + 1000, RequestOutcome::Completed)
                 };
                 s.on_record(i, &r);
             }
@@ -1350,7 +1360,7 @@ mod tests {
         let t0 = Instant::now();
         let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
         s.on_sent(t0);
-        s.on_record(0, &rec(t0, 0, 100, 500, Outcome::Completed));
+        s.on_record(0, &rec(t0, 0, 100, 500, RequestOutcome::Completed));
         s.tick(t0 + Duration::from_secs(1));
         let p = s.series.back().copied().unwrap();
         assert!((p.requests_per_s - 1.0).abs() < 1e-9);
