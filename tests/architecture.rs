@@ -1,7 +1,8 @@
 //! The module graph stays one-way: `model` imports nothing of the crate, and
 //! no two top-level modules depend on each other, directly or round a loop
-//! (docs/ARCHITECTURE.md draws the picture). Read from the sources, outside
-//! test modules.
+//! (docs/ARCHITECTURE.md draws the picture, and names only what exists);
+//! inside a module, the files form no loop but the known ones; no module
+//! re-exports another's items. Read from the sources, outside test modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -243,4 +244,250 @@ fn the_architecture_document_names_only_what_exists() {
         "docs/ARCHITECTURE.md:\n{}",
         wrong.join("\n")
     );
+}
+
+/// The files of one top-level module (`src/report/html.rs` is `html`, its
+/// `mod.rs` is `mod`) and the siblings each imports, read from `super::`,
+/// `crate::<module>::` and, in `mod.rs`, its submodules' paths.
+fn file_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let top = dir.file_name().unwrap().to_string_lossy().to_string();
+    let files: BTreeSet<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            n.strip_suffix(".rs").map(str::to_string)
+        })
+        .collect();
+    // The first segment of each entry of `{a, b::c, D as E}`.
+    fn entries(s: &str) -> Vec<String> {
+        let (mut out, mut depth, mut cur) = (Vec::new(), 0, String::new());
+        for ch in s.chars() {
+            match ch {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(std::mem::take(&mut cur));
+                    continue;
+                }
+                _ => {}
+            }
+            cur.push(ch);
+        }
+        out.push(cur);
+        out.iter()
+            .map(|e| {
+                e.trim()
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .filter(|e| !e.is_empty())
+            .collect()
+    }
+    let mut g = BTreeMap::new();
+    for f in &files {
+        let text = std::fs::read_to_string(dir.join(format!("{f}.rs"))).unwrap();
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut refs = Vec::new();
+        let own = format!("crate::{top}::");
+        let prefixes = if f == "mod" {
+            vec!["self::", own.as_str()]
+        } else {
+            vec!["super::", own.as_str()]
+        };
+        for p in prefixes {
+            for (i, _) in code.match_indices(p) {
+                let before = code[..i].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let rest = &code[i + p.len()..];
+                if let Some(group) = rest.strip_prefix('{') {
+                    let mut depth = 1;
+                    let end = group
+                        .char_indices()
+                        .find(|&(_, c)| {
+                            depth += match c {
+                                '{' => 1,
+                                '}' => -1,
+                                _ => 0,
+                            };
+                            depth == 0
+                        })
+                        .map_or(group.len(), |(j, _)| j);
+                    refs.extend(entries(&group[..end]));
+                } else {
+                    refs.extend(entries(rest).into_iter().take(1));
+                }
+            }
+        }
+        if f == "mod" {
+            for (i, _) in code.match_indices("::") {
+                let head: String = code[..i]
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                let start = i - head.len();
+                let before = code[..start].chars().next_back();
+                if !head.is_empty() && !before.is_some_and(|c| c == ':' || c.is_alphanumeric()) {
+                    refs.push(head);
+                }
+            }
+        }
+        let deps: &mut BTreeSet<String> = g.entry(f.clone()).or_default();
+        for r in refs {
+            if files.contains(&r) && r != *f && r != "mod" {
+                deps.insert(r);
+            } else if f != "mod" && !files.contains(&r) && r != "self" && r != "super" {
+                // An item of the module itself, declared in its mod.rs.
+                deps.insert("mod".into());
+            }
+        }
+    }
+    g
+}
+
+/// The loops of a graph: its strongly connected components of more than one
+/// node (Tarjan).
+fn loops(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    struct T<'a> {
+        g: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        out: Vec<BTreeSet<String>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a str) {
+        let n = t.index.len();
+        t.index.insert(v, n);
+        t.low.insert(v, n);
+        t.stack.push(v);
+        for w in t.g.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !t.index.contains_key(w) {
+                visit(t, w);
+                let lw = t.low[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(lw);
+            } else if t.stack.contains(&w) {
+                let iw = t.index[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(iw);
+            }
+        }
+        if t.low[v] == t.index[v] {
+            let mut comp = BTreeSet::new();
+            while let Some(w) = t.stack.pop() {
+                comp.insert(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if comp.len() > 1 {
+                t.out.push(comp);
+            }
+        }
+    }
+    let mut t = T {
+        g,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        out: Vec::new(),
+    };
+    for v in g.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            visit(&mut t, v);
+        }
+    }
+    t.out
+}
+
+/// Loops between the files of one module, known today and not yet broken
+/// (issue 21, item 4: renderers over shared pieces below them, state apart
+/// from drawing). The list only shrinks: a new loop, or a known one that
+/// grows, fails; a known one that is broken must leave the list.
+const KNOWN_LOOPS: &[(&str, &[&str])] = &[
+    // console, html and csv_export call the server and reasoning renderers
+    // and the summary; reasoning borrows compare's `delta` and csv_export's
+    // `STATS`/`dist_values`; server borrows html's SVG axes; summary borrows
+    // console's `slo_line`.
+    (
+        "report",
+        &[
+            "compare",
+            "console",
+            "csv_export",
+            "html",
+            "reasoning",
+            "server",
+            "summary",
+        ],
+    ),
+    // app holds the server view's state (`ServerMetrics`); server draws
+    // from `App` and the theme.
+    ("tui", &["app", "server"]),
+    // mod.rs calls redirect::send; redirect reads mod.rs's FollowRedirects.
+    ("client", &["mod", "redirect"]),
+    // mod.rs lists the sources; each reads mod.rs's PromptItem.
+    ("data", &["files", "mod", "synthetic"]),
+    // mod.rs starts a detached run; detach uses mod.rs's create_run_dir.
+    ("run", &["detach", "mod"]),
+];
+
+#[test]
+fn files_inside_a_module_form_no_new_loop() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = BTreeMap::new();
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        if e.path().is_dir() {
+            let name = e.file_name().to_string_lossy().to_string();
+            for l in loops(&file_graph(&e.path())) {
+                found.insert((name.clone(), l.into_iter().collect::<Vec<_>>()), ());
+            }
+        }
+    }
+    let known: BTreeMap<(String, Vec<String>), ()> = KNOWN_LOOPS
+        .iter()
+        .map(|(m, files)| {
+            let files = files.iter().map(|f| f.to_string()).collect();
+            ((m.to_string(), files), ())
+        })
+        .collect();
+    let new: Vec<_> = found.keys().filter(|k| !known.contains_key(*k)).collect();
+    let gone: Vec<_> = known.keys().filter(|k| !found.contains_key(*k)).collect();
+    assert!(
+        new.is_empty() && gone.is_empty(),
+        "loops between the files of a module (module, files):\nnew or grown: {new:?}\n\
+         known but no longer a loop (take them off KNOWN_LOOPS): {gone:?}"
+    );
+}
+
+#[test]
+fn the_loop_finder_sees_a_loop() {
+    let g: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    let l = loops(&g);
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0].iter().collect::<Vec<_>>(), ["a", "b", "c"]);
 }

@@ -70,7 +70,7 @@ async fn busy(http: &reqwest::Client, url: &str) -> Option<f64> {
 /// so no probe is served from the cache an earlier one filled) and compares
 /// their TTFT with `reference_ttft_ms` (the synchronous stage's median).
 pub async fn settle(
-    client: &dyn super::Backend,
+    client: &dyn super::backend::Backend,
     probe: impl Fn(u64) -> Prompt,
     reference_ttft_ms: Option<f64>,
     timeout: Duration,
