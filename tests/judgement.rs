@@ -215,7 +215,8 @@ async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
         "the backlog shows: {:?}",
         dirty.stages[1].ttft_ms
     );
-    // Let it drain, then measure with the settle wait on.
+    // Let it drain (nothing running or waiting), then measure with the
+    // settle wait on.
     let settle = |r: &RunResult| {
         r.timeline
             .iter()
@@ -223,7 +224,7 @@ async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
             .map(|e| e.detail.clone())
             .unwrap_or_default()
     };
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    wait_idle(&sim.url(), Duration::from_secs(30)).await;
     let (clean, _) = run_plan(&sim.url(), &mut stages(), data, settings()).await;
     let wait = settle(&clean);
     assert!(wait.contains("/metrics"), "{wait}");
