@@ -14,9 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use llmsweep::model::live::RunHistory;
-use llmsweep::model::live::SeriesPoint;
-use llmsweep::model::live::{LiveStage, PlannedStage, Snapshot};
+use llmsweep::model::live::{LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot};
 use llmsweep::model::{RequestCounts, StageReport};
 use llmsweep::tui::app::{App, RunInfo};
 use llmsweep::tui::{theme, ui};

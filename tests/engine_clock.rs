@@ -12,8 +12,7 @@ use llmsweep::engine::{
     Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, StageSpec, Strategy,
 };
 use llmsweep::model::live::{Control, Snapshot};
-use llmsweep::model::EventKind;
-use llmsweep::model::StageReport;
+use llmsweep::model::{EventKind, StageReport};
 use tokio::sync::{mpsc, watch};
 use tokio::time::sleep;
 

@@ -11,10 +11,8 @@ use std::process::Command;
 
 use common::golden::golden;
 use llmsweep::config::Format;
-use llmsweep::model::Report;
-use llmsweep::model::{EventKind, StrategyKind};
-use llmsweep::report::checkpoint;
-use llmsweep::report::export;
+use llmsweep::model::{EventKind, Report, StrategyKind};
+use llmsweep::report::{checkpoint, export};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -11,9 +11,9 @@ use common::golden::golden;
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use llmsweep::engine::{RunSettings, Strategy};
-use llmsweep::model::live::RunHistory;
-use llmsweep::model::live::SeriesPoint;
-use llmsweep::model::live::{ErrorEntry, LiveStage, PlannedStage, Snapshot};
+use llmsweep::model::live::{
+    ErrorEntry, LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot,
+};
 use llmsweep::model::{Report, RequestCounts, StageReport};
 use llmsweep::server_metrics::scrape::{LivePoint, LiveView, Status};
 use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, View};

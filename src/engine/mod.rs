@@ -32,9 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{Prompt, RequestOutcome, RequestRecord};
 use crate::model::live::{Control, ErrorEntry, LiveStage, RunHistory, Snapshot};
-use crate::model::RequestLine;
-use crate::model::Slo;
-use crate::model::{EventKind, StageReport, StrategyKind, TimelineEvent};
+use crate::model::{EventKind, RequestLine, Slo, StageReport, StrategyKind, TimelineEvent};
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
 

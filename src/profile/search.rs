@@ -14,9 +14,7 @@
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
 use crate::model::live::PlannedStage;
-use crate::model::Outcome;
-use crate::model::{SearchProbe, SearchSummary};
-use crate::model::{Slo, StageReport, StrategyKind};
+use crate::model::{Outcome, SearchProbe, SearchSummary, Slo, StageReport, StrategyKind};
 
 /// Constant-rate probes at most, after synchronous and throughput.
 pub const MAX_PROBES: usize = 12;

@@ -2,8 +2,7 @@
 
 use anyhow::{Context as _, Result};
 
-use crate::model::DistSummary;
-use crate::model::Report;
+use crate::model::{DistSummary, Report};
 
 pub const STATS: [&str; 9] = [
     "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p999",

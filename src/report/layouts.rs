@@ -5,8 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::StrategyKind;
-use crate::model::{Report, StageReport};
+use crate::model::{Report, StageReport, StrategyKind};
 
 /// A table with grouped column headers, drawn the way GuideLLM draws it:
 /// `=` rules, a group row, a header row, a `-` rule, right-aligned cells

@@ -5,8 +5,7 @@
 //! report has the figures, so reports of other servers read as before.
 
 use super::layouts::{pipe_table, GroupedTable};
-use crate::model::{DistSummary, OutputLengths};
-use crate::model::{Report, StageReport};
+use crate::model::{DistSummary, OutputLengths, Report, StageReport};
 
 /// Some stage saw reasoning.
 pub fn any_reasoning(r: &Report) -> bool {

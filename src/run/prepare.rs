@@ -8,13 +8,11 @@ use anyhow::{bail, Context as _, Result};
 use serde_json::json;
 
 use crate::client::{normalize_target, Client, ClientConfig, Prompt};
-use crate::config::Format;
-use crate::config::RunConfig;
+use crate::config::{Format, RunConfig};
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
-use crate::model::Slo;
-use crate::model::Target;
+use crate::model::{Slo, Target};
 use crate::profile::plan::{build_plan, check_burstiness, check_search, check_seconds, PlanChoice};
 use crate::sim;
 use crate::tokenizer::{Builtin, TokenCounter};

@@ -8,7 +8,7 @@ use anyhow::Result;
 use crate::config::Format;
 use crate::model::live::Snapshot;
 use crate::model::{Report, StageReport, Target, TimelineEvent};
-use crate::report::{self};
+use crate::report;
 
 /// What every report of this run shares, and where the reports go.
 #[derive(Clone)]

@@ -9,8 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::server::ServerMetrics;
 use super::theme::Theme;
 use crate::model::live::{Control, Snapshot};
-use crate::model::Report;
-use crate::model::{EventKind, StrategyKind};
+use crate::model::{EventKind, Report, StrategyKind};
 
 /// What the dashboard shows; Tab cycles through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,10 +17,8 @@ use ratatui::Frame;
 
 use super::app::{App, Metric, View};
 use super::theme::Theme;
-use crate::model::live::HistoryPoint;
-use crate::model::live::{ErrorEntry, LiveStage, Snapshot};
-use crate::model::StageReport;
-use crate::model::StrategyKind;
+use crate::model::live::{ErrorEntry, HistoryPoint, LiveStage, Snapshot};
+use crate::model::{StageReport, StrategyKind};
 use crate::report::summary;
 
 /// Below this the dashboard says so instead of drawing.
