@@ -13,9 +13,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use llmsweep::client::{Api, Client, ClientConfig};
+use llmsweep::client::{Client, ClientConfig};
 use llmsweep::data::{build_prompts, Synthetic};
-use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, Snapshot, StageSpec, Strategy};
+use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, StageSpec, Strategy};
+use llmsweep::model::live::Snapshot;
+use llmsweep::model::Api;
 use llmsweep::sim::{self, Preset, SimConfig};
 use llmsweep::tokenizer::Builtin;
 

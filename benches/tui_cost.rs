@@ -14,10 +14,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use llmsweep::engine::history::RunHistory;
-use llmsweep::engine::{LiveStage, PlannedStage, Snapshot};
-use llmsweep::report::{RequestCounts, StageReport};
-use llmsweep::stats::stage::SeriesPoint;
+use llmsweep::model::live::{LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot};
+use llmsweep::model::{RequestCounts, StageReport};
 use llmsweep::tui::app::{App, RunInfo};
 use llmsweep::tui::{theme, ui};
 use ratatui::backend::CrosstermBackend;

@@ -16,7 +16,8 @@ use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::client::{Api, FollowRedirects};
+use crate::client::FollowRedirects;
+use crate::model::Api;
 
 /// `llmsweep run`: load a server and report what it held.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]

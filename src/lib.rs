@@ -4,8 +4,9 @@
 //! same modules (for example, [`sim`] to start a simulated server in-process).
 //!
 //! Data flows one way: `profile` plans stages, `engine` dispatches requests
-//! through `client`, `stats` aggregates what comes back into `report`, and
-//! front ends (`headless`, later the TUI) only read the engine's snapshots.
+//! through `client`, `stats` aggregates what comes back into the data model
+//! (`model`), `report` renders it, and front ends (`headless`, `tui`, and
+//! viewers through `attach`) only read the engine's snapshots.
 
 pub mod attach;
 pub mod bounds;

@@ -13,8 +13,9 @@ use bytes::Bytes;
 use llmsweep::client::Prompt;
 use llmsweep::engine::backend::{Script, Scripted};
 use llmsweep::engine::{
-    Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
+    Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, StageSpec, Strategy,
 };
+use llmsweep::model::live::{Control, Snapshot};
 use llmsweep::model::{Answer, EventKind, Outcome, StageReport, StrategyKind};
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use tokio::sync::{mpsc, watch};

@@ -7,12 +7,13 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use llmsweep::engine::{Control, Limits, RunSettings, Strategy};
+use llmsweep::engine::{Limits, RunSettings, Strategy};
+use llmsweep::model::live::Control;
 use llmsweep::model::{EventKind, StrategyKind};
 
 const SHORT: &str = "prompt_tokens=16,output_tokens=8,samples=64";
 
-fn counts_add_up(r: &llmsweep::report::StageReport) {
+fn counts_add_up(r: &llmsweep::model::StageReport) {
     let q = r.requests;
     assert_eq!(
         q.sent,
@@ -165,7 +166,7 @@ async fn every_fault_becomes_a_counted_category() {
     let sim = start_sim(cfg).await;
     let url = sim.url();
     let client = client(&url, Duration::from_millis(800));
-    let prompts = prompts(SHORT, llmsweep::client::Api::Chat);
+    let prompts = prompts(SHORT, llmsweep::model::Api::Chat);
     let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
     let (snap_tx, _snap_rx) = tokio::sync::watch::channel(Default::default());
     let engine =

@@ -9,10 +9,10 @@ use bytes::Bytes;
 use llmsweep::client::Prompt;
 use llmsweep::engine::backend::{Script, Scripted};
 use llmsweep::engine::{
-    Control, Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
+    Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, StageSpec, Strategy,
 };
-use llmsweep::model::EventKind;
-use llmsweep::report::StageReport;
+use llmsweep::model::live::{Control, Snapshot};
+use llmsweep::model::{EventKind, StageReport};
 use tokio::sync::{mpsc, watch};
 use tokio::time::sleep;
 

@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use llmsweep::client::{
-    Api, Client, ClientConfig, ErrorCategory, FollowRedirects, Outcome, Prompt, RequestRecord,
+    Client, ClientConfig, ErrorCategory, FollowRedirects, Prompt, RequestOutcome, RequestRecord,
 };
 use llmsweep::engine::{Limits, Strategy};
+use llmsweep::model::Api;
 use llmsweep::tokenizer::Builtin;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -165,7 +166,7 @@ async fn send_to(url: &str) -> RequestRecord {
 
 fn category(r: &RequestRecord) -> (ErrorCategory, String) {
     match &r.outcome {
-        Outcome::Errored { category, message } => (*category, message.clone()),
+        RequestOutcome::Errored { category, message } => (*category, message.clone()),
         o => panic!("expected an errored request, got {o:?}"),
     }
 }
@@ -189,7 +190,7 @@ async fn sequential_through_sim(
             .send(&prompt, tokio::time::Instant::now(), &cancel)
             .await;
         reconnects += r.reconnects;
-        if let Outcome::Errored { category, message } = &r.outcome {
+        if let RequestOutcome::Errored { category, message } = &r.outcome {
             errors += 1;
             eprintln!("{category}: {message}");
         }
@@ -375,7 +376,7 @@ async fn a_line_over_the_cap_ends_the_request_without_reading_on() {
 async fn a_good_stream_still_completes() {
     let s = hostile(|_| answer(good_stream())).await;
     let r = send_to(&s.url).await;
-    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.outcome, RequestOutcome::Completed);
     assert_eq!(r.chunks.len(), 2);
 }
 
@@ -420,7 +421,7 @@ async fn redirects_are_errors_by_default_and_headers_never_cross_origins() {
 
     // Any: followed, but the credentials stay behind.
     let r = send_with(&secret_cfg(FollowRedirects::Any)).await;
-    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.outcome, RequestOutcome::Completed);
     let seen = other.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
     for secret in [
@@ -457,7 +458,7 @@ async fn same_origin_redirects_keep_their_headers_when_allowed() {
         ..config(&target.url)
     };
     let r = send_with(&cfg).await;
-    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.outcome, RequestOutcome::Completed);
     let seen = target.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
     assert!(seen[1].head.contains("same-origin-value"));
@@ -602,11 +603,12 @@ fn endpoint(
     dir: &std::path::Path,
 ) -> (
     llmsweep::attach::serve::Endpoint,
-    tokio::sync::mpsc::UnboundedReceiver<llmsweep::engine::Control>,
+    tokio::sync::mpsc::UnboundedReceiver<llmsweep::model::live::Control>,
 ) {
     use llmsweep::attach::{protocol::RunHello, serve};
     let (listener, path) = serve::bind(dir).unwrap();
-    let (_snap_tx, snap_rx) = tokio::sync::watch::channel(llmsweep::engine::Snapshot::default());
+    let (_snap_tx, snap_rx) =
+        tokio::sync::watch::channel(llmsweep::model::live::Snapshot::default());
     // The sender must outlive the test's viewers.
     std::mem::forget(_snap_tx);
     let (control_tx, control_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -1140,7 +1142,7 @@ async fn a_malformed_usage_falls_back_to_counting_the_stream_with_a_note() {
         let r = send_to(&s.url).await;
         assert_eq!(
             r.outcome,
-            Outcome::Completed,
+            RequestOutcome::Completed,
             "usage {usage}: {:?}",
             r.outcome
         );
@@ -1292,7 +1294,7 @@ async fn the_responses_api_s_errors_and_ends_are_told_apart() {
         assert_eq!(s.seen.lock().unwrap()[0].path, "/v1/responses", "{name}");
         match want {
             None => {
-                assert_eq!(r.outcome, Outcome::Completed, "{name}");
+                assert_eq!(r.outcome, RequestOutcome::Completed, "{name}");
                 assert_eq!((r.output_tokens, r.server_prompt_tokens), (2, Some(8)));
             }
             Some(c) => {

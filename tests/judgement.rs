@@ -10,13 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use llmsweep::client::{Api, Prompt};
-use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Snapshot, Strategy};
-use llmsweep::model::{EventKind, StrategyKind};
+use llmsweep::client::Prompt;
+use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Strategy};
+use llmsweep::model::live::Snapshot;
+use llmsweep::model::{Api, EventKind, Method, Outcome, Slo, StrategyKind};
 use llmsweep::profile::search::SearchPlan;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
-use llmsweep::stats::metrics::Slo;
-use llmsweep::stats::verdict::{Method, Outcome};
 use tokio::sync::{mpsc, watch};
 
 /// These tests load the simulator and judge timing; on a busy 2-core machine
@@ -213,7 +212,8 @@ async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
         "the backlog shows: {:?}",
         dirty.stages[1].ttft_ms
     );
-    // Let it drain, then measure with the settle wait on.
+    // Let it drain (nothing running or waiting), then measure with the
+    // settle wait on.
     let settle = |r: &RunResult| {
         r.timeline
             .iter()
@@ -221,7 +221,7 @@ async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
             .map(|e| e.detail.clone())
             .unwrap_or_default()
     };
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    wait_idle(&sim.url(), Duration::from_secs(30)).await;
     let (clean, _) = run_plan(&sim.url(), &mut stages(), data, settings()).await;
     let wait = settle(&clean);
     assert!(wait.contains("/metrics"), "{wait}");

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use llmsweep::client::{Api, Outcome, TokenSource};
+use llmsweep::client::{RequestOutcome, TokenSource};
 use llmsweep::data::{build_prompts, Synthetic};
 use llmsweep::engine::{Limits, Strategy};
+use llmsweep::model::Api;
 use llmsweep::stats::metrics;
 use llmsweep::tokenizer::Builtin;
 use tokio_util::sync::CancellationToken;
@@ -50,7 +51,7 @@ async fn the_client_splits_thinking_from_the_answer_exactly() {
                 )
                 .await;
             let case = format!("interval {interval}, extra {extra:?}");
-            assert_eq!(r.outcome, Outcome::Completed, "{case}");
+            assert_eq!(r.outcome, RequestOutcome::Completed, "{case}");
             assert_eq!(r.output_tokens, 12, "{case}");
             assert_eq!(r.reasoning_tokens(), 5, "{case}");
             assert_eq!(r.answer_tokens(), 7, "{case}");
@@ -217,7 +218,8 @@ async fn a_server_that_stops_early_is_named() {
 /// answer token and its split, which add up to the stage's figures.
 #[tokio::test]
 async fn saved_requests_carry_the_first_answer_token_and_the_split() {
-    use llmsweep::engine::{Engine, FixedPlan, RunSettings, Snapshot};
+    use llmsweep::engine::{Engine, FixedPlan, RunSettings};
+    use llmsweep::model::live::Snapshot;
     use tokio::sync::{mpsc, watch};
     let sim = start_sim(thinking_model(6.0, 1)).await;
     let c = client(&sim.url(), Duration::from_secs(10));
@@ -287,7 +289,7 @@ async fn the_live_snapshot_carries_ttfat_once_a_request_thought() {
     let (p50, _) = st.ttfat_ms.unwrap();
     assert!(p50 > st.ttft_p50_ms, "{p50} vs TTFT {}", st.ttft_p50_ms);
     h.control
-        .send(llmsweep::engine::Control::Stop {
+        .send(llmsweep::model::live::Control::Stop {
             reason: "test".into(),
         })
         .unwrap();
@@ -330,7 +332,7 @@ async fn the_responses_api_is_measured_like_chat() {
                 &CancellationToken::new(),
             )
             .await;
-        assert_eq!(r.outcome, Outcome::Completed, "interval {interval}");
+        assert_eq!(r.outcome, RequestOutcome::Completed, "interval {interval}");
         assert_eq!(r.output_source, TokenSource::Usage);
         assert_eq!((r.output_tokens, r.reasoning_tokens()), (12, 5));
         assert_eq!(r.server_reasoning_tokens, Some(5));
@@ -356,7 +358,7 @@ async fn the_responses_api_is_measured_like_chat() {
         )
         .await;
     match &r.outcome {
-        Outcome::Errored { category, message } => {
+        RequestOutcome::Errored { category, message } => {
             assert_eq!(category.to_string(), "error_event");
             assert!(message.contains("simulated in-band error"), "{message}");
         }
@@ -375,7 +377,7 @@ async fn the_responses_api_is_measured_like_chat() {
         )
         .await;
     assert!(
-        matches!(&r.outcome, Outcome::Errored { category, .. } if category.to_string() == "empty_response"),
+        matches!(&r.outcome, RequestOutcome::Errored { category, .. } if category.to_string() == "empty_response"),
         "{:?}",
         r.outcome
     );
@@ -385,7 +387,8 @@ async fn the_responses_api_is_measured_like_chat() {
 /// A stage over the Responses API adds up to the simulator's ground truth.
 #[tokio::test]
 async fn a_responses_api_stage_adds_up_to_the_servers_truth() {
-    use llmsweep::engine::{Engine, FixedPlan, RunSettings, Snapshot};
+    use llmsweep::engine::{Engine, FixedPlan, RunSettings};
+    use llmsweep::model::live::Snapshot;
     use tokio::sync::{mpsc, watch};
     let sim = start_sim(thinking_model(10.0, 1)).await;
     let (_control, control_rx) = mpsc::unbounded_channel();

@@ -4,12 +4,15 @@
 //! To accept a deliberate change of layout: `UPDATE_GOLDEN=1 cargo test --test reports`,
 //! then read the diff of tests/golden/ before committing it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use llmsweep::model::{EventKind, StrategyKind};
-use llmsweep::report::export::{self, Format};
-use llmsweep::report::{checkpoint, Report};
+use common::golden::golden;
+use llmsweep::config::Format;
+use llmsweep::model::{EventKind, Report, StrategyKind};
+use llmsweep::report::{checkpoint, export};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,33 +21,6 @@ fn root() -> PathBuf {
 fn fixture() -> Report {
     let text = std::fs::read_to_string(root().join("tests/fixtures/report.json")).unwrap();
     Report::from_json(&text).unwrap()
-}
-
-fn golden(name: &str, actual: &str) {
-    let path = root().join("tests/golden").join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "{} is missing: run UPDATE_GOLDEN=1 cargo test --test reports",
-            path.display()
-        )
-    });
-    if want != actual {
-        let first = want
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(want.lines().count().min(actual.lines().count()));
-        panic!(
-            "{name} differs from the golden file at line {}:\n  golden: {:?}\n  actual: {:?}",
-            first + 1,
-            want.lines().nth(first),
-            actual.lines().nth(first)
-        );
-    }
 }
 
 #[test]

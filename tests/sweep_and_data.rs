@@ -7,7 +7,8 @@ use std::process::Command;
 
 use common::*;
 use llmsweep::data::Synthetic;
-use llmsweep::engine::{Engine, Limits, RunSettings, Snapshot};
+use llmsweep::engine::{Engine, Limits, RunSettings};
+use llmsweep::model::live::Snapshot;
 use llmsweep::model::EventKind;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::tokenizer::{TokenCounter, TokenizerFile, VOCAB};
@@ -119,7 +120,7 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
         // in lock-step bursts.
         prompts(
             "prompt_tokens=16,output_tokens=16,output_tokens_stdev=5,output_tokens_min=4,samples=64",
-            llmsweep::client::Api::Chat,
+            llmsweep::model::Api::Chat,
         ),
         RunSettings::default(),
         ctl_rx,

@@ -7,20 +7,23 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::golden::golden;
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use llmsweep::engine::history::RunHistory;
-use llmsweep::engine::{ErrorEntry, LiveStage, PlannedStage, RunSettings, Snapshot, Strategy};
-use llmsweep::report::{Report, RequestCounts, StageReport};
-use llmsweep::stats::stage::SeriesPoint;
+use llmsweep::engine::{RunSettings, Strategy};
+use llmsweep::model::live::{
+    ErrorEntry, LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot,
+};
+use llmsweep::model::{Report, RequestCounts, StageReport};
+use llmsweep::server_metrics::scrape::{LivePoint, LiveView, Status};
 use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, View};
-use llmsweep::tui::server::{LivePoint, LiveView, ServerMetrics, Status};
+use llmsweep::tui::server::ServerMetrics;
 use llmsweep::tui::{theme, ui};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 /// Two real finished stages from a short run against the simulator.
-async fn finished_stages() -> Vec<llmsweep::report::StageReport> {
+async fn finished_stages() -> Vec<llmsweep::model::StageReport> {
     let sim = start_sim(model(1.0, 0.0, 64)).await;
     let res = run(
         &sim.url(),
@@ -70,7 +73,7 @@ fn live() -> LiveStage {
     }
 }
 
-fn app_with(finished: Vec<llmsweep::report::StageReport>) -> App {
+fn app_with(finished: Vec<llmsweep::model::StageReport>) -> App {
     let mut app = App::new(
         RunInfo {
             target: "http://127.0.0.1:8000".into(),
@@ -307,28 +310,6 @@ fn golden_app() -> App {
 }
 
 /// Compares `screen` with tests/golden/<name>.txt; `UPDATE_GOLDEN=1` rewrites it.
-fn golden(name: &str, screen: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(format!("{name}.txt"));
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, screen).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (run with UPDATE_GOLDEN=1 to create it)",
-            path.display()
-        )
-    });
-    assert!(
-        want == screen,
-        "{name} differs from {} (UPDATE_GOLDEN=1 rewrites it after review)\n--- want\n{want}\n--- got\n{screen}",
-        path.display()
-    );
-}
-
 /// Each line of the screen, without trailing blanks.
 fn lines(screen: &str) -> Vec<&str> {
     screen.lines().map(|l| l.trim_end()).collect()
@@ -341,7 +322,7 @@ fn golden_dashboards_at_every_size() {
     let app = golden_app();
     for (w, h) in SIZES {
         let s = render(&app, w, h);
-        golden(&format!("dashboard-{w}x{h}"), &s);
+        golden(&format!("dashboard-{w}x{h}.txt"), &s);
     }
 }
 
@@ -528,7 +509,7 @@ fn the_result_screen_says_what_the_run_found() {
     });
     for (w, h) in [(60, 20), (80, 24), (120, 36), (160, 48), (250, 60)] {
         let s = render(&app, w, h);
-        golden(&format!("result-{w}x{h}"), &s);
+        golden(&format!("result-{w}x{h}.txt"), &s);
         assert_has(
             &s,
             &[
@@ -589,7 +570,7 @@ fn help_errors_and_server_views() {
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
     let mut help = golden_app();
     help.on_key(KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE));
-    golden("help-80x24", &render(&help, 80, 24));
+    golden("help-80x24.txt", &render(&help, 80, 24));
     app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     assert_eq!(app.view, View::Errors);
     let mut errs = golden_app();
@@ -614,7 +595,7 @@ fn help_errors_and_server_views() {
             "Connection refused (os error 111)",
         ],
     );
-    golden("errors-80x24", &s);
+    golden("errors-80x24.txt", &s);
     app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     assert_has(&render(&app, 80, 24), &["no Prometheus /metrics"]);
     app.server = Some(ServerMetrics::new(LiveView {
@@ -826,7 +807,7 @@ async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
     let s = render(&app, 120, 36);
     assert_has(&s, &["TTFT ms (p50, p99)", "▶constant@20.00", "stage 2/2"]);
     h.control
-        .send(llmsweep::engine::Control::Stop {
+        .send(llmsweep::model::live::Control::Stop {
             reason: "test".into(),
         })
         .unwrap();

@@ -165,7 +165,11 @@ fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
     tmux.wait_for("the synchronous stage", limit, |s| {
         s.contains("synchronous") && s.contains("stage 1/")
     });
-    std::thread::sleep(Duration::from_millis(1500));
+    // Its measured rate needs 3 completions and 1 s of the stage (the
+    // dashboard shows whole seconds: 2 is past 1 s wherever it rounds).
+    tmux.wait_for("a measured rate", limit, |s| {
+        completed(s) >= 3 && stage_seconds(s) >= 2
+    });
     tmux.keys("+");
     tmux.wait_for("the manual stage from the measured rate", limit, |s| {
         s.contains("(manual)") && s.contains("constant@")
@@ -378,4 +382,27 @@ fn a_key_right_after_a_resize_acts_at_once() {
     tmux.keys("x");
     tmux.wait_for("the exit", limit, |s| s.contains("LLMSWEEP-EXIT="));
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The stage's completed requests on the dashboard (`stage: done N`), 0 when
+/// not shown.
+fn completed(screen: &str) -> u64 {
+    screen
+        .split("stage: done ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The stage's elapsed seconds on the dashboard's second line (`· 5/10 s`),
+/// 0 when not shown.
+fn stage_seconds(screen: &str) -> u64 {
+    let Some(line) = screen.lines().nth(1) else {
+        return 0;
+    };
+    line.split(" · ")
+        .filter_map(|part| part.trim().strip_suffix(" s")?.split_once('/'))
+        .find_map(|(done, _)| done.trim().parse().ok())
+        .unwrap_or(0)
 }

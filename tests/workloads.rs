@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use llmsweep::client::Api;
 use llmsweep::engine::backend::Scripted;
-use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, Snapshot, Strategy};
-use llmsweep::model::RequestLine;
+use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, Strategy};
+use llmsweep::model::live::Snapshot;
+use llmsweep::model::{Api, RequestLine};
 use tokio::sync::{mpsc, watch};
 
 /// Runs one stage through the real client against `url` and returns every

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::live::{HistoryPoint, RunHistory, StageMark};
-use crate::engine::{Control, ErrorEntry, LiveStage, PlannedStage, Snapshot};
+use crate::model::live::{
+    Control, ErrorEntry, HistoryPoint, LiveStage, PlannedStage, RunHistory, Snapshot, StageMark,
+};
 use crate::model::{StageReport, TimelineEvent};
 use crate::server_metrics::scrape::{LiveView, LIVE_POINTS};
 

@@ -16,7 +16,7 @@ use super::protocol::{
     encode, server_delta, RunHello, RunMsg, Sent, ViewerMsg, WireSnapshot, VERSION,
 };
 use super::runs::SOCKET_FILE;
-use crate::engine::{Control, Snapshot};
+use crate::model::live::{Control, Snapshot};
 use crate::model::EventKind;
 use crate::server_metrics::scrape::LiveView;
 

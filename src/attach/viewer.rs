@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::protocol::{apply_server, encode, RunHello, RunMsg, ViewerMsg, VERSION};
 use super::runs::{self, RunState};
-use crate::engine::{Control, Snapshot};
+use crate::model::live::{Control, Snapshot};
 use crate::server_metrics::scrape::LiveView;
 
 /// A connection to a live run, past the greeting.

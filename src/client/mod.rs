@@ -31,7 +31,7 @@ use crate::tokenizer::TokenCounter;
 use chunk::{error_message, parse_chunk, parse_response_event, short, ChunkError};
 use sse::{SseError, SseItem, SseParser};
 
-pub use crate::model::Api;
+use crate::model::Api;
 
 /// One entry of `/v1/models`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -127,7 +127,7 @@ impl fmt::Display for ErrorCategory {
 
 /// How a request ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub enum RequestOutcome {
     Completed,
     /// Still in flight when its stage ended, and cancelled.
     Incomplete,
@@ -215,7 +215,7 @@ pub struct RequestRecord {
     pub server_prompt_tokens: Option<u64>,
     /// Prompt tokens the server served from its cache (`usage.prompt_tokens_details.cached_tokens`).
     pub server_cached_prompt_tokens: Option<u64>,
-    pub outcome: Outcome,
+    pub outcome: RequestOutcome,
     /// Times the request was sent again on a fresh connection because a
     /// pooled one turned out closed before any answer (0 or 1).
     pub reconnects: u32,
@@ -506,7 +506,7 @@ pub struct Client {
 enum SendFail {
     Http(reqwest::Error),
     /// Already decided (an unfollowed redirect).
-    Outcome(Outcome),
+    Outcome(RequestOutcome),
 }
 
 impl Client {
@@ -674,7 +674,9 @@ impl Client {
             SendFail::Http(e) => {
                 anyhow::anyhow!("cannot reach {shown}: {}", describe_reqwest(&e))
             }
-            SendFail::Outcome(Outcome::Errored { message, .. }) => anyhow::anyhow!("{message}"),
+            SendFail::Outcome(RequestOutcome::Errored { message, .. }) => {
+                anyhow::anyhow!("{message}")
+            }
             SendFail::Outcome(o) => anyhow::anyhow!("{o:?}"),
         }
     }
@@ -696,10 +698,10 @@ impl Client {
             let fut = self.stream(prompt, &mut st);
             tokio::select! {
                 biased;
-                _ = cancel.cancelled() => Outcome::Incomplete,
+                _ = cancel.cancelled() => RequestOutcome::Incomplete,
                 r = tokio::time::timeout(self.timeout, fut) => match r {
                     Ok(o) => o,
-                    Err(_) => Outcome::Errored {
+                    Err(_) => RequestOutcome::Errored {
                         category: ErrorCategory::Timeout,
                         message: format!("no complete answer within {:?}", self.timeout),
                     },
@@ -708,7 +710,7 @@ impl Client {
         };
         // Messages quote servers, which may echo what they were sent.
         let outcome = match outcome {
-            Outcome::Errored { category, message } => Outcome::Errored {
+            RequestOutcome::Errored { category, message } => RequestOutcome::Errored {
                 category,
                 message: self.redactor.redact(&message),
             },
@@ -729,7 +731,10 @@ impl Client {
             st.reasoning_tokens,
             st.any_text,
         );
-        let reply = st.reply.take().filter(|_| outcome == Outcome::Completed);
+        let reply = st
+            .reply
+            .take()
+            .filter(|_| outcome == RequestOutcome::Completed);
         RequestRecord {
             scheduled_at,
             sent_at,
@@ -777,7 +782,7 @@ impl Client {
             })
     }
 
-    async fn stream(&self, prompt: &Prompt, st: &mut StreamState) -> Outcome {
+    async fn stream(&self, prompt: &Prompt, st: &mut StreamState) -> RequestOutcome {
         let body = Some(&prompt.body);
         let first = self
             .request(&self.http, Method::POST, &self.url, body, None)
@@ -914,7 +919,7 @@ impl Client {
         now: Instant,
         st: &mut StreamState,
         finished: &mut bool,
-    ) -> Option<Outcome> {
+    ) -> Option<RequestOutcome> {
         let (event, data) = match item {
             SseItem::ErrorField(v) => {
                 return Some(errored(
@@ -1000,7 +1005,7 @@ pub fn add_error_sample(
     }
 }
 
-fn sse_error(e: SseError) -> Outcome {
+fn sse_error(e: SseError) -> RequestOutcome {
     errored(ErrorCategory::StreamMalformed, e.to_string())
 }
 
@@ -1060,20 +1065,20 @@ impl StreamState {
         self.chunks.push((now, (answer + thought).max(1)));
     }
 
-    fn done(&self) -> Outcome {
+    fn done(&self) -> RequestOutcome {
         if self.chunks.is_empty() {
             errored(
                 ErrorCategory::EmptyResponse,
                 "the stream carried no generated output".into(),
             )
         } else {
-            Outcome::Completed
+            RequestOutcome::Completed
         }
     }
 }
 
-fn errored(category: ErrorCategory, message: String) -> Outcome {
-    Outcome::Errored { category, message }
+fn errored(category: ErrorCategory, message: String) -> RequestOutcome {
+    RequestOutcome::Errored { category, message }
 }
 
 fn classify_send_error(e: &reqwest::Error) -> ErrorCategory {

@@ -18,7 +18,8 @@ use serde_json::{Map, Value};
 
 use super::synthetic::Synthetic;
 use super::{request_body, text_offset};
-use crate::client::{Api, Prompt};
+use crate::client::Prompt;
+use crate::model::Api;
 use crate::tokenizer::TokenCounter;
 
 /// One conversation: each turn's request (the whole history so far), and

@@ -13,7 +13,8 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde_json::{json, Map, Value};
 
-use crate::client::{Api, Prompt};
+use crate::client::Prompt;
+use crate::model::Api;
 use crate::tokenizer::TokenCounter;
 pub use synthetic::Synthetic;
 

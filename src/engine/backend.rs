@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Client, ErrorCategory, Outcome, Prompt, RequestRecord, TokenSource};
+use crate::client::{Client, ErrorCategory, Prompt, RequestOutcome, RequestRecord, TokenSource};
 
 /// A future that sends one request and measures it.
 pub type Send<'a> = Pin<Box<dyn Future<Output = RequestRecord> + std::marker::Send + 'a>>;
@@ -106,7 +106,7 @@ impl Scripted {
         prompt: &Prompt,
         scheduled_at: Instant,
         rec: &mut RequestRecord,
-    ) -> Outcome {
+    ) -> RequestOutcome {
         let n = self.sent.fetch_add(1, Ordering::Relaxed);
         let s = (self.script)(n);
         let _slot = match &self.slots {
@@ -116,7 +116,7 @@ impl Scripted {
         let _ = scheduled_at;
         tokio::time::sleep(s.ttft).await;
         if let Some(status) = s.error {
-            return Outcome::Errored {
+            return RequestOutcome::Errored {
                 category: ErrorCategory::Http(status),
                 message: format!("scripted HTTP {status}"),
             };
@@ -128,7 +128,7 @@ impl Scripted {
         }
         rec.output_tokens = u64::from(s.output_tokens);
         rec.prompt_tokens = prompt.prompt_tokens;
-        Outcome::Completed
+        RequestOutcome::Completed
     }
 }
 
@@ -151,7 +151,7 @@ impl Backend for Scripted {
                 prompt_tokens: prompt.prompt_tokens,
                 server_prompt_tokens: None,
                 server_cached_prompt_tokens: None,
-                outcome: Outcome::Incomplete,
+                outcome: RequestOutcome::Incomplete,
                 reconnects: 0,
                 usage_note: None,
                 thinking: Vec::new(),
@@ -163,7 +163,7 @@ impl Backend for Scripted {
             };
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec) => o,
-                _ = cancel.cancelled() => Outcome::Incomplete,
+                _ = cancel.cancelled() => RequestOutcome::Incomplete,
             };
             rec.outcome = outcome;
             rec.ended_at = Instant::now();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{Outcome, RequestRecord};
+use crate::client::{RequestOutcome, RequestRecord};
 use crate::model::{Conversations, TurnFigures};
 use crate::stats::dist::Dist;
 use crate::stats::metrics;
@@ -95,7 +95,7 @@ impl Tracker {
         think: Duration,
         sending: bool,
     ) {
-        if rec.outcome == Outcome::Completed {
+        if rec.outcome == RequestOutcome::Completed {
             if self.by_turn.len() <= t.turn {
                 self.by_turn.resize_with(t.turn + 1, TurnAcc::default);
             }
@@ -118,8 +118,8 @@ impl Tracker {
         }
         let got = self.received.remove(&t.conv);
         match &rec.outcome {
-            Outcome::Completed if t.turn + 1 >= turns => self.completed += 1,
-            Outcome::Completed if sending => {
+            RequestOutcome::Completed if t.turn + 1 >= turns => self.completed += 1,
+            RequestOutcome::Completed if sending => {
                 self.active.insert(t.conv, t.turn + 1);
                 if let Some(reply) = &rec.reply {
                     let mut got = got.unwrap_or_default();
@@ -132,8 +132,8 @@ impl Tracker {
                 };
                 self.next.push(Reverse((rec.ended_at + think, next)));
             }
-            Outcome::Completed | Outcome::Incomplete => self.cut_off += 1,
-            Outcome::Errored { .. } => self.failed += 1,
+            RequestOutcome::Completed | RequestOutcome::Incomplete => self.cut_off += 1,
+            RequestOutcome::Errored { .. } => self.failed += 1,
         }
     }
 
@@ -171,7 +171,12 @@ mod tests {
     use super::*;
     use crate::client::{ErrorCategory, TokenSource};
 
-    fn rec(at: Instant, outcome: Outcome, prompt: u64, cached: Option<u64>) -> RequestRecord {
+    fn rec(
+        at: Instant,
+        outcome: RequestOutcome,
+        prompt: u64,
+        cached: Option<u64>,
+    ) -> RequestRecord {
         RequestRecord {
             scheduled_at: at,
             sent_at: at,
@@ -203,7 +208,13 @@ mod tests {
         let b = tr.start(2);
         let c = tr.start(3);
         assert_eq!(tr.active(), 3);
-        tr.on_done(a, &rec(t0, Outcome::Completed, 10, Some(0)), 2, think, true);
+        tr.on_done(
+            a,
+            &rec(t0, RequestOutcome::Completed, 10, Some(0)),
+            2,
+            think,
+            true,
+        );
         assert_eq!(tr.next_due(), Some(t0 + Duration::from_millis(2100)));
         assert_eq!(tr.take_due(t0 + Duration::from_secs(1)), None);
         let (due, next) = tr.take_due(t0 + Duration::from_secs(3)).unwrap();
@@ -216,13 +227,13 @@ mod tests {
         );
         tr.on_done(
             next,
-            &rec(t0, Outcome::Completed, 30, Some(16)),
+            &rec(t0, RequestOutcome::Completed, 30, Some(16)),
             2,
             think,
             true,
         );
         // b errors; c's first turn completes but the stage has stopped sending.
-        let err = Outcome::Errored {
+        let err = RequestOutcome::Errored {
             category: ErrorCategory::Http(500),
             message: String::new(),
         };
@@ -230,7 +241,7 @@ mod tests {
         let d = tr.start(4);
         tr.on_done(
             c,
-            &rec(t0, Outcome::Completed, 10, Some(0)),
+            &rec(t0, RequestOutcome::Completed, 10, Some(0)),
             2,
             think,
             false,

@@ -19,7 +19,6 @@
 pub mod backend;
 pub mod conversation;
 pub mod history;
-pub mod live;
 pub mod selfcheck;
 pub mod settle;
 pub mod strategy;
@@ -32,19 +31,17 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Outcome, Prompt, RequestRecord};
+use crate::client::{Prompt, RequestOutcome, RequestRecord};
 use crate::data::conversation::Conversation;
-use crate::model::RequestLine;
-use crate::model::{EventKind, StageReport, StrategyKind, TimelineEvent};
-use crate::stats::metrics::Slo;
+use crate::model::live::{Control, ErrorEntry, LiveStage, RunHistory, Snapshot};
+use crate::model::{EventKind, RequestLine, Slo, StageReport, StrategyKind, TimelineEvent};
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
 use conversation::{Tracker, TurnRef};
 
 pub use backend::Backend;
-pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
 use strategy::{ramp_next_stream, ramp_of, ramp_streams, resolve_margin, validate_rate, Arrivals};
-pub use strategy::{FixedPlan, Limits, Plan, PlannedStage, StageSpec, Strategy};
+pub use strategy::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 
 /// How often snapshots are published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
@@ -158,9 +155,9 @@ impl RequestLog {
         let since = |t: Instant| t.saturating_duration_since(run_start).as_secs_f64();
         let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
         let (outcome, error) = match &r.outcome {
-            Outcome::Completed => ("completed", None),
-            Outcome::Incomplete => ("incomplete", None),
-            Outcome::Errored { category, .. } => ("errored", Some(category.to_string())),
+            RequestOutcome::Completed => ("completed", None),
+            RequestOutcome::Incomplete => ("incomplete", None),
+            RequestOutcome::Errored { category, .. } => ("errored", Some(category.to_string())),
         };
         let line = RequestLine {
             stage: stage.to_string(),
@@ -260,7 +257,7 @@ pub struct Engine {
     done_rx: mpsc::UnboundedReceiver<Done>,
     finishing: Vec<Finishing>,
     /// The run's per-second history, shared with every snapshot.
-    history: Arc<history::RunHistory>,
+    history: Arc<RunHistory>,
     /// The running stage so far, refreshed once a second (summarising five
     /// histograms 4×/s would cost the dispatcher for nothing).
     so_far: Option<Arc<StageReport>>,
@@ -325,7 +322,7 @@ impl Engine {
             done_tx,
             done_rx,
             finishing: Vec::new(),
-            history: Arc::new(history::RunHistory::new()),
+            history: Arc::new(RunHistory::new()),
             so_far: None,
             live_warning: None,
             probe: None,
@@ -1176,7 +1173,7 @@ impl Engine {
         } = done;
         stats.on_record(index, &rec);
         log.send(run_start, stage, number, index, turn, &rec);
-        if let Outcome::Errored { category, message } = rec.outcome {
+        if let RequestOutcome::Errored { category, message } = rec.outcome {
             if recent.len() == RECENT_ERRORS {
                 recent.pop_front();
             }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Outcome, Prompt};
+use crate::client::{Prompt, RequestOutcome};
 use crate::stats::metrics;
 
 /// Default bound on the wait between stages.
@@ -70,7 +70,7 @@ async fn busy(http: &reqwest::Client, url: &str) -> Option<f64> {
 /// so no probe is served from the cache an earlier one filled) and compares
 /// their TTFT with `reference_ttft_ms` (the synchronous stage's median).
 pub async fn settle(
-    client: &dyn super::Backend,
+    client: &dyn super::backend::Backend,
     probe: impl Fn(u64) -> Prompt,
     reference_ttft_ms: Option<f64>,
     timeout: Duration,
@@ -141,7 +141,7 @@ pub async fn settle(
         };
         let ttft = rec
             .as_ref()
-            .filter(|r| r.outcome == Outcome::Completed || r.first_token_at().is_some())
+            .filter(|r| r.outcome == RequestOutcome::Completed || r.first_token_at().is_some())
             .and_then(metrics::ttft_us)
             .map(|us| us as f64 / 1000.0);
         match ttft {

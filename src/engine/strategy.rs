@@ -8,7 +8,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
 
-pub use crate::model::live::PlannedStage;
+use crate::model::live::PlannedStage;
 use crate::model::{StageReport, StrategyKind};
 
 /// How requests are released in a stage.

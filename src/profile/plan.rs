@@ -6,9 +6,9 @@ use anyhow::{bail, Context as _, Result};
 use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, SweepArrivals};
 use crate::engine::strategy::{resolve_margin, validate_rate, MAX_RATE, MAX_SECONDS, MIN_RATE};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
+use crate::model::Slo;
 use crate::profile::search::SearchPlan;
 use crate::profile::sweep::{SweepKind, SweepPlan};
-use crate::stats::metrics::Slo;
 use crate::typed;
 
 /// Default stage length against a real server (GuideLLM's common setting).

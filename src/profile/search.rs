@@ -12,10 +12,9 @@
 //! might have missed). The answer is the highest passing rate, with the interval and the
 //! stages that prove it.
 
-use crate::engine::strategy::{fmt_rate, Limits, Plan, PlannedStage, StageSpec, Strategy};
-pub use crate::model::search::{SearchProbe, SearchSummary};
-use crate::model::{Slo, StageReport, StrategyKind};
-use crate::stats::verdict::Outcome;
+use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
+use crate::model::live::PlannedStage;
+use crate::model::{Outcome, SearchProbe, SearchSummary, Slo, StageReport, StrategyKind};
 
 /// Constant-rate probes at most, after synchronous and throughput.
 pub const MAX_PROBES: usize = 12;
@@ -376,7 +375,7 @@ mod tests {
         let p = SearchPlan::new(Slo::default(), 0.9, 0.1, Limits::default(), 64);
         let mut s = stage("constant@30.00", StrategyKind::Constant, 30.0, 1.0);
         s.requests.incomplete = 80;
-        s.verdict = Some(crate::stats::verdict::Verdict {
+        s.verdict = Some(crate::model::Verdict {
             outcome: Outcome::Inconclusive,
             ..Default::default()
         });

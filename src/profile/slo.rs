@@ -84,9 +84,7 @@ fn summarize_rates(stages: &[StageReport]) -> Option<SloSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::StrategyKind;
-    use crate::model::{Goodput, Rates, RequestCounts};
-    use crate::stats::metrics::Slo;
+    use crate::model::{Goodput, Rates, RequestCounts, Slo, StrategyKind};
 
     fn stage(name: &str, rate: f64, frac: f64) -> StageReport {
         StageReport {

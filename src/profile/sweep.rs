@@ -1,12 +1,10 @@
 //! The sweep: a synchronous stage, a throughput stage, then constant (or
 //! Poisson) stages at rates interpolated between the two measured rates.
 
-use crate::engine::strategy::{fmt_rate, Limits, Plan, PlannedStage, StageSpec, Strategy};
-use crate::model::{Outcome, StageReport, StrategyKind};
-pub use crate::stats::judge::{
-    judge_finished, judgement_lines, mark_over_saturated, queueing, stage_warnings,
-};
-use crate::stats::verdict::Method;
+use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
+use crate::model::live::PlannedStage;
+use crate::model::{Method, Outcome, StageReport, StrategyKind};
+use crate::stats::judge::queueing;
 
 /// GuideLLM's sweep rates: `linspace(sync, throughput, n − 1)[1:]`, the
 /// `n − 2` rates of the constant stages (the last equals the throughput rate).
@@ -385,6 +383,7 @@ pub fn short_stage_warning(done: &[StageReport], limits: &Limits) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::judge::stage_warnings;
 
     #[test]
     fn rates_match_guidellm() {
@@ -516,7 +515,7 @@ mod tests {
         let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
         let mut thr = done(StrategyKind::Throughput, 0.0, 0.0);
-        thr.capacity = Some(crate::stats::verdict::CapacityEstimate {
+        thr.capacity = Some(crate::model::CapacityEstimate {
             low_evidence: true,
             ..Default::default()
         });

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Report, StageReport, Target, SCHEMA_VERSION};
+use crate::model::{Report, StageReport, Target, SCHEMA_VERSION};
 
 #[derive(Serialize, Deserialize)]
 struct Header {

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::{layouts::pipe_table, Report, StageReport};
+use super::layouts::pipe_table;
+use crate::model::{Report, StageReport};
 
 /// Pairs the stages of two runs: by name when B has a stage of the same name,
 /// otherwise by position.

@@ -6,7 +6,8 @@
 
 use std::fmt::Write as _;
 
-use super::{layouts, summary, Report, SloSummary, StageReport};
+use super::{layouts, summary};
+use crate::model::{Report, SloSummary, StageReport};
 
 /// Terminals at least this wide get GuideLLM's full tables.
 pub const FULL_WIDTH: u16 = 160;
@@ -210,7 +211,7 @@ fn narrow(r: &Report, width: u16) -> String {
     let names: Vec<String> = r
         .stages
         .iter()
-        .zip(crate::model::report::stage_labels(&r.stages))
+        .zip(crate::model::stage_labels(&r.stages))
         .map(|(st, label)| {
             if st.saturated {
                 format!("{label} !")

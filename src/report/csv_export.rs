@@ -2,8 +2,7 @@
 
 use anyhow::{Context as _, Result};
 
-use super::Report;
-use crate::stats::dist::DistSummary;
+use crate::model::{DistSummary, Report};
 
 pub const STATS: [&str; 9] = [
     "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p999",
@@ -87,7 +86,7 @@ pub fn render(r: &Report) -> Result<String> {
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
-    let labels = crate::model::report::stage_labels(&r.stages);
+    let labels = crate::model::stage_labels(&r.stages);
     for (s, label) in r.stages.iter().zip(&labels) {
         let f = |v: f64| format!("{v}");
         let mut row = vec![

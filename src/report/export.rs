@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{csv_export, html, layouts, write_atomic, Report};
+use super::{csv_export, html, layouts, write_atomic};
+use crate::model::Report;
 
-pub use crate::config::Format;
+use crate::config::Format;
 
 pub fn render(r: &Report, f: Format) -> Result<String> {
     Ok(match f {
@@ -137,7 +138,7 @@ fn timeline_markdown(r: &Report) -> String {
 /// The finished stages plus the running one so far (named
 /// `<stage> (running, so far)`, end reason `running`), for an export during
 /// the run.
-pub fn with_running_stage(snap: &crate::engine::Snapshot) -> Vec<super::StageReport> {
+pub fn with_running_stage(snap: &crate::model::live::Snapshot) -> Vec<crate::model::StageReport> {
     let mut stages = snap.finished.to_vec();
     if let Some(so_far) = snap.stage.as_ref().and_then(|s| s.so_far.as_ref()) {
         let mut s = (**so_far).clone();

@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::{layouts, Report, StageReport};
+use super::layouts;
+use crate::model::{Report, StageReport};
 use crate::stats::dist::Dist;
 
 const PALETTE: [&str; 10] = [
@@ -13,7 +14,7 @@ const PALETTE: [&str; 10] = [
     "#bcbd22", "#17becf",
 ];
 
-pub use crate::safe::html as esc;
+use crate::safe::html as esc;
 
 #[derive(Default)]
 pub struct Series {
@@ -636,7 +637,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     );
 
     h.push_str("<h2>Stages</h2><table><tr><th>Stage</th><th>Target</th><th>Req/s (steady)</th><th>Conc</th><th>Out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT mean</th><th>Latency p50 (s)</th><th>Comp</th><th>Inc</th><th>Err</th><th>Errors</th></tr>");
-    let labels = crate::model::report::stage_labels(&r.stages);
+    let labels = crate::model::stage_labels(&r.stages);
     for (s, label) in r.stages.iter().zip(&labels) {
         let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = write!(

@@ -5,8 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Report, StageReport};
-use crate::model::StrategyKind;
+use crate::model::{Report, StageReport, StrategyKind};
 
 /// A table with grouped column headers, drawn the way GuideLLM draws it:
 /// `=` rules, a group row, a header row, a `-` rule, right-aligned cells
@@ -132,7 +131,7 @@ pub fn guidellm_info(r: &Report) -> String {
     ] {
         columns.extend(t(g));
     }
-    let labels = crate::model::report::stage_labels(&r.stages);
+    let labels = crate::model::stage_labels(&r.stages);
     let rows = r
         .stages
         .iter()
@@ -171,13 +170,13 @@ pub fn guidellm_stats(r: &Report) -> String {
     for g in ["Req Latency (s)", "TTFT (ms)", "ITL (ms)", "TPOT (ms)"] {
         columns.extend([(g, "mean"), (g, "median"), (g, "p99")]);
     }
-    let labels = crate::model::report::stage_labels(&r.stages);
+    let labels = crate::model::stage_labels(&r.stages);
     let rows = r
         .stages
         .iter()
         .zip(&labels)
         .map(|(s, label)| {
-            let m3 = |d: &crate::stats::dist::DistSummary, k: f64, p: usize| {
+            let m3 = |d: &crate::model::DistSummary, k: f64, p: usize| {
                 [d.mean * k, d.p50 * k, d.p99 * k].map(|v| format!("{v:.p$}"))
             };
             let mut row = vec![
@@ -451,7 +450,7 @@ pub fn sglang_block(r: &Report, s: &StageReport) -> String {
 pub fn sglang(r: &Report) -> String {
     r.stages
         .iter()
-        .zip(crate::model::report::stage_labels(&r.stages))
+        .zip(crate::model::stage_labels(&r.stages))
         .map(|(s, label)| {
             sglang_block(r, s).replacen(
                 &format!("{:<41}{}\n", "Stage:", s.name),

@@ -1,4 +1,4 @@
-//! Reports: the model (in `crate::model`, re-exported here) rendered and
+//! Reports: the data model (`crate::model`) rendered and
 //! written in every format; `report.json` is the model serialised.
 
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ pub mod rerun;
 pub mod server;
 pub mod summary;
 
-pub use crate::model::report::*;
+use crate::model::{Report, SCHEMA_VERSION};
 
 impl Report {
     pub fn to_json(&self) -> Result<String> {

@@ -5,8 +5,7 @@
 //! report has the figures, so reports of other servers read as before.
 
 use super::layouts::{pipe_table, GroupedTable};
-use super::{Report, StageReport};
-use crate::model::{DistSummary, OutputLengths};
+use crate::model::{DistSummary, OutputLengths, Report, StageReport};
 
 /// Some stage saw reasoning.
 pub fn any_reasoning(r: &Report) -> bool {
@@ -208,7 +207,7 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
 
 /// The HTML section: both tables as text, under their own headings.
 pub fn html_section(r: &Report) -> Option<String> {
-    let esc = super::html::esc;
+    let esc = crate::safe::html;
     let mut h = String::new();
     if let Some(t) = reasoning_table(r) {
         h.push_str(

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::Report;
 use crate::config::RunConfig;
+use crate::model::Report;
 use crate::redact::MASK;
 
 /// Keys of the report's `config` that describe the run, not its settings

@@ -5,10 +5,11 @@
 
 use std::fmt::Write as _;
 
-use super::html::{axes, esc, svg_open, ticks, y_grid_line};
+use super::html::{axes, svg_open, ticks, y_grid_line};
 use super::layouts::GroupedTable;
-use super::{Report, StageReport};
 use crate::model::server::{GaugeSummary, ServerDist};
+use crate::model::{Report, StageReport};
+use crate::safe::html as esc;
 
 /// True when some stage has the server's metrics, or a server prompt-token
 /// count (usage) that differs from the requested one.
@@ -360,7 +361,7 @@ pub fn html_section(r: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server_metrics::model::{ClientMinusServer, ServerSeries, ServerStage};
+    use crate::model::server::{ClientMinusServer, ServerSeries, ServerStage};
 
     fn report(server: Option<ServerStage>) -> Report {
         let text = include_str!("../../tests/fixtures/report.json");

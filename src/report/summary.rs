@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Report, StageReport};
+use crate::model::{Report, StageReport};
 
 /// A stage's TTFT p50 more than this many times the lowest of the slower
 /// stages marks the knee: latency has started to climb with the rate.
@@ -160,7 +160,7 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         .iter()
         .filter_map(|s| {
             let v = s.verdict.as_ref()?;
-            (v.outcome == crate::model::verdict::Outcome::Erroring)
+            (v.outcome == crate::model::Outcome::Erroring)
                 .then(|| format!("{} ({})", s.name, v.reason))
         })
         .collect();
@@ -327,8 +327,8 @@ mod tests {
         all_503.requests.sent = 20;
         all_503.requests.errored = 20;
         all_503.errors.insert("http_503".into(), 20);
-        all_503.verdict = Some(crate::model::verdict::Verdict {
-            outcome: crate::model::verdict::Outcome::Erroring,
+        all_503.verdict = Some(crate::model::Verdict {
+            outcome: crate::model::Outcome::Erroring,
             reason:
                 "the server answered 5.00 req/s, but 100% of the answers were errors (20 of 20)"
                     .into(),

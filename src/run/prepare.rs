@@ -8,18 +8,16 @@ use anyhow::{bail, Context as _, Result};
 use serde_json::json;
 
 use crate::client::{normalize_target, Client, ClientConfig, Prompt};
-use crate::config::{LoadStrategy, RunConfig};
+use crate::config::{Format, LoadStrategy, RunConfig};
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
+use crate::model::{Slo, Target};
 use crate::profile::plan::{
     build_plan, build_replay_plan, check_burstiness, check_search, check_seconds, check_time_scale,
     PlanChoice,
 };
-use crate::report::export::Format;
-use crate::report::Target;
 use crate::sim;
-use crate::stats::metrics::Slo;
 use crate::tokenizer::{Builtin, TokenCounter};
 use crate::typed;
 
@@ -155,7 +153,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         if !talking {
             bail!("--replies received is for conversations (--data …,turns=N, or a file of conversations)");
         }
-        if args.api != crate::client::Api::Chat {
+        if args.api != crate::model::Api::Chat {
             bail!("--replies received needs --api chat (the history's replies are assistant messages)");
         }
     }

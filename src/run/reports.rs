@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::engine::Snapshot;
-use crate::report::export::Format;
-use crate::report::{self, Report, StageReport, Target, TimelineEvent};
+use crate::config::Format;
+use crate::model::live::Snapshot;
+use crate::model::{Report, StageReport, Target, TimelineEvent};
+use crate::report;
 
 /// What every report of this run shares, and where the reports go.
 #[derive(Clone)]
@@ -35,7 +36,7 @@ impl Reports {
             slo_summary,
             search: None,
             answer: None,
-            version: report::SCHEMA_VERSION,
+            version: crate::model::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
             created: self.created.clone(),
             target: self.target.clone(),

@@ -16,10 +16,10 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
-pub use crate::config::OnHangup;
-use crate::engine::Control;
+use crate::config::OnHangup;
+use crate::model::live::Control;
 
-pub use crate::term::{FORCED_EXIT, REPEAT_WINDOW};
+use crate::term::{FORCED_EXIT, REPEAT_WINDOW};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sig {

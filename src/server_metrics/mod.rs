@@ -10,7 +10,6 @@
 //! * `model`: the report fields (serde only);
 //! * `scrape`: the scraping task and the dashboard's live view.
 
-pub mod model;
 pub mod prom;
 pub mod scrape;
 pub mod series;
@@ -19,11 +18,11 @@ pub mod vocab;
 
 use std::time::SystemTime;
 
-pub use model::ServerStage;
 pub use scrape::{LiveView, Record, ScrapeConfig, ScrapeHandle, Scraper, Status};
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::model::server::ServerStage;
 use crate::model::StageReport;
 
 /// Seconds between scrapes unless `--server-metrics-interval` says otherwise.

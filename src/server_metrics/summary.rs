@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{
-    ClientMinusServer, CounterSummary, GaugeSummary, ServerDist, ServerSeries, ServerStage,
-};
 use super::series::{counter_increase, gauge_stats, gauge_stats_by, hist_delta, Point};
 use super::vocab::{Counter, Gauge, Histo};
+use crate::model::server::{
+    ClientMinusServer, CounterSummary, GaugeSummary, ServerDist, ServerSeries, ServerStage,
+};
 
 /// The client's figures a stage is compared with (ms).
 #[derive(Debug, Clone, Copy, Default)]

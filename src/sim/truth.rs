@@ -13,7 +13,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::prom::{self, Histogram};
-use crate::stats::dist::{Dist, DistSummary};
+use crate::model::DistSummary;
+use crate::stats::dist::Dist;
 
 /// Timestamps of one request, kept by its response stream.
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! A latency distribution: an HDR histogram in microseconds, summarised in
 //! milliseconds.
 
-pub use crate::model::dist::DistSummary;
+use crate::model::DistSummary;
 use anyhow::{Context as _, Result};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};

@@ -2,7 +2,7 @@
 //! timeline notes, and the run's judgement in plain lines for every report.
 //! Pure functions over the report model.
 
-use crate::model::{EventKind, Outcome as VerdictOutcome, StageReport, StrategyKind, Verdict};
+use crate::model::{EventKind, Outcome, StageReport, StrategyKind, Verdict};
 
 /// The run's judgement in plain lines, for the console summary, report.md
 /// and report.html: why the run ended when it was not the plan's end, every
@@ -33,7 +33,7 @@ pub fn judgement_lines(r: &crate::model::Report) -> Vec<String> {
     }
     for s in &r.stages {
         if let Some(vd) = &s.verdict {
-            if vd.outcome != VerdictOutcome::NotSaturated {
+            if vd.outcome != Outcome::NotSaturated {
                 v.push(format!(
                     "{}: {} — {}",
                     s.name,
@@ -133,7 +133,7 @@ pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
     report.saturated = true;
     report.saturation_reason = Some(reason.clone());
     report.verdict = Some(Verdict {
-        outcome: VerdictOutcome::Saturated,
+        outcome: Outcome::Saturated,
         reason,
         needed_seconds: None,
         overload: true,
@@ -239,7 +239,7 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
     if let Some(v) = s
         .verdict
         .as_ref()
-        .filter(|v| v.outcome == VerdictOutcome::Inconclusive)
+        .filter(|v| v.outcome == Outcome::Inconclusive)
     {
         w.push(v.reason.clone());
     }

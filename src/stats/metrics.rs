@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::client::RequestRecord;
-pub use crate::model::slo::Slo;
+use crate::model::Slo;
 
 fn us(d: Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64
@@ -185,7 +185,7 @@ pub fn parse_duration_ms(s: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{Outcome, TokenSource};
+    use crate::client::{RequestOutcome, TokenSource};
     use tokio::time::Instant;
 
     fn record(chunks_ms: &[(u64, u32)], end_ms: u64, tokens: u64) -> RequestRecord {
@@ -201,7 +201,7 @@ mod tests {
             prompt_tokens: 10,
             server_prompt_tokens: None,
             server_cached_prompt_tokens: None,
-            outcome: Outcome::Completed,
+            outcome: RequestOutcome::Completed,
             reconnects: 0,
             usage_note: None,
             thinking: Vec::new(),

@@ -8,12 +8,13 @@ use tokio::time::Instant;
 
 use super::backlog::{Backlog, Segment, Steady};
 use super::dist::Dist;
-use super::metrics::{self, Slo};
-use super::verdict::{self, Evidence, Verdict};
-use crate::client::{ErrorCategory, Outcome, RequestRecord};
-pub use crate::model::live::SeriesPoint;
+use super::metrics;
+use super::verdict::{self, Evidence};
+use crate::client::{ErrorCategory, RequestOutcome, RequestRecord};
+use crate::model::live::SeriesPoint;
 use crate::model::{
-    ByOutcome, Concurrency, Goodput, Rates, RequestCounts, StageReport, StrategyKind, Tokens,
+    ByOutcome, Concurrency, Goodput, Rates, RequestCounts, Slo, StageReport, StrategyKind, Tokens,
+    Verdict,
 };
 
 /// Which requests count towards the statistics. Requests sent outside the
@@ -423,21 +424,21 @@ impl StageStats {
 
     pub fn on_record(&mut self, index: u64, r: &RequestRecord) {
         self.integrate(r.ended_at.max(self.last_change));
-        if r.outcome == Outcome::Incomplete && self.in_flight_at_end.is_none() {
+        if r.outcome == RequestOutcome::Incomplete && self.in_flight_at_end.is_none() {
             self.in_flight_at_end = Some(self.in_flight);
         }
         self.in_flight = self.in_flight.saturating_sub(1);
         self.reconnects += u64::from(r.reconnects);
         let totals = match &r.outcome {
-            Outcome::Completed => {
+            RequestOutcome::Completed => {
                 self.counts.completed += 1;
                 &mut self.by_outcome.completed
             }
-            Outcome::Incomplete => {
+            RequestOutcome::Incomplete => {
                 self.counts.incomplete += 1;
                 &mut self.by_outcome.incomplete
             }
-            Outcome::Errored { category, message } => {
+            RequestOutcome::Errored { category, message } => {
                 self.counts.errored += 1;
                 if got_no_answer(r) {
                     self.unanswered_errors += 1;
@@ -453,7 +454,7 @@ impl StageStats {
         totals.prompt_total = totals.prompt_total.saturating_add(r.prompt_tokens);
         totals.output_total = totals.output_total.saturating_add(r.output_tokens);
         // Live series: every completed request, window or not.
-        if r.outcome == Outcome::Completed {
+        if r.outcome == RequestOutcome::Completed {
             self.sec_completed += 1;
             self.sec_tokens = self.sec_tokens.saturating_add(r.output_tokens);
             if let Some(t) = metrics::ttft_us(r) {
@@ -469,9 +470,9 @@ impl StageStats {
         }
         let in_window = self.window.contains(index, r.sent_at);
         let answered = match &r.outcome {
-            Outcome::Completed => true,
-            Outcome::Errored { .. } => !got_no_answer(r),
-            Outcome::Incomplete => false,
+            RequestOutcome::Completed => true,
+            RequestOutcome::Errored { .. } => !got_no_answer(r),
+            RequestOutcome::Incomplete => false,
         };
         // The segment that both sent and answered the request, if one did,
         // and the request ended before sending stopped (not in a drain).
@@ -492,10 +493,10 @@ impl StageStats {
                     seg.first_answer_s = Some(t_end);
                 }
                 self.backlog
-                    .count_answer(t_end, r.outcome == Outcome::Completed);
+                    .count_answer(t_end, r.outcome == RequestOutcome::Completed);
             }
         }
-        if r.outcome != Outcome::Completed || !in_window {
+        if r.outcome != RequestOutcome::Completed || !in_window {
             return;
         }
         self.counts.measured += 1;
@@ -729,7 +730,7 @@ impl StageStats {
         let e = self.evidence(now, m_s, target_rate.filter(|_| open_loop));
         if open_loop {
             let v = verdict::judge(&e, &verdict::capacity(&e))?;
-            return (v.outcome != verdict::Outcome::Inconclusive)
+            return (v.outcome != crate::model::Outcome::Inconclusive)
                 .then(|| format!("verdict {}", v.outcome.as_str()));
         }
         if kind == StrategyKind::Synchronous {
@@ -737,7 +738,7 @@ impl StageStats {
                 .then(|| format!("{} requests measured", self.counts.measured));
         }
         let c = verdict::capacity(&e);
-        (c.method == verdict::Method::Steady && !c.low_evidence).then(|| {
+        (c.method == crate::model::Method::Steady && !c.low_evidence).then(|| {
             format!(
                 "capacity estimate steady at {:.2} req/s ({})",
                 c.requests_per_s, c.evidence
@@ -882,7 +883,7 @@ impl StageStats {
         };
         let saturation_reason = verdict
             .as_ref()
-            .filter(|v| v.outcome == verdict::Outcome::Saturated)
+            .filter(|v| v.outcome == crate::model::Outcome::Saturated)
             .map(|v| v.reason.clone());
         let n = self.counts.measured as f64;
         let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
@@ -999,7 +1000,7 @@ fn pooled_slope(fits: &[SlopeFit]) -> Option<f64> {
 /// capacity), so it counts with the answered errors, not as overload.
 fn got_no_answer(r: &RequestRecord) -> bool {
     match &r.outcome {
-        Outcome::Errored { category, .. } => match category {
+        RequestOutcome::Errored { category, .. } => match category {
             ErrorCategory::Connect => true,
             ErrorCategory::Timeout => r.chunks.is_empty(),
             _ => false,
@@ -1023,7 +1024,7 @@ mod tests {
         sent_ms: u64,
         first_ms: u64,
         end_ms: u64,
-        outcome: Outcome,
+        outcome: RequestOutcome,
     ) -> RequestRecord {
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         RequestRecord {
@@ -1053,7 +1054,7 @@ mod tests {
         let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
         // Two requests each in flight for 1 s of a 2 s stage: mean concurrency 1.
         s.on_sent(t0);
-        s.on_record(0, &rec(t0, 0, 100, 1000, Outcome::Completed));
+        s.on_record(0, &rec(t0, 0, 100, 1000, RequestOutcome::Completed));
         s.on_sent(t0 + Duration::from_millis(1000));
         s.on_record(
             1,
@@ -1062,7 +1063,7 @@ mod tests {
                 1000,
                 1100,
                 2000,
-                Outcome::Errored {
+                RequestOutcome::Errored {
                     category: ErrorCategory::Http(500),
                     message: "x".into(),
                 },
@@ -1084,7 +1085,7 @@ mod tests {
         assert_eq!(r.rates.steady_requests_per_s, r.rates.requests_per_s);
         assert_eq!(
             r.capacity.as_ref().unwrap().method,
-            super::verdict::Method::Plain
+            crate::model::Method::Plain
         );
         assert!(
             (r.concurrency.mean - 1.0).abs() < 1e-6,
@@ -1116,7 +1117,13 @@ mod tests {
             let ttft = if (1000..3000).contains(sent) { 10 } else { 900 };
             s.on_record(
                 i as u64,
-                &rec(t0, *sent, sent + ttft, sent + ttft + 5, Outcome::Completed),
+                &rec(
+                    t0,
+                    *sent,
+                    sent + ttft,
+                    sent + ttft + 5,
+                    RequestOutcome::Completed,
+                ),
             );
         }
         let r = s.finish(
@@ -1139,9 +1146,9 @@ mod tests {
         let slo = Slo::parse("ttft=50ms").unwrap();
         let mut s = StageStats::new(t0, Window::whole(t0), Some(slo), vec![]);
         s.on_sent(t0);
-        s.on_record(0, &rec(t0, 0, 10, 100, Outcome::Completed));
+        s.on_record(0, &rec(t0, 0, 10, 100, RequestOutcome::Completed));
         s.on_sent(t0);
-        s.on_record(1, &rec(t0, 0, 90, 100, Outcome::Completed));
+        s.on_record(1, &rec(t0, 0, 90, 100, RequestOutcome::Completed));
         let r = s.finish(
             t0 + Duration::from_secs(1),
             "x".into(),
@@ -1162,7 +1169,7 @@ mod tests {
         for i in 0..128u64 {
             s.on_sent(t0);
             let end = 3500 + i % 20;
-            s.on_record(i, &rec(t0, 0, 400, end, Outcome::Completed));
+            s.on_record(i, &rec(t0, 0, 400, end, RequestOutcome::Completed));
         }
         let r = s.finish(
             t0 + Duration::from_secs(4),
@@ -1172,7 +1179,7 @@ mod tests {
             "max_seconds",
         );
         let c = r.capacity.clone().unwrap();
-        assert_eq!(c.method, super::verdict::Method::Observed, "{c:?}");
+        assert_eq!(c.method, crate::model::Method::Observed, "{c:?}");
         assert!(
             r.rates.steady_requests_per_s <= 128.0 / 3.5,
             "{:?}",
@@ -1192,9 +1199,10 @@ mod tests {
             match (send, i) {
                 (true, _) => s.on_sent(t0 + Duration::from_millis(at)),
                 (false, u64::MAX) => s.tick(t0 + Duration::from_millis(at)),
-                (false, i) => {
-                    s.on_record(i, &rec(t0, i * 50, i * 50 + 100, at, Outcome::Completed))
-                }
+                (false, i) => s.on_record(
+                    i,
+                    &rec(t0, i * 50, i * 50 + 100, at, RequestOutcome::Completed),
+                ),
             }
         }
         let r = s.finish(
@@ -1239,7 +1247,7 @@ mod tests {
                 let end = 1000 + next_done * 100;
                 s.on_record(
                     next_done,
-                    &rec(t0, next_done * 25, end - 50, end, Outcome::Completed),
+                    &rec(t0, next_done * 25, end - 50, end, RequestOutcome::Completed),
                 );
                 next_done += 1;
             }
@@ -1248,7 +1256,10 @@ mod tests {
             }
         }
         for i in next_done..400 {
-            s.on_record(i, &rec(t0, i * 25, i * 25, 10_000, Outcome::Incomplete));
+            s.on_record(
+                i,
+                &rec(t0, i * 25, i * 25, 10_000, RequestOutcome::Incomplete),
+            );
         }
         s.tick(t0 + Duration::from_millis(10_001));
         assert!(
@@ -1264,7 +1275,7 @@ mod tests {
             "max_seconds",
         );
         let v = r.verdict.unwrap();
-        assert_eq!(v.outcome, super::verdict::Outcome::Saturated, "{v:?}");
+        assert_eq!(v.outcome, crate::model::Outcome::Saturated, "{v:?}");
     }
 
     #[test]
@@ -1276,12 +1287,12 @@ mod tests {
             let sent = i * 20;
             s.on_sent(t0 + Duration::from_millis(sent));
             let outcome = if i % 10 == 0 {
-                Outcome::Errored {
+                RequestOutcome::Errored {
                     category: ErrorCategory::Http(500),
                     message: "x".into(),
                 }
             } else {
-                Outcome::Completed
+                RequestOutcome::Completed
             };
             s.on_record(i, &rec(t0, sent, sent + 50, sent + 100, outcome));
         }
@@ -1297,13 +1308,13 @@ mod tests {
         );
         assert!(!r.saturated, "{:?}", r.saturation_reason);
         let v = r.verdict.unwrap();
-        assert_eq!(v.outcome, super::verdict::Outcome::Erroring, "{v:?}");
+        assert_eq!(v.outcome, crate::model::Outcome::Erroring, "{v:?}");
     }
 
     #[test]
     fn streams_that_stall_until_the_timeout_are_answers_not_overload() {
         let t0 = Instant::now();
-        let timeout = || Outcome::Errored {
+        let timeout = || RequestOutcome::Errored {
             category: ErrorCategory::Timeout,
             message: "no complete answer within 3s".into(),
         };
@@ -1321,7 +1332,7 @@ mod tests {
                     }
                     r
                 } else {
-                    rec(t0, sent, sent + 20, sent + 1000, Outcome::Completed)
+                    rec(t0, sent, sent + 20, sent + 1000, RequestOutcome::Completed)
                 };
                 s.on_record(i, &r);
             }
@@ -1341,7 +1352,7 @@ mod tests {
         let stalled = run(true);
         assert_eq!(
             stalled.outcome,
-            super::verdict::Outcome::Erroring,
+            crate::model::Outcome::Erroring,
             "{stalled:?}"
         );
         assert!(!stalled.overload, "{stalled:?}");
@@ -1349,7 +1360,7 @@ mod tests {
         let unanswered = run(false);
         assert_eq!(
             unanswered.outcome,
-            super::verdict::Outcome::Saturated,
+            crate::model::Outcome::Saturated,
             "{unanswered:?}"
         );
         assert!(
@@ -1363,7 +1374,7 @@ mod tests {
         let t0 = Instant::now();
         let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
         s.on_sent(t0);
-        s.on_record(0, &rec(t0, 0, 100, 500, Outcome::Completed));
+        s.on_record(0, &rec(t0, 0, 100, 500, RequestOutcome::Completed));
         s.tick(t0 + Duration::from_secs(1));
         let p = s.series.back().copied().unwrap();
         assert!((p.requests_per_s - 1.0).abs() < 1e-9);

@@ -161,7 +161,7 @@ pub fn warnings(s: &StageReport) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{Outcome, TokenSource};
+    use crate::client::{RequestOutcome, TokenSource};
     use std::time::Duration;
     use tokio::time::Instant;
 
@@ -178,7 +178,7 @@ mod tests {
             prompt_tokens: 1,
             server_prompt_tokens: None,
             server_cached_prompt_tokens: None,
-            outcome: Outcome::Completed,
+            outcome: RequestOutcome::Completed,
             reconnects: 0,
             thinking,
             server_reasoning_tokens: server_reasoning,

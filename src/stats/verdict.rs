@@ -38,7 +38,7 @@
 //!    not saturated.
 //! 3. Otherwise inconclusive, with the stage length a verdict would need.
 
-pub use crate::model::verdict::{CapacityEstimate, Method, Outcome, Verdict};
+use crate::model::{CapacityEstimate, Method, Outcome, Verdict};
 
 use super::backlog::{BacklogPoint, Segment, Steady};
 

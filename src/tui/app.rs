@@ -8,9 +8,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::server::ServerMetrics;
 use super::theme::Theme;
-use crate::engine::{Control, Snapshot};
-use crate::model::{EventKind, StrategyKind};
-use crate::report::Report;
+use crate::model::live::{Control, Snapshot};
+use crate::model::{EventKind, Report, StrategyKind};
 
 /// What the dashboard shows; Tab cycles through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -691,9 +690,9 @@ mod tests {
 
     fn with_stage(strategy: StrategyKind, target: Option<f64>, measured: f64) -> App {
         let mut a = app();
-        let mut so_far = crate::report::StageReport::default();
+        let mut so_far = crate::model::StageReport::default();
         so_far.rates.requests_per_s = measured;
-        a.snap.stage = Some(crate::engine::LiveStage {
+        a.snap.stage = Some(crate::model::live::LiveStage {
             name: format!("{strategy}@x"),
             strategy,
             target_rate: target,
@@ -702,7 +701,7 @@ mod tests {
         });
         a.snap.stage_number = 1;
         a.snap.stages_total = Some(3);
-        a.snap.upcoming = vec![crate::engine::PlannedStage {
+        a.snap.upcoming = vec![crate::model::live::PlannedStage {
             name: "constant@20.00".into(),
             target_rate: Some(20.0),
         }];
@@ -718,7 +717,7 @@ mod tests {
         // Seen: `r 500` compared with 139.06 req/s, one second of a
         // throughput stage on a server that holds about 30.
         let mut a = with_stage(StrategyKind::Constant, Some(30.0), 29.0);
-        let mut thr = crate::report::StageReport::default();
+        let mut thr = crate::model::StageReport::default();
         thr.rates.completed_per_s = 31.0;
         thr.rates.steady_s = 8.0;
         thr.rates.requests_per_s = 25.0;
@@ -911,7 +910,7 @@ mod tests {
         a.say("stopping: finishing the stage and writing the reports…");
         a.finished(RunOutcome {
             report: std::sync::Arc::new(
-                crate::report::Report::from_json(
+                crate::model::Report::from_json(
                     r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
                 )
                 .unwrap(),

@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result};
 use crossterm::event::{self, Event, KeyEventKind};
 use tokio::sync::{mpsc, watch};
 
-use crate::engine::{Control, Snapshot};
+use crate::model::live::{Control, Snapshot};
 use app::{Action, App, RunInfo};
 
 /// Writes the reports of what has been measured so far; returns the paths.

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::app::App;
 use super::theme::Theme;
-pub use crate::server_metrics::scrape::{LivePoint, LiveView, Status};
+use crate::server_metrics::scrape::{LivePoint, LiveView, Status};
 
 /// What the view reads: the scraper's latest live view.
 pub type ServerMetrics = Arc<LiveView>;

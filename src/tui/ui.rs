@@ -17,11 +17,9 @@ use ratatui::Frame;
 
 use super::app::{App, Metric, View};
 use super::theme::Theme;
-use crate::engine::history::HistoryPoint;
-use crate::engine::{ErrorEntry, LiveStage, Snapshot};
-use crate::model::StrategyKind;
+use crate::model::live::{ErrorEntry, HistoryPoint, LiveStage, Snapshot};
+use crate::model::{StageReport, StrategyKind};
 use crate::report::summary;
-use crate::report::StageReport;
 
 /// Below this the dashboard says so instead of drawing.
 pub const MIN_WIDTH: u16 = 60;
@@ -55,7 +53,7 @@ pub enum RowState {
     Planned,
 }
 
-fn m3(d: &crate::stats::dist::DistSummary, k: f64) -> [Option<f64>; 3] {
+fn m3(d: &crate::model::DistSummary, k: f64) -> [Option<f64>; 3] {
     if d.count == 0 {
         [None; 3]
     } else {
@@ -1312,7 +1310,7 @@ fn draw_sweep(frame: &mut Frame, app: &App, area: Rect) {
 pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
     stages
         .iter()
-        .zip(crate::model::report::stage_labels(stages))
+        .zip(crate::model::stage_labels(stages))
         .map(|(s, label)| RowData {
             name: label,
             ..RowData::from_report(s)
@@ -1330,12 +1328,8 @@ fn table_rows(app: &App) -> Vec<RowData> {
             .filter(|f| f.name == st.name)
             .count();
         let mut row = RowData::from_live(st);
-        row.name = crate::model::report::stage_label(
-            &st.name,
-            run,
-            false,
-            app.snap.paused || st.paused_s > 0.0,
-        );
+        row.name =
+            crate::model::stage_label(&st.name, run, false, app.snap.paused || st.paused_s > 0.0);
         rows.push(row);
     }
     for p in &app.snap.upcoming {
@@ -1461,14 +1455,8 @@ fn draw_table(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: 
     let legend = match (live, marks) {
         (true, false) => "▶ running, so far · ! saturated · - no data · rate: steady ".to_string(),
         (false, false) => "! saturated · - no data · rate: steady ".to_string(),
-        (true, true) => format!(
-            "▶ running · ! saturated · {} ",
-            crate::model::report::LABEL_LEGEND
-        ),
-        (false, true) => format!(
-            "! saturated · - no data · {} ",
-            crate::model::report::LABEL_LEGEND
-        ),
+        (true, true) => format!("▶ running · ! saturated · {} ", crate::model::LABEL_LEGEND),
+        (false, true) => format!("! saturated · - no data · {} ", crate::model::LABEL_LEGEND),
     };
     let title = Line::from(vec![
         Span::styled(" stages ", th.title()),

@@ -2,6 +2,7 @@
 //! an engine wired to it.
 #![allow(dead_code)]
 
+pub mod golden;
 pub mod http;
 pub mod process;
 pub mod tmux;
@@ -9,11 +10,11 @@ pub mod tmux;
 use std::sync::Arc;
 use std::time::Duration;
 
-use llmsweep::client::{Api, Client, ClientConfig};
+use llmsweep::client::{Client, ClientConfig};
 use llmsweep::data::{build_prompts, Synthetic};
-use llmsweep::engine::{
-    Control, Engine, FixedPlan, Limits, RunResult, RunSettings, Snapshot, StageSpec, Strategy,
-};
+use llmsweep::engine::{Engine, FixedPlan, Limits, RunResult, RunSettings, StageSpec, Strategy};
+use llmsweep::model::live::{Control, Snapshot};
+use llmsweep::model::Api;
 use llmsweep::sim::{self, SimConfig, SimHandle, TruthReport};
 use llmsweep::tokenizer::Builtin;
 use tokio::sync::{mpsc, watch};
@@ -119,6 +120,36 @@ pub async fn reset_truth(url: &str) {
         .send()
         .await
         .unwrap();
+}
+
+/// Waits until the simulator has nothing running or waiting (its `/metrics`
+/// gauges read 0), polling; panics after `limit`.
+pub async fn wait_idle(url: &str, limit: Duration) {
+    let t0 = std::time::Instant::now();
+    loop {
+        let page = reqwest::get(format!("{url}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let busy: f64 = page
+            .lines()
+            .filter(|l| {
+                l.starts_with("vllm:num_requests_running")
+                    || l.starts_with("vllm:num_requests_waiting")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        if busy == 0.0 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "the simulator still busy after {limit:?}: {busy}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Waits until the run's snapshot satisfies `f` (or panics after `limit`).
