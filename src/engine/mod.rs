@@ -41,7 +41,7 @@ use crate::stats::verdict;
 pub use backend::Backend;
 pub use live::{Control, ErrorEntry, LiveStage, Snapshot};
 use strategy::{resolve_margin, validate_rate, Arrivals};
-pub use strategy::{FixedPlan, Limits, Plan, PlannedStage, StageSpec, Strategy};
+pub use strategy::{FixedPlan, Limits, Plan, PlannedStage, Shard, StageSpec, Strategy};
 
 /// How often snapshots are published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
@@ -530,8 +530,8 @@ impl Engine {
         self.last_cpu = selfcheck::cpu_time().map(|c| (std::time::Instant::now(), c));
 
         let cancel = CancellationToken::new();
-        let mut arrivals = Arrivals::new(
-            &spec.strategy,
+        let mut arrivals = Arrivals::for_stage(
+            spec,
             self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         );
         let mut d = Dispatch {
