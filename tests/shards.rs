@@ -166,3 +166,66 @@ fn shards_merge_into_the_run_one_process_would_have_made() {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+/// The Kubernetes manifests agree with llmsweep: the ConfigMap's profile
+/// parses and plans as a shard, the Job's SHARDS is its completions and
+/// parallelism, and the merge Job lists one report per shard.
+#[test]
+fn the_kubernetes_manifests_agree_with_llmsweep() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect(f);
+    let cm = read("configmap.yaml");
+    let profile: String = cm
+        .lines()
+        .skip_while(|l| l.trim() != "profile.toml: |")
+        .skip(1)
+        .take_while(|l| l.starts_with("    ") || l.trim().is_empty())
+        .map(|l| format!("{}\n", l.get(4..).unwrap_or("")))
+        .collect();
+    let mut cfg = llmsweep::config::RunConfig::from_toml(&profile, "configmap.yaml profile.toml")
+        .unwrap_or_else(|e| panic!("{e:#}\n{profile}"));
+    let start = cm
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("start-at: "))
+        .expect("start-at")
+        .trim_matches('"');
+    assert!(humantime::parse_rfc3339_weak(start).is_ok(), "{start}");
+    let job = read("job.yaml");
+    let value = |key: &str| -> String {
+        job.lines()
+            .find_map(|l| l.trim().strip_prefix(key))
+            .unwrap_or_else(|| panic!("{key}"))
+            .trim()
+            .trim_matches('"')
+            .to_string()
+    };
+    let shards: u32 = job
+        .lines()
+        .skip_while(|l| l.trim() != "- name: SHARDS")
+        .nth(1)
+        .and_then(|l| l.trim().strip_prefix("value: "))
+        .expect("SHARDS value")
+        .trim_matches('"')
+        .parse()
+        .unwrap();
+    assert_eq!(value("completions: "), shards.to_string());
+    assert_eq!(value("parallelism: "), shards.to_string());
+    assert!(job.contains("- $(JOB_COMPLETION_INDEX)/$(SHARDS)"));
+    for index in 0..shards {
+        cfg.shard = Some(llmsweep::engine::Shard {
+            index,
+            count: shards,
+        });
+        let plan = llmsweep::profile::plan::build_plan(&cfg, false)
+            .unwrap_or_else(|e| panic!("shard {index}: {e:#}"));
+        assert!(plan.description.contains("shard"), "{}", plan.description);
+    }
+    let merge = read("merge-job.yaml");
+    for index in 0..shards {
+        assert!(
+            merge.contains(&format!("/results/$(RUN)/shard-{index}/report.json")),
+            "shard {index}"
+        );
+    }
+    assert!(!merge.contains(&format!("shard-{shards}/")));
+}
