@@ -135,6 +135,17 @@ pub struct RunConfig {
     /// Cap on requests in flight (throughput's bound; also caps open-loop strategies).
     #[arg(long, value_name = "N")]
     pub max_concurrency: Option<u32>,
+    /// Run shard I of N (I from 0): 1/N of every stage's load (constant arrivals at rate/N,
+    /// phase-shifted so the N shards together keep the whole schedule; Poisson as N independent
+    /// streams; streams, the throughput bound and --max-requests split). `llmsweep merge` adds
+    /// the shards' reports into one.
+    #[arg(long, value_name = "I/N", value_parser = crate::engine::Shard::parse)]
+    #[serde(serialize_with = "ser_shard", deserialize_with = "de_shard")]
+    pub shard: Option<crate::engine::Shard>,
+    /// Wait until this wall-clock time (RFC 3339, UTC, e.g. 2026-11-24T10:00:00Z) before the
+    /// first stage, so shards on synchronised clocks start together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// Seed for arrivals and synthetic data.
     #[arg(long, default_value_t = 42, value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
     #[serde(deserialize_with = "de_count")]
@@ -750,6 +761,20 @@ fn de_strategy<'de, D: Deserializer<'de>>(d: D) -> Result<LoadStrategy, D::Error
     })
 }
 
+fn ser_shard<S: Serializer>(v: &Option<crate::engine::Shard>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(shard) => s.serialize_str(&shard.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+fn de_shard<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::engine::Shard>, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::engine::Shard::parse(&s)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
 fn de_rates<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RateItem>, D::Error> {
     de_list(d, RateItem::parse)
 }
@@ -922,6 +947,8 @@ mod tests {
             "on_hangup" => "\"stop\"".into(),
             "replies" => "\"received\"".into(),
             "follow_redirects" => "\"same-origin\"".into(),
+            "shard" => "\"1/4\"".into(),
+            "start_at" => "\"2026-11-24T10:00:00Z\"".into(),
             "max_concurrency" | "max_requests" | "max_errors" | "seed" | "max_line_bytes" => {
                 "2048".into()
             }

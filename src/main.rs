@@ -45,6 +45,25 @@ enum Command {
         #[arg(long, short = 'o')]
         out: Option<std::path::PathBuf>,
     },
+    /// Add the reports of a sharded run (`run --shard I/N`, one per shard) into one report.
+    Merge {
+        /// Each shard's report.json (or stages.jsonl).
+        #[arg(required = true, value_name = "SHARD.json")]
+        files: Vec<std::path::PathBuf>,
+        /// Directory for the merged reports.
+        #[arg(long, short = 'o', value_name = "DIR")]
+        out: std::path::PathBuf,
+        /// Report formats to write (report.json is always written).
+        #[arg(
+            long,
+            value_name = "LIST",
+            value_enum,
+            ignore_case = true,
+            value_delimiter = ',',
+            default_value = "json,csv,md,html"
+        )]
+        export: Vec<llmsweep::config::Format>,
+    },
     /// Compare two runs stage by stage (rate, TTFT, ITL, throughput).
     Compare {
         a: std::path::PathBuf,
@@ -104,6 +123,43 @@ fn compare(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn merge(
+    files: &[std::path::PathBuf],
+    out: &std::path::Path,
+    export: &[llmsweep::config::Format],
+) -> anyhow::Result<()> {
+    use llmsweep::report::{checkpoint, export, merge};
+    let inputs = files
+        .iter()
+        .map(|f| Ok((f.display().to_string(), checkpoint::load_any(f)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let merged = merge::merge(&inputs)?;
+    let mut formats = export.to_vec();
+    if !formats.contains(&llmsweep::config::Format::Json) {
+        formats.insert(0, llmsweep::config::Format::Json);
+    }
+    let paths = export::write_all(&merged, out, &formats)?;
+    for s in &merged.stages {
+        llmsweep::term::out(&format!(
+            "{}: {} sent, {} completed, {:.2} req/s achieved\n",
+            llmsweep::safe::terminal(&s.name),
+            s.requests.sent,
+            s.requests.completed,
+            s.rates.achieved()
+        ));
+    }
+    llmsweep::term::out(&format!(
+        "merged {} shards into {}\n",
+        inputs.len(),
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
@@ -120,6 +176,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Report { file, format, out }) => render_saved(&file, format, out.as_deref()),
         Some(Command::Compare { a, b }) => compare(&a, &b),
+        Some(Command::Merge { files, out, export }) => merge(&files, &out, &export),
         Some(Command::Attach {
             dir,
             headless,

@@ -81,14 +81,25 @@ pub struct Endpoint {
 /// Creates the socket: `control.sock` in the run directory, or, when that
 /// path is too long for a Unix socket, in a private directory under /tmp.
 pub fn bind(run_dir: &Path) -> Result<(UnixListener, PathBuf)> {
-    let mut path = run_dir.join(SOCKET_FILE);
+    let path = run_dir.join(SOCKET_FILE);
     if path.as_os_str().len() > MAX_SOCKET_PATH {
-        let dir = std::env::temp_dir().join(format!("llmsweep-{}", uid()));
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        private_dir(&dir)?;
-        path = dir.join(format!("{}.sock", std::process::id()));
+        return bind_at(&temp_socket()?);
     }
+    // A shared volume (NFS, SMB: a Kubernetes run's results) may not hold
+    // sockets: then the socket lives in the temp dir, as for a long path.
+    bind_at(&path).or_else(|e| bind_at(&temp_socket()?).map_err(|_| e))
+}
+
+/// A socket path of this process's own in a private directory under the temp dir.
+fn temp_socket() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("llmsweep-{}", uid()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    private_dir(&dir)?;
+    Ok(dir.join(format!("{}.sock", std::process::id())))
+}
+
+fn bind_at(path: &Path) -> Result<(UnixListener, PathBuf)> {
+    let path = path.to_path_buf();
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path)
         .with_context(|| format!("cannot listen on {}", path.display()))?;
@@ -324,6 +335,21 @@ impl Viewer {
 #[cfg(test)]
 mod tests {
     use super::read_line_capped;
+
+    /// A run directory that cannot hold the socket (here: the name is
+    /// taken by a directory; on a shared volume, sockets unsupported) gets
+    /// one in the temp dir instead of failing the run.
+    #[tokio::test]
+    async fn a_run_dir_that_cannot_hold_a_socket_gets_one_in_the_temp_dir() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-sockdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join(super::SOCKET_FILE)).unwrap();
+        let (_listener, path) = super::bind(&dir).unwrap();
+        assert!(!path.starts_with(&dir), "{}", path.display());
+        assert!(path.starts_with(std::env::temp_dir()), "{}", path.display());
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[tokio::test]
     async fn lines_are_capped_while_read_and_split_reads_join() {

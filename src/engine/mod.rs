@@ -41,7 +41,7 @@ use conversation::{Tracker, TurnRef};
 
 pub use backend::Backend;
 use strategy::{ramp_next_stream, ramp_of, ramp_streams, resolve_margin, validate_rate, Arrivals};
-pub use strategy::{FixedPlan, Limits, Plan, StageSpec, Strategy};
+pub use strategy::{FixedPlan, Limits, Plan, Shard, StageSpec, Strategy};
 
 /// How often snapshots are published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
@@ -593,8 +593,8 @@ impl Engine {
         self.last_cpu = selfcheck::cpu_time().map(|c| (std::time::Instant::now(), c));
 
         let cancel = CancellationToken::new();
-        let mut arrivals = Arrivals::new(
-            &spec.strategy,
+        let mut arrivals = Arrivals::for_stage(
+            spec,
             self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         )
         .with_ramp(ramp_s.unwrap_or(0.0));

@@ -156,6 +156,163 @@ pub struct StageSpec {
     pub limits: Limits,
     /// Started by the operator (a rate change), not by the plan.
     pub manual: bool,
+    /// With `--shard I/N`: which share of the whole stage this process runs
+    /// (`strategy` and `limits` are already the share; `name` is the whole's).
+    pub shard: Option<StageShard>,
+}
+
+/// `--shard I/N`: this process is shard `index` (0-based) of `count`, and
+/// runs 1/count of every stage's load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+/// The most shards a run can be split into.
+pub const MAX_SHARDS: u32 = 10_000;
+
+impl Shard {
+    /// `I/N`, 0 ≤ I < N.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || {
+            format!(
+                "{:?} is not a shard: use I/N, this process's index from 0 to N-1 and the number of shards, e.g. 0/4",
+                s.trim()
+            )
+        };
+        let (i, n) = s.trim().split_once('/').ok_or_else(bad)?;
+        let index: u32 = i.trim().parse().map_err(|_| bad())?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || count > MAX_SHARDS {
+            return Err(format!(
+                "shard {index}/{count} is not possible: the number of shards is 1 to {MAX_SHARDS}"
+            ));
+        }
+        if index >= count {
+            return Err(format!(
+                "shard {index}/{count} is not possible: the index counts from 0, so it is 0 to {}",
+                count - 1
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// This shard's part of `total` things split as evenly as possible, the
+    /// remainder to the first shards. It is also how many of the indices
+    /// `0..total` are ≡ index (mod count).
+    pub fn share(self, total: u64) -> u64 {
+        let n = u64::from(self.count);
+        total / n + u64::from(u64::from(self.index) < total % n)
+    }
+
+    /// A seed of this shard's own (Poisson streams must be independent).
+    pub fn seed(self, seed: u64) -> u64 {
+        if self.count <= 1 {
+            return seed;
+        }
+        seed ^ (u64::from(self.index) + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+    }
+
+    /// This shard's part of `whole`: constant and Poisson at rate/N, streams
+    /// and the throughput bound split (remainder to the first shards).
+    /// Synchronous (one request at a time) cannot be split.
+    pub fn strategy(self, whole: &Strategy) -> Result<Strategy, String> {
+        let n = f64::from(self.count);
+        // Every shard refuses what leaves any shard nothing, so all agree.
+        let split = |what: &str, total: u32| -> Result<u32, String> {
+            if total < self.count {
+                return Err(format!(
+                    "{} cannot be split into {} shards: {what} {total} leaves shard {} none",
+                    whole.name(),
+                    self.count,
+                    self.count - 1
+                ));
+            }
+            Ok(self.share(u64::from(total)) as u32)
+        };
+        Ok(match *whole {
+            Strategy::Synchronous if self.count > 1 => {
+                return Err(
+                    "synchronous (one request at a time) cannot be split into shards: run it in one process".into(),
+                )
+            }
+            Strategy::Synchronous => Strategy::Synchronous,
+            Strategy::Concurrent { streams } => Strategy::Concurrent {
+                streams: split("streams", streams)?,
+            },
+            Strategy::Throughput { max_concurrency } => Strategy::Throughput {
+                max_concurrency: split("max concurrency", max_concurrency)?,
+            },
+            Strategy::Constant { rate } => Strategy::Constant { rate: rate / n },
+            Strategy::Poisson { rate, burstiness } => Strategy::Poisson {
+                rate: rate / n,
+                burstiness,
+            },
+            Strategy::Replay { .. } if self.count > 1 => {
+                return Err(
+                    "a trace replay cannot be split into shards yet: run it in one process".into(),
+                )
+            }
+            Strategy::Replay { ref offsets } => Strategy::Replay {
+                offsets: offsets.clone(),
+            },
+        })
+    }
+
+    /// This shard's part of a stage's limits: `max_requests` and the cap on
+    /// requests in flight split like the load; time limits and margins as given.
+    pub fn limits(self, whole: &Limits) -> Result<Limits, String> {
+        let mut l = whole.clone();
+        if let Some(m) = whole.max_requests {
+            if m < u64::from(self.count) {
+                return Err(format!(
+                    "--max-requests {m} cannot be split into {} shards: shard {} would send none",
+                    self.count,
+                    self.count - 1
+                ));
+            }
+            l.max_requests = Some(self.share(m));
+        }
+        if let Some(c) = whole.max_concurrency {
+            if c < self.count {
+                return Err(format!(
+                    "--max-concurrency {c} cannot be split into {} shards: shard {} would have no slot",
+                    self.count,
+                    self.count - 1
+                ));
+            }
+            l.max_concurrency = Some(self.share(u64::from(c)) as u32);
+        }
+        Ok(l)
+    }
+
+    /// The shard's part of a whole stage: its strategy and limits, the
+    /// whole's name (so shard reports line up stage by stage for `merge`).
+    pub fn stage(self, whole: StageSpec) -> Result<StageSpec, String> {
+        Ok(StageSpec {
+            strategy: self.strategy(&whole.strategy)?,
+            limits: self.limits(&whole.limits)?,
+            shard: Some(StageShard {
+                shard: self,
+                whole: whole.strategy.clone(),
+            }),
+            ..whole
+        })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// A sharded stage: which shard, and the whole stage's strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageShard {
+    pub shard: Shard,
+    pub whole: Strategy,
 }
 
 impl StageSpec {
@@ -165,6 +322,7 @@ impl StageSpec {
             strategy,
             limits,
             manual: false,
+            shard: None,
         }
     }
 
@@ -175,6 +333,7 @@ impl StageSpec {
             strategy,
             limits,
             manual: true,
+            shard: None,
         }
     }
 }
@@ -229,8 +388,12 @@ pub struct Arrivals {
 }
 
 enum ArrivalKind {
+    /// Request `first + i·step` of the schedule `k / rate`: a shard's
+    /// requests of the whole schedule (first 0, step 1 unsharded).
     Constant {
         rate: f64,
+        first: u64,
+        step: u64,
     },
     Gamma {
         dist: Gamma<f64>,
@@ -250,7 +413,11 @@ impl Arrivals {
             Strategy::Replay { ref offsets } => ArrivalKind::Trace {
                 offsets: offsets.clone(),
             },
-            Strategy::Constant { rate } => ArrivalKind::Constant { rate },
+            Strategy::Constant { rate } => ArrivalKind::Constant {
+                rate,
+                first: 0,
+                step: 1,
+            },
             Strategy::Poisson { rate, burstiness } => {
                 let b = if burstiness.is_finite() && burstiness > 0.0 {
                     burstiness
@@ -262,7 +429,11 @@ impl Arrivals {
                         dist,
                         rng: SmallRng::seed_from_u64(seed),
                     },
-                    Err(_) => ArrivalKind::Constant { rate },
+                    Err(_) => ArrivalKind::Constant {
+                        rate,
+                        first: 0,
+                        step: 1,
+                    },
                 }
             }
             _ => ArrivalKind::None,
@@ -305,6 +476,34 @@ impl Arrivals {
         })
     }
 
+    /// The arrivals of a stage: a shard's of a sharded one. A constant
+    /// shard `I/N` sends requests I, I+N, I+2N… of the whole schedule (rate/N,
+    /// shifted by I/N of its gap), computed as the whole computes them, so
+    /// the N shards' schedules together are exactly the whole's. A Poisson
+    /// shard is an independent stream at rate/N with a seed of its own.
+    pub fn for_stage(spec: &StageSpec, seed: u64) -> Self {
+        match &spec.shard {
+            Some(StageShard {
+                shard,
+                whole: Strategy::Constant { rate },
+            }) => {
+                let first = u64::from(shard.index);
+                Arrivals {
+                    next: seconds(first as f64 / rate),
+                    i: 0,
+                    kind: ArrivalKind::Constant {
+                        rate: *rate,
+                        first,
+                        step: u64::from(shard.count),
+                    },
+                    ramp_s: 0.0,
+                }
+            }
+            Some(s) => Arrivals::new(&spec.strategy, s.shard.seed(seed)),
+            None => Arrivals::new(&spec.strategy, seed),
+        }
+    }
+
     /// Offset of the next request (absolute from stage start, never relative
     /// to when the previous one was actually sent, so the rate cannot drift).
     pub fn peek(&self) -> Option<Duration> {
@@ -317,8 +516,9 @@ impl Arrivals {
     pub fn advance(&mut self) {
         self.i += 1;
         match &mut self.kind {
-            ArrivalKind::Constant { rate } => {
-                self.next = seconds(self.i as f64 / *rate);
+            ArrivalKind::Constant { rate, first, step } => {
+                let k = first.saturating_add(self.i.saturating_mul(*step));
+                self.next = seconds(k as f64 / *rate);
             }
             ArrivalKind::Gamma { dist, rng } => {
                 let gap = dist.sample(rng);
@@ -418,9 +618,137 @@ pub fn resolve_margin(value: Option<f64>, limits: &Limits) -> (Option<f64>, Opti
     }
 }
 
+/// The first `n` due times of a stage's arrivals (a pure view of the
+/// schedule, for tests and tools).
+pub fn schedule(spec: &StageSpec, seed: u64, n: usize) -> Vec<Duration> {
+    let mut a = Arrivals::for_stage(spec, seed);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let Some(t) = a.peek() else { break };
+        out.push(t);
+        a.advance();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The N shards' constant schedules, merged, are exactly the
+    /// single-process schedule: every due time, none twice, none missing.
+    #[test]
+    fn shard_schedules_merge_into_the_whole_schedule() {
+        for rate in [1.0, 7.3, 100.0, 12_345.678, 3.0] {
+            for count in 1..=7u32 {
+                let whole = StageSpec::new(Strategy::Constant { rate }, Limits::default());
+                let total = 1000usize;
+                let full = schedule(&whole, 9, total);
+                let mut merged = Vec::new();
+                for index in 0..count {
+                    let shard = Shard { index, count };
+                    let spec = shard.stage(whole.clone()).unwrap();
+                    assert_eq!(spec.name, whole.name);
+                    assert_eq!(
+                        spec.strategy,
+                        Strategy::Constant {
+                            rate: rate / count as f64
+                        }
+                    );
+                    let n = shard.share(total as u64) as usize;
+                    merged.extend(schedule(&spec, 9, n));
+                }
+                merged.sort();
+                assert_eq!(merged, full, "rate {rate}, {count} shards");
+            }
+        }
+        // Shard 1/4 at 100 req/s: every 40 ms, from 10 ms.
+        let spec = Shard { index: 1, count: 4 }
+            .stage(StageSpec::new(
+                Strategy::Constant { rate: 100.0 },
+                Limits::default(),
+            ))
+            .unwrap();
+        assert_eq!(
+            schedule(&spec, 0, 3),
+            [10, 50, 90].map(Duration::from_millis)
+        );
+    }
+
+    #[test]
+    fn shards_split_streams_requests_and_poisson_seeds() {
+        let parts = |total: u64, count: u32| -> Vec<u64> {
+            (0..count)
+                .map(|index| Shard { index, count }.share(total))
+                .collect()
+        };
+        assert_eq!(parts(10, 4), [3, 3, 2, 2]);
+        assert_eq!(parts(8, 4), [2, 2, 2, 2]);
+        let s = Shard { index: 3, count: 4 };
+        assert_eq!(
+            s.strategy(&Strategy::Concurrent { streams: 10 }),
+            Ok(Strategy::Concurrent { streams: 2 })
+        );
+        assert_eq!(
+            Shard { index: 0, count: 4 }.strategy(&Strategy::Throughput {
+                max_concurrency: 10
+            }),
+            Ok(Strategy::Throughput { max_concurrency: 3 })
+        );
+        let e = s
+            .strategy(&Strategy::Concurrent { streams: 3 })
+            .unwrap_err();
+        assert!(
+            e.contains("concurrent@3 cannot be split into 4 shards"),
+            "{e}"
+        );
+        assert!(s.strategy(&Strategy::Synchronous).is_err());
+        let l = s
+            .limits(&Limits {
+                max_requests: Some(10),
+                max_concurrency: Some(6),
+                max_seconds: Some(5.0),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(
+            (l.max_requests, l.max_concurrency, l.max_seconds),
+            (Some(2), Some(1), Some(5.0))
+        );
+        assert!(s
+            .limits(&Limits {
+                max_requests: Some(3),
+                ..Default::default()
+            })
+            .is_err());
+        // Poisson: rate/N, and each shard's stream its own.
+        let whole = StageSpec::new(
+            Strategy::Poisson {
+                rate: 40.0,
+                burstiness: 1.0,
+            },
+            Limits::default(),
+        );
+        let a = schedule(
+            &Shard { index: 0, count: 2 }.stage(whole.clone()).unwrap(),
+            5,
+            50,
+        );
+        let b = schedule(
+            &Shard { index: 1, count: 2 }.stage(whole.clone()).unwrap(),
+            5,
+            50,
+        );
+        assert_ne!(a, b);
+        let mean_gap = a[49].as_secs_f64() / 49.0;
+        assert!((0.025..0.1).contains(&mean_gap), "{mean_gap}");
+        // Parsing.
+        assert_eq!(Shard::parse(" 2/4 "), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["4/4", "1", "a/2", "0/0", "-1/3"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Shard::parse("4/4").unwrap_err().contains("0 to 3"));
+    }
 
     #[test]
     fn a_huge_rate_reads_as_typed_in_its_error() {

@@ -41,6 +41,21 @@ pub struct Report {
     /// existed get it computed when they are read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<super::answer::Answer>,
+    /// With `--shard I/N`: this report is shard `index` (from 0) of
+    /// `count`, 1/count of every stage's load (`llmsweep merge` adds them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// Written by `llmsweep merge`: how many shard reports this one adds up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_shards: Option<u32>,
+}
+
+/// Which shard of a sharded run a report is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShardInfo {
+    /// From 0.
+    pub index: u32,
+    pub count: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -124,8 +124,19 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
     let throughput_bound = args.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY);
     let rates = (!args.rate.is_empty()).then(|| args.rate.clone());
     let profile = args.strategy.name();
-    let fixed = |stages: Vec<StageSpec>| -> PlanChoice {
-        let description = format!(
+    let fixed = |stages: Vec<StageSpec>| -> Result<PlanChoice> {
+        let stages = match args.shard {
+            Some(shard) => stages
+                .into_iter()
+                .map(|s| {
+                    shard
+                        .stage(s)
+                        .map_err(|e| anyhow::anyhow!("--shard {shard}: {e}"))
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None => stages,
+        };
+        let mut description = format!(
             "{profile}: {}",
             stages
                 .iter()
@@ -133,10 +144,13 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        PlanChoice {
+        if let Some(shard) = args.shard {
+            description.push_str(&format!(" (shard {shard}: 1/{} of each)", shard.count));
+        }
+        Ok(PlanChoice {
             plan: Box::new(FixedPlan::new(stages)),
             description,
-        }
+        })
     };
     let throughput = || Strategy::Throughput {
         max_concurrency: throughput_bound,
@@ -153,6 +167,20 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
     } else {
         format!("--profile {} ({profile})", args.profile)
     };
+    if let Some(shard) = args.shard.filter(|s| s.count > 1) {
+        if matches!(
+            args.strategy,
+            LoadStrategy::Sweep | LoadStrategy::Search | LoadStrategy::Synchronous
+        ) {
+            bail!(
+                "--shard {shard} splits stages of fixed load: {named} {}; use --profile constant, poisson, concurrent or throughput with --rate",
+                match args.strategy {
+                    LoadStrategy::Synchronous => "sends one request at a time, which cannot be split",
+                    _ => "chooses its rates from what it measures, which shards cannot do apart",
+                }
+            );
+        }
+    }
     let shown = |r: &RateItem| match r {
         RateItem::Finite(v) => typed::number(*v),
         RateItem::Infinite => "inf".into(),
@@ -236,8 +264,8 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
                 ),
             }
         }
-        LoadStrategy::Synchronous => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
-        LoadStrategy::Throughput => fixed(vec![StageSpec::new(throughput(), limits)]),
+        LoadStrategy::Synchronous => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)])?,
+        LoadStrategy::Throughput => fixed(vec![StageSpec::new(throughput(), limits)])?,
         LoadStrategy::Concurrent => {
             let stages = need_rates("concurrent")?
                 .into_iter()
@@ -254,7 +282,7 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
                     ),
                 })
                 .collect::<Result<Vec<_>>>()?;
-            fixed(stages)
+            fixed(stages)?
         }
         // Built above, before the default stage length.
         LoadStrategy::Replay => bail!("--profile replay needs a trace (--data TRACE)"),
@@ -282,7 +310,7 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            fixed(stages)
+            fixed(stages)?
         }
     })
 }
@@ -511,6 +539,51 @@ pub(crate) mod tests {
             Some(10)
         );
         assert!(build_plan(&args("concurrent", Some("1.5")), false).is_err());
+    }
+
+    /// `--shard I/N` plans 1/N of each stage under the whole stage's name,
+    /// and refuses what cannot be split (a sweep, one request at a time,
+    /// fewer streams than shards).
+    #[test]
+    fn a_shard_plans_its_part_of_every_stage() {
+        let shard = |a: RunConfig, s: &str| RunConfig {
+            shard: Some(crate::engine::Shard::parse(s).unwrap()),
+            max_concurrency: Some(10),
+            ..a
+        };
+        let mut p = build_plan(&shard(args("constant", Some("100,inf")), "1/4"), false).unwrap();
+        assert!(p.description.contains("shard 1/4"), "{}", p.description);
+        let first = p.plan.next(&[]).unwrap();
+        assert_eq!(first.name, "constant@100.00");
+        assert_eq!(first.strategy, Strategy::Constant { rate: 25.0 });
+        assert_eq!(first.limits.max_concurrency, Some(3));
+        let second = p.plan.next(&[]).unwrap();
+        assert_eq!(second.strategy, Strategy::Throughput { max_concurrency: 3 });
+        let mut p = build_plan(&shard(args("concurrent", Some("8")), "3/4"), false).unwrap();
+        assert_eq!(
+            p.plan.next(&[]).unwrap().strategy,
+            Strategy::Concurrent { streams: 2 }
+        );
+        for (profile, rate, says) in [
+            ("sweep", None, "chooses its rates"),
+            ("synchronous", None, "one request at a time"),
+            (
+                "concurrent",
+                Some("2"),
+                "concurrent@2 cannot be split into 4 shards",
+            ),
+        ] {
+            let e = build_plan(&shard(args(profile, rate), "0/4"), false)
+                .map(drop)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("--shard 0/4") && e.contains(says),
+                "{profile}: {e}"
+            );
+        }
+        // One shard of one is the whole run.
+        assert!(build_plan(&shard(args("sweep", None), "0/1"), false).is_ok());
     }
 
     /// `--rate 0` (or any number out of range) is refused in the unit of

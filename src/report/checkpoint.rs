@@ -106,6 +106,14 @@ pub fn read(path: &Path) -> Result<Report> {
             Err(e) => bail!("{}: line {} is not a stage: {e}", path.display(), i + 2),
         }
     }
+    let shard_of = |config: &serde_json::Value| {
+        let s = crate::engine::Shard::parse(config.get("shard")?.as_str()?).ok()?;
+        Some(crate::model::ShardInfo {
+            index: s.index,
+            count: s.count,
+        })
+    };
+    let shard = shard_of(&header.config);
     let mut r = Report {
         version: SCHEMA_VERSION,
         tool: header.tool,
@@ -117,6 +125,8 @@ pub fn read(path: &Path) -> Result<Report> {
         slo_summary: crate::profile::slo::summarize(&stages),
         search: None,
         answer: None,
+        shard,
+        merged_shards: None,
         stages,
         timeline: Vec::new(),
         warnings: Vec::new(),

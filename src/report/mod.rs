@@ -13,6 +13,7 @@ pub mod csv_export;
 pub mod export;
 pub mod html;
 pub mod layouts;
+pub mod merge;
 pub mod reasoning;
 pub mod rerun;
 pub mod server;

@@ -357,6 +357,8 @@ mod tests {
             slo_summary: None,
             search: None,
             answer: None,
+            shard: None,
+            merged_shards: None,
         }
     }
 

@@ -110,12 +110,35 @@ pub fn execute(args: RunConfig, explicit: &HashSet<String>) -> Result<Ran> {
     rt.block_on(run_async(args, profile_name, out_dir))
 }
 
+/// `--start-at`: sleeps until the wall clock reads `at` (at once when it has passed).
+async fn wait_until(at: SystemTime) {
+    let shown = humantime::format_rfc3339_millis(at);
+    match at.duration_since(SystemTime::now()) {
+        Ok(wait) => {
+            term::note(&format!(
+                "llmsweep: waiting {:.1} s, until {shown} (--start-at), before the first stage",
+                wait.as_secs_f64()
+            ));
+            tokio::time::sleep(wait).await;
+        }
+        Err(e) => term::note(&format!(
+            "llmsweep: --start-at {shown} passed {:.1} s ago: starting now",
+            e.duration().as_secs_f64()
+        )),
+    }
+}
+
 async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> Result<Ran> {
     // Signal handlers first: until they are installed, a hang-up kills the
     // process. Signals that come before the run starts stop it as usual.
     let listening = signals::listen();
 
     // 1. Everything that can fail before load starts.
+    let start_at = args
+        .start_at
+        .as_deref()
+        .map(prepare::start_at)
+        .transpose()?;
     let mut p = prepare::prepare(&args, &profile_name).await?;
 
     // 2. The run directory, its socket and its state file.
@@ -129,6 +152,10 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
         config: p.config.clone(),
         dir: out_dir.clone(),
         formats: p.formats.clone(),
+        shard: args.shard.map(|s| crate::model::ShardInfo {
+            index: s.index,
+            count: s.count,
+        }),
     };
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let (snap_tx, snap_rx) = watch::channel(Snapshot::default());
@@ -256,6 +283,9 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     } else {
         None
     };
+    if let Some(at) = start_at {
+        wait_until(at).await;
+    }
     let mut result = engine.run(p.plan.plan.as_mut()).await;
     // The engine is gone, so is the writer's sender: wait for the last lines.
     let request_file = match request_file {

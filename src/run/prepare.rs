@@ -47,6 +47,29 @@ pub struct Prepared {
 
 /// Numbers that pass clap's parsing but that no run can use: a clear
 /// one-line error instead of a panic later.
+/// The furthest ahead `--start-at` may be.
+const START_AT_MAX_AHEAD_S: u64 = 24 * 3600;
+
+/// `--start-at TIME`: an RFC 3339 time in UTC, at most a day ahead.
+pub fn start_at(s: &str) -> Result<std::time::SystemTime> {
+    let t = humantime::parse_rfc3339_weak(s.trim()).map_err(|e| {
+        anyhow::anyhow!(
+            "--start-at {:?} is not a time: use RFC 3339 in UTC, e.g. 2026-11-24T10:00:00Z ({e})",
+            s.trim()
+        )
+    })?;
+    if let Ok(ahead) = t.duration_since(std::time::SystemTime::now()) {
+        if ahead.as_secs() > START_AT_MAX_AHEAD_S {
+            bail!(
+                "--start-at {} is {} h away: give a time within a day",
+                s.trim(),
+                ahead.as_secs() / 3600
+            );
+        }
+    }
+    Ok(t)
+}
+
 pub fn check_numbers(args: &RunConfig) -> Result<()> {
     let timeout = check_seconds("--request-timeout", args.request_timeout)?;
     if timeout < 0.001 {
@@ -65,6 +88,9 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
         bail!("--max-concurrency must be at least 1");
     }
     check_seconds("--settle-timeout", args.settle_timeout)?;
+    if let Some(at) = &args.start_at {
+        start_at(at)?;
+    }
     check_burstiness(args.burstiness)?;
     check_time_scale(args.time_scale)?;
     check_search(args)?;
@@ -204,7 +230,8 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     } else {
         load_items(
             &args.data,
-            args.seed,
+            // Shards send prompts of their own, as one process would send distinct ones.
+            args.shard.map_or(args.seed, |s| s.seed(args.seed)),
             run_number,
             counter.as_ref(),
             args.skip_bad_rows,
@@ -490,6 +517,25 @@ pub fn parse_header(h: &str) -> Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--start-at` takes RFC 3339 in UTC, refuses what is not a time and
+    /// what is more than a day ahead; a time past is fine (start at once).
+    #[test]
+    fn start_at_is_a_time_within_a_day() {
+        let t = start_at("2026-11-24T10:00:00Z").unwrap();
+        assert_eq!(
+            humantime::format_rfc3339(t).to_string(),
+            "2026-11-24T10:00:00Z"
+        );
+        assert!(start_at("2020-01-01T00:00:00.5Z").is_ok());
+        let e = start_at("tomorrow").unwrap_err().to_string();
+        assert!(e.contains("RFC 3339") && e.contains("\"tomorrow\""), "{e}");
+        let far = std::time::SystemTime::now() + std::time::Duration::from_secs(3 * 24 * 3600);
+        let e = start_at(&humantime::format_rfc3339(far).to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("within a day"), "{e}");
+    }
 
     #[test]
     fn prompts_longer_than_the_context_are_named_before_the_run() {

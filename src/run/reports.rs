@@ -20,6 +20,8 @@ pub struct Reports {
     pub formats: Vec<Format>,
     /// The server-metrics scraper, for exports during the run.
     pub scrape: Option<crate::server_metrics::ScrapeHandle>,
+    /// `--shard I/N`, recorded in every report.
+    pub shard: Option<crate::model::ShardInfo>,
 }
 
 impl Reports {
@@ -36,6 +38,8 @@ impl Reports {
             slo_summary,
             search: None,
             answer: None,
+            shard: self.shard,
+            merged_shards: None,
             version: crate::model::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
             created: self.created.clone(),

@@ -1,0 +1,765 @@
+//! `llmsweep merge`: the reports of the N shards of a run (`--shard I/N`)
+//! added into one report that every exporter renders as if one process had
+//! run the whole load. Pure: no I/O.
+//!
+//! Counters and token totals add; rates add (each shard ran 1/N of the
+//! load over the same stage); distributions come from the shards'
+//! histograms added together (lossless: HdrHistogram V2, so merged
+//! percentiles are those of the pooled requests to the histogram's 3
+//! significant digits). Verdicts cannot be recomputed (they rest on each
+//! shard's completion series, which reports do not carry): a merged stage
+//! takes the worst shard's outcome (saturated, erroring, inconclusive, not
+//! saturated, in that order) and its reason names the shard. The run's
+//! answer is recomputed from the merged stages.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{bail, Result};
+
+use crate::model::{
+    CapacityEstimate, ClientCheck, Concurrency, DistSummary, Goodput, Method, Outcome,
+    OutputLengths, Rates, Reasoning, Report, RequestCounts, ShardInfo, StageReport, Tokens,
+    Verdict,
+};
+use crate::stats::dist::Dist;
+
+/// Settings that shape the load: shards of one run share them.
+const SAME_SETTINGS: [&str; 9] = [
+    "profile",
+    "rate",
+    "data",
+    "max_seconds",
+    "max_requests",
+    "warmup",
+    "cooldown",
+    "burstiness",
+    "max_concurrency",
+];
+
+/// The report's shard: its `shard` field, or (a `stages.jsonl` checkpoint
+/// of a shard that did not finish) its settings' `shard`.
+fn shard_of(r: &Report) -> Option<ShardInfo> {
+    r.shard.or_else(|| {
+        let s = crate::engine::Shard::parse(r.config.get("shard")?.as_str()?).ok()?;
+        Some(ShardInfo {
+            index: s.index,
+            count: s.count,
+        })
+    })
+}
+
+/// Adds the shard reports `inputs` (file name, report) into one. Refuses
+/// reports of different plans, and shard sets with an index twice or missing.
+pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
+    let Some((first_name, _)) = inputs.first() else {
+        bail!("nothing to merge: give the shards' report.json files");
+    };
+    let mut shards: Vec<(ShardInfo, &str, &Report)> = Vec::new();
+    for (name, r) in inputs {
+        let Some(s) = shard_of(r) else {
+            bail!("{name} is not a shard's report (it has no `shard`): merge the reports of `llmsweep run --shard I/N`");
+        };
+        shards.push((s, name, r));
+    }
+    let count = shards[0].0.count;
+    for (s, name, _) in &shards {
+        if s.count != count {
+            bail!(
+                "{} is shard {}/{} but {name} is shard {}/{}: the shards of one run all have the same N",
+                first_name,
+                shards[0].0.index,
+                count,
+                s.index,
+                s.count
+            );
+        }
+    }
+    let mut by_index: BTreeMap<u32, &str> = BTreeMap::new();
+    for (s, name, _) in &shards {
+        if let Some(other) = by_index.insert(s.index, name) {
+            bail!(
+                "{other} and {name} are both shard {}/{count}: overlapping shards would count the same share of the load twice",
+                s.index
+            );
+        }
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|i| !by_index.contains_key(i))
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "shard {} missing: a merge needs all {count} shards (given: {})",
+            if missing.len() == 1 {
+                format!("{} is", missing[0])
+            } else {
+                format!("s {} are", missing.join(", "))
+            },
+            by_index
+                .keys()
+                .map(|i| format!("{i}/{count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    shards.sort_by_key(|(s, _, _)| s.index);
+    // One plan: the same stages, target and load-shaping settings.
+    let names = |r: &Report| r.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+    let (_, name0, r0) = shards[0];
+    for (_, name, r) in &shards[1..] {
+        if names(r) != names(r0) {
+            bail!(
+                "{name0} and {name} are of different plans: stages [{}] against [{}]",
+                names(r0).join(", "),
+                names(r).join(", ")
+            );
+        }
+        if r.target.url != r0.target.url || r.target.model != r0.target.model {
+            bail!(
+                "{name0} and {name} are of different plans: target {} (model {}) against {} (model {})",
+                r0.target.url,
+                r0.target.model,
+                r.target.url,
+                r.target.model
+            );
+        }
+        for key in SAME_SETTINGS {
+            let (a, b) = (r0.config.get(key), r.config.get(key));
+            if a != b {
+                let shown = |v: Option<&serde_json::Value>| {
+                    v.map_or("(none)".to_string(), |v| v.to_string())
+                };
+                bail!(
+                    "{name0} and {name} are of different plans: {key} {} against {}",
+                    shown(a),
+                    shown(b)
+                );
+            }
+        }
+    }
+    let percentiles: Vec<f64> = r0
+        .config
+        .get("percentiles")
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default();
+    let label = |s: &ShardInfo| format!("shard {}/{}", s.index, s.count);
+    let mut stages = Vec::new();
+    for i in 0..r0.stages.len() {
+        let parts: Vec<(String, &StageReport, &str)> = shards
+            .iter()
+            .map(|(s, name, r)| (label(s), &r.stages[i], *name))
+            .collect();
+        stages.push(merge_stage(&parts, &percentiles)?);
+    }
+    let mut timeline: Vec<_> = shards
+        .iter()
+        .flat_map(|(s, _, r)| {
+            r.timeline.iter().map(move |e| {
+                let mut e = e.clone();
+                e.detail = format!("{}: {}", label(s), e.detail);
+                e
+            })
+        })
+        .collect();
+    timeline.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    let mut warnings = Vec::new();
+    for (_, _, r) in &shards {
+        for w in &r.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+    }
+    let mut config = r0.config.clone();
+    if let Some(map) = config.as_object_mut() {
+        map.insert("shard".into(), serde_json::Value::Null);
+    }
+    let mut out = Report {
+        version: crate::model::SCHEMA_VERSION,
+        tool: r0.tool.clone(),
+        created: shards
+            .iter()
+            .map(|(_, _, r)| r.created.clone())
+            .min()
+            .unwrap_or_default(),
+        target: r0.target.clone(),
+        config,
+        partial: shards.iter().any(|(_, _, r)| r.partial),
+        end_reason: agreed(
+            shards
+                .iter()
+                .map(|(s, _, r)| (label(s), r.end_reason.clone())),
+        ),
+        slo_summary: crate::profile::slo::summarize(&stages),
+        stages,
+        timeline,
+        warnings,
+        search: None,
+        answer: None,
+        shard: None,
+        merged_shards: Some(count),
+    };
+    out.set_answer();
+    Ok(out)
+}
+
+/// One value when every shard says the same; else each shard's.
+fn agreed(values: impl Iterator<Item = (String, String)>) -> String {
+    let all: Vec<(String, String)> = values.collect();
+    let distinct: BTreeSet<&str> = all.iter().map(|(_, v)| v.as_str()).collect();
+    if distinct.len() <= 1 {
+        return distinct.into_iter().next().unwrap_or_default().to_string();
+    }
+    all.iter()
+        .map(|(s, v)| format!("{s}: {v}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A distribution from the shards' histograms added together.
+fn merged_dist(
+    parts: &[(String, &StageReport, &str)],
+    key: &str,
+    count_of: impl Fn(&StageReport) -> u64,
+    percentiles: &[f64],
+) -> Result<(DistSummary, Option<String>)> {
+    let mut sum = Dist::default();
+    let mut any = false;
+    for (shard, s, file) in parts {
+        match s.histograms.get(key) {
+            Some(h) => {
+                let d = Dist::decode(h).map_err(|e| {
+                    anyhow::anyhow!("{file}: {shard}, stage {}: histogram {key}: {e:#}", s.name)
+                })?;
+                sum.add(&d);
+                any = true;
+            }
+            None if count_of(s) > 0 => bail!(
+                "{file}: {shard}, stage {} has {} in its {key} but no histogram to merge (a report exported during the run?): merge the report written at its end",
+                s.name,
+                count_of(s)
+            ),
+            None => {}
+        }
+    }
+    Ok((sum.summary(percentiles), any.then(|| sum.encode())))
+}
+
+fn merge_stage(parts: &[(String, &StageReport, &str)], percentiles: &[f64]) -> Result<StageReport> {
+    let s0 = parts[0].1;
+    let stages = || parts.iter().map(|(_, s, _)| *s);
+    let sum = |f: &dyn Fn(&StageReport) -> f64| stages().map(f).sum::<f64>();
+    let sum_u = |f: &dyn Fn(&StageReport) -> u64| stages().map(f).sum::<u64>();
+    let max = |f: &dyn Fn(&StageReport) -> f64| stages().map(f).fold(0.0, f64::max);
+    let mut histograms = BTreeMap::new();
+    let mut dist = |key: &str, count_of: &dyn Fn(&StageReport) -> u64| -> Result<DistSummary> {
+        let (summary, h) = merged_dist(parts, key, count_of, percentiles)?;
+        if let Some(h) = h {
+            histograms.insert(key.to_string(), h);
+        }
+        Ok(summary)
+    };
+    let ttft_ms = dist("ttft_us", &|s| s.ttft_ms.count)?;
+    let itl_ms = dist("itl_us", &|s| s.itl_ms.count)?;
+    let tpot_ms = dist("tpot_us", &|s| s.tpot_ms.count)?;
+    let latency_ms = dist("latency_us", &|s| s.latency_ms.count)?;
+    let queue_ms = dist("queue_us", &|s| s.queue_ms.count)?;
+    let thought = stages().any(|s| s.reasoning.is_some());
+    let reasoning_part =
+        |s: &StageReport, f: fn(&Reasoning) -> u64| s.reasoning.as_ref().map_or(0, f);
+    let reasoning_dists = if thought {
+        Some((
+            dist("ttfrt_us", &|s| reasoning_part(s, |r| r.ttfrt_ms.count))?,
+            dist("ttfat_us", &|s| reasoning_part(s, |r| r.ttfat_ms.count))?,
+            dist("answer_itl_us", &|s| {
+                reasoning_part(s, |r| r.answer_itl_ms.count)
+            })?,
+        ))
+    } else {
+        None
+    };
+    let requests = RequestCounts {
+        sent: sum_u(&|s| s.requests.sent),
+        completed: sum_u(&|s| s.requests.completed),
+        incomplete: sum_u(&|s| s.requests.incomplete),
+        errored: sum_u(&|s| s.requests.errored),
+        measured: sum_u(&|s| s.requests.measured),
+    };
+    let measured = requests.measured as f64;
+    let per_measured = |total: u64| {
+        if measured > 0.0 {
+            total as f64 / measured
+        } else {
+            0.0
+        }
+    };
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut error_samples: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut warnings: Vec<String> = Vec::new();
+    let mut output_source: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_outcome = crate::model::ByOutcome::default();
+    for s in stages() {
+        for (k, n) in &s.errors {
+            *errors.entry(k.clone()).or_default() += n;
+        }
+        for (k, v) in &s.error_samples {
+            let e = error_samples.entry(k.clone()).or_default();
+            for m in v {
+                if e.len() < 3 && !e.contains(m) {
+                    e.push(m.clone());
+                }
+            }
+        }
+        for w in &s.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+        for (k, n) in &s.tokens.output_source {
+            *output_source.entry(k.clone()).or_default() += n;
+        }
+        for (into, from) in [
+            (&mut by_outcome.completed, &s.tokens.by_outcome.completed),
+            (&mut by_outcome.incomplete, &s.tokens.by_outcome.incomplete),
+            (&mut by_outcome.errored, &s.tokens.by_outcome.errored),
+        ] {
+            into.requests += from.requests;
+            into.prompt_total += from.prompt_total;
+            into.output_total += from.output_total;
+        }
+    }
+    let prompt_total = sum_u(&|s| s.tokens.prompt_total);
+    let output_total = sum_u(&|s| s.tokens.output_total);
+    let server_prompt: Vec<(f64, f64)> = stages()
+        .filter_map(|s| {
+            s.tokens
+                .prompt_mean_server
+                .map(|m| (m, s.requests.measured as f64))
+        })
+        .collect();
+    let server_n: f64 = server_prompt.iter().map(|(_, n)| n).sum();
+    let tokens = Tokens {
+        prompt_mean: per_measured(prompt_total),
+        prompt_mean_server: (!server_prompt.is_empty()).then(|| {
+            if server_n > 0.0 {
+                server_prompt.iter().map(|(m, n)| m * n).sum::<f64>() / server_n
+            } else {
+                server_prompt[0].0
+            }
+        }),
+        output_mean: per_measured(output_total),
+        prompt_total,
+        output_total,
+        prompt_cached_total: stages()
+            .filter_map(|s| s.tokens.prompt_cached_total)
+            .reduce(|a, b| a + b),
+        output_source,
+        by_outcome,
+    };
+    let rates = Rates {
+        requests_per_s: sum(&|s| s.rates.requests_per_s),
+        steady_requests_per_s: sum(&|s| s.rates.steady_requests_per_s),
+        sent_per_s: sum(&|s| s.rates.sent_per_s),
+        completed_per_s: sum(&|s| s.rates.completed_per_s),
+        steady_s: max(&|s| s.rates.steady_s),
+        output_tokens_per_s: sum(&|s| s.rates.output_tokens_per_s),
+        total_tokens_per_s: sum(&|s| s.rates.total_tokens_per_s),
+    };
+    let capacity = stages()
+        .map(|s| s.capacity.as_ref())
+        .collect::<Option<Vec<_>>>()
+        .map(|caps| merge_capacity(&caps));
+    let verdict = merge_verdict(parts);
+    let saturation_reason = verdict
+        .as_ref()
+        .filter(|v| v.outcome == Outcome::Saturated)
+        .map(|v| v.reason.clone());
+    let goodput = s0.goodput.as_ref().map(|g| {
+        let good: f64 = stages()
+            .filter_map(|s| {
+                s.goodput
+                    .as_ref()
+                    .map(|g| g.fraction * s.requests.measured as f64)
+            })
+            .sum();
+        Goodput {
+            slo: g.slo,
+            requests_per_s: stages()
+                .filter_map(|s| s.goodput.as_ref().map(|g| g.requests_per_s))
+                .sum(),
+            fraction: if measured > 0.0 { good / measured } else { 0.0 },
+        }
+    });
+    let client = merge_client(parts);
+    let reasoning = reasoning_dists.map(|(ttfrt_ms, ttfat_ms, answer_itl_ms)| {
+        let rs = || stages().filter_map(|s| s.reasoning.as_ref());
+        let reasoning_tokens_total = rs().map(|r| r.reasoning_tokens_total).sum();
+        let answer_tokens_total = rs().map(|r| r.answer_tokens_total).sum();
+        let mut reasoning_source: BTreeMap<String, u64> = BTreeMap::new();
+        for r in rs() {
+            for (k, n) in &r.reasoning_source {
+                *reasoning_source.entry(k.clone()).or_default() += n;
+            }
+        }
+        let n = measured.max(1.0);
+        Reasoning {
+            requests: rs().map(|r| r.requests).sum(),
+            ttfrt_ms,
+            ttfat_ms,
+            answer_itl_ms,
+            reasoning_tokens_total,
+            answer_tokens_total,
+            reasoning_tokens_mean: reasoning_tokens_total as f64 / n,
+            answer_tokens_mean: answer_tokens_total as f64 / n,
+            reasoning_source,
+            no_answer: rs().map(|r| r.no_answer).sum(),
+        }
+    });
+    let output_lengths = stages().filter_map(|s| s.output_lengths.as_ref()).fold(
+        None,
+        |acc: Option<OutputLengths>, l| {
+            let mut a = acc.unwrap_or_default();
+            a.requested_requests += l.requested_requests;
+            a.requested_total += l.requested_total;
+            a.received_total += l.received_total;
+            a.counted_requests += l.counted_requests;
+            a.server_total += l.server_total;
+            a.client_total += l.client_total;
+            Some(a)
+        },
+    );
+    Ok(StageReport {
+        name: s0.name.clone(),
+        strategy: s0.strategy,
+        target_rate: stages().filter_map(|s| s.target_rate).reduce(|a, b| a + b),
+        start: stages().map(|s| s.start.clone()).min().unwrap_or_default(),
+        end: stages().map(|s| s.end.clone()).max().unwrap_or_default(),
+        duration_s: max(&|s| s.duration_s),
+        measured_s: max(&|s| s.measured_s),
+        measured_from_s: stages().filter_map(|s| s.measured_from_s).reduce(f64::min),
+        saturated: saturation_reason.is_some(),
+        saturation_reason,
+        end_reason: agreed(
+            parts
+                .iter()
+                .map(|(l, s, _)| (l.clone(), s.end_reason.clone())),
+        ),
+        requests,
+        errors,
+        error_samples,
+        reconnects: sum_u(&|s| s.reconnects),
+        rates,
+        concurrency: Concurrency {
+            mean: sum(&|s| s.concurrency.mean),
+            // The shards' peaks need not coincide: their sum bounds the whole's.
+            max: sum_u(&|s| s.concurrency.max),
+        },
+        ttft_ms,
+        itl_ms,
+        tpot_ms,
+        latency_ms,
+        queue_ms,
+        tokens,
+        goodput,
+        capacity,
+        verdict,
+        warnings,
+        histograms,
+        number: s0.number,
+        manual: stages().any(|s| s.manual),
+        cut_short: stages().any(|s| s.cut_short),
+        finished_after_s: max(&|s| s.finished_after_s),
+        paused_s: max(&|s| s.paused_s),
+        pauses: stages().map(|s| s.pauses).max().unwrap_or(0),
+        // Every shard read the same server's /metrics: one shard's view is the whole's.
+        server: stages().find_map(|s| s.server.clone()),
+        client,
+        reasoning,
+        output_lengths,
+        // Conversations are per process and not merged yet.
+        conversations: None,
+    })
+}
+
+fn merge_capacity(caps: &[&CapacityEstimate]) -> CapacityEstimate {
+    let rank = |m: Method| match m {
+        Method::Steady => 0,
+        Method::Observed => 1,
+        Method::Plain => 2,
+    };
+    let method = caps
+        .iter()
+        .map(|c| c.method)
+        .max_by_key(|m| rank(*m))
+        .unwrap_or_default();
+    let requests_per_s: f64 = caps.iter().map(|c| c.requests_per_s).sum();
+    CapacityEstimate {
+        requests_per_s,
+        method,
+        low_evidence: caps.iter().any(|c| c.low_evidence),
+        evidence: format!(
+            "the sum of {} shards' estimates ({})",
+            caps.len(),
+            caps.iter()
+                .map(|c| format!("{:.2}", c.requests_per_s))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        ),
+        completions: caps.iter().map(|c| c.completions).sum(),
+        span_s: caps.iter().map(|c| c.span_s).fold(0.0, f64::max),
+        busy_quarters: caps.iter().map(|c| c.busy_quarters).max().unwrap_or(0),
+        slope_requests_per_s: caps.iter().map(|c| c.slope_requests_per_s).sum(),
+        observed_requests_per_s: caps.iter().map(|c| c.observed_requests_per_s).sum(),
+        littles_law_requests_per_s: caps
+            .iter()
+            .map(|c| c.littles_law_requests_per_s)
+            .sum::<Option<f64>>(),
+    }
+}
+
+/// The worst shard's verdict (saturated, erroring, inconclusive, not
+/// saturated), its reason naming the shard: a verdict rests on the shard's
+/// completion series, which its report does not carry.
+fn merge_verdict(parts: &[(String, &StageReport, &str)]) -> Option<Verdict> {
+    let rank = |o: Outcome| match o {
+        Outcome::Saturated => 3,
+        Outcome::Erroring => 2,
+        Outcome::Inconclusive => 1,
+        Outcome::NotSaturated => 0,
+    };
+    let judged: Vec<(&String, &Verdict)> = parts
+        .iter()
+        .filter_map(|(l, s, _)| s.verdict.as_ref().map(|v| (l, v)))
+        .collect();
+    let top = judged.iter().map(|(_, v)| rank(v.outcome)).max()?;
+    // The first shard with the worst outcome speaks for it.
+    let (label, worst) = judged
+        .iter()
+        .copied()
+        .find(|(_, v)| rank(v.outcome) == top)?;
+    let alike = judged
+        .iter()
+        .filter(|(_, v)| v.outcome == worst.outcome)
+        .count();
+    let reason = match (worst.reason.is_empty(), alike == parts.len()) {
+        (true, _) => String::new(),
+        (false, true) => format!(
+            "all {alike} shards {}; {label}: {}",
+            worst.outcome.as_str(),
+            worst.reason
+        ),
+        (false, false) => format!(
+            "{alike} of {} shards {}; {label}: {}",
+            parts.len(),
+            worst.outcome.as_str(),
+            worst.reason
+        ),
+    };
+    Some(Verdict {
+        outcome: worst.outcome,
+        reason,
+        needed_seconds: judged
+            .iter()
+            .filter_map(|(_, v)| v.needed_seconds)
+            .reduce(f64::max),
+        overload: judged.iter().any(|(_, v)| v.overload),
+    })
+}
+
+/// The self-check: the worst shard's lags; client-limited if any shard was.
+fn merge_client(parts: &[(String, &StageReport, &str)]) -> Option<ClientCheck> {
+    let checks: Vec<(&String, &ClientCheck)> = parts
+        .iter()
+        .filter_map(|(l, s, _)| s.client.as_ref().map(|c| (l, c)))
+        .collect();
+    if checks.is_empty() {
+        return None;
+    }
+    let max = |f: fn(&ClientCheck) -> f64| checks.iter().map(|(_, c)| f(c)).fold(0.0, f64::max);
+    Some(ClientCheck {
+        lag_p90_ms: max(|c| c.lag_p90_ms),
+        lag_p99_ms: max(|c| c.lag_p99_ms),
+        lag_max_ms: max(|c| c.lag_max_ms),
+        send_late_p90_ms: max(|c| c.send_late_p90_ms),
+        cpu_share_max: checks
+            .iter()
+            .filter_map(|(_, c)| c.cpu_share_max)
+            .reduce(f64::max),
+        limited: checks.iter().any(|(_, c)| c.limited),
+        reason: checks
+            .iter()
+            .filter(|(_, c)| c.limited)
+            .map(|(l, c)| format!("{l}: {}", c.reason))
+            .collect::<Vec<_>>()
+            .join("; "),
+        timing: checks
+            .iter()
+            .filter(|(_, c)| !c.timing.is_empty())
+            .map(|(l, c)| format!("{l}: {}", c.timing))
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shard `index` of `count` with one stage whose TTFTs (ms) are `ttfts`.
+    fn shard(index: u32, count: u32, stage: &str, ttfts: &[u64]) -> Report {
+        let mut ttft = Dist::default();
+        let mut latency = Dist::default();
+        for t in ttfts {
+            ttft.record_us(t * 1000);
+            latency.record_us(t * 2000);
+        }
+        let n = ttfts.len() as u64;
+        let s = StageReport {
+            name: stage.into(),
+            target_rate: Some(10.0 / count as f64),
+            requests: RequestCounts {
+                sent: n + 1,
+                completed: n,
+                incomplete: 1,
+                errored: 0,
+                measured: n,
+            },
+            rates: Rates {
+                completed_per_s: 10.0 / count as f64,
+                steady_s: 5.0,
+                ..Default::default()
+            },
+            ttft_ms: ttft.summary(&[]),
+            latency_ms: latency.summary(&[]),
+            tokens: Tokens {
+                output_total: 8 * n,
+                ..Default::default()
+            },
+            verdict: Some(Verdict {
+                outcome: if index == 1 {
+                    Outcome::Saturated
+                } else {
+                    Outcome::NotSaturated
+                },
+                reason: if index == 1 {
+                    "backlog grew".into()
+                } else {
+                    String::new()
+                },
+                ..Default::default()
+            }),
+            histograms: [
+                ("ttft_us".to_string(), ttft.encode()),
+                ("latency_us".to_string(), latency.encode()),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        Report {
+            version: 1,
+            tool: "llmsweep test".into(),
+            created: format!("2026-11-24T09:00:0{index}Z"),
+            target: crate::model::Target {
+                url: "http://127.0.0.1:9".into(),
+                model: "m".into(),
+                api: crate::model::Api::Chat,
+                builtin_simulator: false,
+            },
+            config: serde_json::json!({"rate": [10.0], "shard": format!("{index}/{count}")}),
+            partial: false,
+            end_reason: "completed".into(),
+            stages: vec![s],
+            timeline: Vec::new(),
+            warnings: Vec::new(),
+            slo_summary: None,
+            search: None,
+            answer: None,
+            shard: Some(ShardInfo { index, count }),
+            merged_shards: None,
+        }
+    }
+
+    fn named(rs: Vec<Report>) -> Vec<(String, Report)> {
+        rs.into_iter()
+            .enumerate()
+            .map(|(i, r)| (format!("s{i}.json"), r))
+            .collect()
+    }
+
+    #[test]
+    fn counts_add_and_percentiles_come_from_the_pooled_histograms() {
+        let a: Vec<u64> = (1..=100).collect();
+        let b: Vec<u64> = (101..=300).collect();
+        let m = merge(&named(vec![
+            shard(0, 2, "constant@10.00", &a),
+            shard(1, 2, "constant@10.00", &b),
+        ]))
+        .unwrap();
+        let s = &m.stages[0];
+        assert_eq!(s.requests.sent, 302);
+        assert_eq!(s.requests.completed, 300);
+        assert_eq!(s.tokens.output_total, 2400);
+        assert_eq!(s.target_rate, Some(10.0));
+        assert_eq!(s.rates.achieved(), 10.0);
+        let mut pooled = Dist::default();
+        for t in a.iter().chain(&b) {
+            pooled.record_us(t * 1000);
+        }
+        assert_eq!(s.ttft_ms, pooled.summary(&[]));
+        assert_eq!(s.ttft_ms.count, 300);
+        assert_eq!(Dist::decode(&s.histograms["ttft_us"]).unwrap().count(), 300);
+        // The worst shard's verdict, naming it.
+        let v = s.verdict.as_ref().unwrap();
+        assert_eq!(v.outcome, Outcome::Saturated);
+        assert!(
+            v.reason
+                .starts_with("1 of 2 shards saturated; shard 1/2: backlog grew"),
+            "{}",
+            v.reason
+        );
+        assert!(s.saturated);
+        assert_eq!(m.merged_shards, Some(2));
+        assert_eq!(m.shard, None);
+        assert_eq!(m.config["shard"], serde_json::Value::Null);
+        assert_eq!(m.created, "2026-11-24T09:00:00Z");
+        assert!(m.answer.is_some());
+    }
+
+    #[test]
+    fn different_plans_and_overlapping_or_missing_shards_are_refused() {
+        let e = |rs: Vec<Report>| merge(&named(rs)).unwrap_err().to_string();
+        let s = |i, n| shard(i, n, "constant@10.00", &[5]);
+        let msg = e(vec![s(0, 3), s(1, 3)]);
+        assert!(
+            msg.contains("shard 2/3 is missing") && msg.contains("given: 0/3, 1/3"),
+            "{msg}"
+        );
+        let msg = e(vec![s(0, 2), s(0, 2)]);
+        assert!(
+            msg.contains("s0.json and s1.json are both shard 0/2"),
+            "{msg}"
+        );
+        let msg = e(vec![s(0, 2), s(1, 3)]);
+        assert!(msg.contains("same N"), "{msg}");
+        let msg = e(vec![s(0, 2), shard(1, 2, "constant@20.00", &[5])]);
+        assert!(
+            msg.contains("different plans") && msg.contains("constant@20.00"),
+            "{msg}"
+        );
+        let mut other = s(1, 2);
+        other.target.url = "http://127.0.0.1:10".into();
+        assert!(e(vec![s(0, 2), other]).contains("different plans: target"));
+        let mut other = s(1, 2);
+        other.config["rate"] = serde_json::json!([20.0]);
+        assert!(e(vec![s(0, 2), other]).contains("different plans: rate"));
+        let mut lone = s(0, 1);
+        lone.shard = None;
+        lone.config = serde_json::json!({});
+        assert!(e(vec![lone]).contains("not a shard's report"));
+        // A checkpoint's shard comes from its settings.
+        let mut from_config = s(1, 2);
+        from_config.shard = None;
+        assert!(merge(&named(vec![s(0, 2), from_config])).is_ok());
+    }
+}

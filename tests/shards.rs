@@ -1,0 +1,231 @@
+//! A sharded run: several `llmsweep run --shard I/N` processes against one
+//! simulator process, then `llmsweep merge` (issue 26, items 4, 5 and 7).
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, SystemTime};
+
+use common::process::{llmsweep, read_report, tmpdir, wait_with_limit, SimProcess};
+use serde_json::Value;
+
+/// Completed requests' (ttft_ms, e2e_ms) from a run's requests.jsonl.
+fn completed_latencies(dir: &Path) -> Vec<(f64, f64)> {
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).expect("requests.jsonl");
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|v| v["outcome"] == "completed")
+        .map(|v| {
+            (
+                v["ttft_ms"].as_f64().expect("ttft_ms"),
+                v["e2e_ms"].as_f64().expect("e2e_ms"),
+            )
+        })
+        .collect()
+}
+
+/// The value at quantile `q` of `v` as HdrHistogram reads it: the
+/// ceil(q·n)-th smallest.
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let rank = ((q * v.len() as f64).ceil() as usize).max(1);
+    v[rank - 1]
+}
+
+/// Three shard processes, started together by `--start-at`, each run a
+/// third of a constant 60 req/s stage; their merge counts exactly what the
+/// three sent and completed, its percentiles are those of the pooled raw
+/// latencies (to the histogram's 3 significant digits), and it achieved the
+/// target rate. A merge with a shard twice or one missing is refused.
+#[test]
+fn shards_merge_into_the_run_one_process_would_have_made() {
+    let sim = SimProcess::start(&["--decode-step-ms", "2", "--per-seq-us", "0"]);
+    let n = 3;
+    let rate = 60.0;
+    let start = SystemTime::now() + Duration::from_secs(2);
+    let start_at = humantime::format_rfc3339_millis(start).to_string();
+    let dirs: Vec<_> = (0..n).map(|i| tmpdir(&format!("shard-{i}"))).collect();
+    let mut children: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            llmsweep()
+                .args(["run", "--target", &sim.url, "--headless"])
+                .args(["--profile", "constant", "--rate", &rate.to_string()])
+                .args(["--max-seconds", "3", "--settle-timeout", "0"])
+                .args(["--data", "prompt_tokens=32,output_tokens=8"])
+                .args(["--shard", &format!("{i}/{n}"), "--start-at", &start_at])
+                .args(["--save-requests", "--export", "json"])
+                .args(["--out", dir.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("llmsweep run starts")
+        })
+        .collect();
+    for c in &mut children {
+        let status = wait_with_limit(c, Duration::from_secs(30));
+        assert!(status.success(), "a shard failed: {status}");
+    }
+    let shards: Vec<Value> = dirs.iter().map(|d| read_report(d)).collect();
+    for (i, r) in shards.iter().enumerate() {
+        assert_eq!(r["shard"], serde_json::json!({"index": i, "count": n}));
+        let st = &r["stages"][0];
+        assert_eq!(st["name"], "constant@60.00");
+        assert!((st["target_rate"].as_f64().unwrap() - rate / n as f64).abs() < 1e-9);
+    }
+
+    let out = tmpdir("shards-merged");
+    let files: Vec<String> = dirs
+        .iter()
+        .map(|d| d.join("report.json").display().to_string())
+        .collect();
+    let o = llmsweep()
+        .arg("merge")
+        .args(&files)
+        .args([
+            "--out",
+            out.to_str().unwrap(),
+            "--export",
+            "json,md,csv,html",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = read_report(&out);
+    assert_eq!(m["merged_shards"], n);
+    assert!(m.get("shard").is_none(), "{}", m["shard"]);
+    assert!(m["answer"].is_object(), "the answer is recomputed");
+    let st = &m["stages"][0];
+    let sum = |f: &dyn Fn(&Value) -> u64| shards.iter().map(|r| f(&r["stages"][0])).sum::<u64>();
+    for key in ["sent", "completed", "incomplete", "errored", "measured"] {
+        assert_eq!(
+            st["requests"][key].as_u64().unwrap(),
+            sum(&|s| s["requests"][key].as_u64().unwrap()),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        st["tokens"]["output_total"].as_u64().unwrap(),
+        sum(&|s| s["tokens"]["output_total"].as_u64().unwrap())
+    );
+    // Percentiles of the merged histograms against the pooled raw latencies.
+    let pooled: Vec<(f64, f64)> = dirs.iter().flat_map(|d| completed_latencies(d)).collect();
+    assert_eq!(
+        pooled.len() as u64,
+        st["requests"]["measured"].as_u64().unwrap(),
+        "every completed request is measured (no warm-up)"
+    );
+    assert_eq!(
+        st["ttft_ms"]["count"].as_u64().unwrap(),
+        pooled.len() as u64
+    );
+    for (metric, pick) in [
+        ("ttft_ms", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
+        ("latency_ms", |p| p.1),
+    ] {
+        let mut raw: Vec<f64> = pooled.iter().map(pick).collect();
+        for (key, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)] {
+            let exact = quantile(&mut raw, q);
+            let merged = st[metric][key].as_f64().unwrap();
+            // 3 significant digits, and µs against the raw ms.
+            assert!(
+                (merged - exact).abs() <= exact * 0.002 + 0.002,
+                "{metric} {key}: merged {merged} against pooled {exact}"
+            );
+        }
+    }
+    // The whole's rate, achieved.
+    assert!((st["target_rate"].as_f64().unwrap() - rate).abs() < 1e-6);
+    let achieved = st["rates"]["completed_per_s"].as_f64().unwrap();
+    assert!(
+        (achieved - rate).abs() < rate * 0.1,
+        "achieved {achieved} req/s against {rate}"
+    );
+    for f in ["report.md", "report.csv", "report.html"] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+
+    // A shard twice, or one missing, is refused and says why.
+    let refused = |files: &[&String]| {
+        let o = llmsweep()
+            .arg("merge")
+            .args(files)
+            .args(["--out", out.join("x").to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let e = refused(&[&files[0], &files[1], &files[0]]);
+    assert!(e.contains("both shard 0/3"), "{e}");
+    let e = refused(&[&files[0], &files[1]]);
+    assert!(e.contains("shard 2/3 is missing"), "{e}");
+    for d in dirs.iter().chain([&out]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// The Kubernetes manifests agree with llmsweep: the ConfigMap's profile
+/// parses and plans as a shard, the Job's SHARDS is its completions and
+/// parallelism, and the merge Job lists one report per shard.
+#[test]
+fn the_kubernetes_manifests_agree_with_llmsweep() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect(f);
+    let cm = read("configmap.yaml");
+    let profile: String = cm
+        .lines()
+        .skip_while(|l| l.trim() != "profile.toml: |")
+        .skip(1)
+        .take_while(|l| l.starts_with("    ") || l.trim().is_empty())
+        .map(|l| format!("{}\n", l.get(4..).unwrap_or("")))
+        .collect();
+    let mut cfg = llmsweep::config::RunConfig::from_toml(&profile, "configmap.yaml profile.toml")
+        .unwrap_or_else(|e| panic!("{e:#}\n{profile}"));
+    let start = cm
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("start-at: "))
+        .expect("start-at")
+        .trim_matches('"');
+    assert!(humantime::parse_rfc3339_weak(start).is_ok(), "{start}");
+    let job = read("job.yaml");
+    let value = |key: &str| -> String {
+        job.lines()
+            .find_map(|l| l.trim().strip_prefix(key))
+            .unwrap_or_else(|| panic!("{key}"))
+            .trim()
+            .trim_matches('"')
+            .to_string()
+    };
+    let shards: u32 = job
+        .lines()
+        .skip_while(|l| l.trim() != "- name: SHARDS")
+        .nth(1)
+        .and_then(|l| l.trim().strip_prefix("value: "))
+        .expect("SHARDS value")
+        .trim_matches('"')
+        .parse()
+        .unwrap();
+    assert_eq!(value("completions: "), shards.to_string());
+    assert_eq!(value("parallelism: "), shards.to_string());
+    assert!(job.contains("- $(JOB_COMPLETION_INDEX)/$(SHARDS)"));
+    for index in 0..shards {
+        cfg.shard = Some(llmsweep::engine::Shard {
+            index,
+            count: shards,
+        });
+        let plan = llmsweep::profile::plan::build_plan(&cfg, false)
+            .unwrap_or_else(|e| panic!("shard {index}: {e:#}"));
+        assert!(plan.description.contains("shard"), "{}", plan.description);
+    }
+    let merge = read("merge-job.yaml");
+    for index in 0..shards {
+        assert!(
+            merge.contains(&format!("/results/$(RUN)/shard-{index}/report.json")),
+            "shard {index}"
+        );
+    }
+    assert!(!merge.contains(&format!("shard-{shards}/")));
+}
