@@ -127,7 +127,9 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
         snap_tx,
     );
     let res = engine.run(&mut plan).await;
-    let names: Vec<&str> = res.stages.iter().map(|s| s.name.as_str()).collect();
+    let mut names: Vec<&str> = res.stages.iter().map(|s| s.name.as_str()).collect();
+    // An inconclusive stage may run once more, longer, under its name.
+    names.dedup();
     assert_eq!(names.len(), 5, "{names:?}");
     assert_eq!(&names[..2], ["synchronous", "throughput"]);
     let sync = &res.stages[0];
@@ -140,7 +142,9 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
         thr.rates
     );
     let step = (thr.rates.steady_requests_per_s - sync.rates.requests_per_s) / 3.0;
-    for (i, s) in res.stages[2..].iter().enumerate() {
+    let mut planned: Vec<&llmsweep::model::StageReport> = res.stages.iter().collect();
+    planned.dedup_by(|a, b| a.name == b.name);
+    for (i, s) in planned[2..].iter().enumerate() {
         let want = sync.rates.requests_per_s + step * (i + 1) as f64;
         assert!(
             (s.target_rate.unwrap() - want).abs() < 1e-9,

@@ -33,11 +33,18 @@ pub struct Settled {
 /// Requests running + waiting, summed over label sets, from a Prometheus text
 /// page (vLLM's and SGLang's names). None when the page has neither.
 pub fn busy_from_metrics(text: &str) -> Option<f64> {
+    // Running and waiting, as server_metrics::vocab names them for each
+    // server (llama.cpp's were missing: stages started on the previous
+    // stage's backlog of 23-53 requests).
     let names = [
         "vllm:num_requests_running",
         "vllm:num_requests_waiting",
         "sglang:num_running_reqs",
         "sglang:num_queue_reqs",
+        "tgi_batch_current_size",
+        "tgi_queue_size",
+        "llamacpp:requests_processing",
+        "llamacpp:requests_deferred",
     ];
     let mut found = None;
     for line in text.lines().filter(|l| !l.starts_with('#')) {
@@ -179,5 +186,13 @@ mod tests {
         assert_eq!(busy_from_metrics(t), Some(5.0));
         assert_eq!(busy_from_metrics("sglang:num_queue_reqs 0\n"), Some(0.0));
         assert_eq!(busy_from_metrics("other 1\n"), None);
+        assert_eq!(
+            busy_from_metrics("llamacpp:requests_processing 8\nllamacpp:requests_deferred 6\n"),
+            Some(14.0)
+        );
+        assert_eq!(
+            busy_from_metrics("tgi_batch_current_size 2\ntgi_queue_size 1\n"),
+            Some(3.0)
+        );
     }
 }

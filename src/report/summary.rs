@@ -54,7 +54,12 @@ fn no_knee(stages: &[StageReport]) -> String {
         .iter()
         .filter(|s| on_rate_curve(s) && s.ttft_ms.count > 0)
         .count();
+    let open_loop = stages.iter().any(on_rate_curve);
     match points {
+        // A concurrent-only run completed requests, but has no rate curve.
+        0 if !open_loop => {
+            "not seen: no constant-rate stage ran (the knee is read off the rate curve)".into()
+        }
         0 => "not seen: no stage on the rate curve completed a request".into(),
         1 => "not seen: one stage on the rate curve measured latency; a knee needs two or more"
             .into(),
