@@ -156,17 +156,20 @@ pub(crate) fn request_body(
 ) -> Result<Vec<u8>> {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
+    // The texts alternate user and assistant, starting with the user.
+    let messages = || -> Value {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let role = if i % 2 == 0 { "user" } else { "assistant" };
+                json!({"role": role, "content": t})
+            })
+            .collect()
+    };
     match api {
         Api::Chat => {
-            let messages: Vec<Value> = texts
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let role = if i % 2 == 0 { "user" } else { "assistant" };
-                    json!({"role": role, "content": t})
-                })
-                .collect();
-            body.insert("messages".into(), Value::Array(messages));
+            body.insert("messages".into(), messages());
         }
         Api::Completions => {
             body.insert("prompt".into(), json!(texts.concat()));
@@ -176,15 +179,7 @@ pub(crate) fn request_body(
             body.insert("input".into(), json!(texts[0]));
         }
         Api::Responses => {
-            let messages: Vec<Value> = texts
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let role = if i % 2 == 0 { "user" } else { "assistant" };
-                    json!({"role": role, "content": t})
-                })
-                .collect();
-            body.insert("input".into(), Value::Array(messages));
+            body.insert("input".into(), messages());
         }
     }
     body.insert("stream".into(), json!(true));

@@ -240,13 +240,10 @@ impl Synthetic {
         run: Option<u64>,
         counter: &dyn TokenCounter,
     ) -> Result<Vec<PromptItem>> {
-        let pieces = counter.one_token_pieces();
-        if pieces.len() < 8 {
-            bail!(
-                "the tokenizer {} takes too few plain English words as single tokens to build synthetic prompts; use a data file (--data prompts.jsonl)",
-                counter.name()
-            );
-        }
+        let pieces = one_token_pieces(
+            counter,
+            "synthetic prompts; use a data file (--data prompts.jsonl)",
+        )?;
         let mut rng = SmallRng::seed_from_u64(seed ^ 0xDA7A);
         // One prefix per group, drawn before anything else: the first
         // group's prefix is the one prefix of `prefix_groups=1`.
@@ -322,6 +319,20 @@ impl Synthetic {
         }
         Ok(items)
     }
+}
+
+/// The plain words `counter` takes as one token each, which synthetic text
+/// is built from; an error naming what needed them (`what`) when there are
+/// too few.
+pub(crate) fn one_token_pieces(counter: &dyn TokenCounter, what: &str) -> Result<Vec<String>> {
+    let pieces = counter.one_token_pieces();
+    if pieces.len() < 8 {
+        bail!(
+            "the tokenizer {} takes too few plain English words as single tokens to build {what}",
+            counter.name()
+        );
+    }
+    Ok(pieces)
 }
 
 /// Adjusts a prompt until `counter` gives its intended length (a few rounds),

@@ -315,13 +315,7 @@ pub fn items(
     run: Option<u64>,
     counter: &dyn TokenCounter,
 ) -> Result<Vec<PromptItem>> {
-    let pieces = counter.one_token_pieces();
-    if pieces.len() < 8 {
-        bail!(
-            "the tokenizer {} takes too few plain English words as single tokens to build a trace's prompts",
-            counter.name()
-        );
-    }
+    let pieces = super::synthetic::one_token_pieces(counter, "a trace's prompts")?;
     let p = pieces.len();
     let avg = pieces.iter().map(String::len).sum::<usize>() as u64 / p as u64;
     let total: u64 = trace.rows.iter().map(|r| r.input_tokens).sum();
