@@ -317,11 +317,11 @@ fn bad_input_gets_a_short_clear_error() {
     // Huge and tiny numbers read as typed, not as hundreds of digits.
     fails_with(
         &["-p", "constant", "--rate", "4", "--max-seconds=1e300"],
-        "--max-seconds 1e300 is not possible",
+        "invalid value '1e300' for '--max-seconds <SECONDS|auto>': 1e300 is not possible",
     );
     fails_with(
         &["-p", "constant", "--rate", "4", "--fps=1e-300"],
-        "--fps 1e-300 is not possible",
+        "invalid value '1e-300' for '--fps <FPS>': 1e-300 is not possible",
     );
     fails_with(&["--profile", "nonsense"], "unknown profile");
     fails_with(

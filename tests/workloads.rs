@@ -125,7 +125,8 @@ fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
 fn replay_args(time_scale: f64) -> llmsweep::config::RunConfig {
     llmsweep::config::RunConfig {
         strategy: llmsweep::config::LoadStrategy::Replay,
-        time_scale,
+        time_scale: llmsweep::config::Within::new(time_scale)
+            .expect("a time scale within its bound"),
         ..Default::default()
     }
 }

@@ -11,7 +11,7 @@ use super::slo::Slo;
 /// Bumped whenever a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Report {
     pub version: u32,
     /// The tool and its version, e.g. `llmsweep 0.1.0`.
@@ -70,7 +70,7 @@ pub struct SloSummary {
     pub note: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Target {
     /// Base URL, or `built-in simulator` with its address.
     pub url: String,

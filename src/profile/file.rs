@@ -87,7 +87,7 @@ pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, 
         parse(&text, &choice)?
     } else if let Some((name, text)) = shipped(&choice) {
         let file = parse(text, &format!("profiles/{name}.toml"))?;
-        return Ok((file.with_flags(&flags, typed)?, name.to_string()));
+        return Ok((file.with_flags(&flags, typed), name.to_string()));
     } else if let Some(strategy) = LoadStrategy::from_name(&choice) {
         let name = strategy.name().to_string();
         return Ok((RunConfig { strategy, ..flags }, name));
@@ -98,7 +98,7 @@ pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, 
             SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
     };
-    Ok((file.with_flags(&flags, typed)?, choice))
+    Ok((file.with_flags(&flags, typed), choice))
 }
 
 #[cfg(test)]

@@ -137,7 +137,7 @@ mod tests {
             strategy: LoadStrategy::Poisson,
             rate: vec![RateItem::Finite(2.0), RateItem::Infinite],
             max_seconds: Some(crate::config::StageSeconds::Fixed(45.0)),
-            settle_timeout: 3.0,
+            settle_timeout: 3.0.into(),
             overload_guard: false,
             percentiles: vec![75.0],
             seed: 7,

@@ -217,7 +217,7 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     let front_end = tokio::spawn(front_end(
         p.dashboard.then(|| crate::tui::TuiOptions {
             outcome: outcome_rx,
-            fps: args.fps,
+            fps: args.fps.get(),
             themes: std::mem::take(&mut p.themes),
             info: crate::tui::app::RunInfo {
                 target: hello.target.clone(),

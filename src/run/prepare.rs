@@ -8,18 +8,14 @@ use anyhow::{bail, Context as _, Result};
 use serde_json::json;
 
 use crate::client::{normalize_target, Client, ClientConfig, Prompt};
-use crate::config::{Format, LoadStrategy, RunConfig};
+use crate::config::{Format, LoadStrategy, RunConfig, Within};
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
 use crate::model::{Slo, Target};
-use crate::profile::plan::{
-    build_plan, build_replay_plan, check_burstiness, check_search, check_seconds, check_time_scale,
-    PlanChoice,
-};
+use crate::profile::plan::{build_plan, build_replay_plan, PlanChoice};
 use crate::sim;
 use crate::tokenizer::{Builtin, TokenCounter};
-use crate::typed;
 
 /// A run ready to start.
 pub struct Prepared {
@@ -70,45 +66,12 @@ pub fn start_at(s: &str) -> Result<std::time::SystemTime> {
     Ok(t)
 }
 
+/// The checks a single setting's type cannot make (its bound can: see
+/// `config::Within`): a start time within a day.
 pub fn check_numbers(args: &RunConfig) -> Result<()> {
-    let timeout = check_seconds("--request-timeout", args.request_timeout)?;
-    if timeout < 0.001 {
-        bail!(
-            "--request-timeout {} is not possible: give at least 0.001 seconds",
-            typed::number(timeout)
-        );
-    }
-    if !(args.fps.is_finite() && (0.5..=30.0).contains(&args.fps)) {
-        bail!(
-            "--fps {} is not possible: use 0.5 to 30 redraws a second",
-            typed::number(args.fps)
-        );
-    }
-    if args.max_concurrency == Some(0) {
-        bail!("--max-concurrency must be at least 1");
-    }
-    check_seconds("--settle-timeout", args.settle_timeout)?;
     if let Some(at) = &args.start_at {
         start_at(at)?;
     }
-    check_burstiness(args.burstiness)?;
-    check_time_scale(args.time_scale)?;
-    check_search(args)?;
-    if let Some(i) = args.server_metrics_interval {
-        if !(i.is_finite() && (0.1..=3600.0).contains(&i)) {
-            bail!(
-                "--server-metrics-interval {} is not possible: use 0.1 to 3600 seconds",
-                typed::number(i)
-            );
-        }
-    }
-    if args
-        .max_line_bytes
-        .is_some_and(|b| !(1024..=crate::config::MAX_LINE_BYTES).contains(&b))
-    {
-        bail!("--max-line-bytes must be from 1024 (a stream's lines are longer than that) to 1073741824 (1 GiB)");
-    }
-
     Ok(())
 }
 
@@ -203,7 +166,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             trace.span_s(),
             counter.name()
         );
-        replay = Some(trace.offsets(args.time_scale));
+        replay = Some(trace.offsets(args.time_scale.get()));
         crate::data::DataSet {
             items,
             description,
@@ -289,7 +252,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         api: args.api,
         api_key: api_key.clone(),
         headers,
-        request_timeout: seconds(args.request_timeout),
+        request_timeout: seconds(args.request_timeout.get()),
         insecure: args.insecure,
         follow_redirects: args.follow_redirects,
         keep_replies: args.replies == crate::config::Replies::Received,
@@ -355,7 +318,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         &crate::server_metrics::Flags {
             url: args.server_metrics.as_deref(),
             raw: &args.server_metric,
-            interval_s: args.server_metrics_interval,
+            interval_s: args.server_metrics_interval.map(Within::get),
         },
         &base_url,
         &model,
@@ -437,7 +400,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             slo,
             percentiles,
             no_overload_guard: !args.overload_guard,
-            settle_timeout: Some(seconds(args.settle_timeout)),
+            settle_timeout: Some(seconds(args.settle_timeout.get())),
         },
         target,
         base_url,
@@ -724,12 +687,24 @@ mod tests {
             ),
         ] {
             // (Not through `settings`: its file is shared with the test above.)
-            let a = RunConfig {
-                profile: "p.toml".into(),
-                ..RunConfig::from_toml(text, "p.toml").unwrap()
+            // A number outside its bound is refused as the file is read,
+            // with its line and key; a plan that cannot be, when checked.
+            let e = match RunConfig::from_toml(text, "p.toml") {
+                Err(e) => e.to_string(),
+                Ok(a) => {
+                    let a = RunConfig {
+                        profile: "p.toml".into(),
+                        ..a
+                    };
+                    check_settings(&a, "p.toml").unwrap_err().to_string()
+                }
             };
-            let e = check_settings(&a, "p.toml").unwrap_err().to_string();
-            assert!(e.contains(flag) && e.contains("p.toml"), "{e}");
+            let key = flag.trim_start_matches("--").replace('-', "_");
+            assert!(
+                (e.contains(flag) || (e.contains(&key) && e.contains("line 3")))
+                    && e.contains("p.toml"),
+                "{e}"
+            );
         }
         // A strategy on the command line is not a file.
         let a = settings(&["--profile".into(), "constant".into()], None).unwrap();
@@ -786,26 +761,41 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
+    /// A number outside its setting's bound is refused where it is read,
+    /// in one line that names the flag (typed) or the file, line and key.
     #[test]
     fn numbers_no_run_can_use_get_a_one_line_error() {
-        assert!(check_numbers(&args("sweep", None)).is_ok());
-        for t in [0.0, -1.0, f64::NAN, 1e-300, 1e300, f64::INFINITY] {
-            let a = RunConfig {
-                request_timeout: t,
-                ..args("sweep", None)
-            };
-            let e = check_numbers(&a).unwrap_err().to_string();
-            assert!(e.contains("--request-timeout"), "{t}: {e}");
-        }
-        for f in [0.0, -1.0, f64::NAN, 1e-300, 1e300] {
-            let a = RunConfig {
-                fps: f,
-                ..args("sweep", None)
-            };
-            assert!(
-                check_numbers(&a).unwrap_err().to_string().contains("--fps"),
-                "{f}"
-            );
+        for (flag, values) in [
+            (
+                "--request-timeout",
+                &[0.0, -1.0, f64::NAN, 1e-300, 1e300, f64::INFINITY][..],
+            ),
+            ("--fps", &[0.0, -1.0, f64::NAN, 1e-300, 1e300][..]),
+        ] {
+            for v in values {
+                let e = settings(&[format!("{flag}={v:?}")], None)
+                    .unwrap_err()
+                    .to_string();
+                let first = e.lines().next().unwrap_or_default();
+                assert!(
+                    first.contains(flag) && first.contains("is not possible"),
+                    "{v}: {e}"
+                );
+                let key = flag.trim_start_matches("--").replace('-', "_");
+                // (Not through `settings`: its file is shared with other tests.)
+                let text = match v {
+                    v if v.is_nan() => format!("{key} = nan\n"),
+                    v if v.is_infinite() => format!("{key} = inf\n"),
+                    v => format!("{key} = {v:?}\n"),
+                };
+                let e = RunConfig::from_toml(&text, "p.toml")
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.contains("p.toml") && e.contains("line 1") && e.contains(&key),
+                    "{v}: {e}"
+                );
+            }
         }
     }
 

@@ -6,19 +6,68 @@
 //! the defaults declared on the flags below, the profile file, then the
 //! flags typed on the command line ([`RunConfig::with_flags`]). The report
 //! echoes the result from the same type ([`RunConfig::echo`]), secrets
-//! masked. A test checks that every flag is a key and every key a flag.
+//! masked. A number's bound is part of its field's type ([`Within`]), so
+//! it is checked where the value is read, typed or from a file. Tests check
+//! that every flag is a key and every key a flag, and that every setting
+//! round-trips through a profile file and a report's profile export.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::client::FollowRedirects;
 use crate::model::Api;
 
+mod keys;
+mod read;
+mod values;
+mod within;
+
+use keys::shorten_unknown_key;
+use read::*;
+pub use read::{MAX_COUNT, MAX_LINE_BYTES};
+pub use values::{Format, LoadStrategy, OnHangup, RateItem, Replies, StageSeconds, SweepArrivals};
+pub use within::{
+    Bound, Burstiness, Fps, Fraction, Percent, ScrapeInterval, Seconds, TimeScale, Timeout, Within,
+};
+
+/// Declares the run's settings: the struct (its flags, keys and defaults
+/// come from the clap and serde attributes on each field; a number's bound
+/// from its [`Within`] type) and the list of its fields, which
+/// [`RunConfig::with_flags`] walks to take the typed flags over a profile.
+macro_rules! settings {
+    (
+        $(#[$sm:meta])*
+        pub struct $name:ident {
+            $( $(#[$fm:meta])* pub $field:ident : $ty:ty, )*
+        }
+    ) => {
+        $(#[$sm])*
+        pub struct $name {
+            $( $(#[$fm])* pub $field: $ty, )*
+        }
+
+        impl $name {
+            /// Every field's name: its flag's id and its profile key.
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// Takes the fields named in `typed` from `flags`.
+            fn take_typed(&mut self, flags: &$name, typed: &HashSet<String>) {
+                $(
+                    if typed.contains(stringify!($field)) {
+                        self.$field = flags.$field.clone();
+                    }
+                )*
+            }
+        }
+    };
+}
+
+settings! {
 /// `llmsweep run`: load a server and report what it held.
 #[derive(Debug, Clone, PartialEq, Args, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -55,10 +104,10 @@ pub struct RunConfig {
     #[arg(
         long,
         value_name = "SECONDS",
-        default_value_t = 600.0,
+        default_value = "600",
         allow_negative_numbers = true
     )]
-    pub request_timeout: f64,
+    pub request_timeout: Within<Timeout>,
     /// Accept invalid TLS certificates (self-signed test servers).
     #[arg(long)]
     pub insecure: bool,
@@ -89,13 +138,13 @@ pub struct RunConfig {
     #[arg(
         long,
         value_name = "FACTOR",
-        default_value_t = 1.0,
+        default_value = "1",
         allow_negative_numbers = true
     )]
-    pub time_scale: f64,
+    pub time_scale: Within<TimeScale>,
     /// Poisson burstiness: gamma-distributed gaps with CV 1/√b (1 = Poisson).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-    pub burstiness: f64,
+    #[arg(long, default_value = "1", allow_negative_numbers = true)]
+    pub burstiness: Within<Burstiness>,
     /// Sweep: arrivals of the interpolated stages.
     #[arg(long, value_name = "KIND", value_enum, ignore_case = true, default_value_t = SweepArrivals::Constant)]
     #[serde(deserialize_with = "de_enum")]
@@ -112,28 +161,29 @@ pub struct RunConfig {
     #[arg(
         long,
         value_name = "SECONDS",
-        default_value_t = 30.0,
+        default_value = "30",
         allow_negative_numbers = true
     )]
-    pub settle_timeout: f64,
+    pub settle_timeout: Within<Seconds>,
     /// Search: share of requests (percent) that must meet every --slo limit.
     #[arg(
         long,
         value_name = "PERCENT",
-        default_value_t = 95.0,
+        default_value = "95",
         allow_negative_numbers = true
     )]
-    pub slo_percentile: f64,
+    pub slo_percentile: Within<Percent>,
     /// Search: stop when the interval around the answer is this narrow (fraction of the rate).
     #[arg(
         long,
         value_name = "FRACTION",
-        default_value_t = 0.1,
+        default_value = "0.1",
         allow_negative_numbers = true
     )]
-    pub search_precision: f64,
+    pub search_precision: Within<Fraction>,
     /// Cap on requests in flight (throughput's bound; also caps open-loop strategies).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[serde(deserialize_with = "de_streams")]
     pub max_concurrency: Option<u32>,
     /// Run shard I of N (I from 0): 1/N of every stage's load (constant arrivals at rate/N,
     /// phase-shifted so the N shards together keep the whole schedule; Poisson as N independent
@@ -166,17 +216,17 @@ pub struct RunConfig {
     pub max_errors: Option<u64>,
     /// Leave out the start of each stage: a fraction (<1) of its limit, or seconds (≥1).
     #[arg(long, value_name = "F|S", allow_negative_numbers = true)]
-    pub warmup: Option<f64>,
+    pub warmup: Option<Within<Seconds>>,
     /// Leave out the end of each stage: a fraction (<1) of its limit, or seconds (≥1).
     #[arg(long, value_name = "F|S", allow_negative_numbers = true)]
-    pub cooldown: Option<f64>,
+    pub cooldown: Option<Within<Seconds>>,
     /// Raise each stage's rate (or streams) linearly from 0 to its target over this many
     /// seconds, left out of the stage's statistics and verdict (not for replay).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub ramp_up: Option<f64>,
+    pub ramp_up: Option<Within<Seconds>>,
     /// At stage end, let in-flight requests finish for up to this many seconds (default: cancel them).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub drain: Option<f64>,
+    pub drain: Option<Within<Seconds>>,
 
     /// Prompts: synthetic (prompt_tokens=256,output_tokens=128[,…]) or a file (.jsonl, .json, .csv, ShareGPT .json).
     #[arg(
@@ -224,7 +274,7 @@ pub struct RunConfig {
     pub server_metric: Vec<String>,
     /// Seconds between scrapes of the server's metrics (default 1).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub server_metrics_interval: Option<f64>,
+    pub server_metrics_interval: Option<Within<ScrapeInterval>>,
 
     /// Directory for the reports (default ./llmsweep-results/<timestamp>/).
     #[arg(long, short = 'o', value_name = "DIR")]
@@ -251,8 +301,8 @@ pub struct RunConfig {
     #[arg(long, value_name = "NAME|PATH")]
     pub theme: Option<String>,
     /// Dashboard redraws per second.
-    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
-    pub fps: f64,
+    #[arg(long, default_value = "4", allow_negative_numbers = true)]
+    pub fps: Within<Fps>,
     /// When the terminal hangs up (SSH dropped, tmux pane killed): continue the run to its
     /// planned end and write complete reports, or stop and write a partial report.
     #[arg(long, value_enum, ignore_case = true, value_name = "WHAT", default_value_t = OnHangup::Continue)]
@@ -275,17 +325,13 @@ pub struct RunConfig {
     pub follow_redirects: FollowRedirects,
     /// Longest SSE line (and event) accepted from the server, in bytes; a longer one fails the request as stream_malformed. Default 4 MiB.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..=MAX_LINE_BYTES))]
-    #[serde(deserialize_with = "de_opt_count")]
+    #[serde(deserialize_with = "de_line_bytes")]
     pub max_line_bytes: Option<u64>,
     /// Close the dashboard as soon as the run ends, without the result screen.
     #[arg(long)]
     pub exit_on_finish: bool,
 }
-
-/// The largest count (`--seed`, `--max-requests`, `--max-errors`) a user can give.
-pub const MAX_COUNT: u64 = i64::MAX as u64;
-/// The longest SSE line `--max-line-bytes` can allow (1 GiB).
-pub const MAX_LINE_BYTES: u64 = 1 << 30;
+}
 
 /// Fields of [`RunConfig`] that belong to the command line only: a profile
 /// file cannot set them (a profile cannot load a profile, detach itself, or
@@ -316,7 +362,7 @@ impl RunConfig {
     /// the line and the key.
     pub fn from_toml(text: &str, origin: &str) -> Result<RunConfig> {
         toml::from_str(text).map_err(|e| {
-            let msg = shorten_unknown_key(&e.to_string());
+            let msg = shorten_unknown_key(&e.to_string(), &COMMAND_LINE_ONLY);
             anyhow::anyhow!("{origin}: {}", msg.trim_end())
         })
     }
@@ -324,40 +370,13 @@ impl RunConfig {
     /// These settings with the flags the user typed (`typed`, see
     /// [`typed_flags`]) taken from `flags` on top. The command-line-only
     /// fields always come from `flags`.
-    pub fn with_flags(&self, flags: &RunConfig, typed: &HashSet<String>) -> Result<RunConfig> {
-        // Paths need not be UTF-8 and TOML strings must: they skip the round trip.
-        let mut merged =
-            toml::Table::try_from(self.without_paths()).context("the profile's settings")?;
-        let given =
-            toml::Table::try_from(flags.without_paths()).context("the command line's settings")?;
-        for id in typed {
-            if let Some(v) = given.get(id) {
-                merged.insert(id.clone(), v.clone());
-            }
-        }
-        let mut out: RunConfig = merged
-            .try_into()
-            .context("merging the command line over the profile")?;
+    pub fn with_flags(&self, flags: &RunConfig, typed: &HashSet<String>) -> RunConfig {
+        let mut out = self.clone();
+        out.take_typed(flags, typed);
         out.profile.clone_from(&flags.profile);
         out.detach = flags.detach;
         out.force = flags.force;
-        let pick = |id: &str, file: &Option<PathBuf>, flag: &Option<PathBuf>| {
-            if typed.contains(id) { flag } else { file }.clone()
-        };
-        out.api_key_file = pick("api_key_file", &self.api_key_file, &flags.api_key_file);
-        out.tokenizer = pick("tokenizer", &self.tokenizer, &flags.tokenizer);
-        out.out = pick("out", &self.out, &flags.out);
-        Ok(out)
-    }
-
-    /// These settings without the path fields (`api_key_file`, `tokenizer`, `out`).
-    fn without_paths(&self) -> RunConfig {
-        RunConfig {
-            api_key_file: None,
-            tokenizer: None,
-            out: None,
-            ..self.clone()
-        }
+        out
     }
 
     /// The settings as the report shows them: every field, with the header
@@ -405,65 +424,6 @@ impl RunConfig {
     }
 }
 
-/// serde lists every key after an unknown one; a reader wants the one they
-/// meant: "unknown field `rates`: did you mean `rate`? (the keys are the
-/// flags of `llmsweep run` in snake_case)".
-fn shorten_unknown_key(msg: &str) -> String {
-    let Some(at) = msg.find("unknown field `") else {
-        return msg.to_string();
-    };
-    let rest = &msg[at + "unknown field `".len()..];
-    let Some(end) = rest.find('`') else {
-        return msg.to_string();
-    };
-    let key = &rest[..end];
-    if COMMAND_LINE_ONLY.contains(&key) {
-        return format!(
-            "{}`{key}` is for the command line only: a profile file cannot load another profile, detach the run, or write over an earlier run",
-            &msg[..at]
-        );
-    }
-    let known: Vec<&str> = rest
-        .split('`')
-        .skip(2)
-        .step_by(2)
-        .filter(|k| !k.is_empty())
-        .collect();
-    let closest = known
-        .iter()
-        .map(|k| (edit_distance(key, k), *k))
-        .min()
-        .filter(|(d, k)| *d <= 2.max(k.len() / 3));
-    let hint = match closest {
-        Some((_, k)) => format!("did you mean `{k}`? "),
-        None => String::new(),
-    };
-    format!(
-        "{}unknown field `{key}`: {hint}(the keys are the flags of `llmsweep run` in snake_case; `llmsweep run --help` lists them)",
-        &msg[..at]
-    )
-}
-
-/// Levenshtein distance, for "did you mean".
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                prev
-            } else {
-                1 + prev.min(cur).min(row[j])
-            };
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// The ids of the flags the user typed (not defaults): they win over a
 /// profile file. A flag's id is its field's name, which is its profile key.
 pub fn typed_flags(m: &ArgMatches) -> HashSet<String> {
@@ -471,402 +431,6 @@ pub fn typed_flags(m: &ArgMatches) -> HashSet<String> {
         .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
         .map(|id| id.to_string())
         .collect()
-}
-
-/// What a run does (`--profile <strategy>`, `strategy = ".."` in a profile).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LoadStrategy {
-    /// Synchronous, throughput, then constant rates between the two.
-    #[default]
-    Sweep,
-    /// The highest rate that meets the SLOs.
-    Search,
-    #[serde(alias = "sync")]
-    Synchronous,
-    Concurrent,
-    Throughput,
-    Constant,
-    Poisson,
-    /// Each request of a trace (`--data TRACE`) at its time.
-    Replay,
-}
-
-impl LoadStrategy {
-    pub const ALL: [LoadStrategy; 8] = [
-        LoadStrategy::Sweep,
-        LoadStrategy::Search,
-        LoadStrategy::Synchronous,
-        LoadStrategy::Concurrent,
-        LoadStrategy::Throughput,
-        LoadStrategy::Constant,
-        LoadStrategy::Poisson,
-        LoadStrategy::Replay,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            LoadStrategy::Sweep => "sweep",
-            LoadStrategy::Search => "search",
-            LoadStrategy::Synchronous => "synchronous",
-            LoadStrategy::Concurrent => "concurrent",
-            LoadStrategy::Throughput => "throughput",
-            LoadStrategy::Constant => "constant",
-            LoadStrategy::Poisson => "poisson",
-            LoadStrategy::Replay => "replay",
-        }
-    }
-
-    /// A strategy by name, any case; `sync` is synchronous.
-    pub fn from_name(s: &str) -> Option<LoadStrategy> {
-        let s = s.trim().to_ascii_lowercase();
-        if s == "sync" {
-            return Some(LoadStrategy::Synchronous);
-        }
-        LoadStrategy::ALL.into_iter().find(|k| k.name() == s)
-    }
-
-    /// "sweep, search, …" for error messages.
-    pub fn names() -> String {
-        LoadStrategy::ALL.map(LoadStrategy::name).join(", ")
-    }
-}
-
-/// The arrivals of a sweep's interpolated stages (`--sweep-strategy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum SweepArrivals {
-    /// Evenly spaced requests.
-    #[default]
-    Constant,
-    /// Random gaps (gamma-distributed with --burstiness).
-    Poisson,
-}
-
-/// One entry of `--rate 1,4,16,inf`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RateItem {
-    Finite(f64),
-    Infinite,
-}
-
-impl RateItem {
-    /// One entry: a number of requests per second (or streams, or stages), or `inf`.
-    /// Only "is it a number" is checked here: what range is possible depends on
-    /// the profile (its unit), which `profile::plan::build_plan` checks and names.
-    pub fn parse(s: &str) -> Result<RateItem, String> {
-        let x = s.trim();
-        if x.eq_ignore_ascii_case("inf") || x.eq_ignore_ascii_case("infinity") {
-            return Ok(RateItem::Infinite);
-        }
-        match x.parse::<f64>() {
-            Ok(v) if !v.is_nan() => Ok(RateItem::Finite(v)),
-            _ => Err(format!("{x:?} is not a number (use e.g. 1,4,16,inf)")),
-        }
-    }
-}
-
-impl Serialize for RateItem {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            RateItem::Finite(v) => s.serialize_f64(*v),
-            RateItem::Infinite => s.serialize_str("inf"),
-        }
-    }
-}
-
-/// One entry of `--percentiles 75,99.9`.
-/// `--max-seconds`: a fixed stage length, or `auto` (as long as the
-/// evidence needs, within bounds: see `profile::plan`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum StageSeconds {
-    Fixed(f64),
-    Auto,
-}
-
-impl StageSeconds {
-    /// The fixed length, if it is one.
-    pub fn fixed(self) -> Option<f64> {
-        match self {
-            StageSeconds::Fixed(s) => Some(s),
-            StageSeconds::Auto => None,
-        }
-    }
-}
-
-impl std::str::FromStr for StageSeconds {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s.trim().eq_ignore_ascii_case("auto") {
-            return Ok(StageSeconds::Auto);
-        }
-        s.trim()
-            .parse::<f64>()
-            .map(StageSeconds::Fixed)
-            .map_err(|_| format!("{s:?} is not a number of seconds or `auto`"))
-    }
-}
-
-impl Serialize for StageSeconds {
-    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        match self {
-            StageSeconds::Fixed(x) => ser.serialize_f64(*x),
-            StageSeconds::Auto => ser.serialize_str("auto"),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for StageSeconds {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(f64),
-            Text(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Number(x) => Ok(StageSeconds::Fixed(x)),
-            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
-        }
-    }
-}
-
-fn percentile(s: &str) -> Result<f64, String> {
-    match crate::stats::dist::parse_percentiles(s)?.as_slice() {
-        [p] => Ok(*p),
-        _ => Err(format!(
-            "{s:?} is not a percentile (use numbers like 75,99.9)"
-        )),
-    }
-}
-
-/// A list in a profile file: an array, one value, or a comma-separated
-/// string (`rate = [1, 4, "inf"]`, `rate = 10`, `rate = "1,4,inf"`), each
-/// entry parsed as the flag parses it.
-fn de_list<'de, D, T>(d: D, parse: fn(&str) -> Result<T, String>) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Entry {
-        Number(f64),
-        Text(String),
-    }
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        Many(Vec<Entry>),
-        One(Entry),
-    }
-    // serde's own message names the enum above, not what to write.
-    let shape = OneOrMany::deserialize(d).map_err(|_| {
-        serde::de::Error::custom(
-            "expected a number, a string like \"1,4,inf\", or a list of those, e.g. [1, 4, \"inf\"]",
-        )
-    })?;
-    let entries = match shape {
-        OneOrMany::Many(v) => v,
-        OneOrMany::One(e) => vec![e],
-    };
-    let mut out = Vec::new();
-    for e in entries {
-        match e {
-            Entry::Number(n) => {
-                out.push(parse(&crate::typed::number(n)).map_err(serde::de::Error::custom)?)
-            }
-            Entry::Text(t) => {
-                // As on the command line: an empty entry ("4,,8", "") is a typo.
-                for part in t.split(',').map(str::trim) {
-                    out.push(parse(part).map_err(serde::de::Error::custom)?);
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// A count in a profile file: the flag's bound ([`MAX_COUNT`]), so the
-/// error names the file, the line and the key (and the merge with the
-/// flags, which goes through TOML's signed integers, cannot fail later).
-fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    let n = u64::deserialize(d)?;
-    if n > MAX_COUNT {
-        return Err(serde::de::Error::custom(format!(
-            "{n} is too large (at most {MAX_COUNT})"
-        )));
-    }
-    Ok(n)
-}
-
-fn de_opt_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    de_count(d).map(Some)
-}
-
-/// Every on/off flag also takes a value (`--headless=false`,
-/// `--no-overload-guard=false`), so a switch a profile file sets can be set
-/// back from the command line. `--detach` stays a plain flag: it starts a
-/// copy of the command line without it.
-fn switch(a: clap::Arg) -> clap::Arg {
-    let value = |a: clap::Arg| {
-        a.num_args(0..=1)
-            .require_equals(true)
-            .default_missing_value("true")
-            .default_value("false")
-            .value_name("BOOL")
-            .action(ArgAction::Set)
-    };
-    match a.get_action() {
-        _ if a.get_id() == "detach" => a,
-        ArgAction::SetTrue => value(a)
-            .ignore_case(true)
-            .value_parser(clap::builder::BoolishValueParser::new()),
-        ArgAction::SetFalse => value(a).value_parser(not),
-        _ => a,
-    }
-}
-
-/// A `--no-…` switch's value: the setting it turns off.
-fn not(s: &str) -> Result<bool, String> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "true" | "yes" | "y" | "on" | "1" => Ok(false),
-        "false" | "no" | "n" | "off" | "0" => Ok(true),
-        _ => Err(format!("{s:?} is not true or false")),
-    }
-}
-
-/// An enum value in a profile file, in any case, as its flag takes it.
-fn de_enum<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: clap::ValueEnum,
-{
-    let s = String::deserialize(d)?;
-    T::from_str(s.trim(), true).map_err(|_| {
-        let names: Vec<String> = T::value_variants()
-            .iter()
-            .filter_map(|v| v.to_possible_value().map(|p| format!("`{}`", p.get_name())))
-            .collect();
-        serde::de::Error::custom(format!("{s:?} is not one of {}", names.join(", ")))
-    })
-}
-
-fn de_strategy<'de, D: Deserializer<'de>>(d: D) -> Result<LoadStrategy, D::Error> {
-    let s = String::deserialize(d)?;
-    LoadStrategy::from_name(&s).ok_or_else(|| {
-        serde::de::Error::custom(format!(
-            "{s:?} is not a strategy (use {})",
-            LoadStrategy::names()
-        ))
-    })
-}
-
-fn ser_shard<S: Serializer>(v: &Option<crate::engine::Shard>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(shard) => s.serialize_str(&shard.to_string()),
-        None => s.serialize_none(),
-    }
-}
-
-fn de_shard<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::engine::Shard>, D::Error> {
-    let s = String::deserialize(d)?;
-    crate::engine::Shard::parse(&s)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
-}
-
-fn de_rates<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RateItem>, D::Error> {
-    de_list(d, RateItem::parse)
-}
-
-fn de_percentiles<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-    de_list(d, percentile)
-}
-
-fn de_formats<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Format>, D::Error> {
-    de_list(d, |s| Format::parse(s).map_err(|e| e.to_string()))
-}
-
-/// What `--export` and `llmsweep report --format` accept.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Json,
-    Csv,
-    /// Markdown with all three layouts.
-    #[value(alias = "markdown")]
-    #[serde(alias = "markdown")]
-    Md,
-    Html,
-    /// The tables printed at the end of a run.
-    #[value(alias = "text")]
-    #[serde(alias = "text")]
-    Console,
-    /// The vLLM dashboard serving table alone.
-    Vllm,
-    /// SGLang's "Serving Benchmark Result" blocks alone.
-    Sglang,
-    /// The run's settings as a profile file, to run the same load again.
-    Profile,
-}
-
-impl Format {
-    /// A format by name, any case (the names `--export` takes).
-    pub fn parse(s: &str) -> Result<Format> {
-        use clap::ValueEnum as _;
-        Format::from_str(s.trim(), true).map_err(|_| {
-            anyhow::anyhow!(
-                "unknown format {:?}: use json, csv, md, html, console, vllm, sglang or profile",
-                s.trim()
-            )
-        })
-    }
-
-    pub fn extension(self) -> &'static str {
-        match self {
-            Format::Json => "json",
-            Format::Csv => "csv",
-            Format::Md => "md",
-            Format::Html => "html",
-            Format::Console | Format::Vllm | Format::Sglang => "txt",
-            Format::Profile => "toml",
-        }
-    }
-}
-
-// The data model stays free of clap: `--api`'s values are declared here.
-impl clap::ValueEnum for Api {
-    fn value_variants<'a>() -> &'a [Self] {
-        &Api::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()).help(self.path()))
-    }
-}
-
-/// Whose replies a conversation's history holds (`--replies`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Replies {
-    /// The data's replies (text of each reply's length for synthetic data).
-    #[default]
-    Data,
-    /// The server's answers to the earlier turns, as received.
-    Received,
-}
-
-/// What `--on-hangup` asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnHangup {
-    /// The run goes on to its planned end without the terminal.
-    #[default]
-    Continue,
-    /// Stop and write a partial report.
-    Stop,
 }
 
 #[cfg(test)]
@@ -912,7 +476,12 @@ mod tests {
             }
             assert!(keys.contains(id), "--{id} is not a profile key");
             // And a profile file can set it.
-            let text = format!("{id} = {}", sample_toml_value(id));
+            let value = every_setting_changed()
+                .into_iter()
+                .find(|(k, _)| k == id)
+                .map(|(_, v)| v)
+                .unwrap_or_else(|| panic!("--{id} has no value in every_setting_changed()"));
+            let text = format!("{id} = {value}");
             RunConfig::from_toml(&text, "t.toml").unwrap_or_else(|e| panic!("{text}: {e}"));
         }
         for k in &keys {
@@ -932,42 +501,6 @@ mod tests {
                     && e.contains(&format!("`{id}` is for the command line only")),
                 "{id}: {e}"
             );
-        }
-    }
-
-    /// A valid profile-file value for each key, by the type of its default.
-    fn sample_toml_value(id: &str) -> String {
-        match id {
-            "rate" => "[1, \"inf\"]".into(),
-            "percentiles" => "[75, 99.9]".into(),
-            "export" => "\"json,md\"".into(),
-            "headers" | "server_metric" => "[\"a: b\"]".into(),
-            "api" => "\"completions\"".into(),
-            "sweep_strategy" => "\"poisson\"".into(),
-            "on_hangup" => "\"stop\"".into(),
-            "replies" => "\"received\"".into(),
-            "follow_redirects" => "\"same-origin\"".into(),
-            "shard" => "\"1/4\"".into(),
-            "start_at" => "\"2026-11-24T10:00:00Z\"".into(),
-            "max_concurrency" | "max_requests" | "max_errors" | "seed" | "max_line_bytes" => {
-                "2048".into()
-            }
-            "max_seconds"
-            | "warmup"
-            | "cooldown"
-            | "drain"
-            | "server_metrics_interval"
-            | "request_timeout"
-            | "settle_timeout"
-            | "slo_percentile"
-            | "search_precision"
-            | "burstiness"
-            | "time_scale"
-            | "ramp_up"
-            | "fps" => "0.5".into(),
-            "insecure" | "skip_bad_rows" | "stop_on_saturation" | "overload_guard" | "headless"
-            | "exit_on_finish" | "save_requests" | "repeat_prompts" | "multi_turn" => "true".into(),
-            _ => "\"text\"".into(),
         }
     }
 
@@ -1011,11 +544,11 @@ mod tests {
             "--no-stop-on-saturation=no",
             "--save-requests=FALSE",
         ]);
-        let c = file.with_flags(&cli, &typed).unwrap();
+        let c = file.with_flags(&cli, &typed);
         assert!(!c.headless && c.overload_guard && c.stop_on_saturation && !c.save_requests);
         // The bare switch still means "on" (or, for `--no-…`, "off").
         let (cli, typed) = flags(&["--headless", "--no-overload-guard", "--insecure"]);
-        let c = RunConfig::default().with_flags(&cli, &typed).unwrap();
+        let c = RunConfig::default().with_flags(&cli, &typed);
         assert!(c.headless && !c.overload_guard && c.insecure);
         // A switch does not swallow the next argument.
         let (c, _) = flags(&["--headless", "--rate", "4"]);
@@ -1048,9 +581,13 @@ mod tests {
     /// says what is possible, instead of clap's "unexpected argument".
     #[test]
     fn negative_numbers_are_values_not_flags() {
-        let (c, _) = flags(&["--max-seconds", "-1", "--fps", "-2"]);
-        assert_eq!(c.max_seconds, Some(StageSeconds::Fixed(-1.0)));
-        assert_eq!(c.fps, -2.0);
+        for (flag, v) in [("--max-seconds", "-1"), ("--fps", "-2")] {
+            let e = Cli::command()
+                .try_get_matches_from(["llmsweep", flag, v])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("{v} is not possible")), "{e}");
+        }
     }
 
     /// `--max-seconds auto` and `max_seconds = "auto"` in a profile mean
@@ -1133,7 +670,7 @@ mod tests {
         )
         .unwrap();
         let (cli, typed) = flags(&["--max-requests", "50", "--fps", "8", "-p", "p.toml"]);
-        let merged = file.with_flags(&cli, &typed).unwrap();
+        let merged = file.with_flags(&cli, &typed);
         assert_eq!(merged.strategy, LoadStrategy::Poisson);
         assert_eq!(
             merged.rate,
@@ -1155,14 +692,13 @@ mod tests {
         // A switch typed on the command line wins over the file too.
         let file = RunConfig::from_toml("overload_guard = true", "p.toml").unwrap();
         let (cli, typed) = flags(&["--no-overload-guard"]);
-        assert!(!file.with_flags(&cli, &typed).unwrap().overload_guard);
-        // NaN survives the merge, so the bounds check (not the merge) refuses it.
-        let (cli, typed) = flags(&["--fps", "NaN"]);
-        assert!(RunConfig::default()
-            .with_flags(&cli, &typed)
-            .unwrap()
-            .fps
-            .is_nan());
+        assert!(!file.with_flags(&cli, &typed).overload_guard);
+        // NaN never reaches the merge: the flag's bound refuses it.
+        let e = Cli::command()
+            .try_get_matches_from(["llmsweep", "--fps", "NaN"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--fps") && e.contains("is not possible"), "{e}");
     }
 
     /// Paths need not be UTF-8: over a profile file they are kept as typed,
@@ -1191,15 +727,13 @@ mod tests {
             .unwrap();
         let cli = Cli::from_arg_matches(&m).unwrap().run;
         let file = RunConfig::from_toml("out = \"/tmp/from-file\"\nseed = 3", "p.toml").unwrap();
-        let merged = file.with_flags(&cli, &typed_flags(&m)).unwrap();
+        let merged = file.with_flags(&cli, &typed_flags(&m));
         assert_eq!(merged.api_key_file, Some(PathBuf::from(key)));
         assert_eq!(merged.tokenizer, Some(PathBuf::from(tok)));
         assert_eq!(merged.out, Some(PathBuf::from(out)));
         assert_eq!(merged.seed, 3);
         // Not typed: the file's path stays.
-        let merged = file
-            .with_flags(&RunConfig::default(), &HashSet::new())
-            .unwrap();
+        let merged = file.with_flags(&RunConfig::default(), &HashSet::new());
         assert_eq!(merged.out, Some(PathBuf::from("/tmp/from-file")));
         let echo = cli.echo(false);
         assert_eq!(echo["seed"], 42, "{echo}");
@@ -1314,14 +848,23 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                e.contains("mine.toml") && e.contains("line 2") && e.contains("too large"),
+                e.contains("mine.toml")
+                    && e.contains("line 2")
+                    && (e.contains("too large") || e.contains("is not possible")),
                 "{key}: {e}"
             );
+            if key == "max_line_bytes" {
+                // Its bound is 1 GiB, said in the file's error too.
+                let e = RunConfig::from_toml(&format!("{key} = 9223372036854775807"), "mine.toml")
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("line 1") && e.contains("1 GiB"), "{e}");
+                continue;
+            }
             let ok = RunConfig::from_toml(&format!("{key} = 9223372036854775807"), "mine.toml")
                 .unwrap_or_else(|e| panic!("{key}: {e}"));
             let (cli, typed) = flags(&["--fps", "8"]);
-            ok.with_flags(&cli, &typed)
-                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert_eq!(ok.with_flags(&cli, &typed).fps, 8.0);
         }
     }
 
@@ -1346,8 +889,6 @@ mod tests {
             e.contains("unknown field `zzzzzzzz`") && !e.contains("did you mean"),
             "{e}"
         );
-        assert_eq!(edit_distance("rates", "rate"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]
@@ -1394,5 +935,121 @@ mod tests {
             echo["export"],
             serde_json::json!(["json", "csv", "md", "html"])
         );
+    }
+
+    /// A value for every setting that differs from its default, as a
+    /// profile file writes it. A new setting fails the test below until it
+    /// has a line here.
+    fn every_setting_changed() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("description", "\"mine\""),
+            ("target", "\"http://127.0.0.1:9/v1\""),
+            ("model", "\"m\""),
+            ("api", "\"completions\""),
+            ("api_key_env", "\"MY_KEY\""),
+            ("api_key_file", "\"/tmp/key\""),
+            ("headers", "[\"X-A: b\"]"),
+            ("extra_body", "'{\"temperature\":0}'"),
+            ("request_timeout", "61"),
+            ("insecure", "true"),
+            ("strategy", "\"poisson\""),
+            ("rate", "[1, 4, \"inf\"]"),
+            ("time_scale", "0.5"),
+            ("burstiness", "2"),
+            ("sweep_strategy", "\"poisson\""),
+            ("stop_on_saturation", "false"),
+            ("overload_guard", "false"),
+            ("settle_timeout", "7"),
+            ("slo_percentile", "90"),
+            ("search_precision", "0.2"),
+            ("max_concurrency", "17"),
+            ("shard", "\"1/4\""),
+            ("start_at", "\"2026-11-24T10:00:00Z\""),
+            ("seed", "7"),
+            ("max_seconds", "\"auto\""),
+            ("max_requests", "100"),
+            ("max_errors", "5"),
+            ("warmup", "0.1"),
+            ("cooldown", "0.2"),
+            ("ramp_up", "2"),
+            ("drain", "3"),
+            ("data", "\"prompt_tokens=32,output_tokens=8\""),
+            ("tokenizer", "\"/tmp/tokenizer.json\""),
+            ("replies", "\"received\""),
+            ("multi_turn", "true"),
+            ("skip_bad_rows", "true"),
+            ("repeat_prompts", "true"),
+            ("percentiles", "[75, 99.9]"),
+            ("slo", "\"ttft=200ms\""),
+            ("server_metrics", "\"off\""),
+            ("server_metric", "[\"vllm:gpu_cache_usage_perc\"]"),
+            ("server_metrics_interval", "2"),
+            ("out", "\"/tmp/out\""),
+            ("export", "[\"json\", \"md\"]"),
+            ("save_requests", "true"),
+            ("headless", "true"),
+            ("theme", "\"light\""),
+            ("fps", "8"),
+            ("on_hangup", "\"stop\""),
+            ("follow_redirects", "\"same-origin\""),
+            ("max_line_bytes", "2048"),
+            ("exit_on_finish", "true"),
+        ]
+    }
+
+    /// Every setting a profile file can hold is read from it, and comes back
+    /// the same through a report's `-f profile` export (`llmsweep report
+    /// run/report.json -f profile`), except what the export leaves out on
+    /// purpose: header values (secrets), the output directory (the run's
+    /// own) and the description (written anew).
+    #[test]
+    fn every_setting_round_trips_through_a_profile_and_a_reports_profile_export() {
+        let changed = every_setting_changed();
+        let keys: HashSet<&str> = changed.iter().map(|(k, _)| *k).collect();
+        for f in RunConfig::FIELDS {
+            if !COMMAND_LINE_ONLY.contains(f) {
+                assert!(
+                    keys.contains(f),
+                    "`{f}` has no value in every_setting_changed()"
+                );
+            }
+        }
+        let text: String = changed
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}\n"))
+            .collect();
+        let read = RunConfig::from_toml(&text, "all.toml").unwrap_or_else(|e| panic!("{e}"));
+        let defaults = serde_json::to_value(RunConfig::default()).unwrap();
+        let got = serde_json::to_value(&read).unwrap();
+        for (k, _) in &changed {
+            assert_ne!(
+                got.get(k),
+                defaults.get(k),
+                "`{k}` was not read from the file"
+            );
+        }
+
+        let mut config = read.echo(false);
+        config["profile_name"] = "all.toml".into();
+        let report = crate::model::Report {
+            created: "2026-11-24T12:00:00Z".into(),
+            config,
+            ..Default::default()
+        };
+        let exported = crate::report::rerun::render(&report);
+        let again = RunConfig::from_toml(&exported, "profile.toml")
+            .unwrap_or_else(|e| panic!("{e}\n{exported}"));
+        let back = serde_json::to_value(&again).unwrap();
+        for (k, _) in &changed {
+            if ["headers", "out", "description"].contains(k) {
+                continue;
+            }
+            assert_eq!(
+                back.get(k),
+                got.get(k),
+                "`{k}` did not come back:\n{exported}"
+            );
+        }
+        assert!(exported.contains("# Left out: headers"), "{exported}");
     }
 }
