@@ -444,8 +444,6 @@ const KNOWN_LOOPS: &[(&str, &[&str])] = &[
     ("client", &["mod", "redirect"]),
     // mod.rs lists the sources; each reads mod.rs's PromptItem.
     ("data", &["files", "mod", "synthetic"]),
-    // mod.rs starts a detached run; detach uses mod.rs's create_run_dir.
-    ("run", &["detach", "mod"]),
 ];
 
 #[test]

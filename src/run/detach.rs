@@ -18,7 +18,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Starts the run in the background; returns its run directory.
 pub fn start(args: &RunConfig, dir: &Path) -> Result<PathBuf> {
-    super::create_run_dir(dir)?;
+    super::dir::create_run_dir(dir)?;
     let exe = std::env::current_exe().context("cannot find the llmsweep executable")?;
     let child_args = child_args(
         std::env::args_os().skip(1).collect(),

@@ -41,8 +41,6 @@ pub struct Prepared {
     pub themes: Vec<crate::tui::theme::Theme>,
 }
 
-/// Numbers that pass clap's parsing but that no run can use: a clear
-/// one-line error instead of a panic later.
 /// The furthest ahead `--start-at` may be.
 const START_AT_MAX_AHEAD_S: u64 = 24 * 3600;
 
@@ -105,22 +103,184 @@ pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
 
 /// `args` have passed [`check_settings`] (`run::execute` checks them
 /// before anything else, so a `--detach` run is refused in the terminal).
+/// Each step can fail with an error that says what to change; no load is
+/// sent before all have passed.
 pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Arguments that need no network.
-    let slo = args
-        .slo
-        .as_deref()
-        .map(Slo::parse)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
-    let percentiles = args.percentiles.clone();
-    let counter: Arc<dyn TokenCounter> = match &args.tokenizer {
-        Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
-        None => Arc::new(Builtin),
-    };
+    let settings = engine_settings(args)?;
+    let counter = token_counter(args)?;
     // A number of this run's own, so no prompt repeats an earlier run's.
     let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
-    let mut replay = None;
+    let data = read_data(args, counter.as_ref(), run_number)?;
+    let request = RequestParts::read(args)?;
+    let formats = export_formats(args)?;
+    let plan = match &data.replay {
+        Some(offsets) => build_replay_plan(args, offsets)?,
+        None => build_plan(args, args.target.is_none())?,
+    };
+    let (dashboard, themes) = dashboard(args)?;
+
+    // The target: given, or the built-in simulator on a free loopback port.
+    let (base_url, simulator, target_note) = start_target(args).await?;
+    // Passwords in the URL never reach the screen or a report: the client
+    // shows its URL without them.
+    let client = Arc::new(Client::new(
+        &client_config(args, &base_url, &request),
+        counter.clone(),
+    )?);
+    let mut notes = data.set.notes;
+    notes.extend(target_note);
+    notes.extend(open_files_note(args));
+    let served = preflight(args, &client).await?;
+    let model = served.id.clone();
+    // Prompts the server's context cannot hold would only come back as
+    // HTTP 400s: say so now.
+    if let Some(context) = served.max_model_len {
+        notes.extend(check_context(&data.set.items, context, &model)?);
+    }
+
+    // The server's /metrics: flags checked now, scraping starts with the run.
+    let scrape = scrape_config(args, &base_url, &model, &request)?;
+
+    // Data: every request body built once; every conversation turn's too.
+    let body = Bodies {
+        api: args.api,
+        model: &model,
+        extra: request.extra_body.as_ref(),
+    };
+    let conversations = conversations(
+        args,
+        data.scripts.as_deref(),
+        &body,
+        counter.as_ref(),
+        run_number,
+        &mut notes,
+    )?;
+    let prompts: Arc<[_]> = build_prompts(data.set.items, body.api, body.model, body.extra)?.into();
+    let target = Target {
+        url: match &simulator {
+            Some(_) => format!("built-in simulator ({})", client.display_url()),
+            None => client.display_url(),
+        },
+        model,
+        api: args.api,
+        builtin_simulator: simulator.is_some(),
+    };
+    let config = report_config(
+        args,
+        profile_name,
+        &request,
+        &data.set.description,
+        &*counter,
+    );
+    Ok(Prepared {
+        client,
+        prompts,
+        conversations,
+        plan,
+        settings,
+        target,
+        base_url,
+        scrape,
+        simulator,
+        formats,
+        data_notes: notes,
+        config,
+        dashboard,
+        themes,
+    })
+}
+
+/// What the engine needs of the settings beyond the plan.
+fn engine_settings(args: &RunConfig) -> Result<RunSettings> {
+    Ok(RunSettings {
+        seed: args.seed,
+        slo: args
+            .slo
+            .as_deref()
+            .map(Slo::parse)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
+        percentiles: args.percentiles.clone(),
+        no_overload_guard: !args.overload_guard,
+        settle_timeout: Some(seconds(args.settle_timeout.get())),
+    })
+}
+
+/// `--tokenizer FILE`, or the built-in approximation.
+fn token_counter(args: &RunConfig) -> Result<Arc<dyn TokenCounter>> {
+    Ok(match &args.tokenizer {
+        Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
+        None => Arc::new(Builtin),
+    })
+}
+
+/// Whether to draw the dashboard (a terminal both ways, not --headless),
+/// and its themes.
+fn dashboard(args: &RunConfig) -> Result<(bool, Vec<crate::tui::theme::Theme>)> {
+    if !crate::tui::can_draw(args.headless) {
+        return Ok((false, Vec::new()));
+    }
+    Ok((true, crate::tui::theme::from_env(args.theme.as_deref())?))
+}
+
+/// The report's `config`: the settings (secrets masked) and what they
+/// resolved to: the profile's name, the data, the tokenizer file.
+fn report_config(
+    args: &RunConfig,
+    profile_name: &str,
+    request: &RequestParts,
+    data_description: &str,
+    counter: &dyn TokenCounter,
+) -> serde_json::Value {
+    let mut config = args.echo(request.api_key.is_some());
+    config["profile_name"] = json!(profile_name);
+    config["data_source"] = json!(data_description);
+    // `tokenizer` is the flag's key: the file that was loaded (null for the
+    // built-in approximation, which `data_source` names).
+    if args.tokenizer.is_some() {
+        config["tokenizer"] = json!(counter.name());
+    }
+    config
+}
+
+/// How to read the server's `/metrics` during the run (None: off).
+fn scrape_config(
+    args: &RunConfig,
+    base_url: &str,
+    model: &str,
+    request: &RequestParts,
+) -> Result<Option<crate::server_metrics::ScrapeConfig>> {
+    crate::server_metrics::config(
+        &crate::server_metrics::Flags {
+            url: args.server_metrics.as_deref(),
+            raw: &args.server_metric,
+            interval_s: args.server_metrics_interval.map(Within::get),
+        },
+        base_url,
+        model,
+        request.api_key.clone(),
+        args.insecure,
+        args.follow_redirects,
+    )
+}
+
+/// The run's data as read: prompts (for a conversation file, its first
+/// turns), the conversations' scripts, a replay's due times.
+struct RunData {
+    set: crate::data::DataSet,
+    scripts: Option<Vec<crate::data::conversation::Script>>,
+    /// `--profile replay`: each request's due time, seconds from the start.
+    replay: Option<Vec<f64>>,
+}
+
+/// Reads `--data`: a trace to replay, a file of conversations, or prompts
+/// (synthetic or a file), with the checks that need only the settings.
+fn read_data(
+    args: &RunConfig,
+    counter: &dyn TokenCounter,
+    run_number: Option<u64>,
+) -> Result<RunData> {
     // A file of conversations (JSONL `{"turns": [...]}`, ShareGPT with --multi-turn).
     let data_path = std::path::Path::new(args.data.trim());
     let mut scripts = if args.strategy != LoadStrategy::Replay && data_path.exists() {
@@ -128,10 +288,75 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     } else {
         None
     };
-    if args.multi_turn && scripts.is_none() {
+    check_conversation_settings(args, scripts.is_some())?;
+    if let Some(s) = scripts.as_mut() {
+        use rand::seq::SliceRandom as _;
+        use rand::SeedableRng as _;
+        s.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(args.seed ^ 0x5EED));
+    }
+    if args.strategy == LoadStrategy::Replay {
+        let trace = crate::data::trace::load(&args.data)?;
+        let items = crate::data::trace::items(&trace, args.seed, run_number, counter)?;
+        let description = format!(
+            "trace {} ({}, {} requests over {:.1} s; tokenizer: {})",
+            trace.name,
+            trace.format,
+            trace.rows.len(),
+            trace.span_s(),
+            counter.name()
+        );
+        let replay = Some(trace.offsets(args.time_scale.get()));
+        let set = crate::data::DataSet {
+            items,
+            description,
+            notes: Vec::new(),
+        };
+        return Ok(RunData {
+            set,
+            scripts,
+            replay,
+        });
+    }
+    let set = match &scripts {
+        // The first turns stand for the data where prompts are needed
+        // (the context check, the settle probes).
+        Some(scripts) => crate::data::DataSet {
+            items: scripts
+                .iter()
+                .map(|s| crate::data::PromptItem {
+                    prompt_tokens: counter.count(&s.users[0]) as u64,
+                    text: s.users[0].clone(),
+                    output_tokens: s.output_tokens[0],
+                    shared_prefix_bytes: 0,
+                    respell: None,
+                })
+                .collect(),
+            description: format!("{} ({} conversations)", data_path.display(), scripts.len()),
+            notes: Vec::new(),
+        },
+        None => load_items(
+            &args.data,
+            // Shards send prompts of their own, as one process would send distinct ones.
+            args.shard.map_or(args.seed, |s| s.seed(args.seed)),
+            run_number,
+            counter,
+            args.skip_bad_rows,
+        )?,
+    };
+    Ok(RunData {
+        set,
+        scripts,
+        replay: None,
+    })
+}
+
+/// Conversations need a strategy that counts them and, for the server's
+/// replies in the history, the chat API.
+fn check_conversation_settings(args: &RunConfig, conversation_file: bool) -> Result<()> {
+    if args.multi_turn && !conversation_file {
         bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
     }
-    let talking = scripts.is_some() || crate::data::conversation::spec_of(&args.data).is_some();
+    let talking = conversation_file || crate::data::conversation::spec_of(&args.data).is_some();
     if talking && matches!(args.strategy, LoadStrategy::Sweep | LoadStrategy::Search) {
         bail!(
             "--profile {} plans rates in requests per second, and with conversations a stage's rate starts conversations of several requests each: use constant, poisson or concurrent with --rate (conversations a second, or at once)",
@@ -146,97 +371,56 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             bail!("--replies received needs --api chat (the history's replies are assistant messages)");
         }
     }
-    if let Some(s) = scripts.as_mut() {
-        use rand::seq::SliceRandom as _;
-        use rand::SeedableRng as _;
-        s.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(args.seed ^ 0x5EED));
+    Ok(())
+}
+
+/// What every request carries besides its prompt.
+struct RequestParts {
+    extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    headers: Vec<(String, String)>,
+    api_key: Option<String>,
+}
+
+impl RequestParts {
+    fn read(args: &RunConfig) -> Result<RequestParts> {
+        Ok(RequestParts {
+            extra_body: args
+                .extra_body
+                .as_deref()
+                .map(parse_extra_body)
+                .transpose()?,
+            headers: args
+                .headers
+                .iter()
+                .map(|h| parse_header(h))
+                .collect::<Result<Vec<_>>>()?,
+            api_key: read_api_key(args)?,
+        })
     }
-    let crate::data::DataSet {
-        items,
-        description: data_description,
-        notes: data_notes,
-    } = if args.strategy == LoadStrategy::Replay {
-        let trace = crate::data::trace::load(&args.data)?;
-        let items = crate::data::trace::items(&trace, args.seed, run_number, counter.as_ref())?;
-        let description = format!(
-            "trace {} ({}, {} requests over {:.1} s; tokenizer: {})",
-            trace.name,
-            trace.format,
-            trace.rows.len(),
-            trace.span_s(),
-            counter.name()
-        );
-        replay = Some(trace.offsets(args.time_scale.get()));
-        crate::data::DataSet {
-            items,
-            description,
-            notes: Vec::new(),
-        }
-    } else if let Some(scripts) = &scripts {
-        // The first turns stand for the data where prompts are needed
-        // (the context check, the settle probes).
-        let items = scripts
-            .iter()
-            .map(|s| crate::data::PromptItem {
-                prompt_tokens: counter.count(&s.users[0]) as u64,
-                text: s.users[0].clone(),
-                output_tokens: s.output_tokens[0],
-                shared_prefix_bytes: 0,
-                respell: None,
-            })
-            .collect();
-        crate::data::DataSet {
-            items,
-            description: format!("{} ({} conversations)", data_path.display(), scripts.len()),
-            notes: Vec::new(),
-        }
-    } else {
-        load_items(
-            &args.data,
-            // Shards send prompts of their own, as one process would send distinct ones.
-            args.shard.map_or(args.seed, |s| s.seed(args.seed)),
-            run_number,
-            counter.as_ref(),
-            args.skip_bad_rows,
-        )?
-    };
-    let extra_body = args
-        .extra_body
-        .as_deref()
-        .map(parse_extra_body)
-        .transpose()?;
-    let headers = args
-        .headers
-        .iter()
-        .map(|h| parse_header(h))
-        .collect::<Result<Vec<_>>>()?;
-    let api_key = read_api_key(args)?;
+}
+
+/// `--export`, with report.json always first: it is the source of truth
+/// that `llmsweep report` re-renders.
+fn export_formats(args: &RunConfig) -> Result<Vec<Format>> {
     let mut formats = args.export.clone();
     if formats.is_empty() {
         bail!("--export needs at least one format, e.g. json,csv,md,html");
     }
     if !formats.contains(&Format::Json) {
-        // report.json is the source of truth that `llmsweep report` re-renders.
         formats.insert(0, Format::Json);
     }
-    let plan = match &replay {
-        Some(offsets) => build_replay_plan(args, offsets)?,
-        None => build_plan(args, args.target.is_none())?,
-    };
-    let dashboard = crate::tui::can_draw(args.headless);
-    let themes = if dashboard {
-        crate::tui::theme::from_env(args.theme.as_deref())?
-    } else {
-        Vec::new()
-    };
+    Ok(formats)
+}
 
-    // The target: given, or the built-in simulator on a free loopback port.
-    let mut target_note = None;
-    let (base_url, simulator) = match &args.target {
+/// The target's base URL (and a note if it was normalised), or the
+/// built-in simulator started on a free loopback port.
+async fn start_target(
+    args: &RunConfig,
+) -> Result<(String, Option<sim::SimHandle>, Option<String>)> {
+    match &args.target {
         Some(t) => {
             let (url, note) = normalize_target(t)?;
-            target_note = note;
-            (url, None)
+            Ok((url, None, note))
         }
         None => {
             let handle = sim::start(
@@ -244,14 +428,17 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
                 "127.0.0.1:0".parse().context("loopback address")?,
             )
             .await?;
-            (handle.url(), Some(handle))
+            Ok((handle.url(), Some(handle), None))
         }
-    };
-    let client_cfg = ClientConfig {
-        base_url: base_url.clone(),
+    }
+}
+
+fn client_config(args: &RunConfig, base_url: &str, request: &RequestParts) -> ClientConfig {
+    ClientConfig {
+        base_url: base_url.to_string(),
         api: args.api,
-        api_key: api_key.clone(),
-        headers,
+        api_key: request.api_key.clone(),
+        headers: request.headers.clone(),
         request_timeout: seconds(args.request_timeout.get()),
         insecure: args.insecure,
         follow_redirects: args.follow_redirects,
@@ -260,158 +447,101 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             .max_line_bytes
             .and_then(|b| usize::try_from(b).ok())
             .unwrap_or(crate::client::sse::DEFAULT_MAX_LINE),
+    }
+}
+
+/// Load testers need sockets: lifts the soft open-file limit to the hard
+/// one, and says so if the run may need more than that.
+fn open_files_note(args: &RunConfig) -> Vec<String> {
+    let Some(l) = crate::client::limits::raise_nofile() else {
+        return Vec::new();
     };
-    let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
+    let planned = args
+        .max_concurrency
+        .unwrap_or(crate::profile::plan::DEFAULT_MAX_CONCURRENCY);
+    crate::client::limits::concurrency_warning(u64::from(planned), &l)
+        .into_iter()
+        .collect()
+}
+
+/// Pre-flight: is the server there, and does it serve the model? Returns
+/// the model to load (`--model`, or the first one listed).
+async fn preflight(args: &RunConfig, client: &Client) -> Result<crate::client::ModelInfo> {
     // Passwords in the URL never reach the screen or a report.
     let shown_url = client.display_url();
-    // Load testers need sockets: lift the soft open-file limit to the hard one.
-    let mut data_notes = data_notes;
-    if let Some(note) = target_note {
-        data_notes.push(note);
-    }
-    if let Some(l) = crate::client::limits::raise_nofile() {
-        let planned = args
-            .max_concurrency
-            .unwrap_or(crate::profile::plan::DEFAULT_MAX_CONCURRENCY);
-        data_notes.extend(crate::client::limits::concurrency_warning(
-            u64::from(planned),
-            &l,
-        ));
-    }
-
-    // Pre-flight: is it there, and does it serve the model?
     let models = client.list_models().await.with_context(|| {
         format!("pre-flight check failed: is an OpenAI-compatible server running at {shown_url}?")
     })?;
-    let served = match &args.model {
-        Some(m) => models
-            .iter()
-            .find(|x| &x.id == m)
-            .cloned()
-            .with_context(|| {
-                let ids: Vec<&str> = models.iter().map(|x| x.id.as_str()).collect();
-                format!(
-                    "the server does not serve model {m:?}; it lists {}",
-                    crate::safe::short_list(
-                        &ids,
-                        &format!(
-                            "curl {} lists them all",
-                            crate::client::join_url(&shown_url, "/v1/models")
-                        )
-                    )
-                )
-            })?,
-        None => models
+    let Some(m) = &args.model else {
+        return models
             .first()
             .cloned()
-            .context("the server lists no models at /v1/models; pass --model")?,
+            .context("the server lists no models at /v1/models; pass --model");
     };
-    let model = served.id.clone();
-    // Prompts the server's context cannot hold would only come back as
-    // HTTP 400s: say so now.
-    if let Some(context) = served.max_model_len {
-        data_notes.extend(check_context(&items, context, &model)?);
-    }
+    models
+        .iter()
+        .find(|x| &x.id == m)
+        .cloned()
+        .with_context(|| {
+            let ids: Vec<&str> = models.iter().map(|x| x.id.as_str()).collect();
+            format!(
+                "the server does not serve model {m:?}; it lists {}",
+                crate::safe::short_list(
+                    &ids,
+                    &format!(
+                        "curl {} lists them all",
+                        crate::client::join_url(&shown_url, "/v1/models")
+                    )
+                )
+            )
+        })
+}
 
-    // The server's /metrics: flags checked now, scraping starts with the run.
-    let scrape = crate::server_metrics::config(
-        &crate::server_metrics::Flags {
-            url: args.server_metrics.as_deref(),
-            raw: &args.server_metric,
-            interval_s: args.server_metrics_interval.map(Within::get),
-        },
-        &base_url,
-        &model,
-        api_key.clone(),
-        args.insecure,
-        args.follow_redirects,
+/// How request bodies are built: the API, the model, `--extra-body`.
+struct Bodies<'a> {
+    api: crate::model::Api,
+    model: &'a str,
+    extra: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The conversations a run starts (every turn's body, with the history so
+/// far, built once): from a file of conversations, or synthetic
+/// (`--data …,turns=N`); None when the data is single requests.
+fn conversations(
+    args: &RunConfig,
+    scripts: Option<&[crate::data::conversation::Script]>,
+    body: &Bodies,
+    counter: &dyn TokenCounter,
+    run_number: Option<u64>,
+    notes: &mut Vec<String>,
+) -> Result<Option<Arc<[crate::data::conversation::Conversation]>>> {
+    use crate::data::conversation;
+    if let Some(s) = scripts {
+        let convs =
+            conversation::from_scripts(s, args.seed, counter, body.api, body.model, body.extra)?;
+        let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
+        notes.push(format!(
+            "multi-turn data: {} conversations, {turns} turns in all; each turn sends the history so far; rates and --max-requests count conversations started",
+            convs.len()
+        ));
+        return Ok(Some(Arc::from(convs)));
+    }
+    let Some(spec) = conversation::spec_of(&args.data) else {
+        return Ok(None);
+    };
+    if args.strategy == LoadStrategy::Replay {
+        return Ok(None);
+    }
+    let convs = conversation::synthetic(
+        &spec, args.seed, run_number, counter, body.api, body.model, body.extra,
     )?;
-
-    // Data: every request body built once.
-    let prompts: Arc<[_]> = build_prompts(items, args.api, &model, extra_body.as_ref())?.into();
-    // Conversations: every turn's body (the history so far) built once too.
-    let from_file = match &scripts {
-        Some(s) => Some(crate::data::conversation::from_scripts(
-            s,
-            args.seed,
-            counter.as_ref(),
-            args.api,
-            &model,
-            extra_body.as_ref(),
-        )?),
-        None => None,
-    };
-    let conversations = match crate::data::conversation::spec_of(&args.data) {
-        _ if from_file.is_some() => {
-            let convs = from_file.unwrap_or_default();
-            let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
-            data_notes.push(format!(
-                "multi-turn data: {} conversations, {turns} turns in all; each turn sends the history so far; rates and --max-requests count conversations started",
-                convs.len()
-            ));
-            Some(Arc::from(convs))
-        }
-        Some(spec) if args.strategy != LoadStrategy::Replay => {
-            let convs = crate::data::conversation::synthetic(
-                &spec,
-                args.seed,
-                run_number,
-                counter.as_ref(),
-                args.api,
-                &model,
-                extra_body.as_ref(),
-            )?;
-            let turns = spec.turns;
-            data_notes.push(format!(
-                "multi-turn data: {} conversations of {turns} turns ({} s of think time between turns); each turn sends the history so far; rates and --max-requests count conversations started",
-                convs.len(),
-                crate::typed::number(spec.think_time)
-            ));
-            Some(Arc::from(convs))
-        }
-        _ => None,
-    };
-
-    let target = Target {
-        url: if simulator.is_some() {
-            format!("built-in simulator ({shown_url})")
-        } else {
-            shown_url.clone()
-        },
-        model,
-        api: args.api,
-        builtin_simulator: simulator.is_some(),
-    };
-    let mut config = args.echo(api_key.is_some());
-    config["profile_name"] = json!(profile_name);
-    config["data_source"] = json!(data_description);
-    // `tokenizer` is the flag's key: the file that was loaded (null for the
-    // built-in approximation, which `data_source` names).
-    if args.tokenizer.is_some() {
-        config["tokenizer"] = json!(counter.name());
-    }
-    Ok(Prepared {
-        client,
-        prompts,
-        conversations,
-        plan,
-        settings: RunSettings {
-            seed: args.seed,
-            slo,
-            percentiles,
-            no_overload_guard: !args.overload_guard,
-            settle_timeout: Some(seconds(args.settle_timeout.get())),
-        },
-        target,
-        base_url,
-        scrape,
-        simulator,
-        formats,
-        data_notes,
-        config,
-        dashboard,
-        themes,
-    })
+    notes.push(format!(
+        "multi-turn data: {} conversations of {} turns ({} s of think time between turns); each turn sends the history so far; rates and --max-requests count conversations started",
+        convs.len(),
+        spec.turns,
+        crate::typed::number(spec.think_time)
+    ));
+    Ok(Some(Arc::from(convs)))
 }
 
 /// Prompt plus output tokens against the model's context (`max_model_len`):

@@ -1,0 +1,302 @@
+//! The run's surroundings while it runs: its directory and state file
+//! (`llmsweep ls`), its control socket (`llmsweep attach`), the signal
+//! policy, the server's `/metrics` scraper and the front end (dashboard or
+//! progress lines). [`Session::open`] sets them up before the first stage;
+//! [`Session::close`] takes them down, in order, once the report exists.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+use crate::attach::protocol::{RunHello, RunMsg};
+use crate::attach::runs::{RunState, RunStatus};
+use crate::attach::serve::{self, Endpoint};
+use crate::config::RunConfig;
+use crate::engine::RunResult;
+use crate::headless;
+use crate::model::live::{Control, Snapshot};
+use crate::model::Report;
+use crate::server_metrics::Scraper;
+use crate::term;
+
+use super::prepare::Prepared;
+use super::reports::Reports;
+use super::signals::{self, Listening, Signals};
+
+/// What is open around a running engine.
+pub struct Session {
+    pub reports: Reports,
+    /// Commands to the engine (the signal policy, viewers and the dashboard
+    /// hold their own copies).
+    pub control: mpsc::UnboundedSender<Control>,
+    scraper: Option<Scraper>,
+    dir: PathBuf,
+    endpoint: Endpoint,
+    state: RunState,
+    state_keeper: JoinHandle<()>,
+    signals: JoinHandle<()>,
+    front_end: JoinHandle<()>,
+    /// The dashboard's result screen waits on this for the finished report.
+    outcome: Option<oneshot::Sender<crate::tui::app::RunOutcome>>,
+}
+
+/// The engine's ends of the session's channels.
+pub struct EngineEnds {
+    pub control: mpsc::UnboundedReceiver<Control>,
+    pub snapshots: watch::Sender<Snapshot>,
+}
+
+impl Session {
+    /// Creates the run directory and starts everything around the engine.
+    pub fn open(
+        args: &RunConfig,
+        p: &mut Prepared,
+        dir: &Path,
+        listening: Listening,
+    ) -> Result<(Session, EngineEnds)> {
+        super::dir::create_run_dir(dir)?;
+        // The server's /metrics, read on its own connection while the run is live.
+        let scraper = p.scrape.take().map(Scraper::start);
+        let reports = Reports {
+            scrape: scraper.as_ref().map(|s| s.handle()),
+            created: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            target: p.target.clone(),
+            config: p.config.clone(),
+            dir: dir.to_path_buf(),
+            formats: p.formats.clone(),
+            shard: args.shard.map(|s| crate::model::ShardInfo {
+                index: s.index,
+                count: s.count,
+            }),
+        };
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let (snap_tx, snapshots) = watch::channel(Snapshot::default());
+        let hello = RunHello {
+            target: p.target.url.clone(),
+            model: p.target.model.clone(),
+            profile: p.plan.description.clone(),
+            dir: dir.display().to_string(),
+            pid: std::process::id(),
+        };
+        let (endpoint, socket) = open_endpoint(&hello, &reports, &snapshots, &control, &scraper)?;
+        let state = RunState {
+            version: 1,
+            pid: std::process::id(),
+            started: reports.created.clone(),
+            target: p.target.url.clone(),
+            profile: p.plan.description.clone(),
+            status: RunStatus::Running,
+            stage: "starting".into(),
+            socket,
+            end_reason: None,
+        };
+        state.write(dir)?;
+        let state_keeper = tokio::spawn(keep_state(
+            state.clone(),
+            dir.to_path_buf(),
+            snapshots.clone(),
+        ));
+        let log = dir.join("run.log");
+        let signals = tokio::spawn(signals::watch(
+            listening,
+            Signals::new(args.on_hangup),
+            control.clone(),
+            move || term::detach_stdio(Some(&log)),
+        ));
+        announce(p, dir);
+        let (front_end, outcome) =
+            start_front_end(args, p, hello, &reports, &snapshots, &control, &scraper);
+        let session = Session {
+            reports,
+            control,
+            scraper,
+            dir: dir.to_path_buf(),
+            endpoint,
+            state,
+            state_keeper,
+            signals,
+            front_end,
+            outcome,
+        };
+        let ends = EngineEnds {
+            control: control_rx,
+            snapshots: snap_tx,
+        };
+        Ok((session, ends))
+    }
+
+    /// After the engine: one last scrape covers the end of the last stage;
+    /// signals are the process's again.
+    pub async fn engine_done(&mut self, result: &mut RunResult) {
+        if let Some(s) = self.scraper.take() {
+            let record = s.finish().await;
+            let w = crate::server_metrics::attach(&record, &mut result.stages);
+            result.warnings.extend(w);
+        }
+        self.signals.abort();
+    }
+
+    /// Writes the reports, then tells `llmsweep ls`, the viewers and the
+    /// dashboard (whose result screen shows it) and waits for the dashboard
+    /// to close. Returns the report and the paths written.
+    pub async fn close(mut self, report: Report) -> (Arc<Report>, Result<Vec<PathBuf>>) {
+        let written = self.reports.write(&report);
+        self.state_keeper.abort();
+        self.state.status = if report.partial {
+            RunStatus::Partial
+        } else {
+            RunStatus::Completed
+        };
+        self.state.stage = format!("{} stages", report.stages.len());
+        self.state.end_reason = Some(report.end_reason.clone());
+        let _ = self.state.write(&self.dir);
+        self.endpoint
+            .finish(RunMsg::Finished {
+                partial: report.partial,
+                end_reason: report.end_reason.clone(),
+                reports: written
+                    .as_ref()
+                    .map(|v| v.iter().map(|p| p.display().to_string()).collect())
+                    .unwrap_or_default(),
+            })
+            .await;
+        let report = Arc::new(report);
+        if let (Some(tx), Ok(paths)) = (self.outcome.take(), &written) {
+            let _ = tx.send(crate::tui::app::RunOutcome {
+                report: report.clone(),
+                paths: paths.clone(),
+            });
+        }
+        drop(self.outcome);
+        drop(self.control);
+        let _ = self.front_end.await;
+        (report, written)
+    }
+}
+
+/// The control socket `llmsweep attach` connects to.
+fn open_endpoint(
+    hello: &RunHello,
+    reports: &Reports,
+    snapshots: &watch::Receiver<Snapshot>,
+    control: &mpsc::UnboundedSender<Control>,
+    scraper: &Option<Scraper>,
+) -> Result<(Endpoint, PathBuf)> {
+    let (listener, socket) = serve::bind(&reports.dir)?;
+    let r = reports.clone();
+    let endpoint = serve::start(
+        listener,
+        socket.clone(),
+        hello.clone(),
+        snapshots.clone(),
+        control.clone(),
+        Arc::new(move |s: &Snapshot| r.export_now(s)),
+        scraper.as_ref().map(|s| s.live()),
+    );
+    Ok((endpoint, socket))
+}
+
+/// One line before the first stage: what is loaded, where the reports go.
+fn announce(p: &Prepared, dir: &Path) {
+    term::note(&format!(
+        "llmsweep: target {} · model {} · {} · reports in {} · `llmsweep attach {}` to watch from elsewhere",
+        p.target.url,
+        p.target.model,
+        p.plan.description,
+        dir.display(),
+        dir.display()
+    ));
+}
+
+/// Starts the dashboard or progress lines; with a dashboard that shows a
+/// result screen (not `--exit-on-finish`), also the sender that hands it
+/// the finished report.
+fn start_front_end(
+    args: &RunConfig,
+    p: &mut Prepared,
+    hello: RunHello,
+    reports: &Reports,
+    snapshots: &watch::Receiver<Snapshot>,
+    control: &mpsc::UnboundedSender<Control>,
+    scraper: &Option<Scraper>,
+) -> (
+    JoinHandle<()>,
+    Option<oneshot::Sender<crate::tui::app::RunOutcome>>,
+) {
+    let (outcome_tx, outcome_rx) = oneshot::channel();
+    let result_screen = p.dashboard && !args.exit_on_finish;
+    let dashboard = p.dashboard.then(|| crate::tui::TuiOptions {
+        outcome: result_screen.then_some(outcome_rx),
+        fps: args.fps.get(),
+        themes: std::mem::take(&mut p.themes),
+        info: crate::tui::app::RunInfo {
+            target: hello.target,
+            model: hello.model,
+            profile: hello.profile,
+        },
+        server: scraper.as_ref().map(|s| s.live()),
+    });
+    let task = tokio::spawn(front_end(
+        dashboard,
+        reports.clone(),
+        snapshots.clone(),
+        control.clone(),
+    ));
+    (task, result_screen.then_some(outcome_tx))
+}
+
+/// The dashboard (on its own thread) or progress lines, until the run is
+/// done. A dashboard closed with `d`, or one that cannot start, hands over
+/// to progress lines; one whose terminal hung up leaves nothing behind.
+async fn front_end(
+    dashboard: Option<crate::tui::TuiOptions>,
+    reports: Reports,
+    snapshots: watch::Receiver<Snapshot>,
+    control: mpsc::UnboundedSender<Control>,
+) {
+    if let Some(opts) = dashboard {
+        let exporter: crate::tui::Exporter = Box::new(move |s: &Snapshot| reports.export_now(s));
+        let thread = crate::tui::spawn(snapshots.clone(), control, opts, exporter);
+        let exit = tokio::task::spawn_blocking(move || thread.join()).await;
+        match exit {
+            Ok(Ok(Ok(crate::tui::Exit::RunDone | crate::tui::Exit::TerminalGone))) => return,
+            Ok(Ok(Ok(crate::tui::Exit::Detached))) => term::note(
+                "llmsweep: dashboard closed; the run goes on (`llmsweep attach` opens it again)",
+            ),
+            Ok(Ok(Err(e))) => term::note(&format!(
+                "llmsweep: no dashboard ({e:#}); progress lines instead"
+            )),
+            _ => term::note("llmsweep: the dashboard stopped; progress lines instead"),
+        }
+    }
+    headless::print_progress(snapshots).await;
+}
+
+/// Keeps `run.json` current (stage k/N) for `llmsweep ls`.
+async fn keep_state(mut state: RunState, dir: PathBuf, mut snapshots: watch::Receiver<Snapshot>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        let stage = {
+            let s = snapshots.borrow_and_update();
+            match &s.stage {
+                Some(st) => format!(
+                    "{} {}{}",
+                    s.stage_count().trim_start_matches("stage "),
+                    st.name,
+                    if s.paused { " (paused)" } else { "" }
+                ),
+                None => continue,
+            }
+        };
+        if stage != state.stage {
+            state.stage = stage;
+            let _ = state.write(&dir);
+        }
+    }
+}
