@@ -51,8 +51,34 @@ pub fn build_replay_plan(args: &RunConfig, offsets: &[f64]) -> Result<PlanChoice
 }
 
 fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> Result<PlanChoice> {
-    let auto = args.max_seconds == Some(StageSeconds::Auto);
-    let mut limits = Limits {
+    let mut limits = stage_limits(args)?;
+    if args.strategy == LoadStrategy::Replay {
+        return replay_plan(args, limits, offsets);
+    }
+    default_stage_length(&mut limits, args, builtin_target);
+    check_window(&limits)?;
+    let ask = Asked::new(args);
+    ask.check_shard()?;
+    match args.strategy {
+        LoadStrategy::Synchronous | LoadStrategy::Throughput | LoadStrategy::Search
+            if ask.has_impossible_rate() =>
+        {
+            bail!(ask.unused_rate())
+        }
+        LoadStrategy::Sweep => sweep_plan(&ask, limits),
+        LoadStrategy::Search => search_plan(&ask, limits),
+        LoadStrategy::Synchronous => ask.fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
+        LoadStrategy::Throughput => ask.fixed(vec![StageSpec::new(ask.throughput(), limits)]),
+        LoadStrategy::Concurrent => ask.fixed(concurrent_stages(&ask, &limits)?),
+        // Built above, before the default stage length.
+        LoadStrategy::Replay => bail!("--profile replay needs a trace (--data TRACE)"),
+        LoadStrategy::Constant | LoadStrategy::Poisson => ask.fixed(rate_stages(&ask, &limits)?),
+    }
+}
+
+/// Each stage's limits as the settings give them.
+fn stage_limits(args: &RunConfig) -> Result<Limits> {
+    let limits = Limits {
         max_seconds: args.max_seconds.and_then(StageSeconds::fixed),
         auto_min_seconds: None,
         max_requests: args.max_requests,
@@ -66,31 +92,13 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
     if limits.max_seconds == Some(0.0) || limits.max_requests == Some(0) {
         bail!("a stage limit of zero runs nothing: give --max-seconds or --max-requests above 0");
     }
-    if args.strategy == LoadStrategy::Replay {
-        if !args.rate.is_empty() {
-            bail!("--profile replay sends at the trace's times: use --time-scale, not --rate");
-        }
-        if limits.ramp_up.is_some() {
-            bail!("--profile replay sends at the trace's times: it takes no --ramp-up");
-        }
-        let n = offsets.len() as u64;
-        limits.max_requests = Some(limits.max_requests.map_or(n, |m| m.min(n)));
-        check_window(&limits)?;
-        let strategy = Strategy::Replay {
-            offsets: offsets.to_vec().into(),
-        };
-        let span = offsets.last().copied().unwrap_or(0.0);
-        let description = format!(
-            "replay: {n} requests over {} s (--time-scale {})",
-            typed::number((span * 100.0).round() / 100.0),
-            typed::number(args.time_scale.get())
-        );
-        return Ok(PlanChoice {
-            plan: Box::new(FixedPlan::new(vec![StageSpec::new(strategy, limits)])),
-            description,
-        });
-    }
-    if auto {
+    Ok(limits)
+}
+
+/// `--max-seconds auto` (from a floor to a cap), or the default length
+/// when no limit is given: shorter against the built-in simulator.
+fn default_stage_length(limits: &mut Limits, args: &RunConfig, builtin_target: bool) {
+    if args.max_seconds == Some(StageSeconds::Auto) {
         limits.max_seconds = Some(if builtin_target {
             AUTO_SIM_CAP_SECONDS
         } else {
@@ -105,12 +113,134 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
             DEFAULT_STAGE_SECONDS
         });
     }
+}
+
+/// `--profile replay`: one stage that sends at the trace's times.
+fn replay_plan(args: &RunConfig, mut limits: Limits, offsets: &[f64]) -> Result<PlanChoice> {
+    if !args.rate.is_empty() {
+        bail!("--profile replay sends at the trace's times: use --time-scale, not --rate");
+    }
+    if limits.ramp_up.is_some() {
+        bail!("--profile replay sends at the trace's times: it takes no --ramp-up");
+    }
+    let n = offsets.len() as u64;
+    limits.max_requests = Some(limits.max_requests.map_or(n, |m| m.min(n)));
     check_window(&limits)?;
-    let throughput_bound = args.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY);
-    let rates = (!args.rate.is_empty()).then(|| args.rate.clone());
-    let profile = args.strategy.name();
-    let fixed = |stages: Vec<StageSpec>| -> Result<PlanChoice> {
-        let stages = match args.shard {
+    let strategy = Strategy::Replay {
+        offsets: offsets.to_vec().into(),
+    };
+    let span = offsets.last().copied().unwrap_or(0.0);
+    let description = format!(
+        "replay: {n} requests over {} s (--time-scale {})",
+        typed::number((span * 100.0).round() / 100.0),
+        typed::number(args.time_scale.get())
+    );
+    Ok(PlanChoice {
+        plan: Box::new(FixedPlan::new(vec![StageSpec::new(strategy, limits)])),
+        description,
+    })
+}
+
+/// What the user asked for, and how to name it in an error: every message
+/// about --rate names what it counts for this profile (and the strategy a
+/// shipped or file profile runs).
+struct Asked<'a> {
+    args: &'a RunConfig,
+    /// The strategy's name (`constant`).
+    profile: &'static str,
+    /// `--profile constant`, or `--profile mine.toml (constant)`.
+    named: String,
+    rates: Option<Vec<RateItem>>,
+    /// Throughput's bound on requests in flight.
+    throughput_bound: u32,
+}
+
+impl<'a> Asked<'a> {
+    fn new(args: &'a RunConfig) -> Asked<'a> {
+        let profile = args.strategy.name();
+        let named = if args.profile.is_empty() || args.profile == profile {
+            format!("--profile {profile}")
+        } else {
+            format!("--profile {} ({profile})", args.profile)
+        };
+        Asked {
+            args,
+            profile,
+            named,
+            rates: (!args.rate.is_empty()).then(|| args.rate.clone()),
+            throughput_bound: args.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY),
+        }
+    }
+
+    fn throughput(&self) -> Strategy {
+        Strategy::Throughput {
+            max_concurrency: self.throughput_bound,
+        }
+    }
+
+    fn need_rates(&self) -> Result<Vec<RateItem>> {
+        self.rates.clone().with_context(|| {
+            format!(
+                "--profile {} needs --rate (e.g. --rate 4 or --rate 1,4,16,inf)",
+                self.profile
+            )
+        })
+    }
+
+    /// `--rate` as typed: 1,4,inf.
+    fn shown(rates: &[RateItem]) -> String {
+        rates
+            .iter()
+            .map(|r| match r {
+                RateItem::Finite(v) => typed::number(*v),
+                RateItem::Infinite => "inf".into(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Shards split stages of fixed load only.
+    fn check_shard(&self) -> Result<()> {
+        let Some(shard) = self.args.shard.filter(|s| s.count > 1) else {
+            return Ok(());
+        };
+        let why = match self.args.strategy {
+            LoadStrategy::Synchronous => "sends one request at a time, which cannot be split",
+            LoadStrategy::Sweep | LoadStrategy::Search => {
+                "chooses its rates from what it measures, which shards cannot do apart"
+            }
+            _ => return Ok(()),
+        };
+        bail!(
+            "--shard {shard} splits stages of fixed load: {} {why}; use --profile constant, poisson, concurrent or throughput with --rate",
+            self.named
+        )
+    }
+
+    /// A rate given to a profile that takes none, and that no profile could use.
+    fn has_impossible_rate(&self) -> bool {
+        self.rates.as_deref().is_some_and(|r| {
+            r.iter()
+                .any(|x| matches!(x, RateItem::Finite(v) if validate_rate(*v).is_err()))
+        })
+    }
+
+    fn unused_rate(&self) -> String {
+        format!(
+            "--rate {} is not possible, and {} does not use --rate ({}): leave it out",
+            Self::shown(self.rates.as_deref().unwrap_or_default()),
+            self.named,
+            match self.args.strategy {
+                LoadStrategy::Synchronous => "it sends one request at a time",
+                LoadStrategy::Throughput => "it sends as fast as the server takes them",
+                _ => "it finds the rate itself",
+            }
+        )
+    }
+
+    /// A plan of these stages, each cut to this shard's part.
+    fn fixed(&self, stages: Vec<StageSpec>) -> Result<PlanChoice> {
+        let stages = match self.args.shard {
             Some(shard) => stages
                 .into_iter()
                 .map(|s| {
@@ -121,183 +251,122 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
                 .collect::<Result<Vec<_>>>()?,
             None => stages,
         };
-        let mut description = format!(
-            "{profile}: {}",
-            stages
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        if let Some(shard) = args.shard {
+        let names: Vec<&str> = stages.iter().map(|s| s.name.as_str()).collect();
+        let mut description = format!("{}: {}", self.profile, names.join(", "));
+        if let Some(shard) = self.args.shard {
             description.push_str(&format!(" (shard {shard}: 1/{} of each)", shard.count));
         }
         Ok(PlanChoice {
             plan: Box::new(FixedPlan::new(stages)),
             description,
         })
-    };
-    let throughput = || Strategy::Throughput {
-        max_concurrency: throughput_bound,
-    };
-    let need_rates = |kind: &str| -> Result<Vec<RateItem>> {
-        rates.clone().with_context(|| {
-            format!("--profile {kind} needs --rate (e.g. --rate 4 or --rate 1,4,16,inf)")
-        })
-    };
-    // Every message about --rate names what it counts for this profile
-    // (and the strategy a shipped or file profile runs).
-    let named = if args.profile.is_empty() || args.profile == profile {
-        format!("--profile {profile}")
-    } else {
-        format!("--profile {} ({profile})", args.profile)
-    };
-    if let Some(shard) = args.shard.filter(|s| s.count > 1) {
-        if matches!(
-            args.strategy,
-            LoadStrategy::Sweep | LoadStrategy::Search | LoadStrategy::Synchronous
-        ) {
-            bail!(
-                "--shard {shard} splits stages of fixed load: {named} {}; use --profile constant, poisson, concurrent or throughput with --rate",
-                match args.strategy {
-                    LoadStrategy::Synchronous => "sends one request at a time, which cannot be split",
-                    _ => "chooses its rates from what it measures, which shards cannot do apart",
-                }
-            );
-        }
     }
-    let shown = |r: &RateItem| match r {
-        RateItem::Finite(v) => typed::number(*v),
-        RateItem::Infinite => "inf".into(),
+}
+
+/// `--profile sweep`: `--rate` is the number of stages.
+fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
+    let n = match ask.rates.as_deref() {
+        None => 10,
+        Some([RateItem::Finite(n)]) if n.fract() == 0.0 && (3.0..=MAX_RATE).contains(n) => {
+            *n as usize
+        }
+        Some(r) => bail!(
+            "--rate {} is not possible for {}: it takes one number, the number of stages (3 or more, default 10)",
+            Asked::shown(r),
+            ask.named
+        ),
     };
-    Ok(match args.strategy {
-        LoadStrategy::Synchronous | LoadStrategy::Throughput | LoadStrategy::Search
-            if rates.as_deref().is_some_and(|r| {
-                r.iter()
-                    .any(|x| matches!(x, RateItem::Finite(v) if validate_rate(*v).is_err()))
-            }) =>
-        {
-            bail!(
-                "--rate {} is not possible, and {named} does not use --rate ({}): leave it out",
-                rates
-                    .as_deref()
-                    .unwrap_or_default()
-                    .iter()
-                    .map(shown)
-                    .collect::<Vec<_>>()
-                    .join(","),
-                match args.strategy {
-                    LoadStrategy::Synchronous => "it sends one request at a time",
-                    LoadStrategy::Throughput => "it sends as fast as the server takes them",
-                    _ => "it finds the rate itself",
-                }
-            )
-        }
-        LoadStrategy::Sweep => {
-            let n = match rates.as_deref() {
-                None => 10,
-                Some([RateItem::Finite(n)])
-                    if n.fract() == 0.0 && (3.0..=MAX_RATE).contains(n) =>
-                {
-                    *n as usize
-                }
-                Some(r) => bail!(
-                    "--rate {} is not possible for {named}: it takes one number, the number of stages (3 or more, default 10)",
-                    r.iter().map(shown).collect::<Vec<_>>().join(",")
-                ),
-            };
-            let kind = match args.sweep_strategy {
-                SweepArrivals::Constant => SweepKind::Constant,
-                SweepArrivals::Poisson => SweepKind::Poisson {
-                    burstiness: args.burstiness.get(),
-                },
-            };
-            let stage_len = match (limits.max_seconds, limits.max_requests) {
-                (Some(s), _) => format!("{s} s"),
-                (None, Some(n)) => format!("{n} requests"),
-                _ => String::new(),
-            };
-            PlanChoice {
-                plan: Box::new(SweepPlan::new(
-                    n,
-                    kind,
-                    limits,
-                    throughput_bound,
-                    args.stop_on_saturation,
-                )),
-                description: format!("sweep: {n} stages of {stage_len}"),
-            }
-        }
-        LoadStrategy::Search => {
-            let slo = args
-                .slo
-                .as_deref()
-                .context("--profile search needs --slo, e.g. --slo ttft=200ms,itl=50ms")
-                .and_then(|s| Slo::parse(s).map_err(anyhow::Error::msg))?;
-            let (p, precision) = (args.slo_percentile.get(), args.search_precision.get());
-            PlanChoice {
-                plan: Box::new(SearchPlan::new(
-                    slo,
-                    p / 100.0,
-                    precision,
-                    limits,
-                    throughput_bound,
-                )),
-                description: format!(
-                    "search: highest rate with {p}% of requests within {}",
-                    args.slo.as_deref().unwrap_or_default()
-                ),
-            }
-        }
-        LoadStrategy::Synchronous => fixed(vec![StageSpec::new(Strategy::Synchronous, limits)])?,
-        LoadStrategy::Throughput => fixed(vec![StageSpec::new(throughput(), limits)])?,
-        LoadStrategy::Concurrent => {
-            let stages = need_rates("concurrent")?
-                .into_iter()
-                .map(|r| match r {
-                    RateItem::Finite(n) if n.fract() == 0.0 && (1.0..=MAX_RATE).contains(&n) => {
-                        Ok(StageSpec::new(
-                            Strategy::Concurrent { streams: n as u32 },
-                            limits.clone(),
-                        ))
-                    }
-                    _ => bail!(
-                        "--rate {} is not possible for {named}: it takes whole numbers of streams (1 or more), e.g. --rate 1,8,32",
-                        shown(&r)
-                    ),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            fixed(stages)?
-        }
-        // Built above, before the default stage length.
-        LoadStrategy::Replay => bail!("--profile replay needs a trace (--data TRACE)"),
-        LoadStrategy::Constant | LoadStrategy::Poisson => {
-            let b = args.burstiness.get();
-            let stages = need_rates(profile)?
-                .into_iter()
-                .map(|r| {
-                    Ok(match r {
-                        RateItem::Infinite => StageSpec::new(throughput(), limits.clone()),
-                        RateItem::Finite(rate) if validate_rate(rate).is_err() => bail!(
-                            "--rate {} is not possible for {named}: use a number of requests per second from {MIN_RATE} to {MAX_RATE:.0}, or inf",
-                            shown(&r)
-                        ),
-                        RateItem::Finite(rate) if args.strategy == LoadStrategy::Constant => {
-                            StageSpec::new(Strategy::Constant { rate }, limits.clone())
-                        }
-                        RateItem::Finite(rate) => StageSpec::new(
-                            Strategy::Poisson {
-                                rate,
-                                burstiness: b,
-                            },
-                            limits.clone(),
-                        ),
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            fixed(stages)?
-        }
+    let kind = match ask.args.sweep_strategy {
+        SweepArrivals::Constant => SweepKind::Constant,
+        SweepArrivals::Poisson => SweepKind::Poisson {
+            burstiness: ask.args.burstiness.get(),
+        },
+    };
+    let stage_len = match (limits.max_seconds, limits.max_requests) {
+        (Some(s), _) => format!("{s} s"),
+        (None, Some(n)) => format!("{n} requests"),
+        _ => String::new(),
+    };
+    Ok(PlanChoice {
+        plan: Box::new(SweepPlan::new(
+            n,
+            kind,
+            limits,
+            ask.throughput_bound,
+            ask.args.stop_on_saturation,
+        )),
+        description: format!("sweep: {n} stages of {stage_len}"),
     })
+}
+
+/// `--profile search`: the highest rate that meets `--slo`.
+fn search_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
+    let args = ask.args;
+    let slo = args
+        .slo
+        .as_deref()
+        .context("--profile search needs --slo, e.g. --slo ttft=200ms,itl=50ms")
+        .and_then(|s| Slo::parse(s).map_err(anyhow::Error::msg))?;
+    let (p, precision) = (args.slo_percentile.get(), args.search_precision.get());
+    Ok(PlanChoice {
+        plan: Box::new(SearchPlan::new(
+            slo,
+            p / 100.0,
+            precision,
+            limits,
+            ask.throughput_bound,
+        )),
+        description: format!(
+            "search: highest rate with {p}% of requests within {}",
+            args.slo.as_deref().unwrap_or_default()
+        ),
+    })
+}
+
+/// `--profile concurrent`: `--rate` is a list of stream counts.
+fn concurrent_stages(ask: &Asked, limits: &Limits) -> Result<Vec<StageSpec>> {
+    ask.need_rates()?
+        .into_iter()
+        .map(|r| match r {
+            RateItem::Finite(n) if n.fract() == 0.0 && (1.0..=MAX_RATE).contains(&n) => Ok(
+                StageSpec::new(Strategy::Concurrent { streams: n as u32 }, limits.clone()),
+            ),
+            _ => bail!(
+                "--rate {} is not possible for {}: it takes whole numbers of streams (1 or more), e.g. --rate 1,8,32",
+                Asked::shown(&[r]),
+                ask.named
+            ),
+        })
+        .collect()
+}
+
+/// `--profile constant` / `poisson`: `--rate` is a list of request rates
+/// (`inf`: a throughput stage).
+fn rate_stages(ask: &Asked, limits: &Limits) -> Result<Vec<StageSpec>> {
+    let b = ask.args.burstiness.get();
+    ask.need_rates()?
+        .into_iter()
+        .map(|r| {
+            Ok(match r {
+                RateItem::Infinite => StageSpec::new(ask.throughput(), limits.clone()),
+                RateItem::Finite(rate) if validate_rate(rate).is_err() => bail!(
+                    "--rate {} is not possible for {}: use a number of requests per second from {MIN_RATE} to {MAX_RATE:.0}, or inf",
+                    Asked::shown(&[r]),
+                    ask.named
+                ),
+                RateItem::Finite(rate) if ask.args.strategy == LoadStrategy::Constant => {
+                    StageSpec::new(Strategy::Constant { rate }, limits.clone())
+                }
+                RateItem::Finite(rate) => StageSpec::new(
+                    Strategy::Poisson {
+                        rate,
+                        burstiness: b,
+                    },
+                    limits.clone(),
+                ),
+            })
+        })
+        .collect()
 }
 
 /// `--warmup` and `--cooldown` must leave part of a stage to measure: a
