@@ -5,6 +5,7 @@ use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
 use crate::model::live::PlannedStage;
 use crate::model::{Method, Outcome, StageReport, StrategyKind};
 use crate::stats::judge::queueing;
+use std::ops::ControlFlow;
 
 /// GuideLLM's sweep rates: `linspace(sync, throughput, n − 1)[1:]`, the
 /// `n − 2` rates of the constant stages (the last equals the throughput rate).
@@ -130,12 +131,161 @@ impl SweepPlan {
         Some(StageSpec::new(self.open_loop(rate), limits))
     }
 
+    fn throughput(&self) -> Strategy {
+        Strategy::Throughput {
+            max_concurrency: self.throughput_concurrency,
+        }
+    }
+
+    /// Plans the constant rates from the synchronous and throughput stages
+    /// (GuideLLM's linspace between the two). Breaks with the step to take
+    /// instead: the throughput stage once more, longer, when it gave too
+    /// little evidence; or the sweep's end when nothing can be planned.
+    fn plan_rates(&mut self, done: &[StageReport]) -> ControlFlow<Option<StageSpec>> {
+        let sync = Self::measured(done, StrategyKind::Synchronous).unwrap_or(0.0);
+        let thr = Self::measured(done, StrategyKind::Throughput).unwrap_or(0.0);
+        if sync > 0.0 {
+            if let Some(again) = self.rerun_thin_throughput(done, thr) {
+                return ControlFlow::Break(Some(again));
+            }
+        }
+        if let Some(why) = cannot_plan(done, sync, thr) {
+            return ControlFlow::Break(self.end(why));
+        }
+        self.warning = short_stage_warning(done, &self.limits);
+        let rates = sweep_rates(sync, thr, self.stages);
+        self.notice = Some(planned_notice(done, sync, thr, &rates));
+        self.rates = Some(rates);
+        ControlFlow::Continue(())
+    }
+
+    /// Too little evidence in the throughput stage (no completion, or one
+    /// wave of them: its first wave took about as long as the stage): it
+    /// runs once more, three times as long.
+    fn rerun_thin_throughput(&mut self, done: &[StageReport], thr: f64) -> Option<StageSpec> {
+        if self.throughput_rerun {
+            return None;
+        }
+        let c = Self::stage(done, StrategyKind::Throughput)?
+            .capacity
+            .as_ref()?;
+        if !(c.low_evidence || thr <= 0.0) {
+            return None;
+        }
+        let why = if c.completions == 0 {
+            "completed no request".to_string()
+        } else {
+            format!("gave too little evidence ({})", c.evidence)
+        };
+        let longer = longer_limits(&self.limits)?;
+        self.throughput_rerun = true;
+        self.notice = Some(format!(
+            "the throughput stage {why}: running it again, {}",
+            describe_limits(&longer)
+        ));
+        Some(StageSpec::new(self.throughput(), longer))
+    }
+
+    /// After a planned stage that was saturated (or cut by the
+    /// over-saturation guard), no higher rate is run; the operator's own
+    /// stages (`… (manual)`) do not stop the plan.
+    fn stop_after_saturation(
+        &mut self,
+        done: &[StageReport],
+        k: usize,
+    ) -> ControlFlow<Option<StageSpec>> {
+        let left = self
+            .rates
+            .as_ref()
+            .map_or(0, |r| (r.len() + 2).saturating_sub(k));
+        if k <= 2 || left == 0 {
+            return ControlFlow::Continue(());
+        }
+        let Some(last) = done.last().filter(|s| !s.manual) else {
+            return ControlFlow::Continue(());
+        };
+        let reason = last.saturation_reason.clone().unwrap_or_default();
+        if last.end_reason == "over_saturated" {
+            return ControlFlow::Break(self.end(format!(
+                "{} was over-saturated ({reason}); the over-saturation guard ended it, so no higher rate is run",
+                last.name
+            )));
+        }
+        if self.stop_on_saturation && last.saturated {
+            return ControlFlow::Break(self.end(format!(
+                "{} was saturated ({reason}); {left} planned stages left out (--no-stop-on-saturation goes on)",
+                last.name
+            )));
+        }
+        ControlFlow::Continue(())
+    }
+
     fn end(&mut self, why: String) -> Option<StageSpec> {
         self.ended = true;
         self.notice = Some(format!("sweep ends: {why}"));
         self.stopped = Some(why);
         None
     }
+}
+
+/// Why no rates can be planned from these stages, if none can: a
+/// throughput stage llmsweep itself limited measured llmsweep; no
+/// completions; a throughput no higher than the synchronous rate.
+fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<String> {
+    let throughput = SweepPlan::stage(done, StrategyKind::Throughput);
+    if let Some(c) = throughput
+        .and_then(|t| t.client.as_ref())
+        .filter(|c| c.limited)
+    {
+        return Some(format!(
+            "the throughput stage was {}; not planning rates from it",
+            c.reason
+        ));
+    }
+    if !(sync > 0.0 && thr > 0.0) {
+        let errors: Vec<String> = done
+            .iter()
+            .flat_map(|s| s.errors.iter())
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let errors = if errors.is_empty() {
+            "lengthen the stages".to_string()
+        } else {
+            format!("errors: {}", errors.join(", "))
+        };
+        return Some(format!(
+            "no completed requests to plan from (synchronous {sync:.2} req/s, throughput {thr:.2} req/s); {errors}"
+        ));
+    }
+    let q =
+        throughput.and_then(|t| queueing(t, SweepPlan::stage(done, StrategyKind::Synchronous)))?;
+    (thr <= sync).then(|| format!("{q}; not planning rates below the synchronous one"))
+}
+
+/// The timeline's line about the planned rates and what they rest on.
+fn planned_notice(done: &[StageReport], sync: f64, thr: f64, rates: &[f64]) -> String {
+    let basis = SweepPlan::stage(done, StrategyKind::Throughput)
+        .and_then(|t| t.capacity.as_ref())
+        .map(|c| {
+            format!(
+                " ({}{}: {})",
+                match c.method {
+                    Method::Steady => "steady",
+                    Method::Observed => "observed",
+                    Method::Plain => "plain rate",
+                },
+                if c.low_evidence { ", low evidence" } else { "" },
+                c.evidence
+            )
+        })
+        .unwrap_or_default();
+    let rates: Vec<String> = rates.iter().map(|r| fmt_rate(*r)).collect();
+    format!(
+        "sweep rates planned from synchronous {} and throughput {} req/s{basis}: {}",
+        fmt_rate(sync),
+        fmt_rate(thr),
+        rates.join(", ")
+    )
 }
 
 impl Plan for SweepPlan {
@@ -145,128 +295,15 @@ impl Plan for SweepPlan {
         }
         let spec = match self.issued {
             0 => StageSpec::new(Strategy::Synchronous, self.limits.clone()),
-            1 => StageSpec::new(
-                Strategy::Throughput {
-                    max_concurrency: self.throughput_concurrency,
-                },
-                self.limits.clone(),
-            ),
+            1 => StageSpec::new(self.throughput(), self.limits.clone()),
             k => {
                 if self.rates.is_none() {
-                    let sync = Self::measured(done, StrategyKind::Synchronous).unwrap_or(0.0);
-                    let thr = Self::measured(done, StrategyKind::Throughput).unwrap_or(0.0);
-                    // Too little evidence in the throughput stage (no completion,
-                    // or one wave of them: its first wave took about as long as
-                    // the stage): run it once more, three times as long.
-                    let thin = Self::stage(done, StrategyKind::Throughput).and_then(|t| {
-                        let c = t.capacity.as_ref()?;
-                        (c.low_evidence || thr <= 0.0).then(|| {
-                            if c.completions == 0 {
-                                "completed no request".to_string()
-                            } else {
-                                format!("gave too little evidence ({})", c.evidence)
-                            }
-                        })
-                    });
-                    if let (true, Some(why), false) = (sync > 0.0, thin, self.throughput_rerun) {
-                        if let Some(longer) = longer_limits(&self.limits) {
-                            self.throughput_rerun = true;
-                            self.notice = Some(format!(
-                                "the throughput stage {why}: running it again, {}",
-                                describe_limits(&longer)
-                            ));
-                            return Some(StageSpec::new(
-                                Strategy::Throughput {
-                                    max_concurrency: self.throughput_concurrency,
-                                },
-                                longer,
-                            ));
-                        }
+                    if let ControlFlow::Break(step) = self.plan_rates(done) {
+                        return step;
                     }
-                    // A throughput stage llmsweep limited measured llmsweep.
-                    if let Some(c) = Self::stage(done, StrategyKind::Throughput)
-                        .and_then(|t| t.client.as_ref())
-                        .filter(|c| c.limited)
-                    {
-                        return self.end(format!(
-                            "the throughput stage was {}; not planning rates from it",
-                            c.reason
-                        ));
-                    }
-                    if !(sync > 0.0 && thr > 0.0) {
-                        let errors = done
-                            .iter()
-                            .flat_map(|s| s.errors.iter())
-                            .map(|(k, v)| format!("{k}: {v}"))
-                            .collect::<Vec<_>>();
-                        let errors = if errors.is_empty() {
-                            "lengthen the stages".to_string()
-                        } else {
-                            format!("errors: {}", errors.join(", "))
-                        };
-                        return self.end(format!(
-                            "no completed requests to plan from (synchronous {sync:.2} req/s, throughput {thr:.2} req/s); {errors}"
-                        ));
-                    }
-                    if let Some(q) = Self::stage(done, StrategyKind::Throughput)
-                        .and_then(|t| queueing(t, Self::stage(done, StrategyKind::Synchronous)))
-                    {
-                        if thr <= sync {
-                            return self
-                                .end(format!("{q}; not planning rates below the synchronous one"));
-                        }
-                    }
-                    self.warning = short_stage_warning(done, &self.limits);
-                    let rates = sweep_rates(sync, thr, self.stages);
-                    let basis = Self::stage(done, StrategyKind::Throughput)
-                        .and_then(|t| t.capacity.as_ref())
-                        .map(|c| {
-                            format!(
-                                " ({}{}: {})",
-                                match c.method {
-                                    Method::Steady => "steady",
-                                    Method::Observed => "observed",
-                                    Method::Plain => "plain rate",
-                                },
-                                if c.low_evidence { ", low evidence" } else { "" },
-                                c.evidence
-                            )
-                        })
-                        .unwrap_or_default();
-                    self.notice = Some(format!(
-                        "sweep rates planned from synchronous {} and throughput {} req/s{basis}: {}",
-                        fmt_rate(sync),
-                        fmt_rate(thr),
-                        rates
-                            .iter()
-                            .map(|r| fmt_rate(*r))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                    self.rates = Some(rates);
                 }
-                let left = self
-                    .rates
-                    .as_ref()
-                    .map_or(0, |r| (r.len() + 2).saturating_sub(k));
-                if k > 2 && left > 0 {
-                    // The operator's own stages (`… (manual)`) do not stop the plan.
-                    if let Some(last) = done.last().filter(|s| !s.manual) {
-                        if last.end_reason == "over_saturated" {
-                            return self.end(format!(
-                                "{} was over-saturated ({}); the over-saturation guard ended it, so no higher rate is run",
-                                last.name,
-                                last.saturation_reason.clone().unwrap_or_default()
-                            ));
-                        }
-                        if self.stop_on_saturation && last.saturated {
-                            return self.end(format!(
-                                "{} was saturated ({}); {left} planned stages left out (--no-stop-on-saturation goes on)",
-                                last.name,
-                                last.saturation_reason.clone().unwrap_or_default()
-                            ));
-                        }
-                    }
+                if let ControlFlow::Break(step) = self.stop_after_saturation(done, k) {
+                    return step;
                 }
                 if let Some(again) = self.rerun_inconclusive(done, k) {
                     return Some(again);
