@@ -148,72 +148,53 @@ impl SearchPlan {
         None
     }
 
-    fn probe(&mut self, rate: f64) -> Option<StageSpec> {
-        self.next_rate = Some(rate);
+    /// One request at a time must meet the SLOs, or no rate can: then
+    /// the throughput stage measures the top of the bracket.
+    fn after_synchronous(&mut self, sync: &StageReport) -> Option<StageSpec> {
+        let (ok, frac, why) = self.judge(sync);
+        self.probes.push(SearchProbe {
+            stage: sync.name.clone(),
+            rate: sync.rates.requests_per_s,
+            passed: ok,
+            met_fraction: frac,
+            why: why.clone(),
+        });
+        if !ok {
+            return self.finish(format!(
+                "even one request at a time misses the SLOs ({why})"
+            ));
+        }
+        self.lo = Some(sync.rates.requests_per_s);
         self.issued += 1;
         Some(StageSpec::new(
-            Strategy::Constant { rate },
+            Strategy::Throughput {
+                max_concurrency: self.throughput_concurrency,
+            },
             self.limits.clone(),
         ))
     }
-}
 
-impl Plan for SearchPlan {
-    fn next(&mut self, done: &[StageReport]) -> Option<StageSpec> {
-        self.reasoning_seen |= done.iter().any(|s| s.reasoning.is_some());
-        if self.ended {
-            return None;
+    /// The bracket is [synchronous, throughput]; the first probe is its top.
+    fn after_throughput(&mut self, thr: &StageReport) -> Option<StageSpec> {
+        let cap = thr.rates.steady_requests_per_s;
+        let lo = self.lo.unwrap_or(0.0);
+        if cap <= lo {
+            return self.finish(format!(
+                "the throughput stage measured {cap:.2} req/s, not above the synchronous {lo:.2}: no room to search (lengthen the stages)"
+            ));
         }
-        match self.issued {
-            0 => {
-                self.issued += 1;
-                return Some(StageSpec::new(Strategy::Synchronous, self.limits.clone()));
-            }
-            1 => {
-                let sync = done.last()?;
-                let (ok, frac, why) = self.judge(sync);
-                self.probes.push(SearchProbe {
-                    stage: sync.name.clone(),
-                    rate: sync.rates.requests_per_s,
-                    passed: ok,
-                    met_fraction: frac,
-                    why: why.clone(),
-                });
-                if !ok {
-                    return self.finish(format!(
-                        "even one request at a time misses the SLOs ({why})"
-                    ));
-                }
-                self.lo = Some(sync.rates.requests_per_s);
-                self.issued += 1;
-                return Some(StageSpec::new(
-                    Strategy::Throughput {
-                        max_concurrency: self.throughput_concurrency,
-                    },
-                    self.limits.clone(),
-                ));
-            }
-            2 => {
-                let thr = done.last()?;
-                let cap = thr.rates.steady_requests_per_s;
-                let lo = self.lo.unwrap_or(0.0);
-                if cap <= lo {
-                    return self.finish(format!(
-                        "the throughput stage measured {cap:.2} req/s, not above the synchronous {lo:.2}: no room to search (lengthen the stages)"
-                    ));
-                }
-                self.capacity = Some(cap);
-                self.notice = Some(format!(
-                    "search brackets [{}, {}] req/s (synchronous, throughput)",
-                    fmt_rate(lo),
-                    fmt_rate(cap)
-                ));
-                return self.probe(cap);
-            }
-            _ => {}
-        }
-        // Judge the last probe.
-        let last = done.last()?;
+        self.capacity = Some(cap);
+        self.notice = Some(format!(
+            "search brackets [{}, {}] req/s (synchronous, throughput)",
+            fmt_rate(lo),
+            fmt_rate(cap)
+        ));
+        self.probe(cap)
+    }
+
+    /// Judges the last probe, narrows the bracket, and probes its middle
+    /// until it is narrow enough (or the probes run out).
+    fn after_probe(&mut self, last: &StageReport) -> Option<StageSpec> {
         let rate = self.next_rate?;
         let (ok, frac, why) = self.judge(last);
         self.probes.push(SearchProbe {
@@ -250,6 +231,33 @@ impl Plan for SearchPlan {
             ));
         }
         self.probe((lo + hi) / 2.0)
+    }
+
+    fn probe(&mut self, rate: f64) -> Option<StageSpec> {
+        self.next_rate = Some(rate);
+        self.issued += 1;
+        Some(StageSpec::new(
+            Strategy::Constant { rate },
+            self.limits.clone(),
+        ))
+    }
+}
+
+impl Plan for SearchPlan {
+    fn next(&mut self, done: &[StageReport]) -> Option<StageSpec> {
+        self.reasoning_seen |= done.iter().any(|s| s.reasoning.is_some());
+        if self.ended {
+            return None;
+        }
+        match self.issued {
+            0 => {
+                self.issued += 1;
+                Some(StageSpec::new(Strategy::Synchronous, self.limits.clone()))
+            }
+            1 => self.after_synchronous(done.last()?),
+            2 => self.after_throughput(done.last()?),
+            _ => self.after_probe(done.last()?),
+        }
     }
 
     fn upcoming(&self) -> Vec<PlannedStage> {
