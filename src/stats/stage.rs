@@ -422,6 +422,9 @@ impl StageStats {
         }
     }
 
+    /// One request ended: counted by outcome, fed to the live series, and,
+    /// when it was sent inside the measured window, to the stage's
+    /// statistics and the evidence for its verdict and capacity.
     pub fn on_record(&mut self, index: u64, r: &RequestRecord) {
         self.integrate(r.ended_at.max(self.last_change));
         if r.outcome == RequestOutcome::Incomplete && self.in_flight_at_end.is_none() {
@@ -429,6 +432,49 @@ impl StageStats {
         }
         self.in_flight = self.in_flight.saturating_sub(1);
         self.reconnects += u64::from(r.reconnects);
+        self.count_outcome(r);
+        if r.outcome == RequestOutcome::Completed {
+            self.live_series(r);
+        }
+        let in_window = self.window.contains(index, r.sent_at);
+        let answered = match &r.outcome {
+            RequestOutcome::Completed => true,
+            RequestOutcome::Errored { .. } => !got_no_answer(r),
+            RequestOutcome::Incomplete => false,
+        };
+        // The segment that both sent and answered the request, if one did.
+        let same_segment = self.same_segment(r);
+        // ... for the backlog, only if it ended before sending stopped (not
+        // in a drain); a request still running when sending stopped counts
+        // for the capacity estimate as before: only a pause excludes it.
+        let segment = same_segment.filter(|_| self.stopped_at.is_none_or(|s| r.ended_at <= s));
+        let t_end = self.active_at(r.ended_at);
+        if answered && in_window {
+            self.count_answer(segment, t_end, r.outcome == RequestOutcome::Completed);
+        }
+        if r.outcome != RequestOutcome::Completed || !in_window {
+            return;
+        }
+        self.counts.measured += 1;
+        let quarter = (t_end * 4.0) as u64;
+        self.busy_quarters.insert(quarter);
+        if let Some(k) = segment.or(same_segment) {
+            self.fit_completion(k, t_end);
+        }
+        self.measure(r);
+    }
+
+    /// The segment (the stretch between pauses) that both sent and answered
+    /// the request, if one did.
+    fn same_segment(&self, r: &RequestRecord) -> Option<usize> {
+        match (self.segment_of(r.sent_at), self.segment_of(r.ended_at)) {
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => None,
+        }
+    }
+
+    /// Counts by outcome, with tokens; errors by category, with samples.
+    fn count_outcome(&mut self, r: &RequestRecord) {
         let totals = match &r.outcome {
             RequestOutcome::Completed => {
                 self.counts.completed += 1;
@@ -453,98 +499,77 @@ impl StageStats {
         totals.requests += 1;
         totals.prompt_total = totals.prompt_total.saturating_add(r.prompt_tokens);
         totals.output_total = totals.output_total.saturating_add(r.output_tokens);
-        // Live series: every completed request, window or not.
-        if r.outcome == RequestOutcome::Completed {
-            self.sec_completed += 1;
-            self.sec_tokens = self.sec_tokens.saturating_add(r.output_tokens);
-            if let Some(t) = metrics::ttft_us(r) {
-                self.sec_ttft.record_us(t);
-            }
-            for (gap, k) in metrics::itl_gaps(r) {
-                self.sec_itl.record_us_n(gap, k);
-            }
-            self.saw_reasoning |= r.saw_reasoning();
-            if let Some(t) = metrics::ttfat_us(r) {
-                self.sec_ttfat.record_us(t);
-            }
+    }
+
+    /// The live series (the dashboard's second by second): every completed
+    /// request, window or not.
+    fn live_series(&mut self, r: &RequestRecord) {
+        self.sec_completed += 1;
+        self.sec_tokens = self.sec_tokens.saturating_add(r.output_tokens);
+        if let Some(t) = metrics::ttft_us(r) {
+            self.sec_ttft.record_us(t);
         }
-        let in_window = self.window.contains(index, r.sent_at);
-        let answered = match &r.outcome {
-            RequestOutcome::Completed => true,
-            RequestOutcome::Errored { .. } => !got_no_answer(r),
-            RequestOutcome::Incomplete => false,
-        };
-        // The segment that both sent and answered the request, if one did,
-        // and the request ended before sending stopped (not in a drain).
-        let segment = match (self.segment_of(r.sent_at), self.segment_of(r.ended_at)) {
-            (Some(a), Some(b)) if a == b => Some(a),
-            _ => None,
+        for (gap, k) in metrics::itl_gaps(r) {
+            self.sec_itl.record_us_n(gap, k);
         }
-        .filter(|_| self.stopped_at.is_none_or(|s| r.ended_at <= s));
-        let t_end = self.active_at(r.ended_at);
-        if answered && in_window {
-            self.answers += 1;
-            if let Some(k) = segment {
-                let fit = &mut self.answer_fit[k];
-                let y = fit.n + 1.0;
-                fit.add(t_end, y);
-                let seg = &mut self.segments[k];
-                if seg.first_answer_s.is_none() {
-                    seg.first_answer_s = Some(t_end);
-                }
-                self.backlog
-                    .count_answer(t_end, r.outcome == RequestOutcome::Completed);
-            }
+        self.saw_reasoning |= r.saw_reasoning();
+        if let Some(t) = metrics::ttfat_us(r) {
+            self.sec_ttfat.record_us(t);
         }
-        if r.outcome != RequestOutcome::Completed || !in_window {
+    }
+
+    /// An answer inside the window: evidence for the verdict's backlog.
+    fn count_answer(&mut self, segment: Option<usize>, t_end: f64, completed: bool) {
+        self.answers += 1;
+        let Some(k) = segment else {
             return;
+        };
+        let fit = &mut self.answer_fit[k];
+        let y = fit.n + 1.0;
+        fit.add(t_end, y);
+        let seg = &mut self.segments[k];
+        if seg.first_answer_s.is_none() {
+            seg.first_answer_s = Some(t_end);
         }
-        self.counts.measured += 1;
-        self.first_measured_end = Some(
-            self.first_measured_end
-                .map_or(r.ended_at, |t| t.min(r.ended_at)),
-        );
-        let quarter = (self.active_at(r.ended_at) * 4.0) as u64;
-        self.busy_quarters.insert(quarter);
-        if let Some(c) = r.server_cached_prompt_tokens {
-            self.cached_prompt_total = self.cached_prompt_total.saturating_add(c);
-            self.cached_prompt_n += 1;
+        self.backlog.count_answer(t_end, completed);
+    }
+
+    /// A measured completion in segment `k`: evidence for the capacity fit.
+    fn fit_completion(&mut self, k: usize, t_end: f64) {
+        self.fit_completions += 1;
+        let fit = &mut self.completion_fit[k];
+        let y = fit.n + 1.0;
+        fit.add(t_end, y);
+        if self.fit_spans.len() <= k {
+            self.fit_spans.resize(k + 1, (f64::NAN, f64::NAN));
         }
-        self.first_measured_sent = Some(
-            self.first_measured_sent
-                .map_or(r.sent_at, |t| t.min(r.sent_at)),
-        );
-        if let Some(k) = segment.or_else(|| {
-            // A request still running when sending stopped counts for the
-            // capacity estimate as before: only a pause excludes it.
-            match (self.segment_of(r.sent_at), self.segment_of(r.ended_at)) {
-                (Some(a), Some(b)) if a == b => Some(a),
-                _ => None,
-            }
-        }) {
-            self.fit_completions += 1;
-            let fit = &mut self.completion_fit[k];
-            let y = fit.n + 1.0;
-            fit.add(t_end, y);
-            if self.fit_spans.len() <= k {
-                self.fit_spans.resize(k + 1, (f64::NAN, f64::NAN));
-            }
-            let span = &mut self.fit_spans[k];
-            span.0 = if span.0.is_nan() {
-                t_end
-            } else {
-                span.0.min(t_end)
-            };
-            span.1 = if span.1.is_nan() {
-                t_end
-            } else {
-                span.1.max(t_end)
-            };
-        }
+        let span = &mut self.fit_spans[k];
+        span.0 = if span.0.is_nan() {
+            t_end
+        } else {
+            span.0.min(t_end)
+        };
+        span.1 = if span.1.is_nan() {
+            t_end
+        } else {
+            span.1.max(t_end)
+        };
+    }
+
+    /// A measured completion: its times, latencies and tokens in the
+    /// stage's statistics.
+    fn measure(&mut self, r: &RequestRecord) {
+        let min = |t: Option<Instant>, x: Instant| Some(t.map_or(x, |t| t.min(x)));
+        self.first_measured_end = min(self.first_measured_end, r.ended_at);
+        self.first_measured_sent = min(self.first_measured_sent, r.sent_at);
         self.last_measured_end = Some(
             self.last_measured_end
                 .map_or(r.ended_at, |t| t.max(r.ended_at)),
         );
+        if let Some(c) = r.server_cached_prompt_tokens {
+            self.cached_prompt_total = self.cached_prompt_total.saturating_add(c);
+            self.cached_prompt_n += 1;
+        }
         if let Some(t) = metrics::ttft_us(r) {
             self.ttft.record_us(t);
         }

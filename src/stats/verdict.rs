@@ -343,155 +343,192 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
 }
 
 /// The verdict on a stage (open loop) or `None` for closed-loop stages,
-/// which set their own pace and cannot be over-driven.
+/// which set their own pace and cannot be over-driven. The rules in order:
+/// a client that could not keep up decides nothing; overload no stage
+/// length would change; the backlog's growth against its noise; answers
+/// that were all errors; else the stage was too short to tell.
 pub fn judge(e: &Evidence, _cap: &CapacityEstimate) -> Option<Verdict> {
     let target = e.target_rate?;
-    // The client could not keep up: nothing here is the server's doing.
-    if let Some(why) = &e.client_limited {
-        return Some(Verdict {
-            outcome: Outcome::Inconclusive,
-            reason: format!(
-                "{why} (llmsweep sent {:.2} req/s of the {target:.2} asked and saw {:.2} answered)",
-                e.steady.per_s(e.steady.sent),
-                e.steady.per_s(e.steady.answered)
-            ),
-            needed_seconds: None,
-            overload: false,
-        });
-    }
-    let answered = e.completed + e.answered_errors;
     let w_ref = e
         .reference_latency_s
         .filter(|w| *w > 0.0)
         .or((e.latency_p50_s > 0.0).then_some(e.latency_p50_s));
+    let verdict = client_limited(e, target)
+        .or_else(|| unanswered(e))
+        .or_else(|| far_beyond_capacity(e, target, w_ref))
+        .or_else(|| runaway_backlog(e, target, w_ref))
+        .or_else(|| by_backlog_growth(e, target))
+        .or_else(|| all_errors(e))
+        .unwrap_or_else(|| too_short(e, w_ref));
+    Some(verdict)
+}
 
-    // 1. Overload that no stage length would change.
+/// Answers, completed or errored.
+fn answered(e: &Evidence) -> u64 {
+    e.completed + e.answered_errors
+}
+
+/// The share of answers that were errors.
+fn errors_share(e: &Evidence) -> f64 {
+    match answered(e) {
+        0 => 0.0,
+        n => e.answered_errors as f64 / n as f64,
+    }
+}
+
+/// The client could not keep up: nothing here is the server's doing.
+fn client_limited(e: &Evidence, target: f64) -> Option<Verdict> {
+    let why = e.client_limited.as_ref()?;
+    Some(Verdict {
+        outcome: Outcome::Inconclusive,
+        reason: format!(
+            "{why} (llmsweep sent {:.2} req/s of the {target:.2} asked and saw {:.2} answered)",
+            e.steady.per_s(e.steady.sent),
+            e.steady.per_s(e.steady.answered)
+        ),
+        needed_seconds: None,
+        overload: false,
+    })
+}
+
+/// Overload: refused connections or timeouts, at least 5 and 5 % of the sent.
+fn unanswered(e: &Evidence) -> Option<Verdict> {
     let floor = 5u64.max((e.sent as f64 * 0.05).ceil() as u64);
-    if e.unanswered_errors >= floor {
-        return Some(Verdict {
-            outcome: Outcome::Saturated,
-            reason: format!(
-                "{} of {} requests got no answer (refused connections or timeouts)",
-                e.unanswered_errors, e.sent
-            ),
-            needed_seconds: None,
-            overload: true,
-        });
-    }
-    let answer_rate = answered as f64 / e.elapsed_s.max(1e-9);
-    // Far more than the server was ever seen to complete (its throughput
-    // stage), and it answered under half of what this stage sent.
-    if let (Some(c), Some(w)) = (e.reference_capacity.filter(|c| *c > 0.0), w_ref) {
-        if target >= 2.0 * c && answer_rate < 0.5 * target && e.elapsed_s >= w.max(1.0) {
-            return Some(Verdict {
-                outcome: Outcome::Saturated,
-                reason: format!(
-                    "sent {target:.2} req/s, {:.1} × the {c:.2} req/s the server completed at most in its throughput stage; it answered {answer_rate:.2} req/s, {} requests in flight",
-                    target / c,
-                    e.in_flight
-                ),
-                needed_seconds: None,
-                overload: true,
-            });
-        }
-    }
-    if let Some(w) = w_ref {
-        // What a request takes here: at least the unloaded latency, and what
-        // the completed ones took (batching legitimately slows them down).
-        let w = w.max(e.latency_p50_s);
-        let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
-        let late_rate = if since_first > 0.0 {
-            answered as f64 / since_first
-        } else {
-            0.0
-        };
-        let backlog_limit = 3.0 * target * w + 5.0;
-        if e.elapsed_s >= 2.0 * w && target >= 3.0 * late_rate && e.in_flight as f64 > backlog_limit
-        {
-            return Some(Verdict {
-                outcome: Outcome::Saturated,
-                reason: format!(
-                    "sent {target:.2} req/s but the server answered {late_rate:.2} req/s; {} requests in flight, more than 3 × the rate × the {w:.2} s a request takes",
-                    e.in_flight
-                ),
-                needed_seconds: None,
-                overload: true,
-            });
-        }
-    }
+    (e.unanswered_errors >= floor).then(|| Verdict {
+        outcome: Outcome::Saturated,
+        reason: format!(
+            "{} of {} requests got no answer (refused connections or timeouts)",
+            e.unanswered_errors, e.sent
+        ),
+        needed_seconds: None,
+        overload: true,
+    })
+}
 
-    // 2. The backlog test, once answers have flowed long enough.
-    let errors_share = if answered > 0 {
-        e.answered_errors as f64 / answered as f64
+/// Overload: far more than the server was ever seen to complete (its
+/// throughput stage), and it answered under half of what this stage sent.
+fn far_beyond_capacity(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<Verdict> {
+    let c = e.reference_capacity.filter(|c| *c > 0.0)?;
+    let w = w_ref?;
+    let answer_rate = answered(e) as f64 / e.elapsed_s.max(1e-9);
+    if !(target >= 2.0 * c && answer_rate < 0.5 * target && e.elapsed_s >= w.max(1.0)) {
+        return None;
+    }
+    Some(Verdict {
+        outcome: Outcome::Saturated,
+        reason: format!(
+            "sent {target:.2} req/s, {:.1} × the {c:.2} req/s the server completed at most in its throughput stage; it answered {answer_rate:.2} req/s, {} requests in flight",
+            target / c,
+            e.in_flight
+        ),
+        needed_seconds: None,
+        overload: true,
+    })
+}
+
+/// Overload: the server answers a third of the rate or less, and more
+/// requests are in flight than 3 × the rate × what a request takes here
+/// (at least the unloaded latency, and what the completed ones took:
+/// batching legitimately slows them down).
+fn runaway_backlog(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<Verdict> {
+    let w = w_ref?.max(e.latency_p50_s);
+    let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
+    let late_rate = if since_first > 0.0 {
+        answered(e) as f64 / since_first
     } else {
         0.0
     };
-    let growth = backlog_growth(e).filter(|g| g.window_s >= STEADY_SECONDS);
-    if let Some(g) = growth {
-        let threshold = GROWTH * target;
-        let margin = NOISE_SIGMAS * g.noise_per_s;
-        if g.per_s - margin >= threshold {
-            return Some(Verdict {
-                outcome: Outcome::Saturated,
-                reason: saturated_reason(e, &g, target),
-                needed_seconds: None,
-                overload: false,
-            });
-        }
-        // Latency at the unloaded level is queueing nowhere: when the
-        // growth itself is under the threshold, the server keeps up,
-        // whatever the noise of a few requests says.
-        let unloaded = g.per_s < threshold
-            && e.reference_latency_s
-                .filter(|w| *w > 0.0)
-                .is_some_and(|w| e.latency_p50_s > 0.0 && e.latency_p50_s <= UNLOADED * w);
-        if g.per_s + margin < threshold || unloaded {
-            if errors_share >= ERRORING {
-                return Some(erroring(e, errors_share, e.steady.per_s(e.steady.answered)));
-            }
-            return Some(Verdict::default());
-        }
-        // Too close to call: a longer window narrows the noise (roughly as
-        // its length to the power 1.5).
-        let gap = (g.per_s - threshold).abs().max(1e-9);
-        let longer = g.window_s * (margin / gap).powf(2.0 / 3.0);
-        let needed = (g.settle_s + longer.min(10.0 * g.window_s) + 1.0).ceil();
+    let backlog_limit = 3.0 * target * w + 5.0;
+    if !(e.elapsed_s >= 2.0 * w && target >= 3.0 * late_rate && e.in_flight as f64 > backlog_limit)
+    {
+        return None;
+    }
+    Some(Verdict {
+        outcome: Outcome::Saturated,
+        reason: format!(
+            "sent {target:.2} req/s but the server answered {late_rate:.2} req/s; {} requests in flight, more than 3 × the rate × the {w:.2} s a request takes",
+            e.in_flight
+        ),
+        needed_seconds: None,
+        overload: true,
+    })
+}
+
+/// The backlog test, once answers have flowed long enough: saturated when
+/// its growth less its noise reaches the threshold, not when the growth
+/// and its noise stay under it (or latency is at the unloaded level),
+/// else inconclusive with the stage length that would tell.
+fn by_backlog_growth(e: &Evidence, target: f64) -> Option<Verdict> {
+    let g = backlog_growth(e).filter(|g| g.window_s >= STEADY_SECONDS)?;
+    let threshold = GROWTH * target;
+    let margin = NOISE_SIGMAS * g.noise_per_s;
+    if g.per_s - margin >= threshold {
         return Some(Verdict {
-            outcome: Outcome::Inconclusive,
-            reason: format!(
-                "the backlog grew by {:.2} ± {margin:.2} req/s over {:.1} s, too close to the {threshold:.2} req/s ({:.0}% of the target) that marks saturation to tell; use stages of at least {needed:.0} s",
-                g.per_s,
-                g.window_s,
-                GROWTH * 100.0
-            ),
-            needed_seconds: Some(needed),
+            outcome: Outcome::Saturated,
+            reason: saturated_reason(e, &g, target),
+            needed_seconds: None,
             overload: false,
         });
     }
-    // All answers errors and no completions to judge a rate by.
-    if e.completed == 0 && e.answered_errors >= 5 {
-        return Some(erroring(
-            e,
-            errors_share,
-            e.answered_errors as f64 / e.elapsed_s.max(1e-9),
-        ));
+    // Latency at the unloaded level is queueing nowhere: when the growth
+    // itself is under the threshold, the server keeps up, whatever the
+    // noise of a few requests says.
+    let unloaded = g.per_s < threshold
+        && e.reference_latency_s
+            .filter(|w| *w > 0.0)
+            .is_some_and(|w| e.latency_p50_s > 0.0 && e.latency_p50_s <= UNLOADED * w);
+    if g.per_s + margin < threshold || unloaded {
+        let share = errors_share(e);
+        if share >= ERRORING {
+            return Some(erroring(e, share, e.steady.per_s(e.steady.answered)));
+        }
+        return Some(Verdict::default());
     }
+    // Too close to call: a longer window narrows the noise (roughly as its
+    // length to the power 1.5).
+    let gap = (g.per_s - threshold).abs().max(1e-9);
+    let longer = g.window_s * (margin / gap).powf(2.0 / 3.0);
+    let needed = (g.settle_s + longer.min(10.0 * g.window_s) + 1.0).ceil();
+    Some(Verdict {
+        outcome: Outcome::Inconclusive,
+        reason: format!(
+            "the backlog grew by {:.2} ± {margin:.2} req/s over {:.1} s, too close to the {threshold:.2} req/s ({:.0}% of the target) that marks saturation to tell; use stages of at least {needed:.0} s",
+            g.per_s,
+            g.window_s,
+            GROWTH * 100.0
+        ),
+        needed_seconds: Some(needed),
+        overload: false,
+    })
+}
 
-    // 3. Too short.
+/// All answers errors and no completions to judge a rate by.
+fn all_errors(e: &Evidence) -> Option<Verdict> {
+    (e.completed == 0 && e.answered_errors >= 5).then(|| {
+        erroring(
+            e,
+            errors_share(e),
+            e.answered_errors as f64 / e.elapsed_s.max(1e-9),
+        )
+    })
+}
+
+/// Too short: what a verdict would need.
+fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
     let settle = e
         .latency_p90_s
         .max(e.first_end_s.unwrap_or(e.latency_p50_s))
         .max(w_ref.unwrap_or(0.0));
     let needed = (settle + STEADY_SECONDS + 1.0).ceil();
     let steady_s = backlog_growth(e).map_or(0.0, |g| g.window_s);
-    Some(Verdict {
+    Verdict {
         outcome: Outcome::Inconclusive,
         reason: format!(
             "stage too short for a verdict: answers flowed for {steady_s:.1} s after the pipeline filled, {STEADY_SECONDS:.0} s are needed; use stages of at least {needed:.0} s"
         ),
         needed_seconds: Some(needed),
         overload: false,
-    })
+    }
 }
 
 /// Why a stage is saturated, with the evidence: the backlog's growth and
