@@ -853,46 +853,14 @@ impl StageStats {
         let wall = end.saturating_duration_since(self.start);
         let paused = self.paused_total(end);
         let duration = wall.saturating_sub(paused);
-        let (m_from, m_to) = if self.window.by_index() {
-            (
-                self.first_measured_sent.unwrap_or(self.start),
-                self.last_measured_end.unwrap_or(end),
-            )
-        } else {
-            (self.window.from, self.window.to.map_or(end, |t| t.min(end)))
-        };
-        let measured = m_to
-            .saturating_duration_since(m_from)
-            .saturating_sub(self.paused_within(m_from, m_to))
-            .as_secs_f64();
+        let (m_from, measured) = self.measured_span(end);
         let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
         let open_loop = strategy.is_open_loop();
         let ev = self.evidence(end, measured, target_rate.filter(|_| open_loop));
         let capacity = verdict::capacity(&ev);
         let verdict = verdict::judge(&ev, &capacity);
-        // One number for "the steady rate": the estimate the verdict quotes.
-        let steady_requests_per_s = capacity.requests_per_s;
-        let steady = ev.steady;
-        // A stage that sets its own pace (synchronous, throughput,
-        // concurrent) completes in waves as its batches do, and a window cut
-        // through them miscounts (a flood read 25.77 req/s over its steady
-        // window against 38.29 by the slope of all its completions): its
-        // achieved rate is the capacity estimate, the number the answer and
-        // the sweep use for it too.
-        let completed_per_s = if open_loop || steady_requests_per_s <= 0.0 {
-            steady.per_s(steady.completed)
-        } else {
-            steady_requests_per_s
-        };
-        let rates = Rates {
-            steady_requests_per_s,
-            sent_per_s: steady.per_s(steady.sent),
-            completed_per_s,
-            steady_s: steady.seconds,
-            requests_per_s: per_s(self.counts.measured as f64),
-            output_tokens_per_s: per_s(self.output_total as f64),
-            total_tokens_per_s: per_s((self.output_total + self.prompt_total) as f64),
-        };
+        let rates = self.rates(&ev, &capacity, measured, open_loop);
+        // Stages measured by request count average over their whole length.
         let conc_window = if self.window.by_index() {
             duration.as_secs_f64()
         } else {
@@ -911,7 +879,6 @@ impl StageStats {
             .filter(|v| v.outcome == crate::model::Outcome::Saturated)
             .map(|v| v.reason.clone());
         let n = self.counts.measured as f64;
-        let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
         StageReport {
             name,
             strategy,
@@ -935,17 +902,7 @@ impl StageStats {
             tpot_ms: summary(&self.tpot),
             latency_ms: summary(&self.latency),
             queue_ms: summary(&self.queue),
-            tokens: Tokens {
-                prompt_mean: mean(self.prompt_total),
-                prompt_mean_server: (self.server_prompt_n > 0)
-                    .then(|| self.server_prompt_total as f64 / self.server_prompt_n as f64),
-                output_mean: mean(self.output_total),
-                prompt_total: self.prompt_total,
-                output_total: self.output_total,
-                output_source: self.sources.clone(),
-                by_outcome: self.by_outcome,
-                prompt_cached_total: (self.cached_prompt_n > 0).then_some(self.cached_prompt_total),
-            },
+            tokens: self.tokens(),
             capacity: Some(capacity),
             verdict,
             warnings: Vec::new(),
@@ -961,6 +918,77 @@ impl StageStats {
             reasoning: self.answer.reasoning(summary),
             output_lengths: self.answer.lengths(),
             ..Default::default()
+        }
+    }
+
+    /// Where the measured window starts, and how many seconds it covers
+    /// (pauses left out): by time, the window; by request count, from the
+    /// first measured request's send to the last one's end.
+    fn measured_span(&self, end: Instant) -> (Instant, f64) {
+        let (m_from, m_to) = if self.window.by_index() {
+            (
+                self.first_measured_sent.unwrap_or(self.start),
+                self.last_measured_end.unwrap_or(end),
+            )
+        } else {
+            (self.window.from, self.window.to.map_or(end, |t| t.min(end)))
+        };
+        let measured = m_to
+            .saturating_duration_since(m_from)
+            .saturating_sub(self.paused_within(m_from, m_to))
+            .as_secs_f64();
+        (m_from, measured)
+    }
+
+    /// The stage's rates: over the measured window, and over the steady
+    /// window (see docs/METRICS.md).
+    fn rates(
+        &self,
+        ev: &verdict::Evidence,
+        capacity: &crate::model::CapacityEstimate,
+        measured: f64,
+        open_loop: bool,
+    ) -> Rates {
+        let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
+        // One number for "the steady rate": the estimate the verdict quotes.
+        let steady_requests_per_s = capacity.requests_per_s;
+        let steady = ev.steady;
+        // A stage that sets its own pace (synchronous, throughput,
+        // concurrent) completes in waves as its batches do, and a window cut
+        // through them miscounts (a flood read 25.77 req/s over its steady
+        // window against 38.29 by the slope of all its completions): its
+        // achieved rate is the capacity estimate, the number the answer and
+        // the sweep use for it too.
+        let completed_per_s = if open_loop || steady_requests_per_s <= 0.0 {
+            steady.per_s(steady.completed)
+        } else {
+            steady_requests_per_s
+        };
+        Rates {
+            steady_requests_per_s,
+            sent_per_s: steady.per_s(steady.sent),
+            completed_per_s,
+            steady_s: steady.seconds,
+            requests_per_s: per_s(self.counts.measured as f64),
+            output_tokens_per_s: per_s(self.output_total as f64),
+            total_tokens_per_s: per_s((self.output_total + self.prompt_total) as f64),
+        }
+    }
+
+    /// Token counts and means of the measured requests.
+    fn tokens(&self) -> Tokens {
+        let n = self.counts.measured as f64;
+        let mean = |total: u64| if n > 0.0 { total as f64 / n } else { 0.0 };
+        Tokens {
+            prompt_mean: mean(self.prompt_total),
+            prompt_mean_server: (self.server_prompt_n > 0)
+                .then(|| self.server_prompt_total as f64 / self.server_prompt_n as f64),
+            output_mean: mean(self.output_total),
+            prompt_total: self.prompt_total,
+            output_total: self.output_total,
+            output_source: self.sources.clone(),
+            by_outcome: self.by_outcome,
+            prompt_cached_total: (self.cached_prompt_n > 0).then_some(self.cached_prompt_total),
         }
     }
 }
