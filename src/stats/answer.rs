@@ -57,12 +57,7 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
             .map(|(s, _)| s.name.clone())
             .next()
     });
-    let flood = stages
-        .iter()
-        .rev()
-        .filter(|s| s.strategy == StrategyKind::Throughput && s.requests.measured > 0)
-        .filter(|s| !s.client.as_ref().is_some_and(|c| c.limited))
-        .max_by_key(|s| !s.manual);
+    let flood = flood_stage(stages);
     let mut a = Answer {
         flood_requests_per_s: flood
             .map(|s| s.rates.steady_requests_per_s.max(0.0))
@@ -84,63 +79,10 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         a.not_held = Some(n.name.clone());
     }
     match (best_held, not_held) {
-        (Some(h), Some(n)) => {
-            let lo = h.rates.achieved();
-            let hi = target(n);
-            let kept = n.rates.achieved();
-            let x = kept.clamp(lo.min(hi), hi.max(lo));
-            a.requests_per_s = Some(x);
-            a.bracketed = true;
-            a.basis = format!(
-                "{} held {lo:.2} req/s; {} did not hold {hi:.2} and completed {kept:.2} req/s there",
-                h.name, n.name
-            );
-            if kept < lo {
-                a.basis.push_str(&format!(
-                    " (under the rate held: the answer is the held {lo:.2})"
-                ));
-            }
-        }
-        (Some(h), None) => {
-            let lo = h.rates.achieved();
-            a.requests_per_s = Some(lo);
-            a.basis = format!(
-                "every stage judged held its rate, the fastest {} at {lo:.2} req/s: the server holds at least that",
-                h.name
-            );
-            a.next = Some(format!(
-                "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}, or --profile search",
-                1.25 * lo,
-                1.5 * lo
-            ));
-        }
-        (None, Some(n)) => {
-            let kept = n.rates.achieved();
-            a.requests_per_s = (kept > 0.0).then_some(kept);
-            a.basis = format!(
-                "no stage held its rate; the slowest, {} at {:.2} req/s, completed {kept:.2} req/s: the server holds less than that",
-                n.name,
-                target(n)
-            );
-            a.next = Some(format!(
-                "run lower rates, e.g. --profile constant --rate {:.2},{:.2}",
-                0.5 * kept.max(0.01),
-                0.8 * kept.max(0.01)
-            ));
-        }
-        (None, None) => {
-            let open_loop = stages.iter().any(|s| s.strategy.is_open_loop());
-            a.basis = if open_loop {
-                "no constant-rate stage was judged (too short, erroring, or cut short): no rate is known to hold".into()
-            } else {
-                "no constant-rate stage ran: a sweep or a constant profile finds the rate the server holds".into()
-            };
-            a.next = Some(if open_loop {
-                "lengthen the stages (--max-seconds), or use --profile search".into()
-            } else {
-                "--profile sweep".into()
-            });
-        }
+        (Some(h), Some(n)) => bracketed(&mut a, h, n),
+        (Some(h), None) => floor(&mut a, h),
+        (None, Some(n)) => ceiling(&mut a, n),
+        (None, None) => unknown(&mut a, stages),
     }
     if let Some(c) = conflict {
         a.basis.push_str(&format!(
@@ -148,6 +90,85 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         ));
     }
     a
+}
+
+/// The throughput stage whose flood rate is quoted beside the answer: the
+/// last one the client did not limit, the planned one before the
+/// operator's own.
+fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
+    stages
+        .iter()
+        .rev()
+        .filter(|s| s.strategy == StrategyKind::Throughput && s.requests.measured > 0)
+        .filter(|s| !s.client.as_ref().is_some_and(|c| c.limited))
+        .max_by_key(|s| !s.manual)
+}
+
+/// Held below, not held above: what the server completed flat out at the
+/// rate it could not hold, clamped into the bracket.
+fn bracketed(a: &mut Answer, h: &StageReport, n: &StageReport) {
+    let lo = h.rates.achieved();
+    let hi = target(n);
+    let kept = n.rates.achieved();
+    let x = kept.clamp(lo.min(hi), hi.max(lo));
+    a.requests_per_s = Some(x);
+    a.bracketed = true;
+    a.basis = format!(
+        "{} held {lo:.2} req/s; {} did not hold {hi:.2} and completed {kept:.2} req/s there",
+        h.name, n.name
+    );
+    if kept < lo {
+        a.basis.push_str(&format!(
+            " (under the rate held: the answer is the held {lo:.2})"
+        ));
+    }
+}
+
+/// Every stage held: a floor, and higher rates to run next.
+fn floor(a: &mut Answer, h: &StageReport) {
+    let lo = h.rates.achieved();
+    a.requests_per_s = Some(lo);
+    a.basis = format!(
+        "every stage judged held its rate, the fastest {} at {lo:.2} req/s: the server holds at least that",
+        h.name
+    );
+    a.next = Some(format!(
+        "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}, or --profile search",
+        1.25 * lo,
+        1.5 * lo
+    ));
+}
+
+/// No stage held: a ceiling, and lower rates to run next.
+fn ceiling(a: &mut Answer, n: &StageReport) {
+    let kept = n.rates.achieved();
+    a.requests_per_s = (kept > 0.0).then_some(kept);
+    a.basis = format!(
+        "no stage held its rate; the slowest, {} at {:.2} req/s, completed {kept:.2} req/s: the server holds less than that",
+        n.name,
+        target(n)
+    );
+    a.next = Some(format!(
+        "run lower rates, e.g. --profile constant --rate {:.2},{:.2}",
+        0.5 * kept.max(0.01),
+        0.8 * kept.max(0.01)
+    ));
+}
+
+/// No stage was judged: why, and what to run.
+fn unknown(a: &mut Answer, stages: &[StageReport]) {
+    let open_loop = stages.iter().any(|s| s.strategy.is_open_loop());
+    a.basis = if open_loop {
+        "no constant-rate stage was judged (too short, erroring, or cut short): no rate is known to hold".into()
+    } else {
+        "no constant-rate stage ran: a sweep or a constant profile finds the rate the server holds"
+            .into()
+    };
+    a.next = Some(if open_loop {
+        "lengthen the stages (--max-seconds), or use --profile search".into()
+    } else {
+        "--profile sweep".into()
+    });
 }
 
 /// The answer in one line, as every screen and file says it first:

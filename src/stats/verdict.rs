@@ -190,6 +190,15 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
         );
         return c;
     }
+    steady(&mut c, e, segments, little);
+    c
+}
+
+/// The steady estimate: the slope of completions against time, capped by
+/// completions over their span and by Little's law; low evidence when the
+/// completions covered under half the window.
+fn steady(c: &mut CapacityEstimate, e: &Evidence, segments: u64, little: Option<f64>) {
+    let (n, span, slope) = (c.completions, c.span_s, c.slope_requests_per_s);
     // Completions over the span they took (n − 1 gaps between n
     // completions, one fewer per segment a pause started).
     let span_rate = n.saturating_sub(segments) as f64 / span;
@@ -216,7 +225,6 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
             e.measured_s
         ));
     }
-    c
 }
 
 /// How fast the backlog (requests due but not answered) grew over a
