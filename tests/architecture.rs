@@ -521,6 +521,16 @@ fn files_inside_a_module_form_no_new_loop() {
 }
 
 #[test]
+fn a_submodule_directory_is_one_file_of_its_module() {
+    let tui = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tui");
+    let g = file_graph(&tui, "tui");
+    let ui = g.get("ui").expect("tui::ui is a node of tui's graph");
+    assert!(ui.contains("app"), "the widgets draw from tui::app: {ui:?}");
+    assert!(g["mod"].contains("ui"), "{g:?}");
+    assert!(file_graph(&tui.join("ui"), "tui::ui")["result"].contains("table"));
+}
+
+#[test]
 fn the_loop_finder_sees_a_loop() {
     let g: BTreeMap<String, BTreeSet<String>> = [
         ("a", vec!["b"]),

@@ -1,0 +1,199 @@
+//! The "now" panel: the running stage's last second, and the stage so far
+//! when there is room.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+use super::errors::run_error_totals;
+use super::format::{fit_line, ms};
+use crate::model::StrategyKind;
+use crate::tui::app::App;
+use crate::tui::theme::Theme;
+
+/// `TTFT ms p50 12.3 p99 45.6` in the "now" panel.
+fn p50_p99(th: &Theme, label: &'static str, p50: f64, p99: f64, has: bool) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(label, th.dim()),
+        Span::styled(
+            format!("p50 {} p99 {}", opt_ms(p50, has), opt_ms(p99, has)),
+            th.text(),
+        ),
+    ])
+}
+
+fn opt_ms(v: f64, has: bool) -> String {
+    if has && v > 0.0 {
+        ms(Some(v)).unwrap_or_default()
+    } else {
+        "-".into()
+    }
+}
+
+pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let th = app.theme();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border())
+        .title(Span::styled(" now (last second) ", th.title()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let Some(st) = &app.snap.stage else {
+        frame.render_widget(
+            Paragraph::new("waiting for the first stage…").style(th.dim()),
+            inner,
+        );
+        return;
+    };
+    let rate_style = match st.target_rate {
+        Some(t)
+            if st.strategy != StrategyKind::Concurrent
+                && st.elapsed_s > 3.0
+                && st.achieved_rps < 0.9 * t =>
+        {
+            th.style(th.warn)
+        }
+        _ => th.style(th.good),
+    };
+    let target = match st.target_rate {
+        Some(t) if st.strategy == StrategyKind::Concurrent => {
+            format!(" ({:.0} streams)", t.round())
+        }
+        Some(t) => format!(" / {t:.2}"),
+        None => String::new(),
+    };
+    let err_style = if st.counts.errored > 0 {
+        th.style(th.bad)
+    } else {
+        th.text()
+    };
+    let has = st.achieved_rps > 0.0;
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("req/s ", th.dim()),
+            Span::styled(format!("{:.2}", st.achieved_rps), rate_style),
+            Span::styled(target, th.dim()),
+        ]),
+        Line::from(vec![
+            Span::styled("in flight ", th.dim()),
+            Span::styled(format!("{:<5}", st.in_flight), th.text()),
+            Span::styled("tok/s ", th.dim()),
+            Span::styled(format!("{:.0}", st.output_tokens_per_s), th.text()),
+        ]),
+        p50_p99(th, "TTFT ms ", st.ttft_p50_ms, st.ttft_p99_ms, has),
+    ];
+    // A model that thinks: the first answer token, what users wait for.
+    if let Some((p50, p99)) = st.ttfat_ms {
+        lines.push(p50_p99(th, "TTFAT ms ", p50, p99, has));
+    }
+    lines.extend([
+        p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has),
+        Line::from(vec![
+            Span::styled(if inner.width >= 30 { "stage: " } else { "" }, th.dim()),
+            Span::styled("done ", th.dim()),
+            Span::styled(format!("{} ", st.counts.completed), th.style(th.good)),
+            Span::styled("inc ", th.dim()),
+            Span::styled(format!("{} ", st.counts.incomplete), th.text()),
+            Span::styled("err ", th.dim()),
+            Span::styled(st.counts.errored.to_string(), err_style),
+        ]),
+    ]);
+    let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if !errs.is_empty() {
+        lines.push(Line::styled(errs.join(" · "), th.style(th.bad)));
+    }
+    // Room to spare: the stage so far, and the run's errors.
+    if inner.height as usize >= lines.len() + 6 {
+        if let Some(r) = &st.so_far {
+            let has = r.requests.measured > 0;
+            lines.push(Line::from(""));
+            lines.push(Line::styled("stage so far", th.title()));
+            lines.push(Line::from(vec![
+                Span::styled("req/s ", th.dim()),
+                Span::styled(
+                    if has {
+                        format!("{:.2}", r.rates.achieved())
+                    } else {
+                        "-".into()
+                    },
+                    th.text(),
+                ),
+                Span::styled("  conc ", th.dim()),
+                Span::styled(format!("{:.1}", r.concurrency.mean), th.text()),
+            ]));
+            lines.push(Line::from(vec![
+                Span::styled("TTFT ms ", th.dim()),
+                Span::styled(
+                    format!(
+                        "p50 {} p99 {}",
+                        opt_ms(r.ttft_ms.p50, r.ttft_ms.count > 0),
+                        opt_ms(r.ttft_ms.p99, r.ttft_ms.count > 0)
+                    ),
+                    th.text(),
+                ),
+            ]));
+            if let Some(x) = &r.reasoning {
+                let d = &x.ttfat_ms;
+                lines.push(Line::from(vec![
+                    Span::styled("TTFAT ms ", th.dim()),
+                    Span::styled(
+                        format!(
+                            "p50 {} p99 {}",
+                            opt_ms(d.p50, d.count > 0),
+                            opt_ms(d.p99, d.count > 0)
+                        ),
+                        th.text(),
+                    ),
+                ]));
+            }
+            lines.push(Line::from(vec![
+                Span::styled("ITL ms  ", th.dim()),
+                Span::styled(
+                    format!(
+                        "p50 {} p99 {}",
+                        opt_ms(r.itl_ms.p50, r.itl_ms.count > 0),
+                        opt_ms(r.itl_ms.p99, r.itl_ms.count > 0)
+                    ),
+                    th.text(),
+                ),
+            ]));
+            if let Some(x) = &r.reasoning {
+                lines.push(Line::from(vec![
+                    Span::styled("tok/req ", th.dim()),
+                    Span::styled(
+                        format!(
+                            "think {:.0} answer {:.0}",
+                            x.reasoning_tokens_mean, x.answer_tokens_mean
+                        ),
+                        th.text(),
+                    ),
+                ]));
+            }
+        }
+        let totals = run_error_totals(&app.snap);
+        if !totals.is_empty() && inner.height as usize >= lines.len() + 2 {
+            let words: Vec<String> = totals.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            lines.push(Line::from(""));
+            lines.push(Line::from(vec![
+                Span::styled("run errors ", th.dim()),
+                Span::styled(words.join(" · "), th.style(th.bad)),
+            ]));
+        }
+    }
+    // Fewer lines than fit: drop the least essential (ITL, then TTFT) but
+    // keep the counts.
+    while lines.len() > inner.height as usize && lines.len() > 3 {
+        let drop = if lines.len() > 5 { lines.len() - 1 } else { 3 };
+        let drop = drop.min(lines.len() - 2);
+        lines.remove(drop.max(2));
+    }
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|l| fit_line(l, inner.width))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
