@@ -471,9 +471,6 @@ const KNOWN_LOOPS: &[(&str, &[&str])] = &[
             "summary",
         ],
     ),
-    // app holds the server view's state (`ServerMetrics`); server draws
-    // from `App` and the theme.
-    ("tui", &["app", "server"]),
     // mod.rs calls redirect::send; redirect reads mod.rs's FollowRedirects.
     ("client", &["mod", "redirect"]),
     // mod.rs lists the sources; each reads mod.rs's PromptItem.

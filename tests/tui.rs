@@ -16,8 +16,7 @@ use llmsweep::model::live::{
 };
 use llmsweep::model::{Report, RequestCounts, StageReport};
 use llmsweep::server_metrics::scrape::{LivePoint, LiveView, Status};
-use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, View};
-use llmsweep::tui::server::ServerMetrics;
+use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, ServerMetrics, View};
 use llmsweep::tui::{theme, ui};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

@@ -6,10 +6,13 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::server::ServerMetrics;
 use super::theme::Theme;
 use crate::model::live::{Control, Snapshot};
 use crate::model::{EventKind, Report, StrategyKind};
+use crate::server_metrics::scrape::LiveView;
+
+/// The server view's state: the server-metrics scraper's latest live view.
+pub type ServerMetrics = std::sync::Arc<LiveView>;
 
 /// What the dashboard shows; Tab cycles through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,6 @@
 //! plenty over SSH, and after each key for snappy feedback.
 
 pub mod app;
-pub mod server;
 pub mod theme;
 pub mod ui;
 
@@ -27,7 +26,7 @@ pub struct TuiOptions {
     pub themes: Vec<theme::Theme>,
     pub info: RunInfo,
     /// The server-metrics scraper's live view, for the server view.
-    pub server: Option<watch::Receiver<server::ServerMetrics>>,
+    pub server: Option<watch::Receiver<app::ServerMetrics>>,
     /// The finished run and its report paths, sent once the reports are
     /// written: the dashboard shows the result screen until a key. None (or
     /// `--exit-on-finish`) closes the dashboard when the run ends.

@@ -13,6 +13,7 @@ pub mod help;
 pub mod history;
 pub mod now;
 pub mod result;
+pub mod server;
 pub mod status;
 pub mod sweep;
 pub mod table;
@@ -131,7 +132,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         (View::Dashboard, Some(_)) => result::draw(frame, app, body),
         (View::Dashboard, None) => draw_dashboard(frame, app, body),
         (View::Errors, _) => errors::draw(frame, app, body),
-        (View::Server, _) => draw_server(frame, app, body),
+        (View::Server, _) => server::draw(frame, app, body),
     }
     status::draw(frame, app, status);
     footer::draw(frame, app, footer);
@@ -156,10 +157,6 @@ fn draw_chart(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
     } else {
         history::draw(frame, app, area, m);
     }
-}
-
-fn draw_server(frame: &mut Frame, app: &App, area: Rect) {
-    super::server::draw(frame, app, area);
 }
 
 #[cfg(test)]
