@@ -98,13 +98,15 @@ impl RowData {
 
 type Getter = fn(&RowData) -> Option<String>;
 
-/// A stage-table column: two header lines (what, and its unit or
-/// statistic), width, priority (lower shows first).
+/// A stage-table column: two header lines (its name, and its unit or
+/// statistic), width, priority (lower shows first), and its value in a row.
 pub struct Col {
     pub top: &'static str,
     pub bottom: &'static str,
     pub width: u16,
     pub prio: u8,
+    /// Shown only in a table whose stages thought (reasoning models).
+    pub thought: bool,
     pub get: Getter,
 }
 
@@ -115,80 +117,69 @@ impl Col {
     }
 }
 
-/// Every column, in display order.
-pub fn all_columns() -> Vec<Col> {
-    let c = |top, bottom, width, prio, get: Getter| Col {
+const fn col(top: &'static str, bottom: &'static str, width: u16, prio: u8, get: Getter) -> Col {
+    Col {
         top,
         bottom,
         width,
         prio,
+        thought: false,
         get,
-    };
-    vec![
-        c("Target", "req/s", 7, 8, |r| f(r.target, 2)),
-        c("Rate", "req/s", 7, 0, |r| f(r.rps, 2)),
-        c("Conc", "mean", 5, 4, |r| f(r.conc, 1)),
-        c("Output", "tok/s", 7, 5, |r| f(r.out_tps, 0)),
-        c("TTFT ms", "mean", 8, 6, |r| ms(r.ttft[0])),
-        c("TTFT ms", "p50", 8, 0, |r| ms(r.ttft[1])),
-        c("TTFT ms", "p99", 8, 1, |r| ms(r.ttft[2])),
-        c("ITL ms", "mean", 7, 6, |r| ms(r.itl[0])),
-        c("ITL ms", "p50", 7, 0, |r| ms(r.itl[1])),
-        c("ITL ms", "p99", 7, 3, |r| ms(r.itl[2])),
-        c("TPOT ms", "mean", 8, 7, |r| ms(r.tpot[0])),
-        c("TPOT ms", "p50", 8, 9, |r| ms(r.tpot[1])),
-        c("TPOT ms", "p99", 8, 9, |r| ms(r.tpot[2])),
-        c("Lat s", "mean", 6, 5, |r| f(r.lat_s[0], 2)),
-        c("Lat s", "p50", 6, 8, |r| f(r.lat_s[1], 2)),
-        c("Lat s", "p99", 6, 6, |r| f(r.lat_s[2], 2)),
-        c("Req", "done", 6, 2, |r| r.counts.map(|c| c.0.to_string())),
-        c("Req", "inc", 5, 3, |r| r.counts.map(|c| c.1.to_string())),
-        c("Req", "err", 5, 2, |r| r.counts.map(|c| c.2.to_string())),
-    ]
+    }
 }
 
-/// Every column of a table whose stages thought: the time to the first
-/// answer token follows TTFT, and takes its priorities (TTFT p50 then goes
-/// before it only where there is room).
-pub fn all_columns_with_ttfat() -> Vec<Col> {
-    let c = |top, bottom, width, prio, get: Getter| Col {
-        top,
-        bottom,
-        width,
-        prio,
-        get,
-    };
-    let mut all = all_columns();
-    let at = all
-        .iter()
-        .rposition(|c| c.top == "TTFT ms")
-        .map_or(0, |i| i + 1);
-    for (i, col) in [
-        c("TTFAT ms", "mean", 8, 6, |r| ms(r.ttfat[0])),
-        c("TTFAT ms", "p50", 8, 0, |r| ms(r.ttfat[1])),
-        c("TTFAT ms", "p99", 8, 1, |r| ms(r.ttfat[2])),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        all.insert(at + i, col);
+/// A column shown only when a stage thought.
+const fn thought(
+    top: &'static str,
+    bottom: &'static str,
+    width: u16,
+    prio: u8,
+    get: Getter,
+) -> Col {
+    Col {
+        thought: true,
+        ..col(top, bottom, width, prio, get)
     }
-    all
+}
+
+/// Every column of the stage table, in display order: a new one is one line.
+/// The time to the first answer token follows TTFT and takes its priorities
+/// (TTFT p50 then goes before it only where there is room).
+pub const COLUMNS: &[Col] = &[
+    col("Target", "req/s", 7, 8, |r| f(r.target, 2)),
+    col("Rate", "req/s", 7, 0, |r| f(r.rps, 2)),
+    col("Conc", "mean", 5, 4, |r| f(r.conc, 1)),
+    col("Output", "tok/s", 7, 5, |r| f(r.out_tps, 0)),
+    col("TTFT ms", "mean", 8, 6, |r| ms(r.ttft[0])),
+    col("TTFT ms", "p50", 8, 0, |r| ms(r.ttft[1])),
+    col("TTFT ms", "p99", 8, 1, |r| ms(r.ttft[2])),
+    thought("TTFAT ms", "mean", 8, 6, |r| ms(r.ttfat[0])),
+    thought("TTFAT ms", "p50", 8, 0, |r| ms(r.ttfat[1])),
+    thought("TTFAT ms", "p99", 8, 1, |r| ms(r.ttfat[2])),
+    col("ITL ms", "mean", 7, 6, |r| ms(r.itl[0])),
+    col("ITL ms", "p50", 7, 0, |r| ms(r.itl[1])),
+    col("ITL ms", "p99", 7, 3, |r| ms(r.itl[2])),
+    col("TPOT ms", "mean", 8, 7, |r| ms(r.tpot[0])),
+    col("TPOT ms", "p50", 8, 9, |r| ms(r.tpot[1])),
+    col("TPOT ms", "p99", 8, 9, |r| ms(r.tpot[2])),
+    col("Lat s", "mean", 6, 5, |r| f(r.lat_s[0], 2)),
+    col("Lat s", "p50", 6, 8, |r| f(r.lat_s[1], 2)),
+    col("Lat s", "p99", 6, 6, |r| f(r.lat_s[2], 2)),
+    col("Req", "done", 6, 2, |r| r.counts.map(|c| c.0.to_string())),
+    col("Req", "inc", 5, 3, |r| r.counts.map(|c| c.1.to_string())),
+    col("Req", "err", 5, 2, |r| r.counts.map(|c| c.2.to_string())),
+];
+
+/// The columns of a table, with the thinking ones when a stage `thought`.
+pub fn all_columns(thought: bool) -> Vec<&'static Col> {
+    COLUMNS.iter().filter(|c| thought || !c.thought).collect()
 }
 
 /// Which columns fit in `width` (the table's inner width, stage-name column
 /// included), by priority, kept in display order. A layout decision, so a
 /// plain function.
-pub fn columns_for(width: u16, name_width: u16) -> Vec<Col> {
-    fit_columns(all_columns(), width, name_width)
-}
-
-/// [`columns_for`] of a table with the TTFAT columns (a stage thought).
-pub fn columns_with_ttfat_for(width: u16, name_width: u16) -> Vec<Col> {
-    fit_columns(all_columns_with_ttfat(), width, name_width)
-}
-
-fn fit_columns(all: Vec<Col>, width: u16, name_width: u16) -> Vec<Col> {
+pub fn columns_for(width: u16, name_width: u16, thought: bool) -> Vec<&'static Col> {
+    let all = all_columns(thought);
     let mut budget = width.saturating_sub(name_width) as i32;
     let mut order: Vec<usize> = (0..all.len()).collect();
     order.sort_by_key(|&i| all[i].prio);
@@ -262,11 +253,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
         longest.saturating_sub(1).clamp(15, 28)
     };
     // A stage that thought: the time to the first answer token joins TTFT.
-    let cols = if rows.iter().any(|r| r.ttfat[1].is_some()) {
-        columns_with_ttfat_for(inner_w, name_w)
-    } else {
-        columns_for(inner_w, name_w)
-    };
+    let cols = columns_for(inner_w, name_w, rows.iter().any(|r| r.ttfat[1].is_some()));
     let header = Row::new(
         std::iter::once(Cell::from(Text::from(vec![
             Line::raw("Stage"),
@@ -391,7 +378,10 @@ mod tests {
     use super::*;
 
     fn titles(w: u16) -> Vec<String> {
-        columns_for(w, 15).iter().map(|c| c.title()).collect()
+        columns_for(w, 15, false)
+            .iter()
+            .map(|c| c.title())
+            .collect()
     }
 
     #[test]
@@ -411,7 +401,7 @@ mod tests {
                 "{must} at 80 columns: {at80:?}"
             );
         }
-        let width: u16 = columns_for(78, 15).iter().map(|c| c.width + 1).sum();
+        let width: u16 = columns_for(78, 15, false).iter().map(|c| c.width + 1).sum();
         assert!(width + 15 <= 78, "fits: {width}");
         let at160 = titles(158);
         assert!(at160.len() > at80.len());
@@ -425,8 +415,23 @@ mod tests {
             assert!(at160.iter().any(|t| t == must), "{must} at 160: {at160:?}");
         }
         // Display order is kept whatever the priorities.
-        let all: Vec<String> = all_columns().iter().map(|c| c.title()).collect();
+        let all: Vec<String> = all_columns(false).iter().map(|c| c.title()).collect();
         let pos = |t: &String| all.iter().position(|x| x == t).unwrap();
         assert!(at160.windows(2).all(|w| pos(&w[0]) < pos(&w[1])));
+    }
+
+    #[test]
+    fn thinking_columns_follow_ttft_only_when_a_stage_thought() {
+        let titles = |t| all_columns(t).iter().map(|c| c.title()).collect::<Vec<_>>();
+        assert!(!titles(false).iter().any(|t| t.starts_with("TTFAT")));
+        let with = titles(true);
+        let p99 = with.iter().position(|t| t == "TTFT ms p99").unwrap();
+        assert_eq!(
+            with[p99 + 1..p99 + 4],
+            ["TTFAT ms mean", "TTFAT ms p50", "TTFAT ms p99"]
+        );
+        assert!(columns_for(78, 15, true)
+            .iter()
+            .any(|c| c.title() == "TTFAT ms p50"));
     }
 }
