@@ -11,6 +11,7 @@ use super::format::{fit_line, fmt_duration};
 use crate::model::live::{LiveStage, Snapshot};
 use crate::model::StrategyKind;
 use crate::tui::app::App;
+use crate::tui::theme::Theme;
 
 /// The running stage's clock: the engine's `elapsed_s`, which leaves out
 /// paused time, so it stops while paused; never past the stage's length.
@@ -72,9 +73,19 @@ fn target_words(st: &LiveStage) -> String {
 }
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    let [l1, l2, l3] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
+    frame.render_widget(
+        Paragraph::new(fit_line(run_line(app, area.width), area.width)),
+        l1,
+    );
+    frame.render_widget(Paragraph::new(fit_line(stage_line(app), area.width)), l2);
+    frame.render_widget(progress_gauge(app, area.width), l3);
+}
+
+/// The run: target, model, profile, and its answer once there is one.
+fn run_line(app: &App, width: u16) -> Line<'static> {
     let th = app.theme();
     let snap = &app.snap;
-    let [l1, l2, l3] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
     let mut line1 = Line::from(vec![
         Span::styled(" llmsweep ", th.highlight()),
         Span::styled(format!(" {} ", app.info.target), th.style(th.accent)),
@@ -95,17 +106,22 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     }
     // Narrow: the profile goes first (the stage line says what runs), then
     // the answer.
-    if line1.width() > area.width as usize && line1.spans.len() > 6 {
+    if line1.width() > width as usize && line1.spans.len() > 6 {
         line1.spans.remove(5);
         line1.spans.remove(4);
     }
-    if line1.width() > area.width as usize {
+    if line1.width() > width as usize {
         line1.spans.truncate(4);
     }
-    frame.render_widget(Paragraph::new(fit_line(line1, area.width)), l1);
+    line1
+}
 
-    let (stage_ratio, run_ratio, left) = progress(snap);
-    let stage_line = match (&snap.stage, &app.outcome) {
+/// The running stage: its name, target and clock, and its ramp, pause and
+/// verdict so far as badges; or the finished run.
+fn stage_line(app: &App) -> Line<'static> {
+    let th = app.theme();
+    let snap = &app.snap;
+    match (&snap.stage, &app.outcome) {
         (_, Some(o)) => Line::from(vec![
             Span::styled(" run finished ", th.highlight()),
             Span::styled(
@@ -118,51 +134,59 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 th.text(),
             ),
         ]),
-        (Some(st), None) => {
-            let clock = stage_clock(snap);
-            let progress = match (st.max_seconds, st.max_requests) {
-                (Some(m), _) => format!("{clock:.0}/{m:.0} s"),
-                (None, Some(n)) => format!("{}/{n} req", st.counts.sent),
-                _ => format!("{clock:.0} s"),
-            };
-            let mut spans = vec![
-                Span::styled(format!(" {} ", snap.stage_count()), th.title()),
-                Span::styled(
-                    st.name.clone(),
-                    th.style(th.accent).add_modifier(Modifier::BOLD),
-                ),
-                Span::styled(format!(" · {} · {progress}", target_words(st)), th.text()),
-            ];
-            // The ramp, while it runs: its statistics come after it.
-            if let Some(r) = st.ramp_up_s.filter(|r| clock < *r) {
-                spans.push(Span::raw(" "));
-                spans.push(Span::styled(
-                    format!(" RAMP {clock:.0}/{} s ", crate::typed::number(r)),
-                    th.style(th.accent).add_modifier(Modifier::REVERSED),
-                ));
-            }
-            if snap.paused {
-                spans.push(Span::raw(" "));
-                spans.push(Span::styled(
-                    " PAUSED ",
-                    th.style(th.warn).add_modifier(Modifier::REVERSED),
-                ));
-            }
-            // The verdict so far, before the stage ends: `saturating: …`.
-            if let Some(w) = &st.saturation {
-                spans.push(Span::raw(" "));
-                spans.push(Span::styled(
-                    format!(" ! {w} "),
-                    th.style(th.bad).add_modifier(Modifier::BOLD),
-                ));
-            }
-            Line::from(spans)
-        }
+        (Some(st), None) => running_line(th, snap, st),
         (None, None) if snap.done => Line::styled(" run finished; writing reports…", th.title()),
         (None, None) => Line::styled(" starting…", th.dim()),
-    };
-    frame.render_widget(Paragraph::new(fit_line(stage_line, area.width)), l2);
+    }
+}
 
+/// The running stage's line, its badges after it.
+fn running_line(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
+    let clock = stage_clock(snap);
+    let progress = match (st.max_seconds, st.max_requests) {
+        (Some(m), _) => format!("{clock:.0}/{m:.0} s"),
+        (None, Some(n)) => format!("{}/{n} req", st.counts.sent),
+        _ => format!("{clock:.0} s"),
+    };
+    let mut spans = vec![
+        Span::styled(format!(" {} ", snap.stage_count()), th.title()),
+        Span::styled(
+            st.name.clone(),
+            th.style(th.accent).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(format!(" · {} · {progress}", target_words(st)), th.text()),
+    ];
+    // The ramp, while it runs: its statistics come after it.
+    if let Some(r) = st.ramp_up_s.filter(|r| clock < *r) {
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(
+            format!(" RAMP {clock:.0}/{} s ", crate::typed::number(r)),
+            th.style(th.accent).add_modifier(Modifier::REVERSED),
+        ));
+    }
+    if snap.paused {
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(
+            " PAUSED ",
+            th.style(th.warn).add_modifier(Modifier::REVERSED),
+        ));
+    }
+    // The verdict so far, before the stage ends: `saturating: …`.
+    if let Some(w) = &st.saturation {
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(
+            format!(" ! {w} "),
+            th.style(th.bad).add_modifier(Modifier::BOLD),
+        ));
+    }
+    Line::from(spans)
+}
+
+/// The stage's progress as a bar, labelled with the run's time and what is left.
+fn progress_gauge(app: &App, width: u16) -> Gauge<'static> {
+    let th = app.theme();
+    let snap = &app.snap;
+    let (stage_ratio, run_ratio, left) = progress(snap);
     let run_time = fmt_duration(snap.elapsed_s);
     let label = if app.outcome.is_some() || (snap.done && snap.stage.is_none()) {
         format!("run {run_time} · done")
@@ -188,12 +212,11 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         stage_ratio.unwrap_or(0.0)
     };
-    let label = fit_line(Line::raw(label), area.width).to_string();
-    let gauge = Gauge::default()
+    let label = fit_line(Line::raw(label), width).to_string();
+    Gauge::default()
         .gauge_style(Style::default().fg(if snap.paused { th.warn } else { th.accent }))
         .ratio(ratio)
-        .label(Span::styled(label, th.text()));
-    frame.render_widget(gauge, l3);
+        .label(Span::styled(label, th.text()))
 }
 
 #[cfg(test)]
