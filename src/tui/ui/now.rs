@@ -8,7 +8,8 @@ use ratatui::Frame;
 
 use super::errors::run_error_totals;
 use super::format::{fit_line, ms};
-use crate::model::StrategyKind;
+use crate::model::live::LiveStage;
+use crate::model::{DistSummary, StageReport, StrategyKind};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
 
@@ -49,6 +50,43 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         );
         return;
     };
+    let mut lines = last_second(th, st, inner.width);
+    // Room to spare: the stage so far, and the run's errors.
+    if inner.height as usize >= lines.len() + 6 {
+        if let Some(r) = &st.so_far {
+            lines.extend(so_far(th, r));
+        }
+        let totals = run_error_totals(&app.snap);
+        if !totals.is_empty() && inner.height as usize >= lines.len() + 2 {
+            let words: Vec<String> = totals.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            lines.push(Line::from(""));
+            lines.push(Line::from(vec![
+                Span::styled("run errors ", th.dim()),
+                Span::styled(words.join(" · "), th.style(th.bad)),
+            ]));
+        }
+    }
+    let lines: Vec<Line> = shrink(lines, inner.height)
+        .into_iter()
+        .map(|l| fit_line(l, inner.width))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Fewer lines than fit: drop the least essential (ITL, then TTFT) but
+/// keep the counts.
+fn shrink(mut lines: Vec<Line<'static>>, height: u16) -> Vec<Line<'static>> {
+    while lines.len() > height as usize && lines.len() > 3 {
+        let drop = if lines.len() > 5 { lines.len() - 1 } else { 3 };
+        let drop = drop.min(lines.len() - 2);
+        lines.remove(drop.max(2));
+    }
+    lines
+}
+
+/// The running stage's last second: rate against target, in flight,
+/// latencies, the stage's counts and errors.
+fn last_second(th: &Theme, st: &LiveStage, width: u16) -> Vec<Line<'static>> {
     let rate_style = match st.target_rate {
         Some(t)
             if st.strategy != StrategyKind::Concurrent
@@ -65,11 +103,6 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         }
         Some(t) => format!(" / {t:.2}"),
         None => String::new(),
-    };
-    let err_style = if st.counts.errored > 0 {
-        th.style(th.bad)
-    } else {
-        th.text()
     };
     let has = st.achieved_rps > 0.0;
     let mut lines = vec![
@@ -90,110 +123,70 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     if let Some((p50, p99)) = st.ttfat_ms {
         lines.push(p50_p99(th, "TTFAT ms ", p50, p99, has));
     }
-    lines.extend([
-        p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has),
-        Line::from(vec![
-            Span::styled(if inner.width >= 30 { "stage: " } else { "" }, th.dim()),
-            Span::styled("done ", th.dim()),
-            Span::styled(format!("{} ", st.counts.completed), th.style(th.good)),
-            Span::styled("inc ", th.dim()),
-            Span::styled(format!("{} ", st.counts.incomplete), th.text()),
-            Span::styled("err ", th.dim()),
-            Span::styled(st.counts.errored.to_string(), err_style),
-        ]),
-    ]);
+    lines.push(p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has));
+    lines.push(counts(th, st, width));
     let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
     if !errs.is_empty() {
         lines.push(Line::styled(errs.join(" · "), th.style(th.bad)));
     }
-    // Room to spare: the stage so far, and the run's errors.
-    if inner.height as usize >= lines.len() + 6 {
-        if let Some(r) = &st.so_far {
-            let has = r.requests.measured > 0;
-            lines.push(Line::from(""));
-            lines.push(Line::styled("stage so far", th.title()));
-            lines.push(Line::from(vec![
-                Span::styled("req/s ", th.dim()),
-                Span::styled(
-                    if has {
-                        format!("{:.2}", r.rates.achieved())
-                    } else {
-                        "-".into()
-                    },
-                    th.text(),
-                ),
-                Span::styled("  conc ", th.dim()),
-                Span::styled(format!("{:.1}", r.concurrency.mean), th.text()),
-            ]));
-            lines.push(Line::from(vec![
-                Span::styled("TTFT ms ", th.dim()),
-                Span::styled(
-                    format!(
-                        "p50 {} p99 {}",
-                        opt_ms(r.ttft_ms.p50, r.ttft_ms.count > 0),
-                        opt_ms(r.ttft_ms.p99, r.ttft_ms.count > 0)
-                    ),
-                    th.text(),
-                ),
-            ]));
-            if let Some(x) = &r.reasoning {
-                let d = &x.ttfat_ms;
-                lines.push(Line::from(vec![
-                    Span::styled("TTFAT ms ", th.dim()),
-                    Span::styled(
-                        format!(
-                            "p50 {} p99 {}",
-                            opt_ms(d.p50, d.count > 0),
-                            opt_ms(d.p99, d.count > 0)
-                        ),
-                        th.text(),
-                    ),
-                ]));
-            }
-            lines.push(Line::from(vec![
-                Span::styled("ITL ms  ", th.dim()),
-                Span::styled(
-                    format!(
-                        "p50 {} p99 {}",
-                        opt_ms(r.itl_ms.p50, r.itl_ms.count > 0),
-                        opt_ms(r.itl_ms.p99, r.itl_ms.count > 0)
-                    ),
-                    th.text(),
-                ),
-            ]));
-            if let Some(x) = &r.reasoning {
-                lines.push(Line::from(vec![
-                    Span::styled("tok/req ", th.dim()),
-                    Span::styled(
-                        format!(
-                            "think {:.0} answer {:.0}",
-                            x.reasoning_tokens_mean, x.answer_tokens_mean
-                        ),
-                        th.text(),
-                    ),
-                ]));
-            }
-        }
-        let totals = run_error_totals(&app.snap);
-        if !totals.is_empty() && inner.height as usize >= lines.len() + 2 {
-            let words: Vec<String> = totals.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            lines.push(Line::from(""));
-            lines.push(Line::from(vec![
-                Span::styled("run errors ", th.dim()),
-                Span::styled(words.join(" · "), th.style(th.bad)),
-            ]));
-        }
+    lines
+}
+
+/// `stage: done 80 inc 0 err 3`.
+fn counts(th: &Theme, st: &LiveStage, width: u16) -> Line<'static> {
+    let err_style = if st.counts.errored > 0 {
+        th.style(th.bad)
+    } else {
+        th.text()
+    };
+    Line::from(vec![
+        Span::styled(if width >= 30 { "stage: " } else { "" }, th.dim()),
+        Span::styled("done ", th.dim()),
+        Span::styled(format!("{} ", st.counts.completed), th.style(th.good)),
+        Span::styled("inc ", th.dim()),
+        Span::styled(format!("{} ", st.counts.incomplete), th.text()),
+        Span::styled("err ", th.dim()),
+        Span::styled(st.counts.errored.to_string(), err_style),
+    ])
+}
+
+/// The stage so far (cumulative since it started), after a blank line.
+fn so_far(th: &Theme, r: &StageReport) -> Vec<Line<'static>> {
+    let dist = |label, d: &DistSummary| p50_p99(th, label, d.p50, d.p99, d.count > 0);
+    let has = r.requests.measured > 0;
+    let mut lines = vec![
+        Line::from(""),
+        Line::styled("stage so far", th.title()),
+        Line::from(vec![
+            Span::styled("req/s ", th.dim()),
+            Span::styled(
+                if has {
+                    format!("{:.2}", r.rates.achieved())
+                } else {
+                    "-".into()
+                },
+                th.text(),
+            ),
+            Span::styled("  conc ", th.dim()),
+            Span::styled(format!("{:.1}", r.concurrency.mean), th.text()),
+        ]),
+        dist("TTFT ms ", &r.ttft_ms),
+    ];
+    if let Some(x) = &r.reasoning {
+        lines.push(dist("TTFAT ms ", &x.ttfat_ms));
     }
-    // Fewer lines than fit: drop the least essential (ITL, then TTFT) but
-    // keep the counts.
-    while lines.len() > inner.height as usize && lines.len() > 3 {
-        let drop = if lines.len() > 5 { lines.len() - 1 } else { 3 };
-        let drop = drop.min(lines.len() - 2);
-        lines.remove(drop.max(2));
+    lines.push(dist("ITL ms  ", &r.itl_ms));
+    if let Some(x) = &r.reasoning {
+        lines.push(Line::from(vec![
+            Span::styled("tok/req ", th.dim()),
+            Span::styled(
+                format!(
+                    "think {:.0} answer {:.0}",
+                    x.reasoning_tokens_mean, x.answer_tokens_mean
+                ),
+                th.text(),
+            ),
+        ]));
     }
-    let lines: Vec<Line> = lines
-        .into_iter()
-        .map(|l| fit_line(l, inner.width))
-        .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
+    lines
 }
