@@ -9,8 +9,9 @@ use ratatui::Frame;
 
 use super::chart::{legend, nice_ceil, YScale};
 use super::format::{fit_line, fmt_duration};
-use crate::model::live::HistoryPoint;
+use crate::model::live::{HistoryPoint, RunHistory};
 use crate::tui::app::{App, Metric};
+use crate::tui::theme::Theme;
 
 /// Reduces `pts` to at most `n` points, one per equal slice of [x0, x1]
 /// (the mean, or the max for `peak` series). Slices are fixed by the axis,
@@ -57,75 +58,22 @@ fn series_of(h: &HistoryPoint, m: Metric) -> [Option<f64>; 2] {
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
     let th = app.theme();
-    let colors = match m {
-        Metric::Ttft => [th.spark_ttft, th.warn],
-        Metric::Itl => [th.spark_itl, th.warn],
-        Metric::Rate => [th.spark_rate, th.spark_rate],
-        Metric::InFlight => [th.spark_concurrency, th.spark_concurrency],
-        Metric::Errors | Metric::Sweep => [th.bad, th.bad],
-    };
-    let names: &[&str] = match m {
-        Metric::Ttft | Metric::Itl => &["p50", "p99"],
-        _ => &[],
-    };
-    let items: Vec<(&str, Color)> = names.iter().copied().zip(colors).collect();
-    let block = |log: bool| {
-        let title = Line::styled(
-            format!(" {}{} ", m.title(), if log { " · log scale" } else { "" }),
-            th.title(),
-        );
-        let mut bottom = legend(th, &items);
-        bottom.spans.push(Span::styled("┊ stage start ", th.dim()));
-        Block::default()
-            .borders(Borders::ALL)
-            .border_style(th.border())
-            .title(fit_line(title, area.width.saturating_sub(2)))
-            .title_bottom(fit_line(bottom, area.width.saturating_sub(2)))
-    };
+    let colors = colors_of(th, m);
     let hist = &app.snap.history;
     if hist.is_empty() {
         frame.render_widget(
             Paragraph::new("the run's history appears after its first second")
                 .style(th.dim())
                 .wrap(Wrap { trim: true })
-                .block(block(false)),
+                .block(frame_block(th, m, colors, area.width, false)),
             area,
         );
         return;
     }
-    let inner = block(false).inner(area);
-    let x0 = hist
-        .points()
-        .next()
-        .map_or(0.0, |p| (p.t_s - p.span_s).max(0.0));
-    // The x axis ends at a round time just past now, so it rescales every
-    // tenth of the run or so, not every second (only the newest column
-    // changes in between: cheap over SSH).
-    let last = hist.points().last().map_or(1.0, |p| p.t_s);
-    let x1 = x0 + nice_ceil(((last - x0) * 1.02).max(10.0));
-    let mut lines: Vec<Vec<(f64, f64)>> = vec![Vec::new(), Vec::new()];
-    for p in hist.points() {
-        for (i, v) in series_of(p, m).into_iter().enumerate() {
-            if let Some(v) = v {
-                lines[i].push((p.t_s, v));
-            }
-        }
-    }
+    let inner = frame_block(th, m, colors, area.width, false).inner(area);
+    let (x0, x1) = time_axis(hist);
     let n = (inner.width as usize * 2).max(2);
-    let all: Vec<f64> = lines.iter().flatten().map(|p| p.1).collect();
-    let scale = YScale::fit(
-        &all,
-        matches!(m, Metric::Ttft | Metric::Itl),
-        if m == Metric::Errors { 1.0 } else { 0.01 },
-    );
-    let lines: Vec<Vec<(f64, f64)>> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let scaled: Vec<(f64, f64)> = l.iter().map(|p| (p.0, scale.y(p.1))).collect();
-            bucket_by_x(&scaled, x0, x1, n, i == 1 || m == Metric::Errors)
-        })
-        .collect();
+    let (scale, lines) = scaled_lines(hist, m, x0, x1, n);
     let (ylo, ymax) = (scale.lo, scale.hi);
     let marks: Vec<[(f64, f64); 2]> = hist
         .stages
@@ -156,7 +104,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
         );
     }
     let chart = Chart::new(datasets)
-        .block(block(scale.log))
+        .block(frame_block(th, m, colors, area.width, scale.log))
         .x_axis(
             Axis::default()
                 .bounds([x0, x1])
@@ -170,6 +118,84 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
                 .labels(scale.labels()),
         );
     frame.render_widget(chart, area);
+}
+
+/// The colours of a metric's two series (p50, p99; or one).
+fn colors_of(th: &Theme, m: Metric) -> [Color; 2] {
+    match m {
+        Metric::Ttft => [th.spark_ttft, th.warn],
+        Metric::Itl => [th.spark_itl, th.warn],
+        Metric::Rate => [th.spark_rate, th.spark_rate],
+        Metric::InFlight => [th.spark_concurrency, th.spark_concurrency],
+        Metric::Errors | Metric::Sweep => [th.bad, th.bad],
+    }
+}
+
+/// The chart's frame: the metric's title (and scale) on top, its legend
+/// below.
+fn frame_block(th: &Theme, m: Metric, colors: [Color; 2], width: u16, log: bool) -> Block<'static> {
+    let names: &[&str] = match m {
+        Metric::Ttft | Metric::Itl => &["p50", "p99"],
+        _ => &[],
+    };
+    let items: Vec<(&str, Color)> = names.iter().copied().zip(colors).collect();
+    let title = Line::styled(
+        format!(" {}{} ", m.title(), if log { " · log scale" } else { "" }),
+        th.title(),
+    );
+    let mut bottom = legend(th, &items);
+    bottom.spans.push(Span::styled("┊ stage start ", th.dim()));
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border())
+        .title(fit_line(title, width.saturating_sub(2)))
+        .title_bottom(fit_line(bottom, width.saturating_sub(2)))
+}
+
+/// The time axis: from the history's start to a round time just past now,
+/// so it rescales every tenth of the run or so, not every second (only the
+/// newest column changes in between: cheap over SSH).
+fn time_axis(hist: &RunHistory) -> (f64, f64) {
+    let x0 = hist
+        .points()
+        .next()
+        .map_or(0.0, |p| (p.t_s - p.span_s).max(0.0));
+    let last = hist.points().last().map_or(1.0, |p| p.t_s);
+    (x0, x0 + nice_ceil(((last - x0) * 1.02).max(10.0)))
+}
+
+/// The metric's series on its y scale, reduced to `n` slices of [x0, x1]
+/// (the p99 and the errors by their peaks).
+fn scaled_lines(
+    hist: &RunHistory,
+    m: Metric,
+    x0: f64,
+    x1: f64,
+    n: usize,
+) -> (YScale, Vec<Vec<(f64, f64)>>) {
+    let mut lines: Vec<Vec<(f64, f64)>> = vec![Vec::new(), Vec::new()];
+    for p in hist.points() {
+        for (i, v) in series_of(p, m).into_iter().enumerate() {
+            if let Some(v) = v {
+                lines[i].push((p.t_s, v));
+            }
+        }
+    }
+    let all: Vec<f64> = lines.iter().flatten().map(|p| p.1).collect();
+    let scale = YScale::fit(
+        &all,
+        matches!(m, Metric::Ttft | Metric::Itl),
+        if m == Metric::Errors { 1.0 } else { 0.01 },
+    );
+    let lines = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let scaled: Vec<(f64, f64)> = l.iter().map(|p| (p.0, scale.y(p.1))).collect();
+            bucket_by_x(&scaled, x0, x1, n, i == 1 || m == Metric::Errors)
+        })
+        .collect();
+    (scale, lines)
 }
 
 #[cfg(test)]
