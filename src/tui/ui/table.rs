@@ -10,6 +10,7 @@ use super::format::{f, fit_line, ms};
 use crate::model::live::LiveStage;
 use crate::model::StageReport;
 use crate::tui::app::App;
+use crate::tui::theme::Theme;
 
 /// One row of the stage table: a finished stage, the running one (so far),
 /// or a planned one.
@@ -241,35 +242,48 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
     }
     let th = app.theme();
     let inner_w = area.width.saturating_sub(2);
+    let name_w = name_width(rows, inner_w);
+    // A stage that thought: the time to the first answer token joins TTFT.
+    let cols = columns_for(inner_w, name_w, rows.iter().any(|r| r.ttfat[1].is_some()));
+    let visible = area.height.saturating_sub(4) as usize;
+    let start = first_shown(rows, visible, live, app.scroll);
+    let shown = visible.min(rows.len() - start.min(rows.len()));
+    let above = start;
+    let below = rows.len().saturating_sub(start + shown);
+    let body: Vec<Row> = rows
+        .iter()
+        .skip(start)
+        .map(|r| body_row(th, r, &cols, name_w))
+        .collect();
+    let widths: Vec<Constraint> = std::iter::once(Constraint::Length(name_w))
+        .chain(cols.iter().map(|c| Constraint::Length(c.width)))
+        .collect();
+    let table = Table::new(body, widths)
+        .header(header_row(th, &cols))
+        .column_spacing(1)
+        .block(frame_block(th, rows, live, (above, below), area.width));
+    frame.render_widget(table, area);
+}
+
+/// The stage-name column's width: the longest name, within bounds.
+fn name_width(rows: &[RowData], inner_w: u16) -> u16 {
     let longest = rows
         .iter()
         .map(|r| r.name.chars().count() as u16 + 2)
         .max()
         .unwrap_or(10);
-    let name_w: u16 = if inner_w >= 120 {
+    if inner_w >= 120 {
         longest.clamp(15, 28)
     } else {
         // Room for a label's marks (`#2 cut`) before the numbers.
         longest.saturating_sub(1).clamp(15, 28)
-    };
-    // A stage that thought: the time to the first answer token joins TTFT.
-    let cols = columns_for(inner_w, name_w, rows.iter().any(|r| r.ttfat[1].is_some()));
-    let header = Row::new(
-        std::iter::once(Cell::from(Text::from(vec![
-            Line::raw("Stage"),
-            Line::raw(""),
-        ])))
-        .chain(cols.iter().map(|c| {
-            Cell::from(Text::from(vec![
-                Line::raw(format!("{:>w$}", c.top, w = c.width as usize)),
-                Line::raw(format!("{:>w$}", c.bottom, w = c.width as usize)),
-            ]))
-        })),
-    )
-    .height(2)
-    .style(th.title());
-    let visible = area.height.saturating_sub(4) as usize;
-    // Keep the running stage in view; arrows scroll.
+    }
+}
+
+/// The first row shown. The live table keeps the running stage in view
+/// (arrows scroll from there); the result reads from the top (synchronous
+/// first), ↓ scrolls.
+fn first_shown(rows: &[RowData], visible: usize, live: bool, scroll: isize) -> usize {
     let running = rows
         .iter()
         .position(|r| r.state == RowState::Running)
@@ -284,56 +298,73 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
         rows.len().saturating_sub(visible)
     };
     let last_start = rows.len().saturating_sub(visible);
-    let start = if live {
-        let s = isize::try_from(base)
-            .unwrap_or(0)
-            .saturating_add(app.scroll);
+    if live {
+        let s = isize::try_from(base).unwrap_or(0).saturating_add(scroll);
         usize::try_from(s.max(0))
             .unwrap_or(0)
             .min(rows.len().saturating_sub(1))
     } else {
-        // The result reads from the top (synchronous first); ↓ scrolls.
-        usize::try_from(app.scroll.max(0))
-            .unwrap_or(0)
-            .min(last_start)
+        usize::try_from(scroll.max(0)).unwrap_or(0).min(last_start)
+    }
+}
+
+/// The two header lines: each column's name, and its unit or statistic.
+fn header_row(th: &Theme, cols: &[&Col]) -> Row<'static> {
+    Row::new(
+        std::iter::once(Cell::from(Text::from(vec![
+            Line::raw("Stage"),
+            Line::raw(""),
+        ])))
+        .chain(cols.iter().map(|c| {
+            Cell::from(Text::from(vec![
+                Line::raw(format!("{:>w$}", c.top, w = c.width as usize)),
+                Line::raw(format!("{:>w$}", c.bottom, w = c.width as usize)),
+            ]))
+        })),
+    )
+    .height(2)
+    .style(th.title())
+}
+
+/// A stage's row: marked when running (▶) or saturated (!), `-` for no
+/// data, blank for a planned stage.
+fn body_row(th: &Theme, r: &RowData, cols: &[&Col], name_w: u16) -> Row<'static> {
+    let style = match r.state {
+        RowState::Running => th.highlight(),
+        RowState::Planned => th.dim(),
+        RowState::Done if r.saturated => th.style(th.warn),
+        RowState::Done => th.text(),
     };
-    let shown = visible.min(rows.len() - start.min(rows.len()));
-    let above = start;
-    let below = rows.len().saturating_sub(start + shown);
-    let body: Vec<Row> = rows
-        .iter()
-        .skip(start)
-        .map(|r| {
-            let style = match r.state {
-                RowState::Running => th.highlight(),
-                RowState::Planned => th.dim(),
-                RowState::Done if r.saturated => th.style(th.warn),
-                RowState::Done => th.text(),
-            };
-            let mut name = match r.state {
-                RowState::Running => format!("▶{}", r.name),
-                _ if r.saturated => format!("!{}", r.name),
-                _ => r.name.clone(),
-            };
-            if name.chars().count() > name_w as usize {
-                name = name.chars().take(name_w as usize - 1).collect::<String>() + "…";
+    let mut name = match r.state {
+        RowState::Running => format!("▶{}", r.name),
+        _ if r.saturated => format!("!{}", r.name),
+        _ => r.name.clone(),
+    };
+    if name.chars().count() > name_w as usize {
+        name = name.chars().take(name_w as usize - 1).collect::<String>() + "…";
+    }
+    Row::new(std::iter::once(name).chain(cols.iter().map(|c| {
+        let v = (c.get)(r).unwrap_or_else(|| {
+            if r.state == RowState::Planned {
+                String::new()
+            } else {
+                "-".into()
             }
-            Row::new(std::iter::once(name).chain(cols.iter().map(|c| {
-                let v = (c.get)(r).unwrap_or_else(|| {
-                    if r.state == RowState::Planned {
-                        String::new()
-                    } else {
-                        "-".into()
-                    }
-                });
-                format!("{v:>w$}", w = c.width as usize)
-            })))
-            .style(style)
-        })
-        .collect();
-    let widths: Vec<Constraint> = std::iter::once(Constraint::Length(name_w))
-        .chain(cols.iter().map(|c| Constraint::Length(c.width)))
-        .collect();
+        });
+        format!("{v:>w$}", w = c.width as usize)
+    })))
+    .style(style)
+}
+
+/// The table's frame: its legend on top; below, when rows are hidden, how
+/// many and how to see them.
+fn frame_block(
+    th: &Theme,
+    rows: &[RowData],
+    live: bool,
+    (above, below): (usize, usize),
+    width: u16,
+) -> Block<'static> {
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border());
@@ -350,7 +381,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
         Span::styled(" stages ", th.title()),
         Span::styled(legend, th.dim()),
     ]);
-    block = block.title(fit_line(title, area.width.saturating_sub(2)));
+    block = block.title(fit_line(title, width.saturating_sub(2)));
     // A table that does not fit says so, and how to see the rest.
     if above > 0 || below > 0 {
         let mut marks = Vec::new();
@@ -363,14 +394,10 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
         let hint = format!(" {} (↑ ↓ scroll) ", marks.join(" · "));
         block = block.title_bottom(fit_line(
             Line::styled(hint, th.style(th.accent)),
-            area.width.saturating_sub(2),
+            width.saturating_sub(2),
         ));
     }
-    let table = Table::new(body, widths)
-        .header(header)
-        .column_spacing(1)
-        .block(block);
-    frame.render_widget(table, area);
+    block
 }
 
 #[cfg(test)]
