@@ -22,6 +22,21 @@ pub enum View {
     Server,
 }
 
+/// What keys mean now (`App::mode`), one handler each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The running dashboard.
+    Normal,
+    /// Typing an exact rate after `r`.
+    RateEntry,
+    /// Waiting for y / n.
+    Confirm,
+    /// The help overlay is open.
+    Help,
+    /// The run is over: the result screen.
+    Result,
+}
+
 /// The metric the main history chart shows; `m` cycles through them. Bigger
 /// terminals draw the next ones in extra charts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -358,125 +373,192 @@ impl App {
         }
     }
 
+    /// A key, by the mode the dashboard is in: the result screen, a rate
+    /// being typed, a question, the help, or the running dashboard. Ctrl-C
+    /// stops the run from any mode but the result screen.
     pub fn on_key(&mut self, key: KeyEvent) -> Option<Action> {
+        let ctrl_c =
+            key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c');
+        match self.mode() {
+            Mode::Result => self.result_key(key.code),
+            _ if ctrl_c => self.ctrl_c(),
+            Mode::RateEntry => self.rate_entry_key(key.code),
+            Mode::Confirm => self.confirm_key(key.code),
+            Mode::Help => self.help_key(key.code),
+            Mode::Normal => self.normal_key(key.code),
+        }
+    }
+
+    /// What keys mean now.
+    pub fn mode(&self) -> Mode {
         if self.outcome.is_some() {
-            return match key.code {
-                KeyCode::Tab | KeyCode::BackTab => {
-                    self.view = match self.view {
-                        View::Dashboard => View::Errors,
-                        _ => View::Dashboard,
-                    };
-                    None
-                }
-                // Theme, chart and scrolling (the errors view; harmless on
-                // the result); any other key closes.
-                code if self.view_key(code) => None,
-                _ => Some(Action::Close),
-            };
+            Mode::Result
+        } else if self.input.is_some() {
+            Mode::RateEntry
+        } else if self.confirm.is_some() {
+            Mode::Confirm
+        } else if self.help {
+            Mode::Help
+        } else {
+            Mode::Normal
         }
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            // As with the signal: the same press seen twice is one; a
-            // deliberate second one, later, leaves at once.
-            if let Some(first) = self.ctrl_c_at {
-                if first.elapsed() >= crate::term::REPEAT_WINDOW {
-                    return Some(Action::ForceExit);
-                }
-                self.say("stopping… Ctrl-C again in a moment leaves at once, without the report");
-                return None;
+    }
+
+    /// The result screen: Tab between the result and the errors; theme,
+    /// chart and scrolling; any other key closes.
+    fn result_key(&mut self, code: KeyCode) -> Option<Action> {
+        match code {
+            KeyCode::Tab | KeyCode::BackTab => {
+                self.view = match self.view {
+                    View::Dashboard => View::Errors,
+                    _ => View::Dashboard,
+                };
+                None
             }
-            self.ctrl_c_at = Some(Instant::now());
-            self.stopping = true;
-            self.confirm = None;
-            self.say("stopping: finishing the stage and writing the reports…");
-            return Some(Action::Send(Control::Stop {
-                reason: "interrupted (Ctrl-C)".into(),
-            }));
+            // Harmless on the result; scrolling is for the errors view.
+            code if self.view_key(code) => None,
+            _ => Some(Action::Close),
         }
-        if let Some(buf) = self.input.as_mut() {
-            match key.code {
-                KeyCode::Char(c) if c.is_ascii_digit() || c == '.' => buf.push(c),
-                KeyCode::Backspace => {
-                    buf.pop();
-                }
-                KeyCode::Esc => {
-                    self.input = None;
-                    self.say("rate entry cancelled");
-                }
-                KeyCode::Enter => {
-                    let text = self.input.take().unwrap_or_default();
-                    return match text.parse::<f64>() {
-                        Ok(r) if r.is_finite() && r > 0.0 => {
-                            if self.stage_kind() == Some(StrategyKind::Concurrent) {
-                                let n = r.round().max(1.0);
-                                self.say(format!("streams → {n:.0}: new stage"));
-                                return Some(Action::Send(Control::SetRate(n)));
-                            }
-                            self.rate_command(
-                                Control::SetRate(r),
-                                Some(r),
-                                format!("rate → constant {r} req/s: new stage"),
-                            )
-                        }
-                        _ => {
-                            self.say(format!("{text:?} is not a rate: type a positive number"));
-                            None
-                        }
-                    };
-                }
-                _ => {}
+    }
+
+    /// Ctrl-C: as with the signal, the same press seen twice is one; a
+    /// deliberate second one, later, leaves at once.
+    fn ctrl_c(&mut self) -> Option<Action> {
+        if let Some(first) = self.ctrl_c_at {
+            if first.elapsed() >= crate::term::REPEAT_WINDOW {
+                return Some(Action::ForceExit);
             }
+            self.say("stopping… Ctrl-C again in a moment leaves at once, without the report");
             return None;
         }
-        if let Some(q) = self.confirm.take() {
-            let yes = matches!(
-                key.code,
-                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
-            );
-            if !yes {
-                self.say(match q {
-                    Confirm::Quit | Confirm::SkipLast => "cancelled; the run goes on",
-                    Confirm::Rate { .. } => "rate change cancelled; the stage goes on",
-                });
-                return None;
+        self.ctrl_c_at = Some(Instant::now());
+        self.stopping = true;
+        self.confirm = None;
+        self.say("stopping: finishing the stage and writing the reports…");
+        Some(Action::Send(Control::Stop {
+            reason: "interrupted (Ctrl-C)".into(),
+        }))
+    }
+
+    /// Typing a rate after `r`: digits and a point, Backspace, Esc cancels,
+    /// Enter applies.
+    fn rate_entry_key(&mut self, code: KeyCode) -> Option<Action> {
+        let buf = self.input.as_mut()?;
+        match code {
+            KeyCode::Char(c) if c.is_ascii_digit() || c == '.' => buf.push(c),
+            KeyCode::Backspace => {
+                buf.pop();
             }
-            return match q {
-                Confirm::Quit => {
-                    self.stopping = true;
-                    self.say("stopping: finishing the stage and writing the reports…");
-                    Some(Action::Send(Control::Stop {
-                        reason: "quit (q)".into(),
-                    }))
-                }
-                Confirm::SkipLast => {
-                    self.say("skipping the last stage: the run ends");
-                    Some(Action::Send(Control::Skip))
-                }
-                Confirm::Rate { control, .. } => {
-                    self.say("new rate: new stage");
-                    Some(Action::Send(control))
-                }
-            };
+            KeyCode::Esc => {
+                self.input = None;
+                self.say("rate entry cancelled");
+            }
+            KeyCode::Enter => {
+                let text = self.input.take().unwrap_or_default();
+                return self.apply_typed_rate(&text);
+            }
+            _ => {}
         }
-        if self.help && key.code != KeyCode::Char('?') {
+        None
+    }
+
+    /// The typed rate (streams on a concurrent stage), or why it is not one.
+    fn apply_typed_rate(&mut self, text: &str) -> Option<Action> {
+        match text.parse::<f64>() {
+            Ok(r) if r.is_finite() && r > 0.0 => {
+                if self.stage_kind() == Some(StrategyKind::Concurrent) {
+                    let n = r.round().max(1.0);
+                    self.say(format!("streams → {n:.0}: new stage"));
+                    return Some(Action::Send(Control::SetRate(n)));
+                }
+                self.rate_command(
+                    Control::SetRate(r),
+                    Some(r),
+                    format!("rate → constant {r} req/s: new stage"),
+                )
+            }
+            _ => {
+                self.say(format!("{text:?} is not a rate: type a positive number"));
+                None
+            }
+        }
+    }
+
+    /// A question waits: y (or Enter) does it, any other key cancels.
+    fn confirm_key(&mut self, code: KeyCode) -> Option<Action> {
+        let q = self.confirm.take()?;
+        let yes = matches!(
+            code,
+            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+        );
+        if !yes {
+            self.say(match q {
+                Confirm::Quit | Confirm::SkipLast => "cancelled; the run goes on",
+                Confirm::Rate { .. } => "rate change cancelled; the stage goes on",
+            });
+            return None;
+        }
+        match q {
+            Confirm::Quit => {
+                self.stopping = true;
+                self.say("stopping: finishing the stage and writing the reports…");
+                Some(Action::Send(Control::Stop {
+                    reason: "quit (q)".into(),
+                }))
+            }
+            Confirm::SkipLast => {
+                self.say("skipping the last stage: the run ends");
+                Some(Action::Send(Control::Skip))
+            }
+            Confirm::Rate { control, .. } => {
+                self.say("new rate: new stage");
+                Some(Action::Send(control))
+            }
+        }
+    }
+
+    /// The help is open: `?` closes it, Esc only closes it, any other key
+    /// closes it and does what it does.
+    fn help_key(&mut self, code: KeyCode) -> Option<Action> {
+        if code != KeyCode::Char('?') {
             self.help = false;
-            if key.code == KeyCode::Esc {
+            if code == KeyCode::Esc {
                 return None;
             }
         }
-        let word = self.rate_word();
-        match key.code {
-            KeyCode::Char('+') | KeyCode::Char('=') => self.scale(1.1, "+10%"),
-            KeyCode::Char('-') | KeyCode::Char('_') => self.scale(0.9, "−10%"),
+        self.normal_key(code)
+    }
+
+    /// The running dashboard: steering, the run, and the screen.
+    fn normal_key(&mut self, code: KeyCode) -> Option<Action> {
+        match code {
+            KeyCode::Char('+' | '=' | '-' | '_' | '*' | '/' | 'r' | 'p' | ' ' | 'n') => {
+                self.steer_key(code)
+            }
+            KeyCode::Char('e' | 'q' | 'd') | KeyCode::Esc => self.run_key(code),
+            _ => {
+                self.screen_key(code);
+                None
+            }
+        }
+    }
+
+    /// Keys that change what is sent: the rate, a pause, the next stage.
+    fn steer_key(&mut self, code: KeyCode) -> Option<Action> {
+        match code {
+            KeyCode::Char('+' | '=') => self.scale(1.1, "+10%"),
+            KeyCode::Char('-' | '_') => self.scale(0.9, "−10%"),
             KeyCode::Char('*') => self.scale(2.0, "×2"),
             KeyCode::Char('/') => self.scale(0.5, "÷2"),
             KeyCode::Char('r') => {
                 self.input = Some(String::new());
+                let word = self.rate_word();
                 self.say(format!(
                     "type the new {word}, Enter to apply, Esc to cancel"
                 ));
                 None
             }
-            KeyCode::Char('p') | KeyCode::Char(' ') => {
+            KeyCode::Char('p' | ' ') => {
                 let pausing = !self.snap.paused;
                 self.say(if pausing {
                     "paused: no new requests (in-flight ones finish); p resumes"
@@ -485,14 +567,21 @@ impl App {
                 });
                 Some(Action::Send(Control::TogglePause))
             }
+            KeyCode::Char('n') if self.on_last_stage() => {
+                self.confirm = Some(Confirm::SkipLast);
+                None
+            }
             KeyCode::Char('n') => {
-                if self.on_last_stage() {
-                    self.confirm = Some(Confirm::SkipLast);
-                    return None;
-                }
                 self.say("skipping to the next stage");
                 Some(Action::Send(Control::Skip))
             }
+            _ => None,
+        }
+    }
+
+    /// Keys about the run as a whole: export, quit, detach.
+    fn run_key(&mut self, code: KeyCode) -> Option<Action> {
+        match code {
             KeyCode::Char('e') => {
                 self.say("exporting…");
                 Some(Action::Export)
@@ -509,10 +598,14 @@ impl App {
                 self.say("detaching: the run goes on; `llmsweep attach` opens the dashboard again");
                 Some(Action::Detach)
             }
-            KeyCode::Char('?') => {
-                self.help = !self.help;
-                None
-            }
+            _ => None,
+        }
+    }
+
+    /// Keys about the screen: help, views, theme, chart, scrolling.
+    fn screen_key(&mut self, code: KeyCode) {
+        match code {
+            KeyCode::Char('?') => self.help = !self.help,
             KeyCode::Tab => {
                 self.view = match self.view {
                     View::Dashboard => View::Errors,
@@ -520,7 +613,6 @@ impl App {
                     View::Server => View::Dashboard,
                 };
                 self.scroll = 0;
-                None
             }
             KeyCode::BackTab => {
                 self.view = match self.view {
@@ -529,7 +621,6 @@ impl App {
                     View::Server => View::Errors,
                 };
                 self.scroll = 0;
-                None
             }
             code => {
                 if self.view_key(code) {
@@ -542,7 +633,6 @@ impl App {
                         _ => {}
                     }
                 }
-                None
             }
         }
     }
@@ -689,6 +779,39 @@ mod tests {
         assert!(!a.help);
         press(&mut a, "t");
         assert_eq!(a.theme().name, "light");
+    }
+
+    #[test]
+    fn the_mode_decides_what_a_key_means() {
+        let mut a = app();
+        assert_eq!(a.mode(), Mode::Normal);
+        // The help: Esc only closes it; another key closes it and acts.
+        press(&mut a, "?");
+        assert_eq!(a.mode(), Mode::Help);
+        assert_eq!(
+            a.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(a.mode(), Mode::Normal);
+        press(&mut a, "?");
+        assert_eq!(press(&mut a, "p"), vec![Action::Send(Control::TogglePause)]);
+        assert!(!a.help);
+        // Typing a rate: letters are not keys; Ctrl-C still stops.
+        press(&mut a, "r");
+        assert_eq!(a.mode(), Mode::RateEntry);
+        assert!(press(&mut a, "qn").is_empty());
+        assert_eq!(a.mode(), Mode::RateEntry);
+        let stop = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert!(matches!(stop, Some(Action::Send(Control::Stop { .. }))));
+        // A question: only y does it.
+        let mut a = app();
+        press(&mut a, "q");
+        assert_eq!(a.mode(), Mode::Confirm);
+        assert!(
+            press(&mut a, "p").is_empty(),
+            "p answers no, it does not pause"
+        );
+        assert_eq!(a.mode(), Mode::Normal);
     }
 
     fn with_stage(strategy: StrategyKind, target: Option<f64>, measured: f64) -> App {
