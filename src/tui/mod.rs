@@ -3,6 +3,7 @@
 //! plenty over SSH, and after each key for snappy feedback.
 
 pub mod app;
+pub mod keys;
 pub mod theme;
 pub mod ui;
 
