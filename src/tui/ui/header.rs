@@ -171,6 +171,19 @@ fn running_line(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
             th.style(th.warn).add_modifier(Modifier::REVERSED),
         ));
     }
+    // The self-check so far: llmsweep, not the server, set the pace.
+    let limited = st
+        .so_far
+        .as_ref()
+        .and_then(|r| r.client.as_ref())
+        .is_some_and(|c| c.limited);
+    if limited {
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(
+            " CLIENT-LIMITED ",
+            th.style(th.bad).add_modifier(Modifier::REVERSED),
+        ));
+    }
     // The verdict so far, before the stage ends: `saturating: …`.
     if let Some(w) = &st.saturation {
         spans.push(Span::raw(" "));

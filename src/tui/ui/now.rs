@@ -2,6 +2,7 @@
 //! when there is room.
 
 use ratatui::layout::Rect;
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
@@ -9,7 +10,7 @@ use ratatui::Frame;
 use super::errors::run_error_totals;
 use super::format::{fit_line, ms};
 use crate::model::live::LiveStage;
-use crate::model::{DistSummary, StageReport, StrategyKind};
+use crate::model::{ClientCheck, DistSummary, StageReport, StrategyKind};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
 
@@ -188,5 +189,32 @@ fn so_far(th: &Theme, r: &StageReport) -> Vec<Line<'static>> {
             ),
         ]));
     }
+    if let Some(c) = &r.client {
+        lines.push(client_lag(th, c));
+    }
     lines
+}
+
+/// llmsweep's own lag so far (its self-check): `client lag p90 3.20 ms`,
+/// in the warning colour when it is past what the stage's ITL needs, and
+/// marked when it limited the stage (the load was llmsweep's).
+fn client_lag(th: &Theme, c: &ClientCheck) -> Line<'static> {
+    let style = if c.limited {
+        th.style(th.bad).add_modifier(Modifier::BOLD)
+    } else if !c.timing.is_empty() {
+        th.style(th.warn)
+    } else {
+        th.text()
+    };
+    let mut spans = vec![
+        Span::styled("client lag ", th.dim()),
+        Span::styled(
+            format!("p90 {} ms", ms(Some(c.lag_p90_ms)).unwrap_or_default()),
+            style,
+        ),
+    ];
+    if c.limited {
+        spans.push(Span::styled(" · limited", style));
+    }
+    Line::from(spans)
 }
