@@ -16,8 +16,7 @@ use llmsweep::model::live::{
 };
 use llmsweep::model::{Report, RequestCounts, StageReport};
 use llmsweep::server_metrics::scrape::{LivePoint, LiveView, Status};
-use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, View};
-use llmsweep::tui::server::ServerMetrics;
+use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, ServerMetrics, View};
 use llmsweep::tui::{theme, ui};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -858,6 +857,55 @@ fn a_thinking_model_shows_ttfat_beside_ttft() {
     // At 80 columns the table keeps TTFAT p50 over other columns.
     let s = render(&app, 80, 24);
     assert_has(&s, &["TTFAT"]);
+}
+
+/// llmsweep's own lag (its self-check, issue 26) in the "now" panel's stage
+/// so far, in the bad colour and marked in the header when it limited the
+/// stage; nothing of it without a self-check (the golden files).
+#[test]
+fn the_clients_own_lag_shows_and_a_client_limited_stage_is_marked() {
+    use llmsweep::model::ClientCheck;
+    let with = |c: ClientCheck| {
+        let mut app = golden_app();
+        let st = app.snap.stage.as_mut().unwrap();
+        let mut so_far = st.so_far.as_deref().cloned().unwrap_or_default();
+        so_far.client = Some(c);
+        st.so_far = Some(Arc::new(so_far));
+        app
+    };
+    let before = render(&golden_app(), 160, 48);
+    assert!(!before.contains("client lag"), "{before}");
+    let fine = with(ClientCheck {
+        lag_p90_ms: 3.2,
+        ..Default::default()
+    });
+    let s = render(&fine, 160, 48);
+    assert_has(&s, &["client lag p90 3.20 ms"]);
+    assert!(!s.contains("CLIENT-LIMITED") && !s.contains("limited"));
+    let limited = with(ClientCheck {
+        lag_p90_ms: 84.0,
+        limited: true,
+        reason: "the runtime woke 84 ms late at p90".into(),
+        ..Default::default()
+    });
+    let s = render(&limited, 160, 48);
+    assert_has(&s, &["client lag p90 84.0 ms · limited", "CLIENT-LIMITED"]);
+    // Highlighted: the figure is drawn in the theme's bad colour.
+    let mut t = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    t.draw(|f| ui::draw(f, &limited)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let w = buf.area.width as usize;
+    let (row, col) = s
+        .lines()
+        .enumerate()
+        .find_map(|(y, l)| {
+            let at = l.find("client lag p90")?;
+            Some((y, l[..at].chars().count() + "client lag ".len()))
+        })
+        .unwrap();
+    assert_eq!(buf.content()[row * w + col].fg, limited.theme().bad);
+    // At 80 columns the stage so far has no room; the header still says it.
+    assert_has(&render(&limited, 80, 24), &["CLIENT-LIMITED"]);
 }
 
 /// A planned stage cut by a rate change runs again under the same name:

@@ -1,15 +1,17 @@
-//! The dashboard's state and key handling. Pure: keys in, commands out; no
-//! terminal, no runtime. Drawing reads this state and never changes it.
+//! The dashboard's state: what it shows, the mode keys are read in
+//! (`tui::keys` handles them), what it asks. Pure: no terminal, no runtime.
+//! Drawing reads this state and never changes it.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-use super::server::ServerMetrics;
 use super::theme::Theme;
 use crate::model::live::{Control, Snapshot};
 use crate::model::{EventKind, Report, StrategyKind};
+use crate::server_metrics::scrape::LiveView;
+
+/// The server view's state: the server-metrics scraper's latest live view.
+pub type ServerMetrics = std::sync::Arc<LiveView>;
 
 /// What the dashboard shows; Tab cycles through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +19,21 @@ pub enum View {
     Dashboard,
     Errors,
     Server,
+}
+
+/// What keys mean now (`App::mode`), one handler each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The running dashboard.
+    Normal,
+    /// Typing an exact rate after `r`.
+    RateEntry,
+    /// Waiting for y / n.
+    Confirm,
+    /// The help overlay is open.
+    Help,
+    /// The run is over: the result screen.
+    Result,
 }
 
 /// The metric the main history chart shows; `m` cycles through them. Bigger
@@ -119,7 +136,7 @@ pub struct RunOutcome {
 
 pub struct App {
     /// When Ctrl-C was first pressed (the second, a while later, leaves at once).
-    ctrl_c_at: Option<Instant>,
+    pub(super) ctrl_c_at: Option<Instant>,
     pub info: RunInfo,
     pub snap: Snapshot,
     pub view: View,
@@ -149,11 +166,6 @@ pub struct App {
 
 /// How long a status message stays.
 const STATUS_FOR: Duration = Duration::from_secs(6);
-
-/// A new rate this many times the highest completion rate measured so far
-/// (and more than 1.5× the running stage's target) asks for confirmation
-/// first.
-pub const FAR_ABOVE: f64 = 3.0;
 
 impl App {
     pub fn new(info: RunInfo, themes: Vec<Theme>) -> Self {
@@ -233,14 +245,6 @@ impl App {
         self.snap.stage.as_ref().map(|s| s.strategy)
     }
 
-    /// The current stage's rate, as the key commands change it.
-    fn rate_word(&self) -> &'static str {
-        match self.stage_kind() {
-            Some(StrategyKind::Concurrent) => "streams",
-            _ => "rate",
-        }
-    }
-
     /// Is the running stage the plan's last?
     pub fn on_last_stage(&self) -> bool {
         let s = &self.snap;
@@ -268,661 +272,18 @@ impl App {
             .reduce(f64::max)
     }
 
-    /// The rate the running stage runs at now: its target, or what it
-    /// measured so far (synchronous, throughput).
-    fn current_rate(&self) -> Option<f64> {
-        let st = self.snap.stage.as_ref()?;
-        st.target_rate.or_else(|| {
-            st.so_far
-                .as_ref()
-                .map(|r| r.rates.requests_per_s)
-                .filter(|r| *r > 0.0)
-        })
-    }
-
-    /// Why `rate` needs a confirmation, if it does.
-    fn why_confirm(&self, rate: f64) -> Option<String> {
-        if self.stage_kind() == Some(StrategyKind::Concurrent) {
-            return None;
-        }
-        let top = self.highest_measured_rate()?;
-        // A small step from the running target is not a leap, even when the
-        // stage has measured little yet.
-        let target = self.snap.stage.as_ref().and_then(|s| s.target_rate);
-        let leap = target.is_none_or(|t| rate > 1.5 * t);
-        (leap && rate > FAR_ABOVE * top).then(|| {
-            format!(
-                "{rate:.2} req/s is {:.0}× the highest steady rate completed so far ({top:.2} req/s)",
-                rate / top
-            )
-        })
-    }
-
-    /// Sends `control` for a new `rate`, or asks first when it is far above
-    /// anything measured.
-    fn rate_command(
-        &mut self,
-        control: Control,
-        rate: Option<f64>,
-        what: String,
-    ) -> Option<Action> {
-        if let Some(why) = rate.and_then(|r| self.why_confirm(r)) {
-            self.confirm = Some(Confirm::Rate { control, why });
-            return None;
-        }
-        self.say(what);
-        Some(Action::Send(control))
-    }
-
-    /// A key that scales the rate by `f`.
-    fn scale(&mut self, f: f64, label: &str) -> Option<Action> {
-        let Some(st) = self.snap.stage.as_ref() else {
-            self.say(format!("rate {label}: new stage"));
-            return Some(Action::Send(Control::ScaleRate(f)));
-        };
-        if st.strategy == StrategyKind::Concurrent {
-            // Whole streams, at least one more or fewer: what is shown is what runs.
-            let cur = st.target_rate.unwrap_or(1.0).round().max(1.0);
-            let next = scaled_streams(cur, f);
-            if next == cur {
-                self.say(format!("streams stay at {cur:.0}: one is the least"));
-                return None;
-            }
-            self.say(format!("streams {cur:.0} → {next:.0}: new stage"));
-            return Some(Action::Send(Control::SetRate(next)));
-        }
-        match self.current_rate() {
-            Some(cur) => {
-                let next = cur * f;
-                let from = if st.target_rate.is_some() {
-                    String::new()
-                } else {
-                    format!(" (from the {cur:.2} req/s measured so far)")
-                };
-                self.rate_command(
-                    Control::ScaleRate(f),
-                    Some(next),
-                    format!("rate {label} → constant {next:.2} req/s{from}: new stage"),
-                )
-            }
-            None => {
-                self.say(format!(
-                    "nothing completed yet in {}: no rate to change; wait a moment or type one with r",
-                    st.name
-                ));
-                None
-            }
-        }
-    }
-
-    pub fn on_key(&mut self, key: KeyEvent) -> Option<Action> {
+    /// What keys mean now.
+    pub fn mode(&self) -> Mode {
         if self.outcome.is_some() {
-            return match key.code {
-                KeyCode::Tab | KeyCode::BackTab => {
-                    self.view = match self.view {
-                        View::Dashboard => View::Errors,
-                        _ => View::Dashboard,
-                    };
-                    None
-                }
-                // Theme, chart and scrolling (the errors view; harmless on
-                // the result); any other key closes.
-                code if self.view_key(code) => None,
-                _ => Some(Action::Close),
-            };
+            Mode::Result
+        } else if self.input.is_some() {
+            Mode::RateEntry
+        } else if self.confirm.is_some() {
+            Mode::Confirm
+        } else if self.help {
+            Mode::Help
+        } else {
+            Mode::Normal
         }
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            // As with the signal: the same press seen twice is one; a
-            // deliberate second one, later, leaves at once.
-            if let Some(first) = self.ctrl_c_at {
-                if first.elapsed() >= crate::term::REPEAT_WINDOW {
-                    return Some(Action::ForceExit);
-                }
-                self.say("stopping… Ctrl-C again in a moment leaves at once, without the report");
-                return None;
-            }
-            self.ctrl_c_at = Some(Instant::now());
-            self.stopping = true;
-            self.confirm = None;
-            self.say("stopping: finishing the stage and writing the reports…");
-            return Some(Action::Send(Control::Stop {
-                reason: "interrupted (Ctrl-C)".into(),
-            }));
-        }
-        if let Some(buf) = self.input.as_mut() {
-            match key.code {
-                KeyCode::Char(c) if c.is_ascii_digit() || c == '.' => buf.push(c),
-                KeyCode::Backspace => {
-                    buf.pop();
-                }
-                KeyCode::Esc => {
-                    self.input = None;
-                    self.say("rate entry cancelled");
-                }
-                KeyCode::Enter => {
-                    let text = self.input.take().unwrap_or_default();
-                    return match text.parse::<f64>() {
-                        Ok(r) if r.is_finite() && r > 0.0 => {
-                            if self.stage_kind() == Some(StrategyKind::Concurrent) {
-                                let n = r.round().max(1.0);
-                                self.say(format!("streams → {n:.0}: new stage"));
-                                return Some(Action::Send(Control::SetRate(n)));
-                            }
-                            self.rate_command(
-                                Control::SetRate(r),
-                                Some(r),
-                                format!("rate → constant {r} req/s: new stage"),
-                            )
-                        }
-                        _ => {
-                            self.say(format!("{text:?} is not a rate: type a positive number"));
-                            None
-                        }
-                    };
-                }
-                _ => {}
-            }
-            return None;
-        }
-        if let Some(q) = self.confirm.take() {
-            let yes = matches!(
-                key.code,
-                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
-            );
-            if !yes {
-                self.say(match q {
-                    Confirm::Quit | Confirm::SkipLast => "cancelled; the run goes on",
-                    Confirm::Rate { .. } => "rate change cancelled; the stage goes on",
-                });
-                return None;
-            }
-            return match q {
-                Confirm::Quit => {
-                    self.stopping = true;
-                    self.say("stopping: finishing the stage and writing the reports…");
-                    Some(Action::Send(Control::Stop {
-                        reason: "quit (q)".into(),
-                    }))
-                }
-                Confirm::SkipLast => {
-                    self.say("skipping the last stage: the run ends");
-                    Some(Action::Send(Control::Skip))
-                }
-                Confirm::Rate { control, .. } => {
-                    self.say("new rate: new stage");
-                    Some(Action::Send(control))
-                }
-            };
-        }
-        if self.help && key.code != KeyCode::Char('?') {
-            self.help = false;
-            if key.code == KeyCode::Esc {
-                return None;
-            }
-        }
-        let word = self.rate_word();
-        match key.code {
-            KeyCode::Char('+') | KeyCode::Char('=') => self.scale(1.1, "+10%"),
-            KeyCode::Char('-') | KeyCode::Char('_') => self.scale(0.9, "−10%"),
-            KeyCode::Char('*') => self.scale(2.0, "×2"),
-            KeyCode::Char('/') => self.scale(0.5, "÷2"),
-            KeyCode::Char('r') => {
-                self.input = Some(String::new());
-                self.say(format!(
-                    "type the new {word}, Enter to apply, Esc to cancel"
-                ));
-                None
-            }
-            KeyCode::Char('p') | KeyCode::Char(' ') => {
-                let pausing = !self.snap.paused;
-                self.say(if pausing {
-                    "paused: no new requests (in-flight ones finish); p resumes"
-                } else {
-                    "resumed"
-                });
-                Some(Action::Send(Control::TogglePause))
-            }
-            KeyCode::Char('n') => {
-                if self.on_last_stage() {
-                    self.confirm = Some(Confirm::SkipLast);
-                    return None;
-                }
-                self.say("skipping to the next stage");
-                Some(Action::Send(Control::Skip))
-            }
-            KeyCode::Char('e') => {
-                self.say("exporting…");
-                Some(Action::Export)
-            }
-            KeyCode::Char('q') | KeyCode::Esc => {
-                if self.stopping {
-                    self.say("already stopping…");
-                } else {
-                    self.confirm = Some(Confirm::Quit);
-                }
-                None
-            }
-            KeyCode::Char('d') => {
-                self.say("detaching: the run goes on; `llmsweep attach` opens the dashboard again");
-                Some(Action::Detach)
-            }
-            KeyCode::Char('?') => {
-                self.help = !self.help;
-                None
-            }
-            KeyCode::Tab => {
-                self.view = match self.view {
-                    View::Dashboard => View::Errors,
-                    View::Errors => View::Server,
-                    View::Server => View::Dashboard,
-                };
-                self.scroll = 0;
-                None
-            }
-            KeyCode::BackTab => {
-                self.view = match self.view {
-                    View::Dashboard => View::Server,
-                    View::Errors => View::Dashboard,
-                    View::Server => View::Errors,
-                };
-                self.scroll = 0;
-                None
-            }
-            code => {
-                if self.view_key(code) {
-                    match code {
-                        KeyCode::Char('t') => {
-                            let name = self.theme().name.clone();
-                            self.say(format!("theme: {name}"));
-                        }
-                        KeyCode::Char('m') => self.say(format!("chart: {}", self.metric.title())),
-                        _ => {}
-                    }
-                }
-                None
-            }
-        }
-    }
-
-    /// Keys that change only how the screen looks (theme, chart, scroll),
-    /// the same during the run and on the result screen. True if `code`
-    /// was one of them.
-    fn view_key(&mut self, code: KeyCode) -> bool {
-        match code {
-            KeyCode::Char('t') => self.theme = (self.theme + 1) % self.themes.len().max(1),
-            KeyCode::Char('m') => self.metric = self.metric.next(),
-            KeyCode::Down | KeyCode::Char('j') => {
-                // No further than the table has rows (the error log: no limit).
-                let rows = match &self.outcome {
-                    Some(o) => o.report.stages.len(),
-                    None => self.snap.finished.len() + 1 + self.snap.upcoming.len(),
-                };
-                let cap = if self.view == View::Errors {
-                    isize::MAX
-                } else {
-                    isize::try_from(rows).unwrap_or(isize::MAX)
-                };
-                self.scroll = self.scroll.saturating_add(1).min(cap);
-            }
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.scroll = self.scroll.saturating_sub(1);
-                // Only the live table scrolls above where it starts.
-                let live_table = self.outcome.is_none() && self.view == View::Dashboard;
-                if !live_table {
-                    self.scroll = self.scroll.max(0);
-                }
-            }
-            _ => return false,
-        }
-        true
-    }
-}
-
-/// Streams after scaling `cur` by `f`: whole streams, at least one more
-/// (up) or fewer (down), never below one.
-pub fn scaled_streams(cur: f64, f: f64) -> f64 {
-    let cur = cur.round().max(1.0);
-    if f >= 1.0 {
-        (cur * f).round().max(cur + 1.0)
-    } else {
-        (cur * f).round().min(cur - 1.0).max(1.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tui::theme;
-
-    fn app() -> App {
-        App::new(RunInfo::default(), theme::builtin())
-    }
-
-    fn key(c: char) -> KeyEvent {
-        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
-    }
-
-    fn press(app: &mut App, keys: &str) -> Vec<Action> {
-        keys.chars().filter_map(|c| app.on_key(key(c))).collect()
-    }
-
-    #[test]
-    fn rate_keys_send_rate_commands() {
-        let mut a = app();
-        assert_eq!(
-            press(&mut a, "+-*/"),
-            vec![
-                Action::Send(Control::ScaleRate(1.1)),
-                Action::Send(Control::ScaleRate(0.9)),
-                Action::Send(Control::ScaleRate(2.0)),
-                Action::Send(Control::ScaleRate(0.5)),
-            ]
-        );
-        assert!(a.status_text().unwrap().contains("÷2"));
-    }
-
-    #[test]
-    fn r_types_an_exact_rate() {
-        let mut a = app();
-        assert!(press(&mut a, "r12.5").is_empty());
-        assert_eq!(a.input.as_deref(), Some("12.5"));
-        let act = a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
-        assert_eq!(act, Some(Action::Send(Control::SetRate(12.5))));
-        assert!(a.input.is_none());
-        // Nonsense is refused with a message, nothing is sent.
-        press(&mut a, "r..");
-        assert_eq!(
-            a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
-            None
-        );
-        assert!(a.status_text().unwrap().contains("not a rate"));
-    }
-
-    #[test]
-    fn pause_skip_export() {
-        let mut a = app();
-        assert_eq!(
-            press(&mut a, "pne"),
-            vec![
-                Action::Send(Control::TogglePause),
-                Action::Send(Control::Skip),
-                Action::Export
-            ]
-        );
-    }
-
-    #[test]
-    fn quit_asks_first() {
-        let mut a = app();
-        assert!(press(&mut a, "q").is_empty());
-        assert_eq!(a.confirm, Some(Confirm::Quit));
-        assert!(press(&mut a, "x").is_empty(), "anything but y cancels");
-        assert!(a.confirm.is_none() && !a.stopping);
-        let acts = press(&mut a, "qy");
-        assert!(matches!(&acts[..], [Action::Send(Control::Stop { .. })]));
-        assert!(a.stopping);
-        let ctrl_c = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
-        assert!(matches!(ctrl_c, Some(Action::Send(Control::Stop { .. }))));
-        // The same press twice: nothing more. A deliberate one later: leave.
-        let again = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
-        assert_eq!(again, None);
-        a.ctrl_c_at = Some(Instant::now() - Duration::from_secs(2));
-        let later = a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
-        assert_eq!(later, Some(Action::ForceExit));
-    }
-
-    #[test]
-    fn views_help_and_themes() {
-        let mut a = app();
-        a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
-        assert_eq!(a.view, View::Errors);
-        a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
-        assert_eq!(a.view, View::Server);
-        a.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE));
-        assert_eq!(a.view, View::Errors);
-        press(&mut a, "?");
-        assert!(a.help);
-        press(&mut a, "?");
-        assert!(!a.help);
-        press(&mut a, "t");
-        assert_eq!(a.theme().name, "light");
-    }
-
-    fn with_stage(strategy: StrategyKind, target: Option<f64>, measured: f64) -> App {
-        let mut a = app();
-        let mut so_far = crate::model::StageReport::default();
-        so_far.rates.requests_per_s = measured;
-        a.snap.stage = Some(crate::model::live::LiveStage {
-            name: format!("{strategy}@x"),
-            strategy,
-            target_rate: target,
-            so_far: Some(std::sync::Arc::new(so_far)),
-            ..Default::default()
-        });
-        a.snap.stage_number = 1;
-        a.snap.stages_total = Some(3);
-        a.snap.upcoming = vec![crate::model::live::PlannedStage {
-            name: "constant@20.00".into(),
-            target_rate: Some(20.0),
-        }];
-        a
-    }
-
-    fn enter(a: &mut App) -> Option<Action> {
-        a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE))
-    }
-
-    #[test]
-    fn the_far_above_check_compares_with_steady_rates_not_a_burst() {
-        // Seen: `r 500` compared with 139.06 req/s, one second of a
-        // throughput stage on a server that holds about 30.
-        let mut a = with_stage(StrategyKind::Constant, Some(30.0), 29.0);
-        let mut thr = crate::model::StageReport::default();
-        thr.rates.completed_per_s = 31.0;
-        thr.rates.steady_s = 8.0;
-        thr.rates.requests_per_s = 25.0;
-        a.snap.finished = std::sync::Arc::new(vec![thr]);
-        let mut burst = crate::model::live::RunHistory::default();
-        burst.push(
-            1.0,
-            1.0,
-            &crate::model::live::SeriesPoint {
-                requests_per_s: 139.06,
-                ..Default::default()
-            },
-            0,
-        );
-        a.snap.history = std::sync::Arc::new(burst);
-        assert_eq!(a.highest_measured_rate(), Some(31.0));
-        press(&mut a, "r500");
-        assert_eq!(enter(&mut a), None);
-        let q = a.confirm.clone().expect("asks");
-        assert!(q.question().contains("(31.00 req/s)"), "{}", q.question());
-    }
-
-    #[test]
-    fn a_rate_far_above_anything_measured_asks_first_and_says_why() {
-        let mut a = with_stage(StrategyKind::Constant, Some(10.0), 9.5);
-        // 5000 req/s typed against 9.5 measured: asks, nothing sent yet.
-        assert!(press(&mut a, "r5000").is_empty());
-        assert_eq!(enter(&mut a), None);
-        let q = a.confirm.clone().expect("asks");
-        assert!(
-            q.question()
-                .contains("526× the highest steady rate completed so far"),
-            "{}",
-            q.question()
-        );
-        assert_eq!(
-            press(&mut a, "y"),
-            vec![Action::Send(Control::SetRate(5000.0))]
-        );
-        // "n" declines; a modest rate goes straight through.
-        press(&mut a, "r5000");
-        enter(&mut a);
-        assert!(press(&mut a, "n").is_empty());
-        assert!(a.confirm.is_none());
-        press(&mut a, "r20");
-        assert_eq!(enter(&mut a), Some(Action::Send(Control::SetRate(20.0))));
-        // Doubling from 10 (target) to 20 is fine; from a stage at 15 to 30
-        // with 9.5 measured is over 3× and asks.
-        assert_eq!(
-            press(&mut a, "*"),
-            vec![Action::Send(Control::ScaleRate(2.0))]
-        );
-        a.snap.stage.as_mut().unwrap().target_rate = Some(15.0);
-        assert!(press(&mut a, "*").is_empty());
-        assert!(matches!(a.confirm, Some(Confirm::Rate { .. })));
-    }
-
-    #[test]
-    fn a_key_the_engine_refused_says_so_instead_of_new_stage() {
-        use crate::model::TimelineEvent;
-        let ev = |event, detail: &str| TimelineEvent {
-            t_s: 1.0,
-            event,
-            detail: detail.into(),
-        };
-        let mut a = with_stage(StrategyKind::Throughput, None, 25.0);
-        // A viewer attaching mid-run sees old refusals in the timeline: not news.
-        let mut snap = a.snap.clone();
-        snap.timeline = std::sync::Arc::new(vec![ev(EventKind::Rejected, "old refusal")]);
-        a.set_snapshot(snap.clone());
-        assert_eq!(a.status_text(), None);
-        // `/` on the stage as drawn: the dashboard expects a new stage …
-        assert_eq!(
-            press(&mut a, "/"),
-            vec![Action::Send(Control::ScaleRate(0.5))]
-        );
-        assert!(a.status_text().unwrap().ends_with("new stage"));
-        // … but the stage had ended and the next one had no rate yet: the
-        // engine refused, and the next snapshot says so.
-        let why = "throughput has no measured rate yet (0 completed in 0.0 s; 3 and 1 s needed)";
-        let mut timeline = (*snap.timeline).clone();
-        timeline.push(ev(EventKind::StageStart, "throughput"));
-        timeline.push(ev(EventKind::Rejected, why));
-        snap.timeline = std::sync::Arc::new(timeline);
-        a.set_snapshot(snap.clone());
-        assert_eq!(a.status_text(), Some(format!("refused: {why}").as_str()));
-        // Said once: later snapshots with no new refusal leave the status alone.
-        a.say("something else");
-        a.set_snapshot(snap.clone());
-        assert_eq!(a.status_text(), Some("something else"));
-        // A rate the engine took shows as it ran, not as the dashboard
-        // previewed it from an older measurement.
-        let mut timeline = (*snap.timeline).clone();
-        timeline.push(ev(
-            EventKind::SetRate,
-            "constant@7.33 → constant@7.93 (manual)",
-        ));
-        snap.timeline = std::sync::Arc::new(timeline);
-        a.set_snapshot(snap);
-        assert_eq!(
-            a.status_text(),
-            Some("new stage: constant@7.33 → constant@7.93 (manual)")
-        );
-    }
-
-    #[test]
-    fn a_small_step_from_the_target_never_asks_even_early_in_a_stage() {
-        // 1 s into constant@5: 0.8 req/s measured so far. +10% is not a leap.
-        let mut a = with_stage(StrategyKind::Constant, Some(5.0), 0.8);
-        assert_eq!(
-            press(&mut a, "+"),
-            vec![Action::Send(Control::ScaleRate(1.1))]
-        );
-        // A typed 5000 is.
-        press(&mut a, "r5000");
-        assert_eq!(enter(&mut a), None);
-        assert!(a.confirm.is_some());
-    }
-
-    #[test]
-    fn synchronous_stages_scale_from_the_measured_rate_or_say_why_not() {
-        let mut a = with_stage(StrategyKind::Synchronous, None, 0.8);
-        assert_eq!(
-            press(&mut a, "+"),
-            vec![Action::Send(Control::ScaleRate(1.1))]
-        );
-        assert!(a
-            .status_text()
-            .unwrap()
-            .contains("0.80 req/s measured so far"));
-        let mut a = with_stage(StrategyKind::Throughput, None, 0.0);
-        assert!(press(&mut a, "*").is_empty());
-        assert!(a.status_text().unwrap().contains("nothing completed yet"));
-    }
-
-    #[test]
-    fn concurrent_stages_change_by_whole_streams() {
-        let mut a = with_stage(StrategyKind::Concurrent, Some(4.0), 3.0);
-        assert_eq!(
-            press(&mut a, "+"),
-            vec![Action::Send(Control::SetRate(5.0))]
-        );
-        assert!(a.status_text().unwrap().contains("streams 4 → 5"));
-        assert_eq!(
-            press(&mut a, "-"),
-            vec![Action::Send(Control::SetRate(3.0))]
-        );
-        assert_eq!(
-            press(&mut a, "*"),
-            vec![Action::Send(Control::SetRate(8.0))]
-        );
-        press(&mut a, "r2.5");
-        assert_eq!(enter(&mut a), Some(Action::Send(Control::SetRate(3.0))));
-        assert!(a.status_text().unwrap().contains("streams → 3"));
-        a.snap.stage.as_mut().unwrap().target_rate = Some(1.0);
-        assert!(press(&mut a, "-").is_empty(), "one stream is the least");
-        assert_eq!(scaled_streams(1.0, 0.5), 1.0);
-        assert_eq!(scaled_streams(10.0, 1.1), 11.0);
-        assert_eq!(scaled_streams(40.0, 1.1), 44.0);
-        assert_eq!(scaled_streams(10.0, 0.9), 9.0);
-    }
-
-    #[test]
-    fn next_on_the_last_stage_asks_like_quit() {
-        let mut a = with_stage(StrategyKind::Constant, Some(10.0), 9.5);
-        assert_eq!(press(&mut a, "n"), vec![Action::Send(Control::Skip)]);
-        a.snap.upcoming.clear();
-        a.snap.stage_number = 3;
-        assert!(press(&mut a, "n").is_empty());
-        assert_eq!(a.confirm, Some(Confirm::SkipLast));
-        assert!(a
-            .confirm
-            .as_ref()
-            .unwrap()
-            .question()
-            .contains("last stage"));
-        assert!(press(&mut a, "x").is_empty());
-        press(&mut a, "n");
-        assert_eq!(press(&mut a, "y"), vec![Action::Send(Control::Skip)]);
-    }
-
-    #[test]
-    fn m_cycles_the_chart_and_the_result_screen_closes_on_a_key() {
-        let mut a = app();
-        press(&mut a, "m");
-        assert_eq!(a.metric, Metric::Sweep);
-        press(&mut a, "mmmmm");
-        assert_eq!(a.metric, Metric::Ttft);
-        // The stop key's "stopping…" goes when the reports are written.
-        a.say("stopping: finishing the stage and writing the reports…");
-        a.finished(RunOutcome {
-            report: std::sync::Arc::new(
-                crate::model::Report::from_json(
-                    r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
-                )
-                .unwrap(),
-            ),
-            paths: vec![],
-        });
-        assert_eq!(a.status_text(), None);
-        assert_eq!(
-            a.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE)),
-            None
-        );
-        assert_eq!(a.view, View::Errors);
-        assert_eq!(press(&mut a, "x"), vec![Action::Close]);
     }
 }

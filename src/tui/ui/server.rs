@@ -1,8 +1,7 @@
 //! The server view (Tab): what the target's `/metrics` says, second by
-//! second. It only reads the scraper's live view (`server_metrics::scrape`);
-//! the scraping itself runs with the run, dashboard or not.
-
-use std::sync::Arc;
+//! second. It only reads the scraper's live view (`server_metrics::scrape`)
+//! the dashboard's state holds (`App::server`); the scraping itself runs
+//! with the run, dashboard or not.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -10,12 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline, Wrap};
 use ratatui::Frame;
 
-use super::app::App;
-use super::theme::Theme;
 use crate::server_metrics::scrape::{LivePoint, LiveView, Status};
-
-/// What the view reads: the scraper's latest live view.
-pub type ServerMetrics = Arc<LiveView>;
+use crate::tui::app::App;
+use crate::tui::theme::Theme;
 
 /// One row of the view: a label, how to format the value, and which figure.
 struct Figure {

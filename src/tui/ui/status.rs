@@ -1,0 +1,48 @@
+//! The status line: the rate being typed, a question, the last message, or
+//! a hint.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::format::fit_line;
+use crate::model::StrategyKind;
+use crate::tui::app::App;
+
+pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    let th = app.theme();
+    let line = if let Some(input) = &app.input {
+        let word = if app.stage_kind() == Some(StrategyKind::Concurrent) {
+            " streams: "
+        } else {
+            " new rate (req/s): "
+        };
+        Line::from(vec![
+            Span::styled(word, th.highlight()),
+            Span::styled(format!(" {input}▏"), th.text()),
+            Span::styled("  Enter applies · Esc cancels", th.dim()),
+        ])
+    } else if let Some(q) = &app.confirm {
+        Line::styled(format!(" {} ", q.question()), th.highlight())
+    } else if let Some(s) = app.status_text() {
+        Line::styled(format!(" {s}"), th.style(th.accent))
+    } else if app.outcome.is_some() {
+        Line::styled(
+            " the run is over: press any key to exit (Tab: errors / result)",
+            th.highlight(),
+        )
+    } else if let Some(w) = app.snap.warnings.last() {
+        Line::styled(format!(" ! {w}"), th.style(th.warn))
+    } else {
+        Line::styled(
+            format!(
+                " theme {} · Tab: dashboard / errors / server · m: {} chart",
+                th.name,
+                app.metric.next().title()
+            ),
+            th.dim(),
+        )
+    };
+    frame.render_widget(Paragraph::new(fit_line(line, area.width)), area);
+}

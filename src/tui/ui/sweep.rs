@@ -1,0 +1,255 @@
+//! The sweep curve: latency against achieved rate, one point per stage.
+
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::chart::{legend, nice_ceil, YScale};
+use super::format::fit_line;
+use crate::model::live::Snapshot;
+use crate::model::StageReport;
+use crate::report::summary;
+use crate::tui::app::App;
+use crate::tui::theme::Theme;
+
+/// A point of the sweep curve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurvePoint {
+    pub name: String,
+    pub rate: f64,
+    /// TTFT p50, TTFT p99, ITL p50, ITL p99 (ms).
+    pub lat: [f64; 4],
+    pub on_curve: bool,
+    pub saturated: bool,
+    pub running: bool,
+}
+
+/// The sweep curve's points: one per finished stage with completions, plus
+/// the running stage so far. Open-loop stages are on the curve; the others
+/// (synchronous, throughput, concurrent) are drawn as separate markers.
+pub fn curve_points(snap: &Snapshot) -> Vec<CurvePoint> {
+    let point = |s: &StageReport, running: bool| {
+        (s.ttft_ms.count > 0 && s.rates.achieved() > 0.0).then(|| CurvePoint {
+            name: s.name.clone(),
+            rate: s.rates.achieved(),
+            lat: [s.ttft_ms.p50, s.ttft_ms.p99, s.itl_ms.p50, s.itl_ms.p99],
+            on_curve: summary::on_rate_curve(s) && !running,
+            saturated: s.saturated,
+            running,
+        })
+    };
+    let mut pts: Vec<CurvePoint> = snap
+        .finished
+        .iter()
+        .filter_map(|s| point(s, false))
+        .collect();
+    if let Some(r) = snap.stage.as_ref().and_then(|s| s.so_far.as_ref()) {
+        pts.extend(point(r, true));
+    }
+    pts.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+    pts
+}
+
+pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    let th = app.theme();
+    let pts = curve_points(&app.snap);
+    let colors = [th.spark_ttft, th.warn, th.spark_itl, th.accent];
+    let knee = summary::knee(&app.snap.finished).map(|k| k.rates.achieved());
+    let scale = y_scale(&pts);
+    let block = frame_block(th, &pts, &scale, colors, knee, area.width);
+    if pts.is_empty() {
+        frame.render_widget(
+            Paragraph::new(
+                "the sweep curve (latency against achieved rate) grows as stages finish",
+            )
+            .style(th.dim())
+            .wrap(Wrap { trim: true })
+            .block(block),
+            area,
+        );
+        return;
+    }
+    let series = Series::of(&pts, &scale, knee);
+    let xmax = nice_ceil(pts.iter().map(|p| p.rate).fold(0.0f64, f64::max) * 1.05);
+    let chart = Chart::new(series.datasets(th, colors))
+        .block(block)
+        .x_axis(
+            Axis::default()
+                .bounds([0.0, xmax.max(0.01)])
+                .style(th.dim())
+                .labels(["0".to_string(), format!("{xmax:.1} req/s")]),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([scale.lo, scale.hi])
+                .style(th.dim())
+                .labels(scale.labels()),
+        );
+    frame.render_widget(chart, area);
+}
+
+/// The y axis fits the curve (and the running stage), not the stages off
+/// it: a throughput stage's seconds of queueing would squeeze every
+/// constant stage into the bottom rows. Points beyond it sit at the edge,
+/// marked.
+fn y_scale(pts: &[CurvePoint]) -> YScale {
+    let on: Vec<&CurvePoint> = pts.iter().filter(|p| p.on_curve || p.running).collect();
+    let basis: Vec<&CurvePoint> = if on.is_empty() {
+        pts.iter().collect()
+    } else {
+        on
+    };
+    let fit_y: Vec<f64> = basis
+        .iter()
+        .flat_map(|p| p.lat)
+        .filter(|v| *v > 0.0)
+        .collect();
+    YScale::fit(&fit_y, true, 0.01)
+}
+
+/// The chart's frame: its title (and scale) on top, the legend below
+/// (the off-scale mark only when a point is off scale, the knee's rate
+/// when there is one).
+fn frame_block(
+    th: &Theme,
+    pts: &[CurvePoint],
+    scale: &YScale,
+    colors: [Color; 4],
+    knee: Option<f64>,
+    width: u16,
+) -> Block<'static> {
+    let title = Line::styled(
+        if scale.log {
+            " latency ms vs req/s · log scale "
+        } else {
+            " latency ms vs req/s "
+        },
+        th.title(),
+    );
+    let mut bottom = legend(
+        th,
+        &[
+            ("TTFT p50", colors[0]),
+            ("p99", colors[1]),
+            ("ITL p50", colors[2]),
+            ("p99", colors[3]),
+        ],
+    );
+    bottom.spans.push(Span::styled("• other ", th.dim()));
+    if pts.iter().any(|p| {
+        !p.on_curve
+            && !p.running
+            && p.lat[0] > 0.0
+            && !(scale.lo..=scale.hi).contains(&scale.y(p.lat[0]))
+    }) {
+        bottom.spans.push(Span::styled("▄ off scale ", th.dim()));
+    }
+    bottom
+        .spans
+        .push(Span::styled("█", Style::default().fg(th.bad)));
+    bottom.spans.push(Span::styled("saturated ", th.dim()));
+    if let Some(k) = knee {
+        bottom
+            .spans
+            .push(Span::styled(format!("┊ knee {k:.1} "), th.dim()));
+    }
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border())
+        .title(fit_line(title, width.saturating_sub(2)))
+        .title_bottom(fit_line(bottom, width.saturating_sub(2)))
+}
+
+/// The chart's points on its y scale, by how each is drawn.
+struct Series {
+    /// TTFT p50, TTFT p99, ITL p50, ITL p99 of the stages on the curve.
+    curves: Vec<Vec<(f64, f64)>>,
+    /// Stages off the curve (synchronous, throughput, concurrent).
+    others: Vec<(f64, f64)>,
+    /// Those beyond the scale, at its edge.
+    off_scale: Vec<(f64, f64)>,
+    running: Vec<(f64, f64)>,
+    saturated: Vec<(f64, f64)>,
+    knee_line: Vec<(f64, f64)>,
+}
+
+impl Series {
+    fn of(pts: &[CurvePoint], scale: &YScale, knee: Option<f64>) -> Series {
+        let y = |v: f64| scale.y(v);
+        let (ylo, yhi) = (scale.lo, scale.hi);
+        let inside = |v: f64| (ylo..=yhi).contains(&y(v));
+        let off = |p: &&CurvePoint| !p.on_curve && !p.running && p.lat[0] > 0.0;
+        Series {
+            curves: (0..4)
+                .map(|i| {
+                    pts.iter()
+                        .filter(|p| p.on_curve && p.lat[i] > 0.0)
+                        .map(|p| (p.rate, y(p.lat[i])))
+                        .collect()
+                })
+                .collect(),
+            others: pts
+                .iter()
+                .filter(|p| off(p) && inside(p.lat[0]))
+                .map(|p| (p.rate, y(p.lat[0])))
+                .collect(),
+            off_scale: pts
+                .iter()
+                .filter(|p| off(p) && !inside(p.lat[0]))
+                .map(|p| (p.rate, y(p.lat[0]).clamp(ylo, yhi)))
+                .collect(),
+            running: pts
+                .iter()
+                .filter(|p| p.running && p.lat[0] > 0.0)
+                .map(|p| (p.rate, y(p.lat[0])))
+                .collect(),
+            saturated: pts
+                .iter()
+                .filter(|p| p.saturated && p.lat[1] > 0.0)
+                .map(|p| (p.rate, y(p.lat[1])))
+                .collect(),
+            knee_line: knee.map(|k| vec![(k, ylo), (k, yhi)]).unwrap_or_default(),
+        }
+    }
+
+    /// The knee's line, the curves, then the markers on top.
+    fn datasets(&self, th: &Theme, colors: [Color; 4]) -> Vec<Dataset<'_>> {
+        let set = |marker, kind, style, data| {
+            Dataset::default()
+                .marker(marker)
+                .graph_type(kind)
+                .style(style)
+                .data(data)
+        };
+        let mut datasets = vec![set(
+            Marker::Braille,
+            GraphType::Line,
+            th.dim(),
+            &self.knee_line,
+        )];
+        for (i, c) in self.curves.iter().enumerate().rev() {
+            let style = Style::default().fg(colors[i]);
+            datasets.push(set(Marker::Braille, GraphType::Line, style, c));
+        }
+        datasets.extend([
+            set(Marker::Dot, GraphType::Scatter, th.text(), &self.others),
+            set(Marker::Bar, GraphType::Scatter, th.text(), &self.off_scale),
+            set(
+                Marker::Block,
+                GraphType::Scatter,
+                Style::default().fg(th.bad),
+                &self.saturated,
+            ),
+            set(
+                Marker::Dot,
+                GraphType::Scatter,
+                th.style(th.accent).add_modifier(Modifier::BOLD),
+                &self.running,
+            ),
+        ]);
+        datasets
+    }
+}

@@ -1,0 +1,464 @@
+//! The stage table: one row per stage (finished, running so far, planned),
+//! the columns that fit the width by priority.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{Block, Borders, Cell, Row, Table};
+use ratatui::Frame;
+
+use super::format::{f, fit_line, ms};
+use crate::model::live::LiveStage;
+use crate::model::StageReport;
+use crate::tui::app::App;
+use crate::tui::theme::Theme;
+
+/// One row of the stage table: a finished stage, the running one (so far),
+/// or a planned one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowData {
+    pub name: String,
+    pub state: RowState,
+    pub target: Option<f64>,
+    pub rps: Option<f64>,
+    pub conc: Option<f64>,
+    pub out_tps: Option<f64>,
+    pub ttft: [Option<f64>; 3],
+    pub itl: [Option<f64>; 3],
+    pub tpot: [Option<f64>; 3],
+    pub lat_s: [Option<f64>; 3],
+    pub counts: Option<(u64, u64, u64)>,
+    pub saturated: bool,
+    /// Time to the first answer token, when the stage's requests thought.
+    pub ttfat: [Option<f64>; 3],
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RowState {
+    #[default]
+    Done,
+    Running,
+    Planned,
+}
+
+fn m3(d: &crate::model::DistSummary, k: f64) -> [Option<f64>; 3] {
+    if d.count == 0 {
+        [None; 3]
+    } else {
+        [Some(d.mean * k), Some(d.p50 * k), Some(d.p99 * k)]
+    }
+}
+
+impl RowData {
+    pub fn from_report(s: &StageReport) -> Self {
+        let measured = s.requests.measured > 0 || s.measured_s > 0.0;
+        RowData {
+            name: s.name.clone(),
+            state: RowState::Done,
+            target: s.target_rate,
+            rps: measured.then_some(s.rates.achieved()),
+            conc: measured.then_some(s.concurrency.mean),
+            out_tps: measured.then_some(s.rates.output_tokens_per_s),
+            ttft: m3(&s.ttft_ms, 1.0),
+            itl: m3(&s.itl_ms, 1.0),
+            tpot: m3(&s.tpot_ms, 1.0),
+            lat_s: m3(&s.latency_ms, 0.001),
+            ttfat: s
+                .reasoning
+                .as_ref()
+                .map_or([None; 3], |r| m3(&r.ttfat_ms, 1.0)),
+            counts: Some((
+                s.requests.completed,
+                s.requests.incomplete,
+                s.requests.errored,
+            )),
+            saturated: s.saturated,
+        }
+    }
+
+    /// The running stage: cumulative since it started (the engine's
+    /// `so_far`), never the last second. No data shows as `-`.
+    pub fn from_live(s: &LiveStage) -> Self {
+        let mut row = match &s.so_far {
+            Some(r) => RowData::from_report(r),
+            None => RowData {
+                counts: Some((s.counts.completed, s.counts.incomplete, s.counts.errored)),
+                ..Default::default()
+            },
+        };
+        if s.counts.completed == 0 {
+            row.rps = None;
+            row.out_tps = None;
+        }
+        row.name = s.name.clone();
+        row.state = RowState::Running;
+        row.target = s.target_rate;
+        row.saturated = false;
+        row
+    }
+}
+
+type Getter = fn(&RowData) -> Option<String>;
+
+/// A stage-table column: two header lines (its name, and its unit or
+/// statistic), width, priority (lower shows first), and its value in a row.
+pub struct Col {
+    pub top: &'static str,
+    pub bottom: &'static str,
+    pub width: u16,
+    pub prio: u8,
+    /// Shown only in a table whose stages thought (reasoning models).
+    pub thought: bool,
+    pub get: Getter,
+}
+
+impl Col {
+    /// `TTFT ms p50`: the full title, for tests and tooltips.
+    pub fn title(&self) -> String {
+        format!("{} {}", self.top, self.bottom)
+    }
+}
+
+const fn col(top: &'static str, bottom: &'static str, width: u16, prio: u8, get: Getter) -> Col {
+    Col {
+        top,
+        bottom,
+        width,
+        prio,
+        thought: false,
+        get,
+    }
+}
+
+/// A column shown only when a stage thought.
+const fn thought(
+    top: &'static str,
+    bottom: &'static str,
+    width: u16,
+    prio: u8,
+    get: Getter,
+) -> Col {
+    Col {
+        thought: true,
+        ..col(top, bottom, width, prio, get)
+    }
+}
+
+/// Every column of the stage table, in display order: a new one is one line.
+/// The time to the first answer token follows TTFT and takes its priorities
+/// (TTFT p50 then goes before it only where there is room).
+pub const COLUMNS: &[Col] = &[
+    col("Target", "req/s", 7, 8, |r| f(r.target, 2)),
+    col("Rate", "req/s", 7, 0, |r| f(r.rps, 2)),
+    col("Conc", "mean", 5, 4, |r| f(r.conc, 1)),
+    col("Output", "tok/s", 7, 5, |r| f(r.out_tps, 0)),
+    col("TTFT ms", "mean", 8, 6, |r| ms(r.ttft[0])),
+    col("TTFT ms", "p50", 8, 0, |r| ms(r.ttft[1])),
+    col("TTFT ms", "p99", 8, 1, |r| ms(r.ttft[2])),
+    thought("TTFAT ms", "mean", 8, 6, |r| ms(r.ttfat[0])),
+    thought("TTFAT ms", "p50", 8, 0, |r| ms(r.ttfat[1])),
+    thought("TTFAT ms", "p99", 8, 1, |r| ms(r.ttfat[2])),
+    col("ITL ms", "mean", 7, 6, |r| ms(r.itl[0])),
+    col("ITL ms", "p50", 7, 0, |r| ms(r.itl[1])),
+    col("ITL ms", "p99", 7, 3, |r| ms(r.itl[2])),
+    col("TPOT ms", "mean", 8, 7, |r| ms(r.tpot[0])),
+    col("TPOT ms", "p50", 8, 9, |r| ms(r.tpot[1])),
+    col("TPOT ms", "p99", 8, 9, |r| ms(r.tpot[2])),
+    col("Lat s", "mean", 6, 5, |r| f(r.lat_s[0], 2)),
+    col("Lat s", "p50", 6, 8, |r| f(r.lat_s[1], 2)),
+    col("Lat s", "p99", 6, 6, |r| f(r.lat_s[2], 2)),
+    col("Req", "done", 6, 2, |r| r.counts.map(|c| c.0.to_string())),
+    col("Req", "inc", 5, 3, |r| r.counts.map(|c| c.1.to_string())),
+    col("Req", "err", 5, 2, |r| r.counts.map(|c| c.2.to_string())),
+];
+
+/// The columns of a table, with the thinking ones when a stage `thought`.
+pub fn all_columns(thought: bool) -> Vec<&'static Col> {
+    COLUMNS.iter().filter(|c| thought || !c.thought).collect()
+}
+
+/// Which columns fit in `width` (the table's inner width, stage-name column
+/// included), by priority, kept in display order. A layout decision, so a
+/// plain function.
+pub fn columns_for(width: u16, name_width: u16, thought: bool) -> Vec<&'static Col> {
+    let all = all_columns(thought);
+    let mut budget = width.saturating_sub(name_width) as i32;
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by_key(|&i| all[i].prio);
+    let mut keep = vec![false; all.len()];
+    for i in order {
+        let need = all[i].width as i32 + 1;
+        if need <= budget {
+            budget -= need;
+            keep[i] = true;
+        }
+    }
+    all.into_iter()
+        .zip(keep)
+        .filter_map(|(c, k)| k.then_some(c))
+        .collect()
+}
+
+/// Rows for finished stages, labelled so that repeated, cut and paused
+/// stages can be told apart.
+pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
+    stages
+        .iter()
+        .zip(crate::model::stage_labels(stages))
+        .map(|(s, label)| RowData {
+            name: label,
+            ..RowData::from_report(s)
+        })
+        .collect()
+}
+
+pub(super) fn table_rows(app: &App) -> Vec<RowData> {
+    let mut rows = report_rows(&app.snap.finished);
+    if let Some(st) = &app.snap.stage {
+        let run = 1 + app
+            .snap
+            .finished
+            .iter()
+            .filter(|f| f.name == st.name)
+            .count();
+        let mut row = RowData::from_live(st);
+        row.name =
+            crate::model::stage_label(&st.name, run, false, app.snap.paused || st.paused_s > 0.0);
+        rows.push(row);
+    }
+    for p in &app.snap.upcoming {
+        rows.push(RowData {
+            name: p.name.clone(),
+            state: RowState::Planned,
+            target: p.target_rate,
+            ..Default::default()
+        });
+    }
+    rows
+}
+
+pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: bool) {
+    if area.height < 3 {
+        return;
+    }
+    let th = app.theme();
+    let inner_w = area.width.saturating_sub(2);
+    let name_w = name_width(rows, inner_w);
+    // A stage that thought: the time to the first answer token joins TTFT.
+    let cols = columns_for(inner_w, name_w, rows.iter().any(|r| r.ttfat[1].is_some()));
+    let visible = area.height.saturating_sub(4) as usize;
+    let start = first_shown(rows, visible, live, app.scroll);
+    let shown = visible.min(rows.len() - start.min(rows.len()));
+    let above = start;
+    let below = rows.len().saturating_sub(start + shown);
+    let body: Vec<Row> = rows
+        .iter()
+        .skip(start)
+        .map(|r| body_row(th, r, &cols, name_w))
+        .collect();
+    let widths: Vec<Constraint> = std::iter::once(Constraint::Length(name_w))
+        .chain(cols.iter().map(|c| Constraint::Length(c.width)))
+        .collect();
+    let table = Table::new(body, widths)
+        .header(header_row(th, &cols))
+        .column_spacing(1)
+        .block(frame_block(th, rows, live, (above, below), area.width));
+    frame.render_widget(table, area);
+}
+
+/// The stage-name column's width: the longest name, within bounds.
+fn name_width(rows: &[RowData], inner_w: u16) -> u16 {
+    let longest = rows
+        .iter()
+        .map(|r| r.name.chars().count() as u16 + 2)
+        .max()
+        .unwrap_or(10);
+    if inner_w >= 120 {
+        longest.clamp(15, 28)
+    } else {
+        // Room for a label's marks (`#2 cut`) before the numbers.
+        longest.saturating_sub(1).clamp(15, 28)
+    }
+}
+
+/// The first row shown. The live table keeps the running stage in view
+/// (arrows scroll from there); the result reads from the top (synchronous
+/// first), ↓ scrolls.
+fn first_shown(rows: &[RowData], visible: usize, live: bool, scroll: isize) -> usize {
+    let running = rows
+        .iter()
+        .position(|r| r.state == RowState::Running)
+        .unwrap_or(rows.len().saturating_sub(1));
+    let base = if rows.iter().any(|r| r.state == RowState::Running) {
+        // Room for the next planned stage below it, but no empty rows
+        // while rows above are hidden.
+        running
+            .saturating_sub(visible.saturating_sub(2))
+            .min(rows.len().saturating_sub(visible))
+    } else {
+        rows.len().saturating_sub(visible)
+    };
+    let last_start = rows.len().saturating_sub(visible);
+    if live {
+        let s = isize::try_from(base).unwrap_or(0).saturating_add(scroll);
+        usize::try_from(s.max(0))
+            .unwrap_or(0)
+            .min(rows.len().saturating_sub(1))
+    } else {
+        usize::try_from(scroll.max(0)).unwrap_or(0).min(last_start)
+    }
+}
+
+/// The two header lines: each column's name, and its unit or statistic.
+fn header_row(th: &Theme, cols: &[&Col]) -> Row<'static> {
+    Row::new(
+        std::iter::once(Cell::from(Text::from(vec![
+            Line::raw("Stage"),
+            Line::raw(""),
+        ])))
+        .chain(cols.iter().map(|c| {
+            Cell::from(Text::from(vec![
+                Line::raw(format!("{:>w$}", c.top, w = c.width as usize)),
+                Line::raw(format!("{:>w$}", c.bottom, w = c.width as usize)),
+            ]))
+        })),
+    )
+    .height(2)
+    .style(th.title())
+}
+
+/// A stage's row: marked when running (▶) or saturated (!), `-` for no
+/// data, blank for a planned stage.
+fn body_row(th: &Theme, r: &RowData, cols: &[&Col], name_w: u16) -> Row<'static> {
+    let style = match r.state {
+        RowState::Running => th.highlight(),
+        RowState::Planned => th.dim(),
+        RowState::Done if r.saturated => th.style(th.warn),
+        RowState::Done => th.text(),
+    };
+    let mut name = match r.state {
+        RowState::Running => format!("▶{}", r.name),
+        _ if r.saturated => format!("!{}", r.name),
+        _ => r.name.clone(),
+    };
+    if name.chars().count() > name_w as usize {
+        name = name.chars().take(name_w as usize - 1).collect::<String>() + "…";
+    }
+    Row::new(std::iter::once(name).chain(cols.iter().map(|c| {
+        let v = (c.get)(r).unwrap_or_else(|| {
+            if r.state == RowState::Planned {
+                String::new()
+            } else {
+                "-".into()
+            }
+        });
+        format!("{v:>w$}", w = c.width as usize)
+    })))
+    .style(style)
+}
+
+/// The table's frame: its legend on top; below, when rows are hidden, how
+/// many and how to see them.
+fn frame_block(
+    th: &Theme,
+    rows: &[RowData],
+    live: bool,
+    (above, below): (usize, usize),
+    width: u16,
+) -> Block<'static> {
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border());
+    let marks = rows
+        .iter()
+        .any(|r| r.name.contains(" #") || r.name.ends_with(" cut") || r.name.ends_with(" paused"));
+    let legend = match (live, marks) {
+        (true, false) => "▶ running, so far · ! saturated · - no data · rate: steady ".to_string(),
+        (false, false) => "! saturated · - no data · rate: steady ".to_string(),
+        (true, true) => format!("▶ running · ! saturated · {} ", crate::model::LABEL_LEGEND),
+        (false, true) => format!("! saturated · - no data · {} ", crate::model::LABEL_LEGEND),
+    };
+    let title = Line::from(vec![
+        Span::styled(" stages ", th.title()),
+        Span::styled(legend, th.dim()),
+    ]);
+    block = block.title(fit_line(title, width.saturating_sub(2)));
+    // A table that does not fit says so, and how to see the rest.
+    if above > 0 || below > 0 {
+        let mut marks = Vec::new();
+        if above > 0 {
+            marks.push(format!("↑ {above} more above"));
+        }
+        if below > 0 {
+            marks.push(format!("↓ {below} more below"));
+        }
+        let hint = format!(" {} (↑ ↓ scroll) ", marks.join(" · "));
+        block = block.title_bottom(fit_line(
+            Line::styled(hint, th.style(th.accent)),
+            width.saturating_sub(2),
+        ));
+    }
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn titles(w: u16) -> Vec<String> {
+        columns_for(w, 15, false)
+            .iter()
+            .map(|c| c.title())
+            .collect()
+    }
+
+    #[test]
+    fn narrow_terminals_keep_the_key_columns() {
+        let at80 = titles(78);
+        for must in [
+            "Rate req/s",
+            "TTFT ms p50",
+            "TTFT ms p99",
+            "ITL ms p50",
+            "Req done",
+            "Req inc",
+            "Req err",
+        ] {
+            assert!(
+                at80.iter().any(|t| t == must),
+                "{must} at 80 columns: {at80:?}"
+            );
+        }
+        let width: u16 = columns_for(78, 15, false).iter().map(|c| c.width + 1).sum();
+        assert!(width + 15 <= 78, "fits: {width}");
+        let at160 = titles(158);
+        assert!(at160.len() > at80.len());
+        for must in [
+            "TTFT ms mean",
+            "ITL ms p99",
+            "TPOT ms mean",
+            "Lat s p99",
+            "Conc mean",
+        ] {
+            assert!(at160.iter().any(|t| t == must), "{must} at 160: {at160:?}");
+        }
+        // Display order is kept whatever the priorities.
+        let all: Vec<String> = all_columns(false).iter().map(|c| c.title()).collect();
+        let pos = |t: &String| all.iter().position(|x| x == t).unwrap();
+        assert!(at160.windows(2).all(|w| pos(&w[0]) < pos(&w[1])));
+    }
+
+    #[test]
+    fn thinking_columns_follow_ttft_only_when_a_stage_thought() {
+        let titles = |t| all_columns(t).iter().map(|c| c.title()).collect::<Vec<_>>();
+        assert!(!titles(false).iter().any(|t| t.starts_with("TTFAT")));
+        let with = titles(true);
+        let p99 = with.iter().position(|t| t == "TTFT ms p99").unwrap();
+        assert_eq!(
+            with[p99 + 1..p99 + 4],
+            ["TTFAT ms mean", "TTFAT ms p50", "TTFAT ms p99"]
+        );
+        assert!(columns_for(78, 15, true)
+            .iter()
+            .any(|c| c.title() == "TTFAT ms p50"));
+    }
+}
