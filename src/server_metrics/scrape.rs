@@ -326,35 +326,43 @@ async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<(prom::Page
     Ok((page, body.cut))
 }
 
+/// The scraper's task: one scrape per interval until asked to stop, then
+/// one last scrape (it covers the end of the last stage).
 async fn run(
     cfg: ScrapeConfig,
     shared: Arc<Mutex<Shared>>,
-    mut view: LiveView,
+    view: LiveView,
     live: watch::Sender<Arc<LiveView>>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let http = match crate::client::redirect::builder(cfg.insecure)
-        .timeout(cfg.timeout)
-        .connect_timeout(cfg.timeout)
+    let mut scraping = Scraping {
+        cfg,
+        shared,
+        view,
+        live,
+        failures_in_a_row: 0,
+        ever_ok: false,
+        prev: None,
+    };
+    let http = match crate::client::redirect::builder(scraping.cfg.insecure)
+        .timeout(scraping.cfg.timeout)
+        .connect_timeout(scraping.cfg.timeout)
         .pool_max_idle_per_host(1)
         .build()
     {
         Ok(c) => c,
         Err(e) => {
             let why = format!("cannot build an HTTP client: {e}");
-            lock(&shared).record.status = Status::Off(why.clone());
-            view.status = Status::Off(why);
-            let _ = live.send(Arc::new(view));
+            lock(&scraping.shared).record.status = Status::Off(why.clone());
+            scraping.view.status = Status::Off(why);
+            scraping.publish();
             return;
         }
     };
     let t0 = Instant::now();
-    let mut ticks = tokio::time::interval(cfg.interval);
+    let mut ticks = tokio::time::interval(scraping.cfg.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut failures_in_a_row = 0u32;
-    let mut ever_ok = false;
     let mut last = false;
-    let mut prev: Option<(f64, Reading)> = None;
     loop {
         if !last {
             tokio::select! {
@@ -364,7 +372,7 @@ async fn run(
         }
         let sent = Instant::now();
         let result = {
-            let scrape = fetch(&http, &cfg);
+            let scrape = fetch(&http, &scraping.cfg);
             tokio::pin!(scrape);
             if last {
                 scrape.await
@@ -382,92 +390,130 @@ async fn run(
         };
         let received = Instant::now();
         let t_s = (sent.duration_since(t0) + received.duration_since(sent) / 2).as_secs_f64();
-        let mut rec = lock(&shared);
-        let r = &mut rec.record;
-        r.busy += received.duration_since(sent);
-        match result {
-            Ok((page, cut)) => {
-                if cut {
-                    r.cut_pages += 1;
-                }
-                let source = r.source.or_else(|| Source::detect(&page));
-                let reading = super::vocab::read(&page, source, cfg.model.as_deref(), &cfg.raw);
-                if reading.is_empty() {
-                    failures_in_a_row += 1;
-                    if !ever_ok {
-                        let why = format!(
-                            "{} has no metric names llmsweep knows (vLLM, SGLang, TGI, llama.cpp){}",
-                            r.url,
-                            if cfg.raw.is_empty() {
-                                ""
-                            } else {
-                                " nor the --server-metric names"
-                            }
-                        );
-                        r.status = Status::Off(why.clone());
-                        view.status = Status::Off(why);
-                        drop(rec);
-                        let _ = live.send(Arc::new(view.clone()));
-                        return;
-                    }
-                    r.errors += 1;
-                    r.first_error
-                        .get_or_insert_with(|| "a page without the known metrics".into());
-                } else {
-                    failures_in_a_row = 0;
-                    ever_ok = true;
-                    r.source = source;
-                    r.scrapes += 1;
-                    r.status = Status::Live;
-                    for (id, _) in &reading.raw {
-                        if !r.raw_ids.contains(id) {
-                            r.raw_ids.push(id.clone());
-                        }
-                    }
-                    let point = live_point(prev.as_ref(), t_s, &reading);
-                    r.history.push(t_s, reading.clone(), last);
-                    view.status = Status::Live;
-                    view.source = source.map(|s| s.name().to_string());
-                    view.scrapes = r.scrapes;
-                    if view.series.len() == LIVE_POINTS {
-                        view.series.pop_front();
-                    }
-                    view.series.push_back(point);
-                    view.latest = reading.clone();
-                    prev = Some((t_s, reading));
-                }
-            }
-            Err(e) => {
-                failures_in_a_row += 1;
-                if !ever_ok && !cfg.explicit && failures_in_a_row >= GIVE_UP_AFTER {
-                    // The target does not serve metrics: quietly off.
-                    let why = if e.starts_with(REDIRECTED) {
-                        format!("{} was not read: {e}", r.url)
-                    } else {
-                        format!("{} is not served ({e})", r.url)
-                    };
-                    r.status = Status::Off(why.clone());
-                    view.status = Status::Off(why);
-                    drop(rec);
-                    let _ = live.send(Arc::new(view.clone()));
-                    return;
-                }
-                if ever_ok {
-                    r.errors += 1;
-                    r.first_error.get_or_insert_with(|| e.clone());
-                } else if cfg.explicit {
-                    r.status = Status::Off(format!("cannot read {}: {e}", r.url));
-                }
-                view.errors = r.errors;
-                view.last_error = Some(e);
-            }
+        lock(&scraping.shared).record.busy += received.duration_since(sent);
+        let went_on = match result {
+            Ok((page, cut)) => scraping.on_page(&page, cut, t_s, last),
+            Err(e) => scraping.on_error(e),
+        };
+        if !went_on {
+            return;
         }
-        view.errors = r.errors;
-        drop(rec);
-        let _ = live.send(Arc::new(view.clone()));
+        scraping.view.errors = lock(&scraping.shared).record.errors;
+        scraping.publish();
         if last {
             return;
         }
+    }
+}
+
+/// What the scraper knows between scrapes.
+struct Scraping {
+    cfg: ScrapeConfig,
+    shared: Arc<Mutex<Shared>>,
+    view: LiveView,
+    live: watch::Sender<Arc<LiveView>>,
+    failures_in_a_row: u32,
+    /// A scrape has read known metrics: failures from now on are counted,
+    /// not a reason to turn off.
+    ever_ok: bool,
+    prev: Option<(f64, Reading)>,
+}
+
+impl Scraping {
+    /// Sends the live view to the dashboard and viewers.
+    fn publish(&self) {
+        let _ = self.live.send(Arc::new(self.view.clone()));
+    }
+
+    /// Turns scraping off for good, saying why.
+    fn off(&mut self, why: String) -> bool {
+        lock(&self.shared).record.status = Status::Off(why.clone());
+        self.view.status = Status::Off(why);
+        self.publish();
+        false
+    }
+
+    /// A page was read: its known metrics join the record and the live
+    /// view. A first page without any turns scraping off. Returns whether
+    /// scraping goes on.
+    fn on_page(&mut self, page: &prom::Page, cut: bool, t_s: f64, last: bool) -> bool {
+        let mut rec = lock(&self.shared);
+        let r = &mut rec.record;
+        if cut {
+            r.cut_pages += 1;
+        }
+        let source = r.source.or_else(|| Source::detect(page));
+        let reading =
+            super::vocab::read(page, source, self.cfg.model.as_deref(), &self.cfg.raw);
+        if reading.is_empty() {
+            self.failures_in_a_row += 1;
+            if !self.ever_ok {
+                let why = format!(
+                    "{} has no metric names llmsweep knows (vLLM, SGLang, TGI, llama.cpp){}",
+                    r.url,
+                    if self.cfg.raw.is_empty() {
+                        ""
+                    } else {
+                        " nor the --server-metric names"
+                    }
+                );
+                drop(rec);
+                return self.off(why);
+            }
+            r.errors += 1;
+            r.first_error
+                .get_or_insert_with(|| "a page without the known metrics".into());
+            return true;
+        }
+        self.failures_in_a_row = 0;
+        self.ever_ok = true;
+        r.source = source;
+        r.scrapes += 1;
+        r.status = Status::Live;
+        for (id, _) in &reading.raw {
+            if !r.raw_ids.contains(id) {
+                r.raw_ids.push(id.clone());
+            }
+        }
+        let point = live_point(self.prev.as_ref(), t_s, &reading);
+        r.history.push(t_s, reading.clone(), last);
+        self.view.status = Status::Live;
+        self.view.source = source.map(|s| s.name().to_string());
+        self.view.scrapes = r.scrapes;
+        if self.view.series.len() == LIVE_POINTS {
+            self.view.series.pop_front();
+        }
+        self.view.series.push_back(point);
+        self.view.latest = reading.clone();
+        self.prev = Some((t_s, reading));
+        true
+    }
+
+    /// A scrape failed: a target that never served metrics is quietly off
+    /// after a few (unless `--server-metrics URL` named it); after a good
+    /// one, failures are counted. Returns whether scraping goes on.
+    fn on_error(&mut self, e: String) -> bool {
+        self.failures_in_a_row += 1;
+        let mut rec = lock(&self.shared);
+        let r = &mut rec.record;
+        if !self.ever_ok && !self.cfg.explicit && self.failures_in_a_row >= GIVE_UP_AFTER {
+            // The target does not serve metrics: quietly off.
+            let why = if e.starts_with(REDIRECTED) {
+                format!("{} was not read: {e}", r.url)
+            } else {
+                format!("{} is not served ({e})", r.url)
+            };
+            drop(rec);
+            return self.off(why);
+        }
+        if self.ever_ok {
+            r.errors += 1;
+            r.first_error.get_or_insert_with(|| e.clone());
+        } else if self.cfg.explicit {
+            r.status = Status::Off(format!("cannot read {}: {e}", r.url));
+        }
+        self.view.last_error = Some(e);
+        true
     }
 }
 
