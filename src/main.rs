@@ -64,6 +64,16 @@ enum Command {
         )]
         export: Vec<llmsweep::config::Format>,
     },
+    /// Print the rates a sweep plans from a report's synchronous and throughput stages (a
+    /// sharded sweep's merged first phase), as the flags of its second phase.
+    Plan {
+        /// The merged report.json of `run --shard I/N --profile sweep` (or any run with both stages).
+        #[arg(value_name = "MERGED.json")]
+        file: std::path::PathBuf,
+        /// The sweep's stage count, as `--profile sweep --rate N` (default: the run's, else 10).
+        #[arg(long, value_name = "N")]
+        stages: Option<usize>,
+    },
     /// Compare two runs stage by stage (rate, TTFT, ITL, throughput).
     Compare {
         a: std::path::PathBuf,
@@ -160,6 +170,21 @@ fn merge(
     Ok(())
 }
 
+/// `llmsweep plan`: the next phase's flags on standard output (for a
+/// script's `$(…)`), how they were planned on standard error.
+fn plan(file: &std::path::Path, stages: Option<usize>) -> anyhow::Result<()> {
+    use llmsweep::phases;
+    let report = llmsweep::report::checkpoint::load_any(file)?;
+    let stages = stages.or_else(|| phases::stages_of(&report)).unwrap_or(10);
+    let planned = phases::plan(&report, stages)
+        .map_err(|e| anyhow::anyhow!("llmsweep plan {}: {e:#}", file.display()))?;
+    for line in [&planned.notice, &planned.warning].into_iter().flatten() {
+        llmsweep::term::note(line);
+    }
+    llmsweep::term::out(&format!("{}\n", planned.args()));
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
@@ -176,6 +201,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Report { file, format, out }) => render_saved(&file, format, out.as_deref()),
         Some(Command::Compare { a, b }) => compare(&a, &b),
+        Some(Command::Plan { file, stages }) => plan(&file, stages),
         Some(Command::Merge { files, out, export }) => merge(&files, &out, &export),
         Some(Command::Attach {
             dir,

@@ -167,6 +167,146 @@ fn shards_merge_into_the_run_one_process_would_have_made() {
     }
 }
 
+/// Runs `n` shard processes of `args` against `url`, started together by
+/// `--start-at`, each into its own directory; returns the directories.
+fn run_shards(url: &str, n: usize, name: &str, args: &[&str]) -> Vec<std::path::PathBuf> {
+    let start = SystemTime::now() + Duration::from_secs(2);
+    let start_at = humantime::format_rfc3339_millis(start).to_string();
+    let dirs: Vec<_> = (0..n).map(|i| tmpdir(&format!("{name}-{i}"))).collect();
+    let mut children: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            llmsweep()
+                .args([
+                    "run",
+                    "--target",
+                    url,
+                    "--headless",
+                    "--settle-timeout",
+                    "0",
+                ])
+                .args(args)
+                .args(["--shard", &format!("{i}/{n}"), "--start-at", &start_at])
+                .args(["--export", "json", "--out", dir.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("llmsweep run starts")
+        })
+        .collect();
+    for c in &mut children {
+        let status = wait_with_limit(c, Duration::from_secs(60));
+        assert!(status.success(), "a shard of {name} failed: {status}");
+    }
+    dirs
+}
+
+/// `llmsweep merge` of the shards in `dirs` into a new directory.
+fn merge_shards(dirs: &[std::path::PathBuf], name: &str) -> std::path::PathBuf {
+    let out = tmpdir(name);
+    let o = llmsweep()
+        .arg("merge")
+        .args(dirs.iter().map(|d| d.join("report.json")))
+        .args(["--out", out.to_str().unwrap(), "--export", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// The adaptive sweep, sharded in two phases a script chains: two shards
+/// run `--profile sweep` (synchronous on shard 0 alone, throughput split),
+/// `llmsweep merge` adds them, `llmsweep plan` prints the constant rates
+/// the sweep's own planner plans from the merged synchronous and throughput
+/// figures (exactly GuideLLM's linspace between them, as one process would
+/// plan), and the shards run that list, merged stage by stage.
+#[test]
+fn a_sharded_sweep_runs_in_two_phases_through_plan() {
+    let sim = SimProcess::start(&["--decode-step-ms", "5", "--per-seq-us", "0"]);
+    let n = 2;
+    let load = [
+        "--max-seconds",
+        "2",
+        "--max-concurrency",
+        "8",
+        "--data",
+        "prompt_tokens=32,output_tokens=16",
+    ];
+    let phase1: Vec<&str> = ["--profile", "sweep", "--rate", "5"]
+        .into_iter()
+        .chain(load)
+        .collect();
+    let dirs = run_shards(&sim.url, n, "sweep-phase1", &phase1);
+    let one = read_report(&dirs[1]);
+    assert_eq!(one["stages"][0]["name"], "synchronous");
+    assert_eq!(
+        one["stages"][0]["requests"]["sent"], 0,
+        "only shard 0 runs the synchronous stage"
+    );
+    let merged = merge_shards(&dirs, "sweep-phase1-merged");
+    let m = read_report(&merged);
+    let names: Vec<&str> = m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["synchronous", "throughput"]);
+    assert!(m["stages"][0]["target_rate"].is_null());
+    let sync = m["stages"][0]["rates"]["requests_per_s"].as_f64().unwrap();
+    let thr = m["stages"][1]["rates"]["steady_requests_per_s"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        sync > 0.0 && thr > sync,
+        "synchronous {sync}, throughput {thr}"
+    );
+
+    let o = llmsweep()
+        .arg("plan")
+        .arg(merged.join("report.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let args = String::from_utf8(o.stdout).unwrap();
+    let list = args
+        .trim()
+        .strip_prefix("--profile constant --rate ")
+        .unwrap_or_else(|| panic!("{args}"));
+    let rates: Vec<f64> = list.split(',').map(|r| r.parse().unwrap()).collect();
+    // The run's --rate 5 is the stage count: 3 constant rates, the sweep's own.
+    assert_eq!(
+        rates,
+        llmsweep::profile::sweep::sweep_rates(sync, thr, 5),
+        "{args}"
+    );
+    let report = llmsweep::report::checkpoint::load_any(&merged.join("report.json")).unwrap();
+    assert_eq!(llmsweep::phases::plan(&report, 5).unwrap().rates, rates);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("sweep rates planned"), "{stderr}");
+
+    let phase2: Vec<&str> = args.split_whitespace().chain(load).collect();
+    let dirs2 = run_shards(&sim.url, n, "sweep-phase2", &phase2);
+    let shards: Vec<Value> = dirs2.iter().map(|d| read_report(d)).collect();
+    let merged2 = merge_shards(&dirs2, "sweep-phase2-merged");
+    let m2 = read_report(&merged2);
+    let stages = m2["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), rates.len());
+    for (i, (st, rate)) in stages.iter().zip(&rates).enumerate() {
+        let target = st["target_rate"].as_f64().unwrap();
+        assert!((target - rate).abs() < 1e-9, "{target} against {rate}");
+        let sent: u64 = shards
+            .iter()
+            .map(|r| r["stages"][i]["requests"]["sent"].as_u64().unwrap())
+            .sum();
+        assert_eq!(st["requests"]["sent"].as_u64().unwrap(), sent);
+    }
+    for d in dirs.iter().chain(&dirs2).chain([&merged, &merged2]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// The Kubernetes manifests agree with llmsweep: the ConfigMap's profile
 /// parses and plans as a shard, the Job's SHARDS is its completions and
 /// parallelism, and the merge Job lists one report per shard.

@@ -432,7 +432,11 @@ fn merge_stage(parts: &[(String, &StageReport, &str)], percentiles: &[f64]) -> R
     Ok(StageReport {
         name: s0.name.clone(),
         strategy: s0.strategy,
-        target_rate: stages().filter_map(|s| s.target_rate).reduce(|a, b| a + b),
+        // A sharded sweep's synchronous stage is shard 0's alone (the others
+        // held no stream): it has no target rate, as in one process.
+        target_rate: s0
+            .target_rate
+            .and(stages().filter_map(|s| s.target_rate).reduce(|a, b| a + b)),
         start: stages().map(|s| s.start.clone()).min().unwrap_or_default(),
         end: stages().map(|s| s.end.clone()).max().unwrap_or_default(),
         duration_s: max(&|s| s.duration_s),
