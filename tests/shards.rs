@@ -307,6 +307,95 @@ fn a_sharded_sweep_runs_in_two_phases_through_plan() {
     }
 }
 
+/// A trace replay, sharded: each shard replays the rows that hash to it
+/// (at their times in the whole trace), so the merged stage sent exactly
+/// the trace's requests, each shard its own subset's.
+#[test]
+fn a_sharded_replay_merged_sends_the_whole_trace() {
+    let sim = SimProcess::start(&["--decode-step-ms", "1", "--per-seq-us", "0"]);
+    let n = 2;
+    let trace = llmsweep::data::trace::load("sample-mooncake.jsonl").unwrap();
+    let rows = trace.rows.len();
+    let args = [
+        "--profile",
+        "replay",
+        "--data",
+        "sample-mooncake.jsonl",
+        "--time-scale",
+        "0.05",
+    ];
+    let dirs = run_shards(&sim.url, n, "replay", &args);
+    for (i, d) in dirs.iter().enumerate() {
+        let mine = llmsweep::data::shard::subset((0..rows).collect(), i as u32, n as u32);
+        let r = read_report(d);
+        assert_eq!(
+            r["stages"][0]["requests"]["sent"].as_u64().unwrap(),
+            mine.len() as u64,
+            "shard {i}"
+        );
+    }
+    let merged = merge_shards(&dirs, "replay-merged");
+    let st = &read_report(&merged)["stages"][0];
+    assert_eq!(st["name"], "replay");
+    assert_eq!(st["requests"]["sent"].as_u64().unwrap(), rows as u64);
+    assert_eq!(st["requests"]["completed"].as_u64().unwrap(), rows as u64);
+    for d in dirs.iter().chain([&merged]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Conversations, sharded: each shard starts its own of the data's
+/// conversations, and the merged stage's conversation figures add up
+/// (started = completed + cut off + failed, each turn's completions the
+/// shards' sum, its TTFT count the pooled turns').
+#[test]
+fn sharded_conversations_add_up_in_the_merge() {
+    let sim = SimProcess::start(&["--decode-step-ms", "1", "--per-seq-us", "0"]);
+    let n = 2;
+    let args = [
+        "--profile",
+        "constant",
+        "--rate",
+        "8",
+        "--max-seconds",
+        "2",
+        "--data",
+        "prompt_tokens=16,output_tokens=4,turns=2,think_time=0.1",
+    ];
+    let dirs = run_shards(&sim.url, n, "talk", &args);
+    let shards: Vec<Value> = dirs.iter().map(|d| read_report(d)).collect();
+    let merged = merge_shards(&dirs, "talk-merged");
+    let c = &read_report(&merged)["stages"][0]["conversations"];
+    let sum = |f: &dyn Fn(&Value) -> u64| -> u64 {
+        shards
+            .iter()
+            .map(|r| f(&r["stages"][0]["conversations"]))
+            .sum()
+    };
+    let get = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    for key in ["started", "completed", "cut_off", "failed"] {
+        assert_eq!(get(c, key), sum(&|s| get(s, key)), "{key}");
+    }
+    assert!(get(c, "started") >= 12, "{c}");
+    assert_eq!(
+        get(c, "started"),
+        get(c, "completed") + get(c, "cut_off") + get(c, "failed")
+    );
+    for k in 0..2 {
+        let turn = &c["by_turn"][k];
+        assert_eq!(
+            get(turn, "completed"),
+            sum(&|s| get(&s["by_turn"][k], "completed")),
+            "turn {}",
+            k + 1
+        );
+        assert_eq!(get(&turn["ttft_ms"], "count"), get(turn, "completed"));
+    }
+    for d in dirs.iter().chain([&merged]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// The Kubernetes manifests agree with llmsweep: the ConfigMap's profile
 /// parses and plans as a shard, the Job's SHARDS is its completions and
 /// parallelism, and the merge Job lists one report per shard.

@@ -195,7 +195,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     } = if args.strategy == LoadStrategy::Replay {
         let trace = crate::data::trace::load(&args.data)?;
         let items = crate::data::trace::items(&trace, args.seed, run_number, counter.as_ref())?;
-        let description = format!(
+        let mut description = format!(
             "trace {} ({}, {} requests over {:.1} s; tokenizer: {})",
             trace.name,
             trace.format,
@@ -203,7 +203,18 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             trace.span_s(),
             counter.name()
         );
-        replay = Some(trace.offsets(args.time_scale));
+        let mut offsets = trace.offsets(args.time_scale);
+        // A shard replays its rows of the trace, at their times in the whole.
+        let items = match args.shard.filter(|s| s.count > 1) {
+            Some(s) => {
+                let (items, mine) = crate::data::shard::replay(items, offsets, s.index, s.count)?;
+                offsets = mine;
+                description.push_str(&format!("; shard {s}: {} of them", offsets.len()));
+                items
+            }
+            None => items,
+        };
+        replay = Some(offsets);
         crate::data::DataSet {
             items,
             description,
@@ -378,35 +389,45 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         )?),
         None => None,
     };
-    let conversations = match crate::data::conversation::spec_of(&args.data) {
-        _ if from_file.is_some() => {
-            let convs = from_file.unwrap_or_default();
-            let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
-            data_notes.push(format!(
+    let conversations: Option<Arc<[crate::data::conversation::Conversation]>> =
+        match crate::data::conversation::spec_of(&args.data) {
+            _ if from_file.is_some() => {
+                let convs = from_file.unwrap_or_default();
+                let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
+                data_notes.push(format!(
                 "multi-turn data: {} conversations, {turns} turns in all; each turn sends the history so far; rates and --max-requests count conversations started",
                 convs.len()
             ));
-            Some(Arc::from(convs))
-        }
-        Some(spec) if args.strategy != LoadStrategy::Replay => {
-            let convs = crate::data::conversation::synthetic(
-                &spec,
-                args.seed,
-                run_number,
-                counter.as_ref(),
-                args.api,
-                &model,
-                extra_body.as_ref(),
-            )?;
-            let turns = spec.turns;
-            data_notes.push(format!(
+                Some(Arc::from(convs))
+            }
+            Some(spec) if args.strategy != LoadStrategy::Replay => {
+                let convs = crate::data::conversation::synthetic(
+                    &spec,
+                    args.seed,
+                    run_number,
+                    counter.as_ref(),
+                    args.api,
+                    &model,
+                    extra_body.as_ref(),
+                )?;
+                let turns = spec.turns;
+                data_notes.push(format!(
                 "multi-turn data: {} conversations of {turns} turns ({} s of think time between turns); each turn sends the history so far; rates and --max-requests count conversations started",
                 convs.len(),
                 crate::typed::number(spec.think_time)
             ));
-            Some(Arc::from(convs))
-        }
-        _ => None,
+                Some(Arc::from(convs))
+            }
+            _ => None,
+        };
+    // A shard starts its conversations of the data, none another shard starts.
+    let conversations = match (conversations, args.shard.filter(|s| s.count > 1)) {
+        (Some(convs), Some(s)) => Some(Arc::from(crate::data::shard::conversations(
+            convs.to_vec(),
+            s.index,
+            s.count,
+        )?)),
+        (convs, _) => convs,
     };
 
     let target = Target {
