@@ -73,6 +73,9 @@ enum Command {
         /// The sweep's stage count, as `--profile sweep --rate N` (default: the run's, else 10).
         #[arg(long, value_name = "N")]
         stages: Option<usize>,
+        /// Print profile-file keys (`strategy = "constant"`, `rate = [...]`) instead of flags.
+        #[arg(long)]
+        toml: bool,
     },
     /// Compare two runs stage by stage (rate, TTFT, ITL, throughput).
     Compare {
@@ -172,7 +175,7 @@ fn merge(
 
 /// `llmsweep plan`: the next phase's flags on standard output (for a
 /// script's `$(…)`), how they were planned on standard error.
-fn plan(file: &std::path::Path, stages: Option<usize>) -> anyhow::Result<()> {
+fn plan(file: &std::path::Path, stages: Option<usize>, toml: bool) -> anyhow::Result<()> {
     use llmsweep::phases;
     let report = llmsweep::report::checkpoint::load_any(file)?;
     let stages = stages.or_else(|| phases::stages_of(&report)).unwrap_or(10);
@@ -181,7 +184,11 @@ fn plan(file: &std::path::Path, stages: Option<usize>) -> anyhow::Result<()> {
     for line in [&planned.notice, &planned.warning].into_iter().flatten() {
         llmsweep::term::note(line);
     }
-    llmsweep::term::out(&format!("{}\n", planned.args()));
+    llmsweep::term::out(&if toml {
+        planned.toml()
+    } else {
+        format!("{}\n", planned.args())
+    });
     Ok(())
 }
 
@@ -201,7 +208,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Report { file, format, out }) => render_saved(&file, format, out.as_deref()),
         Some(Command::Compare { a, b }) => compare(&a, &b),
-        Some(Command::Plan { file, stages }) => plan(&file, stages),
+        Some(Command::Plan { file, stages, toml }) => plan(&file, stages, toml),
         Some(Command::Merge { files, out, export }) => merge(&files, &out, &export),
         Some(Command::Attach {
             dir,

@@ -43,6 +43,23 @@ impl Planned {
             }
         }
     }
+
+    /// The same as profile keys (`strategy = "constant"`, `rate = [...]`),
+    /// for a profile file such as deploy/kubernetes's ConfigMap.
+    pub fn toml(&self) -> String {
+        let rates = self
+            .rates
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match self.kind {
+            SweepKind::Constant => format!("strategy = \"constant\"\nrate = [{rates}]\n"),
+            SweepKind::Poisson { burstiness } => {
+                format!("strategy = \"poisson\"\nrate = [{rates}]\nburstiness = {burstiness:?}\n")
+            }
+        }
+    }
 }
 
 /// The stage count the run asked for (`--profile sweep --rate N`), if any.
@@ -225,6 +242,18 @@ mod tests {
         let list = args.strip_prefix("--profile constant --rate ").unwrap();
         let back: Vec<f64> = list.split(',').map(|x| x.parse().unwrap()).collect();
         assert_eq!(back, planned.rates);
+        // And as profile keys, which read back as the same plan.
+        let cfg = crate::config::RunConfig::from_toml(&planned.toml(), "plan").unwrap();
+        assert_eq!(cfg.strategy, crate::config::LoadStrategy::Constant);
+        let read: Vec<f64> = cfg
+            .rate
+            .iter()
+            .map(|r| match r {
+                crate::config::RateItem::Finite(v) => *v,
+                crate::config::RateItem::Infinite => f64::INFINITY,
+            })
+            .collect();
+        assert_eq!(read, planned.rates);
     }
 
     #[test]
