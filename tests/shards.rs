@@ -396,6 +396,105 @@ fn sharded_conversations_add_up_in_the_merge() {
     }
 }
 
+/// The live view of a sharded run: `llmsweep merge --follow` started
+/// before the shards prints each merged stage while the shards still run
+/// the next one, and ends, once they have, with the merge of their reports.
+#[test]
+fn merge_follow_shows_each_stage_while_the_shards_run() {
+    use std::io::BufRead as _;
+    let sim = SimProcess::start(&["--decode-step-ms", "1", "--per-seq-us", "0"]);
+    let n = 2;
+    let dirs: Vec<_> = (0..n).map(|i| tmpdir(&format!("follow-{i}"))).collect();
+    let out = tmpdir("follow-merged");
+    let mut follower = llmsweep()
+        .args(["merge", "--follow", "--export", "json"])
+        // A shard's report.json, not yet written, stands for its directory.
+        .args(dirs.iter().map(|d| d.join("report.json")))
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = follower.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send((std::time::Instant::now(), line));
+        }
+    });
+    let args = [
+        "--profile",
+        "constant",
+        "--rate",
+        "10,20",
+        "--max-seconds",
+        "3",
+    ];
+    let started = std::time::Instant::now();
+    let start_at =
+        humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(2)).to_string();
+    let mut children: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            llmsweep()
+                .args([
+                    "run",
+                    "--target",
+                    &sim.url,
+                    "--headless",
+                    "--settle-timeout",
+                    "0",
+                ])
+                .args(args)
+                .args(["--shard", &format!("{i}/{n}"), "--start-at", &start_at])
+                .args(["--export", "json", "--out", dir.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in &mut children {
+        assert!(wait_with_limit(c, Duration::from_secs(60)).success());
+    }
+    let shards_done = std::time::Instant::now();
+    let status = wait_with_limit(&mut follower, Duration::from_secs(30));
+    assert!(status.success(), "merge --follow: {status}");
+    reader.join().unwrap();
+    let lines: Vec<(std::time::Instant, String)> = rx.try_iter().collect();
+    let first = lines
+        .iter()
+        .find(|(_, l)| l.starts_with("constant@10.00:"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        first.0 < shards_done,
+        "the first stage was shown {:?} after the start, the shards ended at {:?}",
+        first.0 - started,
+        shards_done - started
+    );
+    assert!(lines.iter().any(|(_, l)| l.starts_with("constant@20.00:")));
+    let followed = read_report(&out);
+    let check = merge_shards(&dirs, "follow-check");
+    let merged = read_report(&check);
+    for i in 0..2 {
+        assert_eq!(
+            followed["stages"][i]["requests"],
+            merged["stages"][i]["requests"]
+        );
+        assert_eq!(
+            followed["stages"][i]["ttft_ms"],
+            merged["stages"][i]["ttft_ms"]
+        );
+    }
+    for d in dirs.iter().chain([&out, &check]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// The Kubernetes manifests agree with llmsweep: the ConfigMap's profile
 /// parses and plans as a shard, the Job's SHARDS is its completions and
 /// parallelism, and the merge Job lists one report per shard.

@@ -2,6 +2,7 @@
 //! directory, where `llmsweep attach` opens the dashboard (or progress
 //! lines) again, `llmsweep stop` ends it, and `llmsweep ls` finds it.
 
+pub mod follow;
 pub mod protocol;
 pub mod runs;
 pub mod serve;
