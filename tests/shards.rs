@@ -339,7 +339,13 @@ fn a_sharded_replay_merged_sends_the_whole_trace() {
     assert_eq!(st["name"], "replay");
     assert_eq!(st["requests"]["sent"].as_u64().unwrap(), rows as u64);
     assert_eq!(st["requests"]["completed"].as_u64().unwrap(), rows as u64);
-    for d in dirs.iter().chain([&merged]) {
+    // --max-requests: the shards send the trace's first rows, that many in all.
+    let first: Vec<&str> = args.into_iter().chain(["--max-requests", "30"]).collect();
+    let dirs30 = run_shards(&sim.url, n, "replay-30", &first);
+    let merged30 = merge_shards(&dirs30, "replay-30-merged");
+    let st = &read_report(&merged30)["stages"][0];
+    assert_eq!(st["requests"]["sent"].as_u64().unwrap(), 30);
+    for d in dirs.iter().chain(&dirs30).chain([&merged, &merged30]) {
         let _ = std::fs::remove_dir_all(d);
     }
 }

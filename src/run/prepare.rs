@@ -204,9 +204,16 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             counter.name()
         );
         let mut offsets = trace.offsets(args.time_scale);
-        // A shard replays its rows of the trace, at their times in the whole.
+        // A shard replays its rows of the trace (of its first --max-requests
+        // rows, as one process would), at their times in the whole.
         let items = match args.shard.filter(|s| s.count > 1) {
             Some(s) => {
+                let mut items = items;
+                if let Some(m) = args.max_requests {
+                    let m = usize::try_from(m).unwrap_or(usize::MAX);
+                    items.truncate(m);
+                    offsets.truncate(m);
+                }
                 let (items, mine) = crate::data::shard::replay(items, offsets, s.index, s.count)?;
                 offsets = mine;
                 description.push_str(&format!("; shard {s}: {} of them", offsets.len()));
