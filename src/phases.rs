@@ -137,12 +137,23 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
     while let Some(spec) = sweep.next(&done) {
         match spec.strategy {
             Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => rates.push(rate),
-            _ => bail!(
-                "{}: run the first phase again with longer stages",
-                sweep
-                    .take_notice()
-                    .unwrap_or_else(|| format!("the sweep asks for {} again", spec.name))
-            ),
+            _ => {
+                // The sweep would run its throughput stage again, longer:
+                // here that is the first phase's to do.
+                let notice = sweep.take_notice().unwrap_or_default();
+                let why = notice
+                    .split(": running it again")
+                    .next()
+                    .filter(|w| !w.is_empty())
+                    .unwrap_or("the sweep would run its throughput stage again");
+                bail!(
+                    "{why}: run the first phase again with longer stages{}",
+                    spec.limits
+                        .max_seconds
+                        .map(|s| format!(" (the sweep would give it {s} s)"))
+                        .unwrap_or_default()
+                )
+            }
         }
     }
     if rates.is_empty() {
@@ -267,6 +278,18 @@ mod tests {
         ]);
         let e = plan(&nothing, 10).unwrap_err().to_string();
         assert!(e.contains("no rates to plan"), "{e}");
+        // A throughput stage the sweep would run again: the first phase's to do.
+        let mut thin = stage(StrategyKind::Throughput, 0.0, 20.0);
+        thin.capacity = Some(crate::model::CapacityEstimate {
+            low_evidence: true,
+            ..Default::default()
+        });
+        let again = report(vec![stage(StrategyKind::Synchronous, 1.5, 20.0), thin]);
+        let e = plan(&again, 10).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the throughput stage completed no request: run the first phase again with longer stages (the sweep would give it 30 s)"
+        );
         assert!(plan(&nothing, 2).is_err());
     }
 }
