@@ -16,6 +16,7 @@ pub mod data;
 pub mod engine;
 pub mod headless;
 pub mod model;
+pub mod phases;
 pub mod profile;
 pub mod redact;
 pub mod report;

@@ -47,9 +47,13 @@ enum Command {
     },
     /// Add the reports of a sharded run (`run --shard I/N`, one per shard) into one report.
     Merge {
-        /// Each shard's report.json (or stages.jsonl).
+        /// Each shard's report.json (or stages.jsonl); with --follow, each shard's run directory.
         #[arg(required = true, value_name = "SHARD.json")]
         files: Vec<std::path::PathBuf>,
+        /// Follow the shards while they run: merge each stage as soon as every shard has
+        /// finished it (from their checkpoints), until every shard has ended.
+        #[arg(long)]
+        follow: bool,
         /// Directory for the merged reports.
         #[arg(long, short = 'o', value_name = "DIR")]
         out: std::path::PathBuf,
@@ -63,6 +67,19 @@ enum Command {
             default_value = "json,csv,md,html"
         )]
         export: Vec<llmsweep::config::Format>,
+    },
+    /// Print the rates a sweep plans from a report's synchronous and throughput stages (a
+    /// sharded sweep's merged first phase), as the flags of its second phase.
+    Plan {
+        /// The merged report.json of `run --shard I/N --profile sweep` (or any run with both stages).
+        #[arg(value_name = "MERGED.json")]
+        file: std::path::PathBuf,
+        /// The sweep's stage count, as `--profile sweep --rate N` (default: the run's, else 10).
+        #[arg(long, value_name = "N")]
+        stages: Option<usize>,
+        /// Print profile-file keys (`strategy = "constant"`, `rate = [...]`) instead of flags.
+        #[arg(long)]
+        toml: bool,
     },
     /// Compare two runs stage by stage (rate, TTFT, ITL, throughput).
     Compare {
@@ -127,26 +144,41 @@ fn merge(
     files: &[std::path::PathBuf],
     out: &std::path::Path,
     export: &[llmsweep::config::Format],
+    follow: bool,
 ) -> anyhow::Result<()> {
     use llmsweep::report::{checkpoint, export, merge};
+    let mut formats = export.to_vec();
+    if !formats.contains(&llmsweep::config::Format::Json) {
+        formats.insert(0, llmsweep::config::Format::Json);
+    }
+    if follow {
+        // A shard's report.json or stages.jsonl (written or not yet) stands for its directory.
+        let dirs: Vec<std::path::PathBuf> = files
+            .iter()
+            .map(|f| match f.file_name().and_then(|n| n.to_str()) {
+                Some("report.json" | "stages.jsonl") => {
+                    f.parent().map_or_else(|| f.clone(), Path::to_path_buf)
+                }
+                _ => f.clone(),
+            })
+            .collect();
+        let every = std::time::Duration::from_secs(1);
+        llmsweep::attach::follow::follow(&dirs, out, &formats, every)?;
+        llmsweep::term::out(&format!(
+            "merged {} shards into {}\n",
+            dirs.len(),
+            out.display()
+        ));
+        return Ok(());
+    }
     let inputs = files
         .iter()
         .map(|f| Ok((f.display().to_string(), checkpoint::load_any(f)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let merged = merge::merge(&inputs)?;
-    let mut formats = export.to_vec();
-    if !formats.contains(&llmsweep::config::Format::Json) {
-        formats.insert(0, llmsweep::config::Format::Json);
-    }
     let paths = export::write_all(&merged, out, &formats)?;
     for s in &merged.stages {
-        llmsweep::term::out(&format!(
-            "{}: {} sent, {} completed, {:.2} req/s achieved\n",
-            llmsweep::safe::terminal(&s.name),
-            s.requests.sent,
-            s.requests.completed,
-            s.rates.achieved()
-        ));
+        llmsweep::term::out(&llmsweep::attach::follow::stage_line(s));
     }
     llmsweep::term::out(&format!(
         "merged {} shards into {}\n",
@@ -157,6 +189,25 @@ fn merge(
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    Ok(())
+}
+
+/// `llmsweep plan`: the next phase's flags on standard output (for a
+/// script's `$(…)`), how they were planned on standard error.
+fn plan(file: &std::path::Path, stages: Option<usize>, toml: bool) -> anyhow::Result<()> {
+    use llmsweep::phases;
+    let report = llmsweep::report::checkpoint::load_any(file)?;
+    let stages = stages.or_else(|| phases::stages_of(&report)).unwrap_or(10);
+    let planned = phases::plan(&report, stages)
+        .map_err(|e| anyhow::anyhow!("llmsweep plan {}: {e:#}", file.display()))?;
+    for line in [&planned.notice, &planned.warning].into_iter().flatten() {
+        llmsweep::term::note(line);
+    }
+    llmsweep::term::out(&if toml {
+        planned.toml()
+    } else {
+        format!("{}\n", planned.args())
+    });
     Ok(())
 }
 
@@ -176,7 +227,13 @@ fn main() -> ExitCode {
         }
         Some(Command::Report { file, format, out }) => render_saved(&file, format, out.as_deref()),
         Some(Command::Compare { a, b }) => compare(&a, &b),
-        Some(Command::Merge { files, out, export }) => merge(&files, &out, &export),
+        Some(Command::Plan { file, stages, toml }) => plan(&file, stages, toml),
+        Some(Command::Merge {
+            files,
+            out,
+            export,
+            follow,
+        }) => merge(&files, &out, &export, follow),
         Some(Command::Attach {
             dir,
             headless,

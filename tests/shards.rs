@@ -167,6 +167,340 @@ fn shards_merge_into_the_run_one_process_would_have_made() {
     }
 }
 
+/// Runs `n` shard processes of `args` against `url`, started together by
+/// `--start-at`, each into its own directory; returns the directories.
+fn run_shards(url: &str, n: usize, name: &str, args: &[&str]) -> Vec<std::path::PathBuf> {
+    let start = SystemTime::now() + Duration::from_secs(2);
+    let start_at = humantime::format_rfc3339_millis(start).to_string();
+    let dirs: Vec<_> = (0..n).map(|i| tmpdir(&format!("{name}-{i}"))).collect();
+    let mut children: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            llmsweep()
+                .args([
+                    "run",
+                    "--target",
+                    url,
+                    "--headless",
+                    "--settle-timeout",
+                    "0",
+                ])
+                .args(args)
+                .args(["--shard", &format!("{i}/{n}"), "--start-at", &start_at])
+                .args(["--export", "json", "--out", dir.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("llmsweep run starts")
+        })
+        .collect();
+    for c in &mut children {
+        let status = wait_with_limit(c, Duration::from_secs(60));
+        assert!(status.success(), "a shard of {name} failed: {status}");
+    }
+    dirs
+}
+
+/// `llmsweep merge` of the shards in `dirs` into a new directory.
+fn merge_shards(dirs: &[std::path::PathBuf], name: &str) -> std::path::PathBuf {
+    let out = tmpdir(name);
+    let o = llmsweep()
+        .arg("merge")
+        .args(dirs.iter().map(|d| d.join("report.json")))
+        .args(["--out", out.to_str().unwrap(), "--export", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// The adaptive sweep, sharded in two phases a script chains: two shards
+/// run `--profile sweep` (synchronous on shard 0 alone, throughput split),
+/// `llmsweep merge` adds them, `llmsweep plan` prints the constant rates
+/// the sweep's own planner plans from the merged synchronous and throughput
+/// figures (exactly GuideLLM's linspace between them, as one process would
+/// plan), and the shards run that list, merged stage by stage.
+#[test]
+fn a_sharded_sweep_runs_in_two_phases_through_plan() {
+    let sim = SimProcess::start(&["--decode-step-ms", "5", "--per-seq-us", "0"]);
+    let n = 2;
+    let load = [
+        "--max-seconds",
+        "2",
+        "--max-concurrency",
+        "8",
+        "--data",
+        "prompt_tokens=32,output_tokens=16",
+    ];
+    let phase1: Vec<&str> = ["--profile", "sweep", "--rate", "5"]
+        .into_iter()
+        .chain(load)
+        .collect();
+    let dirs = run_shards(&sim.url, n, "sweep-phase1", &phase1);
+    let one = read_report(&dirs[1]);
+    assert_eq!(one["stages"][0]["name"], "synchronous");
+    assert_eq!(
+        one["stages"][0]["requests"]["sent"], 0,
+        "only shard 0 runs the synchronous stage"
+    );
+    let merged = merge_shards(&dirs, "sweep-phase1-merged");
+    let m = read_report(&merged);
+    let names: Vec<&str> = m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["synchronous", "throughput"]);
+    assert!(m["stages"][0]["target_rate"].is_null());
+    let sync = m["stages"][0]["rates"]["requests_per_s"].as_f64().unwrap();
+    let thr = m["stages"][1]["rates"]["steady_requests_per_s"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        sync > 0.0 && thr > sync,
+        "synchronous {sync}, throughput {thr}"
+    );
+
+    let o = llmsweep()
+        .arg("plan")
+        .arg(merged.join("report.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let args = String::from_utf8(o.stdout).unwrap();
+    let list = args
+        .trim()
+        .strip_prefix("--profile constant --rate ")
+        .unwrap_or_else(|| panic!("{args}"));
+    let rates: Vec<f64> = list.split(',').map(|r| r.parse().unwrap()).collect();
+    // The run's --rate 5 is the stage count: 3 constant rates, the sweep's own.
+    assert_eq!(
+        rates,
+        llmsweep::profile::sweep::sweep_rates(sync, thr, 5),
+        "{args}"
+    );
+    let report = llmsweep::report::checkpoint::load_any(&merged.join("report.json")).unwrap();
+    assert_eq!(llmsweep::phases::plan(&report, 5).unwrap().rates, rates);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("sweep rates planned"), "{stderr}");
+
+    let phase2: Vec<&str> = args.split_whitespace().chain(load).collect();
+    let dirs2 = run_shards(&sim.url, n, "sweep-phase2", &phase2);
+    let shards: Vec<Value> = dirs2.iter().map(|d| read_report(d)).collect();
+    let merged2 = merge_shards(&dirs2, "sweep-phase2-merged");
+    let m2 = read_report(&merged2);
+    let stages = m2["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), rates.len());
+    for (i, (st, rate)) in stages.iter().zip(&rates).enumerate() {
+        let target = st["target_rate"].as_f64().unwrap();
+        assert!((target - rate).abs() < 1e-9, "{target} against {rate}");
+        let sent: u64 = shards
+            .iter()
+            .map(|r| r["stages"][i]["requests"]["sent"].as_u64().unwrap())
+            .sum();
+        assert_eq!(st["requests"]["sent"].as_u64().unwrap(), sent);
+    }
+    for d in dirs.iter().chain(&dirs2).chain([&merged, &merged2]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// A trace replay, sharded: each shard replays the rows that hash to it
+/// (at their times in the whole trace), so the merged stage sent exactly
+/// the trace's requests, each shard its own subset's.
+#[test]
+fn a_sharded_replay_merged_sends_the_whole_trace() {
+    let sim = SimProcess::start(&["--decode-step-ms", "1", "--per-seq-us", "0"]);
+    let n = 2;
+    let trace = llmsweep::data::trace::load("sample-mooncake.jsonl").unwrap();
+    let rows = trace.rows.len();
+    let args = [
+        "--profile",
+        "replay",
+        "--data",
+        "sample-mooncake.jsonl",
+        "--time-scale",
+        "0.05",
+    ];
+    let dirs = run_shards(&sim.url, n, "replay", &args);
+    for (i, d) in dirs.iter().enumerate() {
+        let mine = llmsweep::data::shard::subset((0..rows).collect(), i as u32, n as u32);
+        let r = read_report(d);
+        assert_eq!(
+            r["stages"][0]["requests"]["sent"].as_u64().unwrap(),
+            mine.len() as u64,
+            "shard {i}"
+        );
+    }
+    let merged = merge_shards(&dirs, "replay-merged");
+    let st = &read_report(&merged)["stages"][0];
+    assert_eq!(st["name"], "replay");
+    assert_eq!(st["requests"]["sent"].as_u64().unwrap(), rows as u64);
+    assert_eq!(st["requests"]["completed"].as_u64().unwrap(), rows as u64);
+    // --max-requests: the shards send the trace's first rows, that many in all.
+    let first: Vec<&str> = args.into_iter().chain(["--max-requests", "30"]).collect();
+    let dirs30 = run_shards(&sim.url, n, "replay-30", &first);
+    let merged30 = merge_shards(&dirs30, "replay-30-merged");
+    let st = &read_report(&merged30)["stages"][0];
+    assert_eq!(st["requests"]["sent"].as_u64().unwrap(), 30);
+    for d in dirs.iter().chain(&dirs30).chain([&merged, &merged30]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Conversations, sharded: each shard starts its own of the data's
+/// conversations, and the merged stage's conversation figures add up
+/// (started = completed + cut off + failed, each turn's completions the
+/// shards' sum, its TTFT count the pooled turns').
+#[test]
+fn sharded_conversations_add_up_in_the_merge() {
+    let sim = SimProcess::start(&["--decode-step-ms", "1", "--per-seq-us", "0"]);
+    let n = 2;
+    let args = [
+        "--profile",
+        "constant",
+        "--rate",
+        "8",
+        "--max-seconds",
+        "2",
+        "--data",
+        "prompt_tokens=16,output_tokens=4,turns=2,think_time=0.1",
+    ];
+    let dirs = run_shards(&sim.url, n, "talk", &args);
+    let shards: Vec<Value> = dirs.iter().map(|d| read_report(d)).collect();
+    let merged = merge_shards(&dirs, "talk-merged");
+    let c = &read_report(&merged)["stages"][0]["conversations"];
+    let sum = |f: &dyn Fn(&Value) -> u64| -> u64 {
+        shards
+            .iter()
+            .map(|r| f(&r["stages"][0]["conversations"]))
+            .sum()
+    };
+    let get = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    for key in ["started", "completed", "cut_off", "failed"] {
+        assert_eq!(get(c, key), sum(&|s| get(s, key)), "{key}");
+    }
+    assert!(get(c, "started") >= 12, "{c}");
+    assert_eq!(
+        get(c, "started"),
+        get(c, "completed") + get(c, "cut_off") + get(c, "failed")
+    );
+    for k in 0..2 {
+        let turn = &c["by_turn"][k];
+        assert_eq!(
+            get(turn, "completed"),
+            sum(&|s| get(&s["by_turn"][k], "completed")),
+            "turn {}",
+            k + 1
+        );
+        assert_eq!(get(&turn["ttft_ms"], "count"), get(turn, "completed"));
+    }
+    for d in dirs.iter().chain([&merged]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// The live view of a sharded run: `llmsweep merge --follow` started
+/// before the shards prints each merged stage while the shards still run
+/// the next one, and ends, once they have, with the merge of their reports.
+#[test]
+fn merge_follow_shows_each_stage_while_the_shards_run() {
+    use std::io::BufRead as _;
+    let sim = SimProcess::start(&["--decode-step-ms", "1", "--per-seq-us", "0"]);
+    let n = 2;
+    let dirs: Vec<_> = (0..n).map(|i| tmpdir(&format!("follow-{i}"))).collect();
+    let out = tmpdir("follow-merged");
+    let mut follower = llmsweep()
+        .args(["merge", "--follow", "--export", "json"])
+        // A shard's report.json, not yet written, stands for its directory.
+        .args(dirs.iter().map(|d| d.join("report.json")))
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = follower.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send((std::time::Instant::now(), line));
+        }
+    });
+    let args = [
+        "--profile",
+        "constant",
+        "--rate",
+        "10,20",
+        "--max-seconds",
+        "3",
+    ];
+    let started = std::time::Instant::now();
+    let start_at =
+        humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(2)).to_string();
+    let mut children: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            llmsweep()
+                .args([
+                    "run",
+                    "--target",
+                    &sim.url,
+                    "--headless",
+                    "--settle-timeout",
+                    "0",
+                ])
+                .args(args)
+                .args(["--shard", &format!("{i}/{n}"), "--start-at", &start_at])
+                .args(["--export", "json", "--out", dir.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in &mut children {
+        assert!(wait_with_limit(c, Duration::from_secs(60)).success());
+    }
+    let shards_done = std::time::Instant::now();
+    let status = wait_with_limit(&mut follower, Duration::from_secs(30));
+    assert!(status.success(), "merge --follow: {status}");
+    reader.join().unwrap();
+    let lines: Vec<(std::time::Instant, String)> = rx.try_iter().collect();
+    let first = lines
+        .iter()
+        .find(|(_, l)| l.starts_with("constant@10.00:"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        first.0 < shards_done,
+        "the first stage was shown {:?} after the start, the shards ended at {:?}",
+        first.0 - started,
+        shards_done - started
+    );
+    assert!(lines.iter().any(|(_, l)| l.starts_with("constant@20.00:")));
+    let followed = read_report(&out);
+    let check = merge_shards(&dirs, "follow-check");
+    let merged = read_report(&check);
+    for i in 0..2 {
+        assert_eq!(
+            followed["stages"][i]["requests"],
+            merged["stages"][i]["requests"]
+        );
+        assert_eq!(
+            followed["stages"][i]["ttft_ms"],
+            merged["stages"][i]["ttft_ms"]
+        );
+    }
+    for d in dirs.iter().chain([&out, &check]) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// The Kubernetes manifests agree with llmsweep: the ConfigMap's profile
 /// parses and plans as a shard, the Job's SHARDS is its completions and
 /// parallelism, and the merge Job lists one report per shard.

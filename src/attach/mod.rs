@@ -2,6 +2,7 @@
 //! directory, where `llmsweep attach` opens the dashboard (or progress
 //! lines) again, `llmsweep stop` ends it, and `llmsweep ls` finds it.
 
+pub mod follow;
 pub mod protocol;
 pub mod runs;
 pub mod serve;
@@ -62,8 +63,7 @@ pub fn attach(
             ended
         });
 
-        let dashboard = crate::tui::can_draw(headless);
-        if dashboard {
+        if crate::tui::can_draw(headless) {
             let opts = crate::tui::TuiOptions {
                 outcome: Some(outcome_rx),
                 fps,
@@ -75,29 +75,7 @@ pub fn attach(
                 },
                 server: Some(server_rx),
             };
-            // Commands from the keys travel to the run; the run writes exports.
-            let (control_tx, mut control_rx) = mpsc::unbounded_channel();
-            let cmds = cmd_tx.clone();
-            tokio::spawn(async move {
-                while let Some(c) = control_rx.recv().await {
-                    if cmds.send(ViewerMsg::Control { control: c }).is_err() {
-                        return;
-                    }
-                }
-            });
-            let export_cmds = cmd_tx.clone();
-            let exporter: crate::tui::Exporter = Box::new(move |_s: &Snapshot| {
-                export_cmds
-                    .send(ViewerMsg::Export)
-                    .map_err(|_| anyhow::anyhow!("the run is gone"))?;
-                match export_rx.recv_timeout(Duration::from_secs(60)) {
-                    Ok(Ok(paths)) => Ok(paths.into_iter().map(Into::into).collect()),
-                    Ok(Err(msg)) => Err(anyhow::anyhow!(msg)),
-                    Err(_) => Err(anyhow::anyhow!("the run did not answer the export")),
-                }
-            });
-            let thread = crate::tui::spawn(snap_rx.clone(), control_tx, opts, exporter);
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+            dashboard(snap_rx.clone(), opts, cmd_tx.clone(), export_rx).await;
             let _ = leave_tx.send(true);
         } else {
             crate::term::note(&format!(
@@ -118,6 +96,37 @@ pub fn attach(
         drop(cmd_tx);
         Ok(say_how_it_ended(&dir, &ended))
     })
+}
+
+/// The dashboard on an attached run, until it is closed: its keys travel to
+/// the run as commands, and its exports are written by the run.
+async fn dashboard(
+    snapshots: watch::Receiver<Snapshot>,
+    opts: crate::tui::TuiOptions,
+    cmd_tx: mpsc::UnboundedSender<ViewerMsg>,
+    export_rx: std::sync::mpsc::Receiver<Result<Vec<String>, String>>,
+) {
+    let (control_tx, mut control_rx) = mpsc::unbounded_channel();
+    let cmds = cmd_tx.clone();
+    tokio::spawn(async move {
+        while let Some(c) = control_rx.recv().await {
+            if cmds.send(ViewerMsg::Control { control: c }).is_err() {
+                return;
+            }
+        }
+    });
+    let exporter: crate::tui::Exporter = Box::new(move |_s: &Snapshot| {
+        cmd_tx
+            .send(ViewerMsg::Export)
+            .map_err(|_| anyhow::anyhow!("the run is gone"))?;
+        match export_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Ok(paths)) => Ok(paths.into_iter().map(Into::into).collect()),
+            Ok(Err(msg)) => Err(anyhow::anyhow!(msg)),
+            Err(_) => Err(anyhow::anyhow!("the run did not answer the export")),
+        }
+    });
+    let thread = crate::tui::spawn(snapshots, control_tx, opts, exporter);
+    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
 }
 
 /// The finished run for the result screen: its report.json, read back.

@@ -137,6 +137,22 @@ impl Tracker {
         }
     }
 
+    /// Each turn's TTFT and ITL histograms, as a report's `histograms`
+    /// holds them (`turn1_ttft_us`, `turn1_itl_us`, …), so `llmsweep merge`
+    /// summarises a turn's figures from the shards' requests pooled.
+    pub fn histograms(&self) -> Vec<(String, String)> {
+        self.by_turn
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| {
+                [
+                    (format!("turn{}_ttft_us", i + 1), a.ttft.encode()),
+                    (format!("turn{}_itl_us", i + 1), a.itl.encode()),
+                ]
+            })
+            .collect()
+    }
+
     /// The stage's figures: conversations still in progress are cut off.
     pub fn summary(&self, percentiles: &[f64]) -> Conversations {
         Conversations {

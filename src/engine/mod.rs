@@ -953,10 +953,10 @@ impl Engine {
         );
         report.number = number;
         report.manual = spec.manual;
-        report.conversations = self
-            .trackers
-            .remove(&number)
-            .map(|t| t.summary(&self.settings.percentiles));
+        if let Some(t) = self.trackers.remove(&number) {
+            report.histograms.extend(t.histograms());
+            report.conversations = Some(t.summary(&self.settings.percentiles));
+        }
         report.cut_short = end.cut_short();
         if let StageEnd::RateChanged(_) = end {
             // The stage's running time ended with the key; its requests were

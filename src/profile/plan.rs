@@ -58,6 +58,11 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
     default_stage_length(&mut limits, args, builtin_target);
     check_window(&limits)?;
     let ask = Asked::new(args);
+    if let Some(shard) = args.shard.filter(|s| s.count > 1) {
+        if args.strategy == LoadStrategy::Sweep {
+            return sharded_sweep(args, shard, limits, ask.throughput_bound);
+        }
+    }
     ask.check_shard()?;
     match args.strategy {
         LoadStrategy::Synchronous | LoadStrategy::Throughput | LoadStrategy::Search
@@ -206,7 +211,7 @@ impl<'a> Asked<'a> {
         };
         let why = match self.args.strategy {
             LoadStrategy::Synchronous => "sends one request at a time, which cannot be split",
-            LoadStrategy::Sweep | LoadStrategy::Search => {
+            LoadStrategy::Search => {
                 "chooses its rates from what it measures, which shards cannot do apart"
             }
             _ => return Ok(()),
@@ -319,6 +324,58 @@ fn search_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
         description: format!(
             "search: highest rate with {p}% of requests within {}",
             args.slo.as_deref().unwrap_or_default()
+        ),
+    })
+}
+
+/// `--profile sweep --shard I/N`: the sweep's first phase, the stages it
+/// measures before it plans (shards cannot plan apart). Synchronous is one
+/// request at a time: shard 0 runs it whole while the others hold no stream
+/// for its length, so the throughput stage (split) starts together on every
+/// shard. `llmsweep merge` adds the shards' reports and `llmsweep plan`
+/// prints the constant rates the sweep would run next.
+fn sharded_sweep(
+    args: &RunConfig,
+    shard: crate::engine::Shard,
+    limits: Limits,
+    throughput_bound: u32,
+) -> Result<PlanChoice> {
+    if args.max_seconds == Some(StageSeconds::Auto) || args.max_requests.is_some() {
+        bail!(
+            "--shard {shard} --profile sweep: the shards' stages run side by side for a fixed time; give --max-seconds SECONDS (not auto, and no --max-requests)"
+        );
+    }
+    let whole = StageSpec::new(Strategy::Synchronous, limits.clone());
+    let synchronous = StageSpec {
+        strategy: if shard.index == 0 {
+            Strategy::Synchronous
+        } else {
+            Strategy::Concurrent { streams: 0 }
+        },
+        shard: Some(crate::engine::strategy::StageShard {
+            shard,
+            whole: Strategy::Synchronous,
+        }),
+        ..whole
+    };
+    let throughput = shard
+        .stage(StageSpec::new(
+            Strategy::Throughput {
+                max_concurrency: throughput_bound,
+            },
+            limits,
+        ))
+        .map_err(|e| anyhow::anyhow!("--shard {shard}: {e}"))?;
+    Ok(PlanChoice {
+        plan: Box::new(FixedPlan::new(vec![synchronous, throughput])),
+        description: format!(
+            "sweep, phase 1 of 2: synchronous ({}), throughput (shard {shard}: 1/{} of it); then `llmsweep merge` the shards and `llmsweep plan` the rates",
+            if shard.index == 0 {
+                "this shard alone".to_string()
+            } else {
+                "shard 0 alone; this one waits it out".to_string()
+            },
+            shard.count
         ),
     })
 }
@@ -563,7 +620,7 @@ pub(crate) mod tests {
             Strategy::Concurrent { streams: 2 }
         );
         for (profile, rate, says) in [
-            ("sweep", None, "chooses its rates"),
+            ("search", None, "chooses its rates"),
             ("synchronous", None, "one request at a time"),
             (
                 "concurrent",
@@ -582,6 +639,48 @@ pub(crate) mod tests {
         }
         // One shard of one is the whole run.
         assert!(build_plan(&shard(args("sweep", None), "0/1"), false).is_ok());
+    }
+
+    /// `--profile sweep --shard I/N` runs the sweep's measuring stages:
+    /// synchronous on shard 0 alone (the others hold no stream as long),
+    /// throughput split; it plans nothing more, and needs a fixed stage time.
+    #[test]
+    fn a_sharded_sweep_runs_its_measuring_stages_only() {
+        let sweep = |s: &str, secs: Option<StageSeconds>| RunConfig {
+            shard: Some(crate::engine::Shard::parse(s).unwrap()),
+            max_seconds: secs,
+            ..args("sweep", None)
+        };
+        let stages = |s: &str| {
+            let mut p = build_plan(&sweep(s, Some(StageSeconds::Fixed(5.0))), false).unwrap();
+            let v: Vec<StageSpec> = std::iter::from_fn(|| p.plan.next(&[])).collect();
+            (p.description, v)
+        };
+        let (description, zero) = stages("0/2");
+        assert!(description.contains("phase 1"), "{description}");
+        let names: Vec<&str> = zero.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["synchronous", "throughput"]);
+        assert_eq!(zero[0].strategy, Strategy::Synchronous);
+        assert_eq!(
+            zero[1].strategy,
+            Strategy::Throughput {
+                max_concurrency: DEFAULT_MAX_CONCURRENCY / 2
+            }
+        );
+        let (_, one) = stages("1/2");
+        assert_eq!(one[0].name, "synchronous");
+        assert_eq!(one[0].strategy, Strategy::Concurrent { streams: 0 });
+        assert_eq!(one[0].limits.max_seconds, Some(5.0));
+        for bad in [
+            sweep("0/2", Some(StageSeconds::Auto)),
+            RunConfig {
+                max_requests: Some(100),
+                ..sweep("0/2", None)
+            },
+        ] {
+            let e = build_plan(&bad, false).map(drop).unwrap_err().to_string();
+            assert!(e.contains("--max-seconds SECONDS"), "{e}");
+        }
     }
 
     /// `--rate 0` (or any number out of range) is refused in the unit of

@@ -6,20 +6,21 @@
 //! load over the same stage); distributions come from the shards'
 //! histograms added together (lossless: HdrHistogram V2, so merged
 //! percentiles are those of the pooled requests to the histogram's 3
-//! significant digits). Verdicts cannot be recomputed (they rest on each
-//! shard's completion series, which reports do not carry): a merged stage
-//! takes the worst shard's outcome (saturated, erroring, inconclusive, not
-//! saturated, in that order) and its reason names the shard. The run's
-//! answer is recomputed from the merged stages.
+//! significant digits), a conversation turn's too. Verdicts cannot be
+//! recomputed (they rest on each shard's completion series, which reports
+//! do not carry): a merged stage takes the worst shard's outcome
+//! (saturated, erroring, inconclusive, not saturated, in that order) and
+//! its reason names the shard. The run's answer is recomputed from the
+//! merged stages.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{bail, Result};
 
 use crate::model::{
-    CapacityEstimate, ClientCheck, Concurrency, DistSummary, Goodput, Method, Outcome,
-    OutputLengths, Rates, Reasoning, Report, RequestCounts, ShardInfo, StageReport, Tokens,
-    Verdict,
+    ByOutcome, CapacityEstimate, ClientCheck, Concurrency, Conversations, DistSummary, Goodput,
+    Method, Outcome, OutputLengths, Rates, Reasoning, Report, RequestCounts, ShardInfo,
+    StageReport, Tokens, TurnFigures, Verdict,
 };
 use crate::stats::dist::Dist;
 
@@ -36,6 +37,12 @@ const SAME_SETTINGS: [&str; 9] = [
     "max_concurrency",
 ];
 
+/// One shard's stage: its label (`shard 1/4`), the stage, its file.
+type Part<'a> = (String, &'a StageReport, &'a str);
+
+/// A shard's report: which shard, its file, the report.
+type Shard<'a> = (ShardInfo, &'a str, &'a Report);
+
 /// The report's shard: its `shard` field, or (a `stages.jsonl` checkpoint
 /// of a shard that did not finish) its settings' `shard`.
 fn shard_of(r: &Report) -> Option<ShardInfo> {
@@ -48,13 +55,78 @@ fn shard_of(r: &Report) -> Option<ShardInfo> {
     })
 }
 
+fn label(s: &ShardInfo) -> String {
+    format!("shard {}/{}", s.index, s.count)
+}
+
 /// Adds the shard reports `inputs` (file name, report) into one. Refuses
 /// reports of different plans, and shard sets with an index twice or missing.
 pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
+    let shards = complete_set(inputs)?;
+    same_plan(&shards)?;
+    let (_, _, r0) = shards[0];
+    let percentiles: Vec<f64> = r0
+        .config
+        .get("percentiles")
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default();
+    let mut stages = Vec::new();
+    for i in 0..r0.stages.len() {
+        let parts: Vec<Part> = shards
+            .iter()
+            .map(|(s, name, r)| (label(s), &r.stages[i], *name))
+            .collect();
+        stages.push(merge_stage(&parts, &percentiles)?);
+    }
+    let mut warnings = Vec::new();
+    for (_, _, r) in &shards {
+        for w in &r.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+    }
+    let mut config = r0.config.clone();
+    if let Some(map) = config.as_object_mut() {
+        map.insert("shard".into(), serde_json::Value::Null);
+    }
+    let mut out = Report {
+        version: crate::model::SCHEMA_VERSION,
+        tool: r0.tool.clone(),
+        created: shards
+            .iter()
+            .map(|(_, _, r)| r.created.clone())
+            .min()
+            .unwrap_or_default(),
+        target: r0.target.clone(),
+        config,
+        partial: shards.iter().any(|(_, _, r)| r.partial),
+        end_reason: agreed(
+            shards
+                .iter()
+                .map(|(s, _, r)| (label(s), r.end_reason.clone())),
+        ),
+        slo_summary: crate::profile::slo::summarize(&stages),
+        stages,
+        timeline: merged_timeline(&shards),
+        warnings,
+        search: None,
+        answer: None,
+        shard: None,
+        merged_shards: Some(shards[0].0.count),
+    };
+    out.set_answer();
+    Ok(out)
+}
+
+/// The inputs as shards, in index order: every one a shard of the same N,
+/// each index once, none missing.
+fn complete_set(inputs: &[(String, Report)]) -> Result<Vec<Shard<'_>>> {
     let Some((first_name, _)) = inputs.first() else {
         bail!("nothing to merge: give the shards' report.json files");
     };
-    let mut shards: Vec<(ShardInfo, &str, &Report)> = Vec::new();
+    let mut shards: Vec<Shard> = Vec::new();
     for (name, r) in inputs {
         let Some(s) = shard_of(r) else {
             bail!("{name} is not a shard's report (it has no `shard`): merge the reports of `llmsweep run --shard I/N`");
@@ -103,7 +175,11 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
         );
     }
     shards.sort_by_key(|(s, _, _)| s.index);
-    // One plan: the same stages, target and load-shaping settings.
+    Ok(shards)
+}
+
+/// One plan: the same stages, target and load-shaping settings.
+fn same_plan(shards: &[Shard]) -> Result<()> {
     let names = |r: &Report| r.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
     let (_, name0, r0) = shards[0];
     for (_, name, r) in &shards[1..] {
@@ -137,21 +213,11 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
             }
         }
     }
-    let percentiles: Vec<f64> = r0
-        .config
-        .get("percentiles")
-        .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
-    let label = |s: &ShardInfo| format!("shard {}/{}", s.index, s.count);
-    let mut stages = Vec::new();
-    for i in 0..r0.stages.len() {
-        let parts: Vec<(String, &StageReport, &str)> = shards
-            .iter()
-            .map(|(s, name, r)| (label(s), &r.stages[i], *name))
-            .collect();
-        stages.push(merge_stage(&parts, &percentiles)?);
-    }
+    Ok(())
+}
+
+/// Every shard's events in time order, each naming its shard.
+fn merged_timeline(shards: &[Shard]) -> Vec<crate::model::TimelineEvent> {
     let mut timeline: Vec<_> = shards
         .iter()
         .flat_map(|(s, _, r)| {
@@ -163,45 +229,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
         })
         .collect();
     timeline.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-    let mut warnings = Vec::new();
-    for (_, _, r) in &shards {
-        for w in &r.warnings {
-            if !warnings.contains(w) {
-                warnings.push(w.clone());
-            }
-        }
-    }
-    let mut config = r0.config.clone();
-    if let Some(map) = config.as_object_mut() {
-        map.insert("shard".into(), serde_json::Value::Null);
-    }
-    let mut out = Report {
-        version: crate::model::SCHEMA_VERSION,
-        tool: r0.tool.clone(),
-        created: shards
-            .iter()
-            .map(|(_, _, r)| r.created.clone())
-            .min()
-            .unwrap_or_default(),
-        target: r0.target.clone(),
-        config,
-        partial: shards.iter().any(|(_, _, r)| r.partial),
-        end_reason: agreed(
-            shards
-                .iter()
-                .map(|(s, _, r)| (label(s), r.end_reason.clone())),
-        ),
-        slo_summary: crate::profile::slo::summarize(&stages),
-        stages,
-        timeline,
-        warnings,
-        search: None,
-        answer: None,
-        shard: None,
-        merged_shards: Some(count),
-    };
-    out.set_answer();
-    Ok(out)
+    timeline
 }
 
 /// One value when every shard says the same; else each shard's.
@@ -219,7 +247,7 @@ fn agreed(values: impl Iterator<Item = (String, String)>) -> String {
 
 /// A distribution from the shards' histograms added together.
 fn merged_dist(
-    parts: &[(String, &StageReport, &str)],
+    parts: &[Part],
     key: &str,
     count_of: impl Fn(&StageReport) -> u64,
     percentiles: &[f64],
@@ -246,60 +274,139 @@ fn merged_dist(
     Ok((sum.summary(percentiles), any.then(|| sum.encode())))
 }
 
-fn merge_stage(parts: &[(String, &StageReport, &str)], percentiles: &[f64]) -> Result<StageReport> {
+/// The shards' histograms added, key by key, into a stage's merged
+/// `histograms` as each distribution is summarised.
+struct Dists<'a, 'p> {
+    parts: &'a [Part<'p>],
+    percentiles: &'a [f64],
+    histograms: BTreeMap<String, String>,
+}
+
+impl Dists<'_, '_> {
+    fn get(&mut self, key: &str, count_of: &dyn Fn(&StageReport) -> u64) -> Result<DistSummary> {
+        let (summary, h) = merged_dist(self.parts, key, count_of, self.percentiles)?;
+        if let Some(h) = h {
+            self.histograms.insert(key.to_string(), h);
+        }
+        Ok(summary)
+    }
+}
+
+fn merge_stage(parts: &[Part], percentiles: &[f64]) -> Result<StageReport> {
     let s0 = parts[0].1;
     let stages = || parts.iter().map(|(_, s, _)| *s);
     let sum = |f: &dyn Fn(&StageReport) -> f64| stages().map(f).sum::<f64>();
     let sum_u = |f: &dyn Fn(&StageReport) -> u64| stages().map(f).sum::<u64>();
-    let max = |f: &dyn Fn(&StageReport) -> f64| stages().map(f).fold(0.0, f64::max);
-    let mut histograms = BTreeMap::new();
-    let mut dist = |key: &str, count_of: &dyn Fn(&StageReport) -> u64| -> Result<DistSummary> {
-        let (summary, h) = merged_dist(parts, key, count_of, percentiles)?;
-        if let Some(h) = h {
-            histograms.insert(key.to_string(), h);
-        }
-        Ok(summary)
+    let mut dists = Dists {
+        parts,
+        percentiles,
+        histograms: BTreeMap::new(),
     };
-    let ttft_ms = dist("ttft_us", &|s| s.ttft_ms.count)?;
-    let itl_ms = dist("itl_us", &|s| s.itl_ms.count)?;
-    let tpot_ms = dist("tpot_us", &|s| s.tpot_ms.count)?;
-    let latency_ms = dist("latency_us", &|s| s.latency_ms.count)?;
-    let queue_ms = dist("queue_us", &|s| s.queue_ms.count)?;
-    let thought = stages().any(|s| s.reasoning.is_some());
-    let reasoning_part =
-        |s: &StageReport, f: fn(&Reasoning) -> u64| s.reasoning.as_ref().map_or(0, f);
-    let reasoning_dists = if thought {
-        Some((
-            dist("ttfrt_us", &|s| reasoning_part(s, |r| r.ttfrt_ms.count))?,
-            dist("ttfat_us", &|s| reasoning_part(s, |r| r.ttfat_ms.count))?,
-            dist("answer_itl_us", &|s| {
-                reasoning_part(s, |r| r.answer_itl_ms.count)
-            })?,
-        ))
-    } else {
-        None
-    };
-    let requests = RequestCounts {
-        sent: sum_u(&|s| s.requests.sent),
-        completed: sum_u(&|s| s.requests.completed),
-        incomplete: sum_u(&|s| s.requests.incomplete),
-        errored: sum_u(&|s| s.requests.errored),
-        measured: sum_u(&|s| s.requests.measured),
-    };
+    let ttft_ms = dists.get("ttft_us", &|s| s.ttft_ms.count)?;
+    let itl_ms = dists.get("itl_us", &|s| s.itl_ms.count)?;
+    let tpot_ms = dists.get("tpot_us", &|s| s.tpot_ms.count)?;
+    let latency_ms = dists.get("latency_us", &|s| s.latency_ms.count)?;
+    let queue_ms = dists.get("queue_us", &|s| s.queue_ms.count)?;
+    let requests = merge_requests(parts);
     let measured = requests.measured as f64;
-    let per_measured = |total: u64| {
-        if measured > 0.0 {
-            total as f64 / measured
-        } else {
-            0.0
-        }
+    let (errors, error_samples, warnings) = merge_errors(parts);
+    let verdict = merge_verdict(parts);
+    let saturation_reason = verdict
+        .as_ref()
+        .filter(|v| v.outcome == Outcome::Saturated)
+        .map(|v| v.reason.clone());
+    let mut merged = StageReport {
+        name: s0.name.clone(),
+        strategy: s0.strategy,
+        // A sharded sweep's synchronous stage is shard 0's alone (the others
+        // held no stream): it has no target rate, as in one process.
+        target_rate: s0
+            .target_rate
+            .and(stages().filter_map(|s| s.target_rate).reduce(|a, b| a + b)),
+        saturated: saturation_reason.is_some(),
+        saturation_reason,
+        end_reason: agreed(
+            parts
+                .iter()
+                .map(|(l, s, _)| (l.clone(), s.end_reason.clone())),
+        ),
+        requests,
+        errors,
+        error_samples,
+        reconnects: sum_u(&|s| s.reconnects),
+        rates: merge_rates(parts),
+        concurrency: Concurrency {
+            mean: sum(&|s| s.concurrency.mean),
+            // The shards' peaks need not coincide: their sum bounds the whole's.
+            max: sum_u(&|s| s.concurrency.max),
+        },
+        ttft_ms,
+        itl_ms,
+        tpot_ms,
+        latency_ms,
+        queue_ms,
+        tokens: merge_tokens(parts, measured),
+        goodput: merge_goodput(parts, measured),
+        capacity: stages()
+            .map(|s| s.capacity.as_ref())
+            .collect::<Option<Vec<_>>>()
+            .map(|caps| merge_capacity(&caps)),
+        verdict,
+        warnings,
+        number: s0.number,
+        manual: stages().any(|s| s.manual),
+        cut_short: stages().any(|s| s.cut_short),
+        // Every shard read the same server's /metrics: one shard's view is the whole's.
+        server: stages().find_map(|s| s.server.clone()),
+        client: merge_client(parts),
+        reasoning: merge_reasoning(&mut dists, measured)?,
+        output_lengths: merge_output_lengths(parts),
+        conversations: merge_conversations(&mut dists)?,
+        histograms: dists.histograms,
+        ..StageReport::default()
     };
+    merge_times(&mut merged, parts);
+    Ok(merged)
+}
+
+/// The stage's times: from the earliest shard's start to the latest's
+/// end, the longest of each span (the shards ran side by side).
+fn merge_times(merged: &mut StageReport, parts: &[Part]) {
+    let stages = || parts.iter().map(|(_, s, _)| *s);
+    let max = |f: fn(&StageReport) -> f64| stages().map(f).fold(0.0, f64::max);
+    merged.start = stages().map(|s| s.start.clone()).min().unwrap_or_default();
+    merged.end = stages().map(|s| s.end.clone()).max().unwrap_or_default();
+    merged.duration_s = max(|s| s.duration_s);
+    merged.measured_s = max(|s| s.measured_s);
+    merged.measured_from_s = stages().filter_map(|s| s.measured_from_s).reduce(f64::min);
+    merged.finished_after_s = max(|s| s.finished_after_s);
+    merged.paused_s = max(|s| s.paused_s);
+    merged.pauses = stages().map(|s| s.pauses).max().unwrap_or(0);
+}
+
+fn merge_requests(parts: &[Part]) -> RequestCounts {
+    let sum = |f: fn(&RequestCounts) -> u64| parts.iter().map(|(_, s, _)| f(&s.requests)).sum();
+    RequestCounts {
+        sent: sum(|r| r.sent),
+        completed: sum(|r| r.completed),
+        incomplete: sum(|r| r.incomplete),
+        errored: sum(|r| r.errored),
+        measured: sum(|r| r.measured),
+    }
+}
+
+type Errors = (
+    BTreeMap<String, u64>,
+    BTreeMap<String, Vec<String>>,
+    Vec<String>,
+);
+
+/// Error counts added, up to 3 distinct samples a kind, warnings once each.
+fn merge_errors(parts: &[Part]) -> Errors {
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let mut error_samples: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut warnings: Vec<String> = Vec::new();
-    let mut output_source: BTreeMap<String, u64> = BTreeMap::new();
-    let mut by_outcome = crate::model::ByOutcome::default();
-    for s in stages() {
+    for (_, s, _) in parts {
         for (k, n) in &s.errors {
             *errors.entry(k.clone()).or_default() += n;
         }
@@ -316,6 +423,22 @@ fn merge_stage(parts: &[(String, &StageReport, &str)], percentiles: &[f64]) -> R
                 warnings.push(w.clone());
             }
         }
+    }
+    (errors, error_samples, warnings)
+}
+
+fn merge_tokens(parts: &[Part], measured: f64) -> Tokens {
+    let stages = || parts.iter().map(|(_, s, _)| *s);
+    let per_measured = |total: u64| {
+        if measured > 0.0 {
+            total as f64 / measured
+        } else {
+            0.0
+        }
+    };
+    let mut output_source: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_outcome = ByOutcome::default();
+    for s in stages() {
         for (k, n) in &s.tokens.output_source {
             *output_source.entry(k.clone()).or_default() += n;
         }
@@ -329,8 +452,8 @@ fn merge_stage(parts: &[(String, &StageReport, &str)], percentiles: &[f64]) -> R
             into.output_total += from.output_total;
         }
     }
-    let prompt_total = sum_u(&|s| s.tokens.prompt_total);
-    let output_total = sum_u(&|s| s.tokens.output_total);
+    let prompt_total = stages().map(|s| s.tokens.prompt_total).sum();
+    let output_total = stages().map(|s| s.tokens.output_total).sum();
     let server_prompt: Vec<(f64, f64)> = stages()
         .filter_map(|s| {
             s.tokens
@@ -339,7 +462,7 @@ fn merge_stage(parts: &[(String, &StageReport, &str)], percentiles: &[f64]) -> R
         })
         .collect();
     let server_n: f64 = server_prompt.iter().map(|(_, n)| n).sum();
-    let tokens = Tokens {
+    Tokens {
         prompt_mean: per_measured(prompt_total),
         prompt_mean_server: (!server_prompt.is_empty()).then(|| {
             if server_n > 0.0 {
@@ -356,69 +479,86 @@ fn merge_stage(parts: &[(String, &StageReport, &str)], percentiles: &[f64]) -> R
             .reduce(|a, b| a + b),
         output_source,
         by_outcome,
-    };
-    let rates = Rates {
-        requests_per_s: sum(&|s| s.rates.requests_per_s),
-        steady_requests_per_s: sum(&|s| s.rates.steady_requests_per_s),
-        sent_per_s: sum(&|s| s.rates.sent_per_s),
-        completed_per_s: sum(&|s| s.rates.completed_per_s),
-        steady_s: max(&|s| s.rates.steady_s),
-        output_tokens_per_s: sum(&|s| s.rates.output_tokens_per_s),
-        total_tokens_per_s: sum(&|s| s.rates.total_tokens_per_s),
-    };
-    let capacity = stages()
-        .map(|s| s.capacity.as_ref())
-        .collect::<Option<Vec<_>>>()
-        .map(|caps| merge_capacity(&caps));
-    let verdict = merge_verdict(parts);
-    let saturation_reason = verdict
-        .as_ref()
-        .filter(|v| v.outcome == Outcome::Saturated)
-        .map(|v| v.reason.clone());
-    let goodput = s0.goodput.as_ref().map(|g| {
-        let good: f64 = stages()
-            .filter_map(|s| {
-                s.goodput
-                    .as_ref()
-                    .map(|g| g.fraction * s.requests.measured as f64)
-            })
-            .sum();
-        Goodput {
-            slo: g.slo,
-            requests_per_s: stages()
-                .filter_map(|s| s.goodput.as_ref().map(|g| g.requests_per_s))
-                .sum(),
-            fraction: if measured > 0.0 { good / measured } else { 0.0 },
+    }
+}
+
+/// Rates add (each shard ran its share over the same stage); the steady
+/// window is the longest shard's.
+fn merge_rates(parts: &[Part]) -> Rates {
+    let sum = |f: fn(&Rates) -> f64| parts.iter().map(|(_, s, _)| f(&s.rates)).sum::<f64>();
+    Rates {
+        requests_per_s: sum(|r| r.requests_per_s),
+        steady_requests_per_s: sum(|r| r.steady_requests_per_s),
+        sent_per_s: sum(|r| r.sent_per_s),
+        completed_per_s: sum(|r| r.completed_per_s),
+        steady_s: parts
+            .iter()
+            .map(|(_, s, _)| s.rates.steady_s)
+            .fold(0.0, f64::max),
+        output_tokens_per_s: sum(|r| r.output_tokens_per_s),
+        total_tokens_per_s: sum(|r| r.total_tokens_per_s),
+    }
+}
+
+fn merge_goodput(parts: &[Part], measured: f64) -> Option<Goodput> {
+    let stages = || parts.iter().map(|(_, s, _)| *s);
+    let g = parts[0].1.goodput.as_ref()?;
+    let good: f64 = stages()
+        .filter_map(|s| {
+            s.goodput
+                .as_ref()
+                .map(|g| g.fraction * s.requests.measured as f64)
+        })
+        .sum();
+    Some(Goodput {
+        slo: g.slo,
+        requests_per_s: stages()
+            .filter_map(|s| s.goodput.as_ref().map(|g| g.requests_per_s))
+            .sum(),
+        fraction: if measured > 0.0 { good / measured } else { 0.0 },
+    })
+}
+
+/// Reasoning figures when any shard's measured requests thought: the
+/// thinking distributions from the pooled histograms, totals added.
+fn merge_reasoning(dists: &mut Dists, measured: f64) -> Result<Option<Reasoning>> {
+    let parts = dists.parts;
+    let rs = || parts.iter().filter_map(|(_, s, _)| s.reasoning.as_ref());
+    if rs().next().is_none() {
+        return Ok(None);
+    }
+    let part = |s: &StageReport, f: fn(&Reasoning) -> u64| s.reasoning.as_ref().map_or(0, f);
+    let ttfrt_ms = dists.get("ttfrt_us", &|s| part(s, |r| r.ttfrt_ms.count))?;
+    let ttfat_ms = dists.get("ttfat_us", &|s| part(s, |r| r.ttfat_ms.count))?;
+    let answer_itl_ms = dists.get("answer_itl_us", &|s| part(s, |r| r.answer_itl_ms.count))?;
+    let reasoning_tokens_total = rs().map(|r| r.reasoning_tokens_total).sum();
+    let answer_tokens_total = rs().map(|r| r.answer_tokens_total).sum();
+    let mut reasoning_source: BTreeMap<String, u64> = BTreeMap::new();
+    for r in rs() {
+        for (k, n) in &r.reasoning_source {
+            *reasoning_source.entry(k.clone()).or_default() += n;
         }
-    });
-    let client = merge_client(parts);
-    let reasoning = reasoning_dists.map(|(ttfrt_ms, ttfat_ms, answer_itl_ms)| {
-        let rs = || stages().filter_map(|s| s.reasoning.as_ref());
-        let reasoning_tokens_total = rs().map(|r| r.reasoning_tokens_total).sum();
-        let answer_tokens_total = rs().map(|r| r.answer_tokens_total).sum();
-        let mut reasoning_source: BTreeMap<String, u64> = BTreeMap::new();
-        for r in rs() {
-            for (k, n) in &r.reasoning_source {
-                *reasoning_source.entry(k.clone()).or_default() += n;
-            }
-        }
-        let n = measured.max(1.0);
-        Reasoning {
-            requests: rs().map(|r| r.requests).sum(),
-            ttfrt_ms,
-            ttfat_ms,
-            answer_itl_ms,
-            reasoning_tokens_total,
-            answer_tokens_total,
-            reasoning_tokens_mean: reasoning_tokens_total as f64 / n,
-            answer_tokens_mean: answer_tokens_total as f64 / n,
-            reasoning_source,
-            no_answer: rs().map(|r| r.no_answer).sum(),
-        }
-    });
-    let output_lengths = stages().filter_map(|s| s.output_lengths.as_ref()).fold(
-        None,
-        |acc: Option<OutputLengths>, l| {
+    }
+    let n = measured.max(1.0);
+    Ok(Some(Reasoning {
+        requests: rs().map(|r| r.requests).sum(),
+        ttfrt_ms,
+        ttfat_ms,
+        answer_itl_ms,
+        reasoning_tokens_total,
+        answer_tokens_total,
+        reasoning_tokens_mean: reasoning_tokens_total as f64 / n,
+        answer_tokens_mean: answer_tokens_total as f64 / n,
+        reasoning_source,
+        no_answer: rs().map(|r| r.no_answer).sum(),
+    }))
+}
+
+fn merge_output_lengths(parts: &[Part]) -> Option<OutputLengths> {
+    parts
+        .iter()
+        .filter_map(|(_, s, _)| s.output_lengths.as_ref())
+        .fold(None, |acc: Option<OutputLengths>, l| {
             let mut a = acc.unwrap_or_default();
             a.requested_requests += l.requested_requests;
             a.requested_total += l.requested_total;
@@ -427,59 +567,66 @@ fn merge_stage(parts: &[(String, &StageReport, &str)], percentiles: &[f64]) -> R
             a.server_total += l.server_total;
             a.client_total += l.client_total;
             Some(a)
-        },
-    );
-    Ok(StageReport {
-        name: s0.name.clone(),
-        strategy: s0.strategy,
-        target_rate: stages().filter_map(|s| s.target_rate).reduce(|a, b| a + b),
-        start: stages().map(|s| s.start.clone()).min().unwrap_or_default(),
-        end: stages().map(|s| s.end.clone()).max().unwrap_or_default(),
-        duration_s: max(&|s| s.duration_s),
-        measured_s: max(&|s| s.measured_s),
-        measured_from_s: stages().filter_map(|s| s.measured_from_s).reduce(f64::min),
-        saturated: saturation_reason.is_some(),
-        saturation_reason,
-        end_reason: agreed(
-            parts
-                .iter()
-                .map(|(l, s, _)| (l.clone(), s.end_reason.clone())),
-        ),
-        requests,
-        errors,
-        error_samples,
-        reconnects: sum_u(&|s| s.reconnects),
-        rates,
-        concurrency: Concurrency {
-            mean: sum(&|s| s.concurrency.mean),
-            // The shards' peaks need not coincide: their sum bounds the whole's.
-            max: sum_u(&|s| s.concurrency.max),
-        },
-        ttft_ms,
-        itl_ms,
-        tpot_ms,
-        latency_ms,
-        queue_ms,
-        tokens,
-        goodput,
-        capacity,
-        verdict,
-        warnings,
-        histograms,
-        number: s0.number,
-        manual: stages().any(|s| s.manual),
-        cut_short: stages().any(|s| s.cut_short),
-        finished_after_s: max(&|s| s.finished_after_s),
-        paused_s: max(&|s| s.paused_s),
-        pauses: stages().map(|s| s.pauses).max().unwrap_or(0),
-        // Every shard read the same server's /metrics: one shard's view is the whole's.
-        server: stages().find_map(|s| s.server.clone()),
-        client,
-        reasoning,
-        output_lengths,
-        // Conversations are per process and not merged yet.
-        conversations: None,
-    })
+        })
+}
+
+/// A stage's conversations across shards (each started its own of the
+/// data's conversations): counts add; each turn's TTFT and ITL come from
+/// its histograms (`turnK_ttft_us`, `turnK_itl_us`) pooled, its prompt
+/// tokens and cached share from the shards' totals.
+fn merge_conversations(dists: &mut Dists) -> Result<Option<Conversations>> {
+    let parts = dists.parts;
+    let convs: Vec<&Conversations> = parts
+        .iter()
+        .filter_map(|(_, s, _)| s.conversations.as_ref())
+        .collect();
+    if convs.is_empty() {
+        return Ok(None);
+    }
+    let turns = convs.iter().map(|c| c.by_turn.len()).max().unwrap_or(0);
+    let mut by_turn = Vec::with_capacity(turns);
+    for k in 0..turns {
+        let figures: Vec<&TurnFigures> = convs.iter().filter_map(|c| c.by_turn.get(k)).collect();
+        let count_of = |s: &StageReport, f: fn(&TurnFigures) -> u64| {
+            s.conversations
+                .as_ref()
+                .and_then(|c| c.by_turn.get(k))
+                .map_or(0, f)
+        };
+        let completed: u64 = figures.iter().map(|f| f.completed).sum();
+        // Each shard's prompt tokens: its mean times its completed turns.
+        let prompt = |f: &TurnFigures| f.prompt_tokens_mean * f.completed as f64;
+        let prompt_total: f64 = figures.iter().map(|f| prompt(f)).sum();
+        let cached: Vec<f64> = figures
+            .iter()
+            .filter_map(|f| f.cached_share.map(|c| c * prompt(f)))
+            .collect();
+        by_turn.push(TurnFigures {
+            turn: k as u32 + 1,
+            completed,
+            ttft_ms: dists.get(&format!("turn{}_ttft_us", k + 1), &|s| {
+                count_of(s, |f| f.ttft_ms.count)
+            })?,
+            itl_ms: dists.get(&format!("turn{}_itl_us", k + 1), &|s| {
+                count_of(s, |f| f.itl_ms.count)
+            })?,
+            prompt_tokens_mean: if completed > 0 {
+                prompt_total / completed as f64
+            } else {
+                0.0
+            },
+            cached_share: (!cached.is_empty() && prompt_total > 0.0)
+                .then(|| cached.iter().sum::<f64>() / prompt_total),
+        });
+    }
+    let sum = |f: fn(&Conversations) -> u64| convs.iter().map(|c| f(c)).sum();
+    Ok(Some(Conversations {
+        started: sum(|c| c.started),
+        completed: sum(|c| c.completed),
+        cut_off: sum(|c| c.cut_off),
+        failed: sum(|c| c.failed),
+        by_turn,
+    }))
 }
 
 fn merge_capacity(caps: &[&CapacityEstimate]) -> CapacityEstimate {
@@ -521,7 +668,7 @@ fn merge_capacity(caps: &[&CapacityEstimate]) -> CapacityEstimate {
 /// The worst shard's verdict (saturated, erroring, inconclusive, not
 /// saturated), its reason naming the shard: a verdict rests on the shard's
 /// completion series, which its report does not carry.
-fn merge_verdict(parts: &[(String, &StageReport, &str)]) -> Option<Verdict> {
+fn merge_verdict(parts: &[Part]) -> Option<Verdict> {
     let rank = |o: Outcome| match o {
         Outcome::Saturated => 3,
         Outcome::Erroring => 2,
@@ -568,7 +715,7 @@ fn merge_verdict(parts: &[(String, &StageReport, &str)]) -> Option<Verdict> {
 }
 
 /// The self-check: the worst shard's lags; client-limited if any shard was.
-fn merge_client(parts: &[(String, &StageReport, &str)]) -> Option<ClientCheck> {
+fn merge_client(parts: &[Part]) -> Option<ClientCheck> {
     let checks: Vec<(&String, &ClientCheck)> = parts
         .iter()
         .filter_map(|(l, s, _)| s.client.as_ref().map(|c| (l, c)))
@@ -724,6 +871,76 @@ mod tests {
         assert_eq!(m.config["shard"], serde_json::Value::Null);
         assert_eq!(m.created, "2026-11-24T09:00:00Z");
         assert!(m.answer.is_some());
+    }
+
+    /// Shard `index`'s conversations: `started` of them, two turns whose
+    /// TTFTs (ms) are `first` and `second`, with their histograms.
+    fn talking(
+        index: u32,
+        started: u64,
+        first: &[u64],
+        second: &[u64],
+        cached: Option<f64>,
+    ) -> Report {
+        let mut r = shard(index, 2, "constant@2.00", &[10]);
+        let s = &mut r.stages[0];
+        let mut by_turn = Vec::new();
+        for (k, ttfts) in [first, second].into_iter().enumerate() {
+            let mut d = Dist::default();
+            for t in ttfts {
+                d.record_us(t * 1000);
+            }
+            s.histograms
+                .insert(format!("turn{}_ttft_us", k + 1), d.encode());
+            by_turn.push(TurnFigures {
+                turn: k as u32 + 1,
+                completed: ttfts.len() as u64,
+                ttft_ms: d.summary(&[]),
+                itl_ms: DistSummary::default(),
+                prompt_tokens_mean: 100.0 * (k + 1) as f64,
+                cached_share: cached,
+            });
+        }
+        s.conversations = Some(Conversations {
+            started,
+            completed: second.len() as u64,
+            cut_off: started - second.len() as u64,
+            failed: 0,
+            by_turn,
+        });
+        r
+    }
+
+    /// Conversations add up across shards: counts add, each turn's TTFT is
+    /// that of the pooled turns, its prompt tokens and cached share weigh
+    /// each shard by its tokens.
+    #[test]
+    fn conversations_add_up_and_turns_come_from_pooled_histograms() {
+        let m = merge(&named(vec![
+            talking(0, 5, &[10, 20, 30, 40], &[50, 60, 70], Some(0.5)),
+            talking(1, 3, &[15, 25], &[80], None),
+        ]))
+        .unwrap();
+        let c = m.stages[0].conversations.as_ref().unwrap();
+        assert_eq!((c.started, c.completed, c.cut_off, c.failed), (8, 4, 4, 0));
+        assert_eq!(c.started, c.completed + c.cut_off + c.failed);
+        assert_eq!(c.by_turn.len(), 2);
+        let mut pooled = Dist::default();
+        for t in [10u64, 20, 30, 40, 15, 25] {
+            pooled.record_us(t * 1000);
+        }
+        assert_eq!(c.by_turn[0].ttft_ms, pooled.summary(&[]));
+        assert_eq!(c.by_turn[0].completed, 6);
+        assert_eq!(c.by_turn[1].completed, 4);
+        assert_eq!(c.by_turn[1].prompt_tokens_mean, 200.0);
+        // Shard 0's 400 turn-1 tokens half cached, shard 1's 200 never said.
+        assert!((c.by_turn[0].cached_share.unwrap() - 200.0 / 600.0).abs() < 1e-12);
+        assert_eq!(
+            Dist::decode(&m.stages[0].histograms["turn2_ttft_us"])
+                .unwrap()
+                .count(),
+            4
+        );
     }
 
     #[test]

@@ -297,7 +297,7 @@ fn read_data(
     if args.strategy == LoadStrategy::Replay {
         let trace = crate::data::trace::load(&args.data)?;
         let items = crate::data::trace::items(&trace, args.seed, run_number, counter)?;
-        let description = format!(
+        let mut description = format!(
             "trace {} ({}, {} requests over {:.1} s; tokenizer: {})",
             trace.name,
             trace.format,
@@ -305,7 +305,9 @@ fn read_data(
             trace.span_s(),
             counter.name()
         );
-        let replay = Some(trace.offsets(args.time_scale.get()));
+        let offsets = trace.offsets(args.time_scale.get());
+        let (items, offsets) = shard_of_trace(args, items, offsets, &mut description)?;
+        let replay = Some(offsets);
         let set = crate::data::DataSet {
             items,
             description,
@@ -348,6 +350,27 @@ fn read_data(
         scripts,
         replay: None,
     })
+}
+
+/// A shard replays its rows of the trace (of its first --max-requests
+/// rows, as one process would), at their times in the whole.
+fn shard_of_trace(
+    args: &RunConfig,
+    mut items: Vec<crate::data::PromptItem>,
+    mut offsets: Vec<f64>,
+    description: &mut String,
+) -> Result<(Vec<crate::data::PromptItem>, Vec<f64>)> {
+    let Some(s) = args.shard.filter(|s| s.count > 1) else {
+        return Ok((items, offsets));
+    };
+    if let Some(m) = args.max_requests {
+        let m = usize::try_from(m).unwrap_or(usize::MAX);
+        items.truncate(m);
+        offsets.truncate(m);
+    }
+    let (items, mine) = crate::data::shard::replay(items, offsets, s.index, s.count)?;
+    description.push_str(&format!("; shard {s}: {} of them", mine.len()));
+    Ok((items, mine))
 }
 
 /// Conversations need a strategy that counts them and, for the server's
@@ -517,8 +540,10 @@ fn conversations(
 ) -> Result<Option<Arc<[crate::data::conversation::Conversation]>>> {
     use crate::data::conversation;
     if let Some(s) = scripts {
-        let convs =
-            conversation::from_scripts(s, args.seed, counter, body.api, body.model, body.extra)?;
+        let convs = shard_of_conversations(
+            args,
+            conversation::from_scripts(s, args.seed, counter, body.api, body.model, body.extra)?,
+        )?;
         let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
         notes.push(format!(
             "multi-turn data: {} conversations, {turns} turns in all; each turn sends the history so far; rates and --max-requests count conversations started",
@@ -532,8 +557,11 @@ fn conversations(
     if args.strategy == LoadStrategy::Replay {
         return Ok(None);
     }
-    let convs = conversation::synthetic(
-        &spec, args.seed, run_number, counter, body.api, body.model, body.extra,
+    let convs = shard_of_conversations(
+        args,
+        conversation::synthetic(
+            &spec, args.seed, run_number, counter, body.api, body.model, body.extra,
+        )?,
     )?;
     notes.push(format!(
         "multi-turn data: {} conversations of {} turns ({} s of think time between turns); each turn sends the history so far; rates and --max-requests count conversations started",
@@ -542,6 +570,18 @@ fn conversations(
         crate::typed::number(spec.think_time)
     ));
     Ok(Some(Arc::from(convs)))
+}
+
+/// A shard starts its conversations of the data, none another shard
+/// starts (the notes then count this shard's).
+fn shard_of_conversations(
+    args: &RunConfig,
+    convs: Vec<crate::data::conversation::Conversation>,
+) -> Result<Vec<crate::data::conversation::Conversation>> {
+    match args.shard.filter(|s| s.count > 1) {
+        Some(s) => crate::data::shard::conversations(convs, s.index, s.count),
+        None => Ok(convs),
+    }
 }
 
 /// Prompt plus output tokens against the model's context (`max_model_len`):

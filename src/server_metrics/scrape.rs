@@ -443,8 +443,7 @@ impl Scraping {
             r.cut_pages += 1;
         }
         let source = r.source.or_else(|| Source::detect(page));
-        let reading =
-            super::vocab::read(page, source, self.cfg.model.as_deref(), &self.cfg.raw);
+        let reading = super::vocab::read(page, source, self.cfg.model.as_deref(), &self.cfg.raw);
         if reading.is_empty() {
             self.failures_in_a_row += 1;
             if !self.ever_ok {

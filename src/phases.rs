@@ -1,0 +1,296 @@
+//! `llmsweep plan`: the second phase of a sharded sweep. Shards cannot
+//! plan apart, so a sharded sweep runs in two phases a script chains:
+//! `run --shard I/N --profile sweep` runs the measuring stages (synchronous,
+//! throughput), `merge` adds them up, and [`plan`] asks the sweep's own
+//! planner ([`SweepPlan`]) which rates it would run from the merged
+//! figures; the shards then run that list as `--profile constant --rate …`.
+//! Pure: no I/O.
+
+use anyhow::{bail, Result};
+
+use crate::config::SweepArrivals;
+use crate::engine::strategy::{Limits, Plan, Strategy};
+use crate::model::{Report, StageReport, StrategyKind};
+use crate::profile::sweep::{SweepKind, SweepPlan};
+
+/// The rates a sweep of `stages` stages plans after its measuring stages,
+/// and what its planner said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub rates: Vec<f64>,
+    pub kind: SweepKind,
+    /// How the rates were planned (the sweep's own notice).
+    pub notice: Option<String>,
+    pub warning: Option<String>,
+}
+
+impl Planned {
+    /// The flags of the next phase: `--profile constant --rate 3.2,5.1,…`
+    /// (each rate exact: Rust's shortest text that reads back as the same
+    /// number, so the shards run the very rates planned).
+    pub fn args(&self) -> String {
+        let rates = self
+            .rates
+            .iter()
+            .map(|r| format!("{r}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        match self.kind {
+            SweepKind::Constant => format!("--profile constant --rate {rates}"),
+            SweepKind::Poisson { burstiness } => {
+                format!("--profile poisson --rate {rates} --burstiness {burstiness}")
+            }
+        }
+    }
+
+    /// The same as profile keys (`strategy = "constant"`, `rate = [...]`),
+    /// for a profile file such as deploy/kubernetes's ConfigMap.
+    pub fn toml(&self) -> String {
+        let rates = self
+            .rates
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match self.kind {
+            SweepKind::Constant => format!("strategy = \"constant\"\nrate = [{rates}]\n"),
+            SweepKind::Poisson { burstiness } => {
+                format!("strategy = \"poisson\"\nrate = [{rates}]\nburstiness = {burstiness:?}\n")
+            }
+        }
+    }
+}
+
+/// The stage count the run asked for (`--profile sweep --rate N`), if any.
+pub fn stages_of(report: &Report) -> Option<usize> {
+    let rate = report.config.get("rate")?.as_array()?;
+    match rate.as_slice() {
+        [n] => n.as_f64().map(|n| n as usize),
+        _ => None,
+    }
+}
+
+/// The last planned (not manual) stage of a kind.
+fn measured(report: &Report, kind: StrategyKind) -> Option<&StageReport> {
+    report
+        .stages
+        .iter()
+        .rev()
+        .find(|s| s.strategy == kind && !s.manual)
+}
+
+fn sweep_kind(report: &Report) -> Result<SweepKind> {
+    let arrivals = report
+        .config
+        .get("sweep_strategy")
+        .cloned()
+        .map(serde_json::from_value::<SweepArrivals>)
+        .transpose()
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    Ok(match arrivals {
+        SweepArrivals::Constant => SweepKind::Constant,
+        SweepArrivals::Poisson => SweepKind::Poisson {
+            burstiness: crate::config::Within::<crate::config::Burstiness>::new(
+                report
+                    .config
+                    .get("burstiness")
+                    .and_then(|b| b.as_f64())
+                    .unwrap_or(1.0),
+            )
+            .map_err(|e| anyhow::anyhow!("the report's burstiness: {e}"))?
+            .get(),
+        },
+    })
+}
+
+/// The rates a sweep of `stages` stages (3 or more, as `--profile sweep
+/// --rate N`) would run after the synchronous and throughput stages of
+/// `report` (the merged report of a sharded sweep's first phase, or any
+/// report with both stages): the sweep's planner itself, given those two
+/// stages as it is given them in one process.
+pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
+    if stages < 3 {
+        bail!("--stages {stages} is not possible: a sweep has 3 stages or more (synchronous, throughput, then constant rates)");
+    }
+    let (Some(sync), Some(thr)) = (
+        measured(report, StrategyKind::Synchronous),
+        measured(report, StrategyKind::Throughput),
+    ) else {
+        bail!("the report has no synchronous or no throughput stage to plan from: give the merged report of `llmsweep run --shard I/N --profile sweep`");
+    };
+    let kind = sweep_kind(report)?;
+    let limits = Limits {
+        max_seconds: report.config.get("max_seconds").and_then(|v| v.as_f64()),
+        ..Limits::default()
+    };
+    let bound = match thr.concurrency.max {
+        0 => 1,
+        n => u32::try_from(n).unwrap_or(u32::MAX),
+    };
+    let mut sweep = SweepPlan::new(stages, kind, limits, bound, false);
+    // The measuring stages, which the first phase ran.
+    sweep.next(&[]);
+    sweep.next(&[]);
+    let done = [sync.clone(), thr.clone()];
+    let mut rates = Vec::new();
+    while let Some(spec) = sweep.next(&done) {
+        match spec.strategy {
+            Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => rates.push(rate),
+            _ => {
+                // The sweep would run its throughput stage again, longer:
+                // here that is the first phase's to do.
+                let notice = sweep.take_notice().unwrap_or_default();
+                let why = notice
+                    .split(": running it again")
+                    .next()
+                    .filter(|w| !w.is_empty())
+                    .unwrap_or("the sweep would run its throughput stage again");
+                bail!(
+                    "{why}: run the first phase again with longer stages{}",
+                    spec.limits
+                        .max_seconds
+                        .map(|s| format!(" (the sweep would give it {s} s)"))
+                        .unwrap_or_default()
+                )
+            }
+        }
+    }
+    if rates.is_empty() {
+        bail!(
+            "no rates to plan: {}",
+            sweep
+                .stopped_early()
+                .unwrap_or_else(|| "the sweep planned none".into())
+        );
+    }
+    Ok(Planned {
+        rates,
+        kind,
+        notice: sweep.take_notice(),
+        warning: sweep.take_warning(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::sweep::sweep_rates;
+
+    fn stage(kind: StrategyKind, rps: f64, latency_p50_ms: f64) -> StageReport {
+        let mut s = StageReport {
+            name: kind.name().into(),
+            strategy: kind,
+            ..Default::default()
+        };
+        s.rates.requests_per_s = rps;
+        s.rates.steady_requests_per_s = rps;
+        s.latency_ms.p50 = latency_p50_ms;
+        s.requests.completed = 100;
+        s
+    }
+
+    fn report(stages: Vec<StageReport>) -> Report {
+        Report {
+            version: 1,
+            tool: "llmsweep test".into(),
+            created: String::new(),
+            target: crate::model::Target {
+                url: "http://127.0.0.1:9".into(),
+                model: "m".into(),
+                api: crate::model::Api::Chat,
+                builtin_simulator: false,
+            },
+            config: serde_json::json!({"rate": [6.0], "max_seconds": 10.0}),
+            partial: false,
+            end_reason: "completed".into(),
+            stages,
+            timeline: Vec::new(),
+            warnings: Vec::new(),
+            slo_summary: None,
+            search: None,
+            answer: None,
+            shard: None,
+            merged_shards: Some(2),
+        }
+    }
+
+    /// The rates `plan` prints are those the sweep's planner runs in one
+    /// process from the same two stages (and GuideLLM's linspace).
+    #[test]
+    fn the_planned_rates_are_the_sweeps_own() {
+        let r = report(vec![
+            stage(StrategyKind::Synchronous, 1.5, 20.0),
+            stage(StrategyKind::Throughput, 13.25, 20.0),
+        ]);
+        let planned = plan(&r, 6).unwrap();
+        assert_eq!(planned.rates, sweep_rates(1.5, 13.25, 6));
+        assert_eq!(planned.kind, SweepKind::Constant);
+        let mut one = SweepPlan::new(6, SweepKind::Constant, Limits::default(), 512, false);
+        let mut done = Vec::new();
+        let mut rates = Vec::new();
+        while let Some(spec) = one.next(&done) {
+            let s = match spec.strategy {
+                Strategy::Synchronous => r.stages[0].clone(),
+                Strategy::Throughput { .. } => r.stages[1].clone(),
+                Strategy::Constant { rate } => {
+                    rates.push(rate);
+                    stage(StrategyKind::Constant, rate, 20.0)
+                }
+                ref other => panic!("{other:?}"),
+            };
+            done.push(s);
+        }
+        assert_eq!(planned.rates, rates);
+        assert!(planned
+            .notice
+            .as_deref()
+            .unwrap()
+            .contains("sweep rates planned"));
+        assert_eq!(stages_of(&r), Some(6));
+        // The printed flags read back as the same numbers.
+        let args = planned.args();
+        let list = args.strip_prefix("--profile constant --rate ").unwrap();
+        let back: Vec<f64> = list.split(',').map(|x| x.parse().unwrap()).collect();
+        assert_eq!(back, planned.rates);
+        // And as profile keys, which read back as the same plan.
+        let cfg = crate::config::RunConfig::from_toml(&planned.toml(), "plan").unwrap();
+        assert_eq!(cfg.strategy, crate::config::LoadStrategy::Constant);
+        let read: Vec<f64> = cfg
+            .rate
+            .iter()
+            .map(|r| match r {
+                crate::config::RateItem::Finite(v) => *v,
+                crate::config::RateItem::Infinite => f64::INFINITY,
+            })
+            .collect();
+        assert_eq!(read, planned.rates);
+    }
+
+    #[test]
+    fn a_report_without_both_measuring_stages_or_rates_is_refused() {
+        let only_sync = report(vec![stage(StrategyKind::Synchronous, 1.5, 20.0)]);
+        let e = plan(&only_sync, 10).unwrap_err().to_string();
+        assert!(e.contains("no throughput stage"), "{e}");
+        let nothing = report(vec![
+            stage(StrategyKind::Synchronous, 0.0, 20.0),
+            stage(StrategyKind::Throughput, 0.0, 20.0),
+        ]);
+        let e = plan(&nothing, 10).unwrap_err().to_string();
+        assert!(e.contains("no rates to plan"), "{e}");
+        // A throughput stage the sweep would run again: the first phase's to do.
+        let mut thin = stage(StrategyKind::Throughput, 0.0, 20.0);
+        thin.capacity = Some(crate::model::CapacityEstimate {
+            low_evidence: true,
+            ..Default::default()
+        });
+        let again = report(vec![stage(StrategyKind::Synchronous, 1.5, 20.0), thin]);
+        let e = plan(&again, 10).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the throughput stage completed no request: run the first phase again with longer stages (the sweep would give it 30 s)"
+        );
+        assert!(plan(&nothing, 2).is_err());
+    }
+}
