@@ -95,25 +95,8 @@ pub fn summarize(
             _ => gauge_stats(points, Gauge::PrefixHitRate, a, b).map(|g| g.mean),
         },
     };
-    let client_minus_server = ClientMinusServer {
-        ttft_mean_ms: gap(client.ttft_mean_ms, client.measured, ttft),
-        e2e_mean_ms: gap(client.e2e_mean_ms, client.measured, e2e),
-    };
-    let client_minus_server = (client_minus_server.ttft_mean_ms.is_some()
-        || client_minus_server.e2e_mean_ms.is_some())
-    .then_some(client_minus_server);
-    let mut gauges = BTreeMap::new();
-    for id in raw_names {
-        let stats = gauge_stats_by(
-            points,
-            |r| r.raw.iter().find(|(k, _)| k == id).map(|(_, v)| *v),
-            a,
-            b,
-        );
-        if let Some(s) = stats {
-            gauges.insert(id.clone(), gauge(s));
-        }
-    }
+    let client_minus_server = client_minus_server(&client, ttft, e2e);
+    let gauges = raw_gauges(points, raw_names, a, b);
     Some(ServerStage {
         source: source.to_string(),
         samples,
@@ -136,6 +119,41 @@ pub fn summarize(
         gauges,
         series: Some(series(points, a, b)),
     })
+}
+
+/// Client − server means, when either can be told.
+fn client_minus_server(
+    client: &ClientSide,
+    ttft: Option<ServerDist>,
+    e2e: Option<ServerDist>,
+) -> Option<ClientMinusServer> {
+    let c = ClientMinusServer {
+        ttft_mean_ms: gap(client.ttft_mean_ms, client.measured, ttft),
+        e2e_mean_ms: gap(client.e2e_mean_ms, client.measured, e2e),
+    };
+    (c.ttft_mean_ms.is_some() || c.e2e_mean_ms.is_some()).then_some(c)
+}
+
+/// The user's `--server-metric` gauges over the window, by series id.
+fn raw_gauges(
+    points: &[Point],
+    raw_names: &[String],
+    a: f64,
+    b: f64,
+) -> BTreeMap<String, GaugeSummary> {
+    let mut gauges = BTreeMap::new();
+    for id in raw_names {
+        let stats = gauge_stats_by(
+            points,
+            |r| r.raw.iter().find(|(k, _)| k == id).map(|(_, v)| *v),
+            a,
+            b,
+        );
+        if let Some(s) = stats {
+            gauges.insert(id.clone(), gauge(s));
+        }
+    }
+    gauges
 }
 
 /// Fewest requests on each side for a client − server gap.
