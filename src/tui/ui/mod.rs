@@ -13,7 +13,7 @@ pub mod help;
 pub mod history;
 pub mod now;
 pub mod result;
-pub mod server;
+pub mod server_view;
 pub mod status;
 pub mod sweep;
 pub mod table;
@@ -132,7 +132,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         (View::Dashboard, Some(_)) => result::draw(frame, app, body),
         (View::Dashboard, None) => draw_dashboard(frame, app, body),
         (View::Errors, _) => errors::draw(frame, app, body),
-        (View::Server, _) => server::draw(frame, app, body),
+        (View::Server, _) => server_view::draw(frame, app, body),
     }
     status::draw(frame, app, status);
     footer::draw(frame, app, footer);
