@@ -131,6 +131,42 @@ pub const MIN_SAMPLES: usize = 16;
 
 const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, prefix_groups, samples, turns, think_time";
 
+/// One value of a `--data` spec, read as its key needs.
+struct Value<'a> {
+    key: &'a str,
+    text: &'a str,
+}
+
+impl Value<'_> {
+    fn num(&self) -> Result<f64> {
+        let (k, v) = (self.key, self.text);
+        let x: f64 = v
+            .parse()
+            .with_context(|| format!("--data {k}: {v:?} is not a number"))?;
+        if !(x.is_finite() && x >= 0.0) {
+            bail!("--data {k}: {v} must be a non-negative number");
+        }
+        Ok(x)
+    }
+
+    fn int(&self) -> Result<u64> {
+        Ok(self.num()?.round() as u64)
+    }
+
+    fn dist(&self) -> Result<Dist> {
+        Ok(match self.text {
+            "fixed" => Dist::Fixed,
+            "normal" => Dist::Normal,
+            "uniform" => Dist::Uniform,
+            "lognormal" => Dist::LogNormal,
+            v => bail!(
+                "--data {}: {v:?} is not a distribution (fixed, normal, uniform, lognormal)",
+                self.key
+            ),
+        })
+    }
+}
+
 impl Synthetic {
     pub fn parse(spec: &str) -> Result<Synthetic> {
         let mut s = Synthetic::default();
@@ -141,76 +177,73 @@ impl Synthetic {
                 .split_once('=')
                 .with_context(|| format!("--data: {part:?} should look like prompt_tokens=256"))?;
             let (k, v) = (k.trim(), v.trim());
-            let num = || -> Result<f64> {
-                let x: f64 = v
-                    .parse()
-                    .with_context(|| format!("--data {k}: {v:?} is not a number"))?;
-                if !(x.is_finite() && x >= 0.0) {
-                    bail!("--data {k}: {v} must be a non-negative number");
-                }
-                Ok(x)
-            };
-            let int = || -> Result<u64> { Ok(num()?.round() as u64) };
-            let dist = || -> Result<Dist> {
-                Ok(match v {
-                    "fixed" => Dist::Fixed,
-                    "normal" => Dist::Normal,
-                    "uniform" => Dist::Uniform,
-                    "lognormal" => Dist::LogNormal,
-                    _ => bail!("--data {k}: {v:?} is not a distribution (fixed, normal, uniform, lognormal)"),
-                })
-            };
-            match k {
-                "prompt_tokens" => s.prompt.mean = int()?,
-                "prompt_tokens_stdev" => s.prompt.stdev = num()?,
-                "prompt_tokens_min" => s.prompt.min = int()?,
-                "prompt_tokens_max" => s.prompt.max = int()?,
-                "prompt_tokens_dist" => s.prompt.dist = Some(dist()?),
-                "output_tokens" if v == "auto" || v == "none" => out_auto = true,
-                "output_tokens" => out.mean = int()?,
-                "output_tokens_stdev" => out.stdev = num()?,
-                "output_tokens_min" => out.min = int()?,
-                "output_tokens_max" => out.max = int()?,
-                "output_tokens_dist" => out.dist = Some(dist()?),
-                "prefix_tokens" => s.prefix_tokens = int()?,
-                "prefix_groups" => s.prefix_groups = int()?,
-                "samples" => s.samples = int()? as usize,
-                "turns" => s.turns = int()? as usize,
-                "think_time" => {
-                    s.think_time = num()?;
-                    if s.think_time > 3600.0 {
-                        bail!("--data think_time: {v} s is more than an hour");
-                    }
-                }
-                other => bail!("--data: unknown key {other:?} (known: {KEYS})"),
+            if k == "output_tokens" && (v == "auto" || v == "none") {
+                out_auto = true;
+                continue;
             }
+            s.set(&mut out, k, &Value { key: k, text: v })?;
         }
-        if s.prompt.mean == 0 {
+        s.check(&out, out_auto)?;
+        s.output = (!out_auto).then_some(out);
+        Ok(s)
+    }
+
+    /// One `key=value` of the spec (`out`: the output length being read).
+    fn set(&mut self, out: &mut Length, k: &str, v: &Value) -> Result<()> {
+        match k {
+            "prompt_tokens" => self.prompt.mean = v.int()?,
+            "prompt_tokens_stdev" => self.prompt.stdev = v.num()?,
+            "prompt_tokens_min" => self.prompt.min = v.int()?,
+            "prompt_tokens_max" => self.prompt.max = v.int()?,
+            "prompt_tokens_dist" => self.prompt.dist = Some(v.dist()?),
+            "output_tokens" => out.mean = v.int()?,
+            "output_tokens_stdev" => out.stdev = v.num()?,
+            "output_tokens_min" => out.min = v.int()?,
+            "output_tokens_max" => out.max = v.int()?,
+            "output_tokens_dist" => out.dist = Some(v.dist()?),
+            "prefix_tokens" => self.prefix_tokens = v.int()?,
+            "prefix_groups" => self.prefix_groups = v.int()?,
+            "samples" => self.samples = v.int()? as usize,
+            "turns" => self.turns = v.int()? as usize,
+            "think_time" => {
+                self.think_time = v.num()?;
+                if self.think_time > 3600.0 {
+                    bail!("--data think_time: {} s is more than an hour", v.text);
+                }
+            }
+            other => bail!("--data: unknown key {other:?} (known: {KEYS})"),
+        }
+        Ok(())
+    }
+
+    /// The checks that need the whole spec.
+    fn check(&self, out: &Length, out_auto: bool) -> Result<()> {
+        if self.prompt.mean == 0 {
             bail!("--data prompt_tokens must be at least 1");
         }
         if !out_auto && out.mean == 0 {
             bail!("--data output_tokens must be at least 1 (or auto)");
         }
-        if s.samples == 0 {
+        if self.samples == 0 {
             bail!("--data samples must be at least 1");
         }
-        if !(1..=1000).contains(&s.turns) {
+        if !(1..=1000).contains(&self.turns) {
             bail!("--data turns must be from 1 to 1000");
         }
-        if s.prefix_groups == 0 {
+        if self.prefix_groups == 0 {
             bail!("--data prefix_groups must be at least 1");
         }
-        if s.prefix_groups > 1 && s.prefix_tokens == 0 {
+        if self.prefix_groups > 1 && self.prefix_tokens == 0 {
             bail!("--data prefix_groups needs prefix_tokens (the length of each group's shared prefix)");
         }
-        if s.prefix_groups > s.samples as u64 {
+        if self.prefix_groups > self.samples as u64 {
             bail!(
                 "--data prefix_groups ({}) is more than samples ({}): some groups would have no prompt",
-                s.prefix_groups,
-                s.samples
+                self.prefix_groups,
+                self.samples
             );
         }
-        for (name, l) in [("prompt_tokens", &s.prompt), ("output_tokens", &out)] {
+        for (name, l) in [("prompt_tokens", &self.prompt), ("output_tokens", out)] {
             if l.min > l.max {
                 bail!(
                     "--data {name}_min ({}) is above {name}_max ({})",
@@ -219,8 +252,7 @@ impl Synthetic {
                 );
             }
         }
-        s.output = (!out_auto).then_some(out);
-        Ok(s)
+        Ok(())
     }
 
     /// Generates the prompts, seeded, with exact lengths under `counter`.
@@ -245,15 +277,7 @@ impl Synthetic {
             "synthetic prompts; use a data file (--data prompts.jsonl)",
         )?;
         let mut rng = SmallRng::seed_from_u64(seed ^ 0xDA7A);
-        // One prefix per group, drawn before anything else: the first
-        // group's prefix is the one prefix of `prefix_groups=1`.
-        let prefixes: Vec<String> = (0..self.prefix_groups.max(1))
-            .map(|_| {
-                (0..self.prefix_tokens)
-                    .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
-                    .collect()
-            })
-            .collect();
+        let prefixes = self.prefixes(&pieces, &mut rng);
         let mut items = Vec::with_capacity(self.samples.min(MIN_SAMPLES));
         let p = pieces.len();
         // Reuse respells the two pieces after the prefix (data::for_request):
@@ -273,25 +297,7 @@ impl Synthetic {
             let n = self.prompt.sample(&mut rng);
             let out = self.output.as_ref().map(|o| o.sample(&mut rng));
             let prefix = &prefixes[i % prefixes.len()];
-            let mut text = String::with_capacity(prefix.len() + n as usize * 8);
-            text.push_str(prefix);
-            // The first two tokens after the shared prefix spell the sample's
-            // number in base `p`: no two prompts share more than the prefix
-            // (unique for p² samples), so no prefix cache serves one prompt
-            // from another; the rest is random.
-            for k in 0..n {
-                // Drawn whatever the token, so the text after the head is
-                // the same with or without a run number.
-                let random = &pieces[rng.random_range(0..p)];
-                let piece = match (k, run) {
-                    (0, _) => &pieces[(i / p) % p],
-                    (1, _) => &pieces[i % p],
-                    (2, Some(r)) => &pieces[(r as usize) % p],
-                    (3, Some(r)) => &pieces[(r as usize / p) % p],
-                    _ => random,
-                };
-                text.push_str(piece);
-            }
+            let text = prompt_text(prefix, i, n, run, &pieces, &mut rng);
             bytes += text.len();
             let head_bytes = pieces[(i / p) % p].len() + pieces[i % p].len();
             items.push(PromptItem {
@@ -305,19 +311,73 @@ impl Synthetic {
                 }),
             });
         }
-        // Prove the construction on a sample; fall back to counting every prompt.
-        let exact = items
-            .iter()
-            .take(8)
-            .all(|it| counter.count(&it.text) as u64 == it.prompt_tokens);
-        if !exact {
-            for it in &mut items {
-                trim_to(it, counter, &pieces, &mut rng);
-                // Lengths were counted, not built: a respelling could move them.
-                it.respell = None;
-            }
-        }
+        prove_lengths(&mut items, counter, &pieces, &mut rng);
         Ok(items)
+    }
+
+    /// One prefix per group, drawn before anything else: the first group's
+    /// prefix is the one prefix of `prefix_groups=1`.
+    fn prefixes(&self, pieces: &[String], rng: &mut SmallRng) -> Vec<String> {
+        (0..self.prefix_groups.max(1))
+            .map(|_| {
+                (0..self.prefix_tokens)
+                    .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// Sample `i`'s text: the shared prefix, then `n` pieces. The first two
+/// after the prefix spell the sample's number in base `p` (the number of
+/// pieces): no two prompts share more than the prefix (unique for p²
+/// samples), so no prefix cache serves one prompt from another; the next
+/// two spell the run's number, if any; the rest is random.
+fn prompt_text(
+    prefix: &str,
+    i: usize,
+    n: u64,
+    run: Option<u64>,
+    pieces: &[String],
+    rng: &mut SmallRng,
+) -> String {
+    let p = pieces.len();
+    let mut text = String::with_capacity(prefix.len() + n as usize * 8);
+    text.push_str(prefix);
+    for k in 0..n {
+        // Drawn whatever the token, so the text after the head is the same
+        // with or without a run number.
+        let random = &pieces[rng.random_range(0..p)];
+        let piece = match (k, run) {
+            (0, _) => &pieces[(i / p) % p],
+            (1, _) => &pieces[i % p],
+            (2, Some(r)) => &pieces[(r as usize) % p],
+            (3, Some(r)) => &pieces[(r as usize / p) % p],
+            _ => random,
+        };
+        text.push_str(piece);
+    }
+    text
+}
+
+/// Proves the construction's lengths on a sample; if they do not hold
+/// under `counter`, counts and trims every prompt instead.
+fn prove_lengths(
+    items: &mut [PromptItem],
+    counter: &dyn TokenCounter,
+    pieces: &[String],
+    rng: &mut SmallRng,
+) {
+    let exact = items
+        .iter()
+        .take(8)
+        .all(|it| counter.count(&it.text) as u64 == it.prompt_tokens);
+    if !exact {
+        for it in items.iter_mut() {
+            trim_to(it, counter, pieces, rng);
+            // Lengths were counted, not built: a respelling could move them.
+            it.respell = None;
+        }
     }
 }
 
