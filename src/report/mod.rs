@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
+pub mod charts;
 pub mod checkpoint;
 pub mod compare;
 pub mod console;
@@ -18,6 +19,7 @@ pub mod reasoning;
 pub mod rerun;
 pub mod server;
 pub mod summary;
+pub mod svg;
 
 use crate::model::{Report, SCHEMA_VERSION};
 

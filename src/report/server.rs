@@ -5,7 +5,6 @@
 
 use std::fmt::Write as _;
 
-use super::html::{axes, svg_open, ticks, y_grid_line};
 use super::layouts::GroupedTable;
 use crate::model::server::{GaugeSummary, ServerDist};
 use crate::model::{Report, StageReport};
@@ -200,103 +199,6 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
     ]
 }
 
-const COLORS: &[&str] = &["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
-
-/// A line chart over the run's time with the stage starts marked.
-fn time_chart(
-    title: &str,
-    y_label: &str,
-    series: &[(&str, Vec<(f64, f64)>)],
-    stages: &[(f64, String)],
-    y_max: Option<f64>,
-) -> String {
-    let (w, h) = (560.0, 300.0);
-    // The legend goes below the plot (inside it, at the top right, it sat
-    // on the stage numbers), flowing over as many rows as it needs.
-    let names: Vec<&str> = series.iter().map(|s| s.0).collect();
-    let legend = super::html::legend_layout(&names, 8.0, w - 8.0);
-    let rows = legend.iter().map(|(_, r)| r + 1).max().unwrap_or(0);
-    let total_h = h + 4.0 + 16.0 * rows as f64;
-    let (ml, mr, mt, mb) = (56.0, 16.0, 34.0, 40.0);
-    let xmax_raw = series
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.0))
-        .chain(stages.iter().map(|s| s.0))
-        .fold(0.0, f64::max);
-    let ymax_raw = series
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
-    let xt = ticks(xmax_raw);
-    let yt = ticks(y_max.unwrap_or(ymax_raw));
-    let xmax = xt.last().copied().unwrap_or(1.0).max(1e-9);
-    let ymax = yt.last().copied().unwrap_or(1.0).max(1e-9);
-    let px = |x: f64| ml + (x / xmax) * (w - ml - mr);
-    let py = |y: f64| h - mb - (y.min(ymax) / ymax) * (h - mt - mb);
-    let mut s = String::new();
-    svg_open(&mut s, w, total_h, title);
-    for y in &yt {
-        y_grid_line(&mut s, ml, w - mr, py(*y), &y.to_string());
-    }
-    for x in &xt {
-        let _ = write!(
-            s,
-            r##"<text x="{xx:.1}" y="{ty}" font-size="10" text-anchor="middle">{x}</text>"##,
-            xx = px(*x),
-            ty = h - mb + 14.0,
-        );
-    }
-    for (i, (t, name)) in stages.iter().enumerate() {
-        let _ = write!(
-            s,
-            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{mt}" y2="{yb}" stroke="#999" stroke-dasharray="3,3"><title>{n}</title></line><text x="{tx:.1}" y="{ty}" font-size="9" fill="#777">{i}</text>"##,
-            xx = px(*t),
-            yb = h - mb,
-            n = esc(name),
-            tx = px(*t) + 2.0,
-            ty = mt + 8.0,
-            i = i + 1,
-        );
-    }
-    axes(
-        &mut s,
-        ml,
-        mt,
-        h - mb,
-        w - mr,
-        h - 8.0,
-        "seconds since the run started (dashed: stage starts)",
-        y_label,
-    );
-    for (i, (name, points)) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        // One line through the points there are (a failed scrape leaves
-        // no point; the line joins its neighbours).
-        let mut path = String::new();
-        for (k, (x, y)) in points.iter().enumerate() {
-            let cmd = if k == 0 { "M" } else { "L" };
-            let _ = write!(path, "{cmd}{:.1},{:.1} ", px(*x), py(*y));
-        }
-        let _ = write!(
-            s,
-            r#"<path fill="none" stroke="{color}" stroke-width="1.5" d="{}"/>"#,
-            path.trim_end()
-        );
-        let (lx, row) = legend[i];
-        let ly = h + 12.0 + row as f64 * 16.0;
-        let _ = write!(
-            s,
-            r#"<rect x="{lx:.1}" y="{ry:.1}" width="12" height="4" fill="{color}"/><text x="{tx:.1}" y="{ty:.1}" font-size="10">{n}</text>"#,
-            ry = ly - 4.0,
-            tx = lx + 16.0,
-            ty = ly + 1.0,
-            n = esc(name)
-        );
-    }
-    s.push_str("</svg>");
-    s
-}
-
 /// The HTML section: gauges over the run with stage boundaries, and the
 /// tables. None when the report has nothing from the server.
 pub fn html_section(r: &Report) -> Option<String> {
@@ -330,7 +232,7 @@ pub fn html_section(r: &Report) -> Option<String> {
             }
             pts
         };
-        let requests = time_chart(
+        let requests = super::charts::time_chart(
             "Requests at the server",
             "requests",
             &[
@@ -344,7 +246,7 @@ pub fn html_section(r: &Report) -> Option<String> {
         let kv = if kv_points.is_empty() {
             String::new()
         } else {
-            time_chart(
+            super::charts::time_chart(
                 "KV-cache use",
                 "%",
                 &[("KV cache", kv_points)],
