@@ -421,13 +421,10 @@ fn loops(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
 /// from drawing). The list only shrinks: a new loop, or a known one that
 /// grows, fails; a known one that is broken must leave the list.
 const KNOWN_LOOPS: &[(&str, &[&str])] = &[
-    // console and csv_export call the reasoning renderer and the summary;
     // reasoning borrows compare's `delta` and csv_export's
-    // `STATS`/`dist_values`; summary borrows console's `slo_line`.
-    (
-        "report",
-        &["compare", "console", "csv_export", "reasoning", "summary"],
-    ),
+    // `STATS`/`dist_values`; compare and csv_export call reasoning's
+    // tables and columns.
+    ("report", &["compare", "csv_export", "reasoning"]),
     // app holds the server view's state (`ServerMetrics`); server draws
     // from `App` and the theme.
     ("tui", &["app", "server"]),

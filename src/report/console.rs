@@ -7,27 +7,10 @@
 use std::fmt::Write as _;
 
 use super::{layouts, summary};
-use crate::model::{Report, SloSummary, StageReport};
+use crate::model::{Report, StageReport};
 
 /// Terminals at least this wide get GuideLLM's full tables.
 pub const FULL_WIDTH: u16 = 160;
-
-pub fn slo_line(s: &SloSummary) -> String {
-    match (&s.best_stage, s.best_rate) {
-        (Some(stage), Some(rate)) => {
-            let est = s
-                .estimated_rate
-                .map(|e| format!("; estimated limit {e:.2} req/s"))
-                .unwrap_or_default();
-            format!(
-                "SLOs met (≥ {:.0}% of requests) up to {rate:.2} req/s ({stage}){est} — {}",
-                s.attainment * 100.0,
-                s.note
-            )
-        }
-        _ => format!("SLOs: {}", s.note),
-    }
-}
 
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
@@ -81,7 +64,7 @@ pub fn render(r: &Report) -> String {
         );
     }
     if let Some(slo) = &r.slo_summary {
-        let _ = writeln!(s, "{}", slo_line(slo));
+        let _ = writeln!(s, "{}", summary::slo_line(slo));
     }
     for line in crate::stats::judge::judgement_lines(r) {
         let _ = writeln!(s, "{line}");

@@ -67,7 +67,7 @@ pub fn markdown(r: &Report) -> String {
     s.push_str(&layouts::sglang(r));
     s.push_str("```\n");
     if let Some(slo) = &r.slo_summary {
-        s.push_str(&format!("\n## SLOs\n\n{}\n", super::console::slo_line(slo)));
+        s.push_str(&format!("\n## SLOs\n\n{}\n", super::summary::slo_line(slo)));
     }
     if r.stages.iter().any(|st| !st.error_samples.is_empty()) {
         s.push_str("\n## Errors\n\n");

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{Report, StageReport};
+use crate::model::{Report, SloSummary, StageReport};
 
 /// A stage's TTFT p50 more than this many times the lowest of the slower
 /// stages marks the knee: latency has started to climb with the rate.
@@ -117,6 +117,24 @@ pub fn stop_reason(r: &Report) -> String {
     }
 }
 
+/// The SLO line: the highest rate that met the SLOs, or why none did.
+pub fn slo_line(s: &SloSummary) -> String {
+    match (&s.best_stage, s.best_rate) {
+        (Some(stage), Some(rate)) => {
+            let est = s
+                .estimated_rate
+                .map(|e| format!("; estimated limit {e:.2} req/s"))
+                .unwrap_or_default();
+            format!(
+                "SLOs met (≥ {:.0}% of requests) up to {rate:.2} req/s ({stage}){est} — {}",
+                s.attainment * 100.0,
+                s.note
+            )
+        }
+        _ => format!("SLOs: {}", s.note),
+    }
+}
+
 /// The summary as (label, text) lines.
 pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
@@ -141,7 +159,7 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         None => out.push(("Knee", no_knee(&r.stages))),
     }
     if let Some(slo) = &r.slo_summary {
-        out.push(("SLOs", super::console::slo_line(slo)));
+        out.push(("SLOs", slo_line(slo)));
     }
     let saturated: Vec<String> = r
         .stages
