@@ -421,10 +421,9 @@ fn loops(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
 /// from drawing). The list only shrinks: a new loop, or a known one that
 /// grows, fails; a known one that is broken must leave the list.
 const KNOWN_LOOPS: &[(&str, &[&str])] = &[
-    // reasoning borrows compare's `delta` and csv_export's
-    // `STATS`/`dist_values`; compare and csv_export call reasoning's
-    // tables and columns.
-    ("report", &["compare", "csv_export", "reasoning"]),
+    // reasoning borrows csv_export's `STATS`/`dist_values`; csv_export
+    // calls reasoning's columns.
+    ("report", &["csv_export", "reasoning"]),
     // app holds the server view's state (`ServerMetrics`); server draws
     // from `App` and the theme.
     ("tui", &["app", "server"]),

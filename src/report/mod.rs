@@ -11,6 +11,7 @@ pub mod compare;
 pub mod console;
 pub mod conversations;
 pub mod csv_export;
+pub mod delta;
 pub mod export;
 pub mod html;
 pub mod layouts;
