@@ -421,9 +421,6 @@ fn loops(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
 /// from drawing). The list only shrinks: a new loop, or a known one that
 /// grows, fails; a known one that is broken must leave the list.
 const KNOWN_LOOPS: &[(&str, &[&str])] = &[
-    // reasoning borrows csv_export's `STATS`/`dist_values`; csv_export
-    // calls reasoning's columns.
-    ("report", &["csv_export", "reasoning"]),
     // app holds the server view's state (`ServerMetrics`); server draws
     // from `App` and the theme.
     ("tui", &["app", "server"]),

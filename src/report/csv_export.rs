@@ -2,17 +2,8 @@
 
 use anyhow::{Context as _, Result};
 
-use crate::model::{DistSummary, Report};
-
-pub const STATS: [&str; 9] = [
-    "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p999",
-];
-
-pub fn dist_values(d: &DistSummary) -> [f64; 9] {
-    [
-        d.mean, d.std, d.min, d.max, d.p50, d.p90, d.p95, d.p99, d.p999,
-    ]
-}
+use super::columns::{dist_values, STATS};
+use crate::model::Report;
 
 pub fn render(r: &Report) -> Result<String> {
     let mut header: Vec<String> = [

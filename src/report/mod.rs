@@ -7,6 +7,7 @@ use anyhow::{Context as _, Result};
 
 pub mod charts;
 pub mod checkpoint;
+pub mod columns;
 pub mod compare;
 pub mod console;
 pub mod conversations;

@@ -150,7 +150,7 @@ pub fn csv_columns(r: &Report) -> Vec<String> {
             .map(String::from),
         );
         for m in ["ttfrt", "ttfat", "answer_itl"] {
-            for s in super::csv_export::STATS {
+            for s in super::columns::STATS {
                 h.push(format!("{m}_{s}_ms"));
             }
         }
@@ -186,7 +186,7 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
         ] {
             match d {
                 Some(d) => row.extend(
-                    super::csv_export::dist_values(d)
+                    super::columns::dist_values(d)
                         .iter()
                         .map(|v| format!("{v}")),
                 ),
