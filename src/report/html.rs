@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::charts::{chart, chart_with, ChartOpts, Series};
-use super::layouts;
+use super::charts::{chart, chart_with, time_chart, ChartOpts, Series};
+use super::{layouts, reasoning, server};
 use crate::model::{Report, StageReport};
 use crate::stats::dist::Dist;
 
@@ -268,10 +268,10 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
         );
     }
     h.push_str("</table>");
-    if let Some(server) = crate::report::server::html_section(r) {
+    if let Some(server) = server_section(r) {
         h.push_str(&server);
     }
-    if let Some(section) = crate::report::reasoning::html_section(r) {
+    if let Some(section) = reasoning_section(r) {
         h.push_str(&section);
     }
     h.push_str("<h2>Timeline</h2><table><tr><th>t (s)</th><th>event</th><th>detail</th></tr>");
@@ -293,6 +293,83 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
     );
     h.push_str("</body></html>\n");
     h
+}
+
+/// The HTML section: gauges over the run with stage boundaries, and the
+/// tables. None when the report has nothing from the server.
+fn server_section(r: &Report) -> Option<String> {
+    let tables = server::text_tables(r)?;
+    let mut h = String::from("<h2>Server (/metrics)</h2>");
+    let with_series: Vec<&StageReport> = r
+        .stages
+        .iter()
+        .filter(|s| s.server.as_ref().and_then(|v| v.series.as_ref()).is_some())
+        .collect();
+    if !with_series.is_empty() {
+        let stage_starts: Vec<(f64, String)> = with_series
+            .iter()
+            .filter_map(|s| {
+                let t = s.server.as_ref()?.series.as_ref()?.t_s.first().copied()?;
+                Some((t, s.name.clone()))
+            })
+            .collect();
+        let collect = |f: fn(&crate::model::server::ServerSeries) -> &Vec<Option<f64>>,
+                       scale: f64| {
+            let mut pts = Vec::new();
+            for s in &with_series {
+                let Some(se) = s.server.as_ref().and_then(|v| v.series.as_ref()) else {
+                    continue;
+                };
+                for (t, v) in se.t_s.iter().zip(f(se)) {
+                    if let Some(v) = v {
+                        pts.push((*t, v * scale));
+                    }
+                }
+            }
+            pts
+        };
+        let requests = time_chart(
+            "Requests at the server",
+            "requests",
+            &[
+                ("running", collect(|s| &s.running, 1.0)),
+                ("waiting", collect(|s| &s.waiting, 1.0)),
+            ],
+            &stage_starts,
+            None,
+        );
+        let kv_points = collect(|s| &s.kv_cache_usage, 100.0);
+        let kv = if kv_points.is_empty() {
+            String::new()
+        } else {
+            time_chart(
+                "KV-cache use",
+                "%",
+                &[("KV cache", kv_points)],
+                &stage_starts,
+                Some(100.0),
+            )
+        };
+        let _ = write!(h, r#"<div class="charts">{requests}{kv}</div>"#);
+    }
+    let _ = write!(h, "<pre>{}</pre>", esc(&tables));
+    Some(h)
+}
+
+/// The HTML section: both tables as text, under their own headings.
+fn reasoning_section(r: &Report) -> Option<String> {
+    let mut h = String::new();
+    if let Some(t) = reasoning::reasoning_table(r) {
+        h.push_str(
+            "<h2>Reasoning (time to first answer token)</h2><p>TTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.</p>",
+        );
+        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
+    }
+    if let Some(t) = reasoning::lengths_table(r) {
+        h.push_str("<h2>Output lengths</h2>");
+        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
+    }
+    (!h.is_empty()).then_some(h)
 }
 
 #[cfg(test)]
@@ -364,5 +441,16 @@ mod tests {
     #[test]
     fn text_is_escaped() {
         assert_eq!(esc("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
+    }
+
+    #[test]
+    fn the_server_and_reasoning_sections_appear_when_a_report_has_them() {
+        let plain = Report::from_json(include_str!("../../tests/fixtures/report.json")).unwrap();
+        assert!(server_section(&plain).is_none() && reasoning_section(&plain).is_none());
+        let r =
+            Report::from_json(include_str!("../../tests/fixtures/sweep-10-stages.json")).unwrap();
+        let html = server_section(&r).unwrap();
+        assert!(html.contains("<svg") && html.contains("KV-cache use"));
+        assert!(html.contains("stroke-dasharray"), "stage boundaries");
     }
 }

@@ -205,23 +205,6 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
     row
 }
 
-/// The HTML section: both tables as text, under their own headings.
-pub fn html_section(r: &Report) -> Option<String> {
-    let esc = crate::safe::html;
-    let mut h = String::new();
-    if let Some(t) = reasoning_table(r) {
-        h.push_str(
-            "<h2>Reasoning (time to first answer token)</h2><p>TTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.</p>",
-        );
-        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
-    }
-    if let Some(t) = lengths_table(r) {
-        h.push_str("<h2>Output lengths</h2>");
-        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
-    }
-    (!h.is_empty()).then_some(h)
-}
-
 /// Markdown sections for report.md.
 pub fn markdown(r: &Report) -> String {
     let mut s = String::new();
@@ -384,7 +367,7 @@ mod tests {
         // A report without thinking or lengths: nothing new.
         let plain = report(vec![StageReport::default()]);
         assert!(reasoning_table(&plain).is_none() && lengths_table(&plain).is_none());
-        assert!(csv_columns(&plain).is_empty() && html_section(&plain).is_none());
+        assert!(csv_columns(&plain).is_empty());
         assert!(markdown(&plain).is_empty());
     }
 }

@@ -3,12 +3,9 @@
 //! Each appears only when a report has something from the server, so
 //! reports of runs without it look as they always did.
 
-use std::fmt::Write as _;
-
 use super::layouts::GroupedTable;
 use crate::model::server::{GaugeSummary, ServerDist};
 use crate::model::{Report, StageReport};
-use crate::safe::html as esc;
 
 /// True when some stage has the server's metrics, or a server prompt-token
 /// count (usage) that differs from the requested one.
@@ -199,67 +196,6 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
     ]
 }
 
-/// The HTML section: gauges over the run with stage boundaries, and the
-/// tables. None when the report has nothing from the server.
-pub fn html_section(r: &Report) -> Option<String> {
-    let tables = text_tables(r)?;
-    let mut h = String::from("<h2>Server (/metrics)</h2>");
-    let with_series: Vec<&StageReport> = r
-        .stages
-        .iter()
-        .filter(|s| s.server.as_ref().and_then(|v| v.series.as_ref()).is_some())
-        .collect();
-    if !with_series.is_empty() {
-        let stage_starts: Vec<(f64, String)> = with_series
-            .iter()
-            .filter_map(|s| {
-                let t = s.server.as_ref()?.series.as_ref()?.t_s.first().copied()?;
-                Some((t, s.name.clone()))
-            })
-            .collect();
-        let collect = |f: fn(&crate::model::server::ServerSeries) -> &Vec<Option<f64>>,
-                       scale: f64| {
-            let mut pts = Vec::new();
-            for s in &with_series {
-                let Some(se) = s.server.as_ref().and_then(|v| v.series.as_ref()) else {
-                    continue;
-                };
-                for (t, v) in se.t_s.iter().zip(f(se)) {
-                    if let Some(v) = v {
-                        pts.push((*t, v * scale));
-                    }
-                }
-            }
-            pts
-        };
-        let requests = super::charts::time_chart(
-            "Requests at the server",
-            "requests",
-            &[
-                ("running", collect(|s| &s.running, 1.0)),
-                ("waiting", collect(|s| &s.waiting, 1.0)),
-            ],
-            &stage_starts,
-            None,
-        );
-        let kv_points = collect(|s| &s.kv_cache_usage, 100.0);
-        let kv = if kv_points.is_empty() {
-            String::new()
-        } else {
-            super::charts::time_chart(
-                "KV-cache use",
-                "%",
-                &[("KV cache", kv_points)],
-                &stage_starts,
-                Some(100.0),
-            )
-        };
-        let _ = write!(h, r#"<div class="charts">{requests}{kv}</div>"#);
-    }
-    let _ = write!(h, "<pre>{}</pre>", esc(&tables));
-    Some(h)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,7 +215,6 @@ mod tests {
         let r = report(None);
         assert!(!has_server_side(&r));
         assert!(text_tables(&r).is_none());
-        assert!(html_section(&r).is_none());
         assert!(!csv_wanted(&r));
     }
 
@@ -327,9 +262,6 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want} in\n{t}");
         }
-        let html = html_section(&r).unwrap();
-        assert!(html.contains("<svg") && html.contains("KV-cache use"));
-        assert!(html.contains("stroke-dasharray"), "stage boundaries");
         assert!(csv_wanted(&r));
         let row = csv_values(&r.stages[0]);
         assert_eq!(row.len(), CSV_COLUMNS.len());
