@@ -404,7 +404,7 @@ fn waits_between_stages_are_grouped_into_one_line() {
     );
     for (what, text) in [
         ("console", llmsweep::report::console::render(&r)),
-        ("md", export::markdown(&r)),
+        ("md", llmsweep::report::markdown::render(&r)),
         ("html", llmsweep::report::html::render(&r)),
     ] {
         assert_eq!(text.matches("between stages").count(), 1, "{what}:\n{text}");

@@ -16,6 +16,7 @@ pub mod delta;
 pub mod export;
 pub mod html;
 pub mod layouts;
+pub mod markdown;
 pub mod merge;
 pub mod reasoning;
 pub mod rerun;

@@ -205,22 +205,6 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
     row
 }
 
-/// Markdown sections for report.md.
-pub fn markdown(r: &Report) -> String {
-    let mut s = String::new();
-    if let Some(t) = reasoning_table(r) {
-        s.push_str("\n## Reasoning (time to first answer token)\n\nTTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.\n\n```\n");
-        s.push_str(&t);
-        s.push_str("```\n");
-    }
-    if let Some(t) = lengths_table(r) {
-        s.push_str("\n## Output lengths\n\n```\n");
-        s.push_str(&t);
-        s.push_str("```\n");
-    }
-    s
-}
-
 /// `compare`'s table of the first answer token, when either run thought.
 pub fn compare_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
     if !pairs
@@ -368,6 +352,5 @@ mod tests {
         let plain = report(vec![StageReport::default()]);
         assert!(reasoning_table(&plain).is_none() && lengths_table(&plain).is_none());
         assert!(csv_columns(&plain).is_empty());
-        assert!(markdown(&plain).is_empty());
     }
 }

@@ -3,8 +3,6 @@
 //! saturated stages and why the run stopped. The dashboard's result screen,
 //! the console summary and report.md all say it the same way, from here.
 
-use std::fmt::Write as _;
-
 use crate::model::{Report, SloSummary, StageReport};
 
 /// A stage's TTFT p50 more than this many times the lowest of the slower
@@ -239,16 +237,6 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     out
 }
 
-/// The summary as Markdown (a `## Summary` section).
-pub fn markdown(r: &Report) -> String {
-    let mut s = String::from("## Summary\n\n");
-    for (k, v) in lines(r) {
-        let _ = writeln!(s, "- **{k}:** {}", crate::safe::markdown(&v));
-    }
-    s.push('\n');
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,9 +321,6 @@ mod tests {
         ] {
             assert!(all.contains(needle), "{needle:?} in\n{all}");
         }
-        assert!(markdown(&r).starts_with("## Summary\n\n- **Answer:** holds ≈"));
-        let md = crate::report::export::markdown(&r);
-        assert!(md.contains("## Summary") && md.contains("**Saturated:** constant@40.00"));
     }
 
     #[test]
