@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::delta::{delta, pair};
 use super::layouts::pipe_table;
-use crate::model::Report;
+use crate::model::{Report, StageReport};
 
 pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     let mut s = String::new();
@@ -80,7 +80,7 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
         })
         .collect();
     s.push_str(&pipe_table(&headers, &rows, 1));
-    if let Some(t) = super::reasoning::compare_table(&pair(a, b)) {
+    if let Some(t) = reasoning_table(&pair(a, b)) {
         s.push_str(&t);
     }
     for line in conversation_lines(a, b) {
@@ -153,6 +153,67 @@ fn conversation_lines(a: &Report, b: &Report) -> Vec<String> {
         }
     }
     out
+}
+
+/// `compare`'s table of the first answer token, when either run thought.
+fn reasoning_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
+    if !pairs
+        .iter()
+        .any(|(a, b)| a.reasoning.is_some() || b.reasoning.is_some())
+    {
+        return None;
+    }
+    let headers = [
+        "Stage (A → B)",
+        "TTFAT p50 A",
+        "TTFAT p50 B",
+        "Δ TTFAT p50",
+        "TTFAT p99 A",
+        "TTFAT p99 B",
+        "Δ TTFAT p99",
+        "Think tok A",
+        "Think tok B",
+        "Answer ITL p50 A",
+        "Answer ITL p50 B",
+    ];
+    // A run that did not think waited for its first token.
+    let ttfat = |s: &StageReport| s.waited_ttft_ms().clone();
+    let rows: Vec<Vec<String>> = pairs
+        .iter()
+        .map(|(x, y)| {
+            let (a, b) = (ttfat(x), ttfat(y));
+            let think = |s: &StageReport| {
+                s.reasoning
+                    .as_ref()
+                    .map_or("0".into(), |r| format!("{:.1}", r.reasoning_tokens_mean))
+            };
+            let aitl = |s: &StageReport| {
+                let d = s.reasoning.as_ref().map_or(&s.itl_ms, |r| &r.answer_itl_ms);
+                format!("{:.2}", d.p50)
+            };
+            vec![
+                if x.name == y.name {
+                    x.name.clone()
+                } else {
+                    format!("{} → {}", x.name, y.name)
+                },
+                format!("{:.1}", a.p50),
+                format!("{:.1}", b.p50),
+                delta(a.p50, b.p50, false),
+                format!("{:.1}", a.p99),
+                format!("{:.1}", b.p99),
+                delta(a.p99, b.p99, false),
+                think(x),
+                think(y),
+                aitl(x),
+                aitl(y),
+            ]
+        })
+        .collect();
+    Some(format!(
+        "\nTime to first answer token (TTFT where a run did not think):\n{}",
+        pipe_table(&headers, &rows, 1)
+    ))
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! The figures of models that think before they answer (time to the first
-//! answer token, the thinking/answer split) and output length truth, in
-//! every report format: text tables (console, Markdown), CSV columns, an
-//! HTML section and `compare` rows. Each appears only when a stage of the
-//! report has the figures, so reports of other servers read as before.
+//! answer token, the thinking/answer split) and output length truth: the
+//! text tables every text format shows (console, Markdown, HTML) and the
+//! CSV columns. Each appears only when a stage of the report has the
+//! figures, so reports of other servers read as before.
 
-use super::layouts::{pipe_table, GroupedTable};
+use super::layouts::GroupedTable;
 use crate::model::{DistSummary, OutputLengths, Report, StageReport};
 
 /// Some stage saw reasoning.
@@ -205,67 +205,6 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
     row
 }
 
-/// `compare`'s table of the first answer token, when either run thought.
-pub fn compare_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
-    if !pairs
-        .iter()
-        .any(|(a, b)| a.reasoning.is_some() || b.reasoning.is_some())
-    {
-        return None;
-    }
-    let headers = [
-        "Stage (A → B)",
-        "TTFAT p50 A",
-        "TTFAT p50 B",
-        "Δ TTFAT p50",
-        "TTFAT p99 A",
-        "TTFAT p99 B",
-        "Δ TTFAT p99",
-        "Think tok A",
-        "Think tok B",
-        "Answer ITL p50 A",
-        "Answer ITL p50 B",
-    ];
-    // A run that did not think waited for its first token.
-    let ttfat = |s: &StageReport| s.waited_ttft_ms().clone();
-    let rows: Vec<Vec<String>> = pairs
-        .iter()
-        .map(|(x, y)| {
-            let (a, b) = (ttfat(x), ttfat(y));
-            let think = |s: &StageReport| {
-                s.reasoning
-                    .as_ref()
-                    .map_or("0".into(), |r| format!("{:.1}", r.reasoning_tokens_mean))
-            };
-            let aitl = |s: &StageReport| {
-                let d = s.reasoning.as_ref().map_or(&s.itl_ms, |r| &r.answer_itl_ms);
-                format!("{:.2}", d.p50)
-            };
-            vec![
-                if x.name == y.name {
-                    x.name.clone()
-                } else {
-                    format!("{} → {}", x.name, y.name)
-                },
-                format!("{:.1}", a.p50),
-                format!("{:.1}", b.p50),
-                super::delta::delta(a.p50, b.p50, false),
-                format!("{:.1}", a.p99),
-                format!("{:.1}", b.p99),
-                super::delta::delta(a.p99, b.p99, false),
-                think(x),
-                think(y),
-                aitl(x),
-                aitl(y),
-            ]
-        })
-        .collect();
-    Some(format!(
-        "\nTime to first answer token (TTFT where a run did not think):\n{}",
-        pipe_table(&headers, &rows, 1)
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,9 +284,6 @@ mod tests {
         let cols = csv_columns(&r);
         assert_eq!(cols.len(), csv_values(&r, &r.stages[1]).len());
         assert!(cols.contains(&"ttfat_p50_ms".to_string()));
-        let pairs: Vec<_> = r.stages.iter().map(|s| (s, s)).collect();
-        let c = compare_table(&pairs).unwrap();
-        assert!(c.contains("TTFAT p50 A") && c.contains("250.0"), "{c}");
         // A report without thinking or lengths: nothing new.
         let plain = report(vec![StageReport::default()]);
         assert!(reasoning_table(&plain).is_none() && lengths_table(&plain).is_none());

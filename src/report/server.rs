@@ -1,7 +1,7 @@
-//! The server's side in every report format: text tables (console and
-//! Markdown), CSV columns, and an HTML section with the gauges over time.
-//! Each appears only when a report has something from the server, so
-//! reports of runs without it look as they always did.
+//! The server's side for every report format: text tables (console,
+//! Markdown and the HTML page, which draws the gauges over time itself) and
+//! CSV columns. Each appears only when a report has something from the
+//! server, so reports of runs without it look as they always did.
 
 use super::layouts::GroupedTable;
 use crate::model::server::{GaugeSummary, ServerDist};
