@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use super::columns::{self, Dist};
 use crate::model::{Report, StageReport, StrategyKind};
 
 /// A table with grouped column headers, drawn the way GuideLLM draws it:
@@ -176,20 +177,21 @@ pub fn guidellm_stats(r: &Report) -> String {
         .iter()
         .zip(&labels)
         .map(|(s, label)| {
-            let m3 = |d: &crate::model::DistSummary, k: f64, p: usize| {
+            let m3 = |d: Dist, k: f64, p: usize| {
+                let d = d.of(s);
                 [d.mean * k, d.p50 * k, d.p99 * k].map(|v| format!("{v:.p$}"))
             };
             let mut row = vec![
                 label.clone(),
-                format!("{:.2}", s.rates.requests_per_s),
-                format!("{:.2}", s.concurrency.mean),
-                format!("{:.1}", s.rates.output_tokens_per_s),
-                format!("{:.1}", s.rates.total_tokens_per_s),
+                format!("{:.2}", columns::REQUESTS_PER_S.num(s)),
+                format!("{:.2}", columns::CONCURRENCY_MEAN.num(s)),
+                format!("{:.1}", columns::OUTPUT_TOKENS_PER_S.num(s)),
+                format!("{:.1}", columns::TOTAL_TOKENS_PER_S.num(s)),
             ];
-            row.extend(m3(&s.latency_ms, 0.001, 2));
-            row.extend(m3(&s.ttft_ms, 1.0, 1));
-            row.extend(m3(&s.itl_ms, 1.0, 1));
-            row.extend(m3(&s.tpot_ms, 1.0, 1));
+            row.extend(m3(columns::LATENCY, 0.001, 2));
+            row.extend(m3(columns::TTFT, 1.0, 1));
+            row.extend(m3(columns::ITL, 1.0, 1));
+            row.extend(m3(columns::TPOT, 1.0, 1));
             row
         })
         .collect();
@@ -279,23 +281,23 @@ pub fn vllm_serving(r: &Report) -> String {
                 (_, Some(t)) => fnum(t),
                 _ => s.strategy.to_string(),
             };
-            vec![
+            let mut row = vec![
                 format!("serving_{model}_{}_qps_{rate}", s.strategy),
                 "-".into(),
-                s.requests.completed.to_string(),
-                fnum(s.rates.requests_per_s),
-                fnum(s.rates.output_tokens_per_s),
-                fnum(s.rates.total_tokens_per_s),
-                fnum(s.ttft_ms.mean),
-                fnum(s.ttft_ms.p50),
-                fnum(s.ttft_ms.p99),
-                fnum(s.tpot_ms.mean),
-                fnum(s.tpot_ms.p50),
-                fnum(s.tpot_ms.p99),
-                fnum(s.itl_ms.mean),
-                fnum(s.itl_ms.p50),
-                fnum(s.itl_ms.p99),
-            ]
+                columns::COMPLETED.value(s).to_string(),
+            ];
+            for f in [
+                columns::REQUESTS_PER_S,
+                columns::OUTPUT_TOKENS_PER_S,
+                columns::TOTAL_TOKENS_PER_S,
+            ] {
+                row.push(fnum(f.num(s)));
+            }
+            for d in [columns::TTFT, columns::TPOT, columns::ITL] {
+                let d = d.of(s);
+                row.extend([d.mean, d.p50, d.p99].map(fnum));
+            }
+            row
         })
         .collect();
     pipe_table(&headers, &rows, 2)
@@ -366,85 +368,78 @@ pub fn pipe_table(headers: &[&str], rows: &[Vec<String>], numeric_from: usize) -
 /// SGLang `bench_serving`'s "Serving Benchmark Result" block for one stage.
 pub fn sglang_block(r: &Report, s: &StageReport) -> String {
     let mut o = String::new();
-    let kv = |o: &mut String, k: &str, v: String| {
-        let _ = writeln!(o, "{k:<41}{v}");
-    };
     let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
-    kv(&mut o, "Backend:", format!("llmsweep-{}", r.target.api));
-    kv(&mut o, "Stage:", s.name.clone());
+    for (k, v) in sglang_totals(r, s) {
+        let _ = writeln!(o, "{k:<41}{v}");
+    }
+    for (title, name, d, p99) in SGLANG_DISTS {
+        let d = d.of(s);
+        let _ = writeln!(o, "{title:-^50}");
+        let _ = writeln!(o, "{:<41}{:.2}", format!("Mean {name} (ms):"), d.mean);
+        let _ = writeln!(o, "{:<41}{:.2}", format!("Median {name} (ms):"), d.p50);
+        if p99 {
+            let _ = writeln!(o, "{:<41}{:.2}", format!("P99 {name} (ms):"), d.p99);
+        }
+    }
+    let _ = writeln!(o, "{}", "=".repeat(50));
+    o
+}
+
+/// SGLang's latency sections: (title, name, distribution, with p99).
+const SGLANG_DISTS: [(&str, &str, Dist, bool); 4] = [
+    ("End-to-End Latency", "E2E Latency", columns::LATENCY, false),
+    ("Time to First Token", "TTFT", columns::TTFT, true),
+    (
+        "Time per Output Token (excl. 1st token)",
+        "TPOT",
+        columns::TPOT,
+        true,
+    ),
+    ("Inter-token Latency", "ITL", columns::ITL, true),
+];
+
+/// The head of SGLang's block: what ran, how much, how fast.
+fn sglang_totals(r: &Report, s: &StageReport) -> Vec<(&'static str, String)> {
     let rate = match (s.strategy, s.target_rate) {
         (StrategyKind::Throughput, _) => "inf".to_string(),
         (StrategyKind::Constant | StrategyKind::Poisson, Some(t)) => format!("{t:.2}"),
         _ => "-".to_string(),
     };
-    kv(&mut o, "Traffic request rate:", rate);
-    kv(
-        &mut o,
-        "Successful requests:",
-        s.requests.completed.to_string(),
-    );
-    kv(
-        &mut o,
-        "Benchmark duration (s):",
-        format!("{:.2}", s.measured_s),
-    );
-    kv(
-        &mut o,
-        "Total input tokens:",
-        s.tokens.prompt_total.to_string(),
-    );
-    kv(
-        &mut o,
-        "Total generated tokens:",
-        s.tokens.output_total.to_string(),
-    );
-    kv(
-        &mut o,
-        "Request throughput (req/s):",
-        format!("{:.2}", s.rates.requests_per_s),
-    );
-    let per_s = |n: u64| {
-        if s.measured_s > 0.0 {
-            n as f64 / s.measured_s
-        } else {
-            0.0
-        }
+    let measured = columns::MEASURED.num(s);
+    let prompt_total = columns::PROMPT_TOKENS_TOTAL.num(s);
+    let input_per_s = if measured > 0.0 {
+        prompt_total / measured
+    } else {
+        0.0
     };
-    kv(
-        &mut o,
-        "Input token throughput (tok/s):",
-        format!("{:.2}", per_s(s.tokens.prompt_total)),
-    );
-    kv(
-        &mut o,
-        "Output token throughput (tok/s):",
-        format!("{:.2}", s.rates.output_tokens_per_s),
-    );
-    let _ = writeln!(o, "{:-^50}", "End-to-End Latency");
-    kv(
-        &mut o,
-        "Mean E2E Latency (ms):",
-        format!("{:.2}", s.latency_ms.mean),
-    );
-    kv(
-        &mut o,
-        "Median E2E Latency (ms):",
-        format!("{:.2}", s.latency_ms.p50),
-    );
-    let _ = writeln!(o, "{:-^50}", "Time to First Token");
-    kv(&mut o, "Mean TTFT (ms):", format!("{:.2}", s.ttft_ms.mean));
-    kv(&mut o, "Median TTFT (ms):", format!("{:.2}", s.ttft_ms.p50));
-    kv(&mut o, "P99 TTFT (ms):", format!("{:.2}", s.ttft_ms.p99));
-    let _ = writeln!(o, "{:-^50}", "Time per Output Token (excl. 1st token)");
-    kv(&mut o, "Mean TPOT (ms):", format!("{:.2}", s.tpot_ms.mean));
-    kv(&mut o, "Median TPOT (ms):", format!("{:.2}", s.tpot_ms.p50));
-    kv(&mut o, "P99 TPOT (ms):", format!("{:.2}", s.tpot_ms.p99));
-    let _ = writeln!(o, "{:-^50}", "Inter-token Latency");
-    kv(&mut o, "Mean ITL (ms):", format!("{:.2}", s.itl_ms.mean));
-    kv(&mut o, "Median ITL (ms):", format!("{:.2}", s.itl_ms.p50));
-    kv(&mut o, "P99 ITL (ms):", format!("{:.2}", s.itl_ms.p99));
-    let _ = writeln!(o, "{}", "=".repeat(50));
-    o
+    let f2 = |v: f64| format!("{v:.2}");
+    vec![
+        ("Backend:", format!("llmsweep-{}", r.target.api)),
+        ("Stage:", s.name.clone()),
+        ("Traffic request rate:", rate),
+        (
+            "Successful requests:",
+            columns::COMPLETED.value(s).to_string(),
+        ),
+        ("Benchmark duration (s):", f2(measured)),
+        (
+            "Total input tokens:",
+            columns::PROMPT_TOKENS_TOTAL.value(s).to_string(),
+        ),
+        (
+            "Total generated tokens:",
+            columns::OUTPUT_TOKENS_TOTAL.value(s).to_string(),
+        ),
+        (
+            "Request throughput (req/s):",
+            f2(columns::REQUESTS_PER_S.num(s)),
+        ),
+        ("Input token throughput (tok/s):", f2(input_per_s)),
+        (
+            "Output token throughput (tok/s):",
+            f2(columns::OUTPUT_TOKENS_PER_S.num(s)),
+        ),
+    ]
 }
 
 pub fn sglang(r: &Report) -> String {
