@@ -3,83 +3,14 @@
 
 use std::fmt::Write as _;
 
+use super::columns;
 use super::delta::{delta, pair};
 use super::layouts::pipe_table;
 use crate::model::{Report, StageReport};
 
 pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "A: {a_name} — {} ({}), {}",
-        crate::safe::line(&a.target.model),
-        crate::safe::line(&a.target.url),
-        a.created
-    );
-    let _ = writeln!(
-        s,
-        "B: {b_name} — {} ({}), {}",
-        crate::safe::line(&b.target.model),
-        crate::safe::line(&b.target.url),
-        b.created
-    );
-    // Each run's answer first, as every report says it.
-    for (k, r) in [("A", a), ("B", b)] {
-        let answer = super::summary::answer(r);
-        let _ = writeln!(s, "{k} {}", crate::stats::answer::line(&answer));
-    }
-    s.push('\n');
-    let headers = [
-        "Stage (A → B)",
-        "Req/s A",
-        "Req/s B",
-        "Δ req/s",
-        "Out tok/s A",
-        "Out tok/s B",
-        "Δ tok/s",
-        "TTFT p50 A",
-        "TTFT p50 B",
-        "Δ TTFT p50",
-        "TTFT p99 A",
-        "TTFT p99 B",
-        "Δ TTFT p99",
-        "ITL p50 A",
-        "ITL p50 B",
-        "Δ ITL p50",
-    ];
-    let rows: Vec<Vec<String>> = pair(a, b)
-        .into_iter()
-        .map(|(x, y)| {
-            let name = if x.name == y.name {
-                x.name.clone()
-            } else {
-                format!("{} → {}", x.name, y.name)
-            };
-            vec![
-                name,
-                format!("{:.2}", x.rates.achieved()),
-                format!("{:.2}", y.rates.achieved()),
-                delta(x.rates.achieved(), y.rates.achieved(), true),
-                format!("{:.0}", x.rates.output_tokens_per_s),
-                format!("{:.0}", y.rates.output_tokens_per_s),
-                delta(
-                    x.rates.output_tokens_per_s,
-                    y.rates.output_tokens_per_s,
-                    true,
-                ),
-                format!("{:.1}", x.ttft_ms.p50),
-                format!("{:.1}", y.ttft_ms.p50),
-                delta(x.ttft_ms.p50, y.ttft_ms.p50, false),
-                format!("{:.1}", x.ttft_ms.p99),
-                format!("{:.1}", y.ttft_ms.p99),
-                delta(x.ttft_ms.p99, y.ttft_ms.p99, false),
-                format!("{:.2}", x.itl_ms.p50),
-                format!("{:.2}", y.itl_ms.p50),
-                delta(x.itl_ms.p50, y.itl_ms.p50, false),
-            ]
-        })
-        .collect();
-    s.push_str(&pipe_table(&headers, &rows, 1));
+    let mut s = heading(a, b, a_name, b_name);
+    s.push_str(&stage_table(a, b));
     if let Some(t) = reasoning_table(&pair(a, b)) {
         s.push_str(&t);
     }
@@ -98,6 +29,117 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
         let _ = writeln!(s, "{line}");
     }
     s
+}
+
+/// Which run is which, and each run's answer first, as every report says it.
+fn heading(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
+    let mut s = String::new();
+    for (k, name, r) in [("A", a_name, a), ("B", b_name, b)] {
+        let _ = writeln!(
+            s,
+            "{k}: {name} — {} ({}), {}",
+            crate::safe::line(&r.target.model),
+            crate::safe::line(&r.target.url),
+            r.created
+        );
+    }
+    for (k, r) in [("A", a), ("B", b)] {
+        let answer = super::summary::answer(r);
+        let _ = writeln!(s, "{k} {}", crate::stats::answer::line(&answer));
+    }
+    s.push('\n');
+    s
+}
+
+/// A figure `compare` sets side by side.
+struct Compared {
+    /// The header of A's and B's columns (`Req/s` → `Req/s A`, `Req/s B`).
+    name: &'static str,
+    /// The header of the change's column.
+    delta: &'static str,
+    get: fn(&StageReport) -> f64,
+    digits: usize,
+    higher_is_better: bool,
+}
+
+const COMPARED: [Compared; 5] = [
+    Compared {
+        name: "Req/s",
+        delta: "Δ req/s",
+        get: |s| columns::ACHIEVED.num(s),
+        digits: 2,
+        higher_is_better: true,
+    },
+    Compared {
+        name: "Out tok/s",
+        delta: "Δ tok/s",
+        get: |s| columns::OUTPUT_TOKENS_PER_S.num(s),
+        digits: 0,
+        higher_is_better: true,
+    },
+    Compared {
+        name: "TTFT p50",
+        delta: "Δ TTFT p50",
+        get: |s| columns::TTFT.of(s).p50,
+        digits: 1,
+        higher_is_better: false,
+    },
+    Compared {
+        name: "TTFT p99",
+        delta: "Δ TTFT p99",
+        get: |s| columns::TTFT.of(s).p99,
+        digits: 1,
+        higher_is_better: false,
+    },
+    Compared {
+        name: "ITL p50",
+        delta: "Δ ITL p50",
+        get: |s| columns::ITL.of(s).p50,
+        digits: 2,
+        higher_is_better: false,
+    },
+];
+
+/// The paired stages' figures, A, B and the change.
+fn stage_table(a: &Report, b: &Report) -> String {
+    let names: Vec<String> = COMPARED
+        .iter()
+        .flat_map(|c| {
+            [
+                format!("{} A", c.name),
+                format!("{} B", c.name),
+                c.delta.to_string(),
+            ]
+        })
+        .collect();
+    let mut headers = vec!["Stage (A → B)"];
+    headers.extend(names.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = pair(a, b)
+        .into_iter()
+        .map(|(x, y)| {
+            let mut row = vec![pair_name(x, y)];
+            for c in &COMPARED {
+                let (va, vb) = ((c.get)(x), (c.get)(y));
+                let p = c.digits;
+                row.extend([
+                    format!("{va:.p$}"),
+                    format!("{vb:.p$}"),
+                    delta(va, vb, c.higher_is_better),
+                ]);
+            }
+            row
+        })
+        .collect();
+    pipe_table(&headers, &rows, 1)
+}
+
+/// `a` or `a → b` when the paired stages' names differ.
+fn pair_name(x: &StageReport, y: &StageReport) -> String {
+    if x.name == y.name {
+        x.name.clone()
+    } else {
+        format!("{} → {}", x.name, y.name)
+    }
 }
 
 /// Multi-turn runs: each paired stage's conversations and, by turn, TTFT
@@ -192,11 +234,7 @@ fn reasoning_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
                 format!("{:.2}", d.p50)
             };
             vec![
-                if x.name == y.name {
-                    x.name.clone()
-                } else {
-                    format!("{} → {}", x.name, y.name)
-                },
+                pair_name(x, y),
                 format!("{:.1}", a.p50),
                 format!("{:.1}", b.p50),
                 delta(a.p50, b.p50, false),
