@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::charts::{chart, chart_with, time_chart, ChartOpts, Series};
-use super::{layouts, reasoning, server};
+use super::{columns, layouts, reasoning, server};
 use crate::model::{Report, StageReport};
 use crate::stats::dist::Dist;
 
@@ -142,6 +142,93 @@ fn sweep_chart(
 }
 
 pub fn render(r: &Report) -> String {
+    let mut h = page_head(r);
+    h.push_str(&findings(r));
+    h.push_str(&sweep_charts(r));
+    h.push_str(&distribution_charts(r));
+    h.push_str(&stage_table(r));
+    if let Some(server) = server_section(r) {
+        h.push_str(&server);
+    }
+    if let Some(section) = reasoning_section(r) {
+        h.push_str(&section);
+    }
+    h.push_str(&timeline(r));
+    let _ = write!(
+        h,
+        "<h2>GuideLLM tables</h2><pre>{}\n{}</pre>",
+        esc(&layouts::guidellm_info(r)),
+        esc(&layouts::guidellm_stats(r))
+    );
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// The document's head and style, the title and the run's target.
+fn page_head(r: &Report) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>llmsweep: {model}</title><style>
+body{{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:1200px}}
+h1{{font-size:22px}} h2{{font-size:17px;margin-top:28px}}
+.meta{{color:#555}} .charts{{display:flex;flex-wrap:wrap;gap:12px}}
+table{{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}} th,td{{border:1px solid #ddd;padding:3px 6px;text-align:right}}
+th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
+.warn{{color:#a15c00}} .partial{{color:#b00020;font-weight:bold}} pre{{font-size:11px;overflow-x:auto;background:#f7f7f7;padding:8px}}
+</style></head><body>"#,
+        model = esc(&r.target.model)
+    );
+    let _ = write!(
+        h,
+        r#"<h1>llmsweep report: {}</h1><p class="meta">Target {} · API {} · created {} · {}</p>"#,
+        esc(&r.target.model),
+        esc(&r.target.url),
+        r.target.api.name(),
+        esc(&r.created),
+        esc(&r.tool)
+    );
+    if r.partial {
+        let _ = write!(
+            h,
+            r#"<p class="partial">Partial run: {}</p>"#,
+            esc(&r.end_reason)
+        );
+    }
+    h
+}
+
+/// What the run found: the summary, warnings, conversations, judgement.
+fn findings(r: &Report) -> String {
+    let mut h = String::from("<h2>Summary</h2><ul>");
+    for (k, v) in super::summary::lines(r) {
+        let _ = write!(h, "<li><b>{}:</b> {}</li>", esc(k), esc(&v));
+    }
+    h.push_str("</ul>");
+    for w in &r.warnings {
+        let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
+    }
+    let talks = super::conversations::lines(&r.stages);
+    if !talks.is_empty() {
+        h.push_str("<h2>Conversations</h2><pre>");
+        for line in &talks {
+            let _ = writeln!(h, "{}", esc(line));
+        }
+        h.push_str("</pre>");
+    }
+    let judgement = crate::stats::judge::judgement_lines(r);
+    if !judgement.is_empty() {
+        h.push_str("<h2>Judgement</h2><ul>");
+        for line in &judgement {
+            let _ = write!(h, "<li>{}</li>", esc(line));
+        }
+        h.push_str("</ul>");
+    }
+    h
+}
+
+/// TTFT and ITL against the achieved rate, throughput against the target.
+fn sweep_charts(r: &Report) -> String {
     let ttft = sweep_chart(r, "TTFT against achieved rate", "TTFT", &|s| {
         (s.ttft_ms.p50, s.ttft_ms.p99)
     });
@@ -175,106 +262,83 @@ pub fn render(r: &Report) -> String {
         ],
         None,
     );
+    format!(r#"<h2>Sweep</h2><div class="charts">{ttft}{itl}{thr}</div>"#)
+}
+
+/// Each stage's TTFT, ITL, TPOT and latency by percentile.
+fn distribution_charts(r: &Report) -> String {
     let ttft_dist = distribution_chart(r, "ttft_us", "TTFT distribution per stage");
     let itl_dist = distribution_chart(r, "itl_us", "ITL distribution per stage");
     let tpot_dist = distribution_chart(r, "tpot_us", "TPOT distribution per stage");
     let lat_dist = distribution_chart(r, "latency_us", "Request latency distribution per stage");
-
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>llmsweep: {model}</title><style>
-body{{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:1200px}}
-h1{{font-size:22px}} h2{{font-size:17px;margin-top:28px}}
-.meta{{color:#555}} .charts{{display:flex;flex-wrap:wrap;gap:12px}}
-table{{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}} th,td{{border:1px solid #ddd;padding:3px 6px;text-align:right}}
-th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
-.warn{{color:#a15c00}} .partial{{color:#b00020;font-weight:bold}} pre{{font-size:11px;overflow-x:auto;background:#f7f7f7;padding:8px}}
-</style></head><body>"#,
-        model = esc(&r.target.model)
-    );
-    let _ = write!(
-        h,
-        r#"<h1>llmsweep report: {}</h1><p class="meta">Target {} · API {} · created {} · {}</p>"#,
-        esc(&r.target.model),
-        esc(&r.target.url),
-        r.target.api.name(),
-        esc(&r.created),
-        esc(&r.tool)
-    );
-    if r.partial {
-        let _ = write!(
-            h,
-            r#"<p class="partial">Partial run: {}</p>"#,
-            esc(&r.end_reason)
-        );
-    }
-    h.push_str("<h2>Summary</h2><ul>");
-    for (k, v) in super::summary::lines(r) {
-        let _ = write!(h, "<li><b>{}:</b> {}</li>", esc(k), esc(&v));
-    }
-    h.push_str("</ul>");
-    for w in &r.warnings {
-        let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
-    }
-    let talks = super::conversations::lines(&r.stages);
-    if !talks.is_empty() {
-        h.push_str("<h2>Conversations</h2><pre>");
-        for line in &talks {
-            let _ = writeln!(h, "{}", esc(line));
-        }
-        h.push_str("</pre>");
-    }
-    let judgement = crate::stats::judge::judgement_lines(r);
-    if !judgement.is_empty() {
-        h.push_str("<h2>Judgement</h2><ul>");
-        for line in &judgement {
-            let _ = write!(h, "<li>{}</li>", esc(line));
-        }
-        h.push_str("</ul>");
-    }
-    let _ = write!(
-        h,
-        r#"<h2>Sweep</h2><div class="charts">{ttft}{itl}{thr}</div>"#
-    );
-    let _ = write!(
-        h,
+    format!(
         r#"<h2>Latency distributions</h2><div class="charts">{ttft_dist}{itl_dist}{tpot_dist}{lat_dist}</div>"#
-    );
+    )
+}
 
-    h.push_str("<h2>Stages</h2><table><tr><th>Stage</th><th>Target</th><th>Req/s (steady)</th><th>Conc</th><th>Out tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT mean</th><th>Latency p50 (s)</th><th>Comp</th><th>Inc</th><th>Err</th><th>Errors</th></tr>");
+/// A cell of the stage table: its header and its text for a stage.
+type Cell = (&'static str, fn(&StageReport) -> String);
+
+/// The stage table's columns after the stage's label, read from
+/// `report::columns`.
+const STAGE_CELLS: [Cell; 14] = [
+    ("Target", |s| {
+        columns::TARGET_RATE
+            .value(s)
+            .number()
+            .map_or_else(|| "-".into(), |t| format!("{t:.2}"))
+    }),
+    ("Req/s (steady)", |s| {
+        format!("{:.2}", columns::ACHIEVED.num(s))
+    }),
+    ("Conc", |s| {
+        format!("{:.1}", columns::CONCURRENCY_MEAN.num(s))
+    }),
+    ("Out tok/s", |s| {
+        format!("{:.0}", columns::OUTPUT_TOKENS_PER_S.num(s))
+    }),
+    ("TTFT p50", |s| format!("{:.1}", columns::TTFT.of(s).p50)),
+    ("TTFT p99", |s| format!("{:.1}", columns::TTFT.of(s).p99)),
+    ("ITL p50", |s| format!("{:.2}", columns::ITL.of(s).p50)),
+    ("ITL p99", |s| format!("{:.2}", columns::ITL.of(s).p99)),
+    ("TPOT mean", |s| format!("{:.2}", columns::TPOT.of(s).mean)),
+    ("Latency p50 (s)", |s| {
+        format!("{:.2}", columns::LATENCY.of(s).p50 / 1000.0)
+    }),
+    ("Comp", |s| columns::COMPLETED.value(s).to_string()),
+    ("Inc", |s| columns::INCOMPLETE.value(s).to_string()),
+    ("Err", |s| columns::ERRORED.value(s).to_string()),
+    ("Errors", |s| {
+        let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        errs.join(", ")
+    }),
+];
+
+/// One row per stage, saturated ones shaded.
+fn stage_table(r: &Report) -> String {
+    let mut h = String::from("<h2>Stages</h2><table><tr><th>Stage</th>");
+    for (name, _) in &STAGE_CELLS {
+        let _ = write!(h, "<th>{name}</th>");
+    }
+    h.push_str("</tr>");
     let labels = crate::model::stage_labels(&r.stages);
     for (s, label) in r.stages.iter().zip(&labels) {
-        let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = write!(
-            h,
-            "<tr{}><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.1}</td><td>{:.0}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            if s.saturated { r#" class="sat""# } else { "" },
-            esc(label),
-            s.target_rate.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into()),
-            s.rates.achieved(),
-            s.concurrency.mean,
-            s.rates.output_tokens_per_s,
-            s.ttft_ms.p50,
-            s.ttft_ms.p99,
-            s.itl_ms.p50,
-            s.itl_ms.p99,
-            s.tpot_ms.mean,
-            s.latency_ms.p50 / 1000.0,
-            s.requests.completed,
-            s.requests.incomplete,
-            s.requests.errored,
-            esc(&errs.join(", ")),
-        );
+        let sat = if s.saturated { r#" class="sat""# } else { "" };
+        let _ = write!(h, "<tr{sat}><td>{}</td>", esc(label));
+        for (_, cell) in &STAGE_CELLS {
+            let _ = write!(h, "<td>{}</td>", esc(&cell(s)));
+        }
+        h.push_str("</tr>");
     }
     h.push_str("</table>");
-    if let Some(server) = server_section(r) {
-        h.push_str(&server);
-    }
-    if let Some(section) = reasoning_section(r) {
-        h.push_str(&section);
-    }
-    h.push_str("<h2>Timeline</h2><table><tr><th>t (s)</th><th>event</th><th>detail</th></tr>");
+    h
+}
+
+/// The control events of the run, in order.
+fn timeline(r: &Report) -> String {
+    let mut h = String::from(
+        "<h2>Timeline</h2><table><tr><th>t (s)</th><th>event</th><th>detail</th></tr>",
+    );
     for e in &r.timeline {
         let _ = write!(
             h,
@@ -285,13 +349,6 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
         );
     }
     h.push_str("</table>");
-    let _ = write!(
-        h,
-        "<h2>GuideLLM tables</h2><pre>{}\n{}</pre>",
-        esc(&layouts::guidellm_info(r)),
-        esc(&layouts::guidellm_stats(r))
-    );
-    h.push_str("</body></html>\n");
     h
 }
 
