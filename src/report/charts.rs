@@ -364,18 +364,7 @@ pub fn time_chart(
             ty = h - mb + 14.0,
         );
     }
-    for (i, (t, name)) in stages.iter().enumerate() {
-        let _ = write!(
-            s,
-            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{mt}" y2="{yb}" stroke="#999" stroke-dasharray="3,3"><title>{n}</title></line><text x="{tx:.1}" y="{ty}" font-size="9" fill="#777">{i}</text>"##,
-            xx = px(*t),
-            yb = h - mb,
-            n = esc(name),
-            tx = px(*t) + 2.0,
-            ty = mt + 8.0,
-            i = i + 1,
-        );
-    }
+    stage_marks(&mut s, stages, &px, mt, h - mb);
     axes(
         &mut s,
         ml,
@@ -401,16 +390,30 @@ pub fn time_chart(
             path.trim_end()
         );
         let (lx, row) = legend[i];
-        let ly = h + 12.0 + row as f64 * 16.0;
-        let _ = write!(
-            s,
-            r#"<rect x="{lx:.1}" y="{ry:.1}" width="12" height="4" fill="{color}"/><text x="{tx:.1}" y="{ty:.1}" font-size="10">{n}</text>"#,
-            ry = ly - 4.0,
-            tx = lx + 16.0,
-            ty = ly + 1.0,
-            n = esc(name)
-        );
+        legend_entry(&mut s, lx, h + 12.0 + row as f64 * 16.0, color, name);
     }
     s.push_str("</svg>");
     s
+}
+
+/// The stage starts on a time chart: a dashed line each (its title the
+/// stage's name) and the stage's number at the top, between `mt` and `yb`.
+fn stage_marks(
+    s: &mut String,
+    stages: &[(f64, String)],
+    px: &dyn Fn(f64) -> f64,
+    mt: f64,
+    yb: f64,
+) {
+    for (i, (t, name)) in stages.iter().enumerate() {
+        let _ = write!(
+            s,
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{mt}" y2="{yb}" stroke="#999" stroke-dasharray="3,3"><title>{n}</title></line><text x="{tx:.1}" y="{ty}" font-size="9" fill="#777">{i}</text>"##,
+            xx = px(*t),
+            n = esc(name),
+            tx = px(*t) + 2.0,
+            ty = mt + 8.0,
+            i = i + 1,
+        );
+    }
 }
