@@ -143,24 +143,43 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         basis.push_str(&format!("; next: {next}"));
     }
     out.push(("Basis", basis));
-    match knee(&r.stages) {
-        Some(k) => out.push((
-            "Knee",
-            format!(
-                "{} at {:.2} req/s ({} p50 {:.1} ms); latency climbs past it",
-                k.name,
-                k.rates.achieved(),
-                k.waited_ttft_name(),
-                k.waited_ttft_ms().p50
-            ),
-        )),
-        None => out.push(("Knee", no_knee(&r.stages))),
-    }
+    out.push(("Knee", knee_line(&r.stages)));
     if let Some(slo) = &r.slo_summary {
         out.push(("SLOs", slo_line(slo)));
     }
-    let saturated: Vec<String> = r
-        .stages
+    out.push(("Saturated", saturated_line(&r.stages)));
+    let stages = &r.stages;
+    for (label, line) in [
+        ("Erroring", erroring_line(stages)),
+        ("Undecided", undecided_line(stages)),
+        ("Errors", errors_line(stages)),
+        ("Cut short", cut_short_line(stages)),
+    ] {
+        if let Some(line) = line {
+            out.push((label, line));
+        }
+    }
+    out.push(("Stopped", stop_reason(r)));
+    out
+}
+
+/// The knee and its latency, or why none was named.
+fn knee_line(stages: &[StageReport]) -> String {
+    match knee(stages) {
+        Some(k) => format!(
+            "{} at {:.2} req/s ({} p50 {:.1} ms); latency climbs past it",
+            k.name,
+            k.rates.achieved(),
+            k.waited_ttft_name(),
+            k.waited_ttft_ms().p50
+        ),
+        None => no_knee(stages),
+    }
+}
+
+/// The saturated stages and why, or `none`.
+fn saturated_line(stages: &[StageReport]) -> String {
+    let saturated: Vec<String> = stages
         .iter()
         .filter(|s| s.saturated)
         .map(|s| match &s.saturation_reason {
@@ -168,16 +187,16 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
             None => s.name.clone(),
         })
         .collect();
-    out.push((
-        "Saturated",
-        if saturated.is_empty() {
-            "none".into()
-        } else {
-            saturated.join("; ")
-        },
-    ));
-    let erroring: Vec<String> = r
-        .stages
+    if saturated.is_empty() {
+        "none".into()
+    } else {
+        saturated.join("; ")
+    }
+}
+
+/// Stages whose verdict says the server answered with errors.
+fn erroring_line(stages: &[StageReport]) -> Option<String> {
+    let erroring: Vec<String> = stages
         .iter()
         .filter_map(|s| {
             let v = s.verdict.as_ref()?;
@@ -185,13 +204,14 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
                 .then(|| format!("{} ({})", s.name, v.reason))
         })
         .collect();
-    if !erroring.is_empty() {
-        out.push(("Erroring", erroring.join("; ")));
-    }
-    // Stages whose evidence could not decide: no part of the answer. Stages
-    // with the same reason are named together, the reason said once.
+    (!erroring.is_empty()).then(|| erroring.join("; "))
+}
+
+/// Stages whose evidence could not decide: no part of the answer. Stages
+/// with the same reason are named together, the reason said once.
+fn undecided_line(stages: &[StageReport]) -> Option<String> {
     let mut undecided: Vec<(&str, Vec<&str>)> = Vec::new();
-    for s in &r.stages {
+    for s in stages {
         let Some(v) = s.verdict.as_ref() else {
             continue;
         };
@@ -203,18 +223,19 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
             None => undecided.push((&v.reason, vec![&s.name])),
         }
     }
-    if !undecided.is_empty() {
-        let text: Vec<String> = undecided
-            .iter()
-            .map(|(why, names)| format!("{} ({why})", names.join(", ")))
-            .collect();
-        out.push(("Undecided", text.join("; ")));
+    if undecided.is_empty() {
+        return None;
     }
-    if let Some(line) = errors_line(&r.stages) {
-        out.push(("Errors", line));
-    }
-    let cut: Vec<&str> = r
-        .stages
+    let text: Vec<String> = undecided
+        .iter()
+        .map(|(why, names)| format!("{} ({why})", names.join(", ")))
+        .collect();
+    Some(text.join("; "))
+}
+
+/// Stages ended by a key, an error limit or a stop, not by their plan.
+fn cut_short_line(stages: &[StageReport]) -> Option<String> {
+    let cut: Vec<&str> = stages
         .iter()
         .filter(|s| {
             !matches!(
@@ -224,17 +245,12 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         })
         .map(|s| s.name.as_str())
         .collect();
-    if !cut.is_empty() {
-        out.push((
-            "Cut short",
-            format!(
-                "{} (ended by a key, an error limit or a stop: judge with care)",
-                cut.join(", ")
-            ),
-        ));
-    }
-    out.push(("Stopped", stop_reason(r)));
-    out
+    (!cut.is_empty()).then(|| {
+        format!(
+            "{} (ended by a key, an error limit or a stop: judge with care)",
+            cut.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]
