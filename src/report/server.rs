@@ -40,6 +40,19 @@ pub fn text_tables(r: &Report) -> Option<String> {
     if !has_server_side(r) {
         return None;
     }
+    let mut out = token_table(r);
+    if r.stages.iter().any(|s| s.server.is_some()) {
+        out.push_str(&stats_table(r));
+        out.push_str(
+            "~ estimated from the server's histogram buckets; client - server from the means, only where both sides counted the same requests (else -).\n",
+        );
+    }
+    Some(out)
+}
+
+/// The server's prompt token counts beside the requested ones, its cache
+/// hits and preemptions.
+fn token_table(r: &Report) -> String {
     let tokens = GroupedTable {
         columns: vec![
             ("Metadata", "Benchmark"),
@@ -70,61 +83,60 @@ pub fn text_tables(r: &Report) -> Option<String> {
             })
             .collect(),
     };
-    let mut out = tokens.render();
-    if r.stages.iter().any(|s| s.server.is_some()) {
-        let d = |x: Option<ServerDist>, f: fn(&ServerDist) -> Option<f64>, scale: f64, digits| {
-            opt(x.as_ref().and_then(f).map(|v| v * scale), digits)
-        };
-        let stats = GroupedTable {
-            columns: vec![
-                ("Metadata", "Benchmark"),
-                ("Running", "Mean"),
-                ("Running", "Max"),
-                ("Waiting", "Mean"),
-                ("Waiting", "Max"),
-                ("KV Cache %", "Mean"),
-                ("KV Cache %", "Max"),
-                ("Server TTFT (ms)", "Mean"),
-                ("Server TTFT (ms)", "p50~"),
-                ("Server TTFT (ms)", "p99~"),
-                ("Server ITL (ms)", "Mean"),
-                ("Server Queue (ms)", "Mean"),
-                ("Server E2E (s)", "Mean"),
-                ("Client - Server (ms)", "TTFT"),
-                ("Client - Server (ms)", "E2E"),
-            ],
-            rows: r
-                .stages
-                .iter()
-                .map(|s| {
-                    let v = s.server.clone().unwrap_or_default();
-                    let cms = v.client_minus_server.unwrap_or_default();
-                    vec![
-                        s.name.clone(),
-                        g_mean(v.running, 1.0, 1),
-                        g_max(v.running, 1.0, 0),
-                        g_mean(v.waiting, 1.0, 1),
-                        g_max(v.waiting, 1.0, 0),
-                        g_mean(v.kv_cache_usage, 100.0, 1),
-                        g_max(v.kv_cache_usage, 100.0, 1),
-                        d(v.ttft_ms, |x| Some(x.mean_ms), 1.0, 1),
-                        d(v.ttft_ms, |x| x.p50_ms_est, 1.0, 1),
-                        d(v.ttft_ms, |x| x.p99_ms_est, 1.0, 1),
-                        d(v.itl_ms, |x| Some(x.mean_ms), 1.0, 2),
-                        d(v.queue_ms, |x| Some(x.mean_ms), 1.0, 1),
-                        d(v.e2e_ms, |x| Some(x.mean_ms), 0.001, 2),
-                        opt(cms.ttft_mean_ms, 2),
-                        opt(cms.e2e_mean_ms, 2),
-                    ]
-                })
-                .collect(),
-        };
-        out.push_str(&stats.render());
-        out.push_str(
-            "~ estimated from the server's histogram buckets; client - server from the means, only where both sides counted the same requests (else -).\n",
-        );
-    }
-    Some(out)
+    tokens.render()
+}
+
+/// The server's queue, KV cache and latency figures, and the client's
+/// latency less the server's.
+fn stats_table(r: &Report) -> String {
+    let d = |x: Option<ServerDist>, f: fn(&ServerDist) -> Option<f64>, scale: f64, digits| {
+        opt(x.as_ref().and_then(f).map(|v| v * scale), digits)
+    };
+    let stats = GroupedTable {
+        columns: vec![
+            ("Metadata", "Benchmark"),
+            ("Running", "Mean"),
+            ("Running", "Max"),
+            ("Waiting", "Mean"),
+            ("Waiting", "Max"),
+            ("KV Cache %", "Mean"),
+            ("KV Cache %", "Max"),
+            ("Server TTFT (ms)", "Mean"),
+            ("Server TTFT (ms)", "p50~"),
+            ("Server TTFT (ms)", "p99~"),
+            ("Server ITL (ms)", "Mean"),
+            ("Server Queue (ms)", "Mean"),
+            ("Server E2E (s)", "Mean"),
+            ("Client - Server (ms)", "TTFT"),
+            ("Client - Server (ms)", "E2E"),
+        ],
+        rows: r
+            .stages
+            .iter()
+            .map(|s| {
+                let v = s.server.clone().unwrap_or_default();
+                let cms = v.client_minus_server.unwrap_or_default();
+                vec![
+                    s.name.clone(),
+                    g_mean(v.running, 1.0, 1),
+                    g_max(v.running, 1.0, 0),
+                    g_mean(v.waiting, 1.0, 1),
+                    g_max(v.waiting, 1.0, 0),
+                    g_mean(v.kv_cache_usage, 100.0, 1),
+                    g_max(v.kv_cache_usage, 100.0, 1),
+                    d(v.ttft_ms, |x| Some(x.mean_ms), 1.0, 1),
+                    d(v.ttft_ms, |x| x.p50_ms_est, 1.0, 1),
+                    d(v.ttft_ms, |x| x.p99_ms_est, 1.0, 1),
+                    d(v.itl_ms, |x| Some(x.mean_ms), 1.0, 2),
+                    d(v.queue_ms, |x| Some(x.mean_ms), 1.0, 1),
+                    d(v.e2e_ms, |x| Some(x.mean_ms), 0.001, 2),
+                    opt(cms.ttft_mean_ms, 2),
+                    opt(cms.e2e_mean_ms, 2),
+                ]
+            })
+            .collect(),
+    };
+    stats.render()
 }
 
 /// CSV columns, appended when some stage has the server's metrics.
