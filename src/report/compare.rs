@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::columns;
 use super::delta::{delta, pair};
-use super::layouts::pipe_table;
+use super::tables::pipe_table;
 use crate::model::{Report, StageReport};
 
 pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {

@@ -23,6 +23,7 @@ pub mod rerun;
 pub mod server;
 pub mod summary;
 pub mod svg;
+pub mod tables;
 
 use crate::model::{Report, SCHEMA_VERSION};
 

@@ -4,7 +4,7 @@
 //! CSV columns. Each appears only when a stage of the report has the
 //! figures, so reports of other servers read as before.
 
-use super::layouts::GroupedTable;
+use super::tables::GroupedTable;
 use crate::model::{DistSummary, OutputLengths, Report, StageReport};
 
 /// Some stage saw reasoning.

@@ -3,7 +3,7 @@
 //! CSV columns. Each appears only when a report has something from the
 //! server, so reports of runs without it look as they always did.
 
-use super::layouts::GroupedTable;
+use super::tables::GroupedTable;
 use crate::model::server::{GaugeSummary, ServerDist};
 use crate::model::{Report, StageReport};
 
