@@ -53,13 +53,13 @@ pub fn guidellm_info(r: &Report) -> String {
             let o = &s.tokens.by_outcome;
             let mut row = vec![
                 label.clone(),
-                hms(&s.start),
-                hms(&s.end),
-                format!("{:.1}", s.duration_s),
-                s.requests.completed.to_string(),
-                s.requests.incomplete.to_string(),
-                s.requests.errored.to_string(),
+                hms(&columns::START.value(s).to_string()),
+                hms(&columns::END.value(s).to_string()),
+                format!("{:.1}", columns::DURATION.num(s)),
             ];
+            for f in [columns::COMPLETED, columns::INCOMPLETE, columns::ERRORED] {
+                row.push(f.value(s).to_string());
+            }
             row.extend(o.iter().map(|t| per_req(t.prompt_total, t.requests)));
             row.extend(o.iter().map(|t| per_req(t.output_total, t.requests)));
             row.extend(o.iter().map(|t| t.prompt_total.to_string()));
