@@ -455,22 +455,6 @@ fn loops(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
 /// from drawing). The list only shrinks: a new loop, or a known one that
 /// grows, fails; a known one that is broken must leave the list.
 const KNOWN_LOOPS: &[(&str, &[&str])] = &[
-    // console, html and csv_export call the server and reasoning renderers
-    // and the summary; reasoning borrows compare's `delta` and csv_export's
-    // `STATS`/`dist_values`; server borrows html's SVG axes; summary borrows
-    // console's `slo_line`.
-    (
-        "report",
-        &[
-            "compare",
-            "console",
-            "csv_export",
-            "html",
-            "reasoning",
-            "server",
-            "summary",
-        ],
-    ),
     // mod.rs calls redirect::send; redirect reads mod.rs's FollowRedirects.
     ("client", &["mod", "redirect"]),
     // mod.rs lists the sources; each reads mod.rs's PromptItem.

@@ -344,7 +344,7 @@ proptest! {
             prop_assert!(!m.contains('<'), "{:?}", m);
         }
         let headers: Vec<&str> = (0..cells.len()).map(|_| "h").collect();
-        let table = llmsweep::report::layouts::pipe_table(&headers, std::slice::from_ref(&cells), 1);
+        let table = llmsweep::report::tables::pipe_table(&headers, std::slice::from_ref(&cells), 1);
         let lines: Vec<&str> = table.lines().collect();
         prop_assert_eq!(lines.len(), 3, "{}", table);
         for l in &lines {

@@ -404,10 +404,68 @@ fn waits_between_stages_are_grouped_into_one_line() {
     );
     for (what, text) in [
         ("console", llmsweep::report::console::render(&r)),
-        ("md", export::markdown(&r)),
+        ("md", llmsweep::report::markdown::render(&r)),
         ("html", llmsweep::report::html::render(&r)),
     ] {
         assert_eq!(text.matches("between stages").count(), 1, "{what}:\n{text}");
         assert!(text.contains("9 times"), "{what}");
     }
+}
+
+/// Renderers one per format, over shared pieces below them: no file of
+/// `src/report` but `export.rs` (which sends each format to its renderer)
+/// imports a renderer (issue 21). Read from the sources, outside test
+/// modules.
+#[test]
+fn no_report_renderer_calls_another() {
+    const RENDERERS: [&str; 6] = [
+        "console",
+        "markdown",
+        "html",
+        "csv_export",
+        "compare",
+        "rerun",
+    ];
+    let dir = root().join("src/report");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.ends_with(".rs") || name == "export.rs" || name == "mod.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for prefix in ["super::", "crate::report::"] {
+            for (i, _) in code.match_indices(prefix) {
+                let rest = &code[i + prefix.len()..];
+                // `super::x`, or each entry of `super::{x, y::z}`.
+                let names: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(group) => group
+                        .split('}')
+                        .next()
+                        .unwrap_or("")
+                        .split(',')
+                        .map(|e| e.trim().split("::").next().unwrap_or(""))
+                        .collect(),
+                    None => vec![rest.split("::").next().unwrap_or("")],
+                };
+                for n in names {
+                    if RENDERERS.contains(&n) && format!("{n}.rs") != name {
+                        found.push(format!("{name} → {n}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a renderer called by another file: {found:?}"
+    );
 }

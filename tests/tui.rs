@@ -958,7 +958,7 @@ fn repeated_cut_and_paused_stages_are_told_apart_in_every_table() {
             llmsweep::report::console::render_for_width(&report, 100),
         ),
         ("full console", llmsweep::report::console::render(&report)),
-        ("md", llmsweep::report::export::markdown(&report)),
+        ("md", llmsweep::report::markdown::render(&report)),
         (
             "csv",
             llmsweep::report::csv_export::render(&report).unwrap(),

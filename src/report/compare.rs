@@ -3,115 +3,15 @@
 
 use std::fmt::Write as _;
 
-use super::layouts::pipe_table;
+use super::columns;
+use super::delta::{delta, pair};
+use super::tables::pipe_table;
 use crate::model::{Report, StageReport};
 
-/// Pairs the stages of two runs: by name when B has a stage of the same name,
-/// otherwise by position.
-pub fn pair<'a>(a: &'a Report, b: &'a Report) -> Vec<(&'a StageReport, &'a StageReport)> {
-    a.stages
-        .iter()
-        .enumerate()
-        .filter_map(|(i, sa)| {
-            b.stages
-                .iter()
-                .find(|sb| sb.name == sa.name)
-                .or_else(|| b.stages.get(i))
-                .map(|sb| (sa, sb))
-        })
-        .collect()
-}
-
-/// "+12.3% better" / "−4.0% worse" / "same".
-pub fn delta(a: f64, b: f64, higher_is_better: bool) -> String {
-    if a == 0.0 && b == 0.0 {
-        return "same".into();
-    }
-    if a == 0.0 {
-        return "new".into();
-    }
-    let pct = (b - a) / a * 100.0;
-    if pct.abs() < 0.5 {
-        return format!("{pct:+.1}%");
-    }
-    let better = (pct > 0.0) == higher_is_better;
-    format!("{pct:+.1}% {}", if better { "better" } else { "worse" })
-}
-
 pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "A: {a_name} — {} ({}), {}",
-        crate::safe::line(&a.target.model),
-        crate::safe::line(&a.target.url),
-        a.created
-    );
-    let _ = writeln!(
-        s,
-        "B: {b_name} — {} ({}), {}",
-        crate::safe::line(&b.target.model),
-        crate::safe::line(&b.target.url),
-        b.created
-    );
-    // Each run's answer first, as every report says it.
-    for (k, r) in [("A", a), ("B", b)] {
-        let answer = super::summary::answer(r);
-        let _ = writeln!(s, "{k} {}", crate::stats::answer::line(&answer));
-    }
-    s.push('\n');
-    let headers = [
-        "Stage (A → B)",
-        "Req/s A",
-        "Req/s B",
-        "Δ req/s",
-        "Out tok/s A",
-        "Out tok/s B",
-        "Δ tok/s",
-        "TTFT p50 A",
-        "TTFT p50 B",
-        "Δ TTFT p50",
-        "TTFT p99 A",
-        "TTFT p99 B",
-        "Δ TTFT p99",
-        "ITL p50 A",
-        "ITL p50 B",
-        "Δ ITL p50",
-    ];
-    let rows: Vec<Vec<String>> = pair(a, b)
-        .into_iter()
-        .map(|(x, y)| {
-            let name = if x.name == y.name {
-                x.name.clone()
-            } else {
-                format!("{} → {}", x.name, y.name)
-            };
-            vec![
-                name,
-                format!("{:.2}", x.rates.achieved()),
-                format!("{:.2}", y.rates.achieved()),
-                delta(x.rates.achieved(), y.rates.achieved(), true),
-                format!("{:.0}", x.rates.output_tokens_per_s),
-                format!("{:.0}", y.rates.output_tokens_per_s),
-                delta(
-                    x.rates.output_tokens_per_s,
-                    y.rates.output_tokens_per_s,
-                    true,
-                ),
-                format!("{:.1}", x.ttft_ms.p50),
-                format!("{:.1}", y.ttft_ms.p50),
-                delta(x.ttft_ms.p50, y.ttft_ms.p50, false),
-                format!("{:.1}", x.ttft_ms.p99),
-                format!("{:.1}", y.ttft_ms.p99),
-                delta(x.ttft_ms.p99, y.ttft_ms.p99, false),
-                format!("{:.2}", x.itl_ms.p50),
-                format!("{:.2}", y.itl_ms.p50),
-                delta(x.itl_ms.p50, y.itl_ms.p50, false),
-            ]
-        })
-        .collect();
-    s.push_str(&pipe_table(&headers, &rows, 1));
-    if let Some(t) = super::reasoning::compare_table(&pair(a, b)) {
+    let mut s = heading(a, b, a_name, b_name);
+    s.push_str(&stage_table(a, b));
+    if let Some(t) = reasoning_table(&pair(a, b)) {
         s.push_str(&t);
     }
     for line in conversation_lines(a, b) {
@@ -129,6 +29,117 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
         let _ = writeln!(s, "{line}");
     }
     s
+}
+
+/// Which run is which, and each run's answer first, as every report says it.
+fn heading(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
+    let mut s = String::new();
+    for (k, name, r) in [("A", a_name, a), ("B", b_name, b)] {
+        let _ = writeln!(
+            s,
+            "{k}: {name} — {} ({}), {}",
+            crate::safe::line(&r.target.model),
+            crate::safe::line(&r.target.url),
+            r.created
+        );
+    }
+    for (k, r) in [("A", a), ("B", b)] {
+        let answer = super::summary::answer(r);
+        let _ = writeln!(s, "{k} {}", crate::stats::answer::line(&answer));
+    }
+    s.push('\n');
+    s
+}
+
+/// A figure `compare` sets side by side.
+struct Compared {
+    /// The header of A's and B's columns (`Req/s` → `Req/s A`, `Req/s B`).
+    name: &'static str,
+    /// The header of the change's column.
+    delta: &'static str,
+    get: fn(&StageReport) -> f64,
+    digits: usize,
+    higher_is_better: bool,
+}
+
+const COMPARED: [Compared; 5] = [
+    Compared {
+        name: "Req/s",
+        delta: "Δ req/s",
+        get: |s| columns::ACHIEVED.num(s),
+        digits: 2,
+        higher_is_better: true,
+    },
+    Compared {
+        name: "Out tok/s",
+        delta: "Δ tok/s",
+        get: |s| columns::OUTPUT_TOKENS_PER_S.num(s),
+        digits: 0,
+        higher_is_better: true,
+    },
+    Compared {
+        name: "TTFT p50",
+        delta: "Δ TTFT p50",
+        get: |s| columns::TTFT.of(s).p50,
+        digits: 1,
+        higher_is_better: false,
+    },
+    Compared {
+        name: "TTFT p99",
+        delta: "Δ TTFT p99",
+        get: |s| columns::TTFT.of(s).p99,
+        digits: 1,
+        higher_is_better: false,
+    },
+    Compared {
+        name: "ITL p50",
+        delta: "Δ ITL p50",
+        get: |s| columns::ITL.of(s).p50,
+        digits: 2,
+        higher_is_better: false,
+    },
+];
+
+/// The paired stages' figures, A, B and the change.
+fn stage_table(a: &Report, b: &Report) -> String {
+    let names: Vec<String> = COMPARED
+        .iter()
+        .flat_map(|c| {
+            [
+                format!("{} A", c.name),
+                format!("{} B", c.name),
+                c.delta.to_string(),
+            ]
+        })
+        .collect();
+    let mut headers = vec!["Stage (A → B)"];
+    headers.extend(names.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = pair(a, b)
+        .into_iter()
+        .map(|(x, y)| {
+            let mut row = vec![pair_name(x, y)];
+            for c in &COMPARED {
+                let (va, vb) = ((c.get)(x), (c.get)(y));
+                let p = c.digits;
+                row.extend([
+                    format!("{va:.p$}"),
+                    format!("{vb:.p$}"),
+                    delta(va, vb, c.higher_is_better),
+                ]);
+            }
+            row
+        })
+        .collect();
+    pipe_table(&headers, &rows, 1)
+}
+
+/// `a` or `a → b` when the paired stages' names differ.
+fn pair_name(x: &StageReport, y: &StageReport) -> String {
+    if x.name == y.name {
+        x.name.clone()
+    } else {
+        format!("{} → {}", x.name, y.name)
+    }
 }
 
 /// Multi-turn runs: each paired stage's conversations and, by turn, TTFT
@@ -186,19 +197,66 @@ fn conversation_lines(a: &Report, b: &Report) -> Vec<String> {
     out
 }
 
+/// `compare`'s table of the first answer token, when either run thought.
+fn reasoning_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
+    if !pairs
+        .iter()
+        .any(|(a, b)| a.reasoning.is_some() || b.reasoning.is_some())
+    {
+        return None;
+    }
+    let headers = [
+        "Stage (A → B)",
+        "TTFAT p50 A",
+        "TTFAT p50 B",
+        "Δ TTFAT p50",
+        "TTFAT p99 A",
+        "TTFAT p99 B",
+        "Δ TTFAT p99",
+        "Think tok A",
+        "Think tok B",
+        "Answer ITL p50 A",
+        "Answer ITL p50 B",
+    ];
+    // A run that did not think waited for its first token.
+    let ttfat = |s: &StageReport| s.waited_ttft_ms().clone();
+    let rows: Vec<Vec<String>> = pairs
+        .iter()
+        .map(|(x, y)| {
+            let (a, b) = (ttfat(x), ttfat(y));
+            let think = |s: &StageReport| {
+                s.reasoning
+                    .as_ref()
+                    .map_or("0".into(), |r| format!("{:.1}", r.reasoning_tokens_mean))
+            };
+            let aitl = |s: &StageReport| {
+                let d = s.reasoning.as_ref().map_or(&s.itl_ms, |r| &r.answer_itl_ms);
+                format!("{:.2}", d.p50)
+            };
+            vec![
+                pair_name(x, y),
+                format!("{:.1}", a.p50),
+                format!("{:.1}", b.p50),
+                delta(a.p50, b.p50, false),
+                format!("{:.1}", a.p99),
+                format!("{:.1}", b.p99),
+                delta(a.p99, b.p99, false),
+                think(x),
+                think(y),
+                aitl(x),
+                aitl(y),
+            ]
+        })
+        .collect();
+    Some(format!(
+        "\nTime to first answer token (TTFT where a run did not think):\n{}",
+        pipe_table(&headers, &rows, 1)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn deltas_mark_the_better_direction() {
-        assert_eq!(delta(10.0, 12.0, true), "+20.0% better");
-        assert_eq!(delta(10.0, 12.0, false), "+20.0% worse");
-        assert_eq!(delta(100.0, 50.0, false), "-50.0% better");
-        assert_eq!(delta(10.0, 10.01, true), "+0.1%");
-        assert_eq!(delta(0.0, 0.0, true), "same");
-        assert_eq!(delta(0.0, 3.0, true), "new");
-    }
 
     #[test]
     fn conversations_compare_by_turn() {

@@ -7,27 +7,10 @@
 use std::fmt::Write as _;
 
 use super::{layouts, summary};
-use crate::model::{Report, SloSummary, StageReport};
+use crate::model::{Report, StageReport};
 
 /// Terminals at least this wide get GuideLLM's full tables.
 pub const FULL_WIDTH: u16 = 160;
-
-pub fn slo_line(s: &SloSummary) -> String {
-    match (&s.best_stage, s.best_rate) {
-        (Some(stage), Some(rate)) => {
-            let est = s
-                .estimated_rate
-                .map(|e| format!("; estimated limit {e:.2} req/s"))
-                .unwrap_or_default();
-            format!(
-                "SLOs met (≥ {:.0}% of requests) up to {rate:.2} req/s ({stage}){est} — {}",
-                s.attainment * 100.0,
-                s.note
-            )
-        }
-        _ => format!("SLOs: {}", s.note),
-    }
-}
 
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
@@ -81,7 +64,7 @@ pub fn render(r: &Report) -> String {
         );
     }
     if let Some(slo) = &r.slo_summary {
-        let _ = writeln!(s, "{}", slo_line(slo));
+        let _ = writeln!(s, "{}", summary::slo_line(slo));
     }
     for line in crate::stats::judge::judgement_lines(r) {
         let _ = writeln!(s, "{line}");
@@ -168,27 +151,34 @@ fn narrow_columns(reasoning: bool) -> Vec<(&'static str, u8, NarrowGet)> {
 }
 
 fn narrow_base_columns() -> Vec<(&'static str, u8, NarrowGet)> {
+    use super::columns::{
+        ACHIEVED, COMPLETED, CONCURRENCY_MEAN, ERRORED, INCOMPLETE, ITL, OUTPUT_TOKENS_PER_S, TTFT,
+    };
     vec![
-        ("req/s", 0, |s| format!("{:.2}", s.rates.achieved())),
-        ("conc", 4, |s| format!("{:.1}", s.concurrency.mean)),
+        ("req/s", 0, |s| format!("{:.2}", ACHIEVED.num(s))),
+        ("conc", 4, |s| format!("{:.1}", CONCURRENCY_MEAN.num(s))),
         ("TTFT p50 ms", 0, |s| {
-            dash_if_empty(s.ttft_ms.count, s.ttft_ms.p50, 1)
+            let d = TTFT.of(s);
+            dash_if_empty(d.count, d.p50, 1)
         }),
         ("TTFT p99 ms", 1, |s| {
-            dash_if_empty(s.ttft_ms.count, s.ttft_ms.p99, 1)
+            let d = TTFT.of(s);
+            dash_if_empty(d.count, d.p99, 1)
         }),
         ("ITL p50 ms", 1, |s| {
-            dash_if_empty(s.itl_ms.count, s.itl_ms.p50, 2)
+            let d = ITL.of(s);
+            dash_if_empty(d.count, d.p50, 2)
         }),
         ("ITL p99 ms", 3, |s| {
-            dash_if_empty(s.itl_ms.count, s.itl_ms.p99, 2)
+            let d = ITL.of(s);
+            dash_if_empty(d.count, d.p99, 2)
         }),
         ("out tok/s", 5, |s| {
-            format!("{:.0}", s.rates.output_tokens_per_s)
+            format!("{:.0}", OUTPUT_TOKENS_PER_S.num(s))
         }),
-        ("done", 2, |s| s.requests.completed.to_string()),
-        ("err", 2, |s| s.requests.errored.to_string()),
-        ("inc", 3, |s| s.requests.incomplete.to_string()),
+        ("done", 2, |s| COMPLETED.value(s).to_string()),
+        ("err", 2, |s| ERRORED.value(s).to_string()),
+        ("inc", 3, |s| INCOMPLETE.value(s).to_string()),
     ]
 }
 
@@ -207,7 +197,24 @@ fn narrow(r: &Report, width: u16) -> String {
     let _ = writeln!(s);
     s.push_str(&summary_text(r, width));
     let _ = writeln!(s);
-    // Stage names, then as many columns as fit, by priority.
+    s.push_str(&narrow_stage_table(r, w));
+    for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
+        let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        for line in wrap(&format!("errors in {}: {}", st.name, errs.join(", ")), w, 2) {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    for warn in &r.warnings {
+        for line in wrap(&format!("warning: {}", crate::safe::line(warn)), w, 2) {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    s
+}
+
+/// The stage table `w` columns wide: stage names, then as many columns as
+/// fit, by priority.
+fn narrow_stage_table(r: &Report, w: usize) -> String {
     let names: Vec<String> = r
         .stages
         .iter()
@@ -243,18 +250,8 @@ fn narrow(r: &Report, width: u16) -> String {
                 .unwrap_or(1)
         })
         .collect();
-    let mut budget = w as i64 - name_w as i64;
-    let mut order: Vec<usize> = (0..cols.len()).collect();
-    order.sort_by_key(|&i| cols[i].1);
-    let mut keep = vec![false; cols.len()];
-    for i in order {
-        let need = col_w[i] as i64 + 2;
-        if need <= budget {
-            budget -= need;
-            keep[i] = true;
-        }
-    }
-    let shown: Vec<usize> = (0..cols.len()).filter(|&i| keep[i]).collect();
+    let shown = columns_that_fit(&cols, &col_w, w as i64 - name_w as i64);
+    let mut s = String::new();
     for line in wrap(
         "Stages (! saturated; req/s: completed per second of steady window; full tables in report.md and `llmsweep report`):",
         w,
@@ -283,18 +280,27 @@ fn narrow(r: &Report, width: u16) -> String {
         }
         let _ = writeln!(s, "{}", line.trim_end());
     }
-    for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
-        let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        for line in wrap(&format!("errors in {}: {}", st.name, errs.join(", ")), w, 2) {
-            let _ = writeln!(s, "{line}");
-        }
-    }
-    for warn in &r.warnings {
-        for line in wrap(&format!("warning: {}", crate::safe::line(warn)), w, 2) {
-            let _ = writeln!(s, "{line}");
-        }
-    }
     s
+}
+
+/// The columns shown, in their order: taken by priority while they fit in
+/// `budget` (each needs its width and two spaces).
+fn columns_that_fit(
+    cols: &[(&str, u8, NarrowGet)],
+    col_w: &[usize],
+    mut budget: i64,
+) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cols.len()).collect();
+    order.sort_by_key(|&i| cols[i].1);
+    let mut keep = vec![false; cols.len()];
+    for i in order {
+        let need = col_w[i] as i64 + 2;
+        if need <= budget {
+            budget -= need;
+            keep[i] = true;
+        }
+    }
+    (0..cols.len()).filter(|&i| keep[i]).collect()
 }
 
 #[cfg(test)]

@@ -5,96 +5,9 @@
 
 use std::fmt::Write as _;
 
+use super::columns::{self, Dist};
+use super::tables::{pipe_table, GroupedTable};
 use crate::model::{Report, StageReport, StrategyKind};
-
-/// A table with grouped column headers, drawn the way GuideLLM draws it:
-/// `=` rules, a group row, a header row, a `-` rule, right-aligned cells
-/// separated by `|`.
-pub struct GroupedTable {
-    /// (group, header) per column; a group spans its consecutive columns.
-    pub columns: Vec<(&'static str, &'static str)>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl GroupedTable {
-    pub fn render(&self) -> String {
-        let n = self.columns.len();
-        let mut widths: Vec<usize> = (0..n)
-            .map(|i| {
-                let values = self
-                    .rows
-                    .iter()
-                    .map(|r| r.get(i).map_or(0, |v| v.chars().count()));
-                values
-                    .chain([self.columns[i].1.chars().count()])
-                    .max()
-                    .unwrap_or(0)
-                    + 1
-            })
-            .collect();
-        // Groups: (label, first column, column count). Widen a group's first
-        // column until its label fits.
-        let mut groups: Vec<(&str, usize, usize)> = Vec::new();
-        for (i, (g, _)) in self.columns.iter().enumerate() {
-            match groups.last_mut() {
-                Some(last) if last.0 == *g => last.2 += 1,
-                _ => groups.push((g, i, 1)),
-            }
-        }
-        for (gi, &(label, first, count)) in groups.iter().enumerate() {
-            let need = label.chars().count() + usize::from(gi > 0) + 2;
-            let have: usize = widths[first..first + count].iter().sum::<usize>();
-            if need > have {
-                widths[first] += need - have;
-            }
-        }
-        let total: usize = widths.iter().sum::<usize>() + n - 1;
-        let mut s = String::new();
-        let _ = writeln!(s, "{}", "=".repeat(total));
-        let mut group_row = String::new();
-        for (gi, &(label, first, count)) in groups.iter().enumerate() {
-            let span: usize = widths[first..first + count].iter().sum();
-            let text = if gi == 0 {
-                label.to_string()
-            } else {
-                format!(" {label}")
-            };
-            let pipes = if gi + 1 == groups.len() {
-                count - 1
-            } else {
-                count
-            };
-            let _ = write!(group_row, "{text:<span$}{}", "|".repeat(pipes));
-        }
-        let _ = writeln!(s, "{}", group_row.trim_end());
-        let cells = |vals: Vec<String>| -> String {
-            vals.iter()
-                .zip(&widths)
-                .map(|(v, w)| format!("{v:>w$}"))
-                .collect::<Vec<_>>()
-                .join("|")
-        };
-        let _ = writeln!(
-            s,
-            "{}",
-            cells(self.columns.iter().map(|c| c.1.to_string()).collect())
-        );
-        let _ = writeln!(
-            s,
-            "{}",
-            widths
-                .iter()
-                .map(|w| "-".repeat(*w))
-                .collect::<Vec<_>>()
-                .join("|")
-        );
-        for r in &self.rows {
-            let _ = writeln!(s, "{}", cells(r.clone()));
-        }
-        let _ = writeln!(s, "{}", "=".repeat(total));
-        s
-    }
-}
 
 fn hms(rfc3339: &str) -> String {
     // "2026-11-21T11:33:36.123Z" → "11:33:36"
@@ -140,13 +53,13 @@ pub fn guidellm_info(r: &Report) -> String {
             let o = &s.tokens.by_outcome;
             let mut row = vec![
                 label.clone(),
-                hms(&s.start),
-                hms(&s.end),
-                format!("{:.1}", s.duration_s),
-                s.requests.completed.to_string(),
-                s.requests.incomplete.to_string(),
-                s.requests.errored.to_string(),
+                hms(&columns::START.value(s).to_string()),
+                hms(&columns::END.value(s).to_string()),
+                format!("{:.1}", columns::DURATION.num(s)),
             ];
+            for f in [columns::COMPLETED, columns::INCOMPLETE, columns::ERRORED] {
+                row.push(f.value(s).to_string());
+            }
             row.extend(o.iter().map(|t| per_req(t.prompt_total, t.requests)));
             row.extend(o.iter().map(|t| per_req(t.output_total, t.requests)));
             row.extend(o.iter().map(|t| t.prompt_total.to_string()));
@@ -176,20 +89,21 @@ pub fn guidellm_stats(r: &Report) -> String {
         .iter()
         .zip(&labels)
         .map(|(s, label)| {
-            let m3 = |d: &crate::model::DistSummary, k: f64, p: usize| {
+            let m3 = |d: Dist, k: f64, p: usize| {
+                let d = d.of(s);
                 [d.mean * k, d.p50 * k, d.p99 * k].map(|v| format!("{v:.p$}"))
             };
             let mut row = vec![
                 label.clone(),
-                format!("{:.2}", s.rates.requests_per_s),
-                format!("{:.2}", s.concurrency.mean),
-                format!("{:.1}", s.rates.output_tokens_per_s),
-                format!("{:.1}", s.rates.total_tokens_per_s),
+                format!("{:.2}", columns::REQUESTS_PER_S.num(s)),
+                format!("{:.2}", columns::CONCURRENCY_MEAN.num(s)),
+                format!("{:.1}", columns::OUTPUT_TOKENS_PER_S.num(s)),
+                format!("{:.1}", columns::TOTAL_TOKENS_PER_S.num(s)),
             ];
-            row.extend(m3(&s.latency_ms, 0.001, 2));
-            row.extend(m3(&s.ttft_ms, 1.0, 1));
-            row.extend(m3(&s.itl_ms, 1.0, 1));
-            row.extend(m3(&s.tpot_ms, 1.0, 1));
+            row.extend(m3(columns::LATENCY, 0.001, 2));
+            row.extend(m3(columns::TTFT, 1.0, 1));
+            row.extend(m3(columns::ITL, 1.0, 1));
+            row.extend(m3(columns::TPOT, 1.0, 1));
             row
         })
         .collect();
@@ -279,172 +193,103 @@ pub fn vllm_serving(r: &Report) -> String {
                 (_, Some(t)) => fnum(t),
                 _ => s.strategy.to_string(),
             };
-            vec![
+            let mut row = vec![
                 format!("serving_{model}_{}_qps_{rate}", s.strategy),
                 "-".into(),
-                s.requests.completed.to_string(),
-                fnum(s.rates.requests_per_s),
-                fnum(s.rates.output_tokens_per_s),
-                fnum(s.rates.total_tokens_per_s),
-                fnum(s.ttft_ms.mean),
-                fnum(s.ttft_ms.p50),
-                fnum(s.ttft_ms.p99),
-                fnum(s.tpot_ms.mean),
-                fnum(s.tpot_ms.p50),
-                fnum(s.tpot_ms.p99),
-                fnum(s.itl_ms.mean),
-                fnum(s.itl_ms.p50),
-                fnum(s.itl_ms.p99),
-            ]
+                columns::COMPLETED.value(s).to_string(),
+            ];
+            for f in [
+                columns::REQUESTS_PER_S,
+                columns::OUTPUT_TOKENS_PER_S,
+                columns::TOTAL_TOKENS_PER_S,
+            ] {
+                row.push(fnum(f.num(s)));
+            }
+            for d in [columns::TTFT, columns::TPOT, columns::ITL] {
+                let d = d.of(s);
+                row.extend([d.mean, d.p50, d.p99].map(fnum));
+            }
+            row
         })
         .collect();
     pipe_table(&headers, &rows, 2)
 }
 
-/// A Markdown pipe table; columns from `numeric_from` on are right-aligned.
-pub fn pipe_table(headers: &[&str], rows: &[Vec<String>], numeric_from: usize) -> String {
-    let w: Vec<usize> = (0..headers.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([headers[i].chars().count(), 3])
-                .max()
-                .unwrap_or(3)
-        })
-        .collect();
-    let line = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
-    // Cells may quote a server (a model id): none can end its cell or line.
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| r.iter().map(|c| crate::safe::markdown(c)).collect())
-        .collect();
-    let rows = &rows;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{}",
-        line(
-            headers
-                .iter()
-                .enumerate()
-                .map(|(i, h)| format!("{h:<w$}", w = w[i]))
-                .collect()
-        )
-    );
-    let _ = writeln!(
-        s,
-        "|{}|",
-        w.iter()
-            .enumerate()
-            .map(|(i, w)| if i >= numeric_from {
-                format!("{}:", "-".repeat(w + 1))
-            } else {
-                format!(":{}", "-".repeat(w + 1))
-            })
-            .collect::<Vec<_>>()
-            .join("|")
-    );
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "{}",
-            line(
-                r.iter()
-                    .enumerate()
-                    .map(|(i, c)| if i >= numeric_from {
-                        format!("{c:>w$}", w = w[i])
-                    } else {
-                        format!("{c:<w$}", w = w[i])
-                    })
-                    .collect()
-            )
-        );
-    }
-    s
-}
-
 /// SGLang `bench_serving`'s "Serving Benchmark Result" block for one stage.
 pub fn sglang_block(r: &Report, s: &StageReport) -> String {
     let mut o = String::new();
-    let kv = |o: &mut String, k: &str, v: String| {
-        let _ = writeln!(o, "{k:<41}{v}");
-    };
     let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
-    kv(&mut o, "Backend:", format!("llmsweep-{}", r.target.api));
-    kv(&mut o, "Stage:", s.name.clone());
+    for (k, v) in sglang_totals(r, s) {
+        let _ = writeln!(o, "{k:<41}{v}");
+    }
+    for (title, name, d, p99) in SGLANG_DISTS {
+        let d = d.of(s);
+        let _ = writeln!(o, "{title:-^50}");
+        let _ = writeln!(o, "{:<41}{:.2}", format!("Mean {name} (ms):"), d.mean);
+        let _ = writeln!(o, "{:<41}{:.2}", format!("Median {name} (ms):"), d.p50);
+        if p99 {
+            let _ = writeln!(o, "{:<41}{:.2}", format!("P99 {name} (ms):"), d.p99);
+        }
+    }
+    let _ = writeln!(o, "{}", "=".repeat(50));
+    o
+}
+
+/// SGLang's latency sections: (title, name, distribution, with p99).
+const SGLANG_DISTS: [(&str, &str, Dist, bool); 4] = [
+    ("End-to-End Latency", "E2E Latency", columns::LATENCY, false),
+    ("Time to First Token", "TTFT", columns::TTFT, true),
+    (
+        "Time per Output Token (excl. 1st token)",
+        "TPOT",
+        columns::TPOT,
+        true,
+    ),
+    ("Inter-token Latency", "ITL", columns::ITL, true),
+];
+
+/// The head of SGLang's block: what ran, how much, how fast.
+fn sglang_totals(r: &Report, s: &StageReport) -> Vec<(&'static str, String)> {
     let rate = match (s.strategy, s.target_rate) {
         (StrategyKind::Throughput, _) => "inf".to_string(),
         (StrategyKind::Constant | StrategyKind::Poisson, Some(t)) => format!("{t:.2}"),
         _ => "-".to_string(),
     };
-    kv(&mut o, "Traffic request rate:", rate);
-    kv(
-        &mut o,
-        "Successful requests:",
-        s.requests.completed.to_string(),
-    );
-    kv(
-        &mut o,
-        "Benchmark duration (s):",
-        format!("{:.2}", s.measured_s),
-    );
-    kv(
-        &mut o,
-        "Total input tokens:",
-        s.tokens.prompt_total.to_string(),
-    );
-    kv(
-        &mut o,
-        "Total generated tokens:",
-        s.tokens.output_total.to_string(),
-    );
-    kv(
-        &mut o,
-        "Request throughput (req/s):",
-        format!("{:.2}", s.rates.requests_per_s),
-    );
-    let per_s = |n: u64| {
-        if s.measured_s > 0.0 {
-            n as f64 / s.measured_s
-        } else {
-            0.0
-        }
+    let measured = columns::MEASURED.num(s);
+    let prompt_total = columns::PROMPT_TOKENS_TOTAL.num(s);
+    let input_per_s = if measured > 0.0 {
+        prompt_total / measured
+    } else {
+        0.0
     };
-    kv(
-        &mut o,
-        "Input token throughput (tok/s):",
-        format!("{:.2}", per_s(s.tokens.prompt_total)),
-    );
-    kv(
-        &mut o,
-        "Output token throughput (tok/s):",
-        format!("{:.2}", s.rates.output_tokens_per_s),
-    );
-    let _ = writeln!(o, "{:-^50}", "End-to-End Latency");
-    kv(
-        &mut o,
-        "Mean E2E Latency (ms):",
-        format!("{:.2}", s.latency_ms.mean),
-    );
-    kv(
-        &mut o,
-        "Median E2E Latency (ms):",
-        format!("{:.2}", s.latency_ms.p50),
-    );
-    let _ = writeln!(o, "{:-^50}", "Time to First Token");
-    kv(&mut o, "Mean TTFT (ms):", format!("{:.2}", s.ttft_ms.mean));
-    kv(&mut o, "Median TTFT (ms):", format!("{:.2}", s.ttft_ms.p50));
-    kv(&mut o, "P99 TTFT (ms):", format!("{:.2}", s.ttft_ms.p99));
-    let _ = writeln!(o, "{:-^50}", "Time per Output Token (excl. 1st token)");
-    kv(&mut o, "Mean TPOT (ms):", format!("{:.2}", s.tpot_ms.mean));
-    kv(&mut o, "Median TPOT (ms):", format!("{:.2}", s.tpot_ms.p50));
-    kv(&mut o, "P99 TPOT (ms):", format!("{:.2}", s.tpot_ms.p99));
-    let _ = writeln!(o, "{:-^50}", "Inter-token Latency");
-    kv(&mut o, "Mean ITL (ms):", format!("{:.2}", s.itl_ms.mean));
-    kv(&mut o, "Median ITL (ms):", format!("{:.2}", s.itl_ms.p50));
-    kv(&mut o, "P99 ITL (ms):", format!("{:.2}", s.itl_ms.p99));
-    let _ = writeln!(o, "{}", "=".repeat(50));
-    o
+    let f2 = |v: f64| format!("{v:.2}");
+    vec![
+        ("Backend:", format!("llmsweep-{}", r.target.api)),
+        ("Stage:", s.name.clone()),
+        ("Traffic request rate:", rate),
+        (
+            "Successful requests:",
+            columns::COMPLETED.value(s).to_string(),
+        ),
+        ("Benchmark duration (s):", f2(measured)),
+        (
+            "Total input tokens:",
+            columns::PROMPT_TOKENS_TOTAL.value(s).to_string(),
+        ),
+        (
+            "Total generated tokens:",
+            columns::OUTPUT_TOKENS_TOTAL.value(s).to_string(),
+        ),
+        (
+            "Request throughput (req/s):",
+            f2(columns::REQUESTS_PER_S.num(s)),
+        ),
+        ("Input token throughput (tok/s):", f2(input_per_s)),
+        (
+            "Output token throughput (tok/s):",
+            f2(columns::OUTPUT_TOKENS_PER_S.num(s)),
+        ),
+    ]
 }
 
 pub fn sglang(r: &Report) -> String {
@@ -465,34 +310,6 @@ pub fn sglang(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn grouped_tables_line_up_like_guidellm() {
-        let t = GroupedTable {
-            columns: vec![
-                ("Metadata", "Benchmark"),
-                ("Requests Made", "Comp"),
-                ("Requests Made", "Inc"),
-            ],
-            rows: vec![vec!["synchronous".into(), "1".into(), "512".into()]],
-        };
-        let s = t.render();
-        let lines: Vec<&str> = s.lines().collect();
-        // Every line of the table has the same width.
-        let w = lines[0].len();
-        for l in &lines[2..] {
-            assert_eq!(l.len(), w, "{s}");
-        }
-        assert!(
-            lines[1].starts_with("Metadata") && lines[1].contains("| Requests Made"),
-            "{s}"
-        );
-        assert!(
-            lines[2].ends_with("| Inc") || lines[2].ends_with("|  Inc"),
-            "{s}"
-        );
-        assert!(lines[4].starts_with(" synchronous|"), "{s}");
-    }
 
     #[test]
     fn numbers_print_like_pandas() {

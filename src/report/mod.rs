@@ -5,19 +5,25 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
+pub mod charts;
 pub mod checkpoint;
+pub mod columns;
 pub mod compare;
 pub mod console;
 pub mod conversations;
 pub mod csv_export;
+pub mod delta;
 pub mod export;
 pub mod html;
 pub mod layouts;
+pub mod markdown;
 pub mod merge;
 pub mod reasoning;
 pub mod rerun;
 pub mod server;
 pub mod summary;
+pub mod svg;
+pub mod tables;
 
 use crate::model::{Report, SCHEMA_VERSION};
 

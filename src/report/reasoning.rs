@@ -1,10 +1,10 @@
 //! The figures of models that think before they answer (time to the first
-//! answer token, the thinking/answer split) and output length truth, in
-//! every report format: text tables (console, Markdown), CSV columns, an
-//! HTML section and `compare` rows. Each appears only when a stage of the
-//! report has the figures, so reports of other servers read as before.
+//! answer token, the thinking/answer split) and output length truth: the
+//! text tables every text format shows (console, Markdown, HTML) and the
+//! CSV columns. Each appears only when a stage of the report has the
+//! figures, so reports of other servers read as before.
 
-use super::layouts::{pipe_table, GroupedTable};
+use super::tables::GroupedTable;
 use crate::model::{DistSummary, OutputLengths, Report, StageReport};
 
 /// Some stage saw reasoning.
@@ -150,7 +150,7 @@ pub fn csv_columns(r: &Report) -> Vec<String> {
             .map(String::from),
         );
         for m in ["ttfrt", "ttfat", "answer_itl"] {
-            for s in super::csv_export::STATS {
+            for s in super::columns::STATS {
                 h.push(format!("{m}_{s}_ms"));
             }
         }
@@ -186,7 +186,7 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
         ] {
             match d {
                 Some(d) => row.extend(
-                    super::csv_export::dist_values(d)
+                    super::columns::dist_values(d)
                         .iter()
                         .map(|v| format!("{v}")),
                 ),
@@ -203,100 +203,6 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
         row.extend(m.iter().map(|v| f(*v)));
     }
     row
-}
-
-/// The HTML section: both tables as text, under their own headings.
-pub fn html_section(r: &Report) -> Option<String> {
-    let esc = crate::safe::html;
-    let mut h = String::new();
-    if let Some(t) = reasoning_table(r) {
-        h.push_str(
-            "<h2>Reasoning (time to first answer token)</h2><p>TTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.</p>",
-        );
-        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
-    }
-    if let Some(t) = lengths_table(r) {
-        h.push_str("<h2>Output lengths</h2>");
-        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
-    }
-    (!h.is_empty()).then_some(h)
-}
-
-/// Markdown sections for report.md.
-pub fn markdown(r: &Report) -> String {
-    let mut s = String::new();
-    if let Some(t) = reasoning_table(r) {
-        s.push_str("\n## Reasoning (time to first answer token)\n\nTTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.\n\n```\n");
-        s.push_str(&t);
-        s.push_str("```\n");
-    }
-    if let Some(t) = lengths_table(r) {
-        s.push_str("\n## Output lengths\n\n```\n");
-        s.push_str(&t);
-        s.push_str("```\n");
-    }
-    s
-}
-
-/// `compare`'s table of the first answer token, when either run thought.
-pub fn compare_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
-    if !pairs
-        .iter()
-        .any(|(a, b)| a.reasoning.is_some() || b.reasoning.is_some())
-    {
-        return None;
-    }
-    let headers = [
-        "Stage (A → B)",
-        "TTFAT p50 A",
-        "TTFAT p50 B",
-        "Δ TTFAT p50",
-        "TTFAT p99 A",
-        "TTFAT p99 B",
-        "Δ TTFAT p99",
-        "Think tok A",
-        "Think tok B",
-        "Answer ITL p50 A",
-        "Answer ITL p50 B",
-    ];
-    // A run that did not think waited for its first token.
-    let ttfat = |s: &StageReport| s.waited_ttft_ms().clone();
-    let rows: Vec<Vec<String>> = pairs
-        .iter()
-        .map(|(x, y)| {
-            let (a, b) = (ttfat(x), ttfat(y));
-            let think = |s: &StageReport| {
-                s.reasoning
-                    .as_ref()
-                    .map_or("0".into(), |r| format!("{:.1}", r.reasoning_tokens_mean))
-            };
-            let aitl = |s: &StageReport| {
-                let d = s.reasoning.as_ref().map_or(&s.itl_ms, |r| &r.answer_itl_ms);
-                format!("{:.2}", d.p50)
-            };
-            vec![
-                if x.name == y.name {
-                    x.name.clone()
-                } else {
-                    format!("{} → {}", x.name, y.name)
-                },
-                format!("{:.1}", a.p50),
-                format!("{:.1}", b.p50),
-                super::compare::delta(a.p50, b.p50, false),
-                format!("{:.1}", a.p99),
-                format!("{:.1}", b.p99),
-                super::compare::delta(a.p99, b.p99, false),
-                think(x),
-                think(y),
-                aitl(x),
-                aitl(y),
-            ]
-        })
-        .collect();
-    Some(format!(
-        "\nTime to first answer token (TTFT where a run did not think):\n{}",
-        pipe_table(&headers, &rows, 1)
-    ))
 }
 
 #[cfg(test)]
@@ -378,13 +284,9 @@ mod tests {
         let cols = csv_columns(&r);
         assert_eq!(cols.len(), csv_values(&r, &r.stages[1]).len());
         assert!(cols.contains(&"ttfat_p50_ms".to_string()));
-        let pairs: Vec<_> = r.stages.iter().map(|s| (s, s)).collect();
-        let c = compare_table(&pairs).unwrap();
-        assert!(c.contains("TTFAT p50 A") && c.contains("250.0"), "{c}");
         // A report without thinking or lengths: nothing new.
         let plain = report(vec![StageReport::default()]);
         assert!(reasoning_table(&plain).is_none() && lengths_table(&plain).is_none());
-        assert!(csv_columns(&plain).is_empty() && html_section(&plain).is_none());
-        assert!(markdown(&plain).is_empty());
+        assert!(csv_columns(&plain).is_empty());
     }
 }

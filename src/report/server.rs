@@ -1,15 +1,11 @@
-//! The server's side in every report format: text tables (console and
-//! Markdown), CSV columns, and an HTML section with the gauges over time.
-//! Each appears only when a report has something from the server, so
-//! reports of runs without it look as they always did.
+//! The server's side for every report format: text tables (console,
+//! Markdown and the HTML page, which draws the gauges over time itself) and
+//! CSV columns. Each appears only when a report has something from the
+//! server, so reports of runs without it look as they always did.
 
-use std::fmt::Write as _;
-
-use super::html::{axes, svg_open, ticks, y_grid_line};
-use super::layouts::GroupedTable;
+use super::tables::GroupedTable;
 use crate::model::server::{GaugeSummary, ServerDist};
 use crate::model::{Report, StageReport};
-use crate::safe::html as esc;
 
 /// True when some stage has the server's metrics, or a server prompt-token
 /// count (usage) that differs from the requested one.
@@ -44,6 +40,19 @@ pub fn text_tables(r: &Report) -> Option<String> {
     if !has_server_side(r) {
         return None;
     }
+    let mut out = token_table(r);
+    if r.stages.iter().any(|s| s.server.is_some()) {
+        out.push_str(&stats_table(r));
+        out.push_str(
+            "~ estimated from the server's histogram buckets; client - server from the means, only where both sides counted the same requests (else -).\n",
+        );
+    }
+    Some(out)
+}
+
+/// The server's prompt token counts beside the requested ones, its cache
+/// hits and preemptions.
+fn token_table(r: &Report) -> String {
     let tokens = GroupedTable {
         columns: vec![
             ("Metadata", "Benchmark"),
@@ -74,61 +83,60 @@ pub fn text_tables(r: &Report) -> Option<String> {
             })
             .collect(),
     };
-    let mut out = tokens.render();
-    if r.stages.iter().any(|s| s.server.is_some()) {
-        let d = |x: Option<ServerDist>, f: fn(&ServerDist) -> Option<f64>, scale: f64, digits| {
-            opt(x.as_ref().and_then(f).map(|v| v * scale), digits)
-        };
-        let stats = GroupedTable {
-            columns: vec![
-                ("Metadata", "Benchmark"),
-                ("Running", "Mean"),
-                ("Running", "Max"),
-                ("Waiting", "Mean"),
-                ("Waiting", "Max"),
-                ("KV Cache %", "Mean"),
-                ("KV Cache %", "Max"),
-                ("Server TTFT (ms)", "Mean"),
-                ("Server TTFT (ms)", "p50~"),
-                ("Server TTFT (ms)", "p99~"),
-                ("Server ITL (ms)", "Mean"),
-                ("Server Queue (ms)", "Mean"),
-                ("Server E2E (s)", "Mean"),
-                ("Client - Server (ms)", "TTFT"),
-                ("Client - Server (ms)", "E2E"),
-            ],
-            rows: r
-                .stages
-                .iter()
-                .map(|s| {
-                    let v = s.server.clone().unwrap_or_default();
-                    let cms = v.client_minus_server.unwrap_or_default();
-                    vec![
-                        s.name.clone(),
-                        g_mean(v.running, 1.0, 1),
-                        g_max(v.running, 1.0, 0),
-                        g_mean(v.waiting, 1.0, 1),
-                        g_max(v.waiting, 1.0, 0),
-                        g_mean(v.kv_cache_usage, 100.0, 1),
-                        g_max(v.kv_cache_usage, 100.0, 1),
-                        d(v.ttft_ms, |x| Some(x.mean_ms), 1.0, 1),
-                        d(v.ttft_ms, |x| x.p50_ms_est, 1.0, 1),
-                        d(v.ttft_ms, |x| x.p99_ms_est, 1.0, 1),
-                        d(v.itl_ms, |x| Some(x.mean_ms), 1.0, 2),
-                        d(v.queue_ms, |x| Some(x.mean_ms), 1.0, 1),
-                        d(v.e2e_ms, |x| Some(x.mean_ms), 0.001, 2),
-                        opt(cms.ttft_mean_ms, 2),
-                        opt(cms.e2e_mean_ms, 2),
-                    ]
-                })
-                .collect(),
-        };
-        out.push_str(&stats.render());
-        out.push_str(
-            "~ estimated from the server's histogram buckets; client - server from the means, only where both sides counted the same requests (else -).\n",
-        );
-    }
-    Some(out)
+    tokens.render()
+}
+
+/// The server's queue, KV cache and latency figures, and the client's
+/// latency less the server's.
+fn stats_table(r: &Report) -> String {
+    let d = |x: Option<ServerDist>, f: fn(&ServerDist) -> Option<f64>, scale: f64, digits| {
+        opt(x.as_ref().and_then(f).map(|v| v * scale), digits)
+    };
+    let stats = GroupedTable {
+        columns: vec![
+            ("Metadata", "Benchmark"),
+            ("Running", "Mean"),
+            ("Running", "Max"),
+            ("Waiting", "Mean"),
+            ("Waiting", "Max"),
+            ("KV Cache %", "Mean"),
+            ("KV Cache %", "Max"),
+            ("Server TTFT (ms)", "Mean"),
+            ("Server TTFT (ms)", "p50~"),
+            ("Server TTFT (ms)", "p99~"),
+            ("Server ITL (ms)", "Mean"),
+            ("Server Queue (ms)", "Mean"),
+            ("Server E2E (s)", "Mean"),
+            ("Client - Server (ms)", "TTFT"),
+            ("Client - Server (ms)", "E2E"),
+        ],
+        rows: r
+            .stages
+            .iter()
+            .map(|s| {
+                let v = s.server.clone().unwrap_or_default();
+                let cms = v.client_minus_server.unwrap_or_default();
+                vec![
+                    s.name.clone(),
+                    g_mean(v.running, 1.0, 1),
+                    g_max(v.running, 1.0, 0),
+                    g_mean(v.waiting, 1.0, 1),
+                    g_max(v.waiting, 1.0, 0),
+                    g_mean(v.kv_cache_usage, 100.0, 1),
+                    g_max(v.kv_cache_usage, 100.0, 1),
+                    d(v.ttft_ms, |x| Some(x.mean_ms), 1.0, 1),
+                    d(v.ttft_ms, |x| x.p50_ms_est, 1.0, 1),
+                    d(v.ttft_ms, |x| x.p99_ms_est, 1.0, 1),
+                    d(v.itl_ms, |x| Some(x.mean_ms), 1.0, 2),
+                    d(v.queue_ms, |x| Some(x.mean_ms), 1.0, 1),
+                    d(v.e2e_ms, |x| Some(x.mean_ms), 0.001, 2),
+                    opt(cms.ttft_mean_ms, 2),
+                    opt(cms.e2e_mean_ms, 2),
+                ]
+            })
+            .collect(),
+    };
+    stats.render()
 }
 
 /// CSV columns, appended when some stage has the server's metrics.
@@ -200,164 +208,6 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
     ]
 }
 
-const COLORS: &[&str] = &["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
-
-/// A line chart over the run's time with the stage starts marked.
-fn time_chart(
-    title: &str,
-    y_label: &str,
-    series: &[(&str, Vec<(f64, f64)>)],
-    stages: &[(f64, String)],
-    y_max: Option<f64>,
-) -> String {
-    let (w, h) = (560.0, 300.0);
-    // The legend goes below the plot (inside it, at the top right, it sat
-    // on the stage numbers), flowing over as many rows as it needs.
-    let names: Vec<&str> = series.iter().map(|s| s.0).collect();
-    let legend = super::html::legend_layout(&names, 8.0, w - 8.0);
-    let rows = legend.iter().map(|(_, r)| r + 1).max().unwrap_or(0);
-    let total_h = h + 4.0 + 16.0 * rows as f64;
-    let (ml, mr, mt, mb) = (56.0, 16.0, 34.0, 40.0);
-    let xmax_raw = series
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.0))
-        .chain(stages.iter().map(|s| s.0))
-        .fold(0.0, f64::max);
-    let ymax_raw = series
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
-    let xt = ticks(xmax_raw);
-    let yt = ticks(y_max.unwrap_or(ymax_raw));
-    let xmax = xt.last().copied().unwrap_or(1.0).max(1e-9);
-    let ymax = yt.last().copied().unwrap_or(1.0).max(1e-9);
-    let px = |x: f64| ml + (x / xmax) * (w - ml - mr);
-    let py = |y: f64| h - mb - (y.min(ymax) / ymax) * (h - mt - mb);
-    let mut s = String::new();
-    svg_open(&mut s, w, total_h, title);
-    for y in &yt {
-        y_grid_line(&mut s, ml, w - mr, py(*y), &y.to_string());
-    }
-    for x in &xt {
-        let _ = write!(
-            s,
-            r##"<text x="{xx:.1}" y="{ty}" font-size="10" text-anchor="middle">{x}</text>"##,
-            xx = px(*x),
-            ty = h - mb + 14.0,
-        );
-    }
-    for (i, (t, name)) in stages.iter().enumerate() {
-        let _ = write!(
-            s,
-            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{mt}" y2="{yb}" stroke="#999" stroke-dasharray="3,3"><title>{n}</title></line><text x="{tx:.1}" y="{ty}" font-size="9" fill="#777">{i}</text>"##,
-            xx = px(*t),
-            yb = h - mb,
-            n = esc(name),
-            tx = px(*t) + 2.0,
-            ty = mt + 8.0,
-            i = i + 1,
-        );
-    }
-    axes(
-        &mut s,
-        ml,
-        mt,
-        h - mb,
-        w - mr,
-        h - 8.0,
-        "seconds since the run started (dashed: stage starts)",
-        y_label,
-    );
-    for (i, (name, points)) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        // One line through the points there are (a failed scrape leaves
-        // no point; the line joins its neighbours).
-        let mut path = String::new();
-        for (k, (x, y)) in points.iter().enumerate() {
-            let cmd = if k == 0 { "M" } else { "L" };
-            let _ = write!(path, "{cmd}{:.1},{:.1} ", px(*x), py(*y));
-        }
-        let _ = write!(
-            s,
-            r#"<path fill="none" stroke="{color}" stroke-width="1.5" d="{}"/>"#,
-            path.trim_end()
-        );
-        let (lx, row) = legend[i];
-        let ly = h + 12.0 + row as f64 * 16.0;
-        let _ = write!(
-            s,
-            r#"<rect x="{lx:.1}" y="{ry:.1}" width="12" height="4" fill="{color}"/><text x="{tx:.1}" y="{ty:.1}" font-size="10">{n}</text>"#,
-            ry = ly - 4.0,
-            tx = lx + 16.0,
-            ty = ly + 1.0,
-            n = esc(name)
-        );
-    }
-    s.push_str("</svg>");
-    s
-}
-
-/// The HTML section: gauges over the run with stage boundaries, and the
-/// tables. None when the report has nothing from the server.
-pub fn html_section(r: &Report) -> Option<String> {
-    let tables = text_tables(r)?;
-    let mut h = String::from("<h2>Server (/metrics)</h2>");
-    let with_series: Vec<&StageReport> = r
-        .stages
-        .iter()
-        .filter(|s| s.server.as_ref().and_then(|v| v.series.as_ref()).is_some())
-        .collect();
-    if !with_series.is_empty() {
-        let stage_starts: Vec<(f64, String)> = with_series
-            .iter()
-            .filter_map(|s| {
-                let t = s.server.as_ref()?.series.as_ref()?.t_s.first().copied()?;
-                Some((t, s.name.clone()))
-            })
-            .collect();
-        let collect = |f: fn(&crate::model::server::ServerSeries) -> &Vec<Option<f64>>,
-                       scale: f64| {
-            let mut pts = Vec::new();
-            for s in &with_series {
-                let Some(se) = s.server.as_ref().and_then(|v| v.series.as_ref()) else {
-                    continue;
-                };
-                for (t, v) in se.t_s.iter().zip(f(se)) {
-                    if let Some(v) = v {
-                        pts.push((*t, v * scale));
-                    }
-                }
-            }
-            pts
-        };
-        let requests = time_chart(
-            "Requests at the server",
-            "requests",
-            &[
-                ("running", collect(|s| &s.running, 1.0)),
-                ("waiting", collect(|s| &s.waiting, 1.0)),
-            ],
-            &stage_starts,
-            None,
-        );
-        let kv_points = collect(|s| &s.kv_cache_usage, 100.0);
-        let kv = if kv_points.is_empty() {
-            String::new()
-        } else {
-            time_chart(
-                "KV-cache use",
-                "%",
-                &[("KV cache", kv_points)],
-                &stage_starts,
-                Some(100.0),
-            )
-        };
-        let _ = write!(h, r#"<div class="charts">{requests}{kv}</div>"#);
-    }
-    let _ = write!(h, "<pre>{}</pre>", esc(&tables));
-    Some(h)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,7 +227,6 @@ mod tests {
         let r = report(None);
         assert!(!has_server_side(&r));
         assert!(text_tables(&r).is_none());
-        assert!(html_section(&r).is_none());
         assert!(!csv_wanted(&r));
     }
 
@@ -425,9 +274,6 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want} in\n{t}");
         }
-        let html = html_section(&r).unwrap();
-        assert!(html.contains("<svg") && html.contains("KV-cache use"));
-        assert!(html.contains("stroke-dasharray"), "stage boundaries");
         assert!(csv_wanted(&r));
         let row = csv_values(&r.stages[0]);
         assert_eq!(row.len(), CSV_COLUMNS.len());

@@ -3,9 +3,7 @@
 //! saturated stages and why the run stopped. The dashboard's result screen,
 //! the console summary and report.md all say it the same way, from here.
 
-use std::fmt::Write as _;
-
-use crate::model::{Report, StageReport};
+use crate::model::{Report, SloSummary, StageReport};
 
 /// A stage's TTFT p50 more than this many times the lowest of the slower
 /// stages marks the knee: latency has started to climb with the rate.
@@ -117,6 +115,24 @@ pub fn stop_reason(r: &Report) -> String {
     }
 }
 
+/// The SLO line: the highest rate that met the SLOs, or why none did.
+pub fn slo_line(s: &SloSummary) -> String {
+    match (&s.best_stage, s.best_rate) {
+        (Some(stage), Some(rate)) => {
+            let est = s
+                .estimated_rate
+                .map(|e| format!("; estimated limit {e:.2} req/s"))
+                .unwrap_or_default();
+            format!(
+                "SLOs met (≥ {:.0}% of requests) up to {rate:.2} req/s ({stage}){est} — {}",
+                s.attainment * 100.0,
+                s.note
+            )
+        }
+        _ => format!("SLOs: {}", s.note),
+    }
+}
+
 /// The summary as (label, text) lines.
 pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
@@ -127,24 +143,43 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         basis.push_str(&format!("; next: {next}"));
     }
     out.push(("Basis", basis));
-    match knee(&r.stages) {
-        Some(k) => out.push((
-            "Knee",
-            format!(
-                "{} at {:.2} req/s ({} p50 {:.1} ms); latency climbs past it",
-                k.name,
-                k.rates.achieved(),
-                k.waited_ttft_name(),
-                k.waited_ttft_ms().p50
-            ),
-        )),
-        None => out.push(("Knee", no_knee(&r.stages))),
-    }
+    out.push(("Knee", knee_line(&r.stages)));
     if let Some(slo) = &r.slo_summary {
-        out.push(("SLOs", super::console::slo_line(slo)));
+        out.push(("SLOs", slo_line(slo)));
     }
-    let saturated: Vec<String> = r
-        .stages
+    out.push(("Saturated", saturated_line(&r.stages)));
+    let stages = &r.stages;
+    for (label, line) in [
+        ("Erroring", erroring_line(stages)),
+        ("Undecided", undecided_line(stages)),
+        ("Errors", errors_line(stages)),
+        ("Cut short", cut_short_line(stages)),
+    ] {
+        if let Some(line) = line {
+            out.push((label, line));
+        }
+    }
+    out.push(("Stopped", stop_reason(r)));
+    out
+}
+
+/// The knee and its latency, or why none was named.
+fn knee_line(stages: &[StageReport]) -> String {
+    match knee(stages) {
+        Some(k) => format!(
+            "{} at {:.2} req/s ({} p50 {:.1} ms); latency climbs past it",
+            k.name,
+            k.rates.achieved(),
+            k.waited_ttft_name(),
+            k.waited_ttft_ms().p50
+        ),
+        None => no_knee(stages),
+    }
+}
+
+/// The saturated stages and why, or `none`.
+fn saturated_line(stages: &[StageReport]) -> String {
+    let saturated: Vec<String> = stages
         .iter()
         .filter(|s| s.saturated)
         .map(|s| match &s.saturation_reason {
@@ -152,16 +187,16 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
             None => s.name.clone(),
         })
         .collect();
-    out.push((
-        "Saturated",
-        if saturated.is_empty() {
-            "none".into()
-        } else {
-            saturated.join("; ")
-        },
-    ));
-    let erroring: Vec<String> = r
-        .stages
+    if saturated.is_empty() {
+        "none".into()
+    } else {
+        saturated.join("; ")
+    }
+}
+
+/// Stages whose verdict says the server answered with errors.
+fn erroring_line(stages: &[StageReport]) -> Option<String> {
+    let erroring: Vec<String> = stages
         .iter()
         .filter_map(|s| {
             let v = s.verdict.as_ref()?;
@@ -169,13 +204,14 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
                 .then(|| format!("{} ({})", s.name, v.reason))
         })
         .collect();
-    if !erroring.is_empty() {
-        out.push(("Erroring", erroring.join("; ")));
-    }
-    // Stages whose evidence could not decide: no part of the answer. Stages
-    // with the same reason are named together, the reason said once.
+    (!erroring.is_empty()).then(|| erroring.join("; "))
+}
+
+/// Stages whose evidence could not decide: no part of the answer. Stages
+/// with the same reason are named together, the reason said once.
+fn undecided_line(stages: &[StageReport]) -> Option<String> {
     let mut undecided: Vec<(&str, Vec<&str>)> = Vec::new();
-    for s in &r.stages {
+    for s in stages {
         let Some(v) = s.verdict.as_ref() else {
             continue;
         };
@@ -187,18 +223,19 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
             None => undecided.push((&v.reason, vec![&s.name])),
         }
     }
-    if !undecided.is_empty() {
-        let text: Vec<String> = undecided
-            .iter()
-            .map(|(why, names)| format!("{} ({why})", names.join(", ")))
-            .collect();
-        out.push(("Undecided", text.join("; ")));
+    if undecided.is_empty() {
+        return None;
     }
-    if let Some(line) = errors_line(&r.stages) {
-        out.push(("Errors", line));
-    }
-    let cut: Vec<&str> = r
-        .stages
+    let text: Vec<String> = undecided
+        .iter()
+        .map(|(why, names)| format!("{} ({why})", names.join(", ")))
+        .collect();
+    Some(text.join("; "))
+}
+
+/// Stages ended by a key, an error limit or a stop, not by their plan.
+fn cut_short_line(stages: &[StageReport]) -> Option<String> {
+    let cut: Vec<&str> = stages
         .iter()
         .filter(|s| {
             !matches!(
@@ -208,27 +245,12 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
         })
         .map(|s| s.name.as_str())
         .collect();
-    if !cut.is_empty() {
-        out.push((
-            "Cut short",
-            format!(
-                "{} (ended by a key, an error limit or a stop: judge with care)",
-                cut.join(", ")
-            ),
-        ));
-    }
-    out.push(("Stopped", stop_reason(r)));
-    out
-}
-
-/// The summary as Markdown (a `## Summary` section).
-pub fn markdown(r: &Report) -> String {
-    let mut s = String::from("## Summary\n\n");
-    for (k, v) in lines(r) {
-        let _ = writeln!(s, "- **{k}:** {}", crate::safe::markdown(&v));
-    }
-    s.push('\n');
-    s
+    (!cut.is_empty()).then(|| {
+        format!(
+            "{} (ended by a key, an error limit or a stop: judge with care)",
+            cut.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -315,9 +337,6 @@ mod tests {
         ] {
             assert!(all.contains(needle), "{needle:?} in\n{all}");
         }
-        assert!(markdown(&r).starts_with("## Summary\n\n- **Answer:** holds ≈"));
-        let md = crate::report::export::markdown(&r);
-        assert!(md.contains("## Summary") && md.contains("**Saturated:** constant@40.00"));
     }
 
     #[test]
