@@ -20,7 +20,7 @@ pub fn render(r: &Report) -> String {
     s.push_str(&layouts::guidellm_info(r));
     let _ = writeln!(s, "\nBenchmarks Stats:");
     s.push_str(&layouts::guidellm_stats(r));
-    if let Some(t) = crate::report::server::text_tables(r) {
+    if let Some(t) = crate::report::server_metrics::text_tables(r) {
         let _ = writeln!(s, "\nServer (/metrics):");
         s.push_str(&t);
     }

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
-use super::{conversations, reasoning, server};
+use super::{conversations, reasoning, server_metrics};
 use crate::model::{Report, StageReport};
 
 /// The groups of columns after the stage table's, each present when some
@@ -17,7 +17,7 @@ struct Extras {
 impl Extras {
     fn of(r: &Report) -> Extras {
         Extras {
-            server: server::csv_wanted(r),
+            server: server_metrics::csv_wanted(r),
             talks: r.stages.iter().any(|s| s.conversations.is_some()),
         }
     }
@@ -25,7 +25,7 @@ impl Extras {
     fn headers(&self, r: &Report) -> Vec<String> {
         let mut h = Vec::new();
         if self.server {
-            h.extend(server::CSV_COLUMNS.iter().map(|c| c.to_string()));
+            h.extend(server_metrics::CSV_COLUMNS.iter().map(|c| c.to_string()));
         }
         // Thinking and output lengths, when the report has them.
         h.extend(reasoning::csv_columns(r));
@@ -38,7 +38,7 @@ impl Extras {
     fn cells(&self, r: &Report, s: &StageReport) -> Vec<String> {
         let mut row = Vec::new();
         if self.server {
-            row.extend(server::csv_values(s));
+            row.extend(server_metrics::csv_values(s));
         }
         row.extend(reasoning::csv_values(r, s));
         if self.talks {

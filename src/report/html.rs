@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::charts::{chart, chart_with, time_chart, ChartOpts, Series};
-use super::{columns, layouts, reasoning, server};
+use super::{columns, layouts, reasoning, server_metrics};
 use crate::model::{Report, StageReport};
 use crate::stats::dist::Dist;
 
@@ -355,7 +355,7 @@ fn timeline(r: &Report) -> String {
 /// The HTML section: gauges over the run with stage boundaries, and the
 /// tables. None when the report has nothing from the server.
 fn server_section(r: &Report) -> Option<String> {
-    let tables = server::text_tables(r)?;
+    let tables = server_metrics::text_tables(r)?;
     let mut h = String::from("<h2>Server (/metrics)</h2>");
     let with_series: Vec<&StageReport> = r
         .stages

@@ -32,7 +32,7 @@ pub fn render(r: &Report) -> String {
     s.push_str(&layouts::guidellm_info(r));
     s.push_str("```\n\n## Benchmarks Stats\n\n```\n");
     s.push_str(&layouts::guidellm_stats(r));
-    if let Some(t) = crate::report::server::text_tables(r) {
+    if let Some(t) = crate::report::server_metrics::text_tables(r) {
         s.push_str("```\n\n## Server (/metrics)\n\n```\n");
         s.push_str(&t);
     }

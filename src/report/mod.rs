@@ -20,7 +20,7 @@ pub mod markdown;
 pub mod merge;
 pub mod reasoning;
 pub mod rerun;
-pub mod server;
+pub mod server_metrics;
 pub mod summary;
 pub mod svg;
 pub mod tables;
