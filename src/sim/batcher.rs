@@ -185,64 +185,34 @@ pub async fn run(
         .kv_total_tokens
         .store(params.kv_cache_tokens, Ordering::Relaxed);
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed_57e9);
-    let mut waiting: VecDeque<SeqRequest> = VecDeque::new();
-    let mut running: Vec<Running> = Vec::new();
-    let mut kv_used: u64 = 0;
+    let mut batch = Batch {
+        params,
+        gauges,
+        waiting: VecDeque::new(),
+        running: Vec::new(),
+        kv_used: 0,
+    };
     let mut step_start = Instant::now();
 
     loop {
-        if running.is_empty() && waiting.is_empty() {
+        if batch.running.is_empty() && batch.waiting.is_empty() {
             // Idle: sleep until a request arrives. The next step starts then,
             // not at some stale point on the old schedule.
             match rx.recv().await {
-                Some(r) => waiting.push_back(r),
+                Some(r) => batch.waiting.push_back(r),
                 None => return,
             }
             step_start = Instant::now();
         }
         while let Ok(r) = rx.try_recv() {
-            waiting.push_back(r);
+            batch.waiting.push_back(r);
         }
+        let prefill_tokens = batch.admit();
+        batch.publish();
 
-        // Admission, FIFO: stop at the first request that does not fit, as vLLM's
-        // scheduler does, so a big request is not starved by small ones.
-        let mut prefill_tokens = 0u64;
-        let (mut prompt_tokens, mut cached_tokens) = (0u64, 0u64);
-        while let Some(front) = waiting.front() {
-            if front.tx.is_closed() && !params.finish_cancelled {
-                waiting.pop_front(); // client went away while queued
-                continue;
-            }
-            let need = front.prompt_tokens.saturating_add(front.output_tokens);
-            if running.len() >= params.max_num_seqs || kv_used + need > params.kv_cache_tokens {
-                break;
-            }
-            let Some(r) = waiting.pop_front() else { break };
-            let queued = Instant::now().saturating_duration_since(r.arrived);
-            gauges.queue_time.observe_us(queued.as_micros() as u64, 1);
-            kv_used += need;
-            prefill_tokens += r.prompt_tokens.saturating_sub(r.cached_tokens);
-            prompt_tokens += r.prompt_tokens;
-            cached_tokens += r.cached_tokens.min(r.prompt_tokens);
-            running.push(Running {
-                output_tokens: r.output_tokens.max(1),
-                generated: 0,
-                unsent: 0,
-                kv_reserved: need,
-                tx: r.tx,
-            });
-        }
-        gauges
-            .prompt_tokens_total
-            .fetch_add(prompt_tokens, Ordering::Relaxed);
-        gauges
-            .cached_tokens_total
-            .fetch_add(cached_tokens, Ordering::Relaxed);
-        publish(&gauges, running.len(), waiting.len(), kv_used);
-
-        let mut step = params.step_time(running.len(), prefill_tokens);
-        if params.jitter > 0.0 && !step.is_zero() {
-            let f = 1.0 + params.jitter * rng.random_range(-1.0..=1.0);
+        let mut step = batch.params.step_time(batch.running.len(), prefill_tokens);
+        if batch.params.jitter > 0.0 && !step.is_zero() {
+            let f = 1.0 + batch.params.jitter * rng.random_range(-1.0..=1.0);
             step = step.mul_f64(f);
         }
         let step_end = step_start + step;
@@ -252,12 +222,95 @@ pub async fn run(
         } else {
             tokio::time::sleep_until(step_end).await;
         }
+        batch.decode(&mut rng);
+        batch.publish();
 
-        // Every running sequence gets one token (unless completion jitter
-        // idles it this step).
+        // Keep the schedule absolute so timer lateness does not slow the model
+        // down, unless we fell far behind (then do not burst to catch up).
+        let now = Instant::now();
+        step_start = if now.saturating_duration_since(step_end) > Duration::from_millis(5) {
+            now
+        } else {
+            step_end
+        };
+    }
+}
+
+/// The server's batch: requests waiting for a slot, sequences running, the
+/// KV cache they reserve.
+struct Batch {
+    params: ModelParams,
+    gauges: Arc<Gauges>,
+    waiting: VecDeque<SeqRequest>,
+    running: Vec<Running>,
+    kv_used: u64,
+}
+
+impl Batch {
+    fn publish(&self) {
+        publish(
+            &self.gauges,
+            self.running.len(),
+            self.waiting.len(),
+            self.kv_used,
+        );
+    }
+
+    /// Admission, FIFO: stops at the first request that does not fit, as
+    /// vLLM's scheduler does, so a big request is not starved by small ones.
+    /// Returns the prompt tokens this step prefills.
+    fn admit(&mut self) -> u64 {
+        let params = &self.params;
+        let mut prefill_tokens = 0u64;
+        let (mut prompt_tokens, mut cached_tokens) = (0u64, 0u64);
+        while let Some(front) = self.waiting.front() {
+            if front.tx.is_closed() && !params.finish_cancelled {
+                self.waiting.pop_front(); // client went away while queued
+                continue;
+            }
+            let need = front.prompt_tokens.saturating_add(front.output_tokens);
+            if self.running.len() >= params.max_num_seqs
+                || self.kv_used + need > params.kv_cache_tokens
+            {
+                break;
+            }
+            let Some(r) = self.waiting.pop_front() else {
+                break;
+            };
+            let queued = Instant::now().saturating_duration_since(r.arrived);
+            self.gauges
+                .queue_time
+                .observe_us(queued.as_micros() as u64, 1);
+            self.kv_used += need;
+            prefill_tokens += r.prompt_tokens.saturating_sub(r.cached_tokens);
+            prompt_tokens += r.prompt_tokens;
+            cached_tokens += r.cached_tokens.min(r.prompt_tokens);
+            self.running.push(Running {
+                output_tokens: r.output_tokens.max(1),
+                generated: 0,
+                unsent: 0,
+                kv_reserved: need,
+                tx: r.tx,
+            });
+        }
+        self.gauges
+            .prompt_tokens_total
+            .fetch_add(prompt_tokens, Ordering::Relaxed);
+        self.gauges
+            .cached_tokens_total
+            .fetch_add(cached_tokens, Ordering::Relaxed);
+        prefill_tokens
+    }
+
+    /// One decode step: every running sequence gets one token (unless
+    /// completion jitter idles it this step); finished and cancelled ones
+    /// free their slot and KV cache.
+    fn decode(&mut self, rng: &mut SmallRng) {
+        let params = &self.params;
         let mut generated = 0u64;
+        let mut freed = 0u64;
         let idle = params.completion_jitter / (1.0 + params.completion_jitter);
-        running.retain_mut(|s| {
+        self.running.retain_mut(|s| {
             if idle > 0.0 && s.generated > 0 && rng.random_bool(idle.clamp(0.0, 1.0)) {
                 return params.finish_cancelled || !s.tx.is_closed();
             }
@@ -278,24 +331,15 @@ pub async fn run(
                 params.finish_cancelled || !s.tx.is_closed()
             };
             if !keep {
-                kv_used -= s.kv_reserved;
+                freed += s.kv_reserved;
             }
             keep
         });
-        gauges
+        self.kv_used -= freed;
+        self.gauges
             .generation_tokens_total
             .fetch_add(generated, Ordering::Relaxed);
-        gauges.steps_total.fetch_add(1, Ordering::Relaxed);
-        publish(&gauges, running.len(), waiting.len(), kv_used);
-
-        // Keep the schedule absolute so timer lateness does not slow the model
-        // down, unless we fell far behind (then do not burst to catch up).
-        let now = Instant::now();
-        step_start = if now.saturating_duration_since(step_end) > Duration::from_millis(5) {
-            now
-        } else {
-            step_end
-        };
+        self.gauges.steps_total.fetch_add(1, Ordering::Relaxed);
     }
 }
 
