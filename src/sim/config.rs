@@ -225,97 +225,9 @@ impl ModelParams {
     /// Preset values overlaid with the flags the user gave.
     pub fn resolve(preset: Preset, args: &ModelArgs) -> Result<Self, String> {
         let mut p = Self::preset(preset);
-        // Up to an hour: a model step longer than that is a typo, and
-        // `Duration` cannot hold every finite number.
-        let ms = |v: f64, name: &str| -> Result<Duration, String> {
-            if v.is_finite() && (0.0..=3_600_000.0).contains(&v) {
-                Duration::try_from_secs_f64(v / 1000.0).map_err(|e| format!("--{name}: {e}"))
-            } else {
-                Err(format!(
-                    "--{name} must be a number of milliseconds from 0 to 3600000 (an hour), got {}",
-                    crate::typed::number(v)
-                ))
-            }
-        };
-        if let Some(v) = args.decode_step_ms {
-            p.decode_step = ms(v, "decode-step-ms")?;
-        }
-        if let Some(v) = args.per_seq_us {
-            p.per_seq = ms(v / 1000.0, "per-seq-us")?;
-        }
-        if let Some(v) = args.prefill_us_per_token {
-            p.prefill_per_token = ms(v / 1000.0, "prefill-us-per-token")?;
-        }
-        if let Some(v) = args.max_num_seqs {
-            if v == 0 {
-                return Err("--max-num-seqs must be at least 1".into());
-            }
-            p.max_num_seqs = v;
-        }
-        if let Some(v) = args.kv_cache_tokens {
-            if v == 0 {
-                return Err("--kv-cache-tokens must be at least 1".into());
-            }
-            p.kv_cache_tokens = v;
-        }
-        if let Some(v) = args.jitter {
-            if !(0.0..1.0).contains(&v) {
-                return Err(format!(
-                    "--jitter must be in [0, 1), got {}",
-                    crate::typed::number(v)
-                ));
-            }
-            p.jitter = v;
-        }
-        if let Some(v) = args.output_len_mean {
-            if !(v.is_finite() && (1.0..=1e9).contains(&v)) {
-                return Err(format!(
-                    "--output-len-mean must be at least 1, got {}",
-                    crate::typed::number(v)
-                ));
-            }
-            p.output_len_mean = v;
-        }
-        if let Some(v) = args.output_len_stdev {
-            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
-                return Err(format!(
-                    "--output-len-stdev must be non-negative, got {}",
-                    crate::typed::number(v)
-                ));
-            }
-            p.output_len_stdev = v;
-        }
-        if let Some(v) = args.completion_jitter {
-            if !(v.is_finite() && (0.0..=10.0).contains(&v)) {
-                return Err(format!(
-                    "--completion-jitter must be in [0, 10], got {}",
-                    crate::typed::number(v)
-                ));
-            }
-            p.completion_jitter = v;
-        }
-        for (v, name, slot) in [
-            (
-                args.reasoning_tokens,
-                "reasoning-tokens",
-                &mut p.reasoning_tokens_mean,
-            ),
-            (
-                args.reasoning_tokens_stdev,
-                "reasoning-tokens-stdev",
-                &mut p.reasoning_tokens_stdev,
-            ),
-        ] {
-            if let Some(v) = v {
-                if !(v.is_finite() && (0.0..=MAX_REASONING_TOKENS).contains(&v)) {
-                    return Err(format!(
-                        "--{name} must be a number of tokens from 0 to {MAX_REASONING_TOKENS}, got {}",
-                        crate::typed::number(v)
-                    ));
-                }
-                *slot = v;
-            }
-        }
+        p.set_times(args)?;
+        p.set_capacity(args)?;
+        p.set_lengths(args)?;
         if args.no_prefix_cache {
             p.prefix_cache = false;
         }
@@ -329,6 +241,113 @@ impl ModelParams {
             p.stream_interval = v;
         }
         Ok(p)
+    }
+
+    /// The step's times (`--decode-step-ms`, `--per-seq-us`,
+    /// `--prefill-us-per-token`) and their jitter.
+    fn set_times(&mut self, args: &ModelArgs) -> Result<(), String> {
+        // Up to an hour: a model step longer than that is a typo, and
+        // `Duration` cannot hold every finite number.
+        let ms = |v: f64, name: &str| -> Result<Duration, String> {
+            if v.is_finite() && (0.0..=3_600_000.0).contains(&v) {
+                Duration::try_from_secs_f64(v / 1000.0).map_err(|e| format!("--{name}: {e}"))
+            } else {
+                Err(format!(
+                    "--{name} must be a number of milliseconds from 0 to 3600000 (an hour), got {}",
+                    crate::typed::number(v)
+                ))
+            }
+        };
+        if let Some(v) = args.decode_step_ms {
+            self.decode_step = ms(v, "decode-step-ms")?;
+        }
+        if let Some(v) = args.per_seq_us {
+            self.per_seq = ms(v / 1000.0, "per-seq-us")?;
+        }
+        if let Some(v) = args.prefill_us_per_token {
+            self.prefill_per_token = ms(v / 1000.0, "prefill-us-per-token")?;
+        }
+        if let Some(v) = args.jitter {
+            if !(0.0..1.0).contains(&v) {
+                return Err(format!(
+                    "--jitter must be in [0, 1), got {}",
+                    crate::typed::number(v)
+                ));
+            }
+            self.jitter = v;
+        }
+        Ok(())
+    }
+
+    /// How many sequences run at once and the KV cache they share.
+    fn set_capacity(&mut self, args: &ModelArgs) -> Result<(), String> {
+        if let Some(v) = args.max_num_seqs {
+            if v == 0 {
+                return Err("--max-num-seqs must be at least 1".into());
+            }
+            self.max_num_seqs = v;
+        }
+        if let Some(v) = args.kv_cache_tokens {
+            if v == 0 {
+                return Err("--kv-cache-tokens must be at least 1".into());
+            }
+            self.kv_cache_tokens = v;
+        }
+        Ok(())
+    }
+
+    /// Output and thinking lengths, and the completion jitter.
+    fn set_lengths(&mut self, args: &ModelArgs) -> Result<(), String> {
+        if let Some(v) = args.output_len_mean {
+            if !(v.is_finite() && (1.0..=1e9).contains(&v)) {
+                return Err(format!(
+                    "--output-len-mean must be at least 1, got {}",
+                    crate::typed::number(v)
+                ));
+            }
+            self.output_len_mean = v;
+        }
+        if let Some(v) = args.output_len_stdev {
+            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
+                return Err(format!(
+                    "--output-len-stdev must be non-negative, got {}",
+                    crate::typed::number(v)
+                ));
+            }
+            self.output_len_stdev = v;
+        }
+        if let Some(v) = args.completion_jitter {
+            if !(v.is_finite() && (0.0..=10.0).contains(&v)) {
+                return Err(format!(
+                    "--completion-jitter must be in [0, 10], got {}",
+                    crate::typed::number(v)
+                ));
+            }
+            self.completion_jitter = v;
+        }
+        for (v, name, slot) in [
+            (
+                args.reasoning_tokens,
+                "reasoning-tokens",
+                &mut self.reasoning_tokens_mean,
+            ),
+            (
+                args.reasoning_tokens_stdev,
+                "reasoning-tokens-stdev",
+                &mut self.reasoning_tokens_stdev,
+            ),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && (0.0..=MAX_REASONING_TOKENS).contains(&v)) {
+                    return Err(format!(
+                        "--{name} must be a number of tokens from 0 to {MAX_REASONING_TOKENS}, got {}",
+                        crate::typed::number(v)
+                    ));
+                }
+                *slot = v;
+            }
+        }
+        Ok(())
     }
 
     /// The thinking length of one request: fixed, or sampled from a normal
