@@ -289,6 +289,56 @@ struct Dispatch {
     ramp_end: Option<Instant>,
 }
 
+/// A running stage: what its loop reads and moves on each turn.
+struct StageRun {
+    number: usize,
+    stats: StageStats,
+    /// The schedule: when each request is due (open loop).
+    arrivals: Arrivals,
+    d: Dispatch,
+    /// Cancels the stage's requests in flight.
+    cancel: CancellationToken,
+    /// The rate the verdict judges (open-loop stages).
+    judged_rate: Option<f64>,
+    ramp_s: Option<f64>,
+    in_flight_cap: Option<u64>,
+    closed_loop: bool,
+    /// Multi-turn data.
+    talking: bool,
+    /// Requests sent (turns too).
+    dispatched: u64,
+    /// Conversations started (with multi-turn data; else requests sent):
+    /// what the rate and --max-requests count.
+    started: u64,
+    ticks: tokio::time::Interval,
+    next_second: Instant,
+    /// Requests sent since the loop last looked at other events.
+    burst: u32,
+    /// The cap held requests back when the loop last looked.
+    held_by_cap: bool,
+}
+
+/// What the stage loop waits for when nothing is due now.
+struct Wake {
+    /// The next arrival, when it may go then.
+    due: Option<Instant>,
+    /// The next arrival, whether or not it may go (the backlog).
+    next_arrival: Option<Instant>,
+    /// A ramping closed-loop stage opens its next stream.
+    stream: Option<Instant>,
+    /// A conversation's next turn.
+    turn: Option<Instant>,
+    /// A closed-loop slot is free: look again at once.
+    immediate: bool,
+}
+
+/// One turn of the stage loop.
+enum Step {
+    Sent,
+    Wait(Wake),
+    End(StageEnd),
+}
+
 impl Engine {
     pub fn new(
         backend: Arc<dyn Backend>,
@@ -548,21 +598,91 @@ impl Engine {
         }
     }
 
+    /// Runs one stage: schedule → send → collect, until an end condition.
     async fn run_stage(&mut self, spec: &StageSpec, plan: &dyn Plan, number: usize) -> StageEnd {
+        let mut run = self.begin_stage(spec, number);
+        self.publish(spec, &run.stats, plan, number);
+        let end = loop {
+            let wake = match self.send_due(&mut run, spec) {
+                Step::Sent => continue,
+                Step::End(end) => break end,
+                Step::Wait(wake) => wake,
+            };
+            if let Some(end) = self.wait_event(&mut run, spec, plan, wake).await {
+                break end;
+            }
+        };
+        self.end_stage(run, spec, end).await
+    }
+
+    /// A stage's start: its statistics, schedule and dispatch state, and the
+    /// timeline's notes.
+    fn begin_stage(&mut self, spec: &StageSpec, number: usize) -> StageRun {
         let start = Instant::now();
         let limits = &spec.limits;
         let ramp_s = ramp_of(spec);
+        let in_flight_cap = spec
+            .strategy
+            .closed_loop_limit()
+            .or(limits.max_concurrency)
+            .map(u64::from);
         let mut stats = StageStats::new(
             start,
             self.stage_window(start, limits, ramp_s),
             self.settings.slo,
             self.settings.percentiles.clone(),
         )
-        .with_reference(verdict::reference(&self.finished));
-        let judged_rate = spec
-            .strategy
-            .target_rate()
-            .filter(|_| spec.strategy.is_open_loop());
+        .with_reference(verdict::reference(&self.finished))
+        .with_in_flight_cap(in_flight_cap);
+        self.note_stage_start(spec, ramp_s);
+        self.reset_self_check();
+        let arrivals = Arrivals::for_stage(
+            spec,
+            self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        )
+        .with_ramp(ramp_s.unwrap_or(0.0));
+        let mut d = Dispatch {
+            base: start,
+            deadline: limits.max_seconds.map(|s| start + secs(s)),
+            paused_at: None,
+            ramp_end: ramp_s.map(|r| start + secs(r)),
+        };
+        if self.paused {
+            d.paused_at = Some(start);
+            stats.pause(start);
+        }
+        let talking = self.conversations.is_some();
+        if talking {
+            self.trackers.insert(number, Tracker::default());
+        }
+        self.sending = Some(number);
+        let mut ticks = tokio::time::interval_at(start + SNAPSHOT_EVERY, SNAPSHOT_EVERY);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        StageRun {
+            number,
+            stats,
+            arrivals,
+            d,
+            cancel: CancellationToken::new(),
+            judged_rate: spec
+                .strategy
+                .target_rate()
+                .filter(|_| spec.strategy.is_open_loop()),
+            ramp_s,
+            in_flight_cap,
+            closed_loop: !spec.strategy.is_open_loop(),
+            talking,
+            dispatched: 0,
+            started: 0,
+            ticks,
+            next_second: start + Duration::from_secs(1),
+            burst: 0,
+            held_by_cap: false,
+        }
+    }
+
+    /// The timeline's note of a stage's start (and of its ramp).
+    fn note_stage_start(&mut self, spec: &StageSpec, ramp_s: Option<f64>) {
         self.note(EventKind::StageStart, spec.name.clone());
         if let Some(r) = ramp_s {
             let to = match (&spec.strategy, spec.strategy.target_rate()) {
@@ -586,221 +706,293 @@ impl Engine {
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
         self.so_far = None;
         self.live_warning = None;
-        // The self-check starts afresh: lags between stages are not this stage's.
+    }
+
+    /// The self-check starts afresh: lags between stages are not this stage's.
+    fn reset_self_check(&mut self) {
         if let Some(p) = &self.probe {
             p.drain();
         }
         self.last_cpu = selfcheck::cpu_time().map(|c| (std::time::Instant::now(), c));
+    }
 
-        let cancel = CancellationToken::new();
-        let mut arrivals = Arrivals::for_stage(
-            spec,
-            self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        )
-        .with_ramp(ramp_s.unwrap_or(0.0));
-        let mut d = Dispatch {
-            base: start,
-            deadline: limits.max_seconds.map(|s| start + secs(s)),
-            paused_at: None,
-            ramp_end: ramp_s.map(|r| start + secs(r)),
+    /// Sends what is due now (a conversation's next turn, else the next
+    /// arrival), or says what to wait for, or that the stage has ended.
+    fn send_due(&mut self, run: &mut StageRun, spec: &StageSpec) -> Step {
+        let now = Instant::now();
+        if run.d.paused_at.is_none() && run.burst < DISPATCH_BURST && self.send_turn(run, now) {
+            return Step::Sent;
+        }
+        let exhausted = spec.limits.max_requests.is_some_and(|m| run.started >= m);
+        let (turns_waiting, turn_due) = match self.trackers.get(&run.number) {
+            Some(tr) => (tr.waiting(), tr.next_due()),
+            None => (0, None),
         };
-        if self.paused {
-            d.paused_at = Some(start);
-            stats.pause(start);
+        let (slot_free, next_stream) = self.slots(run, now);
+        let may_dispatch = run.d.paused_at.is_none() && !exhausted && slot_free;
+        let due = run.arrivals.peek().map(|off| run.d.base + off);
+        if run.d.paused_at.is_none() && run.d.deadline.is_some_and(|dl| now >= dl) {
+            return Step::End(StageEnd::MaxSeconds);
         }
-        let in_flight_cap = spec
-            .strategy
-            .closed_loop_limit()
-            .or(limits.max_concurrency)
-            .map(u64::from);
-        stats = stats.with_in_flight_cap(in_flight_cap);
-        let closed_loop = !spec.strategy.is_open_loop();
-        let talking = self.conversations.is_some();
-        if talking {
-            self.trackers.insert(number, Tracker::default());
+        // Was the cap holding requests back until this wake-up?
+        let was_held = std::mem::replace(&mut run.held_by_cap, !slot_free);
+        if may_dispatch && run.burst < DISPATCH_BURST && due.is_none_or(|t| t <= now) {
+            self.send_arrival(run, due, now, was_held);
+            return Step::Sent;
         }
-        self.sending = Some(number);
-        let mut dispatched = 0u64;
-        // Conversations started (with multi-turn data; else requests sent):
-        // what the rate and --max-requests count.
-        let mut started = 0u64;
-        let mut ticks = tokio::time::interval_at(start + SNAPSHOT_EVERY, SNAPSHOT_EVERY);
-        ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let mut next_second = start + Duration::from_secs(1);
-        let mut burst = 0u32;
-        // The cap held requests back when the loop last looked.
-        let mut held_by_cap = false;
-        self.publish(spec, &stats, plan, number);
+        run.burst = 0;
+        if exhausted && run.stats.in_flight() == 0 && turns_waiting == 0 {
+            return Step::End(StageEnd::MaxRequests);
+        }
+        let running = run.d.paused_at.is_none();
+        Step::Wait(Wake {
+            due: due.filter(|_| may_dispatch),
+            next_arrival: due,
+            stream: next_stream.filter(|_| running),
+            turn: turn_due.filter(|_| running),
+            immediate: may_dispatch && run.closed_loop,
+        })
+    }
 
-        let end = loop {
-            let now = Instant::now();
-            let exhausted = limits.max_requests.is_some_and(|m| started >= m);
-            // A conversation's next turn, once its think time has passed.
-            if d.paused_at.is_none() && burst < DISPATCH_BURST {
-                let next = self
-                    .trackers
-                    .get_mut(&number)
-                    .and_then(|tr| tr.take_due(now));
-                if let Some((due, turn)) = next {
-                    self.dispatch(number, dispatched, due, &cancel, Some(turn));
-                    stats.on_sent(now);
-                    dispatched += 1;
-                    burst += 1;
-                    continue;
-                }
+    /// A conversation's next turn, once its think time has passed: sent.
+    fn send_turn(&mut self, run: &mut StageRun, now: Instant) -> bool {
+        let next = self
+            .trackers
+            .get_mut(&run.number)
+            .and_then(|tr| tr.take_due(now));
+        let Some((due, turn)) = next else {
+            return false;
+        };
+        self.dispatch(run.number, run.dispatched, due, &run.cancel, Some(turn));
+        run.stats.on_sent(now);
+        run.dispatched += 1;
+        run.burst += 1;
+        true
+    }
+
+    /// Whether a slot is free for one more request now, and when a ramping
+    /// closed-loop stage opens its next stream.
+    fn slots(&self, run: &StageRun, now: Instant) -> (bool, Option<Instant>) {
+        // A closed-loop cap counts the requests of a stage cut short by a
+        // rate change too: 5 streams means 5 in flight, not 5 more.
+        // With conversations, a closed-loop stage's streams are its
+        // conversations in progress (thinking ones too).
+        let in_flight = if run.talking && run.closed_loop {
+            self.trackers.get(&run.number).map_or(0, |tr| tr.active())
+        } else {
+            run.stats.in_flight() + self.finishing_in_flight()
+        };
+        // A closed-loop stage's streams open one by one over its ramp.
+        let ramp_t = now.saturating_duration_since(run.d.base).as_secs_f64();
+        let (cap_now, next_stream) = match (run.ramp_s, run.closed_loop, run.in_flight_cap) {
+            (Some(r), true, Some(full)) if run.d.ramp_end.is_some() => (
+                Some(ramp_streams(full, ramp_t, r)),
+                ramp_next_stream(full, ramp_t, r).map(|t| run.d.base + secs(t)),
+            ),
+            _ => (run.in_flight_cap, None),
+        };
+        (cap_now.is_none_or(|cap| in_flight < cap), next_stream)
+    }
+
+    /// Sends the schedule's next arrival (a new conversation with
+    /// multi-turn data).
+    fn send_arrival(
+        &mut self,
+        run: &mut StageRun,
+        due: Option<Instant>,
+        now: Instant,
+        was_held: bool,
+    ) {
+        // Open loop keeps its due time as `scheduled_at`: if a slot or
+        // the CPU made us late, queue_ms shows it.
+        let scheduled = due.unwrap_or(now);
+        // Late with a slot free all along: the client's own lag.
+        if !run.closed_loop && !was_held {
+            run.stats
+                .on_send_late(now.saturating_duration_since(scheduled).as_micros() as u64);
+        }
+        let turn = if run.talking {
+            self.start_conversation(run.number)
+        } else {
+            None
+        };
+        self.dispatch(run.number, run.dispatched, scheduled, &run.cancel, turn);
+        run.stats.on_sent(now);
+        run.dispatched += 1;
+        run.started += 1;
+        run.arrivals.advance();
+        run.burst += 1;
+    }
+
+    /// Waits for the next thing that matters: the deadline, a command, a
+    /// request's end, a due time, the ramp's end or the snapshot tick.
+    async fn wait_event(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        plan: &dyn Plan,
+        wake: Wake,
+    ) -> Option<StageEnd> {
+        let running = run.d.paused_at.is_none();
+        // The deadline comes first: a flood of completions must not delay
+        // the end of a stage.
+        tokio::select! {
+            biased;
+            _ = sleep_until_opt(run.d.deadline), if run.d.deadline.is_some() && running => {
+                Some(StageEnd::MaxSeconds)
             }
-            let (conversations_active, turns_waiting, turn_due) = match self.trackers.get(&number) {
-                Some(tr) => (tr.active(), tr.waiting(), tr.next_due()),
-                None => (0, 0, None),
-            };
-            // A closed-loop cap counts the requests of a stage cut short by a
-            // rate change too: 5 streams means 5 in flight, not 5 more.
-            // With conversations, a closed-loop stage's streams are its
-            // conversations in progress (thinking ones too).
-            let in_flight = if talking && closed_loop {
-                conversations_active
+            Some(cmd) = self.control.recv() => self.apply(cmd, spec, &mut run.d, &mut run.stats),
+            Some(done) = self.done_rx.recv() => self.on_done(run, spec, done),
+            _ = sleep_until_opt(wake.due), if wake.due.is_some() => None,
+            _ = sleep_until_opt(wake.stream), if wake.stream.is_some() => None,
+            _ = sleep_until_opt(wake.turn), if wake.turn.is_some() => None,
+            _ = sleep_until_opt(run.d.ramp_end), if run.d.ramp_end.is_some() && running => {
+                run.d.ramp_end = None;
+                self.note(
+                    EventKind::Ramp,
+                    format!("{}: ramp done; measuring from here", spec.name),
+                );
+                None
+            }
+            _ = std::future::ready(()), if wake.immediate => None,
+            _ = run.ticks.tick() => self.on_tick(run, spec, plan, wake.next_arrival),
+        }
+    }
+
+    /// A request came back: counted in its stage; `--max-errors` may end
+    /// this one.
+    fn on_done(&mut self, run: &mut StageRun, spec: &StageSpec, done: Done) -> Option<StageEnd> {
+        if done.stage != run.number {
+            self.on_finishing_record(done);
+            return None;
+        }
+        self.on_record(done, &mut run.stats, &spec.name);
+        let errored = run.stats.counts.errored;
+        if spec.limits.max_errors.is_none_or(|m| errored < m) {
+            return None;
+        }
+        self.warn(format!(
+            "stage {} reached --max-errors ({errored}); stopping the run",
+            spec.name
+        ));
+        Some(StageEnd::MaxErrors)
+    }
+
+    /// The snapshot tick: the backlog, the seconds that closed, a snapshot,
+    /// and the end conditions judged on evidence.
+    fn on_tick(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        plan: &dyn Plan,
+        due: Option<Instant>,
+    ) -> Option<StageEnd> {
+        let now = Instant::now();
+        if run.d.paused_at.is_some() {
+            // The stage clock stands still: no points for paused seconds.
+            run.next_second = now + Duration::from_secs(1);
+        } else if let (Some(rate), Some(due)) = (run.judged_rate, due) {
+            // Requests due that a cap (or a late client) holds
+            // back are backlog too: the verdict sees them.
+            let late = now.saturating_duration_since(due).as_secs_f64();
+            let queued = if due <= now {
+                (late * rate).floor() as u64 + 1
             } else {
-                stats.in_flight() + self.finishing_in_flight()
+                0
             };
-            // A closed-loop stage's streams open one by one over its ramp.
-            let ramp_t = now.saturating_duration_since(d.base).as_secs_f64();
-            let (cap_now, next_stream) = match (ramp_s, closed_loop, in_flight_cap) {
-                (Some(r), true, Some(full)) if d.ramp_end.is_some() => (
-                    Some(ramp_streams(full, ramp_t, r)),
-                    ramp_next_stream(full, ramp_t, r).map(|t| d.base + secs(t)),
-                ),
-                _ => (in_flight_cap, None),
-            };
-            let slot_free = cap_now.is_none_or(|cap| in_flight < cap);
-            let may_dispatch = d.paused_at.is_none() && !exhausted && slot_free;
-            let due = arrivals.peek().map(|off| d.base + off);
-            let past_deadline = d.paused_at.is_none() && d.deadline.is_some_and(|dl| now >= dl);
-            if past_deadline {
-                break StageEnd::MaxSeconds;
-            }
-            // Was the cap holding requests back until this wake-up?
-            let was_held = held_by_cap;
-            held_by_cap = !slot_free;
-            if may_dispatch && burst < DISPATCH_BURST && due.is_none_or(|t| t <= now) {
-                // Open loop keeps its due time as `scheduled_at`: if a slot or
-                // the CPU made us late, queue_ms shows it.
-                let scheduled = due.unwrap_or(now);
-                // Late with a slot free all along: the client's own lag.
-                if !closed_loop && !was_held {
-                    stats.on_send_late(now.saturating_duration_since(scheduled).as_micros() as u64);
-                }
-                let turn = if talking {
-                    self.start_conversation(number)
-                } else {
-                    None
-                };
-                self.dispatch(number, dispatched, scheduled, &cancel, turn);
-                stats.on_sent(now);
-                dispatched += 1;
-                started += 1;
-                arrivals.advance();
-                burst += 1;
-                continue;
-            }
-            burst = 0;
-            if exhausted && stats.in_flight() == 0 && turns_waiting == 0 {
-                break StageEnd::MaxRequests;
-            }
-            let wake_for_due = if may_dispatch { due } else { None };
-            let wake_for_stream = next_stream.filter(|_| d.paused_at.is_none());
-            let wake_for_turn = turn_due.filter(|_| d.paused_at.is_none());
-            let immediate = may_dispatch && closed_loop;
-            // The deadline comes first: a flood of completions must not delay
-            // the end of a stage.
-            tokio::select! {
-                biased;
-                _ = sleep_until_opt(d.deadline), if d.deadline.is_some() && d.paused_at.is_none() => {
-                    break StageEnd::MaxSeconds;
-                }
-                Some(cmd) = self.control.recv() => {
-                    if let Some(end) = self.apply(cmd, spec, &mut d, &mut stats) {
-                        break end;
-                    }
-                }
-                Some(done) = self.done_rx.recv() => {
-                    if done.stage == number {
-                        self.on_record(done, &mut stats, &spec.name);
-                        if limits.max_errors.is_some_and(|m| stats.counts.errored >= m) {
-                            self.warn(format!(
-                                "stage {} reached --max-errors ({}); stopping the run",
-                                spec.name, stats.counts.errored
-                            ));
-                            break StageEnd::MaxErrors;
-                        }
-                    } else {
-                        self.on_finishing_record(done);
-                    }
-                }
-                _ = sleep_until_opt(wake_for_due), if wake_for_due.is_some() => {}
-                _ = sleep_until_opt(wake_for_stream), if wake_for_stream.is_some() => {}
-                _ = sleep_until_opt(wake_for_turn), if wake_for_turn.is_some() => {}
-                _ = sleep_until_opt(d.ramp_end), if d.ramp_end.is_some() && d.paused_at.is_none() => {
-                    d.ramp_end = None;
-                    self.note(
-                        EventKind::Ramp,
-                        format!("{}: ramp done; measuring from here", spec.name),
-                    );
-                }
-                _ = std::future::ready(()), if immediate => {}
-                _ = ticks.tick() => {
-                    let now = Instant::now();
-                    if d.paused_at.is_some() {
-                        // The stage clock stands still: no points for paused seconds.
-                        next_second = now + Duration::from_secs(1);
-                    } else if let (Some(rate), Some(due)) = (judged_rate, due) {
-                        // Requests due that a cap (or a late client) holds
-                        // back are backlog too: the verdict sees them.
-                        let late = now.saturating_duration_since(due).as_secs_f64();
-                        let queued = if due <= now { (late * rate).floor() as u64 + 1 } else { 0 };
-                        stats.observe_client_queue(now, queued);
-                    }
-                    let mut ticked = false;
-                    while now >= next_second {
-                        self.tick_history(&mut stats, next_second);
-                        next_second += Duration::from_secs(1);
-                        ticked = true;
-                    }
-                    // The stage so far, its verdict and the guard's view change
-                    // as seconds close: computed then, not at every snapshot.
-                    let mut guard = None;
-                    if ticked {
-                        self.observe_self(&mut stats);
-                        self.so_far = Some(Arc::new(stats.so_far(
-                            now,
-                            spec.name.clone(),
-                            spec.strategy.kind(),
-                            spec.strategy.target_rate(),
-                        )));
-                        let (verdict, g) = stats.live_verdict(now, judged_rate);
-                        self.live_warning = verdict::live_warning(verdict.as_ref());
-                        guard = g;
-                    }
-                    self.publish(spec, &stats, plan, number);
-                    // `--max-seconds auto`: long enough, and the evidence decides.
-                    if let (true, Some(min), None) = (ticked, limits.auto_min_seconds, d.paused_at) {
-                        if stats.active_elapsed(now).as_secs_f64() >= min {
-                            if let Some(why) = stats.conclusive(now, spec.strategy.kind(), judged_rate) {
-                                let ran = stats.active_elapsed(now).as_secs_f64();
-                                self.note(EventKind::Plan, format!("{} ran {ran:.0} s: {why} (--max-seconds auto)", spec.name));
-                                break StageEnd::Conclusive(why);
-                            }
-                        }
-                    }
-                    // A ramp's growing backlog is the ramp, not the server.
-                    if !self.settings.no_overload_guard && d.paused_at.is_none() && d.ramp_end.is_none() {
-                        if let Some(why) = guard {
-                            self.note(EventKind::OverSaturation, format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
-                            break StageEnd::OverSaturated(why);
-                        }
-                    }
-                }
-            }
+            run.stats.observe_client_queue(now, queued);
+        }
+        let mut ticked = false;
+        while now >= run.next_second {
+            self.tick_history(&mut run.stats, run.next_second);
+            run.next_second += Duration::from_secs(1);
+            ticked = true;
+        }
+        // The stage so far, its verdict and the guard's view change
+        // as seconds close: computed then, not at every snapshot.
+        let guard = if ticked {
+            self.close_second(run, spec, now)
+        } else {
+            None
         };
+        self.publish(spec, &run.stats, plan, run.number);
+        if ticked && run.d.paused_at.is_none() {
+            return self.end_on_evidence(run, spec, now, guard);
+        }
+        None
+    }
+
+    /// A second closed: the self-check, the stage so far and its live
+    /// verdict; returns the over-saturation guard's reason, if it trips.
+    fn close_second(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        now: Instant,
+    ) -> Option<String> {
+        self.observe_self(&mut run.stats);
+        self.so_far = Some(Arc::new(run.stats.so_far(
+            now,
+            spec.name.clone(),
+            spec.strategy.kind(),
+            spec.strategy.target_rate(),
+        )));
+        let (verdict, guard) = run.stats.live_verdict(now, run.judged_rate);
+        self.live_warning = verdict::live_warning(verdict.as_ref());
+        guard
+    }
+
+    /// `--max-seconds auto` once the evidence is conclusive, or the
+    /// over-saturation guard.
+    fn end_on_evidence(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        now: Instant,
+        guard: Option<String>,
+    ) -> Option<StageEnd> {
+        // `--max-seconds auto`: long enough, and the evidence decides.
+        if let Some(min) = spec.limits.auto_min_seconds {
+            let ran = run.stats.active_elapsed(now).as_secs_f64();
+            let why = (ran >= min)
+                .then(|| {
+                    run.stats
+                        .conclusive(now, spec.strategy.kind(), run.judged_rate)
+                })
+                .flatten();
+            if let Some(why) = why {
+                self.note(
+                    EventKind::Plan,
+                    format!("{} ran {ran:.0} s: {why} (--max-seconds auto)", spec.name),
+                );
+                return Some(StageEnd::Conclusive(why));
+            }
+        }
+        // A ramp's growing backlog is the ramp, not the server.
+        if self.settings.no_overload_guard || run.d.ramp_end.is_some() {
+            return None;
+        }
+        let why = guard?;
+        self.note(
+            EventKind::OverSaturation,
+            format!(
+                "{}: {why}; stage ended early (--no-overload-guard runs it to the end)",
+                spec.name
+            ),
+        );
+        Some(StageEnd::OverSaturated(why))
+    }
+
+    /// The stage stopped sending: its requests in flight run on (a rate
+    /// change), or drain and are cancelled, and the stage is reported.
+    async fn end_stage(&mut self, run: StageRun, spec: &StageSpec, end: StageEnd) -> StageEnd {
+        let StageRun {
+            number,
+            mut stats,
+            d,
+            cancel,
+            ..
+        } = run;
         let ended_at = Instant::now();
         self.sending = None;
         if d.paused_at.is_some() {
@@ -832,18 +1024,8 @@ impl Engine {
 
         // Planned end: let in-flight requests finish for --drain seconds,
         // then cancel the rest (they count as incomplete). A stop cancels at once.
-        if let (Some(drain), false) = (limits.drain, matches!(end, StageEnd::Stopped(_))) {
-            let until = Instant::now() + secs(drain);
-            while stats.in_flight() > 0 {
-                tokio::select! {
-                    Some(done) = self.done_rx.recv() => {
-                        if done.stage == number {
-                            self.on_record(done, &mut stats, &spec.name);
-                        }
-                    }
-                    _ = tokio::time::sleep_until(until) => break,
-                }
-            }
+        if let (Some(drain), false) = (spec.limits.drain, matches!(end, StageEnd::Stopped(_))) {
+            self.drain(number, &mut stats, &spec.name, drain).await;
         }
         cancel.cancel();
         self.collect(number, &mut stats, &spec.name).await;
@@ -854,6 +1036,21 @@ impl Engine {
         end
     }
 
+    /// Lets the requests of stage `number` in flight finish, for at most
+    /// `drain` seconds.
+    async fn drain(&mut self, number: usize, stats: &mut StageStats, name: &str, drain: f64) {
+        let until = Instant::now() + secs(drain);
+        while stats.in_flight() > 0 {
+            tokio::select! {
+                Some(done) = self.done_rx.recv() => {
+                    if done.stage == number {
+                        self.on_record(done, stats, name);
+                    }
+                }
+                _ = tokio::time::sleep_until(until) => break,
+            }
+        }
+    }
     /// Waits for the cancelled requests of stage `number` to report back.
     async fn collect(&mut self, number: usize, stats: &mut StageStats, name: &str) {
         while stats.in_flight() > 0 {
