@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod conversation;
 pub mod history;
+pub mod launch;
 pub mod selfcheck;
 pub mod settle;
 pub mod strategy;
@@ -47,6 +48,8 @@ pub use strategy::{FixedPlan, Limits, Plan, Shard, StageSpec, Strategy};
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 /// Dispatch at most this many due requests before looking at other events.
 const DISPATCH_BURST: u32 = 64;
+/// Count at most this many completions before sending again.
+const DONE_BATCH: u32 = 1024;
 /// Errors kept for the error log.
 const RECENT_ERRORS: usize = 100;
 /// Steering a synchronous or throughput stage needs this much evidence of
@@ -277,6 +280,9 @@ pub struct Engine {
     sending: Option<usize>,
     /// Conversations' histories hold the server's answers as received.
     replies_received: bool,
+    /// Request tasks spawned and not started: past its cap, due requests
+    /// wait in the schedule.
+    launcher: launch::Launcher,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -316,6 +322,8 @@ struct StageRun {
     burst: u32,
     /// The cap held requests back when the loop last looked.
     held_by_cap: bool,
+    /// When the cap last stopped holding requests back.
+    released_at: Option<Instant>,
 }
 
 /// What the stage loop waits for when nothing is due now.
@@ -330,6 +338,8 @@ struct Wake {
     turn: Option<Instant>,
     /// A closed-loop slot is free: look again at once.
     immediate: bool,
+    /// The launcher is full: look again once the runtime has run others.
+    busy: bool,
 }
 
 /// One turn of the stage loop.
@@ -382,6 +392,7 @@ impl Engine {
             trackers: std::collections::HashMap::new(),
             sending: None,
             replies_received: false,
+            launcher: launch::Launcher::default(),
         }
     }
 
@@ -678,6 +689,7 @@ impl Engine {
             next_second: start + Duration::from_secs(1),
             burst: 0,
             held_by_cap: false,
+            released_at: None,
         }
     }
 
@@ -720,7 +732,11 @@ impl Engine {
     /// arrival), or says what to wait for, or that the stage has ended.
     fn send_due(&mut self, run: &mut StageRun, spec: &StageSpec) -> Step {
         let now = Instant::now();
-        if run.d.paused_at.is_none() && run.burst < DISPATCH_BURST && self.send_turn(run, now) {
+        // Tasks spawned and not started up to the launcher's cap: due
+        // requests wait in the schedule meanwhile.
+        let room = self.launcher.has_room();
+        let may_send = room && run.d.paused_at.is_none() && run.burst < DISPATCH_BURST;
+        if may_send && self.send_turn(run, now) {
             return Step::Sent;
         }
         let exhausted = spec.limits.max_requests.is_some_and(|m| run.started >= m);
@@ -736,7 +752,10 @@ impl Engine {
         }
         // Was the cap holding requests back until this wake-up?
         let was_held = std::mem::replace(&mut run.held_by_cap, !slot_free);
-        if may_dispatch && run.burst < DISPATCH_BURST && due.is_none_or(|t| t <= now) {
+        if was_held && slot_free {
+            run.released_at = Some(now);
+        }
+        if may_dispatch && may_send && due.is_none_or(|t| t <= now) {
             self.send_arrival(run, due, now, was_held);
             return Step::Sent;
         }
@@ -745,12 +764,15 @@ impl Engine {
             return Step::End(StageEnd::MaxRequests);
         }
         let running = run.d.paused_at.is_none();
+        // The launcher is full: yield to the tasks it waits for, then look again.
+        let busy = running && !room;
         Step::Wait(Wake {
-            due: due.filter(|_| may_dispatch),
+            due: due.filter(|_| may_dispatch && !busy),
             next_arrival: due,
-            stream: next_stream.filter(|_| running),
-            turn: turn_due.filter(|_| running),
-            immediate: may_dispatch && run.closed_loop,
+            stream: next_stream.filter(|_| running && !busy),
+            turn: turn_due.filter(|_| running && !busy),
+            immediate: may_dispatch && run.closed_loop && !busy,
+            busy,
         })
     }
 
@@ -806,10 +828,13 @@ impl Engine {
         // Open loop keeps its due time as `scheduled_at`: if a slot or
         // the CPU made us late, queue_ms shows it.
         let scheduled = due.unwrap_or(now);
-        // Late with a slot free all along: the client's own lag.
+        // Late with a slot free all along: the client's own lag. A request
+        // the cap held back is the client's only from when a slot freed
+        // (several may free at once, as completions are taken in batches).
         if !run.closed_loop && !was_held {
+            let from = run.released_at.map_or(scheduled, |r| r.max(scheduled));
             run.stats
-                .on_send_late(now.saturating_duration_since(scheduled).as_micros() as u64);
+                .on_send_late(now.saturating_duration_since(from).as_micros() as u64);
         }
         let turn = if run.talking {
             self.start_conversation(run.number)
@@ -842,7 +867,11 @@ impl Engine {
                 Some(StageEnd::MaxSeconds)
             }
             Some(cmd) = self.control.recv() => self.apply(cmd, spec, &mut run.d, &mut run.stats),
-            Some(done) = self.done_rx.recv() => self.on_done(run, spec, done),
+            Some(done) = self.done_rx.recv() => {
+                // The others that came back meanwhile too: a client behind
+                // schedule must not leave them queued while it sends more.
+                self.on_done(run, spec, done).or_else(|| self.take_done(run, spec))
+            }
             _ = sleep_until_opt(wake.due), if wake.due.is_some() => None,
             _ = sleep_until_opt(wake.stream), if wake.stream.is_some() => None,
             _ = sleep_until_opt(wake.turn), if wake.turn.is_some() => None,
@@ -855,8 +884,23 @@ impl Engine {
                 None
             }
             _ = std::future::ready(()), if wake.immediate => None,
+            _ = tokio::task::yield_now(), if wake.busy => None,
             _ = run.ticks.tick() => self.on_tick(run, spec, plan, wake.next_arrival),
         }
+    }
+
+    /// More requests that came back (at most a batch, so the loop still
+    /// sends), counted; `--max-errors` may end the stage.
+    fn take_done(&mut self, run: &mut StageRun, spec: &StageSpec) -> Option<StageEnd> {
+        for _ in 0..DONE_BATCH {
+            let Ok(done) = self.done_rx.try_recv() else {
+                break;
+            };
+            if let Some(end) = self.on_done(run, spec, done) {
+                return Some(end);
+            }
+        }
+        None
     }
 
     /// A request came back: counted in its stage; `--max-errors` may end
@@ -985,7 +1029,11 @@ impl Engine {
 
     /// The stage stopped sending: its requests in flight run on (a rate
     /// change), or drain and are cancelled, and the stage is reported.
-    async fn end_stage(&mut self, run: StageRun, spec: &StageSpec, end: StageEnd) -> StageEnd {
+    async fn end_stage(&mut self, mut run: StageRun, spec: &StageSpec, end: StageEnd) -> StageEnd {
+        let ended_at = Instant::now();
+        if let Some((behind_ms, unsent)) = fell_behind(&mut run, spec, ended_at) {
+            run.stats.fell_behind(behind_ms, unsent);
+        }
         let StageRun {
             number,
             mut stats,
@@ -993,7 +1041,6 @@ impl Engine {
             cancel,
             ..
         } = run;
-        let ended_at = Instant::now();
         self.sending = None;
         if d.paused_at.is_some() {
             stats.resume(ended_at);
@@ -1216,6 +1263,8 @@ impl Engine {
         }
     }
 
+    /// Sends one request in a task of its own, which reports back on the
+    /// done channel: a conversation's turn, else the run's next prompt.
     fn dispatch(
         &mut self,
         stage: usize,
@@ -1224,41 +1273,50 @@ impl Engine {
         cancel: &CancellationToken,
         turn: Option<TurnRef>,
     ) {
-        let backend = self.backend.clone();
-        let conv_turn = match (turn, &self.conversations) {
-            (Some(t), Some(c)) => {
-                let p = crate::data::conversation::turn_of(c, t.conv, t.turn);
-                let got = self
-                    .trackers
-                    .get(&stage)
-                    .map(|tr| tr.received(t.conv))
-                    .filter(|r| self.replies_received && t.turn > 0 && r.len() == t.turn);
-                let conv = c.get((t.conv % c.len().max(1) as u64) as usize);
-                match (p, got, conv) {
-                    (Some(p), Some(got), Some(conv)) => {
-                        Some(crate::data::conversation::with_received(&p, conv, got).unwrap_or(p))
-                    }
-                    (p, _, _) => p,
-                }
-            }
-            _ => None,
+        let (prompt, turn) = match self.turn_prompt(stage, turn) {
+            Some(p) => (p, turn),
+            None => (self.next_single_prompt(), None),
         };
-        if let Some(prompt) = conv_turn {
-            let cancel = cancel.clone();
-            let done = self.done_tx.clone();
-            tokio::spawn(async move {
-                let record = backend.send(&prompt, scheduled, &cancel).await;
-                let _ = done.send(Done {
-                    stage,
-                    index,
-                    record,
-                    turn,
-                });
+        let backend = self.backend.clone();
+        let cancel = cancel.clone();
+        let done = self.done_tx.clone();
+        let ticket = self.launcher.ticket();
+        tokio::spawn(async move {
+            // Started: the dispatcher may spawn another.
+            drop(ticket);
+            let record = backend.send(&prompt, scheduled, &cancel).await;
+            let _ = done.send(Done {
+                stage,
+                index,
+                record,
+                turn,
             });
-            return;
+        });
+    }
+
+    /// A conversation's turn: its messages so far (with the answers as
+    /// received, if kept).
+    fn turn_prompt(&self, stage: usize, turn: Option<TurnRef>) -> Option<Prompt> {
+        let (t, c) = (turn?, self.conversations.as_ref()?);
+        let p = crate::data::conversation::turn_of(c, t.conv, t.turn);
+        let got = self
+            .trackers
+            .get(&stage)
+            .map(|tr| tr.received(t.conv))
+            .filter(|r| self.replies_received && t.turn > 0 && r.len() == t.turn);
+        let conv = c.get((t.conv % c.len().max(1) as u64) as usize);
+        match (p, got, conv) {
+            (Some(p), Some(got), Some(conv)) => {
+                Some(crate::data::conversation::with_received(&p, conv, got).unwrap_or(p))
+            }
+            (p, _, _) => p,
         }
+    }
+
+    /// The run's next prompt; when they run out, says so once, with what
+    /// reuse does to them.
+    fn next_single_prompt(&mut self) -> Prompt {
         let prompt = crate::data::for_request(&self.prompts, self.next_prompt);
-        // The prompts ran out: said once, with what reuse does to them.
         if self.next_prompt >= self.prompts.len() as u64 && !self.prompts_ran_out {
             self.prompts_ran_out = true;
             let tagged = self.prompts.iter().filter(|p| p.respell.is_none()).count();
@@ -1277,17 +1335,7 @@ impl Engine {
             ));
         }
         self.next_prompt += 1;
-        let cancel = cancel.clone();
-        let done = self.done_tx.clone();
-        tokio::spawn(async move {
-            let record = backend.send(&prompt, scheduled, &cancel).await;
-            let _ = done.send(Done {
-                stage,
-                index,
-                record,
-                turn: None,
-            });
-        });
+        prompt
     }
 
     /// A conversation's turn ended: its tracker schedules the next turn if
@@ -1590,6 +1638,55 @@ fn scale_streams(streams: u32, factor: f64) -> u32 {
     }
 }
 
+/// How far behind its schedule an open-loop stage was when it stopped
+/// sending at `at`: the lateness of its oldest request due and not sent (ms)
+/// and how many due requests it never sent (they waited in the schedule,
+/// `launch`). None when it kept up, was paused, or a cap held them back
+/// (the server's backlog, not the client's).
+fn fell_behind(run: &mut StageRun, spec: &StageSpec, at: Instant) -> Option<(f64, u64)> {
+    if run.closed_loop || run.d.paused_at.is_some() || run.held_by_cap {
+        return None;
+    }
+    // A request due in the last moments (the lateness the self-check
+    // allows) is on time, not behind: the deadline goes before a due request.
+    let cutoff = at.checked_sub(Duration::from_secs_f64(
+        crate::stats::client::SEND_LATE_MS / 1e3,
+    ))?;
+    let left = spec
+        .limits
+        .max_requests
+        .map_or(u64::MAX, |m| m.saturating_sub(run.started));
+    let (unsent, first) = due_by(&mut run.arrivals, run.d.base, cutoff, left);
+    let first = first?;
+    Some((
+        at.saturating_duration_since(first).as_secs_f64() * 1e3,
+        unsent,
+    ))
+}
+
+/// Takes the schedule's entries due by `cutoff` (at most `left`): how
+/// many, and when the first was due.
+fn due_by(
+    arrivals: &mut Arrivals,
+    base: Instant,
+    cutoff: Instant,
+    left: u64,
+) -> (u64, Option<Instant>) {
+    let mut n = 0u64;
+    let mut first = None;
+    while n < left {
+        match arrivals.peek().map(|off| base + off) {
+            Some(due) if due <= cutoff => {
+                first.get_or_insert(due);
+                n += 1;
+                arrivals.advance();
+            }
+            _ => break,
+        }
+    }
+    (n, first)
+}
+
 /// Whether a stage cut short ran long enough to stand as a measurement: half
 /// of its time (or request) limit.
 fn ran_enough(spec: &StageSpec, stats: &StageStats, now: Instant) -> bool {
@@ -1617,6 +1714,28 @@ async fn sleep_until_opt(t: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_left_in_the_schedule_say_how_far_behind_it_fell() {
+        let mut a = Arrivals::new(&Strategy::Constant { rate: 1000.0 }, 0);
+        for _ in 0..100 {
+            a.advance(); // sent
+        }
+        let base = Instant::now();
+        let cutoff = base + Duration::from_millis(500);
+        // Due at 100, 101 … 500 ms: 401 never sent, the first 100 ms in.
+        let (n, first) = due_by(&mut a, base, cutoff, u64::MAX);
+        assert_eq!(n, 401);
+        assert_eq!(first, Some(base + Duration::from_millis(100)));
+        assert_eq!(a.peek(), Some(Duration::from_millis(501)));
+        // --max-requests: only what was left to send counts.
+        let mut b = Arrivals::new(&Strategy::Constant { rate: 1000.0 }, 0);
+        assert_eq!(due_by(&mut b, base, cutoff, 50).0, 50);
+        // Kept up: nothing due.
+        let mut c = Arrivals::new(&Strategy::Constant { rate: 1000.0 }, 0);
+        c.advance();
+        assert_eq!(due_by(&mut c, base, base, u64::MAX), (0, None));
+    }
 
     #[test]
     fn streams_always_move_by_at_least_one() {
