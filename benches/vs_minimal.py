@@ -11,6 +11,7 @@ benches/minimal_client.rs: the same HTTP stack, nothing else.
     cargo bench --bench minimal_client --no-run
     python3 benches/vs_minimal.py                          # 5000 8000 12000 15000, 5 s, 1 round
     python3 benches/vs_minimal.py --rates 8000 --rounds 3  # alternated rounds at one rate
+    python3 benches/vs_minimal.py --before /tmp/llmsweep-old  # a build from before a change too
     python3 benches/vs_minimal.py --streams 1500 --stream-seconds 10
                                  # open slow streams: 1500 req/s for 10 s of 10 s streams
 
@@ -75,11 +76,11 @@ def run_minimal(url, rate, seconds, drain, tokens=16):
     return r
 
 
-def run_llmsweep(url, rate, seconds, drain, tokens=16, extra=()):
+def run_llmsweep(url, rate, seconds, drain, tokens=16, extra=(), binary=None):
     out = tempfile.mkdtemp(prefix="llmsweep-vs-")
     try:
         _, ru = waited(loadgen.pinned(0, [
-            BIN, "--target", url, "--profile", "constant", "--rate", str(rate),
+            binary or BIN, "--target", url, "--profile", "constant", "--rate", str(rate),
             "--max-seconds", str(seconds), "--drain", str(drain),
             "--data", f"prompt_tokens=16,output_tokens={tokens},samples=1000",
             "--out", out, "--headless", *extra]))
@@ -111,25 +112,37 @@ def fmt(r):
 
 def rates_mode(args):
     sim, url = loadgen.start_sim(args.port)
-    rows = []
+    rows, before = [], []
     try:
         for rate in args.rates:
             for k in range(args.rounds):
-                order = ["minimal", "llmsweep"] if k % 2 == 0 else ["llmsweep", "minimal"]
+                order = ["minimal", "llmsweep"] + (["before"] if args.before else [])
+                if k % 2 == 1:
+                    order.reverse()
                 got = {}
                 for who in order:
                     loadgen.http(url + "/sim/reset", "POST")
                     if who == "minimal":
                         got[who] = run_minimal(url, rate, args.seconds, args.drain)
                     else:
-                        got[who] = run_llmsweep(url, rate, args.seconds, args.drain)
+                        binary = args.before if who == "before" else None
+                        got[who] = run_llmsweep(url, rate, args.seconds, args.drain, binary=binary)
                     print(f"rate {rate} round {k + 1} {who}: {fmt(got[who])}", file=sys.stderr)
                 rows.append((rate, got["minimal"], got["llmsweep"]))
+                if args.before:
+                    before.append((rate, got["minimal"], got["before"]))
     finally:
         sim.terminate()
         sim.wait(timeout=10)
-    print("| target req/s | minimal: achieved / TTFT p50 / CPU s per 1k / RSS | "
-          "llmsweep: achieved / TTFT p50 / CPU s per 1k / RSS / fell behind | "
+    table(rows, "llmsweep")
+    if before:
+        print()
+        table(before, f"before ({args.before})")
+
+
+def table(rows, name):
+    print(f"| target req/s | minimal: achieved / TTFT p50 / CPU s per 1k / RSS | "
+          f"{name}: achieved / TTFT p50 / CPU s per 1k / RSS / fell behind | "
           "achieved ratio | CPU per request ratio |")
     print("|---:|---|---|---:|---:|")
     for rate, m, l in rows:
@@ -164,7 +177,7 @@ def streams_mode(args):
                 got[who] = run_minimal(url, args.streams, args.seconds, drain)
             else:
                 got[who] = run_llmsweep(url, args.streams, args.seconds, drain,
-                                        extra=["--timeout", str(int(args.stream_seconds * 3))])
+                                        extra=["--request-timeout", str(int(args.stream_seconds * 3))])
             r = got[who]
             print(f"{who}: {r['completed']} of {r['sent']} streams completed "
                   f"({r['errored']} errored, {r['incomplete']} incomplete), peak RSS {r['rss_mb']:.0f} MB", file=sys.stderr)
@@ -183,6 +196,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rates", type=int, nargs="+", default=[5000, 8000, 12000, 15000])
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--before", metavar="BIN",
+                    help="another llmsweep build (a copy from before a change) run alternately too")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--drain", type=float, default=2)
     ap.add_argument("--port", type=int, default=18741)
