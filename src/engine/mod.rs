@@ -322,6 +322,8 @@ struct StageRun {
     burst: u32,
     /// The cap held requests back when the loop last looked.
     held_by_cap: bool,
+    /// The loop's one timer (`wait_event`).
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
     /// When the cap last stopped holding requests back.
     released_at: Option<Instant>,
 }
@@ -689,6 +691,7 @@ impl Engine {
             next_second: start + Duration::from_secs(1),
             burst: 0,
             held_by_cap: false,
+            timer: Box::pin(tokio::time::sleep_until(start)),
             released_at: None,
         }
     }
@@ -859,34 +862,56 @@ impl Engine {
         wake: Wake,
     ) -> Option<StageEnd> {
         let running = run.d.paused_at.is_none();
-        // The deadline comes first: a flood of completions must not delay
-        // the end of a stage.
+        // One timer for the earliest of the deadline, the due times and the
+        // ramp's end, reset rather than made anew on every turn.
+        let next = [
+            run.d.deadline.filter(|_| running),
+            wake.due,
+            wake.stream,
+            wake.turn,
+            run.d.ramp_end.filter(|_| running),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        if let Some(t) = next.filter(|t| *t != run.timer.deadline()) {
+            run.timer.as_mut().reset(t);
+        }
+        // The timer comes first: a flood of completions must not delay the
+        // end of a stage.
         tokio::select! {
             biased;
-            _ = sleep_until_opt(run.d.deadline), if run.d.deadline.is_some() && running => {
-                Some(StageEnd::MaxSeconds)
-            }
+            _ = &mut run.timer, if next.is_some() => self.on_timer(run, spec),
             Some(cmd) = self.control.recv() => self.apply(cmd, spec, &mut run.d, &mut run.stats),
             Some(done) = self.done_rx.recv() => {
                 // The others that came back meanwhile too: a client behind
                 // schedule must not leave them queued while it sends more.
                 self.on_done(run, spec, done).or_else(|| self.take_done(run, spec))
             }
-            _ = sleep_until_opt(wake.due), if wake.due.is_some() => None,
-            _ = sleep_until_opt(wake.stream), if wake.stream.is_some() => None,
-            _ = sleep_until_opt(wake.turn), if wake.turn.is_some() => None,
-            _ = sleep_until_opt(run.d.ramp_end), if run.d.ramp_end.is_some() && running => {
-                run.d.ramp_end = None;
-                self.note(
-                    EventKind::Ramp,
-                    format!("{}: ramp done; measuring from here", spec.name),
-                );
-                None
-            }
             _ = std::future::ready(()), if wake.immediate => None,
             _ = tokio::task::yield_now(), if wake.busy => None,
             _ = run.ticks.tick() => self.on_tick(run, spec, plan, wake.next_arrival),
         }
+    }
+
+    /// The timer went off: the deadline ends the stage; the ramp's end is
+    /// noted; a due time needs nothing more (the loop sends).
+    fn on_timer(&mut self, run: &mut StageRun, spec: &StageSpec) -> Option<StageEnd> {
+        let now = Instant::now();
+        if run.d.paused_at.is_some() {
+            return None;
+        }
+        if run.d.deadline.is_some_and(|dl| now >= dl) {
+            return Some(StageEnd::MaxSeconds);
+        }
+        if run.d.ramp_end.is_some_and(|r| now >= r) {
+            run.d.ramp_end = None;
+            self.note(
+                EventKind::Ramp,
+                format!("{}: ramp done; measuring from here", spec.name),
+            );
+        }
+        None
     }
 
     /// More requests that came back (at most a batch, so the loop still
@@ -1702,13 +1727,6 @@ fn ran_enough(spec: &StageSpec, stats: &StageStats, now: Instant) -> bool {
 
 fn secs(s: f64) -> Duration {
     strategy::seconds(s)
-}
-
-async fn sleep_until_opt(t: Option<Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]
