@@ -782,7 +782,21 @@ impl Client {
             })
     }
 
+    /// Sends the request and reads its event stream to the end.
     async fn stream(&self, prompt: &Prompt, st: &mut StreamState) -> RequestOutcome {
+        match self.post(prompt, st).await {
+            Ok(resp) => self.read_events(resp, st).await,
+            Err(o) => o,
+        }
+    }
+
+    /// Posts the request (once more on a fresh connection if the pooled one
+    /// was stale) and checks that the answer is an event stream.
+    async fn post(
+        &self,
+        prompt: &Prompt,
+        st: &mut StreamState,
+    ) -> Result<reqwest::Response, RequestOutcome> {
         let body = Some(&prompt.body);
         let first = self
             .request(&self.http, Method::POST, &self.url, body, None)
@@ -801,56 +815,16 @@ impl Client {
         let resp = match resp {
             Ok(r) => r,
             Err(SendFail::Http(e)) => {
-                return errored(classify_send_error(&e), describe_reqwest(&e))
+                return Err(errored(classify_send_error(&e), describe_reqwest(&e)))
             }
-            Err(SendFail::Outcome(o)) => return o,
+            Err(SendFail::Outcome(o)) => return Err(o),
         };
-        let status = resp.status();
-        if !status.is_success() {
-            // Keep a little of the body: it usually says what went wrong.
-            // An HTML page (or any body of many lines) is summarised in one.
-            let content_type = resp
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let declared = resp.content_length();
-            let body = read_some(resp, ERROR_BODY_BYTES).await;
-            let trimmed = body.trim();
-            let reason = if trimmed.starts_with('{') {
-                error_message(&body)
-            } else if trimmed.starts_with('<') || trimmed.lines().nth(1).is_some() {
-                body_summary(&content_type, &body, declared)
-            } else {
-                short(trimmed)
-            };
-            return errored(
-                ErrorCategory::Http(status.as_u16()),
-                format!("HTTP {status}: {reason}"),
-            );
-        }
-        let content_type = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        if content_type.contains("json") || content_type.starts_with("text/html") {
-            let declared = resp.content_length();
-            let body = read_some(resp, ERROR_BODY_BYTES).await;
-            let shown = if content_type.starts_with("text/html") {
-                body_summary(&content_type, &body, declared)
-            } else {
-                short(body.trim())
-            };
-            return errored(
-                ErrorCategory::UnexpectedBody,
-                format!(
-                    "HTTP {status} with {content_type} instead of an event stream (is streaming supported?): {shown}"
-                ),
-            );
-        }
+        check_stream(resp).await
+    }
+
+    /// Reads the event stream: each item as it arrives, then what the
+    /// stream's end says.
+    async fn read_events(&self, resp: reqwest::Response, st: &mut StreamState) -> RequestOutcome {
         let mut bytes = resp.bytes_stream();
         let mut parser = SseParser::new(self.max_line);
         let mut finished = false;
@@ -888,6 +862,16 @@ impl Client {
                 Err(e) => return sse_error(e),
             }
         }
+        self.stream_end(&parser, finished, st)
+    }
+
+    /// How a stream that ended cleanly ended.
+    fn stream_end(
+        &self,
+        parser: &SseParser,
+        finished: bool,
+        st: &mut StreamState,
+    ) -> RequestOutcome {
         if !parser.saw_field {
             return errored(
                 ErrorCategory::UnexpectedBody,
@@ -1296,6 +1280,58 @@ fn scale_to_total(chunks: &mut [(Instant, u32)], total: u64) {
     for &(_, i) in remainders.iter().take((rest - assigned) as usize) {
         chunks[i].1 += 1;
     }
+}
+
+/// The answer's status and content type: an error with what its body says
+/// unless it is a successful event stream.
+async fn check_stream(resp: reqwest::Response) -> Result<reqwest::Response, RequestOutcome> {
+    let status = resp.status();
+    if !status.is_success() {
+        // Keep a little of the body: it usually says what went wrong.
+        // An HTML page (or any body of many lines) is summarised in one.
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let declared = resp.content_length();
+        let body = read_some(resp, ERROR_BODY_BYTES).await;
+        let trimmed = body.trim();
+        let reason = if trimmed.starts_with('{') {
+            error_message(&body)
+        } else if trimmed.starts_with('<') || trimmed.lines().nth(1).is_some() {
+            body_summary(&content_type, &body, declared)
+        } else {
+            short(trimmed)
+        };
+        return Err(errored(
+            ErrorCategory::Http(status.as_u16()),
+            format!("HTTP {status}: {reason}"),
+        ));
+    }
+    let content_type = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if content_type.contains("json") || content_type.starts_with("text/html") {
+        let declared = resp.content_length();
+        let body = read_some(resp, ERROR_BODY_BYTES).await;
+        let shown = if content_type.starts_with("text/html") {
+            body_summary(&content_type, &body, declared)
+        } else {
+            short(body.trim())
+        };
+        return Err(errored(
+            ErrorCategory::UnexpectedBody,
+            format!(
+                "HTTP {status} with {content_type} instead of an event stream (is streaming supported?): {shown}"
+            ),
+        ));
+    }
+    Ok(resp)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod conversation;
 pub mod history;
+pub mod launch;
 pub mod selfcheck;
 pub mod settle;
 pub mod strategy;
@@ -47,6 +48,8 @@ pub use strategy::{FixedPlan, Limits, Plan, Shard, StageSpec, Strategy};
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 /// Dispatch at most this many due requests before looking at other events.
 const DISPATCH_BURST: u32 = 64;
+/// Count at most this many completions before sending again.
+const DONE_BATCH: u32 = 1024;
 /// Errors kept for the error log.
 const RECENT_ERRORS: usize = 100;
 /// Steering a synchronous or throughput stage needs this much evidence of
@@ -277,6 +280,9 @@ pub struct Engine {
     sending: Option<usize>,
     /// Conversations' histories hold the server's answers as received.
     replies_received: bool,
+    /// Request tasks spawned and not started: past its cap, due requests
+    /// wait in the schedule.
+    launcher: launch::Launcher,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -287,6 +293,62 @@ struct Dispatch {
     paused_at: Option<Instant>,
     /// The end of the stage's ramp while it runs (moves with pauses).
     ramp_end: Option<Instant>,
+}
+
+/// A running stage: what its loop reads and moves on each turn.
+struct StageRun {
+    number: usize,
+    stats: StageStats,
+    /// The schedule: when each request is due (open loop).
+    arrivals: Arrivals,
+    d: Dispatch,
+    /// Cancels the stage's requests in flight.
+    cancel: CancellationToken,
+    /// The rate the verdict judges (open-loop stages).
+    judged_rate: Option<f64>,
+    ramp_s: Option<f64>,
+    in_flight_cap: Option<u64>,
+    closed_loop: bool,
+    /// Multi-turn data.
+    talking: bool,
+    /// Requests sent (turns too).
+    dispatched: u64,
+    /// Conversations started (with multi-turn data; else requests sent):
+    /// what the rate and --max-requests count.
+    started: u64,
+    ticks: tokio::time::Interval,
+    next_second: Instant,
+    /// Requests sent since the loop last looked at other events.
+    burst: u32,
+    /// The cap held requests back when the loop last looked.
+    held_by_cap: bool,
+    /// The loop's one timer (`wait_event`).
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// When the cap last stopped holding requests back.
+    released_at: Option<Instant>,
+}
+
+/// What the stage loop waits for when nothing is due now.
+struct Wake {
+    /// The next arrival, when it may go then.
+    due: Option<Instant>,
+    /// The next arrival, whether or not it may go (the backlog).
+    next_arrival: Option<Instant>,
+    /// A ramping closed-loop stage opens its next stream.
+    stream: Option<Instant>,
+    /// A conversation's next turn.
+    turn: Option<Instant>,
+    /// A closed-loop slot is free: look again at once.
+    immediate: bool,
+    /// The launcher is full: look again once the runtime has run others.
+    busy: bool,
+}
+
+/// One turn of the stage loop.
+enum Step {
+    Sent,
+    Wait(Wake),
+    End(StageEnd),
 }
 
 impl Engine {
@@ -332,6 +394,7 @@ impl Engine {
             trackers: std::collections::HashMap::new(),
             sending: None,
             replies_received: false,
+            launcher: launch::Launcher::default(),
         }
     }
 
@@ -548,21 +611,93 @@ impl Engine {
         }
     }
 
+    /// Runs one stage: schedule → send → collect, until an end condition.
     async fn run_stage(&mut self, spec: &StageSpec, plan: &dyn Plan, number: usize) -> StageEnd {
+        let mut run = self.begin_stage(spec, number);
+        self.publish(spec, &run.stats, plan, number);
+        let end = loop {
+            let wake = match self.send_due(&mut run, spec) {
+                Step::Sent => continue,
+                Step::End(end) => break end,
+                Step::Wait(wake) => wake,
+            };
+            if let Some(end) = self.wait_event(&mut run, spec, plan, wake).await {
+                break end;
+            }
+        };
+        self.end_stage(run, spec, end).await
+    }
+
+    /// A stage's start: its statistics, schedule and dispatch state, and the
+    /// timeline's notes.
+    fn begin_stage(&mut self, spec: &StageSpec, number: usize) -> StageRun {
         let start = Instant::now();
         let limits = &spec.limits;
         let ramp_s = ramp_of(spec);
+        let in_flight_cap = spec
+            .strategy
+            .closed_loop_limit()
+            .or(limits.max_concurrency)
+            .map(u64::from);
         let mut stats = StageStats::new(
             start,
             self.stage_window(start, limits, ramp_s),
             self.settings.slo,
             self.settings.percentiles.clone(),
         )
-        .with_reference(verdict::reference(&self.finished));
-        let judged_rate = spec
-            .strategy
-            .target_rate()
-            .filter(|_| spec.strategy.is_open_loop());
+        .with_reference(verdict::reference(&self.finished))
+        .with_in_flight_cap(in_flight_cap);
+        self.note_stage_start(spec, ramp_s);
+        self.reset_self_check();
+        let arrivals = Arrivals::for_stage(
+            spec,
+            self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        )
+        .with_ramp(ramp_s.unwrap_or(0.0));
+        let mut d = Dispatch {
+            base: start,
+            deadline: limits.max_seconds.map(|s| start + secs(s)),
+            paused_at: None,
+            ramp_end: ramp_s.map(|r| start + secs(r)),
+        };
+        if self.paused {
+            d.paused_at = Some(start);
+            stats.pause(start);
+        }
+        let talking = self.conversations.is_some();
+        if talking {
+            self.trackers.insert(number, Tracker::default());
+        }
+        self.sending = Some(number);
+        let mut ticks = tokio::time::interval_at(start + SNAPSHOT_EVERY, SNAPSHOT_EVERY);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        StageRun {
+            number,
+            stats,
+            arrivals,
+            d,
+            cancel: CancellationToken::new(),
+            judged_rate: spec
+                .strategy
+                .target_rate()
+                .filter(|_| spec.strategy.is_open_loop()),
+            ramp_s,
+            in_flight_cap,
+            closed_loop: !spec.strategy.is_open_loop(),
+            talking,
+            dispatched: 0,
+            started: 0,
+            ticks,
+            next_second: start + Duration::from_secs(1),
+            burst: 0,
+            held_by_cap: false,
+            timer: Box::pin(tokio::time::sleep_until(start)),
+            released_at: None,
+        }
+    }
+
+    /// The timeline's note of a stage's start (and of its ramp).
+    fn note_stage_start(&mut self, spec: &StageSpec, ramp_s: Option<f64>) {
         self.note(EventKind::StageStart, spec.name.clone());
         if let Some(r) = ramp_s {
             let to = match (&spec.strategy, spec.strategy.target_rate()) {
@@ -586,222 +721,351 @@ impl Engine {
         Arc::make_mut(&mut self.history).stage_started(t_start, &spec.name);
         self.so_far = None;
         self.live_warning = None;
-        // The self-check starts afresh: lags between stages are not this stage's.
+    }
+
+    /// The self-check starts afresh: lags between stages are not this stage's.
+    fn reset_self_check(&mut self) {
         if let Some(p) = &self.probe {
             p.drain();
         }
         self.last_cpu = selfcheck::cpu_time().map(|c| (std::time::Instant::now(), c));
+    }
 
-        let cancel = CancellationToken::new();
-        let mut arrivals = Arrivals::for_stage(
-            spec,
-            self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        )
-        .with_ramp(ramp_s.unwrap_or(0.0));
-        let mut d = Dispatch {
-            base: start,
-            deadline: limits.max_seconds.map(|s| start + secs(s)),
-            paused_at: None,
-            ramp_end: ramp_s.map(|r| start + secs(r)),
+    /// Sends what is due now (a conversation's next turn, else the next
+    /// arrival), or says what to wait for, or that the stage has ended.
+    fn send_due(&mut self, run: &mut StageRun, spec: &StageSpec) -> Step {
+        let now = Instant::now();
+        // Tasks spawned and not started up to the launcher's cap: due
+        // requests wait in the schedule meanwhile.
+        let room = self.launcher.has_room();
+        let may_send = room && run.d.paused_at.is_none() && run.burst < DISPATCH_BURST;
+        if may_send && self.send_turn(run, now) {
+            return Step::Sent;
+        }
+        let exhausted = spec.limits.max_requests.is_some_and(|m| run.started >= m);
+        let (turns_waiting, turn_due) = match self.trackers.get(&run.number) {
+            Some(tr) => (tr.waiting(), tr.next_due()),
+            None => (0, None),
         };
-        if self.paused {
-            d.paused_at = Some(start);
-            stats.pause(start);
+        let (slot_free, next_stream) = self.slots(run, now);
+        let may_dispatch = run.d.paused_at.is_none() && !exhausted && slot_free;
+        let due = run.arrivals.peek().map(|off| run.d.base + off);
+        if run.d.paused_at.is_none() && run.d.deadline.is_some_and(|dl| now >= dl) {
+            return Step::End(StageEnd::MaxSeconds);
         }
-        let in_flight_cap = spec
-            .strategy
-            .closed_loop_limit()
-            .or(limits.max_concurrency)
-            .map(u64::from);
-        stats = stats.with_in_flight_cap(in_flight_cap);
-        let closed_loop = !spec.strategy.is_open_loop();
-        let talking = self.conversations.is_some();
-        if talking {
-            self.trackers.insert(number, Tracker::default());
+        // Was the cap holding requests back until this wake-up?
+        let was_held = std::mem::replace(&mut run.held_by_cap, !slot_free);
+        if was_held && slot_free {
+            run.released_at = Some(now);
         }
-        self.sending = Some(number);
-        let mut dispatched = 0u64;
-        // Conversations started (with multi-turn data; else requests sent):
-        // what the rate and --max-requests count.
-        let mut started = 0u64;
-        let mut ticks = tokio::time::interval_at(start + SNAPSHOT_EVERY, SNAPSHOT_EVERY);
-        ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let mut next_second = start + Duration::from_secs(1);
-        let mut burst = 0u32;
-        // The cap held requests back when the loop last looked.
-        let mut held_by_cap = false;
-        self.publish(spec, &stats, plan, number);
+        if may_dispatch && may_send && due.is_none_or(|t| t <= now) {
+            self.send_arrival(run, due, now, was_held);
+            return Step::Sent;
+        }
+        run.burst = 0;
+        if exhausted && run.stats.in_flight() == 0 && turns_waiting == 0 {
+            return Step::End(StageEnd::MaxRequests);
+        }
+        let running = run.d.paused_at.is_none();
+        // The launcher is full: yield to the tasks it waits for, then look again.
+        let busy = running && !room;
+        Step::Wait(Wake {
+            due: due.filter(|_| may_dispatch && !busy),
+            next_arrival: due,
+            stream: next_stream.filter(|_| running && !busy),
+            turn: turn_due.filter(|_| running && !busy),
+            immediate: may_dispatch && run.closed_loop && !busy,
+            busy,
+        })
+    }
 
-        let end = loop {
-            let now = Instant::now();
-            let exhausted = limits.max_requests.is_some_and(|m| started >= m);
-            // A conversation's next turn, once its think time has passed.
-            if d.paused_at.is_none() && burst < DISPATCH_BURST {
-                let next = self
-                    .trackers
-                    .get_mut(&number)
-                    .and_then(|tr| tr.take_due(now));
-                if let Some((due, turn)) = next {
-                    self.dispatch(number, dispatched, due, &cancel, Some(turn));
-                    stats.on_sent(now);
-                    dispatched += 1;
-                    burst += 1;
-                    continue;
-                }
+    /// A conversation's next turn, once its think time has passed: sent.
+    fn send_turn(&mut self, run: &mut StageRun, now: Instant) -> bool {
+        let next = self
+            .trackers
+            .get_mut(&run.number)
+            .and_then(|tr| tr.take_due(now));
+        let Some((due, turn)) = next else {
+            return false;
+        };
+        self.dispatch(run.number, run.dispatched, due, &run.cancel, Some(turn));
+        run.stats.on_sent(now);
+        run.dispatched += 1;
+        run.burst += 1;
+        true
+    }
+
+    /// Whether a slot is free for one more request now, and when a ramping
+    /// closed-loop stage opens its next stream.
+    fn slots(&self, run: &StageRun, now: Instant) -> (bool, Option<Instant>) {
+        // A closed-loop cap counts the requests of a stage cut short by a
+        // rate change too: 5 streams means 5 in flight, not 5 more.
+        // With conversations, a closed-loop stage's streams are its
+        // conversations in progress (thinking ones too).
+        let in_flight = if run.talking && run.closed_loop {
+            self.trackers.get(&run.number).map_or(0, |tr| tr.active())
+        } else {
+            run.stats.in_flight() + self.finishing_in_flight()
+        };
+        // A closed-loop stage's streams open one by one over its ramp.
+        let ramp_t = now.saturating_duration_since(run.d.base).as_secs_f64();
+        let (cap_now, next_stream) = match (run.ramp_s, run.closed_loop, run.in_flight_cap) {
+            (Some(r), true, Some(full)) if run.d.ramp_end.is_some() => (
+                Some(ramp_streams(full, ramp_t, r)),
+                ramp_next_stream(full, ramp_t, r).map(|t| run.d.base + secs(t)),
+            ),
+            _ => (run.in_flight_cap, None),
+        };
+        (cap_now.is_none_or(|cap| in_flight < cap), next_stream)
+    }
+
+    /// Sends the schedule's next arrival (a new conversation with
+    /// multi-turn data).
+    fn send_arrival(
+        &mut self,
+        run: &mut StageRun,
+        due: Option<Instant>,
+        now: Instant,
+        was_held: bool,
+    ) {
+        // Open loop keeps its due time as `scheduled_at`: if a slot or
+        // the CPU made us late, queue_ms shows it.
+        let scheduled = due.unwrap_or(now);
+        // Late with a slot free all along: the client's own lag. A request
+        // the cap held back is the client's only from when a slot freed
+        // (several may free at once, as completions are taken in batches).
+        if !run.closed_loop && !was_held {
+            let from = run.released_at.map_or(scheduled, |r| r.max(scheduled));
+            run.stats
+                .on_send_late(now.saturating_duration_since(from).as_micros() as u64);
+        }
+        let turn = if run.talking {
+            self.start_conversation(run.number)
+        } else {
+            None
+        };
+        self.dispatch(run.number, run.dispatched, scheduled, &run.cancel, turn);
+        run.stats.on_sent(now);
+        run.dispatched += 1;
+        run.started += 1;
+        run.arrivals.advance();
+        run.burst += 1;
+    }
+
+    /// Waits for the next thing that matters: the deadline, a command, a
+    /// request's end, a due time, the ramp's end or the snapshot tick.
+    async fn wait_event(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        plan: &dyn Plan,
+        wake: Wake,
+    ) -> Option<StageEnd> {
+        let running = run.d.paused_at.is_none();
+        // One timer for the earliest of the deadline, the due times and the
+        // ramp's end, reset rather than made anew on every turn.
+        let next = [
+            run.d.deadline.filter(|_| running),
+            wake.due,
+            wake.stream,
+            wake.turn,
+            run.d.ramp_end.filter(|_| running),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        if let Some(t) = next.filter(|t| *t != run.timer.deadline()) {
+            run.timer.as_mut().reset(t);
+        }
+        // The timer comes first: a flood of completions must not delay the
+        // end of a stage.
+        tokio::select! {
+            biased;
+            _ = &mut run.timer, if next.is_some() => self.on_timer(run, spec),
+            Some(cmd) = self.control.recv() => self.apply(cmd, spec, &mut run.d, &mut run.stats),
+            Some(done) = self.done_rx.recv() => {
+                // The others that came back meanwhile too: a client behind
+                // schedule must not leave them queued while it sends more.
+                self.on_done(run, spec, done).or_else(|| self.take_done(run, spec))
             }
-            let (conversations_active, turns_waiting, turn_due) = match self.trackers.get(&number) {
-                Some(tr) => (tr.active(), tr.waiting(), tr.next_due()),
-                None => (0, 0, None),
+            _ = std::future::ready(()), if wake.immediate => None,
+            _ = tokio::task::yield_now(), if wake.busy => None,
+            _ = run.ticks.tick() => self.on_tick(run, spec, plan, wake.next_arrival),
+        }
+    }
+
+    /// The timer went off: the deadline ends the stage; the ramp's end is
+    /// noted; a due time needs nothing more (the loop sends).
+    fn on_timer(&mut self, run: &mut StageRun, spec: &StageSpec) -> Option<StageEnd> {
+        let now = Instant::now();
+        if run.d.paused_at.is_some() {
+            return None;
+        }
+        if run.d.deadline.is_some_and(|dl| now >= dl) {
+            return Some(StageEnd::MaxSeconds);
+        }
+        if run.d.ramp_end.is_some_and(|r| now >= r) {
+            run.d.ramp_end = None;
+            self.note(
+                EventKind::Ramp,
+                format!("{}: ramp done; measuring from here", spec.name),
+            );
+        }
+        None
+    }
+
+    /// More requests that came back (at most a batch, so the loop still
+    /// sends), counted; `--max-errors` may end the stage.
+    fn take_done(&mut self, run: &mut StageRun, spec: &StageSpec) -> Option<StageEnd> {
+        for _ in 0..DONE_BATCH {
+            let Ok(done) = self.done_rx.try_recv() else {
+                break;
             };
-            // A closed-loop cap counts the requests of a stage cut short by a
-            // rate change too: 5 streams means 5 in flight, not 5 more.
-            // With conversations, a closed-loop stage's streams are its
-            // conversations in progress (thinking ones too).
-            let in_flight = if talking && closed_loop {
-                conversations_active
+            if let Some(end) = self.on_done(run, spec, done) {
+                return Some(end);
+            }
+        }
+        None
+    }
+
+    /// A request came back: counted in its stage; `--max-errors` may end
+    /// this one.
+    fn on_done(&mut self, run: &mut StageRun, spec: &StageSpec, done: Done) -> Option<StageEnd> {
+        if done.stage != run.number {
+            self.on_finishing_record(done);
+            return None;
+        }
+        self.on_record(done, &mut run.stats, &spec.name);
+        let errored = run.stats.counts.errored;
+        if spec.limits.max_errors.is_none_or(|m| errored < m) {
+            return None;
+        }
+        self.warn(format!(
+            "stage {} reached --max-errors ({errored}); stopping the run",
+            spec.name
+        ));
+        Some(StageEnd::MaxErrors)
+    }
+
+    /// The snapshot tick: the backlog, the seconds that closed, a snapshot,
+    /// and the end conditions judged on evidence.
+    fn on_tick(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        plan: &dyn Plan,
+        due: Option<Instant>,
+    ) -> Option<StageEnd> {
+        let now = Instant::now();
+        if run.d.paused_at.is_some() {
+            // The stage clock stands still: no points for paused seconds.
+            run.next_second = now + Duration::from_secs(1);
+        } else if let (Some(rate), Some(due)) = (run.judged_rate, due) {
+            // Requests due that a cap (or a late client) holds
+            // back are backlog too: the verdict sees them.
+            let late = now.saturating_duration_since(due).as_secs_f64();
+            let queued = if due <= now {
+                (late * rate).floor() as u64 + 1
             } else {
-                stats.in_flight() + self.finishing_in_flight()
+                0
             };
-            // A closed-loop stage's streams open one by one over its ramp.
-            let ramp_t = now.saturating_duration_since(d.base).as_secs_f64();
-            let (cap_now, next_stream) = match (ramp_s, closed_loop, in_flight_cap) {
-                (Some(r), true, Some(full)) if d.ramp_end.is_some() => (
-                    Some(ramp_streams(full, ramp_t, r)),
-                    ramp_next_stream(full, ramp_t, r).map(|t| d.base + secs(t)),
-                ),
-                _ => (in_flight_cap, None),
-            };
-            let slot_free = cap_now.is_none_or(|cap| in_flight < cap);
-            let may_dispatch = d.paused_at.is_none() && !exhausted && slot_free;
-            let due = arrivals.peek().map(|off| d.base + off);
-            let past_deadline = d.paused_at.is_none() && d.deadline.is_some_and(|dl| now >= dl);
-            if past_deadline {
-                break StageEnd::MaxSeconds;
-            }
-            // Was the cap holding requests back until this wake-up?
-            let was_held = held_by_cap;
-            held_by_cap = !slot_free;
-            if may_dispatch && burst < DISPATCH_BURST && due.is_none_or(|t| t <= now) {
-                // Open loop keeps its due time as `scheduled_at`: if a slot or
-                // the CPU made us late, queue_ms shows it.
-                let scheduled = due.unwrap_or(now);
-                // Late with a slot free all along: the client's own lag.
-                if !closed_loop && !was_held {
-                    stats.on_send_late(now.saturating_duration_since(scheduled).as_micros() as u64);
-                }
-                let turn = if talking {
-                    self.start_conversation(number)
-                } else {
-                    None
-                };
-                self.dispatch(number, dispatched, scheduled, &cancel, turn);
-                stats.on_sent(now);
-                dispatched += 1;
-                started += 1;
-                arrivals.advance();
-                burst += 1;
-                continue;
-            }
-            burst = 0;
-            if exhausted && stats.in_flight() == 0 && turns_waiting == 0 {
-                break StageEnd::MaxRequests;
-            }
-            let wake_for_due = if may_dispatch { due } else { None };
-            let wake_for_stream = next_stream.filter(|_| d.paused_at.is_none());
-            let wake_for_turn = turn_due.filter(|_| d.paused_at.is_none());
-            let immediate = may_dispatch && closed_loop;
-            // The deadline comes first: a flood of completions must not delay
-            // the end of a stage.
-            tokio::select! {
-                biased;
-                _ = sleep_until_opt(d.deadline), if d.deadline.is_some() && d.paused_at.is_none() => {
-                    break StageEnd::MaxSeconds;
-                }
-                Some(cmd) = self.control.recv() => {
-                    if let Some(end) = self.apply(cmd, spec, &mut d, &mut stats) {
-                        break end;
-                    }
-                }
-                Some(done) = self.done_rx.recv() => {
-                    if done.stage == number {
-                        self.on_record(done, &mut stats, &spec.name);
-                        if limits.max_errors.is_some_and(|m| stats.counts.errored >= m) {
-                            self.warn(format!(
-                                "stage {} reached --max-errors ({}); stopping the run",
-                                spec.name, stats.counts.errored
-                            ));
-                            break StageEnd::MaxErrors;
-                        }
-                    } else {
-                        self.on_finishing_record(done);
-                    }
-                }
-                _ = sleep_until_opt(wake_for_due), if wake_for_due.is_some() => {}
-                _ = sleep_until_opt(wake_for_stream), if wake_for_stream.is_some() => {}
-                _ = sleep_until_opt(wake_for_turn), if wake_for_turn.is_some() => {}
-                _ = sleep_until_opt(d.ramp_end), if d.ramp_end.is_some() && d.paused_at.is_none() => {
-                    d.ramp_end = None;
-                    self.note(
-                        EventKind::Ramp,
-                        format!("{}: ramp done; measuring from here", spec.name),
-                    );
-                }
-                _ = std::future::ready(()), if immediate => {}
-                _ = ticks.tick() => {
-                    let now = Instant::now();
-                    if d.paused_at.is_some() {
-                        // The stage clock stands still: no points for paused seconds.
-                        next_second = now + Duration::from_secs(1);
-                    } else if let (Some(rate), Some(due)) = (judged_rate, due) {
-                        // Requests due that a cap (or a late client) holds
-                        // back are backlog too: the verdict sees them.
-                        let late = now.saturating_duration_since(due).as_secs_f64();
-                        let queued = if due <= now { (late * rate).floor() as u64 + 1 } else { 0 };
-                        stats.observe_client_queue(now, queued);
-                    }
-                    let mut ticked = false;
-                    while now >= next_second {
-                        self.tick_history(&mut stats, next_second);
-                        next_second += Duration::from_secs(1);
-                        ticked = true;
-                    }
-                    // The stage so far, its verdict and the guard's view change
-                    // as seconds close: computed then, not at every snapshot.
-                    let mut guard = None;
-                    if ticked {
-                        self.observe_self(&mut stats);
-                        self.so_far = Some(Arc::new(stats.so_far(
-                            now,
-                            spec.name.clone(),
-                            spec.strategy.kind(),
-                            spec.strategy.target_rate(),
-                        )));
-                        let (verdict, g) = stats.live_verdict(now, judged_rate);
-                        self.live_warning = verdict::live_warning(verdict.as_ref());
-                        guard = g;
-                    }
-                    self.publish(spec, &stats, plan, number);
-                    // `--max-seconds auto`: long enough, and the evidence decides.
-                    if let (true, Some(min), None) = (ticked, limits.auto_min_seconds, d.paused_at) {
-                        if stats.active_elapsed(now).as_secs_f64() >= min {
-                            if let Some(why) = stats.conclusive(now, spec.strategy.kind(), judged_rate) {
-                                let ran = stats.active_elapsed(now).as_secs_f64();
-                                self.note(EventKind::Plan, format!("{} ran {ran:.0} s: {why} (--max-seconds auto)", spec.name));
-                                break StageEnd::Conclusive(why);
-                            }
-                        }
-                    }
-                    // A ramp's growing backlog is the ramp, not the server.
-                    if !self.settings.no_overload_guard && d.paused_at.is_none() && d.ramp_end.is_none() {
-                        if let Some(why) = guard {
-                            self.note(EventKind::OverSaturation, format!("{}: {why}; stage ended early (--no-overload-guard runs it to the end)", spec.name));
-                            break StageEnd::OverSaturated(why);
-                        }
-                    }
-                }
-            }
+            run.stats.observe_client_queue(now, queued);
+        }
+        let mut ticked = false;
+        while now >= run.next_second {
+            self.tick_history(&mut run.stats, run.next_second);
+            run.next_second += Duration::from_secs(1);
+            ticked = true;
+        }
+        // The stage so far, its verdict and the guard's view change
+        // as seconds close: computed then, not at every snapshot.
+        let guard = if ticked {
+            self.close_second(run, spec, now)
+        } else {
+            None
         };
+        self.publish(spec, &run.stats, plan, run.number);
+        if ticked && run.d.paused_at.is_none() {
+            return self.end_on_evidence(run, spec, now, guard);
+        }
+        None
+    }
+
+    /// A second closed: the self-check, the stage so far and its live
+    /// verdict; returns the over-saturation guard's reason, if it trips.
+    fn close_second(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        now: Instant,
+    ) -> Option<String> {
+        self.observe_self(&mut run.stats);
+        self.so_far = Some(Arc::new(run.stats.so_far(
+            now,
+            spec.name.clone(),
+            spec.strategy.kind(),
+            spec.strategy.target_rate(),
+        )));
+        let (verdict, guard) = run.stats.live_verdict(now, run.judged_rate);
+        self.live_warning = verdict::live_warning(verdict.as_ref());
+        guard
+    }
+
+    /// `--max-seconds auto` once the evidence is conclusive, or the
+    /// over-saturation guard.
+    fn end_on_evidence(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        now: Instant,
+        guard: Option<String>,
+    ) -> Option<StageEnd> {
+        // `--max-seconds auto`: long enough, and the evidence decides.
+        if let Some(min) = spec.limits.auto_min_seconds {
+            let ran = run.stats.active_elapsed(now).as_secs_f64();
+            let why = (ran >= min)
+                .then(|| {
+                    run.stats
+                        .conclusive(now, spec.strategy.kind(), run.judged_rate)
+                })
+                .flatten();
+            if let Some(why) = why {
+                self.note(
+                    EventKind::Plan,
+                    format!("{} ran {ran:.0} s: {why} (--max-seconds auto)", spec.name),
+                );
+                return Some(StageEnd::Conclusive(why));
+            }
+        }
+        // A ramp's growing backlog is the ramp, not the server.
+        if self.settings.no_overload_guard || run.d.ramp_end.is_some() {
+            return None;
+        }
+        let why = guard?;
+        self.note(
+            EventKind::OverSaturation,
+            format!(
+                "{}: {why}; stage ended early (--no-overload-guard runs it to the end)",
+                spec.name
+            ),
+        );
+        Some(StageEnd::OverSaturated(why))
+    }
+
+    /// The stage stopped sending: its requests in flight run on (a rate
+    /// change), or drain and are cancelled, and the stage is reported.
+    async fn end_stage(&mut self, mut run: StageRun, spec: &StageSpec, end: StageEnd) -> StageEnd {
         let ended_at = Instant::now();
+        if let Some((behind_ms, unsent)) = fell_behind(&mut run, spec, ended_at) {
+            run.stats.fell_behind(behind_ms, unsent);
+        }
+        let StageRun {
+            number,
+            mut stats,
+            d,
+            cancel,
+            ..
+        } = run;
         self.sending = None;
         if d.paused_at.is_some() {
             stats.resume(ended_at);
@@ -832,18 +1096,8 @@ impl Engine {
 
         // Planned end: let in-flight requests finish for --drain seconds,
         // then cancel the rest (they count as incomplete). A stop cancels at once.
-        if let (Some(drain), false) = (limits.drain, matches!(end, StageEnd::Stopped(_))) {
-            let until = Instant::now() + secs(drain);
-            while stats.in_flight() > 0 {
-                tokio::select! {
-                    Some(done) = self.done_rx.recv() => {
-                        if done.stage == number {
-                            self.on_record(done, &mut stats, &spec.name);
-                        }
-                    }
-                    _ = tokio::time::sleep_until(until) => break,
-                }
-            }
+        if let (Some(drain), false) = (spec.limits.drain, matches!(end, StageEnd::Stopped(_))) {
+            self.drain(number, &mut stats, &spec.name, drain).await;
         }
         cancel.cancel();
         self.collect(number, &mut stats, &spec.name).await;
@@ -854,6 +1108,21 @@ impl Engine {
         end
     }
 
+    /// Lets the requests of stage `number` in flight finish, for at most
+    /// `drain` seconds.
+    async fn drain(&mut self, number: usize, stats: &mut StageStats, name: &str, drain: f64) {
+        let until = Instant::now() + secs(drain);
+        while stats.in_flight() > 0 {
+            tokio::select! {
+                Some(done) = self.done_rx.recv() => {
+                    if done.stage == number {
+                        self.on_record(done, stats, name);
+                    }
+                }
+                _ = tokio::time::sleep_until(until) => break,
+            }
+        }
+    }
     /// Waits for the cancelled requests of stage `number` to report back.
     async fn collect(&mut self, number: usize, stats: &mut StageStats, name: &str) {
         while stats.in_flight() > 0 {
@@ -1019,6 +1288,8 @@ impl Engine {
         }
     }
 
+    /// Sends one request in a task of its own, which reports back on the
+    /// done channel: a conversation's turn, else the run's next prompt.
     fn dispatch(
         &mut self,
         stage: usize,
@@ -1027,41 +1298,50 @@ impl Engine {
         cancel: &CancellationToken,
         turn: Option<TurnRef>,
     ) {
-        let backend = self.backend.clone();
-        let conv_turn = match (turn, &self.conversations) {
-            (Some(t), Some(c)) => {
-                let p = crate::data::conversation::turn_of(c, t.conv, t.turn);
-                let got = self
-                    .trackers
-                    .get(&stage)
-                    .map(|tr| tr.received(t.conv))
-                    .filter(|r| self.replies_received && t.turn > 0 && r.len() == t.turn);
-                let conv = c.get((t.conv % c.len().max(1) as u64) as usize);
-                match (p, got, conv) {
-                    (Some(p), Some(got), Some(conv)) => {
-                        Some(crate::data::conversation::with_received(&p, conv, got).unwrap_or(p))
-                    }
-                    (p, _, _) => p,
-                }
-            }
-            _ => None,
+        let (prompt, turn) = match self.turn_prompt(stage, turn) {
+            Some(p) => (p, turn),
+            None => (self.next_single_prompt(), None),
         };
-        if let Some(prompt) = conv_turn {
-            let cancel = cancel.clone();
-            let done = self.done_tx.clone();
-            tokio::spawn(async move {
-                let record = backend.send(&prompt, scheduled, &cancel).await;
-                let _ = done.send(Done {
-                    stage,
-                    index,
-                    record,
-                    turn,
-                });
+        let backend = self.backend.clone();
+        let cancel = cancel.clone();
+        let done = self.done_tx.clone();
+        let ticket = self.launcher.ticket();
+        tokio::spawn(async move {
+            // Started: the dispatcher may spawn another.
+            drop(ticket);
+            let record = backend.send(&prompt, scheduled, &cancel).await;
+            let _ = done.send(Done {
+                stage,
+                index,
+                record,
+                turn,
             });
-            return;
+        });
+    }
+
+    /// A conversation's turn: its messages so far (with the answers as
+    /// received, if kept).
+    fn turn_prompt(&self, stage: usize, turn: Option<TurnRef>) -> Option<Prompt> {
+        let (t, c) = (turn?, self.conversations.as_ref()?);
+        let p = crate::data::conversation::turn_of(c, t.conv, t.turn);
+        let got = self
+            .trackers
+            .get(&stage)
+            .map(|tr| tr.received(t.conv))
+            .filter(|r| self.replies_received && t.turn > 0 && r.len() == t.turn);
+        let conv = c.get((t.conv % c.len().max(1) as u64) as usize);
+        match (p, got, conv) {
+            (Some(p), Some(got), Some(conv)) => {
+                Some(crate::data::conversation::with_received(&p, conv, got).unwrap_or(p))
+            }
+            (p, _, _) => p,
         }
+    }
+
+    /// The run's next prompt; when they run out, says so once, with what
+    /// reuse does to them.
+    fn next_single_prompt(&mut self) -> Prompt {
         let prompt = crate::data::for_request(&self.prompts, self.next_prompt);
-        // The prompts ran out: said once, with what reuse does to them.
         if self.next_prompt >= self.prompts.len() as u64 && !self.prompts_ran_out {
             self.prompts_ran_out = true;
             let tagged = self.prompts.iter().filter(|p| p.respell.is_none()).count();
@@ -1080,17 +1360,7 @@ impl Engine {
             ));
         }
         self.next_prompt += 1;
-        let cancel = cancel.clone();
-        let done = self.done_tx.clone();
-        tokio::spawn(async move {
-            let record = backend.send(&prompt, scheduled, &cancel).await;
-            let _ = done.send(Done {
-                stage,
-                index,
-                record,
-                turn: None,
-            });
-        });
+        prompt
     }
 
     /// A conversation's turn ended: its tracker schedules the next turn if
@@ -1393,6 +1663,55 @@ fn scale_streams(streams: u32, factor: f64) -> u32 {
     }
 }
 
+/// How far behind its schedule an open-loop stage was when it stopped
+/// sending at `at`: the lateness of its oldest request due and not sent (ms)
+/// and how many due requests it never sent (they waited in the schedule,
+/// `launch`). None when it kept up, was paused, or a cap held them back
+/// (the server's backlog, not the client's).
+fn fell_behind(run: &mut StageRun, spec: &StageSpec, at: Instant) -> Option<(f64, u64)> {
+    if run.closed_loop || run.d.paused_at.is_some() || run.held_by_cap {
+        return None;
+    }
+    // A request due in the last moments (the lateness the self-check
+    // allows) is on time, not behind: the deadline goes before a due request.
+    let cutoff = at.checked_sub(Duration::from_secs_f64(
+        crate::stats::client::SEND_LATE_MS / 1e3,
+    ))?;
+    let left = spec
+        .limits
+        .max_requests
+        .map_or(u64::MAX, |m| m.saturating_sub(run.started));
+    let (unsent, first) = due_by(&mut run.arrivals, run.d.base, cutoff, left);
+    let first = first?;
+    Some((
+        at.saturating_duration_since(first).as_secs_f64() * 1e3,
+        unsent,
+    ))
+}
+
+/// Takes the schedule's entries due by `cutoff` (at most `left`): how
+/// many, and when the first was due.
+fn due_by(
+    arrivals: &mut Arrivals,
+    base: Instant,
+    cutoff: Instant,
+    left: u64,
+) -> (u64, Option<Instant>) {
+    let mut n = 0u64;
+    let mut first = None;
+    while n < left {
+        match arrivals.peek().map(|off| base + off) {
+            Some(due) if due <= cutoff => {
+                first.get_or_insert(due);
+                n += 1;
+                arrivals.advance();
+            }
+            _ => break,
+        }
+    }
+    (n, first)
+}
+
 /// Whether a stage cut short ran long enough to stand as a measurement: half
 /// of its time (or request) limit.
 fn ran_enough(spec: &StageSpec, stats: &StageStats, now: Instant) -> bool {
@@ -1410,16 +1729,31 @@ fn secs(s: f64) -> Duration {
     strategy::seconds(s)
 }
 
-async fn sleep_until_opt(t: Option<Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_left_in_the_schedule_say_how_far_behind_it_fell() {
+        let mut a = Arrivals::new(&Strategy::Constant { rate: 1000.0 }, 0);
+        for _ in 0..100 {
+            a.advance(); // sent
+        }
+        let base = Instant::now();
+        let cutoff = base + Duration::from_millis(500);
+        // Due at 100, 101 … 500 ms: 401 never sent, the first 100 ms in.
+        let (n, first) = due_by(&mut a, base, cutoff, u64::MAX);
+        assert_eq!(n, 401);
+        assert_eq!(first, Some(base + Duration::from_millis(100)));
+        assert_eq!(a.peek(), Some(Duration::from_millis(501)));
+        // --max-requests: only what was left to send counts.
+        let mut b = Arrivals::new(&Strategy::Constant { rate: 1000.0 }, 0);
+        assert_eq!(due_by(&mut b, base, cutoff, 50).0, 50);
+        // Kept up: nothing due.
+        let mut c = Arrivals::new(&Strategy::Constant { rate: 1000.0 }, 0);
+        c.advance();
+        assert_eq!(due_by(&mut c, base, base, u64::MAX), (0, None));
+    }
 
     #[test]
     fn streams_always_move_by_at_least_one() {

@@ -83,60 +83,80 @@ pub async fn settle(
     timeout: Duration,
 ) -> Settled {
     let start = Instant::now();
-    let deadline = start + timeout;
-    let mut probes = 0u64;
-    let done = |detail: String, timed_out: bool, probes: u64| Settled {
+    let done = |(detail, timed_out, probes): (String, bool, u64)| Settled {
         waited_s: start.elapsed().as_secs_f64(),
         detail,
         timed_out,
         probes,
     };
+    if let Some(waited) = wait_on_metrics(client, start, timeout).await {
+        return done(waited);
+    }
+    let Some(reference) = reference_ttft_ms.filter(|r| *r > 0.0) else {
+        return done((
+            "no /metrics and no synchronous TTFT to compare a probe with: not waiting".into(),
+            false,
+            0,
+        ));
+    };
+    done(probe_until_settled(client, probe, reference, start + timeout, timeout).await)
+}
+
+/// Polls the server's `/metrics` until nothing runs or waits (or the
+/// timeout): what it said, whether it timed out, and no probes. None
+/// without a usable `/metrics`.
+async fn wait_on_metrics(
+    client: &dyn super::backend::Backend,
+    start: Instant,
+    timeout: Duration,
+) -> Option<(String, bool, u64)> {
+    let deadline = start + timeout;
     // The shared redirect policy's client: no redirect followed, no Referer.
     let http = crate::client::redirect::builder(false)
         .timeout(Duration::from_secs(2))
         .build()
-        .ok();
-    let url = client
-        .base_url()
-        .map(|b| crate::client::join_url(b, "/metrics"));
-    if let (Some(http), Some(url)) = (&http, &url) {
-        if let Some(mut n) = busy(http, url).await {
-            let first = n;
-            while n > 0.0 {
-                if Instant::now() >= deadline {
-                    return done(
-                        format!(
-                            "server still busy after {:.1} s ({n:.0} requests running or waiting on /metrics); the next stage starts anyway",
-                            timeout.as_secs_f64()
-                        ),
-                        true,
-                        0,
-                    );
-                }
-                tokio::time::sleep(POLL).await;
-                match busy(http, url).await {
-                    Some(v) => n = v,
-                    None => break,
-                }
-            }
-            return done(
+        .ok()?;
+    let url = crate::client::join_url(client.base_url()?, "/metrics");
+    let mut n = busy(&http, &url).await?;
+    let first = n;
+    while n > 0.0 {
+        if Instant::now() >= deadline {
+            return Some((
                 format!(
-                    "/metrics showed {first:.0} requests running or waiting; idle after {:.2} s",
-                    start.elapsed().as_secs_f64()
+                    "server still busy after {:.1} s ({n:.0} requests running or waiting on /metrics); the next stage starts anyway",
+                    timeout.as_secs_f64()
                 ),
-                false,
+                true,
                 0,
-            );
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+        match busy(&http, &url).await {
+            Some(v) => n = v,
+            None => break,
         }
     }
-    let Some(reference) = reference_ttft_ms.filter(|r| *r > 0.0) else {
-        return done(
-            "no /metrics and no synchronous TTFT to compare a probe with: not waiting".into(),
-            false,
-            0,
-        );
-    };
+    Some((
+        format!(
+            "/metrics showed {first:.0} requests running or waiting; idle after {:.2} s",
+            start.elapsed().as_secs_f64()
+        ),
+        false,
+        0,
+    ))
+}
+
+/// Sends probes until one's TTFT is back near `reference` ms (or the
+/// deadline): what it said, whether it timed out, and the probes sent.
+async fn probe_until_settled(
+    client: &dyn super::backend::Backend,
+    probe: impl Fn(u64) -> Prompt,
+    reference: f64,
+    deadline: Instant,
+    timeout: Duration,
+) -> (String, bool, u64) {
     let limit = 1.5 * reference + 20.0;
+    let mut probes = 0u64;
     loop {
         let prompt = probe(probes);
         probes += 1;
@@ -153,7 +173,7 @@ pub async fn settle(
             .map(|us| us as f64 / 1000.0);
         match ttft {
             Some(t) if t <= limit => {
-                return done(
+                return (
                     format!(
                         "probe {probes}: TTFT {t:.0} ms, back within {limit:.0} ms of the synchronous {reference:.0} ms"
                     ),
@@ -162,7 +182,7 @@ pub async fn settle(
                 )
             }
             _ if Instant::now() >= deadline => {
-                return done(
+                return (
                     format!(
                         "probe TTFT still above {limit:.0} ms after {:.1} s; the next stage starts anyway",
                         timeout.as_secs_f64()

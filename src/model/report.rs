@@ -191,6 +191,14 @@ pub struct ClientCheck {
     pub lag_max_ms: f64,
     /// How late open-loop requests went out while a slot was free (p90), ms.
     pub send_late_p90_ms: f64,
+    /// How far behind its schedule the stage was when it stopped sending:
+    /// the lateness of the oldest request due and not sent, ms (0: it kept up).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub behind_ms: f64,
+    /// Requests due by then that were never sent (they waited in the
+    /// schedule, not as tasks).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub unsent: u64,
     /// The largest share of the machine's cores the process used in any
     /// second (Linux; None elsewhere). The built-in simulator counts too.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -729,6 +729,8 @@ fn merge_client(parts: &[Part]) -> Option<ClientCheck> {
         lag_p99_ms: max(|c| c.lag_p99_ms),
         lag_max_ms: max(|c| c.lag_max_ms),
         send_late_p90_ms: max(|c| c.send_late_p90_ms),
+        behind_ms: max(|c| c.behind_ms),
+        unsent: checks.iter().map(|(_, c)| c.unsent).sum(),
         cpu_share_max: checks
             .iter()
             .filter_map(|(_, c)| c.cpu_share_max)

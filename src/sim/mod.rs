@@ -175,9 +175,23 @@ async fn accept_loop(
     while conns.join_next().await.is_some() {}
 }
 
+/// Open files below which `llmsweep sim` says how many connections it can hold.
+const SIM_WANTS_FDS: u64 = 65_536;
+
 /// `llmsweep sim`: serve until Ctrl-C or SIGTERM.
 pub fn run_cli(args: SimArgs) -> Result<()> {
     let config = SimConfig::from_args(&args)?;
+    // One socket per connection: as many as the system allows.
+    if let Some(l) = crate::client::limits::raise_nofile() {
+        if l.soft < SIM_WANTS_FDS {
+            eprintln!(
+                "llmsweep sim: the open-file limit is {} (hard limit {}): at most about {} connections at once",
+                l.soft,
+                l.hard,
+                l.soft.saturating_sub(crate::client::limits::RESERVED_FDS)
+            );
+        }
+    }
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
     if let Some(w) = args.workers {

@@ -45,6 +45,10 @@ pub struct Measured {
     pub lag_p99_ms: f64,
     pub lag_max_ms: f64,
     pub send_late_p90_ms: f64,
+    /// How far behind schedule the stage stopped sending (ms), and the
+    /// requests due then that were never sent.
+    pub behind_ms: f64,
+    pub unsent: u64,
     pub cpu_share_max: Option<f64>,
     pub itl_p50_ms: f64,
     pub latency_p50_ms: f64,
@@ -60,6 +64,13 @@ pub fn check(m: Measured) -> ClientCheck {
         why.push(format!(
             "requests went out {:.0} ms behind schedule (p90) with slots free",
             m.send_late_p90_ms
+        ));
+    }
+    if m.unsent > 0 && m.behind_ms > SEND_LATE_MS {
+        why.push(format!(
+            "it fell {:.2} s behind schedule, {} requests due were never sent",
+            m.behind_ms / 1e3,
+            m.unsent
         ));
     }
     let gross = LAG_LIMIT_MS.max(0.25 * m.latency_p50_ms);
@@ -92,6 +103,8 @@ pub fn check(m: Measured) -> ClientCheck {
         lag_p99_ms: m.lag_p99_ms,
         lag_max_ms: m.lag_max_ms,
         send_late_p90_ms: m.send_late_p90_ms,
+        behind_ms: m.behind_ms,
+        unsent: m.unsent,
         cpu_share_max: m.cpu_share_max,
         limited,
         reason,
@@ -109,10 +122,28 @@ mod tests {
             lag_p99_ms: lag_p90 * 2.0,
             lag_max_ms: lag_p90 * 4.0,
             send_late_p90_ms: send_late,
+            behind_ms: 0.0,
+            unsent: 0,
             cpu_share_max: Some(0.5),
             itl_p50_ms: itl,
             latency_p50_ms: latency,
         }
+    }
+
+    #[test]
+    fn a_stage_that_fell_behind_its_schedule_says_by_how_much() {
+        let mut fell = m(1.0, 0.5, 20.0, 1000.0);
+        fell.behind_ms = 2345.0;
+        fell.unsent = 17_000;
+        let c = check(fell);
+        assert!(c.limited, "{c:?}");
+        assert!(
+            c.reason
+                .contains("fell 2.35 s behind schedule, 17000 requests due were never sent"),
+            "{}",
+            c.reason
+        );
+        assert_eq!((c.behind_ms, c.unsent), (2345.0, 17_000));
     }
 
     #[test]

@@ -112,6 +112,9 @@ pub struct StageStats {
     /// late with a slot free (µs), the highest CPU share of a second.
     client_lag: Dist,
     send_late: Dist,
+    /// How far behind schedule it stopped sending (ms) and the requests
+    /// due that were never sent.
+    behind: (f64, u64),
     cpu_share_max: Option<f64>,
     answers: u64,
     answered_errors: u64,
@@ -195,6 +198,7 @@ impl StageStats {
             in_flight_cap: None,
             client_lag: Dist::default(),
             send_late: Dist::default(),
+            behind: (0.0, 0),
             cpu_share_max: None,
             answers: 0,
             answered_errors: 0,
@@ -388,6 +392,12 @@ impl StageStats {
         self.send_late.record_us(us);
     }
 
+    /// The stage stopped sending `behind_ms` behind its schedule, with
+    /// `unsent` requests due and never sent.
+    pub fn fell_behind(&mut self, behind_ms: f64, unsent: u64) {
+        self.behind = (behind_ms, unsent);
+    }
+
     /// The stage's self-check so far; None before any probe sample.
     pub fn client_check(&self) -> Option<crate::model::ClientCheck> {
         if self.client_lag.is_empty() && self.send_late.is_empty() {
@@ -398,6 +408,8 @@ impl StageStats {
             lag_p99_ms: self.client_lag.quantile_ms(0.99),
             lag_max_ms: self.client_lag.quantile_ms(1.0),
             send_late_p90_ms: self.send_late.quantile_ms(0.9),
+            behind_ms: self.behind.0,
+            unsent: self.behind.1,
             cpu_share_max: self.cpu_share_max,
             itl_p50_ms: self.itl.quantile_ms(0.5),
             latency_p50_ms: self.latency.quantile_ms(0.5),
