@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use llmsweep::client::{Client, ClientConfig};
 use llmsweep::data::{build_prompts, Synthetic};
 use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, StageSpec, Strategy};
-use llmsweep::model::live::Snapshot;
-use llmsweep::model::Api;
 use llmsweep::sim::{self, Preset, SimConfig};
 use llmsweep::tokenizer::Builtin;
+use llmsweep::types::live::Snapshot;
+use llmsweep::types::Api;
 
 mod common;
 use common::thread_cpu_seconds;

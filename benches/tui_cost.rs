@@ -14,10 +14,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use llmsweep::model::live::{LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot};
-use llmsweep::model::{RequestCounts, StageReport};
 use llmsweep::tui::app::{App, RunInfo};
 use llmsweep::tui::{theme, ui};
+use llmsweep::types::live::{LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot};
+use llmsweep::types::{RequestCounts, StageReport};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
@@ -58,7 +58,7 @@ fn snapshot(frame: usize) -> Snapshot {
         .map(|i| {
             let mut s = StageReport {
                 name: format!("constant@{}.00", i + 1),
-                strategy: llmsweep::model::StrategyKind::Constant,
+                strategy: llmsweep::types::StrategyKind::Constant,
                 ..Default::default()
             };
             s.rates.requests_per_s = i as f64 + 0.9;
@@ -78,7 +78,7 @@ fn snapshot(frame: usize) -> Snapshot {
         stages_total: Some(12),
         stage: Some(LiveStage {
             name: "constant@9.00".into(),
-            strategy: llmsweep::model::StrategyKind::Constant,
+            strategy: llmsweep::types::StrategyKind::Constant,
             target_rate: Some(9.0),
             elapsed_s: f / 4.0,
             max_seconds: Some(30.0),

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::model::live::{ErrorEntry, Snapshot};
-use crate::model::{EventKind, StrategyKind};
+use crate::types::live::{ErrorEntry, Snapshot};
+use crate::types::{EventKind, StrategyKind};
 
 /// Lines for the first error of each category in each stage, so that a
 /// headless run shows what the server said, not only how often.
@@ -79,7 +79,7 @@ pub fn progress_line(s: &Snapshot) -> Option<String> {
 }
 
 /// `  (ramp 3/10 s)` while a stage ramps up.
-fn ramping(st: &crate::model::live::LiveStage) -> String {
+fn ramping(st: &crate::types::live::LiveStage) -> String {
     match st.ramp_up_s {
         Some(r) if st.elapsed_s < r => {
             format!("  (ramp {:.0}/{} s)", st.elapsed_s, crate::typed::number(r))
@@ -153,7 +153,7 @@ mod tests {
         let mut snap = Snapshot {
             stage_number: 1,
             stages_total: Some(1),
-            stage: Some(crate::model::live::LiveStage {
+            stage: Some(crate::types::live::LiveStage {
                 name: "constant@5.00".into(),
                 strategy: StrategyKind::Constant,
                 target_rate: Some(5.0),

@@ -10,8 +10,8 @@ use anyhow::{bail, Result};
 
 use crate::config::SweepArrivals;
 use crate::engine::strategy::{Limits, Plan, Strategy};
-use crate::model::{Report, StageReport, StrategyKind};
 use crate::profile::sweep::{SweepKind, SweepPlan};
+use crate::types::{Report, StageReport, StrategyKind};
 
 /// The rates a sweep of `stages` stages plans after its measuring stages,
 /// and what its planner said.
@@ -196,10 +196,10 @@ mod tests {
             version: 1,
             tool: "llmsweep test".into(),
             created: String::new(),
-            target: crate::model::Target {
+            target: crate::types::Target {
                 url: "http://127.0.0.1:9".into(),
                 model: "m".into(),
-                api: crate::model::Api::Chat,
+                api: crate::types::Api::Chat,
                 builtin_simulator: false,
             },
             config: serde_json::json!({"rate": [6.0], "max_seconds": 10.0}),
@@ -281,7 +281,7 @@ mod tests {
         assert!(e.contains("no rates to plan"), "{e}");
         // A throughput stage the sweep would run again: the first phase's to do.
         let mut thin = stage(StrategyKind::Throughput, 0.0, 20.0);
-        thin.capacity = Some(crate::model::CapacityEstimate {
+        thin.capacity = Some(crate::types::CapacityEstimate {
             low_evidence: true,
             ..Default::default()
         });

@@ -15,9 +15,9 @@ use llmsweep::engine::backend::{Script, Scripted};
 use llmsweep::engine::{
     Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, StageSpec, Strategy,
 };
-use llmsweep::model::live::{Control, Snapshot};
-use llmsweep::model::{Answer, EventKind, Outcome, StageReport, StrategyKind};
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use llmsweep::types::live::{Control, Snapshot};
+use llmsweep::types::{Answer, EventKind, Outcome, StageReport, StrategyKind};
 use tokio::sync::{mpsc, watch};
 
 /// A server of known capacity.

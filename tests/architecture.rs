@@ -56,9 +56,9 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 fn the_data_model_is_a_leaf_and_modules_form_no_cycle() {
     let g = graph();
     assert!(
-        g.get("model").is_some_and(|d| d.is_empty()),
-        "model imports {:?}",
-        g.get("model")
+        g.get("types").is_some_and(|d| d.is_empty()),
+        "types imports {:?}",
+        g.get("types")
     );
     // Depth-first search for a back edge.
     fn visit(

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use common::*;
 use llmsweep::engine::{Limits, RunSettings, Strategy};
-use llmsweep::model::live::Control;
-use llmsweep::model::{EventKind, StrategyKind};
+use llmsweep::types::live::Control;
+use llmsweep::types::{EventKind, StrategyKind};
 
 const SHORT: &str = "prompt_tokens=16,output_tokens=8,samples=64";
 
-fn counts_add_up(r: &llmsweep::model::StageReport) {
+fn counts_add_up(r: &llmsweep::types::StageReport) {
     let q = r.requests;
     assert_eq!(
         q.sent,
@@ -166,7 +166,7 @@ async fn every_fault_becomes_a_counted_category() {
     let sim = start_sim(cfg).await;
     let url = sim.url();
     let client = client(&url, Duration::from_millis(800));
-    let prompts = prompts(SHORT, llmsweep::model::Api::Chat);
+    let prompts = prompts(SHORT, llmsweep::types::Api::Chat);
     let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
     let (snap_tx, _snap_rx) = tokio::sync::watch::channel(Default::default());
     let engine =

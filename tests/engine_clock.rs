@@ -11,8 +11,8 @@ use llmsweep::engine::backend::{Script, Scripted};
 use llmsweep::engine::{
     Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, StageSpec, Strategy,
 };
-use llmsweep::model::live::{Control, Snapshot};
-use llmsweep::model::{EventKind, StageReport};
+use llmsweep::types::live::{Control, Snapshot};
+use llmsweep::types::{EventKind, StageReport};
 use tokio::sync::{mpsc, watch};
 use tokio::time::sleep;
 

@@ -152,7 +152,7 @@ proptest! {
     #[test]
     fn cli_specs_never_panic(s in "[a-z_=,.0-9 mus-]{0,80}") {
         let _ = llmsweep::data::Synthetic::parse(&s);
-        let _ = llmsweep::model::Slo::parse(&s);
+        let _ = llmsweep::types::Slo::parse(&s);
         let _ = llmsweep::config::RateItem::parse(&s);
         let _ = llmsweep::stats::dist::parse_percentiles(&s);
         let _ = llmsweep::client::normalize_base_url(&s);

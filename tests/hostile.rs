@@ -16,8 +16,8 @@ use llmsweep::client::{
     Client, ClientConfig, ErrorCategory, FollowRedirects, Prompt, RequestOutcome, RequestRecord,
 };
 use llmsweep::engine::{Limits, Strategy};
-use llmsweep::model::Api;
 use llmsweep::tokenizer::Builtin;
+use llmsweep::types::Api;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -603,12 +603,12 @@ fn endpoint(
     dir: &std::path::Path,
 ) -> (
     llmsweep::attach::serve::Endpoint,
-    tokio::sync::mpsc::UnboundedReceiver<llmsweep::model::live::Control>,
+    tokio::sync::mpsc::UnboundedReceiver<llmsweep::types::live::Control>,
 ) {
     use llmsweep::attach::{protocol::RunHello, serve};
     let (listener, path) = serve::bind(dir).unwrap();
     let (_snap_tx, snap_rx) =
-        tokio::sync::watch::channel(llmsweep::model::live::Snapshot::default());
+        tokio::sync::watch::channel(llmsweep::types::live::Snapshot::default());
     // The sender must outlive the test's viewers.
     std::mem::forget(_snap_tx);
     let (control_tx, control_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -12,10 +12,10 @@ use std::time::Duration;
 use common::*;
 use llmsweep::client::Prompt;
 use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Strategy};
-use llmsweep::model::live::Snapshot;
-use llmsweep::model::{Api, EventKind, Method, Outcome, Slo, StrategyKind};
 use llmsweep::profile::search::SearchPlan;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use llmsweep::types::live::Snapshot;
+use llmsweep::types::{Api, EventKind, Method, Outcome, Slo, StrategyKind};
 use tokio::sync::{mpsc, watch};
 
 /// These tests load the simulator and judge timing; on a busy 2-core machine
@@ -504,7 +504,7 @@ async fn the_answer_is_right_against_a_simulator_of_known_capacity() {
         settings(),
     )
     .await;
-    let verdict = |s: &llmsweep::model::StageReport| {
+    let verdict = |s: &llmsweep::types::StageReport| {
         s.verdict
             .as_ref()
             .map(|v| format!("{}: {:?} {}", s.name, v.outcome, v.reason))

@@ -11,9 +11,9 @@ use common::*;
 use llmsweep::client::{RequestOutcome, TokenSource};
 use llmsweep::data::{build_prompts, Synthetic};
 use llmsweep::engine::{Limits, Strategy};
-use llmsweep::model::Api;
 use llmsweep::stats::metrics;
 use llmsweep::tokenizer::Builtin;
+use llmsweep::types::Api;
 use tokio_util::sync::CancellationToken;
 
 fn thinking_model(reasoning: f64, stream_interval: u32) -> llmsweep::sim::SimConfig {
@@ -197,7 +197,7 @@ async fn a_server_that_stops_early_is_named() {
     let report = s.finish(
         r.ended_at,
         "synchronous".into(),
-        llmsweep::model::StrategyKind::Synchronous,
+        llmsweep::types::StrategyKind::Synchronous,
         None,
         "max_requests",
     );
@@ -219,7 +219,7 @@ async fn a_server_that_stops_early_is_named() {
 #[tokio::test]
 async fn saved_requests_carry_the_first_answer_token_and_the_split() {
     use llmsweep::engine::{Engine, FixedPlan, RunSettings};
-    use llmsweep::model::live::Snapshot;
+    use llmsweep::types::live::Snapshot;
     use tokio::sync::{mpsc, watch};
     let sim = start_sim(thinking_model(6.0, 1)).await;
     let c = client(&sim.url(), Duration::from_secs(10));
@@ -289,7 +289,7 @@ async fn the_live_snapshot_carries_ttfat_once_a_request_thought() {
     let (p50, _) = st.ttfat_ms.unwrap();
     assert!(p50 > st.ttft_p50_ms, "{p50} vs TTFT {}", st.ttft_p50_ms);
     h.control
-        .send(llmsweep::model::live::Control::Stop {
+        .send(llmsweep::types::live::Control::Stop {
             reason: "test".into(),
         })
         .unwrap();
@@ -388,7 +388,7 @@ async fn the_responses_api_is_measured_like_chat() {
 #[tokio::test]
 async fn a_responses_api_stage_adds_up_to_the_servers_truth() {
     use llmsweep::engine::{Engine, FixedPlan, RunSettings};
-    use llmsweep::model::live::Snapshot;
+    use llmsweep::types::live::Snapshot;
     use tokio::sync::{mpsc, watch};
     let sim = start_sim(thinking_model(10.0, 1)).await;
     let (_control, control_rx) = mpsc::unbounded_channel();

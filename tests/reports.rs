@@ -11,8 +11,8 @@ use std::process::Command;
 
 use common::golden::golden;
 use llmsweep::config::Format;
-use llmsweep::model::{EventKind, Report, StrategyKind};
 use llmsweep::report::{checkpoint, export};
+use llmsweep::types::{EventKind, Report, StrategyKind};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -262,7 +262,7 @@ fn report_and_compare_commands() {
 /// stage, the verdict, manual, cut short and paused time.
 #[test]
 fn markdown_and_csv_show_what_the_operator_did() {
-    use llmsweep::model::{EventKind, TimelineEvent};
+    use llmsweep::types::{EventKind, TimelineEvent};
     let mut r = fixture();
     for (t_s, event, detail) in [
         (1.5, EventKind::Pause, "paused by the operator"),
@@ -305,7 +305,7 @@ fn markdown_and_csv_show_what_the_operator_did() {
 /// fixture without them renders as its golden files say (no new sections).
 #[test]
 fn every_format_shows_ttfat_when_a_stage_thought() {
-    use llmsweep::model::{DistSummary, OutputLengths, Reasoning};
+    use llmsweep::types::{DistSummary, OutputLengths, Reasoning};
     let mut r = fixture();
     for s in &mut r.stages {
         let ttfat = DistSummary {
@@ -383,7 +383,7 @@ fn waits_between_stages_are_grouped_into_one_line() {
         .into_iter()
         .enumerate()
     {
-        r.timeline.push(llmsweep::model::TimelineEvent {
+        r.timeline.push(llmsweep::types::TimelineEvent {
             t_s: 10.0 * k as f64,
             event: EventKind::Settle,
             detail: format!(

@@ -388,7 +388,7 @@ fn a_run_reports_the_servers_side_in_every_format_unless_turned_off() {
 #[test]
 fn an_attached_viewer_gets_the_server_view_from_the_run() {
     use llmsweep::attach::viewer::{connect, Ended};
-    use llmsweep::model::live::Snapshot;
+    use llmsweep::types::live::Snapshot;
     use tokio::sync::{mpsc, watch};
 
     let sim = common::process::SimProcess::start(&["--decode-step-ms", "2", "--per-seq-us", "0"]);

@@ -8,10 +8,10 @@ use std::process::Command;
 use common::*;
 use llmsweep::data::Synthetic;
 use llmsweep::engine::{Engine, Limits, RunSettings};
-use llmsweep::model::live::Snapshot;
-use llmsweep::model::EventKind;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::tokenizer::{TokenCounter, TokenizerFile, VOCAB};
+use llmsweep::types::live::Snapshot;
+use llmsweep::types::EventKind;
 use serde_json::json;
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -120,7 +120,7 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
         // in lock-step bursts.
         prompts(
             "prompt_tokens=16,output_tokens=16,output_tokens_stdev=5,output_tokens_min=4,samples=64",
-            llmsweep::model::Api::Chat,
+            llmsweep::types::Api::Chat,
         ),
         RunSettings::default(),
         ctl_rx,
@@ -142,7 +142,7 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
         thr.rates
     );
     let step = (thr.rates.steady_requests_per_s - sync.rates.requests_per_s) / 3.0;
-    let mut planned: Vec<&llmsweep::model::StageReport> = res.stages.iter().collect();
+    let mut planned: Vec<&llmsweep::types::StageReport> = res.stages.iter().collect();
     planned.dedup_by(|a, b| a.name == b.name);
     for (i, s) in planned[2..].iter().enumerate() {
         let want = sync.rates.requests_per_s + step * (i + 1) as f64;

@@ -11,18 +11,18 @@ use common::golden::golden;
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use llmsweep::engine::{RunSettings, Strategy};
-use llmsweep::model::live::{
-    ErrorEntry, LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot,
-};
-use llmsweep::model::{Report, RequestCounts, StageReport};
 use llmsweep::server_metrics::scrape::{LivePoint, LiveView, Status};
 use llmsweep::tui::app::{Action, App, RunInfo, RunOutcome, ServerMetrics, View};
 use llmsweep::tui::{theme, ui};
+use llmsweep::types::live::{
+    ErrorEntry, LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot,
+};
+use llmsweep::types::{Report, RequestCounts, StageReport};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 /// Two real finished stages from a short run against the simulator.
-async fn finished_stages() -> Vec<llmsweep::model::StageReport> {
+async fn finished_stages() -> Vec<llmsweep::types::StageReport> {
     let sim = start_sim(model(1.0, 0.0, 64)).await;
     let res = run(
         &sim.url(),
@@ -72,7 +72,7 @@ fn live() -> LiveStage {
     }
 }
 
-fn app_with(finished: Vec<llmsweep::model::StageReport>) -> App {
+fn app_with(finished: Vec<llmsweep::types::StageReport>) -> App {
     let mut app = App::new(
         RunInfo {
             target: "http://127.0.0.1:8000".into(),
@@ -806,7 +806,7 @@ async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
     let s = render(&app, 120, 36);
     assert_has(&s, &["TTFT ms (p50, p99)", "▶constant@20.00", "stage 2/2"]);
     h.control
-        .send(llmsweep::model::live::Control::Stop {
+        .send(llmsweep::types::live::Control::Stop {
             reason: "test".into(),
         })
         .unwrap();
@@ -820,7 +820,7 @@ async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
 /// a run without thinking shows neither (the golden files).
 #[test]
 fn a_thinking_model_shows_ttfat_beside_ttft() {
-    use llmsweep::model::{DistSummary, Reasoning};
+    use llmsweep::types::{DistSummary, Reasoning};
     let mut app = golden_app();
     let d = |p50: f64| DistSummary {
         count: 10,
@@ -864,7 +864,7 @@ fn a_thinking_model_shows_ttfat_beside_ttft() {
 /// stage; nothing of it without a self-check (the golden files).
 #[test]
 fn the_clients_own_lag_shows_and_a_client_limited_stage_is_marked() {
-    use llmsweep::model::ClientCheck;
+    use llmsweep::types::ClientCheck;
     let with = |c: ClientCheck| {
         let mut app = golden_app();
         let st = app.snap.stage.as_mut().unwrap();

@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::*;
 use llmsweep::engine::backend::Scripted;
 use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, Strategy};
-use llmsweep::model::live::Snapshot;
-use llmsweep::model::{Api, RequestLine};
+use llmsweep::types::live::Snapshot;
+use llmsweep::types::{Api, RequestLine};
 use tokio::sync::{mpsc, watch};
 
 /// Runs one stage through the real client against `url` and returns every
@@ -172,7 +172,7 @@ async fn replay_sends_each_request_at_its_trace_time() {
         let (res, lines) = scripted_run(backend, prompts, plan.plan).await;
         let s = &res.stages[0];
         assert_eq!(s.name, "replay");
-        assert_eq!(s.strategy, llmsweep::model::StrategyKind::Replay);
+        assert_eq!(s.strategy, llmsweep::types::StrategyKind::Replay);
         assert_eq!(s.end_reason, "max_requests");
         assert_eq!(s.requests.sent, 10);
         assert_eq!(s.requests.completed, 10, "{:?}", s.requests);
@@ -201,7 +201,7 @@ async fn replay_sends_each_request_at_its_trace_time() {
 
 #[tokio::test(start_paused = true)]
 async fn a_ramp_raises_the_rate_linearly_and_is_left_out_of_the_statistics() {
-    use llmsweep::model::EventKind;
+    use llmsweep::types::EventKind;
     let limits = Limits {
         max_seconds: Some(8.0),
         ramp_up: Some(4.0),

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use super::runs::{RunState, RunStatus};
-use crate::model::Report;
+use crate::types::Report;
 
 /// Where one shard is.
 #[derive(Debug)]
@@ -81,7 +81,7 @@ pub fn merge_common(shards: &[(String, &Report)]) -> Result<Option<Report>> {
 }
 
 /// One merged stage, as `llmsweep merge` prints it.
-pub fn stage_line(s: &crate::model::StageReport) -> String {
+pub fn stage_line(s: &crate::types::StageReport) -> String {
     format!(
         "{}: {} sent, {} completed, {:.2} req/s achieved, TTFT p50 {:.1} ms p99 {:.1} ms\n",
         crate::safe::terminal(&s.name),
@@ -157,7 +157,7 @@ mod tests {
         });
         let mut r: Report = serde_json::from_value(text).unwrap();
         for name in stages {
-            r.stages.push(crate::model::StageReport {
+            r.stages.push(crate::types::StageReport {
                 name: (*name).into(),
                 ..Default::default()
             });

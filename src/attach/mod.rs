@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use tokio::sync::{mpsc, watch};
 
-use crate::model::live::Snapshot;
+use crate::types::live::Snapshot;
 use protocol::ViewerMsg;
 use viewer::Ended;
 
@@ -133,7 +133,7 @@ async fn dashboard(
 fn outcome_of(reports: &[String]) -> Option<crate::tui::app::RunOutcome> {
     let json = reports.iter().find(|p| p.ends_with("report.json"))?;
     let text = std::fs::read_to_string(json).ok()?;
-    let report = crate::model::Report::from_json(&text).ok()?;
+    let report = crate::types::Report::from_json(&text).ok()?;
     Some(crate::tui::app::RunOutcome {
         report: std::sync::Arc::new(report),
         paths: reports.iter().map(Into::into).collect(),

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::live::{
+use crate::server_metrics::scrape::{LiveView, LIVE_POINTS};
+use crate::types::live::{
     Control, ErrorEntry, HistoryPoint, LiveStage, PlannedStage, RunHistory, Snapshot, StageMark,
 };
-use crate::model::{StageReport, TimelineEvent};
-use crate::server_metrics::scrape::{LiveView, LIVE_POINTS};
+use crate::types::{StageReport, TimelineEvent};
 
 pub const VERSION: u32 = 1;
 
@@ -256,7 +256,7 @@ mod tests {
     fn ev(t: f64) -> TimelineEvent {
         TimelineEvent {
             t_s: t,
-            event: crate::model::EventKind::Pause,
+            event: crate::types::EventKind::Pause,
             detail: String::new(),
         }
     }
@@ -315,11 +315,11 @@ mod tests {
         for (line, event) in [
             (
                 r#"{"type":"control","control":{"note":{"event":"export","detail":"x"}}}"#,
-                crate::model::EventKind::Export,
+                crate::types::EventKind::Export,
             ),
             (
                 r#"{"type":"control","control":{"note":{"event":"bookmark","detail":"x"}}}"#,
-                crate::model::EventKind::Other("bookmark".into()),
+                crate::types::EventKind::Other("bookmark".into()),
             ),
         ] {
             let msg: ViewerMsg = serde_json::from_str(line).unwrap();

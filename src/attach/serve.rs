@@ -16,9 +16,9 @@ use super::protocol::{
     encode, server_delta, RunHello, RunMsg, Sent, ViewerMsg, WireSnapshot, VERSION,
 };
 use super::runs::SOCKET_FILE;
-use crate::model::live::{Control, Snapshot};
-use crate::model::EventKind;
 use crate::server_metrics::scrape::LiveView;
+use crate::types::live::{Control, Snapshot};
+use crate::types::EventKind;
 
 /// The run's server view (its /metrics scraper), when it reads one.
 pub type ServerView = watch::Receiver<Arc<LiveView>>;

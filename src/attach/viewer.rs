@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::protocol::{apply_server, encode, RunHello, RunMsg, ViewerMsg, VERSION};
 use super::runs::{self, RunState};
-use crate::model::live::{Control, Snapshot};
 use crate::server_metrics::scrape::LiveView;
+use crate::types::live::{Control, Snapshot};
 
 /// A connection to a live run, past the greeting.
 pub struct Connection {

@@ -31,7 +31,7 @@ use crate::tokenizer::TokenCounter;
 use chunk::{error_message, parse_chunk, parse_response_event, short, ChunkError};
 use sse::{SseError, SseItem, SseParser};
 
-use crate::model::Api;
+use crate::types::Api;
 
 /// One entry of `/v1/models`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

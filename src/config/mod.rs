@@ -20,7 +20,7 @@ use clap::{ArgAction, ArgMatches, Args};
 use serde::{Deserialize, Serialize};
 
 use crate::client::FollowRedirects;
-use crate::model::Api;
+use crate::types::Api;
 
 mod keys;
 mod read;
@@ -1031,7 +1031,7 @@ mod tests {
 
         let mut config = read.echo(false);
         config["profile_name"] = "all.toml".into();
-        let report = crate::model::Report {
+        let report = crate::types::Report {
             created: "2026-11-24T12:00:00Z".into(),
             config,
             ..Default::default()

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::Api;
+use crate::types::Api;
 
 use super::within::{Seconds, Within};
 

@@ -19,8 +19,8 @@ use serde_json::{Map, Value};
 use super::synthetic::Synthetic;
 use super::{request_body, text_offset};
 use crate::client::Prompt;
-use crate::model::Api;
 use crate::tokenizer::TokenCounter;
+use crate::types::Api;
 
 /// One conversation: each turn's request (the whole history so far), and
 /// the wait between a turn's answer and the next turn.

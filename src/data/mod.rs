@@ -15,8 +15,8 @@ use rand::SeedableRng;
 use serde_json::{json, Map, Value};
 
 use crate::client::Prompt;
-use crate::model::Api;
 use crate::tokenizer::TokenCounter;
+use crate::types::Api;
 pub use synthetic::Synthetic;
 
 /// One prompt before it becomes a request body.

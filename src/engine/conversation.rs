@@ -9,9 +9,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::{RequestOutcome, RequestRecord};
-use crate::model::{Conversations, TurnFigures};
 use crate::stats::dist::Dist;
 use crate::stats::metrics;
+use crate::types::{Conversations, TurnFigures};
 
 /// A turn to send: conversation `conv` (its number in the run), turn `turn`
 /// (0 for the first).

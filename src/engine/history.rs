@@ -8,7 +8,7 @@
 //! merged pairwise (doubling their length). A run of any length costs at most
 //! `RECENT_CAP + COARSE_CAP` points.
 
-use crate::model::live::{HistoryPoint, RunHistory, SeriesPoint, StageMark};
+use crate::types::live::{HistoryPoint, RunHistory, SeriesPoint, StageMark};
 
 /// Seconds kept at full resolution (an hour).
 pub const RECENT_CAP: usize = 3600;

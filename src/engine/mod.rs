@@ -34,10 +34,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{Prompt, RequestOutcome, RequestRecord};
 use crate::data::conversation::Conversation;
-use crate::model::live::{Control, ErrorEntry, LiveStage, RunHistory, Snapshot};
-use crate::model::{EventKind, RequestLine, Slo, StageReport, StrategyKind, TimelineEvent};
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
+use crate::types::live::{Control, ErrorEntry, LiveStage, RunHistory, Snapshot};
+use crate::types::{EventKind, RequestLine, Slo, StageReport, StrategyKind, TimelineEvent};
 use conversation::{Tracker, TurnRef};
 
 pub use backend::Backend;

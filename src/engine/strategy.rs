@@ -8,8 +8,8 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
 
-use crate::model::live::PlannedStage;
-use crate::model::{StageReport, StrategyKind};
+use crate::types::live::PlannedStage;
+use crate::types::{StageReport, StrategyKind};
 
 /// How requests are released in a stage.
 #[derive(Debug, Clone, PartialEq)]
@@ -563,7 +563,7 @@ pub trait Plan: Send + Sync {
         None
     }
     /// The search profile's answer, for the report.
-    fn search(&self) -> Option<crate::model::SearchSummary> {
+    fn search(&self) -> Option<crate::types::SearchSummary> {
         None
     }
 }

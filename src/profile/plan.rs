@@ -6,10 +6,10 @@ use anyhow::{bail, Context as _, Result};
 use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, SweepArrivals, Within};
 use crate::engine::strategy::{resolve_margin, validate_rate, MAX_RATE, MIN_RATE};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
-use crate::model::Slo;
 use crate::profile::search::SearchPlan;
 use crate::profile::sweep::{SweepKind, SweepPlan};
 use crate::typed;
+use crate::types::Slo;
 
 /// Default stage length against a real server (GuideLLM's common setting).
 pub const DEFAULT_STAGE_SECONDS: f64 = 30.0;

@@ -13,8 +13,8 @@
 //! stages that prove it.
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
-use crate::model::live::PlannedStage;
-use crate::model::{Outcome, SearchProbe, SearchSummary, Slo, StageReport, StrategyKind};
+use crate::types::live::PlannedStage;
+use crate::types::{Outcome, SearchProbe, SearchSummary, Slo, StageReport, StrategyKind};
 
 /// Constant-rate probes at most, after synchronous and throughput.
 pub const MAX_PROBES: usize = 12;
@@ -310,7 +310,7 @@ impl Plan for SearchPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Goodput, Rates, RequestCounts};
+    use crate::types::{Goodput, Rates, RequestCounts};
 
     fn stage(name: &str, strategy: StrategyKind, rate: f64, frac: f64) -> StageReport {
         StageReport {
@@ -383,7 +383,7 @@ mod tests {
         let p = SearchPlan::new(Slo::default(), 0.9, 0.1, Limits::default(), 64);
         let mut s = stage("constant@30.00", StrategyKind::Constant, 30.0, 1.0);
         s.requests.incomplete = 80;
-        s.verdict = Some(crate::model::Verdict {
+        s.verdict = Some(crate::types::Verdict {
             outcome: Outcome::Inconclusive,
             ..Default::default()
         });

@@ -6,7 +6,7 @@
 //! fraction linearly in achieved rate between the best stage that met the
 //! SLOs and the next faster stage that did not.
 
-use crate::model::{SloSummary, StageReport};
+use crate::types::{SloSummary, StageReport};
 
 /// Share of requests that must meet every limit for a stage to pass.
 pub const ATTAINMENT: f64 = 0.95;
@@ -84,7 +84,7 @@ fn summarize_rates(stages: &[StageReport]) -> Option<SloSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Goodput, Rates, RequestCounts, Slo, StrategyKind};
+    use crate::types::{Goodput, Rates, RequestCounts, Slo, StrategyKind};
 
     fn stage(name: &str, rate: f64, frac: f64) -> StageReport {
         StageReport {

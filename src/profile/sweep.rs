@@ -2,9 +2,9 @@
 //! Poisson) stages at rates interpolated between the two measured rates.
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
-use crate::model::live::PlannedStage;
-use crate::model::{Method, Outcome, StageReport, StrategyKind};
 use crate::stats::judge::queueing;
+use crate::types::live::PlannedStage;
+use crate::types::{Method, Outcome, StageReport, StrategyKind};
 use std::ops::ControlFlow;
 
 /// GuideLLM's sweep rates: `linspace(sync, throughput, n − 1)[1:]`, the
@@ -552,7 +552,7 @@ mod tests {
         let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
         let mut thr = done(StrategyKind::Throughput, 0.0, 0.0);
-        thr.capacity = Some(crate::model::CapacityEstimate {
+        thr.capacity = Some(crate::types::CapacityEstimate {
             low_evidence: true,
             ..Default::default()
         });
@@ -615,7 +615,7 @@ mod tests {
         let mut unsure = done(StrategyKind::Constant, 500.0, 2.9);
         unsure.name = "constant@3.00".into();
         unsure.target_rate = Some(3.0);
-        unsure.verdict = Some(crate::model::Verdict {
+        unsure.verdict = Some(crate::types::Verdict {
             outcome: Outcome::Inconclusive,
             needed_seconds: Some(14.0),
             ..Default::default()

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Report, StageReport, Target, SCHEMA_VERSION};
+use crate::types::{Report, StageReport, Target, SCHEMA_VERSION};
 
 #[derive(Serialize, Deserialize)]
 struct Header {
@@ -108,7 +108,7 @@ pub fn read(path: &Path) -> Result<Report> {
     }
     let shard_of = |config: &serde_json::Value| {
         let s = crate::engine::Shard::parse(config.get("shard")?.as_str()?).ok()?;
-        Some(crate::model::ShardInfo {
+        Some(crate::types::ShardInfo {
             index: s.index,
             count: s.count,
         })

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::model::{DistSummary, StageReport};
+use crate::types::{DistSummary, StageReport};
 
 /// The statistics of a distribution, as CSV header parts (`ttft_p50_ms`).
 pub const STATS: [&str; 9] = [
@@ -89,7 +89,7 @@ impl Dist {
 }
 
 /// The stage's label: its name, numbered when another stage has the same
-/// one (`model::stage_labels`); a figure of the run's list of stages, so a
+/// one (`types::stage_labels`); a figure of the run's list of stages, so a
 /// renderer passes it in.
 #[derive(Clone, Copy)]
 pub struct Label {

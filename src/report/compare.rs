@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::columns;
 use super::delta::{delta, pair};
 use super::tables::pipe_table;
-use crate::model::{Report, StageReport};
+use crate::types::{Report, StageReport};
 
 pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     let mut s = heading(a, b, a_name, b_name);
@@ -151,7 +151,7 @@ fn conversation_lines(a: &Report, b: &Report) -> Vec<String> {
         if cx.is_none() && cy.is_none() {
             continue;
         }
-        let count = |c: Option<&crate::model::Conversations>| {
+        let count = |c: Option<&crate::types::Conversations>| {
             c.map_or("-".to_string(), |c| {
                 format!(
                     "{} started, {} completed, {} cut off",
@@ -173,10 +173,10 @@ fn conversation_lines(a: &Report, b: &Report) -> Vec<String> {
                 cx.and_then(|c| c.by_turn.get(k)),
                 cy.and_then(|c| c.by_turn.get(k)),
             );
-            let ttft = |f: Option<&crate::model::TurnFigures>| {
+            let ttft = |f: Option<&crate::types::TurnFigures>| {
                 f.map_or("-".to_string(), |f| format!("{:.1}", f.ttft_ms.p50))
             };
-            let share = |f: Option<&crate::model::TurnFigures>| {
+            let share = |f: Option<&crate::types::TurnFigures>| {
                 f.and_then(|f| f.cached_share)
                     .map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0))
             };
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn conversations_compare_by_turn() {
-        use crate::model::{Conversations, StageReport, TurnFigures};
+        use crate::types::{Conversations, StageReport, TurnFigures};
         let run = |ttft: [f64; 2], share: f64| {
             let mut r: Report = serde_json::from_str(
                 r#"{"version":1,"tool":"t","created":"c","target":{"url":"u","model":"m","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,

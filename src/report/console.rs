@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::{layouts, summary};
-use crate::model::{Report, StageReport};
+use crate::types::{Report, StageReport};
 
 /// Terminals at least this wide get GuideLLM's full tables.
 pub const FULL_WIDTH: u16 = 160;
@@ -218,7 +218,7 @@ fn narrow_stage_table(r: &Report, w: usize) -> String {
     let names: Vec<String> = r
         .stages
         .iter()
-        .zip(crate::model::stage_labels(&r.stages))
+        .zip(crate::types::stage_labels(&r.stages))
         .map(|(st, label)| {
             if st.saturated {
                 format!("{label} !")
@@ -306,7 +306,7 @@ fn columns_that_fit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::StrategyKind;
+    use crate::types::StrategyKind;
 
     fn report() -> Report {
         let r = Report::from_json(
@@ -330,11 +330,11 @@ mod tests {
             s.itl_ms.p50 = 8.5;
             s.itl_ms.p99 = 12.25;
             s.requests.completed = 100;
-            s.verdict = strategy.is_open_loop().then(|| crate::model::Verdict {
+            s.verdict = strategy.is_open_loop().then(|| crate::types::Verdict {
                 outcome: if sat {
-                    crate::model::Outcome::Saturated
+                    crate::types::Outcome::Saturated
                 } else {
-                    crate::model::Outcome::NotSaturated
+                    crate::types::Outcome::NotSaturated
                 },
                 ..Default::default()
             });
@@ -384,7 +384,7 @@ mod tests {
         for s in &mut r.stages {
             let mut d = s.ttft_ms.clone();
             d.p50 += 1234.0;
-            s.reasoning = Some(crate::model::Reasoning {
+            s.reasoning = Some(crate::types::Reasoning {
                 requests: 10,
                 ttfat_ms: d,
                 ..Default::default()

@@ -1,7 +1,7 @@
 //! Multi-turn runs: each stage's conversations and its figures by turn, as
 //! plain lines every text report shows (console, Markdown, HTML).
 
-use crate::model::{Conversations, StageReport};
+use crate::types::{Conversations, StageReport};
 
 /// One line per stage with conversations, then one per turn.
 pub fn lines(stages: &[StageReport]) -> Vec<String> {
@@ -45,7 +45,7 @@ pub fn csv_values(st: &StageReport) -> Vec<String> {
     let Some(c) = &st.conversations else {
         return vec![String::new(); CSV_COLUMNS.len()];
     };
-    let by = |f: &dyn Fn(&crate::model::TurnFigures) -> String| {
+    let by = |f: &dyn Fn(&crate::types::TurnFigures) -> String| {
         c.by_turn.iter().map(f).collect::<Vec<_>>().join(";")
     };
     vec![
@@ -69,7 +69,7 @@ fn stage_line(name: &str, c: &Conversations) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TurnFigures;
+    use crate::types::TurnFigures;
 
     #[test]
     fn stages_with_conversations_get_a_line_and_one_per_turn() {

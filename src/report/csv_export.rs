@@ -4,7 +4,7 @@ use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
 use super::{conversations, reasoning, server_metrics};
-use crate::model::{Report, StageReport};
+use crate::types::{Report, StageReport};
 
 /// The groups of columns after the stage table's, each present when some
 /// stage has its figures (after the rest, so scripts that count columns
@@ -54,7 +54,7 @@ pub fn render(r: &Report) -> Result<String> {
     header.extend(extras.headers(r));
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
-    let labels = crate::model::stage_labels(&r.stages);
+    let labels = crate::types::stage_labels(&r.stages);
     for (s, label) in r.stages.iter().zip(&labels) {
         let mut row: Vec<String> = ALL.iter().flat_map(|c| c.cells(s, label)).collect();
         row.extend(extras.cells(r, s));

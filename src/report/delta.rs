@@ -2,7 +2,7 @@
 //! from A to B with the better direction marked (higher throughput, lower
 //! latency).
 
-use crate::model::{Report, StageReport};
+use crate::types::{Report, StageReport};
 
 /// Pairs the stages of two runs: by name when B has a stage of the same name,
 /// otherwise by position.

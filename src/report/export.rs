@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::{csv_export, html, layouts, write_atomic};
-use crate::model::Report;
+use crate::types::Report;
 
 use crate::config::Format;
 
@@ -25,7 +25,7 @@ pub fn render(r: &Report, f: Format) -> Result<String> {
 /// The finished stages plus the running one so far (named
 /// `<stage> (running, so far)`, end reason `running`), for an export during
 /// the run.
-pub fn with_running_stage(snap: &crate::model::live::Snapshot) -> Vec<crate::model::StageReport> {
+pub fn with_running_stage(snap: &crate::types::live::Snapshot) -> Vec<crate::types::StageReport> {
     let mut stages = snap.finished.to_vec();
     if let Some(so_far) = snap.stage.as_ref().and_then(|s| s.so_far.as_ref()) {
         let mut s = (**so_far).clone();

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use super::charts::{chart, chart_with, time_chart, ChartOpts, Series};
 use super::{columns, layouts, reasoning, server_metrics};
-use crate::model::{Report, StageReport};
 use crate::stats::dist::Dist;
+use crate::types::{Report, StageReport};
 
 use crate::safe::html as esc;
 
@@ -321,7 +321,7 @@ fn stage_table(r: &Report) -> String {
         let _ = write!(h, "<th>{name}</th>");
     }
     h.push_str("</tr>");
-    let labels = crate::model::stage_labels(&r.stages);
+    let labels = crate::types::stage_labels(&r.stages);
     for (s, label) in r.stages.iter().zip(&labels) {
         let sat = if s.saturated { r#" class="sat""# } else { "" };
         let _ = write!(h, "<tr{sat}><td>{}</td>", esc(label));
@@ -370,7 +370,7 @@ fn server_section(r: &Report) -> Option<String> {
                 Some((t, s.name.clone()))
             })
             .collect();
-        let collect = |f: fn(&crate::model::server::ServerSeries) -> &Vec<Option<f64>>,
+        let collect = |f: fn(&crate::types::server_metrics::ServerSeries) -> &Vec<Option<f64>>,
                        scale: f64| {
             let mut pts = Vec::new();
             for s in &with_series {
@@ -432,7 +432,7 @@ fn reasoning_section(r: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::StrategyKind;
+    use crate::types::StrategyKind;
 
     fn stage(name: &str, strategy: StrategyKind, rps: f64, p50: f64, p99: f64) -> StageReport {
         let mut s = StageReport {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::columns::{self, Dist};
 use super::tables::{pipe_table, GroupedTable};
-use crate::model::{Report, StageReport, StrategyKind};
+use crate::types::{Report, StageReport, StrategyKind};
 
 fn hms(rfc3339: &str) -> String {
     // "2026-11-21T11:33:36.123Z" → "11:33:36"
@@ -44,7 +44,7 @@ pub fn guidellm_info(r: &Report) -> String {
     ] {
         columns.extend(t(g));
     }
-    let labels = crate::model::stage_labels(&r.stages);
+    let labels = crate::types::stage_labels(&r.stages);
     let rows = r
         .stages
         .iter()
@@ -83,7 +83,7 @@ pub fn guidellm_stats(r: &Report) -> String {
     for g in ["Req Latency (s)", "TTFT (ms)", "ITL (ms)", "TPOT (ms)"] {
         columns.extend([(g, "mean"), (g, "median"), (g, "p99")]);
     }
-    let labels = crate::model::stage_labels(&r.stages);
+    let labels = crate::types::stage_labels(&r.stages);
     let rows = r
         .stages
         .iter()
@@ -295,7 +295,7 @@ fn sglang_totals(r: &Report, s: &StageReport) -> Vec<(&'static str, String)> {
 pub fn sglang(r: &Report) -> String {
     r.stages
         .iter()
-        .zip(crate::model::stage_labels(&r.stages))
+        .zip(crate::types::stage_labels(&r.stages))
         .map(|(s, label)| {
             sglang_block(r, s).replacen(
                 &format!("{:<41}{}\n", "Stage:", s.name),

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{layouts, reasoning, summary};
-use crate::model::Report;
+use crate::types::Report;
 
 /// All three Markdown layouts, GuideLLM's first.
 pub fn render(r: &Report) -> String {
@@ -93,7 +93,7 @@ const MD_TIMELINE_MAX: usize = 200;
 /// the plan, warnings), stage starts and ends left out: the stage table
 /// has them.
 fn timeline_markdown(r: &Report) -> String {
-    use crate::model::EventKind;
+    use crate::types::EventKind;
     let events: Vec<_> = r
         .timeline
         .iter()

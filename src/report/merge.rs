@@ -17,12 +17,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{bail, Result};
 
-use crate::model::{
+use crate::stats::dist::Dist;
+use crate::types::{
     ByOutcome, CapacityEstimate, ClientCheck, Concurrency, Conversations, DistSummary, Goodput,
     Method, Outcome, OutputLengths, Rates, Reasoning, Report, RequestCounts, ShardInfo,
     StageReport, Tokens, TurnFigures, Verdict,
 };
-use crate::stats::dist::Dist;
 
 /// Settings that shape the load: shards of one run share them.
 const SAME_SETTINGS: [&str; 9] = [
@@ -92,7 +92,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
         map.insert("shard".into(), serde_json::Value::Null);
     }
     let mut out = Report {
-        version: crate::model::SCHEMA_VERSION,
+        version: crate::types::SCHEMA_VERSION,
         tool: r0.tool.clone(),
         created: shards
             .iter()
@@ -217,7 +217,7 @@ fn same_plan(shards: &[Shard]) -> Result<()> {
 }
 
 /// Every shard's events in time order, each naming its shard.
-fn merged_timeline(shards: &[Shard]) -> Vec<crate::model::TimelineEvent> {
+fn merged_timeline(shards: &[Shard]) -> Vec<crate::types::TimelineEvent> {
     let mut timeline: Vec<_> = shards
         .iter()
         .flat_map(|(s, _, r)| {
@@ -809,10 +809,10 @@ mod tests {
             version: 1,
             tool: "llmsweep test".into(),
             created: format!("2026-11-24T09:00:0{index}Z"),
-            target: crate::model::Target {
+            target: crate::types::Target {
                 url: "http://127.0.0.1:9".into(),
                 model: "m".into(),
-                api: crate::model::Api::Chat,
+                api: crate::types::Api::Chat,
                 builtin_simulator: false,
             },
             config: serde_json::json!({"rate": [10.0], "shard": format!("{index}/{count}")}),

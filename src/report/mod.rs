@@ -1,4 +1,4 @@
-//! Reports: the data model (`crate::model`) rendered and
+//! Reports: the data model (`crate::types`) rendered and
 //! written in every format; `report.json` is the model serialised.
 
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ pub mod summary;
 pub mod svg;
 pub mod tables;
 
-use crate::model::{Report, SCHEMA_VERSION};
+use crate::types::{Report, SCHEMA_VERSION};
 
 impl Report {
     pub fn to_json(&self) -> Result<String> {

@@ -5,7 +5,7 @@
 //! figures, so reports of other servers read as before.
 
 use super::tables::GroupedTable;
-use crate::model::{DistSummary, OutputLengths, Report, StageReport};
+use crate::types::{DistSummary, OutputLengths, Report, StageReport};
 
 /// Some stage saw reasoning.
 pub fn any_reasoning(r: &Report) -> bool {
@@ -208,7 +208,7 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Reasoning;
+    use crate::types::Reasoning;
 
     fn stage(name: &str, reasoning: bool) -> StageReport {
         let d = |p50: f64| DistSummary {
@@ -248,10 +248,10 @@ mod tests {
             version: 1,
             tool: "llmsweep test".into(),
             created: "2026-11-24T09:00:00Z".into(),
-            target: crate::model::Target {
+            target: crate::types::Target {
                 url: "http://127.0.0.1:9".into(),
                 model: "m".into(),
-                api: crate::model::Api::Chat,
+                api: crate::types::Api::Chat,
                 builtin_simulator: false,
             },
             config: serde_json::json!({}),

@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::config::RunConfig;
-use crate::model::Report;
 use crate::redact::MASK;
+use crate::types::Report;
 
 /// Keys of the report's `config` that describe the run, not its settings
 /// (`description` is written anew: "Run again: …").
@@ -110,10 +110,10 @@ mod tests {
             version: 1,
             tool: "llmsweep test".into(),
             created: "2026-11-22T04:00:00Z".into(),
-            target: crate::model::Target {
+            target: crate::types::Target {
                 url: "http://127.0.0.1:9".into(),
                 model: "m".into(),
-                api: crate::model::Api::Chat,
+                api: crate::types::Api::Chat,
                 builtin_simulator: false,
             },
             config,

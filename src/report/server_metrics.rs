@@ -4,8 +4,8 @@
 //! server, so reports of runs without it look as they always did.
 
 use super::tables::GroupedTable;
-use crate::model::server::{GaugeSummary, ServerDist};
-use crate::model::{Report, StageReport};
+use crate::types::server_metrics::{GaugeSummary, ServerDist};
+use crate::types::{Report, StageReport};
 
 /// True when some stage has the server's metrics, or a server prompt-token
 /// count (usage) that differs from the requested one.
@@ -211,7 +211,7 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::server::{ClientMinusServer, ServerSeries, ServerStage};
+    use crate::types::server_metrics::{ClientMinusServer, ServerSeries, ServerStage};
 
     fn report(server: Option<ServerStage>) -> Report {
         let text = include_str!("../../tests/fixtures/report.json");

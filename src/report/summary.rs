@@ -3,7 +3,7 @@
 //! saturated stages and why the run stopped. The dashboard's result screen,
 //! the console summary and report.md all say it the same way, from here.
 
-use crate::model::{Report, SloSummary, StageReport};
+use crate::types::{Report, SloSummary, StageReport};
 
 /// A stage's TTFT p50 more than this many times the lowest of the slower
 /// stages marks the knee: latency has started to climb with the rate.
@@ -16,7 +16,7 @@ pub fn on_rate_curve(s: &StageReport) -> bool {
 
 /// The run's answer: the one stored in the report, or computed from its
 /// stages (a report assembled in a test, a live view).
-pub fn answer(r: &Report) -> crate::model::Answer {
+pub fn answer(r: &Report) -> crate::types::Answer {
     r.answer
         .clone()
         .unwrap_or_else(|| crate::stats::answer::answer(&r.stages, r.slo_summary.as_ref()))
@@ -200,7 +200,7 @@ fn erroring_line(stages: &[StageReport]) -> Option<String> {
         .iter()
         .filter_map(|s| {
             let v = s.verdict.as_ref()?;
-            (v.outcome == crate::model::Outcome::Erroring)
+            (v.outcome == crate::types::Outcome::Erroring)
                 .then(|| format!("{} ({})", s.name, v.reason))
         })
         .collect();
@@ -215,7 +215,7 @@ fn undecided_line(stages: &[StageReport]) -> Option<String> {
         let Some(v) = s.verdict.as_ref() else {
             continue;
         };
-        if v.outcome != crate::model::verdict::Outcome::Inconclusive {
+        if v.outcome != crate::types::Outcome::Inconclusive {
             continue;
         }
         match undecided.iter_mut().find(|(why, _)| *why == v.reason) {
@@ -256,7 +256,7 @@ fn cut_short_line(stages: &[StageReport]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::StrategyKind;
+    use crate::types::StrategyKind;
 
     fn st(
         name: &str,
@@ -275,11 +275,11 @@ mod tests {
         s.rates.requests_per_s = rps;
         s.ttft_ms.count = 10;
         s.ttft_ms.p50 = ttft_p50;
-        s.verdict = Some(crate::model::Verdict {
+        s.verdict = Some(crate::types::Verdict {
             outcome: if saturated {
-                crate::model::Outcome::Saturated
+                crate::types::Outcome::Saturated
             } else {
-                crate::model::Outcome::NotSaturated
+                crate::types::Outcome::NotSaturated
             },
             ..Default::default()
         });
@@ -351,8 +351,8 @@ mod tests {
         all_503.requests.sent = 20;
         all_503.requests.errored = 20;
         all_503.errors.insert("http_503".into(), 20);
-        all_503.verdict = Some(crate::model::Verdict {
-            outcome: crate::model::Outcome::Erroring,
+        all_503.verdict = Some(crate::types::Verdict {
+            outcome: crate::types::Outcome::Erroring,
             reason:
                 "the server answered 5.00 req/s, but 100% of the answers were errors (20 of 20)"
                     .into(),
@@ -412,8 +412,8 @@ mod tests {
         let mut r = ended("completed");
         let mid = st("constant@19.53", StrategyKind::Constant, 18.1, 21.2, false);
         let mut mid = mid;
-        mid.verdict = Some(crate::model::Verdict {
-            outcome: crate::model::Outcome::Inconclusive,
+        mid.verdict = Some(crate::types::Verdict {
+            outcome: crate::types::Outcome::Inconclusive,
             reason: "the backlog grew by 0.58 ± 0.66 req/s".into(),
             ..Default::default()
         });

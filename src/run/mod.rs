@@ -30,8 +30,8 @@ use tokio::sync::mpsc;
 
 use crate::config::RunConfig;
 use crate::engine::Engine;
-use crate::model::live::Control;
 use crate::term;
+use crate::types::live::Control;
 use dir::{check_out_dir, default_out_dir};
 use prepare::Prepared;
 pub use prepare::{parse_header, read_api_key};
@@ -215,7 +215,7 @@ fn checkpoint_each_stage(
         if let Err(e) = checkpoint.append(&stage) {
             let msg = format!("cannot append {} to stages.jsonl: {e:#}", stage.name);
             let _ = control.send(Control::Note {
-                event: crate::model::EventKind::Warning,
+                event: crate::types::EventKind::Warning,
                 detail: msg.clone(),
             });
             if let Ok(mut v) = errors.lock() {
@@ -248,7 +248,7 @@ async fn finish_request_file(
 
 /// The run's tables on stdout: to a terminal at its width, to a pipe or a
 /// log file in full.
-fn print_tables(report: &crate::model::Report) {
+fn print_tables(report: &crate::types::Report) {
     use std::io::IsTerminal as _;
     let width = if std::io::stdout().is_terminal() && !term::is_gone() {
         crossterm::terminal::size().map_or(80, |(w, _)| w)

@@ -12,10 +12,10 @@ use crate::config::{Format, LoadStrategy, RunConfig, Within};
 use crate::data::{build_prompts, load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
-use crate::model::{Slo, Target};
 use crate::profile::plan::{build_plan, build_replay_plan, PlanChoice};
 use crate::sim;
 use crate::tokenizer::{Builtin, TokenCounter};
+use crate::types::{Slo, Target};
 
 /// A run ready to start.
 pub struct Prepared {
@@ -390,7 +390,7 @@ fn check_conversation_settings(args: &RunConfig, conversation_file: bool) -> Res
         if !talking {
             bail!("--replies received is for conversations (--data …,turns=N, or a file of conversations)");
         }
-        if args.api != crate::model::Api::Chat {
+        if args.api != crate::types::Api::Chat {
             bail!("--replies received needs --api chat (the history's replies are assistant messages)");
         }
     }
@@ -522,7 +522,7 @@ async fn preflight(args: &RunConfig, client: &Client) -> Result<crate::client::M
 
 /// How request bodies are built: the API, the model, `--extra-body`.
 struct Bodies<'a> {
-    api: crate::model::Api,
+    api: crate::types::Api,
     model: &'a str,
     extra: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }

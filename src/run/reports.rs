@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::config::Format;
-use crate::model::live::Snapshot;
-use crate::model::{Report, StageReport, Target, TimelineEvent};
 use crate::report;
+use crate::types::live::Snapshot;
+use crate::types::{Report, StageReport, Target, TimelineEvent};
 
 /// What every report of this run shares, and where the reports go.
 #[derive(Clone)]
@@ -21,7 +21,7 @@ pub struct Reports {
     /// The server-metrics scraper, for exports during the run.
     pub scrape: Option<crate::server_metrics::ScrapeHandle>,
     /// `--shard I/N`, recorded in every report.
-    pub shard: Option<crate::model::ShardInfo>,
+    pub shard: Option<crate::types::ShardInfo>,
 }
 
 impl Reports {
@@ -40,7 +40,7 @@ impl Reports {
             answer: None,
             shard: self.shard,
             merged_shards: None,
-            version: crate::model::SCHEMA_VERSION,
+            version: crate::types::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
             created: self.created.clone(),
             target: self.target.clone(),

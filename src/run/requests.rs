@@ -1,5 +1,5 @@
 //! `--save-requests`: every request of the run, one JSON line each, in
-//! `requests.jsonl` beside the reports (layout: `model::RequestLine`,
+//! `requests.jsonl` beside the reports (layout: `types::RequestLine`,
 //! docs/REPORT.md). Written on a thread of its own, flushed every second,
 //! so `tail -f` follows it and a slow disk never holds up the run.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use crate::model::RequestLine;
+use crate::types::RequestLine;
 
 pub const FILE: &str = "requests.jsonl";
 /// Lines waiting for the writer; beyond this the run drops (and counts) them.

@@ -18,10 +18,10 @@ use crate::attach::serve::{self, Endpoint};
 use crate::config::RunConfig;
 use crate::engine::RunResult;
 use crate::headless;
-use crate::model::live::{Control, Snapshot};
-use crate::model::Report;
 use crate::server_metrics::Scraper;
 use crate::term;
+use crate::types::live::{Control, Snapshot};
+use crate::types::Report;
 
 use super::prepare::Prepared;
 use super::reports::Reports;
@@ -68,7 +68,7 @@ impl Session {
             config: p.config.clone(),
             dir: dir.to_path_buf(),
             formats: p.formats.clone(),
-            shard: args.shard.map(|s| crate::model::ShardInfo {
+            shard: args.shard.map(|s| crate::types::ShardInfo {
                 index: s.index,
                 count: s.count,
             }),

@@ -17,7 +17,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 
 use crate::config::OnHangup;
-use crate::model::live::Control;
+use crate::types::live::Control;
 
 use crate::term::{FORCED_EXIT, REPEAT_WINDOW};
 
@@ -196,7 +196,7 @@ pub async fn watch(
             }
             crate::term::note(&format!("llmsweep: {}", r.note));
             let _ = control.send(Control::Note {
-                event: crate::model::EventKind::Signal,
+                event: crate::types::EventKind::Signal,
                 detail: r.note.clone(),
             });
             if let Some(reason) = r.stop {

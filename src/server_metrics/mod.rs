@@ -22,8 +22,8 @@ pub use scrape::{LiveView, Record, ScrapeConfig, ScrapeHandle, Scraper, Status};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::model::server::ServerStage;
-use crate::model::StageReport;
+use crate::types::server_metrics::ServerStage;
+use crate::types::StageReport;
 
 /// Seconds between scrapes unless `--server-metrics-interval` says otherwise.
 pub const DEFAULT_INTERVAL_S: f64 = 1.0;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::series::{counter_increase, gauge_stats, gauge_stats_by, hist_delta, Point};
 use super::vocab::{Counter, Gauge, Histo};
-use crate::model::server::{
+use crate::types::server_metrics::{
     ClientMinusServer, CounterSummary, GaugeSummary, ServerDist, ServerSeries, ServerStage,
 };
 

@@ -13,8 +13,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::prom::{self, Histogram};
-use crate::model::DistSummary;
 use crate::stats::dist::Dist;
+use crate::types::DistSummary;
 
 /// Timestamps of one request, kept by its response stream.
 #[derive(Debug)]

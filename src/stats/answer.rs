@@ -14,7 +14,7 @@
 //! * Every stage held: the answer is a floor, the fastest one's achieved
 //!   rate. None held: a ceiling, the completion rate under the slowest.
 
-use crate::model::{Answer, Outcome, SloSummary, StageReport, StrategyKind};
+use crate::types::{Answer, Outcome, SloSummary, StageReport, StrategyKind};
 
 fn held(s: &StageReport) -> Option<bool> {
     // A stage llmsweep itself limited says nothing about the server.
@@ -218,7 +218,7 @@ fn seconds(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Verdict;
+    use crate::types::Verdict;
 
     fn stage(name: &str, target: f64, achieved: f64, outcome: Option<Outcome>) -> StageReport {
         let mut s = StageReport {

@@ -23,7 +23,7 @@
 //! ITL and nothing else. CPU share is reported, not judged: the built-in
 //! simulator shares the process.
 
-use crate::model::ClientCheck;
+use crate::types::ClientCheck;
 
 /// Send lateness (p90, ms) past which the schedule was not kept.
 pub const SEND_LATE_MS: f64 = 20.0;

@@ -1,7 +1,7 @@
 //! A latency distribution: an HDR histogram in microseconds, summarised in
 //! milliseconds.
 
-use crate::model::DistSummary;
+use crate::types::DistSummary;
 use anyhow::{Context as _, Result};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};

@@ -2,13 +2,13 @@
 //! timeline notes, and the run's judgement in plain lines for every report.
 //! Pure functions over the report model.
 
-use crate::model::{EventKind, Outcome, StageReport, StrategyKind, Verdict};
+use crate::types::{EventKind, Outcome, StageReport, StrategyKind, Verdict};
 
 /// The run's judgement in plain lines, for the console summary, report.md
 /// and report.html: why the run ended when it was not the plan's end, every
 /// planner message, each open-loop stage's verdict, each stage's warnings,
 /// and the search's answer.
-pub fn judgement_lines(r: &crate::model::Report) -> Vec<String> {
+pub fn judgement_lines(r: &crate::types::Report) -> Vec<String> {
     let mut v = Vec::new();
     if r.end_reason != "completed" {
         v.push(format!("run ended: {}", r.end_reason));

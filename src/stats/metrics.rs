@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::client::RequestRecord;
-use crate::model::Slo;
+use crate::types::Slo;
 
 fn us(d: Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64

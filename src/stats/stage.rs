@@ -11,8 +11,8 @@ use super::dist::Dist;
 use super::metrics;
 use super::verdict::{self, Evidence};
 use crate::client::{ErrorCategory, RequestOutcome, RequestRecord};
-use crate::model::live::SeriesPoint;
-use crate::model::{
+use crate::types::live::SeriesPoint;
+use crate::types::{
     ByOutcome, Concurrency, Goodput, Rates, RequestCounts, Slo, StageReport, StrategyKind, Tokens,
     Verdict,
 };
@@ -399,7 +399,7 @@ impl StageStats {
     }
 
     /// The stage's self-check so far; None before any probe sample.
-    pub fn client_check(&self) -> Option<crate::model::ClientCheck> {
+    pub fn client_check(&self) -> Option<crate::types::ClientCheck> {
         if self.client_lag.is_empty() && self.send_late.is_empty() {
             return None;
         }
@@ -767,7 +767,7 @@ impl StageStats {
         let e = self.evidence(now, m_s, target_rate.filter(|_| open_loop));
         if open_loop {
             let v = verdict::judge(&e, &verdict::capacity(&e))?;
-            return (v.outcome != crate::model::Outcome::Inconclusive)
+            return (v.outcome != crate::types::Outcome::Inconclusive)
                 .then(|| format!("verdict {}", v.outcome.as_str()));
         }
         if kind == StrategyKind::Synchronous {
@@ -775,7 +775,7 @@ impl StageStats {
                 .then(|| format!("{} requests measured", self.counts.measured));
         }
         let c = verdict::capacity(&e);
-        (c.method == crate::model::Method::Steady && !c.low_evidence).then(|| {
+        (c.method == crate::types::Method::Steady && !c.low_evidence).then(|| {
             format!(
                 "capacity estimate steady at {:.2} req/s ({})",
                 c.requests_per_s, c.evidence
@@ -888,7 +888,7 @@ impl StageStats {
         };
         let saturation_reason = verdict
             .as_ref()
-            .filter(|v| v.outcome == crate::model::Outcome::Saturated)
+            .filter(|v| v.outcome == crate::types::Outcome::Saturated)
             .map(|v| v.reason.clone());
         let n = self.counts.measured as f64;
         StageReport {
@@ -957,7 +957,7 @@ impl StageStats {
     fn rates(
         &self,
         ev: &verdict::Evidence,
-        capacity: &crate::model::CapacityEstimate,
+        capacity: &crate::types::CapacityEstimate,
         measured: f64,
         open_loop: bool,
     ) -> Rates {
@@ -1150,7 +1150,7 @@ mod tests {
         assert_eq!(r.rates.steady_requests_per_s, r.rates.requests_per_s);
         assert_eq!(
             r.capacity.as_ref().unwrap().method,
-            crate::model::Method::Plain
+            crate::types::Method::Plain
         );
         assert!(
             (r.concurrency.mean - 1.0).abs() < 1e-6,
@@ -1244,7 +1244,7 @@ mod tests {
             "max_seconds",
         );
         let c = r.capacity.clone().unwrap();
-        assert_eq!(c.method, crate::model::Method::Observed, "{c:?}");
+        assert_eq!(c.method, crate::types::Method::Observed, "{c:?}");
         assert!(
             r.rates.steady_requests_per_s <= 128.0 / 3.5,
             "{:?}",
@@ -1340,7 +1340,7 @@ mod tests {
             "max_seconds",
         );
         let v = r.verdict.unwrap();
-        assert_eq!(v.outcome, crate::model::Outcome::Saturated, "{v:?}");
+        assert_eq!(v.outcome, crate::types::Outcome::Saturated, "{v:?}");
     }
 
     #[test]
@@ -1373,7 +1373,7 @@ mod tests {
         );
         assert!(!r.saturated, "{:?}", r.saturation_reason);
         let v = r.verdict.unwrap();
-        assert_eq!(v.outcome, crate::model::Outcome::Erroring, "{v:?}");
+        assert_eq!(v.outcome, crate::types::Outcome::Erroring, "{v:?}");
     }
 
     #[test]
@@ -1417,7 +1417,7 @@ mod tests {
         let stalled = run(true);
         assert_eq!(
             stalled.outcome,
-            crate::model::Outcome::Erroring,
+            crate::types::Outcome::Erroring,
             "{stalled:?}"
         );
         assert!(!stalled.overload, "{stalled:?}");
@@ -1425,7 +1425,7 @@ mod tests {
         let unanswered = run(false);
         assert_eq!(
             unanswered.outcome,
-            crate::model::Outcome::Saturated,
+            crate::types::Outcome::Saturated,
             "{unanswered:?}"
         );
         assert!(

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::dist::Dist;
 use super::metrics;
 use crate::client::RequestRecord;
-use crate::model::{DistSummary, OutputLengths, Reasoning, StageReport};
+use crate::types::{DistSummary, OutputLengths, Reasoning, StageReport};
 
 /// Lengths or counts that differ by more than this share get a warning.
 pub const LENGTH_TOLERANCE: f64 = 0.05;

@@ -38,7 +38,7 @@
 //!    not saturated.
 //! 3. Otherwise inconclusive, with the stage length a verdict would need.
 
-use crate::model::{CapacityEstimate, Method, Outcome, Verdict};
+use crate::types::{CapacityEstimate, Method, Outcome, Verdict};
 
 use super::backlog::{BacklogPoint, Segment, Steady};
 
@@ -652,13 +652,13 @@ pub struct Reference {
     pub capacity: Option<f64>,
 }
 
-pub fn reference(done: &[crate::model::StageReport]) -> Reference {
+pub fn reference(done: &[crate::types::StageReport]) -> Reference {
     Reference {
         latency_s: done
             .iter()
             .rev()
             .find(|s| {
-                s.strategy == crate::model::StrategyKind::Synchronous && s.requests.measured > 0
+                s.strategy == crate::types::StrategyKind::Synchronous && s.requests.measured > 0
             })
             .map(|s| s.latency_ms.p50 / 1000.0)
             .filter(|w| *w > 0.0),
@@ -666,7 +666,7 @@ pub fn reference(done: &[crate::model::StageReport]) -> Reference {
             .iter()
             .rev()
             .find(|s| {
-                s.strategy == crate::model::StrategyKind::Throughput && s.requests.measured > 0
+                s.strategy == crate::types::StrategyKind::Throughput && s.requests.measured > 0
             })
             .map(|s| s.rates.steady_requests_per_s)
             .filter(|c| *c > 0.0),

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::theme::Theme;
-use crate::model::live::{Control, Snapshot};
-use crate::model::{EventKind, Report, StrategyKind};
 use crate::server_metrics::scrape::LiveView;
+use crate::types::live::{Control, Snapshot};
+use crate::types::{EventKind, Report, StrategyKind};
 
 /// The server view's state: the server-metrics scraper's latest live view.
 pub type ServerMetrics = std::sync::Arc<LiveView>;

@@ -6,8 +6,8 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::app::{Action, App, Confirm, Mode, View};
-use crate::model::live::Control;
-use crate::model::StrategyKind;
+use crate::types::live::Control;
+use crate::types::StrategyKind;
 
 /// A new rate this many times the highest completion rate measured so far
 /// (and more than 1.5× the running stage's target) asks for confirmation
@@ -409,9 +409,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::model::EventKind;
     use crate::tui::app::{Metric, RunInfo, RunOutcome};
     use crate::tui::theme;
+    use crate::types::EventKind;
 
     fn app() -> App {
         App::new(RunInfo::default(), theme::builtin())
@@ -542,9 +542,9 @@ mod tests {
 
     fn with_stage(strategy: StrategyKind, target: Option<f64>, measured: f64) -> App {
         let mut a = app();
-        let mut so_far = crate::model::StageReport::default();
+        let mut so_far = crate::types::StageReport::default();
         so_far.rates.requests_per_s = measured;
-        a.snap.stage = Some(crate::model::live::LiveStage {
+        a.snap.stage = Some(crate::types::live::LiveStage {
             name: format!("{strategy}@x"),
             strategy,
             target_rate: target,
@@ -553,7 +553,7 @@ mod tests {
         });
         a.snap.stage_number = 1;
         a.snap.stages_total = Some(3);
-        a.snap.upcoming = vec![crate::model::live::PlannedStage {
+        a.snap.upcoming = vec![crate::types::live::PlannedStage {
             name: "constant@20.00".into(),
             target_rate: Some(20.0),
         }];
@@ -569,16 +569,16 @@ mod tests {
         // Seen: `r 500` compared with 139.06 req/s, one second of a
         // throughput stage on a server that holds about 30.
         let mut a = with_stage(StrategyKind::Constant, Some(30.0), 29.0);
-        let mut thr = crate::model::StageReport::default();
+        let mut thr = crate::types::StageReport::default();
         thr.rates.completed_per_s = 31.0;
         thr.rates.steady_s = 8.0;
         thr.rates.requests_per_s = 25.0;
         a.snap.finished = std::sync::Arc::new(vec![thr]);
-        let mut burst = crate::model::live::RunHistory::default();
+        let mut burst = crate::types::live::RunHistory::default();
         burst.push(
             1.0,
             1.0,
-            &crate::model::live::SeriesPoint {
+            &crate::types::live::SeriesPoint {
                 requests_per_s: 139.06,
                 ..Default::default()
             },
@@ -629,7 +629,7 @@ mod tests {
 
     #[test]
     fn a_key_the_engine_refused_says_so_instead_of_new_stage() {
-        use crate::model::TimelineEvent;
+        use crate::types::TimelineEvent;
         let ev = |event, detail: &str| TimelineEvent {
             t_s: 1.0,
             event,
@@ -762,7 +762,7 @@ mod tests {
         a.say("stopping: finishing the stage and writing the reports…");
         a.finished(RunOutcome {
             report: std::sync::Arc::new(
-                crate::model::Report::from_json(
+                crate::types::Report::from_json(
                     r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
                 )
                 .unwrap(),

@@ -16,7 +16,7 @@ use crossterm::event::{Event, KeyEventKind};
 use ratatui::DefaultTerminal;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::model::live::{Control, Snapshot};
+use crate::types::live::{Control, Snapshot};
 use app::{Action, App, RunInfo, RunOutcome};
 use input::KeyReader;
 
@@ -226,7 +226,7 @@ impl Dashboard<'_> {
             Action::Detach => {
                 // In the report's timeline, as viewers leaving are.
                 let _ = self.control.send(Control::Note {
-                    event: crate::model::EventKind::Viewer,
+                    event: crate::types::EventKind::Viewer,
                     detail: "the dashboard was detached (d); the run goes on".into(),
                 });
                 return Some(Exit::Detached);
@@ -253,7 +253,7 @@ impl Dashboard<'_> {
                 self.app
                     .say(format!("exported {} file(s): {shown}", paths.len()));
                 let _ = self.control.send(Control::Note {
-                    event: crate::model::EventKind::Export,
+                    event: crate::types::EventKind::Export,
                     detail: shown,
                 });
             }

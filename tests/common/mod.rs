@@ -13,10 +13,10 @@ use std::time::Duration;
 use llmsweep::client::{Client, ClientConfig};
 use llmsweep::data::{build_prompts, Synthetic};
 use llmsweep::engine::{Engine, FixedPlan, Limits, RunResult, RunSettings, StageSpec, Strategy};
-use llmsweep::model::live::{Control, Snapshot};
-use llmsweep::model::Api;
 use llmsweep::sim::{self, SimConfig, SimHandle, TruthReport};
 use llmsweep::tokenizer::Builtin;
+use llmsweep::types::live::{Control, Snapshot};
+use llmsweep::types::Api;
 use tokio::sync::{mpsc, watch};
 
 pub async fn start_sim(config: SimConfig) -> SimHandle {

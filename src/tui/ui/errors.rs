@@ -10,8 +10,8 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::format::fmt_duration;
-use crate::model::live::{ErrorEntry, Snapshot};
 use crate::tui::app::App;
+use crate::types::live::{ErrorEntry, Snapshot};
 
 /// Errors with the same category and message, counted.
 #[derive(Debug, Clone, PartialEq)]

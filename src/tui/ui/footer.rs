@@ -7,8 +7,8 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::format::fit_line;
-use crate::model::StrategyKind;
 use crate::tui::app::App;
+use crate::types::StrategyKind;
 
 /// Footer entries: (key, what it does), in display order, with a priority
 /// (lower stays longer). `q` and `?` are always kept.

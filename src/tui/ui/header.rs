@@ -8,10 +8,10 @@ use ratatui::widgets::{Gauge, Paragraph};
 use ratatui::Frame;
 
 use super::format::{fit_line, fmt_duration};
-use crate::model::live::{LiveStage, Snapshot};
-use crate::model::StrategyKind;
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
+use crate::types::live::{LiveStage, Snapshot};
+use crate::types::StrategyKind;
 
 /// The running stage's clock: the engine's `elapsed_s`, which leaves out
 /// paused time, so it stops while paused; never past the stage's length.

@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
-use crate::model::StrategyKind;
 use crate::tui::app::App;
+use crate::types::StrategyKind;
 
 /// The help screen's lines, for the running stage's kind.
 pub fn help_lines(stage_kind: Option<StrategyKind>) -> Vec<(String, bool)> {

@@ -9,9 +9,9 @@ use ratatui::Frame;
 
 use super::chart::{legend, nice_ceil, YScale};
 use super::format::{fit_line, fmt_duration};
-use crate::model::live::{HistoryPoint, RunHistory};
 use crate::tui::app::{App, Metric};
 use crate::tui::theme::Theme;
+use crate::types::live::{HistoryPoint, RunHistory};
 
 /// Reduces `pts` to at most `n` points, one per equal slice of [x0, x1]
 /// (the mean, or the max for `peak` series). Slices are fixed by the axis,

@@ -9,10 +9,10 @@ use ratatui::Frame;
 
 use super::errors::run_error_totals;
 use super::format::{fit_line, ms};
-use crate::model::live::LiveStage;
-use crate::model::{ClientCheck, DistSummary, StageReport, StrategyKind};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
+use crate::types::live::LiveStage;
+use crate::types::{ClientCheck, DistSummary, StageReport, StrategyKind};
 
 /// `TTFT ms p50 12.3 p99 45.6` in the "now" panel.
 fn p50_p99(th: &Theme, label: &'static str, p50: f64, p99: f64, has: bool) -> Line<'static> {

@@ -7,8 +7,8 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::format::fit_line;
-use crate::model::StrategyKind;
 use crate::tui::app::App;
+use crate::types::StrategyKind;
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();

@@ -9,11 +9,11 @@ use ratatui::Frame;
 
 use super::chart::{legend, nice_ceil, YScale};
 use super::format::fit_line;
-use crate::model::live::Snapshot;
-use crate::model::StageReport;
 use crate::report::summary;
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
+use crate::types::live::Snapshot;
+use crate::types::StageReport;
 
 /// A point of the sweep curve.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,10 +7,10 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 use ratatui::Frame;
 
 use super::format::{f, fit_line, ms};
-use crate::model::live::LiveStage;
-use crate::model::StageReport;
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
+use crate::types::live::LiveStage;
+use crate::types::StageReport;
 
 /// One row of the stage table: a finished stage, the running one (so far),
 /// or a planned one.
@@ -40,7 +40,7 @@ pub enum RowState {
     Planned,
 }
 
-fn m3(d: &crate::model::DistSummary, k: f64) -> [Option<f64>; 3] {
+fn m3(d: &crate::types::DistSummary, k: f64) -> [Option<f64>; 3] {
     if d.count == 0 {
         [None; 3]
     } else {
@@ -203,7 +203,7 @@ pub fn columns_for(width: u16, name_width: u16, thought: bool) -> Vec<&'static C
 pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
     stages
         .iter()
-        .zip(crate::model::stage_labels(stages))
+        .zip(crate::types::stage_labels(stages))
         .map(|(s, label)| RowData {
             name: label,
             ..RowData::from_report(s)
@@ -222,7 +222,7 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
             .count();
         let mut row = RowData::from_live(st);
         row.name =
-            crate::model::stage_label(&st.name, run, false, app.snap.paused || st.paused_s > 0.0);
+            crate::types::stage_label(&st.name, run, false, app.snap.paused || st.paused_s > 0.0);
         rows.push(row);
     }
     for p in &app.snap.upcoming {
@@ -374,8 +374,8 @@ fn frame_block(
     let legend = match (live, marks) {
         (true, false) => "▶ running, so far · ! saturated · - no data · rate: steady ".to_string(),
         (false, false) => "! saturated · - no data · rate: steady ".to_string(),
-        (true, true) => format!("▶ running · ! saturated · {} ", crate::model::LABEL_LEGEND),
-        (false, true) => format!("! saturated · - no data · {} ", crate::model::LABEL_LEGEND),
+        (true, true) => format!("▶ running · ! saturated · {} ", crate::types::LABEL_LEGEND),
+        (false, true) => format!("! saturated · - no data · {} ", crate::types::LABEL_LEGEND),
     };
     let title = Line::from(vec![
         Span::styled(" stages ", th.title()),

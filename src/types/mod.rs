@@ -5,17 +5,17 @@
 //! it. The rules that fill these types live beside their subjects
 //! (`stats::stage`, `stats::verdict`, `profile::search`, `server_metrics`).
 
-pub mod answer;
-pub mod conversation;
-pub mod dist;
-pub mod kinds;
+mod answer;
+mod conversation;
+mod dist;
+mod kinds;
 pub mod live;
-pub mod report;
-pub mod requests;
-pub mod search;
-pub mod server;
-pub mod slo;
-pub mod verdict;
+mod report;
+mod requests;
+mod search;
+pub mod server_metrics;
+mod slo;
+mod verdict;
 
 pub use answer::Answer;
 pub use conversation::{Conversations, TurnFigures};

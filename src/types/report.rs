@@ -163,7 +163,7 @@ pub struct StageReport {
     pub pauses: u32,
     /// What the server's /metrics said over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<super::server::ServerStage>,
+    pub server: Option<super::server_metrics::ServerStage>,
     /// How well llmsweep itself kept up (docs/METRICS.md#self-check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientCheck>,
