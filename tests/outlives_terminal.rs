@@ -221,10 +221,23 @@ fn a_killed_viewer_is_logged_and_a_viewer_at_the_end_sees_the_result() {
         .args(["attach", "--headless"])
         .arg(&dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    // Killed once it has shown a snapshot (its second line on stderr, after
+    // "attached to"), not after a fixed time: on a busy machine it may take
+    // longer than any guess to connect.
+    let err = headless.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(err));
+        let _ = lines.next();
+        let _ = tx.send(lines.next().and_then(Result::ok));
+    });
+    let shown = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the headless viewer showed nothing in 30 s");
+    assert!(shown.is_some(), "the headless viewer ended early");
     headless.kill().unwrap();
     let _ = headless.wait();
 
@@ -250,8 +263,8 @@ fn a_killed_viewer_is_logged_and_a_viewer_at_the_end_sees_the_result() {
         .map(|(_, d)| d.as_str())
         .collect();
     assert_eq!(
-        viewers[..2],
-        ["a viewer attached", "a viewer left"],
+        viewers.get(..2),
+        Some(&["a viewer attached", "a viewer left"][..]),
         "the killed viewer: {ev:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
