@@ -340,7 +340,7 @@ struct Wake {
     turn: Option<Instant>,
     /// A closed-loop slot is free: look again at once.
     immediate: bool,
-    /// The launcher is full: look again once the runtime has run others.
+    /// The launcher is full: look again once one of its tasks has started.
     busy: bool,
 }
 
@@ -767,7 +767,7 @@ impl Engine {
             return Step::End(StageEnd::MaxRequests);
         }
         let running = run.d.paused_at.is_none();
-        // The launcher is full: yield to the tasks it waits for, then look again.
+        // The launcher is full: wait until one of its tasks has started.
         let busy = running && !room;
         Step::Wait(Wake {
             due: due.filter(|_| may_dispatch && !busy),
@@ -889,7 +889,7 @@ impl Engine {
                 self.on_done(run, spec, done).or_else(|| self.take_done(run, spec))
             }
             _ = std::future::ready(()), if wake.immediate => None,
-            _ = tokio::task::yield_now(), if wake.busy => None,
+            _ = self.launcher.room_freed(), if wake.busy => None,
             _ = run.ticks.tick() => self.on_tick(run, spec, plan, wake.next_arrival),
         }
     }
