@@ -866,31 +866,16 @@ impl StageStats {
         let paused = self.paused_total(end);
         let duration = wall.saturating_sub(paused);
         let (m_from, measured) = self.measured_span(end);
-        let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
         let open_loop = strategy.is_open_loop();
         let ev = self.evidence(end, measured, target_rate.filter(|_| open_loop));
         let capacity = verdict::capacity(&ev);
         let verdict = verdict::judge(&ev, &capacity);
         let rates = self.rates(&ev, &capacity, measured, open_loop);
-        // Stages measured by request count average over their whole length.
-        let conc_window = if self.window.by_index() {
-            duration.as_secs_f64()
-        } else {
-            measured
-        };
-        let concurrency = Concurrency {
-            mean: if conc_window > 0.0 {
-                in_flight_area / conc_window
-            } else {
-                0.0
-            },
-            max: self.max_in_flight,
-        };
+        let concurrency = self.concurrency(in_flight_area, duration, measured);
         let saturation_reason = verdict
             .as_ref()
             .filter(|v| v.outcome == crate::types::Outcome::Saturated)
             .map(|v| v.reason.clone());
-        let n = self.counts.measured as f64;
         StageReport {
             name,
             strategy,
@@ -918,11 +903,7 @@ impl StageStats {
             capacity: Some(capacity),
             verdict,
             warnings: Vec::new(),
-            goodput: self.slo.map(|slo| Goodput {
-                slo,
-                requests_per_s: per_s(self.good as f64),
-                fraction: if n > 0.0 { self.good as f64 / n } else { 0.0 },
-            }),
+            goodput: self.goodput(measured),
             histograms: BTreeMap::new(),
             paused_s: paused.as_secs_f64(),
             pauses: self.pauses.len() as u32,
@@ -931,6 +912,45 @@ impl StageStats {
             output_lengths: self.answer.lengths(),
             ..Default::default()
         }
+    }
+
+    /// Requests in flight over the stage: the time-weighted mean over the
+    /// measured window (over the whole stage for stages measured by request
+    /// count), and the most at once.
+    fn concurrency(
+        &self,
+        in_flight_area: f64,
+        duration: std::time::Duration,
+        measured: f64,
+    ) -> Concurrency {
+        let window = if self.window.by_index() {
+            duration.as_secs_f64()
+        } else {
+            measured
+        };
+        Concurrency {
+            mean: if window > 0.0 {
+                in_flight_area / window
+            } else {
+                0.0
+            },
+            max: self.max_in_flight,
+        }
+    }
+
+    /// The requests that met the SLOs, per second and as a share of those
+    /// measured.
+    fn goodput(&self, measured: f64) -> Option<Goodput> {
+        let n = self.counts.measured as f64;
+        self.slo.map(|slo| Goodput {
+            slo,
+            requests_per_s: if measured > 0.0 {
+                self.good as f64 / measured
+            } else {
+                0.0
+            },
+            fraction: if n > 0.0 { self.good as f64 / n } else { 0.0 },
+        })
     }
 
     /// Where the measured window starts, and how many seconds it covers
