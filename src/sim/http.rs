@@ -260,28 +260,13 @@ async fn generate(
 
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
     let mut rng = faults::request_rng(state.seed, ordinal);
-    // Thinking comes first and counts in `max_tokens`, as with vLLM's and
-    // SGLang's reasoning parsers; /v1/completions has no reasoning parser.
-    let thinks = gen.thinking && api != Api::Completions;
-    let reasoning_len = if thinks {
-        state.params.reasoning_len(&mut rng)
-    } else {
-        0
+    let (output_tokens, reasoning_tokens) = match lengths(&state, &gen, api, &mut rng) {
+        Ok(l) => l,
+        Err(msg) => {
+            state.truth.record(&timing, Ending::Rejected);
+            return error(StatusCode::BAD_REQUEST, "BadRequestError", &msg);
+        }
     };
-    let output_tokens = output_length(&state.params, &gen, reasoning_len, &mut rng);
-    let reasoning_tokens = reasoning_len.min(output_tokens);
-    let context = gen.prompt_tokens + output_tokens;
-    if context > state.params.kv_cache_tokens {
-        state.truth.record(&timing, Ending::Rejected);
-        return error(
-            StatusCode::BAD_REQUEST,
-            "BadRequestError",
-            &format!(
-                "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the messages, {} in the completion).",
-                state.params.kv_cache_tokens, context, gen.prompt_tokens, output_tokens
-            ),
-        );
-    }
 
     let fault = faults::draw(&state.faults, &mut rng, output_tokens);
     if let Some(f) = fault {
@@ -303,22 +288,14 @@ async fn generate(
             .map(|mut c| c.lookup_insert(&gen.blocks, gen.prompt_tokens))
             .unwrap_or(0)
     });
-    let (tx, rx) = mpsc::unbounded_channel();
-    let submitted = state.engine.send(SeqRequest {
-        arrived: tokio::time::Instant::from_std(received),
-        cached_tokens: cached_tokens.unwrap_or(0),
-        prompt_tokens: gen.prompt_tokens,
-        output_tokens,
-        tx,
-    });
-    if submitted.is_err() {
+    let Some(rx) = submit(&state, &gen, received, cached_tokens, output_tokens) else {
         state.truth.record(&timing, Ending::Rejected);
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "ServiceUnavailable",
             "the engine is shutting down",
         );
-    }
+    };
 
     let ctx = StreamCtx {
         api,
@@ -353,6 +330,56 @@ async fn generate(
     } else {
         whole_response(ctx, rx, mid_fault, timing, &state.truth).await
     }
+}
+
+/// How many tokens the answer has, and how many of them are thinking; the
+/// server's message when prompt and answer do not fit the context.
+fn lengths(
+    state: &AppState,
+    gen: &GenRequest,
+    api: Api,
+    rng: &mut SmallRng,
+) -> Result<(u64, u64), String> {
+    // Thinking comes first and counts in `max_tokens`, as with vLLM's and
+    // SGLang's reasoning parsers; /v1/completions has no reasoning parser.
+    let thinks = gen.thinking && api != Api::Completions;
+    let reasoning_len = if thinks {
+        state.params.reasoning_len(rng)
+    } else {
+        0
+    };
+    let output_tokens = output_length(&state.params, gen, reasoning_len, rng);
+    let context = gen.prompt_tokens + output_tokens;
+    if context > state.params.kv_cache_tokens {
+        return Err(format!(
+            "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the messages, {} in the completion).",
+            state.params.kv_cache_tokens, context, gen.prompt_tokens, output_tokens
+        ));
+    }
+    Ok((output_tokens, reasoning_len.min(output_tokens)))
+}
+
+/// The sequence handed to the batcher; its tokens come back on the
+/// receiver. `None` when the batcher has stopped.
+fn submit(
+    state: &AppState,
+    gen: &GenRequest,
+    received: Instant,
+    cached_tokens: Option<u64>,
+    output_tokens: u64,
+) -> Option<mpsc::UnboundedReceiver<Emit>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    state
+        .engine
+        .send(SeqRequest {
+            arrived: tokio::time::Instant::from_std(received),
+            cached_tokens: cached_tokens.unwrap_or(0),
+            prompt_tokens: gen.prompt_tokens,
+            output_tokens,
+            tx,
+        })
+        .ok()
+        .map(|_| rx)
 }
 
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<SimBody>> {
