@@ -629,3 +629,23 @@ async fn responses_api_streams_its_events() {
     assert_eq!(r.status(), 400, "`input` is required");
     sim.shutdown().await;
 }
+
+/// A prompt and answer that do not fit the KV cache get vLLM's 400 and its
+/// message, as a real server would; one that fits is served.
+#[tokio::test]
+async fn a_request_past_the_context_is_refused_with_the_servers_message() {
+    let mut cfg = model(1.0, 0.0, 8);
+    cfg.params.kv_cache_tokens = 20;
+    let sim = start_sim(cfg).await;
+    let url = sim.url();
+    let resp = post(&url, "/v1/chat/completions", &chat_body(50, false, false)).await;
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    let msg = body["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("maximum context length is 20 tokens") && msg.contains("50 in the completion"),
+        "{body}"
+    );
+    let ok = post(&url, "/v1/chat/completions", &chat_body(5, false, false)).await;
+    assert_eq!(ok.status(), 200);
+}
