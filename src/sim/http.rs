@@ -140,72 +140,7 @@ fn metrics(state: &AppState) -> Response<SimBody> {
     let mut s = String::with_capacity(8192);
     let m = &state.model_name;
     let labels = format!("model_name=\"{m}\"");
-    let mut one = |name: &str, help: &str, kind: &str, value: f64| {
-        let _ = writeln!(s, "# HELP {name} {help}");
-        let _ = writeln!(s, "# TYPE {name} {kind}");
-        let _ = writeln!(s, "{name}{{{labels}}} {value}");
-    };
-    let prompt_tokens = g.prompt_tokens_total.load(Ordering::Relaxed) as f64;
-    one(
-        "vllm:num_requests_running",
-        "Number of requests in model execution batches.",
-        "gauge",
-        g.running.load(Ordering::Relaxed) as f64,
-    );
-    one(
-        "vllm:num_requests_waiting",
-        "Number of requests waiting to be processed.",
-        "gauge",
-        g.waiting.load(Ordering::Relaxed) as f64,
-    );
-    one(
-        "vllm:kv_cache_usage_perc",
-        "KV-cache usage. 1 means 100 percent usage.",
-        "gauge",
-        g.kv_usage(),
-    );
-    one(
-        "vllm:num_preemptions_total",
-        "Cumulative number of preemption from the engine.",
-        "counter",
-        0.0,
-    );
-    one(
-        "vllm:prefix_cache_queries_total",
-        "Prefix cache queries, in terms of number of queried tokens.",
-        "counter",
-        prompt_tokens,
-    );
-    one(
-        "vllm:prefix_cache_hits_total",
-        "Prefix cache hits, in terms of number of cached tokens.",
-        "counter",
-        g.cached_tokens_total.load(Ordering::Relaxed) as f64,
-    );
-    one(
-        "vllm:prompt_tokens_total",
-        "Number of prefill tokens processed.",
-        "counter",
-        prompt_tokens,
-    );
-    one(
-        "vllm:generation_tokens_total",
-        "Number of generation tokens processed.",
-        "counter",
-        g.generation_tokens_total.load(Ordering::Relaxed) as f64,
-    );
-    one(
-        "vllm:request_success_total",
-        "Count of successfully processed requests.",
-        "counter",
-        state.truth.completed() as f64,
-    );
-    one(
-        "llmsweep_sim:requests_total",
-        "Generation requests received.",
-        "counter",
-        state.requests_total.load(Ordering::Relaxed) as f64,
-    );
+    write_counts(&mut s, state, &labels);
     let h = &state.truth.prom;
     h.ttft.write(
         &mut s,
@@ -232,6 +167,80 @@ fn metrics(state: &AppState) -> Response<SimBody> {
         &labels,
     );
     plain(StatusCode::OK, "text/plain; version=0.0.4", s)
+}
+
+/// The gauges and counters of `/metrics`, under vLLM's names and help
+/// texts, so that scrapers read the simulator as vLLM.
+fn write_counts(s: &mut String, state: &AppState, labels: &str) {
+    let g = &state.gauges;
+    let prompt_tokens = g.prompt_tokens_total.load(Ordering::Relaxed) as f64;
+    let series = [
+        (
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            "gauge",
+            g.running.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            "gauge",
+            g.waiting.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            "gauge",
+            g.kv_usage(),
+        ),
+        (
+            "vllm:num_preemptions_total",
+            "Cumulative number of preemption from the engine.",
+            "counter",
+            0.0,
+        ),
+        (
+            "vllm:prefix_cache_queries_total",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            "counter",
+            prompt_tokens,
+        ),
+        (
+            "vllm:prefix_cache_hits_total",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            "counter",
+            g.cached_tokens_total.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "vllm:prompt_tokens_total",
+            "Number of prefill tokens processed.",
+            "counter",
+            prompt_tokens,
+        ),
+        (
+            "vllm:generation_tokens_total",
+            "Number of generation tokens processed.",
+            "counter",
+            g.generation_tokens_total.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "vllm:request_success_total",
+            "Count of successfully processed requests.",
+            "counter",
+            state.truth.completed() as f64,
+        ),
+        (
+            "llmsweep_sim:requests_total",
+            "Generation requests received.",
+            "counter",
+            state.requests_total.load(Ordering::Relaxed) as f64,
+        ),
+    ];
+    for (name, help, kind, value) in series {
+        let _ = writeln!(s, "# HELP {name} {help}");
+        let _ = writeln!(s, "# TYPE {name} {kind}");
+        let _ = writeln!(s, "{name}{{{labels}}} {value}");
+    }
 }
 
 async fn generate(
@@ -297,27 +306,15 @@ async fn generate(
         );
     };
 
-    let ctx = StreamCtx {
+    let ctx = StreamCtx::new(
+        &state,
         api,
-        id: format!(
-            "{}-{ordinal}",
-            match api {
-                Api::Chat => "chatcmpl",
-                Api::Completions => "cmpl",
-                Api::Responses => "resp",
-            }
-        ),
-        created: unix_now(),
-        model_json: state.model_json.clone(),
-        prompt_tokens: gen.prompt_tokens,
+        ordinal,
+        &gen,
         cached_tokens,
-        include_usage: gen.include_usage,
-        continuous_usage: gen.continuous_usage,
-        max_tokens: gen.max_tokens,
         reasoning_tokens,
-        sequence: 0,
         rng,
-    };
+    );
     // SlowHeaders has already happened; what is left are mid-stream faults.
     let mid_fault = fault.filter(|f| !matches!(f, Fault::SlowHeaders));
     if gen.stream {
@@ -409,42 +406,7 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
             ));
         }
     }
-    let prompt_tokens = match api {
-        Api::Completions => match v.get("prompt") {
-            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|x| match x {
-                    Value::String(s) => tokenizer::count_tokens(s) as u64,
-                    Value::Number(_) => 1, // a token id
-                    Value::Array(ids) => ids.len() as u64,
-                    _ => 0,
-                })
-                .sum(),
-            _ => return Err(bad("`prompt` is required".into())),
-        },
-        Api::Responses => match v.get("input") {
-            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
-            Some(Value::Array(items)) => items.iter().map(message_tokens).sum(),
-            _ => return Err(bad("`input` is required".into())),
-        },
-        Api::Chat => {
-            let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
-                return Err(bad("`messages` is required".into()));
-            };
-            msgs.iter()
-                .map(|m| match m.get("content") {
-                    Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
-                    Some(Value::Array(parts)) => parts
-                        .iter()
-                        .filter_map(|p| p.get("text").and_then(Value::as_str))
-                        .map(|s| tokenizer::count_tokens(s) as u64)
-                        .sum(),
-                    _ => 0,
-                })
-                .sum()
-        }
-    };
+    let prompt_tokens = prompt_tokens(api, &v).map_err(bad)?;
     let max_tokens = v
         .get("max_completion_tokens")
         .or_else(|| v.get("max_tokens"))
@@ -480,6 +442,47 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
             .pointer("/chat_template_kwargs/enable_thinking")
             .and_then(Value::as_bool)
             .unwrap_or(true),
+    })
+}
+
+/// The prompt's length in tokens, from the API's own field (`prompt`,
+/// `input` or `messages`); the refusal's message when it is missing.
+fn prompt_tokens(api: Api, v: &Value) -> Result<u64, String> {
+    Ok(match api {
+        Api::Completions => match v.get("prompt") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) => tokenizer::count_tokens(s) as u64,
+                    Value::Number(_) => 1, // a token id
+                    Value::Array(ids) => ids.len() as u64,
+                    _ => 0,
+                })
+                .sum(),
+            _ => return Err("`prompt` is required".into()),
+        },
+        Api::Responses => match v.get("input") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(items)) => items.iter().map(message_tokens).sum(),
+            _ => return Err("`input` is required".into()),
+        },
+        Api::Chat => {
+            let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
+                return Err("`messages` is required".into());
+            };
+            msgs.iter()
+                .map(|m| match m.get("content") {
+                    Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+                    Some(Value::Array(parts)) => parts
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .map(|s| tokenizer::count_tokens(s) as u64)
+                        .sum(),
+                    _ => 0,
+                })
+                .sum()
+        }
     })
 }
 
@@ -565,6 +568,41 @@ struct StreamCtx {
 }
 
 impl StreamCtx {
+    /// What the answer's events carry: its id (`chatcmpl-…`, `cmpl-…`,
+    /// `resp-…` numbered by arrival), the model, the prompt's and cached
+    /// tokens, the usage options the request asked for.
+    fn new(
+        state: &AppState,
+        api: Api,
+        ordinal: u64,
+        gen: &GenRequest,
+        cached_tokens: Option<u64>,
+        reasoning_tokens: u64,
+        rng: SmallRng,
+    ) -> Self {
+        StreamCtx {
+            api,
+            id: format!(
+                "{}-{ordinal}",
+                match api {
+                    Api::Chat => "chatcmpl",
+                    Api::Completions => "cmpl",
+                    Api::Responses => "resp",
+                }
+            ),
+            created: unix_now(),
+            model_json: state.model_json.clone(),
+            prompt_tokens: gen.prompt_tokens,
+            cached_tokens,
+            include_usage: gen.include_usage,
+            continuous_usage: gen.continuous_usage,
+            max_tokens: gen.max_tokens,
+            reasoning_tokens,
+            sequence: 0,
+            rng,
+        }
+    }
+
     fn push_words(&mut self, out: &mut String, k: u32) {
         for _ in 0..k {
             let i = self.rng.random_range(0..tokenizer::VOCAB.len());
@@ -1029,6 +1067,12 @@ async fn whole_response(
         }
         _ => {}
     }
+    whole_body(&mut ctx, generated)
+}
+
+/// The answer of a non-streamed request, `generated` tokens long, in the
+/// API's own shape (chat, completions, or the Responses API's object).
+fn whole_body(ctx: &mut StreamCtx, generated: u64) -> Response<SimBody> {
     let (r, a) = ctx.split(generated as u32, generated);
     let mut thought = String::new();
     ctx.push_words(&mut thought, r);
