@@ -211,11 +211,17 @@ fn erroring_line(stages: &[StageReport]) -> Option<String> {
 /// with the same reason are named together, the reason said once.
 fn undecided_line(stages: &[StageReport]) -> Option<String> {
     let mut undecided: Vec<(&str, Vec<&str>)> = Vec::new();
-    for s in stages {
+    for (i, s) in stages.iter().enumerate() {
         let Some(v) = s.verdict.as_ref() else {
             continue;
         };
         if v.outcome != crate::types::Outcome::Inconclusive {
+            continue;
+        }
+        // A stage run again (an inconclusive sweep stage is, once) is
+        // what its last run said: "undecided" beside "held" would
+        // contradict the answer.
+        if stages[i + 1..].iter().any(|later| later.name == s.name) {
             continue;
         }
         match undecided.iter_mut().find(|(why, _)| *why == v.reason) {
@@ -424,6 +430,41 @@ mod tests {
                 .any(|l| l == "Undecided: constant@19.53 (the backlog grew by 0.58 ± 0.66 req/s)"),
             "{all:?}"
         );
+    }
+
+    /// A sweep runs an inconclusive stage once more; when the re-run is
+    /// judged, the first run is not listed as undecided (it read "Undecided
+    /// constant@19.50" beside "holds ≈ 30.56 (constant@19.50 held …)"),
+    /// and a stage undecided twice is listed once.
+    #[test]
+    fn a_stage_decided_when_run_again_is_not_undecided() {
+        let undecided = |name: &str, why: &str| {
+            let mut s = st(name, StrategyKind::Constant, 19.4, 21.0, false);
+            s.verdict = Some(crate::types::Verdict {
+                outcome: crate::types::Outcome::Inconclusive,
+                reason: why.into(),
+                ..Default::default()
+            });
+            s
+        };
+        let mut held = st("constant@19.50", StrategyKind::Constant, 19.4, 21.0, false);
+        held.verdict = Some(crate::types::Verdict {
+            outcome: crate::types::Outcome::NotSaturated,
+            ..Default::default()
+        });
+        let mut r = ended("completed");
+        r.stages = vec![
+            undecided("constant@19.50", "too short"),
+            held,
+            undecided("constant@24.21", "too short"),
+            undecided("constant@24.21", "still too short"),
+        ];
+        let all: Vec<String> = lines(&r).iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let line = all
+            .iter()
+            .find(|l| l.starts_with("Undecided"))
+            .unwrap_or_else(|| panic!("{all:?}"));
+        assert_eq!(line, "Undecided: constant@24.21 (still too short)");
     }
 
     /// A report that ended with `end_reason`, its last stage saturated.
