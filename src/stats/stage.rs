@@ -410,6 +410,7 @@ impl StageStats {
             send_late_p90_ms: self.send_late.quantile_ms(0.9),
             behind_ms: self.behind.0,
             unsent: self.behind.1,
+            sent: self.counts.sent,
             cpu_share_max: self.cpu_share_max,
             itl_p50_ms: self.itl.quantile_ms(0.5),
             latency_p50_ms: self.latency.quantile_ms(0.5),
