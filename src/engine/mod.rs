@@ -646,7 +646,8 @@ impl Engine {
             self.settings.percentiles.clone(),
         )
         .with_reference(verdict::reference(&self.finished))
-        .with_in_flight_cap(in_flight_cap);
+        .with_in_flight_cap(in_flight_cap)
+        .with_inherited(self.finishing_in_flight());
         self.note_stage_start(spec, ramp_s);
         self.reset_self_check();
         let arrivals = Arrivals::for_stage(
@@ -971,6 +972,9 @@ impl Engine {
             };
             run.stats.observe_client_queue(now, queued);
         }
+        if self.finishing_in_flight() == 0 {
+            run.stats.inherited_done(now);
+        }
         let mut ticked = false;
         while now >= run.next_second {
             self.tick_history(&mut run.stats, run.next_second);
@@ -1037,8 +1041,12 @@ impl Engine {
                 return Some(StageEnd::Conclusive(why));
             }
         }
-        // A ramp's growing backlog is the ramp, not the server.
-        if self.settings.no_overload_guard || run.d.ramp_end.is_some() {
+        // A ramp's growing backlog is the ramp, not the server; nor is the
+        // backlog of a server still serving the stage before.
+        if self.settings.no_overload_guard
+            || run.d.ramp_end.is_some()
+            || self.finishing_in_flight() > 0
+        {
             return None;
         }
         let why = guard?;

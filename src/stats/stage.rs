@@ -108,6 +108,9 @@ pub struct StageStats {
     stopped_at: Option<Instant>,
     /// The cap on requests in flight, if any (for the verdict's words).
     in_flight_cap: Option<u64>,
+    /// Requests of the stage before still in flight at this one's start,
+    /// and when the last of them ended (None: not yet).
+    inherited: Option<(u64, Option<Instant>)>,
     /// llmsweep's own lag: the runtime's late wake-ups, open-loop sends
     /// late with a slot free (µs), the highest CPU share of a second.
     client_lag: Dist,
@@ -196,6 +199,7 @@ impl StageStats {
             client_queue: 0,
             stopped_at: None,
             in_flight_cap: None,
+            inherited: None,
             client_lag: Dist::default(),
             send_late: Dist::default(),
             behind: (0.0, 0),
@@ -359,6 +363,19 @@ impl StageStats {
     pub fn with_in_flight_cap(mut self, cap: Option<u64>) -> Self {
         self.in_flight_cap = cap;
         self
+    }
+
+    /// `n` requests of an earlier stage were still in flight at the start.
+    pub fn with_inherited(mut self, n: u64) -> Self {
+        self.inherited = (n > 0).then_some((n, None));
+        self
+    }
+
+    /// The earlier stage's requests have all ended (the first call counts).
+    pub fn inherited_done(&mut self, at: Instant) {
+        if let Some((_, done @ None)) = self.inherited.as_mut() {
+            *done = Some(at);
+        }
     }
 
     /// The stage stopped sending at `at`: its steady window ends there, so
@@ -728,6 +745,9 @@ impl StageStats {
             in_flight_cap: self.in_flight_cap,
             queue_p99_ms: self.queue.quantile_ms(0.99),
             client_limited: self.client_check().filter(|c| c.limited).map(|c| c.reason),
+            inherited: self
+                .inherited
+                .map(|(n, done)| (n, rel(done.unwrap_or(now).min(now)))),
         }
     }
 

@@ -134,6 +134,10 @@ pub struct Evidence {
     pub queue_p99_ms: f64,
     /// Why llmsweep itself limited the stage, if it did (`engine::selfcheck`).
     pub client_limited: Option<String>,
+    /// Requests of an earlier stage (cut short by a rate change) still in
+    /// flight when this stage started, and for how many seconds of this
+    /// stage's running time some of them were.
+    pub inherited: Option<(u64, f64)>,
 }
 
 /// The evidence-backed completion rate of a stage.
@@ -368,7 +372,31 @@ pub fn judge(e: &Evidence, _cap: &CapacityEstimate) -> Option<Verdict> {
         .or_else(|| by_backlog_growth(e, target))
         .or_else(|| all_errors(e))
         .unwrap_or_else(|| too_short(e, w_ref));
-    Some(verdict)
+    Some(inherited_work(e, verdict))
+}
+
+/// A stage started by a rate change while the server still served the
+/// stage before (a throughput stage's 512 requests): its own requests
+/// waited behind those, so "saturated" would be the earlier stage's doing
+/// (seen: "did not hold 29.60 and completed 0.00 req/s" on a server that
+/// holds 36). Saturated while that work ran for over a quarter of the
+/// stage is not evidence; held despite it still is.
+fn inherited_work(e: &Evidence, v: Verdict) -> Verdict {
+    let Some((n, busy_s)) = e.inherited.filter(|(n, _)| *n > 0) else {
+        return v;
+    };
+    if v.outcome != Outcome::Saturated || busy_s <= 0.25 * e.elapsed_s {
+        return v;
+    }
+    Verdict {
+        outcome: Outcome::Inconclusive,
+        reason: format!(
+            "it started while {n} requests of the stage before were still in flight, and the server was still serving them for {busy_s:.1} s of its {:.1} s: its answers waited behind those ({}); run this rate again on a settled server",
+            e.elapsed_s, v.reason
+        ),
+        needed_seconds: None,
+        overload: false,
+    }
 }
 
 /// Answers, completed or errored.
@@ -718,6 +746,43 @@ mod tests {
             target_rate: target,
             ..Default::default()
         }
+    }
+
+    /// Saturated only because the stage before still filled the server:
+    /// not evidence; held despite it: still held.
+    #[test]
+    fn a_stage_behind_the_stage_befores_work_is_not_judged_saturated() {
+        let swamped = Evidence {
+            elapsed_s: 4.0,
+            measured_s: 4.0,
+            sent: 120,
+            in_flight: 119,
+            unanswered_errors: 119,
+            ..ev(Some(29.6))
+        };
+        let cap = capacity(&swamped);
+        assert_eq!(
+            judge(&swamped, &cap).unwrap().outcome,
+            Outcome::Saturated,
+            "the rule the test leans on"
+        );
+        let behind = Evidence {
+            inherited: Some((512, 3.9)),
+            ..swamped.clone()
+        };
+        let v = judge(&behind, &cap).unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
+        assert!(
+            v.reason.contains("512 requests of the stage before"),
+            "{}",
+            v.reason
+        );
+        // Gone within the first quarter of the stage: the verdict stands.
+        let brief = Evidence {
+            inherited: Some((512, 0.5)),
+            ..swamped.clone()
+        };
+        assert_eq!(judge(&brief, &cap).unwrap().outcome, Outcome::Saturated);
     }
 
     #[test]
