@@ -433,3 +433,38 @@ async fn a_rate_set_during_a_flood_is_not_judged_by_the_floods_backlog() {
     );
     assert!(v.reason.contains("of the stage before"), "{}", v.reason);
 }
+
+/// The planned stage a rate change cut short runs again after the
+/// operator's stage; the dashboard's `n` asked "this is the last stage:
+/// skipping it ends the run" during the operator's stage, because the
+/// re-run was not among the stages to come.
+#[tokio::test(start_paused = true)]
+async fn the_rerun_to_come_is_among_the_upcoming_stages() {
+    let r = start(
+        Scripted::fixed(500, 100, 21),
+        fixed(vec![StageSpec::new(
+            Strategy::Constant { rate: 4.0 },
+            secs(10.0),
+        )]),
+    );
+    sleep(Duration::from_millis(3010)).await;
+    r.control.send(Control::ScaleRate(2.0)).unwrap();
+    let mut snaps = r.snapshots.clone();
+    let during = snaps
+        .wait_for(|s| {
+            s.stage
+                .as_ref()
+                .is_some_and(|st| st.name == "constant@8.00 (manual)")
+        })
+        .await
+        .unwrap()
+        .clone();
+    let upcoming: Vec<&str> = during.upcoming.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(upcoming, ["constant@4.00"]);
+    r.control.send(Control::Skip).unwrap();
+    let res = r.handle.await.unwrap();
+    assert_eq!(
+        names(&res),
+        ["constant@4.00", "constant@8.00 (manual)", "constant@4.00"]
+    );
+}

@@ -36,7 +36,7 @@ use crate::client::{Prompt, RequestOutcome, RequestRecord};
 use crate::data::conversation::Conversation;
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
-use crate::types::live::{Control, ErrorEntry, LiveStage, RunHistory, Snapshot};
+use crate::types::live::{Control, ErrorEntry, LiveStage, PlannedStage, RunHistory, Snapshot};
 use crate::types::{EventKind, RequestLine, Slo, StageReport, StrategyKind, TimelineEvent};
 use conversation::{Tracker, TurnRef};
 
@@ -250,6 +250,9 @@ pub struct Engine {
     manual_stages: usize,
     /// Planned stages run again after a rate change cut them short.
     reruns: usize,
+    /// A planned stage cut short by a rate change, to run again after the
+    /// operator's stage: shown first among the stages to come.
+    rerun_next: Option<PlannedStage>,
     /// Requests sent so far in the whole run: the next prompt to use. Prompts
     /// are taken in order across stages, so a stage does not resend the
     /// previous stage's prompts (a server's prefix cache would flatter TTFT).
@@ -379,6 +382,7 @@ impl Engine {
             paused: false,
             manual_stages: 0,
             reruns: 0,
+            rerun_next: None,
             next_prompt: 0,
             prompts_ran_out: false,
             done_tx,
@@ -482,6 +486,10 @@ impl Engine {
                 self.settle().await;
             }
             let number = self.finished.len() + self.finishing.len() + 1;
+            self.rerun_next = rerun.as_ref().map(|s| PlannedStage {
+                name: s.name.clone(),
+                target_rate: s.strategy.target_rate(),
+            });
             let end = self.run_stage(&spec, plan, number).await;
             match end {
                 StageEnd::RateChanged(next) => {
@@ -1606,7 +1614,13 @@ impl Engine {
             extra_stages: self.manual_stages + self.reruns,
             plan_done: self.planned_done.len(),
             stage: Some(live),
-            upcoming: plan.upcoming(),
+            // `n` on a stage with a re-run still to come is not the last.
+            upcoming: self
+                .rerun_next
+                .iter()
+                .cloned()
+                .chain(plan.upcoming())
+                .collect(),
             finished: self.finished_shared.clone(),
             paused: self.paused,
             recent_errors: Arc::new(self.recent_errors.clone()),
