@@ -44,12 +44,15 @@ impl Report {
     }
 
     /// Computes the run's answer from its stages (once: every renderer
-    /// reads `answer`).
+    /// reads `answer`). After `--profile search`, the rate that meets the
+    /// SLOs is the search's, the one its probes proved (the stages' SLO
+    /// summary said "up to 15.84 req/s" beside a search that ended at 0.75).
     pub fn set_answer(&mut self) {
-        self.answer = Some(crate::stats::answer::answer(
-            &self.stages,
-            self.slo_summary.as_ref(),
-        ));
+        let mut a = crate::stats::answer::answer(&self.stages, self.slo_summary.as_ref());
+        if let Some(search) = &self.search {
+            a.slo_requests_per_s = search.rate;
+        }
+        self.answer = Some(a);
     }
 }
 
@@ -89,4 +92,47 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::types::{Report, SearchSummary, Slo, SloSummary};
+
+    /// `--profile search` ended at 0.75 req/s (its probes failed above
+    /// that) while the stages' SLO summary said "meets the SLOs up to
+    /// 15.84 req/s": two answers. The search's is the one.
+    #[test]
+    fn a_searchs_rate_is_the_answers_slo_rate() {
+        let mut r = Report {
+            slo_summary: Some(SloSummary {
+                attainment: 0.95,
+                best_stage: Some("constant@16.00".into()),
+                best_rate: Some(15.84),
+                estimated_rate: None,
+                note: String::new(),
+            }),
+            ..Default::default()
+        };
+        r.set_answer();
+        let no_search = r.answer.as_ref().and_then(|a| a.slo_requests_per_s);
+        assert_eq!(no_search, Some(15.84));
+        r.search = Some(SearchSummary {
+            slo: Slo::default(),
+            attainment: 0.95,
+            precision: 0.3,
+            rate: Some(0.75),
+            low: Some(0.75),
+            high: Some(0.89),
+            probes: Vec::new(),
+            note: "interval [0.75, 0.89]".into(),
+        });
+        r.set_answer();
+        let a = r.answer.as_ref().expect("an answer");
+        assert_eq!(a.slo_requests_per_s, Some(0.75));
+        assert!(
+            crate::stats::answer::line(a).contains("meets the SLOs up to 0.75 req/s"),
+            "{}",
+            crate::stats::answer::line(a)
+        );
+    }
 }

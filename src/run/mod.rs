@@ -147,6 +147,9 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
         &result.end_reason,
     );
     report.search = p.plan.plan.search();
+    if report.search.is_some() {
+        report.set_answer();
+    }
     let (report, written) = session.close(report).await;
     if let Some(h) = p.simulator.take() {
         h.shutdown().await;
