@@ -181,10 +181,11 @@ fn knee_line(stages: &[StageReport]) -> String {
 fn saturated_line(stages: &[StageReport]) -> String {
     let saturated: Vec<String> = stages
         .iter()
-        .filter(|s| s.saturated)
-        .map(|s| match &s.saturation_reason {
-            Some(why) => format!("{} ({why})", s.name),
-            None => s.name.clone(),
+        .zip(runs(stages))
+        .filter(|(s, _)| s.saturated)
+        .map(|(s, name)| match &s.saturation_reason {
+            Some(why) => format!("{name} ({why})"),
+            None => name,
         })
         .collect();
     if saturated.is_empty() {
@@ -198,10 +199,10 @@ fn saturated_line(stages: &[StageReport]) -> String {
 fn erroring_line(stages: &[StageReport]) -> Option<String> {
     let erroring: Vec<String> = stages
         .iter()
-        .filter_map(|s| {
+        .zip(runs(stages))
+        .filter_map(|(s, name)| {
             let v = s.verdict.as_ref()?;
-            (v.outcome == crate::types::Outcome::Erroring)
-                .then(|| format!("{} ({})", s.name, v.reason))
+            (v.outcome == crate::types::Outcome::Erroring).then(|| format!("{name} ({})", v.reason))
         })
         .collect();
     (!erroring.is_empty()).then(|| erroring.join("; "))
@@ -210,8 +211,8 @@ fn erroring_line(stages: &[StageReport]) -> Option<String> {
 /// Stages whose evidence could not decide: no part of the answer. Stages
 /// with the same reason are named together, the reason said once.
 fn undecided_line(stages: &[StageReport]) -> Option<String> {
-    let mut undecided: Vec<(&str, Vec<&str>)> = Vec::new();
-    for (i, s) in stages.iter().enumerate() {
+    let mut undecided: Vec<(&str, Vec<String>)> = Vec::new();
+    for ((i, s), name) in stages.iter().enumerate().zip(runs(stages)) {
         let Some(v) = s.verdict.as_ref() else {
             continue;
         };
@@ -225,8 +226,8 @@ fn undecided_line(stages: &[StageReport]) -> Option<String> {
             continue;
         }
         match undecided.iter_mut().find(|(why, _)| *why == v.reason) {
-            Some((_, names)) => names.push(&s.name),
-            None => undecided.push((&v.reason, vec![&s.name])),
+            Some((_, names)) => names.push(name),
+            None => undecided.push((&v.reason, vec![name])),
         }
     }
     if undecided.is_empty() {
@@ -239,17 +240,32 @@ fn undecided_line(stages: &[StageReport]) -> Option<String> {
     Some(text.join("; "))
 }
 
+/// Each stage's name, with `#2`, `#3` for a name run again, as the tables
+/// label them (`throughput #2` is the re-run, not the first).
+fn runs(stages: &[StageReport]) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
+    stages
+        .iter()
+        .map(|s| {
+            let k = seen.entry(s.name.as_str()).or_default();
+            *k += 1;
+            crate::types::stage_label(&s.name, *k, false, false)
+        })
+        .collect()
+}
+
 /// Stages ended by a key, an error limit or a stop, not by their plan.
 fn cut_short_line(stages: &[StageReport]) -> Option<String> {
-    let cut: Vec<&str> = stages
+    let cut: Vec<String> = stages
         .iter()
-        .filter(|s| {
+        .zip(runs(stages))
+        .filter(|(s, _)| {
             !matches!(
                 s.end_reason.as_str(),
                 "max_seconds" | "max_requests" | "conclusive"
             )
         })
-        .map(|s| s.name.as_str())
+        .map(|(_, name)| name)
         .collect();
     (!cut.is_empty()).then(|| {
         format!(
@@ -432,6 +448,25 @@ mod tests {
         );
     }
 
+    /// "Cut short: throughput" named the first throughput stage when the
+    /// re-run was the one cut; the tables say `throughput #2`.
+    #[test]
+    fn a_stage_run_again_is_named_as_the_tables_name_it() {
+        let mut again = st("throughput", StrategyKind::Throughput, 30.0, 40.0, false);
+        again.end_reason = "skipped".into();
+        let mut r = ended("completed");
+        r.stages = vec![
+            st("throughput", StrategyKind::Throughput, 30.0, 40.0, false),
+            again,
+        ];
+        let all: Vec<String> = lines(&r).iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        assert!(
+            all.iter()
+                .any(|l| l.starts_with("Cut short: throughput #2 (")),
+            "{all:?}"
+        );
+    }
+
     /// A sweep runs an inconclusive stage once more; when the re-run is
     /// judged, the first run is not listed as undecided (it read "Undecided
     /// constant@19.50" beside "holds ≈ 30.56 (constant@19.50 held …)"),
@@ -464,7 +499,7 @@ mod tests {
             .iter()
             .find(|l| l.starts_with("Undecided"))
             .unwrap_or_else(|| panic!("{all:?}"));
-        assert_eq!(line, "Undecided: constant@24.21 (still too short)");
+        assert_eq!(line, "Undecided: constant@24.21 #2 (still too short)");
     }
 
     /// A report that ended with `end_reason`, its last stage saturated.
