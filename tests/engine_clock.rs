@@ -468,3 +468,78 @@ async fn the_rerun_to_come_is_among_the_upcoming_stages() {
         ["constant@4.00", "constant@8.00 (manual)", "constant@4.00"]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_in_the_throughput_stage_leaves_its_capacity_as_measured() {
+    // 8 slots, 190 ms a request: the server completes 42.1 req/s.
+    let capacity_of = |pause: bool| async move {
+        let r = start(
+            Scripted::fixed(100, 10, 10).with_capacity(8),
+            fixed(vec![StageSpec::new(
+                Strategy::Throughput {
+                    max_concurrency: 32,
+                },
+                secs(10.0),
+            )]),
+        );
+        if pause {
+            sleep(Duration::from_millis(3050)).await;
+            r.control.send(Control::Pause).unwrap();
+            sleep(Duration::from_secs(5)).await;
+            r.control.send(Control::Resume).unwrap();
+        }
+        let res = r.handle.await.unwrap();
+        let s = &res.stages[0];
+        assert_eq!(s.pauses, u32::from(pause));
+        s.capacity
+            .clone()
+            .expect("a throughput stage estimates capacity")
+    };
+    let plain = capacity_of(false).await;
+    let paused = capacity_of(true).await;
+    for c in [&plain, &paused] {
+        assert!(
+            (38.0..=43.0).contains(&c.requests_per_s),
+            "plain {plain:?}\npaused {paused:?}"
+        );
+        assert!(!c.low_evidence, "plain {plain:?}\npaused {paused:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_between_waves_leaves_the_wave_rate_as_measured() {
+    // Lock-step waves: 32 requests of 3.3 s sent together, answered together
+    // (9.8 req/s). Paused at 3 s for 5 s, the first wave ends in the pause
+    // and is no evidence; the rate comes from the waves after it, over the
+    // time they took, not from the first request sent before the pause.
+    let capacity_of = |pause: bool| async move {
+        let r = start(
+            Scripted::fixed(100, 25, 128),
+            fixed(vec![StageSpec::new(
+                Strategy::Throughput {
+                    max_concurrency: 32,
+                },
+                secs(10.0),
+            )]),
+        );
+        if pause {
+            sleep(Duration::from_millis(3000)).await;
+            r.control.send(Control::Pause).unwrap();
+            sleep(Duration::from_secs(5)).await;
+            r.control.send(Control::Resume).unwrap();
+        }
+        let res = r.handle.await.unwrap();
+        res.stages[0]
+            .capacity
+            .clone()
+            .expect("a throughput stage estimates capacity")
+    };
+    let plain = capacity_of(false).await;
+    let paused = capacity_of(true).await;
+    for c in [&plain, &paused] {
+        assert!(
+            (9.0..=10.0).contains(&c.requests_per_s),
+            "plain {plain:?}\npaused {paused:?}"
+        );
+    }
+}

@@ -95,8 +95,9 @@ pub struct StageStats {
     /// capacity estimate counts (a request in flight across a pause
     /// finished while the stage clock stood still).
     fit_completions: u64,
-    /// Per segment: first and last such completion, stage clock.
-    fit_spans: Vec<(f64, f64)>,
+    /// Per segment: first and last such completion, and the first of their
+    /// requests sent, stage clock.
+    fit_spans: Vec<FitSpan>,
     /// Running segments of the stage clock and their steady counts.
     segments: Vec<Segment>,
     /// Requests due but not answered, time-weighted over the stage clock.
@@ -162,6 +163,32 @@ pub struct StageStats {
     /// Pauses so far, as (start, end); the stage clock stops during them.
     pauses: Vec<(Instant, Instant)>,
     paused_since: Option<Instant>,
+}
+
+/// One running segment's completions counted for the capacity fit: the
+/// first and last to end, and the first of their requests sent (stage clock).
+#[derive(Debug, Clone, Copy, Default)]
+struct FitSpan {
+    first_sent: Option<f64>,
+    ends: Option<(f64, f64)>,
+}
+
+impl FitSpan {
+    fn add(&mut self, t_sent: f64, t_end: f64) {
+        self.first_sent = Some(self.first_sent.map_or(t_sent, |t| t.min(t_sent)));
+        self.ends = Some(
+            self.ends
+                .map_or((t_end, t_end), |(a, b)| (a.min(t_end), b.max(t_end))),
+        );
+    }
+
+    /// Seconds from the first completion to the last, and from the first
+    /// request sent to the last completion; None without completions.
+    fn seconds(&self) -> Option<(f64, f64)> {
+        let (first_end, last_end) = self.ends?;
+        let first_sent = self.first_sent.unwrap_or(first_end);
+        Some((last_end - first_end, last_end - first_sent))
+    }
 }
 
 impl StageStats {
@@ -489,7 +516,7 @@ impl StageStats {
         let quarter = (t_end * 4.0) as u64;
         self.busy_quarters.insert(quarter);
         if let Some(k) = segment.or(same_segment) {
-            self.fit_completion(k, t_end);
+            self.fit_completion(k, self.active_at(r.sent_at), t_end);
         }
         self.measure(r);
     }
@@ -564,26 +591,17 @@ impl StageStats {
         self.backlog.count_answer(t_end, completed);
     }
 
-    /// A measured completion in segment `k`: evidence for the capacity fit.
-    fn fit_completion(&mut self, k: usize, t_end: f64) {
+    /// A measured completion in segment `k`, sent at `t_sent` and ended at
+    /// `t_end` (stage clock): evidence for the capacity fit.
+    fn fit_completion(&mut self, k: usize, t_sent: f64, t_end: f64) {
         self.fit_completions += 1;
         let fit = &mut self.completion_fit[k];
         let y = fit.n + 1.0;
         fit.add(t_end, y);
         if self.fit_spans.len() <= k {
-            self.fit_spans.resize(k + 1, (f64::NAN, f64::NAN));
+            self.fit_spans.resize(k + 1, FitSpan::default());
         }
-        let span = &mut self.fit_spans[k];
-        span.0 = if span.0.is_nan() {
-            t_end
-        } else {
-            span.0.min(t_end)
-        };
-        span.1 = if span.1.is_nan() {
-            t_end
-        } else {
-            span.1.max(t_end)
-        };
+        self.fit_spans[k].add(t_sent, t_end);
     }
 
     /// A measured completion: its times, latencies and tokens in the
@@ -702,11 +720,13 @@ impl StageStats {
         } else {
             0.0
         };
-        let (span_s, spans) = self
+        let (span_s, sent_to_end_s, spans) = self
             .fit_spans
             .iter()
-            .filter(|s| !s.0.is_nan())
-            .fold((0.0, 0u64), |(t, n), s| (t + (s.1 - s.0), n + 1));
+            .filter_map(FitSpan::seconds)
+            .fold((0.0, 0.0, 0u64), |(t, w, n), (span, took)| {
+                (t + span, w + took, n + 1)
+            });
         Evidence {
             target_rate,
             elapsed_s: rel(now),
@@ -722,6 +742,7 @@ impl StageStats {
             last_end_s: self.last_measured_end.map(rel),
             first_sent_s: self.first_measured_sent.map(rel),
             span: (spans > 0).then_some((span_s, spans)),
+            sent_to_end_s: (spans > 0).then_some(sent_to_end_s),
             busy_quarters: self.busy_quarters.len() as u64,
             answer_slope: pooled_slope(&self.answer_fit),
             latency_p50_s: lat.p50 / 1000.0,

@@ -17,7 +17,8 @@
 //! * `observed`: one wave of completions (lock-step batches: a full batch of
 //!   equal-length outputs finishes in the same step), so no slope can be
 //!   trusted: completions over the time they took, from the first request
-//!   sent to the last completion. This under-counts a server that was still
+//!   sent to the last completion (within each running segment: a pause
+//!   cuts the time between). This under-counts a server that was still
 //!   filling its pipeline; it never over-counts.
 //! * `plain`: completions over the stage's measured window, when the stage
 //!   was cut short (a key, a stop, the error limit), or fewer than 3 requests
@@ -117,6 +118,11 @@ pub struct Evidence {
     /// segment, added up, and how many segments had completions (pauses
     /// cut a stage into segments). None: use `first_end_s`..`last_end_s`.
     pub span: Option<(f64, u64)>,
+    /// Seconds from the first request sent to the last completion, of the
+    /// completions `span` counts, within each running segment, added up (a
+    /// wave that ended in a pause is not evidence, and neither is the time
+    /// since its requests were sent). None: use `first_sent_s`..`last_end_s`.
+    pub sent_to_end_s: Option<f64>,
     /// 90th percentile latency of completed requests, seconds.
     pub latency_p90_s: f64,
     /// Sent, completed and answered over the steady window (from each
@@ -148,8 +154,12 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
         (None, Some(a), Some(b)) => ((b - a).max(0.0), 1),
         _ => (0.0, 1),
     };
-    let observed = match (e.first_sent_s, e.last_end_s) {
-        (Some(s), Some(l)) if l > s => n as f64 / (l - s),
+    let took_s = e.sent_to_end_s.or(match (e.first_sent_s, e.last_end_s) {
+        (Some(s), Some(l)) => Some(l - s),
+        _ => None,
+    });
+    let observed = match took_s {
+        Some(t) if t > 0.0 => n as f64 / t,
         _ => 0.0,
     };
     let plain = if e.measured_s > 0.0 {
@@ -190,7 +200,7 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
         c.low_evidence = true;
         c.evidence = format!(
             "one wave of completions ({n} within {span:.2} s): {n} completions over the {:.2} s they took from the first request sent",
-            e.last_end_s.unwrap_or(0.0) - e.first_sent_s.unwrap_or(0.0)
+            took_s.unwrap_or(0.0)
         );
         return c;
     }
