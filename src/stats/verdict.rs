@@ -559,13 +559,19 @@ fn all_errors(e: &Evidence) -> Option<Verdict> {
     })
 }
 
-/// Too short: what a verdict would need.
+/// Too short: what a verdict would need. The backlog's window opens as
+/// `settle_after` says (the first answer plus the 90th percentile latency,
+/// never past the stage's middle) and must then run `STEADY_SECONDS`; one
+/// second more for a stage whose latency grows a little when longer (asked
+/// for less, a 5 s re-run was again "too short, use stages of at least 5 s").
 fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
-    let settle = e
-        .latency_p90_s
-        .max(e.first_end_s.unwrap_or(e.latency_p50_s))
-        .max(w_ref.unwrap_or(0.0));
-    let needed = (settle + STEADY_SECONDS + 1.0).ceil();
+    let w_ref = w_ref.unwrap_or(0.0);
+    let first = e.first_end_s.unwrap_or(e.latency_p50_s).max(w_ref);
+    let p90 = e.latency_p90_s.max(w_ref);
+    let cell = e.backlog_width_s;
+    let filled_then_steady = first + p90 + cell + STEADY_SECONDS;
+    let middle_then_steady = (2.0 * (STEADY_SECONDS + cell)).max(first + cell + STEADY_SECONDS);
+    let needed = (filled_then_steady.min(middle_then_steady) + 1.0).ceil();
     let steady_s = backlog_growth(e).map_or(0.0, |g| g.window_s);
     Verdict {
         outcome: Outcome::Inconclusive,
@@ -963,6 +969,24 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
         assert_eq!(v.needed_seconds, Some(8.0));
         assert!(v.reason.contains("at least 8 s"), "{}", v.reason);
+    }
+
+    #[test]
+    fn a_stage_of_the_length_a_verdict_asks_for_gets_a_verdict() {
+        // Seen: "use stages of at least 6 s" said again after a 6 s re-run.
+        for w in [0.2, 0.5, 1.0, 1.8, 2.5, 3.5, 6.0] {
+            let e = open(10.0, 10.0, w, w + 1.0);
+            let v = judge(&e, &capacity(&e)).unwrap();
+            assert_eq!(v.outcome, Outcome::Inconclusive, "latency {w}: {v:?}");
+            let needed = v.needed_seconds.unwrap();
+            let e = open(10.0, 10.0, w, needed);
+            let v = judge(&e, &capacity(&e)).unwrap();
+            assert_eq!(
+                v.outcome,
+                Outcome::NotSaturated,
+                "latency {w}, {needed} s asked for: {v:?}"
+            );
+        }
     }
 
     #[test]
