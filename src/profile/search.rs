@@ -7,10 +7,17 @@
 //! interval is within `--search-precision` of the rate (at most
 //! [`MAX_PROBES`] probes). A stage passes when at least `--slo-percentile` %
 //! of its measured requests met every limit and it was neither saturated nor
-//! erroring (a probe too short for a verdict passes only if at most the
-//! remaining share of its requests was still in flight at the end: the others
-//! might have missed). The answer is the highest passing rate, with the interval and the
-//! stages that prove it.
+//! erroring. A probe too short for a verdict that met the SLOs is
+//! *undecided*: it runs once more, longer (twice to three times the stage
+//! length, at least what its verdict asked for). A probe still too short
+//! for a verdict is judged by its SLOs only if no more requests were still
+//! in flight at its end than a server keeping up holds (rate × p90
+//! latency, with half again for noise); with more, a backlog was building
+//! and those requests might have missed: it stays undecided, and the
+//! search ends there and says so. An undecided probe never moves the
+//! bracket: counted as failed, a search with short stages collapsed to the
+//! synchronous rate (every probe "failed (100% met)"). The answer is the
+//! highest passing rate, with the interval and the stages that prove it.
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
 use crate::types::live::PlannedStage;
@@ -20,6 +27,39 @@ use crate::types::{Outcome, SearchProbe, SearchSummary, Slo, StageReport, Strate
 pub const MAX_PROBES: usize = 12;
 /// A probe needs this many measured requests to count.
 const MIN_MEASURED: u64 = 5;
+/// In flight at a too-short probe's end, as a multiple of what a server
+/// keeping up holds (rate × p90 latency), beyond which a backlog was
+/// building.
+const PIPELINE_SLACK: f64 = 1.5;
+
+/// More requests in flight at the end of a stage too short for a verdict
+/// than a server keeping up holds: a backlog was building, and those
+/// requests might have missed the SLOs.
+fn backlog_at_end(s: &StageReport) -> Option<String> {
+    let inconclusive = s
+        .verdict
+        .as_ref()
+        .is_some_and(|v| v.outcome == Outcome::Inconclusive);
+    let rate = s.target_rate.filter(|_| inconclusive)?;
+    let pipeline = PIPELINE_SLACK * rate * s.latency_ms.p90 / 1000.0 + 1.0;
+    let c = s.requests;
+    (c.incomplete as f64 > pipeline).then(|| {
+        format!(
+            "{} of {} requests still in flight at the end, more than the {pipeline:.0} a server keeping up holds: too short to prove the SLOs",
+            c.incomplete,
+            c.measured + c.incomplete
+        )
+    })
+}
+
+/// Whether a stage met the SLOs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Met {
+    Yes,
+    No,
+    /// Too short to tell either way.
+    Undecided,
+}
 
 impl SearchSummary {
     pub fn line(&self) -> String {
@@ -34,7 +74,13 @@ impl SearchSummary {
                     .map(|p| format!(
                         "{} {} ({:.0}% met)",
                         p.stage,
-                        if p.passed { "passed" } else { "failed" },
+                        if p.passed {
+                            "passed"
+                        } else if p.undecided {
+                            "undecided"
+                        } else {
+                            "failed"
+                        },
                         p.met_fraction * 100.0
                     ))
                     .collect::<Vec<_>>()
@@ -64,6 +110,12 @@ pub struct SearchPlan {
     notice: Option<String>,
     /// A stage saw the server think: the ttft limit judged the first answer token.
     reasoning_seen: bool,
+    /// The stage running is a longer re-run of an undecided one.
+    retrying: bool,
+    /// The throughput stage ran again, longer, after measuring too little.
+    throughput_rerun: bool,
+    /// The last stage's row label, as the tables give it.
+    label: String,
 }
 
 impl SearchPlan {
@@ -90,11 +142,14 @@ impl SearchPlan {
             note: String::new(),
             notice: None,
             reasoning_seen: false,
+            retrying: false,
+            throughput_rerun: false,
+            label: String::new(),
         }
     }
 
     /// Whether a stage met the SLOs, and why (not).
-    fn judge(&self, s: &StageReport) -> (bool, f64, String) {
+    fn judge(&self, s: &StageReport) -> (Met, f64, String) {
         let frac = s.goodput.as_ref().map_or(0.0, |g| g.fraction);
         // One request at a time gives few requests in a short stage: any will do.
         let min = if s.strategy == StrategyKind::Synchronous {
@@ -104,7 +159,7 @@ impl SearchPlan {
         };
         if s.requests.measured < min {
             return (
-                false,
+                Met::Undecided,
                 frac,
                 format!("only {} measured requests", s.requests.measured),
             );
@@ -114,31 +169,43 @@ impl SearchPlan {
             .as_ref()
             .filter(|v| matches!(v.outcome, Outcome::Saturated | Outcome::Erroring))
         {
-            return (false, frac, format!("{}: {}", v.outcome.as_str(), v.reason));
-        }
-        // A stage too short for a verdict proves the SLOs only if few of its
-        // requests were left unanswered at the end (they might have missed).
-        let c = s.requests;
-        let unknown = c.incomplete as f64;
-        if s.verdict
-            .as_ref()
-            .is_some_and(|v| v.outcome == Outcome::Inconclusive)
-            && unknown > (1.0 - self.attainment) * (c.measured as f64 + unknown)
-        {
             return (
-                false,
+                Met::No,
                 frac,
-                format!(
-                    "{} of {} requests still in flight at the end: too short to prove the SLOs (lengthen the stages)",
-                    c.incomplete,
-                    c.measured + c.incomplete
-                ),
+                format!("{}: {}", v.outcome.as_str(), v.reason),
             );
         }
-        if frac < self.attainment {
-            return (false, frac, format!("{:.0}% met the SLOs", frac * 100.0));
+        if let Some(why) = backlog_at_end(s) {
+            return (Met::Undecided, frac, why);
         }
-        (true, frac, format!("{:.0}% met the SLOs", frac * 100.0))
+        let met = format!("{:.0}% met the SLOs", frac * 100.0);
+        if frac < self.attainment {
+            return (Met::No, frac, met);
+        }
+        (Met::Yes, frac, met)
+    }
+
+    /// How long an undecided stage runs again: at least what its verdict
+    /// asked for, two to three times the stage length. None when stages
+    /// lengthen themselves (`--max-seconds auto`) or are bounded by count.
+    fn longer(&self, s: &StageReport) -> Option<f64> {
+        if self.limits.auto_min_seconds.is_some() {
+            return None;
+        }
+        let max = self.limits.max_seconds?;
+        let asked = s
+            .verdict
+            .as_ref()
+            .and_then(|v| v.needed_seconds)
+            .unwrap_or(0.0);
+        Some(asked.max(2.0 * max).min(3.0 * max).ceil())
+    }
+
+    /// The same stage once more, `seconds` long.
+    fn again(&self, strategy: Strategy, seconds: f64) -> StageSpec {
+        let mut limits = self.limits.clone();
+        limits.max_seconds = Some(seconds);
+        StageSpec::new(strategy, limits)
     }
 
     fn finish(&mut self, note: String) -> Option<StageSpec> {
@@ -151,34 +218,56 @@ impl SearchPlan {
     /// One request at a time must meet the SLOs, or no rate can: then
     /// the throughput stage measures the top of the bracket.
     fn after_synchronous(&mut self, sync: &StageReport) -> Option<StageSpec> {
-        let (ok, frac, why) = self.judge(sync);
+        let (met, frac, why) = self.judge(sync);
         self.probes.push(SearchProbe {
-            stage: sync.name.clone(),
+            stage: self.label.clone(),
             rate: sync.rates.requests_per_s,
-            passed: ok,
+            passed: met == Met::Yes,
+            undecided: met == Met::Undecided,
             met_fraction: frac,
             why: why.clone(),
         });
-        if !ok {
-            return self.finish(format!(
-                "even one request at a time misses the SLOs ({why})"
-            ));
+        match met {
+            Met::Yes => {}
+            Met::No => {
+                return self.finish(format!(
+                    "even one request at a time misses the SLOs ({why})"
+                ))
+            }
+            Met::Undecided => {
+                return self.finish(format!(
+                    "the synchronous stage measured too little to tell ({why}): lengthen the stages"
+                ))
+            }
         }
         self.lo = Some(sync.rates.requests_per_s);
         self.issued += 1;
-        Some(StageSpec::new(
-            Strategy::Throughput {
-                max_concurrency: self.throughput_concurrency,
-            },
-            self.limits.clone(),
-        ))
+        Some(StageSpec::new(self.throughput(), self.limits.clone()))
+    }
+
+    fn throughput(&self) -> Strategy {
+        Strategy::Throughput {
+            max_concurrency: self.throughput_concurrency,
+        }
     }
 
     /// The bracket is [synchronous, throughput]; the first probe is its top.
+    /// A throughput stage that measured no more than the synchronous one
+    /// (too short for its first wave) runs once more, three times as long.
     fn after_throughput(&mut self, thr: &StageReport) -> Option<StageSpec> {
         let cap = thr.rates.steady_requests_per_s;
         let lo = self.lo.unwrap_or(0.0);
         if cap <= lo {
+            let max = self.limits.max_seconds.filter(|_| !self.throughput_rerun);
+            if let Some(max) = max.filter(|_| self.limits.auto_min_seconds.is_none()) {
+                self.throughput_rerun = true;
+                self.issued += 1;
+                let longer = (3.0 * max).ceil();
+                self.notice = Some(format!(
+                    "the throughput stage measured {cap:.2} req/s, not above the synchronous {lo:.2}: running it again for {longer:.0} s"
+                ));
+                return Some(self.again(self.throughput(), longer));
+            }
             return self.finish(format!(
                 "the throughput stage measured {cap:.2} req/s, not above the synchronous {lo:.2}: no room to search (lengthen the stages)"
             ));
@@ -193,14 +282,38 @@ impl SearchPlan {
     }
 
     /// Judges the last probe, narrows the bracket, and probes its middle
-    /// until it is narrow enough (or the probes run out).
+    /// until it is narrow enough (or the probes run out). An undecided
+    /// probe runs again, longer, and leaves the bracket as it was.
     fn after_probe(&mut self, last: &StageReport) -> Option<StageSpec> {
         let rate = self.next_rate?;
-        let (ok, frac, why) = self.judge(last);
+        let (met, frac, why) = self.judge(last);
+        let retried = std::mem::take(&mut self.retrying);
+        if met == Met::Undecided {
+            return self.undecided(last, rate, frac, why, retried);
+        }
+        // Met, in a stage too short to tell whether the server keeps up:
+        // once more, longer, before it counts (at the capacity estimate, a
+        // 10 s probe met every limit while its backlog grew by 2.85 ± 1.02
+        // req/s).
+        let unsure = last
+            .verdict
+            .as_ref()
+            .filter(|v| v.outcome == Outcome::Inconclusive);
+        if let Some(v) = unsure.filter(|_| met == Met::Yes && !retried) {
+            if self.longer(last).is_some() {
+                let why = format!(
+                    "{why} so far, too short to tell whether the server keeps up ({})",
+                    v.reason
+                );
+                return self.undecided(last, rate, frac, why, retried);
+            }
+        }
+        let ok = met == Met::Yes;
         self.probes.push(SearchProbe {
-            stage: last.name.clone(),
+            stage: self.label.clone(),
             rate,
             passed: ok,
+            undecided: false,
             met_fraction: frac,
             why,
         });
@@ -223,7 +336,7 @@ impl SearchPlan {
                 self.precision * 100.0
             ));
         }
-        if self.probes.len() > MAX_PROBES {
+        if self.decided_probes() > MAX_PROBES {
             return self.finish(format!(
                 "stopped after {MAX_PROBES} probes with the interval [{}, {}]",
                 fmt_rate(lo),
@@ -231,6 +344,47 @@ impl SearchPlan {
             ));
         }
         self.probe((lo + hi) / 2.0)
+    }
+
+    /// Probes that passed or failed (the synchronous stage among them).
+    fn decided_probes(&self) -> usize {
+        self.probes.iter().filter(|p| !p.undecided).count()
+    }
+
+    /// A probe too short to tell: once more, longer; if that was the
+    /// re-run, the search ends here and says why.
+    fn undecided(
+        &mut self,
+        last: &StageReport,
+        rate: f64,
+        frac: f64,
+        why: String,
+        retried: bool,
+    ) -> Option<StageSpec> {
+        let longer = self.longer(last).filter(|_| !retried);
+        let mut probe = SearchProbe {
+            stage: self.label.clone(),
+            rate,
+            passed: false,
+            undecided: true,
+            met_fraction: frac,
+            why: why.clone(),
+        };
+        let Some(secs) = longer else {
+            self.probes.push(probe);
+            let lo = self.lo.unwrap_or(0.0);
+            return self.finish(format!(
+                "{} was too short to tell ({why}); the limit is above {} req/s: lengthen the stages to search further",
+                self.label,
+                fmt_rate(lo)
+            ));
+        };
+        probe.why = format!("{why}: running it again for {secs:.0} s");
+        self.notice = Some(format!("search: {} undecided ({})", self.label, probe.why));
+        self.probes.push(probe);
+        self.retrying = true;
+        self.issued += 1;
+        Some(self.again(Strategy::Constant { rate }, secs))
     }
 
     fn probe(&mut self, rate: f64) -> Option<StageSpec> {
@@ -249,14 +403,17 @@ impl Plan for SearchPlan {
         if self.ended {
             return None;
         }
-        match self.issued {
-            0 => {
-                self.issued += 1;
-                Some(StageSpec::new(Strategy::Synchronous, self.limits.clone()))
-            }
-            1 => self.after_synchronous(done.last()?),
-            2 => self.after_throughput(done.last()?),
-            _ => self.after_probe(done.last()?),
+        if self.issued == 0 {
+            self.issued += 1;
+            return Some(StageSpec::new(Strategy::Synchronous, self.limits.clone()));
+        }
+        let last = done.last()?;
+        // As the tables name it: a probe run again is `constant@37.02 #2`.
+        self.label = crate::types::stage_labels(done).pop().unwrap_or_default();
+        match last.strategy {
+            StrategyKind::Synchronous if self.capacity.is_none() => self.after_synchronous(last),
+            StrategyKind::Throughput if self.capacity.is_none() => self.after_throughput(last),
+            _ => self.after_probe(last),
         }
     }
 
@@ -378,19 +535,130 @@ mod tests {
         assert_eq!(next.strategy.kind(), StrategyKind::Throughput);
     }
 
-    #[test]
-    fn an_inconclusive_probe_with_many_requests_in_flight_proves_nothing() {
-        let p = SearchPlan::new(Slo::default(), 0.9, 0.1, Limits::default(), 64);
-        let mut s = stage("constant@30.00", StrategyKind::Constant, 30.0, 1.0);
-        s.requests.incomplete = 80;
+    fn too_short(mut s: StageReport, latency_s: f64, in_flight: u64) -> StageReport {
+        s.target_rate = Some(s.rates.requests_per_s);
+        s.latency_ms.p90 = latency_s * 1000.0;
+        s.requests.incomplete = in_flight;
         s.verdict = Some(crate::types::Verdict {
             outcome: Outcome::Inconclusive,
-            ..Default::default()
+            reason: "stage too short for a verdict".into(),
+            needed_seconds: Some(7.0),
+            overload: false,
         });
-        let (ok, _, why) = p.judge(&s);
-        assert!(!ok && why.contains("too short"), "{why}");
-        s.requests.incomplete = 3;
-        assert!(p.judge(&s).0);
+        s
+    }
+
+    #[test]
+    fn an_inconclusive_probe_is_undecided_only_with_a_backlog_at_its_end() {
+        let p = SearchPlan::new(Slo::default(), 0.9, 0.1, Limits::default(), 64);
+        // 30 req/s of 1 s requests: a server keeping up holds about 30.
+        let s = stage("constant@30.00", StrategyKind::Constant, 30.0, 1.0);
+        let (met, _, why) = p.judge(&too_short(s.clone(), 1.0, 80));
+        assert_eq!(met, Met::Undecided, "{why}");
+        assert!(why.contains("80 of 130 requests still in flight"), "{why}");
+        assert_eq!(p.judge(&too_short(s.clone(), 1.0, 30)).0, Met::Yes);
+        let mut missed = too_short(s, 1.0, 30);
+        missed.goodput.as_mut().unwrap().fraction = 0.5;
+        assert_eq!(p.judge(&missed).0, Met::No);
+    }
+
+    /// Seen with 5 s stages on the simulator (36 req/s, 1 s requests):
+    /// every probe too short, each counted as failed, the search walked
+    /// down to 0.80 req/s, "constant@37.03 failed (100% met)" and so on.
+    #[test]
+    fn an_undecided_probe_runs_again_longer_and_never_moves_the_bracket() {
+        let limits = Limits {
+            max_seconds: Some(5.0),
+            ..Default::default()
+        };
+        let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, limits, 64);
+        let mut done = vec![];
+        p.next(&done).unwrap();
+        done.push(stage("synchronous", StrategyKind::Synchronous, 1.0, 1.0));
+        p.next(&done).unwrap();
+        done.push(stage("throughput", StrategyKind::Throughput, 36.0, 0.9));
+        let first = p.next(&done).unwrap();
+        assert_eq!(first.strategy, Strategy::Constant { rate: 36.0 });
+        // A backlog at its end: undecided, once more for 10 s.
+        let s = stage("constant@36.00", StrategyKind::Constant, 36.0, 1.0);
+        done.push(too_short(s.clone(), 1.0, 90));
+        let again = p.next(&done).unwrap();
+        assert_eq!(again.strategy, Strategy::Constant { rate: 36.0 });
+        assert_eq!(again.limits.max_seconds, Some(10.0));
+        let summary = p.search().unwrap();
+        assert_eq!((summary.low, summary.high), (Some(1.0), None));
+        assert!(summary.line().contains("undecided"), "{}", summary.line());
+        // Still undecided: the search ends there, the bracket unmoved.
+        done.push(too_short(s, 1.0, 90));
+        assert!(p.next(&done).is_none());
+        let summary = p.search().unwrap();
+        assert_eq!((summary.low, summary.high), (Some(1.0), None));
+        assert!(
+            summary.note.contains("too short to tell") && summary.note.contains("above 1.00"),
+            "{}",
+            summary.note
+        );
+        assert!(summary
+            .probes
+            .iter()
+            .skip(1)
+            .all(|p| p.undecided && !p.passed));
+    }
+
+    #[test]
+    fn a_probe_that_met_the_slos_too_short_to_tell_runs_again_before_it_counts() {
+        let limits = Limits {
+            max_seconds: Some(10.0),
+            ..Default::default()
+        };
+        let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, limits, 64);
+        let mut done = vec![];
+        p.next(&done).unwrap();
+        done.push(stage("synchronous", StrategyKind::Synchronous, 1.0, 1.0));
+        p.next(&done).unwrap();
+        done.push(stage("throughput", StrategyKind::Throughput, 37.5, 0.9));
+        p.next(&done).unwrap();
+        // In flight at the end within the pipeline, every limit met: undecided once.
+        let s = too_short(
+            stage("constant@37.50", StrategyKind::Constant, 37.5, 1.0),
+            3.4,
+            120,
+        );
+        done.push(s.clone());
+        let again = p.next(&done).unwrap();
+        assert_eq!(again.limits.max_seconds, Some(20.0));
+        assert!(p.probes.last().unwrap().undecided);
+        // The longer one too short as well: its SLOs decide.
+        done.push(s);
+        assert!(p.next(&done).is_none());
+        let summary = p.search().unwrap();
+        assert_eq!(summary.rate, Some(37.5), "{summary:?}");
+        let last = summary.probes.last().unwrap();
+        assert!(last.passed);
+        assert_eq!(
+            last.stage, "constant@37.50 #2",
+            "named as the tables name it"
+        );
+    }
+
+    #[test]
+    fn a_throughput_stage_that_measured_too_little_runs_again_longer() {
+        let limits = Limits {
+            max_seconds: Some(3.0),
+            ..Default::default()
+        };
+        let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, limits, 64);
+        let mut done = vec![];
+        p.next(&done).unwrap();
+        done.push(stage("synchronous", StrategyKind::Synchronous, 0.7, 1.0));
+        p.next(&done).unwrap();
+        done.push(stage("throughput", StrategyKind::Throughput, 0.0, 0.0));
+        let again = p.next(&done).unwrap();
+        assert_eq!(again.strategy.kind(), StrategyKind::Throughput);
+        assert_eq!(again.limits.max_seconds, Some(9.0));
+        done.push(stage("throughput #2", StrategyKind::Throughput, 36.0, 0.9));
+        let probe = p.next(&done).unwrap();
+        assert_eq!(probe.strategy, Strategy::Constant { rate: 36.0 });
     }
 
     #[test]

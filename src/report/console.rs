@@ -63,8 +63,8 @@ pub fn render(r: &Report) -> String {
             st.saturation_reason.as_deref().unwrap_or("")
         );
     }
-    if let Some(slo) = &r.slo_summary {
-        let _ = writeln!(s, "{}", summary::slo_line(slo));
+    if let Some(line) = summary::slo_line_of(r) {
+        let _ = writeln!(s, "{line}");
     }
     for line in crate::stats::judge::judgement_lines(r) {
         let _ = writeln!(s, "{line}");

@@ -51,8 +51,8 @@ pub fn render(r: &Report) -> String {
     s.push_str("\n## Serving Benchmark Result (SGLang layout)\n\n```\n");
     s.push_str(&layouts::sglang(r));
     s.push_str("```\n");
-    if let Some(slo) = &r.slo_summary {
-        s.push_str(&format!("\n## SLOs\n\n{}\n", summary::slo_line(slo)));
+    if let Some(line) = summary::slo_line_of(r) {
+        s.push_str(&format!("\n## SLOs\n\n{line}\n"));
     }
     if r.stages.iter().any(|st| !st.error_samples.is_empty()) {
         s.push_str("\n## Errors\n\n");

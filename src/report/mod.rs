@@ -51,6 +51,7 @@ impl Report {
         let mut a = crate::stats::answer::answer(&self.stages, self.slo_summary.as_ref());
         if let Some(search) = &self.search {
             a.slo_requests_per_s = search.rate;
+            crate::stats::answer::after_a_search(&mut a);
         }
         self.answer = Some(a);
     }
@@ -134,5 +135,24 @@ mod tests {
             "{}",
             crate::stats::answer::line(a)
         );
+        // The summary's SLO line says the same, on every screen and file.
+        let slos = super::summary::lines(&r)
+            .into_iter()
+            .find(|(label, _)| *label == "SLOs")
+            .map(|(_, line)| line)
+            .expect("an SLO line");
+        assert!(
+            slos.contains("up to 0.75 req/s (search") && !slos.contains("15.84"),
+            "{slos}"
+        );
+        let console = super::console::render(&r);
+        assert!(!console.contains("15.84"), "{console}");
+        // No stage judged: the advice does not send a search to a search.
+        let next = r
+            .answer
+            .as_ref()
+            .and_then(|a| a.next.clone())
+            .unwrap_or_default();
+        assert!(!next.contains("--profile search"), "{next}");
     }
 }

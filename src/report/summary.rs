@@ -133,6 +133,25 @@ pub fn slo_line(s: &SloSummary) -> String {
     }
 }
 
+/// The run's SLO line: after `--profile search`, the search's finding
+/// (its probes proved it; the stages' own SLO summary would be a second
+/// answer beside it); else the stages' SLO summary, if `--slo` was given.
+pub fn slo_line_of(r: &Report) -> Option<String> {
+    if let Some(search) = &r.search {
+        let at = format!("≥ {:.0}% of requests", search.attainment * 100.0);
+        return Some(match search.rate {
+            Some(rate) => format!(
+                "SLOs met ({at}) up to {rate:.2} req/s (search: limit within [{}, {}] req/s) — {}",
+                search.low.map_or("-".into(), |l| format!("{l:.2}")),
+                search.high.map_or("capacity".into(), |h| format!("{h:.2}")),
+                search.note
+            ),
+            None => format!("SLOs: no rate met them ({at}, search) — {}", search.note),
+        });
+    }
+    r.slo_summary.as_ref().map(slo_line)
+}
+
 /// The summary as (label, text) lines.
 pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
@@ -144,8 +163,8 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     }
     out.push(("Basis", basis));
     out.push(("Knee", knee_line(&r.stages)));
-    if let Some(slo) = &r.slo_summary {
-        out.push(("SLOs", slo_line(slo)));
+    if let Some(line) = slo_line_of(r) {
+        out.push(("SLOs", line));
     }
     out.push(("Saturated", saturated_line(&r.stages)));
     let stages = &r.stages;

@@ -133,10 +133,21 @@ fn floor(a: &mut Answer, h: &StageReport) {
         h.name
     );
     a.next = Some(format!(
-        "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}, or --profile search",
+        "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}{OR_SEARCH}",
         1.25 * lo,
         1.5 * lo
     ));
+}
+
+/// The advice's last alternative, which a search's own answer leaves out.
+const OR_SEARCH: &str = ", or --profile search";
+
+/// The answer of a `--profile search` run: its advice does not send the
+/// user to the search they just ran.
+pub fn after_a_search(a: &mut Answer) {
+    if let Some(next) = a.next.as_mut() {
+        *next = next.replace(OR_SEARCH, "");
+    }
 }
 
 /// No stage held: a ceiling, and lower rates to run next.
@@ -165,7 +176,7 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) {
             .into()
     };
     a.next = Some(if open_loop {
-        "lengthen the stages (--max-seconds), or use --profile search".into()
+        format!("lengthen the stages (--max-seconds){OR_SEARCH}")
     } else {
         "--profile sweep".into()
     });

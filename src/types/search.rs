@@ -10,6 +10,10 @@ pub struct SearchProbe {
     pub stage: String,
     pub rate: f64,
     pub passed: bool,
+    /// Too short to tell either way: the probe neither passed nor failed,
+    /// and the bracket did not move.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undecided: bool,
     /// Share of measured requests that met every limit.
     pub met_fraction: f64,
     pub why: String,
