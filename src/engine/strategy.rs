@@ -215,8 +215,9 @@ impl Shard {
     }
 
     /// This shard's part of `whole`: constant and Poisson at rate/N, streams
-    /// and the throughput bound split (remainder to the first shards).
-    /// Synchronous (one request at a time) cannot be split.
+    /// and the throughput bound split (remainder to the first shards), a
+    /// replay as it is (its trace was split by row). Synchronous (one
+    /// request at a time) cannot be split.
     pub fn strategy(self, whole: &Strategy) -> Result<Strategy, String> {
         let n = f64::from(self.count);
         // Every shard refuses what leaves any shard nothing, so all agree.
@@ -249,11 +250,9 @@ impl Shard {
                 rate: rate / n,
                 burstiness,
             },
-            Strategy::Replay { .. } if self.count > 1 => {
-                return Err(
-                    "a trace replay cannot be split into shards yet: run it in one process".into(),
-                )
-            }
+            // A replay's rows are split when the trace is read (each shard
+            // keeps the rows that hash to it), so its times are already
+            // this shard's.
             Strategy::Replay { ref offsets } => Strategy::Replay {
                 offsets: offsets.clone(),
             },
@@ -695,6 +694,11 @@ mod tests {
             }),
             Ok(Strategy::Throughput { max_concurrency: 3 })
         );
+        // A replay's trace was split by row when it was read.
+        let replay = Strategy::Replay {
+            offsets: vec![0.0, 0.5, 2.0].into(),
+        };
+        assert_eq!(s.strategy(&replay), Ok(replay.clone()));
         let e = s
             .strategy(&Strategy::Concurrent { streams: 3 })
             .unwrap_err();
