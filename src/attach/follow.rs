@@ -6,8 +6,11 @@
 //! and rewrites the merged reports; when every shard has ended it writes
 //! the final merge. A stage is shown whole and exact (its distributions from
 //! the shards' histograms), never a guess from per-second summaries. A
-//! shard that dies without ending its run leaves it waiting: Ctrl-C, and
-//! `--out` holds the stages every shard finished.
+//! shard that dies without ending its run leaves it waiting (its run state
+//! still says running, and its process may be on another machine): when a
+//! shard has finished fewer stages than another and has not moved for
+//! three times the longest stage so far (at least a minute), it says so
+//! once; Ctrl-C then, and `--out` holds the stages every shard finished.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -93,6 +96,36 @@ pub fn stage_line(s: &crate::types::StageReport) -> String {
     )
 }
 
+/// Where a shard was last seen moving: stages finished, and when that
+/// count last changed.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub stages: usize,
+    pub since: std::time::Instant,
+}
+
+/// The shards (by index) that look stalled at `now`: behind another shard
+/// by a stage and unmoved for `patience`. Pure.
+pub fn stalled(progress: &[Progress], now: std::time::Instant, patience: Duration) -> Vec<usize> {
+    let ahead = progress.iter().map(|p| p.stages).max().unwrap_or(0);
+    progress
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.stages < ahead && now.saturating_duration_since(p.since) >= patience)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// How long a shard behind the others may stand still before it is named:
+/// three times the longest stage finished so far, at least a minute.
+fn patience(reports: &[(String, &Report)]) -> Duration {
+    let longest = reports
+        .iter()
+        .flat_map(|(_, r)| r.stages.iter().map(|s| s.duration_s + s.paused_s))
+        .fold(0.0, f64::max);
+    Duration::from_secs_f64((3.0 * longest).max(60.0))
+}
+
 /// Follows the shards in `dirs` until every one has ended, writing the
 /// merged reports to `out` in `formats` as stages complete on all of them.
 /// `every`: how often it looks.
@@ -108,6 +141,15 @@ pub fn follow(
         dirs.len()
     ));
     let mut shown = 0;
+    let start = std::time::Instant::now();
+    let mut progress = vec![
+        Progress {
+            stages: 0,
+            since: start,
+        };
+        dirs.len()
+    ];
+    let mut named = vec![None; dirs.len()];
     loop {
         let states: Vec<ShardState> = dirs.iter().map(|d| read_shard(d)).collect();
         let reports: Vec<(String, &Report)> = names
@@ -115,6 +157,28 @@ pub fn follow(
             .zip(&states)
             .filter_map(|(n, s)| s.report().map(|r| (n.clone(), r)))
             .collect();
+        let now = std::time::Instant::now();
+        for (p, st) in progress.iter_mut().zip(&states) {
+            let n = st.report().map_or(0, |r| r.stages.len());
+            if n != p.stages {
+                *p = Progress {
+                    stages: n,
+                    since: now,
+                };
+            }
+        }
+        for i in stalled(&progress, now, patience(&reports)) {
+            if named[i] != Some(progress[i].stages) {
+                named[i] = Some(progress[i].stages);
+                crate::term::note(&format!(
+                    "llmsweep: shard {} has finished {} stages and not moved for {:.0} s while another has finished more: it may have died (its run state still says running); Ctrl-C leaves, {} holds the stages every shard finished",
+                    names[i],
+                    progress[i].stages,
+                    now.saturating_duration_since(progress[i].since).as_secs_f64(),
+                    out.display()
+                ));
+            }
+        }
         let all_ended = states.iter().all(|s| matches!(s, ShardState::Ended(_)));
         if reports.len() == dirs.len() {
             if let Some(merged) = merge_common(&reports)? {
@@ -163,6 +227,28 @@ mod tests {
             });
         }
         r
+    }
+
+    /// A shard behind the others and standing still is named once it has
+    /// stood for the patience; one that keeps up, or is ahead, never.
+    #[test]
+    fn a_shard_behind_and_standing_still_is_named() {
+        let t0 = std::time::Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let p = |stages, since| Progress { stages, since };
+        let shards = [p(3, at(100)), p(1, at(10)), p(3, at(0))];
+        let patience = Duration::from_secs(60);
+        assert_eq!(stalled(&shards, at(69), patience), Vec::<usize>::new());
+        assert_eq!(stalled(&shards, at(70), patience), [1]);
+        // All at the same stage: a long stage, not a dead shard.
+        let even = [p(2, at(0)), p(2, at(0))];
+        assert!(stalled(&even, at(1000), patience).is_empty());
+        let a = shard(0, &["constant@1.00"]);
+        assert_eq!(patience_of(&a), Duration::from_secs(60));
+    }
+
+    fn patience_of(r: &Report) -> Duration {
+        patience(&[("a".into(), r)])
     }
 
     /// Only the stages every shard has finished are merged.
