@@ -743,6 +743,7 @@ impl StageStats {
             first_sent_s: self.first_measured_sent.map(rel),
             span: (spans > 0).then_some((span_s, spans)),
             sent_to_end_s: (spans > 0).then_some(sent_to_end_s),
+            across_pause: self.counts.measured.saturating_sub(self.fit_completions),
             busy_quarters: self.busy_quarters.len() as u64,
             answer_slope: pooled_slope(&self.answer_fit),
             latency_p50_s: lat.p50 / 1000.0,

@@ -123,6 +123,9 @@ pub struct Evidence {
     /// wave that ended in a pause is not evidence, and neither is the time
     /// since its requests were sent). None: use `first_sent_s`..`last_end_s`.
     pub sent_to_end_s: Option<f64>,
+    /// Completions in the window left out of `measured` because their
+    /// request ran across a pause.
+    pub across_pause: u64,
     /// 90th percentile latency of completed requests, seconds.
     pub latency_p90_s: f64,
     /// Sent, completed and answered over the steady window (from each
@@ -191,6 +194,12 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
         } else {
             format!("only {n} completions over the {:.1} s window", e.measured_s)
         };
+        if e.across_pause > 0 {
+            c.evidence.push_str(&format!(
+                " ({} more ran across a pause, while the stage clock stood still)",
+                e.across_pause
+            ));
+        }
         return c;
     }
     let spread = span >= 1.0 && e.busy_quarters >= 4 && n >= 5 && slope > 0.0;
@@ -969,6 +978,25 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
         assert_eq!(v.needed_seconds, Some(8.0));
         assert!(v.reason.contains("at least 8 s"), "{}", v.reason);
+    }
+
+    #[test]
+    fn completions_across_a_pause_are_named_when_they_are_all_there_was() {
+        // A throughput stage paused during its first wave: the wave ended
+        // in the pause, the next one after the stage's end.
+        let e = Evidence {
+            measured_s: 10.0,
+            across_pause: 512,
+            ..Default::default()
+        };
+        let c = capacity(&e);
+        assert_eq!(c.method, Method::Plain);
+        assert!(
+            c.evidence
+                .contains("only 0 completions over the 10.0 s window (512 more ran across a pause"),
+            "{}",
+            c.evidence
+        );
     }
 
     #[test]
