@@ -38,9 +38,15 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(s, "{line}");
         }
     }
-    for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
+    let names = crate::types::stage_run_names(&r.stages);
+    for (st, name) in r
+        .stages
+        .iter()
+        .zip(&names)
+        .filter(|(s, _)| !s.errors.is_empty())
+    {
         let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = writeln!(s, "errors in {}: {}", st.name, errs.join(", "));
+        let _ = writeln!(s, "errors in {name}: {}", errs.join(", "));
         // What the server (or the network) said, a few messages per category.
         for (category, messages) in &st.error_samples {
             for m in messages {
@@ -48,18 +54,22 @@ pub fn render(r: &Report) -> String {
             }
         }
     }
-    for st in r.stages.iter().filter(|s| s.reconnects > 0) {
+    for (st, name) in r
+        .stages
+        .iter()
+        .zip(&names)
+        .filter(|(s, _)| s.reconnects > 0)
+    {
         let _ = writeln!(
             s,
-            "reconnects in {}: {} (the server had closed a kept-alive connection; each request was sent once more on a new one)",
-            st.name, st.reconnects
+            "reconnects in {name}: {} (the server had closed a kept-alive connection; each request was sent once more on a new one)",
+            st.reconnects
         );
     }
-    for st in r.stages.iter().filter(|s| s.saturated) {
+    for (st, name) in r.stages.iter().zip(&names).filter(|(s, _)| s.saturated) {
         let _ = writeln!(
             s,
-            "saturated: {} ({})",
-            st.name,
+            "saturated: {name} ({})",
             st.saturation_reason.as_deref().unwrap_or("")
         );
     }
@@ -198,9 +208,15 @@ fn narrow(r: &Report, width: u16) -> String {
     s.push_str(&summary_text(r, width));
     let _ = writeln!(s);
     s.push_str(&narrow_stage_table(r, w));
-    for st in r.stages.iter().filter(|s| !s.errors.is_empty()) {
+    let names = crate::types::stage_run_names(&r.stages);
+    for (st, name) in r
+        .stages
+        .iter()
+        .zip(names)
+        .filter(|(s, _)| !s.errors.is_empty())
+    {
         let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        for line in wrap(&format!("errors in {}: {}", st.name, errs.join(", ")), w, 2) {
+        for line in wrap(&format!("errors in {name}: {}", errs.join(", ")), w, 2) {
             let _ = writeln!(s, "{line}");
         }
     }

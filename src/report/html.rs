@@ -126,7 +126,10 @@ fn sweep_chart(
         });
     }
     let vlines = super::summary::knee(&r.stages)
-        .map(|k| vec![(k.rates.achieved(), format!("knee: {}", k.name))])
+        .map(|k| {
+            let name = crate::types::stage_run_name(&r.stages, k);
+            vec![(k.rates.achieved(), format!("knee: {name}"))]
+        })
         .unwrap_or_default();
     chart_with(
         title,

@@ -56,8 +56,14 @@ pub fn render(r: &Report) -> String {
     }
     if r.stages.iter().any(|st| !st.error_samples.is_empty()) {
         s.push_str("\n## Errors\n\n");
-        for st in r.stages.iter().filter(|st| !st.errors.is_empty()) {
-            s.push_str(&format!("- {}:", st.name));
+        let names = crate::types::stage_run_names(&r.stages);
+        for (st, name) in r
+            .stages
+            .iter()
+            .zip(names)
+            .filter(|(st, _)| !st.errors.is_empty())
+        {
+            s.push_str(&format!("- {name}:"));
             for (category, n) in &st.errors {
                 s.push_str(&format!(" `{category}` {n}"));
             }

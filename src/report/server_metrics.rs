@@ -66,10 +66,11 @@ fn token_table(r: &Report) -> String {
         rows: r
             .stages
             .iter()
-            .map(|s| {
+            .zip(crate::types::stage_labels(&r.stages))
+            .map(|(s, label)| {
                 let sv = s.server.as_ref();
                 vec![
-                    s.name.clone(),
+                    label,
                     format!("{:.1}", s.tokens.prompt_mean),
                     opt(s.tokens.prompt_mean_server, 1),
                     opt(sv.and_then(|v| v.prompt_tokens_per_request), 1),
@@ -113,11 +114,12 @@ fn stats_table(r: &Report) -> String {
         rows: r
             .stages
             .iter()
-            .map(|s| {
+            .zip(crate::types::stage_labels(&r.stages))
+            .map(|(s, label)| {
                 let v = s.server.clone().unwrap_or_default();
                 let cms = v.client_minus_server.unwrap_or_default();
                 vec![
-                    s.name.clone(),
+                    label,
                     g_mean(v.running, 1.0, 1),
                     g_max(v.running, 1.0, 0),
                     g_mean(v.waiting, 1.0, 1),

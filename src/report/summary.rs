@@ -187,7 +187,7 @@ fn knee_line(stages: &[StageReport]) -> String {
     match knee(stages) {
         Some(k) => format!(
             "{} at {:.2} req/s ({} p50 {:.1} ms); latency climbs past it",
-            k.name,
+            crate::types::stage_run_name(stages, k),
             k.rates.achieved(),
             k.waited_ttft_name(),
             k.waited_ttft_ms().p50
@@ -200,7 +200,7 @@ fn knee_line(stages: &[StageReport]) -> String {
 fn saturated_line(stages: &[StageReport]) -> String {
     let saturated: Vec<String> = stages
         .iter()
-        .zip(runs(stages))
+        .zip(crate::types::stage_run_names(stages))
         .filter(|(s, _)| s.saturated)
         .map(|(s, name)| match &s.saturation_reason {
             Some(why) => format!("{name} ({why})"),
@@ -218,7 +218,7 @@ fn saturated_line(stages: &[StageReport]) -> String {
 fn erroring_line(stages: &[StageReport]) -> Option<String> {
     let erroring: Vec<String> = stages
         .iter()
-        .zip(runs(stages))
+        .zip(crate::types::stage_run_names(stages))
         .filter_map(|(s, name)| {
             let v = s.verdict.as_ref()?;
             (v.outcome == crate::types::Outcome::Erroring).then(|| format!("{name} ({})", v.reason))
@@ -231,7 +231,11 @@ fn erroring_line(stages: &[StageReport]) -> Option<String> {
 /// with the same reason are named together, the reason said once.
 fn undecided_line(stages: &[StageReport]) -> Option<String> {
     let mut undecided: Vec<(&str, Vec<String>)> = Vec::new();
-    for ((i, s), name) in stages.iter().enumerate().zip(runs(stages)) {
+    for ((i, s), name) in stages
+        .iter()
+        .enumerate()
+        .zip(crate::types::stage_run_names(stages))
+    {
         let Some(v) = s.verdict.as_ref() else {
             continue;
         };
@@ -259,25 +263,11 @@ fn undecided_line(stages: &[StageReport]) -> Option<String> {
     Some(text.join("; "))
 }
 
-/// Each stage's name, with `#2`, `#3` for a name run again, as the tables
-/// label them (`throughput #2` is the re-run, not the first).
-fn runs(stages: &[StageReport]) -> Vec<String> {
-    let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
-    stages
-        .iter()
-        .map(|s| {
-            let k = seen.entry(s.name.as_str()).or_default();
-            *k += 1;
-            crate::types::stage_label(&s.name, *k, false, false)
-        })
-        .collect()
-}
-
 /// Stages ended by a key, an error limit or a stop, not by their plan.
 fn cut_short_line(stages: &[StageReport]) -> Option<String> {
     let cut: Vec<String> = stages
         .iter()
-        .zip(runs(stages))
+        .zip(crate::types::stage_run_names(stages))
         .filter(|(s, _)| {
             !matches!(
                 s.end_reason.as_str(),

@@ -54,7 +54,7 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         judged
             .iter()
             .filter(|(s, h)| !*h && target(s) <= target(b))
-            .map(|(s, _)| s.name.clone())
+            .map(|(s, _)| crate::types::stage_run_name(stages, s))
             .next()
     });
     let flood = flood_stage(stages);
@@ -66,9 +66,10 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         slo_requests_per_s: slo.and_then(|s| s.estimated_rate.or(s.best_rate)),
         ..Default::default()
     };
+    let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
     if let Some(h) = best_held {
         a.low = Some(h.rates.achieved());
-        a.held = Some(h.name.clone());
+        a.held = Some(name(h));
         // For a thinking model, the wait users feel: the first answer token.
         let waited = h.waited_ttft_ms();
         a.ttft_p50_ms = (waited.count > 0).then_some(waited.p50);
@@ -76,12 +77,12 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
     }
     if let Some(n) = not_held {
         a.high = Some(target(n));
-        a.not_held = Some(n.name.clone());
+        a.not_held = Some(name(n));
     }
     match (best_held, not_held) {
-        (Some(h), Some(n)) => bracketed(&mut a, h, n),
-        (Some(h), None) => floor(&mut a, h),
-        (None, Some(n)) => ceiling(&mut a, n),
+        (Some(h), Some(n)) => bracketed(&mut a, h, &name(h), n, &name(n)),
+        (Some(h), None) => floor(&mut a, h, &name(h)),
+        (None, Some(n)) => ceiling(&mut a, n, &name(n)),
         (None, None) => unknown(&mut a, stages),
     }
     if let Some(c) = conflict {
@@ -98,15 +99,16 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
 fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
     stages
         .iter()
-        .rev()
         .filter(|s| s.strategy == StrategyKind::Throughput && s.requests.measured > 0)
         .filter(|s| !s.client.as_ref().is_some_and(|c| c.limited))
+        // The last of the planned ones: `max_by_key` keeps the last of
+        // equals, and a throughput stage run again replaces the first.
         .max_by_key(|s| !s.manual)
 }
 
 /// Held below, not held above: what the server completed flat out at the
 /// rate it could not hold, clamped into the bracket.
-fn bracketed(a: &mut Answer, h: &StageReport, n: &StageReport) {
+fn bracketed(a: &mut Answer, h: &StageReport, h_name: &str, n: &StageReport, n_name: &str) {
     let lo = h.rates.achieved();
     let hi = target(n);
     let kept = n.rates.achieved();
@@ -114,8 +116,7 @@ fn bracketed(a: &mut Answer, h: &StageReport, n: &StageReport) {
     a.requests_per_s = Some(x);
     a.bracketed = true;
     a.basis = format!(
-        "{} held {lo:.2} req/s; {} did not hold {hi:.2} and completed {kept:.2} req/s there",
-        h.name, n.name
+        "{h_name} held {lo:.2} req/s; {n_name} did not hold {hi:.2} and completed {kept:.2} req/s there"
     );
     if kept < lo {
         a.basis.push_str(&format!(
@@ -125,12 +126,11 @@ fn bracketed(a: &mut Answer, h: &StageReport, n: &StageReport) {
 }
 
 /// Every stage held: a floor, and higher rates to run next.
-fn floor(a: &mut Answer, h: &StageReport) {
+fn floor(a: &mut Answer, h: &StageReport, h_name: &str) {
     let lo = h.rates.achieved();
     a.requests_per_s = Some(lo);
     a.basis = format!(
-        "every stage judged held its rate, the fastest {} at {lo:.2} req/s: the server holds at least that",
-        h.name
+        "every stage judged held its rate, the fastest {h_name} at {lo:.2} req/s: the server holds at least that"
     );
     a.next = Some(format!(
         "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}{OR_SEARCH}",
@@ -151,12 +151,11 @@ pub fn after_a_search(a: &mut Answer) {
 }
 
 /// No stage held: a ceiling, and lower rates to run next.
-fn ceiling(a: &mut Answer, n: &StageReport) {
+fn ceiling(a: &mut Answer, n: &StageReport, n_name: &str) {
     let kept = n.rates.achieved();
     a.requests_per_s = (kept > 0.0).then_some(kept);
     a.basis = format!(
-        "no stage held its rate; the slowest, {} at {:.2} req/s, completed {kept:.2} req/s: the server holds less than that",
-        n.name,
+        "no stage held its rate; the slowest, {n_name} at {:.2} req/s, completed {kept:.2} req/s: the server holds less than that",
         target(n)
     );
     a.next = Some(format!(
@@ -333,5 +332,38 @@ mod tests {
             "{}",
             a.basis
         );
+    }
+
+    #[test]
+    fn the_flood_quoted_is_the_throughput_stage_run_again_not_the_one_it_replaced() {
+        // Seen: a thin throughput stage ran again (the plan used the re-run's
+        // 38.66) while the answer quoted the first one's 36.84.
+        let mut thin = flood();
+        thin.rates.steady_requests_per_s = 36.84;
+        thin.latency_ms.p50 = 3400.0;
+        let mut again = flood();
+        again.rates.steady_requests_per_s = 38.66;
+        again.latency_ms.p50 = 6980.0;
+        let a = answer(&[thin, again], None);
+        assert_eq!(a.flood_requests_per_s, Some(38.66));
+        assert_eq!(a.flood_latency_s, Some(6.98));
+    }
+
+    #[test]
+    fn a_stage_run_again_is_named_as_the_tables_name_it() {
+        // Seen: "constant@33.92 did not" beside "Saturated constant@33.92 #2".
+        use Outcome::*;
+        let stages = vec![
+            stage("constant@24.46", 24.46, 24.40, Some(NotSaturated)),
+            stage("constant@24.46", 24.46, 24.45, Some(NotSaturated)),
+            stage("constant@33.92", 33.92, 31.0, Some(Inconclusive)),
+            stage("constant@33.92", 33.92, 31.21, Some(Saturated)),
+        ];
+        let a = answer(&stages, None);
+        assert_eq!(
+            line(&a),
+            "holds ≈ 31.21 req/s (constant@24.46 #2 held, constant@33.92 #2 did not)"
+        );
+        assert!(a.basis.starts_with("constant@24.46 #2 held"), "{}", a.basis);
     }
 }

@@ -445,6 +445,30 @@ pub fn stage_labels(stages: &[StageReport]) -> Vec<String> {
         .collect()
 }
 
+/// Each stage's name as a sentence names it: the name, then `#2`, `#3`…
+/// for a later run of a stage of that name, as the tables number them
+/// (without the tables' `cut`/`paused` marks).
+pub fn stage_run_names(stages: &[StageReport]) -> Vec<String> {
+    let mut runs: BTreeMap<&str, usize> = BTreeMap::new();
+    stages
+        .iter()
+        .map(|s| {
+            let run = runs.entry(s.name.as_str()).or_default();
+            *run += 1;
+            stage_label(&s.name, *run, false, false)
+        })
+        .collect()
+}
+
+/// [`stage_run_names`]'s name of `stage`, one of `stages`.
+pub fn stage_run_name(stages: &[StageReport], stage: &StageReport) -> String {
+    stages
+        .iter()
+        .position(|s| std::ptr::eq(s, stage))
+        .and_then(|i| stage_run_names(stages).into_iter().nth(i))
+        .unwrap_or_else(|| stage.name.clone())
+}
+
 /// What the labels' marks mean, for a table's legend.
 pub const LABEL_LEGEND: &str = "#2 run again · cut ended early · paused";
 
