@@ -507,6 +507,42 @@ async fn a_pause_in_the_throughput_stage_leaves_its_capacity_as_measured() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_pause_in_the_throughput_stage_leaves_its_per_second_rates_as_measured() {
+    // Seen: a flood paused 6 s read "Per Second" 28.87 on a server that
+    // holds 20 (19.18 unpaused): its deep queue completed at full speed
+    // through the pause, outside the stage's running seconds. Here 8 slots,
+    // 190 ms a request (42.1 req/s), 32 in flight, paused 5 s.
+    let rates_of = |pause: bool| async move {
+        let r = start(
+            Scripted::fixed(100, 10, 10).with_capacity(8),
+            fixed(vec![StageSpec::new(
+                Strategy::Throughput {
+                    max_concurrency: 32,
+                },
+                secs(10.0),
+            )]),
+        );
+        if pause {
+            sleep(Duration::from_millis(3050)).await;
+            r.control.send(Control::Pause).unwrap();
+            sleep(Duration::from_secs(5)).await;
+            r.control.send(Control::Resume).unwrap();
+        }
+        let res = r.handle.await.unwrap();
+        res.stages[0].rates
+    };
+    let plain = rates_of(false).await;
+    let paused = rates_of(true).await;
+    let near = |a: f64, b: f64| (a / b - 1.0).abs() <= 0.05;
+    assert!(
+        near(paused.requests_per_s, plain.requests_per_s)
+            && near(paused.output_tokens_per_s, plain.output_tokens_per_s)
+            && near(paused.total_tokens_per_s, plain.total_tokens_per_s),
+        "plain {plain:?}\npaused {paused:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_pause_between_waves_leaves_the_wave_rate_as_measured() {
     // Lock-step waves: 32 requests of 3.3 s sent together, answered together
     // (9.8 req/s). Paused at 3 s for 5 s, the first wave ends in the pause

@@ -655,6 +655,7 @@ impl Engine {
         )
         .with_reference(verdict::reference(&self.finished))
         .with_in_flight_cap(in_flight_cap)
+        .with_max_concurrency(limits.max_concurrency.map(u64::from))
         .with_inherited(self.finishing_in_flight());
         self.note_stage_start(spec, ramp_s);
         self.reset_self_check();

@@ -63,6 +63,7 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
             .map(|s| s.rates.steady_requests_per_s.max(0.0))
             .filter(|r| *r > 0.0),
         flood_latency_s: flood.map(|s| s.latency_ms.p50 / 1000.0),
+        flood_max_concurrency: flood.and_then(|s| s.held_at_max_concurrency),
         slo_requests_per_s: slo.and_then(|s| s.estimated_rate.or(s.best_rate)),
         ..Default::default()
     };
@@ -85,12 +86,36 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         (None, Some(n)) => ceiling(&mut a, n, &name(n)),
         (None, None) => unknown(&mut a, stages),
     }
+    at_max_concurrency(&mut a, best_held, not_held);
     if let Some(c) = conflict {
         a.basis.push_str(&format!(
             "; {c} did not hold at a lower rate: the evidence disagrees, rerun with longer stages"
         ));
     }
     a
+}
+
+/// Stages held at `--max-concurrency` measured the server with at most that
+/// many requests at once: the answer says so, and a floor's advice raises
+/// the cap rather than the rate (seen: "holds ≥ 9.79 req/s" and "run
+/// 12.24, 14.68" with --max-concurrency 16 on a server that holds 20).
+fn at_max_concurrency(a: &mut Answer, h: Option<&StageReport>, n: Option<&StageReport>) {
+    let Some(cap) = [n, h]
+        .into_iter()
+        .flatten()
+        .find_map(|s| s.held_at_max_concurrency)
+    else {
+        return;
+    };
+    a.max_concurrency = Some(cap);
+    a.basis.push_str(&format!(
+        "; requests waited for one of the {cap} slots of --max-concurrency: this is the server with at most {cap} requests at once, not its limit"
+    ));
+    if n.is_none() || n.is_some_and(|n| n.held_at_max_concurrency.is_some()) {
+        a.next = Some(format!(
+            "raise --max-concurrency (in flight held at {cap}) to find the server's own limit"
+        ));
+    }
 }
 
 /// The throughput stage whose flood rate is quoted beside the answer: the
@@ -168,6 +193,20 @@ fn ceiling(a: &mut Answer, n: &StageReport, n_name: &str) {
 /// No stage was judged: why, and what to run.
 fn unknown(a: &mut Answer, stages: &[StageReport]) {
     let open_loop = stages.iter().any(|s| s.strategy.is_open_loop());
+    let verdicts: Vec<Outcome> = stages
+        .iter()
+        .filter(|s| s.strategy.is_open_loop())
+        .filter_map(|s| s.verdict.as_ref().map(|v| v.outcome))
+        .collect();
+    if !verdicts.is_empty() && verdicts.iter().all(|o| *o == Outcome::Erroring) {
+        // Longer stages cannot help a server that answers with errors.
+        a.basis = "every constant-rate stage was erroring (5% or more of its answers were errors): no rate is known to hold".into();
+        a.next = Some(
+            "see the errors by category; a rate holds only where the server answers without errors (or run lower rates)"
+                .into(),
+        );
+        return;
+    }
     a.basis = if open_loop {
         "no constant-rate stage was judged (too short, erroring, or cut short): no rate is known to hold".into()
     } else {
@@ -185,18 +224,25 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) {
 /// `holds ≈ 29.5 req/s (constant@28.99 held, constant@33.67 did not) ·
 /// peak throughput 38.4 req/s when flooded, at 3.7 s latency`.
 pub fn line(a: &Answer) -> String {
+    let cap = a
+        .max_concurrency
+        .map(|c| format!(" at --max-concurrency {c}"))
+        .unwrap_or_default();
     let mut s = match (a.requests_per_s, &a.held, &a.not_held) {
         (Some(x), Some(h), Some(n)) if a.bracketed => {
-            format!("holds ≈ {x:.2} req/s ({h} held, {n} did not)")
+            format!("holds ≈ {x:.2} req/s{cap} ({h} held, {n} did not)")
         }
         (Some(x), Some(h), None) => {
-            format!("holds ≥ {x:.2} req/s ({h} held; no stage above it failed)")
+            format!("holds ≥ {x:.2} req/s{cap} ({h} held; no stage above it failed)")
         }
-        (Some(x), None, Some(n)) => format!("holds < {x:.2} req/s (not even {n} held)"),
+        (Some(x), None, Some(n)) => format!("holds < {x:.2} req/s{cap} (not even {n} held)"),
         _ => "holds: not known".to_string(),
     };
     if let Some(f) = a.flood_requests_per_s {
         s.push_str(&format!(" · peak throughput {f:.2} req/s when flooded"));
+        if let Some(c) = a.flood_max_concurrency {
+            s.push_str(&format!(" with at most {c} in flight"));
+        }
         if let Some(l) = a.flood_latency_s.filter(|l| *l > 0.0) {
             s.push_str(&format!(", at {} latency", seconds(l)));
         }
@@ -210,10 +256,14 @@ pub fn line(a: &Answer) -> String {
 /// The answer for the dashboard's header, short: `holds ≈ 29.50 req/s`.
 pub fn short(a: &Answer) -> Option<String> {
     let x = a.requests_per_s?;
+    let cap = a
+        .max_concurrency
+        .map(|c| format!(" at --max-concurrency {c}"))
+        .unwrap_or_default();
     Some(match (a.bracketed, &a.held, &a.not_held) {
-        (true, _, _) => format!("holds ≈ {x:.2} req/s"),
-        (false, Some(_), None) => format!("holds ≥ {x:.2} req/s"),
-        _ => format!("holds < {x:.2} req/s"),
+        (true, _, _) => format!("holds ≈ {x:.2} req/s{cap}"),
+        (false, Some(_), None) => format!("holds ≥ {x:.2} req/s{cap}"),
+        _ => format!("holds < {x:.2} req/s{cap}"),
     })
 }
 
@@ -365,5 +415,56 @@ mod tests {
             "holds ≈ 31.21 req/s (constant@24.46 #2 held, constant@33.92 #2 did not)"
         );
         assert!(a.basis.starts_with("constant@24.46 #2 held"), "{}", a.basis);
+    }
+
+    #[test]
+    fn an_answer_held_at_max_concurrency_says_so_and_raises_the_cap_not_the_rate() {
+        // Seen: --max-concurrency 16 on a server that holds 20 req/s with 32
+        // in flight: "holds ≥ 9.79 req/s ... peak throughput 9.84 req/s when
+        // flooded", and "run 12.24, 14.68", which the cap cannot reach.
+        use Outcome::*;
+        let mut fl = flood();
+        fl.rates.steady_requests_per_s = 9.84;
+        fl.held_at_max_concurrency = Some(16);
+        let mut held = stage("constant@9.79", 9.79, 9.79, Some(NotSaturated));
+        held.held_at_max_concurrency = Some(16);
+        let a = answer(&[fl, held], None);
+        assert_eq!(a.max_concurrency, Some(16));
+        assert_eq!(
+            line(&a),
+            "holds ≥ 9.79 req/s at --max-concurrency 16 (constant@9.79 held; no stage above it failed) · peak throughput 9.84 req/s when flooded with at most 16 in flight, at 3.7 s latency"
+        );
+        assert!(a.basis.contains("not its limit"), "{}", a.basis);
+        assert!(
+            a.next
+                .as_deref()
+                .unwrap()
+                .starts_with("raise --max-concurrency"),
+            "{a:?}"
+        );
+        assert_eq!(
+            short(&a).unwrap(),
+            "holds ≥ 9.79 req/s at --max-concurrency 16"
+        );
+        // A stage under the cap: the answer is the server's own.
+        let a = answer(
+            &[stage("constant@5.00", 5.0, 5.0, Some(NotSaturated))],
+            None,
+        );
+        assert_eq!(a.max_concurrency, None);
+    }
+
+    #[test]
+    fn a_run_of_erroring_stages_does_not_ask_for_longer_stages() {
+        // Seen: every stage 9-19% errors, and "next: lengthen the stages".
+        use Outcome::*;
+        let stages = vec![
+            stage("constant@5.00", 5.0, 4.5, Some(Erroring)),
+            stage("constant@9.00", 9.0, 7.5, Some(Erroring)),
+        ];
+        let a = answer(&stages, None);
+        assert_eq!(line(&a), "holds: not known");
+        assert!(a.basis.contains("erroring"), "{}", a.basis);
+        assert!(!a.next.as_deref().unwrap().contains("lengthen"), "{a:?}");
     }
 }

@@ -98,6 +98,8 @@ pub struct StageStats {
     /// Per segment: first and last such completion, and the first of their
     /// requests sent, stage clock.
     fit_spans: Vec<FitSpan>,
+    /// What a pause does to the per-second rates (see [`PauseEffect`]).
+    pause_effect: PauseEffect,
     /// Running segments of the stage clock and their steady counts.
     segments: Vec<Segment>,
     /// Requests due but not answered, time-weighted over the stage clock.
@@ -109,6 +111,8 @@ pub struct StageStats {
     stopped_at: Option<Instant>,
     /// The cap on requests in flight, if any (for the verdict's words).
     in_flight_cap: Option<u64>,
+    /// The run's `--max-concurrency`, if set.
+    max_concurrency: Option<u64>,
     /// Requests of the stage before still in flight at this one's start,
     /// and when the last of them ended (None: not yet).
     inherited: Option<(u64, Option<Instant>)>,
@@ -226,6 +230,7 @@ impl StageStats {
             client_queue: 0,
             stopped_at: None,
             in_flight_cap: None,
+            max_concurrency: None,
             inherited: None,
             client_lag: Dist::default(),
             send_late: Dist::default(),
@@ -257,6 +262,7 @@ impl StageStats {
             last_sec_ttfat: None,
             pauses: Vec::new(),
             paused_since: None,
+            pause_effect: PauseEffect::default(),
         }
     }
 
@@ -284,6 +290,7 @@ impl StageStats {
             });
             self.completion_fit.push(SlopeFit::default());
             self.answer_fit.push(SlopeFit::default());
+            self.pause_effect.resumed(now);
             let length = now.saturating_duration_since(from);
             // The cool-down window moves with the stage's deadline.
             if let Some(to) = self.window.to.as_mut() {
@@ -387,6 +394,12 @@ impl StageStats {
 
     /// The cap on requests in flight (`--max-concurrency`, or a closed-loop
     /// stage's streams), which the verdict names when it was reached.
+    /// The run's `--max-concurrency`: a stage held at it says so.
+    pub fn with_max_concurrency(mut self, cap: Option<u64>) -> Self {
+        self.max_concurrency = cap;
+        self
+    }
+
     pub fn with_in_flight_cap(mut self, cap: Option<u64>) -> Self {
         self.in_flight_cap = cap;
         self
@@ -490,6 +503,9 @@ impl StageStats {
         self.in_flight = self.in_flight.saturating_sub(1);
         self.reconnects += u64::from(r.reconnects);
         self.count_outcome(r);
+        if r.outcome == RequestOutcome::Completed && self.segment_of(r.ended_at).is_some() {
+            self.pause_effect.answered(r.ended_at);
+        }
         if r.outcome == RequestOutcome::Completed {
             self.live_series(r);
         }
@@ -513,6 +529,9 @@ impl StageStats {
             return;
         }
         self.counts.measured += 1;
+        if self.segment_of(r.ended_at).is_none() {
+            self.pause_effect.ended_in_pause(r);
+        }
         let quarter = (t_end * 4.0) as u64;
         self.busy_quarters.insert(quarter);
         if let Some(k) = segment.or(same_segment) {
@@ -913,7 +932,8 @@ impl StageStats {
         let ev = self.evidence(end, measured, target_rate.filter(|_| open_loop));
         let capacity = verdict::capacity(&ev);
         let verdict = verdict::judge(&ev, &capacity);
-        let rates = self.rates(&ev, &capacity, measured, open_loop);
+        let rate_s = measured - self.pause_effect.refill_within(m_from, end);
+        let rates = self.rates(&ev, &capacity, rate_s, open_loop);
         let concurrency = self.concurrency(in_flight_area, duration, measured);
         let saturation_reason = verdict
             .as_ref()
@@ -942,6 +962,7 @@ impl StageStats {
             tpot_ms: summary(&self.tpot),
             latency_ms: summary(&self.latency),
             queue_ms: summary(&self.queue),
+            held_at_max_concurrency: self.held_at_max_concurrency(),
             tokens: self.tokens(),
             capacity: Some(capacity),
             verdict,
@@ -1015,16 +1036,26 @@ impl StageStats {
         (m_from, measured)
     }
 
-    /// The stage's rates: over the measured window, and over the steady
-    /// window (see docs/METRICS.md).
+    /// The run's `--max-concurrency` if the stage's requests waited for its
+    /// slots: in flight reached it and one request in ten or more waited
+    /// over 5 ms in the client (more than the timer's own lateness).
+    fn held_at_max_concurrency(&self) -> Option<u64> {
+        self.max_concurrency
+            .filter(|c| self.max_in_flight >= *c && self.queue.summary(&[]).p90 >= 5.0)
+    }
+
+    /// The stage's rates: over the measured window (`running_s` of it the
+    /// server ran the stage's requests, see [`PauseEffect`]), and over the
+    /// steady window (see docs/METRICS.md).
     fn rates(
         &self,
         ev: &verdict::Evidence,
         capacity: &crate::types::CapacityEstimate,
-        measured: f64,
+        running_s: f64,
         open_loop: bool,
     ) -> Rates {
-        let per_s = |n: f64| if measured > 0.0 { n / measured } else { 0.0 };
+        let per_s = |n: f64| if running_s > 0.0 { n / running_s } else { 0.0 };
+        let paused = &self.pause_effect;
         // One number for "the steady rate": the estimate the verdict quotes.
         let steady_requests_per_s = capacity.requests_per_s;
         let steady = ev.steady;
@@ -1044,9 +1075,12 @@ impl StageStats {
             sent_per_s: steady.per_s(steady.sent),
             completed_per_s,
             steady_s: steady.seconds,
-            requests_per_s: per_s(self.counts.measured as f64),
-            output_tokens_per_s: per_s(self.output_total as f64),
-            total_tokens_per_s: per_s((self.output_total + self.prompt_total) as f64),
+            requests_per_s: per_s(self.counts.measured.saturating_sub(paused.requests) as f64),
+            output_tokens_per_s: per_s(self.output_total.saturating_sub(paused.output) as f64),
+            total_tokens_per_s: per_s(
+                (self.output_total + self.prompt_total)
+                    .saturating_sub(paused.output + paused.prompt) as f64,
+            ),
         }
     }
 
@@ -1134,6 +1168,57 @@ fn got_no_answer(r: &RequestRecord) -> bool {
             _ => false,
         },
         _ => false,
+    }
+}
+
+/// What a pause does to the per-second rates of the measured window. The
+/// stage clock stops, but the server goes on with the requests in flight:
+/// their completions fall in no running second, and after the resume the
+/// first new completions come a latency later. A flood with a deep queue
+/// completed at full speed through a 6 s pause, and "Per Second" read
+/// 28.87 on a server that holds 20. The rates leave out the completions
+/// that ended in a pause and the time from each resume to the next
+/// completion (at once for a queue that is still deep; a latency for a
+/// pipeline the pause drained).
+#[derive(Debug, Default)]
+struct PauseEffect {
+    /// Measured completions that ended in a pause, and their tokens.
+    requests: u64,
+    output: u64,
+    prompt: u64,
+    /// From a resume to the next completion.
+    refills: Vec<(Instant, Instant)>,
+    resumed_at: Option<Instant>,
+}
+
+impl PauseEffect {
+    fn resumed(&mut self, now: Instant) {
+        self.resumed_at = Some(now);
+    }
+
+    /// A completion while the stage clock ran.
+    fn answered(&mut self, at: Instant) {
+        if let Some(from) = self.resumed_at.take() {
+            self.refills.push((from, at.max(from)));
+        }
+    }
+
+    fn ended_in_pause(&mut self, r: &RequestRecord) {
+        self.requests += 1;
+        self.output = self.output.saturating_add(r.output_tokens);
+        self.prompt = self.prompt.saturating_add(r.prompt_tokens);
+    }
+
+    /// Seconds of refill inside `[from, to]` (one still waiting lasts to
+    /// `to`).
+    fn refill_within(&self, from: Instant, to: Instant) -> f64 {
+        self.refills
+            .iter()
+            .copied()
+            .chain(self.resumed_at.map(|r| (r, to.max(r))))
+            .map(|(a, b)| b.min(to).saturating_duration_since(a.max(from)))
+            .sum::<std::time::Duration>()
+            .as_secs_f64()
     }
 }
 

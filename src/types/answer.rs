@@ -41,6 +41,15 @@ pub struct Answer {
     /// Median request latency in that stage, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flood_latency_s: Option<f64>,
+    /// The run's `--max-concurrency` when the stages the answer rests on
+    /// held their requests in flight at it (requests waited in the client
+    /// for a slot): the answer is the server's with at most that many
+    /// requests at once, not its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u64>,
+    /// The same for the flood quoted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flood_max_concurrency: Option<u64>,
     /// With `--slo`: the highest rate that met the SLOs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_requests_per_s: Option<f64>,

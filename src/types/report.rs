@@ -164,6 +164,11 @@ pub struct StageReport {
     /// What the server's /metrics said over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<super::server_metrics::ServerStage>,
+    /// The run's `--max-concurrency` when this stage's requests waited in
+    /// the client for one of its slots (in flight reached it): the stage
+    /// measured the server with at most that many requests at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_at_max_concurrency: Option<u64>,
     /// How well llmsweep itself kept up (docs/METRICS.md#self-check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientCheck>,
