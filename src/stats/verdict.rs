@@ -538,13 +538,8 @@ fn by_backlog_growth(e: &Evidence, target: f64) -> Option<Verdict> {
     let g = backlog_growth(e).filter(|g| g.window_s >= STEADY_SECONDS)?;
     let threshold = GROWTH * target;
     let margin = NOISE_SIGMAS * g.noise_per_s;
-    if g.per_s - margin >= threshold
-        && !g.filled
-        && g.per_s - margin < GROWTH_WHILE_FILLING * target
-    {
-        return Some(still_filling(e, &g, margin));
-    }
-    if g.per_s - margin >= threshold {
+    let still_filling_batch = !g.filled && g.per_s - margin < GROWTH_WHILE_FILLING * target;
+    if g.per_s - margin >= threshold && !still_filling_batch {
         return Some(Verdict {
             outcome: Outcome::Saturated,
             reason: saturated_reason(e, &g, target),
@@ -565,6 +560,9 @@ fn by_backlog_growth(e: &Evidence, target: f64) -> Option<Verdict> {
             return Some(erroring(e, share, e.steady.per_s(e.steady.answered)));
         }
         return Some(Verdict::default());
+    }
+    if still_filling_batch {
+        return Some(still_filling(e, &g, margin));
     }
     // Too close to call: a longer window narrows the noise (roughly as its
     // length to the power 1.5).
@@ -1104,6 +1102,11 @@ mod tests {
         assert!(backlog_growth(&e).unwrap().filled);
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::NotSaturated, "{v:?}");
+        // Growth too close to call in such a window: the same length asked.
+        let e = filling(33.92, 90.0, 2.0, 2.2, 2.6, 8.0);
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
+        assert_eq!(v.needed_seconds, Some(16.0), "{v:?}");
         // Falling well behind shows however early the window opened.
         let mut e = open(10.0, 7.0, 3.5, 8.0);
         e.reference_latency_s = Some(1.0);
