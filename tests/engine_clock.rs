@@ -579,3 +579,35 @@ async fn a_pause_between_waves_leaves_the_wave_rate_as_measured() {
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stage_held_back_by_max_concurrency_says_so() {
+    // 8 slots, 190 ms a request (42.1 req/s); --max-concurrency 4 lets a
+    // flood have 4 in flight, and 30 req/s wait for its slots; 5 req/s
+    // never reach it.
+    let limits = |s: f64| Limits {
+        max_seconds: Some(s),
+        max_concurrency: Some(4),
+        ..Default::default()
+    };
+    let r = start(
+        Scripted::fixed(100, 10, 10).with_capacity(8),
+        fixed(vec![
+            StageSpec::new(
+                Strategy::Throughput {
+                    max_concurrency: 32,
+                },
+                limits(5.0),
+            ),
+            StageSpec::new(Strategy::Constant { rate: 30.0 }, limits(5.0)),
+            StageSpec::new(Strategy::Constant { rate: 5.0 }, limits(5.0)),
+        ]),
+    );
+    let res = r.handle.await.unwrap();
+    let held: Vec<Option<u64>> = res
+        .stages
+        .iter()
+        .map(|s| s.held_at_max_concurrency)
+        .collect();
+    assert_eq!(held, vec![Some(4), Some(4), None], "{:?}", names(&res));
+}

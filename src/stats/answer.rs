@@ -86,7 +86,7 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         (None, Some(n)) => ceiling(&mut a, n, &name(n)),
         (None, None) => unknown(&mut a, stages),
     }
-    at_max_concurrency(&mut a, best_held, not_held);
+    at_max_concurrency(&mut a, best_held, not_held, flood);
     if let Some(c) = conflict {
         a.basis.push_str(&format!(
             "; {c} did not hold at a lower rate: the evidence disagrees, rerun with longer stages"
@@ -98,9 +98,16 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
 /// Stages held at `--max-concurrency` measured the server with at most that
 /// many requests at once: the answer says so, and a floor's advice raises
 /// the cap rather than the rate (seen: "holds ≥ 9.79 req/s" and "run
-/// 12.24, 14.68" with --max-concurrency 16 on a server that holds 20).
-fn at_max_concurrency(a: &mut Answer, h: Option<&StageReport>, n: Option<&StageReport>) {
-    let Some(cap) = [n, h]
+/// 12.24, 14.68" with --max-concurrency 16 on a server that holds 20). A
+/// floor under a capped flood is capped too: the sweep's rates stop there.
+fn at_max_concurrency(
+    a: &mut Answer,
+    h: Option<&StageReport>,
+    n: Option<&StageReport>,
+    flood: Option<&StageReport>,
+) {
+    let capped_flood = flood.filter(|_| n.is_none());
+    let Some(cap) = [n, h, capped_flood]
         .into_iter()
         .flatten()
         .find_map(|s| s.held_at_max_concurrency)
@@ -109,7 +116,7 @@ fn at_max_concurrency(a: &mut Answer, h: Option<&StageReport>, n: Option<&StageR
     };
     a.max_concurrency = Some(cap);
     a.basis.push_str(&format!(
-        "; requests waited for one of the {cap} slots of --max-concurrency: this is the server with at most {cap} requests at once, not its limit"
+        "; in flight was held at --max-concurrency {cap}: this is the server with at most {cap} requests at once, not its limit"
     ));
     if n.is_none() || n.is_some_and(|n| n.held_at_max_concurrency.is_some()) {
         a.next = Some(format!(
@@ -426,9 +433,13 @@ mod tests {
         let mut fl = flood();
         fl.rates.steady_requests_per_s = 9.84;
         fl.held_at_max_concurrency = Some(16);
-        let mut held = stage("constant@9.79", 9.79, 9.79, Some(NotSaturated));
-        held.held_at_max_concurrency = Some(16);
-        let a = answer(&[fl, held], None);
+        let held = stage("constant@9.79", 9.79, 9.79, Some(NotSaturated));
+        // Held under a flood held at the cap: the rates stopped at the cap.
+        let a = answer(&[fl.clone(), held.clone()], None);
+        assert_eq!(a.max_concurrency, Some(16));
+        let mut capped = held;
+        capped.held_at_max_concurrency = Some(16);
+        let a = answer(&[fl, capped], None);
         assert_eq!(a.max_concurrency, Some(16));
         assert_eq!(
             line(&a),

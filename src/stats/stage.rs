@@ -962,7 +962,7 @@ impl StageStats {
             tpot_ms: summary(&self.tpot),
             latency_ms: summary(&self.latency),
             queue_ms: summary(&self.queue),
-            held_at_max_concurrency: self.held_at_max_concurrency(),
+            held_at_max_concurrency: self.held_at_max_concurrency(strategy),
             tokens: self.tokens(),
             capacity: Some(capacity),
             verdict,
@@ -1036,12 +1036,16 @@ impl StageStats {
         (m_from, measured)
     }
 
-    /// The run's `--max-concurrency` if the stage's requests waited for its
-    /// slots: in flight reached it and one request in ten or more waited
-    /// over 5 ms in the client (more than the timer's own lateness).
-    fn held_at_max_concurrency(&self) -> Option<u64> {
-        self.max_concurrency
-            .filter(|c| self.max_in_flight >= *c && self.queue.summary(&[]).p90 >= 5.0)
+    /// The run's `--max-concurrency` if it held the stage back: a flood
+    /// that reached it (it would have sent more), or open-loop requests
+    /// that waited for its slots (in flight reached it and one request in
+    /// ten or more waited over 5 ms in the client, more than the timer's
+    /// own lateness).
+    fn held_at_max_concurrency(&self, strategy: StrategyKind) -> Option<u64> {
+        self.max_concurrency.filter(|c| {
+            self.max_in_flight >= *c
+                && (strategy == StrategyKind::Throughput || self.queue.summary(&[]).p90 >= 5.0)
+        })
     }
 
     /// The stage's rates: over the measured window (`running_s` of it the
