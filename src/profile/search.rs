@@ -66,9 +66,8 @@ impl SearchSummary {
         let at = format!("≥ {:.0}% of requests", self.attainment * 100.0);
         match self.rate {
             Some(r) => format!(
-                "search: the SLOs ({at}) hold up to {r:.2} req/s, limit within [{}, {}] req/s; proven by {} — {}",
-                self.low.map_or("-".into(), fmt_rate),
-                self.high.map_or("capacity".into(), fmt_rate),
+                "search: the SLOs ({at}) hold up to {r:.2} req/s, {}; proven by {} — {}",
+                self.limit(),
                 self.probes
                     .iter()
                     .map(|p| format!(

@@ -222,8 +222,9 @@ impl SweepPlan {
         }
         if self.stop_on_saturation && last.saturated {
             return ControlFlow::Break(self.end(format!(
-                "{} was saturated ({reason}); {left} planned stages left out (--no-stop-on-saturation goes on)",
-                last.name
+                "{} was saturated ({reason}); {left} planned stage{} left out (--no-stop-on-saturation goes on)",
+                last.name,
+                if left == 1 { "" } else { "s" }
             )));
         }
         ControlFlow::Continue(())
@@ -644,6 +645,29 @@ mod tests {
             why.contains("queueing") && why.contains("below the synchronous"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_throughput_stage_whose_requests_timed_out_is_called_out() {
+        // Seen: --request-timeout 4 against a flood of 1.6 s requests
+        // queued deep: 493 of 1,150 timed out, the plan stopped at 9.65.
+        let d = vec![done(StrategyKind::Synchronous, 1600.0, 0.62)];
+        let mut thr = done(StrategyKind::Throughput, 3300.0, 9.65);
+        thr.requests.sent = 1150;
+        thr.requests.completed = 657;
+        thr.requests.errored = 493;
+        thr.errors.insert("timeout".into(), 493);
+        let w = stage_warnings(&thr, &d);
+        assert!(
+            w.iter()
+                .any(|w| w.starts_with("493 of 1150 requests timed out")
+                    && w.contains("raise --request-timeout")),
+            "{w:?}"
+        );
+        thr.errors.insert("timeout".into(), 10);
+        assert!(!stage_warnings(&thr, &d)
+            .iter()
+            .any(|w| w.contains("timed out")));
     }
 
     #[test]

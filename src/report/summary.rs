@@ -141,9 +141,8 @@ pub fn slo_line_of(r: &Report) -> Option<String> {
         let at = format!("≥ {:.0}% of requests", search.attainment * 100.0);
         return Some(match search.rate {
             Some(rate) => format!(
-                "SLOs met ({at}) up to {rate:.2} req/s (search: limit within [{}, {}] req/s) — {}",
-                search.low.map_or("-".into(), |l| format!("{l:.2}")),
-                search.high.map_or("capacity".into(), |h| format!("{h:.2}")),
+                "SLOs met ({at}) up to {rate:.2} req/s (search: {}) — {}",
+                search.limit(),
                 search.note
             ),
             None => format!("SLOs: no rate met them ({at}, search) — {}", search.note),

@@ -171,6 +171,22 @@ pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<String>
     ))
 }
 
+/// A flood whose requests timed out: the capacity estimate counts answers
+/// only, so it reads low and a sweep plans its rates under the server's
+/// capacity (seen: 493 of 1,150 timed out at --request-timeout 4, and the
+/// plan went up to 9.65 req/s on a server that holds 18.67).
+pub fn timed_out_flood(thr: &StageReport) -> Option<String> {
+    let timeouts = thr.errors.get("timeout").copied().unwrap_or(0);
+    let sent = thr.requests.sent;
+    if sent == 0 || timeouts * 20 < sent {
+        return None;
+    }
+    Some(format!(
+        "{timeouts} of {sent} requests timed out in the throughput stage (median latency of the rest {:.1} s): its rate counts answers only, so it reads under the server's capacity and the sweep's rates stop short; raise --request-timeout above the flood's latency",
+        thr.latency_ms.p50 / 1000.0
+    ))
+}
+
 /// What makes a finished stage's numbers doubtful, each with its fix:
 /// shorter than its requests (median latency against the stage length, and
 /// incomplete against completed), a throughput stage that measured queueing,
@@ -225,6 +241,9 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
             .find(|e| e.strategy == StrategyKind::Synchronous);
         if let Some(q) = queueing(s, sync) {
             w.push(q);
+        }
+        if let Some(t) = timed_out_flood(s) {
+            w.push(t);
         }
     }
     if let (Some(cached), true) = (s.tokens.prompt_cached_total, s.tokens.prompt_total > 0) {

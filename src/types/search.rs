@@ -35,3 +35,43 @@ pub struct SearchSummary {
     pub probes: Vec<SearchProbe>,
     pub note: String,
 }
+
+impl SearchSummary {
+    /// Where the search put the SLOs' limit: `limit within [a, b] req/s`,
+    /// or, with no probe above the rate that failed, the server's capacity
+    /// (seen: "limit within [19.88, capacity] req/s").
+    pub fn limit(&self) -> String {
+        match self.high {
+            Some(h) => format!(
+                "limit within [{}, {h:.2}] req/s",
+                self.low.map_or("-".into(), |l| format!("{l:.2}"))
+            ),
+            None => "met up to the server's capacity, no probe above it failed".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_is_an_interval_or_the_servers_capacity_never_a_word_in_brackets() {
+        let mut s = SearchSummary {
+            slo: Slo::default(),
+            attainment: 0.99,
+            precision: 0.05,
+            rate: Some(19.88),
+            low: Some(19.88),
+            high: None,
+            probes: Vec::new(),
+            note: String::new(),
+        };
+        assert_eq!(
+            s.limit(),
+            "met up to the server's capacity, no probe above it failed"
+        );
+        s.high = Some(21.5);
+        assert_eq!(s.limit(), "limit within [19.88, 21.50] req/s");
+    }
+}
