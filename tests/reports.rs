@@ -243,6 +243,23 @@ fn report_and_compare_commands() {
     );
     let (ok, _, err) = bin(&["report", "/nonexistent.json"]);
     assert!(!ok && err.contains("cannot read"), "{err}");
+    // The console re-render ends with the answer, as the live run's does
+    // (seen: `llmsweep report DIR/report.json` printed no answer at all).
+    let (ok, out, err) = bin(&["report", f]);
+    assert!(ok, "{err}");
+    assert!(out.contains("Summary:\n  Answer     holds"), "{out}");
+    // A run directory names its report (seen: "Is a directory").
+    let dir = root().join("tests/fixtures");
+    let (ok, _, err) = bin(&["report", dir.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let empty = std::env::temp_dir().join(format!("llmsweep-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let (ok, _, err) = bin(&["report", empty.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("neither report.json nor stages.jsonl"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&empty);
     let (ok, out, err) = bin(&["compare", f, f]);
     assert!(ok, "{err}");
     assert!(out.contains("Δ TTFT p50") && out.contains("+0.0%"), "{out}");

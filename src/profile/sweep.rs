@@ -253,10 +253,14 @@ fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<String> {
         ));
     }
     if !(sync > 0.0 && thr > 0.0) {
+        // By stage (seen: "errors: timeout: 3, timeout: 1536").
         let errors: Vec<String> = done
             .iter()
-            .flat_map(|s| s.errors.iter())
-            .map(|(k, v)| format!("{k}: {v}"))
+            .filter(|s| !s.errors.is_empty())
+            .map(|s| {
+                let by: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                format!("{} {}", s.name, by.join(", "))
+            })
             .collect();
         let errors = if errors.is_empty() {
             "lengthen the stages".to_string()

@@ -137,6 +137,20 @@ pub fn read(path: &Path) -> Result<Report> {
 
 /// Loads `report.json` or a `stages.jsonl` checkpoint.
 pub fn load_any(path: &Path) -> Result<Report> {
+    // A run directory: its report, or the checkpoint of a run that has not
+    // written one (yet).
+    if path.is_dir() {
+        let report = path.join("report.json");
+        let stages = path.join("stages.jsonl");
+        return match (report.exists(), stages.exists()) {
+            (true, _) => load_any(&report),
+            (false, true) => load_any(&stages),
+            (false, false) => anyhow::bail!(
+                "{} holds neither report.json nor stages.jsonl: give a run directory or a report file",
+                path.display()
+            ),
+        };
+    }
     if path.extension().is_some_and(|e| e == "jsonl") {
         return read(path);
     }

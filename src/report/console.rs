@@ -82,18 +82,19 @@ pub fn render(r: &Report) -> String {
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {}", crate::safe::line(w));
     }
+    // The answer, as every screen and file ends (`llmsweep report` and
+    // report-console.txt printed the tables without it).
+    s.push('\n');
+    s.push_str(&summary_text(r, FULL_WIDTH));
     s
 }
 
 /// The console output for a terminal `width` columns wide: GuideLLM's full
 /// tables from `FULL_WIDTH` on, a narrow layout below it. Either way with the
-/// run's summary (capacity, knee, saturation, stop reason).
+/// run's summary (the answer, knee, saturation, stop reason).
 pub fn render_for_width(r: &Report, width: u16) -> String {
     if width >= FULL_WIDTH {
-        let mut s = render(r);
-        s.push('\n');
-        s.push_str(&summary_text(r, width));
-        return s;
+        return render(r);
     }
     narrow(r, width.max(40))
 }

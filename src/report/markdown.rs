@@ -54,27 +54,7 @@ pub fn render(r: &Report) -> String {
     if let Some(line) = summary::slo_line_of(r) {
         s.push_str(&format!("\n## SLOs\n\n{line}\n"));
     }
-    if r.stages.iter().any(|st| !st.error_samples.is_empty()) {
-        s.push_str("\n## Errors\n\n");
-        let names = crate::types::stage_run_names(&r.stages);
-        for (st, name) in r
-            .stages
-            .iter()
-            .zip(names)
-            .filter(|(st, _)| !st.errors.is_empty())
-        {
-            s.push_str(&format!("- {name}:"));
-            for (category, n) in &st.errors {
-                s.push_str(&format!(" `{category}` {n}"));
-            }
-            s.push('\n');
-            for (category, messages) in &st.error_samples {
-                for m in messages {
-                    s.push_str(&format!("  - `{category}`: {}\n", md(m)));
-                }
-            }
-        }
-    }
+    s.push_str(&errors_section(r));
     s.push_str(&timeline_markdown(r));
     let judgement = crate::stats::judge::judgement_lines(r);
     if !judgement.is_empty() {
@@ -87,6 +67,36 @@ pub fn render(r: &Report) -> String {
         s.push_str("\n## Warnings\n\n");
         for w in &r.warnings {
             s.push_str(&format!("- {}\n", md(w)));
+        }
+    }
+    s
+}
+
+/// Each stage's errors by category, with a few of the server's messages;
+/// empty when no stage kept a message.
+fn errors_section(r: &Report) -> String {
+    use crate::safe::markdown as md;
+    let mut s = String::new();
+    if !r.stages.iter().any(|st| !st.error_samples.is_empty()) {
+        return s;
+    }
+    s.push_str("\n## Errors\n\n");
+    let names = crate::types::stage_run_names(&r.stages);
+    for (st, name) in r
+        .stages
+        .iter()
+        .zip(names)
+        .filter(|(st, _)| !st.errors.is_empty())
+    {
+        s.push_str(&format!("- {name}:"));
+        for (category, n) in &st.errors {
+            s.push_str(&format!(" `{category}` {n}"));
+        }
+        s.push('\n');
+        for (category, messages) in &st.error_samples {
+            for m in messages {
+                s.push_str(&format!("  - `{category}`: {}\n", md(m)));
+            }
         }
     }
     s

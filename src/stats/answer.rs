@@ -82,7 +82,10 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
     }
     match (best_held, not_held) {
         (Some(h), Some(n)) => bracketed(&mut a, h, &name(h), n, &name(n)),
-        (Some(h), None) => floor(&mut a, h, &name(h)),
+        (Some(h), None) => {
+            floor(&mut a, h, &name(h));
+            undecided_above(&mut a, stages, h);
+        }
         (None, Some(n)) => ceiling(&mut a, n, &name(n)),
         (None, None) => unknown(&mut a, stages),
     }
@@ -171,6 +174,50 @@ fn floor(a: &mut Answer, h: &StageReport, h_name: &str) {
     ));
 }
 
+/// Stages above a floor that were too short to tell: the floor's advice
+/// runs them longer rather than higher rates (seen after a search of 5 s
+/// probes: "holds ≥ 18.17" on a server that holds 37, advising 22.71 and
+/// 27.25, which it had just run, undecided, as 22.65 and 27.02).
+fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) {
+    let above: Vec<&StageReport> = stages
+        .iter()
+        .filter(|s| s.strategy.is_open_loop() && target(s) > target(h))
+        .filter(|s| {
+            s.verdict
+                .as_ref()
+                .is_some_and(|v| v.outcome == Outcome::Inconclusive)
+        })
+        .collect();
+    if above.is_empty() {
+        return;
+    }
+    let mut rates: Vec<f64> = above.iter().map(|s| target(s)).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup_by(|x, y| (*x - *y).abs() < 0.005);
+    let needed = above
+        .iter()
+        .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
+        .fold(0.0, f64::max);
+    let list: Vec<String> = rates.iter().map(|r| format!("{r:.2}")).collect();
+    let (n, were) = match rates.len() {
+        1 => ("1 stage".to_string(), "was"),
+        n => (format!("{n} stages"), "were"),
+    };
+    a.basis
+        .push_str(&format!("; {n} above it {were} too short to tell"));
+    a.next = Some(if needed > 0.0 {
+        format!(
+            "run the rates above it longer, e.g. --profile constant --rate {} --max-seconds {needed:.0}",
+            list.join(",")
+        )
+    } else {
+        format!(
+            "run the rates above it longer, e.g. --profile constant --rate {}",
+            list.join(",")
+        )
+    });
+}
+
 /// The advice's last alternative, which a search's own answer leaves out.
 const OR_SEARCH: &str = ", or --profile search";
 
@@ -220,8 +267,18 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) {
         "no constant-rate stage ran: a sweep or a constant profile finds the rate the server holds"
             .into()
     };
+    // A sweep that stopped before its constant-rate stages ran its
+    // throughput stage: sending the user to a sweep would repeat it.
+    let sweep_stopped = stages
+        .iter()
+        .any(|s| s.strategy == StrategyKind::Throughput)
+        && stages
+            .iter()
+            .any(|s| s.strategy == StrategyKind::Synchronous);
     a.next = Some(if open_loop {
         format!("lengthen the stages (--max-seconds){OR_SEARCH}")
+    } else if sweep_stopped {
+        "see why the run stopped before its constant-rate stages (Stopped), fix that, and run the sweep again".into()
     } else {
         "--profile sweep".into()
     });
@@ -477,5 +534,45 @@ mod tests {
         assert_eq!(line(&a), "holds: not known");
         assert!(a.basis.contains("erroring"), "{}", a.basis);
         assert!(!a.next.as_deref().unwrap().contains("lengthen"), "{a:?}");
+    }
+
+    #[test]
+    fn a_sweep_stopped_before_its_constant_stages_is_not_sent_to_a_sweep() {
+        // Seen: every request timed out, the sweep stopped after its
+        // throughput stage, and the advice was "--profile sweep".
+        let mut sync = stage("synchronous", 0.0, 0.0, None);
+        sync.strategy = StrategyKind::Synchronous;
+        sync.target_rate = None;
+        let a = answer(&[sync, flood()], None);
+        assert_eq!(line(&a).split(" · ").next(), Some("holds: not known"));
+        let next = a.next.unwrap();
+        assert!(
+            next.contains("why the run stopped") && !next.starts_with("--profile sweep"),
+            "{next}"
+        );
+    }
+
+    #[test]
+    fn a_floor_under_stages_too_short_to_tell_runs_them_longer() {
+        use Outcome::*;
+        let mut short = stage("constant@22.65", 22.65, 22.0, Some(Inconclusive));
+        short.verdict.as_mut().unwrap().needed_seconds = Some(12.0);
+        let stages = vec![
+            stage("constant@18.28", 18.28, 18.17, Some(NotSaturated)),
+            short,
+            stage("constant@27.02", 27.02, 25.0, Some(Inconclusive)),
+        ];
+        let a = answer(&stages, None);
+        assert!(line(&a).starts_with("holds ≥ 18.17 req/s"), "{}", line(&a));
+        assert!(
+            a.basis
+                .ends_with("; 2 stages above it were too short to tell"),
+            "{}",
+            a.basis
+        );
+        assert_eq!(
+            a.next.as_deref(),
+            Some("run the rates above it longer, e.g. --profile constant --rate 22.65,27.02 --max-seconds 12")
+        );
     }
 }

@@ -31,15 +31,15 @@ pub fn judgement_lines(r: &crate::types::Report) -> Vec<String> {
             _ => {}
         }
     }
-    for s in &r.stages {
+    // Named as the tables name them: a stage run again is `#2`.
+    for (s, name) in r
+        .stages
+        .iter()
+        .zip(crate::types::stage_run_names(&r.stages))
+    {
         if let Some(vd) = &s.verdict {
             if vd.outcome != Outcome::NotSaturated {
-                v.push(format!(
-                    "{}: {} — {}",
-                    s.name,
-                    vd.outcome.as_str(),
-                    vd.reason
-                ));
+                v.push(format!("{name}: {} — {}", vd.outcome.as_str(), vd.reason));
             }
         }
         for w in s
@@ -47,7 +47,7 @@ pub fn judgement_lines(r: &crate::types::Report) -> Vec<String> {
             .iter()
             .filter(|w| s.verdict.as_ref().is_none_or(|vd| &vd.reason != *w))
         {
-            v.push(format!("{}: {w}", s.name));
+            v.push(format!("{name}: {w}"));
         }
     }
     if let Some(search) = &r.search {
@@ -264,4 +264,36 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
     }
     w.extend(super::thinking::warnings(s));
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Report, StageReport, Verdict};
+
+    #[test]
+    fn judgement_names_a_stage_run_again_as_the_tables_do() {
+        // Seen: "constant@38.54: inconclusive … 11.0 s" for the #2 run.
+        let st = |reason: &str| StageReport {
+            name: "constant@38.54".into(),
+            end_reason: "max_seconds".into(),
+            verdict: Some(Verdict {
+                outcome: Outcome::Inconclusive,
+                reason: reason.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let r = Report {
+            end_reason: "completed".into(),
+            stages: vec![st("first"), st("second")],
+            ..Default::default()
+        };
+        let lines = judgement_lines(&r);
+        assert!(
+            lines.contains(&"constant@38.54: inconclusive — first".to_string())
+                && lines.contains(&"constant@38.54 #2: inconclusive — second".to_string()),
+            "{lines:#?}"
+        );
+    }
 }

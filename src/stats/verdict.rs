@@ -303,6 +303,49 @@ fn settle_after(e: &Evidence, seg: &Segment) -> Option<(f64, bool)> {
     ))
 }
 
+/// The backlog cells of each segment's steady window, for the fit.
+struct SteadyBacklog<'a> {
+    /// (stage clock, backlog) per cell, one group per segment.
+    groups: Vec<Vec<(f64, f64)>>,
+    /// Where the first segment's window opens, and when its pipeline filled.
+    settle_s: Option<f64>,
+    fill_s: Option<f64>,
+    /// No segment's window was cut to its middle.
+    all_filled: bool,
+    /// The last cell fitted.
+    last: Option<&'a BacklogPoint>,
+}
+
+fn steady_backlog(e: &Evidence) -> SteadyBacklog<'_> {
+    let mut b = SteadyBacklog {
+        groups: Vec::new(),
+        settle_s: None,
+        fill_s: None,
+        all_filled: true,
+        last: None,
+    };
+    for seg in &e.segments {
+        let (Some((from, filled)), Some(to)) = (settle_after(e, seg), seg.end_s) else {
+            continue;
+        };
+        b.settle_s.get_or_insert(from);
+        b.fill_s
+            .get_or_insert(seg.first_answer_s.unwrap_or(from) + e.latency_p90_s);
+        b.all_filled &= filled;
+        let pts: Vec<&BacklogPoint> = e
+            .backlog
+            .iter()
+            .filter(|p| p.t_s >= from && p.t_s <= to)
+            .collect();
+        if pts.len() >= 2 {
+            b.last = pts.last().copied();
+            b.groups
+                .push(pts.iter().map(|p| (p.t_s, p.total())).collect());
+        }
+    }
+    b
+}
+
 /// The backlog's growth over the steady window: a least-squares slope of
 /// the time-weighted backlog against time, each segment with its own
 /// intercept. A server that keeps up holds its backlog flat (at about rate
@@ -313,28 +356,13 @@ fn settle_after(e: &Evidence, seg: &Segment) -> Option<(f64, bool)> {
 /// backlog is correlated over about that long), never more than one per
 /// cell and never fewer than two. None with fewer than 5 cells.
 pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
-    let mut groups: Vec<Vec<(f64, f64)>> = Vec::new();
-    let mut settle_s = None;
-    let mut fill_s = None;
-    let mut all_filled = true;
-    let mut last: Option<&BacklogPoint> = None;
-    for seg in &e.segments {
-        let (Some((from, filled)), Some(to)) = (settle_after(e, seg), seg.end_s) else {
-            continue;
-        };
-        settle_s.get_or_insert(from);
-        fill_s.get_or_insert(seg.first_answer_s.unwrap_or(from) + e.latency_p90_s);
-        all_filled &= filled;
-        let pts: Vec<&BacklogPoint> = e
-            .backlog
-            .iter()
-            .filter(|p| p.t_s >= from && p.t_s <= to)
-            .collect();
-        if pts.len() >= 2 {
-            last = pts.last().copied();
-            groups.push(pts.iter().map(|p| (p.t_s, p.total())).collect());
-        }
-    }
+    let SteadyBacklog {
+        groups,
+        settle_s,
+        fill_s,
+        all_filled,
+        last,
+    } = steady_backlog(e);
     let n: usize = groups.iter().map(|g| g.len()).sum();
     if n < 5 {
         return None;
