@@ -262,6 +262,33 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
 }
 
 #[tokio::test]
+async fn a_stage_start_scrapes_at_once_between_ticks() {
+    // A scrape at each stage's start keeps the answers of the stage before
+    // (a flood's last, in the wait between) out of the next stage's window.
+    let sim = start_sim(model(1.0, 0.0, 8)).await;
+    let mut cfg = scrape_config(format!("{}/metrics", sim.url()), true);
+    cfg.interval = Duration::from_secs(60);
+    let scraper = Scraper::start(cfg);
+    let handle = scraper.handle();
+    let scrapes = || handle.with(|r| r.scrapes);
+    // The first tick scrapes at once; the next would be a minute later.
+    wait_for(|| scrapes() == 1).await;
+    handle.scrape_now();
+    wait_for(|| scrapes() == 2).await;
+    scraper.finish().await;
+}
+
+async fn wait_for(cond: impl Fn() -> bool) {
+    for _ in 0..200 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("not within 5 s");
+}
+
+#[tokio::test]
 async fn a_target_without_metrics_turns_scraping_off_quietly() {
     let sim = start_sim(model(1.0, 0.0, 8)).await;
     // The simulator answers 404 here.

@@ -122,6 +122,10 @@ impl StageEnd {
 /// Called with each stage as it finishes (e.g. to append it to a checkpoint).
 pub type StageObserver = Box<dyn FnMut(&StageReport, &[TimelineEvent]) + Send>;
 
+/// Called as each stage starts, after the wait for the server to settle
+/// (e.g. to read the server's `/metrics` at the boundary).
+pub type StageStarted = Box<dyn FnMut() + Send>;
+
 /// A stage that stopped sending after a rate change and waits for its
 /// requests in flight before it is reported.
 struct Finishing {
@@ -229,6 +233,7 @@ pub struct Engine {
     control: mpsc::UnboundedReceiver<Control>,
     snapshots: watch::Sender<Snapshot>,
     observer: Option<StageObserver>,
+    started: Option<StageStarted>,
     /// Every request as it ends, for `requests.jsonl` (`--save-requests`).
     request_log: RequestLog,
 
@@ -370,6 +375,7 @@ impl Engine {
             control,
             snapshots,
             observer: None,
+            started: None,
             request_log: RequestLog::default(),
             run_start: Instant::now(),
             finished: Vec::new(),
@@ -421,6 +427,11 @@ impl Engine {
 
     pub fn on_stage_done(mut self, f: StageObserver) -> Self {
         self.observer = Some(f);
+        self
+    }
+
+    pub fn on_stage_start(mut self, f: StageStarted) -> Self {
+        self.started = Some(f);
         self
     }
 
@@ -639,6 +650,9 @@ impl Engine {
     /// A stage's start: its statistics, schedule and dispatch state, and the
     /// timeline's notes.
     fn begin_stage(&mut self, spec: &StageSpec, number: usize) -> StageRun {
+        if let Some(f) = self.started.as_mut() {
+            f();
+        }
         let start = Instant::now();
         let limits = &spec.limits;
         let ramp_s = ramp_of(spec);

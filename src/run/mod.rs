@@ -203,6 +203,11 @@ fn build_engine(
         reports.scrape.clone(),
         errors.clone(),
     ));
+    if let Some(h) = reports.scrape.clone() {
+        // A scrape at each stage's start keeps the server's answers to the
+        // stage before (and in the wait between) out of this one.
+        engine = engine.on_stage_start(Box::new(move || h.scrape_now()));
+    }
     if let Some(convs) = p.conversations.clone() {
         engine = engine.with_conversations(convs);
         if args.replies == crate::config::Replies::Received {

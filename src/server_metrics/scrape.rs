@@ -178,6 +178,8 @@ struct Shared {
 /// A running scraper.
 pub struct Scraper {
     shared: Arc<Mutex<Shared>>,
+    /// Asks for a scrape now, between ticks (see [`ScrapeHandle::scrape_now`]).
+    now: Arc<tokio::sync::Notify>,
     live: watch::Receiver<Arc<LiveView>>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
@@ -210,9 +212,17 @@ impl Scraper {
         let shared = Arc::new(Mutex::new(Shared { record }));
         let (live_tx, live) = watch::channel(Arc::new(view.clone()));
         let (stop_tx, stop_rx) = oneshot::channel();
-        let task = tokio::spawn(run(cfg, shared.clone(), view, live_tx, stop_rx));
+        let now = Arc::new(tokio::sync::Notify::new());
+        let task = tokio::spawn(run(
+            cfg,
+            shared.clone(),
+            view,
+            live_tx,
+            (stop_rx, now.clone()),
+        ));
         Scraper {
             shared,
+            now,
             live,
             stop: Some(stop_tx),
             task,
@@ -229,6 +239,7 @@ impl Scraper {
     pub fn handle(&self) -> ScrapeHandle {
         ScrapeHandle {
             shared: self.shared.clone(),
+            now: self.now.clone(),
         }
     }
 
@@ -248,9 +259,19 @@ impl Scraper {
 #[derive(Clone)]
 pub struct ScrapeHandle {
     shared: Arc<Mutex<Shared>>,
+    now: Arc<tokio::sync::Notify>,
 }
 
 impl ScrapeHandle {
+    /// Scrapes now rather than at the next tick. At a stage's start: a
+    /// scrape interval that held a boundary was shared between the stages
+    /// in proportion, so a flood's last answers (in the wait between the
+    /// stages) landed in the next stage (seen: Server TTFT p50~ 10186 ms in
+    /// a 5.58 req/s stage whose client p50 was 16.6 ms).
+    pub fn scrape_now(&self) {
+        self.now.notify_one();
+    }
+
     /// Runs `f` on the record as scraped so far (under a short lock).
     pub fn with<T>(&self, f: impl FnOnce(&Record) -> T) -> T {
         f(&lock(&self.shared).record)
@@ -333,7 +354,7 @@ async fn run(
     shared: Arc<Mutex<Shared>>,
     view: LiveView,
     live: watch::Sender<Arc<LiveView>>,
-    mut stop: oneshot::Receiver<()>,
+    (mut stop, now): (oneshot::Receiver<()>, Arc<tokio::sync::Notify>),
 ) {
     let mut scraping = Scraping {
         cfg,
@@ -367,6 +388,7 @@ async fn run(
         if !last {
             tokio::select! {
                 _ = ticks.tick() => {}
+                _ = now.notified() => ticks.reset(),
                 _ = &mut stop => last = true,
             }
         }
