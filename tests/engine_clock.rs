@@ -469,30 +469,37 @@ async fn the_rerun_to_come_is_among_the_upcoming_stages() {
     );
 }
 
+/// A 10 s throughput stage of 32 in flight against 8 slots of 190 ms
+/// (42.1 req/s), paused 5 s at 3.05 s when `pause`.
+async fn flood_of_8_slots(pause: bool) -> StageReport {
+    let r = start(
+        Scripted::fixed(100, 10, 10).with_capacity(8),
+        fixed(vec![StageSpec::new(
+            Strategy::Throughput {
+                max_concurrency: 32,
+            },
+            secs(10.0),
+        )]),
+    );
+    if pause {
+        sleep(Duration::from_millis(3050)).await;
+        r.control.send(Control::Pause).unwrap();
+        sleep(Duration::from_secs(5)).await;
+        r.control.send(Control::Resume).unwrap();
+    }
+    let mut res = r.handle.await.unwrap();
+    let s = res.stages.remove(0);
+    assert_eq!(s.pauses, u32::from(pause));
+    s
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_pause_in_the_throughput_stage_leaves_its_capacity_as_measured() {
     // 8 slots, 190 ms a request: the server completes 42.1 req/s.
     let capacity_of = |pause: bool| async move {
-        let r = start(
-            Scripted::fixed(100, 10, 10).with_capacity(8),
-            fixed(vec![StageSpec::new(
-                Strategy::Throughput {
-                    max_concurrency: 32,
-                },
-                secs(10.0),
-            )]),
-        );
-        if pause {
-            sleep(Duration::from_millis(3050)).await;
-            r.control.send(Control::Pause).unwrap();
-            sleep(Duration::from_secs(5)).await;
-            r.control.send(Control::Resume).unwrap();
-        }
-        let res = r.handle.await.unwrap();
-        let s = &res.stages[0];
-        assert_eq!(s.pauses, u32::from(pause));
-        s.capacity
-            .clone()
+        flood_of_8_slots(pause)
+            .await
+            .capacity
             .expect("a throughput stage estimates capacity")
     };
     let plain = capacity_of(false).await;
@@ -512,27 +519,8 @@ async fn a_pause_in_the_throughput_stage_leaves_its_per_second_rates_as_measured
     // holds 20 (19.18 unpaused): its deep queue completed at full speed
     // through the pause, outside the stage's running seconds. Here 8 slots,
     // 190 ms a request (42.1 req/s), 32 in flight, paused 5 s.
-    let rates_of = |pause: bool| async move {
-        let r = start(
-            Scripted::fixed(100, 10, 10).with_capacity(8),
-            fixed(vec![StageSpec::new(
-                Strategy::Throughput {
-                    max_concurrency: 32,
-                },
-                secs(10.0),
-            )]),
-        );
-        if pause {
-            sleep(Duration::from_millis(3050)).await;
-            r.control.send(Control::Pause).unwrap();
-            sleep(Duration::from_secs(5)).await;
-            r.control.send(Control::Resume).unwrap();
-        }
-        let res = r.handle.await.unwrap();
-        res.stages[0].rates
-    };
-    let plain = rates_of(false).await;
-    let paused = rates_of(true).await;
+    let plain = flood_of_8_slots(false).await.rates;
+    let paused = flood_of_8_slots(true).await.rates;
     let near = |a: f64, b: f64| (a / b - 1.0).abs() <= 0.05;
     assert!(
         near(paused.requests_per_s, plain.requests_per_s)

@@ -205,17 +205,15 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) {
     };
     a.basis
         .push_str(&format!("; {n} above it {were} too short to tell"));
-    a.next = Some(if needed > 0.0 {
-        format!(
-            "run the rates above it longer, e.g. --profile constant --rate {} --max-seconds {needed:.0}",
-            list.join(",")
-        )
+    let length = if needed > 0.0 {
+        format!(" --max-seconds {needed:.0}")
     } else {
-        format!(
-            "run the rates above it longer, e.g. --profile constant --rate {}",
-            list.join(",")
-        )
-    });
+        String::new()
+    };
+    a.next = Some(format!(
+        "run the rates above it longer, e.g. --profile constant --rate {}{length}",
+        list.join(",")
+    ));
 }
 
 /// The advice's last alternative, which a search's own answer leaves out.
@@ -288,10 +286,7 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) {
 /// `holds ≈ 29.5 req/s (constant@28.99 held, constant@33.67 did not) ·
 /// peak throughput 38.4 req/s when flooded, at 3.7 s latency`.
 pub fn line(a: &Answer) -> String {
-    let cap = a
-        .max_concurrency
-        .map(|c| format!(" at --max-concurrency {c}"))
-        .unwrap_or_default();
+    let cap = at_cap(a);
     let mut s = match (a.requests_per_s, &a.held, &a.not_held) {
         (Some(x), Some(h), Some(n)) if a.bracketed => {
             format!("holds ≈ {x:.2} req/s{cap} ({h} held, {n} did not)")
@@ -320,15 +315,19 @@ pub fn line(a: &Answer) -> String {
 /// The answer for the dashboard's header, short: `holds ≈ 29.50 req/s`.
 pub fn short(a: &Answer) -> Option<String> {
     let x = a.requests_per_s?;
-    let cap = a
-        .max_concurrency
-        .map(|c| format!(" at --max-concurrency {c}"))
-        .unwrap_or_default();
+    let cap = at_cap(a);
     Some(match (a.bracketed, &a.held, &a.not_held) {
         (true, _, _) => format!("holds ≈ {x:.2} req/s{cap}"),
         (false, Some(_), None) => format!("holds ≥ {x:.2} req/s{cap}"),
         _ => format!("holds < {x:.2} req/s{cap}"),
     })
+}
+
+/// ` at --max-concurrency 16` when the answer was held at the cap.
+fn at_cap(a: &Answer) -> String {
+    a.max_concurrency
+        .map(|c| format!(" at --max-concurrency {c}"))
+        .unwrap_or_default()
 }
 
 fn seconds(s: f64) -> String {

@@ -503,7 +503,8 @@ impl StageStats {
         self.in_flight = self.in_flight.saturating_sub(1);
         self.reconnects += u64::from(r.reconnects);
         self.count_outcome(r);
-        if r.outcome == RequestOutcome::Completed && self.segment_of(r.ended_at).is_some() {
+        let ended_in_pause = self.segment_of(r.ended_at).is_none();
+        if r.outcome == RequestOutcome::Completed && !ended_in_pause {
             self.pause_effect.answered(r.ended_at);
         }
         if r.outcome == RequestOutcome::Completed {
@@ -529,7 +530,7 @@ impl StageStats {
             return;
         }
         self.counts.measured += 1;
-        if self.segment_of(r.ended_at).is_none() {
+        if ended_in_pause {
             self.pause_effect.ended_in_pause(r);
         }
         let quarter = (t_end * 4.0) as u64;
@@ -935,6 +936,7 @@ impl StageStats {
         let rate_s = measured - self.pause_effect.refill_within(m_from, end);
         let rates = self.rates(&ev, &capacity, rate_s, open_loop);
         let concurrency = self.concurrency(in_flight_area, duration, measured);
+        let queue_ms = summary(&self.queue);
         let saturation_reason = verdict
             .as_ref()
             .filter(|v| v.outcome == crate::types::Outcome::Saturated)
@@ -961,8 +963,8 @@ impl StageStats {
             itl_ms: summary(&self.itl),
             tpot_ms: summary(&self.tpot),
             latency_ms: summary(&self.latency),
-            queue_ms: summary(&self.queue),
-            held_at_max_concurrency: self.held_at_max_concurrency(strategy),
+            held_at_max_concurrency: self.held_at_max_concurrency(strategy, queue_ms.p90),
+            queue_ms,
             tokens: self.tokens(),
             capacity: Some(capacity),
             verdict,
@@ -1041,10 +1043,10 @@ impl StageStats {
     /// that waited for its slots (in flight reached it and one request in
     /// ten or more waited over 5 ms in the client, more than the timer's
     /// own lateness).
-    fn held_at_max_concurrency(&self, strategy: StrategyKind) -> Option<u64> {
+    fn held_at_max_concurrency(&self, strategy: StrategyKind, queue_p90_ms: f64) -> Option<u64> {
         self.max_concurrency.filter(|c| {
             self.max_in_flight >= *c
-                && (strategy == StrategyKind::Throughput || self.queue.summary(&[]).p90 >= 5.0)
+                && (strategy == StrategyKind::Throughput || queue_p90_ms >= 5.0)
         })
     }
 

@@ -439,14 +439,10 @@ pub fn stage_label(name: &str, run: usize, cut: bool, paused: bool) -> String {
 
 /// [`stage_label`] for each stage of a run, in order.
 pub fn stage_labels(stages: &[StageReport]) -> Vec<String> {
-    let mut runs: BTreeMap<&str, usize> = BTreeMap::new();
     stages
         .iter()
-        .map(|s| {
-            let run = runs.entry(s.name.as_str()).or_default();
-            *run += 1;
-            stage_label(&s.name, *run, s.cut_short, s.pauses > 0)
-        })
+        .zip(run_numbers(stages))
+        .map(|(s, run)| stage_label(&s.name, run, s.cut_short, s.pauses > 0))
         .collect()
 }
 
@@ -454,24 +450,33 @@ pub fn stage_labels(stages: &[StageReport]) -> Vec<String> {
 /// for a later run of a stage of that name, as the tables number them
 /// (without the tables' `cut`/`paused` marks).
 pub fn stage_run_names(stages: &[StageReport]) -> Vec<String> {
+    stages
+        .iter()
+        .zip(run_numbers(stages))
+        .map(|(s, run)| stage_label(&s.name, run, false, false))
+        .collect()
+}
+
+/// [`stage_run_names`]'s name of `stage`, one of `stages`.
+pub fn stage_run_name(stages: &[StageReport], stage: &StageReport) -> String {
+    let run = match stages.iter().position(|s| std::ptr::eq(s, stage)) {
+        Some(i) => stages[..=i].iter().filter(|s| s.name == stage.name).count(),
+        None => 1,
+    };
+    stage_label(&stage.name, run, false, false)
+}
+
+/// Which run of its name each stage is: 1 for the first, 2 for the next…
+fn run_numbers(stages: &[StageReport]) -> Vec<usize> {
     let mut runs: BTreeMap<&str, usize> = BTreeMap::new();
     stages
         .iter()
         .map(|s| {
             let run = runs.entry(s.name.as_str()).or_default();
             *run += 1;
-            stage_label(&s.name, *run, false, false)
+            *run
         })
         .collect()
-}
-
-/// [`stage_run_names`]'s name of `stage`, one of `stages`.
-pub fn stage_run_name(stages: &[StageReport], stage: &StageReport) -> String {
-    stages
-        .iter()
-        .position(|s| std::ptr::eq(s, stage))
-        .and_then(|i| stage_run_names(stages).into_iter().nth(i))
-        .unwrap_or_else(|| stage.name.clone())
 }
 
 /// What the labels' marks mean, for a table's legend.
