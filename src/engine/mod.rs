@@ -32,7 +32,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Prompt, RequestOutcome, RequestRecord};
+use crate::client::{ErrorCategory, Prompt, RequestOutcome, RequestRecord};
 use crate::data::conversation::Conversation;
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
@@ -218,6 +218,20 @@ impl RequestLog {
 }
 
 /// One completed request, tagged with the stage that sent it.
+/// A run of requests that got no answer at all.
+struct Unanswered {
+    since: Instant,
+    count: u64,
+    message: String,
+}
+
+/// How long every request must go unanswered before the run ends: longer
+/// than a server's restart of a connection pool, short enough that a dead
+/// server does not fill a sweep with stages of errors.
+const GONE_AFTER: Duration = Duration::from_secs(3);
+/// And how many requests in a row at least (a synchronous stage sends few).
+const GONE_REQUESTS: u64 = 5;
+
 struct Done {
     stage: usize,
     index: u64,
@@ -248,6 +262,9 @@ pub struct Engine {
     planned_done: Vec<StageReport>,
     timeline: Vec<TimelineEvent>,
     recent_errors: VecDeque<ErrorEntry>,
+    /// Requests in a row that got no answer at all (refused, reset before
+    /// a byte): since when, how many, and the last error's words.
+    unanswered: Option<Unanswered>,
     warnings: Vec<String>,
     /// The run has warned that a server's `usage` was unusable (once a run).
     usage_warned: bool,
@@ -383,6 +400,7 @@ impl Engine {
             planned_done: Vec::new(),
             timeline: Vec::new(),
             recent_errors: VecDeque::new(),
+            unanswered: None,
             warnings: Vec::new(),
             usage_warned: false,
             paused: false,
@@ -952,9 +970,14 @@ impl Engine {
         None
     }
 
-    /// A request came back: counted in its stage; `--max-errors` may end
-    /// this one.
+    /// A request came back: counted in its stage; `--max-errors`, or a
+    /// server that stopped answering, may end this one.
     fn on_done(&mut self, run: &mut StageRun, spec: &StageSpec, done: Done) -> Option<StageEnd> {
+        if let Some(gone) = self.server_gone(&done.record) {
+            self.on_record(done, &mut run.stats, &spec.name);
+            self.warn(format!("{gone}; stopping the run"));
+            return Some(StageEnd::Stopped(gone));
+        }
         if done.stage != run.number {
             self.on_finishing_record(done);
             return None;
@@ -969,6 +992,53 @@ impl Engine {
             spec.name
         ));
         Some(StageEnd::MaxErrors)
+    }
+
+    /// Whether the server has stopped answering: every request for
+    /// [`GONE_AFTER`] and at least [`GONE_REQUESTS`] in a row refused or
+    /// reset before a byte of an answer. Then the reason the run ends with
+    /// (`types::SERVER_GONE` and when, and what the last one said); a
+    /// server that answers anything in between is a stage with errors.
+    fn server_gone(&mut self, rec: &RequestRecord) -> Option<String> {
+        let no_answer = match &rec.outcome {
+            RequestOutcome::Errored { category, message } => match category {
+                ErrorCategory::Connect => Some(message.clone()),
+                ErrorCategory::StreamBroken if rec.chunks.is_empty() => Some(message.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(message) = no_answer else {
+            self.unanswered = None;
+            return None;
+        };
+        let now = Instant::now();
+        let u = self.unanswered.get_or_insert(Unanswered {
+            since: now,
+            count: 0,
+            message: String::new(),
+        });
+        u.count += 1;
+        u.message = message;
+        if now.saturating_duration_since(u.since) < GONE_AFTER {
+            return None;
+        }
+        self.gone_now()
+    }
+
+    /// The server-gone reason when the run of unanswered requests is long
+    /// enough to end the run now: [`GONE_REQUESTS`] in a row (the guard
+    /// asks before it ends a stage for requests that got no answer, which
+    /// it does sooner than [`GONE_AFTER`]).
+    fn gone_now(&self) -> Option<String> {
+        let u = self.unanswered.as_ref().filter(|u| u.count >= GONE_REQUESTS)?;
+        let at = u.since.saturating_duration_since(self.run_start).as_secs_f64();
+        Some(format!(
+            "{}{at:.1} s ({} requests in a row got no answer; the last: {})",
+            crate::types::SERVER_GONE,
+            u.count,
+            u.message
+        ))
     }
 
     /// The snapshot tick: the backlog, the seconds that closed, a snapshot,
@@ -1073,6 +1143,11 @@ impl Engine {
             return None;
         }
         let why = guard?;
+        // Unanswered because nobody is there: the run ends, not the stage.
+        if let Some(gone) = self.gone_now() {
+            self.warn(format!("{gone}; stopping the run"));
+            return Some(StageEnd::Stopped(gone));
+        }
         self.note(
             EventKind::OverSaturation,
             format!(

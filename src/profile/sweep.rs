@@ -2,9 +2,11 @@
 //! Poisson) stages at rates interpolated between the two measured rates.
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
+use crate::stats::answer;
 use crate::stats::judge::queueing;
+use crate::stats::policy;
 use crate::types::live::PlannedStage;
-use crate::types::{Method, Outcome, StageReport, StrategyKind};
+use crate::types::{Method, StageReport, StrategyKind};
 use std::ops::ControlFlow;
 
 /// GuideLLM's sweep rates: `linspace(sync, throughput, n − 1)[1:]`, the
@@ -22,6 +24,26 @@ pub fn sweep_rates(sync_rate: f64, throughput_rate: f64, stages: usize) -> Vec<f
     }
     let step = (throughput_rate - sync_rate) / (points - 1) as f64;
     (1..points).map(|i| sync_rate + step * i as f64).collect()
+}
+
+/// Rates this close (a share of the rate) are near each other: a probe
+/// runs as long as a stage near it asked.
+const NEAR: f64 = 0.15;
+
+/// What a sweep may spend on added stages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Budget {
+    Seconds(f64),
+    Stages(usize),
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Budget::Seconds(s) => write!(f, "{s:.0} s of added stages"),
+            Budget::Stages(n) => write!(f, "{n} added stages"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,9 +65,12 @@ pub struct SweepPlan {
     stopped: Option<String>,
     /// The throughput stage was run a second time (it completed nothing).
     throughput_rerun: bool,
-    /// Constant stages run again, longer, because their verdict was
-    /// inconclusive (each rate at most once).
-    reran: Vec<String>,
+    /// Stages added after the grid to close the capacity's interval, and
+    /// their seconds.
+    added: usize,
+    added_s: f64,
+    /// The planned grid has run (or stopped on saturation).
+    grid_done: bool,
     notice: Option<String>,
     warning: Option<String>,
 }
@@ -69,7 +94,9 @@ impl SweepPlan {
             ended: false,
             stopped: None,
             throughput_rerun: false,
-            reran: Vec::new(),
+            added: 0,
+            added_s: 0.0,
+            grid_done: false,
             notice: None,
             warning: None,
         }
@@ -111,33 +138,115 @@ impl SweepPlan {
         })
     }
 
-    /// A planned constant stage whose verdict was inconclusive and said how
-    /// long a verdict needs runs once more, that long (at most 3 × the
-    /// stage length), instead of leaving a hole in the bracket. Not with
-    /// `--max-seconds auto`, whose stages lengthen themselves.
-    fn rerun_inconclusive(&mut self, done: &[StageReport], k: usize) -> Option<StageSpec> {
-        if k <= 2 || self.limits.auto_min_seconds.is_some() {
+    /// What the sweep may spend on stages added after its grid to close
+    /// the capacity's interval: 80 % of its planned stages' time (as many
+    /// stages, at least 2, when stages end by request count). The sweep
+    /// before added stages re-ran its inconclusive stages instead, about a
+    /// third of its time; this keeps the whole within 1.5 × that.
+    fn budget(&self) -> Budget {
+        let stages = (self.stages * 4 / 5).max(2);
+        match self.limits.max_seconds {
+            Some(s) => Budget::Seconds(s * stages as f64),
+            None => Budget::Stages(stages),
+        }
+    }
+
+    /// Whether the budget has room for one more stage of these limits.
+    fn affords(&self, limits: &Limits) -> bool {
+        match self.budget() {
+            Budget::Seconds(b) => {
+                self.added_s + limits.max_seconds.unwrap_or(0.0) <= b + 1e-9
+            }
+            Budget::Stages(n) => self.added < n,
+        }
+    }
+
+    /// After the grid (or a stop on saturation): one more stage while the
+    /// capacity's interval is wider than ±`policy::PRECISION` and the budget
+    /// lasts; above the highest rate held when nothing fell behind (the
+    /// flood is a hint, not a ceiling), else just above the estimate. Near
+    /// a stage too short to tell it runs as long as that one asked (at most
+    /// 3 × the stage length); a rate already run runs twice as long.
+    fn refine(&mut self, done: &[StageReport]) -> Option<StageSpec> {
+        let c = answer::capacity(done)?;
+        if c.is_precise() {
             return None;
         }
-        let last = done
-            .last()
-            .filter(|s| !s.manual && !s.cut_short && s.strategy.is_open_loop())?;
-        let v = last.verdict.as_ref()?;
-        let max = self.limits.max_seconds?;
-        let need = v.needed_seconds.filter(|n| *n > max + 0.5)?;
-        if v.outcome != Outcome::Inconclusive || self.reran.contains(&last.name) {
+        let highest_kept = done
+            .iter()
+            .filter(|s| answer::held(s) == Some(true))
+            .filter_map(|s| s.target_rate)
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+        let flood = Self::measured(done, StrategyKind::Throughput);
+        let rate = policy::next_rate(&c, highest_kept, flood)?;
+        let limits = self.probe_limits(done, rate)?;
+        if !self.affords(&limits) {
+            let width = match c.high {
+                Some(_) => format!("±{:.1}%", 100.0 * c.half_width()),
+                None => "open above".to_string(),
+            };
+            let why = format!(
+                "the capacity's interval is still {width} after {} added stage{} (the budget: {})",
+                self.added,
+                if self.added == 1 { "" } else { "s" },
+                self.budget()
+            );
+            self.notice = Some(format!("sweep ends: {why}"));
+            self.stopped = Some(why);
             return None;
         }
-        let rate = last.target_rate?;
-        let longer = need.min(3.0 * max);
-        self.reran.push(last.name.clone());
-        self.notice = Some(format!(
-            "{} was inconclusive: running it again for {longer:.0} s, the length its verdict needs",
-            last.name
-        ));
-        let mut limits = self.limits.clone();
-        limits.max_seconds = Some(longer);
-        Some(StageSpec::new(self.open_loop(rate), limits))
+        let why = match c.high {
+            None => format!(
+                "nothing has fallen behind yet (the capacity is at least {:.2} req/s): probing above it{}",
+                c.low,
+                match flood {
+                    Some(f) if (f - rate).abs() < 1e-9 => " at the flood's rate".to_string(),
+                    Some(f) if f < rate => format!(
+                        " (the flood's {f:.2} req/s is a hint, not a ceiling: with far more in flight than the server runs it under-reads)"
+                    ),
+                    _ => String::new(),
+                }
+            ),
+            Some(hi) => format!(
+                "the capacity is within {:.2}–{hi:.2} req/s (±{:.1}%): a stage just above the estimate {:.2} measures it",
+                c.low,
+                100.0 * c.half_width(),
+                c.estimate
+            ),
+        };
+        self.added += 1;
+        self.added_s += limits.max_seconds.unwrap_or(0.0);
+        let length = describe_limits(&limits);
+        let mut spec = StageSpec::new(self.open_loop(rate), limits);
+        spec.name = format!("{} (probe)", spec.name);
+        self.notice = Some(format!("added {} {length}: {why}", spec.name));
+        Some(spec)
+    }
+
+    /// A probe's limits: the stage length, or as long as a stage too short
+    /// to tell within ±15 % of its rate asked (at most 3 ×: latency, and so
+    /// the time a backlog takes to fill, is much the same there), twice as
+    /// long for a rate already run.
+    fn probe_limits(&self, done: &[StageReport], rate: f64) -> Option<Limits> {
+        let near = |s: &&StageReport, within: f64| {
+            s.strategy.is_open_loop()
+                && !s.manual
+                && s.target_rate.is_some_and(|r| (r - rate).abs() <= within * rate)
+        };
+        let mut by: f64 = if done.iter().any(|s| near(&s, 0.01)) {
+            2.0
+        } else {
+            1.0
+        };
+        if let Some(base) = self.limits.max_seconds.filter(|b| *b > 0.0) {
+            let asked = done
+                .iter()
+                .filter(|s| near(s, NEAR))
+                .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
+                .fold(0.0, f64::max);
+            by = by.max((asked / base).min(3.0));
+        }
+        scaled_limits(&self.limits, by)
     }
 
     fn throughput(&self) -> Strategy {
@@ -163,7 +272,12 @@ impl SweepPlan {
         }
         self.warning = short_stage_warning(done, &self.limits);
         let rates = sweep_rates(sync, thr, self.stages);
-        self.notice = Some(planned_notice(done, sync, thr, &rates));
+        self.notice = Some(format!(
+            "{}; then up to {} to close the capacity's interval to ±{:.0}%",
+            planned_notice(done, sync, thr, &rates),
+            self.budget(),
+            100.0 * policy::PRECISION
+        ));
         self.rates = Some(rates);
         ControlFlow::Continue(())
     }
@@ -214,19 +328,25 @@ impl SweepPlan {
             return ControlFlow::Continue(());
         };
         let reason = last.saturation_reason.clone().unwrap_or_default();
-        if last.end_reason == "over_saturated" {
-            return ControlFlow::Break(self.end(format!(
+        let why = if last.end_reason == "over_saturated" {
+            format!(
                 "{} was over-saturated ({reason}); the over-saturation guard ended it, so no higher rate is run",
                 last.name
-            )));
-        }
-        if self.stop_on_saturation && last.saturated {
-            return ControlFlow::Break(self.end(format!(
+            )
+        } else if self.stop_on_saturation && last.saturated {
+            format!(
                 "{} was saturated ({reason}); {left} planned stage{} left out (--no-stop-on-saturation goes on)",
                 last.name,
                 if left == 1 { "" } else { "s" }
-            )));
-        }
+            )
+        } else {
+            return ControlFlow::Continue(());
+        };
+        // The grid ends here; stages may still be added to close the
+        // capacity's interval.
+        self.grid_done = true;
+        self.stopped = Some(why.clone());
+        self.notice = Some(format!("sweep grid ends: {why}"));
         ControlFlow::Continue(())
     }
 
@@ -316,14 +436,23 @@ impl Plan for SweepPlan {
                         return step;
                     }
                 }
-                if let ControlFlow::Break(step) = self.stop_after_saturation(done, k) {
-                    return step;
+                if !self.grid_done {
+                    if let ControlFlow::Break(step) = self.stop_after_saturation(done, k) {
+                        return step;
+                    }
                 }
-                if let Some(again) = self.rerun_inconclusive(done, k) {
-                    return Some(again);
+                let planned = self.rates.as_ref()?.get(k - 2).copied();
+                match planned.filter(|_| !self.grid_done) {
+                    Some(rate) => StageSpec::new(self.open_loop(rate), self.limits.clone()),
+                    None => {
+                        self.grid_done = true;
+                        let spec = self.refine(done);
+                        if spec.is_none() {
+                            self.ended = true;
+                        }
+                        spec?
+                    }
                 }
-                let rate = *self.rates.as_ref()?.get(k - 2)?;
-                StageSpec::new(self.open_loop(rate), self.limits.clone())
             }
         };
         self.issued += 1;
@@ -331,7 +460,7 @@ impl Plan for SweepPlan {
     }
 
     fn upcoming(&self) -> Vec<PlannedStage> {
-        if self.ended {
+        if self.ended || self.grid_done {
             return Vec::new();
         }
         let mut v = measured_stages_ahead(self.issued);
@@ -358,7 +487,7 @@ impl Plan for SweepPlan {
     }
 
     fn total(&self) -> Option<usize> {
-        let rerun = usize::from(self.throughput_rerun) + self.reran.len();
+        let rerun = usize::from(self.throughput_rerun) + self.added;
         Some(if self.ended {
             self.issued + rerun
         } else {
@@ -394,10 +523,15 @@ pub(crate) fn measured_stages_ahead(issued: usize) -> Vec<PlannedStage> {
 }
 
 fn longer_limits(l: &Limits) -> Option<Limits> {
+    scaled_limits(l, 3.0)
+}
+
+/// The stage limit (time, or else requests) times `by`.
+fn scaled_limits(l: &Limits, by: f64) -> Option<Limits> {
     let mut l = l.clone();
     match (l.max_seconds, l.max_requests) {
-        (Some(s), _) => l.max_seconds = Some(s * 3.0),
-        (None, Some(n)) => l.max_requests = Some(n.saturating_mul(3)),
+        (Some(s), _) => l.max_seconds = Some(s * by),
+        (None, Some(n)) => l.max_requests = Some((n as f64 * by).min(u64::MAX as f64) as u64),
         _ => return None,
     }
     Some(l)

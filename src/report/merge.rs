@@ -711,6 +711,23 @@ fn merge_verdict(parts: &[Part]) -> Option<Verdict> {
             .filter_map(|(_, v)| v.needed_seconds)
             .reduce(f64::max),
         overload: judged.iter().any(|(_, v)| v.overload),
+        // Each shard sent its share of the rate: the backlogs add, and so
+        // do their growths and (as variances) their noise.
+        growth_per_s: judged
+            .iter()
+            .map(|(_, v)| v.growth_per_s)
+            .sum::<Option<f64>>()
+            .filter(|_| judged.len() == parts.len()),
+        growth_noise_per_s: judged
+            .iter()
+            .map(|(_, v)| v.growth_noise_per_s.map(|n| n * n))
+            .sum::<Option<f64>>()
+            .filter(|_| judged.len() == parts.len())
+            .map(f64::sqrt),
+        growth_filling_per_s: judged
+            .iter()
+            .filter_map(|(_, v)| v.growth_filling_per_s)
+            .reduce(|a, b| a + b),
     })
 }
 

@@ -1,38 +1,59 @@
-//! The run's answer, computed once from its stages: the highest rate the
-//! server held, bracketed by the stage that held it and the slowest stage
-//! above that did not, with the peak throughput when flooded beside it (a
+//! The run's answer, computed once from its stages: the capacity the
+//! server holds, estimated from every open-loop stage's backlog growth by
+//! the one policy (`stats::policy::capacity`), with its interval and the
+//! stages it rests on; the peak throughput when flooded beside it (a
 //! different quantity: the queue is unbounded there). Pure functions over
 //! the report model; docs/METRICS.md has a worked example.
 //!
-//! * A stage *held* its rate when its verdict is "not saturated"; it *did
-//!   not* when "saturated". Erroring and inconclusive stages are evidence of
-//!   neither and are left out (the summary names them).
-//! * Bracketed: the answer is the completion rate the server kept up in the
-//!   stage that did not hold (what it managed flat out at a rate it could
-//!   not hold), clamped between the achieved rate that held and the target
-//!   that did not.
-//! * Every stage held: the answer is a floor, the fastest one's achieved
-//!   rate. None held: a ceiling, the completion rate under the slowest.
+//! * A stage that kept up bounds the capacity from below; one that fell
+//!   behind measures it (its rate less the growth); one too noisy to call
+//!   still counts, weighed by its noise. Erroring stages, stages llmsweep
+//!   itself limited and stages judged behind another stage's work do not.
+//! * Nothing fell behind: the answer is a floor (`holds ≥`), with higher
+//!   rates to run next. Otherwise `holds ≈ X req/s (low–high; …)`.
 
+use crate::stats::policy::{self, Point};
 use crate::types::{Answer, Outcome, SloSummary, StageReport, StrategyKind};
 
-fn held(s: &StageReport) -> Option<bool> {
-    // A stage llmsweep itself limited says nothing about the server.
-    if !s.strategy.is_open_loop() || s.cut_short || s.client.as_ref().is_some_and(|c| c.limited) {
-        return None;
-    }
+/// Whether a stage held its rate (for the names the answer gives), None
+/// when it is no evidence either way.
+pub fn held(s: &StageReport) -> Option<bool> {
+    point(s)?;
     match s.verdict.as_ref().map(|v| v.outcome) {
         Some(Outcome::NotSaturated) => Some(true),
         Some(Outcome::Saturated) => Some(false),
-        Some(Outcome::Erroring | Outcome::Inconclusive) => None,
-        // Reports from before verdicts: the saturated flag, where the
-        // stage measured anything.
-        None => (s.requests.measured > 0 || s.ttft_ms.count > 0).then_some(!s.saturated),
+        _ => None,
     }
+}
+
+/// A stage's place in the capacity estimate: open loop, not limited by
+/// llmsweep, not erroring, with a backlog reading. A stage cut short by a
+/// key keeps what it showed before the cut.
+pub fn point(s: &StageReport) -> Option<Point> {
+    if !s.strategy.is_open_loop() || s.client.as_ref().is_some_and(|c| c.limited) {
+        return None;
+    }
+    let v = s.verdict.as_ref()?;
+    if v.outcome == Outcome::Erroring {
+        return None;
+    }
+    Some(Point {
+        rate: s.target_rate.filter(|r| *r > 0.0)?,
+        growth: v.growth_per_s?,
+        noise: v.growth_noise_per_s.filter(|n| *n > 0.0)?,
+        filling: v.growth_filling_per_s.unwrap_or(0.0),
+    })
 }
 
 fn target(s: &StageReport) -> f64 {
     s.target_rate.unwrap_or_else(|| s.rates.achieved())
+}
+
+/// The capacity estimate of these stages, with the flood and the highest
+/// rate held: what the sweep plans its added stages from.
+pub fn capacity(stages: &[StageReport]) -> Option<policy::Capacity> {
+    let points: Vec<Point> = stages.iter().filter_map(point).collect();
+    policy::capacity(&points)
 }
 
 /// The answer of a run with these stages (and SLO summary, if any).
@@ -69,7 +90,6 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
     };
     let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
     if let Some(h) = best_held {
-        a.low = Some(h.rates.achieved());
         a.held = Some(name(h));
         // For a thinking model, the wait users feel: the first answer token.
         let waited = h.waited_ttft_ms();
@@ -77,17 +97,11 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         a.itl_p50_ms = (h.itl_ms.count > 0).then_some(h.itl_ms.p50);
     }
     if let Some(n) = not_held {
-        a.high = Some(target(n));
         a.not_held = Some(name(n));
     }
-    match (best_held, not_held) {
-        (Some(h), Some(n)) => bracketed(&mut a, h, &name(h), n, &name(n)),
-        (Some(h), None) => {
-            floor(&mut a, h, &name(h));
-            undecided_above(&mut a, stages, h);
-        }
-        (None, Some(n)) => ceiling(&mut a, n, &name(n)),
-        (None, None) => unknown(&mut a, stages),
+    match capacity(stages) {
+        Some(c) => estimated(&mut a, stages, &c, best_held, not_held),
+        None => unknown(&mut a, stages),
     }
     at_max_concurrency(&mut a, best_held, not_held, flood);
     if let Some(c) = conflict {
@@ -96,6 +110,85 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         ));
     }
     a
+}
+
+/// The estimate, its interval and the stages it rests on, and what to run
+/// when the interval is still wide.
+fn estimated(
+    a: &mut Answer,
+    stages: &[StageReport],
+    c: &policy::Capacity,
+    h: Option<&StageReport>,
+    n: Option<&StageReport>,
+) {
+    let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
+    a.requests_per_s = Some(c.estimate);
+    a.low = Some(c.low);
+    a.high = c.high;
+    a.bracketed = c.high.is_some();
+    a.width_per_s = c.high.map(|hi| hi - c.low);
+    let counted = stages.iter().filter(|s| point(s).is_some()).count();
+    let mut parts = Vec::new();
+    if let Some(h) = h {
+        parts.push(format!(
+            "{}{} held {:.2} req/s",
+            name(h),
+            cut(h),
+            h.rates.achieved()
+        ));
+    }
+    if let Some(n) = n {
+        let v = n.verdict.as_ref();
+        let g = v.and_then(|v| v.growth_per_s).unwrap_or(0.0);
+        let noise = v.and_then(|v| v.growth_noise_per_s).unwrap_or(0.0);
+        parts.push(format!(
+            "{}{} fell behind by {g:.2} ± {:.2} req/s (completing about {:.2})",
+            name(n),
+            cut(n),
+            policy::SIGMAS * noise,
+            target(n) - g
+        ));
+    }
+    let rest = match parts.is_empty() {
+        true => String::new(),
+        false => format!(": {}", parts.join("; ")),
+    };
+    let stages_word = if counted == 1 { "stage" } else { "stages" };
+    a.basis = match c.high {
+        Some(hi) => format!(
+            "estimated from {counted} {stages_word}{rest}; the capacity is within {:.2}–{hi:.2} req/s (±{:.1}%)",
+            c.low,
+            100.0 * c.half_width()
+        ),
+        None => format!(
+            "no stage fell behind ({counted} {stages_word}{rest}): the server holds at least {:.2} req/s",
+            c.estimate
+        ),
+    };
+    match c.high {
+        None if h.is_some() => {
+            floor_next(a, c.estimate);
+            undecided_above(a, stages, h.unwrap_or(&stages[0]));
+        }
+        None => floor_next(a, c.estimate),
+        Some(_) if !c.is_precise() => {
+            a.next = Some(format!(
+                "narrow it with a stage near the estimate, e.g. --profile constant --rate {:.2},{:.2}",
+                c.estimate,
+                (1.0 + policy::PRECISION) * c.estimate
+            ));
+        }
+        Some(_) => {}
+    }
+}
+
+/// " (cut short)" for a stage a key or a stop ended early.
+fn cut(s: &StageReport) -> &'static str {
+    if s.cut_short {
+        " (cut short)"
+    } else {
+        ""
+    }
 }
 
 /// Stages held at `--max-concurrency` measured the server with at most that
@@ -141,32 +234,8 @@ fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
         .max_by_key(|s| !s.manual)
 }
 
-/// Held below, not held above: what the server completed flat out at the
-/// rate it could not hold, clamped into the bracket.
-fn bracketed(a: &mut Answer, h: &StageReport, h_name: &str, n: &StageReport, n_name: &str) {
-    let lo = h.rates.achieved();
-    let hi = target(n);
-    let kept = n.rates.achieved();
-    let x = kept.clamp(lo.min(hi), hi.max(lo));
-    a.requests_per_s = Some(x);
-    a.bracketed = true;
-    a.basis = format!(
-        "{h_name} held {lo:.2} req/s; {n_name} did not hold {hi:.2} and completed {kept:.2} req/s there"
-    );
-    if kept < lo {
-        a.basis.push_str(&format!(
-            " (under the rate held: the answer is the held {lo:.2})"
-        ));
-    }
-}
-
-/// Every stage held: a floor, and higher rates to run next.
-fn floor(a: &mut Answer, h: &StageReport, h_name: &str) {
-    let lo = h.rates.achieved();
-    a.requests_per_s = Some(lo);
-    a.basis = format!(
-        "every stage judged held its rate, the fastest {h_name} at {lo:.2} req/s: the server holds at least that"
-    );
+/// Every stage held: higher rates to run next.
+fn floor_next(a: &mut Answer, lo: f64) {
     a.next = Some(format!(
         "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}{OR_SEARCH}",
         1.25 * lo,
@@ -216,6 +285,20 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) {
     ));
 }
 
+/// The server stopped answering mid-run: whatever the stages before said,
+/// the answer is not known (the last stages measured a dead server).
+pub fn server_gone(a: &mut Answer, why: &str) {
+    a.requests_per_s = None;
+    a.low = None;
+    a.high = None;
+    a.width_per_s = None;
+    a.bracketed = false;
+    a.held = None;
+    a.not_held = None;
+    a.basis = format!("not known: {why}");
+    a.next = Some("see why the server stopped (its log), then run again".into());
+}
+
 /// The advice's last alternative, which a search's own answer leaves out.
 const OR_SEARCH: &str = ", or --profile search";
 
@@ -225,21 +308,6 @@ pub fn after_a_search(a: &mut Answer) {
     if let Some(next) = a.next.as_mut() {
         *next = next.replace(OR_SEARCH, "");
     }
-}
-
-/// No stage held: a ceiling, and lower rates to run next.
-fn ceiling(a: &mut Answer, n: &StageReport, n_name: &str) {
-    let kept = n.rates.achieved();
-    a.requests_per_s = (kept > 0.0).then_some(kept);
-    a.basis = format!(
-        "no stage held its rate; the slowest, {n_name} at {:.2} req/s, completed {kept:.2} req/s: the server holds less than that",
-        target(n)
-    );
-    a.next = Some(format!(
-        "run lower rates, e.g. --profile constant --rate {:.2},{:.2}",
-        0.5 * kept.max(0.01),
-        0.8 * kept.max(0.01)
-    ));
 }
 
 /// No stage was judged: why, and what to run.
@@ -287,14 +355,22 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) {
 /// peak throughput 38.4 req/s when flooded, at 3.7 s latency`.
 pub fn line(a: &Answer) -> String {
     let cap = at_cap(a);
-    let mut s = match (a.requests_per_s, &a.held, &a.not_held) {
-        (Some(x), Some(h), Some(n)) if a.bracketed => {
-            format!("holds ≈ {x:.2} req/s{cap} ({h} held, {n} did not)")
+    let mut s = match (a.requests_per_s, a.high) {
+        (Some(x), Some(hi)) => {
+            let lo = a.low.unwrap_or(x);
+            let by = match (&a.held, &a.not_held) {
+                (Some(h), Some(n)) => format!("; {h} held, {n} did not"),
+                (None, Some(n)) => format!("; {n} did not hold"),
+                (Some(h), None) => format!("; {h} held"),
+                (None, None) => String::new(),
+            };
+            format!("holds ≈ {x:.2} req/s{cap} ({lo:.2}–{hi:.2}{by})")
         }
-        (Some(x), Some(h), None) => {
-            format!("holds ≥ {x:.2} req/s{cap} ({h} held; no stage above it failed)")
-        }
-        (Some(x), None, Some(n)) => format!("holds < {x:.2} req/s{cap} (not even {n} held)"),
+        (Some(x), None) => match &a.held {
+            Some(h) => format!("holds ≥ {x:.2} req/s{cap} ({h} held; no stage above it fell behind)"),
+            None => format!("holds ≥ {x:.2} req/s{cap} (no stage fell behind)"),
+        },
+        _ if a.basis.starts_with("not known: ") => format!("holds: {}", a.basis),
         _ => "holds: not known".to_string(),
     };
     if let Some(f) = a.flood_requests_per_s {
@@ -316,10 +392,9 @@ pub fn line(a: &Answer) -> String {
 pub fn short(a: &Answer) -> Option<String> {
     let x = a.requests_per_s?;
     let cap = at_cap(a);
-    Some(match (a.bracketed, &a.held, &a.not_held) {
-        (true, _, _) => format!("holds ≈ {x:.2} req/s{cap}"),
-        (false, Some(_), None) => format!("holds ≥ {x:.2} req/s{cap}"),
-        _ => format!("holds < {x:.2} req/s{cap}"),
+    Some(match (a.high, a.low) {
+        (Some(hi), Some(lo)) => format!("holds ≈ {x:.2} req/s ({lo:.2}–{hi:.2}){cap}"),
+        _ => format!("holds ≥ {x:.2} req/s{cap}"),
     })
 }
 

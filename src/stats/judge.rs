@@ -132,11 +132,16 @@ pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
     let reason = format!("over-saturation guard: {why}");
     report.saturated = true;
     report.saturation_reason = Some(reason.clone());
+    // The reading stays: the capacity estimate weighs it.
+    let reading = report.verdict.take().unwrap_or_default();
     report.verdict = Some(Verdict {
         outcome: Outcome::Saturated,
         reason,
         needed_seconds: None,
         overload: true,
+        growth_per_s: reading.growth_per_s,
+        growth_noise_per_s: reading.growth_noise_per_s,
+        growth_filling_per_s: reading.growth_filling_per_s,
     });
 }
 

@@ -7,6 +7,7 @@ pub mod client;
 pub mod dist;
 pub mod judge;
 pub mod metrics;
+pub mod policy;
 pub mod stage;
 pub mod thinking;
 pub mod verdict;

@@ -26,44 +26,19 @@
 //!
 //! # The verdict (open-loop stages: constant, poisson)
 //!
-//! 1. Saturated, however short the stage, when the server did not answer
-//!    (connect errors, timeouts: ≥ 5 % of requests sent and at least 5), when
-//!    far more was sent than answered (target ≥ 3 × the answer rate, with
-//!    more than 3 × target × reference latency still in flight), or when the
-//!    number in flight kept growing (slope ≥ 25 % of the target over at least
-//!    5 seconds after the pipeline filled).
-//! 2. Otherwise, with at least 3 seconds of completions after the pipeline
-//!    filled (median latency + 1 s): saturated when the steady completion rate
-//!    is under 90 % of the target and the answers (completions and errors) are
-//!    too; erroring when the answers keep up but 5 % or more are errors; else
-//!    not saturated.
-//! 3. Otherwise inconclusive, with the stage length a verdict would need.
+//! In order: a stage llmsweep itself could not drive decides nothing
+//! (inconclusive); overload that no stage length would change is saturated
+//! at once (requests unanswered, far more sent than the server was ever
+//! seen to complete, a backlog running away: the over-saturation guard
+//! ends such a stage); else the backlog's growth decides, as the one
+//! policy says (`stats::policy::call`: fell behind, kept up, or unsure
+//! with the length that would tell); a stage that kept up while 5 % of its
+//! answers were errors is erroring; with no reading yet, too short.
 
 use crate::types::{CapacityEstimate, Method, Outcome, Verdict};
 
 use super::backlog::{BacklogPoint, Segment, Steady};
-
-/// Share of the target rate a stage must complete to keep up (the
-/// over-saturation guard and the live warning's words).
-pub const KEEP_UP: f64 = 0.9;
-/// Backlog growth, as a share of the target rate, that marks saturation:
-/// the server answered under 95 % of what was due.
-pub const GROWTH: f64 = 0.05;
-/// How many standard errors the growth must clear the threshold by, either
-/// way, for a verdict; in between the stage is inconclusive.
-pub const NOISE_SIGMAS: f64 = 2.0;
-/// Median latency within this factor of the unloaded (synchronous) one:
-/// nothing is queueing, the stage keeps up.
-pub const UNLOADED: f64 = 1.5;
-/// Share of answers that are errors from which a stage is "erroring".
-pub const ERRORING: f64 = 0.05;
-/// Seconds of completions after the pipeline filled that a rate verdict needs.
-pub const STEADY_SECONDS: f64 = 3.0;
-/// Backlog growth, as a share of the target rate, that marks saturation
-/// even in a window opened before the pipeline filled (at mid-stage): a
-/// server still filling its batch grows its backlog too, by less than this
-/// (seen: 7 % of 33.92 req/s in 8 s stages on a server that holds 37).
-pub const GROWTH_WHILE_FILLING: f64 = 3.0 * GROWTH;
+use super::policy::{self, Call, Reading, SIGMAS, STEADY_SECONDS};
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
@@ -279,6 +254,11 @@ pub struct Growth {
     /// What a window opened after the pipeline filled needs: the first
     /// segment's first answer plus the 90th percentile latency, seconds.
     pub fill_s: f64,
+    /// How much the growth slowed within the window: the slope over its
+    /// first half less the slope over its second, req/s (0 when it did not
+    /// slow). A backlog still rising toward its level slows; one that the
+    /// server cannot keep up with does not.
+    pub slowing_per_s: f64,
 }
 
 /// When a segment's backlog should have stopped rising if the server kept
@@ -399,6 +379,10 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
     let tau = e.latency_p50_s.max(e.backlog_width_s);
     let independent = (window_s / tau).clamp(2.0, n as f64);
     let noise = sd * (12.0 / independent).sqrt() / window_s;
+    let slowing_per_s = match (halves(&groups, true), halves(&groups, false)) {
+        (Some(early), Some(late)) => (early - late).max(0.0),
+        _ => 0.0,
+    };
     let end = last?;
     let first_group = groups.first()?;
     let head = first_group.len().div_ceil(4).max(1);
@@ -419,7 +403,29 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
         settle_s: settle_s.unwrap_or(0.0),
         filled: all_filled,
         fill_s: fill_s.unwrap_or(0.0),
+        slowing_per_s,
     })
+}
+
+/// The least-squares slope over the first (or second) half of each
+/// segment's cells, pooled with an intercept per segment.
+fn halves(groups: &[Vec<(f64, f64)>], early: bool) -> Option<f64> {
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for g in groups {
+        let mid = g.len() / 2;
+        let part = if early { &g[..mid] } else { &g[mid..] };
+        if part.len() < 3 {
+            continue;
+        }
+        let k = part.len() as f64;
+        let mx = part.iter().map(|p| p.0).sum::<f64>() / k;
+        let my = part.iter().map(|p| p.1).sum::<f64>() / k;
+        for (x, y) in part {
+            sxx += (x - mx).powi(2);
+            sxy += (x - mx) * (y - my);
+        }
+    }
+    (sxx > 1e-12).then(|| sxy / sxx)
 }
 
 /// The verdict on a stage (open loop) or `None` for closed-loop stages,
@@ -440,7 +446,39 @@ pub fn judge(e: &Evidence, _cap: &CapacityEstimate) -> Option<Verdict> {
         .or_else(|| by_backlog_growth(e, target))
         .or_else(|| all_errors(e))
         .unwrap_or_else(|| too_short(e, w_ref));
-    Some(inherited_work(e, verdict))
+    Some(inherited_work(e, overload_reading(e, target, verdict)))
+}
+
+/// An overload verdict carries a reading too: the backlog's growth where
+/// it was measured, else what was sent less what was answered since the
+/// first answer (noisy: the policy weighs it as a stage far past capacity).
+fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
+    if !v.overload || v.growth_per_s.is_some() {
+        return v;
+    }
+    let r = match backlog_growth(e).filter(|g| g.window_s >= 1.0) {
+        Some(g) => reading(&g, target),
+        None => {
+            let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
+            let answer_rate = if since_first > 0.0 {
+                answered(e) as f64 / since_first
+            } else {
+                0.0
+            };
+            let growth = (target - answer_rate).max(0.0);
+            Reading {
+                rate: target,
+                growth,
+                fit_noise: 0.25 * growth,
+                window_s: since_first,
+                settle_s: e.first_end_s.unwrap_or(0.0),
+                filled: true,
+                slowing: 0.0,
+            }
+        }
+    };
+    with_reading(&mut v, &r);
+    v
 }
 
 /// A stage started by a rate change while the server still served the
@@ -464,6 +502,7 @@ fn inherited_work(e: &Evidence, v: Verdict) -> Verdict {
         ),
         needed_seconds: None,
         overload: false,
+        ..Default::default()
     }
 }
 
@@ -492,6 +531,7 @@ fn client_limited(e: &Evidence, target: f64) -> Option<Verdict> {
         ),
         needed_seconds: None,
         overload: false,
+        ..Default::default()
     })
 }
 
@@ -506,6 +546,7 @@ fn unanswered(e: &Evidence) -> Option<Verdict> {
         ),
         needed_seconds: None,
         overload: true,
+        ..Default::default()
     })
 }
 
@@ -527,6 +568,7 @@ fn far_beyond_capacity(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<
         ),
         needed_seconds: None,
         overload: true,
+        ..Default::default()
     })
 }
 
@@ -555,82 +597,79 @@ fn runaway_backlog(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<Verd
         ),
         needed_seconds: None,
         overload: true,
+        ..Default::default()
     })
 }
 
-/// The backlog test, once answers have flowed long enough: saturated when
-/// its growth less its noise reaches the threshold, not when the growth
-/// and its noise stay under it (or latency is at the unloaded level),
-/// else inconclusive with the stage length that would tell.
+/// The backlog test, once answers have flowed long enough: the policy's
+/// call on the reading (`stats::policy`).
 fn by_backlog_growth(e: &Evidence, target: f64) -> Option<Verdict> {
     let g = backlog_growth(e).filter(|g| g.window_s >= STEADY_SECONDS)?;
-    let threshold = GROWTH * target;
-    let margin = NOISE_SIGMAS * g.noise_per_s;
-    let still_filling_batch = !g.filled && g.per_s - margin < GROWTH_WHILE_FILLING * target;
-    if g.per_s - margin >= threshold && !still_filling_batch {
-        return Some(Verdict {
+    let r = reading(&g, target);
+    let mut v = match policy::call(&r) {
+        Call::FellBehind => Verdict {
             outcome: Outcome::Saturated,
-            reason: saturated_reason(e, &g, target),
-            needed_seconds: None,
-            overload: false,
-        });
-    }
-    // Latency at the unloaded level is queueing nowhere: when the growth
-    // itself is under the threshold, the server keeps up, whatever the
-    // noise of a few requests says.
-    let unloaded = g.per_s < threshold
-        && e.reference_latency_s
-            .filter(|w| *w > 0.0)
-            .is_some_and(|w| e.latency_p50_s > 0.0 && e.latency_p50_s <= UNLOADED * w);
-    if g.per_s + margin < threshold || unloaded {
-        let share = errors_share(e);
-        if share >= ERRORING {
-            return Some(erroring(e, share, e.steady.per_s(e.steady.answered)));
+            reason: saturated_reason(e, &g, &r, target),
+            ..Default::default()
+        },
+        Call::KeptUp => {
+            let share = errors_share(e);
+            if share >= policy::ERRORING {
+                erroring(e, share, e.steady.per_s(e.steady.answered))
+            } else {
+                Verdict::default()
+            }
         }
-        return Some(Verdict::default());
-    }
-    if still_filling_batch {
-        return Some(still_filling(e, &g, margin));
-    }
-    // Too close to call: a longer window narrows the noise (roughly as its
-    // length to the power 1.5).
-    let gap = (g.per_s - threshold).abs().max(1e-9);
-    let longer = g.window_s * (margin / gap).powf(2.0 / 3.0);
-    let needed = (g.settle_s + longer.min(10.0 * g.window_s) + 1.0).ceil();
-    Some(Verdict {
-        outcome: Outcome::Inconclusive,
-        reason: format!(
-            "the backlog grew by {:.2} ± {margin:.2} req/s over {:.1} s, too close to the {threshold:.2} req/s ({:.0}% of the target) that marks saturation to tell; use stages of at least {needed:.0} s",
-            g.per_s,
-            g.window_s,
-            GROWTH * 100.0
-        ),
-        needed_seconds: Some(needed),
-        overload: false,
-    })
+        Call::Unsure { needed_s } => Verdict {
+            outcome: Outcome::Inconclusive,
+            reason: format!(
+                "the backlog grew by {:.2} ± {:.2} req/s over {:.1} s{}, neither clearly growing nor flat within {:.0}% of the target; use stages of at least {needed_s:.0} s",
+                g.per_s,
+                SIGMAS * r.noise(),
+                g.window_s,
+                filling_note(&r),
+                policy::PRECISION * 100.0
+            ),
+            needed_seconds: Some(needed_s),
+            ..Default::default()
+        },
+    };
+    with_reading(&mut v, &r);
+    Some(v)
 }
 
-/// A backlog growing a little in a window opened at mid-stage, before the
-/// slowest of the first requests were answered: a server still filling its
-/// batch (its latency rising toward the level of this rate) grows its
-/// backlog as well as one falling behind. Seen: 8 s stages at 33.92 req/s
-/// judged saturated (2.49 ± 0.72 req/s over 3.9 s) on a server that held
-/// 37 in 30 s stages (and inconclusive at 10 s, held at 14 s). The length
-/// that tells: three times the time the pipeline takes to fill, so that
-/// the window opens after it filled and the rest of the filling, slow near
-/// capacity, weighs little in the window.
-fn still_filling(e: &Evidence, g: &Growth, margin: f64) -> Verdict {
-    let filled_s = g.fill_s + e.backlog_width_s;
-    let needed = ((3.0 * filled_s).max(filled_s + STEADY_SECONDS) + 1.0).ceil();
-    Verdict {
-        outcome: Outcome::Inconclusive,
-        reason: format!(
-            "the backlog grew by {:.2} ± {margin:.2} req/s over {:.1} s, but the window opened at mid-stage, before the slowest first requests were answered ({:.1} s in): a server still filling its batch grows its backlog too; use stages of at least {needed:.0} s",
-            g.per_s, g.window_s, g.fill_s
-        ),
-        needed_seconds: Some(needed),
-        overload: false,
+/// Says how much of a growth may be a backlog still filling.
+fn filling_note(r: &Reading) -> String {
+    let f = r.filling();
+    if f <= 0.0 {
+        return String::new();
     }
+    let why = if r.filled {
+        "it slowed within the window"
+    } else {
+        "the window opened before the slowest first requests were answered"
+    };
+    format!(" (up to {f:.2} of it may be a backlog still filling: {why})")
+}
+
+/// The policy's reading of a stage's backlog growth.
+fn reading(g: &Growth, target: f64) -> Reading {
+    Reading {
+        rate: target,
+        growth: g.per_s,
+        fit_noise: g.noise_per_s,
+        window_s: g.window_s,
+        settle_s: g.settle_s,
+        filled: g.filled,
+        slowing: g.slowing_per_s,
+    }
+}
+
+/// The verdict carries the reading, for the capacity estimate.
+fn with_reading(v: &mut Verdict, r: &Reading) {
+    v.growth_per_s = Some(r.growth);
+    v.growth_noise_per_s = Some(r.noise());
+    v.growth_filling_per_s = Some(r.filling()).filter(|f| *f > 0.0);
 }
 
 /// All answers errors and no completions to judge a rate by.
@@ -665,18 +704,19 @@ fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
         ),
         needed_seconds: Some(needed),
         overload: false,
+        ..Default::default()
     }
 }
 
 /// Why a stage is saturated, with the evidence: the backlog's growth and
 /// its noise, the rates answered and sent, a cap that held requests back,
 /// and the latency climbing within the stage.
-fn saturated_reason(e: &Evidence, g: &Growth, target: f64) -> String {
+fn saturated_reason(e: &Evidence, g: &Growth, r: &Reading, target: f64) -> String {
     let steady = e.steady;
     let mut why = format!(
         "requests due but not answered grew by {:.2} ± {:.2} req/s over {:.1} s ({:.0} → {:.0}): the server answered {:.2} req/s against a target of {target:.2}",
         g.per_s,
-        NOISE_SIGMAS * g.noise_per_s,
+        SIGMAS * r.noise(),
         g.window_s,
         g.from,
         g.to,
@@ -717,6 +757,7 @@ fn erroring(e: &Evidence, share: f64, answer_rate: f64) -> Verdict {
         ),
         needed_seconds: None,
         overload: false,
+        ..Default::default()
     }
 }
 

@@ -12,16 +12,20 @@ pub struct Answer {
     /// did) otherwise, as `bracketed` and `basis` say. None with no
     /// open-loop stage judged.
     pub requests_per_s: Option<f64>,
-    /// Achieved rate of the fastest stage that held.
+    /// The interval the evidence allows (about 95 %): `high` is None when
+    /// no stage fell behind (the answer is then a floor).
     pub low: Option<f64>,
-    /// Target rate of the slowest stage above it that did not hold.
     pub high: Option<f64>,
+    /// `high − low`, req/s, when both are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width_per_s: Option<f64>,
     /// Those two stages, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_held: Option<String>,
-    /// True when a stage held below the answer and one did not above it.
+    /// True when the interval is closed (a stage fell behind): the answer
+    /// is an estimate, not a floor.
     pub bracketed: bool,
     /// How the answer was reached, in words.
     pub basis: String,

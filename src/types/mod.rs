@@ -26,3 +26,8 @@ pub use requests::RequestLine;
 pub use search::{SearchProbe, SearchSummary};
 pub use slo::Slo;
 pub use verdict::{CapacityEstimate, Method, Outcome, Verdict};
+
+/// How a run's `end_reason` starts when the server stopped answering (every
+/// request refused or reset for seconds): the engine ends the run with it,
+/// and the answer is then "not known".
+pub const SERVER_GONE: &str = "the server stopped answering at ";

@@ -68,4 +68,16 @@ pub struct Verdict {
     /// (refused connections, a growing backlog): the guard may end the stage.
     #[serde(default)]
     pub overload: bool,
+    /// How fast the backlog (requests due but not answered) grew over the
+    /// stage's steady window, req/s, and the standard error the capacity
+    /// estimate weighs it by (the fit's, with the model's own error added:
+    /// `stats::policy`). None when the stage gave no such reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_noise_per_s: Option<f64>,
+    /// Growth a backlog still filling may have added (it only ever adds):
+    /// the estimate excuses up to this much.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_filling_per_s: Option<f64>,
 }

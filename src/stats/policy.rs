@@ -1,0 +1,365 @@
+//! The one policy: whether an open-loop stage kept up, how sure that is,
+//! how long it must run to tell, and the capacity all stages together say
+//! the server holds, with its interval. The verdict (`stats::verdict`),
+//! the answer (`stats::answer`), the sweep's added stages
+//! (`profile::sweep`) and `merge` ask here; nothing else decides.
+//!
+//! # The model
+//!
+//! At an offered rate λ a server of capacity C lets its backlog (requests
+//! due but not answered) grow at max(0, λ − C). Each open-loop stage
+//! measures that growth, g, with a standard error σ from the scatter of its
+//! backlog around a straight line (`stats::verdict::backlog_growth`). What
+//! the fit cannot see is added to σ as *model error* ([`Reading::noise`]):
+//! a floor in proportion to the rate, the degradation of a server far past
+//! its capacity (a flood's completions are not its capacity at a sane
+//! queue), and a backlog still filling (a window opened before the
+//! pipeline had filled, or a growth that slowed within the window: a
+//! server near capacity takes long to reach its level, and grows its
+//! backlog meanwhile as one falling behind does).
+//!
+//! * A stage **fell behind** when g clears zero by [`SIGMAS`] of that noise.
+//! * It **kept up** when it did not, and the noise is small enough to matter
+//!   at the precision the answer aims for ([`PRECISION`] of its rate).
+//! * Otherwise it is **unsure**: σ shrinks about as the window's length to
+//!   the power 1.5, which gives the length that would tell.
+//! * The **capacity** is the C that best explains every stage: the minimum
+//!   of χ²(C) = Σ ((gᵢ − max(0, λᵢ − C)) / σᵢ)², and its interval the Cs
+//!   whose χ² is within [`SIGMAS`]² of it (the errors scaled up when the
+//!   stages disagree with each other more than their noise says). No stage
+//!   that fell behind: the interval is open above, a floor.
+//!
+//! A stage near capacity is evidence like any other: one that fell behind
+//! by 5 % measures C to about its own noise.
+
+/// How many effective standard errors a reading must clear to count, and
+/// the half-width of the capacity's interval in the same units: two, about
+/// 95 % either way.
+pub const SIGMAS: f64 = 2.0;
+/// The precision the answer aims for, as a share of the rate: a stage kept
+/// up only when its noise cannot hide a growth of this share of its rate,
+/// and the sweep adds stages until the capacity's interval is within ±this.
+pub const PRECISION: f64 = 0.05;
+/// Model error, as a share of the rate, that no fit shows: the backlog is
+/// counted in 0.1 s cells and a stage's edges cut its schedule (seen: a
+/// fixed-step server at 80 % of capacity reading 0.3 % growth ± 0.1 %).
+pub const RATE_ERROR: f64 = 0.01;
+/// Model error, as a share of the growth: a server past its capacity does
+/// not complete exactly C (a flood's queue costs a real server; vLLM's API
+/// server under 512 streams completed 30 % less than at 16), so a stage far
+/// above capacity weighs least.
+pub const OVERLOAD_ERROR: f64 = 0.10;
+/// Model error, as a share of the rate, of a window opened at mid-stage
+/// before the slowest first requests were answered: a server still filling
+/// its batch grows its backlog by up to about this much (seen: 7 % of 33.92
+/// req/s in 8 s stages on a simulator that holds 37).
+pub const FILLING_ERROR: f64 = 0.08;
+/// Seconds of backlog after the pipeline filled that any reading needs.
+pub const STEADY_SECONDS: f64 = 3.0;
+/// Share of a stage's answers that are errors from which the stage is
+/// erroring: its rate is not evidence of a rate the server holds.
+pub const ERRORING: f64 = 0.05;
+
+/// One stage's measurement of its backlog's growth.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    /// The stage's target rate λ, req/s.
+    pub rate: f64,
+    /// The backlog's growth g, req/s.
+    pub growth: f64,
+    /// The fit's standard error of g, req/s.
+    pub fit_noise: f64,
+    /// Seconds of backlog the fit rests on.
+    pub window_s: f64,
+    /// Where that window opened (stage clock), for the length that tells.
+    pub settle_s: f64,
+    /// Whether the window opened after the pipeline filled.
+    pub filled: bool,
+    /// How much the growth slowed from the window's first half to its
+    /// second, req/s: a backlog still rising toward its level (a server
+    /// near capacity fills slowly) rather than one falling behind.
+    pub slowing: f64,
+}
+
+impl Reading {
+    /// The standard error of g with the model's own error added: what the
+    /// capacity estimate weighs the stage by.
+    pub fn noise(&self) -> f64 {
+        (self.fit_noise.powi(2)
+            + (RATE_ERROR * self.rate).powi(2)
+            + (OVERLOAD_ERROR * self.growth.max(0.0)).powi(2))
+        .sqrt()
+    }
+
+    /// What filling may have added to the growth, req/s; it only ever
+    /// adds. A window opened before the pipeline filled may hold up to
+    /// FILLING_ERROR of the rate; a growth that slowed within the window,
+    /// the slowing (the growth at the window's end is about half of it
+    /// under the mean, and still slowing).
+    pub fn filling(&self) -> f64 {
+        let early = if self.filled {
+            0.0
+        } else {
+            FILLING_ERROR * self.rate
+        };
+        early.max(self.slowing.max(0.0)).min(self.growth.max(0.0))
+    }
+
+    /// The reading as the capacity estimate weighs it.
+    pub fn point(&self) -> Point {
+        Point {
+            rate: self.rate,
+            growth: self.growth,
+            noise: self.noise(),
+            filling: self.filling(),
+        }
+    }
+}
+
+/// What a reading says about its stage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Call {
+    /// The backlog grew, clear of its noise: the server completed about
+    /// λ − g there.
+    FellBehind,
+    /// Flat within the answer's precision.
+    KeptUp,
+    /// Too noisy to tell; a stage this long (seconds) would.
+    Unsure { needed_s: f64 },
+}
+
+/// The one decision on a reading.
+pub fn call(r: &Reading) -> Call {
+    let noise = r.noise();
+    if r.growth - r.filling() - SIGMAS * noise > 0.0 {
+        return Call::FellBehind;
+    }
+    // Kept up: the noise could hide at most PRECISION of the rate.
+    let allowed = PRECISION * r.rate;
+    if r.growth + SIGMAS * noise <= allowed {
+        return Call::KeptUp;
+    }
+    // The fit's noise shrinks as length^1.5, and filling ends; the model's
+    // floor stays, so ask for the length that brings the fit's part under
+    // what is left (three times the window when that cannot be worked out).
+    let floor = Reading {
+        fit_noise: 0.0,
+        ..*r
+    }
+    .noise();
+    let room = (allowed / SIGMAS).powi(2) - floor.powi(2);
+    let longer = if room > 0.0 && r.fit_noise > 0.0 && r.filling() <= 0.0 {
+        r.window_s * (r.fit_noise / room.sqrt()).powf(2.0 / 3.0)
+    } else {
+        3.0 * r.window_s
+    };
+    let needed_s = (r.settle_s + longer.clamp(r.window_s, 10.0 * r.window_s) + 1.0).ceil();
+    Call::Unsure { needed_s }
+}
+
+/// One stage's place in the capacity estimate: its rate, growth and noise
+/// (effective), by index into the caller's list.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub rate: f64,
+    pub growth: f64,
+    pub noise: f64,
+    /// Growth that filling may have added (see [`Reading::filling`]).
+    pub filling: f64,
+}
+
+/// The capacity the stages say the server holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Capacity {
+    /// The best estimate, req/s.
+    pub estimate: f64,
+    /// The interval: `high` is None when nothing fell behind (a floor).
+    pub low: f64,
+    pub high: Option<f64>,
+}
+
+impl Capacity {
+    /// Half the interval's width as a share of the estimate (∞ when open).
+    pub fn half_width(&self) -> f64 {
+        match self.high {
+            Some(h) if self.estimate > 0.0 => 0.5 * (h - self.low) / self.estimate,
+            _ => f64::INFINITY,
+        }
+    }
+
+    /// Within ±[`PRECISION`]: no more stages are needed.
+    pub fn is_precise(&self) -> bool {
+        self.half_width() <= PRECISION
+    }
+}
+
+/// How badly a capacity `c` explains the points: the squared residuals
+/// in units of their noise, growth that filling may have added excused.
+fn chi2(points: &[Point], c: f64) -> f64 {
+    points
+        .iter()
+        .map(|p| {
+            let r = p.growth - (p.rate - c).max(0.0);
+            let r = if r > 0.0 { (r - p.filling).max(0.0) } else { r };
+            (r / p.noise).powi(2)
+        })
+        .sum()
+}
+
+/// The capacity that best explains every point, with its interval. None
+/// without a point.
+pub fn capacity(points: &[Point]) -> Option<Capacity> {
+    let points: Vec<Point> = points
+        .iter()
+        .copied()
+        .filter(|p| p.rate > 0.0 && p.noise > 0.0 && p.growth.is_finite())
+        .collect();
+    let top = points.iter().map(|p| p.rate).fold(0.0, f64::max);
+    if points.is_empty() || top <= 0.0 {
+        return None;
+    }
+    // χ² is flat above the highest rate (every point predicts no growth):
+    // a grid up to a little past it finds the minimum and the interval.
+    const STEPS: usize = 4000;
+    let hi_grid = 1.05 * top;
+    let at = |i: usize| hi_grid * i as f64 / STEPS as f64;
+    let curve: Vec<f64> = (0..=STEPS).map(|i| chi2(&points, at(i))).collect();
+    let (best_i, best) = curve
+        .iter()
+        .copied()
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    // Stages that disagree more than their noise says widen the interval
+    // (the errors scaled so that χ² per degree of freedom is 1).
+    let dof = points.len().saturating_sub(1).max(1) as f64;
+    let scale = (best / dof).max(1.0);
+    let limit = best + SIGMAS * SIGMAS * scale;
+    let inside: Vec<usize> = (0..=STEPS).filter(|&i| curve[i] <= limit).collect();
+    let (lo_i, hi_i) = (*inside.first()?, *inside.last()?);
+    let open = hi_i == STEPS;
+    // On a flat bottom (a floor), the estimate is the bottom's low end: the
+    // least capacity that explains every stage.
+    let flat_from = (0..=STEPS)
+        .find(|&i| curve[i] <= best + 1e-9)
+        .unwrap_or(best_i);
+    let estimate = if open { at(flat_from) } else { at(best_i) };
+    Some(Capacity {
+        estimate,
+        low: at(lo_i),
+        high: (!open).then(|| at(hi_i)),
+    })
+}
+
+/// The rate the sweep tries next to narrow the interval, or None when it
+/// is precise. Open above: above the highest rate that kept up (a flood
+/// above it is a hint of how far); else just above the estimate, where a
+/// stage that falls behind measures C to its own noise.
+pub fn next_rate(c: &Capacity, highest_kept: Option<f64>, flood: Option<f64>) -> Option<f64> {
+    if c.is_precise() {
+        return None;
+    }
+    match c.high {
+        None => {
+            let base = highest_kept.unwrap_or(c.low).max(c.low);
+            let step = PROBE_STEP * base;
+            let hint = flood.filter(|f| *f > step && *f < 2.0 * base);
+            Some(hint.unwrap_or(step))
+        }
+        Some(_) => Some((1.0 + PRECISION) * c.estimate),
+    }
+}
+
+/// How far above the highest rate held the sweep probes when nothing fell
+/// behind and no flood points higher: far enough that a few probes cover
+/// a server the flood under-read by a third, near enough that the first
+/// to fall behind measures C well.
+pub const PROBE_STEP: f64 = 1.15;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(rate: f64, growth: f64, fit_noise: f64) -> Reading {
+        Reading {
+            rate,
+            growth,
+            fit_noise,
+            window_s: 6.0,
+            settle_s: 3.0,
+            filled: true,
+            slowing: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_clear_growth_of_any_size_is_falling_behind() {
+        // vLLM at 8.50 req/s: 0.41 ± 0.10, once "too close to 5 % to tell".
+        assert_eq!(call(&reading(8.5, 0.41, 0.05)), Call::FellBehind);
+        assert_eq!(call(&reading(40.0, 6.0, 0.01)), Call::FellBehind);
+    }
+
+    #[test]
+    fn a_flat_backlog_is_keeping_up_and_a_noisy_one_asks_for_longer() {
+        assert_eq!(call(&reading(30.0, 0.05, 0.1)), Call::KeptUp);
+        assert_eq!(call(&reading(30.0, -0.2, 0.2)), Call::KeptUp);
+        match call(&reading(10.0, 0.3, 0.4)) {
+            Call::Unsure { needed_s } => assert!(needed_s > 9.0, "{needed_s}"),
+            c => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn a_window_opened_before_the_pipeline_filled_is_not_falling_behind() {
+        // 8 s stages at 33.92 req/s on a server that holds 37.
+        let r = Reading {
+            filled: false,
+            ..reading(33.92, 2.49, 0.36)
+        };
+        assert_ne!(call(&r), Call::FellBehind);
+    }
+
+    fn point(r: &Reading) -> Point {
+        r.point()
+    }
+
+    #[test]
+    fn the_capacity_is_bracketed_by_the_stages_around_it() {
+        // C = 8: stages at 6, 7, 7.5 keep up; 8.5 falls behind by 0.5.
+        let pts: Vec<Point> = [(6.0, 0.0), (7.0, 0.02), (7.5, -0.01), (8.5, 0.5)]
+            .iter()
+            .map(|&(l, g)| point(&reading(l, g, 0.05)))
+            .collect();
+        let c = capacity(&pts).unwrap();
+        assert!((c.estimate - 8.0).abs() < 0.1, "{c:?}");
+        assert!(c.low < 8.0 && c.high.unwrap() > 8.0, "{c:?}");
+        assert!(c.is_precise(), "{c:?}");
+    }
+
+    #[test]
+    fn nothing_fell_behind_is_a_floor_and_the_next_rate_is_above_it() {
+        let pts: Vec<Point> = [(5.0, 0.0), (6.0, 0.01)]
+            .iter()
+            .map(|&(l, g)| point(&reading(l, g, 0.05)))
+            .collect();
+        let c = capacity(&pts).unwrap();
+        assert!(c.high.is_none(), "{c:?}");
+        assert!(c.estimate > 5.8 && c.estimate <= 6.0, "{c:?}");
+        let next = next_rate(&c, Some(6.0), Some(5.07)).unwrap();
+        assert!((next - 6.9).abs() < 1e-9, "a flood under it is no ceiling: {next}");
+        assert_eq!(next_rate(&c, Some(6.0), Some(8.0)), Some(8.0));
+    }
+
+    #[test]
+    fn a_flood_far_above_capacity_weighs_least() {
+        // C = 10; a stage at 30 completes 12 (+20 %, a degraded flood), one at
+        // 10.5 falls behind by 0.5.
+        let far = point(&reading(30.0, 18.0, 0.1));
+        let near = point(&reading(10.5, 0.5, 0.05));
+        let c = capacity(&[far, near]).unwrap();
+        assert!((c.estimate - 10.0).abs() < 0.5, "{c:?}");
+        let alone = capacity(&[far]).unwrap();
+        assert!(!alone.is_precise(), "a flood alone is not precise: {alone:?}");
+        let next = next_rate(&alone, None, None).unwrap();
+        assert!((next - 1.05 * alone.estimate).abs() < 1e-9);
+    }
+}
