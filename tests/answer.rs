@@ -129,12 +129,16 @@ fn describe(res: &RunResult) -> String {
         .iter()
         .map(|s| {
             format!(
-                "{}: achieved {:.2} (sent {:.2}) {:?} {}",
+                "{}: achieved {:.2} (sent {:.2}) {:?} {} [growth {:?} ± {:?}, filling {:?}, offered {:?}]",
                 s.name,
                 s.rates.achieved(),
                 s.rates.sent_per_s,
                 outcome(s),
-                s.verdict.as_ref().map_or("", |v| v.reason.as_str())
+                s.verdict.as_ref().map_or("", |v| v.reason.as_str()),
+                s.verdict.as_ref().and_then(|v| v.growth_per_s),
+                s.verdict.as_ref().and_then(|v| v.growth_noise_per_s),
+                s.verdict.as_ref().and_then(|v| v.growth_filling_per_s),
+                s.verdict.as_ref().and_then(|v| v.offered_per_s),
             )
         })
         .collect::<Vec<_>>()

@@ -409,8 +409,12 @@ fn kill_9_leaves_the_finished_stages_on_disk() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// A server that stops answering ends the run: its requests are counted
+/// errors, the answer is not known, the exit status says the report is
+/// partial, and `ls` lists the run as partial (seen: a run went on to its
+/// next stage against a dead server and answered "holds < 3.73 req/s").
 #[test]
-fn a_server_that_dies_mid_run_becomes_counted_errors() {
+fn a_server_that_dies_mid_run_ends_it_with_its_errors_counted() {
     let mut sim = spawn_sim(&[]);
     let url = sim.url.clone();
     let out = tmpdir("dies");
@@ -434,8 +438,27 @@ fn a_server_that_dies_mid_run_becomes_counted_errors() {
     std::thread::sleep(Duration::from_millis(1500));
     sim.kill();
     let status = wait_with_limit(&mut run, Duration::from_secs(30));
-    assert!(status.success());
+    assert_eq!(status.code(), Some(3), "partial");
     let r = read_report(&out);
+    let end = r["end_reason"].as_str().unwrap();
+    assert!(end.contains("the server stopped answering at "), "{end}");
+    let basis = r["answer"]["basis"].as_str().unwrap();
+    assert!(
+        basis.starts_with("not known: the server stopped"),
+        "{basis}"
+    );
+    assert!(r["answer"]["requests_per_s"].is_null(), "{}", r["answer"]);
+    let ls = bin()
+        .args(["ls", out.parent().unwrap().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&ls.stdout);
+    assert!(
+        listed.lines().any(
+            |l| l.contains(out.file_name().unwrap().to_str().unwrap()) && l.contains("partial")
+        ),
+        "{listed}"
+    );
     let s = &r["stages"][0];
     let q = &s["requests"];
     let total = q["completed"].as_u64().unwrap()

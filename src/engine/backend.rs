@@ -69,6 +69,10 @@ pub struct Scripted {
     script: Box<dyn Fn(u64) -> Script + std::marker::Send + Sync>,
     sent: AtomicU64,
     slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// Extra time between tokens per request being served (continuous
+    /// batching: each running sequence makes every step longer).
+    per_running: Duration,
+    running: AtomicU64,
 }
 
 impl Scripted {
@@ -77,7 +81,17 @@ impl Scripted {
             script: Box::new(script),
             sent: AtomicU64::new(0),
             slots: None,
+            per_running: Duration::ZERO,
+            running: AtomicU64::new(0),
         }
+    }
+
+    /// Every gap between tokens grows by `per_running` for each request
+    /// being served: latency climbs with load long before capacity, as
+    /// on a batching server.
+    pub fn with_cost_per_running(mut self, per_running: Duration) -> Self {
+        self.per_running = per_running;
+        self
     }
 
     /// Every request the same.
@@ -114,6 +128,7 @@ impl Scripted {
             None => None,
         };
         let _ = scheduled_at;
+        let _serving = Serving::new(&self.running);
         tokio::time::sleep(s.ttft).await;
         if let Some(status) = s.error {
             return RequestOutcome::Errored {
@@ -123,12 +138,29 @@ impl Scripted {
         }
         rec.chunks.push((Instant::now(), 1));
         for _ in 1..s.output_tokens {
-            tokio::time::sleep(s.itl).await;
+            let running = self.running.load(Ordering::Relaxed) as u32;
+            tokio::time::sleep(s.itl + self.per_running * running).await;
             rec.chunks.push((Instant::now(), 1));
         }
         rec.output_tokens = u64::from(s.output_tokens);
         rec.prompt_tokens = prompt.prompt_tokens;
         RequestOutcome::Completed
+    }
+}
+
+/// Counts a request as served while it lives (cancelled ones too).
+struct Serving<'a>(&'a AtomicU64);
+
+impl<'a> Serving<'a> {
+    fn new(n: &'a AtomicU64) -> Self {
+        n.fetch_add(1, Ordering::Relaxed);
+        Serving(n)
+    }
+}
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

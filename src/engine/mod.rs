@@ -1031,8 +1031,14 @@ impl Engine {
     /// asks before it ends a stage for requests that got no answer, which
     /// it does sooner than [`GONE_AFTER`]).
     fn gone_now(&self) -> Option<String> {
-        let u = self.unanswered.as_ref().filter(|u| u.count >= GONE_REQUESTS)?;
-        let at = u.since.saturating_duration_since(self.run_start).as_secs_f64();
+        let u = self
+            .unanswered
+            .as_ref()
+            .filter(|u| u.count >= GONE_REQUESTS)?;
+        let at = u
+            .since
+            .saturating_duration_since(self.run_start)
+            .as_secs_f64();
         Some(format!(
             "{}{at:.1} s ({} requests in a row got no answer; the last: {})",
             crate::types::SERVER_GONE,

@@ -292,6 +292,7 @@ fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
         (None, Some(n)) => format!("{n} requests"),
         _ => String::new(),
     };
+    let budget_words = super::sweep::added_stages_budget(n, &limits);
     Ok(PlanChoice {
         plan: Box::new(SweepPlan::new(
             n,
@@ -300,7 +301,7 @@ fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
             ask.throughput_bound,
             ask.args.stop_on_saturation,
         )),
-        description: format!("sweep: {n} stages of {stage_len}"),
+        description: format!("sweep: {n} stages of {stage_len}, then {}", budget_words),
     })
 }
 

@@ -543,6 +543,7 @@ mod tests {
             reason: "stage too short for a verdict".into(),
             needed_seconds: Some(7.0),
             overload: false,
+            ..Default::default()
         });
         s
     }

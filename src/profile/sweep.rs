@@ -37,6 +37,26 @@ enum Budget {
     Stages(usize),
 }
 
+impl Budget {
+    fn of(stages: usize, limits: &Limits) -> Budget {
+        let n = (stages * 4 / 5).max(2);
+        match limits.max_seconds {
+            Some(s) => Budget::Seconds(s * n as f64),
+            None => Budget::Stages(n),
+        }
+    }
+}
+
+/// What a sweep of `stages` stages of these limits may add after its grid,
+/// in words for the run's header.
+pub fn added_stages_budget(stages: usize, limits: &Limits) -> String {
+    format!(
+        "up to {} to close the capacity's interval to ±{:.0}%",
+        Budget::of(stages, limits),
+        100.0 * policy::PRECISION
+    )
+}
+
 impl std::fmt::Display for Budget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -144,19 +164,13 @@ impl SweepPlan {
     /// before added stages re-ran its inconclusive stages instead, about a
     /// third of its time; this keeps the whole within 1.5 × that.
     fn budget(&self) -> Budget {
-        let stages = (self.stages * 4 / 5).max(2);
-        match self.limits.max_seconds {
-            Some(s) => Budget::Seconds(s * stages as f64),
-            None => Budget::Stages(stages),
-        }
+        Budget::of(self.stages, &self.limits)
     }
 
     /// Whether the budget has room for one more stage of these limits.
     fn affords(&self, limits: &Limits) -> bool {
         match self.budget() {
-            Budget::Seconds(b) => {
-                self.added_s + limits.max_seconds.unwrap_or(0.0) <= b + 1e-9
-            }
+            Budget::Seconds(b) => self.added_s + limits.max_seconds.unwrap_or(0.0) <= b + 1e-9,
             Budget::Stages(n) => self.added < n,
         }
     }
@@ -231,7 +245,8 @@ impl SweepPlan {
         let near = |s: &&StageReport, within: f64| {
             s.strategy.is_open_loop()
                 && !s.manual
-                && s.target_rate.is_some_and(|r| (r - rate).abs() <= within * rate)
+                && s.target_rate
+                    .is_some_and(|r| (r - rate).abs() <= within * rate)
         };
         let mut by: f64 = if done.iter().any(|s| near(&s, 0.01)) {
             2.0
@@ -808,41 +823,98 @@ mod tests {
             .any(|w| w.contains("timed out")));
     }
 
-    #[test]
-    fn an_inconclusive_stage_runs_once_more_as_long_as_its_verdict_needs() {
-        let limits = Limits {
-            max_seconds: Some(6.0),
+    /// A constant stage with a backlog reading: growth `g` ± `noise`.
+    fn read(rate: f64, outcome: crate::types::Outcome, g: f64, noise: f64) -> StageReport {
+        let mut s = done(StrategyKind::Constant, 500.0, rate.min(rate - g));
+        s.name = format!("constant@{rate:.2}");
+        s.target_rate = Some(rate);
+        s.saturated = outcome == crate::types::Outcome::Saturated;
+        s.verdict = Some(crate::types::Verdict {
+            outcome,
+            growth_per_s: Some(g),
+            growth_noise_per_s: Some(noise),
             ..Default::default()
+        });
+        s
+    }
+
+    #[test]
+    fn a_sweep_where_everything_held_probes_above_it_past_an_under_reading_flood() {
+        // Real vLLM: the flood read 5.07 req/s with 512 streams; every rate
+        // under it held; the server holds about 8.
+        use crate::types::Outcome::{NotSaturated, Saturated};
+        let mut p = SweepPlan::new(4, SweepKind::Constant, limits_of(8.0), 512, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.0)];
+        p.next(&d).unwrap();
+        d.push(done(StrategyKind::Throughput, 5000.0, 5.07));
+        assert!(p.take_notice().is_none());
+        p.next(&d).unwrap();
+        assert!(p
+            .take_notice()
+            .unwrap()
+            .contains("then up to 24 s of added stages"));
+        d.push(read(3.03, NotSaturated, 0.0, 0.05));
+        p.next(&d).unwrap();
+        d.push(read(5.07, NotSaturated, 0.01, 0.06));
+        let probe = p.next(&d).unwrap();
+        assert!(probe.name.ends_with("(probe)"), "{}", probe.name);
+        let Strategy::Constant { rate } = probe.strategy else {
+            panic!("{probe:?}")
         };
-        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        assert!(rate > 5.07 * 1.1, "above the flood: {rate}");
+        let _ = rate;
+        let why = p.take_notice().unwrap();
+        assert!(why.contains("hint, not a ceiling"), "{why}");
+        // Against a server of capacity 7: the probes go on until the
+        // interval closes around it or the budget is spent.
+        let truth = 7.0;
+        let mut next = Some(probe);
+        while let Some(spec) = next {
+            let Strategy::Constant { rate } = spec.strategy else {
+                panic!("{spec:?}")
+            };
+            let g = (rate - truth).max(0.0);
+            let outcome = if g > 0.02 * rate {
+                Saturated
+            } else {
+                NotSaturated
+            };
+            d.push(read(rate, outcome, g, 0.03 * rate));
+            next = p.next(&d);
+        }
+        let c = crate::stats::answer::capacity(&d).unwrap();
+        assert!((c.estimate - truth).abs() < 0.05 * truth, "{c:?}");
+        assert!(
+            c.low <= truth && c.high.is_some_and(|h| h >= truth),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn added_stages_stop_at_the_budget_and_say_so() {
+        use crate::types::Outcome::NotSaturated;
+        let mut p = SweepPlan::new(3, SweepKind::Constant, limits_of(5.0), 64, true);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.0)];
         p.next(&d).unwrap();
         d.push(done(StrategyKind::Throughput, 500.0, 7.0));
-        let first = p.next(&d).unwrap();
-        assert_eq!(first.strategy, Strategy::Constant { rate: 3.0 });
-        let mut unsure = done(StrategyKind::Constant, 500.0, 2.9);
-        unsure.name = "constant@3.00".into();
-        unsure.target_rate = Some(3.0);
-        unsure.verdict = Some(crate::types::Verdict {
-            outcome: Outcome::Inconclusive,
-            needed_seconds: Some(14.0),
-            ..Default::default()
-        });
-        d.push(unsure.clone());
-        let again = p.next(&d).unwrap();
-        assert_eq!(again.strategy, Strategy::Constant { rate: 3.0 });
-        assert_eq!(again.limits.max_seconds, Some(14.0));
-        assert!(p
-            .take_notice()
-            .unwrap()
-            .contains("running it again for 14 s"));
-        assert_eq!(p.total(), Some(6));
-        // Still inconclusive: the plan goes on, once is enough.
-        d.push(unsure);
-        assert_eq!(
-            p.next(&d).unwrap().strategy,
-            Strategy::Constant { rate: 5.0 }
+        p.next(&d).unwrap();
+        d.push(read(7.0, NotSaturated, 0.0, 0.05));
+        // The budget: 2 stages of 5 s; a server that never falls behind.
+        let mut added = 0;
+        while let Some(spec) = p.next(&d) {
+            added += 1;
+            let Strategy::Constant { rate } = spec.strategy else {
+                panic!()
+            };
+            d.push(read(rate, NotSaturated, 0.0, 0.05));
+        }
+        assert_eq!(added, 2);
+        let why = p.stopped_early().unwrap();
+        assert!(
+            why.contains("still open above after 2 added stages"),
+            "{why}"
         );
     }
 

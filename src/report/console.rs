@@ -340,6 +340,10 @@ mod tests {
             };
             s.rates.requests_per_s = rps;
             s.rates.steady_requests_per_s = rps;
+            // Open-loop stages ran at the rate in their name.
+            s.target_rate = name
+                .strip_prefix("constant@")
+                .and_then(|r| r.split(' ').next()?.parse().ok());
             s.ttft_ms.count = 100;
             s.ttft_ms.p50 = ttft;
             s.ttft_ms.p99 = ttft * 3.0;

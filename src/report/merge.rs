@@ -724,6 +724,11 @@ fn merge_verdict(parts: &[Part]) -> Option<Verdict> {
             .sum::<Option<f64>>()
             .filter(|_| judged.len() == parts.len())
             .map(f64::sqrt),
+        offered_per_s: judged
+            .iter()
+            .map(|(_, v)| v.offered_per_s)
+            .sum::<Option<f64>>()
+            .filter(|_| judged.len() == parts.len()),
         growth_filling_per_s: judged
             .iter()
             .filter_map(|(_, v)| v.growth_filling_per_s)

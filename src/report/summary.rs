@@ -303,6 +303,10 @@ mod tests {
             ..Default::default()
         };
         s.rates.requests_per_s = rps;
+        // Open-loop stages ran at the rate in their name.
+        s.target_rate = name
+            .strip_prefix("constant@")
+            .and_then(|r| r.split(' ').next()?.parse().ok());
         s.ttft_ms.count = 10;
         s.ttft_ms.p50 = ttft_p50;
         s.verdict = Some(crate::types::Verdict {
@@ -359,7 +363,7 @@ mod tests {
         let text: Vec<String> = lines(&r).iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let all = text.join("\n");
         for needle in [
-            "Answer: holds ≈ 31.00 req/s (constant@7.00 (manual) held, constant@40.00 did not)",
+            "Answer: holds ≈ 31.00 req/s (29.03–32.96; constant@7.00 (manual) held, constant@40.00 did not)",
             "Knee: constant@7.00 (manual) at 7.00 req/s",
             "Saturated: constant@40.00 (completed 31 req/s)",
             "Cut short: constant@7.00 (manual)",

@@ -37,6 +37,8 @@ pub struct BacklogPoint {
     pub t_s: f64,
     pub in_flight: f64,
     pub queued: f64,
+    /// Requests answered (completed or errored with an answer) in the cell.
+    pub answered: f64,
 }
 
 impl BacklogPoint {
@@ -172,6 +174,7 @@ impl Backlog {
                 t_s: (i as f64 + 0.5) * self.width,
                 in_flight: c.in_flight / c.dur,
                 queued: c.queued / c.dur,
+                answered: c.answered as f64,
             })
             .filter(|p| p.t_s >= from_s && p.t_s <= to_s)
             .collect()

@@ -140,6 +140,7 @@ pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
         needed_seconds: None,
         overload: true,
         growth_per_s: reading.growth_per_s,
+        offered_per_s: reading.offered_per_s,
         growth_noise_per_s: reading.growth_noise_per_s,
         growth_filling_per_s: reading.growth_filling_per_s,
     });

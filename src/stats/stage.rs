@@ -1418,10 +1418,11 @@ mod tests {
             match (send, i) {
                 (true, _) => s.on_sent(t0 + Duration::from_millis(at)),
                 (false, u64::MAX) => s.tick(t0 + Duration::from_millis(at)),
-                (false, i) => s.on_record(
-                    i,
-                    &rec(t0, i * 50, i * 50 + 100, at, RequestOutcome::Completed),
-                ),
+                // They waited for the server: the first token comes 100 ms
+                // before the end.
+                (false, i) => {
+                    s.on_record(i, &rec(t0, i * 50, at - 100, at, RequestOutcome::Completed))
+                }
             }
         }
         let r = s.finish(

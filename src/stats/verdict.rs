@@ -254,10 +254,9 @@ pub struct Growth {
     /// What a window opened after the pipeline filled needs: the first
     /// segment's first answer plus the 90th percentile latency, seconds.
     pub fill_s: f64,
-    /// How much the growth slowed within the window: the slope over its
-    /// first half less the slope over its second, req/s (0 when it did not
-    /// slow). A backlog still rising toward its level slows; one that the
-    /// server cannot keep up with does not.
+    /// How much the growth slowed within the window because answers came
+    /// faster in its second half than in its first (past the noise of the
+    /// counts), req/s: a pipeline still filling. 0 when they did not.
     pub slowing_per_s: f64,
 }
 
@@ -287,6 +286,8 @@ fn settle_after(e: &Evidence, seg: &Segment) -> Option<(f64, bool)> {
 struct SteadyBacklog<'a> {
     /// (stage clock, backlog) per cell, one group per segment.
     groups: Vec<Vec<(f64, f64)>>,
+    /// (stage clock, requests answered) per cell, the same cells.
+    answers: Vec<Vec<(f64, f64)>>,
     /// Where the first segment's window opens, and when its pipeline filled.
     settle_s: Option<f64>,
     fill_s: Option<f64>,
@@ -299,6 +300,7 @@ struct SteadyBacklog<'a> {
 fn steady_backlog(e: &Evidence) -> SteadyBacklog<'_> {
     let mut b = SteadyBacklog {
         groups: Vec::new(),
+        answers: Vec::new(),
         settle_s: None,
         fill_s: None,
         all_filled: true,
@@ -321,6 +323,8 @@ fn steady_backlog(e: &Evidence) -> SteadyBacklog<'_> {
             b.last = pts.last().copied();
             b.groups
                 .push(pts.iter().map(|p| (p.t_s, p.total())).collect());
+            b.answers
+                .push(pts.iter().map(|p| (p.t_s, p.answered)).collect());
         }
     }
     b
@@ -338,6 +342,7 @@ fn steady_backlog(e: &Evidence) -> SteadyBacklog<'_> {
 pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
     let SteadyBacklog {
         groups,
+        answers,
         settle_s,
         fill_s,
         all_filled,
@@ -379,10 +384,7 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
     let tau = e.latency_p50_s.max(e.backlog_width_s);
     let independent = (window_s / tau).clamp(2.0, n as f64);
     let noise = sd * (12.0 / independent).sqrt() / window_s;
-    let slowing_per_s = match (halves(&groups, true), halves(&groups, false)) {
-        (Some(early), Some(late)) => (early - late).max(0.0),
-        _ => 0.0,
-    };
+    let slowing_per_s = answers_quickening(&answers, e.backlog_width_s);
     let end = last?;
     let first_group = groups.first()?;
     let head = first_group.len().div_ceil(4).max(1);
@@ -407,25 +409,27 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
     })
 }
 
-/// The least-squares slope over the first (or second) half of each
-/// segment's cells, pooled with an intercept per segment.
-fn halves(groups: &[Vec<(f64, f64)>], early: bool) -> Option<f64> {
-    let (mut sxx, mut sxy) = (0.0, 0.0);
-    for g in groups {
+/// How much faster requests were answered in the second half of the
+/// window than in the first, past the noise of two counts (each about
+/// Poisson), req/s; 0 when not faster. A pipeline still filling answers
+/// faster as it fills, and its backlog's growth slows by as much; a server
+/// that fell behind answers at its capacity throughout. (The backlog's own
+/// slowing is no measure: arrivals that came in a burst early, as Poisson
+/// ones do, slow it too.)
+fn answers_quickening(answers: &[Vec<(f64, f64)>], width: f64) -> f64 {
+    let (mut n1, mut t1, mut n2, mut t2) = (0.0, 0.0, 0.0, 0.0);
+    for g in answers {
         let mid = g.len() / 2;
-        let part = if early { &g[..mid] } else { &g[mid..] };
-        if part.len() < 3 {
-            continue;
-        }
-        let k = part.len() as f64;
-        let mx = part.iter().map(|p| p.0).sum::<f64>() / k;
-        let my = part.iter().map(|p| p.1).sum::<f64>() / k;
-        for (x, y) in part {
-            sxx += (x - mx).powi(2);
-            sxy += (x - mx) * (y - my);
-        }
+        n1 += g[..mid].iter().map(|p| p.1).sum::<f64>();
+        t1 += mid as f64 * width;
+        n2 += g[mid..].iter().map(|p| p.1).sum::<f64>();
+        t2 += (g.len() - mid) as f64 * width;
     }
-    (sxx > 1e-12).then(|| sxy / sxx)
+    if t1 <= 0.0 || t2 <= 0.0 {
+        return 0.0;
+    }
+    let noise = (n1 / (t1 * t1) + n2 / (t2 * t2)).sqrt();
+    (n2 / t2 - n1 / t1 - noise).max(0.0)
 }
 
 /// The verdict on a stage (open loop) or `None` for closed-loop stages,
@@ -457,7 +461,7 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
         return v;
     }
     let r = match backlog_growth(e).filter(|g| g.window_s >= 1.0) {
-        Some(g) => reading(&g, target),
+        Some(g) => reading(e, &g, target),
         None => {
             let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
             let answer_rate = if since_first > 0.0 {
@@ -474,6 +478,7 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
                 settle_s: e.first_end_s.unwrap_or(0.0),
                 filled: true,
                 slowing: 0.0,
+                ttft_rise_s: None,
             }
         }
     };
@@ -605,7 +610,7 @@ fn runaway_backlog(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<Verd
 /// call on the reading (`stats::policy`).
 fn by_backlog_growth(e: &Evidence, target: f64) -> Option<Verdict> {
     let g = backlog_growth(e).filter(|g| g.window_s >= STEADY_SECONDS)?;
-    let r = reading(&g, target);
+    let r = reading(e, &g, target);
     let mut v = match policy::call(&r) {
         Call::FellBehind => Verdict {
             outcome: Outcome::Saturated,
@@ -652,22 +657,70 @@ fn filling_note(r: &Reading) -> String {
     format!(" (up to {f:.2} of it may be a backlog still filling: {why})")
 }
 
-/// The policy's reading of a stage's backlog growth.
-fn reading(g: &Growth, target: f64) -> Reading {
+/// The policy's reading of a stage's backlog growth. Its rate is the rate
+/// the stage offered while the backlog was read: what was answered plus
+/// what piled up (by how requests are counted, due = answered + backlog
+/// growth), which for Poisson arrivals is not the target (a 10 s stage at
+/// 46 req/s offers 46 ± 3 in its last 5 s).
+fn reading(e: &Evidence, g: &Growth, target: f64) -> Reading {
+    let answered = e.steady.per_s(e.steady.answered);
+    let offered = if answered > 0.0 {
+        answered + g.per_s
+    } else {
+        target
+    };
     Reading {
-        rate: target,
+        rate: offered,
         growth: g.per_s,
         fit_noise: g.noise_per_s,
         window_s: g.window_s,
-        settle_s: g.settle_s,
+        // A longer stage's window opens once its pipeline filled, not at
+        // this one's middle: the length that tells counts from there.
+        settle_s: g.settle_s.max(g.fill_s + e_cell(g)),
         filled: g.filled,
         slowing: g.slowing_per_s,
+        ttft_rise_s: ttft_rise(e, g),
     }
+}
+
+/// How much the median TTFT rose over the backlog's window, seconds: a
+/// least-squares line through the per-second TTFT p50 from the window's
+/// start, times the window. None with fewer than 5 seconds of it: three
+/// per-second medians of a 5 s Poisson stage at 115 % of capacity missed
+/// its queue.
+fn ttft_rise(e: &Evidence, g: &Growth) -> Option<f64> {
+    let pts: Vec<(f64, f64)> = e
+        .series
+        .iter()
+        .filter(|p| p.0 >= g.settle_s && p.2 > 0.0)
+        .map(|p| (p.0, p.2 / 1000.0))
+        .collect();
+    if pts.len() < 5 {
+        return None;
+    }
+    let (slope, _) = fit_t(&pts)?;
+    // Requests held in the client by --max-concurrency wait before they
+    // are sent, where TTFT does not see it: their queue's growth over what
+    // the server answers is wait too.
+    let queued_from = e
+        .backlog
+        .iter()
+        .find(|p| p.t_s >= g.settle_s)
+        .map_or(0.0, |p| p.queued);
+    let answered = e.steady.per_s(e.steady.answered).max(1e-9);
+    let held = ((g.queued_end - queued_from) / answered).max(0.0);
+    Some(slope * g.window_s + held)
+}
+
+/// One backlog cell past the fill time (the window opens on a cell's edge).
+fn e_cell(g: &Growth) -> f64 {
+    (g.settle_s - g.fill_s).clamp(0.0, 0.1)
 }
 
 /// The verdict carries the reading, for the capacity estimate.
 fn with_reading(v: &mut Verdict, r: &Reading) {
     v.growth_per_s = Some(r.growth);
+    v.offered_per_s = Some(r.rate);
     v.growth_noise_per_s = Some(r.noise());
     v.growth_filling_per_s = Some(r.filling()).filter(|f| *f > 0.0);
 }
@@ -1032,11 +1085,21 @@ mod tests {
                     t_s: t,
                     in_flight: target * t.min(w) + grow * (t - w).max(0.0) + wobble,
                     queued: 0.0,
+                    answered: if t >= w { rate / 10.0 } else { 0.0 },
                 }
             })
             .collect();
+        // Requests that wait show it in their TTFT: the queue over what
+        // the server completes.
         let series = (1..=secs as u64)
-            .map(|t| (t as f64, (target * w) as u64, 50.0))
+            .map(|t| {
+                let queue = grow * (t as f64 - w).max(0.0);
+                (
+                    t as f64,
+                    (target * w + queue) as u64,
+                    50.0 + 1000.0 * queue / rate.max(1e-9),
+                )
+            })
             .collect();
         let steady_s = secs - w;
         Evidence {
@@ -1123,9 +1186,16 @@ mod tests {
             let e = open(10.0, 10.0, w, w + 1.0);
             let v = judge(&e, &capacity(&e)).unwrap();
             assert_eq!(v.outcome, Outcome::Inconclusive, "latency {w}: {v:?}");
-            let needed = v.needed_seconds.unwrap();
-            let e = open(10.0, 10.0, w, needed);
-            let v = judge(&e, &capacity(&e)).unwrap();
+            // The length asked for gets a verdict, or (a backlog noisier
+            // than its length can settle) asks once more, and that does.
+            let mut needed = v.needed_seconds.unwrap();
+            let mut e = open(10.0, 10.0, w, needed);
+            let mut v = judge(&e, &capacity(&e)).unwrap();
+            if v.outcome == Outcome::Inconclusive {
+                needed = v.needed_seconds.unwrap();
+                e = open(10.0, 10.0, w, needed);
+                v = judge(&e, &capacity(&e)).unwrap();
+            }
             assert_eq!(
                 v.outcome,
                 Outcome::NotSaturated,
@@ -1144,6 +1214,8 @@ mod tests {
         for (i, p) in e.backlog.iter_mut().enumerate() {
             let wobble = if i % 2 == 0 { 1.0 } else { -1.0 };
             p.in_flight = level * (1.0 - (-p.t_s / tau).exp()) + wobble;
+            // Answers come as fast as requests less what the backlog took.
+            p.answered = (target - level / tau * (-p.t_s / tau).exp()).max(0.0) / 10.0;
         }
         e
     }
@@ -1158,24 +1230,32 @@ mod tests {
         let g = backlog_growth(&e).unwrap();
         assert!(!g.filled, "{g:?}");
         assert!(
-            g.per_s - NOISE_SIGMAS * g.noise_per_s >= GROWTH * 33.92,
-            "the growth alone reads as saturation: {g:?}"
+            g.per_s - SIGMAS * g.noise_per_s > 0.0,
+            "the growth alone reads as falling behind: {g:?}"
         );
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
-        assert!(v.reason.contains("still filling its batch"), "{}", v.reason);
+        assert!(v.reason.contains("still filling"), "{}", v.reason);
+        assert!(v.growth_filling_per_s.unwrap() > 0.0, "{v:?}");
         // Long enough for the window to open after the batch filled: held.
         let needed = v.needed_seconds.unwrap();
-        assert_eq!(needed, 16.0);
+        assert!((12.0..=30.0).contains(&needed), "{needed}");
         let e = filling(33.92, 100.0, 2.5, 2.2, 2.6, needed);
         assert!(backlog_growth(&e).unwrap().filled);
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::NotSaturated, "{v:?}");
-        // Growth too close to call in such a window: the same length asked.
-        let e = filling(33.92, 90.0, 2.0, 2.2, 2.6, 8.0);
+        // A backlog that slows within a window opened after the fill is
+        // filling too: the slowing past its noise is excused.
+        let e = filling(100.0, 300.0, 3.0, 2.2, 2.6, 14.0);
+        let g = backlog_growth(&e).unwrap();
+        assert!(g.filled && g.slowing_per_s > 0.0, "{g:?}");
         let v = judge(&e, &capacity(&e)).unwrap();
-        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
-        assert_eq!(v.needed_seconds, Some(16.0), "{v:?}");
+        assert!(v.growth_filling_per_s.unwrap() > 0.0, "{v:?}");
+        // A steady growth does not slow: nothing excused.
+        let e = open(10.0, 8.0, 1.0, 12.0);
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
+        assert_eq!(v.growth_filling_per_s, None, "{v:?}");
         // Falling well behind shows however early the window opened.
         let mut e = open(10.0, 7.0, 3.5, 8.0);
         e.reference_latency_s = Some(1.0);
@@ -1185,41 +1265,28 @@ mod tests {
     }
 
     #[test]
-    fn the_verdict_needs_growth_beyond_its_noise() {
-        // Answering 97 % of 28 req/s: the backlog creeps up by 1 req/s, under
-        // the 1.4 req/s (5 %) that marks saturation, by more than its noise.
+    fn a_growth_clear_of_its_noise_is_falling_behind_whatever_its_size() {
+        // Answering 97 % of 28 req/s: the backlog creeps up by 0.8 req/s,
+        // clear of its noise: the server completes about 27.2 there.
         let e = open(28.0, 27.2, 1.0, 10.0);
         let g = backlog_growth(&e).unwrap();
         assert!((g.per_s - 0.8).abs() < 0.1, "{g:?}");
         let v = judge(&e, &capacity(&e)).unwrap();
-        assert_eq!(v.outcome, Outcome::NotSaturated, "{v:?}");
-        // 70 %: saturated, not erroring (no errors at all).
-        let e = open(28.0, 19.6, 1.0, 10.0);
-        let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
-        // Near the threshold with a noisy backlog and latency above the
-        // unloaded level: inconclusive, and it says how long would do.
-        let noisy = |rate: f64| {
-            let mut e = open(28.0, rate, 1.0, 6.0);
-            e.reference_latency_s = Some(0.2);
-            for (i, p) in e.backlog.iter_mut().enumerate() {
-                p.in_flight += [6.0, -4.0, 9.0, -7.0, 2.0][i % 5];
-            }
-            e
-        };
-        let mut e = noisy(27.0);
+        let g = v.growth_per_s.unwrap();
+        assert!((28.0 - g - 27.2).abs() < 0.1, "{v:?}");
+        // Answering all of it: flat, kept up.
+        let e = open(28.0, 28.0, 1.0, 10.0);
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::NotSaturated, "{v:?}");
+        // A noisy backlog: inconclusive, and it says how long would do.
+        let mut e = open(28.0, 27.0, 1.0, 6.0);
+        for (i, p) in e.backlog.iter_mut().enumerate() {
+            p.in_flight += [6.0, -4.0, 9.0, -7.0, 2.0][i % 5];
+        }
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
         assert!(v.needed_seconds.unwrap() > 6.0, "{v:?}");
-        // The same noise with latency at the unloaded level: keeps up ...
-        e.reference_latency_s = Some(1.0);
-        let v = judge(&e, &capacity(&e)).unwrap();
-        assert_eq!(v.outcome, Outcome::NotSaturated, "{v:?}");
-        // ... but not when the growth itself is past the threshold.
-        let mut e = noisy(26.4);
-        e.reference_latency_s = Some(1.0);
-        let v = judge(&e, &capacity(&e)).unwrap();
-        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
     }
 
     #[test]
@@ -1321,7 +1388,7 @@ mod tests {
     fn growing_in_flight_is_saturated_and_trips_the_guard() {
         let mut e = open(20.0, 12.0, 1.0, 12.0);
         e.series = (1..=12)
-            .map(|t| (t as f64, 20 + 8 * t, 50.0 + 40.0 * t as f64))
+            .map(|t| (t as f64, 20 + 8 * t, 50.0 + 600.0 * t as f64))
             .collect();
         e.in_flight = 116;
         let v = judge(&e, &capacity(&e)).unwrap();

@@ -74,6 +74,11 @@ pub struct Verdict {
     /// `stats::policy`). None when the stage gave no such reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growth_per_s: Option<f64>,
+    /// The rate the stage offered while the backlog was read (answered +
+    /// growth), req/s: the target for constant arrivals, near it for
+    /// Poisson ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growth_noise_per_s: Option<f64>,
     /// Growth a backlog still filling may have added (it only ever adds):

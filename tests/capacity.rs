@@ -1,0 +1,211 @@
+//! The answer held against truth: the default-shaped sweep (10 stages of
+//! 10 s) against scripted servers of known capacity, on tokio's paused
+//! clock. Each shape: the answer within 5 % of the capacity and its interval
+//! covering it; no stage at 90 % of capacity or less judged behind, and
+//! every stage at 110 % or more judged behind.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use llmsweep::client::Prompt;
+use llmsweep::engine::backend::{Script, Scripted};
+use llmsweep::engine::{Engine, Limits, RunResult, RunSettings};
+use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use llmsweep::stats::answer::answer;
+use llmsweep::types::live::Snapshot;
+use llmsweep::types::{Answer, Outcome};
+use tokio::sync::{mpsc, watch};
+
+fn prompts(n: usize) -> Arc<[Prompt]> {
+    (0..n)
+        .map(|i| Prompt {
+            body: Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
+            prompt_tokens: 16,
+            output_tokens: Some(16),
+            tag_at: None,
+            respell: None,
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// The default sweep's shape against `backend`.
+async fn sweep(backend: Scripted, kind: SweepKind, max_concurrency: Option<u32>) -> RunResult {
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
+    let settings = RunSettings {
+        seed: 7,
+        ..Default::default()
+    };
+    let engine = Engine::new(
+        Arc::new(backend),
+        prompts(1000),
+        settings,
+        control_rx,
+        snap_tx,
+    );
+    let limits = Limits {
+        max_seconds: Some(10.0),
+        max_concurrency,
+        ..Default::default()
+    };
+    let mut plan = SweepPlan::new(10, kind, limits, 512, true);
+    engine.run(&mut plan).await
+}
+
+/// The answer, checked against the true capacity `truth` (req/s).
+fn holds_against_truth(res: &RunResult, truth: f64) -> Answer {
+    let a = answer(&res.stages, None);
+    let table: Vec<String> = res
+        .stages
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {:?} g={:?}±{:?} f={:?}",
+                s.name,
+                s.verdict.as_ref().map(|v| v.outcome),
+                s.verdict.as_ref().and_then(|v| v.growth_per_s),
+                s.verdict.as_ref().and_then(|v| v.growth_noise_per_s),
+                s.verdict.as_ref().and_then(|v| v.growth_filling_per_s),
+            )
+        })
+        .collect();
+    let ctx = format!(
+        "{}\n{}\n{}",
+        llmsweep::stats::answer::line(&a),
+        a.basis,
+        table.join("\n")
+    );
+    let x = a
+        .requests_per_s
+        .unwrap_or_else(|| panic!("no answer: {ctx}"));
+    assert!(
+        (x - truth).abs() <= 0.05 * truth,
+        "answer {x:.2} not within 5 % of {truth:.2}:\n{ctx}"
+    );
+    let low = a.low.unwrap_or(x);
+    assert!(
+        low <= truth,
+        "interval low {low:.2} above {truth:.2}:\n{ctx}"
+    );
+    if let Some(high) = a.high {
+        assert!(
+            high >= truth,
+            "interval high {high:.2} under {truth:.2}:\n{ctx}"
+        );
+    }
+    // At most 1.5 × the wall time of the default sweep before stages were
+    // added (10 stages of 10 s, the throughput stage and an inconclusive
+    // one run again for 30 s each: 150 s).
+    let ran: f64 = res.stages.iter().map(|s| s.duration_s).sum();
+    assert!(ran <= 225.0, "the sweep ran {ran:.0} s:\n{ctx}");
+    for s in &res.stages {
+        let (Some(rate), Some(v)) = (s.target_rate, s.verdict.as_ref()) else {
+            continue;
+        };
+        if rate <= 0.9 * truth {
+            assert_ne!(
+                v.outcome,
+                Outcome::Saturated,
+                "{} judged behind:\n{ctx}",
+                s.name
+            );
+        }
+        if rate >= 1.1 * truth {
+            assert_eq!(
+                v.outcome,
+                Outcome::Saturated,
+                "{} not judged behind:\n{ctx}",
+                s.name
+            );
+        }
+    }
+    a
+}
+
+fn script(ttft_ms: u64, itl_ms: u64, tokens: u32) -> Script {
+    Script {
+        ttft: Duration::from_millis(ttft_ms),
+        itl: Duration::from_millis(itl_ms),
+        output_tokens: tokens,
+        error: None,
+    }
+}
+
+/// A fixed step: 16 slots, each request 100 ms + 15 × 20 ms = 0.4 s.
+#[tokio::test(start_paused = true)]
+async fn a_fixed_step_server() {
+    let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
+    let res = sweep(b, SweepKind::Constant, None).await;
+    holds_against_truth(&res, 16.0 / 0.4);
+}
+
+/// Per-sequence cost: every running request slows every step, so latency
+/// climbs long before capacity. 32 slots; full, a request takes
+/// 100 ms + 15 × (5 + 32 × 0.5) ms = 0.415 s.
+#[tokio::test(start_paused = true)]
+async fn a_server_whose_latency_climbs_with_load() {
+    let b = Scripted::new(|_| script(100, 5, 16))
+        .with_capacity(32)
+        .with_cost_per_running(Duration::from_micros(500));
+    let res = sweep(b, SweepKind::Constant, None).await;
+    holds_against_truth(&res, 32.0 / 0.415);
+}
+
+/// Bound by its KV cache: fewer sequences fit than the slots allow (8),
+/// with long outputs: 50 ms + 63 × 25 ms = 1.625 s a request.
+#[tokio::test(start_paused = true)]
+async fn a_server_bound_by_its_kv_cache() {
+    let b = Scripted::new(|_| script(50, 25, 64)).with_capacity(8);
+    let res = sweep(b, SweepKind::Constant, None).await;
+    holds_against_truth(&res, 8.0 / 1.625);
+}
+
+/// Jittered: output lengths 8 to 24 tokens (mean 16) and steps of 15 to
+/// 25 ms (mean 20), drawn per request: 100 ms + 15 × 20 ms = 0.4 s on
+/// average, 16 slots.
+#[tokio::test(start_paused = true)]
+async fn a_server_with_jittered_steps_and_completions() {
+    let b = Scripted::new(|n| {
+        let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+        let tokens = 8 + (h % 17) as u32;
+        let itl = 15 + (h / 17 % 11);
+        script(100, itl, tokens)
+    })
+    .with_capacity(16);
+    // The mean request time, exactly: E[100 + (tokens − 1) × itl].
+    let mean_s = (0..100_000u64)
+        .map(|n| {
+            let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            let tokens = 8.0 + (h % 17) as f64;
+            let itl = 15.0 + (h / 17 % 11) as f64;
+            (100.0 + (tokens - 1.0) * itl) / 1000.0
+        })
+        .sum::<f64>()
+        / 100_000.0;
+    let res = sweep(b, SweepKind::Constant, None).await;
+    holds_against_truth(&res, 16.0 / mean_s);
+}
+
+/// Poisson arrivals against the fixed-step server.
+#[tokio::test(start_paused = true)]
+async fn poisson_arrivals() {
+    let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
+    let res = sweep(b, SweepKind::Poisson { burstiness: 1.0 }, None).await;
+    holds_against_truth(&res, 16.0 / 0.4);
+}
+
+/// `--max-concurrency` above what the server runs changes nothing; below
+/// it, the answer is the server with at most that many at once, and says so.
+#[tokio::test(start_paused = true)]
+async fn max_concurrency_above_and_below_what_the_server_needs() {
+    let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
+    let res = sweep(b, SweepKind::Constant, Some(64)).await;
+    let a = holds_against_truth(&res, 16.0 / 0.4);
+    assert_eq!(a.max_concurrency, None, "{a:?}");
+    let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
+    let res = sweep(b, SweepKind::Constant, Some(8)).await;
+    let a = holds_against_truth(&res, 8.0 / 0.4);
+    assert_eq!(a.max_concurrency, Some(8), "{a:?}");
+}
