@@ -168,28 +168,26 @@ fn estimated(
         let (rate, g, noise) =
             point(n).map_or((target(n), 0.0, 0.0), |p| (p.rate, p.growth, p.noise));
         parts.push(format!(
-            "{}{} fell behind by {g:.2} ± {:.2} req/s (completing about {:.2})",
+            "{}{} fell behind by {g:.2} ± {:.2} req/s, completing {:.2}",
             name(n),
             cut(n),
             policy::SIGMAS * noise,
             rate - g
         ));
     }
-    let rest = match parts.is_empty() {
-        true => String::new(),
-        false => format!(": {}", parts.join("; ")),
-    };
     let stages_word = if counted == 1 { "stage" } else { "stages" };
-    a.basis = match c.high {
-        Some(hi) => format!(
-            "estimated from {counted} {stages_word}{rest}; the capacity is within {:.2}–{hi:.2} req/s (±{:.1}%)",
-            c.low,
+    let rest = parts.join("; ");
+    a.basis = match (c.high, rest.is_empty()) {
+        (Some(_), false) => format!(
+            "{rest} ({counted} {stages_word}, ±{:.1}%)",
             100.0 * c.half_width()
         ),
-        None => format!(
-            "no stage fell behind ({counted} {stages_word}{rest}): the server holds at least {:.2} req/s",
-            c.estimate
+        (Some(_), true) => format!(
+            "estimated from {counted} {stages_word} (±{:.1}%)",
+            100.0 * c.half_width()
         ),
+        (None, false) => format!("no stage fell behind: {rest} ({counted} {stages_word})"),
+        (None, true) => format!("no stage fell behind ({counted} {stages_word})"),
     };
     match c.high {
         None if h.is_some() => {
@@ -426,6 +424,16 @@ pub fn short(a: &Answer) -> Option<String> {
     })
 }
 
+/// The answer without its interval, for the narrowest screens:
+/// `holds ≈ 29.50 req/s`.
+pub fn shortest(a: &Answer) -> Option<String> {
+    let x = a.requests_per_s?;
+    Some(match a.high {
+        Some(_) => format!("holds ≈ {x:.2} req/s"),
+        None => format!("holds ≥ {x:.2} req/s"),
+    })
+}
+
 /// ` at --max-concurrency 16` when the answer was held at the cap.
 fn at_cap(a: &Answer) -> String {
     a.max_concurrency
@@ -500,11 +508,7 @@ mod tests {
             line(&a),
             format!("holds ≈ {x:.2} req/s ({lo:.2}–{hi:.2}; constant@28.99 held, constant@33.67 did not) · peak throughput 38.36 req/s when flooded, at 3.7 s latency")
         );
-        assert!(
-            a.basis.starts_with("estimated from 4 stages"),
-            "{}",
-            a.basis
-        );
+        assert!(a.basis.ends_with("(4 stages, ±3.0%)"), "{}", a.basis);
         // The flood rate is never the answer.
         assert_ne!(a.requests_per_s, a.flood_requests_per_s);
     }
@@ -601,7 +605,7 @@ mod tests {
             "{}",
             line(&a)
         );
-        assert!(a.basis.contains(": constant@24.46 #2 held"), "{}", a.basis);
+        assert!(a.basis.starts_with("constant@24.46 #2 held"), "{}", a.basis);
     }
 
     #[test]

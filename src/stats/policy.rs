@@ -120,17 +120,17 @@ impl Reading {
         early.max(self.slowed())
     }
 
-    /// Whether the growth shows as waiting: g requests a second more over
-    /// the window put g·T more ahead of each new request, about g·T / C
-    /// seconds of wait, and time to first token rises with it. A growth
+    /// Whether the growth shows as waiting. A queue growing by g a second
+    /// makes a request sent at s wait g·s / C; it completes about s·λ / C,
+    /// so the time to first token of the requests completing rises by g / λ
+    /// a second of their completion: g·T / λ over the window. A growth
     /// whose TTFT rose by under [`QUEUE_SHARE`] of that is a batch filling
     /// (every request admitted at once, each step slower), not a queue.
     pub fn queued(&self) -> bool {
         let Some(rise) = self.ttft_rise_s else {
             return true;
         };
-        let served = (self.rate - self.growth).max(1e-9);
-        let expected = self.growth.max(0.0) * self.window_s / served;
+        let expected = self.growth.max(0.0) * self.window_s / self.rate.max(1e-9);
         rise >= QUEUE_SHARE * expected
     }
 

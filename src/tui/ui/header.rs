@@ -110,6 +110,17 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
         line1.spans.remove(5);
         line1.spans.remove(4);
     }
+    // Still too wide: the answer without its interval, then nothing.
+    if line1.width() > width as usize {
+        if let (Some(last), Some(bare)) = (
+            line1.spans.last_mut(),
+            crate::stats::answer::shortest(&answer),
+        ) {
+            if last.content.starts_with("holds") {
+                last.content = bare.into();
+            }
+        }
+    }
     if line1.width() > width as usize {
         line1.spans.truncate(4);
     }

@@ -26,6 +26,16 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
             paths.join("  ")
         },
     ));
+    // A small screen keeps the answer, why the run stopped and where the
+    // reports are; the lines that explain go first.
+    let wrapped = |v: &str| crate::report::console::wrap(v, inner_w - 11, 0).len();
+    for drop in ["Basis", "Knee", "Saturated", "SLOs", "Undecided"] {
+        let need: usize = items.iter().map(|(_, v)| wrapped(v)).sum::<usize>() + 2;
+        if need <= area.height as usize {
+            break;
+        }
+        items.retain(|(k, _)| *k != drop);
+    }
     let mut lines: Vec<Line> = Vec::new();
     for (k, v) in items {
         let style = if k == "Reports" {
