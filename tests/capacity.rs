@@ -209,3 +209,51 @@ async fn max_concurrency_above_and_below_what_the_server_needs() {
     let a = holds_against_truth(&res, 8.0 / 0.4);
     assert_eq!(a.max_concurrency, Some(8), "{a:?}");
 }
+
+/// A stage cut by a key keeps what it showed: quit at 8 of 10 s of a
+/// stage the server kept up with, the answer rests on it (seen: "holds ≥
+/// 5.60 req/s (constant@5.63 (manual) held)" of a run whose cut stage had
+/// held 10.29, half of what it showed).
+#[tokio::test(start_paused = true)]
+async fn a_stage_cut_by_a_key_keeps_what_it_showed() {
+    use llmsweep::engine::{FixedPlan, StageSpec, Strategy};
+    use llmsweep::types::live::Control;
+    let backend = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
+    let (control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
+    let engine = Engine::new(
+        Arc::new(backend),
+        prompts(1000),
+        RunSettings::default(),
+        control_rx,
+        snap_tx,
+    );
+    let limits = |s: f64| Limits {
+        max_seconds: Some(s),
+        ..Default::default()
+    };
+    let mut plan = FixedPlan::new(vec![
+        StageSpec::new(Strategy::Constant { rate: 5.6 }, limits(10.0)),
+        StageSpec::new(Strategy::Constant { rate: 30.0 }, limits(10.0)),
+    ]);
+    let run = tokio::spawn(async move { engine.run(&mut plan).await });
+    // Past the first stage (and the wait between), 8 s into the second.
+    tokio::time::sleep(Duration::from_secs_f64(10.0 + 8.0)).await;
+    let _ = control.send(Control::Stop {
+        reason: "quit (q)".into(),
+    });
+    let res = run.await.unwrap();
+    let cut = res.stages.last().unwrap();
+    assert!(cut.cut_short, "{:?}", cut.end_reason);
+    assert_eq!(
+        cut.verdict.as_ref().map(|v| v.outcome),
+        Some(Outcome::NotSaturated),
+        "{:?}",
+        cut.verdict
+    );
+    let a = answer(&res.stages, None);
+    let x = a.requests_per_s.unwrap();
+    assert!(x >= 29.0, "the cut stage counts: {}", llmsweep::stats::answer::line(&a));
+    assert_eq!(a.held.as_deref(), Some("constant@30.00"), "{a:?}");
+    assert!(a.basis.contains("(cut short)"), "{}", a.basis);
+}
