@@ -253,7 +253,11 @@ async fn a_stage_cut_by_a_key_keeps_what_it_showed() {
     );
     let a = answer(&res.stages, None);
     let x = a.requests_per_s.unwrap();
-    assert!(x >= 29.0, "the cut stage counts: {}", llmsweep::stats::answer::line(&a));
+    assert!(
+        x >= 29.0,
+        "the cut stage counts: {}",
+        llmsweep::stats::answer::line(&a)
+    );
     assert_eq!(a.held.as_deref(), Some("constant@30.00"), "{a:?}");
     assert!(a.basis.contains("(cut short)"), "{}", a.basis);
 }
