@@ -296,7 +296,7 @@ fn merge_stage(parts: &[Part], percentiles: &[f64]) -> Result<StageReport> {
     let s0 = parts[0].1;
     let stages = || parts.iter().map(|(_, s, _)| *s);
     let sum = |f: &dyn Fn(&StageReport) -> f64| stages().map(f).sum::<f64>();
-    let sum_u = |f: &dyn Fn(&StageReport) -> u64| stages().map(f).sum::<u64>();
+    let sum_u = |f: &dyn Fn(&StageReport) -> u64| total(stages().map(f));
     let mut dists = Dists {
         parts,
         percentiles,
@@ -385,7 +385,7 @@ fn merge_times(merged: &mut StageReport, parts: &[Part]) {
 }
 
 fn merge_requests(parts: &[Part]) -> RequestCounts {
-    let sum = |f: fn(&RequestCounts) -> u64| parts.iter().map(|(_, s, _)| f(&s.requests)).sum();
+    let sum = |f: fn(&RequestCounts) -> u64| total(parts.iter().map(|(_, s, _)| f(&s.requests)));
     RequestCounts {
         sent: sum(|r| r.sent),
         completed: sum(|r| r.completed),
@@ -408,7 +408,7 @@ fn merge_errors(parts: &[Part]) -> Errors {
     let mut warnings: Vec<String> = Vec::new();
     for (_, s, _) in parts {
         for (k, n) in &s.errors {
-            *errors.entry(k.clone()).or_default() += n;
+            add(errors.entry(k.clone()).or_default(), *n);
         }
         for (k, v) in &s.error_samples {
             let e = error_samples.entry(k.clone()).or_default();
@@ -440,20 +440,20 @@ fn merge_tokens(parts: &[Part], measured: f64) -> Tokens {
     let mut by_outcome = ByOutcome::default();
     for s in stages() {
         for (k, n) in &s.tokens.output_source {
-            *output_source.entry(k.clone()).or_default() += n;
+            add(output_source.entry(k.clone()).or_default(), *n);
         }
         for (into, from) in [
             (&mut by_outcome.completed, &s.tokens.by_outcome.completed),
             (&mut by_outcome.incomplete, &s.tokens.by_outcome.incomplete),
             (&mut by_outcome.errored, &s.tokens.by_outcome.errored),
         ] {
-            into.requests += from.requests;
-            into.prompt_total += from.prompt_total;
-            into.output_total += from.output_total;
+            add(&mut into.requests, from.requests);
+            add(&mut into.prompt_total, from.prompt_total);
+            add(&mut into.output_total, from.output_total);
         }
     }
-    let prompt_total = stages().map(|s| s.tokens.prompt_total).sum();
-    let output_total = stages().map(|s| s.tokens.output_total).sum();
+    let prompt_total = total(stages().map(|s| s.tokens.prompt_total));
+    let output_total = total(stages().map(|s| s.tokens.output_total));
     let server_prompt: Vec<(f64, f64)> = stages()
         .filter_map(|s| {
             s.tokens
@@ -476,7 +476,7 @@ fn merge_tokens(parts: &[Part], measured: f64) -> Tokens {
         output_total,
         prompt_cached_total: stages()
             .filter_map(|s| s.tokens.prompt_cached_total)
-            .reduce(|a, b| a + b),
+            .reduce(u64::saturating_add),
         output_source,
         by_outcome,
     }
@@ -531,17 +531,17 @@ fn merge_reasoning(dists: &mut Dists, measured: f64) -> Result<Option<Reasoning>
     let ttfrt_ms = dists.get("ttfrt_us", &|s| part(s, |r| r.ttfrt_ms.count))?;
     let ttfat_ms = dists.get("ttfat_us", &|s| part(s, |r| r.ttfat_ms.count))?;
     let answer_itl_ms = dists.get("answer_itl_us", &|s| part(s, |r| r.answer_itl_ms.count))?;
-    let reasoning_tokens_total = rs().map(|r| r.reasoning_tokens_total).sum();
-    let answer_tokens_total = rs().map(|r| r.answer_tokens_total).sum();
+    let reasoning_tokens_total = total(rs().map(|r| r.reasoning_tokens_total));
+    let answer_tokens_total = total(rs().map(|r| r.answer_tokens_total));
     let mut reasoning_source: BTreeMap<String, u64> = BTreeMap::new();
     for r in rs() {
         for (k, n) in &r.reasoning_source {
-            *reasoning_source.entry(k.clone()).or_default() += n;
+            add(reasoning_source.entry(k.clone()).or_default(), *n);
         }
     }
     let n = measured.max(1.0);
     Ok(Some(Reasoning {
-        requests: rs().map(|r| r.requests).sum(),
+        requests: total(rs().map(|r| r.requests)),
         ttfrt_ms,
         ttfat_ms,
         answer_itl_ms,
@@ -550,7 +550,7 @@ fn merge_reasoning(dists: &mut Dists, measured: f64) -> Result<Option<Reasoning>
         reasoning_tokens_mean: reasoning_tokens_total as f64 / n,
         answer_tokens_mean: answer_tokens_total as f64 / n,
         reasoning_source,
-        no_answer: rs().map(|r| r.no_answer).sum(),
+        no_answer: total(rs().map(|r| r.no_answer)),
     }))
 }
 
@@ -560,12 +560,12 @@ fn merge_output_lengths(parts: &[Part]) -> Option<OutputLengths> {
         .filter_map(|(_, s, _)| s.output_lengths.as_ref())
         .fold(None, |acc: Option<OutputLengths>, l| {
             let mut a = acc.unwrap_or_default();
-            a.requested_requests += l.requested_requests;
-            a.requested_total += l.requested_total;
-            a.received_total += l.received_total;
-            a.counted_requests += l.counted_requests;
-            a.server_total += l.server_total;
-            a.client_total += l.client_total;
+            add(&mut a.requested_requests, l.requested_requests);
+            add(&mut a.requested_total, l.requested_total);
+            add(&mut a.received_total, l.received_total);
+            add(&mut a.counted_requests, l.counted_requests);
+            add(&mut a.server_total, l.server_total);
+            add(&mut a.client_total, l.client_total);
             Some(a)
         })
 }
@@ -593,7 +593,7 @@ fn merge_conversations(dists: &mut Dists) -> Result<Option<Conversations>> {
                 .and_then(|c| c.by_turn.get(k))
                 .map_or(0, f)
         };
-        let completed: u64 = figures.iter().map(|f| f.completed).sum();
+        let completed = total(figures.iter().map(|f| f.completed));
         // Each shard's prompt tokens: its mean times its completed turns.
         let prompt = |f: &TurnFigures| f.prompt_tokens_mean * f.completed as f64;
         let prompt_total: f64 = figures.iter().map(|f| prompt(f)).sum();
@@ -619,7 +619,7 @@ fn merge_conversations(dists: &mut Dists) -> Result<Option<Conversations>> {
                 .then(|| cached.iter().sum::<f64>() / prompt_total),
         });
     }
-    let sum = |f: fn(&Conversations) -> u64| convs.iter().map(|c| f(c)).sum();
+    let sum = |f: fn(&Conversations) -> u64| total(convs.iter().map(|c| f(c)));
     Ok(Some(Conversations {
         started: sum(|c| c.started),
         completed: sum(|c| c.completed),
@@ -653,7 +653,7 @@ fn merge_capacity(caps: &[&CapacityEstimate]) -> CapacityEstimate {
                 .collect::<Vec<_>>()
                 .join(" + ")
         ),
-        completions: caps.iter().map(|c| c.completions).sum(),
+        completions: total(caps.iter().map(|c| c.completions)),
         span_s: caps.iter().map(|c| c.span_s).fold(0.0, f64::max),
         busy_quarters: caps.iter().map(|c| c.busy_quarters).max().unwrap_or(0),
         slope_requests_per_s: caps.iter().map(|c| c.slope_requests_per_s).sum(),
@@ -663,6 +663,19 @@ fn merge_capacity(caps: &[&CapacityEstimate]) -> CapacityEstimate {
             .map(|c| c.littles_law_requests_per_s)
             .sum::<Option<f64>>(),
     }
+}
+
+/// The shards' counts added. A report is a file anyone can write: counts
+/// near 2^64 must not wrap to a small, believable total (nor panic in a
+/// debug build), so totals saturate at `u64::MAX`, as docs/METRICS.md says
+/// of every total.
+fn total(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, u64::saturating_add)
+}
+
+/// `n` added to the count `into`, saturating (see [`total`]).
+fn add(into: &mut u64, n: u64) {
+    *into = into.saturating_add(n);
 }
 
 /// The worst shard's verdict (saturated, erroring, inconclusive, not
@@ -752,7 +765,7 @@ fn merge_client(parts: &[Part]) -> Option<ClientCheck> {
         lag_max_ms: max(|c| c.lag_max_ms),
         send_late_p90_ms: max(|c| c.send_late_p90_ms),
         behind_ms: max(|c| c.behind_ms),
-        unsent: checks.iter().map(|(_, c)| c.unsent).sum(),
+        unsent: total(checks.iter().map(|(_, c)| c.unsent)),
         cpu_share_max: checks
             .iter()
             .filter_map(|(_, c)| c.cpu_share_max)
@@ -1002,5 +1015,43 @@ mod tests {
         let mut from_config = s(1, 2);
         from_config.shard = None;
         assert!(merge(&named(vec![s(0, 2), from_config])).is_ok());
+    }
+
+    /// Totals saturate, never wrap (docs/METRICS.md): two shards claiming
+    /// 2^63 requests and tokens each merged to `sent 0, output_total 0` in
+    /// a release build (and panicked in a debug one).
+    #[test]
+    fn totals_near_2_64_saturate_instead_of_wrapping() {
+        let big = 1u64 << 63;
+        let huge = |i| {
+            let mut r = shard(i, 2, "constant@10.00", &[5]);
+            let s = &mut r.stages[0];
+            s.requests.sent = big;
+            s.requests.completed = big;
+            s.requests.measured = big;
+            s.tokens.prompt_total = big;
+            s.tokens.output_total = big;
+            s.tokens.output_source = [("usage".to_string(), big)].into();
+            s.tokens.by_outcome.completed.output_total = big;
+            s.errors = [("timeout".to_string(), big)].into();
+            s.reconnects = big;
+            s.output_lengths = Some(OutputLengths {
+                received_total: big,
+                ..Default::default()
+            });
+            r
+        };
+        let m = merge(&named(vec![huge(0), huge(1)])).unwrap();
+        let s = &m.stages[0];
+        assert_eq!(s.requests.sent, u64::MAX);
+        assert_eq!(s.requests.completed, u64::MAX);
+        assert_eq!(s.requests.measured, u64::MAX);
+        assert_eq!(s.tokens.prompt_total, u64::MAX);
+        assert_eq!(s.tokens.output_total, u64::MAX);
+        assert_eq!(s.tokens.output_source["usage"], u64::MAX);
+        assert_eq!(s.tokens.by_outcome.completed.output_total, u64::MAX);
+        assert_eq!(s.errors["timeout"], u64::MAX);
+        assert_eq!(s.reconnects, u64::MAX);
+        assert_eq!(s.output_lengths.as_ref().unwrap().received_total, u64::MAX);
     }
 }
