@@ -1305,3 +1305,74 @@ async fn the_responses_api_s_errors_and_ends_are_told_apart() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// 13. Careless shard directories for `merge --follow`.
+
+/// `merge --follow` on a directory that does not exist said nothing and
+/// waited (a stall's patience later it said the shard's "run state still
+/// says running"): it says at once that the directory does not exist, and
+/// keeps waiting, since it is started beside shards that make their
+/// directories as they start. A path that is a file is refused at once.
+#[test]
+fn merge_follow_says_at_once_that_a_directory_does_not_exist() {
+    use std::io::BufRead as _;
+    let dir = scratch("follow-missing");
+    let missing = dir.join("no-such-shard");
+    let out = dir.join("merged");
+    let mut child = common::process::llmsweep()
+        .args(["merge", "--follow", "--export", "json"])
+        .arg(&missing)
+        .arg("--out")
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let t0 = std::time::Instant::now();
+    let mut said = None;
+    while said.is_none() && t0.elapsed() < Duration::from_secs(20) {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            if line.contains("does not exist") {
+                said = Some(line);
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = said.expect("merge --follow never said the directory does not exist");
+    assert!(line.contains("no-such-shard"), "{line}");
+    assert!(!line.contains("still says running"), "{line}");
+
+    // A report file where a run directory belongs: refused at once.
+    let file = dir.join("report-copy.json");
+    std::fs::write(&file, "{}").unwrap();
+    let o = common::process::llmsweep()
+        .args(["merge", "--follow"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("report-copy.json") && err.contains("not a directory"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

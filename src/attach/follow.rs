@@ -117,13 +117,55 @@ pub fn stalled(progress: &[Progress], now: std::time::Instant, patience: Duratio
 }
 
 /// How long a shard behind the others may stand still before it is named:
-/// three times the longest stage finished so far, at least a minute.
+/// three times the longest stage finished so far, at least a minute. The
+/// lengths are the shards' files' claims, which `merge` takes as they are
+/// (a stage of 1e300 s, infinite or NaN), so the patience goes through the
+/// never-panicking conversion and is at most the longest span llmsweep
+/// schedules (a year).
 fn patience(reports: &[(String, &Report)]) -> Duration {
     let longest = reports
         .iter()
         .flat_map(|(_, r)| r.stages.iter().map(|s| s.duration_s + s.paused_s))
         .fold(0.0, f64::max);
-    Duration::from_secs_f64((3.0 * longest).max(60.0))
+    crate::engine::strategy::seconds((3.0 * longest).max(60.0))
+}
+
+/// The shards' directories checked before following them: a path that is
+/// there but is not a directory (a report file given with `--follow`) or
+/// cannot be read is refused at once; those that do not exist are returned.
+/// A missing directory is not refused: `--follow` is started beside the
+/// shards (README, deploy/kubernetes), before they make their directories,
+/// but it is said at once, not found out after a stall's patience.
+pub fn missing_dirs(dirs: &[PathBuf]) -> Result<Vec<String>> {
+    let mut missing = Vec::new();
+    for d in dirs {
+        match std::fs::metadata(d) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => bail!(
+                "{}: not a directory: `merge --follow` follows each shard's run directory (its --out), or the report.json in it",
+                d.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(d.display().to_string());
+            }
+            Err(e) => bail!("{}: {e}", d.display()),
+        }
+    }
+    Ok(missing)
+}
+
+/// What is said at once of directories that do not exist.
+pub fn missing_note(missing: &[String]) -> String {
+    let (list, verb) = match missing {
+        [one] => (format!("{one:?}"), "does"),
+        _ => (
+            crate::safe::short_list(missing, "the others are missing too"),
+            "do",
+        ),
+    };
+    format!(
+        "llmsweep: {list} {verb} not exist: waiting for its shard to make it as it starts; if no shard is starting there, check the path (Ctrl-C leaves)"
+    )
 }
 
 /// Follows the shards in `dirs` until every one has ended, writing the
@@ -136,10 +178,14 @@ pub fn follow(
     every: Duration,
 ) -> Result<Report> {
     let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let missing = missing_dirs(dirs)?;
     crate::term::note(&format!(
         "llmsweep: following {} shards; each stage is merged once every shard has finished it (Ctrl-C leaves, the shards go on)",
         dirs.len()
     ));
+    if !missing.is_empty() {
+        crate::term::note(&missing_note(&missing));
+    }
     let mut shown = 0;
     let start = std::time::Instant::now();
     let mut progress = vec![
@@ -170,6 +216,16 @@ pub fn follow(
         for i in stalled(&progress, now, patience(&reports)) {
             if named[i] != Some(progress[i].stages) {
                 named[i] = Some(progress[i].stages);
+                if !dirs[i].exists() {
+                    // No run state to speak of: the shard never started there.
+                    crate::term::note(&format!(
+                        "llmsweep: {} still does not exist while another shard has finished {} stages: no shard has started there (check the path); Ctrl-C leaves, {} holds the stages every shard finished",
+                        names[i],
+                        progress.iter().map(|p| p.stages).max().unwrap_or(0),
+                        out.display()
+                    ));
+                    continue;
+                }
                 crate::term::note(&format!(
                     "llmsweep: shard {} has finished {} stages and not moved for {:.0} s while another has finished more: it may have died (its run state still says running); Ctrl-C leaves, {} holds the stages every shard finished",
                     names[i],
@@ -269,5 +325,47 @@ mod tests {
             read_shard(Path::new("/nonexistent/llmsweep")),
             ShardState::NotYet
         ));
+    }
+
+    /// A report may claim anything: a stage of 1e300 s (or infinite, NaN,
+    /// negative) panicked in `Duration::from_secs_f64` where plain `merge`
+    /// took the same file. The patience is bounded: a minute at least, at
+    /// most the longest span llmsweep schedules.
+    #[test]
+    fn a_stage_claiming_1e300_seconds_bounds_the_patience_instead_of_panicking() {
+        let year = crate::engine::strategy::seconds(crate::engine::strategy::MAX_SECONDS);
+        for (claim, want) in [
+            (1e300, year),
+            (f64::INFINITY, year),
+            (f64::MAX, year),
+            (f64::NAN, Duration::from_secs(60)),
+            (-1e300, Duration::from_secs(60)),
+            (100.0, Duration::from_secs(300)),
+        ] {
+            let mut a = shard(0, &["constant@1.00"]);
+            a.stages[0].duration_s = claim;
+            assert_eq!(patience_of(&a), want, "a stage of {claim} s");
+        }
+    }
+
+    /// A missing directory is returned (and said at once), a file refused
+    /// with its path named.
+    #[test]
+    fn missing_directories_are_named_and_files_refused() {
+        let here = std::env::temp_dir();
+        let gone = here.join("llmsweep-follow-no-such-dir/shard-0");
+        assert_eq!(
+            missing_dirs(&[here.clone(), gone.clone()]).unwrap(),
+            [gone.display().to_string()]
+        );
+        let note = missing_note(&[gone.display().to_string()]);
+        assert!(note.contains("shard-0\" does not exist"), "{note}");
+        let file = here.join(format!("llmsweep-follow-file-{}", std::process::id()));
+        std::fs::write(&file, "{}").unwrap();
+        let e = missing_dirs(std::slice::from_ref(&file))
+            .unwrap_err()
+            .to_string();
+        let _ = std::fs::remove_file(&file);
+        assert!(e.contains("not a directory"), "{e}");
     }
 }
