@@ -9,7 +9,7 @@
 use anyhow::{bail, Result};
 
 use crate::config::SweepArrivals;
-use crate::engine::strategy::{Limits, Plan, Strategy};
+use crate::engine::strategy::{validate_rate, Limits, Plan, Strategy};
 use crate::profile::sweep::{SweepKind, SweepPlan};
 use crate::types::{Report, StageReport, StrategyKind};
 
@@ -61,6 +61,15 @@ impl Planned {
     }
 }
 
+/// The most stages `plan` plans. A report (or `--stages`) may ask for any
+/// count, and the planner allocates by it before planning a rate (100
+/// million stages aborted on a 2.4 GB allocation). A thousand is far past
+/// any useful sweep (GuideLLM's default is 10; a thousand stages of 30 s
+/// run over 8 hours, their rates a thousandth of the range apart), and
+/// keeps the printed `--rate` list, one argument, far under Linux's
+/// 128 KiB bound on one argument (at most ~24 bytes a rate).
+pub const MAX_STAGES: usize = 1000;
+
 /// The stage count the run asked for (`--profile sweep --rate N`), if any.
 pub fn stages_of(report: &Report) -> Option<usize> {
     let rate = report.config.get("rate")?.as_array()?;
@@ -111,8 +120,8 @@ fn sweep_kind(report: &Report) -> Result<SweepKind> {
 /// report with both stages): the sweep's planner itself, given those two
 /// stages as it is given them in one process.
 pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
-    if stages < 3 {
-        bail!("--stages {stages} is not possible: a sweep has 3 stages or more (synchronous, throughput, then constant rates)");
+    if !(3..=MAX_STAGES).contains(&stages) {
+        bail!("a sweep of {stages} stages is not possible (--stages, default the run's --rate): a sweep has 3 stages or more (synchronous, throughput, then constant rates), and `plan` plans at most {MAX_STAGES}");
     }
     let (Some(sync), Some(thr)) = (
         measured(report, StrategyKind::Synchronous),
@@ -156,6 +165,21 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
                 )
             }
         }
+    }
+    // The next phase runs these rates: refuse what `run` would refuse
+    // (a throughput of 1e308 req/s planned rates from 1.25e307 and exited
+    // 0), naming the figures they come from, rather than print flags that
+    // fail there.
+    if let Some(e) = rates.iter().find_map(|&r| validate_rate(r).err()) {
+        let thr_rate = match thr.rates.steady_requests_per_s {
+            r if r > 0.0 => r,
+            _ => thr.rates.requests_per_s,
+        };
+        bail!(
+            "{e} (`run` refuses it): it is planned from the synchronous stage's {} req/s and the throughput stage's {} req/s; check the report",
+            crate::typed::number(sync.rates.requests_per_s),
+            crate::typed::number(thr_rate)
+        );
     }
     if rates.is_empty() {
         bail!(
@@ -292,5 +316,44 @@ mod tests {
             "the throughput stage completed no request: run the first phase again with longer stages (the sweep would give it 30 s)"
         );
         assert!(plan(&nothing, 2).is_err());
+    }
+
+    /// `plan` had no bounds: `--stages 100000000` aborted on a 2.4 GB
+    /// allocation, and a throughput of 1e308 req/s planned rates from
+    /// 1.25e307 (exit 0). Both are refused, the bound named.
+    #[test]
+    fn stage_counts_and_rates_past_their_bounds_are_refused() {
+        let r = report(vec![
+            stage(StrategyKind::Synchronous, 1.5, 20.0),
+            stage(StrategyKind::Throughput, 13.25, 20.0),
+        ]);
+        for n in [MAX_STAGES + 1, 100_000_000, usize::MAX] {
+            let e = plan(&r, n).unwrap_err().to_string();
+            assert!(e.contains(&format!("a sweep of {n} stages")), "{e}");
+            assert!(e.contains("at most 1000"), "{e}");
+        }
+        assert_eq!(plan(&r, MAX_STAGES).unwrap().rates.len(), MAX_STAGES - 2);
+        // A report claiming a run of 1e300 stages reads as usize::MAX: refused.
+        let mut claims = r.clone();
+        claims.config["rate"] = serde_json::json!([1e300]);
+        assert!(plan(&claims, stages_of(&claims).unwrap()).is_err());
+
+        let absurd = report(vec![
+            stage(StrategyKind::Synchronous, 1.5, 20.0),
+            stage(StrategyKind::Throughput, 1e308, 20.0),
+        ]);
+        let e = plan(&absurd, 10).unwrap_err().to_string();
+        assert!(
+            e.contains("is not possible") && e.contains("1000000"),
+            "{e}"
+        );
+        assert!(e.contains("1e308 req/s"), "{e}");
+        // Under the slowest rate `run` takes: refused as well.
+        let crawl = report(vec![
+            stage(StrategyKind::Synchronous, 1e-6, 20.0),
+            stage(StrategyKind::Throughput, 2e-6, 20.0),
+        ]);
+        let e = plan(&crawl, 10).unwrap_err().to_string();
+        assert!(e.contains("from 0.001"), "{e}");
     }
 }

@@ -1376,3 +1376,74 @@ fn merge_follow_says_at_once_that_a_directory_does_not_exist() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------
+// 14. `llmsweep plan` from a report that claims too much.
+
+/// The measuring stages of the sweep fixture, its throughput stage's
+/// figures replaced by `throughput` req/s when given.
+fn measuring_report(dir: &std::path::Path, throughput: Option<f64>) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sweep-10-stages.json"),
+    )
+    .unwrap();
+    let mut r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let stages = r["stages"].as_array_mut().unwrap();
+    stages.retain(|s| s["strategy"] == "synchronous" || s["strategy"] == "throughput");
+    for s in stages.iter_mut() {
+        if s["capacity"].is_object() {
+            s["capacity"]["low_evidence"] = false.into();
+        }
+        if let (Some(t), "throughput") = (throughput, s["strategy"].as_str().unwrap()) {
+            s["rates"]["steady_requests_per_s"] = t.into();
+            s["rates"]["requests_per_s"] = t.into();
+        }
+    }
+    let path = dir.join(if throughput.is_some() {
+        "absurd.json"
+    } else {
+        "measure.json"
+    });
+    std::fs::write(&path, serde_json::to_vec(&r).unwrap()).unwrap();
+    path
+}
+
+/// `plan --stages 100000000` aborted on a 2.4 GB allocation, and a
+/// throughput of 1e308 req/s planned rates from 1.25e307 and exited 0:
+/// both exit 2 with nothing on stdout (README: a sweep that would not
+/// plan), the bound named; the same report with sane figures plans.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_refuses_stage_counts_and_rates_past_their_bounds() {
+    let dir = scratch("plan-bounds");
+    let fine = measuring_report(&dir, None).display().to_string();
+    let absurd = measuring_report(&dir, Some(1e308)).display().to_string();
+    let plan = |args: &[&str]| {
+        let mut v = vec!["plan".to_string()];
+        v.extend(args.iter().map(|a| a.to_string()));
+        llmsweep_cli(v)
+    };
+    let (status, stdout, _) = plan(&[&fine]).await;
+    assert!(status.success());
+    assert!(String::from_utf8_lossy(&stdout).starts_with("--profile constant --rate "));
+
+    let (status, stdout, stderr) = plan(&[&fine, "--stages", "100000000"]).await;
+    let err = String::from_utf8_lossy(&stderr);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(stdout.is_empty());
+    assert!(
+        err.contains("a sweep of 100000000 stages") && err.contains("at most 1000"),
+        "{err}"
+    );
+
+    let (status, stdout, stderr) = plan(&[&absurd]).await;
+    let err = String::from_utf8_lossy(&stderr);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(stdout.is_empty());
+    assert!(
+        err.contains("from 0.001 to 1000000") && err.contains("1e308 req/s"),
+        "{err}"
+    );
+    assert!(err.len() < 1000, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
