@@ -1447,3 +1447,75 @@ async fn plan_refuses_stage_counts_and_rates_past_their_bounds() {
     assert!(err.len() < 1000, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------
+// 15. A supervisor's signal while the run waits for `--start-at`.
+
+/// SIGTERM during `--start-at` was announced ("SIGTERM: stopping…") and then
+/// sat out: the process waited for its start time (up to a day) and ran the
+/// stage, and a Kubernetes pod's grace period ended in SIGKILL with no
+/// report. The wait watches for signals: the run ends at once and writes a
+/// run with no stages, partial, ended by the signal (exit status 3).
+#[test]
+fn sigterm_while_waiting_for_start_at_ends_the_run_with_no_stages() {
+    use std::io::BufRead as _;
+    let dir = scratch("start-at-sigterm");
+    let out = dir.join("run");
+    let at =
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(3600))
+            .to_string();
+    let mut child = common::process::llmsweep()
+        .args(["run", "--headless", "--profile", "constant", "--rate", "5"])
+        .args(["--max-seconds", "2", "--start-at", &at, "--export", "json"])
+        .arg("--out")
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let t0 = std::time::Instant::now();
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "never said it waits for --start-at"
+        );
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            if line.contains("(--start-at)") {
+                break;
+            }
+        }
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = common::process::wait_with_limit(&mut child, Duration::from_secs(15));
+    assert_eq!(status.code(), Some(3), "{status:?}");
+    let said: Vec<String> = rx.try_iter().collect();
+    assert!(said.iter().any(|l| l.contains("no stage ran")), "{said:?}");
+    let r = common::process::read_report(&out);
+    assert_eq!(r["stages"], serde_json::json!([]));
+    assert_eq!(r["partial"], true);
+    assert_eq!(r["end_reason"], "signal SIGTERM");
+    assert!(
+        r["timeline"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("SIGTERM: stopping"),
+        "{}",
+        r["timeline"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -89,21 +89,49 @@ async fn run_engine(engine: Engine, plan: &mut Box<dyn Plan>) -> RunResult {
     }
 }
 
-/// `--start-at`: sleeps until the wall clock reads `at` (at once when it has passed).
-async fn wait_until(at: SystemTime) {
+/// `--start-at`: sleeps until the wall clock reads `at` (at once when it
+/// has passed), or until a signal stops the run: the wait may last a day,
+/// and a supervisor's SIGTERM (a Kubernetes pod's grace period) must not be
+/// announced and then sat out until SIGKILL loses the report. Returns the
+/// stop, if one came (before the wait or during it).
+async fn wait_until(
+    at: SystemTime,
+    mut stopped: tokio::sync::watch::Receiver<Option<signals::Stopped>>,
+) -> Option<signals::Stopped> {
     let shown = humantime::format_rfc3339_millis(at);
-    match at.duration_since(SystemTime::now()) {
+    let wait = match at.duration_since(SystemTime::now()) {
         Ok(wait) => {
             term::note(&format!(
                 "llmsweep: waiting {:.1} s, until {shown} (--start-at), before the first stage",
                 wait.as_secs_f64()
             ));
-            tokio::time::sleep(wait).await;
+            wait
         }
-        Err(e) => term::note(&format!(
-            "llmsweep: --start-at {shown} passed {:.1} s ago: starting now",
-            e.duration().as_secs_f64()
-        )),
+        Err(e) => {
+            term::note(&format!(
+                "llmsweep: --start-at {shown} passed {:.1} s ago: starting now",
+                e.duration().as_secs_f64()
+            ));
+            std::time::Duration::ZERO
+        }
+    };
+    let stop = async {
+        match stopped.wait_for(Option::is_some).await {
+            Ok(s) => s.clone(),
+            // No signal watcher (handlers could not be installed): nothing
+            // will stop the wait but its end.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        s = stop => {
+            term::note(&format!(
+                "llmsweep: stopped while waiting for --start-at {shown}: no stage ran"
+            ));
+            s
+        }
+        () = tokio::time::sleep(wait) => None,
     }
 }
 
@@ -127,10 +155,31 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     // 3. The engine runs the plan.
     let (engine, request_file, checkpoint_errors) =
         build_engine(&args, &mut p, &session, ends, &out_dir)?;
-    if let Some(at) = start_at {
-        wait_until(at).await;
+    let stopped = match start_at {
+        Some(at) => wait_until(at, session.stopped.clone()).await,
+        None => None,
+    };
+    if stopped.is_some() {
+        // Stopped before the first stage: the engine runs a plan of no
+        // stages (it ends at once, its last snapshot ending the front end),
+        // and the report is a run with no stages, partial, ended by the
+        // signal.
+        p.plan.plan = Box::new(FixedPlan::new(Vec::new()));
     }
     let mut result = run_engine(engine, &mut p.plan.plan).await;
+    if let Some(s) = stopped {
+        result.end_reason = s.reason;
+        result.partial = true;
+        // The engine never read the signal's note from its control channel.
+        result.timeline.insert(
+            0,
+            crate::types::TimelineEvent {
+                t_s: 0.0,
+                event: crate::types::EventKind::Signal,
+                detail: s.note,
+            },
+        );
+    }
     let request_file = finish_request_file(request_file, &mut result.warnings).await;
     session.engine_done(&mut result).await;
     if let Ok(mut v) = checkpoint_errors.lock() {

@@ -33,6 +33,8 @@ pub struct Session {
     /// Commands to the engine (the signal policy, viewers and the dashboard
     /// hold their own copies).
     pub control: mpsc::UnboundedSender<Control>,
+    /// A stop the signal policy decided, for waits outside the engine.
+    pub stopped: watch::Receiver<Option<signals::Stopped>>,
     scraper: Option<Scraper>,
     dir: PathBuf,
     endpoint: Endpoint,
@@ -101,10 +103,12 @@ impl Session {
             snapshots.clone(),
         ));
         let log = dir.join("run.log");
+        let (stopped_tx, stopped) = watch::channel(None);
         let signals = tokio::spawn(signals::watch(
             listening,
             Signals::new(args.on_hangup),
             control.clone(),
+            stopped_tx,
             move || term::detach_stdio(Some(&log)),
         ));
         announce(p, dir);
@@ -113,6 +117,7 @@ impl Session {
         let session = Session {
             reports,
             control,
+            stopped,
             scraper,
             dir: dir.to_path_buf(),
             endpoint,

@@ -137,6 +137,15 @@ impl Signals {
     }
 }
 
+/// A stop the policy decided: the run's end reason and the line said.
+/// Published beside the `Control::Stop` the engine reads, for the waits
+/// outside the engine (`--start-at`), which have no control channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub reason: String,
+    pub note: String,
+}
+
 /// The signal handlers, installed. Install them before anything else a
 /// signal could interrupt: until a handler is installed, SIGHUP's default
 /// action kills the process.
@@ -171,11 +180,13 @@ pub fn listen() -> Listening {
 }
 
 /// Carries out what [`Signals::react`] decides, for the whole run. `gone`
-/// is called once when the terminal hangs up.
+/// is called once when the terminal hangs up; a stop is sent to the engine
+/// and published on `stopped`.
 pub async fn watch(
     listening: Listening,
     mut policy: Signals,
     control: mpsc::UnboundedSender<Control>,
+    stopped: tokio::sync::watch::Sender<Option<Stopped>>,
     gone: impl Fn() + Send + 'static,
 ) {
     #[cfg(unix)]
@@ -200,6 +211,10 @@ pub async fn watch(
                 detail: r.note.clone(),
             });
             if let Some(reason) = r.stop {
+                stopped.send_replace(Some(Stopped {
+                    reason: reason.clone(),
+                    note: r.note.clone(),
+                }));
                 let _ = control.send(Control::Stop { reason });
             }
             if r.exit_now {
@@ -212,7 +227,12 @@ pub async fn watch(
     {
         let _ = (listening, gone);
         let _ = tokio::signal::ctrl_c().await;
-        if let Some(reason) = policy.react(Sig::Int, Instant::now()).stop {
+        let r = policy.react(Sig::Int, Instant::now());
+        if let Some(reason) = r.stop {
+            stopped.send_replace(Some(Stopped {
+                reason: reason.clone(),
+                note: r.note,
+            }));
             let _ = control.send(Control::Stop { reason });
         }
         std::future::pending::<()>().await;
