@@ -358,7 +358,10 @@ pub fn scripts_from_file(
                     .get("conversations")
                     .and_then(Value::as_array)
                     .with_context(|| {
-                        format!("{name}, row {i}, field `conversations`: missing or not a list")
+                        format!(
+                            "{name}, row {}, field `conversations`: missing or not a list",
+                            i + 1
+                        )
                     })?;
                 let mut s = Script::default();
                 for (j, m) in msgs.iter().enumerate() {
@@ -367,10 +370,12 @@ pub fn scripts_from_file(
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_ascii_lowercase();
-                    let value = m
-                        .get("value")
-                        .and_then(Value::as_str)
-                        .with_context(|| format!("{name}, row {i}, field `conversations[{j}].value`: missing or not text"))?;
+                    let value = m.get("value").and_then(Value::as_str).with_context(|| {
+                        format!(
+                            "{name}, row {}, field `conversations[{j}].value`: missing or not text",
+                            i + 1
+                        )
+                    })?;
                     match who.as_str() {
                         "human" | "user" => {
                             s.users.push(value.to_string());
@@ -623,7 +628,7 @@ mod file_tests {
         let p = write("bad.json", r#"[{"conversations": [{"from": "human"}]}]"#);
         let e = format!("{:#}", scripts_from_file(&p, true).unwrap_err());
         assert!(
-            e.contains("bad.json, row 0, field `conversations[0].value`"),
+            e.contains("bad.json, row 1, field `conversations[0].value`"),
             "{e}"
         );
     }

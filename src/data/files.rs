@@ -242,6 +242,10 @@ fn read_json_file(f: std::fs::File, name: &str) -> Result<String> {
 pub(super) struct RowCapped<R> {
     inner: R,
     since_newline: usize,
+    /// Newlines read so far. The csv reader's error for a failed read has
+    /// no position (it named every overlong row "line 1"), so the error
+    /// carries the line itself ([`RowTooLong`]).
+    newlines: usize,
 }
 
 impl<R: Read> RowCapped<R> {
@@ -249,9 +253,29 @@ impl<R: Read> RowCapped<R> {
         RowCapped {
             inner,
             since_newline: 0,
+            newlines: 0,
         }
     }
 }
+
+/// The error of a row past [`crate::bounds::DATA_ROW`], with its line
+/// (from 1, as csv and JSONL count lines).
+#[derive(Debug)]
+pub(super) struct RowTooLong {
+    pub(super) line: usize,
+}
+
+impl std::fmt::Display for RowTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a row longer than {}, the most llmsweep reads of one row",
+            crate::bounds::human(crate::bounds::DATA_ROW)
+        )
+    }
+}
+
+impl std::error::Error for RowTooLong {}
 
 impl<R: Read> Read for RowCapped<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -259,21 +283,39 @@ impl<R: Read> Read for RowCapped<R> {
         for &b in &buf[..n] {
             if b == b'\n' {
                 self.since_newline = 0;
+                self.newlines += 1;
             } else {
                 self.since_newline += 1;
                 if self.since_newline > crate::bounds::DATA_ROW {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::InvalidData,
-                        format!(
-                            "a row longer than {}, the most llmsweep reads of one row",
-                            crate::bounds::human(crate::bounds::DATA_ROW)
-                        ),
+                        RowTooLong {
+                            line: self.newlines + 1,
+                        },
                     ));
                 }
             }
         }
         Ok(n)
     }
+}
+
+/// A csv error's row past the bound, if it is one.
+pub(super) fn row_too_long(e: &csv::Error) -> Option<&RowTooLong> {
+    match e.kind() {
+        csv::ErrorKind::Io(io) => io.get_ref()?.downcast_ref::<RowTooLong>(),
+        _ => None,
+    }
+}
+
+/// The line a csv error is at: its own position, or the line of a row past
+/// the bound; 1 (the header) when it has neither.
+pub(super) fn csv_error_line(e: &csv::Error) -> u64 {
+    row_too_long(e)
+        .map(|r| r.line as u64)
+        .or_else(|| e.position().map(csv::Position::line))
+        .unwrap_or(1)
+        .max(1)
 }
 
 fn load_jsonl(
@@ -346,7 +388,8 @@ fn load_json(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> 
             ),
             _ => Err("the row is not an object".into()),
         };
-        take(&mut out, r, || format!("{name}, row {i}"), skip)?;
+        // Rows count from 1, as JSONL's lines do.
+        take(&mut out, r, || format!("{name}, row {}", i + 1), skip)?;
     }
     Ok(out)
 }
@@ -369,7 +412,7 @@ fn load_sharegpt(
             take(
                 &mut out,
                 Err("no \"conversations\" list".into()),
-                || format!("{name}, row {i}"),
+                || format!("{name}, row {}", i + 1),
                 skip,
             )?;
             continue;
@@ -459,15 +502,11 @@ fn load_csv(rd: impl Read, name: &str, counter: &dyn TokenCounter, skip: bool) -
                 };
                 (line, r)
             }
-            // A row past the bound: the reader cannot go on.
+            // A row past the bound (or a failed read): the reader cannot go on.
             Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => {
-                let line = e.position().map_or(0, |p| p.line());
-                bail!("{name}, line {}: {e}", line.max(1));
+                bail!("{name}, line {}: {e}", csv_error_line(&e));
             }
-            Err(e) => {
-                let line = e.position().map_or(0, |p| p.line());
-                (line, Err(format!("malformed CSV ({e})")))
-            }
+            Err(e) => (csv_error_line(&e), Err(format!("malformed CSV ({e})"))),
         };
         take(&mut out, r, || format!("{name}, line {line}"), skip)?;
     }
@@ -576,5 +615,31 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("cannot read"));
+    }
+
+    /// A CSV row over the row bound names its own line, not line 1; JSON
+    /// and ShareGPT rows are counted from 1, as JSONL counts lines.
+    #[test]
+    fn every_error_names_the_row_it_read_counting_from_1() {
+        let mut text = b"prompt\nfirst\nsecond\n\"third".to_vec();
+        text.extend(std::iter::repeat_n(b'x', crate::bounds::DATA_ROW + 10));
+        text.extend_from_slice(b"\"\nlast\n");
+        let p = write("long.csv", "");
+        std::fs::write(&p, &text).unwrap();
+        let e = format!("{:#}", load(&p, &Builtin, false).unwrap_err());
+        assert!(e.contains("long.csv, line 4: "), "{e}");
+        assert!(e.contains("8 MiB"), "{e}");
+
+        let p = write("rows.json", r#"[{"prompt": "fine"}, {"text": 5}]"#);
+        let e = format!("{:#}", load(&p, &Builtin, false).unwrap_err());
+        assert!(e.contains("rows.json, row 2"), "{e}");
+        let answer = vec!["word"; 20].join(" ");
+        let sg = format!(
+            r#"[{{"conversations":[{{"from":"human","value":"tell me a story"}},{{"from":"gpt","value":"{answer}"}}]}},
+               {{"id": "no turns"}}]"#
+        );
+        let p = write("sg.json", &sg);
+        let e = format!("{:#}", load(&p, &Builtin, false).unwrap_err());
+        assert!(e.contains("sg.json, row 2"), "{e}");
     }
 }

@@ -22,7 +22,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
-use super::files::{next_row, not_utf8, RowCapped};
+use super::files::{csv_error_line, next_row, not_utf8, row_too_long, RowCapped};
 use super::PromptItem;
 use crate::tokenizer::TokenCounter;
 
@@ -224,8 +224,11 @@ fn load_azure(rd: impl Read, name: &str) -> Result<Trace> {
     let mut rows = Vec::new();
     for rec in rdr.records() {
         let rec = rec.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line()).max(1);
-            anyhow::anyhow!("{name}, line {line}: malformed CSV ({e})")
+            let line = csv_error_line(&e);
+            match row_too_long(&e) {
+                Some(long) => anyhow::anyhow!("{name}, line {line}: {long}"),
+                None => anyhow::anyhow!("{name}, line {line}: malformed CSV ({e})"),
+            }
         })?;
         let line = rec.position().map_or(0, |p| p.line());
         let field = |i: usize| rec.get(at[i]).unwrap_or("").trim();
@@ -516,5 +519,21 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("sample-mooncake.jsonl"));
+    }
+
+    /// A row over the row bound at line 4 was blamed on line 1 ("line 1:
+    /// malformed CSV (a row longer than 8 MiB…)"): the csv reader's I/O
+    /// error has no position, so the bound's reader counts the lines.
+    #[test]
+    fn an_overlong_csv_row_names_its_own_line() {
+        let mut text = b"TIMESTAMP,ContextTokens,GeneratedTokens\n1,100,5\n2,100,5\n3,".to_vec();
+        text.extend(std::iter::repeat_n(b'7', crate::bounds::DATA_ROW + 10));
+        text.extend_from_slice(b",5\n4,100,5\n");
+        let e = format!("{:#}", parse(&text, "big.csv").unwrap_err());
+        assert!(
+            e.contains("big.csv, line 4: a row longer than 8 MiB"),
+            "{e}"
+        );
+        assert!(!e.contains("malformed"), "{e}");
     }
 }
