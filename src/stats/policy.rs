@@ -61,6 +61,12 @@ pub const FILLING_ERROR: f64 = 0.08;
 /// almost none (the simulator at its capacity: TTFT flat, in flight 107 →
 /// 120 in 5 s).
 pub const QUEUE_SHARE: f64 = 0.25;
+/// Seconds of per-second TTFT medians in the backlog's window that tell
+/// whether requests waited for a growth (see [`Reading::queued`]); a
+/// stage that ends itself (`--max-seconds auto`) on a growth waits for as
+/// many (seen: 3.4 s windows at the simulator's capacity ended stages
+/// "fell behind by 6.18" while its batch still filled).
+pub const QUEUE_EVIDENCE_SECONDS: f64 = 5.0;
 /// Seconds of backlog after the pipeline filled that any reading needs.
 pub const STEADY_SECONDS: f64 = 3.0;
 /// Share of a stage's answers that are errors from which the stage is

@@ -830,8 +830,15 @@ impl StageStats {
         let e = self.evidence(now, m_s, target_rate.filter(|_| open_loop));
         if open_loop {
             let v = verdict::judge(&e, &verdict::capacity(&e))?;
-            return (v.outcome != crate::types::Outcome::Inconclusive)
-                .then(|| format!("verdict {}", v.outcome.as_str()));
+            // A growth is a verdict to stop on once the window shows
+            // whether requests waited for it (or it is plain overload).
+            let told = match v.outcome {
+                crate::types::Outcome::Inconclusive => false,
+                crate::types::Outcome::Saturated if !v.overload => verdict::backlog_growth(&e)
+                    .is_some_and(|g| g.window_s >= super::policy::QUEUE_EVIDENCE_SECONDS),
+                _ => true,
+            };
+            return told.then(|| format!("verdict {}", v.outcome.as_str()));
         }
         if kind == StrategyKind::Synchronous {
             return (self.counts.measured >= 10)

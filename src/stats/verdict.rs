@@ -695,7 +695,7 @@ fn ttft_rise(e: &Evidence, g: &Growth) -> Option<f64> {
         .filter(|p| p.0 >= g.settle_s && p.2 > 0.0)
         .map(|p| (p.0, p.2 / 1000.0))
         .collect();
-    if pts.len() < 5 {
+    if (pts.len() as f64) < policy::QUEUE_EVIDENCE_SECONDS {
         return None;
     }
     let (slope, _) = fit_t(&pts)?;
