@@ -261,3 +261,39 @@ async fn a_stage_cut_by_a_key_keeps_what_it_showed() {
     assert_eq!(a.held.as_deref(), Some("constant@30.00"), "{a:?}");
     assert!(a.basis.contains("(cut short)"), "{}", a.basis);
 }
+
+/// `--max-seconds auto` (stages from 5 s to 60 s, ending on a verdict)
+/// against the server whose latency climbs with load: stages ending on a
+/// growth before the window shows whether requests waited for it read a
+/// batch still filling as falling behind (seen on the simulator: 31.99 of a
+/// 38.3 req/s server).
+#[tokio::test(start_paused = true)]
+async fn auto_length_stages_against_a_server_whose_latency_climbs() {
+    let b = Scripted::new(|_| script(100, 5, 16))
+        .with_capacity(32)
+        .with_cost_per_running(Duration::from_micros(500));
+    let (_control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
+    let engine = Engine::new(
+        Arc::new(b),
+        prompts(1000),
+        RunSettings::default(),
+        control_rx,
+        snap_tx,
+    );
+    let limits = Limits {
+        max_seconds: Some(60.0),
+        auto_min_seconds: Some(5.0),
+        ..Default::default()
+    };
+    let mut plan = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
+    let res = engine.run(&mut plan).await;
+    let truth = 32.0 / 0.415;
+    let a = answer(&res.stages, None);
+    let x = a.requests_per_s.unwrap();
+    assert!(
+        (x - truth).abs() <= 0.05 * truth && a.low.unwrap() <= truth,
+        "{} against {truth:.2}",
+        llmsweep::stats::answer::line(&a)
+    );
+}
