@@ -716,6 +716,15 @@ fn merge_verdict(parts: &[Part]) -> Option<Verdict> {
             worst.reason
         ),
     };
+    // A reading of the whole stage: every shard's, added; None when a
+    // shard gave none.
+    let sum_over_every_shard = |f: fn(&Verdict) -> Option<f64>| {
+        judged
+            .iter()
+            .map(|(_, v)| f(v))
+            .sum::<Option<f64>>()
+            .filter(|_| judged.len() == parts.len())
+    };
     Some(Verdict {
         outcome: worst.outcome,
         reason,
@@ -725,23 +734,11 @@ fn merge_verdict(parts: &[Part]) -> Option<Verdict> {
             .reduce(f64::max),
         overload: judged.iter().any(|(_, v)| v.overload),
         // Each shard sent its share of the rate: the backlogs add, and so
-        // do their growths and (as variances) their noise.
-        growth_per_s: judged
-            .iter()
-            .map(|(_, v)| v.growth_per_s)
-            .sum::<Option<f64>>()
-            .filter(|_| judged.len() == parts.len()),
-        growth_noise_per_s: judged
-            .iter()
-            .map(|(_, v)| v.growth_noise_per_s.map(|n| n * n))
-            .sum::<Option<f64>>()
-            .filter(|_| judged.len() == parts.len())
+        // do their growths, offered rates and (as variances) their noise.
+        growth_per_s: sum_over_every_shard(|v| v.growth_per_s),
+        growth_noise_per_s: sum_over_every_shard(|v| v.growth_noise_per_s.map(|n| n * n))
             .map(f64::sqrt),
-        offered_per_s: judged
-            .iter()
-            .map(|(_, v)| v.offered_per_s)
-            .sum::<Option<f64>>()
-            .filter(|_| judged.len() == parts.len()),
+        offered_per_s: sum_over_every_shard(|v| v.offered_per_s),
         growth_filling_per_s: judged
             .iter()
             .filter_map(|(_, v)| v.growth_filling_per_s)

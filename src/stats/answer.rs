@@ -36,28 +36,27 @@ pub fn point(s: &StageReport) -> Option<Point> {
         return None;
     }
     let rate = Some(target(s)).filter(|r| *r > 0.0)?;
-    let Some(v) = s.verdict.as_ref() else {
-        // Reports from before verdicts: the saturated flag, where the stage
-        // measured anything.
-        let measured = s.requests.measured > 0 || s.ttft_ms.count > 0;
-        return (measured && (!s.saturated || s.target_rate.is_some()))
-            .then(|| policy::point_without_reading(rate, s.saturated, s.rates.achieved()));
+    let reading = s
+        .verdict
+        .as_ref()
+        .and_then(|v| Some((v, v.growth_per_s?, v.growth_noise_per_s?)));
+    let Some((v, growth, noise)) = reading else {
+        // Reports from before readings: the outcome alone (from before
+        // verdicts, the saturated flag where the stage measured anything).
+        // Falling behind needs the rate it fell behind from.
+        let fell_behind = match s.verdict.as_ref().map(|v| v.outcome) {
+            Some(Outcome::NotSaturated) => false,
+            Some(Outcome::Saturated) => true,
+            Some(_) => return None,
+            None if s.requests.measured > 0 || s.ttft_ms.count > 0 => s.saturated,
+            None => return None,
+        };
+        return (!fell_behind || s.target_rate.is_some())
+            .then(|| policy::point_without_reading(rate, fell_behind, s.rates.achieved()));
     };
     if v.outcome == Outcome::Erroring {
         return None;
     }
-    let (Some(growth), Some(noise)) = (v.growth_per_s, v.growth_noise_per_s) else {
-        // A report from before readings: its outcome alone.
-        return match v.outcome {
-            Outcome::Saturated if s.target_rate.is_none() => None,
-            Outcome::NotSaturated | Outcome::Saturated => Some(policy::point_without_reading(
-                rate,
-                v.outcome == Outcome::Saturated,
-                s.rates.achieved(),
-            )),
-            _ => None,
-        };
-    };
     Some(Point {
         rate: v.offered_per_s.filter(|r| *r > 0.0).unwrap_or(rate),
         growth,
@@ -190,11 +189,12 @@ fn estimated(
         (None, true) => format!("no stage fell behind ({counted} {stages_word})"),
     };
     match c.high {
-        None if h.is_some() => {
+        None => {
             floor_next(a, c.estimate);
-            undecided_above(a, stages, h.unwrap_or(&stages[0]));
+            if let Some(h) = h {
+                undecided_above(a, stages, h);
+            }
         }
-        None => floor_next(a, c.estimate),
         Some(_) if !c.is_precise() => {
             a.next = Some(format!(
                 "narrow it with a stage near the estimate, e.g. --profile constant --rate {:.2},{:.2}",

@@ -676,7 +676,7 @@ fn reading(e: &Evidence, g: &Growth, target: f64) -> Reading {
         window_s: g.window_s,
         // A longer stage's window opens once its pipeline filled, not at
         // this one's middle: the length that tells counts from there.
-        settle_s: g.settle_s.max(g.fill_s + e_cell(g)),
+        settle_s: g.settle_s.max(g.fill_s + e.backlog_width_s),
         filled: g.filled,
         slowing: g.slowing_per_s,
         ttft_rise_s: ttft_rise(e, g),
@@ -710,11 +710,6 @@ fn ttft_rise(e: &Evidence, g: &Growth) -> Option<f64> {
     let answered = e.steady.per_s(e.steady.answered).max(1e-9);
     let held = ((g.queued_end - queued_from) / answered).max(0.0);
     Some(slope * g.window_s + held)
-}
-
-/// One backlog cell past the fill time (the window opens on a cell's edge).
-fn e_cell(g: &Growth) -> f64 {
-    (g.settle_s - g.fill_s).clamp(0.0, 0.1)
 }
 
 /// The verdict carries the reading, for the capacity estimate.
