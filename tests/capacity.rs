@@ -188,6 +188,26 @@ async fn a_server_with_jittered_steps_and_completions() {
     holds_against_truth(&res, 16.0 / mean_s);
 }
 
+/// One request at a time (real llama.cpp on one core batches nothing: its
+/// synchronous rate is about its capacity): the flood of 512 measures its
+/// own queue, at or below the synchronous rate, so no grid is planned from
+/// it and the sweep probes up from the synchronous rate (seen: the answer
+/// was "not known"). 10 ms + 7 × 2 ms = 24 ms a request.
+#[tokio::test(start_paused = true)]
+async fn a_server_that_runs_one_request_at_a_time() {
+    let b = Scripted::new(|_| script(10, 2, 8)).with_capacity(1);
+    let res = sweep(b, SweepKind::Constant, None).await;
+    let names: Vec<&str> = res.stages.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        res.timeline
+            .iter()
+            .any(|e| e.detail.contains("not planning a grid from it")),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n.ends_with("(probe)")), "{names:?}");
+    holds_against_truth(&res, 1.0 / 0.024);
+}
+
 /// Poisson arrivals against the fixed-step server.
 #[tokio::test(start_paused = true)]
 async fn poisson_arrivals() {

@@ -91,6 +91,9 @@ pub struct SweepPlan {
     added_s: f64,
     /// The planned grid has run (or stopped on saturation).
     grid_done: bool,
+    /// The throughput stage measured queueing below the synchronous rate:
+    /// its rate is no hint of where to probe.
+    flood_unusable: bool,
     notice: Option<String>,
     warning: Option<String>,
 }
@@ -117,6 +120,7 @@ impl SweepPlan {
             added: 0,
             added_s: 0.0,
             grid_done: false,
+            flood_unusable: false,
             notice: None,
             warning: None,
         }
@@ -191,7 +195,7 @@ impl SweepPlan {
             .filter(|s| answer::held(s) == Some(true))
             .filter_map(|s| s.target_rate)
             .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
-        let flood = Self::measured(done, StrategyKind::Throughput);
+        let flood = Self::measured(done, StrategyKind::Throughput).filter(|_| !self.flood_unusable);
         let rate = policy::next_rate(&c, highest_kept, flood)?;
         let limits = self.probe_limits(done, rate)?;
         if !self.affords(&limits) {
@@ -282,8 +286,24 @@ impl SweepPlan {
                 return ControlFlow::Break(Some(again));
             }
         }
-        if let Some(why) = cannot_plan(done, sync, thr) {
-            return ControlFlow::Break(self.end(why));
+        match cannot_plan(done, sync, thr) {
+            Some(Unplanned::Queueing(why)) => {
+                // The flood measured its own queue, not the server: the
+                // synchronous rate is the one rate known to be held, and
+                // the added stages probe up from it (no flood to go by).
+                self.flood_unusable = true;
+                self.warning = short_stage_warning(done, &self.limits);
+                self.notice = Some(format!(
+                    "{why}; not planning a grid from it: a stage at the synchronous {} req/s, then up to {} probing above it to close the capacity's interval to ±{:.0}%",
+                    fmt_rate(sync),
+                    self.budget(),
+                    100.0 * policy::PRECISION
+                ));
+                self.rates = Some(vec![sync]);
+                return ControlFlow::Continue(());
+            }
+            Some(Unplanned::Nothing(why)) => return ControlFlow::Break(self.end(why)),
+            None => {}
         }
         self.warning = short_stage_warning(done, &self.limits);
         let rates = sweep_rates(sync, thr, self.stages);
@@ -373,19 +393,28 @@ impl SweepPlan {
     }
 }
 
-/// Why no rates can be planned from these stages, if none can: a
+/// Why the grid cannot be planned from the measured stages.
+enum Unplanned {
+    /// Nothing can be planned: the sweep ends (why).
+    Nothing(String),
+    /// The throughput stage measured queueing at or below the synchronous
+    /// rate (why): no grid, but the synchronous rate is a start.
+    Queueing(String),
+}
+
+/// Why no grid can be planned from these stages, if none can: a
 /// throughput stage llmsweep itself limited measured llmsweep; no
 /// completions; a throughput no higher than the synchronous rate.
-fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<String> {
+fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<Unplanned> {
     let throughput = SweepPlan::stage(done, StrategyKind::Throughput);
     if let Some(c) = throughput
         .and_then(|t| t.client.as_ref())
         .filter(|c| c.limited)
     {
-        return Some(format!(
+        return Some(Unplanned::Nothing(format!(
             "the throughput stage was {}; not planning rates from it",
             c.reason
-        ));
+        )));
     }
     if !(sync > 0.0 && thr > 0.0) {
         // By stage (seen: "errors: timeout: 3, timeout: 1536").
@@ -402,13 +431,26 @@ fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<String> {
         } else {
             format!("errors: {}", errors.join(", "))
         };
-        return Some(format!(
+        return Some(Unplanned::Nothing(format!(
             "no completed requests to plan from (synchronous {sync:.2} req/s, throughput {thr:.2} req/s); {errors}"
-        ));
+        )));
     }
-    let q =
-        throughput.and_then(|t| queueing(t, SweepPlan::stage(done, StrategyKind::Synchronous)))?;
-    (thr <= sync).then(|| format!("{q}; not planning rates below the synchronous one"))
+    // A grid needs room between the two rates: within the answer's
+    // precision of each other, its stages would all run at one rate (seen
+    // on a server that runs one request at a time: eight stages from 41.61
+    // to 41.67 req/s).
+    if thr > (1.0 + policy::PRECISION) * sync {
+        return None;
+    }
+    let why = throughput
+        .and_then(|t| queueing(t, SweepPlan::stage(done, StrategyKind::Synchronous)))
+        .unwrap_or_else(|| {
+            format!(
+                "the throughput stage completed {thr:.2} req/s, within {:.0}% of the synchronous {sync:.2}: the server gains little from running requests together",
+                100.0 * policy::PRECISION
+            )
+        });
+    Some(Unplanned::Queueing(why))
 }
 
 /// The timeline's line about the planned rates and what they rest on.
@@ -768,7 +810,7 @@ mod tests {
     }
 
     #[test]
-    fn a_throughput_stage_that_measured_queueing_is_called_out_and_not_planned_from() {
+    fn a_throughput_stage_that_measured_queueing_is_called_out_and_the_sweep_probes_up_from_sync() {
         // Seen: 512 in flight against 8 slots, 20 s stages: median latency
         // 10.4 s, 512 of 600 incomplete, throughput below synchronous.
         let limits = Limits {
@@ -792,11 +834,23 @@ mod tests {
             "{w:?}"
         );
         d.push(thr);
-        assert!(p.next(&d).is_none(), "no descending rates");
-        let why = p.stopped_early().unwrap();
+        // No descending grid: one stage at the synchronous rate, the one
+        // rate known to be held, then probes above it.
+        let first = p.next(&d).unwrap();
+        assert_eq!(first.strategy.target_rate(), Some(0.77));
+        let notice = p.take_notice().unwrap();
         assert!(
-            why.contains("queueing") && why.contains("below the synchronous"),
-            "{why}"
+            notice.contains("queueing") && notice.contains("below the synchronous"),
+            "{notice}"
+        );
+        assert!(p.stopped_early().is_none());
+        d.push(read(0.77, crate::types::Outcome::NotSaturated, 0.0, 0.01));
+        let probe = p.next(&d).unwrap();
+        assert!(probe.name.ends_with("(probe)"), "{}", probe.name);
+        let r = probe.strategy.target_rate().unwrap();
+        assert!(
+            (r - 2.0 * 0.77).abs() < 0.02,
+            "doubling, the flood is no hint: {r}"
         );
     }
 

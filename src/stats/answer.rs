@@ -39,8 +39,8 @@ pub fn point(s: &StageReport) -> Option<Point> {
     let reading = s
         .verdict
         .as_ref()
-        .and_then(|v| Some((v, v.growth_per_s?, v.growth_noise_per_s?)));
-    let Some((v, growth, noise)) = reading else {
+        .and_then(|v| Some((v, super::verdict::point_of(v, rate)?)));
+    let Some((v, point)) = reading else {
         // Reports from before readings: the outcome alone (from before
         // verdicts, the saturated flag where the stage measured anything).
         // Falling behind needs the rate it fell behind from.
@@ -54,15 +54,7 @@ pub fn point(s: &StageReport) -> Option<Point> {
         return (!fell_behind || s.target_rate.is_some())
             .then(|| policy::point_without_reading(rate, fell_behind, s.rates.achieved()));
     };
-    if v.outcome == Outcome::Erroring {
-        return None;
-    }
-    Some(Point {
-        rate: v.offered_per_s.filter(|r| *r > 0.0).unwrap_or(rate),
-        growth,
-        noise: noise.max(f64::MIN_POSITIVE),
-        filling: v.growth_filling_per_s.unwrap_or(0.0),
-    })
+    (v.outcome != Outcome::Erroring).then_some(point)
 }
 
 fn target(s: &StageReport) -> f64 {

@@ -69,6 +69,11 @@ pub const QUEUE_SHARE: f64 = 0.25;
 pub const QUEUE_EVIDENCE_SECONDS: f64 = 5.0;
 /// Seconds of backlog after the pipeline filled that any reading needs.
 pub const STEADY_SECONDS: f64 = 3.0;
+/// Overload no stage length would change: a stage sent at least 1 / this
+/// times what the server was ever seen to complete, and was answered at
+/// under this share of its rate (seen: 213 req/s sent at a server whose
+/// flood completed 36, 128 answers in 4 s). Such a stage ends at once.
+pub const OVERLOAD_SHARE: f64 = 0.5;
 /// Share of a stage's answers that are errors from which the stage is
 /// erroring: its rate is not evidence of a rate the server holds.
 pub const ERRORING: f64 = 0.05;
@@ -220,6 +225,19 @@ pub struct Point {
     pub filling: f64,
 }
 
+impl Point {
+    /// Fell behind, beyond doubt, by more than the answer's precision: the
+    /// capacity this stage reads (λ − g) no longer depends on how long it
+    /// runs, and a stage this far over capacity says nothing a stage near
+    /// it does not. The over-saturation guard ends such a stage; one that
+    /// fell behind by less runs its length (seen: real llama.cpp at 98 % of
+    /// its capacity ended 12 s into a 30 s stage on a slope of its in-flight
+    /// count, and the answer read 8 % under the truth).
+    pub fn far_behind(&self) -> bool {
+        self.growth - self.filling - SIGMAS * self.noise > PRECISION * self.rate
+    }
+}
+
 /// The capacity the stages say the server holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Capacity {
@@ -331,8 +349,9 @@ pub fn point_without_reading(rate: f64, fell_behind: bool, achieved: f64) -> Poi
 
 /// The rate the sweep tries next to narrow the interval, or None when it
 /// is precise. Open above: above the highest rate that kept up (a flood
-/// above it is a hint of how far); else just above the estimate, where a
-/// stage that falls behind measures C to its own noise.
+/// above it is a hint of how far; with no flood to go by, [`BLIND_STEP`]
+/// above it); else just above the estimate, where a stage that falls
+/// behind measures C to its own noise.
 pub fn next_rate(c: &Capacity, highest_kept: Option<f64>, flood: Option<f64>) -> Option<f64> {
     if c.is_precise() {
         return None;
@@ -340,7 +359,11 @@ pub fn next_rate(c: &Capacity, highest_kept: Option<f64>, flood: Option<f64>) ->
     match c.high {
         None => {
             let base = highest_kept.unwrap_or(c.low).max(c.low);
-            let step = PROBE_STEP * base;
+            let step = if flood.is_some() {
+                PROBE_STEP * base
+            } else {
+                BLIND_STEP * base
+            };
             let hint = flood.filter(|f| *f > step && *f < 2.0 * base);
             Some(hint.unwrap_or(step))
         }
@@ -353,6 +376,12 @@ pub fn next_rate(c: &Capacity, highest_kept: Option<f64>, flood: Option<f64>) ->
 /// a server the flood under-read by a third, near enough that the first
 /// to fall behind measures C well.
 pub const PROBE_STEP: f64 = 1.15;
+
+/// How far above the highest rate held the sweep probes when no flood
+/// measured anything to go by (it measured queueing below the synchronous
+/// rate): doubling finds a capacity 10 × the synchronous rate in four
+/// stages, and the first stage past it reads C from its own growth.
+pub const BLIND_STEP: f64 = 2.0;
 
 #[cfg(test)]
 mod tests {

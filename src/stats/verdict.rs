@@ -29,16 +29,19 @@
 //! In order: a stage llmsweep itself could not drive decides nothing
 //! (inconclusive); overload that no stage length would change is saturated
 //! at once (requests unanswered, far more sent than the server was ever
-//! seen to complete, a backlog running away: the over-saturation guard
-//! ends such a stage); else the backlog's growth decides, as the one
+//! seen to complete); else the backlog's growth decides, as the one
 //! policy says (`stats::policy::call`: fell behind, kept up, or unsure
 //! with the length that would tell); a stage that kept up while 5 % of its
 //! answers were errors is erroring; with no reading yet, too short.
+//!
+//! The over-saturation guard ([`guard`]) ends a stage early on an overload
+//! verdict, or on a growth the policy reads as past capacity by more than
+//! the answer's precision beyond doubt; nothing else ends a stage early.
 
 use crate::types::{CapacityEstimate, Method, Outcome, Verdict};
 
 use super::backlog::{BacklogPoint, Segment, Steady};
-use super::policy::{self, Call, Reading, SIGMAS, STEADY_SECONDS};
+use super::policy::{self, Call, Point, Reading, SIGMAS, STEADY_SECONDS};
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
@@ -446,7 +449,6 @@ pub fn judge(e: &Evidence, _cap: &CapacityEstimate) -> Option<Verdict> {
     let verdict = client_limited(e, target)
         .or_else(|| unanswered(e))
         .or_else(|| far_beyond_capacity(e, target, w_ref))
-        .or_else(|| runaway_backlog(e, target, w_ref))
         .or_else(|| by_backlog_growth(e, target))
         .or_else(|| all_errors(e))
         .unwrap_or_else(|| too_short(e, w_ref));
@@ -490,13 +492,15 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
 /// stage before (a throughput stage's 512 requests): its own requests
 /// waited behind those, so "saturated" would be the earlier stage's doing
 /// (seen: "did not hold 29.60 and completed 0.00 req/s" on a server that
-/// holds 36). Saturated while that work ran for over a quarter of the
-/// stage is not evidence; held despite it still is.
+/// holds 36). Saturated, or too short to tell, while that work ran for
+/// over a quarter of the stage is not evidence, and says why; held despite
+/// it still is.
 fn inherited_work(e: &Evidence, v: Verdict) -> Verdict {
     let Some((n, busy_s)) = e.inherited.filter(|(n, _)| *n > 0) else {
         return v;
     };
-    if v.outcome != Outcome::Saturated || busy_s <= 0.25 * e.elapsed_s {
+    let judged = matches!(v.outcome, Outcome::NotSaturated | Outcome::Erroring);
+    if judged || busy_s <= 0.25 * e.elapsed_s {
         return v;
     }
     Verdict {
@@ -556,12 +560,14 @@ fn unanswered(e: &Evidence) -> Option<Verdict> {
 }
 
 /// Overload: far more than the server was ever seen to complete (its
-/// throughput stage), and it answered under half of what this stage sent.
+/// throughput stage), and it answered under that share of what this stage
+/// sent ([`policy::OVERLOAD_SHARE`]).
 fn far_beyond_capacity(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<Verdict> {
     let c = e.reference_capacity.filter(|c| *c > 0.0)?;
     let w = w_ref?;
     let answer_rate = answered(e) as f64 / e.elapsed_s.max(1e-9);
-    if !(target >= 2.0 * c && answer_rate < 0.5 * target && e.elapsed_s >= w.max(1.0)) {
+    let share = policy::OVERLOAD_SHARE;
+    if !(share * target >= c && answer_rate < share * target && e.elapsed_s >= w.max(1.0)) {
         return None;
     }
     Some(Verdict {
@@ -569,35 +575,6 @@ fn far_beyond_capacity(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<
         reason: format!(
             "sent {target:.2} req/s, {:.1} × the {c:.2} req/s the server completed at most in its throughput stage; it answered {answer_rate:.2} req/s, {} requests in flight",
             target / c,
-            e.in_flight
-        ),
-        needed_seconds: None,
-        overload: true,
-        ..Default::default()
-    })
-}
-
-/// Overload: the server answers a third of the rate or less, and more
-/// requests are in flight than 3 × the rate × what a request takes here
-/// (at least the unloaded latency, and what the completed ones took:
-/// batching legitimately slows them down).
-fn runaway_backlog(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<Verdict> {
-    let w = w_ref?.max(e.latency_p50_s);
-    let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
-    let late_rate = if since_first > 0.0 {
-        answered(e) as f64 / since_first
-    } else {
-        0.0
-    };
-    let backlog_limit = 3.0 * target * w + 5.0;
-    if !(e.elapsed_s >= 2.0 * w && target >= 3.0 * late_rate && e.in_flight as f64 > backlog_limit)
-    {
-        return None;
-    }
-    Some(Verdict {
-        outcome: Outcome::Saturated,
-        reason: format!(
-            "sent {target:.2} req/s but the server answered {late_rate:.2} req/s; {} requests in flight, more than 3 × the rate × the {w:.2} s a request takes",
             e.in_flight
         ),
         needed_seconds: None,
@@ -810,54 +787,38 @@ fn erroring(e: &Evidence, share: f64, answer_rate: f64) -> Verdict {
 }
 
 /// The over-saturation guard: ends a stage early when its verdict already
-/// rests on overload, or when both the number in flight and TTFT climb
-/// steadily (least-squares slopes over at least 5 seconds, both significant)
-/// with the in-flight count past what the target rate needs at the unloaded
-/// latency. Returns why.
+/// rests on overload no length would change, or when the policy reads it
+/// as behind by more than the answer's precision beyond doubt
+/// ([`policy::Point::far_behind`]): its reading is what it will be. A
+/// stage llmsweep itself could not drive is never ended here. Returns why.
 pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
     if e.client_limited.is_some() {
         return None;
     }
-    if let Some(v) = v.filter(|v| v.overload) {
+    let v = v?;
+    if v.overload {
         return Some(v.reason.clone());
     }
-    // The slopes below end a stage early only when its verdict so far is
-    // saturated too: against a real llama.cpp server, in flight stepping
-    // from 0 to its level at a rate the server held 25 s later ("grew by
-    // 1.8/s") ended a sweep at its first constant stage.
-    if v.is_none_or(|v| v.outcome != Outcome::Saturated) {
-        return None;
-    }
-    let target = e.target_rate?;
-    let w = e
-        .reference_latency_s
-        .filter(|w| *w > 0.0)?
-        .max(e.latency_p50_s);
-    if e.elapsed_s < (2.0 * w).max(5.0) {
-        return None;
-    }
-    let recent: Vec<&(f64, u64, f64)> = e.series.iter().filter(|p| p.0 > w + 1.0).collect();
-    if recent.len() < 5 {
-        return None;
-    }
-    let inf: Vec<(f64, f64)> = recent.iter().map(|p| (p.0, p.1 as f64)).collect();
-    let ttft: Vec<(f64, f64)> = recent
-        .iter()
-        .filter(|p| p.2 > 0.0)
-        .map(|p| (p.0, p.2))
-        .collect();
-    let (gi, ti) = (fit_t(&inf)?, fit_t(&ttft)?);
-    let last = inf.last().map_or(0.0, |p| p.1);
-    (gi.0 > 0.0 && gi.1 > 3.0 && ti.0 > 0.0 && ti.1 > 3.0 && last > 2.0 * target * w + 5.0).then(
-        || {
-            format!(
-                "requests in flight grew by {:.1}/s and TTFT by {:.0} ms/s over the last {} s",
-                gi.0,
-                ti.0,
-                recent.len()
-            )
-        },
-    )
+    let p = point_of(v, e.target_rate?).filter(|_| v.outcome == Outcome::Saturated)?;
+    p.far_behind().then(|| {
+        format!(
+            "{}; more than {:.0}% over what the server holds beyond doubt, so a longer stage would not change its reading",
+            v.reason,
+            policy::PRECISION * 100.0
+        )
+    })
+}
+
+/// A verdict's place in the capacity estimate, from the reading it carries
+/// (None without one: a report written before readings); `rate` stands in
+/// for the offered rate where a reading did not record it.
+pub fn point_of(v: &Verdict, rate: f64) -> Option<Point> {
+    Some(Point {
+        rate: v.offered_per_s.filter(|r| *r > 0.0).unwrap_or(rate),
+        growth: v.growth_per_s?,
+        noise: v.growth_noise_per_s?.max(f64::MIN_POSITIVE),
+        filling: v.growth_filling_per_s.unwrap_or(0.0),
+    })
 }
 
 /// What earlier stages tell a verdict about the server.
@@ -1380,7 +1341,7 @@ mod tests {
     }
 
     #[test]
-    fn growing_in_flight_is_saturated_and_trips_the_guard() {
+    fn growing_in_flight_is_saturated_and_the_guard_asks_the_policy() {
         let mut e = open(20.0, 12.0, 1.0, 12.0);
         e.series = (1..=12)
             .map(|t| (t as f64, 20 + 8 * t, 50.0 + 600.0 * t as f64))
@@ -1389,17 +1350,36 @@ mod tests {
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Saturated);
         assert!(v.reason.contains("grew by 8.00"), "{}", v.reason);
-        // Guard on slopes (a saturated verdict not resting on overload).
-        let soft = Verdict {
+        // 40 % over capacity: its reading will not change, the stage ends.
+        assert!(guard(&e, Some(&v)).unwrap().contains("beyond doubt"));
+        // Behind, but by less than the answer's precision beyond doubt (real
+        // llama.cpp at 98 % of capacity read "fell behind by 1.2 ± 0.5" at
+        // 12 s of a 30 s stage): it runs its length.
+        let near = Verdict {
+            outcome: Outcome::Saturated,
+            growth_per_s: Some(1.2),
+            offered_per_s: Some(46.23),
+            growth_noise_per_s: Some(0.5),
+            ..Default::default()
+        };
+        assert!(guard(&e, Some(&near)).is_none());
+        // A saturated verdict without a reading, or one that kept up, ends nothing.
+        let bare = Verdict {
             outcome: Outcome::Saturated,
             ..Default::default()
         };
-        assert!(guard(&e, Some(&soft)).unwrap().contains("TTFT"));
-        // Slopes beside a verdict that is not saturated end nothing.
+        assert!(guard(&e, Some(&bare)).is_none());
         assert!(guard(&e, Some(&Verdict::default())).is_none());
-        // A flat stage never trips it.
-        let e = open(20.0, 20.0, 1.0, 12.0);
-        assert!(guard(&e, Some(&Verdict::default())).is_none());
+        // Overload ends it whatever the reading.
+        let overload = Verdict {
+            overload: true,
+            reason: "refused".into(),
+            ..bare
+        };
+        assert_eq!(guard(&e, Some(&overload)).as_deref(), Some("refused"));
+        // llmsweep's own limit: never.
+        e.client_limited = Some("client-limited".into());
+        assert!(guard(&e, Some(&v)).is_none());
     }
 
     #[test]
