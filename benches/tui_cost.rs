@@ -68,7 +68,7 @@ fn snapshot(frame: usize) -> Snapshot {
             s.itl_ms.p50 = 9.0 + i as f64 * 0.1;
             s.itl_ms.p99 = 14.0 + i as f64;
             s.itl_ms.count = 100;
-            s.saturated = i == 7;
+            s.saturated_before_verdicts = i == 7;
             s
         })
         .collect();

@@ -228,7 +228,7 @@ mod tests {
             },
             config: serde_json::json!({"rate": [6.0], "max_seconds": 10.0}),
             partial: false,
-            end_reason: "completed".into(),
+            end_reason: crate::types::RunEnd::Completed,
             stages,
             timeline: Vec::new(),
             warnings: Vec::new(),

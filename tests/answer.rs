@@ -365,10 +365,10 @@ async fn auto_length_stages_end_when_their_evidence_is_conclusive() {
     for s in &res.stages {
         // A stage far past capacity may be ended by the guard first: the
         // policy reads it as behind beyond doubt, the same evidence.
-        let guarded =
-            s.end_reason == "over_saturated" && s.target_rate.is_some_and(|r| r > 1.1 * c);
+        let guarded = s.end_reason == llmsweep::types::StageEndReason::OverSaturated
+            && s.target_rate.is_some_and(|r| r > 1.1 * c);
         assert!(
-            s.end_reason == "conclusive" || guarded,
+            s.end_reason == llmsweep::types::StageEndReason::Conclusive || guarded,
             "{}: {}\n{}",
             s.name,
             s.end_reason,
@@ -389,7 +389,7 @@ async fn auto_length_stages_end_when_their_evidence_is_conclusive() {
     let guarded = res
         .stages
         .iter()
-        .filter(|s| s.end_reason == "over_saturated")
+        .filter(|s| s.end_reason == llmsweep::types::StageEndReason::OverSaturated)
         .count();
     assert_eq!(notes + guarded, res.stages.len(), "{:?}", res.timeline);
     let a = answer_of(&res);
@@ -437,7 +437,7 @@ async fn a_stage_the_client_limited_is_not_blamed_on_the_server() {
     let s = &res.stages[0];
     let c = s.client.clone().expect("a self-check");
     assert!(c.limited, "{c:?}");
-    assert!(!s.saturated, "{:?}", s.verdict);
+    assert!(!s.saturated(), "{:?}", s.verdict);
     let v = s.verdict.clone().unwrap();
     assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
     assert!(v.reason.starts_with("client-limited"), "{}", v.reason);

@@ -144,10 +144,13 @@ async fn open_loop_strategies_keep_their_rate() {
     );
     assert_eq!(counted.requests.sent, 50);
     assert_eq!(counted.requests.completed, 50);
-    assert_eq!(counted.end_reason, "max_requests");
+    assert_eq!(
+        counted.end_reason,
+        llmsweep::types::StageEndReason::MaxRequests
+    );
     for s in &res.stages {
         counts_add_up(s);
-        assert!(!s.saturated, "{}: {:?}", s.name, s.saturation_reason);
+        assert!(!s.saturated(), "{}: {:?}", s.name, s.saturation_reason());
     }
     sim.shutdown().await;
 }
@@ -473,7 +476,7 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
             "concurrent@2"
         ]
     );
-    let ends: Vec<&str> = res.stages.iter().map(|s| s.end_reason.as_str()).collect();
+    let ends: Vec<&str> = res.stages.iter().map(|s| s.end_reason.name()).collect();
     assert_eq!(
         ends,
         [
@@ -488,7 +491,10 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
     assert_eq!(manual, [false, true, true, false, false]);
     assert_eq!(res.stages[1].target_rate, Some(40.0));
     assert!(res.partial);
-    assert_eq!(res.end_reason, "test");
+    assert_eq!(
+        res.end_reason,
+        llmsweep::types::RunEnd::Stopped("test".into())
+    );
     let events: Vec<&str> = res.timeline.iter().map(|e| e.event.name()).collect();
     for e in [
         "set_rate", "pause", "resume", "export", "skip", "rejected", "stop", "rerun",
@@ -512,7 +518,7 @@ async fn an_overloaded_stage_is_flagged_saturated() {
     )
     .await;
     let s = &res.stages[0];
-    assert!(s.saturated, "{s:?}");
+    assert!(s.saturated(), "{s:?}");
     assert!(s.rates.requests_per_s < 20.0, "{}", s.rates.requests_per_s);
     sim.shutdown().await;
 }

@@ -119,7 +119,7 @@ async fn open_loop_sends_exactly_on_schedule_and_measures_exactly() {
     assert!((s.itl_ms.p50 - 5.0).abs() < 0.01, "{:?}", s.itl_ms);
     assert!(s.queue_ms.max < 0.01, "{:?}", s.queue_ms);
     assert_eq!(s.duration_s, 2.0);
-    assert!(!s.saturated);
+    assert!(!s.saturated());
 }
 
 #[tokio::test(start_paused = true)]
@@ -164,7 +164,7 @@ async fn max_errors_stops_the_run_and_says_so() {
     assert_eq!(res.stages.len(), 1);
     assert_eq!(res.stages[0].requests.errored, 5);
     assert_eq!(res.stages[0].errors.get("http_500"), Some(&5));
-    assert_eq!(res.end_reason, "max_errors");
+    assert_eq!(res.end_reason, llmsweep::types::RunEnd::MaxErrors);
     assert!(res.partial);
     adds_up(&res.stages[0]);
 }
@@ -188,7 +188,10 @@ async fn a_rate_change_lets_work_in_flight_finish_in_the_stage_that_sent_it() {
     assert_eq!(first.requests.completed, 13);
     assert_eq!(first.requests.incomplete, 0);
     assert!(first.cut_short && !first.manual);
-    assert_eq!(first.end_reason, "rate_changed");
+    assert_eq!(
+        first.end_reason,
+        llmsweep::types::StageEndReason::RateChanged
+    );
     assert!(first.finished_after_s > 2.0, "{}", first.finished_after_s);
     let manual = by_name(&res, "constant@8.00 (manual)");
     assert!(manual.manual);
@@ -244,7 +247,12 @@ async fn pause_is_left_out_of_the_stage_clock_and_rates() {
         s.rates
     );
     assert!(s.rates.steady_requests_per_s < 10.5, "{:?}", s.rates);
-    assert!(!s.saturated, "{:?} {:?}", s.saturation_reason, s.capacity);
+    assert!(
+        !s.saturated(),
+        "{:?} {:?}",
+        s.saturation_reason(),
+        s.capacity
+    );
     assert!(!res.partial);
 }
 
@@ -423,7 +431,11 @@ async fn a_rate_set_during_a_flood_is_not_judged_by_the_floods_backlog() {
     r.control.send(Control::SetRate(15.0)).unwrap();
     let res = r.handle.await.unwrap();
     let manual = by_name(&res, "constant@15.00 (manual)");
-    assert_ne!(manual.end_reason, "over_saturated", "{manual:?}");
+    assert_ne!(
+        manual.end_reason,
+        llmsweep::types::StageEndReason::OverSaturated,
+        "{manual:?}"
+    );
     let v = manual.verdict.as_ref().expect("a verdict");
     assert_ne!(
         v.outcome,

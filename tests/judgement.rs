@@ -131,7 +131,7 @@ async fn ten_percent_http_500_is_erroring_not_saturated() {
         "{:?}",
         s.errors
     );
-    assert!(!s.saturated, "{:?}", s.saturation_reason);
+    assert!(!s.saturated(), "{:?}", s.saturation_reason());
     let v = s.verdict.as_ref().unwrap();
     assert_eq!(v.outcome, Outcome::Erroring, "{v:?}");
     assert!(v.reason.contains("errors"), "{}", v.reason);
@@ -155,11 +155,16 @@ async fn all_503_ends_the_sweep_and_says_why() {
     assert_eq!(res.stages.len(), 2);
     assert!(
         res.end_reason
+            .to_string()
             .starts_with("sweep stopped: no completed requests"),
         "{}",
         res.end_reason
     );
-    assert!(res.end_reason.contains("http_503"), "{}", res.end_reason);
+    assert!(
+        res.end_reason.to_string().contains("http_503"),
+        "{}",
+        res.end_reason
+    );
     assert!(
         res.timeline
             .iter()
@@ -340,8 +345,13 @@ async fn an_overload_starting_mid_stage_is_flagged_live_and_ended_by_the_guard()
     .await;
     neighbour.abort();
     let s = &res.stages[1];
-    assert_eq!(s.end_reason, "over_saturated", "{:?}", s.verdict);
-    assert!(s.saturated);
+    assert_eq!(
+        s.end_reason,
+        llmsweep::types::StageEndReason::OverSaturated,
+        "{:?}",
+        s.verdict
+    );
+    assert!(s.saturated());
     assert!(s.duration_s < 15.0, "ended early: {}", s.duration_s);
     assert!(
         res.timeline

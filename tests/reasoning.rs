@@ -199,7 +199,7 @@ async fn a_server_that_stops_early_is_named() {
         "synchronous".into(),
         llmsweep::types::StrategyKind::Synchronous,
         None,
-        "max_requests",
+        llmsweep::types::StageEndReason::MaxRequests,
     );
     assert!(report.reasoning.is_none());
     let w = llmsweep::stats::thinking::warnings(&report);

@@ -130,7 +130,7 @@ fn sweep_stages() -> Vec<StageReport> {
             name: name.into(),
             strategy: strategy.parse().unwrap(),
             target_rate: target,
-            end_reason: "max_seconds".into(),
+            end_reason: llmsweep::types::StageEndReason::MaxSeconds,
             duration_s: 10.0,
             measured_s: 10.0,
             ..Default::default()
@@ -169,9 +169,11 @@ fn sweep_stages() -> Vec<StageReport> {
         stage("constant@23.05", "constant", Some(23.05), 22.9, 75.0, 12.9),
         stage("constant@28.61", "constant", Some(28.61), 27.1, 310.0, 17.5),
     ];
-    v[6].saturated = true;
-    v[6].saturation_reason =
-        Some("completed 27.10 req/s in steady state, under 90% of the 28.61 req/s target".into());
+    v[6].verdict = Some(llmsweep::types::Verdict {
+        outcome: llmsweep::types::Outcome::Saturated,
+        reason: "completed 27.10 req/s in steady state, under 90% of the 28.61 req/s target".into(),
+        ..Default::default()
+    });
     v[3].errors = BTreeMap::from([("http_500".to_string(), 2)]);
     v[3].requests.errored = 2;
     v
@@ -242,14 +244,13 @@ fn golden_app() -> App {
     );
     let mut so_far = sweep_stages()[6].clone();
     so_far.name = "constant@34.16".into();
-    so_far.saturated = false;
-    so_far.saturation_reason = None;
+    so_far.verdict = None;
     so_far.target_rate = Some(34.16);
     so_far.rates.requests_per_s = 30.2;
     so_far.ttft_ms.p50 = 1210.0;
     so_far.ttft_ms.p99 = 2380.0;
     so_far.requests.completed = 151;
-    so_far.end_reason = "running".into();
+    so_far.end_reason = llmsweep::types::StageEndReason::Running;
     app.snap = Snapshot {
         elapsed_s: 75.0,
         stage_number: 8,
@@ -787,7 +788,7 @@ async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
         .any(|p| p.requests_per_s > 0.0 && p.ttft_p50_ms.is_some()));
     // The running stage so far: cumulative, `running`, no histograms yet.
     let so_far = snap.stage.as_ref().unwrap().so_far.clone().unwrap();
-    assert_eq!(so_far.end_reason, "running");
+    assert_eq!(so_far.end_reason, llmsweep::types::StageEndReason::Running);
     assert!(so_far.histograms.is_empty());
     assert!(so_far.ttft_ms.count >= 20, "{:?}", so_far.ttft_ms);
     assert!(
@@ -799,7 +800,10 @@ async fn snapshots_carry_the_run_history_and_the_stage_so_far() {
     let stages = llmsweep::report::export::with_running_stage(&snap);
     assert_eq!(stages.len(), 2);
     assert_eq!(stages[1].name, "constant@20.00 (running, so far)");
-    assert_eq!(stages[1].end_reason, "running");
+    assert_eq!(
+        stages[1].end_reason,
+        llmsweep::types::StageEndReason::Running
+    );
     // The dashboard draws it: the history chart and the running row.
     let mut app = app_with(Vec::new());
     app.snap = snap;
@@ -916,10 +920,10 @@ fn repeated_cut_and_paused_stages_are_told_apart_in_every_table() {
     let mut stages = sweep_stages();
     stages.truncate(4);
     stages[2].cut_short = true;
-    stages[2].end_reason = "rate_changed".into();
+    stages[2].end_reason = llmsweep::types::StageEndReason::RateChanged;
     let mut again = stages[2].clone();
     again.cut_short = false;
-    again.end_reason = "max_seconds".into();
+    again.end_reason = llmsweep::types::StageEndReason::MaxSeconds;
     again.pauses = 1;
     again.paused_s = 2.0;
     stages.insert(3, again);

@@ -38,7 +38,12 @@ async fn requests_of(
     .log_requests(sink);
     let mut plan = FixedPlan::new(vec![stage(strategy, limits)]);
     let res = engine.run(&mut plan).await;
-    assert_eq!(res.end_reason, "completed", "{:?}", res.warnings);
+    assert_eq!(
+        res.end_reason,
+        llmsweep::types::RunEnd::Completed,
+        "{:?}",
+        res.warnings
+    );
     let mut out: Vec<RequestLine> = lines.try_iter().collect();
     out.sort_by_key(|l| l.index);
     out
@@ -173,7 +178,7 @@ async fn replay_sends_each_request_at_its_trace_time() {
         let s = &res.stages[0];
         assert_eq!(s.name, "replay");
         assert_eq!(s.strategy, llmsweep::types::StrategyKind::Replay);
-        assert_eq!(s.end_reason, "max_requests");
+        assert_eq!(s.end_reason, llmsweep::types::StageEndReason::MaxRequests);
         assert_eq!(s.requests.sent, 10);
         assert_eq!(s.requests.completed, 10, "{:?}", s.requests);
         assert_eq!(lines.len(), 10);

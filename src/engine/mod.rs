@@ -37,7 +37,9 @@ use crate::data::conversation::Conversation;
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
 use crate::types::live::{Control, ErrorEntry, LiveStage, PlannedStage, RunHistory, Snapshot};
-use crate::types::{EventKind, RequestLine, Slo, StageReport, StrategyKind, TimelineEvent};
+use crate::types::{
+    EventKind, RequestLine, RunEnd, Slo, StageEndReason, StageReport, StrategyKind, TimelineEvent,
+};
 use conversation::{Tracker, TurnRef};
 
 pub use backend::Backend;
@@ -76,7 +78,7 @@ pub struct RunResult {
     pub stages: Vec<StageReport>,
     pub timeline: Vec<TimelineEvent>,
     /// `completed`, or why it stopped early.
-    pub end_reason: String,
+    pub end_reason: RunEnd,
     pub partial: bool,
     pub warnings: Vec<String>,
 }
@@ -89,7 +91,7 @@ enum StageEnd {
     MaxErrors,
     Skipped,
     RateChanged(StageSpec),
-    Stopped(String),
+    Stopped(RunEnd),
     /// The over-saturation guard ended it.
     OverSaturated(String),
     /// `--max-seconds auto`: its evidence was conclusive (why).
@@ -97,16 +99,16 @@ enum StageEnd {
 }
 
 impl StageEnd {
-    fn reason(&self) -> &str {
+    fn reason(&self) -> StageEndReason {
         match self {
-            StageEnd::MaxSeconds => "max_seconds",
-            StageEnd::MaxRequests => "max_requests",
-            StageEnd::MaxErrors => "max_errors",
-            StageEnd::Skipped => "skipped",
-            StageEnd::RateChanged(_) => "rate_changed",
-            StageEnd::Stopped(_) => "stopped",
-            StageEnd::OverSaturated(_) => "over_saturated",
-            StageEnd::Conclusive(_) => "conclusive",
+            StageEnd::MaxSeconds => StageEndReason::MaxSeconds,
+            StageEnd::MaxRequests => StageEndReason::MaxRequests,
+            StageEnd::MaxErrors => StageEndReason::MaxErrors,
+            StageEnd::Skipped => StageEndReason::Skipped,
+            StageEnd::RateChanged(_) => StageEndReason::RateChanged,
+            StageEnd::Stopped(_) => StageEndReason::Stopped,
+            StageEnd::OverSaturated(_) => StageEndReason::OverSaturated,
+            StageEnd::Conclusive(_) => StageEndReason::Conclusive,
         }
     }
 
@@ -484,13 +486,13 @@ impl Engine {
         self.run_start = Instant::now();
         self.probe = Some(selfcheck::LagProbe::start());
         if self.prompts.is_empty() {
-            return self.result("no_data".into(), true);
+            return self.result(RunEnd::NoData, true);
         }
         let mut manual: Option<StageSpec> = None;
         // A planned stage cut short by a rate change runs again after the
         // manual stage, so the plan still gets its measurement.
         let mut rerun: Option<StageSpec> = None;
-        let mut stop: Option<String> = None;
+        let mut stop: Option<RunEnd> = None;
         while stop.is_none() {
             let spec = if let Some(s) = manual.take() {
                 s
@@ -534,7 +536,7 @@ impl Engine {
                     manual = Some(next);
                 }
                 StageEnd::Stopped(reason) => stop = Some(reason),
-                StageEnd::MaxErrors => stop = Some("max_errors".into()),
+                StageEnd::MaxErrors => stop = Some(RunEnd::MaxErrors),
                 _ => {}
             }
         }
@@ -542,11 +544,8 @@ impl Engine {
         self.cancel_finishing(None).await;
         let partial = stop.is_some();
         let end = stop
-            .or_else(|| {
-                plan.stopped_early()
-                    .map(|why| format!("sweep stopped: {why}"))
-            })
-            .unwrap_or_else(|| "completed".into());
+            .or_else(|| plan.stopped_early().map(RunEnd::SweepStopped))
+            .unwrap_or_default();
         self.result(end, partial)
     }
 
@@ -584,7 +583,7 @@ impl Engine {
         }
     }
 
-    fn result(mut self, end_reason: String, partial: bool) -> RunResult {
+    fn result(mut self, end_reason: RunEnd, partial: bool) -> RunResult {
         // The writer of requests.jsonl ends when its sink closes.
         self.request_log.sink = None;
         if self.request_log.dropped > 0 {
@@ -997,9 +996,9 @@ impl Engine {
     /// Whether the server has stopped answering: every request for
     /// [`GONE_AFTER`] and at least [`GONE_REQUESTS`] in a row refused or
     /// reset before a byte of an answer. Then the reason the run ends with
-    /// (`types::SERVER_GONE` and when, and what the last one said); a
+    /// (`RunEnd::ServerGone`: when, and what the last one said); a
     /// server that answers anything in between is a stage with errors.
-    fn server_gone(&mut self, rec: &RequestRecord) -> Option<String> {
+    fn server_gone(&mut self, rec: &RequestRecord) -> Option<RunEnd> {
         let no_answer = match &rec.outcome {
             RequestOutcome::Errored { category, message } => match category {
                 ErrorCategory::Connect => Some(message.clone()),
@@ -1030,7 +1029,7 @@ impl Engine {
     /// enough to end the run now: [`GONE_REQUESTS`] in a row (the guard
     /// asks before it ends a stage for requests that got no answer, which
     /// it does sooner than [`GONE_AFTER`]).
-    fn gone_now(&self) -> Option<String> {
+    fn gone_now(&self) -> Option<RunEnd> {
         let u = self
             .unanswered
             .as_ref()
@@ -1039,12 +1038,10 @@ impl Engine {
             .since
             .saturating_duration_since(self.run_start)
             .as_secs_f64();
-        Some(format!(
-            "{}{at:.1} s ({} requests in a row got no answer; the last: {})",
-            crate::types::SERVER_GONE,
-            u.count,
-            u.message
-        ))
+        Some(RunEnd::ServerGone(format!(
+            "{at:.1} s ({} requests in a row got no answer; the last: {})",
+            u.count, u.message
+        )))
     }
 
     /// The snapshot tick: the backlog, the seconds that closed, a snapshot,
@@ -1141,8 +1138,11 @@ impl Engine {
             }
         }
         // A ramp's growing backlog is the ramp, not the server; nor is the
-        // backlog of a server still serving the stage before.
+        // backlog of a server still serving the stage before. A replay's
+        // rate is its trace's, bursts and all, and it was asked to run all
+        // of it.
         if self.settings.no_overload_guard
+            || spec.strategy.kind() == StrategyKind::Replay
             || run.d.ramp_end.is_some()
             || self.finishing_in_flight() > 0
         {
@@ -1638,7 +1638,7 @@ impl Engine {
             }
             Control::Stop { reason } => {
                 self.note(EventKind::Stop, reason.clone());
-                Some(StageEnd::Stopped(reason))
+                Some(StageEnd::Stopped(RunEnd::Stopped(reason)))
             }
             Control::Note { event, detail } => {
                 self.note(event, detail);

@@ -542,7 +542,6 @@ mod tests {
             outcome: Outcome::Inconclusive,
             reason: "stage too short for a verdict".into(),
             needed_seconds: Some(7.0),
-            overload: false,
             ..Default::default()
         });
         s

@@ -362,13 +362,13 @@ impl SweepPlan {
         let Some(last) = done.last().filter(|s| !s.manual) else {
             return ControlFlow::Continue(());
         };
-        let reason = last.saturation_reason.clone().unwrap_or_default();
-        let why = if last.end_reason == "over_saturated" {
+        let reason = last.saturation_reason().unwrap_or_default().to_string();
+        let why = if last.end_reason == crate::types::StageEndReason::OverSaturated {
             format!(
                 "{} was over-saturated ({reason}); the over-saturation guard ended it, so no higher rate is run",
                 last.name
             )
-        } else if self.stop_on_saturation && last.saturated {
+        } else if self.stop_on_saturation && last.saturated() {
             format!(
                 "{} was saturated ({reason}); {left} planned stage{} left out (--no-stop-on-saturation goes on)",
                 last.name,
@@ -694,7 +694,7 @@ mod tests {
         let names: Vec<String> = p.upcoming().into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["constant@5.00", "constant@7.00"]);
         done_.push(done(StrategyKind::Constant, 100.0, 3.0));
-        done_.last_mut().unwrap().saturated = true;
+        done_.last_mut().unwrap().saturated_before_verdicts = true;
         assert!(p.next(&done_).is_none(), "stops on saturation");
         assert!(p.take_notice().unwrap().contains("saturated"));
         assert_eq!(p.total(), Some(3));
@@ -771,7 +771,7 @@ mod tests {
         let mut guarded = done(StrategyKind::Constant, 100.0, 9.0);
         guarded.name = "constant@9.00".into(); // no "(manual)" in the name
         guarded.manual = true;
-        guarded.end_reason = "over_saturated".into();
+        guarded.end_reason = crate::types::StageEndReason::OverSaturated;
         d.push(guarded.clone());
         assert_eq!(
             p.next(&d).unwrap().strategy,
@@ -882,7 +882,6 @@ mod tests {
         let mut s = done(StrategyKind::Constant, 500.0, rate.min(rate - g));
         s.name = format!("constant@{rate:.2}");
         s.target_rate = Some(rate);
-        s.saturated = outcome == crate::types::Outcome::Saturated;
         s.verdict = Some(crate::types::Verdict {
             outcome,
             growth_per_s: Some(g),
@@ -985,7 +984,7 @@ mod tests {
         d.push(done(StrategyKind::Throughput, 1000.0, 5.0));
         p.next(&d).unwrap();
         let mut last = done(StrategyKind::Constant, 1000.0, 3.0);
-        last.saturated = true;
+        last.saturated_before_verdicts = true;
         d.push(last);
         assert!(p.next(&d).is_none());
         assert!(p.stopped_early().is_none(), "every planned stage ran");

@@ -23,9 +23,16 @@ struct Header {
     config: serde_json::Value,
 }
 
-#[derive(Serialize, Deserialize)]
+/// A checkpoint line as read back.
+#[derive(Deserialize)]
 struct StageLine {
     stage: StageReport,
+}
+
+/// A checkpoint line as written: the stage as `report.json` writes it.
+#[derive(Serialize)]
+struct StageLineOut<'a> {
+    stage: crate::types::StageOut<'a>,
 }
 
 pub struct Checkpoint {
@@ -66,9 +73,7 @@ impl Checkpoint {
 
     /// Appends a finished stage and syncs it to disk.
     pub fn append(&mut self, stage: &StageReport) -> Result<()> {
-        let line = serde_json::to_string(&StageLine {
-            stage: stage.clone(),
-        })?;
+        let line = serde_json::to_string(&StageLineOut { stage: stage.out() })?;
         writeln!(self.file, "{}", crate::redact::scrub(&line))?;
         self.file.sync_data()?;
         Ok(())
@@ -121,7 +126,7 @@ pub fn read(path: &Path) -> Result<Report> {
         target: header.target,
         config: header.config,
         partial: true,
-        end_reason: "checkpoint: the stages finished before the run ended".into(),
+        end_reason: crate::types::RunEnd::Checkpoint,
         slo_summary: crate::profile::slo::summarize(&stages),
         search: None,
         answer: None,

@@ -171,8 +171,8 @@ columns! {
     END: Figure = fig("end", "RFC 3339", |s| text(&s.end));
     DURATION: Figure = fig("duration_s", "s", |s| Num(s.duration_s));
     MEASURED: Figure = fig("measured_s", "s", |s| Num(s.measured_s));
-    SATURATED: Figure = fig("saturated", "", |s| Flag(s.saturated));
-    END_REASON: Figure = fig("end_reason", "", |s| text(&s.end_reason));
+    SATURATED: Figure = fig("saturated", "", |s| Flag(s.saturated()));
+    END_REASON: Figure = fig("end_reason", "", |s| text(s.end_reason.name()));
     SENT: Figure = fig("requests_sent", "requests", |s| Count(s.requests.sent));
     COMPLETED: Figure = fig("requests_completed", "requests", |s| Count(s.requests.completed));
     INCOMPLETE: Figure = fig("requests_incomplete", "requests", |s| Count(s.requests.incomplete));

@@ -66,11 +66,11 @@ pub fn render(r: &Report) -> String {
             st.reconnects
         );
     }
-    for (st, name) in r.stages.iter().zip(&names).filter(|(s, _)| s.saturated) {
+    for (st, name) in r.stages.iter().zip(&names).filter(|(s, _)| s.saturated()) {
         let _ = writeln!(
             s,
             "saturated: {name} ({})",
-            st.saturation_reason.as_deref().unwrap_or("")
+            st.saturation_reason().unwrap_or("")
         );
     }
     if let Some(line) = summary::slo_line_of(r) {
@@ -237,7 +237,7 @@ fn narrow_stage_table(r: &Report, w: usize) -> String {
         .iter()
         .zip(crate::types::stage_labels(&r.stages))
         .map(|(st, label)| {
-            if st.saturated {
+            if st.saturated() {
                 format!("{label} !")
             } else {
                 label
@@ -334,8 +334,8 @@ mod tests {
             let mut s = StageReport {
                 name: name.into(),
                 strategy,
-                saturated: sat,
-                end_reason: "max_seconds".into(),
+                saturated_before_verdicts: sat,
+                end_reason: crate::types::StageEndReason::MaxSeconds,
                 ..Default::default()
             };
             s.rates.requests_per_s = rps;

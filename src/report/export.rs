@@ -30,7 +30,7 @@ pub fn with_running_stage(snap: &crate::types::live::Snapshot) -> Vec<crate::typ
     if let Some(so_far) = snap.stage.as_ref().and_then(|s| s.so_far.as_ref()) {
         let mut s = (**so_far).clone();
         s.name = format!("{} (running, so far)", s.name);
-        s.end_reason = "running".into();
+        s.end_reason = crate::types::StageEndReason::Running;
         stages.push(s);
     }
     stages

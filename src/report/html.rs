@@ -113,7 +113,7 @@ fn sweep_chart(
             ..Default::default()
         });
     }
-    let saturated: Vec<&&StageReport> = stages.iter().filter(|s| s.saturated).collect();
+    let saturated: Vec<&&StageReport> = stages.iter().filter(|s| s.saturated()).collect();
     if !saturated.is_empty() {
         series.push(Series {
             name: format!("{what} p99, saturated stages"),
@@ -195,7 +195,7 @@ th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
         let _ = write!(
             h,
             r#"<p class="partial">Partial run: {}</p>"#,
-            esc(&r.end_reason)
+            esc(&r.end_reason.to_string())
         );
     }
     h
@@ -326,7 +326,7 @@ fn stage_table(r: &Report) -> String {
     h.push_str("</tr>");
     let labels = crate::types::stage_labels(&r.stages);
     for (s, label) in r.stages.iter().zip(&labels) {
-        let sat = if s.saturated { r#" class="sat""# } else { "" };
+        let sat = if s.saturated() { r#" class="sat""# } else { "" };
         let _ = write!(h, "<tr{sat}><td>{}</td>", esc(label));
         for (_, cell) in &STAGE_CELLS {
             let _ = write!(h, "<td>{}</td>", esc(&cell(s)));
@@ -458,7 +458,7 @@ mod tests {
         )
         .unwrap();
         let mut sat = stage("constant@30.00", StrategyKind::Constant, 27.0, 300.0, 900.0);
-        sat.saturated = true;
+        sat.saturated_before_verdicts = true;
         let r = Report {
             stages: vec![
                 stage("throughput", StrategyKind::Throughput, 39.0, 2000.0, 4198.0),

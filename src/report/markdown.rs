@@ -18,9 +18,9 @@ pub fn render(r: &Report) -> String {
         r.created,
         r.tool,
         if r.partial {
-            format!(" · **partial** ({})", r.end_reason)
-        } else if r.end_reason != "completed" {
-            format!(" · {}", r.end_reason)
+            format!(" · **partial** ({})", md(&r.end_reason.to_string()))
+        } else if !r.end_reason.is_completed() {
+            format!(" · {}", md(&r.end_reason.to_string()))
         } else {
             String::new()
         }

@@ -20,7 +20,7 @@ use anyhow::{bail, Result};
 use crate::stats::dist::Dist;
 use crate::types::{
     ByOutcome, CapacityEstimate, ClientCheck, Concurrency, Conversations, DistSummary, Goodput,
-    Method, Outcome, OutputLengths, Rates, Reasoning, Report, RequestCounts, ShardInfo,
+    Method, Outcome, OutputLengths, Rates, Reasoning, Report, RequestCounts, RunEnd, ShardInfo,
     StageReport, Tokens, TurnFigures, Verdict,
 };
 
@@ -102,11 +102,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
         target: r0.target.clone(),
         config,
         partial: shards.iter().any(|(_, _, r)| r.partial),
-        end_reason: agreed(
-            shards
-                .iter()
-                .map(|(s, _, r)| (label(s), r.end_reason.clone())),
-        ),
+        end_reason: merged_end(&shards),
         slo_summary: crate::profile::slo::summarize(&stages),
         stages,
         timeline: merged_timeline(&shards),
@@ -245,6 +241,25 @@ fn agreed(values: impl Iterator<Item = (String, String)>) -> String {
         .join("; ")
 }
 
+/// How the merged run ended: as every shard did when they agree; the
+/// server gone when it was for any shard (the answer is then not known);
+/// else stopped, with each shard's end.
+fn merged_end(shards: &[Shard]) -> RunEnd {
+    let ends = || shards.iter().map(|(_, _, r)| &r.end_reason);
+    let first = ends().next().cloned().unwrap_or_default();
+    if ends().all(|e| *e == first) {
+        return first;
+    }
+    if let Some(gone) = ends().find(|e| matches!(e, RunEnd::ServerGone(_))) {
+        return gone.clone();
+    }
+    RunEnd::Stopped(agreed(
+        shards
+            .iter()
+            .map(|(s, _, r)| (label(s), r.end_reason.to_string())),
+    ))
+}
+
 /// A distribution from the shards' histograms added together.
 fn merged_dist(
     parts: &[Part],
@@ -311,10 +326,6 @@ fn merge_stage(parts: &[Part], percentiles: &[f64]) -> Result<StageReport> {
     let measured = requests.measured as f64;
     let (errors, error_samples, warnings) = merge_errors(parts);
     let verdict = merge_verdict(parts);
-    let saturation_reason = verdict
-        .as_ref()
-        .filter(|v| v.outcome == Outcome::Saturated)
-        .map(|v| v.reason.clone());
     let mut merged = StageReport {
         name: s0.name.clone(),
         strategy: s0.strategy,
@@ -323,13 +334,16 @@ fn merge_stage(parts: &[Part], percentiles: &[f64]) -> Result<StageReport> {
         target_rate: s0
             .target_rate
             .and(stages().filter_map(|s| s.target_rate).reduce(|a, b| a + b)),
-        saturated: saturation_reason.is_some(),
-        saturation_reason,
-        end_reason: agreed(
-            parts
-                .iter()
-                .map(|(l, s, _)| (l.clone(), s.end_reason.clone())),
-        ),
+        saturated_before_verdicts: false,
+        saturation_reason_before_verdicts: None,
+        // Shards that disagree: the stage was cut if any shard's was.
+        end_reason: {
+            let ends = || parts.iter().map(|(_, s, _)| s.end_reason);
+            ends()
+                .find(|e| e.cut())
+                .or_else(|| ends().next())
+                .unwrap_or_default()
+        },
         requests,
         errors,
         error_samples,
@@ -732,7 +746,16 @@ fn merge_verdict(parts: &[Part]) -> Option<Verdict> {
             .iter()
             .filter_map(|(_, v)| v.needed_seconds)
             .reduce(f64::max),
-        overload: judged.iter().any(|(_, v)| v.overload),
+        // The shards' bases agree, or the merged verdict rests on their
+        // readings added together.
+        basis: {
+            let first = judged.first().map(|(_, v)| v.basis).unwrap_or_default();
+            if judged.iter().all(|(_, v)| v.basis == first) {
+                first
+            } else {
+                crate::types::Basis::Backlog
+            }
+        },
         // Each shard sent its share of the rate: the backlogs add, and so
         // do their growths, offered rates and (as variances) their noise.
         growth_per_s: sum_over_every_shard(|v| v.growth_per_s),
@@ -849,7 +872,7 @@ mod tests {
             },
             config: serde_json::json!({"rate": [10.0], "shard": format!("{index}/{count}")}),
             partial: false,
-            end_reason: "completed".into(),
+            end_reason: crate::types::RunEnd::Completed,
             stages: vec![s],
             timeline: Vec::new(),
             warnings: Vec::new(),
@@ -899,7 +922,7 @@ mod tests {
             "{}",
             v.reason
         );
-        assert!(s.saturated);
+        assert!(s.saturated());
         assert_eq!(m.merged_shards, Some(2));
         assert_eq!(m.shard, None);
         assert_eq!(m.config["shard"], serde_json::Value::Null);

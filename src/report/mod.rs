@@ -49,8 +49,8 @@ impl Report {
     /// summary said "up to 15.84 req/s" beside a search that ended at 0.75).
     pub fn set_answer(&mut self) {
         let mut a = crate::stats::answer::answer(&self.stages, self.slo_summary.as_ref());
-        if let Some(gone) = self.end_reason.find(crate::types::SERVER_GONE) {
-            crate::stats::answer::server_gone(&mut a, &self.end_reason[gone..]);
+        if let crate::types::RunEnd::ServerGone(_) = &self.end_reason {
+            crate::stats::answer::server_gone(&mut a, &self.end_reason.to_string());
         }
         if let Some(search) = &self.search {
             a.slo_requests_per_s = search.rate;

@@ -256,7 +256,7 @@ mod tests {
             },
             config: serde_json::json!({}),
             partial: false,
-            end_reason: "completed".into(),
+            end_reason: crate::types::RunEnd::Completed,
             stages,
             timeline: Vec::new(),
             warnings: Vec::new(),

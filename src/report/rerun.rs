@@ -118,7 +118,7 @@ mod tests {
             },
             config,
             partial: false,
-            end_reason: "completed".into(),
+            end_reason: crate::types::RunEnd::Completed,
             stages: Vec::new(),
             timeline: Vec::new(),
             warnings: Vec::new(),

@@ -36,7 +36,7 @@ pub fn knee(stages: &[StageReport]) -> Option<&StageReport> {
     for (i, s) in curve.iter().enumerate() {
         // The wait users feel: the first answer token of a thinking model.
         let climbed = lowest.is_finite() && s.waited_ttft_ms().p50 > KNEE_FACTOR * lowest;
-        if i > 0 && (s.saturated || climbed) {
+        if i > 0 && (s.saturated() || climbed) {
             return Some(curve[i - 1]);
         }
         lowest = lowest.min(s.waited_ttft_ms().p50);
@@ -95,20 +95,18 @@ fn errors_line(stages: &[StageReport]) -> Option<String> {
 
 /// Why the run ended, in words.
 pub fn stop_reason(r: &Report) -> String {
-    let reason = r.end_reason.as_str();
+    use crate::types::RunEnd;
     // Saturated stages say nothing about why the run ended: a fixed plan
     // runs every stage whatever happens, and a sweep that stopped on
     // saturation ends as `sweep stopped: …`, not `completed`.
-    let plain = match reason {
-        "completed" => "the plan is done".to_string(),
-        "max_errors" => "a stage reached --max-errors".to_string(),
-        "no_data" => "the data source gave no prompts".to_string(),
-        other => match other.strip_prefix("sweep stopped: ") {
-            Some(why) => format!("the sweep stopped early: {why}"),
-            None => format!("stopped early: {other}"),
-        },
+    let plain = match &r.end_reason {
+        RunEnd::Completed => "the plan is done".to_string(),
+        RunEnd::MaxErrors => "a stage reached --max-errors".to_string(),
+        RunEnd::NoData => "the data source gave no prompts".to_string(),
+        RunEnd::SweepStopped(why) => format!("the sweep stopped early: {why}"),
+        other => format!("stopped early: {other}"),
     };
-    if r.partial && reason == "completed" {
+    if r.partial && r.end_reason.is_completed() {
         format!("{plain} (partial)")
     } else {
         plain
@@ -200,8 +198,8 @@ fn saturated_line(stages: &[StageReport]) -> String {
     let saturated: Vec<String> = stages
         .iter()
         .zip(crate::types::stage_run_names(stages))
-        .filter(|(s, _)| s.saturated)
-        .map(|(s, name)| match &s.saturation_reason {
+        .filter(|(s, _)| s.saturated())
+        .map(|(s, name)| match s.saturation_reason() {
             Some(why) => format!("{name} ({why})"),
             None => name,
         })
@@ -262,16 +260,17 @@ fn undecided_line(stages: &[StageReport]) -> Option<String> {
     Some(text.join("; "))
 }
 
-/// Stages ended by a key, an error limit or a stop, not by their plan.
+/// Stages ended by a key, an error limit or a stop, not by their plan
+/// (the guard's are on the saturated line, with its reason; seen: "Cut
+/// short constant@23.73 (ended by a key, an error limit or a stop)" of a
+/// stage the guard ended).
 fn cut_short_line(stages: &[StageReport]) -> Option<String> {
+    use crate::types::StageEndReason;
     let cut: Vec<String> = stages
         .iter()
         .zip(crate::types::stage_run_names(stages))
         .filter(|(s, _)| {
-            !matches!(
-                s.end_reason.as_str(),
-                "max_seconds" | "max_requests" | "conclusive"
-            )
+            !s.end_reason.ran_its_course() && s.end_reason != StageEndReason::OverSaturated
         })
         .map(|(_, name)| name)
         .collect();
@@ -298,8 +297,8 @@ mod tests {
         let mut s = StageReport {
             name: name.into(),
             strategy,
-            saturated,
-            end_reason: "max_seconds".into(),
+            saturated_before_verdicts: saturated,
+            end_reason: crate::types::StageEndReason::MaxSeconds,
             ..Default::default()
         };
         s.rates.requests_per_s = rps;
@@ -346,7 +345,11 @@ mod tests {
             st("constant@5.00", StrategyKind::Constant, 5.0, 45.0, false),
             st("constant@40.00", StrategyKind::Constant, 31.0, 900.0, true),
         ];
-        stages[1].saturation_reason = Some("completed 31 req/s".into());
+        stages[1].verdict = Some(crate::types::Verdict {
+            outcome: crate::types::Outcome::Saturated,
+            reason: "completed 31 req/s".into(),
+            ..Default::default()
+        });
         stages.push(st(
             "constant@7.00 (manual)",
             StrategyKind::Constant,
@@ -354,7 +357,7 @@ mod tests {
             50.0,
             false,
         ));
-        stages[2].end_reason = "rate_changed".into();
+        stages[2].end_reason = crate::types::StageEndReason::RateChanged;
         let r = Report::from_json(
             r#"{"version":1,"tool":"llmsweep","created":"","target":{"url":"u","model":"m","api":"chat","builtin_simulator":false},"config":{},"partial":true,"end_reason":"quit (q)","stages":[],"timeline":[]}"#,
         )
@@ -465,7 +468,7 @@ mod tests {
     #[test]
     fn a_stage_run_again_is_named_as_the_tables_name_it() {
         let mut again = st("throughput", StrategyKind::Throughput, 30.0, 40.0, false);
-        again.end_reason = "skipped".into();
+        again.end_reason = crate::types::StageEndReason::Skipped;
         let mut r = ended("completed");
         r.stages = vec![
             st("throughput", StrategyKind::Throughput, 30.0, 40.0, false),
@@ -521,7 +524,7 @@ mod tests {
         )
         .unwrap();
         Report {
-            end_reason: end_reason.into(),
+            end_reason: end_reason.to_string().into(),
             stages: vec![
                 st("constant@5.00", StrategyKind::Constant, 5.0, 45.0, false),
                 st("constant@400.00", StrategyKind::Constant, 31.0, 900.0, true),

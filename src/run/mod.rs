@@ -168,7 +168,7 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     }
     let mut result = run_engine(engine, &mut p.plan.plan).await;
     if let Some(s) = stopped {
-        result.end_reason = s.reason;
+        result.end_reason = crate::types::RunEnd::Stopped(s.reason);
         result.partial = true;
         // The engine never read the signal's note from its control channel.
         result.timeline.insert(

@@ -31,7 +31,7 @@ impl Reports {
         timeline: Vec<TimelineEvent>,
         warnings: Vec<String>,
         partial: bool,
-        end_reason: &str,
+        end_reason: &crate::types::RunEnd,
     ) -> Report {
         let slo_summary = crate::profile::slo::summarize(&stages);
         let mut r = Report {
@@ -46,7 +46,7 @@ impl Reports {
             target: self.target.clone(),
             config: self.config.clone(),
             partial,
-            end_reason: end_reason.to_string(),
+            end_reason: end_reason.clone(),
             stages,
             timeline,
             warnings,
@@ -72,7 +72,7 @@ impl Reports {
             snap.timeline.to_vec(),
             snap.warnings.to_vec(),
             true,
-            "exported during the run (e)",
+            &crate::types::RunEnd::Stopped("exported during the run (e)".into()),
         );
         self.write(&r)
     }

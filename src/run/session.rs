@@ -157,12 +157,12 @@ impl Session {
             RunStatus::Completed
         };
         self.state.stage = format!("{} stages", report.stages.len());
-        self.state.end_reason = Some(report.end_reason.clone());
+        self.state.end_reason = Some(report.end_reason.to_string());
         let _ = self.state.write(&self.dir);
         self.endpoint
             .finish(RunMsg::Finished {
                 partial: report.partial,
-                end_reason: report.end_reason.clone(),
+                end_reason: report.end_reason.to_string(),
                 reports: written
                     .as_ref()
                     .map(|v| v.iter().map(|p| p.display().to_string()).collect())

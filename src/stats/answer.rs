@@ -24,7 +24,7 @@ pub fn held(s: &StageReport) -> Option<bool> {
         Some(Outcome::Saturated) => Some(false),
         Some(_) => None,
         // Reports from before verdicts: the saturated flag.
-        None => Some(!s.saturated),
+        None => Some(!s.saturated()),
     }
 }
 
@@ -48,7 +48,7 @@ pub fn point(s: &StageReport) -> Option<Point> {
             Some(Outcome::NotSaturated) => false,
             Some(Outcome::Saturated) => true,
             Some(_) => return None,
-            None if s.requests.measured > 0 || s.ttft_ms.count > 0 => s.saturated,
+            None if s.requests.measured > 0 || s.ttft_ms.count > 0 => s.saturated(),
             None => return None,
         };
         return (!fell_behind || s.target_rate.is_some())

@@ -10,7 +10,7 @@ use crate::types::{EventKind, Outcome, StageReport, StrategyKind, Verdict};
 /// and the search's answer.
 pub fn judgement_lines(r: &crate::types::Report) -> Vec<String> {
     let mut v = Vec::new();
-    if r.end_reason != "completed" {
+    if !r.end_reason.is_completed() {
         v.push(format!("run ended: {}", r.end_reason));
     }
     // Waits between stages, as one line where the first one was (nine
@@ -130,15 +130,13 @@ pub fn judge_finished(
 /// The guard ended `report` early: it is saturated, whatever the rate test said.
 pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
     let reason = format!("over-saturation guard: {why}");
-    report.saturated = true;
-    report.saturation_reason = Some(reason.clone());
     // The reading stays: the capacity estimate weighs it.
     let reading = report.verdict.take().unwrap_or_default();
     report.verdict = Some(Verdict {
         outcome: Outcome::Saturated,
         reason,
         needed_seconds: None,
-        overload: true,
+        basis: crate::types::Basis::Guard,
         growth_per_s: reading.growth_per_s,
         offered_per_s: reading.offered_per_s,
         growth_noise_per_s: reading.growth_noise_per_s,
@@ -204,7 +202,7 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
         if !s
             .verdict
             .as_ref()
-            .is_some_and(|v| v.reason.starts_with(&c.reason))
+            .is_some_and(|v| v.basis == crate::types::Basis::ClientLimited)
         {
             w.push(c.reason.clone());
         }
@@ -214,10 +212,7 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
     }
     let c = s.requests;
     let latency_s = s.latency_ms.p50 / 1000.0;
-    let cut = matches!(
-        s.end_reason.as_str(),
-        "skipped" | "rate_changed" | "stopped" | "over_saturated"
-    );
+    let cut = s.end_reason.cut();
     if c.completed == 0 && c.incomplete > 0 && !cut {
         w.push(format!(
             "no request completed in {:.1} s ({} still in flight at the end): the stage is shorter than one request; lengthen the stages or use --drain",
@@ -282,7 +277,7 @@ mod tests {
         // Seen: "constant@38.54: inconclusive … 11.0 s" for the #2 run.
         let st = |reason: &str| StageReport {
             name: "constant@38.54".into(),
-            end_reason: "max_seconds".into(),
+            end_reason: crate::types::StageEndReason::MaxSeconds,
             verdict: Some(Verdict {
                 outcome: Outcome::Inconclusive,
                 reason: reason.into(),
@@ -291,7 +286,7 @@ mod tests {
             ..Default::default()
         };
         let r = Report {
-            end_reason: "completed".into(),
+            end_reason: crate::types::RunEnd::Completed,
             stages: vec![st("first"), st("second")],
             ..Default::default()
         };

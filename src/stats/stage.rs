@@ -834,8 +834,10 @@ impl StageStats {
             // whether requests waited for it (or it is plain overload).
             let told = match v.outcome {
                 crate::types::Outcome::Inconclusive => false,
-                crate::types::Outcome::Saturated if !v.overload => verdict::backlog_growth(&e)
-                    .is_some_and(|g| g.window_s >= super::policy::QUEUE_EVIDENCE_SECONDS),
+                crate::types::Outcome::Saturated if !v.basis.is_overload() => {
+                    verdict::backlog_growth(&e)
+                        .is_some_and(|g| g.window_s >= super::policy::QUEUE_EVIDENCE_SECONDS)
+                }
                 _ => true,
             };
             return told.then(|| format!("verdict {}", v.outcome.as_str()));
@@ -865,7 +867,7 @@ impl StageStats {
         name: String,
         strategy: StrategyKind,
         target_rate: Option<f64>,
-        end_reason: &str,
+        end_reason: crate::types::StageEndReason,
     ) -> StageReport {
         self.integrate(end);
         if self.paused_since.is_some() {
@@ -908,7 +910,15 @@ impl StageStats {
             0.0
         };
         let area = self.in_flight_area + pending;
-        self.summarize(now, area, name, strategy, target_rate, "running", true)
+        self.summarize(
+            now,
+            area,
+            name,
+            strategy,
+            target_rate,
+            crate::types::StageEndReason::Running,
+            true,
+        )
     }
 
     /// `one_pass`: each distribution summarised in one pass over its
@@ -922,7 +932,7 @@ impl StageStats {
         name: String,
         strategy: StrategyKind,
         target_rate: Option<f64>,
-        end_reason: &str,
+        end_reason: crate::types::StageEndReason,
         one_pass: bool,
     ) -> StageReport {
         let summary = |d: &Dist| {
@@ -944,10 +954,6 @@ impl StageStats {
         let rates = self.rates(&ev, &capacity, rate_s, open_loop);
         let concurrency = self.concurrency(in_flight_area, duration, measured);
         let queue_ms = summary(&self.queue);
-        let saturation_reason = verdict
-            .as_ref()
-            .filter(|v| v.outcome == crate::types::Outcome::Saturated)
-            .map(|v| v.reason.clone());
         StageReport {
             name,
             strategy,
@@ -957,9 +963,9 @@ impl StageStats {
             duration_s: duration.as_secs_f64(),
             measured_s: measured,
             measured_from_s: Some(m_from.saturating_duration_since(self.start).as_secs_f64()),
-            saturated: saturation_reason.is_some(),
-            saturation_reason,
-            end_reason: end_reason.to_string(),
+            saturated_before_verdicts: false,
+            saturation_reason_before_verdicts: None,
+            end_reason,
             requests: self.counts,
             errors: self.errors.clone(),
             error_samples: self.error_samples.clone(),
@@ -1300,7 +1306,7 @@ mod tests {
             "x".into(),
             StrategyKind::Constant,
             Some(1.0),
-            "max_seconds",
+            crate::types::StageEndReason::MaxSeconds,
         );
         assert_eq!(r.requests.sent, 2);
         assert_eq!(r.requests.completed, 1);
@@ -1357,7 +1363,7 @@ mod tests {
             "x".into(),
             StrategyKind::Constant,
             Some(1.0),
-            "max_seconds",
+            crate::types::StageEndReason::MaxSeconds,
         );
         assert_eq!(r.requests.completed, 4);
         assert_eq!(r.requests.measured, 2);
@@ -1380,7 +1386,7 @@ mod tests {
             "x".into(),
             StrategyKind::Constant,
             None,
-            "max_seconds",
+            crate::types::StageEndReason::MaxSeconds,
         );
         let g = r.goodput.unwrap();
         assert!((g.fraction - 0.5).abs() < 1e-9);
@@ -1402,7 +1408,7 @@ mod tests {
             "throughput".into(),
             StrategyKind::Throughput,
             None,
-            "max_seconds",
+            crate::types::StageEndReason::MaxSeconds,
         );
         let c = r.capacity.clone().unwrap();
         assert_eq!(c.method, crate::types::Method::Observed, "{c:?}");
@@ -1437,10 +1443,10 @@ mod tests {
             "constant@20.00".into(),
             StrategyKind::Constant,
             Some(20.0),
-            "max_seconds",
+            crate::types::StageEndReason::MaxSeconds,
         );
-        let reason = r.saturation_reason.clone().unwrap();
-        assert!(r.saturated);
+        let reason = r.saturation_reason().unwrap().to_string();
+        assert!(r.saturated());
         assert!(
             reason.contains(&format!("answered {:.2} req/s", r.rates.completed_per_s)),
             "{reason} vs {:?}",
@@ -1499,7 +1505,7 @@ mod tests {
             "constant@40.00".into(),
             StrategyKind::Constant,
             Some(40.0),
-            "max_seconds",
+            crate::types::StageEndReason::MaxSeconds,
         );
         let v = r.verdict.unwrap();
         assert_eq!(v.outcome, crate::types::Outcome::Saturated, "{v:?}");
@@ -1531,9 +1537,9 @@ mod tests {
             "constant@50.00".into(),
             StrategyKind::Constant,
             Some(50.0),
-            "max_seconds",
+            crate::types::StageEndReason::MaxSeconds,
         );
-        assert!(!r.saturated, "{:?}", r.saturation_reason);
+        assert!(!r.saturated(), "{:?}", r.saturation_reason());
         let v = r.verdict.unwrap();
         assert_eq!(v.outcome, crate::types::Outcome::Erroring, "{v:?}");
     }
@@ -1571,7 +1577,7 @@ mod tests {
                 "constant@5.00".into(),
                 StrategyKind::Constant,
                 Some(5.0),
-                "max_seconds",
+                crate::types::StageEndReason::MaxSeconds,
             )
             .verdict
             .unwrap()
@@ -1582,7 +1588,7 @@ mod tests {
             crate::types::Outcome::Erroring,
             "{stalled:?}"
         );
-        assert!(!stalled.overload, "{stalled:?}");
+        assert!(!stalled.basis.is_overload(), "{stalled:?}");
         // The same timeouts before any output: the server did not answer.
         let unanswered = run(false);
         assert_eq!(

@@ -38,7 +38,7 @@
 //! verdict, or on a growth the policy reads as past capacity by more than
 //! the answer's precision beyond doubt; nothing else ends a stage early.
 
-use crate::types::{CapacityEstimate, Method, Outcome, Verdict};
+use crate::types::{Basis, CapacityEstimate, Method, Outcome, Verdict};
 
 use super::backlog::{BacklogPoint, Segment, Steady};
 use super::policy::{self, Call, Point, Reading, SIGMAS, STEADY_SECONDS};
@@ -459,7 +459,7 @@ pub fn judge(e: &Evidence, _cap: &CapacityEstimate) -> Option<Verdict> {
 /// it was measured, else what was sent less what was answered since the
 /// first answer (noisy: the policy weighs it as a stage far past capacity).
 fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
-    if !v.overload || v.growth_per_s.is_some() {
+    if !v.basis.is_overload() || v.growth_per_s.is_some() {
         return v;
     }
     let r = match backlog_growth(e).filter(|g| g.window_s >= 1.0) {
@@ -510,7 +510,7 @@ fn inherited_work(e: &Evidence, v: Verdict) -> Verdict {
             e.elapsed_s, v.reason
         ),
         needed_seconds: None,
-        overload: false,
+        basis: Basis::InheritedWork,
         ..Default::default()
     }
 }
@@ -539,7 +539,7 @@ fn client_limited(e: &Evidence, target: f64) -> Option<Verdict> {
             e.steady.per_s(e.steady.answered)
         ),
         needed_seconds: None,
-        overload: false,
+        basis: Basis::ClientLimited,
         ..Default::default()
     })
 }
@@ -554,7 +554,7 @@ fn unanswered(e: &Evidence) -> Option<Verdict> {
             e.unanswered_errors, e.sent
         ),
         needed_seconds: None,
-        overload: true,
+        basis: Basis::Unanswered,
         ..Default::default()
     })
 }
@@ -578,7 +578,7 @@ fn far_beyond_capacity(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<
             e.in_flight
         ),
         needed_seconds: None,
-        overload: true,
+        basis: Basis::FarBeyondCapacity,
         ..Default::default()
     })
 }
@@ -699,8 +699,9 @@ fn with_reading(v: &mut Verdict, r: &Reading) {
 
 /// All answers errors and no completions to judge a rate by.
 fn all_errors(e: &Evidence) -> Option<Verdict> {
-    (e.completed == 0 && e.answered_errors >= 5).then(|| {
-        erroring(
+    (e.completed == 0 && e.answered_errors >= 5).then(|| Verdict {
+        basis: Basis::AllErrors,
+        ..erroring(
             e,
             errors_share(e),
             e.answered_errors as f64 / e.elapsed_s.max(1e-9),
@@ -728,7 +729,7 @@ fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
             "stage too short for a verdict: answers flowed for {steady_s:.1} s after the pipeline filled, {STEADY_SECONDS:.0} s are needed; use stages of at least {needed:.0} s"
         ),
         needed_seconds: Some(needed),
-        overload: false,
+        basis: Basis::TooShort,
         ..Default::default()
     }
 }
@@ -781,7 +782,6 @@ fn erroring(e: &Evidence, share: f64, answer_rate: f64) -> Verdict {
             e.completed + e.answered_errors
         ),
         needed_seconds: None,
-        overload: false,
         ..Default::default()
     }
 }
@@ -796,7 +796,7 @@ pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
         return None;
     }
     let v = v?;
-    if v.overload {
+    if v.basis.is_overload() {
         return Some(v.reason.clone());
     }
     let p = point_of(v, e.target_rate?).filter(|_| v.outcome == Outcome::Saturated)?;
@@ -858,7 +858,7 @@ pub fn live_warning(v: Option<&Verdict>) -> Option<String> {
     match v.outcome {
         Outcome::Saturated => Some(format!("saturating: {}", v.reason)),
         Outcome::Erroring => Some(format!("erroring: {}", v.reason)),
-        Outcome::Inconclusive if v.reason.starts_with("client-limited") => Some(v.reason.clone()),
+        Outcome::Inconclusive if v.basis == Basis::ClientLimited => Some(v.reason.clone()),
         _ => None,
     }
 }
@@ -1300,7 +1300,7 @@ mod tests {
         };
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
-        assert!(v.overload);
+        assert!(v.basis.is_overload());
         assert!(v.reason.contains("throughput stage"), "{}", v.reason);
         assert!(guard(&e, Some(&v)).is_some());
         // At the capacity itself, early in the stage: no verdict yet, no guard.
@@ -1325,7 +1325,7 @@ mod tests {
             ..Default::default()
         };
         let v = judge(&near, &capacity(&near)).unwrap();
-        assert!(!v.overload, "{v:?}");
+        assert!(!v.basis.is_overload(), "{v:?}");
         assert!(guard(&near, Some(&v)).is_none());
         // Thousands of refused connections.
         let e = Evidence {
@@ -1372,7 +1372,7 @@ mod tests {
         assert!(guard(&e, Some(&Verdict::default())).is_none());
         // Overload ends it whatever the reading.
         let overload = Verdict {
-            overload: true,
+            basis: Basis::Unanswered,
             reason: "refused".into(),
             ..bare
         };

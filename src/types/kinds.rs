@@ -48,6 +48,157 @@ impl fmt::Display for Api {
     }
 }
 
+/// Why a run ended (`report.json`'s `end_reason`), written as the words
+/// earlier versions wrote, so old reports read the same; words that name
+/// no known end are an operator's or a signal's stop.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum RunEnd {
+    /// The plan is done (`completed`).
+    #[default]
+    Completed,
+    /// A stage reached `--max-errors` (`max_errors`).
+    MaxErrors,
+    /// The data gave no prompts (`no_data`).
+    NoData,
+    /// The sweep ended before its plan, and why (`sweep stopped: why`).
+    SweepStopped(String),
+    /// The server stopped answering: when and how ([`RunEnd::SERVER_GONE`]
+    /// then this text). The answer is then "not known".
+    ServerGone(String),
+    /// A report rebuilt from a checkpoint: the run itself never ended.
+    Checkpoint,
+    /// Stopped by the operator, a viewer or a signal, in their words.
+    Stopped(String),
+}
+
+impl RunEnd {
+    /// How a server-gone end reads.
+    pub const SERVER_GONE: &'static str = "the server stopped answering at ";
+    const SWEEP_STOPPED: &'static str = "sweep stopped: ";
+    const CHECKPOINT: &'static str = "checkpoint: the stages finished before the run ended";
+
+    /// The plan ran to its end.
+    pub fn is_completed(&self) -> bool {
+        *self == RunEnd::Completed
+    }
+}
+
+impl fmt::Display for RunEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunEnd::Completed => f.write_str("completed"),
+            RunEnd::MaxErrors => f.write_str("max_errors"),
+            RunEnd::NoData => f.write_str("no_data"),
+            RunEnd::SweepStopped(why) => write!(f, "{}{why}", Self::SWEEP_STOPPED),
+            RunEnd::ServerGone(how) => write!(f, "{}{how}", Self::SERVER_GONE),
+            RunEnd::Checkpoint => f.write_str(Self::CHECKPOINT),
+            RunEnd::Stopped(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<String> for RunEnd {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "completed" => return RunEnd::Completed,
+            "max_errors" => return RunEnd::MaxErrors,
+            "no_data" => return RunEnd::NoData,
+            Self::CHECKPOINT => return RunEnd::Checkpoint,
+            _ => {}
+        }
+        if let Some(why) = s.strip_prefix(Self::SWEEP_STOPPED) {
+            return RunEnd::SweepStopped(why.to_string());
+        }
+        match s.strip_prefix(Self::SERVER_GONE) {
+            Some(how) => RunEnd::ServerGone(how.to_string()),
+            None => RunEnd::Stopped(s),
+        }
+    }
+}
+
+impl From<RunEnd> for String {
+    fn from(e: RunEnd) -> Self {
+        e.to_string()
+    }
+}
+
+/// Why a stage ended (`report.json`'s stage `end_reason`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageEndReason {
+    /// It ran its length (`--max-seconds`). (The default only fills
+    /// `Default` reports.)
+    #[default]
+    MaxSeconds,
+    /// It sent its `--max-requests`.
+    MaxRequests,
+    /// It reached `--max-errors` (the run stops).
+    MaxErrors,
+    /// The operator skipped it (`n`).
+    Skipped,
+    /// The operator set a new rate; the stage that rate opened follows.
+    RateChanged,
+    /// The run stopped during it (a key, a signal, a viewer, the server gone).
+    Stopped,
+    /// The over-saturation guard ended it.
+    OverSaturated,
+    /// `--max-seconds auto`: its evidence was conclusive.
+    Conclusive,
+    /// Still running: a report exported mid-stage.
+    Running,
+    /// Its data ran out (reports written by earlier versions).
+    DataExhausted,
+    /// Finished, its limit not recorded (reports written by earlier versions).
+    Completed,
+}
+
+impl StageEndReason {
+    /// The name `report.json` and the CSV write.
+    pub fn name(self) -> &'static str {
+        match self {
+            StageEndReason::MaxSeconds => "max_seconds",
+            StageEndReason::MaxRequests => "max_requests",
+            StageEndReason::MaxErrors => "max_errors",
+            StageEndReason::Skipped => "skipped",
+            StageEndReason::RateChanged => "rate_changed",
+            StageEndReason::Stopped => "stopped",
+            StageEndReason::OverSaturated => "over_saturated",
+            StageEndReason::Conclusive => "conclusive",
+            StageEndReason::Running => "running",
+            StageEndReason::DataExhausted => "data_exhausted",
+            StageEndReason::Completed => "completed",
+        }
+    }
+
+    /// Ended before its limit by something other than its evidence ran
+    /// out of time: a key, a stop, or the over-saturation guard. Its
+    /// numbers describe a fragment.
+    pub fn cut(self) -> bool {
+        matches!(
+            self,
+            StageEndReason::Skipped
+                | StageEndReason::RateChanged
+                | StageEndReason::Stopped
+                | StageEndReason::OverSaturated
+        )
+    }
+
+    /// Ended by its own limit or its evidence: a whole stage.
+    pub fn ran_its_course(self) -> bool {
+        matches!(
+            self,
+            StageEndReason::MaxSeconds | StageEndReason::MaxRequests | StageEndReason::Conclusive
+        )
+    }
+}
+
+impl fmt::Display for StageEndReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How a stage releases requests, without its parameters (the engine's
 /// `Strategy` carries those and names its kind with `Strategy::kind`).
 /// `report.json` writes it as `strategy`.
@@ -231,6 +382,56 @@ impl fmt::Display for EventKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_ends_read_and_write_the_words_earlier_versions_wrote() {
+        for words in [
+            "completed",
+            "max_errors",
+            "no_data",
+            "sweep stopped: no completed requests to plan from",
+            "the server stopped answering at 6.0 s (connection refused)",
+            "checkpoint: the stages finished before the run ended",
+            "quit (q)",
+            "signal SIGTERM",
+        ] {
+            let e = RunEnd::from(words.to_string());
+            assert_eq!(e.to_string(), words);
+            let json = serde_json::to_string(&e).unwrap();
+            assert_eq!(serde_json::from_str::<RunEnd>(&json).unwrap(), e);
+        }
+        assert!(matches!(
+            RunEnd::from("the server stopped answering at 6.0 s (x)".to_string()),
+            RunEnd::ServerGone(_)
+        ));
+        assert_eq!(
+            RunEnd::from("quit (q)".to_string()),
+            RunEnd::Stopped("quit (q)".into())
+        );
+    }
+
+    #[test]
+    fn stage_ends_are_the_names_earlier_versions_wrote() {
+        for e in [
+            StageEndReason::MaxSeconds,
+            StageEndReason::MaxRequests,
+            StageEndReason::MaxErrors,
+            StageEndReason::Skipped,
+            StageEndReason::RateChanged,
+            StageEndReason::Stopped,
+            StageEndReason::OverSaturated,
+            StageEndReason::Conclusive,
+            StageEndReason::Running,
+            StageEndReason::DataExhausted,
+            StageEndReason::Completed,
+        ] {
+            let json = serde_json::to_string(&e).unwrap();
+            assert_eq!(json, format!("\"{}\"", e.name()));
+            assert_eq!(serde_json::from_str::<StageEndReason>(&json).unwrap(), e);
+        }
+        // A name no version wrote is refused, not guessed.
+        assert!(serde_json::from_str::<StageEndReason>("\"exploded\"").is_err());
+    }
 
     /// The strings the code wrote before these types existed, literally.
     const OLD_STRATEGIES: [&str; 6] = [

@@ -20,14 +20,9 @@ mod verdict;
 pub use answer::Answer;
 pub use conversation::{Conversations, TurnFigures};
 pub use dist::DistSummary;
-pub use kinds::{Api, EventKind, StrategyKind};
+pub use kinds::{Api, EventKind, RunEnd, StageEndReason, StrategyKind};
 pub use report::*;
 pub use requests::RequestLine;
 pub use search::{SearchProbe, SearchSummary};
 pub use slo::Slo;
-pub use verdict::{CapacityEstimate, Method, Outcome, Verdict};
-
-/// How a run's `end_reason` starts when the server stopped answering (every
-/// request refused or reset for seconds): the engine ends the run with it,
-/// and the answer is then "not known".
-pub const SERVER_GONE: &str = "the server stopped answering at ";
+pub use verdict::{Basis, CapacityEstimate, Method, Outcome, Verdict};

@@ -23,8 +23,9 @@ pub struct Report {
     pub config: serde_json::Value,
     /// True when the run stopped before its plan was done (stop key, signal, error limit).
     pub partial: bool,
-    /// Why the run ended: `completed`, `stopped`, `signal`, `max_errors`, ...
-    pub end_reason: String,
+    /// Why the run ended.
+    pub end_reason: super::kinds::RunEnd,
+    #[serde(serialize_with = "stages_out")]
     pub stages: Vec<StageReport>,
     /// Operator commands and other events, in order.
     pub timeline: Vec<TimelineEvent>,
@@ -105,11 +106,16 @@ pub struct StageReport {
     /// Seconds from the stage's start to the start of its measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_from_s: Option<f64>,
-    pub saturated: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saturation_reason: Option<String>,
-    /// Why the stage ended: `max_seconds`, `max_requests`, `max_errors`, `skipped`, `rate_changed`, `stopped`, `data_exhausted`.
-    pub end_reason: String,
+    /// `saturated` as reports written before verdicts said it; read only
+    /// (a stage's saturation is its verdict's: [`StageReport::saturated`],
+    /// which `report.json` writes as `saturated`).
+    #[serde(default, rename = "saturated", skip_serializing)]
+    pub saturated_before_verdicts: bool,
+    /// `saturation_reason` as reports written before verdicts said it; read only.
+    #[serde(default, rename = "saturation_reason", skip_serializing)]
+    pub saturation_reason_before_verdicts: Option<String>,
+    /// Why the stage ended.
+    pub end_reason: super::kinds::StageEndReason,
     pub requests: RequestCounts,
     /// Errored requests by category (`http_500`, `timeout`, `stream_broken`, ...).
     pub errors: BTreeMap<String, u64>,
@@ -219,7 +225,52 @@ pub struct ClientCheck {
     pub timing: String,
 }
 
+/// A stage as `report.json` writes it: its own fields, then `saturated`
+/// and `saturation_reason`, derived from its verdict (scripts read them;
+/// nothing stores them beside the verdict).
+#[derive(Serialize)]
+pub struct StageOut<'a> {
+    #[serde(flatten)]
+    stage: &'a StageReport,
+    saturated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saturation_reason: Option<&'a str>,
+}
+
+fn stages_out<S: serde::Serializer>(stages: &[StageReport], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(stages.iter().map(StageReport::out))
+}
+
 impl StageReport {
+    /// Saturated: its verdict says the server fell behind (reports written
+    /// before verdicts: what they said).
+    pub fn saturated(&self) -> bool {
+        match &self.verdict {
+            Some(v) => v.outcome == super::verdict::Outcome::Saturated,
+            None => self.saturated_before_verdicts,
+        }
+    }
+
+    /// Why it was saturated: its verdict's reason (reports written before
+    /// verdicts: what they said).
+    pub fn saturation_reason(&self) -> Option<&str> {
+        match &self.verdict {
+            Some(v) => {
+                (v.outcome == super::verdict::Outcome::Saturated).then_some(v.reason.as_str())
+            }
+            None => self.saturation_reason_before_verdicts.as_deref(),
+        }
+    }
+
+    /// The stage as `report.json` writes it (with the derived fields).
+    pub fn out(&self) -> StageOut<'_> {
+        StageOut {
+            stage: self,
+            saturated: self.saturated(),
+            saturation_reason: self.saturation_reason(),
+        }
+    }
+
     /// The time to the first token users wait for: the first answer token
     /// when the stage's requests thought, else TTFT. The sweep's answer
     /// (knee, capacity at a latency) should read this rather than `ttft_ms`

@@ -54,6 +54,39 @@ pub enum Outcome {
     Inconclusive,
 }
 
+/// What a verdict rests on (report field `verdict.basis`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// The one policy's reading of the backlog's growth.
+    #[default]
+    Backlog,
+    /// llmsweep itself could not drive the stage: nothing is the server's.
+    ClientLimited,
+    /// Requests went unanswered (refused connections, timeouts): overload.
+    Unanswered,
+    /// Far more was sent than the server was ever seen to complete: overload.
+    FarBeyondCapacity,
+    /// The over-saturation guard ended the stage.
+    Guard,
+    /// Every answer was an error.
+    AllErrors,
+    /// Its answers waited behind the stage before's requests.
+    InheritedWork,
+    /// No reading yet: too short to tell.
+    TooShort,
+}
+
+impl Basis {
+    /// Overload no stage length would change: the guard ends such a stage.
+    pub fn is_overload(self) -> bool {
+        matches!(
+            self,
+            Basis::Unanswered | Basis::FarBeyondCapacity | Basis::Guard
+        )
+    }
+}
+
 /// A stage's verdict (report field `verdict`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -64,10 +97,9 @@ pub struct Verdict {
     /// For `inconclusive`: the stage length a verdict would need, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needed_seconds: Option<f64>,
-    /// The verdict rests on overload that no stage length would change
-    /// (refused connections, a growing backlog): the guard may end the stage.
+    /// What the verdict rests on (the rule that decided it).
     #[serde(default)]
-    pub overload: bool,
+    pub basis: Basis,
     /// How fast the backlog (requests due but not answered) grew over the
     /// stage's steady window, req/s, and the standard error the capacity
     /// estimate weighs it by (the fit's, with the model's own error added:

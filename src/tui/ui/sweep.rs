@@ -37,7 +37,7 @@ pub fn curve_points(snap: &Snapshot) -> Vec<CurvePoint> {
             rate: s.rates.achieved(),
             lat: [s.ttft_ms.p50, s.ttft_ms.p99, s.itl_ms.p50, s.itl_ms.p99],
             on_curve: summary::on_rate_curve(s) && !running,
-            saturated: s.saturated,
+            saturated: s.saturated(),
             running,
         })
     };

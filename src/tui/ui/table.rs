@@ -71,7 +71,7 @@ impl RowData {
                 s.requests.incomplete,
                 s.requests.errored,
             )),
-            saturated: s.saturated,
+            saturated: s.saturated(),
         }
     }
 
