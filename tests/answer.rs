@@ -6,15 +6,14 @@
 //! why), the answer lies within 12 % of the truth, and a pause in the
 //! throughput stage does not move the plan.
 
+mod scripted;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use llmsweep::client::Prompt;
 use llmsweep::engine::backend::{Script, Scripted};
-use llmsweep::engine::{
-    Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, StageSpec, Strategy,
-};
+use llmsweep::engine::{FixedPlan, Limits, Plan, RunResult, StageSpec, Strategy};
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::types::live::{Control, Snapshot};
 use llmsweep::types::{Answer, EventKind, Outcome, StageReport, StrategyKind};
@@ -59,25 +58,10 @@ const SLOW: Server = Server {
 };
 
 fn prompts() -> Arc<[Prompt]> {
-    (0..64)
-        .map(|i| Prompt {
-            body: Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
-            prompt_tokens: 16,
-            output_tokens: Some(32),
-            tag_at: None,
-            respell: None,
-        })
-        .collect::<Vec<_>>()
-        .into()
+    scripted::prompts(64, 32)
 }
 
-fn limits(seconds: f64, cap: Option<u32>) -> Limits {
-    Limits {
-        max_seconds: Some(seconds),
-        max_concurrency: cap,
-        ..Default::default()
-    }
-}
+use scripted::limits;
 
 /// Runs `plan` against `server` on the paused clock; `steer` may send
 /// commands while it runs.
@@ -89,22 +73,9 @@ async fn run(
         watch::Receiver<Snapshot>,
     ) -> tokio::task::JoinHandle<()>,
 ) -> RunResult {
-    let (control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, snaps) = watch::channel(Snapshot::default());
-    let settings = RunSettings {
-        seed: 7,
-        ..Default::default()
-    };
-    let engine = Engine::new(
-        Arc::new(server.backend()),
-        prompts(),
-        settings,
-        control_rx,
-        snap_tx,
-    );
-    let steering = steer(control, snaps);
-    let mut plan = plan;
-    let res = engine.run(&mut plan).await;
+    let r = scripted::start(server.backend(), prompts(), 7, plan);
+    let steering = steer(r.control, r.snapshots);
+    let res = r.handle.await.expect("the engine task");
     steering.abort();
     res
 }
@@ -417,23 +388,11 @@ async fn a_stage_the_client_limited_is_not_blamed_on_the_server() {
             error: None,
         }
     });
-    let (_control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, _snaps) = watch::channel(Snapshot::default());
-    let engine = Engine::new(
-        Arc::new(backend),
-        prompts(),
-        RunSettings {
-            seed: 7,
-            ..Default::default()
-        },
-        control_rx,
-        snap_tx,
-    );
-    let mut plan = FixedPlan::new(vec![StageSpec::new(
+    let plan = FixedPlan::new(vec![StageSpec::new(
         Strategy::Constant { rate: 50.0 },
         limits(3.0, None),
     )]);
-    let res = engine.run(&mut plan).await;
+    let res = scripted::run(backend, prompts(), 7, plan).await;
     let s = &res.stages[0];
     let c = s.client.clone().expect("a self-check");
     assert!(c.limited, "{c:?}");
@@ -473,8 +432,12 @@ async fn the_ramp_of_a_stage_with_varied_lengths_is_not_saturation() {
         };
         let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
         let log = seen.clone();
-        let (control, control_rx) = mpsc::unbounded_channel::<Control>();
-        let (snap_tx, mut snaps) = watch::channel(Snapshot::default());
+        let plan = FixedPlan::new(vec![
+            StageSpec::new(Strategy::Synchronous, limits.clone()),
+            StageSpec::new(Strategy::Constant { rate: 0.85 * c }, limits.clone()),
+        ]);
+        let r = scripted::start(varied(), prompts(), 7, plan);
+        let mut snaps = r.snapshots;
         let watcher = tokio::spawn(async move {
             while snaps.changed().await.is_ok() {
                 let s = snaps.borrow().clone();
@@ -485,22 +448,8 @@ async fn the_ramp_of_a_stage_with_varied_lengths_is_not_saturation() {
                 }
             }
         });
-        let engine = Engine::new(
-            Arc::new(varied()),
-            prompts(),
-            RunSettings {
-                seed: 7,
-                ..Default::default()
-            },
-            control_rx,
-            snap_tx,
-        );
-        let mut plan = FixedPlan::new(vec![
-            StageSpec::new(Strategy::Synchronous, limits.clone()),
-            StageSpec::new(Strategy::Constant { rate: 0.85 * c }, limits.clone()),
-        ]);
-        let res = engine.run(&mut plan).await;
-        drop(control);
+        let res = r.handle.await.expect("the engine task");
+        drop(r.control);
         watcher.abort();
         let s = &res.stages[1];
         assert_ne!(

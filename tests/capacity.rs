@@ -4,54 +4,20 @@
 //! covering it; no stage at 90 % of capacity or less judged behind, and
 //! every stage at 110 % or more judged behind.
 
-use std::sync::Arc;
+mod scripted;
+
 use std::time::Duration;
 
-use bytes::Bytes;
-use llmsweep::client::Prompt;
 use llmsweep::engine::backend::{Script, Scripted};
-use llmsweep::engine::{Engine, Limits, RunResult, RunSettings};
+use llmsweep::engine::{Limits, RunResult};
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::stats::answer::answer;
-use llmsweep::types::live::Snapshot;
 use llmsweep::types::{Answer, Outcome};
-use tokio::sync::{mpsc, watch};
-
-fn prompts(n: usize) -> Arc<[Prompt]> {
-    (0..n)
-        .map(|i| Prompt {
-            body: Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
-            prompt_tokens: 16,
-            output_tokens: Some(16),
-            tag_at: None,
-            respell: None,
-        })
-        .collect::<Vec<_>>()
-        .into()
-}
 
 /// The default sweep's shape against `backend`.
 async fn sweep(backend: Scripted, kind: SweepKind, max_concurrency: Option<u32>) -> RunResult {
-    let (_control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
-    let settings = RunSettings {
-        seed: 7,
-        ..Default::default()
-    };
-    let engine = Engine::new(
-        Arc::new(backend),
-        prompts(1000),
-        settings,
-        control_rx,
-        snap_tx,
-    );
-    let limits = Limits {
-        max_seconds: Some(10.0),
-        max_concurrency,
-        ..Default::default()
-    };
-    let mut plan = SweepPlan::new(10, kind, limits, 512, true);
-    engine.run(&mut plan).await
+    let plan = SweepPlan::new(10, kind, scripted::limits(10.0, max_concurrency), 512, true);
+    scripted::run(backend, scripted::prompts(1000, 16), 7, plan).await
 }
 
 /// The answer, checked against the true capacity `truth` (req/s).
@@ -239,30 +205,18 @@ async fn a_stage_cut_by_a_key_keeps_what_it_showed() {
     use llmsweep::engine::{FixedPlan, StageSpec, Strategy};
     use llmsweep::types::live::Control;
     let backend = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
-    let (control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
-    let engine = Engine::new(
-        Arc::new(backend),
-        prompts(1000),
-        RunSettings::default(),
-        control_rx,
-        snap_tx,
-    );
-    let limits = |s: f64| Limits {
-        max_seconds: Some(s),
-        ..Default::default()
-    };
-    let mut plan = FixedPlan::new(vec![
+    let limits = |s: f64| scripted::limits(s, None);
+    let plan = FixedPlan::new(vec![
         StageSpec::new(Strategy::Constant { rate: 5.6 }, limits(10.0)),
         StageSpec::new(Strategy::Constant { rate: 30.0 }, limits(10.0)),
     ]);
-    let run = tokio::spawn(async move { engine.run(&mut plan).await });
+    let run = scripted::start(backend, scripted::prompts(1000, 16), 0, plan);
     // Past the first stage (and the wait between), 8 s into the second.
     tokio::time::sleep(Duration::from_secs_f64(10.0 + 8.0)).await;
-    let _ = control.send(Control::Stop {
+    let _ = run.control.send(Control::Stop {
         reason: "quit (q)".into(),
     });
-    let res = run.await.unwrap();
+    let res = run.handle.await.expect("the engine task");
     let cut = res.stages.last().unwrap();
     assert!(cut.cut_short, "{:?}", cut.end_reason);
     assert_eq!(
@@ -292,22 +246,13 @@ async fn auto_length_stages_against_a_server_whose_latency_climbs() {
     let b = Scripted::new(|_| script(100, 5, 16))
         .with_capacity(32)
         .with_cost_per_running(Duration::from_micros(500));
-    let (_control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
-    let engine = Engine::new(
-        Arc::new(b),
-        prompts(1000),
-        RunSettings::default(),
-        control_rx,
-        snap_tx,
-    );
     let limits = Limits {
         max_seconds: Some(60.0),
         auto_min_seconds: Some(5.0),
         ..Default::default()
     };
-    let mut plan = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
-    let res = engine.run(&mut plan).await;
+    let plan = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
+    let res = scripted::run(b, scripted::prompts(1000, 16), 0, plan).await;
     let truth = 32.0 / 0.415;
     let a = answer(&res.stages, None);
     let x = a.requests_per_s.unwrap();

@@ -2,69 +2,23 @@
 //! scheduling, stage limits, steering and pause, checked exactly rather than
 //! against the wall clock over TCP.
 
-use std::sync::Arc;
+mod scripted;
+
 use std::time::Duration;
 
-use bytes::Bytes;
-use llmsweep::client::Prompt;
 use llmsweep::engine::backend::{Script, Scripted};
-use llmsweep::engine::{
-    Engine, FixedPlan, Limits, Plan, RunResult, RunSettings, StageSpec, Strategy,
-};
-use llmsweep::types::live::{Control, Snapshot};
+use llmsweep::engine::{FixedPlan, Limits, Plan, RunResult, StageSpec, Strategy};
+use llmsweep::types::live::Control;
 use llmsweep::types::{EventKind, StageReport};
-use tokio::sync::{mpsc, watch};
+use scripted::Run;
 use tokio::time::sleep;
 
-fn prompts(n: usize) -> Arc<[Prompt]> {
-    (0..n)
-        .map(|i| Prompt {
-            body: Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
-            prompt_tokens: 16,
-            output_tokens: Some(8),
-            tag_at: None,
-            respell: None,
-        })
-        .collect::<Vec<_>>()
-        .into()
-}
-
 fn secs(s: f64) -> Limits {
-    Limits {
-        max_seconds: Some(s),
-        ..Default::default()
-    }
-}
-
-struct Run {
-    control: mpsc::UnboundedSender<Control>,
-    snapshots: watch::Receiver<Snapshot>,
-    handle: tokio::task::JoinHandle<RunResult>,
+    scripted::limits(s, None)
 }
 
 fn start(backend: Scripted, plan: impl Plan + 'static) -> Run {
-    let (control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, snapshots) = watch::channel(Snapshot::default());
-    let settings = RunSettings {
-        seed: 1,
-        ..Default::default()
-    };
-    let engine = Engine::new(
-        Arc::new(backend),
-        prompts(1000),
-        settings,
-        control_rx,
-        snap_tx,
-    );
-    let handle = tokio::spawn(async move {
-        let mut plan = plan;
-        engine.run(&mut plan).await
-    });
-    Run {
-        control,
-        snapshots,
-        handle,
-    }
+    scripted::start(backend, scripted::prompts(1000, 8), 1, plan)
 }
 
 fn fixed(stages: Vec<StageSpec>) -> FixedPlan {

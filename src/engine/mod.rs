@@ -1465,11 +1465,18 @@ impl Engine {
                     "each made new to the server by a tag at its start (#<n>, a few tokens more for {tagged} of them)"
                 )
             };
-            self.warn(format!(
+            let line = format!(
                 "the data's {} prompts ran out at request {}: later requests reuse them, {how}",
                 self.prompts.len(),
                 self.next_prompt + 1
-            ));
+            );
+            // Respelled prompts cost nothing (same tokens, new to the
+            // server): a note, not a warning on every default run.
+            if tagged == 0 {
+                self.note(EventKind::Plan, line);
+            } else {
+                self.warn(line);
+            }
         }
         self.next_prompt += 1;
         prompt

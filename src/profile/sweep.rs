@@ -317,9 +317,13 @@ impl SweepPlan {
         ControlFlow::Continue(())
     }
 
-    /// Too little evidence in the throughput stage (no completion, or one
-    /// wave of them: its first wave took about as long as the stage): it
-    /// runs once more, three times as long.
+    /// A throughput stage that completed nothing plans nothing: it runs
+    /// once more, three times as long. One with thin evidence (a wave, a
+    /// rate from part of its window) plans the grid as it is: the flood is
+    /// a hint, the added stages find the capacity above or below it (seen:
+    /// every default run re-ran its flood for 30 s as `throughput #2`, the
+    /// header still saying 10 stages of 10 s, the time left jumping from
+    /// ~01:20 to ~04:12).
     fn rerun_thin_throughput(&mut self, done: &[StageReport], thr: f64) -> Option<StageSpec> {
         if self.throughput_rerun {
             return None;
@@ -327,14 +331,10 @@ impl SweepPlan {
         let c = Self::stage(done, StrategyKind::Throughput)?
             .capacity
             .as_ref()?;
-        if !(c.low_evidence || thr <= 0.0) {
+        if !(c.completions == 0 || thr <= 0.0) {
             return None;
         }
-        let why = if c.completions == 0 {
-            "completed no request".to_string()
-        } else {
-            format!("gave too little evidence ({})", c.evidence)
-        };
+        let why = "completed no request".to_string();
         let longer = longer_limits(&self.limits)?;
         self.throughput_rerun = true;
         self.notice = Some(format!(
@@ -700,6 +700,29 @@ mod tests {
         assert_eq!(p.total(), Some(3));
         let why = p.stopped_early().unwrap();
         assert!(why.contains("2 planned stages left out"), "{why}");
+    }
+
+    #[test]
+    fn a_thin_flood_plans_the_grid_without_running_again() {
+        // The default run's flood: 10 s, one wave and a rate from part of
+        // its window. It was re-run for 30 s as `throughput #2`.
+        let mut p = SweepPlan::new(10, SweepKind::Constant, limits_of(10.0), 512, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
+        p.next(&d).unwrap();
+        let mut thr = done(StrategyKind::Throughput, 3500.0, 37.6);
+        thr.capacity = Some(crate::types::CapacityEstimate {
+            requests_per_s: 37.6,
+            completions: 256,
+            low_evidence: true,
+            ..Default::default()
+        });
+        d.push(thr);
+        let next = p.next(&d).unwrap();
+        assert_eq!(next.strategy.kind(), StrategyKind::Constant, "{next:?}");
+        assert_eq!(p.total(), Some(10));
+        let notice = p.take_notice().unwrap();
+        assert!(notice.starts_with("sweep rates planned"), "{notice}");
     }
 
     #[test]

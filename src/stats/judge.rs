@@ -155,21 +155,17 @@ pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<String>
         .max(thr.rates.requests_per_s);
     let sync_rate = sync.map_or(0.0, |s| s.rates.requests_per_s);
     let c = thr.requests;
+    // A flood is a queue by design (512 at once against the server's
+    // slots): most of its requests still in flight is what it is, and its
+    // rate is a hint the sweep probes past. It misleads only below the
+    // synchronous rate, where nothing can be planned from it.
     let below = sync_rate > 0.0 && rate < sync_rate;
-    let mostly_incomplete = c.incomplete > c.completed;
-    if !(below || mostly_incomplete) {
+    if !below {
         return None;
     }
     let latency_s = thr.latency_ms.p50 / 1000.0;
-    let needed = (4.0 * latency_s).max(thr.duration_s * 2.0).ceil();
     Some(format!(
-        "the throughput stage measured queueing, not capacity ({:.2} req/s{}; median latency {latency_s:.1} s; {} of {} requests incomplete): use stages of at least {needed:.0} s (--max-seconds {needed:.0}), or a --max-concurrency near the server's slots",
-        rate,
-        if below {
-            format!(", below the synchronous {sync_rate:.2} req/s")
-        } else {
-            String::new()
-        },
+        "the throughput stage measured queueing, not capacity ({rate:.2} req/s, below the synchronous {sync_rate:.2} req/s; median latency {latency_s:.1} s; {} of {} requests incomplete): the server gains nothing from its queue; a --max-concurrency near its slots measures what it holds",
         c.incomplete,
         c.sent
     ))
@@ -218,7 +214,13 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
             "no request completed in {:.1} s ({} still in flight at the end): the stage is shorter than one request; lengthen the stages or use --drain",
             s.duration_s, c.incomplete
         ));
-    } else if latency_s > 0.0 && s.duration_s < 3.0 * latency_s && !cut {
+    } else if latency_s > 0.0
+        && s.duration_s < 3.0 * latency_s
+        && !cut
+        && s.strategy != StrategyKind::Throughput
+    {
+        // (A flood's latency is its own queue, 512 ÷ the server's rate:
+        // longer floods only queue longer.)
         w.push(format!(
             "the {:.1} s stage is shorter than 3 × its median latency ({latency_s:.1} s): use --max-seconds {:.0} or more",
             s.duration_s,
