@@ -148,11 +148,19 @@ fn estimated(
     let counted = stages.iter().filter(|s| point(s).is_some()).count();
     let mut parts = Vec::new();
     if let Some(h) = h {
+        // What it kept up with; what it completed may be less while its
+        // batch filled (seen: "constant@38.81 held 34.41 req/s").
+        let achieved = h.rates.achieved();
+        let offered = point(h).map_or(achieved, |p| p.rate);
+        let filling = if achieved < (1.0 - policy::PRECISION) * offered {
+            format!(" (completed {achieved:.2} in its window)")
+        } else {
+            String::new()
+        };
         parts.push(format!(
-            "{}{} held {:.2} req/s",
+            "{}{} kept up with {offered:.2} req/s{filling}",
             name(h),
             cut(h),
-            h.rates.achieved()
         ));
     }
     if let Some(n) = n {
@@ -597,7 +605,33 @@ mod tests {
             "{}",
             line(&a)
         );
-        assert!(a.basis.starts_with("constant@24.46 #2 held"), "{}", a.basis);
+        assert!(
+            a.basis.starts_with("constant@24.46 #2 kept up with"),
+            "{}",
+            a.basis
+        );
+    }
+
+    #[test]
+    fn the_basis_says_what_a_stage_kept_up_with_not_only_what_it_completed() {
+        use Outcome::*;
+        // Seen: "constant@38.81 held 34.41 req/s" of a stage whose batch
+        // was still filling: it kept up with 38.81.
+        let mut held = stage("constant@38.81", 38.81, 34.41, Some(NotSaturated));
+        if let Some(v) = held.verdict.as_mut() {
+            v.growth_per_s = Some(0.3);
+            v.offered_per_s = Some(38.81);
+            v.growth_noise_per_s = Some(0.4);
+        }
+        let stages = vec![held, stage("constant@44.00", 44.0, 38.0, Some(Saturated))];
+        let a = answer(&stages, None);
+        assert!(
+            a.basis.starts_with(
+                "constant@38.81 kept up with 38.81 req/s (completed 34.41 in its window)"
+            ),
+            "{}",
+            a.basis
+        );
     }
 
     #[test]
