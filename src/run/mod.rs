@@ -188,17 +188,14 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
 
     // 4. The report, written and shown.
     let partial = result.partial;
-    let mut report = session.reports.report(
+    let report = session.reports.report(
         result.stages,
         result.timeline,
         result.warnings,
         result.partial,
         &result.end_reason,
+        p.plan.plan.search(),
     );
-    report.search = p.plan.plan.search();
-    if report.search.is_some() {
-        report.set_answer();
-    }
     let (report, written) = session.close(report).await;
     if let Some(h) = p.simulator.take() {
         h.shutdown().await;

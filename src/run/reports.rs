@@ -32,11 +32,12 @@ impl Reports {
         warnings: Vec<String>,
         partial: bool,
         end_reason: &crate::types::RunEnd,
+        search: Option<crate::types::SearchSummary>,
     ) -> Report {
         let slo_summary = crate::profile::slo::summarize(&stages);
         let mut r = Report {
             slo_summary,
-            search: None,
+            search,
             answer: None,
             shard: self.shard,
             merged_shards: None,
@@ -73,6 +74,7 @@ impl Reports {
             snap.warnings.to_vec(),
             true,
             &crate::types::RunEnd::Stopped("exported during the run (e)".into()),
+            None,
         );
         self.write(&r)
     }
