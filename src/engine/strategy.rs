@@ -184,6 +184,12 @@ impl Shard {
         let (i, n) = s.trim().split_once('/').ok_or_else(bad)?;
         let index: u32 = i.trim().parse().map_err(|_| bad())?;
         let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        Shard::new(index, count)
+    }
+
+    /// Shard `index` of `count`, checked as `parse` checks a typed one (a
+    /// report file's claim, too: `llmsweep merge` believes no other).
+    pub fn new(index: u32, count: u32) -> Result<Shard, String> {
         if count == 0 || count > MAX_SHARDS {
             return Err(format!(
                 "shard {index}/{count} is not possible: the number of shards is 1 to {MAX_SHARDS}"

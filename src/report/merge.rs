@@ -127,6 +127,11 @@ fn complete_set(inputs: &[(String, Report)]) -> Result<Vec<Shard<'_>>> {
         let Some(s) = shard_of(r) else {
             bail!("{name} is not a shard's report (it has no `shard`): merge the reports of `llmsweep run --shard I/N`");
         };
+        // The file's claim is checked as `--shard` is: a shard 7/0 would
+        // merge alone as the whole run, a count of 4e9 list 4e9 missing ones.
+        if let Err(e) = crate::engine::Shard::new(s.index, s.count) {
+            bail!("{name} is no shard of a run: {e}");
+        }
         shards.push((s, name, r));
     }
     let count = shards[0].0.count;
@@ -151,17 +156,25 @@ fn complete_set(inputs: &[(String, Report)]) -> Result<Vec<Shard<'_>>> {
             );
         }
     }
+    // At most MAX_SHARDS (checked above); a few are named.
     let missing: Vec<String> = (0..count)
         .filter(|i| !by_index.contains_key(i))
         .map(|i| format!("{i}/{count}"))
         .collect();
     if !missing.is_empty() {
+        const NAMED: usize = 8;
+        let more = missing.len().saturating_sub(NAMED);
         bail!(
-            "shard {} missing: a merge needs all {count} shards (given: {})",
+            "shard{}{} missing: a merge needs all {count} shards (given: {})",
             if missing.len() == 1 {
-                format!("{} is", missing[0])
+                format!(" {} is", missing[0])
             } else {
-                format!("s {} are", missing.join(", "))
+                format!("s {}", missing[..missing.len().min(NAMED)].join(", "))
+            },
+            match (missing.len(), more) {
+                (1, _) => String::new(),
+                (_, 0) => " are".to_string(),
+                (_, n) => format!(" and {n} more are"),
             },
             by_index
                 .keys()
@@ -1035,6 +1048,32 @@ mod tests {
         let mut from_config = s(1, 2);
         from_config.shard = None;
         assert!(merge(&named(vec![s(0, 2), from_config])).is_ok());
+    }
+
+    /// A shard's claim is checked as `--shard` is: a report claiming shard
+    /// 7/0 merged alone as "merged 1 shards", and one claiming a count of
+    /// 4,000,000,000 listed 4e9 missing shards (1.96 GB, then an abort).
+    #[test]
+    fn a_shard_claiming_an_impossible_index_or_count_is_refused() {
+        let e = |rs: Vec<Report>| merge(&named(rs)).unwrap_err().to_string();
+        let msg = e(vec![shard(7, 0, "constant@10.00", &[5])]);
+        assert!(
+            msg.contains("s0.json is no shard of a run: shard 7/0 is not possible")
+                && msg.contains("1 to 10000"),
+            "{msg}"
+        );
+        let msg = e(vec![shard(0, 4_000_000_000, "constant@10.00", &[5])]);
+        assert!(msg.contains("shard 0/4000000000 is not possible"), "{msg}");
+        let msg = e(vec![shard(2, 2, "constant@10.00", &[5])]);
+        assert!(msg.contains("0 to 1"), "{msg}");
+        // The most shards, one given: a few of the missing are named.
+        let msg = e(vec![shard(0, 10_000, "constant@10.00", &[5])]);
+        assert!(
+            msg.contains("shards 1/10000, 2/10000,")
+                && msg.contains("8/10000 and 9991 more are missing"),
+            "{msg}"
+        );
+        assert!(msg.len() < 400, "{} bytes: {msg}", msg.len());
     }
 
     /// Totals saturate, never wrap (docs/METRICS.md): two shards claiming
