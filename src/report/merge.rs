@@ -208,6 +208,13 @@ fn same_plan(shards: &[Shard]) -> Result<()> {
                 r.target.model
             );
         }
+        if r.target.api != r0.target.api {
+            bail!(
+                "{name0} and {name} are of different plans: api {} against {}",
+                r0.target.api.name(),
+                r.target.api.name()
+            );
+        }
         for key in SAME_SETTINGS {
             let (a, b) = (r0.config.get(key), r.config.get(key));
             if a != b {
@@ -1037,6 +1044,16 @@ mod tests {
         let mut other = s(1, 2);
         other.target.url = "http://127.0.0.1:10".into();
         assert!(e(vec![s(0, 2), other]).contains("different plans: target"));
+        // A chat shard and a completions shard merged as "api chat".
+        let mut other = s(1, 2);
+        other.target.api = crate::types::Api::Completions;
+        let msg = e(vec![s(0, 2), other]);
+        assert!(
+            msg.contains(
+                "s0.json and s1.json are of different plans: api chat against completions"
+            ),
+            "{msg}"
+        );
         let mut other = s(1, 2);
         other.config["rate"] = serde_json::json!([20.0]);
         assert!(e(vec![s(0, 2), other]).contains("different plans: rate"));
