@@ -33,11 +33,16 @@ fn nines(q: f64) -> f64 {
 }
 
 fn distribution_chart(r: &Report, key: &str, title: &str) -> String {
+    // A histogram that does not read back is said under the chart, not
+    // dropped in silence.
+    let mut unread = Vec::new();
     let series: Vec<Series> = r
         .stages
         .iter()
         .filter_map(|s| {
-            let d = Dist::decode(s.histograms.get(key)?).ok()?;
+            let d = Dist::decode(s.histograms.get(key)?)
+                .map_err(|e| unread.push(format!("{}: {key}: {e:#}", s.name)))
+                .ok()?;
             (!d.is_empty()).then(|| Series {
                 name: s.name.clone(),
                 points: QUANTILES
@@ -51,7 +56,7 @@ fn distribution_chart(r: &Report, key: &str, title: &str) -> String {
     let labels: Vec<(f64, &str)> = QUANTILES.iter().map(|(q, l)| (nines(*q), *l)).collect();
     let mut with_zero = vec![(0.0, "")];
     with_zero.extend(labels);
-    chart_with(
+    let mut h = chart_with(
         title,
         "percentile",
         "ms",
@@ -61,7 +66,11 @@ fn distribution_chart(r: &Report, key: &str, title: &str) -> String {
             allow_log: true,
             ..Default::default()
         },
-    )
+    );
+    for u in unread {
+        let _ = write!(h, r#"<p class="warn">Not shown: {}</p>"#, esc(&u));
+    }
+    h
 }
 
 /// A sweep chart: the open-loop stages as a curve (points labelled with
@@ -496,6 +505,23 @@ mod tests {
             svg.contains(r#"<rect x="8.0" y="328.0" width="12" height="4""#),
             "{svg}"
         );
+    }
+
+    /// A histogram announcing 4 GiB: `report -f html` spent 4.1 GB on it
+    /// and dropped the stage from the chart without a word.
+    #[test]
+    fn a_histogram_that_does_not_read_back_is_said_under_its_chart() {
+        let mut r = Report::from_json(include_str!("../../tests/fixtures/report.json")).unwrap();
+        r.stages[1].histograms.insert(
+            "ttft_us".into(),
+            "HISTFAAAAB94nJNpmSz8////DwwQwAylGUHEtclLGOyhMgDYYQh0".into(),
+        );
+        let h = distribution_chart(&r, "ttft_us", "TTFT");
+        assert!(
+            h.contains(r#"<p class="warn">Not shown: constant@30.00: ttft_us: histogram says its counts are 4294967280 bytes"#),
+            "{h}"
+        );
+        assert!(!distribution_chart(&r, "itl_us", "ITL").contains("Not shown"));
     }
 
     #[test]

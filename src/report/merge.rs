@@ -295,6 +295,16 @@ fn merged_dist(
                 let d = Dist::decode(h).map_err(|e| {
                     anyhow::anyhow!("{file}: {shard}, stage {}: histogram {key}: {e:#}", s.name)
                 })?;
+                // The histogram and the stage's summary of it are two
+                // claims of one file: believed only when they agree.
+                if d.count() != count_of(s) {
+                    bail!(
+                        "{file}: {shard}, stage {}: histogram {key} holds {} values but the stage counts {}: the report contradicts itself",
+                        s.name,
+                        d.count(),
+                        count_of(s)
+                    );
+                }
                 sum.add(&d);
                 any = true;
             }
@@ -1065,6 +1075,42 @@ mod tests {
         let mut from_config = s(1, 2);
         from_config.shard = None;
         assert!(merge(&named(vec![s(0, 2), from_config])).is_ok());
+    }
+
+    /// A histogram whose count contradicts its stage's summary (ttft_ms
+    /// count 3 beside a histogram of 2^62 values) merged silently to
+    /// 6917529027641081859 requests.
+    #[test]
+    fn a_histogram_contradicting_its_stage_is_refused() {
+        let mut liar = shard(1, 2, "constant@10.00", &[5, 6, 7]);
+        let mut d = Dist::default();
+        d.record_us_n(5000, 1 << 62);
+        liar.stages[0]
+            .histograms
+            .insert("ttft_us".into(), d.encode());
+        let e = merge(&named(vec![
+            shard(0, 2, "constant@10.00", &[5, 6, 7]),
+            liar,
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("s1.json: shard 1/2, stage constant@10.00: histogram ttft_us holds 4611686018427387904 values but the stage counts 3"),
+            "{e}"
+        );
+        // An announced 4 GiB is refused before it is allocated, the file named.
+        let mut bomb = shard(1, 2, "constant@10.00", &[5]);
+        bomb.stages[0].histograms.insert(
+            "latency_us".into(),
+            "HISTFAAAAB94nJNpmSz8////DwwQwAylGUHEtclLGOyhMgDYYQh0".into(),
+        );
+        let e = merge(&named(vec![shard(0, 2, "constant@10.00", &[5]), bomb]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("s1.json: shard 1/2, stage constant@10.00: histogram latency_us: histogram says its counts are"),
+            "{e}"
+        );
     }
 
     /// A shard's claim is checked as `--shard` is: a report claiming shard

@@ -1,8 +1,9 @@
 //! A latency distribution: an HDR histogram in microseconds, summarised in
 //! milliseconds.
 
+use crate::bounds;
 use crate::types::DistSummary;
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -149,18 +150,97 @@ impl Dist {
         base64::engine::general_purpose::STANDARD.encode(buf)
     }
 
+    /// A histogram as `encode` writes it, read from a file anyone can
+    /// write: its header's claims are checked against each other and
+    /// against [`bounds::HISTOGRAM`] before anything is allocated from
+    /// them (HdrHistogram's reader allocates the length a header announces:
+    /// 52 bytes of base64 cost 4 GiB).
     pub fn decode(s: &str) -> Result<Dist> {
+        let s = s.trim();
+        let bound = bounds::HISTOGRAM;
+        if s.len() / 4 * 3 > bound {
+            bail!(
+                "histogram is {} bytes of base64, over the bound of {} a histogram may hold (bounds::HISTOGRAM)",
+                s.len(),
+                bounds::human(bound)
+            );
+        }
         let bytes = base64::engine::general_purpose::STANDARD
-            .decode(s.trim())
+            .decode(s)
             .context("histogram is not base64")?;
+        let v2 = v2_checked(&bytes)?;
         let h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+            .deserialize(&mut v2.as_ref())
             .map_err(|e| anyhow::anyhow!("histogram does not decode: {e:?}"))?;
         let mut d = Dist::default();
         d.h.add(&h)
             .map_err(|e| anyhow::anyhow!("histogram out of range: {e:?}"))?;
         Ok(d)
     }
+}
+
+/// HdrHistogram's V2 cookie, plain and deflated.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9314;
+/// A V2 header: cookie, counts' length, normalising offset, significant
+/// digits, lowest and highest trackable values, conversion ratio.
+const V2_HEADER: usize = 40;
+/// The most significant digits a histogram read back may claim (llmsweep
+/// writes 3): the counts array HdrHistogram allocates from the header is
+/// then at most 57,344 counters (459 KB), whatever range it claims.
+const MAX_DIGITS: u32 = 3;
+
+fn be_u32(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_be_bytes(w)
+}
+
+/// A serialised histogram as plain V2 (inflated, at most
+/// [`bounds::HISTOGRAM`]), its header's claims checked: the lengths it
+/// announces are the lengths it holds, and its precision is llmsweep's.
+fn v2_checked(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>> {
+    use std::io::Read as _;
+    let bound = bounds::HISTOGRAM;
+    if bytes.len() < 8 {
+        bail!("histogram is cut short ({} bytes)", bytes.len());
+    }
+    let v2: std::borrow::Cow<[u8]> = match be_u32(bytes, 0) {
+        V2_COOKIE => bytes.into(),
+        V2_DEFLATE_COOKIE => {
+            let said = be_u32(bytes, 4) as usize;
+            let held = bytes.len() - 8;
+            if said != held {
+                bail!("histogram says it deflated to {said} bytes but holds {held}");
+            }
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(&bytes[8..])
+                .take(bound as u64 + 1)
+                .read_to_end(&mut out)
+                .context("histogram does not inflate")?;
+            if out.len() > bound {
+                bail!(
+                    "histogram inflates past the bound of {} a histogram may hold (bounds::HISTOGRAM)",
+                    bounds::human(bound)
+                );
+            }
+            out.into()
+        }
+        other => bail!("histogram is not HdrHistogram V2 (cookie {other:#010x})"),
+    };
+    if v2.len() < V2_HEADER || be_u32(&v2, 0) != V2_COOKIE {
+        bail!("histogram has no V2 header");
+    }
+    let said = be_u32(&v2, 4) as usize;
+    let held = v2.len() - V2_HEADER;
+    if said != held {
+        bail!("histogram says its counts are {said} bytes but holds {held}");
+    }
+    let digits = be_u32(&v2, 12);
+    if digits > MAX_DIGITS {
+        bail!("histogram claims {digits} significant digits; llmsweep's keep {MAX_DIGITS}");
+    }
+    Ok(v2)
 }
 
 /// `99.9` → `p99.9`, `75` → `p75`.
@@ -223,6 +303,78 @@ mod tests {
         let back = Dist::decode(&d.encode()).unwrap();
         assert_eq!(back.summary(&[]), d.summary(&[]));
         assert!(Dist::decode("!!").is_err());
+    }
+
+    /// The V2 histogram `inner` (header and counts) deflated as `encode`
+    /// writes it, in base64.
+    fn deflated(inner: &[u8]) -> String {
+        use std::io::Write as _;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(inner).unwrap();
+        let z = z.finish().unwrap();
+        let mut out = V2_DEFLATE_COOKIE.to_be_bytes().to_vec();
+        out.extend((z.len() as u32).to_be_bytes());
+        out.extend(z);
+        base64::engine::general_purpose::STANDARD.encode(out)
+    }
+
+    /// A V2 header claiming `counts` bytes of counts, `digits` digits.
+    fn header(counts: u32, digits: u32, high: u64) -> Vec<u8> {
+        let mut h = V2_COOKIE.to_be_bytes().to_vec();
+        h.extend(counts.to_be_bytes());
+        h.extend(0u32.to_be_bytes());
+        h.extend(digits.to_be_bytes());
+        h.extend(1u64.to_be_bytes());
+        h.extend(high.to_be_bytes());
+        h.extend(1.0f64.to_be_bytes());
+        h
+    }
+
+    /// 52 bytes of base64 announcing 4 GiB of counts cost 4.1 GB before
+    /// `merge` refused them (and `report -f html` dropped the chart after
+    /// the same): the claims are checked before anything is allocated.
+    #[test]
+    fn a_histogram_s_announced_sizes_are_checked_before_they_are_allocated() {
+        let four_gib = deflated(&header(0xFFFF_FFF0, 3, MAX_US));
+        assert_eq!(four_gib.len(), 52);
+        let e = format!("{:#}", Dist::decode(&four_gib).unwrap_err());
+        assert!(
+            e.contains("says its counts are 4294967280 bytes but holds 0"),
+            "{e}"
+        );
+        // More precision than llmsweep writes: a counts array of 50 MB.
+        let e = format!(
+            "{:#}",
+            Dist::decode(&deflated(&header(0, 5, u64::MAX))).unwrap_err()
+        );
+        assert!(e.contains("5 significant digits"), "{e}");
+        // A deflate bomb: 2 MiB of zeros after the header.
+        let mut bomb = header(2 << 20, 3, MAX_US);
+        bomb.resize(bomb.len() + (2 << 20), 0);
+        let e = format!("{:#}", Dist::decode(&deflated(&bomb)).unwrap_err());
+        assert!(
+            e.contains("past the bound of 1 MiB") && e.contains("bounds::HISTOGRAM"),
+            "{e}"
+        );
+        // The deflated length claimed is the length held.
+        let mut short = base64::engine::general_purpose::STANDARD
+            .decode(deflated(&header(0, 3, MAX_US)))
+            .unwrap();
+        short[7] ^= 0x40;
+        let e = format!(
+            "{:#}",
+            Dist::decode(&base64::engine::general_purpose::STANDARD.encode(short)).unwrap_err()
+        );
+        assert!(e.contains("says it deflated to"), "{e}");
+        let e = format!("{:#}", Dist::decode(&"A".repeat(2 << 20)).unwrap_err());
+        assert!(e.contains("over the bound of 1 MiB"), "{e}");
+        // A full histogram of llmsweep's still reads back.
+        let mut full = Dist::default();
+        for v in 0..64u32 {
+            full.record_us_n(1u64 << (v % 32), 1 + u64::from(v));
+        }
+        full.record_us(MAX_US);
+        assert_eq!(Dist::decode(&full.encode()).unwrap().count(), full.count());
     }
 
     #[test]
