@@ -12,6 +12,8 @@
 //! - [`markdown`]: a Markdown table cell or list item: as `line`, and `|`,
 //!   `\`, `` ` ``, `[`, `]`, `<` and `&` neutralised, so it cannot end its cell,
 //!   start a heading or a table, or become a link or raw HTML;
+//! - [`markdown_block`]: a Markdown fenced code block (report.md's text
+//!   tables): as `terminal`, inside a fence no line of the text can close;
 //! - [`html`]: HTML text or an attribute value, escaped.
 //!
 //! (The dashboard draws through ratatui, which drops control characters.)
@@ -90,6 +92,22 @@ pub fn markdown(s: &str) -> String {
     out
 }
 
+/// A Markdown fenced code block holding `text` (shown as `terminal`
+/// shows it): its fence is longer than any run of backticks in the text,
+/// so no line of it (a stage name of ```` ``` ````) can close the block and
+/// turn what follows into headings.
+pub fn markdown_block(text: &str) -> String {
+    let text = terminal(text);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let newline = if text.ends_with('\n') || text.is_empty() {
+        ""
+    } else {
+        "\n"
+    };
+    format!("{fence}\n{text}{newline}{fence}\n")
+}
+
 /// HTML text or a quoted attribute value.
 pub fn html(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -153,6 +171,18 @@ mod tests {
         assert!(m.contains("\\[x\\]"), "{m}");
         assert!(m.contains("&amp;amp;"), "{m}");
         assert!(!markdown(HOSTILE).chars().any(char::is_control));
+    }
+
+    #[test]
+    fn a_markdown_block_cannot_be_closed_by_its_text() {
+        assert_eq!(markdown_block("a\nb\n"), "```\na\nb\n```\n");
+        assert_eq!(markdown_block("a"), "```\na\n```\n");
+        let b = markdown_block(" c@5\n```\n## Injected\n`````x\n");
+        assert!(
+            b.starts_with("``````\n") && b.ends_with("\n``````\n"),
+            "{b}"
+        );
+        assert!(!markdown_block(HOSTILE).contains('\x1b'));
     }
 
     #[test]

@@ -26,33 +26,32 @@ pub fn render(r: &Report) -> String {
         }
     ));
     s.push_str(&summary_section(r));
-    s.push_str("## Benchmarks Info\n\n```\n");
-    s.push_str(&layouts::metadata(r));
-    s.push('\n');
-    s.push_str(&layouts::guidellm_info(r));
-    s.push_str("```\n\n## Benchmarks Stats\n\n```\n");
-    s.push_str(&layouts::guidellm_stats(r));
+    // The text tables hold names from the report file: each goes in a
+    // fence none of them can close (safe::markdown_block).
+    s.push_str("## Benchmarks Info\n\n");
+    s.push_str(&block(&format!(
+        "{}\n{}",
+        layouts::metadata(r),
+        layouts::guidellm_info(r)
+    )));
+    s.push_str("\n## Benchmarks Stats\n\n");
+    s.push_str(&block(&layouts::guidellm_stats(r)));
     if let Some(t) = crate::report::server_metrics::text_tables(r) {
-        s.push_str("```\n\n## Server (/metrics)\n\n```\n");
-        s.push_str(&t);
+        s.push_str("\n## Server (/metrics)\n\n");
+        s.push_str(&block(&t));
     }
     let talks = super::conversations::lines(&r.stages);
     if !talks.is_empty() {
-        s.push_str("```\n\n## Conversations\n\n```\n");
-        for line in talks {
-            s.push_str(&crate::safe::terminal(&line));
-            s.push('\n');
-        }
+        s.push_str("\n## Conversations\n\n");
+        s.push_str(&block(&(talks.join("\n") + "\n")));
     }
-    s.push_str("```\n");
     s.push_str(&reasoning_sections(r));
     s.push_str("\n## Serving table (vLLM dashboard layout)\n\n");
     s.push_str(&layouts::vllm_serving(r));
-    s.push_str("\n## Serving Benchmark Result (SGLang layout)\n\n```\n");
-    s.push_str(&layouts::sglang(r));
-    s.push_str("```\n");
+    s.push_str("\n## Serving Benchmark Result (SGLang layout)\n\n");
+    s.push_str(&block(&layouts::sglang(r)));
     if let Some(line) = summary::slo_line_of(r) {
-        s.push_str(&format!("\n## SLOs\n\n{line}\n"));
+        s.push_str(&format!("\n## SLOs\n\n{}\n", md(&line)));
     }
     s.push_str(&errors_section(r));
     s.push_str(&timeline_markdown(r));
@@ -72,6 +71,23 @@ pub fn render(r: &Report) -> String {
     s
 }
 
+use crate::safe::markdown_block as block;
+
+/// A name from the report file (an error category, an event) as inline
+/// code when it is a plain word, else as Markdown text: a code span cannot
+/// escape a backtick or a newline.
+fn code(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '@'))
+    {
+        format!("`{name}`")
+    } else {
+        crate::safe::markdown(name)
+    }
+}
+
 /// Each stage's errors by category, with a few of the server's messages;
 /// empty when no stage kept a message.
 fn errors_section(r: &Report) -> String {
@@ -88,14 +104,14 @@ fn errors_section(r: &Report) -> String {
         .zip(names)
         .filter(|(st, _)| !st.errors.is_empty())
     {
-        s.push_str(&format!("- {name}:"));
+        s.push_str(&format!("- {}:", md(&name)));
         for (category, n) in &st.errors {
-            s.push_str(&format!(" `{category}` {n}"));
+            s.push_str(&format!(" {} {n}", code(category)));
         }
         s.push('\n');
         for (category, messages) in &st.error_samples {
             for m in messages {
-                s.push_str(&format!("  - `{category}`: {}\n", md(m)));
+                s.push_str(&format!("  - {}: {}\n", code(category), md(m)));
             }
         }
     }
@@ -121,9 +137,9 @@ fn timeline_markdown(r: &Report) -> String {
     let mut s = String::from("\n## Timeline\n\n");
     for e in events.iter().take(MD_TIMELINE_MAX) {
         s.push_str(&format!(
-            "- {:.1} s `{}` {}\n",
+            "- {:.1} s {} {}\n",
             e.t_s,
-            e.event,
+            code(e.event.name()),
             crate::safe::markdown(&e.detail)
         ));
     }
@@ -150,14 +166,12 @@ fn summary_section(r: &Report) -> String {
 fn reasoning_sections(r: &Report) -> String {
     let mut s = String::new();
     if let Some(t) = reasoning::reasoning_table(r) {
-        s.push_str("\n## Reasoning (time to first answer token)\n\nTTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.\n\n```\n");
-        s.push_str(&t);
-        s.push_str("```\n");
+        s.push_str("\n## Reasoning (time to first answer token)\n\nTTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.\n\n");
+        s.push_str(&block(&t));
     }
     if let Some(t) = reasoning::lengths_table(r) {
-        s.push_str("\n## Output lengths\n\n```\n");
-        s.push_str(&t);
-        s.push_str("```\n");
+        s.push_str("\n## Output lengths\n\n");
+        s.push_str(&block(&t));
     }
     s
 }
@@ -165,6 +179,60 @@ fn reasoning_sections(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lines of `md` that Markdown reads as headings: outside every
+    /// fenced block, a fence closed only by one of its kind at least as long
+    /// (CommonMark).
+    fn headings(md: &str) -> Vec<&str> {
+        let mut fence: Option<usize> = None;
+        let mut out = Vec::new();
+        for line in md.lines() {
+            let t = line.trim_start_matches(' ');
+            let indent = line.len() - t.len();
+            let ticks = t.len() - t.trim_start_matches('`').len();
+            match fence {
+                None if indent <= 3 && ticks >= 3 => fence = Some(ticks),
+                None if indent <= 3 && t.starts_with('#') => out.push(line),
+                Some(n) if indent <= 3 && ticks >= n && t[ticks..].trim().is_empty() => {
+                    fence = None
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// A shard file's stage name holding a code fence closed report.md's
+    /// fences (13 headings injected); `end_reason` went raw onto the
+    /// `Target:` line; error categories and event names raw into code spans.
+    #[test]
+    fn text_from_the_report_file_cannot_add_headings() {
+        let text = include_str!("../../tests/fixtures/report.json");
+        let clean = render(&Report::from_json(text).unwrap());
+        let mut r = Report::from_json(text).unwrap();
+        let evil = " c@5\n```\n## Injected\n```\n";
+        r.stages[0].name = evil.into();
+        r.stages[0]
+            .errors
+            .insert(format!("x`\n## Injected{evil}"), 1);
+        r.stages[0]
+            .error_samples
+            .insert(format!("y`\n## Injected{evil}"), vec!["m".into()]);
+        r.partial = true;
+        r.end_reason = crate::types::RunEnd::Stopped("x\n\n# Injected end".into());
+        r.timeline.push(crate::types::TimelineEvent {
+            t_s: 1.0,
+            event: crate::types::EventKind::Other(format!("e`\n# Injected{evil}")),
+            detail: evil.into(),
+        });
+        let md = render(&r);
+        let mut expected = headings(&clean);
+        expected.extend(["## Errors", "## Timeline", "## Judgement"]);
+        assert_eq!(headings(&md), expected, "{md}");
+        assert!(md.contains("**partial** (x\\n\\n# Injected end)"), "{md}");
+        assert!(md.contains("\n````\n"), "a longer fence: {md}");
+        assert!(clean.contains("\n```\n") && !clean.contains("````"));
+    }
 
     #[test]
     fn the_summary_and_reasoning_sections() {
