@@ -1306,6 +1306,82 @@ async fn the_responses_api_s_errors_and_ends_are_told_apart() {
     }
 }
 
+/// The Responses API's usage is checked as chat's is: `output_tokens` of
+/// -5 made complete answers `invalid_json` (10 of 12), and
+/// 9223372036854775807 was taken as the output length.
+#[tokio::test]
+async fn an_absurd_responses_usage_is_set_aside_with_a_note_as_chat_s_is() {
+    const DELTA: &[u8] = b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" hi\"}\n\n";
+    let completed = |usage: &str| {
+        format!("event: response.completed\ndata: {{\"type\":\"response.completed\",\"response\":{{\"status\":\"completed\",\"usage\":{usage}}}}}\n\n")
+    };
+    for (usage, named) in [
+        (
+            r#"{"input_tokens":8,"output_tokens":-5}"#,
+            "usage.output_tokens is -5",
+        ),
+        (
+            r#"{"input_tokens":8,"output_tokens":8.5}"#,
+            "usage.output_tokens is 8.5",
+        ),
+        (
+            r#"{"input_tokens":8,"output_tokens":"12"}"#,
+            "usage.output_tokens is \"12\"",
+        ),
+        (
+            r#"{"input_tokens":8,"output_tokens":10000000000000000000}"#,
+            "more tokens than one request",
+        ),
+        (
+            r#"{"input_tokens":8,"output_tokens":9223372036854775807}"#,
+            "more tokens than one request",
+        ),
+        (
+            r#"{"input_tokens":-1,"output_tokens":2}"#,
+            "usage.input_tokens is -1",
+        ),
+        (
+            r#"{"output_tokens":2,"output_tokens_details":{"reasoning_tokens":-1}}"#,
+            "usage.output_tokens_details.reasoning_tokens",
+        ),
+        (r#""lots""#, "not an object"),
+    ] {
+        let body = [DELTA, DELTA, completed(usage).as_bytes()].concat();
+        let s = hostile(move |_| answer(sse(&body))).await;
+        let r = send_with(&ClientConfig {
+            api: Api::Responses,
+            ..config(&s.url)
+        })
+        .await;
+        assert_eq!(
+            r.outcome,
+            RequestOutcome::Completed,
+            "usage {usage}: {:?}",
+            r.outcome
+        );
+        assert_eq!(r.output_tokens, 2, "usage {usage}: counted from the stream");
+        let note = r.usage_note.as_deref().unwrap_or("");
+        assert!(note.contains(named), "usage {usage}: {note:?}");
+    }
+    // A good usage is used, without a note.
+    let body = [
+        DELTA,
+        DELTA,
+        completed(r#"{"input_tokens":8,"output_tokens":7}"#).as_bytes(),
+    ]
+    .concat();
+    let s = hostile(move |_| answer(sse(&body))).await;
+    let r = send_with(&ClientConfig {
+        api: Api::Responses,
+        ..config(&s.url)
+    })
+    .await;
+    assert_eq!(
+        (r.output_tokens, r.server_prompt_tokens, r.usage_note),
+        (7, Some(8), None)
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 13. Careless shard directories for `merge --follow`.
 

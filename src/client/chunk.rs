@@ -127,10 +127,42 @@ struct RawDelta<'a> {
     tool_calls: Option<&'a RawValue>,
 }
 
+/// The names a `usage` object gives its counts: chat's and completions'
+/// (`prompt_tokens`, …) or the Responses API's (`input_tokens`, …).
+struct UsageKeys {
+    prompt: &'static str,
+    completion: &'static str,
+    prompt_details: &'static str,
+    completion_details: &'static str,
+    /// A top-level reasoning count (SGLang's, in chat).
+    reasoning: Option<&'static str>,
+}
+
+const CHAT_USAGE: UsageKeys = UsageKeys {
+    prompt: "prompt_tokens",
+    completion: "completion_tokens",
+    prompt_details: "prompt_tokens_details",
+    completion_details: "completion_tokens_details",
+    reasoning: Some("reasoning_tokens"),
+};
+
+const RESPONSES_USAGE: UsageKeys = UsageKeys {
+    prompt: "input_tokens",
+    completion: "output_tokens",
+    prompt_details: "input_tokens_details",
+    completion_details: "output_tokens_details",
+    reasoning: None,
+};
+
 /// A `usage` object, every count checked: `Ok(None)` for `null`, an error
 /// naming the first count that is not a whole number of tokens in
 /// 0..=[`MAX_USAGE_TOKENS`].
 fn read_usage(raw: &str) -> Result<Option<Usage>, String> {
+    read_usage_as(raw, &CHAT_USAGE)
+}
+
+/// [`read_usage`] with the counts under `keys`' names.
+fn read_usage_as(raw: &str, keys: &UsageKeys) -> Result<Option<Usage>, String> {
     let v: serde_json::Value =
         serde_json::from_str(raw).map_err(|e| format!("usage: {}", short(&e.to_string())))?;
     let obj = match v {
@@ -160,25 +192,32 @@ fn read_usage(raw: &str) -> Result<Option<Usage>, String> {
                 short(&other.to_string())
             )),
         };
-    let completion_tokens = count(&obj, "completion_tokens", "completion_tokens")?;
-    let prompt_tokens = count(&obj, "prompt_tokens", "prompt_tokens")?;
-    let prompt_tokens_details = match obj.get("prompt_tokens_details") {
+    let completion_tokens = count(&obj, keys.completion, keys.completion)?;
+    let prompt_tokens = count(&obj, keys.prompt, keys.prompt)?;
+    let prompt_tokens_details = match obj.get(keys.prompt_details) {
         Some(serde_json::Value::Object(d)) => Some(PromptTokensDetails {
-            cached_tokens: count(d, "cached_tokens", "prompt_tokens_details.cached_tokens")?,
-        }),
-        _ => None,
-    };
-    let completion_tokens_details = match obj.get("completion_tokens_details") {
-        Some(serde_json::Value::Object(d)) => Some(CompletionTokensDetails {
-            reasoning_tokens: count(
+            cached_tokens: count(
                 d,
-                "reasoning_tokens",
-                "completion_tokens_details.reasoning_tokens",
+                "cached_tokens",
+                &format!("{}.cached_tokens", keys.prompt_details),
             )?,
         }),
         _ => None,
     };
-    let reasoning_tokens = count(&obj, "reasoning_tokens", "reasoning_tokens")?;
+    let completion_tokens_details = match obj.get(keys.completion_details) {
+        Some(serde_json::Value::Object(d)) => Some(CompletionTokensDetails {
+            reasoning_tokens: count(
+                d,
+                "reasoning_tokens",
+                &format!("{}.reasoning_tokens", keys.completion_details),
+            )?,
+        }),
+        _ => None,
+    };
+    let reasoning_tokens = match keys.reasoning {
+        Some(k) => count(&obj, k, k)?,
+        None => None,
+    };
     Ok(Some(Usage {
         prompt_tokens,
         completion_tokens,
@@ -248,29 +287,18 @@ struct RawEvent<'a> {
     kind: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
     delta: Option<&'a RawValue>,
-    #[serde(default)]
-    response: Option<RawResponse>,
+    #[serde(default, borrow)]
+    response: Option<RawResponse<'a>>,
 }
 
 #[derive(Deserialize)]
-struct RawResponse {
-    #[serde(default)]
-    usage: Option<ResponsesUsage>,
+struct RawResponse<'a> {
+    /// The Responses API's usage (`input_tokens`, `output_tokens`, …),
+    /// checked as chat's is ([`read_usage_as`]).
+    #[serde(default, borrow)]
+    usage: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<serde_json::Value>,
-}
-
-/// The Responses API's usage (`input_tokens`, `output_tokens`, ...).
-#[derive(Deserialize, Default)]
-struct ResponsesUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    input_tokens_details: Option<PromptTokensDetails>,
-    #[serde(default)]
-    output_tokens_details: Option<CompletionTokensDetails>,
 }
 
 /// Parses one `data:` payload of the Responses API's stream
@@ -319,14 +347,11 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
         "response.completed" | "response.incomplete" => {
             info.finished = true;
             info.done = true;
-            if let Some(u) = raw.response.and_then(|r| r.usage) {
-                info.usage = Some(Usage {
-                    prompt_tokens: u.input_tokens,
-                    completion_tokens: u.output_tokens,
-                    prompt_tokens_details: u.input_tokens_details,
-                    completion_tokens_details: u.output_tokens_details,
-                    reasoning_tokens: None,
-                });
+            if let Some(u) = raw.response.as_ref().and_then(|r| r.usage) {
+                match read_usage_as(u.get(), &RESPONSES_USAGE) {
+                    Ok(u) => info.usage = u,
+                    Err(why) => info.usage_error = Some(why),
+                }
             }
         }
         "error" => return Err(ChunkError::ErrorEvent(error_message(data))),
