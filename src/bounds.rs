@@ -24,6 +24,29 @@ pub const DATA_JSON_FILE: usize = 2 << 30;
 /// most 212 KB of counts.
 pub const HISTOGRAM: usize = 1 << 20;
 
+/// The text of one viewer's note or stop reason on the control socket, and
+/// (`VIEWER_EVENT`) a note's event name: longer ones are cut (`…`). The
+/// run's own notes (an export's path, a signal) are a few dozen bytes.
+pub const VIEWER_TEXT: usize = 1 << 10;
+pub const VIEWER_EVENT: usize = 64;
+/// Timeline entries viewers add to a run (their notes, their comings and
+/// goings, their exports), all viewers together: past it they are not
+/// kept, and a viewer's note is answered with an error naming this bound.
+pub const VIEWER_NOTES: usize = 1000;
+
+/// `s` cut to at most `max` bytes on a character boundary, `…` marking a
+/// cut.
+pub fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return s.into();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end]).into()
+}
+
 /// A bound as people write it: `64 KiB`, `8 MiB`.
 pub fn human(bytes: usize) -> String {
     if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
@@ -67,6 +90,13 @@ pub async fn read_capped(mut resp: reqwest::Response, cap: usize) -> reqwest::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_cut_on_a_character_boundary() {
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("abcd", 3), "abc…");
+        assert_eq!(cut("aé", 2), "a…");
+    }
 
     #[test]
     fn bounds_are_written_as_people_write_them() {

@@ -725,6 +725,63 @@ async fn a_control_line_over_64_kib_ends_the_connection_while_it_is_read() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// 2,000 `note` commands held 419 MB of timeline, and their event names
+/// reached report.md raw: the viewers' notes of a run are bounded in
+/// number (bounds::VIEWER_NOTES) and in size (bounds::VIEWER_TEXT,
+/// VIEWER_EVENT), and a note past the bound is answered with an error
+/// naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_cannot_grow_the_timeline_without_limit() {
+    use llmsweep::types::live::Control;
+    use llmsweep::types::EventKind;
+    use tokio::io::AsyncBufReadExt;
+    let dir = scratch("notes");
+    let (ep, mut control) = endpoint(&dir);
+    let sock = tokio::net::UnixStream::connect(&ep.path).await.unwrap();
+    let (r, mut w) = sock.into_split();
+    let replies = tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(r).lines();
+        let mut errors = Vec::new();
+        while let Ok(Ok(Some(line))) =
+            tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await
+        {
+            if line.contains("\"error\"") {
+                errors.push(line);
+            }
+        }
+        errors
+    });
+    let event = format!("x`\\n## Injected{}", "e".repeat(200));
+    let line = format!(
+        "{{\"type\":\"control\",\"control\":{{\"note\":{{\"event\":\"{event}\",\"detail\":\"{}\"}}}}}}\n",
+        "d".repeat(32 << 10)
+    );
+    for _ in 0..2000 {
+        w.write_all(line.as_bytes()).await.unwrap();
+    }
+    w.shutdown().await.unwrap();
+    let errors = replies.await.unwrap();
+    let mut notes = Vec::new();
+    while let Ok(c) = control.try_recv() {
+        if let Control::Note { event, detail } = c {
+            notes.push((event, detail));
+        }
+    }
+    // "a viewer attached" and 999 of its notes; "a viewer left" not kept.
+    assert_eq!(notes.len(), 1000);
+    let held: usize = notes.iter().map(|(e, d)| e.name().len() + d.len()).sum();
+    assert!(held < 1 << 21, "{held} bytes of notes kept");
+    let (last_event, last) = notes.last().unwrap();
+    assert!(last.contains("the last of 1000 viewer notes"), "{last}");
+    assert!(
+        matches!(last_event, EventKind::Other(name) if name.len() <= 64 + '…'.len_utf8()),
+        "{last_event:?}"
+    );
+    assert_eq!(errors.len(), 1001, "one error a note past the bound");
+    assert!(errors[0].contains("bounds::VIEWER_NOTES"), "{}", errors[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // ---------------------------------------------------------------------------
 // 8. The server-metrics scraper against hostile /metrics.
 

@@ -4,6 +4,7 @@
 //! to the engine exactly as the first terminal's keys do.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -144,6 +145,7 @@ pub fn start(
     server: Option<ServerView>,
 ) -> Endpoint {
     let (finished, finished_rx) = watch::channel(None);
+    let notes = Notes::default();
     let viewers = Arc::new(tokio::sync::Mutex::new(tokio::task::JoinSet::new()));
     let set = viewers.clone();
     let accept = tokio::spawn(async move {
@@ -160,6 +162,7 @@ pub fn start(
                 export: export.clone(),
                 finished: finished_rx.clone(),
                 server: server.clone(),
+                notes: notes.clone(),
             };
             set.lock().await.spawn(v.serve(stream));
         }
@@ -195,6 +198,51 @@ struct Viewer {
     export: ExportFn,
     finished: watch::Receiver<Option<RunMsg>>,
     server: Option<ServerView>,
+    notes: Notes,
+}
+
+/// How many timeline entries the run's viewers have added, all together
+/// (at most [`crate::bounds::VIEWER_NOTES`] are kept).
+#[derive(Clone, Default)]
+struct Notes(Arc<AtomicUsize>);
+
+impl Notes {
+    /// The note as the run keeps it, or `None` past the bound: its text and
+    /// event name cut to their bounds, and the last one kept saying so.
+    fn admit(&self, event: EventKind, detail: &str) -> Option<Control> {
+        use crate::bounds::{cut, VIEWER_EVENT, VIEWER_NOTES, VIEWER_TEXT};
+        let n = self.0.fetch_add(1, Ordering::Relaxed);
+        if n >= VIEWER_NOTES {
+            self.0.store(VIEWER_NOTES, Ordering::Relaxed);
+            return None;
+        }
+        let event = match event {
+            EventKind::Other(name) => EventKind::Other(cut(&name, VIEWER_EVENT).into_owned()),
+            known => known,
+        };
+        let mut detail = cut(detail, VIEWER_TEXT).into_owned();
+        if n + 1 == VIEWER_NOTES {
+            detail.push_str(&format!(
+                " (the last of {VIEWER_NOTES} viewer notes this run keeps: bounds::VIEWER_NOTES)"
+            ));
+        }
+        Some(Control::Note { event, detail })
+    }
+}
+
+/// A viewer's command as the engine gets it: a note within the run's bound
+/// of notes (`Err` with the reason past it), texts cut to their bounds.
+fn admitted(control: Control, notes: &Notes) -> Result<Control, String> {
+    use crate::bounds::{cut, VIEWER_NOTES, VIEWER_TEXT};
+    Ok(match control {
+        Control::Note { event, detail } => notes.admit(event, &detail).ok_or_else(|| {
+            format!("note not kept: this run keeps at most {VIEWER_NOTES} notes from viewers (bounds::VIEWER_NOTES)")
+        })?,
+        Control::Stop { reason } => Control::Stop {
+            reason: cut(&reason, VIEWER_TEXT).into_owned(),
+        },
+        other => other,
+    })
 }
 
 impl Viewer {
@@ -221,10 +269,7 @@ impl Viewer {
         if w.write_all(&encode(&hello)).await.is_err() {
             return;
         }
-        let _ = self.control.send(Control::Note {
-            event: EventKind::Viewer,
-            detail: "a viewer attached".into(),
-        });
+        self.note(EventKind::Viewer, "a viewer attached");
         let mut sent = Sent::default();
         let mut tick = tokio::time::interval(VIEWER_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -244,12 +289,10 @@ impl Viewer {
                         Ok(false) => break true,
                         Err(e) => {
                             if e.kind() == std::io::ErrorKind::InvalidData {
-                                let _ = self.control.send(Control::Note {
-                                    event: EventKind::Viewer,
-                                    detail: format!(
-                                        "a viewer sent {e}; its connection was closed"
-                                    ),
-                                });
+                                self.note(
+                                    EventKind::Viewer,
+                                    &format!("a viewer sent {e}; its connection was closed"),
+                                );
                             }
                             break true;
                         }
@@ -281,10 +324,14 @@ impl Viewer {
             }
         };
         if left {
-            let _ = self.control.send(Control::Note {
-                event: EventKind::Viewer,
-                detail: "a viewer left".into(),
-            });
+            self.note(EventKind::Viewer, "a viewer left");
+        }
+    }
+
+    /// A timeline entry of the viewers' (within their bound, else none).
+    fn note(&self, event: EventKind, detail: &str) {
+        if let Some(note) = self.notes.admit(event, detail) {
+            let _ = self.control.send(note);
         }
     }
 
@@ -293,10 +340,13 @@ impl Viewer {
             return None;
         }
         match serde_json::from_str::<ViewerMsg>(line) {
-            Ok(ViewerMsg::Control { control }) => {
-                let _ = self.control.send(control);
-                None
-            }
+            Ok(ViewerMsg::Control { control }) => match admitted(control, &self.notes) {
+                Ok(control) => {
+                    let _ = self.control.send(control);
+                    None
+                }
+                Err(message) => Some(RunMsg::Error { message }),
+            },
             Ok(ViewerMsg::Export) => {
                 let snap = self.snapshots.borrow().clone();
                 let export = self.export.clone();
@@ -307,10 +357,7 @@ impl Viewer {
                             .first()
                             .map(|p| p.display().to_string())
                             .unwrap_or_default();
-                        let _ = self.control.send(Control::Note {
-                            event: EventKind::Export,
-                            detail: shown,
-                        });
+                        self.note(EventKind::Export, &shown);
                         RunMsg::Exported {
                             paths: paths.iter().map(|p| p.display().to_string()).collect(),
                         }
