@@ -47,6 +47,16 @@ pub fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     format!("{}…", &s[..end]).into()
 }
 
+/// One request's prompt built by llmsweep (synthetic `prompt_tokens` with
+/// `prefix_tokens`, a conversation's turn with its history): 1 Mi tokens,
+/// above the longest context windows served (1M), 5 to 8 MB of text.
+pub const PROMPT_TOKENS: u64 = 1 << 20;
+/// Text built as one piece before the run: every group's shared prefix
+/// together, or one conversation's requests together (each turn holds the
+/// history before it, so they grow with the square of the turns): 8 Mi
+/// tokens, about 50 MB.
+pub const BUILT_TOKENS: u64 = 8 << 20;
+
 /// A bound as people write it: `64 KiB`, `8 MiB`.
 pub fn human(bytes: usize) -> String {
     if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {

@@ -48,6 +48,39 @@ fn think_duration(s: f64) -> Duration {
 /// conversations are built.
 pub const CONVERSATION_BUDGET_BYTES: usize = 64 << 20;
 
+/// Whether to build another conversation after `c` of them hold `bytes`:
+/// at least [`super::synthetic::MIN_SAMPLES`] and up to the budget, but
+/// never past twice the budget (conversations of a few large turns).
+fn build_more(c: usize, bytes: usize) -> bool {
+    bytes < CONVERSATION_BUDGET_BYTES
+        || (c < super::synthetic::MIN_SAMPLES && bytes < 2 * CONVERSATION_BUDGET_BYTES)
+}
+
+/// One conversation's turn about to be built, against the bounds of what
+/// is built before the run: its prompt (`prompt` tokens, history included)
+/// within [`bounds::PROMPT_TOKENS`], the conversation's requests so far
+/// (`all` tokens) within [`bounds::BUILT_TOKENS`]; `what` names the
+/// conversation (a data file's line).
+///
+/// [`bounds::PROMPT_TOKENS`]: crate::bounds::PROMPT_TOKENS
+/// [`bounds::BUILT_TOKENS`]: crate::bounds::BUILT_TOKENS
+fn within_bounds(what: &dyn Fn() -> String, turn: usize, prompt: u64, all: u64) -> Result<()> {
+    use crate::bounds::{BUILT_TOKENS, PROMPT_TOKENS};
+    if prompt > PROMPT_TOKENS {
+        anyhow::bail!(
+            "{}: turn {turn} would send {prompt} prompt tokens, its history included, over the bound of {PROMPT_TOKENS} a request's prompt may have (bounds::PROMPT_TOKENS)",
+            what()
+        );
+    }
+    if all > BUILT_TOKENS {
+        anyhow::bail!(
+            "{}: its requests up to turn {turn} would hold {all} tokens together (each turn sends the history before it), over the bound of {BUILT_TOKENS} tokens built before the run (bounds::BUILT_TOKENS)",
+            what()
+        );
+    }
+    Ok(())
+}
+
 /// The synthetic spec of `--data`, when it asks for conversations
 /// (`turns` above 1).
 pub fn spec_of(data: &str) -> Option<Synthetic> {
@@ -89,12 +122,14 @@ pub fn synthetic(
     let mut out = Vec::new();
     let mut bytes = 0usize;
     for (c, head) in first.iter().enumerate() {
-        if c >= super::synthetic::MIN_SAMPLES && bytes >= CONVERSATION_BUDGET_BYTES {
+        if !build_more(c, bytes) {
             break;
         }
-        // The messages so far and their tokens.
+        let what = || format!("--data conversation {}", c + 1);
+        // The messages so far and their tokens; all turns' tokens.
         let mut texts: Vec<String> = Vec::with_capacity(turns * 2);
         let mut tokens = 0u64;
+        let mut built = 0u64;
         let mut conv = Conversation {
             turns: Vec::with_capacity(turns),
             think,
@@ -112,12 +147,16 @@ pub fn synthetic(
             if k > 0 {
                 // The data's reply to the turn before, of its output length.
                 let prev = conv.turns[k - 1].output_tokens.unwrap_or(spec.prompt.mean);
+                let next = tokens.saturating_add(prev);
+                within_bounds(&what, k + 1, next, built.saturating_add(next))?;
                 texts.push(reply(prev, &mut rng));
                 tokens += prev;
                 conv.reply_tokens.push(prev);
             }
+            tokens = tokens.saturating_add(item.prompt_tokens);
+            built = built.saturating_add(tokens);
+            within_bounds(&what, k + 1, tokens, built)?;
             texts.push(item.text.clone());
-            tokens += item.prompt_tokens;
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let body = request_body(api, model, &refs, item.output_tokens, extra)?;
             // A reused conversation is respelled where its first message
@@ -275,6 +314,8 @@ pub struct Script {
     pub replies: Vec<Option<String>>,
     pub output_tokens: Vec<Option<u64>>,
     pub think_s: f64,
+    /// Where the file gave it (`convs.jsonl, line 57`), for errors.
+    pub source: String,
 }
 
 /// Reply length in the history when the data gives neither a reply nor an output length.
@@ -334,10 +375,10 @@ pub fn scripts_from_file(
                     }
                     bail!("{name}, line {line}, field `turns`: missing (the rows before it are conversations)");
                 };
-                out.push(
-                    script_of(turns, v.get("think_time"))
-                        .map_err(|e| anyhow::anyhow!("{name}, line {line}, {e}"))?,
-                );
+                let mut script = script_of(turns, v.get("think_time"))
+                    .map_err(|e| anyhow::anyhow!("{name}, line {line}, {e}"))?;
+                script.source = format!("{name}, line {line}");
+                out.push(script);
             }
             if out.is_empty() {
                 return Ok(None);
@@ -363,7 +404,10 @@ pub fn scripts_from_file(
                             i + 1
                         )
                     })?;
-                let mut s = Script::default();
+                let mut s = Script {
+                    source: format!("{name}, row {}", i + 1),
+                    ..Script::default()
+                };
                 for (j, m) in msgs.iter().enumerate() {
                     let who = m
                         .get("from")
@@ -495,11 +539,13 @@ pub fn from_scripts(
     let mut out = Vec::with_capacity(scripts.len());
     let mut bytes = 0usize;
     for (c, s) in scripts.iter().enumerate() {
-        if c >= super::synthetic::MIN_SAMPLES && bytes >= CONVERSATION_BUDGET_BYTES {
+        if !build_more(c, bytes) {
             break;
         }
+        let what = || s.source.clone();
         let mut texts: Vec<String> = Vec::new();
         let mut tokens = 0u64;
+        let mut built = 0u64;
         let mut conv = Conversation {
             turns: Vec::with_capacity(s.users.len()),
             think: think_duration(s.think_s),
@@ -511,18 +557,24 @@ pub fn from_scripts(
                     Some(r) => r.clone(),
                     None if pieces.is_empty() => String::new(),
                     None => {
+                        // A reply of the length the file asks for, built
+                        // only within the bounds.
                         let n = s.output_tokens[k - 1].unwrap_or(DEFAULT_REPLY_TOKENS);
+                        let next = tokens.saturating_add(n);
+                        within_bounds(&what, k + 1, next, built.saturating_add(next))?;
                         (0..n)
                             .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
                             .collect()
                     }
                 };
                 let n = counter.count(&reply) as u64;
-                tokens += n;
+                tokens = tokens.saturating_add(n);
                 conv.reply_tokens.push(n);
                 texts.push(reply);
             }
-            tokens += counter.count(user) as u64;
+            tokens = tokens.saturating_add(counter.count(user) as u64);
+            built = built.saturating_add(tokens);
+            within_bounds(&what, k + 1, tokens, built)?;
             texts.push(user.clone());
             // A turn asks for its own output length, else the reply's.
             let output = s.output_tokens[k].or_else(|| {
@@ -629,6 +681,62 @@ mod file_tests {
         let e = format!("{:#}", scripts_from_file(&p, true).unwrap_err());
         assert!(
             e.contains("bad.json, row 1, field `conversations[0].value`"),
+            "{e}"
+        );
+    }
+
+    /// A file's turn asking for a trillion-token reply had it built as
+    /// the next turn's history; a row of 2,000 turns built 2,000 histories.
+    /// Both are refused before they are built, naming the line and bound.
+    #[test]
+    fn a_file_s_histories_are_built_within_their_bounds() {
+        let p = write(
+            "huge.jsonl",
+            "{\"turns\": [\"a b\"]}\n{\"turns\": [{\"user\": \"hi\", \"output_tokens\": 1000000000000}, \"and\"]}\n",
+        );
+        let s = scripts_from_file(&p, false).unwrap().unwrap();
+        let e = format!(
+            "{:#}",
+            from_scripts(&s, 1, &Builtin, Api::Chat, "m", None).unwrap_err()
+        );
+        assert!(
+            e.contains("huge.jsonl, line 2: turn 2 would send 1000000000001 prompt tokens")
+                && e.contains("bounds::PROMPT_TOKENS"),
+            "{e}"
+        );
+        let many: Vec<String> = (0..2000)
+            .map(|_| "\"one two three four\"".to_string())
+            .collect();
+        let p = write(
+            "long.jsonl",
+            &format!("{{\"turns\": [{}]}}\n", many.join(",")),
+        );
+        let s = scripts_from_file(&p, false).unwrap().unwrap();
+        let e = format!(
+            "{:#}",
+            from_scripts(&s, 1, &Builtin, Api::Chat, "m", None).unwrap_err()
+        );
+        assert!(
+            e.contains("long.jsonl, line 1: its requests up to turn")
+                && e.contains("bounds::BUILT_TOKENS"),
+            "{e}"
+        );
+    }
+
+    /// Synthetic conversations whose drawn replies run past the bound stop
+    /// there with the bound named (the spec's means were within it).
+    #[test]
+    fn drawn_replies_past_the_bound_are_refused_before_they_are_built() {
+        let spec = Synthetic::parse(
+            "prompt_tokens=8,output_tokens=200000,output_tokens_dist=uniform,output_tokens_max=1000000,turns=5,samples=2",
+        )
+        .unwrap();
+        let e = format!(
+            "{:#}",
+            synthetic(&spec, 1, None, &Builtin, Api::Chat, "m", None).unwrap_err()
+        );
+        assert!(
+            e.contains("--data conversation 1: turn") && e.contains("bounds::"),
             "{e}"
         );
     }

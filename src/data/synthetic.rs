@@ -252,6 +252,58 @@ impl Synthetic {
                 );
             }
         }
+        self.check_sizes(out, out_auto)
+    }
+
+    /// What the prompts would hold, against the bounds of what is built
+    /// before the run (each length is allowed on its own; together they
+    /// must fit): a prompt with its prefix, all prefixes, and with turns,
+    /// the last turn's history and a conversation's requests together.
+    fn check_sizes(&self, out: &Length, out_auto: bool) -> Result<()> {
+        use crate::bounds::{BUILT_TOKENS, PROMPT_TOKENS};
+        let w = u128::from;
+        let prefix = w(self.prefix_tokens);
+        // The longest prompt the spec asks for: its mean, or its min or
+        // max when set (draws past the bound are cut to it).
+        let longest = |l: &Length| {
+            let max = if l.max == u64::MAX { 0 } else { l.max };
+            w(l.mean.max(l.min).max(max))
+        };
+        let prompt = prefix + longest(&self.prompt);
+        if prompt > w(PROMPT_TOKENS) {
+            bail!(
+                "--data prompt_tokens: a prompt of {prompt} tokens (prefix_tokens included) is over the bound of {PROMPT_TOKENS} a request's prompt may have (bounds::PROMPT_TOKENS)"
+            );
+        }
+        let prefixes = prefix * w(self.prefix_groups);
+        if prefixes > w(BUILT_TOKENS) {
+            bail!(
+                "--data prefix_groups × prefix_tokens: {prefixes} tokens of prefixes is over the bound of {BUILT_TOKENS} tokens built before the run (bounds::BUILT_TOKENS)"
+            );
+        }
+        if self.turns > 1 {
+            let turns = self.turns as u128;
+            let (msg, reply) = (
+                w(self.prompt.mean),
+                w(if out_auto { self.prompt.mean } else { out.mean }),
+            );
+            let last = prefix + turns * msg + (turns - 1) * reply;
+            if last > w(PROMPT_TOKENS) {
+                bail!(
+                    "--data turns={}: the last turn would send {last} prompt tokens, its history included, over the bound of {PROMPT_TOKENS} a request's prompt may have (bounds::PROMPT_TOKENS): fewer turns or shorter messages and replies (output_tokens)",
+                    self.turns
+                );
+            }
+            // Turn k (from 1) sends the prefix, k messages and k - 1 replies.
+            let all =
+                turns * prefix + msg * turns * (turns + 1) / 2 + reply * turns * (turns - 1) / 2;
+            if all > w(BUILT_TOKENS) {
+                bail!(
+                    "--data turns={}: one conversation's requests would hold {all} tokens together (each turn sends the history before it), over the bound of {BUILT_TOKENS} tokens built before the run (bounds::BUILT_TOKENS): fewer turns or shorter messages and replies (output_tokens)",
+                    self.turns
+                );
+            }
+        }
         Ok(())
     }
 
@@ -288,13 +340,20 @@ impl Synthetic {
         let shared: std::sync::Arc<[String]> = pieces.clone().into();
         let mut bytes = 0usize;
         for i in 0..self.samples {
-            // Memory stays bounded whatever the prompt length: past the budget
+            // Memory stays bounded whatever the prompt length (each at most
+            // bounds::PROMPT_TOKENS, check_sizes): past the budget
             // the run reuses these, each reuse made unique by a tag in front
             // (`data::for_request`), so no server cache serves one from another.
             if i >= MIN_SAMPLES && bytes >= PROMPT_BUDGET_BYTES {
                 break;
             }
-            let n = self.prompt.sample(&mut rng);
+            // A draw past the bound of a prompt is cut to it (check_sizes
+            // refused a spec whose mean, min or max is past it).
+            let n = self.prompt.sample(&mut rng).min(
+                crate::bounds::PROMPT_TOKENS
+                    .saturating_sub(self.prefix_tokens)
+                    .max(1),
+            );
             let out = self.output.as_ref().map(|o| o.sample(&mut rng));
             let prefix = &prefixes[i % prefixes.len()];
             let text = prompt_text(prefix, i, n, run, &pieces, &mut rng);
@@ -464,6 +523,61 @@ mod tests {
         }
     }
     use crate::tokenizer::{count_tokens, Builtin};
+
+    /// Each allowed on its own, together they built 8 GB of prompts
+    /// (prompt_tokens=1e9, aborting), 2.2 GB of prefix (prefix_tokens=1e9),
+    /// or every history of 1,000 turns of 100,000-token replies before the
+    /// run: refused with the bound named.
+    #[test]
+    fn prompt_prefix_and_history_sizes_are_checked_against_their_bounds() {
+        let e = |spec: &str| format!("{:#}", Synthetic::parse(spec).unwrap_err());
+        let m = e("prompt_tokens=1000000000,output_tokens=8");
+        assert!(
+            m.contains("1000000000 tokens") && m.contains("bounds::PROMPT_TOKENS"),
+            "{m}"
+        );
+        let m = e("prompt_tokens=8,output_tokens=8,prefix_tokens=1e9");
+        assert!(
+            m.contains("1000000008 tokens") && m.contains("bounds::PROMPT_TOKENS"),
+            "{m}"
+        );
+        let m = e("prompt_tokens=8,prompt_tokens_stdev=4,prompt_tokens_max=1e19");
+        assert!(m.contains("bounds::PROMPT_TOKENS"), "{m}");
+        let m = e(
+            "prompt_tokens=8,output_tokens=8,prefix_tokens=1000000,prefix_groups=100,samples=100",
+        );
+        assert!(
+            m.contains("prefix_groups × prefix_tokens") && m.contains("bounds::BUILT_TOKENS"),
+            "{m}"
+        );
+        let m = e("prompt_tokens=100,output_tokens=100000,turns=1000");
+        assert!(
+            m.contains("turns=1000: the last turn would send 100000000 prompt tokens"),
+            "{m}"
+        );
+        let m = e("prompt_tokens=100,output_tokens=100,turns=1000");
+        assert!(
+            m.contains("bounds::BUILT_TOKENS") && m.contains("100000000 tokens together"),
+            "{m}"
+        );
+        // At the bounds, and ordinary conversations, are fine.
+        assert!(Synthetic::parse("prompt_tokens=1048576,output_tokens=8").is_ok());
+        assert!(Synthetic::parse("prompt_tokens=1000,output_tokens=500,turns=50").is_ok());
+        assert!(Synthetic::parse("prompt_tokens=8,prompt_tokens_stdev=1e12").is_ok());
+    }
+
+    /// A spread with no max cannot draw a prompt past the bound.
+    #[test]
+    fn a_draw_past_the_bound_of_a_prompt_is_cut_to_it() {
+        let s = Synthetic::parse(
+            "prompt_tokens=1000000,prompt_tokens_dist=uniform,output_tokens=8,samples=16,prefix_tokens=8",
+        )
+        .unwrap();
+        let items = s.generate(1, &crate::tokenizer::Builtin).unwrap();
+        let longest = items.iter().map(|i| i.prompt_tokens).max().unwrap();
+        assert!(longest <= crate::bounds::PROMPT_TOKENS, "{longest}");
+        assert!(longest > 1_000_000, "{longest}");
+    }
 
     #[test]
     fn parses_the_data_spec() {

@@ -137,6 +137,17 @@ fn whole(m: &serde_json::Map<String, Value>, field: &str, min: u64) -> Result<u6
     }
 }
 
+/// A row's prompt length, within the bound of a prompt llmsweep builds.
+fn prompt_length(n: u64, field: &str) -> Result<u64, String> {
+    let bound = crate::bounds::PROMPT_TOKENS;
+    if n > bound {
+        return Err(format!(
+            "field `{field}`: {n} tokens is over the bound of {bound} a request's prompt may have (bounds::PROMPT_TOKENS)"
+        ));
+    }
+    Ok(n)
+}
+
 fn load_mooncake(mut rd: impl BufRead, name: &str) -> Result<Trace> {
     let mut rows = Vec::new();
     let mut buf = Vec::new();
@@ -181,7 +192,7 @@ fn load_mooncake(mut rd: impl BufRead, name: &str) -> Result<Trace> {
             };
             Ok(Some(TraceRow {
                 at_s: at_ms / 1e3,
-                input_tokens: whole(&m, "input_length", 1)?,
+                input_tokens: prompt_length(whole(&m, "input_length", 1)?, "input_length")?,
                 output_tokens: whole(&m, "output_length", 1)?,
                 hash_ids,
             }))
@@ -251,9 +262,12 @@ fn load_azure(rd: impl Read, name: &str) -> Result<Trace> {
                     )
                 })
         };
+        let input_tokens = count(1, 1)?;
+        let input_tokens = prompt_length(input_tokens, AZURE_COLUMNS[1])
+            .map_err(|e| anyhow::anyhow!("{name}, line {line}, {e}"))?;
         rows.push(TraceRow {
             at_s,
-            input_tokens: count(1, 1)?,
+            input_tokens,
             // A row that generated nothing still asks for one token.
             output_tokens: count(2, 0)?.max(1),
             hash_ids: Vec::new(),
@@ -321,7 +335,12 @@ pub fn items(
     let pieces = super::synthetic::one_token_pieces(counter, "a trace's prompts")?;
     let p = pieces.len();
     let avg = pieces.iter().map(String::len).sum::<usize>() as u64 / p as u64;
-    let total: u64 = trace.rows.iter().map(|r| r.input_tokens).sum();
+    // Saturating: rows claiming 2^63 tokens each must not wrap to a total
+    // under the budget.
+    let total = trace
+        .rows
+        .iter()
+        .fold(0u64, |t, r| t.saturating_add(r.input_tokens));
     if total.saturating_mul(avg) > TRACE_TEXT_BUDGET {
         bail!(
             "trace {}: its {} requests hold {total} prompt tokens, about {} MiB of text, more than llmsweep builds before a run ({} MiB); replay a part of it (e.g. head -n 5000)",
@@ -445,6 +464,17 @@ mod tests {
                 "a.csv, line 1: no `ContextTokens` column",
             ),
             ("", "a.csv", "a.csv, line 1: no `TIMESTAMP` column"),
+            // Two rows of 2^63 tokens wrapped the trace's total under its budget.
+            (
+                "{\"timestamp\": 0, \"input_length\": 6, \"output_length\": 1}\n{\"timestamp\": 1, \"input_length\": 9223372036854775808, \"output_length\": 1}\n",
+                "m.jsonl",
+                "m.jsonl, line 2: field `input_length`: 9223372036854775808 tokens is over the bound of 1048576",
+            ),
+            (
+                "TIMESTAMP,ContextTokens,GeneratedTokens\n1,100,5\n2,2000000,5\n",
+                "a.csv",
+                "a.csv, line 3, field `ContextTokens`: 2000000 tokens is over the bound of 1048576 a request's prompt may have (bounds::PROMPT_TOKENS)",
+            ),
             ("\n", "m.jsonl", "holds no requests"),
             ("x", "t.txt", "unknown format"),
         ];
