@@ -294,6 +294,7 @@ fn markdown_and_csv_show_what_the_operator_did() {
             t_s,
             event,
             detail: detail.into(),
+            waited_s: None,
         });
     }
     r.stages[0].manual = true;
@@ -407,6 +408,7 @@ fn waits_between_stages_are_grouped_into_one_line() {
                 "waited {w:.2} s: /metrics showed {} requests running or waiting; idle after {w:.2} s",
                 10 + k
             ),
+            waited_s: Some(w),
         });
     }
     let lines = llmsweep::stats::judge::judgement_lines(&r);

@@ -258,6 +258,7 @@ mod tests {
             t_s: t,
             event: crate::types::EventKind::Pause,
             detail: String::new(),
+            waited_s: None,
         }
     }
 

@@ -473,6 +473,7 @@ impl Engine {
             t_s,
             event,
             detail: detail.into(),
+            waited_s: None,
         });
     }
 
@@ -568,10 +569,13 @@ impl Engine {
         let probe = move |k: u64| crate::data::for_request(&prompts, seq + k);
         let s = settle::settle(self.backend.as_ref(), probe, reference_ttft, timeout).await;
         self.next_prompt += s.probes;
-        self.note(
-            EventKind::Settle,
-            format!("waited {:.2} s: {}", s.waited_s, s.detail),
-        );
+        let t_s = self.t();
+        self.timeline.push(TimelineEvent {
+            t_s,
+            event: EventKind::Settle,
+            detail: format!("waited {:.2} s: {}", s.waited_s, s.detail),
+            waited_s: Some(s.waited_s),
+        });
     }
 
     fn take_plan_messages(&mut self, plan: &mut dyn Plan) {

@@ -224,6 +224,7 @@ mod tests {
             t_s: 1.0,
             event: crate::types::EventKind::Other(format!("e`\n# Injected{evil}")),
             detail: evil.into(),
+            waited_s: None,
         });
         let md = render(&r);
         let mut expected = headings(&clean);

@@ -177,6 +177,7 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
                 t_s: 0.0,
                 event: crate::types::EventKind::Signal,
                 detail: s.note,
+                waited_s: None,
             },
         );
     }

@@ -15,19 +15,16 @@ pub fn judgement_lines(r: &crate::types::Report) -> Vec<String> {
     }
     // Waits between stages, as one line where the first one was (nine
     // near-identical lines said less than one that counts them).
-    let settles: Vec<&str> = r
-        .timeline
-        .iter()
-        .filter(|e| e.event == EventKind::Settle && !e.detail.starts_with("waited 0.0"))
-        .map(|e| e.detail.as_str())
-        .collect();
+    let waited = |e: &crate::types::TimelineEvent| {
+        e.event == EventKind::Settle && e.waited_s.is_some_and(|w| w >= 0.05)
+    };
+    let settles: Vec<&crate::types::TimelineEvent> =
+        r.timeline.iter().filter(|e| waited(e)).collect();
     let mut settle_line = settle_summary(&settles);
     for e in &r.timeline {
         match e.event {
             EventKind::Plan | EventKind::OverSaturation => v.push(e.detail.clone()),
-            EventKind::Settle if !e.detail.starts_with("waited 0.0") => {
-                v.extend(settle_line.take());
-            }
+            EventKind::Settle if waited(e) => v.extend(settle_line.take()),
             _ => {}
         }
     }
@@ -56,37 +53,24 @@ pub fn judgement_lines(r: &crate::types::Report) -> Vec<String> {
     v
 }
 
-/// One line for the waits between stages (`waited 0.21 s: …` each): the
-/// wait itself when there was one, else how many, from the shortest to the
-/// longest, and what the longest saw.
-pub fn settle_summary(details: &[&str]) -> Option<String> {
-    let waited = |d: &str| -> Option<f64> {
-        d.strip_prefix("waited ")?
-            .split_once(" s")?
-            .0
-            .parse::<f64>()
-            .ok()
-    };
-    match details {
+/// One line for the waits between stages (settle events, each with the
+/// seconds it waited): the wait itself when there was one, else how many,
+/// from the shortest to the longest, and what the longest saw.
+pub fn settle_summary(settles: &[&crate::types::TimelineEvent]) -> Option<String> {
+    let secs = |e: &crate::types::TimelineEvent| e.waited_s.unwrap_or(0.0);
+    match settles {
         [] => None,
-        [one] => Some(format!("between stages: {one}")),
+        [one] => Some(format!("between stages: {}", one.detail)),
         many => {
-            let secs: Vec<f64> = many.iter().filter_map(|d| waited(d)).collect();
-            let lo = secs.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = secs.iter().copied().fold(0.0f64, f64::max);
+            let lo = many.iter().map(|e| secs(e)).fold(f64::INFINITY, f64::min);
+            let hi = many.iter().map(|e| secs(e)).fold(0.0f64, f64::max);
             let longest = many
                 .iter()
-                .max_by(|a, b| {
-                    waited(a)
-                        .unwrap_or(0.0)
-                        .total_cmp(&waited(b).unwrap_or(0.0))
-                })
-                .and_then(|d| d.split_once(": "))
+                .max_by(|a, b| secs(a).total_cmp(&secs(b)))
+                .and_then(|e| e.detail.split_once(": "))
                 .map(|(_, what)| format!("; the longest: {what}"))
                 .unwrap_or_default();
-            let range = if secs.is_empty() {
-                String::new()
-            } else if (hi - lo).abs() < 0.005 {
+            let range = if (hi - lo).abs() < 0.005 {
                 format!(" {hi:.2} s")
             } else {
                 format!(" {lo:.2}–{hi:.2} s")

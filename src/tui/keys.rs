@@ -634,6 +634,7 @@ mod tests {
             t_s: 1.0,
             event,
             detail: detail.into(),
+            waited_s: None,
         };
         let mut a = with_stage(StrategyKind::Throughput, None, 25.0);
         // A viewer attaching mid-run sees old refusals in the timeline: not news.

@@ -88,6 +88,10 @@ pub struct TimelineEvent {
     /// `stage_start`, `set_rate`, `pause`, … (every kind: [`EventKind`]).
     pub event: EventKind,
     pub detail: String,
+    /// Seconds the run waited, for a `settle` event (the wait between
+    /// stages for the server to drain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
