@@ -565,3 +565,38 @@ async fn a_stage_held_back_by_max_concurrency_says_so() {
         .collect();
     assert_eq!(held, vec![Some(4), Some(4), None], "{:?}", names(&res));
 }
+
+/// Issue 34 item 1. Seen: a throughput stage of long answers showed
+/// `req/s 0.00 · in flight 512 · tok/s 0` for 7 s while the server generated
+/// 5,000 tokens a second: the snapshot counted only finished requests. Now
+/// it says what streams: requests streaming, tokens and first tokens
+/// arriving, before any request has ended.
+#[tokio::test(start_paused = true)]
+async fn the_snapshot_shows_what_streams_before_any_request_ends() {
+    // 16 streams, first token at 200 ms, then 400 tokens 20 ms apart: the
+    // first request ends after 8.2 s; 50 tokens a second a stream.
+    let mut r = start(
+        Scripted::fixed(200, 20, 400),
+        fixed(vec![StageSpec::new(
+            Strategy::Concurrent { streams: 16 },
+            secs(5.0),
+        )]),
+    );
+    sleep(Duration::from_millis(3100)).await;
+    let st = r.snapshots.borrow_and_update().stage.clone().unwrap();
+    assert_eq!(st.counts.completed, 0);
+    assert_eq!(st.achieved_rps, 0.0);
+    assert_eq!((st.in_flight, st.streaming), (16, 16), "{st:?}");
+    // 16 streams × 50 tokens a second.
+    assert!(
+        (st.streamed_tokens_per_s - 800.0).abs() <= 16.0,
+        "{}",
+        st.streamed_tokens_per_s
+    );
+    // Every first token came in the stage's first second.
+    assert_eq!(st.first_tokens_per_s, 0.0);
+    let first = st.series.first().copied().unwrap();
+    assert_eq!(first.first_tokens_per_s, 16.0, "{first:?}");
+    let res = r.handle.await.unwrap();
+    assert_eq!(res.stages[0].requests.incomplete, 16);
+}

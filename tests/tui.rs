@@ -205,6 +205,7 @@ fn sweep_history() -> RunHistory {
                     itl_p50_ms: s.itl_ms.p50,
                     itl_p99_ms: s.itl_ms.p99,
                     in_flight: s.concurrency.mean.round() as u64,
+                    ..Default::default()
                 },
                 if i == 3 && k > 4 { 2 } else { 0 },
             );
@@ -269,8 +270,11 @@ fn golden_app() -> App {
                 measured: 151,
             },
             in_flight: 49,
+            streaming: 41,
             achieved_rps: 30.0,
             output_tokens_per_s: 3840.0,
+            streamed_tokens_per_s: 4096.0,
+            first_tokens_per_s: 33.0,
             ttft_p50_ms: 1700.0,
             ttft_p99_ms: 2400.0,
             itl_p50_ms: 21.0,
@@ -399,6 +403,37 @@ fn nothing_essential_is_cut_at_any_size() {
         .filter(|l| l.trim().trim_matches('│').trim().is_empty())
         .count();
     assert!(empty_rows < 4, "{empty_rows} empty rows at 160x48:\n{big}");
+}
+
+/// Issue 34 item 1. Seen: with long answers the panel read `req/s 0.00 ·
+/// in flight 512 tok/s 0 · TTFT ms p50 - p99 -` for a whole stage while the
+/// server generated 5,359 tokens a second. What streams is shown beside
+/// what completed, at every size.
+#[test]
+fn the_now_panel_shows_what_streams_before_anything_completes() {
+    let mut app = golden_app();
+    {
+        let st = app.snap.stage.as_mut().unwrap();
+        st.in_flight = 512;
+        st.streaming = 300;
+        st.achieved_rps = 0.0;
+        st.output_tokens_per_s = 0.0;
+        st.streamed_tokens_per_s = 5359.0;
+        st.first_tokens_per_s = 64.0;
+        st.counts.completed = 0;
+    }
+    for (w, h) in SIZES {
+        let s = render(&app, w, h);
+        assert_has(&s, &["done req/s 0.00", "in flight 512 · ", "tok/s 5359"]);
+        assert!(
+            s.contains("streaming 300") || s.contains("strm 300"),
+            "{w}x{h}:\n{s}"
+        );
+        assert!(
+            s.contains("first tok 64/s") || s.contains("1st 64/s"),
+            "{w}x{h}:\n{s}"
+        );
+    }
 }
 
 #[test]

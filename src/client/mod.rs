@@ -10,6 +10,7 @@
 
 pub mod chunk;
 pub mod limits;
+pub mod progress;
 pub mod redirect;
 pub mod sse;
 
@@ -689,9 +690,22 @@ impl Client {
         scheduled_at: Instant,
         cancel: &CancellationToken,
     ) -> RequestRecord {
+        self.send_watched(prompt, scheduled_at, cancel, None).await
+    }
+
+    /// [`Client::send`], counting the answer's chunks into `progress` as
+    /// they arrive (a stage's live view of what is streaming).
+    pub async fn send_watched(
+        &self,
+        prompt: &Prompt,
+        scheduled_at: Instant,
+        cancel: &CancellationToken,
+        progress: Option<Arc<progress::Progress>>,
+    ) -> RequestRecord {
         let sent_at = Instant::now();
         let mut st = StreamState {
             reply: self.keep_replies.then(String::new),
+            watch: progress::Watch::new(progress),
             ..StreamState::default()
         };
         let outcome = {
@@ -1024,6 +1038,8 @@ struct StreamState {
     reasoning_tokens: Option<u64>,
     /// The answer's text so far, when replies are kept.
     reply: Option<String>,
+    /// The stage's live count of what is streaming.
+    watch: progress::Watch,
 }
 
 impl StreamState {
@@ -1046,7 +1062,9 @@ impl StreamState {
             self.thinking.resize(self.chunks.len(), 0);
             self.thinking.push(thought);
         }
-        self.chunks.push((now, (answer + thought).max(1)));
+        let tokens = (answer + thought).max(1);
+        self.chunks.push((now, tokens));
+        self.watch.chunk(tokens);
     }
 
     fn done(&self) -> RequestOutcome {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::progress::{Progress, Watch};
 use crate::client::{Client, ErrorCategory, Prompt, RequestOutcome, RequestRecord, TokenSource};
 
 /// A future that sends one request and measures it.
@@ -19,13 +20,14 @@ pub type Send<'a> = Pin<Box<dyn Future<Output = RequestRecord> + std::marker::Se
 
 /// Sends one request. `scheduled_at` is when the strategy wanted it sent
 /// (the record's queue time is measured from it); `cancel` ends it early, as
-/// incomplete.
+/// incomplete; the answer's chunks count into `progress` as they arrive.
 pub trait Backend: std::marker::Send + Sync + 'static {
     fn send<'a>(
         &'a self,
         prompt: &'a Prompt,
         scheduled_at: Instant,
         cancel: &'a CancellationToken,
+        progress: Arc<Progress>,
     ) -> Send<'a>;
 
     /// The server's base URL, where its `/metrics` may be read (None for
@@ -41,8 +43,15 @@ impl Backend for Client {
         prompt: &'a Prompt,
         scheduled_at: Instant,
         cancel: &'a CancellationToken,
+        progress: Arc<Progress>,
     ) -> Send<'a> {
-        Box::pin(Client::send(self, prompt, scheduled_at, cancel))
+        Box::pin(Client::send_watched(
+            self,
+            prompt,
+            scheduled_at,
+            cancel,
+            Some(progress),
+        ))
     }
 
     fn base_url(&self) -> Option<&str> {
@@ -120,6 +129,7 @@ impl Scripted {
         prompt: &Prompt,
         scheduled_at: Instant,
         rec: &mut RequestRecord,
+        watch: &mut Watch,
     ) -> RequestOutcome {
         let n = self.sent.fetch_add(1, Ordering::Relaxed);
         let s = (self.script)(n);
@@ -137,10 +147,12 @@ impl Scripted {
             };
         }
         rec.chunks.push((Instant::now(), 1));
+        watch.chunk(1);
         for _ in 1..s.output_tokens {
             let running = self.running.load(Ordering::Relaxed) as u32;
             tokio::time::sleep(s.itl + self.per_running * running).await;
             rec.chunks.push((Instant::now(), 1));
+            watch.chunk(1);
         }
         rec.output_tokens = u64::from(s.output_tokens);
         rec.prompt_tokens = prompt.prompt_tokens;
@@ -170,9 +182,11 @@ impl Backend for Scripted {
         prompt: &'a Prompt,
         scheduled_at: Instant,
         cancel: &'a CancellationToken,
+        progress: Arc<Progress>,
     ) -> Send<'a> {
         Box::pin(async move {
             let sent_at = Instant::now();
+            let mut watch = Watch::new(Some(progress));
             let mut rec = RequestRecord {
                 scheduled_at,
                 sent_at,
@@ -194,7 +208,7 @@ impl Backend for Scripted {
                 reply: None,
             };
             let outcome = tokio::select! {
-                o = self.serve(prompt, scheduled_at, &mut rec) => o,
+                o = self.serve(prompt, scheduled_at, &mut rec, &mut watch) => o,
                 _ = cancel.cancelled() => RequestOutcome::Incomplete,
             };
             rec.outcome = outcome;

@@ -833,7 +833,7 @@ impl Engine {
         let Some((due, turn)) = next else {
             return false;
         };
-        self.dispatch(run.number, run.dispatched, due, &run.cancel, Some(turn));
+        self.dispatch(run, due, Some(turn));
         run.stats.on_sent(now);
         run.dispatched += 1;
         run.burst += 1;
@@ -889,7 +889,7 @@ impl Engine {
         } else {
             None
         };
-        self.dispatch(run.number, run.dispatched, scheduled, &run.cancel, turn);
+        self.dispatch(run, scheduled, turn);
         run.stats.on_sent(now);
         run.dispatched += 1;
         run.started += 1;
@@ -1404,28 +1404,24 @@ impl Engine {
         }
     }
 
-    /// Sends one request in a task of its own, which reports back on the
-    /// done channel: a conversation's turn, else the run's next prompt.
-    fn dispatch(
-        &mut self,
-        stage: usize,
-        index: u64,
-        scheduled: Instant,
-        cancel: &CancellationToken,
-        turn: Option<TurnRef>,
-    ) {
+    /// Sends the stage's next request in a task of its own, which reports
+    /// back on the done channel (and streams into the stage's progress): a
+    /// conversation's turn, else the run's next prompt.
+    fn dispatch(&mut self, run: &StageRun, scheduled: Instant, turn: Option<TurnRef>) {
+        let (stage, index) = (run.number, run.dispatched);
         let (prompt, turn) = match self.turn_prompt(stage, turn) {
             Some(p) => (p, turn),
             None => (self.next_single_prompt(), None),
         };
         let backend = self.backend.clone();
-        let cancel = cancel.clone();
+        let cancel = run.cancel.clone();
+        let progress = run.stats.progress();
         let done = self.done_tx.clone();
         let ticket = self.launcher.ticket();
         tokio::spawn(async move {
             // Started: the dispatcher may spawn another.
             drop(ticket);
-            let record = backend.send(&prompt, scheduled, &cancel).await;
+            let record = backend.send(&prompt, scheduled, &cancel, progress).await;
             let _ = done.send(Done {
                 stage,
                 index,
@@ -1699,8 +1695,11 @@ impl Engine {
             counts: stats.counts,
             errors: stats.errors.clone(),
             in_flight: stats.in_flight(),
+            streaming: stats.streaming(),
             achieved_rps: last.requests_per_s,
             output_tokens_per_s: last.output_tokens_per_s,
+            streamed_tokens_per_s: last.streamed_tokens_per_s,
+            first_tokens_per_s: last.first_tokens_per_s,
             ttft_p50_ms: last.ttft_p50_ms,
             ttft_p99_ms: last.ttft_p99_ms,
             itl_p50_ms: last.itl_p50_ms,

@@ -163,7 +163,8 @@ async fn probe_until_settled(
         let cancel = CancellationToken::new();
         let left = deadline.saturating_duration_since(Instant::now());
         let rec = tokio::select! {
-            r = client.send(&prompt, Instant::now(), &cancel) => Some(r),
+            // A probe is no stage's: what it streams counts nowhere.
+            r = client.send(&prompt, Instant::now(), &cancel, Default::default()) => Some(r),
             _ = tokio::time::sleep(left) => None,
         };
         let ttft = rec

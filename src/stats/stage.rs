@@ -10,6 +10,7 @@ use super::backlog::{Backlog, Segment, Steady};
 use super::dist::Dist;
 use super::metrics;
 use super::verdict::{self, Evidence};
+use crate::client::progress::{self, Progress};
 use crate::client::{ErrorCategory, RequestOutcome, RequestRecord};
 use crate::types::live::SeriesPoint;
 use crate::types::{
@@ -154,6 +155,10 @@ pub struct StageStats {
     sec_tokens: u64,
     sec_ttft: Dist,
     sec_itl: Dist,
+    /// What the stage's streams deliver as it arrives (its requests count
+    /// into it), and its reading when the current second began.
+    progress: std::sync::Arc<Progress>,
+    sec_progress: progress::Reading,
     pub series: VecDeque<SeriesPoint>,
 
     /// Time to the first answer token, thinking, output length truth.
@@ -255,6 +260,8 @@ impl StageStats {
             sec_tokens: 0,
             sec_ttft: Dist::default(),
             sec_itl: Dist::default(),
+            progress: Default::default(),
+            sec_progress: Default::default(),
             series: VecDeque::new(),
             answer: Default::default(),
             sec_ttfat: Dist::default(),
@@ -304,6 +311,7 @@ impl StageStats {
             self.sec_ttft.reset();
             self.sec_itl.reset();
             self.sec_ttfat.reset();
+            self.sec_progress = self.progress.read();
         }
     }
 
@@ -344,6 +352,17 @@ impl StageStats {
 
     pub fn in_flight(&self) -> u64 {
         self.in_flight
+    }
+
+    /// The counters the stage's requests stream into: hand one to each
+    /// request sent.
+    pub fn progress(&self) -> std::sync::Arc<Progress> {
+        self.progress.clone()
+    }
+
+    /// The stage's requests between their first token and their end, now.
+    pub fn streaming(&self) -> u64 {
+        self.progress.read().streaming
     }
 
     /// Tells the verdict what earlier stages showed (see `verdict::reference`).
@@ -671,10 +690,15 @@ impl StageStats {
         if dt <= 0.0 {
             return;
         }
+        let reading = self.progress.read();
+        let (streamed, first) = progress::rates(self.sec_progress, reading, dt);
         let p = SeriesPoint {
             t_s: self.active_at(now),
             requests_per_s: self.sec_completed as f64 / dt,
             output_tokens_per_s: self.sec_tokens as f64 / dt,
+            streamed_tokens_per_s: streamed,
+            first_tokens_per_s: first,
+            streaming: reading.streaming,
             ttft_p50_ms: self.sec_ttft.quantile_ms(0.5),
             ttft_p99_ms: self.sec_ttft.quantile_ms(0.99),
             itl_p50_ms: self.sec_itl.quantile_ms(0.5),
@@ -692,6 +716,7 @@ impl StageStats {
             ));
         }
         self.sec_start = now;
+        self.sec_progress = reading;
         self.sec_completed = 0;
         self.sec_tokens = 0;
         self.sec_ttft.reset();
@@ -1614,5 +1639,32 @@ mod tests {
         assert!((p.ttft_p50_ms - 100.0).abs() < 0.5);
         s.tick(t0 + Duration::from_secs(2));
         assert_eq!(s.series.back().unwrap().requests_per_s, 0.0);
+    }
+
+    /// Seen: a throughput stage of long answers read `tok/s 0` for 7 s with
+    /// 512 requests streaming; the second's point counts tokens as they
+    /// arrive, from requests that have not ended.
+    #[test]
+    fn a_second_counts_what_streams_before_any_request_ends() {
+        let t0 = Instant::now();
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+        let mut a = crate::client::progress::Watch::new(Some(s.progress()));
+        let mut b = crate::client::progress::Watch::new(Some(s.progress()));
+        for _ in 0..30 {
+            a.chunk(2);
+        }
+        b.chunk(4);
+        s.tick(t0 + Duration::from_millis(500));
+        let p = s.series.back().copied().unwrap();
+        assert_eq!(p.requests_per_s, 0.0);
+        assert!((p.streamed_tokens_per_s - 128.0).abs() < 1e-9, "{p:?}");
+        assert!((p.first_tokens_per_s - 4.0).abs() < 1e-9, "{p:?}");
+        assert_eq!((p.streaming, s.streaming()), (2, 2));
+        drop(a);
+        b.chunk(10);
+        s.tick(t0 + Duration::from_millis(1500));
+        let p = s.series.back().copied().unwrap();
+        assert_eq!((p.streamed_tokens_per_s, p.first_tokens_per_s), (10.0, 0.0));
+        assert_eq!(p.streaming, 1);
     }
 }

@@ -57,9 +57,21 @@ pub struct LiveStage {
     pub counts: RequestCounts,
     pub errors: BTreeMap<String, u64>,
     pub in_flight: u64,
+    /// Of those, the requests streaming now (first token arrived, not ended).
+    #[serde(default)]
+    pub streaming: u64,
     /// Requests completed over the last second.
     pub achieved_rps: f64,
+    /// Output tokens of the requests completed over the last second.
     pub output_tokens_per_s: f64,
+    /// Output tokens that arrived over the last second, in every request
+    /// streaming (what the server generates now, finished or not).
+    #[serde(default)]
+    pub streamed_tokens_per_s: f64,
+    /// First tokens that arrived over the last second (requests that
+    /// started streaming).
+    #[serde(default)]
+    pub first_tokens_per_s: f64,
     pub ttft_p50_ms: f64,
     pub ttft_p99_ms: f64,
     pub itl_p50_ms: f64,
@@ -158,6 +170,15 @@ pub struct SeriesPoint {
     pub itl_p50_ms: f64,
     pub itl_p99_ms: f64,
     pub in_flight: u64,
+    /// Output tokens that arrived over the second, finished or not.
+    #[serde(default)]
+    pub streamed_tokens_per_s: f64,
+    /// First tokens that arrived over the second.
+    #[serde(default)]
+    pub first_tokens_per_s: f64,
+    /// Requests streaming at the end of the second.
+    #[serde(default)]
+    pub streaming: u64,
 }
 
 /// One point of the run's history. Latency fields are `None` for a span in

@@ -1,5 +1,6 @@
-//! The "now" panel: the running stage's last second, and the stage so far
-//! when there is room.
+//! The "now" panel: the running stage's last second (what completed, and
+//! what streams: a stage of long answers shows its tokens arriving before
+//! any request ends), and the stage so far when there is room.
 
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
@@ -51,11 +52,13 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         );
         return;
     };
-    let mut lines = last_second(th, st, inner.width);
+    let height = inner.height as usize;
+    let mut lines = shrink(last_second(th, st, inner.width), height, Keep::Always);
     // Room to spare: the stage so far, and the run's errors.
-    if inner.height as usize >= lines.len() + 6 {
+    if height >= lines.len() + 6 {
         if let Some(r) = &st.so_far {
-            lines.extend(so_far(th, r));
+            let room = height - lines.len();
+            lines.extend(shrink(so_far(th, r), room, KeepSoFar::Always));
         }
         let totals = run_error_totals(&app.snap);
         if !totals.is_empty() && inner.height as usize >= lines.len() + 2 {
@@ -67,27 +70,116 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
             ]));
         }
     }
-    let lines: Vec<Line> = shrink(lines, inner.height)
+    let lines: Vec<Line> = lines
         .into_iter()
         .map(|l| fit_line(l, inner.width))
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Fewer lines than fit: drop the least essential (ITL, then TTFT) but
-/// keep the counts.
-fn shrink(mut lines: Vec<Line<'static>>, height: u16) -> Vec<Line<'static>> {
-    while lines.len() > height as usize && lines.len() > 3 {
-        let drop = if lines.len() > 5 { lines.len() - 1 } else { 3 };
-        let drop = drop.min(lines.len() - 2);
-        lines.remove(drop.max(2));
-    }
-    lines
+/// How essential a line of the last second is: fewer lines than fit drop
+/// the least essential first (the stage's errors, ITL, TTFAT, then what
+/// streams), and keep the completions and the counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Keep {
+    Always,
+    InFlight,
+    Streamed,
+    Ttft,
+    Ttfat,
+    Itl,
+    Errors,
 }
 
-/// The running stage's last second: rate against target, in flight,
-/// latencies, the stage's counts and errors.
-fn last_second(th: &Theme, st: &LiveStage, width: u16) -> Vec<Line<'static>> {
+/// How essential a line of the stage so far is (the same rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum KeepSoFar {
+    Always,
+    Ttft,
+    ClientLag,
+    Tokens,
+    Ttfat,
+    Itl,
+}
+
+/// Drops the least essential lines (the later of equals first) until
+/// `height` lines remain, or only the ones `always` kept.
+fn shrink<K: Ord + Copy>(
+    mut lines: Vec<(K, Line<'static>)>,
+    height: usize,
+    always: K,
+) -> Vec<Line<'static>> {
+    while lines.len() > height {
+        let Some(i) = (0..lines.len())
+            .filter(|&i| lines[i].0 != always)
+            .max_by_key(|&i| (lines[i].0, i))
+        else {
+            break;
+        };
+        lines.remove(i);
+    }
+    lines.into_iter().map(|(_, l)| l).collect()
+}
+
+/// The first of `forms` that fits `width` columns, else the last.
+fn fitting(forms: [String; 2], width: u16) -> String {
+    let [long, short] = forms;
+    if long.chars().count() <= width as usize {
+        long
+    } else {
+        short
+    }
+}
+
+/// `in flight 512 · streaming 300`: requests sent and not ended, and those
+/// of them whose answer has begun.
+pub(super) fn in_flight_text(in_flight: u64, streaming: u64, width: u16) -> String {
+    fitting(
+        [
+            format!("in flight {in_flight} · streaming {streaming}"),
+            format!("in flight {in_flight} · strm {streaming}"),
+        ],
+        width,
+    )
+}
+
+/// `tok/s 5359 · first tok 12/s`: output tokens arriving (every stream,
+/// finished or not) and first tokens seen, over the last second.
+pub(super) fn streamed_text(tokens_per_s: f64, first_per_s: f64, width: u16) -> String {
+    let first = if first_per_s > 0.0 && first_per_s < 10.0 {
+        format!("{first_per_s:.1}")
+    } else {
+        format!("{first_per_s:.0}")
+    };
+    fitting(
+        [
+            format!("tok/s {tokens_per_s:.0} · first tok {first}/s"),
+            format!("tok/s {tokens_per_s:.0} · 1st {first}/s"),
+        ],
+        width,
+    )
+}
+
+/// A label (dim) and its figures (`style`) from `text` split at its first
+/// space after the label's words, for lines built as plain text.
+fn labelled(th: &Theme, text: String, labels: &[&str]) -> Line<'static> {
+    let mut spans = Vec::new();
+    for word in text.split_inclusive(' ') {
+        let bare = word.trim_end();
+        let style = if labels.contains(&bare) || bare == "·" {
+            th.dim()
+        } else {
+            th.text()
+        };
+        spans.push(Span::styled(word.to_string(), style));
+    }
+    Line::from(spans)
+}
+
+/// The running stage's last second: what completed (req/s against the
+/// target, TTFT, ITL), what streams now (in flight, streaming, tokens and
+/// first tokens arriving), the stage's counts and errors.
+fn last_second(th: &Theme, st: &LiveStage, width: u16) -> Vec<(Keep, Line<'static>)> {
     let rate_style = match st.target_rate {
         Some(t)
             if st.strategy != StrategyKind::Concurrent
@@ -107,28 +199,50 @@ fn last_second(th: &Theme, st: &LiveStage, width: u16) -> Vec<Line<'static>> {
     };
     let has = st.achieved_rps > 0.0;
     let mut lines = vec![
-        Line::from(vec![
-            Span::styled("req/s ", th.dim()),
-            Span::styled(format!("{:.2}", st.achieved_rps), rate_style),
-            Span::styled(target, th.dim()),
-        ]),
-        Line::from(vec![
-            Span::styled("in flight ", th.dim()),
-            Span::styled(format!("{:<5}", st.in_flight), th.text()),
-            Span::styled("tok/s ", th.dim()),
-            Span::styled(format!("{:.0}", st.output_tokens_per_s), th.text()),
-        ]),
-        p50_p99(th, "TTFT ms ", st.ttft_p50_ms, st.ttft_p99_ms, has),
+        (
+            Keep::Always,
+            Line::from(vec![
+                Span::styled("done req/s ", th.dim()),
+                Span::styled(format!("{:.2}", st.achieved_rps), rate_style),
+                Span::styled(target, th.dim()),
+            ]),
+        ),
+        (
+            Keep::InFlight,
+            labelled(
+                th,
+                in_flight_text(st.in_flight, st.streaming, width),
+                &["in", "flight", "streaming", "strm"],
+            ),
+        ),
+        (
+            Keep::Streamed,
+            labelled(
+                th,
+                streamed_text(st.streamed_tokens_per_s, st.first_tokens_per_s, width),
+                &["tok/s", "first", "tok", "1st"],
+            ),
+        ),
+        (
+            Keep::Ttft,
+            p50_p99(th, "TTFT ms ", st.ttft_p50_ms, st.ttft_p99_ms, has),
+        ),
     ];
     // A model that thinks: the first answer token, what users wait for.
     if let Some((p50, p99)) = st.ttfat_ms {
-        lines.push(p50_p99(th, "TTFAT ms ", p50, p99, has));
+        lines.push((Keep::Ttfat, p50_p99(th, "TTFAT ms ", p50, p99, has)));
     }
-    lines.push(p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has));
-    lines.push(counts(th, st, width));
+    lines.push((
+        Keep::Itl,
+        p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has),
+    ));
+    lines.push((Keep::Always, counts(th, st, width)));
     let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
     if !errs.is_empty() {
-        lines.push(Line::styled(errs.join(" · "), th.style(th.bad)));
+        lines.push((
+            Keep::Errors,
+            Line::styled(errs.join(" · "), th.style(th.bad)),
+        ));
     }
     lines
 }
@@ -152,45 +266,52 @@ fn counts(th: &Theme, st: &LiveStage, width: u16) -> Line<'static> {
 }
 
 /// The stage so far (cumulative since it started), after a blank line.
-fn so_far(th: &Theme, r: &StageReport) -> Vec<Line<'static>> {
+fn so_far(th: &Theme, r: &StageReport) -> Vec<(KeepSoFar, Line<'static>)> {
+    use KeepSoFar as K;
     let dist = |label, d: &DistSummary| p50_p99(th, label, d.p50, d.p99, d.count > 0);
     let has = r.requests.measured > 0;
     let mut lines = vec![
-        Line::from(""),
-        Line::styled("stage so far", th.title()),
-        Line::from(vec![
-            Span::styled("req/s ", th.dim()),
-            Span::styled(
-                if has {
-                    format!("{:.2}", r.rates.achieved())
-                } else {
-                    "-".into()
-                },
-                th.text(),
-            ),
-            Span::styled("  conc ", th.dim()),
-            Span::styled(format!("{:.1}", r.concurrency.mean), th.text()),
-        ]),
-        dist("TTFT ms ", &r.ttft_ms),
+        (K::Always, Line::from("")),
+        (K::Always, Line::styled("stage so far", th.title())),
+        (
+            K::Always,
+            Line::from(vec![
+                Span::styled("req/s ", th.dim()),
+                Span::styled(
+                    if has {
+                        format!("{:.2}", r.rates.achieved())
+                    } else {
+                        "-".into()
+                    },
+                    th.text(),
+                ),
+                Span::styled("  conc ", th.dim()),
+                Span::styled(format!("{:.1}", r.concurrency.mean), th.text()),
+            ]),
+        ),
+        (K::Ttft, dist("TTFT ms ", &r.ttft_ms)),
     ];
     if let Some(x) = &r.reasoning {
-        lines.push(dist("TTFAT ms ", &x.ttfat_ms));
+        lines.push((K::Ttfat, dist("TTFAT ms ", &x.ttfat_ms)));
     }
-    lines.push(dist("ITL ms  ", &r.itl_ms));
+    lines.push((K::Itl, dist("ITL ms  ", &r.itl_ms)));
     if let Some(x) = &r.reasoning {
-        lines.push(Line::from(vec![
-            Span::styled("tok/req ", th.dim()),
-            Span::styled(
-                format!(
-                    "think {:.0} answer {:.0}",
-                    x.reasoning_tokens_mean, x.answer_tokens_mean
+        lines.push((
+            K::Tokens,
+            Line::from(vec![
+                Span::styled("tok/req ", th.dim()),
+                Span::styled(
+                    format!(
+                        "think {:.0} answer {:.0}",
+                        x.reasoning_tokens_mean, x.answer_tokens_mean
+                    ),
+                    th.text(),
                 ),
-                th.text(),
-            ),
-        ]));
+            ]),
+        ));
     }
     if let Some(c) = &r.client {
-        lines.push(client_lag(th, c));
+        lines.push((K::ClientLag, client_lag(th, c)));
     }
     lines
 }
@@ -217,4 +338,58 @@ fn client_lag(th: &Theme, c: &ClientCheck) -> Line<'static> {
         spans.push(Span::styled(" · limited", style));
     }
     Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(l: &Line) -> String {
+        l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn what_streams_fits_the_panel() {
+        assert_eq!(
+            in_flight_text(512, 300, 29),
+            "in flight 512 · streaming 300"
+        );
+        assert_eq!(in_flight_text(1024, 900, 29), "in flight 1024 · strm 900");
+        assert_eq!(
+            streamed_text(5359.4, 12.0, 29),
+            "tok/s 5359 · first tok 12/s"
+        );
+        assert_eq!(streamed_text(0.0, 0.0, 29), "tok/s 0 · first tok 0/s");
+        assert_eq!(streamed_text(840.0, 2.5, 29), "tok/s 840 · first tok 2.5/s");
+        assert_eq!(
+            streamed_text(163840.0, 512.0, 29),
+            "tok/s 163840 · 1st 512/s"
+        );
+    }
+
+    #[test]
+    fn a_short_panel_drops_errors_and_itl_before_what_streams() {
+        let line = |s: &str| Line::from(s.to_string());
+        let lines = vec![
+            (Keep::Always, line("done")),
+            (Keep::InFlight, line("in flight")),
+            (Keep::Streamed, line("tok/s")),
+            (Keep::Ttft, line("TTFT")),
+            (Keep::Itl, line("ITL")),
+            (Keep::Always, line("counts")),
+            (Keep::Errors, line("errors")),
+        ];
+        let kept = |h| {
+            shrink(lines.clone(), h, Keep::Always)
+                .iter()
+                .map(text)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(kept(7), "done,in flight,tok/s,TTFT,ITL,counts,errors");
+        assert_eq!(kept(5), "done,in flight,tok/s,TTFT,counts");
+        assert_eq!(kept(3), "done,in flight,counts");
+        // The completions and the counts stay, even past the height.
+        assert_eq!(kept(1), "done,counts");
+    }
 }
