@@ -1592,15 +1592,23 @@ impl Engine {
                 );
                 None
             }
-            Control::SetRate(rate) => self.change_rate(spec, rate),
-            Control::ScaleRate(factor) => match steer_base(spec, stats, now) {
-                Ok(Base::Streams(s)) => self.change_rate(spec, scale_streams(s, factor) as f64),
-                Ok(Base::Rate(r)) => self.change_rate(spec, r * factor),
-                Err(why) => {
-                    self.note(EventKind::Rejected, why);
-                    None
+            Control::SetRate(rate) => self.change_rate(spec, rate, None),
+            Control::ScaleRate(factor) => {
+                let on_screen = self.so_far.as_ref().map(|r| r.rates.achieved());
+                match steer_base(spec, stats, now, on_screen) {
+                    Ok(base) => {
+                        let rate = match base {
+                            Base::Streams(s) => scale_streams(s, factor) as f64,
+                            Base::Rate(r) | Base::Measured(r) => r * factor,
+                        };
+                        self.change_rate(spec, rate, Some(stepped_from(&spec.name, base, factor)))
+                    }
+                    Err(why) => {
+                        self.note(EventKind::Rejected, why);
+                        None
+                    }
                 }
-            },
+            }
             Control::Pause => {
                 if d.paused_at.is_none() {
                     d.paused_at = Some(now);
@@ -1654,7 +1662,14 @@ impl Engine {
         }
     }
 
-    fn change_rate(&mut self, spec: &StageSpec, rate: f64) -> Option<StageEnd> {
+    /// A new rate: ends the stage and opens a manual one at `rate`; `from`
+    /// says, in the timeline, what a relative key stepped from.
+    fn change_rate(
+        &mut self,
+        spec: &StageSpec,
+        rate: f64,
+        from: Option<String>,
+    ) -> Option<StageEnd> {
         if let Strategy::Replay { .. } = spec.strategy {
             self.note(
                 EventKind::Rejected,
@@ -1678,7 +1693,11 @@ impl Engine {
             return None;
         }
         let next = StageSpec::manual(strategy, spec.limits.clone());
-        self.note(EventKind::SetRate, format!("{} → {}", spec.name, next.name));
+        let from = from.map(|f| format!(", {f}")).unwrap_or_default();
+        self.note(
+            EventKind::SetRate,
+            format!("{} → {}{from}", spec.name, next.name),
+        );
         Some(StageEnd::RateChanged(next))
     }
 
@@ -1742,15 +1761,26 @@ impl Engine {
 /// What a relative rate change (`+`, `-`, `*`, `/`) starts from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Base {
+    /// The stage's target rate.
     Rate(f64),
+    /// The rate the stage achieved so far (synchronous, throughput).
+    Measured(f64),
     Streams(u32),
 }
 
 /// The base of a relative rate change: the target of an open-loop stage, the
 /// streams of a concurrent one, and for synchronous and throughput stages the
-/// rate measured so far in the stage (completed requests over its running
-/// time), or why there is too little to go on.
-fn steer_base(spec: &StageSpec, stats: &StageStats, now: Instant) -> Result<Base, String> {
+/// rate on screen: the stage so far's achieved rate, as the stage table's
+/// running row shows it (`on_screen`; seen: the table read 0.94 and `+`
+/// started constant@0.88, 10 % above the 0.80 of completions over the whole
+/// running time), else completions over the running time; or why there is
+/// too little to go on.
+fn steer_base(
+    spec: &StageSpec,
+    stats: &StageStats,
+    now: Instant,
+    on_screen: Option<f64>,
+) -> Result<Base, String> {
     match spec.strategy {
         Strategy::Concurrent { streams } => Ok(Base::Streams(streams)),
         Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Ok(Base::Rate(rate)),
@@ -1768,8 +1798,34 @@ fn steer_base(spec: &StageSpec, stats: &StageStats, now: Instant) -> Result<Base
                     spec.name
                 ));
             }
-            Ok(Base::Rate(done as f64 / elapsed))
+            let shown = on_screen.filter(|r| r.is_finite() && *r > 0.0);
+            Ok(Base::Measured(shown.unwrap_or(done as f64 / elapsed)))
         }
+    }
+}
+
+/// A key's factor in words: `+10 %`, `−10 %`, `×2`, `×0.5`.
+fn factor_words(factor: f64) -> String {
+    let pct = (factor - 1.0) * 100.0;
+    if factor < 2.0 && (pct - pct.round()).abs() < 1e-9 && pct.abs() < 50.0 {
+        if pct >= 0.0 {
+            format!("+{pct:.0} %")
+        } else {
+            format!("−{:.0} %", -pct)
+        }
+    } else {
+        format!("×{}", crate::typed::number(factor))
+    }
+}
+
+/// What a relative key stepped from, for the timeline: `+10 % from the
+/// 0.94 req/s synchronous achieved so far`.
+fn stepped_from(stage: &str, base: Base, factor: f64) -> String {
+    let how = factor_words(factor);
+    match base {
+        Base::Rate(r) => format!("{how} from its target {} req/s", strategy::fmt_rate(r)),
+        Base::Measured(r) => format!("{how} from the {r:.2} req/s {stage} achieved so far"),
+        Base::Streams(n) => format!("{how} from {n} streams"),
     }
 }
 
@@ -1881,6 +1937,48 @@ mod tests {
         let mut c = Arrivals::new(&Strategy::Constant { rate: 1000.0 }, 0);
         c.advance();
         assert_eq!(due_by(&mut c, base, base, u64::MAX), (0, None));
+    }
+
+    /// Issue 34 item 4. Seen: the table showed `synchronous cut 0.94` and
+    /// `+` started constant@0.88: 10 % above 0.80, completions over the
+    /// whole running time, not the rate on screen.
+    #[test]
+    fn a_key_steps_from_the_rate_on_screen_and_says_so() {
+        let now = Instant::now();
+        let start = now - Duration::from_secs(10);
+        let mut stats = StageStats::new(start, Window::whole(start), None, vec![]);
+        stats.counts.completed = 8;
+        let sync = StageSpec::new(Strategy::Synchronous, Limits::default());
+        let base = steer_base(&sync, &stats, now, Some(0.94)).unwrap();
+        assert_eq!(base, Base::Measured(0.94));
+        assert_eq!(
+            stepped_from("synchronous", base, 1.1),
+            "+10 % from the 0.94 req/s synchronous achieved so far"
+        );
+        // Nothing on screen yet (the first second): completions over time.
+        assert_eq!(
+            steer_base(&sync, &stats, now, None),
+            Ok(Base::Measured(0.8))
+        );
+        assert_eq!(
+            steer_base(&sync, &stats, now, Some(0.0)),
+            Ok(Base::Measured(0.8))
+        );
+        // Too little: refused whatever the screen says.
+        stats.counts.completed = 2;
+        assert!(steer_base(&sync, &stats, now, Some(0.94)).is_err());
+        // Open loop: the target, as before.
+        let c = StageSpec::new(Strategy::Constant { rate: 6.38 }, Limits::default());
+        let base = steer_base(&c, &stats, now, Some(5.0)).unwrap();
+        assert_eq!(
+            stepped_from("constant@6.38", base, 0.9),
+            "−10 % from its target 6.38 req/s"
+        );
+        assert_eq!(
+            stepped_from("concurrent@4", Base::Streams(4), 2.0),
+            "×2 from 4 streams"
+        );
+        assert_eq!(factor_words(0.5), "×0.5");
     }
 
     #[test]

@@ -24,14 +24,15 @@ impl App {
     }
 
     /// The rate the running stage runs at now: its target, or what it
-    /// measured so far (synchronous, throughput).
+    /// achieved so far (synchronous, throughput), the figure the stage
+    /// table's running row shows and the engine steps from.
     fn current_rate(&self) -> Option<f64> {
         let st = self.snap.stage.as_ref()?;
         st.target_rate.or_else(|| {
             st.so_far
                 .as_ref()
-                .map(|r| r.rates.requests_per_s)
-                .filter(|r| *r > 0.0)
+                .map(|r| r.rates.achieved())
+                .filter(|r| r.is_finite() && *r > 0.0)
         })
     }
 
@@ -92,7 +93,7 @@ impl App {
                 let from = if st.target_rate.is_some() {
                     String::new()
                 } else {
-                    format!(" (from the {cur:.2} req/s measured so far)")
+                    format!(" (from the {cur:.2} req/s achieved so far)")
                 };
                 self.rate_command(
                     Control::ScaleRate(f),
@@ -700,7 +701,21 @@ mod tests {
         assert!(a
             .status_text()
             .unwrap()
-            .contains("0.80 req/s measured so far"));
+            .contains("0.80 req/s achieved so far"));
+        // Issue 34 item 4: the rate on screen (the table's, over the steady
+        // window), not completions over the whole running time.
+        let mut a = with_stage(StrategyKind::Synchronous, None, 0.8);
+        let st = a.snap.stage.as_mut().unwrap();
+        let mut so_far = st.so_far.as_deref().cloned().unwrap_or_default();
+        so_far.rates.completed_per_s = 0.94;
+        so_far.rates.steady_s = 8.0;
+        st.so_far = Some(std::sync::Arc::new(so_far));
+        press(&mut a, "+");
+        let said = a.status_text().unwrap();
+        assert!(
+            said.contains("constant 1.03 req/s (from the 0.94 req/s achieved so far)"),
+            "{said}"
+        );
         let mut a = with_stage(StrategyKind::Throughput, None, 0.0);
         assert!(press(&mut a, "*").is_empty());
         assert!(a.status_text().unwrap().contains("nothing completed yet"));

@@ -19,7 +19,7 @@ pub fn help_lines(stage_kind: Option<StrategyKind>) -> Vec<(String, bool)> {
         ),
         Some(StrategyKind::Synchronous | StrategyKind::Throughput) => (
             "synchronous / throughput stage: keys start a constant stage",
-            "+ / -     constant at the rate measured so far ±10 %",
+            "+ / -     constant at the rate achieved so far ±10 %",
             "* / /     constant at double / half the measured rate",
         ),
         _ => (
@@ -98,7 +98,7 @@ mod tests {
                 .join("\n")
         };
         assert!(text(StrategyKind::Concurrent).contains("one more / one fewer stream"));
-        assert!(text(StrategyKind::Synchronous).contains("constant at the rate measured so far"));
+        assert!(text(StrategyKind::Synchronous).contains("constant at the rate achieved so far"));
         assert!(text(StrategyKind::Constant).contains("rate up / down 10 %"));
         assert!(help_lines(Some(StrategyKind::Constant))
             .iter()
