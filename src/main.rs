@@ -212,7 +212,11 @@ fn plan(file: &std::path::Path, stages: Option<usize>, toml: bool) -> anyhow::Re
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = match Cli::command().try_get_matches_from(&args) {
+        Ok(m) => m,
+        Err(e) => return usage_error(e, &args),
+    };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -267,6 +271,30 @@ fn main() -> ExitCode {
         None => return ran(run::execute(cli.run, &typed_flags(&matches))),
     };
     exit_code(result.map(|()| ExitCode::SUCCESS))
+}
+
+/// A command line clap refused: GuideLLM's words get llmsweep's for each
+/// and the line to paste (`config::guidellm_hint`), else clap's own error.
+fn usage_error(e: clap::Error, args: &[std::ffi::OsString]) -> ExitCode {
+    use clap::error::ErrorKind;
+    let shown = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    let words: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match llmsweep::config::guidellm_hint(&words).filter(|_| !shown) {
+        Some(hint) => {
+            llmsweep::term::note(&hint);
+            ExitCode::from(2)
+        }
+        None => e.exit(),
+    }
 }
 
 /// 0: every planned stage ran; 3: stopped early, partial report written;

@@ -282,6 +282,52 @@ fn fails_with(args: &[&str], needle: &str) {
     assert!(stderr.lines().count() <= 3, "short message: {stderr}");
 }
 
+/// Issue 34 item 5. Seen: `--rate-type sweep` got clap's "a similar
+/// argument exists: '--rate'" and `benchmark` got "unrecognized
+/// subcommand". GuideLLM's words get llmsweep's, and a line to paste.
+#[test]
+fn guidellm_habits_get_llmsweeps_words_and_a_line_to_paste() {
+    let o = bin()
+        .args([
+            "benchmark",
+            "--target",
+            "http://127.0.0.1:8000",
+            "--rate-type",
+            "sweep",
+            "--max-seconds",
+            "30",
+            "--output-path",
+            "bench.json",
+            "--disable-progress",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    for want in [
+        "--rate-type sweep",
+        "→  --profile sweep",
+        "→  --out bench",
+        "→  --headless",
+        "benchmark",
+        "llmsweep --target http://127.0.0.1:8000 --profile sweep --max-seconds 30 --out bench --headless",
+    ] {
+        assert!(stderr.contains(want), "{want:?} not in:\n{stderr}");
+    }
+    assert!(!stderr.contains("similar argument exists"), "{stderr}");
+    // Nothing of GuideLLM's: clap's own error, unchanged.
+    let o = bin().args(["--rates", "4"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a similar argument exists: '--rate'"),
+        "{stderr}"
+    );
+    // Help is still help.
+    let o = bin().args(["--help"]).output().unwrap();
+    assert!(o.status.success());
+}
+
 #[test]
 fn bad_input_gets_a_short_clear_error() {
     fails_with(&["--profile", "constant", "--rate", "0"], "not possible");

@@ -22,11 +22,13 @@ use serde::{Deserialize, Serialize};
 use crate::client::FollowRedirects;
 use crate::types::Api;
 
+mod habits;
 mod keys;
 mod read;
 mod values;
 mod within;
 
+pub use habits::guidellm_hint;
 use keys::shorten_unknown_key;
 use read::*;
 pub use read::{MAX_COUNT, MAX_LINE_BYTES};
