@@ -206,6 +206,49 @@ fn runs_against_the_simulator_in_another_process_and_keeps_the_key_secret() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Issue 34 item 6. Seen: `--target …/v1/completions` loaded the chat API
+/// (report.json `api: chat`) and said only that the base URL was used. The
+/// pasted endpoint selects its API and says so; `--api` wins over it, with
+/// a warning that the two disagree.
+#[test]
+fn a_pasted_endpoint_selects_its_api_unless_api_says_otherwise() {
+    let mut sim = spawn_sim(&[]);
+    let target = format!("{}/v1/completions", sim.url);
+    let run = |extra: &[&str], name: &str| {
+        let out = tmpdir(name);
+        let o = bin()
+            .args(["--target", &target, "--profile", "synchronous"])
+            .args(["--max-requests", "3", "--headless"])
+            .args(extra)
+            .args(["--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{stderr}");
+        let r = read_report(&out);
+        let _ = std::fs::remove_dir_all(&out);
+        (r, stderr)
+    };
+    let (r, stderr) = run(&[], "endpoint-api");
+    assert_eq!(r["target"]["api"], "completions", "{stderr}");
+    assert_eq!(r["config"]["api"], "completions");
+    assert_eq!(r["stages"][0]["requests"]["completed"], 3);
+    assert!(
+        stderr.contains(
+            "the target named the endpoint /v1/completions: the completions API is loaded"
+        ),
+        "{stderr}"
+    );
+    let (r, stderr) = run(&["--api", "chat"], "endpoint-api-said");
+    assert_eq!(r["target"]["api"], "chat", "{stderr}");
+    assert!(
+        stderr.contains("the completions API, but --api chat says otherwise"),
+        "{stderr}"
+    );
+    signal(&sim.child, "-TERM");
+    wait_with_limit(&mut sim.child, Duration::from_secs(10));
+}
+
 fn start_headless(out: &std::path::Path, seconds: &str, extra: &[&str]) -> std::process::Child {
     let mut child = bin()
         .args(["--profile", "constant", "--rate", "10", "--headless"])

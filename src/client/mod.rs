@@ -361,18 +361,20 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
 
 /// Endpoint paths llmsweep adds itself: a target pasted with one of them
 /// has it taken off (longest first, so `/v1/chat/completions` goes whole).
-const ENDPOINT_PATHS: [&str; 6] = [
+const ENDPOINT_PATHS: [&str; 8] = [
     "/v1/chat/completions",
     "/v1/completions",
+    "/v1/responses",
     "/v1/models",
     "/chat/completions",
     "/completions",
+    "/responses",
     "/models",
 ];
 
-/// [`normalize_base_url`], and a note when the target named an endpoint
-/// (`…/v1/chat/completions`) that was taken off, to say so.
-pub fn normalize_target(target: &str) -> Result<(String, Option<String>)> {
+/// [`normalize_base_url`], and the endpoint path the target named
+/// (`/v1/completions`), taken off: [`endpoint_note`] says what came of it.
+pub fn normalize_target(target: &str) -> Result<(String, Option<&'static str>)> {
     let t = target.trim();
     if t.is_empty() {
         bail!("the target URL is empty");
@@ -410,13 +412,9 @@ pub fn normalize_target(target: &str) -> Result<(String, Option<String>)> {
     url.set_query(None);
     url.set_fragment(None);
     let mut s = url.as_str().trim_end_matches('/').to_string();
-    let mut note = None;
-    if let Some(path) = ENDPOINT_PATHS.iter().find(|p| s.ends_with(*p)) {
+    let endpoint = ENDPOINT_PATHS.iter().find(|p| s.ends_with(*p)).copied();
+    if let Some(path) = endpoint {
         s.truncate(s.len() - path.len());
-        note = Some(format!(
-            "the target named the endpoint {path}: llmsweep adds it itself (--api chooses chat or completions), so the base URL {} is used",
-            crate::redact::redact_url(s.strip_suffix("/v1").unwrap_or(&s))
-        ));
     }
     if let Some(stripped) = s.strip_suffix("/v1") {
         s = stripped.to_string();
@@ -425,7 +423,52 @@ pub fn normalize_target(target: &str) -> Result<(String, Option<String>)> {
         s.push('?');
         s.push_str(&q);
     }
-    Ok((s, note))
+    Ok((s, endpoint))
+}
+
+/// The API an endpoint path names: `/v1/completions` the completions API,
+/// `/chat/completions` chat, `/v1/responses` the Responses API; None for
+/// `/v1/models` or no path.
+pub fn api_of_endpoint(path: &str) -> Option<Api> {
+    if path.ends_with("/chat/completions") {
+        Some(Api::Chat)
+    } else if path.ends_with("/completions") {
+        Some(Api::Completions)
+    } else if path.ends_with("/responses") {
+        Some(Api::Responses)
+    } else {
+        None
+    }
+}
+
+/// The API a run loads: `--api` when it was given (`said`), else the one
+/// the target's endpoint names (a pasted `…/v1/completions`), else chat.
+/// Seen: a pasted `/v1/completions` URL silently loaded the chat API.
+pub fn choose_api(said: Option<Api>, target: Option<&str>) -> Api {
+    let named = target
+        .and_then(|t| normalize_target(t).ok())
+        .and_then(|(_, path)| path)
+        .and_then(api_of_endpoint);
+    said.or(named).unwrap_or_default()
+}
+
+/// What a run says about an endpoint its target named (`path`, taken off
+/// the base URL `base`), loading `api`: which API that selected, or, when
+/// `--api` said another, the contradiction (a warning).
+pub fn endpoint_note(path: &str, base: &str, api: Api) -> String {
+    let base = crate::redact::redact_url(base);
+    match api_of_endpoint(path) {
+        Some(named) if named == api => format!(
+            "the target named the endpoint {path}: the {api} API is loaded (as with --api {api}) at the base URL {base}"
+        ),
+        Some(named) => format!(
+            "the target names {path}, the {named} API, but --api {api} says otherwise: the {api} API ({}) is loaded at the base URL {base}; drop --api, or the path, if that is not what you meant",
+            api.path()
+        ),
+        None => format!(
+            "the target named the endpoint {path}: llmsweep adds it itself, so the base URL {base} is used"
+        ),
+    }
 }
 
 /// `http//host`, `http:/host`, `https//host`…: a scheme whose `://` was
@@ -1414,29 +1457,86 @@ mod tests {
 
     #[test]
     fn a_pasted_endpoint_is_taken_off_and_said() {
-        for (typed, base) in [
-            ("http://h:8000/v1/chat/completions", "http://h:8000"),
-            ("http://h:8000/v1/completions/", "http://h:8000"),
-            ("http://h:8000/v1/models", "http://h:8000"),
+        for (typed, base, path) in [
+            (
+                "http://h:8000/v1/chat/completions",
+                "http://h:8000",
+                "/v1/chat/completions",
+            ),
+            (
+                "http://h:8000/v1/completions/",
+                "http://h:8000",
+                "/v1/completions",
+            ),
+            (
+                "http://h:8000/v1/responses",
+                "http://h:8000",
+                "/v1/responses",
+            ),
+            ("http://h:8000/v1/models", "http://h:8000", "/v1/models"),
             (
                 "https://gw.example/llm/v1/chat/completions",
                 "https://gw.example/llm",
+                "/v1/chat/completions",
             ),
-            ("http://h:8000/chat/completions", "http://h:8000"),
+            (
+                "http://h:8000/chat/completions",
+                "http://h:8000",
+                "/chat/completions",
+            ),
         ] {
-            let (url, note) = normalize_target(typed).unwrap();
-            assert_eq!(url, base, "{typed}");
-            let note = note.unwrap_or_default();
-            assert!(
-                note.contains(base) && note.contains("llmsweep adds it itself"),
-                "{note}"
-            );
+            let (url, named) = normalize_target(typed).unwrap();
+            assert_eq!((url.as_str(), named), (base, Some(path)), "{typed}");
         }
-        let (url, note) =
+        let (url, named) =
             normalize_target("https://gw/x/v1/chat/completions?api-version=1").unwrap();
         assert_eq!(url, "https://gw/x?api-version=1");
-        assert!(note.is_some());
+        assert_eq!(named, Some("/v1/chat/completions"));
         assert_eq!(normalize_target("http://h:8000/v1").unwrap().1, None);
+    }
+
+    /// Issue 34 item 6. Seen: `--target http://127.0.0.1:18000/v1/completions`
+    /// loaded the chat API (report.json `api: chat`), saying only that the
+    /// base URL was used.
+    #[test]
+    fn a_pasted_endpoint_selects_its_api_unless_api_says_otherwise() {
+        let t = Some("http://127.0.0.1:18000/v1/completions");
+        assert_eq!(choose_api(None, t), Api::Completions);
+        assert_eq!(
+            choose_api(None, Some("http://h/v1/responses")),
+            Api::Responses
+        );
+        assert_eq!(
+            choose_api(None, Some("http://h/v1/chat/completions")),
+            Api::Chat
+        );
+        assert_eq!(choose_api(None, Some("http://h:8000/v1/models")), Api::Chat);
+        assert_eq!(choose_api(None, Some("http://h:8000")), Api::Chat);
+        assert_eq!(choose_api(None, None), Api::Chat);
+        // --api wins, and the note says the two disagree.
+        assert_eq!(choose_api(Some(Api::Chat), t), Api::Chat);
+        let note = endpoint_note("/v1/completions", "http://127.0.0.1:18000", Api::Chat);
+        assert!(
+            note.contains("the completions API, but --api chat says otherwise")
+                && note.contains("/v1/chat/completions")
+                && note.contains("drop --api"),
+            "{note}"
+        );
+        let note = endpoint_note(
+            "/v1/completions",
+            "http://127.0.0.1:18000",
+            Api::Completions,
+        );
+        assert!(
+            note.contains("the completions API is loaded")
+                && note.contains("http://127.0.0.1:18000"),
+            "{note}"
+        );
+        let note = endpoint_note("/v1/models", "http://u:secret@h", Api::Chat);
+        assert!(
+            note.contains("llmsweep adds it itself") && !note.contains("secret"),
+            "{note}"
+        );
     }
 
     #[test]

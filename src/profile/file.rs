@@ -69,6 +69,20 @@ pub fn list() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Whether the profile `--profile` names (a file or a shipped one) sets
+/// `key` itself: a setting it gives is as said as a flag typed. False for
+/// a strategy, or a file that cannot be read (resolving it says why).
+pub fn sets_key(profile: &str, key: &str) -> bool {
+    let choice = profile.trim();
+    let text = if is_file(choice) {
+        std::fs::read_to_string(Path::new(choice)).ok()
+    } else {
+        shipped(choice).map(|(_, t)| t.to_string())
+    };
+    text.and_then(|t| t.parse::<toml::Table>().ok())
+        .is_some_and(|table| table.contains_key(key))
+}
+
 /// Whether `--profile` names a file (a .toml, or a path) rather than a
 /// strategy or a shipped profile.
 pub fn is_file(profile: &str) -> bool {
@@ -105,6 +119,24 @@ pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, 
 mod tests {
     use super::*;
     use crate::config::RateItem;
+
+    #[test]
+    fn a_profile_says_which_keys_it_sets() {
+        assert!(sets_key("sweep", "strategy"));
+        assert!(!sets_key("sweep", "api"));
+        assert!(!sets_key("constant", "api"));
+        let dir = std::env::temp_dir().join(format!("llmsweep-sets-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("p.toml");
+        std::fs::write(&f, "api = \"completions\"\n").unwrap();
+        let path = f.display().to_string();
+        assert!(sets_key(&path, "api"));
+        assert!(!sets_key(
+            &dir.join("missing.toml").display().to_string(),
+            "api"
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn every_shipped_profile_parses_and_has_a_description() {

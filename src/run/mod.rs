@@ -55,7 +55,10 @@ pub enum Ran {
 /// Runs `llmsweep run` to the end. `explicit` names the flags given on the
 /// command line: they win over a profile file.
 pub fn execute(args: RunConfig, explicit: &HashSet<String>) -> Result<Ran> {
-    let (args, profile_name) = crate::profile::file::resolve(args, explicit)?;
+    let said_api = explicit.contains("api") || crate::profile::file::sets_key(&args.profile, "api");
+    let (mut args, profile_name) = crate::profile::file::resolve(args, explicit)?;
+    // A pasted `…/v1/completions` selects its API, unless --api said one.
+    args.api = crate::client::choose_api(said_api.then_some(args.api), args.target.as_deref());
     prepare::check_settings(&args, &profile_name)?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     check_out_dir(&out_dir, args.force)?;

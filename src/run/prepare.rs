@@ -442,7 +442,8 @@ async fn start_target(
 ) -> Result<(String, Option<sim::SimHandle>, Option<String>)> {
     match &args.target {
         Some(t) => {
-            let (url, note) = normalize_target(t)?;
+            let (url, endpoint) = normalize_target(t)?;
+            let note = endpoint.map(|path| crate::client::endpoint_note(path, &url, args.api));
             Ok((url, None, note))
         }
         None => {
