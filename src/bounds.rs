@@ -13,6 +13,9 @@ pub const METRICS_PAGE: usize = 8 << 20;
 pub const MODELS_LIST: usize = 16 << 20;
 /// The body of an error answer kept for its message (the rest is not read).
 pub const ERROR_BODY: usize = 16 << 10;
+/// An entry of the run registry (`attach::runs::registry_dir`): a run
+/// directory's path.
+pub const REGISTRY_ENTRY: usize = 4 << 10;
 /// One row (line) of a JSONL or CSV data file (a longer row is a bad row).
 pub const DATA_ROW: usize = 8 << 20;
 /// A `.json` data file, which is one document and read whole (ShareGPT's

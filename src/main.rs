@@ -88,7 +88,8 @@ enum Command {
     },
     /// Open the dashboard on a run that is going on (started elsewhere, or whose terminal is gone).
     Attach {
-        /// The run directory (default: the most recent live run under ./llmsweep-results).
+        /// The run directory (default: the most recent live run, under ./llmsweep-results or
+        /// started anywhere with --out).
         dir: Option<std::path::PathBuf>,
         /// Progress lines instead of the dashboard.
         #[arg(long)]
@@ -100,7 +101,8 @@ enum Command {
         #[arg(long, default_value_t = 4.0)]
         fps: f64,
     },
-    /// List runs (live and finished) under ./llmsweep-results or DIR.
+    /// List runs (live and finished) under ./llmsweep-results and those started elsewhere
+    /// with --out (the run registry), or the runs under DIR.
     Ls {
         #[arg(default_value = runs::RESULTS_DIR)]
         dir: std::path::PathBuf,
@@ -256,8 +258,15 @@ fn main() -> ExitCode {
         Some(Command::Ls { dir }) if !dir.is_dir() && dir != Path::new(runs::RESULTS_DIR) => Err(
             anyhow::anyhow!("llmsweep ls {}: no such directory", dir.display()),
         ),
+        // Here: the runs under ./llmsweep-results and those started
+        // elsewhere (--out), from the run registry; a directory named: its runs.
         Some(Command::Ls { dir }) => {
-            llmsweep::term::out(&runs::render_list(&runs::list(&dir)));
+            let listed = if dir == Path::new(runs::RESULTS_DIR) {
+                runs::list_with_registry(&dir, runs::registry_dir().as_deref())
+            } else {
+                runs::list(&dir)
+            };
+            llmsweep::term::out(&runs::render_list(&listed));
             Ok(())
         }
         Some(Command::Stop { dir }) => return exit_code(llmsweep::attach::stop(dir.as_deref())),

@@ -430,3 +430,63 @@ fn a_dropped_ssh_connection_leaves_the_run_to_finish_with_complete_reports() {
     drop(sshd);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 34 item 7. Seen: a run started with `--out DIR` was "no live run
+/// under llmsweep-results" to `attach` and "no runs here" to `ls` from
+/// another directory, while its banner printed the right attach command.
+/// Every run registers its directory (per user, under $XDG_STATE_HOME):
+/// `ls` lists it and `stop` (and `attach`) find it from anywhere.
+#[test]
+fn a_run_with_out_elsewhere_is_found_from_another_directory() {
+    let base = out_dir("registry");
+    let (dir, state, cwd) = (base.join("runs/mine"), base.join("state"), base.join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let bin = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(args).env("XDG_STATE_HOME", &state).current_dir(&cwd);
+        c
+    };
+    let out = bin(&["run", "--detach", "--profile", "constant", "--rate", "3"])
+        .args(["--max-seconds", "120", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = pid_of(&dir);
+    // `ls` in a directory with no llmsweep-results of its own.
+    let ls = bin(&["ls"]).output().unwrap();
+    let ls = String::from_utf8_lossy(&ls.stdout).to_string();
+    let line = ls
+        .lines()
+        .find(|l| l.contains("runs/mine"))
+        .unwrap_or_else(|| panic!("the run is not listed:\n{ls}"));
+    assert!(line.contains("running"), "{line}");
+    // `stop` with no directory finds it as the most recent live run.
+    std::thread::sleep(Duration::from_millis(1500));
+    let stop = bin(&["stop"]).output().unwrap();
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
+    wait_until("the run to exit", Duration::from_secs(30), || !alive(pid));
+    assert_eq!(
+        json(&dir.join("report.json"))["end_reason"],
+        "llmsweep stop"
+    );
+    // Finished, it is still listed, and attach says it is no longer running.
+    let ls = bin(&["ls"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&ls.stdout).contains("partial"));
+    let attach = bin(&["attach", "--headless"]).output().unwrap();
+    let said = String::from_utf8_lossy(&attach.stderr).to_string();
+    assert!(!attach.status.success());
+    assert!(
+        said.contains("no live run under llmsweep-results nor among the runs started elsewhere"),
+        "{said}"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -95,21 +95,150 @@ pub fn list(root: &Path) -> Vec<(PathBuf, RunState)> {
         .map(|e| e.path())
         .filter_map(|dir| RunState::read(&dir).ok().map(|s| (dir, s)))
         .collect();
-    runs.sort_by(|a, b| b.1.started.cmp(&a.1.started).then(b.0.cmp(&a.0)));
+    newest_first(&mut runs);
     runs
 }
 
-/// The run directory a command names, or the most recent live run.
-pub fn pick(dir: Option<&Path>, root: &Path) -> Result<(PathBuf, RunState)> {
+fn newest_first(runs: &mut [(PathBuf, RunState)]) {
+    runs.sort_by(|a, b| b.1.started.cmp(&a.1.started).then(b.0.cmp(&a.0)));
+}
+
+/// The registry of runs: every run writes a line here when it starts (its
+/// directory), so that `attach`, `stop` and `ls` find a run started with
+/// `--out` anywhere, from any directory. Seen: a run with `--out DIR` was
+/// "no live run under llmsweep-results" to `attach` and "no runs here" to
+/// `ls`. Per user: `$XDG_STATE_HOME/llmsweep/runs`, else
+/// `~/.local/state/llmsweep/runs`; None when neither is set.
+pub fn registry_dir() -> Option<PathBuf> {
+    registry_in(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+}
+
+/// [`registry_dir`] from the values of `XDG_STATE_HOME` and `HOME`.
+fn registry_in(
+    xdg_state: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    let state = xdg_state
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            home.filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })?;
+    Some(state.join("llmsweep/runs"))
+}
+
+/// The registry keeps this many runs, the newest.
+pub const REGISTRY_KEEP: usize = 200;
+
+/// Registers the run in `dir` (started at `started`, by `pid`) in
+/// `registry`: one file named by its start and pid, holding the run
+/// directory's absolute path. Entries past the newest [`REGISTRY_KEEP`],
+/// and entries whose directory no longer holds a run, are removed.
+pub fn register(registry: &Path, dir: &Path, started: &str, pid: u32) -> Result<()> {
+    std::fs::create_dir_all(registry)
+        .with_context(|| format!("cannot create the run registry {}", registry.display()))?;
+    #[cfg(unix)]
+    {
+        // Per user: runs' paths are nobody else's business.
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(registry, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot restrict {}", registry.display()))?;
+    }
+    let abs = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot resolve the run directory {}", dir.display()))?;
+    let name = format!("{}-{pid}", started.replace([':', '/'], "-"));
+    crate::report::write_atomic(&registry.join(name), abs.as_os_str().as_encoded_bytes())?;
+    let mut entries = registry_entries(registry);
+    entries.sort_by(|a, b| b.0.cmp(&a.0));
+    for (i, (file, run)) in entries.iter().enumerate() {
+        if i >= REGISTRY_KEEP || !run.join(STATE_FILE).is_file() {
+            let _ = std::fs::remove_file(registry.join(file));
+        }
+    }
+    Ok(())
+}
+
+/// The registry's entries: (file name, run directory).
+fn registry_entries(registry: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(registry) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // A directory's path: bounded.
+            let mut text = Vec::new();
+            let file = std::fs::File::open(e.path()).ok()?;
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(file, crate::bounds::REGISTRY_ENTRY as u64),
+                &mut text,
+            )
+            .ok()?;
+            let path = String::from_utf8(text).ok()?;
+            let path = path.trim();
+            (!path.is_empty()).then(|| (name, PathBuf::from(path)))
+        })
+        .collect()
+}
+
+/// The runs under `root` and the runs in `registry` (wherever they were
+/// written), each once, newest first.
+pub fn list_with_registry(root: &Path, registry: Option<&Path>) -> Vec<(PathBuf, RunState)> {
+    let mut runs = list(root);
+    let seen: std::collections::HashSet<PathBuf> = runs
+        .iter()
+        .filter_map(|(d, _)| std::fs::canonicalize(d).ok())
+        .collect();
+    let mut more: Vec<(PathBuf, RunState)> = registry
+        .map(registry_entries)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, d)| std::fs::canonicalize(d).is_ok_and(|c| !seen.contains(&c)))
+        .filter_map(|(_, d)| RunState::read(&d).ok().map(|s| (d, s)))
+        .collect();
+    more.dedup_by(|a, b| a.0 == b.0);
+    runs.extend(more);
+    newest_first(&mut runs);
+    runs.dedup_by(|a, b| a.0 == b.0);
+    runs
+}
+
+/// The run directory a command names, or the most recent live run under
+/// `root` or in the registry; with a note when other runs are live too.
+pub fn pick(
+    dir: Option<&Path>,
+    root: &Path,
+    registry: Option<&Path>,
+) -> Result<(PathBuf, RunState, Option<String>)> {
     if let Some(d) = dir {
         let state = RunState::read(d)?;
-        return Ok((d.to_path_buf(), state));
+        return Ok((d.to_path_buf(), state, None));
     }
-    match list(root).into_iter().find(|(_, s)| s.is_live()) {
-        Some(found) => Ok(found),
+    let live: Vec<(PathBuf, RunState)> = list_with_registry(root, registry)
+        .into_iter()
+        .filter(|(_, s)| s.is_live())
+        .collect();
+    let others = live.len().saturating_sub(1);
+    match live.into_iter().next() {
+        Some((d, s)) => {
+            let note = (others > 0).then(|| {
+                format!(
+                    "llmsweep: {} is the most recent of {} live runs (`llmsweep ls` lists them; give a directory to pick another)",
+                    d.display(),
+                    others + 1
+                )
+            });
+            Ok((d, s, note))
+        }
         None => bail!(
-            "no live run under {}: give the run directory (`llmsweep ls` lists runs)",
-            root.display()
+            "no live run under {}{}: give the run directory (`llmsweep ls` lists runs)",
+            root.display(),
+            match registry {
+                Some(r) => format!(" nor among the runs started elsewhere ({})", r.display()),
+                None => String::new(),
+            }
         ),
     }
 }
@@ -117,7 +246,7 @@ pub fn pick(dir: Option<&Path>, root: &Path) -> Result<(PathBuf, RunState)> {
 /// `llmsweep ls`: one line a run.
 pub fn render_list(runs: &[(PathBuf, RunState)]) -> String {
     if runs.is_empty() {
-        return "no runs here (runs write to ./llmsweep-results/<time>/ unless --out says otherwise)\n"
+        return "no runs here (runs write to ./llmsweep-results/<time>/ unless --out says otherwise), nor any started elsewhere with --out\n"
             .into();
     }
     let mut out = format!(
@@ -192,9 +321,93 @@ mod tests {
                 ("a".into(), "running")
             ]
         );
-        let (live, _) = pick(None, &root).unwrap();
+        let (live, _, note) = pick(None, &root, None).unwrap();
         assert!(live.ends_with("a"));
+        assert_eq!(note, None);
         assert!(render_list(&runs).contains("died"));
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    fn state(dir: &Path, started: &str, pid: u32, status: RunStatus) -> RunState {
+        RunState {
+            version: 1,
+            pid,
+            started: started.into(),
+            target: "http://127.0.0.1:1".into(),
+            profile: "sweep".into(),
+            status,
+            stage: "1/10 synchronous".into(),
+            socket: dir.join(SOCKET_FILE),
+            end_reason: None,
+        }
+    }
+
+    /// Issue 34 item 7. Seen: a run started with `--out DIR` was "no live
+    /// run under llmsweep-results" to `attach` and "no runs here" to `ls`,
+    /// while its banner printed the right attach command.
+    #[test]
+    fn runs_started_elsewhere_are_found_through_the_registry() {
+        let base = std::env::temp_dir().join(format!("llmsweep-registry-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (root, registry) = (base.join("here/llmsweep-results"), base.join("state"));
+        std::fs::create_dir_all(&root).unwrap();
+        let mk = |dir: &Path, started: &str, pid: u32, status: RunStatus| {
+            std::fs::create_dir_all(dir).unwrap();
+            let s = state(dir, started, pid, status);
+            s.write(dir).unwrap();
+            register(&registry, dir, started, pid).unwrap();
+        };
+        let me = std::process::id();
+        // Nothing anywhere: the error says where it looked.
+        let e = pick(None, &root, Some(&registry)).unwrap_err().to_string();
+        assert!(e.contains("nor among the runs started elsewhere"), "{e}");
+        // A live run with --out elsewhere, a finished one here (registered too).
+        let elsewhere = base.join("elsewhere/run1");
+        mk(&elsewhere, "2026-01-02T00:00:00Z", me, RunStatus::Running);
+        let here = root.join("20260101-000000");
+        mk(&here, "2026-01-01T00:00:00Z", 1, RunStatus::Completed);
+        let runs = list_with_registry(&root, Some(&registry));
+        assert_eq!(runs.len(), 2, "each run once: {runs:?}");
+        assert_eq!(
+            std::fs::canonicalize(&runs[0].0).unwrap(),
+            std::fs::canonicalize(&elsewhere).unwrap()
+        );
+        let (live, _, note) = pick(None, &root, Some(&registry)).unwrap();
+        assert_eq!(
+            std::fs::canonicalize(live).unwrap(),
+            std::fs::canonicalize(&elsewhere).unwrap()
+        );
+        assert_eq!(note, None);
+        // A second live run: the newest is picked, and the note says there are two.
+        let second = base.join("elsewhere/run2");
+        mk(&second, "2026-01-03T00:00:00Z", me, RunStatus::Running);
+        let (live, _, note) = pick(None, &root, Some(&registry)).unwrap();
+        assert!(live.ends_with("run2"), "{live:?}");
+        assert!(note.unwrap().contains("the most recent of 2 live runs"));
+        // A run directory removed: its entry goes at the next registration.
+        std::fs::remove_dir_all(&elsewhere).unwrap();
+        mk(
+            &base.join("elsewhere/run3"),
+            "2026-01-04T00:00:00Z",
+            1,
+            RunStatus::Partial,
+        );
+        assert_eq!(registry_entries(&registry).len(), 3);
+        assert_eq!(list_with_registry(&root, Some(&registry)).len(), 3);
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn the_registry_is_per_user_state() {
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        assert_eq!(
+            registry_in(os("/x/state"), os("/home/u")),
+            Some(PathBuf::from("/x/state/llmsweep/runs"))
+        );
+        assert_eq!(
+            registry_in(os(""), os("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state/llmsweep/runs"))
+        );
+        assert_eq!(registry_in(None, None), None);
     }
 }

@@ -38,9 +38,14 @@ pub enum Ended {
     Lost,
 }
 
-/// Connects to the run in `dir` (or the most recent live one under `root`).
+/// Connects to the run in `dir` (or the most recent live one under `root`
+/// or in the run registry, wherever `--out` put it).
 pub async fn connect(dir: Option<&Path>, root: &Path) -> Result<(PathBuf, Connection)> {
-    let (dir, state) = runs::pick(dir, root)?;
+    let registry = runs::registry_dir();
+    let (dir, state, note) = runs::pick(dir, root, registry.as_deref())?;
+    if let Some(n) = note {
+        crate::term::note(&n);
+    }
     if !state.is_live() {
         bail!(
             "the run in {} is not running ({}{}); its reports are there",

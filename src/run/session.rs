@@ -97,6 +97,15 @@ impl Session {
             end_reason: None,
         };
         state.write(dir)?;
+        // `attach`, `stop` and `ls` find the run from anywhere, --out or not.
+        if let Some(registry) = crate::attach::runs::registry_dir() {
+            if let Err(e) = crate::attach::runs::register(&registry, dir, &state.started, state.pid)
+            {
+                term::note(&format!(
+                    "llmsweep: {e:#}: `llmsweep attach` from another directory will need this run's directory"
+                ));
+            }
+        }
         let state_keeper = tokio::spawn(keep_state(
             state.clone(),
             dir.to_path_buf(),

@@ -8,10 +8,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// `llmsweep` with no API key from the environment of the test runner.
+/// `llmsweep` with no API key from the environment of the test runner,
+/// registering its runs in a registry of the tests' own (not the user's).
 pub fn llmsweep() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_llmsweep"));
     c.env_remove("OPENAI_API_KEY");
+    c.env(
+        "XDG_STATE_HOME",
+        std::env::temp_dir().join(format!("llmsweep-test-state-{}", std::process::id())),
+    );
     c
 }
 
