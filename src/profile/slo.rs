@@ -4,9 +4,10 @@
 //! A stage meets the SLOs when at least `ATTAINMENT` of its measured requests
 //! met every limit (goodput fraction). The estimate interpolates the goodput
 //! fraction linearly in achieved rate between the best stage that met the
-//! SLOs and the next faster stage that did not.
+//! SLOs and the next faster stage that did not, when that stage ran at a
+//! rate (or held streams): a flood bounds nothing (see [`bounds_above`]).
 
-use crate::types::{SloSummary, StageReport};
+use crate::types::{SloSummary, StageReport, StrategyKind};
 
 /// Share of requests that must meet every limit for a stage to pass.
 pub const ATTAINMENT: f64 = 0.95;
@@ -49,9 +50,23 @@ fn summarize_rates(stages: &[StageReport]) -> Option<SloSummary> {
             note: "no stage met the SLOs".into(),
         });
     };
-    let next_fail = measured
+    let faster: Vec<&(&StageReport, f64, f64)> =
+        measured.iter().filter(|m| m.1 > best_rate).collect();
+    let next_fail = faster
         .iter()
-        .find(|m| m.1 > best_rate && m.2 < ATTAINMENT);
+        .copied()
+        .find(|m| m.2 < ATTAINMENT && bounds_above(m.0));
+    // A flood that missed them, whatever its rate (a short flood of long
+    // answers completes fewer a second than the synchronous stage, or none).
+    let flood_failed = stages.iter().filter(|s| !bounds_above(s)).find_map(|s| {
+        let g = s.goodput.as_ref()?;
+        let frac = if s.requests.measured > 0 {
+            g.fraction
+        } else {
+            0.0
+        };
+        (frac < ATTAINMENT).then_some((s, frac))
+    });
     let (estimate, note) = match next_fail {
         Some(&(fail, fail_rate, fail_frac)) => {
             let t = (best_frac - ATTAINMENT) / (best_frac - fail_frac);
@@ -67,10 +82,7 @@ fn summarize_rates(stages: &[StageReport]) -> Option<SloSummary> {
                 ),
             )
         }
-        None => (
-            None,
-            "every faster stage met the SLOs too; push the rate higher to find the limit".into(),
-        ),
+        None => (None, unbounded(flood_failed)),
     };
     Some(SloSummary {
         attainment: ATTAINMENT,
@@ -79,6 +91,33 @@ fn summarize_rates(stages: &[StageReport]) -> Option<SloSummary> {
         estimated_rate: estimate,
         note,
     })
+}
+
+/// Whether a stage that missed the SLOs bounds the limit from above: one
+/// that ran at a rate (constant, poisson, a replay) or held streams
+/// (synchronous, concurrent). A flood (throughput) sends everything at once:
+/// its share of good requests says what users feel when flooded, not at any
+/// rate below it. Seen: a run stopped after its throughput stage said
+/// "meets the SLOs up to 2.25 req/s … interpolated between synchronous
+/// (100% met) and throughput (9% met)" of a server that holds ~30 req/s at
+/// 25 ms TTFT.
+fn bounds_above(s: &StageReport) -> bool {
+    s.strategy != StrategyKind::Throughput
+}
+
+/// The note when nothing faster bounds the limit: it is above the best
+/// rate, and was not measured. Every stage faster than the best missed the
+/// SLOs (else it would be the best); when none of them bounds the limit,
+/// they are floods, or there are none (`flood`: a flood that missed them).
+fn unbounded(flood: Option<(&StageReport, f64)>) -> String {
+    match flood {
+        Some((f, frac)) => format!(
+            "the limit was not measured: no stage above it ran at a set rate, and the flood ({}, {:.0}% met) says nothing of the rates between; let the sweep's constant stages run, or use --profile search",
+            f.name,
+            frac * 100.0
+        ),
+        None => "the limit was not measured: no faster stage ran; push the rate higher (or use --profile search) to find it".into(),
+    }
 }
 
 #[cfg(test)]
@@ -121,6 +160,44 @@ mod tests {
         assert_eq!(s.best_rate, Some(4.0));
         // 0.99 → 0.91 crosses 0.95 half way between 4 and 8 req/s.
         assert!((s.estimated_rate.unwrap() - 6.0).abs() < 1e-9, "{s:?}");
+    }
+
+    /// Issue 34 item 8: a run stopped after its throughput stage claimed
+    /// an SLO limit interpolated between synchronous and the flood.
+    #[test]
+    fn a_flood_that_missed_the_slos_bounds_nothing() {
+        let mut sync = stage("synchronous", 0.90, 1.0);
+        sync.strategy = StrategyKind::Synchronous;
+        let mut flood = stage("throughput", 25.5, 0.11);
+        flood.strategy = StrategyKind::Throughput;
+        let s = summarize(&[sync.clone(), flood.clone()]).unwrap();
+        assert_eq!(s.best_stage.as_deref(), Some("synchronous"));
+        assert_eq!(s.best_rate, Some(0.90));
+        assert_eq!(s.estimated_rate, None, "{s:?}");
+        assert!(
+            s.note.contains(
+                "the limit was not measured: no stage above it ran at a set rate, and the flood (throughput, 11% met) says nothing of the rates between"
+            ),
+            "{}",
+            s.note
+        );
+        // With a constant stage that missed them, the interpolation stands,
+        // between synchronous and that stage (not the flood).
+        let c = stage("constant@30.00", 30.0, 0.5);
+        let s = summarize(&[sync.clone(), flood, c]).unwrap();
+        assert!(
+            s.estimated_rate.is_some_and(|e| e > 0.9 && e < 30.0),
+            "{s:?}"
+        );
+        assert!(
+            s.note.contains("and constant@30.00 (50% met)"),
+            "{}",
+            s.note
+        );
+        // Only the synchronous stage ran: nothing faster, nothing claimed.
+        let s = summarize(&[sync]).unwrap();
+        assert_eq!(s.estimated_rate, None);
+        assert!(s.note.contains("no faster stage ran"), "{}", s.note);
     }
 
     #[test]

@@ -101,16 +101,25 @@ pub fn mean_itl_us(r: &RequestRecord) -> Option<u64> {
 }
 
 impl Slo {
-    /// Parses `ttft=200ms,itl=50ms,e2e=10s` (units: us, ms, s; ms if none).
+    /// Parses `ttft=200ms,itl=50ms,e2e=10s` (units: us, ms, s). A number
+    /// without a unit is refused, naming the fix: `ttft=200` was silently
+    /// 200 ms, and is 200 s to someone else (vLLM's `--goodput ttft:200`
+    /// reads milliseconds, durations elsewhere read seconds).
     pub fn parse(s: &str) -> Result<Slo, String> {
         let mut slo = Slo::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
                 .ok_or_else(|| format!("--slo: {part:?} should look like ttft=200ms"))?;
-            let ms = parse_duration_ms(v.trim())
+            let (k, v) = (k.trim(), v.trim());
+            if v.parse::<f64>().is_ok() {
+                return Err(format!(
+                    "--slo: {k}={v} has no unit: write {k}={v}ms for milliseconds or {k}={v}s for seconds"
+                ));
+            }
+            let ms = parse_duration_ms(v)
                 .ok_or_else(|| format!("--slo: {v:?} is not a duration (try 200ms or 1.5s)"))?;
-            let slot = match k.trim().to_ascii_lowercase().as_str() {
+            let slot = match k.to_ascii_lowercase().as_str() {
                 "ttft" => &mut slo.ttft_ms,
                 "ttfat" | "ttfot" => &mut slo.ttfat_ms,
                 "itl" => &mut slo.itl_ms,
@@ -166,7 +175,7 @@ impl Slo {
     }
 }
 
-/// `200ms`, `1.5s`, `800us`, or a bare number of ms.
+/// `200ms`, `1.5s`, `800us`, in milliseconds; None without a unit.
 pub fn parse_duration_ms(s: &str) -> Option<f64> {
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1.0)
@@ -175,7 +184,7 @@ pub fn parse_duration_ms(s: &str) -> Option<f64> {
     } else if let Some(n) = s.strip_suffix('s') {
         (n, 1000.0)
     } else {
-        (s, 1.0)
+        return None;
     };
     let v: f64 = num.trim().parse().ok()?;
     let ms = v * scale;
@@ -326,5 +335,19 @@ mod tests {
         assert!(Slo::parse("").is_err());
         assert_eq!(parse_duration_ms("800us"), Some(0.8));
         assert_eq!(parse_duration_ms("-1"), None);
+        assert_eq!(parse_duration_ms("200"), None);
+    }
+
+    /// Issue 34 item 8. Seen: `--slo ttft=200` was silently 200 ms.
+    #[test]
+    fn a_limit_without_a_unit_is_refused_with_the_fix() {
+        let e = Slo::parse("ttft=200").unwrap_err();
+        assert_eq!(
+            e,
+            "--slo: ttft=200 has no unit: write ttft=200ms for milliseconds or ttft=200s for seconds"
+        );
+        let e = Slo::parse("ttft=200ms, itl = 0.05").unwrap_err();
+        assert!(e.contains("itl=0.05 has no unit: write itl=0.05ms"), "{e}");
+        assert_eq!(Slo::parse("ttft=0.2s").unwrap().ttft_ms, Some(200.0));
     }
 }
