@@ -1652,3 +1652,74 @@ fn sigterm_while_waiting_for_start_at_ends_the_run_with_no_stages() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------
+// A server that never answers, under `--max-seconds auto`.
+
+/// `--max-seconds auto` against a server that never answers (no
+/// `--request-timeout`) ran the synchronous stage to its 60 s cap, then the
+/// throughput stage to its cap with 512 requests hanging, and advised
+/// longer stages. The run now ends after the first stage, saying the server
+/// answered none of its requests.
+#[tokio::test(start_paused = true)]
+async fn auto_against_a_server_that_never_answers_ends_the_run_after_one_stage() {
+    use llmsweep::engine::backend::{Script, Scripted};
+    use llmsweep::engine::{Engine, RunSettings};
+    use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+    let never = Scripted::new(|_| Script {
+        ttft: Duration::from_secs(1_000_000),
+        itl: Duration::from_millis(10),
+        output_tokens: 8,
+        error: None,
+    });
+    let prompts: Arc<[llmsweep::client::Prompt]> = (0..16)
+        .map(|i| llmsweep::client::Prompt {
+            body: bytes::Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
+            prompt_tokens: 16,
+            output_tokens: Some(16),
+            tag_at: None,
+            respell: None,
+        })
+        .collect::<Vec<_>>()
+        .into();
+    let (_control, control_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (snap_tx, _snapshots) =
+        tokio::sync::watch::channel(llmsweep::types::live::Snapshot::default());
+    let engine = Engine::new(
+        Arc::new(never),
+        prompts,
+        RunSettings::default(),
+        control_rx,
+        snap_tx,
+    );
+    let limits = Limits {
+        max_seconds: Some(60.0),
+        auto_min_seconds: Some(5.0),
+        ..Default::default()
+    };
+    let mut plan = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
+    let res = engine.run(&mut plan).await;
+    assert_eq!(res.stages.len(), 1, "{:?}", res.end_reason);
+    assert!(
+        res.stages[0].duration_s <= 61.0,
+        "{}",
+        res.stages[0].duration_s
+    );
+    assert!(
+        matches!(res.end_reason, llmsweep::types::RunEnd::ServerGone(_)),
+        "{:?}",
+        res.end_reason
+    );
+    let end = res.end_reason.to_string();
+    assert!(
+        end.contains("none of the 1 requests of stage synchronous got an answer in 60 s")
+            && end.contains("--request-timeout"),
+        "{end}"
+    );
+    let a = llmsweep::stats::answer::answer(&res.stages, None);
+    let said = format!("{} {:?}", a.basis, a.next);
+    assert!(
+        !said.contains("longer") && !said.contains("at least"),
+        "{said}"
+    );
+}

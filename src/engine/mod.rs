@@ -665,7 +665,43 @@ impl Engine {
                 break end;
             }
         };
+        let end = self.unanswered_auto_stage(&run, spec, end);
         self.end_stage(run, spec, end).await
+    }
+
+    /// `--max-seconds auto` waits up to a stage's longest for its evidence;
+    /// a stage that reached it with not one of its requests back (none
+    /// completed, none failed) measured a server that does not answer: the
+    /// run ends there, saying so, instead of going on to stages that wait as
+    /// long and then advise longer ones (issue 35 item 13).
+    fn unanswered_auto_stage(
+        &mut self,
+        run: &StageRun,
+        spec: &StageSpec,
+        end: StageEnd,
+    ) -> StageEnd {
+        let c = &run.stats.counts;
+        if !matches!(end, StageEnd::MaxSeconds)
+            || spec.limits.auto_min_seconds.is_none()
+            || run.dispatched == 0
+            || c.completed > 0
+            || c.errored > 0
+        {
+            return end;
+        }
+        let at = run
+            .d
+            .base
+            .saturating_duration_since(self.run_start)
+            .as_secs_f64();
+        let gone = RunEnd::ServerGone(format!(
+            "{at:.1} s (none of the {} requests of stage {} got an answer in {:.0} s: --max-seconds auto waits no longer for a stage; a server this slow needs --max-seconds N, one that hangs --request-timeout)",
+            run.dispatched,
+            spec.name,
+            spec.limits.max_seconds.unwrap_or_default(),
+        ));
+        self.warn(format!("{gone}; stopping the run"));
+        StageEnd::Stopped(gone)
     }
 
     /// A stage's start: its statistics, schedule and dispatch state, and the
