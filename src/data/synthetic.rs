@@ -211,6 +211,11 @@ impl Synthetic {
                     bail!("--data think_time: {} s is more than an hour", v.text);
                 }
             }
+            // GuideLLM 0.8's `--data kind=synthetic_text,prompt_tokens=…`.
+            "kind" => bail!(
+                "--data: kind={} is GuideLLM's; llmsweep's synthetic spec is the lengths alone: drop kind=…, e.g. --data prompt_tokens=256,output_tokens=128",
+                v.text
+            ),
             other => bail!("--data: unknown key {other:?} (known: {KEYS})"),
         }
         Ok(())
@@ -592,6 +597,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unknown key"));
+        // GuideLLM 0.8's form names the fix.
+        let e = format!(
+            "{:#}",
+            Synthetic::parse("kind=synthetic_text,prompt_tokens=256").unwrap_err()
+        );
+        assert!(
+            e.contains("kind=synthetic_text is GuideLLM's") && e.contains("drop kind="),
+            "{e}"
+        );
         assert!(Synthetic::parse("prompt_tokens=0").is_err());
         assert!(Synthetic::parse("prompt_tokens_dist=zipf")
             .unwrap_err()

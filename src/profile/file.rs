@@ -105,6 +105,8 @@ pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, 
     } else if let Some(strategy) = LoadStrategy::from_name(&choice) {
         let name = strategy.name().to_string();
         return Ok((RunConfig { strategy, ..flags }, name));
+    } else if let Some(hint) = guidellm_profile(&choice) {
+        bail!("{hint}");
     } else {
         bail!(
             "unknown profile {choice:?}: use a strategy ({}), a shipped profile ({}), or a path to a .toml file; `llmsweep profiles` lists them",
@@ -115,10 +117,48 @@ pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, 
     Ok((file.with_flags(&flags, typed), choice))
 }
 
+/// GuideLLM 0.8's `--profile kind=sweep[,rate=…]`, said in llmsweep's words.
+fn guidellm_profile(choice: &str) -> Option<String> {
+    let kv: Vec<(&str, &str)> = choice
+        .split(',')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .collect();
+    let kind = kv.iter().find(|(k, _)| *k == "kind")?.1;
+    let kind = if kind == "async" { "constant" } else { kind };
+    let rate = kv
+        .iter()
+        .find(|(k, _)| matches!(*k, "rate" | "streams"))
+        .map(|(_, v)| format!(" --rate {v}"))
+        .unwrap_or_default();
+    Some(format!(
+        "--profile {choice} is GuideLLM's form; llmsweep's: --profile {kind}{rate} (a strategy, a shipped profile or a .toml file; `llmsweep profiles` lists them)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::RateItem;
+
+    #[test]
+    fn guidellms_profile_form_gets_llmsweeps() {
+        let e = resolve(
+            RunConfig {
+                profile: "kind=sweep".into(),
+                ..Default::default()
+            },
+            &HashSet::new(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("llmsweep's: --profile sweep ("), "{e}");
+        assert_eq!(
+            guidellm_profile("kind=concurrent,streams=8").unwrap(),
+            "--profile kind=concurrent,streams=8 is GuideLLM's form; llmsweep's: --profile concurrent --rate 8 (a strategy, a shipped profile or a .toml file; `llmsweep profiles` lists them)"
+        );
+        assert_eq!(guidellm_profile("nonsense"), None);
+    }
 
     #[test]
     fn a_profile_says_which_keys_it_sets() {
