@@ -13,9 +13,10 @@ use serde_json::Value;
 pub fn llmsweep() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_llmsweep"));
     c.env_remove("OPENAI_API_KEY");
+    // One for every test process: the registry keeps itself small.
     c.env(
         "XDG_STATE_HOME",
-        std::env::temp_dir().join(format!("llmsweep-test-state-{}", std::process::id())),
+        std::env::temp_dir().join("llmsweep-test-state"),
     );
     c
 }
