@@ -48,7 +48,7 @@ out, lengths = sys.argv[1], sys.argv[2].split()
 caps = []
 for when in ("before", "after"):
     cap = json.load(open(f"{out}/capacity-{when}/report.json"))["stages"][0]
-    caps.append(cap["rates"]["steady_requests_per_s"])
+    caps.append(cap["capacity"]["requests_per_s"])
     print(f"capacity {when} (throughput, {cap['duration_s']:.0f} s): {caps[-1]:.2f} req/s "
           f"[{cap['capacity']['method']}: {cap['capacity']['evidence']}]")
 c = sum(caps) / len(caps)
@@ -61,7 +61,7 @@ for s in lengths:
     thrs = [x for x in r["stages"] if x["strategy"] == "throughput"]
     thr = thrs[-1]  # the one the sweep planned from (a thin one is run again)
     tops = [x["target_rate"] for x in r["stages"] if x["strategy"] == "constant"]
-    top = max(tops) if tops else thr["rates"]["steady_requests_per_s"]
+    top = max(tops) if tops else thr["capacity"]["requests_per_s"]
     err = (top - c) / c
     worst = max(worst, abs(err))
     print(f"| {s} s | {top:.2f} | {c:.2f} | {err*100:+.1f}% | {thr['capacity']['method']}{' (re-run)' if len(thrs) > 1 else ''} | {tops and next(x for x in r['stages'] if x['target_rate'] == top and x['strategy'] == 'constant').get('verdict', {}).get('outcome', '-')} | {r['end_reason']} |")

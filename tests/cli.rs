@@ -76,7 +76,7 @@ fn headless_run_against_the_builtin_simulator_writes_a_report() {
     );
     assert!(stdout.contains("report: "), "{stdout}");
     let r = read_report(&out);
-    assert_eq!(r["version"], 1);
+    assert_eq!(r["version"], llmsweep::types::SCHEMA_VERSION);
     assert_eq!(r["partial"], false);
     assert_eq!(r["target"]["builtin_simulator"], true);
     assert!(r["target"]["url"]

@@ -488,3 +488,99 @@ fn no_report_renderer_calls_another() {
         "a renderer called by another file: {found:?}"
     );
 }
+
+/// One name per definition of a stage's rate, in every format (issue 34,
+/// item 2: the dashboard, console and HTML's "Req/s (steady)" said 28.10,
+/// GuideLLM's Per Second, vLLM's Tput and CSV `requests_per_s` 22.70, and CSV
+/// `steady_requests_per_s` 26.51, the capacity estimate). Each table that
+/// shows a rate says under it which one it is.
+#[test]
+fn every_format_names_a_stages_rate_one_way() {
+    use llmsweep::report::columns::{ACHIEVED_HEADER, ACHIEVED_NOTE, WINDOW_RATE_NOTE};
+    let mut r = fixture();
+    // The three figures apart, so a table that shows one for another shows
+    // the wrong number.
+    for s in &mut r.stages {
+        s.rates.steady_s = s.measured_s.max(1.0);
+        s.rates.completed_per_s = 28.10;
+        s.rates.requests_per_s = 22.70;
+        s.rates.steady_requests_per_s = 26.51;
+    }
+    let one_line = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let md = export::render(&r, Format::Md).unwrap();
+    let html = export::render(&r, Format::Html).unwrap();
+    let narrow = llmsweep::report::console::render_for_width(&r, 80);
+    let full = export::render(&r, Format::Console).unwrap();
+    for (name, text) in [("md", &md), ("html", &html), ("console at 80", &narrow)] {
+        let text = one_line(text);
+        assert!(text.contains(ACHIEVED_HEADER), "{name}");
+        assert!(text.contains(&one_line(ACHIEVED_NOTE)), "{name}");
+        assert!(text.contains("28.10"), "{name}: the achieved rate");
+        assert!(!text.contains("steady)"), "{name}");
+    }
+    for (name, text) in [
+        ("md", &md),
+        ("html", &html),
+        ("console", &full),
+        ("vllm", &export::render(&r, Format::Vllm).unwrap()),
+        ("sglang", &export::render(&r, Format::Sglang).unwrap()),
+    ] {
+        assert!(
+            one_line(text).contains(&one_line(WINDOW_RATE_NOTE)),
+            "{name}: the other tools' rate is said to be theirs"
+        );
+        assert!(text.contains("22.70") || text.contains("22.7 "), "{name}");
+    }
+    // CSV and JSON: the capacity estimate is `capacity`, never `steady`.
+    let csv = export::render(&r, Format::Csv).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(header.contains(",capacity_requests_per_s,"), "{header}");
+    assert!(!header.contains("steady_requests"), "{header}");
+    let json = export::render(&r, Format::Json).unwrap();
+    assert!(json.contains("\"capacity_requests_per_s\": 26.51"));
+    assert!(!json.contains("steady_requests_per_s"));
+    // A report of schema 1 still loads its capacity estimate.
+    let old = json
+        .replace("\"capacity_requests_per_s\"", "\"steady_requests_per_s\"")
+        .replacen("\"version\": 2", "\"version\": 1", 1);
+    let back = Report::from_json(&old).unwrap();
+    assert_eq!(back.stages[0].rates.steady_requests_per_s, 26.51);
+}
+
+/// A stage run twice keeps its `#2` wherever stages are named (issue 34,
+/// item 9: the HTML legends said "throughput" twice, report.md's output
+/// length table and stage list and the vLLM table's test names lost it).
+#[test]
+fn a_stage_run_again_is_numbered_in_every_table_and_legend() {
+    use llmsweep::types::OutputLengths;
+    let mut r = fixture();
+    let mut again = r.stages[2].clone();
+    again.histograms = r.stages[2].histograms.clone();
+    r.stages.push(again);
+    for s in &mut r.stages {
+        s.output_lengths = Some(OutputLengths {
+            requested_requests: 4,
+            requested_total: 256,
+            received_total: 256,
+            counted_requests: 4,
+            server_total: 256,
+            client_total: 250,
+        });
+    }
+    let md = export::render(&r, Format::Md).unwrap();
+    let profile = md.lines().find(|l| l.contains("Profile:")).unwrap();
+    assert!(profile.contains("throughput, throughput #2]"), "{profile}");
+    let lengths = &md[md.find("## Output lengths").expect("lengths table")..];
+    assert!(lengths.contains("throughput #2|"), "{lengths}");
+    let vllm = export::render(&r, Format::Vllm).unwrap();
+    assert!(vllm.contains("_qps_inf #2 "), "{vllm}");
+    let html = export::render(&r, Format::Html).unwrap();
+    // Each distribution chart's legend names both runs.
+    assert_eq!(
+        html.matches(r#"font-size="10">throughput #2</text>"#)
+            .count(),
+        4,
+        "TTFT, ITL, TPOT and latency legends"
+    );
+    assert!(html.contains(">throughput #2</text>"));
+}

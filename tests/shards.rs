@@ -255,7 +255,7 @@ fn a_sharded_sweep_runs_in_two_phases_through_plan() {
     assert_eq!(names, ["synchronous", "throughput"]);
     assert!(m["stages"][0]["target_rate"].is_null());
     let sync = m["stages"][0]["rates"]["requests_per_s"].as_f64().unwrap();
-    let thr = m["stages"][1]["rates"]["steady_requests_per_s"]
+    let thr = m["stages"][1]["rates"]["capacity_requests_per_s"]
         .as_f64()
         .unwrap();
     assert!(

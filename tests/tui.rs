@@ -367,7 +367,7 @@ fn nothing_essential_is_cut_at_any_size() {
     assert_has(
         &s,
         &[
-            "Rate",
+            "Achieved",
             "req/s",
             "TTFT ms",
             "p50",

@@ -178,7 +178,7 @@ columns! {
     INCOMPLETE: Figure = fig("requests_incomplete", "requests", |s| Count(s.requests.incomplete));
     ERRORED: Figure = fig("requests_errored", "requests", |s| Count(s.requests.errored));
     REQUESTS_PER_S: Figure = fig("requests_per_s", "req/s", |s| Num(s.rates.requests_per_s));
-    STEADY_REQUESTS_PER_S: Figure = fig("steady_requests_per_s", "req/s", |s| Num(s.rates.steady_requests_per_s));
+    CAPACITY_REQUESTS_PER_S: Figure = fig("capacity_requests_per_s", "req/s", |s| Num(s.rates.steady_requests_per_s));
     OUTPUT_TOKENS_PER_S: Figure = fig("output_tokens_per_s", "tok/s", |s| Num(s.rates.output_tokens_per_s));
     TOTAL_TOKENS_PER_S: Figure = fig("total_tokens_per_s", "tok/s", |s| Num(s.rates.total_tokens_per_s));
     CONCURRENCY_MEAN: Figure = fig("concurrency_mean", "requests", |s| Num(s.concurrency.mean));
@@ -203,6 +203,21 @@ columns! {
     STEADY_S: Figure = fig("steady_s", "s", |s| Num(s.rates.steady_s));
     LABEL: Label = Label { key: "label" };
 }
+
+// The three rates of a stage, each with one name in every layout (item 2 of
+// issue 34: a CSV column named "steady" beside an HTML "(steady)" column of
+// another figure read as the same thing). What each table shows says so
+// under it.
+
+/// The header of the achieved rate in llmsweep's own tables (dashboard,
+/// console, report.md, report.html); `completed_per_s` in CSV and JSON.
+pub const ACHIEVED_HEADER: &str = "Achieved req/s";
+
+/// The line under every table that shows the achieved rate.
+pub const ACHIEVED_NOTE: &str = "Achieved req/s: requests completed per second once the pipeline had filled (the steady window; for synchronous, throughput and concurrent stages their completion-rate estimate): the rate the dashboard, the answer and every llmsweep table show (completed_per_s in report.csv and report.json).";
+
+/// The line under the layouts of other tools, whose rate is theirs.
+pub const WINDOW_RATE_NOTE: &str = "Per Second (GuideLLM), Tput (vLLM), Request throughput (SGLang) and tok/s: completed requests over the whole measured window, its first seconds included, as those tools count (requests_per_s in report.csv and report.json); below the achieved rate for a stage that kept up.";
 
 // Figures the tables show that the CSV leaves to the columns above (or to
 // report.json).

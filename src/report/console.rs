@@ -20,6 +20,9 @@ pub fn render(r: &Report) -> String {
     s.push_str(&layouts::guidellm_info(r));
     let _ = writeln!(s, "\nBenchmarks Stats:");
     s.push_str(&layouts::guidellm_stats(r));
+    for line in wrap(super::columns::WINDOW_RATE_NOTE, FULL_WIDTH as usize, 2) {
+        let _ = writeln!(s, "{line}");
+    }
     if let Some(t) = crate::report::server_metrics::text_tables(r) {
         let _ = writeln!(s, "\nServer (/metrics):");
         s.push_str(&t);
@@ -166,7 +169,9 @@ fn narrow_base_columns() -> Vec<(&'static str, u8, NarrowGet)> {
         ACHIEVED, COMPLETED, CONCURRENCY_MEAN, ERRORED, INCOMPLETE, ITL, OUTPUT_TOKENS_PER_S, TTFT,
     };
     vec![
-        ("req/s", 0, |s| format!("{:.2}", ACHIEVED.num(s))),
+        (super::columns::ACHIEVED_HEADER, 0, |s| {
+            format!("{:.2}", ACHIEVED.num(s))
+        }),
         ("conc", 4, |s| format!("{:.1}", CONCURRENCY_MEAN.num(s))),
         ("TTFT p50 ms", 0, |s| {
             let d = TTFT.of(s);
@@ -270,7 +275,7 @@ fn narrow_stage_table(r: &Report, w: usize) -> String {
     let shown = columns_that_fit(&cols, &col_w, w as i64 - name_w as i64);
     let mut s = String::new();
     for line in wrap(
-        "Stages (! saturated; req/s: completed per second of steady window; full tables in report.md and `llmsweep report`):",
+        "Stages (! saturated; full tables in report.md and `llmsweep report`):",
         w,
         2,
     ) {
@@ -296,6 +301,9 @@ fn narrow_stage_table(r: &Report, w: usize) -> String {
             let _ = write!(line, "  {:>w$}", cells[i][k], w = col_w[i]);
         }
         let _ = writeln!(s, "{}", line.trim_end());
+    }
+    for line in wrap(super::columns::ACHIEVED_NOTE, w, 2) {
+        let _ = writeln!(s, "{line}");
     }
     s
 }

@@ -6,11 +6,11 @@ use crate::types::{Conversations, StageReport};
 /// One line per stage with conversations, then one per turn.
 pub fn lines(stages: &[StageReport]) -> Vec<String> {
     let mut out = Vec::new();
-    for st in stages {
+    for (st, label) in stages.iter().zip(crate::types::stage_labels(stages)) {
         let Some(c) = &st.conversations else {
             continue;
         };
-        out.push(stage_line(&st.name, c));
+        out.push(stage_line(&label, c));
         for t in &c.by_turn {
             out.push(format!(
                 "  turn {}: {} completed · TTFT p50 {:.1} ms, mean {:.1} ms · ITL mean {:.2} ms · prompt {:.0} tokens · cached {}",

@@ -16,8 +16,16 @@ pub fn render(r: &Report, f: Format) -> Result<String> {
         Format::Md => super::markdown::render(r),
         Format::Html => html::render(r),
         Format::Console => super::console::render(r),
-        Format::Vllm => layouts::vllm_serving(r),
-        Format::Sglang => layouts::sglang(r),
+        Format::Vllm => format!(
+            "{}\n{}\n",
+            layouts::vllm_serving(r),
+            super::columns::WINDOW_RATE_NOTE
+        ),
+        Format::Sglang => format!(
+            "{}\n{}\n",
+            layouts::sglang(r),
+            super::columns::WINDOW_RATE_NOTE
+        ),
         Format::Profile => super::rerun::render(r),
     })
 }

@@ -28,6 +28,16 @@ const QUANTILES: [(f64, &str); 6] = [
     (0.999, "p99.9"),
 ];
 
+/// The stage's label as the tables give it (`throughput #2`), for
+/// legends and point labels.
+fn label_of(r: &Report, s: &StageReport) -> String {
+    r.stages
+        .iter()
+        .position(|x| std::ptr::eq(x, s))
+        .and_then(|i| crate::types::stage_labels(&r.stages).into_iter().nth(i))
+        .unwrap_or_else(|| s.name.clone())
+}
+
 fn nines(q: f64) -> f64 {
     -(1.0 - q).log10()
 }
@@ -39,12 +49,13 @@ fn distribution_chart(r: &Report, key: &str, title: &str) -> String {
     let series: Vec<Series> = r
         .stages
         .iter()
-        .filter_map(|s| {
+        .zip(crate::types::stage_labels(&r.stages))
+        .filter_map(|(s, label)| {
             let d = Dist::decode(s.histograms.get(key)?)
-                .map_err(|e| unread.push(format!("{}: {key}: {e:#}", s.name)))
+                .map_err(|e| unread.push(format!("{label}: {key}: {e:#}")))
                 .ok()?;
             (!d.is_empty()).then(|| Series {
-                name: s.name.clone(),
+                name: label,
                 points: QUANTILES
                     .iter()
                     .map(|(q, _)| (nines(*q), d.quantile_ms(*q)))
@@ -93,7 +104,7 @@ fn sweep_chart(
             .map(|s| (s.rates.achieved(), pick(s)))
             .collect(),
         labels: if labels {
-            curve.iter().map(|s| s.name.clone()).collect()
+            curve.iter().map(|s| label_of(r, s)).collect()
         } else {
             Vec::new()
         },
@@ -117,7 +128,7 @@ fn sweep_chart(
                 .iter()
                 .map(|s| (s.rates.achieved(), f(s).0))
                 .collect(),
-            labels: others.iter().map(|s| s.name.clone()).collect(),
+            labels: others.iter().map(|s| label_of(r, s)).collect(),
             markers_only: true,
             ..Default::default()
         });
@@ -168,9 +179,10 @@ pub fn render(r: &Report) -> String {
     h.push_str(&timeline(r));
     let _ = write!(
         h,
-        "<h2>GuideLLM tables</h2><pre>{}\n{}</pre>",
+        "<h2>GuideLLM tables</h2><pre>{}\n{}</pre><p class=\"note\">{}</p>",
         esc(&layouts::guidellm_info(r)),
-        esc(&layouts::guidellm_stats(r))
+        esc(&layouts::guidellm_stats(r)),
+        esc(columns::WINDOW_RATE_NOTE)
     );
     h.push_str("</body></html>\n");
     h
@@ -187,6 +199,7 @@ h1{{font-size:22px}} h2{{font-size:17px;margin-top:28px}}
 .meta{{color:#555}} .charts{{display:flex;flex-wrap:wrap;gap:12px}}
 table{{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}} th,td{{border:1px solid #ddd;padding:3px 6px;text-align:right}}
 th:first-child,td:first-child{{text-align:left}} tr.sat td{{background:#fff3e0}}
+table.timeline th,table.timeline td{{text-align:left}} table.timeline .num{{text-align:right}} .note{{color:#555;font-size:12px;max-width:900px}}
 .warn{{color:#a15c00}} .partial{{color:#b00020;font-weight:bold}} pre{{font-size:11px;overflow-x:auto;background:#f7f7f7;padding:8px}}
 </style></head><body>"#,
         model = esc(&r.target.model)
@@ -300,7 +313,7 @@ const STAGE_CELLS: [Cell; 14] = [
             .number()
             .map_or_else(|| "-".into(), |t| format!("{t:.2}"))
     }),
-    ("Req/s (steady)", |s| {
+    (columns::ACHIEVED_HEADER, |s| {
         format!("{:.2}", columns::ACHIEVED.num(s))
     }),
     ("Conc", |s| {
@@ -342,19 +355,24 @@ fn stage_table(r: &Report) -> String {
         }
         h.push_str("</tr>");
     }
-    h.push_str("</table>");
+    let _ = write!(
+        h,
+        r#"</table><p class="note">{}</p>"#,
+        esc(columns::ACHIEVED_NOTE)
+    );
     h
 }
 
 /// The control events of the run, in order.
 fn timeline(r: &Report) -> String {
+    // Headers aligned as their columns: the time right, words left.
     let mut h = String::from(
-        "<h2>Timeline</h2><table><tr><th>t (s)</th><th>event</th><th>detail</th></tr>",
+        r#"<h2>Timeline</h2><table class="timeline"><tr><th class="num">t (s)</th><th>event</th><th>detail</th></tr>"#,
     );
     for e in &r.timeline {
         let _ = write!(
             h,
-            "<tr><td>{:.1}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+            r#"<tr><td class="num">{:.1}</td><td>{}</td><td>{}</td></tr>"#,
             e.t_s,
             esc(e.event.name()),
             esc(&e.detail)
@@ -379,7 +397,7 @@ fn server_section(r: &Report) -> Option<String> {
             .iter()
             .filter_map(|s| {
                 let t = s.server.as_ref()?.series.as_ref()?.t_s.first().copied()?;
-                Some((t, s.name.clone()))
+                Some((t, label_of(r, s)))
             })
             .collect();
         let collect = |f: fn(&crate::types::server_metrics::ServerSeries) -> &Vec<Option<f64>>,

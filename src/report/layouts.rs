@@ -136,11 +136,7 @@ pub fn metadata(r: &Report) -> String {
     let _ = writeln!(
         s,
         "    Profile:{profile}, stages=[{}]",
-        r.stages
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::types::stage_labels(&r.stages).join(", ")
     );
     let _ = writeln!(s, "    Data:{}", crate::safe::line(data));
     if r.partial {
@@ -187,14 +183,18 @@ pub fn vllm_serving(r: &Report) -> String {
     let rows: Vec<Vec<String>> = r
         .stages
         .iter()
-        .map(|s| {
+        .zip(crate::types::stage_labels(&r.stages))
+        .map(|(s, label)| {
             let rate = match (s.strategy, s.target_rate) {
                 (StrategyKind::Throughput, _) => "inf".to_string(),
                 (_, Some(t)) => fnum(t),
                 _ => s.strategy.to_string(),
             };
+            // The label's marks (`#2`, `cut`, `paused`) after the test
+            // name, so a stage run twice is two tests.
+            let marks = label.strip_prefix(s.name.as_str()).unwrap_or("");
             let mut row = vec![
-                format!("serving_{model}_{}_qps_{rate}", s.strategy),
+                format!("serving_{model}_{}_qps_{rate}{marks}", s.strategy),
                 "-".into(),
                 columns::COMPLETED.value(s).to_string(),
             ];

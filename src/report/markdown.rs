@@ -1,10 +1,10 @@
-//! report.md: the summary, GuideLLM's tables, the server's and the
+//! report.md: the summary, the stage table (the achieved rate), GuideLLM's tables, the server's and the
 //! reasoning tables, conversations, the vLLM and SGLang layouts, SLOs,
 //! errors, the timeline, the judgement and warnings, in that order.
 
 use std::fmt::Write as _;
 
-use super::{layouts, reasoning, summary};
+use super::{columns, layouts, reasoning, summary};
 use crate::types::Report;
 
 /// All three Markdown layouts, GuideLLM's first.
@@ -26,6 +26,7 @@ pub fn render(r: &Report) -> String {
         }
     ));
     s.push_str(&summary_section(r));
+    s.push_str(&stages_section(r));
     // The text tables hold names from the report file: each goes in a
     // fence none of them can close (safe::markdown_block).
     s.push_str("## Benchmarks Info\n\n");
@@ -36,6 +37,9 @@ pub fn render(r: &Report) -> String {
     )));
     s.push_str("\n## Benchmarks Stats\n\n");
     s.push_str(&block(&layouts::guidellm_stats(r)));
+    s.push('\n');
+    s.push_str(columns::WINDOW_RATE_NOTE);
+    s.push('\n');
     if let Some(t) = crate::report::server_metrics::text_tables(r) {
         s.push_str("\n## Server (/metrics)\n\n");
         s.push_str(&block(&t));
@@ -48,6 +52,9 @@ pub fn render(r: &Report) -> String {
     s.push_str(&reasoning_sections(r));
     s.push_str("\n## Serving table (vLLM dashboard layout)\n\n");
     s.push_str(&layouts::vllm_serving(r));
+    s.push('\n');
+    s.push_str(columns::WINDOW_RATE_NOTE);
+    s.push('\n');
     s.push_str("\n## Serving Benchmark Result (SGLang layout)\n\n");
     s.push_str(&block(&layouts::sglang(r)));
     if let Some(line) = summary::slo_line_of(r) {
@@ -160,6 +167,60 @@ fn summary_section(r: &Report) -> String {
     }
     s.push('\n');
     s
+}
+
+/// llmsweep's own stage table: the achieved rate (as the dashboard and
+/// the answer give it), latency percentiles and counts, with what the rate
+/// is under it.
+fn stages_section(r: &Report) -> String {
+    let f = |v: f64, p: usize| format!("{v:.p$}");
+    let dash = |n: u64, v: f64, p: usize| if n == 0 { "-".into() } else { f(v, p) };
+    let headers = [
+        "Stage",
+        "Target req/s",
+        columns::ACHIEVED_HEADER,
+        "TTFT p50 ms",
+        "TTFT p99 ms",
+        "ITL p50 ms",
+        "ITL p99 ms",
+        "Out tok/s",
+        "Comp",
+        "Inc",
+        "Err",
+    ];
+    let rows: Vec<Vec<String>> = r
+        .stages
+        .iter()
+        .zip(crate::types::stage_labels(&r.stages))
+        .map(|(st, label)| {
+            let (ttft, itl) = (columns::TTFT.of(st), columns::ITL.of(st));
+            vec![
+                if st.saturated() {
+                    format!("{label} !")
+                } else {
+                    label
+                },
+                st.target_rate.map_or_else(|| "-".into(), |t| f(t, 2)),
+                f(columns::ACHIEVED.num(st), 2),
+                dash(ttft.count, ttft.p50, 1),
+                dash(ttft.count, ttft.p99, 1),
+                dash(itl.count, itl.p50, 2),
+                dash(itl.count, itl.p99, 2),
+                f(columns::OUTPUT_TOKENS_PER_S.num(st), 0),
+                columns::COMPLETED.value(st).to_string(),
+                columns::INCOMPLETE.value(st).to_string(),
+                columns::ERRORED.value(st).to_string(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Stages\n\n{}\n{} `!` saturated.\n\n",
+        super::tables::pipe_table(&headers, &rows, 1),
+        columns::ACHIEVED_NOTE
+    )
 }
 
 /// The reasoning and output length tables, when a stage has them.

@@ -64,10 +64,11 @@ pub fn reasoning_table(r: &Report) -> Option<String> {
         rows: r
             .stages
             .iter()
-            .map(|s| {
+            .zip(crate::types::stage_labels(&r.stages))
+            .map(|(s, label)| {
                 let x = s.reasoning.as_ref();
                 vec![
-                    s.name.clone(),
+                    label,
                     x.map_or("0".into(), |x| x.requests.to_string()),
                     x.map_or("-".into(), |x| format!("{:.1}", x.reasoning_tokens_mean)),
                     x.map_or("-".into(), |x| format!("{:.1}", x.answer_tokens_mean)),
@@ -115,14 +116,15 @@ pub fn lengths_table(r: &Report) -> Option<String> {
         rows: r
             .stages
             .iter()
-            .map(|s| {
+            .zip(crate::types::stage_labels(&r.stages))
+            .map(|(s, label)| {
                 let [asked, got, server, client] = s
                     .output_lengths
                     .as_ref()
                     .map(length_means)
                     .unwrap_or_default();
                 vec![
-                    s.name.clone(),
+                    label,
                     opt(asked),
                     opt(got),
                     pct(got, asked),

@@ -8,8 +8,10 @@ use super::dist::DistSummary;
 use super::kinds::{Api, EventKind, StrategyKind};
 use super::slo::Slo;
 
-/// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped whenever a field changes meaning or disappears. 2: a stage's
+/// `rates.steady_requests_per_s` is written `rates.capacity_requests_per_s`
+/// (version 1 reports still load).
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Report {
@@ -374,8 +376,14 @@ pub struct Rates {
     /// The stage's capacity estimate (`capacity.requests_per_s`): the slope
     /// of completions against completion time, capped by the evidence. The
     /// sweep plans from it for the throughput stage. 0 with fewer than
-    /// three completions.
-    #[serde(default)]
+    /// three completions. Written as `capacity_requests_per_s` (reports of
+    /// schema version 1 named it `steady_requests_per_s`, beside an achieved
+    /// rate over the steady window that is another figure).
+    #[serde(
+        default,
+        rename = "capacity_requests_per_s",
+        alias = "steady_requests_per_s"
+    )]
     pub steady_requests_per_s: f64,
     /// Requests sent per second over the steady window (docs/METRICS.md:
     /// from the first answer to the end of sending, paused time and drain

@@ -148,7 +148,8 @@ const fn thought(
 /// (TTFT p50 then goes before it only where there is room).
 pub const COLUMNS: &[Col] = &[
     col("Target", "req/s", 7, 8, |r| f(r.target, 2)),
-    col("Rate", "req/s", 7, 0, |r| f(r.rps, 2)),
+    // The achieved rate, named as in every report (`columns::ACHIEVED_HEADER`).
+    col("Achieved", "req/s", 8, 0, |r| f(r.rps, 2)),
     col("Conc", "mean", 5, 4, |r| f(r.conc, 1)),
     col("Output", "tok/s", 7, 5, |r| f(r.out_tps, 0)),
     col("TTFT ms", "mean", 8, 6, |r| ms(r.ttft[0])),
@@ -372,8 +373,8 @@ fn frame_block(
         .iter()
         .any(|r| r.name.contains(" #") || r.name.ends_with(" cut") || r.name.ends_with(" paused"));
     let legend = match (live, marks) {
-        (true, false) => "▶ running, so far · ! saturated · - no data · rate: steady ".to_string(),
-        (false, false) => "! saturated · - no data · rate: steady ".to_string(),
+        (true, false) => "▶ running, so far · ! saturated · - no data ".to_string(),
+        (false, false) => "! saturated · - no data ".to_string(),
         (true, true) => format!("▶ running · ! saturated · {} ", crate::types::LABEL_LEGEND),
         (false, true) => format!("! saturated · - no data · {} ", crate::types::LABEL_LEGEND),
     };
@@ -415,7 +416,7 @@ mod tests {
     fn narrow_terminals_keep_the_key_columns() {
         let at80 = titles(78);
         for must in [
-            "Rate req/s",
+            "Achieved req/s",
             "TTFT ms p50",
             "TTFT ms p99",
             "ITL ms p50",
@@ -445,6 +446,21 @@ mod tests {
         let all: Vec<String> = all_columns(false).iter().map(|c| c.title()).collect();
         let pos = |t: &String| all.iter().position(|x| x == t).unwrap();
         assert!(at160.windows(2).all(|w| pos(&w[0]) < pos(&w[1])));
+    }
+
+    /// The rate has one name in the dashboard and every report (issue 34,
+    /// item 2: "Rate" here and "Req/s (steady)" in the HTML were the
+    /// achieved rate, the CSV's "steady" column another figure).
+    #[test]
+    fn the_rate_column_is_named_as_in_the_reports() {
+        let titles: Vec<String> = all_columns(true).iter().map(|c| c.title()).collect();
+        assert!(
+            titles
+                .iter()
+                .any(|t| t == crate::report::columns::ACHIEVED_HEADER),
+            "{titles:?}"
+        );
+        assert!(!titles.iter().any(|t| t.contains("steady")), "{titles:?}");
     }
 
     #[test]
