@@ -4,6 +4,7 @@
 // - no text cut by the edge of its chart;
 // - no two labels of a chart on top of each other (point labels drawn at
 //   -30 degrees are compared in a frame turned +30, where they are upright);
+// - no point label across a line, a point or a marker line of its chart;
 // - the page no wider than the window.
 (function () {
   var out = [];
@@ -13,10 +14,49 @@
     var e = 0.5;
     return !(a[2] - e <= b[0] + e || b[2] - e <= a[0] + e || a[3] - e <= b[1] + e || b[3] - e <= a[1] + e);
   }
-  function aabb(pts) {
-    var xs = pts.map(function (p) { return p[0]; }), ys = pts.map(function (p) { return p[1]; });
-    return [Math.min.apply(null, xs), Math.min.apply(null, ys), Math.max.apply(null, xs), Math.max.apply(null, ys)];
+  // Liang-Barsky: does the segment a-b touch the box [l, t, r, b]?
+  function segHits(a, b, box) {
+    var dx = b[0] - a[0], dy = b[1] - a[1], t0 = 0, t1 = 1;
+    var pq = [[-dx, a[0] - box[0]], [dx, box[2] - a[0]], [-dy, a[1] - box[1]], [dy, box[3] - a[1]]];
+    for (var i = 0; i < 4; i++) {
+      var p = pq[i][0], q = pq[i][1];
+      if (p === 0) { if (q < 0) return false; continue; }
+      var t = q / p;
+      if (p < 0) t0 = Math.max(t0, t); else t1 = Math.min(t1, t);
+      if (t0 > t1) return false;
+    }
+    return true;
   }
+  // The segments labels must keep off: series lines, point marks (their
+  // diagonals), dashed marker lines; in the chart's own coordinates.
+  function obstacles(svg) {
+    var segs = [];
+    var lines = svg.querySelectorAll('polyline');
+    for (var i = 0; i < lines.length; i++) {
+      var pts = lines[i].getAttribute('points').trim().split(/\s+/).map(function (p) { return p.split(',').map(Number); });
+      for (var j = 1; j < pts.length; j++) segs.push({ what: 'a line', a: pts[j - 1], b: pts[j] });
+    }
+    var dots = svg.querySelectorAll('circle');
+    for (var d = 0; d < dots.length; d++) {
+      var x = +dots[d].getAttribute('cx'), y = +dots[d].getAttribute('cy'), r = +dots[d].getAttribute('r');
+      segs.push({ what: 'a point', a: [x - r, y - r], b: [x + r, y + r] });
+      segs.push({ what: 'a point', a: [x - r, y + r], b: [x + r, y - r] });
+    }
+    var rects = svg.querySelectorAll('rect[stroke]');
+    for (var m = 0; m < rects.length; m++) {
+      var rx = +rects[m].getAttribute('x'), ry = +rects[m].getAttribute('y');
+      var rw = +rects[m].getAttribute('width'), rh = +rects[m].getAttribute('height');
+      segs.push({ what: 'a point', a: [rx, ry], b: [rx + rw, ry + rh] });
+      segs.push({ what: 'a point', a: [rx, ry + rh], b: [rx + rw, ry] });
+    }
+    var marks = svg.querySelectorAll('line[stroke-dasharray]');
+    for (var k = 0; k < marks.length; k++) {
+      var l = marks[k];
+      segs.push({ what: 'a marker line', a: [+l.getAttribute('x1'), +l.getAttribute('y1')], b: [+l.getAttribute('x2'), +l.getAttribute('y2')] });
+    }
+    return segs;
+  }
+
   var svgs = document.querySelectorAll('svg');
   for (var i = 0; i < svgs.length; i++) {
     var svg = svgs[i];
@@ -33,21 +73,35 @@
       }
       var tf = t.getAttribute('transform') || '';
       var b = t.getBBox();
-      var corners = [[b.x, b.y], [b.x + b.width, b.y], [b.x, b.y + b.height], [b.x + b.width, b.y + b.height]];
       if (tf.indexOf('rotate(-30') === 0) {
         var ax = +t.getAttribute('x'), ay = +t.getAttribute('y');
         var a = turned(ax, ay);
         rot.push({ text: t.textContent, box: [b.x + a[0] - ax, b.y + a[1] - ay, b.x + b.width + a[0] - ax, b.y + b.height + a[1] - ay] });
       } else if (tf === '') {
-        up.push({ text: t.textContent, plain: [b.x, b.y, b.x + b.width, b.y + b.height], box: aabb(corners.map(function (p) { return turned(p[0], p[1]); })) });
+        up.push({ text: t.textContent, plain: [b.x, b.y, b.x + b.width, b.y + b.height] });
       }
     }
+    var segs = obstacles(svg);
     for (var p = 0; p < rot.length; p++) {
+      for (var g = 0; g < segs.length; g++) {
+        if (segHits(turned(segs[g].a[0], segs[g].a[1]), turned(segs[g].b[0], segs[g].b[1]), rot[p].box)) {
+          out.push('label on ' + segs[g].what + ' in "' + name + '": "' + rot[p].text + '"');
+          break;
+        }
+      }
       for (var q = 0; q < p; q++) {
         if (hit(rot[p].box, rot[q].box)) out.push('overlap in "' + name + '": "' + rot[p].text + '" and "' + rot[q].text + '"');
       }
       for (var u = 0; u < up.length; u++) {
-        if (hit(rot[p].box, up[u].box)) out.push('overlap in "' + name + '": "' + rot[p].text + '" and "' + up[u].text + '"');
+        // The upright text's edges, turned: exact where a box around the
+        // turned text would take in empty corners.
+        var pl = up[u].plain;
+        var cs = [[pl[0], pl[1]], [pl[2], pl[1]], [pl[2], pl[3]], [pl[0], pl[3]]].map(function (c) { return turned(c[0], c[1]); });
+        var on = false;
+        for (var e = 0; e < 4; e++) {
+          if (segHits(cs[e], cs[(e + 1) % 4], rot[p].box)) on = true;
+        }
+        if (on) out.push('overlap in "' + name + '": "' + rot[p].text + '" and "' + up[u].text + '"');
       }
     }
     for (var m = 0; m < up.length; m++) {

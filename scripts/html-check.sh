@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Looks at HTML reports as a person would, in headless Chromium: each must
 # render its charts, log no console errors, and, at 1200 and 800 px wide,
-# show no text cut by a chart's edge, no labels on top of each other, and
-# no page wider than the window (scripts/html-check.js measures it in the
+# show no text cut by a chart's edge, no labels on top of each other, no
+# point label across a line or a point of its chart, and no page wider
+# than the window (scripts/html-check.js measures it in the
 # browser's own layout). Screenshots at both widths are left beside them.
 #
 #   scripts/html-check.sh [report.html ...]

@@ -20,7 +20,7 @@ pub fn first_error_lines(
         .filter(|e| seen.insert((e.stage.clone(), e.category.clone())))
         .map(|e| {
             format!(
-                "[{:>7.1}s] error {} in {}: {}",
+                "[{:>6.1}s] error {} in {}: {}",
                 e.t_s,
                 e.category,
                 e.stage,
@@ -31,51 +31,173 @@ pub fn first_error_lines(
         .collect()
 }
 
-/// One progress line for a snapshot, or None between stages.
-pub fn progress_line(s: &Snapshot) -> Option<String> {
+/// The width headless lines are fitted to: the terminal's when stderr (where
+/// they go) or stdout is one, else 80 columns (a pipe, a log, CI).
+pub fn line_width() -> usize {
+    use std::io::IsTerminal as _;
+    let tty = std::io::stderr().is_terminal() || std::io::stdout().is_terminal();
+    let cols = if tty && !crate::term::is_gone() {
+        crossterm::terminal::size().map_or(80, |(w, _)| w)
+    } else {
+        80
+    };
+    usize::from(cols.max(40))
+}
+
+/// One progress line for a snapshot `width` columns wide, or None between
+/// stages. Its parts go by priority: what a narrow terminal leaves out
+/// first is the stage clock, then the counts and in flight (issue 34: lines
+/// of 160 characters wrapped on an 80-column SSH terminal).
+pub fn progress_line(s: &Snapshot, width: usize) -> Option<String> {
     let st = s.stage.as_ref()?;
     let target = match st.target_rate {
         Some(r) if st.strategy == StrategyKind::Concurrent && st.conversations => {
-            format!("{r:.0} conversations")
+            format!(" req/s · {r:.0} conversations")
         }
-        Some(r) if st.strategy == StrategyKind::Concurrent => format!("{r:.0} streams"),
-        Some(r) if st.conversations => format!("{r:.2} conv/s"),
-        Some(r) => format!("{r:.2} req/s"),
-        None => "-".into(),
+        Some(r) if st.strategy == StrategyKind::Concurrent => format!(" req/s · {r:.0} streams"),
+        Some(r) if st.conversations => format!("/{r:.2} conv/s"),
+        Some(r) => format!("/{r:.2} req/s"),
+        None => " req/s".into(),
     };
     let limit = match (st.max_seconds, st.max_requests) {
-        (Some(m), _) => format!("{:>5.1}/{m:.0}s", st.elapsed_s),
+        (Some(m), _) => format!("{:.1}/{m:.0}s", st.elapsed_s),
         (None, Some(n)) => format!("{}/{n} req", st.counts.sent),
         _ => format!("{:.1}s", st.elapsed_s),
     };
     // Nothing completed in the last second: no TTFT to show, not 0.0 ms
     // (the dashboard shows `-` too).
     let ttft = if st.achieved_rps > 0.0 && st.ttft_p50_ms > 0.0 {
-        format!("{:>8.1}", st.ttft_p50_ms)
+        format!("{:.1}", st.ttft_p50_ms)
     } else {
-        format!("{:>8}", "-")
+        "-".into()
     };
     // A model that thinks: the first answer token, what users wait for.
     let ttfat = match st.ttfat_ms {
         Some((p50, _)) if st.achieved_rps > 0.0 && p50 > 0.0 => {
-            format!("  TTFAT p50 {p50:>8.1} ms")
+            format!("TTFAT p50 {p50:.1} ms")
         }
-        Some(_) => format!("  TTFAT p50 {:>8} ms", "-"),
+        Some(_) => "TTFAT p50 - ms".into(),
         None => String::new(),
     };
-    Some(format!(
-        "[{:>7.1}s] {} {:<22} {limit}  target {target:<12} achieved {:>7.2} req/s  in-flight {:>4}  TTFT p50 {ttft} ms{ttfat}  done {} / inc {} / err {}{}",
-        s.elapsed_s,
-        s.stage_count(),
-        st.name,
-        st.achieved_rps,
-        st.in_flight,
-        st.counts.completed,
-        st.counts.incomplete,
-        st.counts.errored,
-        if s.paused { "  (paused)" } else { "" },
-    ) + &ramping(st)
-        + &st.saturation.as_ref().map(|w| format!("  ! {w}")).unwrap_or_default())
+    // (priority, text): 0 stays longest; the first three (time, count,
+    // name) are joined by one space, the rest by two.
+    let parts: Vec<(u8, String)> = vec![
+        (0, format!("[{:>6.1}s]", s.elapsed_s)),
+        (1, s.stage_count()),
+        (0, st.name.clone()),
+        (3, limit),
+        (0, format!("now {:.2}{target}", st.achieved_rps)),
+        (2, format!("in flight {}", st.in_flight)),
+        (0, format!("TTFT p50 {ttft} ms")),
+        (1, ttfat),
+        (
+            2,
+            format!(
+                "done {} inc {} err {}",
+                st.counts.completed, st.counts.incomplete, st.counts.errored
+            ),
+        ),
+        (
+            0,
+            if s.paused {
+                "(paused)".into()
+            } else {
+                String::new()
+            },
+        ),
+        (1, ramping(st).trim().to_string()),
+        (
+            0,
+            st.saturation
+                .as_ref()
+                .map(|w| format!("! {w}"))
+                .unwrap_or_default(),
+        ),
+    ];
+    Some(fit_parts(&parts, 3, width))
+}
+
+/// Parts in `width` columns, the first `head` joined by one space and the
+/// rest by two: the lowest priorities left out first, then the line cut
+/// between words.
+pub fn fit_parts(parts: &[(u8, String)], head: usize, width: usize) -> String {
+    let join = |max: u8| join_of(parts, head, max);
+    // Left out one at a time: the lowest priority first, the later of two.
+    let mut order: Vec<usize> = (0..parts.len()).filter(|&i| parts[i].0 > 0).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(parts[i].0), std::cmp::Reverse(i)));
+    let mut kept: Vec<(u8, String)> = parts.to_vec();
+    let mut line = join(u8::MAX);
+    for i in order {
+        if line.chars().count() <= width {
+            return line;
+        }
+        kept[i].1.clear();
+        line = join_of(&kept, head, u8::MAX);
+    }
+    if line.chars().count() <= width {
+        return line;
+    }
+    // Still too long: the last part (a saturation note) is cut between
+    // words to the room left, or left out when under 12 columns are left.
+    let last = parts
+        .iter()
+        .rposition(|(p, t)| *p == 0 && !t.is_empty())
+        .unwrap_or(0);
+    let mut rest: Vec<(u8, String)> = parts.to_vec();
+    let tail = std::mem::take(&mut rest[last].1);
+    let head_line = join_of(&rest, head, 0);
+    let room = width.saturating_sub(head_line.chars().count() + 2);
+    if last >= head && room >= 12 {
+        return format!(
+            "{head_line}  {}",
+            crate::report::console::fit_words(&tail, room)
+        );
+    }
+    if last >= head && head_line.chars().count() <= width {
+        return head_line;
+    }
+    crate::report::console::fit_words(&line, width)
+}
+
+/// The parts of priority up to `max`, the first `head` joined by one space.
+fn join_of(parts: &[(u8, String)], head: usize, max: u8) -> String {
+    let mut line = String::new();
+    for (i, (p, t)) in parts.iter().enumerate() {
+        if *p > max || t.is_empty() {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(if i < head { " " } else { "  " });
+        }
+        line.push_str(t);
+    }
+    line
+}
+
+/// A note (a timeline event, an error) in `width` columns: wrapped,
+/// continuation lines indented under the text after its `[  12.3s]`.
+pub fn note_lines(line: &str, width: usize) -> Vec<String> {
+    let (head, text) = match line.split_once("] ") {
+        Some((t, rest)) if t.starts_with('[') => (format!("{t}] "), rest),
+        _ => (String::new(), line),
+    };
+    let indent = if head.is_empty() {
+        2
+    } else {
+        head.chars().count()
+    };
+    let first = width.saturating_sub(head.chars().count()).max(20);
+    let mut out = Vec::new();
+    // The first line after the time; the others indented to match.
+    let words = crate::report::console::wrap(text, first, 0);
+    let rest = words.get(1..).map(|w| w.join(" ")).unwrap_or_default();
+    if let Some(w) = words.first() {
+        out.push(format!("{head}{w}"));
+    }
+    for l in crate::report::console::wrap(&rest, width.saturating_sub(indent).max(20), 0) {
+        out.push(format!("{:indent$}{l}", ""));
+    }
+    out
 }
 
 /// `  (ramp 3/10 s)` while a stage ramps up.
@@ -119,6 +241,12 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut seen_events = 0usize;
     let mut seen_errors = std::collections::HashSet::new();
+    let width = line_width();
+    let note = |line: &str| {
+        for l in note_lines(line, width) {
+            crate::term::note(&l);
+        }
+    };
     loop {
         tick.tick().await;
         // The engine always publishes a final `done` snapshot; a closed channel
@@ -128,17 +256,17 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
         for ev in snap.timeline.iter().skip(seen_events) {
             if printed(&ev.event) {
                 let detail = crate::redact::scrub(&ev.detail);
-                crate::term::note(&format!("[{:>7.1}s] {}: {detail}", ev.t_s, ev.event));
+                note(&format!("[{:>6.1}s] {}: {detail}", ev.t_s, ev.event));
             }
         }
         seen_events = snap.timeline.len();
         for line in first_error_lines(&snap.recent_errors, &mut seen_errors) {
-            crate::term::note(&line);
+            note(&line);
         }
         if snap.done || closed {
             return;
         }
-        if let Some(line) = progress_line(&snap) {
+        if let Some(line) = progress_line(&snap, width) {
             crate::term::note(&line);
         }
     }
@@ -163,22 +291,77 @@ mod tests {
             }),
             ..Default::default()
         };
-        let line = progress_line(&snap).unwrap();
-        assert!(line.contains("TTFT p50        - ms"), "{line}");
+        let line = progress_line(&snap, 160).unwrap();
+        assert!(line.contains("TTFT p50 - ms"), "{line}");
         assert!(!line.contains("0.0 ms"), "{line}");
         let st = snap.stage.as_mut().unwrap();
         st.achieved_rps = 5.0;
         st.ttft_p50_ms = 17.4;
-        let line = progress_line(&snap).unwrap();
-        assert!(line.contains("TTFT p50     17.4 ms"), "{line}");
+        let line = progress_line(&snap, 160).unwrap();
+        assert!(line.contains("TTFT p50 17.4 ms"), "{line}");
         assert!(!line.contains("TTFAT"), "{line}");
         let st = snap.stage.as_mut().unwrap();
         st.ttfat_ms = Some((812.5, 1000.0));
-        let line = progress_line(&snap).unwrap();
+        let line = progress_line(&snap, 160).unwrap();
         assert!(
-            line.contains("TTFT p50     17.4 ms  TTFAT p50    812.5 ms"),
+            line.contains("TTFT p50 17.4 ms  TTFAT p50 812.5 ms"),
             "{line}"
         );
+    }
+
+    /// Headless lines fit the terminal (issue 34: 160 characters wrapped on
+    /// an 80-column SSH terminal): at 80 columns the stage, the rate now
+    /// against its target and TTFT stay; the clock and counts go first.
+    #[test]
+    fn progress_lines_fit_their_width() {
+        let snap = Snapshot {
+            elapsed_s: 1234.5,
+            stage_number: 12,
+            stages_total: Some(14),
+            stage: Some(crate::types::live::LiveStage {
+                name: "constant@40.10 (probe) #2".into(),
+                strategy: StrategyKind::Constant,
+                target_rate: Some(40.1),
+                max_seconds: Some(30.0),
+                elapsed_s: 12.0,
+                in_flight: 512,
+                achieved_rps: 38.0,
+                ttft_p50_ms: 12345.6,
+                saturation: Some("requests due but not answered grew by 6.00 req/s".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let wide = progress_line(&snap, 200).unwrap();
+        assert!(
+            wide.starts_with("[1234.5s] stage 12/14 constant@40.10 (probe) #2  12.0/30s  now"),
+            "{wide}"
+        );
+        assert!(wide.contains("done 0 inc 0 err 0"), "{wide}");
+        for width in [60, 80, 100, 120] {
+            let line = progress_line(&snap, width).unwrap();
+            assert!(line.chars().count() <= width, "{width}: {line}");
+            for must in [
+                "constant@40.10 (probe) #2",
+                "now 38.00/40.10 req/s",
+                "TTFT p50 12345.6 ms",
+            ] {
+                assert!(
+                    width < 80 || line.contains(must),
+                    "{width}: {must} in {line}"
+                );
+            }
+            assert!(!line.contains('…') || line.contains(" …"), "{line}");
+        }
+        let notes = note_lines(
+            "[  20.3s] stage_warning: throughput: the throughput stage measured queueing, not capacity (38.55 req/s; median latency 6.8 s; 512 of 896 requests incomplete)",
+            80,
+        );
+        assert!(
+            notes.len() > 1 && notes.iter().all(|l| l.chars().count() <= 80),
+            "{notes:?}"
+        );
+        assert!(notes[1].starts_with("          capacity"), "{notes:?}");
     }
 
     #[test]

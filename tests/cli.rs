@@ -297,7 +297,9 @@ fn start_headless(out: &std::path::Path, seconds: &str, extra: &[&str]) -> std::
         .unwrap();
     // Wait until it is measuring.
     wait_for_line(&mut child, |l| {
-        l.contains("stage 1/1") && !l.contains("done 0 ")
+        // Completions in the last second: measuring (the line keeps the
+        // rate now at any width; the counts go first on a narrow one).
+        l.contains("stage 1/1") && l.contains("now ") && !l.contains("now 0.00/")
     });
     child
 }

@@ -319,7 +319,14 @@ fn lines(screen: &str) -> Vec<&str> {
     screen.lines().map(|l| l.trim_end()).collect()
 }
 
-const SIZES: [(u16, u16); 5] = [(60, 20), (80, 24), (120, 36), (160, 48), (250, 60)];
+const SIZES: [(u16, u16); 6] = [
+    (60, 20),
+    (80, 24),
+    (100, 30),
+    (120, 36),
+    (160, 48),
+    (250, 60),
+];
 
 #[test]
 fn golden_dashboards_at_every_size() {
@@ -521,7 +528,7 @@ fn a_conversation_stage_says_its_rate_counts_conversations() {
         "{}",
         lines(&s)[1]
     );
-    let line = llmsweep::headless::progress_line(&app.snap).unwrap();
+    let line = llmsweep::headless::progress_line(&app.snap, 80).unwrap();
     assert!(line.contains("34.16 conv/s"), "{line}");
 }
 
@@ -542,7 +549,7 @@ fn the_result_screen_says_what_the_run_found() {
         }),
         paths: vec!["out/report.json".into(), "out/report.html".into()],
     });
-    for (w, h) in [(60, 20), (80, 24), (120, 36), (160, 48), (250, 60)] {
+    for (w, h) in SIZES {
         let s = render(&app, w, h);
         golden(&format!("result-{w}x{h}.txt"), &s);
         assert_has(
@@ -561,6 +568,63 @@ fn the_result_screen_says_what_the_run_found() {
                 "any key",
             ],
         );
+    }
+}
+
+/// The words on screen where a line is cut: a `…` that follows a letter,
+/// digit or mark rather than a space.
+fn cut_words(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter(|l| {
+            let c: Vec<char> = l.chars().collect();
+            (1..c.len()).any(|i| c[i] == '…' && c[i - 1] != ' ')
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The dashboard and the result screen at 80×24, 100×30 and 120×36 cut no
+/// word (issue 34, item 9: `• other █…`, a warning ending `the serve…`),
+/// and the result screen keeps the stage table (gone at 80×24) and, from
+/// 100 columns, the sweep curve.
+#[test]
+fn no_word_is_cut_at_the_common_sizes() {
+    let mut app = golden_app();
+    app.snap.warnings = Arc::new(vec![
+        "the data's 1000 prompts ran out at request 1001: later requests reuse them, each respelled at its start so the server has not seen it; token counts unchanged".into(),
+    ]);
+    let mut result = golden_app();
+    result.snap.stage = None;
+    result.snap.upcoming.clear();
+    result.snap.done = true;
+    let report = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .unwrap();
+    result.outcome = Some(RunOutcome {
+        report: Arc::new(Report {
+            stages: sweep_stages(),
+            ..report
+        }),
+        paths: vec!["out/report.json".into(), "out/report.html".into()],
+    });
+    for (w, h) in [(80, 24), (100, 30), (120, 36)] {
+        let dash = render(&app, w, h);
+        assert_eq!(cut_words(&dash), Vec::<String>::new(), "{w}x{h}:\n{dash}");
+        assert!(dash.contains("! the data's 1000 prompts"), "{dash}");
+        let res = render(&result, w, h);
+        assert_eq!(cut_words(&res), Vec::<String>::new(), "{w}x{h}:\n{res}");
+        let rows = [
+            "synchronous ",
+            "throughput ",
+            "constant@6.38 ",
+            "constant@11.94 ",
+        ];
+        assert_has(&res, &rows);
+        if w >= 100 {
+            assert_has(&res, &["latency ms vs req/s"]);
+        }
     }
 }
 

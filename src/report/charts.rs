@@ -92,13 +92,34 @@ pub fn chart_with(
     plot.vlines(&mut s, &opts.vlines);
     // Point labels go where they overlap no other label and stay inside
     // the chart; one that fits nowhere is left out (the tables name every stage).
-    let mut labels = LabelPlacer {
-        x0: plot.ml,
-        x1: PLOT_W - 2.0,
-        y0: 24.0,
-        y1: PLOT_H - plot.mb,
-        placed: Vec::new(),
-    };
+    let mut labels = LabelPlacer::new(plot.ml, PLOT_W - 2.0, plot.mt, PLOT_H - plot.mb);
+    // Every line and point first, so that no label lies across one drawn
+    // after it (issue 34: labels across the p99 line).
+    for se in series {
+        let pts: Vec<(f64, f64)> = se
+            .points
+            .iter()
+            .map(|(x, y)| (plot.px(*x), plot.py(*y)))
+            .collect();
+        if !se.markers_only {
+            for w in pts.windows(2) {
+                labels.obstacle(w[0], w[1]);
+            }
+        }
+        for (x, y) in pts {
+            labels.mark(x, y, if se.markers_only { 5.0 } else { 4.0 });
+        }
+    }
+    for (x, label) in &opts.vlines {
+        let xx = plot.px(*x);
+        labels.obstacle((xx, plot.mt), (xx, PLOT_H - plot.mb));
+        // The marker's own text along its top.
+        let ty = plot.mt + 10.0;
+        let right = xx + 3.0 + super::svg::text_width(label, 9.0);
+        labels.obstacle((xx + 3.0, ty - 8.0), (right, ty - 8.0));
+        labels.obstacle((xx + 3.0, ty + 2.0), (right, ty + 2.0));
+        labels.obstacle((xx + 3.0, ty - 3.0), (right, ty - 3.0));
+    }
     for (i, se) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         if se.points.is_empty() {
@@ -305,6 +326,15 @@ impl Plot {
                 continue;
             };
             if let Some(p) = labels.place(l, px, py) {
+                // A label set well away from its point is joined to it.
+                if (p.0 - px).abs() + (p.1 - py).abs() > 20.0 {
+                    let _ = write!(
+                        s,
+                        r##"<line x1="{px:.1}" y1="{py:.1}" x2="{:.1}" y2="{:.1}" stroke="#aaa" stroke-width="0.5"/>"##,
+                        p.0,
+                        p.1 + if p.1 < py { 2.0 } else { -8.0 },
+                    );
+                }
                 let _ = write!(
                     s,
                     r##"<text x="{ax:.1}" y="{ay:.1}" font-size="8" fill="#444"{anchor} transform="rotate(-30 {ax:.1} {ay:.1})">{t}</text>"##,

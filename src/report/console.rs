@@ -97,9 +97,28 @@ pub fn render(r: &Report) -> String {
 /// run's summary (the answer, knee, saturation, stop reason).
 pub fn render_for_width(r: &Report, width: u16) -> String {
     if width >= FULL_WIDTH {
-        return render(r);
+        // GuideLLM's tables when every line fits (the server's tables are
+        // wider than the stats: 164 columns on a 160-column terminal).
+        if tables_width(r) <= width as usize {
+            return render(r);
+        }
     }
     narrow(r, width.max(40))
+}
+
+/// The widest line of the full layout's tables.
+fn tables_width(r: &Report) -> usize {
+    [
+        Some(layouts::guidellm_info(r)),
+        Some(layouts::guidellm_stats(r)),
+        crate::report::server_metrics::text_tables(r),
+        crate::report::reasoning::reasoning_table(r),
+    ]
+    .into_iter()
+    .flatten()
+    .flat_map(|t| t.lines().map(|l| l.chars().count()).collect::<Vec<_>>())
+    .max()
+    .unwrap_or(0)
 }
 
 /// Wraps `text` at `width` columns, continuation lines indented by `indent`.
@@ -122,6 +141,36 @@ pub fn wrap(text: &str, width: usize, indent: usize) -> Vec<String> {
         lines.push(cur);
     }
     lines
+}
+
+/// Where a text of `chars` cut to `width` columns ends: between words,
+/// leaving room for ` …`, without trailing spaces or `·`. None when it fits;
+/// Some(0) when not even its first word does.
+pub fn cut_between_words(chars: &[char], width: usize) -> Option<usize> {
+    if chars.len() <= width {
+        return None;
+    }
+    let mut keep = width.saturating_sub(2);
+    if chars[keep] != ' ' {
+        while keep > 0 && chars[keep - 1] != ' ' {
+            keep -= 1;
+        }
+    }
+    while keep > 0 && matches!(chars[keep - 1], ' ' | '·') {
+        keep -= 1;
+    }
+    Some(keep)
+}
+
+/// `text` cut to `width` columns between words, ending in ` …` when cut;
+/// a first word wider than `width` is cut, ending in `…`.
+pub fn fit_words(text: &str, width: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    match cut_between_words(&chars, width) {
+        None => text.to_string(),
+        Some(0) => chars[..width.saturating_sub(1)].iter().collect::<String>() + "…",
+        Some(n) => chars[..n].iter().collect::<String>() + " …",
+    }
 }
 
 fn summary_text(r: &Report, width: u16) -> String {
@@ -404,6 +453,31 @@ mod tests {
         // Wide terminals keep GuideLLM's tables, plus the summary.
         let wide = render_for_width(&r, 200);
         assert!(wide.contains("Benchmarks Stats") && wide.contains("Answer"));
+    }
+
+    /// The tables printed at the end fit the terminal (issue 34: 164
+    /// columns at 160, the server's tables being wider than GuideLLM's):
+    /// the full tables where all of them fit, else the narrow layout.
+    #[test]
+    fn the_final_tables_fit_the_terminal_whatever_its_width() {
+        let r =
+            Report::from_json(include_str!("../../tests/fixtures/sweep-10-stages.json")).unwrap();
+        assert!(
+            tables_width(&r) > FULL_WIDTH as usize,
+            "the fixture's server tables are wide"
+        );
+        for w in [80u16, 120, 160, 170, 250] {
+            let out = render_for_width(&r, w);
+            // Table lines (`|` columns, `=` rules); prose wraps by itself.
+            let over: Vec<&str> = out
+                .lines()
+                .filter(|l| l.contains('|') || l.starts_with("==="))
+                .filter(|l| l.chars().count() > w as usize)
+                .collect();
+            assert!(over.is_empty(), "{w}: {over:?}");
+        }
+        assert!(render_for_width(&r, 250).contains("Benchmarks Stats"));
+        assert!(!render_for_width(&r, 160).contains("Benchmarks Stats"));
     }
 
     #[test]

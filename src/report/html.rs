@@ -502,7 +502,10 @@ mod tests {
             svg.contains("(log scale)"),
             "4198 ms against 20 ms needs a log axis"
         );
-        for name in ["constant@5.00", "constant@20.00", "throughput"] {
+        // Labelled where a label lies across no line: constant@20.00 sits
+        // where the p50 line turns steeply up under the p99 line, and goes
+        // without (the knee's marker and the tables name it).
+        for name in ["constant@5.00", "throughput"] {
             assert!(svg.contains(&format!(">{name}</text>")), "{name} labelled");
         }
         assert!(svg.contains("TTFT p50, throughput (not on the rate curve)"));

@@ -117,9 +117,10 @@ pub fn legend_layout(names: &[&str], x0: f64, right: f64) -> Vec<(f64, usize)> {
     out
 }
 
-/// Places point labels drawn at −30°: each one up and to the right of its
-/// point, or else down and to the left, where it overlaps no label already
-/// placed and stays within the bounds.
+/// Places point labels drawn at −30°: beside its point (up and to the
+/// right first), where it overlaps no label already placed, no line or
+/// point of the chart ([`LabelPlacer::obstacle`]), and stays within the
+/// bounds.
 pub struct LabelPlacer {
     pub x0: f64,
     pub x1: f64,
@@ -128,15 +129,93 @@ pub struct LabelPlacer {
     /// Boxes of the labels placed, in a frame turned +30° (where every
     /// label is an upright rectangle): (left, top, right, bottom).
     pub placed: Vec<[f64; 4]>,
+    /// Lines and marks labels keep off, as drawn: segments (a point's mark
+    /// is its box's two diagonals).
+    pub obstacles: Vec<[(f64, f64); 2]>,
+}
+
+/// A point in the frame turned +30°.
+fn turned((x, y): (f64, f64)) -> (f64, f64) {
+    let (sin, cos) = (30f64.to_radians().sin(), 30f64.to_radians().cos());
+    (x * cos - y * sin, x * sin + y * cos)
+}
+
+/// Whether the segment `a`–`b` touches the box (left, top, right, bottom).
+pub fn segment_hits_box(a: (f64, f64), b: (f64, f64), bx: [f64; 4]) -> bool {
+    // Liang–Barsky: clip the segment's parameter range to the box.
+    let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+    let (mut t0, mut t1) = (0.0f64, 1.0f64);
+    for (p, q) in [
+        (-dx, a.0 - bx[0]),
+        (dx, bx[2] - a.0),
+        (-dy, a.1 - bx[1]),
+        (dy, bx[3] - a.1),
+    ] {
+        if p == 0.0 {
+            if q < 0.0 {
+                return false;
+            }
+        } else {
+            let t = q / p;
+            if p < 0.0 {
+                t0 = t0.max(t);
+            } else {
+                t1 = t1.min(t);
+            }
+            if t0 > t1 {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 impl LabelPlacer {
+    pub fn new(x0: f64, x1: f64, y0: f64, y1: f64) -> Self {
+        LabelPlacer {
+            x0,
+            x1,
+            y0,
+            y1,
+            placed: Vec::new(),
+            obstacles: Vec::new(),
+        }
+    }
+
+    /// Keeps labels off a drawn line from `a` to `b`.
+    pub fn obstacle(&mut self, a: (f64, f64), b: (f64, f64)) {
+        self.obstacles.push([a, b]);
+    }
+
+    /// Keeps labels off a point's mark, `r` around (x, y).
+    pub fn mark(&mut self, x: f64, y: f64, r: f64) {
+        self.obstacle((x - r, y - r), (x + r, y + r));
+        self.obstacle((x - r, y + r), (x + r, y - r));
+    }
+
     /// The anchor (x, y) and whether the text ends there (else it starts
     /// there), or None when the label fits nowhere.
     pub fn place(&mut self, text: &str, x: f64, y: f64) -> Option<(f64, f64, bool)> {
         let wd = text_width(text, 8.0);
         let (sin, cos) = (30f64.to_radians().sin(), 30f64.to_radians().cos());
-        for (ax, ay, end) in [(x + 4.0, y - 5.0, false), (x - 4.0, y + 9.0, true)] {
+        // Up-right and down-left of the point, then a step further out,
+        // then up-left and down-right.
+        // Beyond those, higher up or lower down: charts::series joins
+        // such a label to its point with a thin line.
+        let tries = [
+            (x + 4.0, y - 5.0, false),
+            (x - 4.0, y + 9.0, true),
+            (x + 6.0, y - 14.0, false),
+            (x - 6.0, y + 18.0, true),
+            (x - 5.0, y - 6.0, true),
+            (x + 5.0, y + 10.0, false),
+            (x + 4.0, y - 26.0, false),
+            (x - 4.0, y + 30.0, true),
+            (x + 4.0, y - 40.0, false),
+            (x - 4.0, y + 44.0, true),
+            (x + 4.0, y - 56.0, false),
+        ];
+        for (ax, ay, end) in tries {
             let (l, r) = if end { (ax - wd, ax) } else { (ax, ax + wd) };
             let (t, b) = (ay - 8.0, ay + 2.0);
             // The box's corners as drawn (turned −30° about the anchor).
@@ -157,7 +236,12 @@ impl LabelPlacer {
             let clear = self.placed.iter().all(|p| {
                 bx[2] + 1.0 < p[0] || p[2] + 1.0 < bx[0] || bx[3] + 1.0 < p[1] || p[3] + 1.0 < bx[1]
             });
-            if clear {
+            let grown = [bx[0] - 1.0, bx[1] - 1.0, bx[2] + 1.0, bx[3] + 1.0];
+            let off_lines = self
+                .obstacles
+                .iter()
+                .all(|[a, b]| !segment_hits_box(turned(*a), turned(*b), grown));
+            if clear && off_lines {
                 self.placed.push(bx);
                 return Some((ax, ay, end));
             }
@@ -198,13 +282,7 @@ mod tests {
     fn point_labels_never_overlap_and_stay_inside() {
         // Twenty stages close together, as a sweep against a small server
         // gives: every label placed overlaps none placed before it.
-        let mut p = LabelPlacer {
-            x0: 64.0,
-            x1: 558.0,
-            y0: 24.0,
-            y1: 274.0,
-            placed: Vec::new(),
-        };
+        let mut p = LabelPlacer::new(64.0, 558.0, 24.0, 274.0);
         let mut shown = 0;
         for k in 0..20 {
             let (x, y) = (300.0 + 4.0 * k as f64, 200.0 - 2.0 * k as f64);
@@ -220,14 +298,52 @@ mod tests {
             }
         }
         // At the right edge the label goes down and to the left.
-        let mut p = LabelPlacer {
-            placed: Vec::new(),
-            ..p
-        };
+        let mut p = LabelPlacer::new(64.0, 558.0, 24.0, 274.0);
         assert_eq!(
             p.place("throughput", 550.0, 100.0),
             Some((546.0, 109.0, true))
         );
+    }
+
+    /// Labels keep off the lines and points (issue 34: `constant@24.29`
+    /// and `constant@28.97` lay across the p99 line).
+    #[test]
+    fn point_labels_keep_off_the_lines() {
+        let mut p = LabelPlacer::new(64.0, 558.0, 24.0, 274.0);
+        // A p99 line just above the p50 points, and one further up.
+        let line = [(100.0, 190.0), (300.0, 188.0), (500.0, 186.0)];
+        for w in line.windows(2) {
+            p.obstacle(w[0], w[1]);
+        }
+        let pts: Vec<(f64, f64)> = (0..6).map(|k| (150.0 + 30.0 * k as f64, 200.0)).collect();
+        for (x, y) in &pts {
+            p.mark(*x, *y, 4.0);
+        }
+        let mut shown = 0;
+        for (k, (x, y)) in pts.iter().enumerate() {
+            if let Some((ax, ay, _)) = p.place(&format!("constant@{k}.00"), *x, *y) {
+                shown += 1;
+                // Every label is clear of every segment, in its own frame.
+                let bx = *p.placed.last().unwrap();
+                for [a, b] in &p.obstacles {
+                    assert!(
+                        !segment_hits_box(turned(*a), turned(*b), bx),
+                        "{k} at {ax},{ay}"
+                    );
+                }
+            }
+        }
+        assert!(shown >= 3, "{shown}");
+        assert!(segment_hits_box(
+            (0.0, 0.0),
+            (10.0, 10.0),
+            [4.0, 4.0, 6.0, 6.0]
+        ));
+        assert!(!segment_hits_box(
+            (0.0, 0.0),
+            (10.0, 0.0),
+            [4.0, 4.0, 6.0, 6.0]
+        ));
     }
 
     #[test]

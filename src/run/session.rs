@@ -216,14 +216,17 @@ fn open_endpoint(
 
 /// One line before the first stage: what is loaded, where the reports go.
 fn announce(p: &Prepared, dir: &Path) {
-    term::note(&format!(
+    let line = format!(
         "llmsweep: target {} · model {} · {} · reports in {} · `llmsweep attach {}` to watch from elsewhere",
         p.target.url,
         p.target.model,
         p.plan.description,
         dir.display(),
         dir.display()
-    ));
+    );
+    for l in crate::headless::note_lines(&line, crate::headless::line_width()) {
+        term::note(&l);
+    }
 }
 
 /// Starts the dashboard or progress lines; with a dashboard that shows a

@@ -2,7 +2,7 @@
 //! legend drawn in a chart's bottom border.
 
 use ratatui::style::{Color, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::Span;
 
 use crate::tui::theme::Theme;
 
@@ -33,14 +33,23 @@ pub(super) fn y_labels(max: f64) -> Vec<String> {
     vec!["0".into(), fmt(max / 2.0), fmt(max)]
 }
 
-/// A chart's legend, for the bottom border: `━p50 ━p99`.
-pub(super) fn legend(th: &Theme, items: &[(&str, Color)]) -> Line<'static> {
-    let mut spans = vec![Span::raw(" ")];
-    for (name, c) in items {
-        spans.push(Span::styled("━", Style::default().fg(*c)));
-        spans.push(Span::styled(format!("{name} "), th.dim()));
+/// A chart's legend items, for the bottom border: `━p50`, `━p99`; the
+/// first carries the border's leading space. Fitted by `format::fit_items`.
+pub(super) fn legend(th: &Theme, items: &[(&str, Color)]) -> Vec<Vec<Span<'static>>> {
+    let mut out: Vec<Vec<Span<'static>>> = items
+        .iter()
+        .map(|(name, c)| {
+            vec![
+                Span::styled("━", Style::default().fg(*c)),
+                Span::styled(format!("{name} "), th.dim()),
+            ]
+        })
+        .collect();
+    match out.first_mut() {
+        Some(first) => first.insert(0, Span::raw(" ")),
+        None => out.push(vec![Span::raw(" ")]),
     }
-    Line::from(spans)
+    out
 }
 
 /// A y axis, linear from 0 or log10 when the values span more than

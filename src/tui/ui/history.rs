@@ -8,7 +8,7 @@ use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragrap
 use ratatui::Frame;
 
 use super::chart::{legend, nice_ceil, YScale};
-use super::format::{fit_line, fmt_duration};
+use super::format::{fit_items, fit_line, fmt_duration};
 use crate::tui::app::{App, Metric};
 use crate::tui::theme::Theme;
 use crate::types::live::{HistoryPoint, RunHistory};
@@ -144,12 +144,12 @@ fn frame_block(th: &Theme, m: Metric, colors: [Color; 2], width: u16, log: bool)
         th.title(),
     );
     let mut bottom = legend(th, &items);
-    bottom.spans.push(Span::styled("┊ stage start ", th.dim()));
+    bottom.push(vec![Span::styled("┊ stage start ", th.dim())]);
     Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
         .title(fit_line(title, width.saturating_sub(2)))
-        .title_bottom(fit_line(bottom, width.saturating_sub(2)))
+        .title_bottom(fit_items(bottom, width.saturating_sub(2)))
 }
 
 /// The time axis: from the history's start to a round time just past now,

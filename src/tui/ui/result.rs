@@ -26,12 +26,34 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
             paths.join("  ")
         },
     ));
-    // A small screen keeps the answer, why the run stopped and where the
-    // reports are; the lines that explain go first.
-    let wrapped = |v: &str| crate::report::console::wrap(v, inner_w - 11, 0).len();
-    for drop in ["Basis", "Knee", "Saturated", "SLOs", "Undecided"] {
-        let need: usize = items.iter().map(|(_, v)| wrapped(v)).sum::<usize>() + 2;
-        if need <= area.height as usize {
+    // The summary leaves room for the stage table (issue 34: at 80×24 the
+    // table was gone): it drops the lines that explain first, then keeps
+    // one line of each (the answer two), cut between words.
+    let budget = summary_budget(area.height, r.stages.len());
+    let width = inner_w - 11;
+    let keep = |k: &str| if k == "Answer" { 2 } else { 1 };
+    let height = |items: &[(&str, String)], clip: bool| -> usize {
+        items
+            .iter()
+            .map(|(k, v)| {
+                let n = crate::report::console::wrap(v, width, 0).len();
+                if clip {
+                    n.min(keep(k))
+                } else {
+                    n
+                }
+            })
+            .sum::<usize>()
+            + 2
+    };
+    let fits = |items: &[(&str, String)], clip: bool| height(items, clip) <= budget as usize;
+    let mut clip = false;
+    if !fits(&items, false) {
+        items.retain(|(k, _)| *k != "Basis");
+        clip = !fits(&items, false);
+    }
+    for drop in ["Knee", "Saturated", "SLOs", "Undecided"] {
+        if !clip || fits(&items, true) {
             break;
         }
         items.retain(|(k, _)| *k != drop);
@@ -43,10 +65,14 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         } else {
             th.text()
         };
-        for (i, part) in crate::report::console::wrap(&v, inner_w - 11, 0)
-            .into_iter()
-            .enumerate()
-        {
+        let mut parts = crate::report::console::wrap(&v, width, 0);
+        if clip && parts.len() > keep(k) {
+            parts.truncate(keep(k));
+            if let Some(last) = parts.last_mut() {
+                *last = super::format::fit_words(&format!("{last} …"), width);
+            }
+        }
+        for (i, part) in parts.into_iter().enumerate() {
             let label = if i == 0 { k } else { "" };
             lines.push(Line::from(vec![
                 Span::styled(format!("{label:<10} "), th.title()),
@@ -60,7 +86,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         .title(Span::styled(" result ", th.title()));
     let need = lines.len() + 2;
     let rows = report_rows(&r.stages);
-    // The summary first: the table gets what is left (none on a small screen).
+    // The summary first: the chart and the table get what is left.
     let sum_h = (need as u16).min(area.height);
     let [sum, rest] = Layout::vertical([Constraint::Length(sum_h), Constraint::Min(0)]).areas(area);
     frame.render_widget(
@@ -72,7 +98,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     if rest.height < 5 {
         return;
     }
-    if rest.width >= 120 && rest.height >= 10 {
+    if rest.width >= 100 && rest.height >= 9 {
         let [chart, table] =
             Layout::horizontal([Constraint::Percentage(45), Constraint::Min(0)]).areas(rest);
         sweep::draw(frame, app, chart);
@@ -87,5 +113,32 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         table::draw(frame, app, &rows, table, false);
     } else {
         table::draw(frame, app, &rows, rest, false);
+    }
+}
+
+/// The summary's most rows on a result screen `height` rows tall with
+/// `stages` stages: what leaves the stage table its header and up to five
+/// rows (at least two), once the screen has room for both.
+pub fn summary_budget(height: u16, stages: usize) -> u16 {
+    let table = (stages as u16).clamp(2, 5) + 4;
+    if height >= table + 8 {
+        height - table
+    } else {
+        height
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_leaves_the_table_room_on_a_small_screen() {
+        // 80×24 leaves the body 19 rows: the table keeps 5 stage rows.
+        assert_eq!(summary_budget(19, 10), 10);
+        assert_eq!(summary_budget(19, 1), 13);
+        // Too small for both: the summary alone.
+        assert_eq!(summary_budget(12, 10), 12);
+        assert_eq!(summary_budget(40, 10), 31);
     }
 }

@@ -8,7 +8,7 @@ use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragrap
 use ratatui::Frame;
 
 use super::chart::{legend, nice_ceil, YScale};
-use super::format::fit_line;
+use super::format::{fit_items, fit_line};
 use crate::report::summary;
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
@@ -138,29 +138,54 @@ fn frame_block(
             ("p99", colors[3]),
         ],
     );
-    bottom.spans.push(Span::styled("• other ", th.dim()));
+    let mut marks = Vec::new();
     if pts.iter().any(|p| {
         !p.on_curve
             && !p.running
             && p.lat[0] > 0.0
             && !(scale.lo..=scale.hi).contains(&scale.y(p.lat[0]))
     }) {
-        bottom.spans.push(Span::styled("▄ off scale ", th.dim()));
+        marks.push(vec![Span::styled("▄ off scale ", th.dim())]);
     }
-    bottom
-        .spans
-        .push(Span::styled("█", Style::default().fg(th.bad)));
-    bottom.spans.push(Span::styled("saturated ", th.dim()));
+    marks.push(vec![
+        Span::styled("█", Style::default().fg(th.bad)),
+        Span::styled("saturated ", th.dim()),
+    ]);
     if let Some(k) = knee {
-        bottom
-            .spans
-            .push(Span::styled(format!("┊ knee {k:.1} "), th.dim()));
+        marks.push(vec![Span::styled(format!("┊ knee {k:.1} "), th.dim())]);
     }
+    // Last: what a narrow legend leaves out first.
+    marks.push(vec![Span::styled("• other ", th.dim())]);
+    let room = width.saturating_sub(2) as usize;
+    let len = |items: &[Vec<Span>]| -> usize {
+        items
+            .iter()
+            .flatten()
+            .map(|s| s.content.chars().count())
+            .sum()
+    };
+    if len(&bottom) + len(&marks[..marks.len() - 1]) > room {
+        // Narrow: each curve's p50 and p99 colours side by side (━━TTFT),
+        // so the marks keep their room.
+        let pair = |a: Color, b: Color, name: &str| {
+            vec![
+                Span::styled("━", Style::default().fg(a)),
+                Span::styled("━", Style::default().fg(b)),
+                Span::styled(format!("{name} "), th.dim()),
+            ]
+        };
+        bottom = vec![
+            vec![Span::raw(" ")],
+            pair(colors[0], colors[1], "TTFT"),
+            pair(colors[2], colors[3], "ITL"),
+        ];
+    }
+    bottom.extend(marks);
     Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
         .title(fit_line(title, width.saturating_sub(2)))
-        .title_bottom(fit_line(bottom, width.saturating_sub(2)))
+        .title_bottom(fit_items(bottom, width.saturating_sub(2)))
 }
 
 /// The chart's points on its y scale, by how each is drawn.

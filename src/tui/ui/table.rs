@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 use ratatui::Frame;
 
-use super::format::{f, fit_line, ms};
+use super::format::{f, fit_items, fit_line, ms};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
 use crate::types::live::LiveStage;
@@ -378,11 +378,14 @@ fn frame_block(
         (true, true) => format!("▶ running · ! saturated · {} ", crate::types::LABEL_LEGEND),
         (false, true) => format!("! saturated · - no data · {} ", crate::types::LABEL_LEGEND),
     };
-    let title = Line::from(vec![
-        Span::styled(" stages ", th.title()),
-        Span::styled(legend, th.dim()),
-    ]);
-    block = block.title(fit_line(title, width.saturating_sub(2)));
+    // Whole marks of the legend, never half of one.
+    let mut items = vec![vec![Span::styled(" stages ", th.title())]];
+    let marks: Vec<&str> = legend.trim_end().split(" · ").collect();
+    for (i, m) in marks.iter().enumerate() {
+        let sep = if i + 1 < marks.len() { " · " } else { " " };
+        items.push(vec![Span::styled(format!("{m}{sep}"), th.dim())]);
+    }
+    block = block.title(fit_items(items, width.saturating_sub(2)));
     // A table that does not fit says so, and how to see the rest.
     if above > 0 || below > 0 {
         let mut marks = Vec::new();
