@@ -18,6 +18,11 @@ pub const ERROR_BODY: usize = 16 << 10;
 pub const REGISTRY_ENTRY: usize = 4 << 10;
 /// One row (line) of a JSONL or CSV data file (a longer row is a bad row).
 pub const DATA_ROW: usize = 8 << 20;
+/// A `/tokenize` answer (its token ids; prompts llmsweep counts are short).
+pub const TOKENIZE_ANSWER: usize = 16 << 20;
+/// A `tokenizer.json` downloaded from the Hugging Face Hub (the largest
+/// common ones are about 35 MB).
+pub const TOKENIZER_FILE: usize = 128 << 20;
 /// A `.json` data file, which is one document and read whole (ShareGPT's
 /// is about 650 MB).
 pub const DATA_JSON_FILE: usize = 2 << 30;

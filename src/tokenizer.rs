@@ -69,7 +69,8 @@ impl TokenCounter for Builtin {
 }
 
 /// A model tokenizer loaded from a `tokenizer.json` (Hugging Face format),
-/// through the `tokenizers` crate. Local files only: nothing is downloaded.
+/// through the `tokenizers` crate: a local file, or one from the Hugging
+/// Face cache (`run::hub`).
 pub struct TokenizerFile {
     inner: tokenizers::Tokenizer,
     path: String,
@@ -129,20 +130,24 @@ impl TokenCounter for TokenizerFile {
     }
 
     fn one_token_pieces(&self) -> Vec<String> {
-        // Keep the vocabulary words that this tokenizer also takes as one
-        // token, alone and next to another such word.
-        let single: Vec<String> = VOCAB
-            .iter()
-            .map(|w| format!(" {w}"))
-            .filter(|p| self.count(p) == 1)
-            .collect();
-        single
-            .iter()
-            .zip(single.iter().cycle().skip(1))
-            .filter(|(a, b)| self.count(&format!("{a}{b}")) == 2)
-            .map(|(a, _)| a.clone())
-            .collect()
+        single_pieces(self)
     }
+}
+
+/// The vocabulary words that `counter` takes as one token, alone and next
+/// to another such word.
+pub fn single_pieces(counter: &dyn TokenCounter) -> Vec<String> {
+    let single: Vec<String> = VOCAB
+        .iter()
+        .map(|w| format!(" {w}"))
+        .filter(|p| counter.count(p) == 1)
+        .collect();
+    single
+        .iter()
+        .zip(single.iter().cycle().skip(1))
+        .filter(|(a, b)| counter.count(&format!("{a}{b}")) == 2)
+        .map(|(a, _)| a.clone())
+        .collect()
 }
 
 /// Counts tokens in `text` with the built-in approximation (see module docs).

@@ -360,3 +360,261 @@ fn data_files_and_tokenizers_from_the_command_line() {
         .unwrap()
         .ends_with("tokenizer.json"));
 }
+
+/// A Hugging Face cache as huggingface_hub lays it out, holding `repo`'s
+/// tokenizer.json (the WordPiece one above) in snapshot `commit`.
+fn lay_out_cache(hf_home: &std::path::Path, repo: &str, commit: &str) -> std::path::PathBuf {
+    let model = hf_home
+        .join("hub")
+        .join(format!("models--{}", repo.replace('/', "--")));
+    let snap = model.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snap).unwrap();
+    std::fs::create_dir_all(model.join("refs")).unwrap();
+    std::fs::write(model.join("refs").join("main"), commit).unwrap();
+    write_wordpiece(&snap)
+}
+
+/// A short run of `args` with the Hugging Face environment `env` (and no
+/// other HF_ variable of the machine's): (ok, stderr, report dir).
+fn run_with_hf(
+    name: &str,
+    env: &[(&str, &std::path::Path)],
+    args: &[&str],
+) -> (bool, String, std::path::PathBuf) {
+    let out = tmp(name).join("out");
+    let mut c = bin();
+    for k in [
+        "HF_HOME",
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_ENDPOINT",
+        "HF_TOKEN",
+    ] {
+        c.env_remove(k);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.args(args).args([
+        "--data",
+        "prompt_tokens=40,output_tokens=4",
+        "--profile",
+        "synchronous",
+        "--max-requests",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (ok, err) = stderr_of(&mut c);
+    (ok, err, out)
+}
+
+/// `--tokenizer ORG/NAME` from the Hugging Face cache, offline; one not
+/// there and no download allowed says where it looked (issue 34, item 10).
+#[test]
+fn a_model_id_as_tokenizer_comes_from_the_hugging_face_cache() {
+    let hf = tmp("hf-cache");
+    let file = lay_out_cache(&hf, "Org/Tiny-WordPiece", "0a1b2c");
+    let (ok, err, out) = run_with_hf(
+        "hf-cache-run",
+        &[
+            ("HF_HOME", &hf),
+            ("HF_HUB_OFFLINE", std::path::Path::new("1")),
+        ],
+        &["--tokenizer", "Org/Tiny-WordPiece"],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("tokenizer: Org/Tiny-WordPiece from the Hugging Face cache"),
+        "{err}"
+    );
+    let r = common::process::read_report(&out);
+    assert_eq!(r["config"]["tokenizer"], file.display().to_string());
+    assert_eq!(r["stages"][0]["tokens"]["prompt_mean"], 40.0);
+
+    let (ok, err, _) = run_with_hf(
+        "hf-missing-run",
+        &[
+            ("HF_HOME", &hf),
+            ("HF_HUB_OFFLINE", std::path::Path::new("1")),
+        ],
+        &["--tokenizer", "Org/Not-Here"],
+    );
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("not in the Hugging Face cache")
+            && err.contains("models--Org--Not-Here")
+            && err.contains("HF_HUB_OFFLINE"),
+        "{err}"
+    );
+}
+
+/// One HTTP/1.1 exchange a connection on `listener`, answered by `answer`
+/// from the request's first line and headers, `n` times; returns the heads.
+fn serve_hub(
+    listener: std::net::TcpListener,
+    n: usize,
+    answer: impl Fn(&str) -> Vec<u8> + Send + 'static,
+) -> std::thread::JoinHandle<Vec<String>> {
+    use std::io::{Read as _, Write as _};
+    std::thread::spawn(move || {
+        let mut heads = Vec::new();
+        for _ in 0..n {
+            let Ok((mut s, _)) = listener.accept() else {
+                break;
+            };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while common::http::head_end(&buf).is_none() {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                }
+            }
+            let head = String::from_utf8_lossy(&buf).to_string();
+            let _ = s.write_all(&answer(&head));
+            heads.push(head);
+        }
+        heads
+    })
+}
+
+/// Not in the cache and online: downloaded from the Hub (here HF_ENDPOINT,
+/// a local stand-in that redirects to its "CDN" as the Hub does) into the
+/// cache, under the commit the Hub names; the run says where; the token
+/// goes to the Hub only.
+#[test]
+fn a_model_id_not_in_the_cache_is_downloaded_into_it() {
+    let hf = tmp("hf-download");
+    let hub = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let cdn = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let cdn_url = format!("http://{}/blob/tok.json", cdn.local_addr().unwrap());
+    let hub_url = format!("http://{}", hub.local_addr().unwrap());
+    let body = {
+        let d = tmp("hf-download-src");
+        std::fs::read(write_wordpiece(&d)).unwrap()
+    };
+    let hub_side = serve_hub(hub, 1, move |head| {
+        assert!(
+            head.starts_with("GET /Org/Fresh-Model/resolve/main/tokenizer.json "),
+            "{head}"
+        );
+        format!(
+            "HTTP/1.1 302 Found\r\nLocation: {cdn_url}\r\nX-Repo-Commit: 5eed1234\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .into_bytes()
+    });
+    let cdn_side = serve_hub(cdn, 1, move |_| {
+        let mut r = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(&body);
+        r
+    });
+    let (ok, err, out) = run_with_hf(
+        "hf-download-run",
+        &[
+            ("HF_HOME", &hf),
+            ("HF_ENDPOINT", std::path::Path::new(&hub_url)),
+            ("HF_TOKEN", std::path::Path::new("hf_secret_token")),
+        ],
+        &["--tokenizer", "Org/Fresh-Model"],
+    );
+    assert!(ok, "{err}");
+    let stored = hf.join("hub/models--Org--Fresh-Model/snapshots/5eed1234/tokenizer.json");
+    assert!(stored.is_file(), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(hf.join("hub/models--Org--Fresh-Model/refs/main")).unwrap(),
+        "5eed1234"
+    );
+    assert!(
+        err.contains("downloaded from the Hugging Face Hub") && err.contains("5eed1234"),
+        "{err}"
+    );
+    let r = common::process::read_report(&out);
+    assert_eq!(r["stages"][0]["tokens"]["prompt_mean"], 40.0);
+    let hub_heads = hub_side.join().unwrap();
+    let cdn_heads = cdn_side.join().unwrap();
+    assert!(hub_heads[0]
+        .to_ascii_lowercase()
+        .contains("authorization: bearer hf_secret_token"));
+    assert!(
+        !cdn_heads[0].to_ascii_lowercase().contains("authorization"),
+        "{}",
+        cdn_heads[0]
+    );
+    assert!(!err.contains("hf_secret_token"));
+}
+
+/// No --tokenizer against a server: the served model's tokenizer from the
+/// cache when it is there (`root` of /v1/models), else the server's
+/// /tokenize (the simulator serves it), else the built-in approximation;
+/// the run says which (issue 34, item 10).
+#[test]
+fn without_tokenizer_the_served_models_is_used() {
+    let hf = tmp("hf-served");
+    let served = common::process::SimProcess::start(&["--served-model-name", "Org/Served-1B"]);
+    // Not in the cache: the server's /tokenize makes the prompts.
+    let (ok, err, out) = run_with_hf(
+        "hf-served-tokenize",
+        &[("HF_HOME", &hf)],
+        &["--target", &served.url],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("tokenizer: the server's /tokenize for model Org/Served-1B"),
+        "{err}"
+    );
+    let r = common::process::read_report(&out);
+    assert!(
+        r["config"]["data_source"]
+            .as_str()
+            .unwrap()
+            .contains("/tokenize (Org/Served-1B)"),
+        "{}",
+        r["config"]["data_source"]
+    );
+    assert_eq!(
+        r["stages"][0]["tokens"]["prompt_mean_server"], 40.0,
+        "exact in the server's count"
+    );
+    // In the cache: that one.
+    let file = lay_out_cache(&hf, "Org/Served-1B", "feed01");
+    let (ok, err, out) = run_with_hf(
+        "hf-served-cache",
+        &[("HF_HOME", &hf)],
+        &["--target", &served.url],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("tokenizer: the served model's, Org/Served-1B from the Hugging Face cache"),
+        "{err}"
+    );
+    let r = common::process::read_report(&out);
+    assert_eq!(r["config"]["tokenizer"], file.display().to_string());
+    assert_eq!(r["stages"][0]["tokens"]["prompt_mean"], 40.0);
+}
+
+/// `/tokenize` as the simulator serves it: vLLM's request and answer, the
+/// client reading the count; llama.cpp's `tokens` list too.
+#[tokio::test]
+async fn the_simulator_serves_tokenize() {
+    let sim = start_sim(model(2.0, 100.0, 8)).await;
+    let c = client(&sim.url(), std::time::Duration::from_secs(5));
+    assert_eq!(
+        c.tokenize("llmsweep-sim", " the river runs past the station.")
+            .await
+            .unwrap(),
+        Some(7)
+    );
+    assert_eq!(
+        llmsweep::client::tokenize_count(br#"{"tokens":[1,2,3]}"#),
+        Some(3)
+    );
+    assert_eq!(
+        llmsweep::client::tokenize_count(br#"{"detail":"no"}"#),
+        None
+    );
+}

@@ -42,6 +42,16 @@ pub struct ModelInfo {
     /// says (vLLM and SGLang list `max_model_len`).
     #[serde(default)]
     pub max_model_len: Option<u64>,
+    /// What the model was loaded from, when the server says (vLLM's `root`:
+    /// the Hugging Face id or the directory given to `vllm serve`); a
+    /// value that is not a string is left out, never an error.
+    #[serde(default, deserialize_with = "string_or_nothing")]
+    pub root: Option<String>,
+}
+
+fn string_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.as_str().map(str::to_string))
 }
 
 /// Which HTTP redirects the client follows (`--follow-redirects`).
@@ -517,6 +527,16 @@ pub fn body_summary(content_type: &str, body: &str, declared_len: Option<u64>) -
 
 /// `base` (a normalised base URL, maybe with a query) with `path` appended
 /// before its query: `http://gw/x?v=1` + `/v1/models` → `http://gw/x/v1/models?v=1`.
+/// The count in a `/tokenize` answer: vLLM's and SGLang's `count`, else
+/// the length of `tokens` (llama.cpp).
+pub fn tokenize_count(body: &[u8]) -> Option<usize> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    match v.get("count").and_then(serde_json::Value::as_u64) {
+        Some(n) => usize::try_from(n).ok(),
+        None => v.get("tokens")?.as_array().map(Vec::len),
+    }
+}
+
 pub fn join_url(base: &str, path: &str) -> String {
     match base.split_once('?') {
         Some((head, query)) => format!("{}{path}?{query}", head.trim_end_matches('/')),
@@ -711,6 +731,44 @@ impl Client {
                 )
             }
         }
+    }
+
+    /// The number of tokens `model` makes of `text`, by the server's
+    /// `/tokenize` (vLLM, SGLang, llama.cpp serve it), without special
+    /// tokens: None when the server serves no such endpoint or its answer
+    /// has no count.
+    pub async fn tokenize(&self, model: &str, text: &str) -> Result<Option<usize>> {
+        let url = Url::parse(&join_url(&self.base_url, "/tokenize"))
+            .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
+        let body = Bytes::from(
+            serde_json::json!({
+                "model": model,
+                "prompt": text,
+                "content": text,
+                "add_special_tokens": false,
+            })
+            .to_string(),
+        );
+        let resp = self
+            .request(
+                &self.http,
+                Method::POST,
+                &url,
+                Some(&body),
+                Some(Duration::from_secs(15)),
+            )
+            .await
+            .map_err(|f| self.fail_message(f, &self.display_url()))?;
+        if !resp.status().is_success() {
+            return Ok(None);
+        }
+        let body = crate::bounds::read_capped(resp, crate::bounds::TOKENIZE_ANSWER)
+            .await
+            .context("POST /tokenize: the answer broke off")?;
+        if body.cut {
+            return Ok(None);
+        }
+        Ok(tokenize_count(&body.bytes))
     }
 
     fn fail_message(&self, f: SendFail, shown: &str) -> anyhow::Error {
@@ -1399,6 +1457,21 @@ async fn check_stream(resp: reqwest::Response) -> Result<reqwest::Response, Requ
 mod tests {
     use super::redirect::same_origin;
     use super::*;
+
+    /// vLLM's `root` names what the model was loaded from; an odd one is
+    /// left out, never a failed pre-flight.
+    #[test]
+    fn a_model_entry_keeps_its_root_when_it_is_a_string() {
+        let m: ModelInfo =
+            serde_json::from_str(r#"{"id":"qwen","root":"Qwen/Qwen3-8B","max_model_len":4096}"#)
+                .unwrap();
+        assert_eq!(m.root.as_deref(), Some("Qwen/Qwen3-8B"));
+        let odd: ModelInfo = serde_json::from_str(r#"{"id":"x","root":{"a":1}}"#).unwrap();
+        assert_eq!(odd.root, None);
+        let none: ModelInfo = serde_json::from_str(r#"{"id":"x"}"#).unwrap();
+        assert_eq!(none.root, None);
+        assert_eq!(tokenize_count(br#"{"count":12,"tokens":[1]}"#), Some(12));
+    }
 
     #[test]
     fn base_urls_are_normalised_and_keep_their_prefix() {

@@ -34,6 +34,11 @@ pub struct PromptItem {
     pub respell: Option<crate::client::Respell>,
 }
 
+/// Whether `--data` is a synthetic spec (`key=value,…`), not a file.
+pub fn is_synthetic(spec: &str) -> bool {
+    spec.contains('=') && !std::path::Path::new(spec.trim()).exists()
+}
+
 /// Where prompts come from: `--data` is a synthetic spec (`key=value,…`) or a file path.
 /// `run`: a number drawn for this run, which makes synthetic prompts new
 /// to the server (see [`Synthetic::generate_for_run`]); `None` repeats the

@@ -14,11 +14,13 @@
 
 pub mod detach;
 pub mod dir;
+pub mod hub;
 pub mod prepare;
 pub mod reports;
 pub mod requests;
 pub mod session;
 pub mod signals;
+pub mod tokenize;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

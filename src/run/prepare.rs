@@ -39,6 +39,9 @@ pub struct Prepared {
     /// Draw the dashboard (a terminal both ways, and not --headless).
     pub dashboard: bool,
     pub themes: Vec<crate::tui::theme::Theme>,
+    /// Which tokenizer counts the prompts, and where it came from (said
+    /// before the first stage).
+    pub tokenizer_note: Option<String>,
 }
 
 /// The furthest ahead `--start-at` may be.
@@ -108,10 +111,10 @@ pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
 pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Arguments that need no network.
     let settings = engine_settings(args)?;
-    let counter = token_counter(args)?;
+    let (mut counter, mut tokenizer_note) = token_counter(args).await?;
     // A number of this run's own, so no prompt repeats an earlier run's.
     let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
-    let data = read_data(args, counter.as_ref(), run_number)?;
+    let mut data = read_data(args, counter.as_ref(), run_number)?;
     let request = RequestParts::read(args)?;
     let formats = export_formats(args)?;
     let plan = match &data.replay {
@@ -124,15 +127,33 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let (base_url, simulator, target_note) = start_target(args).await?;
     // Passwords in the URL never reach the screen or a report: the client
     // shows its URL without them.
-    let client = Arc::new(Client::new(
-        &client_config(args, &base_url, &request),
-        counter.clone(),
-    )?);
+    let client_cfg = client_config(args, &base_url, &request);
+    let mut client = Arc::new(Client::new(&client_cfg, counter.clone())?);
+    let served = preflight(args, &client).await?;
+    let model = served.id.clone();
+    // No --tokenizer: the served model's, from the Hugging Face cache, else
+    // the server's /tokenize for exact prompt lengths (not for the built-in
+    // simulator, whose tokenizer is the built-in counter).
+    if args.tokenizer.is_none() && simulator.is_none() && args.strategy != LoadStrategy::Replay {
+        let found = served_tokenizer(&served, &client, &client_cfg).await;
+        tokenizer_note = Some(found.note(&served.id));
+        match found {
+            Served::File(file, _) => {
+                counter = Arc::new(*file);
+                data = read_blocking(|| read_data(args, counter.as_ref(), run_number))?;
+                client = Arc::new(Client::new(&client_cfg, counter.clone())?);
+            }
+            Served::Server(st) if crate::data::is_synthetic(&args.data) => {
+                // Prompts built in the server's tokens; output counts (when
+                // the server gives no usage) stay the built-in counter's.
+                data = read_blocking(|| read_data(args, &st, run_number))?;
+            }
+            Served::Server(_) | Served::Nothing(_) => {}
+        }
+    }
     let mut notes = data.set.notes;
     notes.extend(target_note);
     notes.extend(open_files_note(args));
-    let served = preflight(args, &client).await?;
-    let model = served.id.clone();
     // Prompts the server's context cannot hold would only come back as
     // HTTP 400s: say so now.
     if let Some(context) = served.max_model_len {
@@ -188,6 +209,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         config,
         dashboard,
         themes,
+        tokenizer_note,
     })
 }
 
@@ -207,12 +229,121 @@ fn engine_settings(args: &RunConfig) -> Result<RunSettings> {
     })
 }
 
-/// `--tokenizer FILE`, or the built-in approximation.
-fn token_counter(args: &RunConfig) -> Result<Arc<dyn TokenCounter>> {
-    Ok(match &args.tokenizer {
-        Some(path) => Arc::new(crate::tokenizer::TokenizerFile::load(path)?),
-        None => Arc::new(Builtin),
-    })
+/// `--tokenizer`: a `tokenizer.json` or a model directory; `ORG/NAME` (no
+/// such file) from the Hugging Face cache, downloaded into it when not
+/// there. Without it, the built-in approximation until the pre-flight finds
+/// the served model's ([`served_tokenizer`]). The note says where a model's
+/// tokenizer came from.
+async fn token_counter(args: &RunConfig) -> Result<(Arc<dyn TokenCounter>, Option<String>)> {
+    use super::hub;
+    use crate::tokenizer::TokenizerFile;
+    let Some(path) = &args.tokenizer else {
+        return Ok((Arc::new(Builtin), None));
+    };
+    let spec = path.to_string_lossy().to_string();
+    if path.exists() || !hub::is_repo_id(&spec) {
+        return Ok((Arc::new(TokenizerFile::load(path)?), None));
+    }
+    let found = hub::resolve(&spec, &hub::process_env).await?;
+    let note = match &found {
+        hub::Found::Cached(p) => format!(
+            "tokenizer: {spec} from the Hugging Face cache ({})",
+            p.display()
+        ),
+        hub::Found::Downloaded(p) => format!(
+            "tokenizer: {spec} downloaded from the Hugging Face Hub into its cache ({})",
+            p.display()
+        ),
+    };
+    Ok((Arc::new(TokenizerFile::load(found.path())?), Some(note)))
+}
+
+/// The tokenizer of the model a server serves, without `--tokenizer`.
+enum Served {
+    /// Its tokenizer.json, and where it was found.
+    File(Box<crate::tokenizer::TokenizerFile>, String),
+    /// The server's `/tokenize`.
+    Server(super::tokenize::ServerTokenizer),
+    /// Neither: why not.
+    Nothing(String),
+}
+
+impl Served {
+    /// What the run says it used.
+    fn note(&self, model: &str) -> String {
+        match self {
+            Served::File(_, from) => format!("tokenizer: the served model's, {from}"),
+            Served::Server(_) => format!(
+                "tokenizer: the server's /tokenize for model {model} (prompts of exact length in its tokens; output is counted from the server's usage)"
+            ),
+            Served::Nothing(why) => format!(
+                "tokenizer: the built-in approximation ({why}); --tokenizer ORG/NAME or a tokenizer.json gives exact counts"
+            ),
+        }
+    }
+}
+
+/// Looks for the served model's tokenizer: the directory or Hugging Face
+/// id it was loaded from (`root`, else its id) holding a tokenizer.json
+/// here or in the Hugging Face cache, else the server's `/tokenize`.
+async fn served_tokenizer(
+    served: &crate::client::ModelInfo,
+    client: &Client,
+    cfg: &ClientConfig,
+) -> Served {
+    use super::{hub, tokenize::ServerTokenizer};
+    use crate::tokenizer::TokenizerFile;
+    let mut names: Vec<&str> = served.root.iter().map(String::as_str).collect();
+    if !names.contains(&served.id.as_str()) {
+        names.push(&served.id);
+    }
+    let cache = hub::cache_dir(&hub::process_env);
+    for name in &names {
+        let dir = std::path::Path::new(name);
+        if dir.join("tokenizer.json").is_file() {
+            if let Ok(t) = TokenizerFile::load(dir) {
+                return Served::File(
+                    Box::new(t),
+                    format!("from {}", dir.join("tokenizer.json").display()),
+                );
+            }
+        }
+        let Some(cache) = cache.as_ref().filter(|_| hub::is_repo_id(name)) else {
+            continue;
+        };
+        if let Some(file) = hub::cached(cache, name) {
+            if let Ok(t) = TokenizerFile::load(&file) {
+                return Served::File(
+                    Box::new(t),
+                    format!("{name} from the Hugging Face cache ({})", file.display()),
+                );
+            }
+        }
+    }
+    if let Ok(Some(_)) = client.tokenize(&served.id, " the river").await {
+        if let Ok(t) = ServerTokenizer::start(cfg, &served.id, &client.display_url()) {
+            return Served::Server(t);
+        }
+    }
+    let looked = match &cache {
+        Some(c) if names.iter().any(|n| hub::is_repo_id(n)) => {
+            format!("not in the Hugging Face cache ({})", c.display())
+        }
+        _ => "no Hugging Face id".to_string(),
+    };
+    Served::Nothing(format!(
+        "model {}'s tokenizer: {looked}, and the server serves no /tokenize",
+        served.id
+    ))
+}
+
+/// Runs `read` where it may block (the /tokenize counter waits on its own
+/// thread): off the runtime's workers when the runtime has several.
+fn read_blocking<T>(read: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
+        _ => read(),
+    }
 }
 
 /// Whether to draw the dashboard (a terminal both ways, not --headless),
@@ -238,7 +369,7 @@ fn report_config(
     config["data_source"] = json!(data_description);
     // `tokenizer` is the flag's key: the file that was loaded (null for the
     // built-in approximation, which `data_source` names).
-    if args.tokenizer.is_some() {
+    if args.tokenizer.is_some() || counter.name() != Builtin.name() {
         config["tokenizer"] = json!(counter.name());
     }
     config

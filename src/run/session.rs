@@ -224,8 +224,16 @@ fn announce(p: &Prepared, dir: &Path) {
         dir.display(),
         dir.display()
     );
-    for l in crate::headless::note_lines(&line, crate::headless::line_width()) {
+    let width = crate::headless::line_width();
+    for l in crate::headless::note_lines(&line, width) {
         term::note(&l);
+    }
+    // Which tokenizer counts the prompts (a model's, the server's
+    // /tokenize, or the built-in approximation) and where it came from.
+    if let Some(t) = &p.tokenizer_note {
+        for l in crate::headless::note_lines(t, width) {
+            term::note(&l);
+        }
     }
 }
 

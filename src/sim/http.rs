@@ -100,12 +100,14 @@ pub async fn handle(
             generate(state, req, Api::Completions, received).await
         }
         (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received).await,
+        (&Method::POST, "/tokenize") => tokenize(&state, req).await,
         (
             _,
             "/v1/chat/completions"
             | "/v1/completions"
             | "/v1/responses"
             | "/v1/models"
+            | "/tokenize"
             | "/metrics",
         ) => error(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -129,6 +131,46 @@ fn models(state: &AppState) -> Response<SimBody> {
         len = state.params.kv_cache_tokens.min(1 << 31),
     );
     plain(StatusCode::OK, "application/json", body)
+}
+
+/// `/tokenize`, as vLLM serves it (`{"model", "prompt"}` → `{"count",
+/// "max_model_len", "tokens"}`; llama.cpp's `content` too): the count is
+/// the built-in counter's, the simulator's own, and the token ids are
+/// placeholders (their positions).
+async fn tokenize(state: &AppState, req: Request<Incoming>) -> Response<SimBody> {
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let v: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                &format!("body is not JSON: {e}"),
+            )
+        }
+    };
+    let Some(text) = v
+        .get("prompt")
+        .or_else(|| v.get("content"))
+        .and_then(Value::as_str)
+    else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            "give the text to count as \"prompt\" (or \"content\")",
+        );
+    };
+    let count = tokenizer::count_tokens(text);
+    let tokens: Vec<usize> = (0..count).collect();
+    let body = serde_json::json!({
+        "count": count,
+        "max_model_len": state.params.kv_cache_tokens.min(1 << 31),
+        "tokens": tokens,
+    });
+    plain(StatusCode::OK, "application/json", body.to_string())
 }
 
 /// `/metrics`: vLLM's names and semantics. The simulator never preempts
