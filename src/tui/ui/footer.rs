@@ -39,7 +39,9 @@ pub fn footer_keys(
     ]
 }
 
-/// The footer entries that fit in `width` columns.
+/// The footer entries that fit in `width` columns, by priority: once one
+/// does not fit, none after it is shown (issue 34: at 60×16 the footer
+/// dropped `+/-` but kept `* double`).
 pub fn fit_footer(
     keys: Vec<(&'static str, &'static str, u8)>,
     width: u16,
@@ -51,10 +53,11 @@ pub fn fit_footer(
     let mut keep = vec![false; keys.len()];
     for i in order {
         let c = cost(keys[i].0, keys[i].1) as i64;
-        if c <= budget {
-            budget -= c;
-            keep[i] = true;
+        if c > budget {
+            break;
         }
+        budget -= c;
+        keep[i] = true;
     }
     keys.into_iter()
         .zip(keep)
@@ -127,5 +130,29 @@ mod tests {
         assert!(words(StrategyKind::Concurrent).contains("streams"));
         assert!(words(StrategyKind::Throughput).contains("constant"));
         assert!(words(StrategyKind::Constant).contains("resume"));
+    }
+
+    /// A key is shown only when every key before it in priority is.
+    #[test]
+    fn a_lesser_key_never_takes_the_place_of_a_greater_one() {
+        for kind in [
+            StrategyKind::Constant,
+            StrategyKind::Throughput,
+            StrategyKind::Concurrent,
+        ] {
+            for w in 40u16..=200 {
+                let all = footer_keys(Some(kind), false);
+                let shown = fit_footer(all.clone(), w);
+                let prio = |k: &str| all.iter().find(|x| x.0 == k).unwrap().2;
+                let hidden = all.iter().filter(|x| !shown.iter().any(|s| s.0 == x.0));
+                for h in hidden {
+                    assert!(
+                        shown.iter().all(|s| prio(s.0) <= h.2),
+                        "{w} {kind:?}: {shown:?} without {}",
+                        h.0
+                    );
+                }
+            }
+        }
     }
 }
