@@ -263,6 +263,11 @@ fn report_and_compare_commands() {
     let (ok, out, err) = bin(&["compare", f, f]);
     assert!(ok, "{err}");
     assert!(out.contains("Δ TTFT p50") && out.contains("+0.0%"), "{out}");
+    // The rate named as every report names it, and said under the table.
+    assert!(
+        out.contains("Achieved req/s A") && out.contains("completed_per_s in report.csv"),
+        "{out}"
+    );
     // Each run's answer, said as every report says it.
     assert!(
         out.contains("\nA holds ≈ ") && out.contains("\nB holds ≈ "),
@@ -583,4 +588,6 @@ fn a_stage_run_again_is_numbered_in_every_table_and_legend() {
         "TTFT, ITL, TPOT and latency legends"
     );
     assert!(html.contains(">throughput #2</text>"));
+    let cmp = llmsweep::report::compare::render(&r, &r, "a", "b");
+    assert!(cmp.contains("| throughput #2 "), "{cmp}");
 }

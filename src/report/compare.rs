@@ -11,7 +11,7 @@ use crate::types::{Report, StageReport};
 pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     let mut s = heading(a, b, a_name, b_name);
     s.push_str(&stage_table(a, b));
-    if let Some(t) = reasoning_table(&pair(a, b)) {
+    if let Some(t) = reasoning_table(a, b) {
         s.push_str(&t);
     }
     for line in conversation_lines(a, b) {
@@ -53,7 +53,7 @@ fn heading(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
 
 /// A figure `compare` sets side by side.
 struct Compared {
-    /// The header of A's and B's columns (`Req/s` → `Req/s A`, `Req/s B`).
+    /// The header of A's and B's columns (`TTFT p50` → `TTFT p50 A`, `TTFT p50 B`).
     name: &'static str,
     /// The header of the change's column.
     delta: &'static str,
@@ -64,8 +64,8 @@ struct Compared {
 
 const COMPARED: [Compared; 5] = [
     Compared {
-        name: "Req/s",
-        delta: "Δ req/s",
+        name: columns::ACHIEVED_HEADER,
+        delta: "Δ achieved",
         get: |s| columns::ACHIEVED.num(s),
         digits: 2,
         higher_is_better: true,
@@ -117,7 +117,7 @@ fn stage_table(a: &Report, b: &Report) -> String {
     let rows: Vec<Vec<String>> = pair(a, b)
         .into_iter()
         .map(|(x, y)| {
-            let mut row = vec![pair_name(x, y)];
+            let mut row = vec![pair_name(a, b, x, y)];
             for c in &COMPARED {
                 let (va, vb) = ((c.get)(x), (c.get)(y));
                 let p = c.digits;
@@ -130,15 +130,24 @@ fn stage_table(a: &Report, b: &Report) -> String {
             row
         })
         .collect();
-    pipe_table(&headers, &rows, 1)
+    format!(
+        "{}\n{}\n",
+        pipe_table(&headers, &rows, 1),
+        columns::ACHIEVED_NOTE
+    )
 }
 
-/// `a` or `a → b` when the paired stages' names differ.
-fn pair_name(x: &StageReport, y: &StageReport) -> String {
-    if x.name == y.name {
-        x.name.clone()
+/// `x` or `x → y` when the paired stages' names differ, each numbered as
+/// its report's tables number it (`throughput #2`).
+fn pair_name(a: &Report, b: &Report, x: &StageReport, y: &StageReport) -> String {
+    let (nx, ny) = (
+        crate::types::stage_run_name(&a.stages, x),
+        crate::types::stage_run_name(&b.stages, y),
+    );
+    if nx == ny {
+        nx
     } else {
-        format!("{} → {}", x.name, y.name)
+        format!("{nx} → {ny}")
     }
 }
 
@@ -198,7 +207,8 @@ fn conversation_lines(a: &Report, b: &Report) -> Vec<String> {
 }
 
 /// `compare`'s table of the first answer token, when either run thought.
-fn reasoning_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
+fn reasoning_table(ra: &Report, rb: &Report) -> Option<String> {
+    let pairs = &pair(ra, rb);
     if !pairs
         .iter()
         .any(|(a, b)| a.reasoning.is_some() || b.reasoning.is_some())
@@ -234,7 +244,7 @@ fn reasoning_table(pairs: &[(&StageReport, &StageReport)]) -> Option<String> {
                 format!("{:.2}", d.p50)
             };
             vec![
-                pair_name(x, y),
+                pair_name(ra, rb, x, y),
                 format!("{:.1}", a.p50),
                 format!("{:.1}", b.p50),
                 delta(a.p50, b.p50, false),
