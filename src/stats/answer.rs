@@ -104,6 +104,7 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         flood_latency_s: flood.map(|s| s.latency_ms.p50 / 1000.0),
         flood_max_concurrency: flood.and_then(|s| s.held_at_max_concurrency),
         slo_requests_per_s: slo.and_then(|s| s.estimated_rate.or(s.best_rate)),
+        slo_floor: slo.is_some_and(|s| s.estimated_rate.is_none() && s.best_rate.is_some()),
         ..Default::default()
     };
     let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
@@ -329,6 +330,8 @@ const OR_SEARCH: &str = ", or --profile search";
 /// The answer of a `--profile search` run: its advice does not send the
 /// user to the search they just ran.
 pub fn after_a_search(a: &mut Answer) {
+    // The search bracketed the limit it gives.
+    a.slo_floor = false;
     if let Some(next) = a.next.as_mut() {
         *next = next.replace(OR_SEARCH, "");
     }
@@ -408,8 +411,14 @@ pub fn line(a: &Answer) -> String {
             s.push_str(&format!(", at {} latency", seconds(l)));
         }
     }
-    if let Some(r) = a.slo_requests_per_s {
-        s.push_str(&format!(" · meets the SLOs up to {r:.2} req/s"));
+    match a.slo_requests_per_s {
+        // Seen: "meets the SLOs up to 0.90 req/s" of a run that measured
+        // no limit above the stage that met them.
+        Some(r) if a.slo_floor => s.push_str(&format!(
+            " · meets the SLOs at {r:.2} req/s (no limit measured above)"
+        )),
+        Some(r) => s.push_str(&format!(" · meets the SLOs up to {r:.2} req/s")),
+        None => {}
     }
     s
 }
@@ -609,6 +618,30 @@ mod tests {
             a.basis.starts_with("constant@24.46 #2 kept up with"),
             "{}",
             a.basis
+        );
+    }
+
+    #[test]
+    fn an_slo_rate_with_no_limit_measured_above_it_is_said_as_a_floor() {
+        use Outcome::*;
+        let stages = vec![stage("constant@0.90", 0.9, 0.9, Some(NotSaturated))];
+        let mut slo = crate::types::SloSummary {
+            attainment: 0.95,
+            best_stage: Some("constant@0.90".into()),
+            best_rate: Some(0.9),
+            estimated_rate: None,
+            note: String::new(),
+        };
+        let floor = line(&answer(&stages, Some(&slo)));
+        assert!(
+            floor.ends_with("meets the SLOs at 0.90 req/s (no limit measured above)"),
+            "{floor}"
+        );
+        slo.estimated_rate = Some(1.2);
+        let bounded = line(&answer(&stages, Some(&slo)));
+        assert!(
+            bounded.ends_with("meets the SLOs up to 1.20 req/s"),
+            "{bounded}"
         );
     }
 

@@ -57,4 +57,8 @@ pub struct Answer {
     /// With `--slo`: the highest rate that met the SLOs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_requests_per_s: Option<f64>,
+    /// That rate is a floor: the highest stage that met the SLOs, with no
+    /// stage above it at a set rate to bound the limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub slo_floor: bool,
 }
