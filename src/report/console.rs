@@ -121,6 +121,16 @@ fn tables_width(r: &Report) -> usize {
     .unwrap_or(0)
 }
 
+/// The tables printed when a run ends: to a terminal `width` columns wide,
+/// what fits it ([`render_for_width`]); to a pipe or a log file (None), the
+/// full tables however wide.
+pub fn final_tables(r: &Report, width: Option<u16>) -> String {
+    match width {
+        Some(w) => render_for_width(r, w),
+        None => render(r),
+    }
+}
+
 /// Wraps `text` at `width` columns, continuation lines indented by `indent`.
 pub fn wrap(text: &str, width: usize, indent: usize) -> Vec<String> {
     let mut lines = Vec::new();
@@ -478,6 +488,9 @@ mod tests {
         }
         assert!(render_for_width(&r, 250).contains("Benchmarks Stats"));
         assert!(!render_for_width(&r, 160).contains("Benchmarks Stats"));
+        // A pipe or a log file keeps the full tables, however wide.
+        assert_eq!(final_tables(&r, None), render(&r));
+        assert_eq!(final_tables(&r, Some(160)), render_for_width(&r, 160));
     }
 
     #[test]

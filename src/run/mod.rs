@@ -330,12 +330,9 @@ async fn finish_request_file(
 /// log file in full.
 fn print_tables(report: &crate::types::Report) {
     use std::io::IsTerminal as _;
-    let width = if std::io::stdout().is_terminal() && !term::is_gone() {
-        crossterm::terminal::size().map_or(80, |(w, _)| w)
-    } else {
-        crate::report::console::FULL_WIDTH
-    };
+    let width = (std::io::stdout().is_terminal() && !term::is_gone())
+        .then(|| crossterm::terminal::size().map_or(80, |(w, _)| w));
     term::out(&crate::redact::scrub(
-        &crate::report::console::render_for_width(report, width),
+        &crate::report::console::final_tables(report, width),
     ));
 }
