@@ -789,8 +789,10 @@ fn erroring(e: &Evidence, share: f64, answer_rate: f64) -> Verdict {
 /// The over-saturation guard: ends a stage early when its verdict already
 /// rests on overload no length would change, or when the policy reads it
 /// as behind by more than the answer's precision beyond doubt
-/// ([`policy::Point::far_behind`]): its reading is what it will be. A
-/// stage llmsweep itself could not drive is never ended here. Returns why.
+/// ([`policy::Point::far_behind`]) over a window long enough to show
+/// whether requests waited ([`policy::QUEUE_EVIDENCE_SECONDS`]): its
+/// reading is what it will be. A stage llmsweep itself could not drive is
+/// never ended here. Returns why.
 pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
     if e.client_limited.is_some() {
         return None;
@@ -800,7 +802,12 @@ pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
         return Some(v.reason.clone());
     }
     let p = point_of(v, e.target_rate?).filter(|_| v.outcome == Outcome::Saturated)?;
-    p.far_behind().then(|| {
+    // As `--max-seconds auto` does: a growth ends a stage once its window
+    // shows whether requests waited for it (seen on real vLLM: probes cut
+    // after 3.4 and 4.1 s of backlog read "completing 5.61" and "6.34" of a
+    // server that had just held 7.89).
+    let told = backlog_growth(e).is_some_and(|g| g.window_s >= policy::QUEUE_EVIDENCE_SECONDS);
+    (told && p.far_behind()).then(|| {
         format!(
             "{}; more than {:.0}% over what the server holds beyond doubt, so a longer stage would not change its reading",
             v.reason,
@@ -1352,6 +1359,15 @@ mod tests {
         assert!(v.reason.contains("grew by 8.00"), "{}", v.reason);
         // 40 % over capacity: its reading will not change, the stage ends.
         assert!(guard(&e, Some(&v)).unwrap().contains("beyond doubt"));
+        // ... but not before its window shows whether requests waited.
+        let mut short = open(20.0, 12.0, 1.0, 5.0);
+        short.series = e.series.iter().copied().filter(|p| p.0 <= 5.0).collect();
+        let vs = judge(&short, &capacity(&short)).unwrap();
+        assert!(
+            backlog_growth(&short).is_some_and(|g| g.window_s < policy::QUEUE_EVIDENCE_SECONDS),
+            "{vs:?}"
+        );
+        assert!(guard(&short, Some(&v)).is_none());
         // Behind, but by less than the answer's precision beyond doubt (real
         // llama.cpp at 98 % of capacity read "fell behind by 1.2 ± 0.5" at
         // 12 s of a 30 s stage): it runs its length.
