@@ -34,7 +34,8 @@ use read::*;
 pub use read::{MAX_COUNT, MAX_LINE_BYTES};
 pub use values::{Format, LoadStrategy, OnHangup, RateItem, Replies, StageSeconds, SweepArrivals};
 pub use within::{
-    Bound, Burstiness, Fps, Fraction, Percent, ScrapeInterval, Seconds, TimeScale, Timeout, Within,
+    Bound, Burstiness, Dollars, Fps, Fraction, Percent, ScrapeInterval, Seconds, TimeScale,
+    Timeout, Within,
 };
 
 /// Declares the run's settings: the struct (its flags, keys and defaults
@@ -277,6 +278,18 @@ pub struct RunConfig {
     /// Seconds between scrapes of the server's metrics (default 1).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub server_metrics_interval: Option<Within<ScrapeInterval>>,
+    /// A DCGM exporter's Prometheus page (repeatable, one per node; the exporter's port is
+    /// 9400): GPU utilisation, memory, power and energy per stage, scraped beside /metrics.
+    #[arg(long = "gpu-metrics", value_name = "URL")]
+    pub gpu_metrics: Vec<String>,
+    /// Dollars per GPU-hour: each stage's cost per million output and input tokens and per
+    /// 1,000 requests at its rate (needs --gpus N or --gpu-metrics).
+    #[arg(long, value_name = "DOLLARS", allow_negative_numbers = true)]
+    pub gpu_hourly_cost: Option<Within<Dollars>>,
+    /// GPUs the server runs on, for the cost (default: the GPUs the DCGM exporters show).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[serde(deserialize_with = "de_gpus")]
+    pub gpus: Option<u32>,
 
     /// Directory for the reports (default ./llmsweep-results/<timestamp>/).
     #[arg(long, short = 'o', value_name = "DIR")]
@@ -415,6 +428,14 @@ impl RunConfig {
                     .server_metrics
                     .as_deref()
                     .map(crate::redact::redact_url)),
+            );
+            map.insert(
+                "gpu_metrics".into(),
+                serde_json::json!(self
+                    .gpu_metrics
+                    .iter()
+                    .map(|u| crate::redact::redact_url(u))
+                    .collect::<Vec<_>>()),
             );
             map.insert(
                 "api_key".into(),
@@ -986,6 +1007,9 @@ mod tests {
             ("server_metrics", "\"off\""),
             ("server_metric", "[\"vllm:gpu_cache_usage_perc\"]"),
             ("server_metrics_interval", "2"),
+            ("gpu_metrics", "[\"http://gpu-node:9400/metrics\"]"),
+            ("gpu_hourly_cost", "2.5"),
+            ("gpus", "8"),
             ("out", "\"/tmp/out\""),
             ("export", "[\"json\", \"md\"]"),
             ("save_requests", "true"),

@@ -93,6 +93,16 @@ pub(super) fn de_streams<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>,
     }
 }
 
+/// `gpus` in a profile file: the flag's range.
+pub(super) fn de_gpus<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    match u32::deserialize(d)? {
+        n @ 1..=100_000 => Ok(Some(n)),
+        n => Err(serde::de::Error::custom(format!(
+            "{n} is not possible: use 1 to 100000 GPUs"
+        ))),
+    }
+}
+
 /// `max_line_bytes` in a profile file: the flag's range.
 pub(super) fn de_line_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let n = u64::deserialize(d)?;

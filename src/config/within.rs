@@ -169,6 +169,13 @@ bound!(
     "use 0.1 to 3600 seconds"
 );
 
+bound!(
+    /// A price per GPU-hour, in dollars.
+    Dollars,
+    |v| v > 0.0 && v <= 1e6,
+    "use dollars per GPU-hour above 0, e.g. 2.50"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -253,12 +253,23 @@ fn build_engine(
         checkpoint,
         session.control.clone(),
         reports.scrape.clone(),
+        reports.gpu.clone(),
         errors.clone(),
     ));
-    if let Some(h) = reports.scrape.clone() {
+    let gpu = reports.gpu.handle.clone();
+    if reports.scrape.is_some() || gpu.is_some() {
         // A scrape at each stage's start keeps the server's answers to the
-        // stage before (and in the wait between) out of this one.
-        engine = engine.on_stage_start(Box::new(move || h.scrape_now()));
+        // stage before (and in the wait between) out of this one; the GPUs
+        // are read at the same moment.
+        let h = reports.scrape.clone();
+        engine = engine.on_stage_start(Box::new(move || {
+            if let Some(h) = &h {
+                h.scrape_now();
+            }
+            if let Some(g) = &gpu {
+                g.scrape_now();
+            }
+        }));
     }
     if let Some(convs) = p.conversations.clone() {
         engine = engine.with_conversations(convs);
@@ -285,6 +296,7 @@ fn checkpoint_each_stage(
     mut checkpoint: crate::report::checkpoint::Checkpoint,
     control: mpsc::UnboundedSender<Control>,
     scrape: Option<crate::server_metrics::ScrapeHandle>,
+    gpu: crate::server_metrics::GpuSide,
     errors: CheckpointErrors,
 ) -> crate::engine::StageObserver {
     Box::new(move |stage, _timeline| {
@@ -292,6 +304,7 @@ fn checkpoint_each_stage(
         if let Some(h) = &scrape {
             crate::server_metrics::attach_live(h, std::slice::from_mut(&mut stage));
         }
+        gpu.attach_live(std::slice::from_mut(&mut stage));
         if let Err(e) = checkpoint.append(&stage) {
             let msg = format!("cannot append {} to stages.jsonl: {e:#}", stage.name);
             let _ = control.send(Control::Note {

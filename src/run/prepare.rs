@@ -30,6 +30,10 @@ pub struct Prepared {
     pub base_url: String,
     /// How to scrape the server's metrics during the run (None: `--server-metrics off`).
     pub scrape: Option<crate::server_metrics::ScrapeConfig>,
+    /// How to read the DCGM exporters (`--gpu-metrics`; None: none given).
+    pub gpu_scrape: Option<crate::server_metrics::GpuScrapeConfig>,
+    /// `--gpu-hourly-cost` with its GPU count.
+    pub gpu_price: Option<crate::server_metrics::gpu::Price>,
     pub simulator: Option<sim::SimHandle>,
     pub formats: Vec<Format>,
     /// Notes about the data (skipped rows, ...) for the report's warnings.
@@ -122,6 +126,17 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         None => build_plan(args, args.target.is_none())?,
     };
     let (dashboard, themes) = dashboard(args)?;
+    // The GPUs' exporters and the price, on the same clock: checked before any load.
+    let (gpu_scrape, gpu_price) = crate::server_metrics::gpu_config(
+        &crate::server_metrics::GpuFlags {
+            urls: &args.gpu_metrics,
+            interval_s: args.server_metrics_interval.map(Within::get),
+            hourly_usd: args.gpu_hourly_cost.map(Within::get),
+            gpus: args.gpus,
+        },
+        args.insecure,
+        args.follow_redirects,
+    )?;
 
     // The target: given, or the built-in simulator on a free loopback port.
     let (base_url, simulator, target_note) = start_target(args).await?;
@@ -203,6 +218,8 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         target,
         base_url,
         scrape,
+        gpu_scrape,
+        gpu_price,
         simulator,
         formats,
         data_notes: notes,

@@ -20,6 +20,8 @@ pub struct Reports {
     pub formats: Vec<Format>,
     /// The server-metrics scraper, for exports during the run.
     pub scrape: Option<crate::server_metrics::ScrapeHandle>,
+    /// The GPU exporters' scraper and the price, for exports during the run.
+    pub gpu: crate::server_metrics::GpuSide,
     /// `--shard I/N`, recorded in every report.
     pub shard: Option<crate::types::ShardInfo>,
 }
@@ -68,6 +70,7 @@ impl Reports {
         if let Some(h) = &self.scrape {
             crate::server_metrics::attach_live(h, &mut stages);
         }
+        self.gpu.attach_live(&mut stages);
         let r = self.report(
             stages,
             snap.timeline.to_vec(),

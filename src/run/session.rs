@@ -18,7 +18,7 @@ use crate::attach::serve::{self, Endpoint};
 use crate::config::RunConfig;
 use crate::engine::RunResult;
 use crate::headless;
-use crate::server_metrics::Scraper;
+use crate::server_metrics::{GpuScraper, Scraper};
 use crate::term;
 use crate::types::live::{Control, Snapshot};
 use crate::types::Report;
@@ -36,6 +36,7 @@ pub struct Session {
     /// A stop the signal policy decided, for waits outside the engine.
     pub stopped: watch::Receiver<Option<signals::Stopped>>,
     scraper: Option<Scraper>,
+    gpu_scraper: Option<GpuScraper>,
     dir: PathBuf,
     endpoint: Endpoint,
     state: RunState,
@@ -63,8 +64,17 @@ impl Session {
         super::dir::create_run_dir(dir)?;
         // The server's /metrics, read on its own connection while the run is live.
         let scraper = p.scrape.take().map(Scraper::start);
+        // The GPUs' exporters, on the same clock (the run's start).
+        let gpu_scraper = p
+            .gpu_scrape
+            .take()
+            .map(|c| GpuScraper::start(c, std::time::Instant::now(), SystemTime::now()));
         let reports = Reports {
             scrape: scraper.as_ref().map(|s| s.handle()),
+            gpu: crate::server_metrics::GpuSide {
+                handle: gpu_scraper.as_ref().map(|s| s.handle()),
+                price: p.gpu_price,
+            },
             created: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             target: p.target.clone(),
             config: p.config.clone(),
@@ -128,6 +138,7 @@ impl Session {
             control,
             stopped,
             scraper,
+            gpu_scraper,
             dir: dir.to_path_buf(),
             endpoint,
             state,
@@ -146,10 +157,30 @@ impl Session {
     /// After the engine: one last scrape covers the end of the last stage;
     /// signals are the process's again.
     pub async fn engine_done(&mut self, result: &mut RunResult) {
-        if let Some(s) = self.scraper.take() {
-            let record = s.finish().await;
+        // Both scrapers take their last scrape together.
+        let gpu = self.gpu_scraper.take();
+        let (server, gpu) = tokio::join!(
+            async {
+                match self.scraper.take() {
+                    Some(s) => Some(s.finish().await),
+                    None => None,
+                }
+            },
+            async {
+                match gpu {
+                    Some(s) => Some(s.finish().await),
+                    None => None,
+                }
+            }
+        );
+        if let Some(record) = server {
             let w = crate::server_metrics::attach(&record, &mut result.stages);
             result.warnings.extend(w);
+        }
+        // After the server's figures: energy per token reads its token counter.
+        crate::server_metrics::attach_gpu(gpu.as_ref(), self.reports.gpu.price, &mut result.stages);
+        if let Some(record) = gpu {
+            result.warnings.extend(record.warnings());
         }
         self.signals.abort();
     }

@@ -8,8 +8,15 @@
 //! * `series`: readings over time in bounded memory, and window arithmetic;
 //! * `summary`: a stage's summary as a pure function of the readings;
 //! * `model`: the report fields (serde only);
-//! * `scrape`: the scraping task and the dashboard's live view.
+//! * `scrape`: the scraping task and the dashboard's live view;
+//! * `dcgm`: a DCGM exporter's page read into each GPU's figures;
+//! * `gpu`: GPU readings over time, a stage's GPU figures, energy per token
+//!   and cost (pure);
+//! * `gpu_scrape`: the task that reads the `--gpu-metrics` exporters.
 
+pub mod dcgm;
+pub mod gpu;
+pub mod gpu_scrape;
 pub mod prom;
 pub mod scrape;
 pub mod series;
@@ -18,6 +25,7 @@ pub mod vocab;
 
 use std::time::SystemTime;
 
+pub use gpu_scrape::{GpuHandle, GpuLive, GpuRecord, GpuScrapeConfig, GpuScraper};
 pub use scrape::{LiveView, Record, ScrapeConfig, ScrapeHandle, Scraper, Status};
 
 use anyhow::{bail, Context as _, Result};
@@ -86,6 +94,108 @@ pub fn config(
         insecure,
         follow_redirects,
     }))
+}
+
+/// The GPU flags of a run.
+#[derive(Debug, Clone, Default)]
+pub struct GpuFlags<'a> {
+    /// `--gpu-metrics URL` (repeatable): DCGM exporters.
+    pub urls: &'a [String],
+    /// `--server-metrics-interval`: one clock for both scrapers.
+    pub interval_s: Option<f64>,
+    /// `--gpu-hourly-cost DOLLARS` (per GPU).
+    pub hourly_usd: Option<f64>,
+    /// `--gpus N`.
+    pub gpus: Option<u32>,
+}
+
+/// An exporter's URL as given, with `/metrics` added to a bare
+/// `http://host:9400`.
+fn exporter_url(u: &str) -> Result<String> {
+    let u = u.trim();
+    let mut parsed = reqwest::Url::parse(u).with_context(|| {
+        format!(
+            "--gpu-metrics {:?} is not a URL (e.g. http://gpu-node:9400/metrics)",
+            crate::redact::redact_url(u)
+        )
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        bail!(
+            "--gpu-metrics {:?}: use an http or https URL",
+            crate::redact::redact_url(u)
+        );
+    }
+    if parsed.path().is_empty() || parsed.path() == "/" {
+        parsed.set_path("/metrics");
+    }
+    Ok(parsed.to_string())
+}
+
+/// The GPU scraper's configuration (None: no `--gpu-metrics`) and the price
+/// (None: no `--gpu-hourly-cost`). A price needs a GPU count: `--gpus`, or
+/// exporters to count them.
+pub fn gpu_config(
+    flags: &GpuFlags,
+    insecure: bool,
+    follow_redirects: crate::client::FollowRedirects,
+) -> Result<(Option<GpuScrapeConfig>, Option<gpu::Price>)> {
+    let urls = flags
+        .urls
+        .iter()
+        .map(|u| exporter_url(u))
+        .collect::<Result<Vec<_>>>()?;
+    let price = match flags.hourly_usd {
+        None => None,
+        Some(usd) => {
+            if flags.gpus.is_none() && urls.is_empty() {
+                bail!("--gpu-hourly-cost needs to know how many GPUs it pays for: add --gpus N, or --gpu-metrics URL to count them from the DCGM exporters");
+            }
+            Some(gpu::Price {
+                gpu_hourly_usd: usd,
+                gpus: flags.gpus,
+            })
+        }
+    };
+    let interval = flags.interval_s.unwrap_or(DEFAULT_INTERVAL_S);
+    let scrape = (!urls.is_empty()).then(|| GpuScrapeConfig {
+        urls,
+        interval: std::time::Duration::from_secs_f64(interval),
+        timeout: std::time::Duration::from_secs_f64(interval.clamp(0.5, 5.0) * 2.0),
+        insecure,
+        follow_redirects,
+    });
+    Ok((scrape, price))
+}
+
+/// The GPU side of a run while it runs: the exporters' readings (if any)
+/// and the price (if any), for checkpoints and exports.
+#[derive(Clone, Default)]
+pub struct GpuSide {
+    pub handle: Option<GpuHandle>,
+    pub price: Option<gpu::Price>,
+}
+
+impl GpuSide {
+    /// Puts each stage's GPU figures on it from what was scraped so far
+    /// (after the server's: energy per token reads its token counter).
+    pub fn attach_live(&self, stages: &mut [StageReport]) {
+        match &self.handle {
+            Some(h) => h.with(|r| attach_gpu(Some(r), self.price, stages)),
+            None => attach_gpu(None, self.price, stages),
+        }
+    }
+}
+
+/// Puts each stage's GPU figures on it (after the server's summary).
+pub fn attach_gpu(
+    record: Option<&GpuRecord>,
+    price: Option<gpu::Price>,
+    stages: &mut [StageReport],
+) {
+    for s in stages.iter_mut() {
+        let window = record.and_then(|r| stage_window(s, r.t0_wall));
+        s.gpu = gpu::stage_figures(record.map(|r| &r.history), window, price, s);
+    }
 }
 
 /// The server's summary of every stage, as scraped so far (exports and

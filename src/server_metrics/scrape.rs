@@ -292,7 +292,10 @@ fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 /// (`--follow-redirects`); the bearer token goes only to the page's own origin.
 /// The page is read up to [`crate::bounds::METRICS_PAGE`]; `true` with it
 /// when it went on past that (it is then parsed to its last whole line).
-async fn fetch(http: &reqwest::Client, cfg: &ScrapeConfig) -> Result<(prom::Page, bool), String> {
+pub(super) async fn fetch(
+    http: &reqwest::Client,
+    cfg: &ScrapeConfig,
+) -> Result<(prom::Page, bool), String> {
     let url = reqwest::Url::parse(&cfg.url).map_err(|e| format!("not a URL: {e}"))?;
     let plain = reqwest::header::HeaderMap::new();
     let mut own = plain.clone();

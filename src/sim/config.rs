@@ -41,6 +41,9 @@ pub struct SimArgs {
     #[command(flatten)]
     pub faults: FaultArgs,
 
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+
     /// Seed for output lengths, output text, step jitter and fault draws.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -104,6 +107,22 @@ pub struct ModelArgs {
     /// exactly --reasoning-tokens).
     #[arg(long, value_name = "TOKENS")]
     pub reasoning_tokens_stdev: Option<f64>,
+}
+
+/// Simulated GPUs: a DCGM exporter's page whose power follows the load.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Simulated GPUs (a DCGM exporter page at /dcgm-metrics)")]
+pub struct GpuArgs {
+    /// Serve a DCGM exporter's page at /dcgm-metrics for N GPUs (0: none), for
+    /// `llmsweep --gpu-metrics URL/dcgm-metrics`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub gpus: u32,
+    /// Each simulated GPU's power when nothing is generated, in W.
+    #[arg(long, value_name = "W", default_value_t = 70.0)]
+    pub gpu_idle_watts: f64,
+    /// Energy per generated token, in J, shared by the GPUs.
+    #[arg(long, value_name = "J", default_value_t = 0.15)]
+    pub gpu_joules_per_token: f64,
 }
 
 /// Fault injection: each flag is the fraction of requests that get that fault.

@@ -47,6 +47,8 @@ pub struct AppState {
     pub engine: mpsc::UnboundedSender<SeqRequest>,
     pub gauges: Arc<Gauges>,
     pub truth: Arc<Truth>,
+    /// `--gpus N`: the simulated GPUs behind `/dcgm-metrics`.
+    pub gpus: Option<super::dcgm::GpuMeter>,
     pub ordinal: AtomicU64,
     pub requests_total: AtomicU64,
     /// With `params.prefix_cache`: the blocks earlier prompts computed.
@@ -86,6 +88,18 @@ pub async fn handle(
         (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", ""),
         (&Method::GET, "/v1/models") => models(&state),
         (&Method::GET, "/metrics") => metrics(&state),
+        (&Method::GET, "/dcgm-metrics") => match &state.gpus {
+            Some(g) => plain(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                g.page(&state.gauges, state.params.decode_step.as_secs_f64()),
+            ),
+            None => error(
+                StatusCode::NOT_FOUND,
+                "NotFoundError",
+                "no simulated GPUs: start the simulator with --gpus N",
+            ),
+        },
         (&Method::GET, "/sim/stats") => {
             let body = serde_json::to_string_pretty(&state.truth.report())
                 .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));

@@ -7,6 +7,7 @@
 pub mod batcher;
 pub mod config;
 pub mod conn;
+pub mod dcgm;
 pub mod faults;
 pub mod http;
 pub mod prom;
@@ -23,7 +24,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-pub use config::{FaultArgs, ModelArgs, ModelParams, Preset, SimArgs};
+pub use config::{FaultArgs, GpuArgs, ModelArgs, ModelParams, Preset, SimArgs};
 pub use truth::TruthReport;
 
 /// Everything the server needs, resolved and validated.
@@ -33,6 +34,8 @@ pub struct SimConfig {
     pub params: ModelParams,
     pub faults: FaultArgs,
     pub seed: u64,
+    /// `--gpus N`: a DCGM exporter page at `/dcgm-metrics`.
+    pub gpus: Option<dcgm::GpuModel>,
 }
 
 impl SimConfig {
@@ -44,6 +47,12 @@ impl SimConfig {
             params,
             faults: args.faults.clone(),
             seed: args.seed,
+            gpus: dcgm::GpuModel::new(
+                args.gpu.gpus,
+                args.gpu.gpu_idle_watts,
+                args.gpu.gpu_joules_per_token,
+            )
+            .map_err(anyhow::Error::msg)?,
         })
     }
 
@@ -57,6 +66,7 @@ impl SimConfig {
                 ..Default::default()
             },
             seed: 42,
+            gpus: None,
         }
     }
 }
@@ -110,6 +120,7 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         engine: engine_tx,
         gauges,
         truth: Arc::new(truth::Truth::default()),
+        gpus: config.gpus.map(dcgm::GpuMeter::new),
         ordinal: AtomicU64::new(0),
         requests_total: AtomicU64::new(0),
         prefix_cache: config.params.prefix_cache.then(|| {
@@ -220,7 +231,13 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
                 p.reasoning_tokens_mean, p.reasoning_tokens_stdev
             );
         }
-        println!("routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models, /health, /metrics, /sim/stats; Ctrl-C stops");
+        if let Some(g) = &config.gpus {
+            println!(
+                "{} simulated GPUs at /dcgm-metrics (a DCGM exporter's page): {} W idle each, {} J per generated token",
+                g.count, g.idle_watts, g.joules_per_token
+            );
+        }
+        println!("routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models, /health, /metrics, /dcgm-metrics (with --gpus), /sim/stats; Ctrl-C stops");
         wait_for_stop_signal().await;
         handle.shutdown().await;
         Ok(())

@@ -8,6 +8,7 @@
 mod answer;
 mod conversation;
 mod dist;
+pub mod gpu;
 mod kinds;
 pub mod live;
 mod report;

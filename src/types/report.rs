@@ -176,6 +176,11 @@ pub struct StageReport {
     /// What the server's /metrics said over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<super::server_metrics::ServerStage>,
+    /// The GPUs (DCGM exporters, `--gpu-metrics`) over the measured window,
+    /// energy per token and, with `--gpu-hourly-cost`, what the stage's
+    /// work cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<super::gpu::GpuStage>,
     /// The run's `--max-concurrency` when this stage's requests waited in
     /// the client for one of its slots (in flight reached it): the stage
     /// measured the server with at most that many requests at once.
