@@ -24,6 +24,8 @@ fn energy_per_token_matches_the_simulators_power_model_and_the_cost_its_rate() {
         &J_PER_TOKEN.to_string(),
     ]);
     let out = tmpdir("gpu");
+    let console = tmpdir("gpu-console");
+    let printed = std::fs::File::create(&console).unwrap();
     let mut run = llmsweep()
         .args(["-t", &sim.url, "--headless", "--profile", "constant"])
         .args(["--rate", "4,8", "--max-seconds", "4"])
@@ -33,7 +35,7 @@ fn energy_per_token_matches_the_simulators_power_model_and_the_cost_its_rate() {
         .args(["--gpu-hourly-cost", "2.5"])
         .arg("-o")
         .arg(&out)
-        .stdout(std::process::Stdio::null())
+        .stdout(printed)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -93,7 +95,18 @@ fn energy_per_token_matches_the_simulators_power_model_and_the_cost_its_rate() {
     );
     let checkpoint = std::fs::read_to_string(out.join("stages.jsonl")).unwrap();
     assert!(checkpoint.contains("\"joules_per_output_token\""));
+    // Every report shows it.
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+    let csv = read("report.csv");
+    assert!(csv.lines().next().unwrap().contains("gpu_joules_per_output_token,"));
+    assert!(read("report.md").contains("## GPUs (DCGM)"));
+    let html = read("report.html");
+    assert!(html.contains("Power against rate") && html.contains("(llmsweep sim)"));
+    let printed = std::fs::read_to_string(&console).unwrap();
+    assert!(printed.contains("GPUs (DCGM):"), "{printed}");
+    assert!(printed.contains("J/Tok"), "{printed}");
     let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&console);
 }
 
 #[test]

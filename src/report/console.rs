@@ -27,6 +27,10 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "\nServer (/metrics):");
         s.push_str(&t);
     }
+    if let Some(t) = crate::report::gpu::text_tables(r) {
+        let _ = writeln!(s, "\nGPUs (DCGM):");
+        s.push_str(&t);
+    }
     if let Some(t) = crate::report::reasoning::reasoning_table(r) {
         let _ = writeln!(
             s,

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
-use super::{conversations, reasoning, server_metrics};
+use super::{conversations, gpu, reasoning, server_metrics};
 use crate::types::{Report, StageReport};
 
 /// The groups of columns after the stage table's, each present when some
@@ -12,6 +12,7 @@ use crate::types::{Report, StageReport};
 struct Extras {
     server: bool,
     talks: bool,
+    gpu: bool,
 }
 
 impl Extras {
@@ -19,6 +20,7 @@ impl Extras {
         Extras {
             server: server_metrics::csv_wanted(r),
             talks: r.stages.iter().any(|s| s.conversations.is_some()),
+            gpu: gpu::has_gpu_side(r),
         }
     }
 
@@ -32,6 +34,9 @@ impl Extras {
         if self.talks {
             h.extend(conversations::CSV_COLUMNS.iter().map(|c| c.to_string()));
         }
+        if self.gpu {
+            h.extend(gpu::CSV_COLUMNS.iter().map(|c| c.to_string()));
+        }
         h
     }
 
@@ -43,6 +48,9 @@ impl Extras {
         row.extend(reasoning::csv_values(r, s));
         if self.talks {
             row.extend(conversations::csv_values(s));
+        }
+        if self.gpu {
+            row.extend(gpu::csv_values(s));
         }
         row
     }

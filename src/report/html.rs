@@ -173,6 +173,9 @@ pub fn render(r: &Report) -> String {
     if let Some(server) = server_section(r) {
         h.push_str(&server);
     }
+    if let Some(section) = gpu_section(r) {
+        h.push_str(&section);
+    }
     if let Some(section) = reasoning_section(r) {
         h.push_str(&section);
     }
@@ -438,6 +441,39 @@ fn server_section(r: &Report) -> Option<String> {
             )
         };
         let _ = write!(h, r#"<div class="charts">{requests}{kv}</div>"#);
+    }
+    let _ = write!(h, "<pre>{}</pre>", esc(&tables));
+    Some(h)
+}
+
+/// The HTML section of the GPUs: power against the achieved rate (stages
+/// on the rate curve), and the tables. None without a GPU side.
+fn gpu_section(r: &Report) -> Option<String> {
+    let tables = super::gpu::text_tables(r)?;
+    let models = super::gpu::models(r);
+    let mut h = String::from("<h2>GPUs (DCGM)</h2>");
+    if !models.is_empty() {
+        let _ = write!(h, "<p class=\"meta\">{}</p>", esc(&models.join(", ")));
+    }
+    let points = super::gpu::power_vs_rate(r, super::summary::on_rate_curve);
+    if points.len() >= 2 {
+        let series = [Series {
+            name: "power, all GPUs (mean)".into(),
+            points: points.iter().map(|(x, y, _)| (*x, *y)).collect(),
+            labels: points.iter().map(|(_, _, l)| l.clone()).collect(),
+            ..Default::default()
+        }];
+        let _ = write!(
+            h,
+            r#"<div class="charts">{}</div>"#,
+            chart(
+                "Power against rate",
+                "achieved requests/s",
+                "W",
+                &series,
+                None
+            )
+        );
     }
     let _ = write!(h, "<pre>{}</pre>", esc(&tables));
     Some(h)

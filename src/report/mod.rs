@@ -14,6 +14,7 @@ pub mod conversations;
 pub mod csv_export;
 pub mod delta;
 pub mod export;
+pub mod gpu;
 pub mod html;
 pub mod layouts;
 pub mod markdown;

@@ -163,6 +163,8 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     if let Some(line) = slo_line_of(r) {
         out.push(("SLOs", line));
     }
+    // With GPU figures or a price: what the answer's rate costs and draws.
+    out.extend(super::gpu::answer_line(r));
     out.push(("Saturated", saturated_line(&r.stages)));
     let stages = &r.stages;
     for (label, line) in [

@@ -1,0 +1,411 @@
+//! The GPUs' side for every report format: text tables (console, Markdown
+//! and the HTML page, which also draws power against the rate), CSV
+//! columns, and the summary's line for the answer's rate. Each appears only
+//! when a report has GPU figures or a price, so other reports look as they
+//! always did. A figure not exported is `-` (an empty CSV cell), never 0.
+
+use super::tables::GroupedTable;
+use crate::types::gpu::{GpuFigures, GpuGauge, GpuStage};
+use crate::types::{Report, StageReport};
+
+/// True when some stage has GPU figures or a cost.
+pub fn has_gpu_side(r: &Report) -> bool {
+    r.stages.iter().any(|s| s.gpu.is_some())
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "-".into(),
+    }
+}
+
+fn mean(g: Option<GpuGauge>, scale: f64, digits: usize) -> String {
+    opt(g.map(|g| g.mean * scale), digits)
+}
+
+fn max(g: Option<GpuGauge>, scale: f64, digits: usize) -> String {
+    opt(g.map(|g| g.max * scale), digits)
+}
+
+const MIB_PER_GIB: f64 = 1.0 / 1024.0;
+
+/// The tables: all GPUs per stage with energy and cost, then each GPU.
+/// None when the report has no GPU side.
+pub fn text_tables(r: &Report) -> Option<String> {
+    if !has_gpu_side(r) {
+        return None;
+    }
+    let labels = crate::types::stage_labels(&r.stages);
+    let mut out = GroupedTable {
+        columns: vec![
+            ("Metadata", "Benchmark"),
+            ("GPUs", "n"),
+            ("Util %", "Mean"),
+            ("Engine %", "Mean"),
+            ("Power (W)", "Mean"),
+            ("Power (W)", "Max"),
+            ("Mem Used (GiB)", "Mean"),
+            ("Energy", "J"),
+            ("Energy", "J/Tok"),
+            ("Energy", "Tok/J"),
+            ("Energy", "J/Req"),
+            ("Cost ($)", "/M Out Tok"),
+            ("Cost ($)", "/M In Tok"),
+            ("Cost ($)", "/1k Req"),
+        ],
+        rows: r
+            .stages
+            .iter()
+            .zip(&labels)
+            .map(|(s, label)| {
+                let g = s.gpu.clone().unwrap_or_default();
+                let t = g.total.clone().unwrap_or_default();
+                let e = g.energy;
+                let c = g.cost;
+                let n = match (g.gpus.len(), c) {
+                    (0, Some(c)) => c.gpus.to_string(),
+                    (0, None) => "-".into(),
+                    (n, _) => n.to_string(),
+                };
+                vec![
+                    label.clone(),
+                    n,
+                    mean(t.util_pct, 1.0, 1),
+                    mean(t.engine_active, 100.0, 1),
+                    mean(t.power_w, 1.0, 0),
+                    max(t.power_w, 1.0, 0),
+                    mean(t.fb_used_mib, MIB_PER_GIB, 1),
+                    opt(t.energy_j, 0),
+                    opt(e.and_then(|e| e.joules_per_output_token), 3),
+                    opt(e.and_then(|e| e.output_tokens_per_joule), 2),
+                    opt(e.and_then(|e| e.joules_per_request), 1),
+                    opt(c.and_then(|c| c.usd_per_million_output_tokens), 3),
+                    opt(c.and_then(|c| c.usd_per_million_input_tokens), 3),
+                    opt(c.and_then(|c| c.usd_per_1000_requests), 3),
+                ]
+            })
+            .collect(),
+    }
+    .render();
+    out.push_str(NOTE);
+    out.push('\n');
+    let per_gpu = per_gpu_table(r, &labels);
+    if !per_gpu.is_empty() {
+        out.push_str(&per_gpu);
+    }
+    Some(out)
+}
+
+/// What the figures are, under the first table.
+pub const NOTE: &str = "Energy from the DCGM energy counter over each stage's window (not power x time); J/Tok over the output tokens of the same window (the server's count when it exports one); cost at the stage's achieved rate, each figure carrying the whole GPU price; - not exported or not covered.";
+
+/// One row per GPU and stage.
+fn per_gpu_table(r: &Report, labels: &[String]) -> String {
+    let hosts: std::collections::BTreeSet<&str> = r
+        .stages
+        .iter()
+        .filter_map(|s| s.gpu.as_ref())
+        .flat_map(|g| g.gpus.iter().map(|u| u.hostname.as_str()))
+        .collect();
+    let with_host = hosts.len() > 1;
+    let mut rows = Vec::new();
+    for (s, label) in r.stages.iter().zip(labels) {
+        let Some(g) = &s.gpu else { continue };
+        for u in &g.gpus {
+            let f = &u.figures;
+            let gpu = if with_host {
+                format!("{}:{}", u.hostname, u.gpu)
+            } else {
+                u.gpu.clone()
+            };
+            rows.push(vec![
+                label.clone(),
+                crate::safe::line(&gpu).into_owned(),
+                mean(f.util_pct, 1.0, 1),
+                mean(f.sm_active, 100.0, 1),
+                mean(f.dram_active, 100.0, 1),
+                mean(f.power_w, 1.0, 0),
+                opt(f.energy_j, 0),
+                mean(f.fb_used_mib, MIB_PER_GIB, 1),
+                mean(f.fb_free_mib, MIB_PER_GIB, 1),
+                mean(f.sm_clock_mhz, 1.0, 0),
+                max(f.temp_c, 1.0, 0),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    GroupedTable {
+        columns: vec![
+            ("Metadata", "Benchmark"),
+            ("Metadata", "GPU"),
+            ("Util %", "Mean"),
+            ("SM %", "Mean"),
+            ("DRAM %", "Mean"),
+            ("Power (W)", "Mean"),
+            ("Energy", "J"),
+            ("Mem (GiB)", "Used"),
+            ("Mem (GiB)", "Free"),
+            ("SM Clock", "MHz"),
+            ("Temp (C)", "Max"),
+        ],
+        rows,
+    }
+    .render()
+}
+
+/// The GPUs' model names, once each (for a heading).
+pub fn models(r: &Report) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for u in r
+        .stages
+        .iter()
+        .filter_map(|s| s.gpu.as_ref())
+        .flat_map(|g| &g.gpus)
+    {
+        if !u.model_name.is_empty() && !out.contains(&u.model_name) {
+            out.push(u.model_name.clone());
+        }
+    }
+    out
+}
+
+/// The summary's line for the answer's rate: "at 8.00 req/s
+/// (constant@8.00): $0.41 per million output tokens, 310 W, 0.52 J per
+/// output token". None without an answer's stage with GPU figures.
+pub fn answer_line(r: &Report) -> Option<(&'static str, String)> {
+    let held = r.answer.as_ref()?.held.as_ref()?;
+    let names = crate::types::stage_run_names(&r.stages);
+    let (s, name) = r
+        .stages
+        .iter()
+        .zip(&names)
+        .rev()
+        .find(|(s, n)| *n == held || s.name == *held)?;
+    let g = s.gpu.as_ref()?;
+    let line = stage_line(s, g)?;
+    let label = if g.cost.is_some() { "Cost" } else { "GPUs" };
+    Some((
+        label,
+        format!("at {:.2} req/s ({name}): {line}", s.rates.achieved()),
+    ))
+}
+
+fn stage_line(_s: &StageReport, g: &GpuStage) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(c) = g.cost {
+        if let Some(m) = c.usd_per_million_output_tokens {
+            parts.push(format!("${m:.2} per million output tokens"));
+        }
+        if let Some(k) = c.usd_per_1000_requests {
+            parts.push(format!("${k:.3} per 1,000 requests"));
+        }
+    }
+    let t: GpuFigures = g.total.clone().unwrap_or_default();
+    if let Some(p) = t.power_w {
+        parts.push(format!("{:.0} W", p.mean));
+    }
+    if let Some(j) = g.energy.and_then(|e| e.joules_per_output_token) {
+        parts.push(format!("{j:.3} J per output token"));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// CSV columns, appended when some stage has a GPU side (all GPUs
+/// together; each GPU is in report.json).
+pub const CSV_COLUMNS: &[&str] = &[
+    "gpu_count",
+    "gpu_util_pct_mean",
+    "gpu_engine_active_mean",
+    "gpu_sm_active_mean",
+    "gpu_dram_active_mean",
+    "gpu_fb_used_mib_mean",
+    "gpu_fb_free_mib_mean",
+    "gpu_power_w_mean",
+    "gpu_power_w_max",
+    "gpu_energy_j",
+    "gpu_energy_covered",
+    "gpu_sm_clock_mhz_mean",
+    "gpu_temp_c_max",
+    "gpu_joules_per_output_token",
+    "gpu_output_tokens_per_joule",
+    "gpu_joules_per_request",
+    "gpu_tokens_source",
+    "cost_gpu_hourly_usd",
+    "cost_gpus",
+    "cost_usd_per_million_output_tokens",
+    "cost_usd_per_million_input_tokens",
+    "cost_usd_per_1000_requests",
+];
+
+/// One stage's values for `CSV_COLUMNS` (empty where unknown).
+pub fn csv_values(s: &StageReport) -> Vec<String> {
+    let Some(g) = &s.gpu else {
+        return vec![String::new(); CSV_COLUMNS.len()];
+    };
+    let f = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
+    let t = g.total.clone().unwrap_or_default();
+    let e = g.energy;
+    let c = g.cost;
+    let m = |x: Option<GpuGauge>| f(x.map(|x| x.mean));
+    vec![
+        if g.gpus.is_empty() {
+            String::new()
+        } else {
+            g.gpus.len().to_string()
+        },
+        m(t.util_pct),
+        m(t.engine_active),
+        m(t.sm_active),
+        m(t.dram_active),
+        m(t.fb_used_mib),
+        m(t.fb_free_mib),
+        m(t.power_w),
+        f(t.power_w.map(|x| x.max)),
+        f(t.energy_j),
+        f(t.energy_covered),
+        m(t.sm_clock_mhz),
+        f(t.temp_c.map(|x| x.max)),
+        f(e.and_then(|e| e.joules_per_output_token)),
+        f(e.and_then(|e| e.output_tokens_per_joule)),
+        f(e.and_then(|e| e.joules_per_request)),
+        e.map(|e| match e.tokens_source {
+            crate::types::gpu::TokenSource::Server => "server".to_string(),
+            crate::types::gpu::TokenSource::Client => "client".to_string(),
+        })
+        .unwrap_or_default(),
+        f(c.map(|c| c.gpu_hourly_usd)),
+        c.map(|c| c.gpus.to_string()).unwrap_or_default(),
+        f(c.and_then(|c| c.usd_per_million_output_tokens)),
+        f(c.and_then(|c| c.usd_per_million_input_tokens)),
+        f(c.and_then(|c| c.usd_per_1000_requests)),
+    ]
+}
+
+/// Power (all GPUs, mean) against each stage's achieved rate, for the HTML
+/// chart: (rate, W, stage label) of the stages `keep` takes.
+pub fn power_vs_rate(r: &Report, keep: impl Fn(&StageReport) -> bool) -> Vec<(f64, f64, String)> {
+    r.stages
+        .iter()
+        .zip(crate::types::stage_labels(&r.stages))
+        .filter(|(s, _)| keep(s))
+        .filter_map(|(s, label)| {
+            let p = s.gpu.as_ref()?.total.as_ref()?.power_w?.mean;
+            Some((s.rates.achieved(), p, label))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::gpu::{GpuCost, GpuEnergy, GpuUnit, TokenSource};
+    use crate::types::Answer;
+
+    fn report() -> Report {
+        let gauge = |mean, max| Some(GpuGauge { mean, max });
+        let mut s = StageReport {
+            name: "constant@8.00".into(),
+            ..Default::default()
+        };
+        s.rates.completed_per_s = 8.0;
+        s.rates.steady_s = 10.0;
+        s.gpu = Some(GpuStage {
+            samples: 10,
+            gpus: vec![GpuUnit {
+                gpu: "0".into(),
+                hostname: "node-1".into(),
+                model_name: "NVIDIA H100 80GB HBM3".into(),
+                samples: 10,
+                figures: GpuFigures {
+                    power_w: gauge(310.0, 340.0),
+                    energy_j: Some(3100.0),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }],
+            total: Some(GpuFigures {
+                power_w: gauge(310.0, 340.0),
+                energy_j: Some(3100.0),
+                energy_covered: Some(1.0),
+                ..Default::default()
+            }),
+            energy: Some(GpuEnergy {
+                joules: 3100.0,
+                output_tokens: 6000.0,
+                tokens_source: TokenSource::Server,
+                joules_per_output_token: Some(3100.0 / 6000.0),
+                output_tokens_per_joule: Some(6000.0 / 3100.0),
+                joules_per_request: Some(38.75),
+            }),
+            cost: Some(GpuCost {
+                gpu_hourly_usd: 2.5,
+                gpus: 1,
+                usd_per_million_output_tokens: Some(0.41),
+                usd_per_1000_requests: Some(0.087),
+                ..Default::default()
+            }),
+        });
+        let plain = StageReport {
+            name: "synchronous".into(),
+            ..Default::default()
+        };
+        Report {
+            stages: vec![plain, s],
+            answer: Some(Answer {
+                held: Some("constant@8.00".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn tables_show_what_was_exported_and_dash_the_rest() {
+        let r = report();
+        let t = text_tables(&r).unwrap();
+        assert!(t.contains("J/Tok") && t.contains("0.517"), "{t}");
+        assert!(t.contains("0.410"), "{t}");
+        // The synchronous stage had no GPU figures: dashes, not zeros.
+        let sync = t.lines().find(|l| l.contains("synchronous")).unwrap();
+        assert!(!sync.contains(" 0"), "{sync}");
+        assert!(sync.contains('-'));
+        assert!(t.contains("SM Clock"), "each GPU has its row: {t}");
+        assert!(text_tables(&Report::default()).is_none());
+        assert_eq!(models(&r), vec!["NVIDIA H100 80GB HBM3".to_string()]);
+    }
+
+    #[test]
+    fn the_answers_rate_gets_its_cost_line() {
+        let r = report();
+        let (label, line) = answer_line(&r).unwrap();
+        assert_eq!(label, "Cost");
+        assert_eq!(
+            line,
+            "at 8.00 req/s (constant@8.00): $0.41 per million output tokens, $0.087 per 1,000 requests, 310 W, 0.517 J per output token"
+        );
+        let mut none = r.clone();
+        none.answer = None;
+        assert!(answer_line(&none).is_none());
+    }
+
+    #[test]
+    fn csv_cells_are_empty_where_unknown() {
+        let r = report();
+        assert_eq!(
+            csv_values(&r.stages[0]),
+            vec![String::new(); CSV_COLUMNS.len()]
+        );
+        let row = csv_values(&r.stages[1]);
+        assert_eq!(row.len(), CSV_COLUMNS.len());
+        let at = |k: &str| &row[CSV_COLUMNS.iter().position(|c| *c == k).unwrap()];
+        assert_eq!(at("gpu_count"), "1");
+        assert_eq!(at("gpu_power_w_mean"), "310");
+        assert_eq!(at("gpu_util_pct_mean"), "", "not exported");
+        assert_eq!(at("gpu_tokens_source"), "server");
+        assert_eq!(at("cost_usd_per_million_output_tokens"), "0.41");
+        assert_eq!(power_vs_rate(&r, |_| true).len(), 1);
+    }
+}
