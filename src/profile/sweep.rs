@@ -195,6 +195,21 @@ impl SweepPlan {
             .filter(|s| answer::held(s) == Some(true))
             .filter_map(|s| s.target_rate)
             .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+        let lowest_behind = done
+            .iter()
+            .filter(|s| answer::held(s) == Some(false))
+            .filter_map(|s| s.target_rate)
+            .filter(|r| highest_kept.is_none_or(|k| *r >= k))
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
+        if policy::bracketed_by_rates(highest_kept, lowest_behind) {
+            if let (Some(k), Some(b)) = (highest_kept, lowest_behind) {
+                self.notice = Some(format!(
+                    "sweep ends: the stages bracket the capacity by rate ({k:.2} held, {b:.2} did not); its interval stays ±{:.1}% because the stages that fell behind completed far less than the ones below held (the server slows once a queue forms), which more stages would only repeat",
+                    100.0 * c.half_width()
+                ));
+            }
+            return None;
+        }
         let flood = Self::measured(done, StrategyKind::Throughput).filter(|_| !self.flood_unusable);
         let rate = policy::next_rate(&c, highest_kept, flood)?;
         let limits = self.probe_limits(done, rate)?;
@@ -965,6 +980,35 @@ mod tests {
             c.low <= truth && c.high.is_some_and(|h| h >= truth),
             "{c:?}"
         );
+    }
+
+    #[test]
+    fn stages_that_bracket_the_capacity_by_rate_end_the_probes() {
+        // Real vLLM on one core: 11.09 held, 11.17 fell behind completing
+        // 6.40 (its queue of streams starved the engine); five probes crept
+        // down from 14.03 and the interval stayed ±9.5 %.
+        use crate::types::Outcome::{NotSaturated, Saturated};
+        let mut p = SweepPlan::new(4, SweepKind::Constant, limits_of(8.0), 512, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.5)];
+        p.next(&d).unwrap();
+        d.push(done(StrategyKind::Throughput, 5000.0, 11.09));
+        p.next(&d).unwrap();
+        d.push(read(6.3, NotSaturated, 0.0, 0.05));
+        p.next(&d).unwrap();
+        d.push(read(11.09, NotSaturated, 0.01, 0.2));
+        // Not yet: nothing fell behind, so a probe goes above.
+        assert!(p.next(&d).is_some_and(|s| s.name.ends_with("(probe)")));
+        d.push(read(11.17, Saturated, 5.25, 0.7));
+        let c = crate::stats::answer::capacity(&d).unwrap();
+        assert!(!c.is_precise(), "the readings disagree: {c:?}");
+        assert!(p.next(&d).is_none(), "no probe can narrow it");
+        let why = p.take_notice().unwrap();
+        assert!(
+            why.contains("bracket the capacity by rate (11.09 held, 11.17 did not)"),
+            "{why}"
+        );
+        assert!(p.stopped_early().is_none(), "{why}");
     }
 
     #[test]

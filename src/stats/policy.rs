@@ -371,6 +371,22 @@ pub fn next_rate(c: &Capacity, highest_kept: Option<f64>, flood: Option<f64>) ->
     }
 }
 
+/// Whether the stages already bracket the capacity by their rates within
+/// the answer's precision: the lowest rate that fell behind is within
+/// 2 × [`PRECISION`] of the highest that kept up. More stages between them
+/// cannot narrow the bracket; an interval still wide then says the stages
+/// that fell behind completed far less than the ones below held (seen on
+/// real vLLM on one core: 11.09 req/s held, 11.17 fell behind completing
+/// 6.40 once its queue of streams starved the engine of the core), and
+/// more probes only repeat that (five probes crept down from 14.03 to
+/// 11.10 and the interval stayed ±9.5 %).
+pub fn bracketed_by_rates(highest_kept: Option<f64>, lowest_behind: Option<f64>) -> bool {
+    match (highest_kept, lowest_behind) {
+        (Some(k), Some(b)) => b >= k && b <= (1.0 + 2.0 * PRECISION) * k,
+        _ => false,
+    }
+}
+
 /// How far above the highest rate held the sweep probes when nothing fell
 /// behind and no flood points higher: far enough that a few probes cover
 /// a server the flood under-read by a third, near enough that the first
