@@ -81,10 +81,21 @@ enum Command {
         #[arg(long)]
         toml: bool,
     },
-    /// Compare two runs stage by stage (rate, TTFT, ITL, throughput).
+    /// Compare two runs stage by stage (rate, TTFT, ITL, throughput), each change
+    /// marked significant or within noise; with --fail-if, a regression gate.
     Compare {
+        /// The baseline: a report.json, stages.jsonl or run directory.
+        #[arg(value_name = "BASE")]
         a: std::path::PathBuf,
+        /// The run to judge against it.
+        #[arg(value_name = "NEW")]
         b: std::path::PathBuf,
+        /// Exit 1 when a significant change crosses this bound: 'answer<-5%' (the
+        /// capacity fell by more than 5 %), 'ttft_p99>+20%' (a stage's TTFT p99 rose
+        /// by more than 20 %); figures: answer, req_s, ttft, itl, tpot, e2e or
+        /// ttfat with _pNN. Repeatable.
+        #[arg(long = "fail-if", value_name = "BOUND", value_parser = llmsweep::report::gate::parse)]
+        fail_if: Vec<llmsweep::report::gate::Bound>,
     },
     /// Open the dashboard on a run that is going on (started elsewhere, or whose terminal is gone).
     Attach {
@@ -129,17 +140,49 @@ fn render_saved(
     Ok(())
 }
 
-fn compare(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<()> {
-    use llmsweep::report::{checkpoint, compare};
-    let ra = checkpoint::load_any(a)?;
-    let rb = checkpoint::load_any(b)?;
+/// `llmsweep compare BASE NEW [--fail-if BOUND …]`: exit 1 when a bound
+/// failed (a significant regression past it, or a bound that could not be
+/// checked), 2 on an error (a file that cannot be read).
+fn compare(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    bounds: &[llmsweep::report::gate::Bound],
+) -> anyhow::Result<ExitCode> {
+    use anyhow::Context as _;
+    use llmsweep::report::{baseline, checkpoint, compare, gate};
+    let load = |p: &std::path::Path| -> anyhow::Result<llmsweep::types::Report> {
+        let r = checkpoint::load_any(p)?;
+        baseline::check_histograms(&r).with_context(|| format!("{}", p.display()))?;
+        Ok(r)
+    };
+    let ra = load(a)?;
+    let rb = load(b)?;
     llmsweep::term::out(&compare::render(
         &ra,
         &rb,
         &a.display().to_string(),
         &b.display().to_string(),
-    ));
-    Ok(())
+    )?);
+    if bounds.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let verdict = gate::check(&ra, &rb, bounds)?;
+    let mut text = String::from("\nRegression gate (B against A, baseline A):\n");
+    for line in &verdict.lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text.push_str(if verdict.failed {
+        "gate failed: exit status 1\n"
+    } else {
+        "gate passed\n"
+    });
+    llmsweep::term::out(&text);
+    Ok(if verdict.failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn merge(
@@ -232,7 +275,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some(Command::Report { file, format, out }) => render_saved(&file, format, out.as_deref()),
-        Some(Command::Compare { a, b }) => compare(&a, &b),
+        Some(Command::Compare { a, b, fail_if }) => return exit_code(compare(&a, &b, &fail_if)),
         Some(Command::Plan { file, stages, toml }) => plan(&file, stages, toml),
         Some(Command::Merge {
             files,

@@ -588,6 +588,6 @@ fn a_stage_run_again_is_numbered_in_every_table_and_legend() {
         "TTFT, ITL, TPOT and latency legends"
     );
     assert!(html.contains(">throughput #2</text>"));
-    let cmp = llmsweep::report::compare::render(&r, &r, "a", "b");
+    let cmp = llmsweep::report::compare::render(&r, &r, "a", "b").unwrap();
     assert!(cmp.contains("| throughput #2 "), "{cmp}");
 }

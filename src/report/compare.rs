@@ -8,9 +8,18 @@ use super::delta::{delta, pair};
 use super::tables::pipe_table;
 use crate::types::{Report, StageReport};
 
-pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
+/// The comparison, A the baseline and B the new run. Errs on a histogram
+/// that does not decode (naming its stage; the caller names the file).
+pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> anyhow::Result<String> {
     let mut s = heading(a, b, a_name, b_name);
     s.push_str(&stage_table(a, b));
+    let lines = super::baseline::stage_lines(a, b)?;
+    if !lines.is_empty() {
+        let _ = writeln!(s, "\n{NOISE_NOTE}");
+        for line in lines {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
     if let Some(t) = reasoning_table(a, b) {
         s.push_str(&t);
     }
@@ -28,8 +37,14 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     for line in extra(a, b, "A").into_iter().chain(extra(b, a, "B")) {
         let _ = writeln!(s, "{line}");
     }
-    s
+    Ok(s)
 }
+
+/// What the words of the differences mean.
+const NOISE_NOTE: &str = "The answer's change is significant when the two runs' intervals do not overlap. \
+B against A at the same rate (a rate A did not run: interpolated between A's stages around it). \
+significant: the change's 95 % interval excludes 0 (a seeded bootstrap over both stages' histograms; for req/s, \
+the completions' counting noise); within noise: it does not; cannot tell: fewer than 10 requests.";
 
 /// Which run is which, and each run's answer first, as every report says it.
 fn heading(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
@@ -47,6 +62,7 @@ fn heading(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
         let answer = super::summary::answer(r);
         let _ = writeln!(s, "{k} {}", crate::stats::answer::line(&answer));
     }
+    let _ = writeln!(s, "B against A: {}", super::baseline::answer_words(a, b));
     s.push('\n');
     s
 }
@@ -303,7 +319,7 @@ mod tests {
             r
         };
         let (a, b) = (run([100.0, 20.0], 0.8), run([100.0, 120.0], 0.0));
-        let text = render(&a, &b, "a", "b");
+        let text = render(&a, &b, "a", "b").unwrap();
         assert!(
             text.contains(
                 "constant@2.00 conversations: A 10 started, 8 completed, 2 cut off · B 10 started"
@@ -314,6 +330,8 @@ mod tests {
             text.contains("turn 2: TTFT p50 20.0 → 120.0 ms (+500.0% worse) · cached 80% → 0%"),
             "{text}"
         );
-        assert!(!render(&run([1.0, 1.0], 0.0), &a, "a", "b").is_empty());
+        assert!(!render(&run([1.0, 1.0], 0.0), &a, "a", "b")
+            .unwrap()
+            .is_empty());
     }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
+pub mod baseline;
 pub mod charts;
 pub mod checkpoint;
 pub mod columns;
@@ -14,6 +15,7 @@ pub mod conversations;
 pub mod csv_export;
 pub mod delta;
 pub mod export;
+pub mod gate;
 pub mod gpu;
 pub mod html;
 pub mod layouts;

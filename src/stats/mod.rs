@@ -8,6 +8,7 @@ pub mod dist;
 pub mod judge;
 pub mod metrics;
 pub mod policy;
+pub mod significance;
 pub mod stage;
 pub mod thinking;
 pub mod verdict;
