@@ -3,6 +3,7 @@
 
 pub mod conversation;
 pub mod files;
+pub mod mix;
 pub mod shard;
 pub mod synthetic;
 pub mod trace;

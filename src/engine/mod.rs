@@ -240,6 +240,8 @@ struct Done {
     record: RequestRecord,
     /// Multi-turn data: the turn this request was.
     turn: Option<TurnRef>,
+    /// With a model mix: the model (index in the mix) it went to.
+    model: Option<u16>,
 }
 
 pub struct Engine {
@@ -310,6 +312,8 @@ pub struct Engine {
     /// Request tasks spawned and not started: past its cap, due requests
     /// wait in the schedule.
     launcher: launch::Launcher,
+    /// Several models (`--model a=70%,b=30%`): each request's model.
+    models: Option<Arc<crate::data::mix::ModelMix>>,
 }
 
 /// Per-stage dispatch state that control commands act upon.
@@ -425,7 +429,16 @@ impl Engine {
             sending: None,
             replies_received: false,
             launcher: launch::Launcher::default(),
+            models: None,
         }
+    }
+
+    /// Sends each request to a model of the mix (a conversation's turns
+    /// all to one): the request's sequence number (a conversation's) picks
+    /// it, and every stage reports its figures per model.
+    pub fn with_models(mut self, mix: Arc<crate::data::mix::ModelMix>) -> Self {
+        self.models = mix.is_mix().then_some(mix);
+        self
     }
 
     /// Conversations' histories hold the server's answers as received
@@ -727,7 +740,13 @@ impl Engine {
         .with_reference(verdict::reference(&self.finished))
         .with_in_flight_cap(in_flight_cap)
         .with_max_concurrency(limits.max_concurrency.map(u64::from))
-        .with_inherited(self.finishing_in_flight());
+        .with_inherited(self.finishing_in_flight())
+        .with_models(self.models.as_ref().map(|m| {
+            m.shares()
+                .iter()
+                .map(|s| (s.name.clone(), s.share))
+                .collect()
+        }));
         self.note_stage_start(spec, ramp_s);
         self.reset_self_check();
         let arrivals = Arrivals::for_stage(
@@ -1445,9 +1464,19 @@ impl Engine {
     /// conversation's turn, else the run's next prompt.
     fn dispatch(&mut self, run: &StageRun, scheduled: Instant, turn: Option<TurnRef>) {
         let (stage, index) = (run.number, run.dispatched);
-        let (prompt, turn) = match self.turn_prompt(stage, turn) {
-            Some(p) => (p, turn),
-            None => (self.next_single_prompt(), None),
+        let (prompt, turn, seq) = match self.turn_prompt(stage, turn) {
+            Some(p) => (p, turn, turn.map_or(0, |t| t.conv)),
+            None => {
+                let seq = self.next_prompt;
+                (self.next_single_prompt(), None, seq)
+            }
+        };
+        let (prompt, model) = match &self.models {
+            Some(mix) => {
+                let m = mix.index_for(seq);
+                (mix.apply(prompt, m), Some(m))
+            }
+            None => (prompt, None),
         };
         let backend = self.backend.clone();
         let cancel = run.cancel.clone();
@@ -1463,6 +1492,7 @@ impl Engine {
                 index,
                 record,
                 turn,
+                model,
             });
         });
     }
@@ -1595,8 +1625,12 @@ impl Engine {
             index,
             record: rec,
             turn,
+            model,
         } = done;
         stats.on_record(index, &rec);
+        if let Some(m) = model {
+            stats.on_model_record(m, index, &rec);
+        }
         log.send(run_start, stage, number, index, turn, &rec);
         if let RequestOutcome::Errored { category, message } = rec.outcome {
             if recent.len() == RECENT_ERRORS {

@@ -38,6 +38,10 @@ pub fn render(r: &Report) -> String {
         );
         s.push_str(&t);
     }
+    if let Some(t) = super::models::table(r) {
+        let _ = writeln!(s, "\nModels:");
+        s.push_str(&t);
+    }
     let talks = super::conversations::lines(&r.stages);
     if !talks.is_empty() {
         let _ = writeln!(s, "\nConversations:");

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
-use super::{conversations, gpu, reasoning, server_metrics};
+use super::{conversations, gpu, models, reasoning, server_metrics};
 use crate::types::{Report, StageReport};
 
 /// The groups of columns after the stage table's, each present when some
@@ -13,6 +13,7 @@ struct Extras {
     server: bool,
     talks: bool,
     gpu: bool,
+    models: bool,
 }
 
 impl Extras {
@@ -21,6 +22,7 @@ impl Extras {
             server: server_metrics::csv_wanted(r),
             talks: r.stages.iter().any(|s| s.conversations.is_some()),
             gpu: gpu::has_gpu_side(r),
+            models: models::csv_wanted(r),
         }
     }
 
@@ -37,6 +39,9 @@ impl Extras {
         if self.gpu {
             h.extend(gpu::CSV_COLUMNS.iter().map(|c| c.to_string()));
         }
+        if self.models {
+            h.extend(models::CSV_COLUMNS.iter().map(|c| c.to_string()));
+        }
         h
     }
 
@@ -51,6 +56,9 @@ impl Extras {
         }
         if self.gpu {
             row.extend(gpu::csv_values(s));
+        }
+        if self.models {
+            row.extend(models::csv_values(s));
         }
         row
     }

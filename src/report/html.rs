@@ -236,6 +236,9 @@ fn findings(r: &Report) -> String {
     for w in &r.warnings {
         let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
     }
+    if let Some(t) = super::models::table(r) {
+        let _ = write!(h, "<h2>Models</h2><pre>{}</pre>", esc(&t));
+    }
     let talks = super::conversations::lines(&r.stages);
     if !talks.is_empty() {
         h.push_str("<h2>Conversations</h2><pre>");

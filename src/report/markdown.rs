@@ -48,6 +48,10 @@ pub fn render(r: &Report) -> String {
         s.push_str("\n## GPUs (DCGM)\n\n");
         s.push_str(&block(&t));
     }
+    if let Some(t) = super::models::table(r) {
+        s.push_str("\n## Models\n\n");
+        s.push_str(&block(&t));
+    }
     let talks = super::conversations::lines(&r.stages);
     if !talks.is_empty() {
         s.push_str("\n## Conversations\n\n");

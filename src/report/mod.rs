@@ -21,6 +21,7 @@ pub mod html;
 pub mod layouts;
 pub mod markdown;
 pub mod merge;
+pub mod models;
 pub mod reasoning;
 pub mod rerun;
 pub mod server_metrics;

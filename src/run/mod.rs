@@ -271,6 +271,9 @@ fn build_engine(
             }
         }));
     }
+    if let Some(mix) = p.models.clone() {
+        engine = engine.with_models(mix);
+    }
     if let Some(convs) = p.conversations.clone() {
         engine = engine.with_conversations(convs);
         if args.replies == crate::config::Replies::Received {

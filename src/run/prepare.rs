@@ -46,6 +46,8 @@ pub struct Prepared {
     /// Which tokenizer counts the prompts, and where it came from (said
     /// before the first stage).
     pub tokenizer_note: Option<String>,
+    /// Several models (`--model a=70%,b=30%`): which model each request goes to.
+    pub models: Option<Arc<crate::data::mix::ModelMix>>,
 }
 
 /// The furthest ahead `--start-at` may be.
@@ -99,6 +101,7 @@ pub fn check_theme(args: &RunConfig) -> Result<()> {
 pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
     let checked = check_numbers(args)
         .and_then(|()| check_theme(args))
+        .and_then(|()| model_mix(args).map(drop))
         .and_then(|()| build_plan(args, args.target.is_none()).map(drop));
     match checked {
         Err(e) if crate::profile::file::is_file(&args.profile) => {
@@ -144,7 +147,8 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // shows its URL without them.
     let client_cfg = client_config(args, &base_url, &request);
     let mut client = Arc::new(Client::new(&client_cfg, counter.clone())?);
-    let served = preflight(args, &client).await?;
+    let mix = model_mix(args)?;
+    let served = preflight(args, &client, mix.as_ref()).await?;
     let model = served.id.clone();
     // No --tokenizer: the served model's, from the Hugging Face cache, else
     // the server's /tokenize for exact prompt lengths (not for the built-in
@@ -198,7 +202,8 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             Some(_) => format!("built-in simulator ({})", client.display_url()),
             None => client.display_url(),
         },
-        model,
+        // A mix names its models and shares (`a 70% · b 30%`).
+        model: mix.as_ref().map_or(model, |m| m.describe()),
         api: args.api,
         builtin_simulator: simulator.is_some(),
     };
@@ -227,7 +232,21 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         dashboard,
         themes,
         tokenizer_note,
+        models: mix.map(Arc::new),
     })
+}
+
+/// `--model a=70%,b=30%`: the mix, drawn in the run's seed (None: one
+/// model, or the server's first).
+fn model_mix(args: &RunConfig) -> Result<Option<crate::data::mix::ModelMix>> {
+    let Some(spec) = &args.model else {
+        return Ok(None);
+    };
+    let shares = crate::data::mix::parse(spec)?;
+    if shares.len() < 2 {
+        return Ok(None);
+    }
+    crate::data::mix::ModelMix::new(shares, args.seed).map(Some)
 }
 
 /// What the engine needs of the settings beyond the plan.
@@ -595,11 +614,17 @@ async fn start_target(
             Ok((url, None, note))
         }
         None => {
-            let handle = sim::start(
-                sim::SimConfig::preset(sim::Preset::Realistic),
-                "127.0.0.1:0".parse().context("loopback address")?,
-            )
-            .await?;
+            // A mix of models: the built-in simulator serves each name.
+            let mut config = sim::SimConfig::preset(sim::Preset::Realistic);
+            if let Some(mix) = model_mix(args)? {
+                config.aliases = mix
+                    .names()
+                    .into_iter()
+                    .filter(|n| *n != config.model_name)
+                    .collect();
+            }
+            let handle =
+                sim::start(config, "127.0.0.1:0".parse().context("loopback address")?).await?;
             Ok((handle.url(), Some(handle), None))
         }
     }
@@ -638,7 +663,13 @@ fn open_files_note(args: &RunConfig) -> Vec<String> {
 
 /// Pre-flight: is the server there, and does it serve the model? Returns
 /// the model to load (`--model`, or the first one listed).
-async fn preflight(args: &RunConfig, client: &Client) -> Result<crate::client::ModelInfo> {
+/// With a mix, every model of it must be served (the error names each one
+/// missing); the first is the one returned (bodies are built for it).
+async fn preflight(
+    args: &RunConfig,
+    client: &Client,
+    mix: Option<&crate::data::mix::ModelMix>,
+) -> Result<crate::client::ModelInfo> {
     // Passwords in the URL never reach the screen or a report.
     let shown_url = client.display_url();
     let models = client.list_models().await.with_context(|| {
@@ -650,23 +681,41 @@ async fn preflight(args: &RunConfig, client: &Client) -> Result<crate::client::M
             .cloned()
             .context("the server lists no models at /v1/models; pass --model");
     };
+    let wanted = match mix {
+        Some(mix) => mix.names(),
+        None => vec![m.clone()],
+    };
+    let missing: Vec<&String> = wanted
+        .iter()
+        .filter(|w| !models.iter().any(|x| &x.id == *w))
+        .collect();
+    if !missing.is_empty() {
+        let ids: Vec<&str> = models.iter().map(|x| x.id.as_str()).collect();
+        let lists = crate::safe::short_list(
+            &ids,
+            &format!(
+                "curl {} lists them all",
+                crate::client::join_url(&shown_url, "/v1/models")
+            ),
+        );
+        match missing.as_slice() {
+            [one] => bail!("the server does not serve model {one:?}; it lists {lists}"),
+            many => bail!(
+                "the server does not serve {} of the {} models of --model: {}; it lists {lists}",
+                many.len(),
+                wanted.len(),
+                many.iter()
+                    .map(|m| format!("{m:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
     models
         .iter()
-        .find(|x| &x.id == m)
+        .find(|x| x.id == wanted[0])
         .cloned()
-        .with_context(|| {
-            let ids: Vec<&str> = models.iter().map(|x| x.id.as_str()).collect();
-            format!(
-                "the server does not serve model {m:?}; it lists {}",
-                crate::safe::short_list(
-                    &ids,
-                    &format!(
-                        "curl {} lists them all",
-                        crate::client::join_url(&shown_url, "/v1/models")
-                    )
-                )
-            )
-        })
+        .context("the server lists no models at /v1/models; pass --model")
 }
 
 /// How request bodies are built: the API, the model, `--extra-body`.

@@ -28,9 +28,14 @@ pub struct SimArgs {
     /// Latency-model preset; the flags below override single parameters.
     #[arg(long, value_enum, default_value_t = Preset::Realistic)]
     pub preset: Preset,
-    /// Model id served at /v1/models and accepted in requests.
+    /// Model ids served at /v1/models and accepted in requests, comma-separated
+    /// (`a,b`: one model under several names, as vLLM's --served-model-name).
     #[arg(long, default_value = "llmsweep-sim")]
     pub served_model_name: String,
+    /// LoRA adapters, NAME=PATH each, served under their own names and listed
+    /// at /v1/models with the base model as `parent`, as vLLM's --lora-modules.
+    #[arg(long, num_args = 1.., value_name = "NAME=PATH")]
+    pub lora_modules: Vec<String>,
     /// Worker threads for the server runtime (default: all cores).
     #[arg(long)]
     pub workers: Option<usize>,
@@ -394,6 +399,16 @@ impl ModelParams {
             + self.per_seq * running as u32
             + self.prefill_per_token * u32::try_from(prefill_tokens).unwrap_or(u32::MAX)
     }
+}
+
+/// A name the simulator serves, as `/v1/models` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedModel {
+    pub id: String,
+    /// What it was loaded from: the base model's name, or an adapter's path.
+    pub root: String,
+    /// An adapter's base model (None for the base model's own names).
+    pub parent: Option<String>,
 }
 
 #[cfg(test)]

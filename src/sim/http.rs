@@ -41,6 +41,9 @@ pub struct AppState {
     pub model_name: String,
     /// `model_name` as a JSON string literal, quotes included.
     pub model_json: String,
+    /// Every name requests may use, `model_name` first: the served names,
+    /// then the LoRA adapters (vLLM's `--lora-modules`).
+    pub models: Vec<super::config::ServedModel>,
     pub params: ModelParams,
     pub faults: FaultArgs,
     pub seed: u64,
@@ -76,6 +79,8 @@ struct GenRequest {
     thinking: bool,
     /// Prefix-cache block hashes of the prompt (`batcher::prompt_blocks`).
     blocks: Vec<u64>,
+    /// The served model it named (index in `AppState::models`; 0 when it named none).
+    model: usize,
 }
 
 pub async fn handle(
@@ -137,13 +142,27 @@ pub async fn handle(
     Ok(resp)
 }
 
+/// `/v1/models` as vLLM lists it: each served name with the base model as
+/// its `root` and no `parent`; each LoRA adapter with its path as `root`
+/// and the base model as `parent`.
 fn models(state: &AppState) -> Response<SimBody> {
-    let body = format!(
-        r#"{{"object":"list","data":[{{"id":{m},"object":"model","created":{t},"owned_by":"llmsweep","root":{m},"max_model_len":{len}}}]}}"#,
-        m = state.model_json,
-        t = unix_now(),
-        len = state.params.kv_cache_tokens.min(1 << 31),
-    );
+    let (t, len) = (unix_now(), state.params.kv_cache_tokens.min(1 << 31));
+    let data: Vec<Value> = state
+        .models
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "id": m.id,
+                "object": "model",
+                "created": t,
+                "owned_by": "llmsweep",
+                "root": m.root,
+                "parent": m.parent,
+                "max_model_len": len,
+            })
+        })
+        .collect();
+    let body = serde_json::json!({"object": "list", "data": data}).to_string();
     plain(StatusCode::OK, "application/json", body)
 }
 
@@ -315,7 +334,8 @@ async fn generate(
             return resp;
         }
     };
-    let gen = match parse_request(api, &body, &state.model_name) {
+    let names: Vec<&str> = state.models.iter().map(|m| m.id.as_str()).collect();
+    let gen = match parse_request(api, &body, &names) {
         Ok(g) => g,
         Err((status, kind, msg)) => {
             state.truth.record(&timing, Ending::Rejected);
@@ -323,6 +343,9 @@ async fn generate(
         }
     };
 
+    if let Some(m) = state.models.get(gen.model) {
+        state.truth.on_model(&m.id);
+    }
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
     let mut rng = faults::request_rng(state.seed, ordinal);
     let (output_tokens, reasoning_tokens) = match lengths(&state, &gen, api, &mut rng) {
@@ -449,18 +472,20 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<SimBody>> {
 
 type Refusal = (StatusCode, &'static str, String);
 
-fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refusal> {
+/// `served`: the names a request may use (served names, then adapters).
+fn parse_request(api: Api, body: &[u8], served: &[&str]) -> Result<GenRequest, Refusal> {
     let bad = |msg: String| (StatusCode::BAD_REQUEST, "BadRequestError", msg);
     let v: Value =
         serde_json::from_slice(body).map_err(|e| bad(format!("request body is not JSON: {e}")))?;
+    let mut model = 0;
     if let Some(m) = v.get("model").and_then(Value::as_str) {
-        if m != served {
-            return Err((
+        model = served.iter().position(|s| *s == m).ok_or_else(|| {
+            (
                 StatusCode::NOT_FOUND,
                 "NotFoundError",
                 format!("The model `{m}` does not exist."),
-            ));
-        }
+            )
+        })?;
     }
     let prompt_tokens = prompt_tokens(api, &v).map_err(bad)?;
     let max_tokens = v
@@ -486,6 +511,7 @@ fn parse_request(api: Api, body: &[u8], served: &str) -> Result<GenRequest, Refu
             .unwrap_or(false)
     };
     Ok(GenRequest {
+        model,
         blocks: super::batcher::prompt_blocks(&v),
         prompt_tokens,
         max_tokens,
@@ -647,7 +673,12 @@ impl StreamCtx {
                 }
             ),
             created: unix_now(),
-            model_json: state.model_json.clone(),
+            // The answer names the model the request named (an adapter's own name).
+            model_json: state
+                .models
+                .get(gen.model)
+                .and_then(|m| serde_json::to_string(&m.id).ok())
+                .unwrap_or_else(|| state.model_json.clone()),
             prompt_tokens: gen.prompt_tokens,
             cached_tokens,
             include_usage: gen.include_usage,
@@ -1249,7 +1280,7 @@ mod tests {
         let g = parse_request(
             Api::Chat,
             br#"{"model":"m","messages":[{"role":"user","content":"hello there world"}],"max_completion_tokens":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}"#,
-            "m",
+            &["m"],
         )
         .unwrap();
         assert_eq!(g.prompt_tokens, 3);
@@ -1259,7 +1290,7 @@ mod tests {
         let g = parse_request(
             Api::Completions,
             br#"{"prompt":"a b c d","max_tokens":3}"#,
-            "m",
+            &["m"],
         )
         .unwrap();
         assert_eq!(g.prompt_tokens, 4);
@@ -1268,12 +1299,12 @@ mod tests {
 
     #[test]
     fn refuses_unknown_models_and_broken_bodies() {
-        let e = parse_request(Api::Chat, br#"{"model":"x","messages":[]}"#, "m").unwrap_err();
+        let e = parse_request(Api::Chat, br#"{"model":"x","messages":[]}"#, &["m"]).unwrap_err();
         assert_eq!(e.0, StatusCode::NOT_FOUND);
         assert!(e.2.contains("`x`"));
-        let e = parse_request(Api::Chat, b"{nope", "m").unwrap_err();
+        let e = parse_request(Api::Chat, b"{nope", &["m"]).unwrap_err();
         assert_eq!(e.0, StatusCode::BAD_REQUEST);
-        let e = parse_request(Api::Completions, br#"{"model":"m"}"#, "m").unwrap_err();
+        let e = parse_request(Api::Completions, br#"{"model":"m"}"#, &["m"]).unwrap_err();
         assert!(e.2.contains("prompt"));
     }
 
@@ -1326,10 +1357,10 @@ mod limits_tests {
     fn lengths_beyond_the_context_are_refused_not_overflowed() {
         let body =
             br#"{"model":"m","prompt":"hi","max_tokens":18446744073709551615,"ignore_eos":true}"#;
-        let e = parse_request(Api::Completions, body, "m").err().unwrap();
+        let e = parse_request(Api::Completions, body, &["m"]).err().unwrap();
         assert_eq!(e.0, StatusCode::BAD_REQUEST);
         assert!(e.2.contains("context"), "{}", e.2);
         let ok = br#"{"model":"m","prompt":"hi","max_tokens":16}"#;
-        assert!(parse_request(Api::Completions, ok, "m").is_ok());
+        assert!(parse_request(Api::Completions, ok, &["m"]).is_ok());
     }
 }

@@ -17,20 +17,27 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-pub use config::{FaultArgs, GpuArgs, ModelArgs, ModelParams, Preset, SimArgs};
+pub use config::{FaultArgs, GpuArgs, ModelArgs, ModelParams, Preset, ServedModel, SimArgs};
 pub use truth::TruthReport;
 
 /// Everything the server needs, resolved and validated.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
+    /// The first served name: what `/metrics` labels and answers without a
+    /// `model` carry.
     pub model_name: String,
+    /// More names the same model answers to (`--served-model-name a,b`).
+    pub aliases: Vec<String>,
+    /// LoRA adapters, `(name, path)`, listed and served as vLLM does
+    /// (`--lora-modules name=path`).
+    pub lora_modules: Vec<(String, String)>,
     pub params: ModelParams,
     pub faults: FaultArgs,
     pub seed: u64,
@@ -42,8 +49,15 @@ impl SimConfig {
     pub fn from_args(args: &SimArgs) -> Result<Self> {
         let params = ModelParams::resolve(args.preset, &args.model).map_err(anyhow::Error::msg)?;
         faults::validate(&args.faults).map_err(anyhow::Error::msg)?;
+        let (names, lora_modules) = served_names(&args.served_model_name, &args.lora_modules)?;
+        let (model_name, aliases) = match names.split_first() {
+            Some((first, rest)) => (first.clone(), rest.to_vec()),
+            None => bail!("--served-model-name is empty"),
+        };
         Ok(SimConfig {
-            model_name: args.served_model_name.clone(),
+            model_name,
+            aliases,
+            lora_modules,
             params,
             faults: args.faults.clone(),
             seed: args.seed,
@@ -60,6 +74,8 @@ impl SimConfig {
     pub fn preset(preset: Preset) -> Self {
         SimConfig {
             model_name: "llmsweep-sim".into(),
+            aliases: Vec::new(),
+            lora_modules: Vec::new(),
             params: ModelParams::preset(preset),
             faults: FaultArgs {
                 slow_headers_ms: 2000,
@@ -69,6 +85,57 @@ impl SimConfig {
             gpus: None,
         }
     }
+}
+
+impl SimConfig {
+    /// Every name requests may use: the served names, then the adapters.
+    pub fn served(&self) -> Vec<ServedModel> {
+        let base = |id: &String| ServedModel {
+            id: id.clone(),
+            root: self.model_name.clone(),
+            parent: None,
+        };
+        std::iter::once(&self.model_name)
+            .chain(&self.aliases)
+            .map(base)
+            .chain(self.lora_modules.iter().map(|(id, path)| ServedModel {
+                id: id.clone(),
+                root: path.clone(),
+                parent: Some(self.model_name.clone()),
+            }))
+            .collect()
+    }
+}
+
+/// `--served-model-name a,b` and `--lora-modules name=path …`: the names,
+/// and the adapters, none named twice.
+type Adapters = Vec<(String, String)>;
+
+fn served_names(names: &str, lora: &[String]) -> Result<(Vec<String>, Adapters)> {
+    let names: Vec<String> = names
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut adapters = Vec::new();
+    for m in lora {
+        let (name, path) = m.split_once('=').with_context(|| {
+            format!("--lora-modules {m:?}: write NAME=PATH (the adapter's name and where it lives)")
+        })?;
+        let (name, path) = (name.trim(), path.trim());
+        if name.is_empty() || path.is_empty() {
+            bail!("--lora-modules {m:?}: write NAME=PATH, both given");
+        }
+        adapters.push((name.to_string(), path.to_string()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for n in names.iter().chain(adapters.iter().map(|(n, _)| n)) {
+        if !seen.insert(n.as_str()) {
+            bail!("the simulator would serve {n:?} twice (--served-model-name, --lora-modules)");
+        }
+    }
+    Ok((names, adapters))
 }
 
 /// A running simulator. Dropping it does not stop it; call [`SimHandle::shutdown`].
@@ -112,6 +179,7 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         gauges.clone(),
     ));
     let state = Arc::new(http::AppState {
+        models: config.served(),
         model_json: serde_json::to_string(&config.model_name)?,
         model_name: config.model_name.clone(),
         params: config.params.clone(),

@@ -87,6 +87,8 @@ struct Inner {
     ttfat: Dist,
     output_tokens: u64,
     reasoning_tokens: u64,
+    /// Requests accepted, by the model they named.
+    by_model: BTreeMap<String, u64>,
 }
 
 impl Inner {
@@ -104,6 +106,7 @@ impl Inner {
             ttfat: Dist::default(),
             output_tokens: 0,
             reasoning_tokens: 0,
+            by_model: BTreeMap::new(),
         }
     }
 }
@@ -163,6 +166,9 @@ pub struct TruthReport {
     pub output_tokens: u64,
     #[serde(default)]
     pub reasoning_tokens: u64,
+    /// Requests accepted (not refused), by the model (or adapter) they named.
+    #[serde(default)]
+    pub by_model: BTreeMap<String, u64>,
 }
 
 impl Truth {
@@ -250,7 +256,13 @@ impl Truth {
             ttfat_ms: g.ttfat.summary(&[]),
             output_tokens: g.output_tokens,
             reasoning_tokens: g.reasoning_tokens,
+            by_model: g.by_model.clone(),
         }
+    }
+
+    /// A request was accepted for `model`.
+    pub fn on_model(&self, model: &str) {
+        *self.lock().by_model.entry(model.to_string()).or_default() += 1;
     }
 
     pub fn reset(&self) {

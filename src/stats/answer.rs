@@ -105,6 +105,7 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
         flood_max_concurrency: flood.and_then(|s| s.held_at_max_concurrency),
         slo_requests_per_s: slo.and_then(|s| s.estimated_rate.or(s.best_rate)),
         slo_floor: slo.is_some_and(|s| s.estimated_rate.is_none() && s.best_rate.is_some()),
+        mix: mix(stages),
         ..Default::default()
     };
     let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
@@ -377,11 +378,34 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) {
     });
 }
 
+/// A run with several models: the mix its stages were sent, `a 70% · b 30%`.
+pub fn mix(stages: &[StageReport]) -> Option<String> {
+    let models = &stages.iter().find(|s| !s.models.is_empty())?.models;
+    Some(
+        models
+            .iter()
+            .map(|m| {
+                let pct = (m.share * 100_000.0).round() / 1000.0;
+                format!("{} {}%", m.model, crate::typed::number(pct))
+            })
+            .collect::<Vec<_>>()
+            .join(" · "),
+    )
+}
+
+/// ` of the mix a 70% · b 30%`, when the run had one.
+fn of_mix(a: &Answer) -> String {
+    a.mix
+        .as_ref()
+        .map(|m| format!(" of the mix {m}"))
+        .unwrap_or_default()
+}
+
 /// The answer in one line, as every screen and file says it first:
 /// `holds ≈ 29.5 req/s (constant@28.99 held, constant@33.67 did not) ·
 /// peak throughput 38.4 req/s when flooded, at 3.7 s latency`.
 pub fn line(a: &Answer) -> String {
-    let cap = at_cap(a);
+    let cap = at_cap(a) + &of_mix(a);
     let mut s = match (a.requests_per_s, a.high) {
         (Some(x), Some(hi)) => {
             let lo = a.low.unwrap_or(x);

@@ -7,6 +7,7 @@ pub mod client;
 pub mod dist;
 pub mod judge;
 pub mod metrics;
+pub mod models;
 pub mod policy;
 pub mod significance;
 pub mod stage;

@@ -128,6 +128,8 @@ pub struct StageStats {
     answers: u64,
     answered_errors: u64,
     unanswered_errors: u64,
+    /// Several models: the stage's figures per model.
+    models: Option<super::models::ModelSplit>,
     first_measured_end: Option<Instant>,
     /// Quarter-seconds (since the start) in which measured requests completed.
     busy_quarters: std::collections::BTreeSet<u64>,
@@ -270,6 +272,22 @@ impl StageStats {
             pauses: Vec::new(),
             paused_since: None,
             pause_effect: PauseEffect::default(),
+            models: None,
+        }
+    }
+
+    /// A run with several models: the stage reports its figures per model
+    /// (names and shares in the mix's order; None: one model).
+    pub fn with_models(mut self, models: Option<Vec<(String, f64)>>) -> Self {
+        self.models = models.map(super::models::ModelSplit::new);
+        self
+    }
+
+    /// A request to model `m` of the mix ended (after [`Self::on_record`]).
+    pub fn on_model_record(&mut self, m: u16, index: u64, r: &RequestRecord) {
+        let measured = self.window.contains(index, r.sent_at);
+        if let Some(split) = self.models.as_mut() {
+            split.on_record(m, measured, r);
         }
     }
 
@@ -977,6 +995,7 @@ impl StageStats {
         let verdict = verdict::judge(&ev, &capacity);
         let rate_s = measured - self.pause_effect.refill_within(m_from, end);
         let rates = self.rates(&ev, &capacity, rate_s, open_loop);
+        let achieved = rates.completed_per_s;
         let concurrency = self.concurrency(in_flight_area, duration, measured);
         let queue_ms = summary(&self.queue);
         StageReport {
@@ -1014,6 +1033,11 @@ impl StageStats {
             client: self.client_check(),
             reasoning: self.answer.reasoning(summary),
             output_lengths: self.answer.lengths(),
+            models: self
+                .models
+                .as_ref()
+                .map(|m| m.figures(measured, achieved, &summary))
+                .unwrap_or_default(),
             ..Default::default()
         }
     }

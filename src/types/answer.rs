@@ -61,4 +61,8 @@ pub struct Answer {
     /// stage above it at a set rate to bound the limit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub slo_floor: bool,
+    /// A run with several models (`--model a=70%,b=30%`): the mix the rate
+    /// is of, `a 70% · b 30%` (absent with one model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
 }

@@ -200,6 +200,28 @@ pub struct StageReport {
     /// Multi-turn data: the stage's conversations and each turn's figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversations: Option<super::conversation::Conversations>,
+    /// A run with several models (`--model a=70%,b=30%`): the stage's
+    /// figures per model, in the mix's order (absent with one model).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelFigures>,
+}
+
+/// One model's part of a stage (a run with several models).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelFigures {
+    pub model: String,
+    /// Its share of the requests, as the mix asked (0..=1).
+    pub share: f64,
+    /// `{sent, completed, incomplete, errored, measured}`, as the stage's.
+    pub requests: RequestCounts,
+    /// Its measured completions per second of the stage's measured window.
+    pub requests_per_s: f64,
+    /// The stage's achieved rate (`rates.completed_per_s`) times this
+    /// model's share of the measured completions: the models' add up to
+    /// the stage's.
+    pub completed_per_s: f64,
+    pub ttft_ms: DistSummary,
+    pub itl_ms: DistSummary,
 }
 
 /// llmsweep's own lag during a stage. A stage the client limited says what

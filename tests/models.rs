@@ -1,0 +1,216 @@
+//! Many models in one run (`--model a=70%,b=30%`, or `model = …` in a
+//! profile file): the real binary against the simulator serving several
+//! names and LoRA adapters, each request's model held against the model
+//! the simulator saw.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+mod common;
+use common::process::{llmsweep, read_report, tmpdir};
+
+/// The simulator serving `base` (also as `alias`) and the adapter `ad1`.
+async fn several_names() -> llmsweep::sim::SimHandle {
+    let mut c = common::model(2.0, 0.0, 256);
+    c.model_name = "base".into();
+    c.aliases = vec!["alias".into()];
+    c.lora_modules = vec![("ad1".into(), "/adapters/one".into())];
+    common::start_sim(c).await
+}
+
+/// `llmsweep run -t URL ARGS --headless --out OUT` on a thread (the
+/// simulator runs on the test's runtime).
+async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = llmsweep();
+    cmd.args(["run", "--target", url, "--headless"])
+        .args(args)
+        .args(["--out", out.to_str().unwrap()]);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn counts_by_model(stage: &Value) -> BTreeMap<String, u64> {
+    stage["models"]
+        .as_array()
+        .expect("a stage of a mix has its models")
+        .iter()
+        .map(|m| {
+            (
+                m["model"].as_str().unwrap().to_string(),
+                m["requests"]["sent"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mix_of_models_and_adapters_gets_its_shares_and_a_row_each() {
+    let sim = several_names().await;
+    let out = tmpdir("model-mix");
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--model",
+            "base=70%,ad1=20%,alias=10%",
+            "--profile",
+            "constant",
+            "--rate",
+            "20",
+            "--max-requests",
+            "50",
+            "--max-seconds",
+            "10",
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--export",
+            "json,csv,md,html,console",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let stage = &r["stages"][0];
+    let sent = counts_by_model(stage);
+    // 50 requests: 35, 10 and 5 exactly (the interleave keeps every
+    // prefix within one of its share, and 50 is half a period).
+    let total: u64 = sent.values().sum();
+    assert_eq!(total, stage["requests"]["sent"].as_u64().unwrap());
+    for (name, share) in [("base", 0.7), ("ad1", 0.2), ("alias", 0.1)] {
+        let want = share * total as f64;
+        assert!(
+            (sent[name] as f64 - want).abs() <= 1.0,
+            "{name}: {} of {total}",
+            sent[name]
+        );
+    }
+    // What the server saw, model by model, is what the report says it sent.
+    let truth = common::truth(&sim.url()).await;
+    assert_eq!(truth.by_model, sent, "the simulator's count per model");
+    let models = stage["models"].as_array().unwrap();
+    assert_eq!(models[0]["model"], "base");
+    assert_eq!(models[0]["share"], 0.7);
+    for m in models {
+        assert!(m["ttft_ms"]["p50"].as_f64().unwrap() > 0.0, "{m}");
+        assert!(m["itl_ms"]["p99"].as_f64().unwrap() > 0.0, "{m}");
+    }
+    let split: f64 = models
+        .iter()
+        .map(|m| m["completed_per_s"].as_f64().unwrap())
+        .sum();
+    let achieved = stage["rates"]["completed_per_s"].as_f64().unwrap();
+    assert!(
+        (split - achieved).abs() < 1e-6 * achieved.max(1.0),
+        "{split} vs {achieved}"
+    );
+    assert_eq!(r["answer"]["mix"], "base 70% · ad1 20% · alias 10%");
+    assert_eq!(r["target"]["model"], "base 70% · ad1 20% · alias 10%");
+    // Every text report shows the split; the CSV lists it per stage.
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+    let console = read("report-console.txt");
+    assert!(
+        console.contains("Models:") && console.contains("alias"),
+        "{console}"
+    );
+    assert!(read("report.md").contains("## Models"));
+    assert!(read("report.html").contains("<h2>Models</h2>"));
+    let mut csv = csv::Reader::from_path(out.join("report.csv")).unwrap();
+    let at = csv.headers().unwrap().iter().position(|h| h == "models");
+    let row = csv.records().next().unwrap().unwrap();
+    assert_eq!(
+        row.get(at.expect("a models column")),
+        Some("base;ad1;alias")
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_file_sets_the_mix_and_missing_models_are_named_before_any_load() {
+    let sim = several_names().await;
+    let out = tmpdir("model-mix-profile");
+    std::fs::create_dir_all(&out).unwrap();
+    let profile = out.join("mix.toml");
+    std::fs::write(
+        &profile,
+        "strategy = \"constant\"\nrate = [10]\nmax_requests = 20\nmax_seconds = 10\nmodel = \"base=50%,ad1=50%\"\n",
+    )
+    .unwrap();
+    let dir = out.join("run");
+    let o = run(&sim.url(), &dir, &["--profile", profile.to_str().unwrap()]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&dir);
+    let sent = counts_by_model(&r["stages"][0]);
+    assert_eq!(sent.get("base"), Some(&10));
+    assert_eq!(sent.get("ad1"), Some(&10));
+
+    // Models the server does not serve: each named, nothing sent.
+    common::reset_truth(&sim.url()).await;
+    let o = run(
+        &sim.url(),
+        &out.join("missing"),
+        &[
+            "--model",
+            "base=50%,nope=25%,gone=25%",
+            "--max-seconds",
+            "2",
+        ],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("does not serve 2 of the 3 models of --model: \"nope\", \"gone\""),
+        "{err}"
+    );
+    assert!(err.contains("\"ad1\""), "it lists what it serves: {err}");
+    // Weights that do not add up: refused before the target is asked.
+    let o = run(
+        &sim.url(),
+        &out.join("bad"),
+        &["--model", "base=70%,ad1=20%"],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("add up to 90%, not 100%"), "{err}");
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    let _ = std::fs::remove_dir_all(&out);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_simulator_lists_names_and_adapters_as_vllm_does() {
+    let sim = several_names().await;
+    let list: Value = reqwest::get(format!("{}/v1/models", sim.url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let data = list["data"].as_array().unwrap();
+    let ids: Vec<&str> = data.iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["base", "alias", "ad1"]);
+    assert_eq!(data[1]["root"], "base");
+    assert!(data[1]["parent"].is_null());
+    assert_eq!(data[2]["root"], "/adapters/one");
+    assert_eq!(data[2]["parent"], "base");
+    // An adapter's answer names the adapter; an unknown name is a 404.
+    let c = reqwest::Client::new();
+    let ask = |model: &str| {
+        c.post(format!("{}/v1/chat/completions", sim.url()))
+            .timeout(Duration::from_secs(10))
+            .json(&serde_json::json!({
+                "model": model,
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 2,
+            }))
+            .send()
+    };
+    let a: Value = ask("ad1").await.unwrap().json().await.unwrap();
+    assert_eq!(a["model"], "ad1");
+    assert_eq!(ask("nope").await.unwrap().status(), 404);
+    sim.shutdown().await;
+}
