@@ -547,6 +547,37 @@ mod tests {
     }
 
     #[test]
+    fn a_run_of_several_models_says_which_mix_it_holds() {
+        use Outcome::*;
+        let mut stages = vec![
+            stage("constant@5.00", 5.0, 5.0, Some(NotSaturated)),
+            stage("constant@10.00", 10.0, 9.98, Some(NotSaturated)),
+        ];
+        assert_eq!(answer(&stages, None).mix, None);
+        for s in &mut stages {
+            s.models = vec![
+                crate::types::ModelFigures {
+                    model: "base".into(),
+                    share: 0.7,
+                    ..Default::default()
+                },
+                crate::types::ModelFigures {
+                    model: "sql-lora".into(),
+                    share: 0.3,
+                    ..Default::default()
+                },
+            ];
+        }
+        let a = answer(&stages, None);
+        assert_eq!(a.mix.as_deref(), Some("base 70% · sql-lora 30%"));
+        assert!(
+            line(&a).starts_with("holds ≥ 10.00 req/s of the mix base 70% · sql-lora 30% ("),
+            "{}",
+            line(&a)
+        );
+    }
+
+    #[test]
     fn unbracketed_answers_say_so_and_what_to_run_next() {
         use Outcome::*;
         let all_held = vec![
