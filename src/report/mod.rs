@@ -52,13 +52,16 @@ impl Report {
     /// SLOs is the search's, the one its probes proved (the stages' SLO
     /// summary said "up to 15.84 req/s" beside a search that ended at 0.75).
     pub fn set_answer(&mut self) {
-        let mut a = crate::stats::answer::answer(&self.stages, self.slo_summary.as_ref());
+        let mut a = crate::stats::answer::answer_for(
+            &self.stages,
+            self.slo_summary.as_ref(),
+            self.search.is_some(),
+        );
         if let crate::types::RunEnd::ServerGone(_) = &self.end_reason {
             crate::stats::answer::server_gone(&mut a, &self.end_reason.to_string());
         }
         if let Some(search) = &self.search {
-            a.slo_requests_per_s = search.rate;
-            crate::stats::answer::after_a_search(&mut a);
+            crate::stats::answer::after_a_search(&mut a, search.rate);
         }
         self.answer = Some(a);
     }

@@ -70,6 +70,13 @@ pub fn capacity(stages: &[StageReport]) -> Option<policy::Capacity> {
 
 /// The answer of a run with these stages (and SLO summary, if any).
 pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
+    answer_for(stages, slo, false)
+}
+
+/// The answer, for a run that was (`after_search`) or was not a
+/// `--profile search`: a search's advice does not send the user to the
+/// search they just ran.
+pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search: bool) -> Answer {
     // A stage run again is what its last run said (the names, not the
     // estimate, which weighs every run).
     let judged: Vec<(&StageReport, bool)> = stages
@@ -119,9 +126,14 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
     if let Some(n) = not_held {
         a.not_held = Some(name(n));
     }
-    match capacity(stages) {
+    let search_would_do = match capacity(stages) {
         Some(c) => estimated(&mut a, stages, &c, best_held, not_held),
         None => unknown(&mut a, stages),
+    };
+    if search_would_do && !after_search {
+        if let Some(next) = a.next.as_mut() {
+            next.push_str(OR_SEARCH);
+        }
     }
     at_max_concurrency(&mut a, best_held, not_held, flood);
     if let Some(c) = conflict {
@@ -140,7 +152,7 @@ fn estimated(
     c: &policy::Capacity,
     h: Option<&StageReport>,
     n: Option<&StageReport>,
-) {
+) -> bool {
     let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
     a.requests_per_s = Some(c.estimate);
     a.low = Some(c.low);
@@ -193,9 +205,9 @@ fn estimated(
     match c.high {
         None => {
             floor_next(a, c.estimate);
-            if let Some(h) = h {
-                undecided_above(a, stages, h);
-            }
+            // Higher rates, or a search, would find where it stops holding;
+            // stages above too short to tell are run longer instead.
+            !h.is_some_and(|h| undecided_above(a, stages, h))
         }
         Some(_) if !c.is_precise() => {
             a.next = Some(format!(
@@ -203,8 +215,9 @@ fn estimated(
                 c.estimate,
                 (1.0 + policy::PRECISION) * c.estimate
             ));
+            false
         }
-        Some(_) => {}
+        Some(_) => false,
     }
 }
 
@@ -263,7 +276,7 @@ fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
 /// Every stage held: higher rates to run next.
 fn floor_next(a: &mut Answer, lo: f64) {
     a.next = Some(format!(
-        "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}{OR_SEARCH}",
+        "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}",
         1.25 * lo,
         1.5 * lo
     ));
@@ -273,7 +286,7 @@ fn floor_next(a: &mut Answer, lo: f64) {
 /// runs them longer rather than higher rates (seen after a search of 5 s
 /// probes: "holds ≥ 18.17" on a server that holds 37, advising 22.71 and
 /// 27.25, which it had just run, undecided, as 22.65 and 27.02).
-fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) {
+fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> bool {
     let above: Vec<&StageReport> = stages
         .iter()
         .filter(|s| s.strategy.is_open_loop() && target(s) > target(h))
@@ -284,7 +297,7 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) {
         })
         .collect();
     if above.is_empty() {
-        return;
+        return false;
     }
     let mut rates: Vec<f64> = above.iter().map(|s| target(s)).collect();
     rates.sort_by(f64::total_cmp);
@@ -309,6 +322,7 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) {
         "run the rates above it longer, e.g. --profile constant --rate {}{length}",
         list.join(",")
     ));
+    true
 }
 
 /// The server stopped answering mid-run: whatever the stages before said,
@@ -328,18 +342,15 @@ pub fn server_gone(a: &mut Answer, why: &str) {
 /// The advice's last alternative, which a search's own answer leaves out.
 const OR_SEARCH: &str = ", or --profile search";
 
-/// The answer of a `--profile search` run: its advice does not send the
-/// user to the search they just ran.
-pub fn after_a_search(a: &mut Answer) {
-    // The search bracketed the limit it gives.
+/// The answer of a `--profile search` run: the SLO rate is the search's,
+/// which its probes bracketed (its advice was built without the search).
+pub fn after_a_search(a: &mut Answer, rate: Option<f64>) {
+    a.slo_requests_per_s = rate;
     a.slo_floor = false;
-    if let Some(next) = a.next.as_mut() {
-        *next = next.replace(OR_SEARCH, "");
-    }
 }
 
 /// No stage was judged: why, and what to run.
-fn unknown(a: &mut Answer, stages: &[StageReport]) {
+fn unknown(a: &mut Answer, stages: &[StageReport]) -> bool {
     let open_loop = stages.iter().any(|s| s.strategy.is_open_loop());
     let verdicts: Vec<Outcome> = stages
         .iter()
@@ -353,7 +364,7 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) {
             "see the errors by category; a rate holds only where the server answers without errors (or run lower rates)"
                 .into(),
         );
-        return;
+        return false;
     }
     a.basis = if open_loop {
         "no constant-rate stage was judged (too short, erroring, or cut short): no rate is known to hold".into()
@@ -369,13 +380,15 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) {
         && stages
             .iter()
             .any(|s| s.strategy == StrategyKind::Synchronous);
+    // Longer stages, or a search, would tell.
     a.next = Some(if open_loop {
-        format!("lengthen the stages (--max-seconds){OR_SEARCH}")
+        "lengthen the stages (--max-seconds)".to_string()
     } else if sweep_stopped {
         "see why the run stopped before its constant-rate stages (Stopped), fix that, and run the sweep again".into()
     } else {
         "--profile sweep".into()
     });
+    open_loop
 }
 
 /// A run with several models: the mix its stages were sent, `a 70% · b 30%`.
