@@ -5,7 +5,7 @@
 //!
 //! Data flows one way: `profile` plans stages, `engine` dispatches requests
 //! through `client`, `stats` aggregates what comes back into the data model
-//! (`model`), `report` renders it, and front ends (`headless`, `tui`, and
+//! (`types`), `report` renders it, and front ends (`headless`, `tui`, and
 //! viewers through `attach`) only read the engine's snapshots.
 
 pub mod attach;

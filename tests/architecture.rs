@@ -1,8 +1,8 @@
-//! The module graph stays one-way: `model` imports nothing of the crate, and
+//! The module graph stays one-way: `types` imports nothing of the crate, and
 //! no two top-level modules depend on each other, directly or round a loop
 //! (docs/ARCHITECTURE.md draws the picture, and names only what exists);
 //! inside a module, the files form no loop but the known ones; no module
-//! re-exports another's items. Read from the sources, outside test modules.
+//! re-exports another's items. Read from the sources, without their test code (stripped item by item, by its braces).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -16,6 +16,82 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// A source file without its test code: every item under `#[cfg(test)]`
+/// removed, up to its `;` or its matching `}` (string and character
+/// literals skipped, so braces inside them do not count). Production code
+/// after a test module is kept (it was not, when files were cut at the
+/// first `#[cfg(test)]`: data/conversation.rs kept 270 of its 540 lines).
+fn production_code(text: &str) -> String {
+    const ATTR: &str = "#[cfg(test)]";
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    while let Some(k) = text[from..].find(ATTR) {
+        let start = from + k;
+        out.push_str(&text[from..start]);
+        let mut i = start + ATTR.len();
+        let mut depth = 0usize;
+        while i < b.len() {
+            match b[i] {
+                b'"' => i = skip_string(b, i),
+                b'\'' if b.get(i + 2) == Some(&b'\'') => i += 2,
+                b'\'' if b.get(i + 1) == Some(&b'\\') => {
+                    while i + 1 < b.len() && b[i + 1] != b'\'' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                b';' if depth == 0 => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        from = (i + 1).min(text.len());
+    }
+    out.push_str(&text[from..]);
+    out
+}
+
+/// The index of the closing quote of the string starting at `i` (raw
+/// strings `r#"…"#` included: the `r` and hashes before `i` decide).
+fn skip_string(b: &[u8], i: usize) -> usize {
+    let hashes = b[..i].iter().rev().take_while(|c| **c == b'#').count();
+    let raw = i >= hashes + 1 && b[i - hashes - 1] == b'r';
+    let mut j = i + 1;
+    while j < b.len() {
+        if raw {
+            if b[j] == b'"'
+                && b[j + 1..]
+                    .iter()
+                    .take(hashes)
+                    .filter(|c| **c == b'#')
+                    .count()
+                    == hashes
+            {
+                return j + hashes;
+            }
+        } else if b[j] == b'\\' {
+            j += 1;
+        } else if b[j] == b'"' {
+            return j;
+        }
+        j += 1;
+    }
+    j
 }
 
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
@@ -37,7 +113,7 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = std::fs::read_to_string(&f).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let code = &production_code(&text);
         let deps = g.entry(top.clone()).or_default();
         for (i, _) in code.match_indices("crate::") {
             let name: String = code[i + 7..]
@@ -124,7 +200,7 @@ fn module_file(segments: &[&str]) -> Option<std::path::PathBuf> {
 /// `pub use`), outside its test module.
 fn declares(file: &Path, name: &str) -> bool {
     let text = std::fs::read_to_string(file).unwrap();
-    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+    let code = &production_code(&text);
     let word_at = |i: usize, len: usize| {
         let before = code[..i].chars().next_back();
         let after = code[i + len..].chars().next();
@@ -266,9 +342,7 @@ fn file_graph(dir: &Path, path: &str) -> BTreeMap<String, BTreeSet<String>> {
     }
     let code_of = |file: &Path| -> String {
         let text = std::fs::read_to_string(file).unwrap();
-        text.split("#[cfg(test)]")
-            .next()
-            .unwrap_or("")
+        production_code(&text)
             .lines()
             .map(|l| l.split("//").next().unwrap_or(""))
             .collect::<Vec<_>>()
@@ -507,6 +581,24 @@ fn a_submodule_directory_is_one_file_of_its_module() {
     assert!(ui.contains("app"), "the widgets draw from tui::app: {ui:?}");
     assert!(g["mod"].contains("ui"), "{g:?}");
     assert!(file_graph(&tui.join("ui"), "tui::ui")["result"].contains("table"));
+}
+
+#[test]
+fn test_code_is_stripped_by_its_braces_and_what_follows_is_kept() {
+    let text = r##"use crate::a::X;
+#[cfg(test)]
+use crate::b::Y;
+#[cfg(test)]
+mod tests {
+    fn f() { let s = "}"; let c = '}'; let r = r#"{"x": "}"}"#; } // }
+}
+pub fn after() { crate::c::z(); }
+"##;
+    let code = production_code(text);
+    assert!(code.contains("crate::a::X"), "{code}");
+    assert!(!code.contains("crate::b"), "{code}");
+    assert!(!code.contains("fn f()"), "{code}");
+    assert!(code.contains("pub fn after() { crate::c::z(); }"), "{code}");
 }
 
 #[test]

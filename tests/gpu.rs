@@ -98,7 +98,11 @@ fn energy_per_token_matches_the_simulators_power_model_and_the_cost_its_rate() {
     // Every report shows it.
     let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
     let csv = read("report.csv");
-    assert!(csv.lines().next().unwrap().contains("gpu_joules_per_output_token,"));
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .contains("gpu_joules_per_output_token,"));
     assert!(read("report.md").contains("## GPUs (DCGM)"));
     let html = read("report.html");
     assert!(html.contains("Power against rate") && html.contains("(llmsweep sim)"));
