@@ -2,7 +2,8 @@
 //! no two top-level modules depend on each other, directly or round a loop
 //! (docs/ARCHITECTURE.md draws the picture, and names only what exists);
 //! inside a module, the files form no loop but the known ones; no module
-//! re-exports another's items. Read from the sources, without their test code (stripped item by item, by its braces).
+//! re-exports another's items. Read from the sources without their test code
+//! (stripped item by item, by its braces).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -70,7 +71,7 @@ fn production_code(text: &str) -> String {
 /// strings `r#"…"#` included: the `r` and hashes before `i` decide).
 fn skip_string(b: &[u8], i: usize) -> usize {
     let hashes = b[..i].iter().rev().take_while(|c| **c == b'#').count();
-    let raw = i >= hashes + 1 && b[i - hashes - 1] == b'r';
+    let raw = i > hashes && b[i - hashes - 1] == b'r';
     let mut j = i + 1;
     while j < b.len() {
         if raw {
