@@ -584,6 +584,93 @@ fn a_submodule_directory_is_one_file_of_its_module() {
     assert!(file_graph(&tui.join("ui"), "tui::ui")["result"].contains("table"));
 }
 
+/// The import lists of docs/ARCHITECTURE.md's layer picture: `name (a, b)`
+/// entries (a bare name imports nothing), `run` left out (it imports every
+/// module but one).
+fn documented_imports(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let start = doc
+        .find("A module imports only from")
+        .expect("the layer picture's sentence");
+    let block = doc[start..].split("```").nth(1).expect("the layer picture");
+    // One line of text; the layer names (a word followed by spaces at a
+    // line's start) dropped.
+    let layers = ["leaves", "measure", "plan", "show", "orchestrate"];
+    let text: String = block
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            match layers.iter().find(|w| t.starts_with(*w)) {
+                Some(w) => t[w.len()..].to_string(),
+                None => t.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = BTreeMap::new();
+    let mut rest = text.as_str();
+    while let Some(c) = rest.find(|c: char| c.is_ascii_lowercase()) {
+        rest = &rest[c..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        rest = &rest[name.len()..];
+        let trimmed = rest.trim_start();
+        let deps: BTreeSet<String> = match trimmed.strip_prefix('(') {
+            Some(inner) => {
+                let close = inner.find(')').expect("a closing parenthesis");
+                let list = &inner[..close];
+                rest = &inner[close + 1..];
+                list.split(',')
+                    .map(|d| d.trim().to_string())
+                    .filter(|d| !d.is_empty())
+                    .collect()
+            }
+            None => BTreeSet::new(),
+        };
+        if name != "run" && name != "main" {
+            out.insert(name, deps);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_architecture_documents_each_modules_imports_as_they_are() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
+            .unwrap();
+    let documented = documented_imports(&doc);
+    let actual = graph();
+    let mut wrong = Vec::new();
+    for (m, deps) in &actual {
+        if m == "run" {
+            continue;
+        }
+        match documented.get(m) {
+            None => wrong.push(format!("{m}: not in the picture (imports {deps:?})")),
+            Some(d) if d != deps => {
+                let missing: Vec<&String> = deps.difference(d).collect();
+                let extra: Vec<&String> = d.difference(deps).collect();
+                wrong.push(format!(
+                    "{m}: the picture omits {missing:?} and lists {extra:?} it does not import"
+                ));
+            }
+            _ => {}
+        }
+    }
+    for m in documented.keys() {
+        if !actual.contains_key(m) {
+            wrong.push(format!("{m}: in the picture, not in src"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/ARCHITECTURE.md's layer picture against the code:\n{}",
+        wrong.join("\n")
+    );
+}
+
 #[test]
 fn test_code_is_stripped_by_its_braces_and_what_follows_is_kept() {
     let text = r##"use crate::a::X;
