@@ -237,6 +237,7 @@ mod tests {
             answer: None,
             shard: None,
             merged_shards: Some(2),
+            baseline: None,
         }
     }
 

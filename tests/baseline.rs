@@ -10,6 +10,11 @@ use common::process::{llmsweep, tmpdir, SimProcess};
 
 /// A short constant-rate run against `url`, its reports in `out`.
 fn short_run(url: &str, out: &Path) {
+    short_run_with(url, out, &[]);
+}
+
+/// [`short_run`] with more flags.
+fn short_run_with(url: &str, out: &Path, more: &[&str]) {
     let o = llmsweep()
         .args(["--target", url, "--profile", "constant", "--rate", "4,8"])
         .args(["--max-seconds", "4", "--settle-timeout", "0", "--headless"])
@@ -19,6 +24,7 @@ fn short_run(url: &str, out: &Path) {
             "--export",
             "json",
         ])
+        .args(more)
         .arg("--out")
         .arg(out)
         .output()
@@ -107,5 +113,52 @@ fn the_gate_fails_a_slower_server_and_passes_the_same_one() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(t.contains("'ttft_p99>+20%'"), "{t}");
+
+    // A run held against the baseline: its reports carry each change.
+    let held = dir.join("held");
+    {
+        let sim = SimProcess::start(&["--decode-step-ms", "15", "--jitter", "0.05"]);
+        let base_dir = base.display().to_string();
+        short_run_with(
+            &sim.url,
+            &held,
+            &["--baseline", &base_dir, "--export", "json,csv,md"],
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(held.join("report.json")).unwrap()).unwrap();
+    let b = &report["baseline"];
+    assert_eq!(b["stages"].as_array().map(Vec::len), Some(2), "{b}");
+    let itl = b["stages"][0]["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["figure"] == "itl_p50_ms")
+        .unwrap();
+    assert_eq!(itl["noise"], "significant", "{b}");
+    assert!(itl["change_pct"].as_f64().unwrap() > 20.0, "{b}");
+    let md = std::fs::read_to_string(held.join("report.md")).unwrap();
+    assert!(md.contains("## Against the baseline"), "{md}");
+    let csv = std::fs::read_to_string(held.join("report.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .contains("itl_p50_ms_change_pct"),
+        "{csv}"
+    );
+
+    // A broken --baseline is refused before any load, naming the file.
+    let o = llmsweep()
+        .args(["--target", "http://127.0.0.1:9", "--headless", "--baseline"])
+        .arg(&broken)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("--baseline") && t.contains("broken.json is not an llmsweep report"),
+        "{t}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1193,3 +1193,62 @@ fn the_live_table_uses_its_rows_and_keeps_long_labels() {
     );
     assert!(!s.contains("more above"), "{s}");
 }
+
+/// `stage` with TTFT and ITL histograms whose p50 and p99 are (about) its
+/// summaries', 100 requests' worth, as a run's stages carry them.
+fn with_histograms(mut s: StageReport) -> StageReport {
+    use llmsweep::stats::dist::Dist;
+    for (key, d) in [("ttft_us", s.ttft_ms.clone()), ("itl_us", s.itl_ms.clone())] {
+        let mut h = Dist::default();
+        for i in 0..100u32 {
+            let i = f64::from(i);
+            let ms = if i < 50.0 {
+                d.p50 * (0.6 + 0.4 * i / 49.0)
+            } else {
+                d.p50 + (d.p99 - d.p50) * (i - 50.0) / 49.0
+            };
+            h.record_us((ms * 1000.0) as u64);
+        }
+        s.histograms.insert(key.into(), h.encode());
+    }
+    s.requests.measured = s.requests.measured.max(100);
+    s
+}
+
+/// The dashboard of a run held against a baseline (`--baseline`) that was
+/// faster (TTFT 20 % and ITL 10 % lower): the header says the answer's
+/// change, the stage table each finished stage's (issue 38).
+#[test]
+fn golden_dashboards_with_a_baseline() {
+    let finished: Vec<StageReport> = sweep_stages().into_iter().map(with_histograms).collect();
+    let base_stages: Vec<StageReport> = finished
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.ttft_ms.p50 *= 0.8;
+            s.ttft_ms.p99 *= 0.8;
+            s.itl_ms.p50 *= 0.9;
+            s.itl_ms.p99 *= 0.9;
+            s.rates.requests_per_s *= 1.02;
+            s.rates.steady_requests_per_s *= 1.02;
+            with_histograms(s)
+        })
+        .collect();
+    let mut base = Report {
+        created: "2026-11-19T10:00:00Z".into(),
+        stages: base_stages,
+        ..Default::default()
+    };
+    base.set_answer();
+    let mut app = golden_app().with_baseline(Some(Arc::new(base)));
+    let mut snap = app.snap.clone();
+    snap.finished = Arc::new(finished);
+    app.set_snapshot(snap);
+    for (w, h) in [(80, 24), (160, 48)] {
+        let s = render(&app, w, h);
+        golden(&format!("dashboard-baseline-{w}x{h}.txt"), &s);
+    }
+    let wide = render(&app, 160, 48);
+    assert!(wide.contains("Δ TTFT"), "{wide}");
+    assert!(wide.contains("+25%*"), "{wide}");
+}

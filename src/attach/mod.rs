@@ -74,6 +74,8 @@ pub fn attach(
                     profile: format!("{} (attached)", hello.profile),
                 },
                 server: Some(server_rx),
+                // A viewer has no baseline of its own: the run's reports carry it.
+                baseline: None,
             };
             dashboard(snap_rx.clone(), opts, cmd_tx.clone(), export_rx).await;
             let _ = leave_tx.send(true);

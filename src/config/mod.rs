@@ -294,6 +294,11 @@ pub struct RunConfig {
     /// Directory for the reports (default ./llmsweep-results/<timestamp>/).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// A previous run (its directory or report.json) to hold this one against: each
+    /// stage's change from it at the same rate, and the answer's, significant or
+    /// within noise, in the dashboard and every report.
+    #[arg(long, value_name = "DIR|report.json")]
+    pub baseline: Option<PathBuf>,
     /// Report formats to write into the output directory (report.json is always written).
     #[arg(
         long,
@@ -406,6 +411,7 @@ impl RunConfig {
             api_key_file: lossy(&self.api_key_file),
             tokenizer: lossy(&self.tokenizer),
             out: lossy(&self.out),
+            baseline: lossy(&self.baseline),
             ..self.clone()
         };
         let mut v = serde_json::to_value(shown).unwrap_or_else(|_| serde_json::json!({}));
@@ -1011,6 +1017,7 @@ mod tests {
             ("gpu_hourly_cost", "2.5"),
             ("gpus", "8"),
             ("out", "\"/tmp/out\""),
+            ("baseline", "\"/tmp/base\""),
             ("export", "[\"json\", \"md\"]"),
             ("save_requests", "true"),
             ("headless", "true"),

@@ -8,7 +8,9 @@ use anyhow::{Context as _, Result};
 
 use crate::stats::dist::Dist;
 use crate::stats::significance::{self, Change, Interval, Reference, Sample};
-use crate::types::{Report, StageReport, StrategyKind};
+use crate::types::{
+    BaselineComparison, CurvePoint, FigureChange, Report, StageChange, StageReport, StrategyKind,
+};
 
 /// Two open-loop rates within this share of each other are the same rate.
 const SAME_RATE: f64 = 0.01;
@@ -161,6 +163,16 @@ pub fn check_histograms(r: &Report) -> Result<()> {
     Ok(())
 }
 
+/// `--baseline DIR|report.json`: the run to hold this one against, read
+/// and its histograms checked before any load; an error names the file and
+/// what is wrong with it.
+pub fn load(path: &std::path::Path) -> Result<Report> {
+    let r = super::checkpoint::load_any(path)
+        .with_context(|| format!("--baseline {}", path.display()))?;
+    check_histograms(&r).with_context(|| format!("--baseline {}", path.display()))?;
+    Ok(r)
+}
+
 /// How many independent samples a stage's histogram of `m` stands for.
 fn samples(s: &StageReport, m: &Metric, d: &Dist) -> u64 {
     let requests = if s.requests.measured > 0 {
@@ -217,13 +229,7 @@ pub fn rate_change(at: &BaseAt, stage: &StageReport, alpha: f64) -> Change {
 
 /// A run's answer as an interval; None when it is not known.
 pub fn answer_interval(r: &Report) -> Option<Interval> {
-    let a = super::summary::answer(r);
-    let value = a.requests_per_s?;
-    Some(Interval {
-        value,
-        low: a.low.unwrap_or(value).min(value),
-        high: a.high,
-    })
+    significance::answer_interval(&super::summary::answer(r))
 }
 
 /// The answer's change from the baseline's, when both are known.
@@ -236,7 +242,33 @@ pub fn answer_change(base: &Report, new: &Report) -> Option<Change> {
 
 /// `holds 8.40 req/s, +5.0 % on baseline 8.00 (within noise)`.
 pub fn answer_words(base: &Report, new: &Report) -> String {
-    match (answer_interval(base), answer_interval(new)) {
+    interval_words(answer_interval(base), answer_interval(new))
+}
+
+/// `+5.0 % on baseline 8.00 (within noise)`: the dashboard's header, after
+/// the answer it already shows; None when either answer is not known.
+pub fn answer_delta(base: &Report, new: &crate::types::Answer) -> Option<String> {
+    let b = answer_interval(base)?;
+    let c = significance::interval_change(b, significance::answer_interval(new)?);
+    Some(format!(
+        "{} on baseline {}{:.2} ({})",
+        c.pct.map_or("-".into(), significance::pct_text),
+        sign(&b),
+        b.value,
+        c.noise.word()
+    ))
+}
+
+/// `+5.0%~`: [`answer_delta`] where a narrow header has room for little
+/// (`*` significant, `~` within noise, as the stage table marks them).
+pub fn answer_delta_short(base: &Report, new: &crate::types::Answer) -> Option<String> {
+    let c =
+        significance::interval_change(answer_interval(base)?, significance::answer_interval(new)?);
+    Some(change_short(&figure_change("answer", &c)))
+}
+
+fn interval_words(base: Option<Interval>, new: Option<Interval>) -> String {
+    match (base, new) {
         (Some(b), Some(n)) => {
             let c = significance::interval_change(b, n);
             let (b_sign, n_sign) = (sign(&b), sign(&n));
@@ -301,6 +333,221 @@ pub fn stage_lines(base: &Report, new: &Report) -> Result<Vec<String>> {
         ));
     }
     Ok(out)
+}
+
+/// The figures a stage's row shows against the baseline: the key, the
+/// latency metric and percentile (None: the achieved rate).
+pub const ROW: [(&str, Option<(&str, f64)>); 5] = [
+    ("achieved_requests_per_s", None),
+    ("ttft_p50_ms", Some(("ttft", 0.50))),
+    ("ttft_p99_ms", Some(("ttft", 0.99))),
+    ("itl_p50_ms", Some(("itl", 0.50))),
+    ("itl_p99_ms", Some(("itl", 0.99))),
+];
+
+fn figure_change(figure: &str, c: &Change) -> FigureChange {
+    FigureChange {
+        figure: figure.into(),
+        baseline: c.base,
+        value: c.new,
+        change_pct: c.pct,
+        noise: c.noise.word().into(),
+    }
+}
+
+/// `stage` (named `name`, as its row shows it) against the baseline at its
+/// rate; None when the baseline ran no such rate or the stage measured
+/// nothing. A figure without histograms on both sides is compared from the
+/// stages' summaries, its noise `cannot tell`.
+pub fn stage_change(base: &Report, stage: &StageReport, name: &str) -> Result<Option<StageChange>> {
+    if !measured(stage) {
+        return Ok(None);
+    }
+    let Some(at) = base_at(base, stage) else {
+        return Ok(None);
+    };
+    let mut figures = Vec::new();
+    for (key, latency) in ROW {
+        let c = match latency.and_then(|(m, q)| metric(m).map(|m| (m, q))) {
+            None => rate_change(&at, stage, significance::ALPHA),
+            Some((m, q)) => match quantile_change(&at, stage, m, q, significance::ALPHA)? {
+                Some(c) => c,
+                None => {
+                    let of = |s: &StageReport| {
+                        let d = if m.key == "ttft" {
+                            &s.ttft_ms
+                        } else {
+                            &s.itl_ms
+                        };
+                        if q < 0.9 {
+                            d.p50
+                        } else {
+                            d.p99
+                        }
+                    };
+                    let mut c = significance::rate_change(at.figure(of), 0, of(stage), 0, 0.05);
+                    c.noise = significance::Noise::CannotTell;
+                    c
+                }
+            },
+        };
+        figures.push(figure_change(key, &c));
+    }
+    Ok(Some(StageChange {
+        stage: name.to_string(),
+        baseline: at.describe(),
+        figures,
+    }))
+}
+
+/// The run `new` against the baseline `base` (read from `path`), for
+/// report.json and every report: the answer's change, each stage's, and
+/// the baseline's curve.
+pub fn comparison(base: &Report, path: &str, new: &Report) -> Result<BaselineComparison> {
+    let names = crate::types::stage_run_names(&new.stages);
+    let mut stages = Vec::new();
+    for (s, name) in new.stages.iter().zip(names) {
+        if let Some(c) = stage_change(base, s, &name)? {
+            stages.push(c);
+        }
+    }
+    let curve = base
+        .stages
+        .iter()
+        .filter(|s| {
+            matches!(s.strategy, StrategyKind::Constant | StrategyKind::Poisson) && measured(s)
+        })
+        .map(|s| CurvePoint {
+            stage: s.name.clone(),
+            achieved_requests_per_s: s.rates.achieved(),
+            ttft_p50_ms: s.ttft_ms.p50,
+            ttft_p99_ms: s.ttft_ms.p99,
+            itl_p50_ms: s.itl_ms.p50,
+            itl_p99_ms: s.itl_ms.p99,
+        })
+        .collect();
+    Ok(BaselineComparison {
+        path: path.to_string(),
+        created: base.created.clone(),
+        answer: answer_change(base, new).map(|c| figure_change("answer_requests_per_s", &c)),
+        answer_words: answer_words(base, new),
+        stages,
+        curve,
+    })
+}
+
+/// `+38 % (significant)` for a figure of a stored comparison; `-` when the
+/// baseline was 0.
+pub fn change_words(f: &FigureChange) -> String {
+    match f.change_pct {
+        Some(p) => format!("{} ({})", significance::pct_text(p), f.noise),
+        None => "-".into(),
+    }
+}
+
+/// `+38 %*`: the short form a table cell has room for, `*` marking a
+/// significant change, `~` one within noise, `?` one that cannot tell.
+pub fn change_short(f: &FigureChange) -> String {
+    let mark = match f.noise.as_str() {
+        "significant" => "*",
+        "within noise" => "~",
+        _ => "?",
+    };
+    match f.change_pct {
+        Some(p) => format!("{}{mark}", significance::pct_text(p).replace(' ', "")),
+        None => "-".into(),
+    }
+}
+
+/// The headers of a stored comparison's figures, in [`ROW`]'s order.
+const ROW_HEADERS: [&str; 5] = [
+    "Achieved req/s",
+    "TTFT p50",
+    "TTFT p99",
+    "ITL p50",
+    "ITL p99",
+];
+
+/// report.md's section on the baseline: the answer's change, then a row
+/// per stage the baseline has a rate for. Empty without `--baseline`.
+pub fn markdown_section(r: &Report) -> String {
+    let Some(b) = &r.baseline else {
+        return String::new();
+    };
+    let mut headers = vec!["Stage", "Baseline at its rate"];
+    headers.extend(ROW_HEADERS);
+    let rows: Vec<Vec<String>> = b
+        .stages
+        .iter()
+        .map(|c| {
+            let mut row = vec![
+                crate::safe::markdown(&c.stage),
+                crate::safe::markdown(&c.baseline),
+            ];
+            for (key, _) in ROW {
+                row.push(
+                    c.figures
+                        .iter()
+                        .find(|f| f.figure == key)
+                        .map_or("-".into(), change_words),
+                );
+            }
+            row
+        })
+        .collect();
+    let table = if rows.is_empty() {
+        "No stage ran at a rate the baseline ran.\n".to_string()
+    } else {
+        super::tables::pipe_table(&headers, &rows, 2)
+    };
+    format!(
+        "## Against the baseline\n\nBaseline: `{}` ({}). Answer: {}.\n\n{table}\n{BASELINE_NOTE}\n\n",
+        crate::safe::line(&b.path).replace('`', "'"),
+        crate::safe::markdown(&b.created),
+        crate::safe::markdown(&b.answer_words)
+    )
+}
+
+/// What a change's words mean, under every table of them.
+pub const BASELINE_NOTE: &str = "Each change is against the baseline at the stage's rate (interpolated between the baseline's stages around it where it ran no such rate): significant when its 95 % interval excludes 0 (a seeded bootstrap over both stages' histograms; for the achieved rate, the completions' counting noise; for the answer, when the two runs' intervals do not overlap), within noise when it does not, cannot tell under 10 requests.";
+
+/// report.csv's columns for the baseline, after every other group.
+pub fn csv_columns(r: &Report) -> Vec<String> {
+    if r.baseline.is_none() {
+        return Vec::new();
+    }
+    let mut h = vec!["baseline_stage".to_string()];
+    for (key, _) in ROW {
+        h.extend([
+            format!("baseline_{key}"),
+            format!("{key}_change_pct"),
+            format!("{key}_change"),
+        ]);
+    }
+    h
+}
+
+/// A stage's cells under [`csv_columns`]: empty where the baseline ran no
+/// such rate.
+pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
+    let Some(b) = &r.baseline else {
+        return Vec::new();
+    };
+    let name = crate::types::stage_run_name(&r.stages, s);
+    let found = b.stages.iter().find(|c| c.stage == name);
+    let mut row = vec![found.map_or(String::new(), |c| c.baseline.clone())];
+    for (key, _) in ROW {
+        let f = found.and_then(|c| c.figures.iter().find(|f| f.figure == key));
+        row.extend(match f {
+            Some(f) => [
+                format!("{:.4}", f.baseline),
+                f.change_pct.map_or(String::new(), |p| format!("{p:.2}")),
+                f.noise.clone(),
+            ],
+            None => [String::new(), String::new(), String::new()],
+        });
+    }
+    row
 }
 
 #[cfg(test)]
@@ -413,5 +660,64 @@ mod tests {
         assert_eq!(pname(0.999), "p99.9");
         assert_eq!(pname(0.5), "p50");
         assert_eq!(metric("latency").unwrap().histogram, "latency_us");
+    }
+
+    #[test]
+    fn a_run_against_its_baseline_carries_each_change_into_md_and_csv() {
+        use StrategyKind::*;
+        let base = report(vec![
+            stage("constant@4.00", Constant, Some(4.0), &spread(100.0, 200.0)),
+            stage("constant@8.00", Constant, Some(8.0), &spread(100.0, 200.0)),
+        ]);
+        let mut new = report(vec![
+            stage("constant@6.00", Constant, Some(6.0), &spread(150.0, 300.0)),
+            stage(
+                "constant@16.00",
+                Constant,
+                Some(16.0),
+                &spread(150.0, 300.0),
+            ),
+        ]);
+        let c = comparison(&base, "runs/base", &new).unwrap();
+        assert_eq!(c.stages.len(), 1, "16 req/s is past the baseline's rates");
+        assert_eq!(
+            c.stages[0].baseline,
+            "between constant@4.00 and constant@8.00"
+        );
+        let ttft99 = c.stages[0]
+            .figures
+            .iter()
+            .find(|f| f.figure == "ttft_p99_ms")
+            .unwrap();
+        assert_eq!(ttft99.noise, "significant");
+        assert_eq!(change_words(ttft99), "+50 % (significant)");
+        assert_eq!(change_short(ttft99), "+50%*");
+        assert_eq!(c.curve.len(), 2);
+        new.baseline = Some(c);
+        let md = markdown_section(&new);
+        assert!(
+            md.starts_with("## Against the baseline\n\nBaseline: `runs/base`"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| constant@6.00 | between constant@4.00 and constant@8.00 |"),
+            "{md}"
+        );
+        assert!(md.contains("+50 % (significant)"), "{md}");
+        let cols = csv_columns(&new);
+        assert_eq!(cols[0], "baseline_stage");
+        assert!(cols.contains(&"ttft_p99_ms_change_pct".to_string()));
+        let row = csv_values(&new, &new.stages[0]);
+        assert_eq!(row.len(), cols.len());
+        assert_eq!(row[0], "between constant@4.00 and constant@8.00");
+        let i = cols.iter().position(|c| c == "ttft_p99_ms_change").unwrap();
+        assert_eq!(row[i], "significant");
+        // A stage the baseline has no rate for has empty cells.
+        assert!(csv_values(&new, &new.stages[1])
+            .iter()
+            .all(String::is_empty));
+        // Without a baseline: nothing.
+        new.baseline = None;
+        assert!(markdown_section(&new).is_empty() && csv_columns(&new).is_empty());
     }
 }

@@ -132,6 +132,7 @@ pub fn read(path: &Path) -> Result<Report> {
         answer: None,
         shard,
         merged_shards: None,
+        baseline: None,
         stages,
         timeline: Vec::new(),
         warnings: Vec::new(),

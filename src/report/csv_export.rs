@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
-use super::{conversations, gpu, models, reasoning, server_metrics};
+use super::{baseline, conversations, gpu, models, reasoning, server_metrics};
 use crate::types::{Report, StageReport};
 
 /// The groups of columns after the stage table's, each present when some
@@ -42,6 +42,7 @@ impl Extras {
         if self.models {
             h.extend(models::CSV_COLUMNS.iter().map(|c| c.to_string()));
         }
+        h.extend(baseline::csv_columns(r));
         h
     }
 
@@ -60,6 +61,7 @@ impl Extras {
         if self.models {
             row.extend(models::csv_values(s));
         }
+        row.extend(baseline::csv_values(r, s));
         row
     }
 }

@@ -145,6 +145,35 @@ fn sweep_chart(
             ..Default::default()
         });
     }
+    // The baseline's curve (`--baseline`), dashed beside the run's.
+    if let Some(b) = &r.baseline {
+        let mut pts = b.curve.clone();
+        pts.sort_by(|x, y| {
+            x.achieved_requests_per_s
+                .total_cmp(&y.achieved_requests_per_s)
+        });
+        let pick = |p: &crate::types::CurvePoint| {
+            if what == "ITL" {
+                (p.itl_p50_ms, p.itl_p99_ms)
+            } else {
+                (p.ttft_p50_ms, p.ttft_p99_ms)
+            }
+        };
+        for (k, q) in ["p50", "p99"].iter().enumerate() {
+            series.push(Series {
+                name: format!("{what} {q}, baseline"),
+                points: pts
+                    .iter()
+                    .map(|p| {
+                        let (p50, p99) = pick(p);
+                        (p.achieved_requests_per_s, if k == 0 { p50 } else { p99 })
+                    })
+                    .collect(),
+                dashed: true,
+                ..Default::default()
+            });
+        }
+    }
     let vlines = super::summary::knee(&r.stages)
         .map(|k| {
             let name = crate::types::stage_run_name(&r.stages, k);
@@ -170,6 +199,7 @@ pub fn render(r: &Report) -> String {
     h.push_str(&sweep_charts(r));
     h.push_str(&distribution_charts(r));
     h.push_str(&stage_table(r));
+    h.push_str(&baseline_table(r));
     if let Some(server) = server_section(r) {
         h.push_str(&server);
     }
@@ -365,6 +395,53 @@ fn stage_table(r: &Report) -> String {
         h,
         r#"</table><p class="note">{}</p>"#,
         esc(columns::ACHIEVED_NOTE)
+    );
+    h
+}
+
+/// The run against its baseline (`--baseline`): the answer's change and
+/// each stage's, in words. Empty without one.
+fn baseline_table(r: &Report) -> String {
+    let Some(b) = &r.baseline else {
+        return String::new();
+    };
+    let mut h = format!(
+        "<h2>Against the baseline</h2><p>Baseline {} ({}). Answer: {}.</p><table><tr><th>Stage</th><th>Baseline at its rate</th>",
+        esc(&b.path),
+        esc(&b.created),
+        esc(&b.answer_words)
+    );
+    for t in [
+        "Achieved req/s",
+        "TTFT p50",
+        "TTFT p99",
+        "ITL p50",
+        "ITL p99",
+    ] {
+        let _ = write!(h, "<th>{t}</th>");
+    }
+    h.push_str("</tr>");
+    for c in &b.stages {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td>",
+            esc(&c.stage),
+            esc(&c.baseline)
+        );
+        for (key, _) in super::baseline::ROW {
+            let cell = c
+                .figures
+                .iter()
+                .find(|f| f.figure == key)
+                .map_or("-".into(), super::baseline::change_words);
+            let _ = write!(h, "<td>{}</td>", esc(&cell));
+        }
+        h.push_str("</tr>");
+    }
+    let _ = write!(
+        h,
+        r#"</table><p class="note">{}</p>"#,
+        esc(super::baseline::BASELINE_NOTE)
     );
     h
 }

@@ -111,6 +111,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
         answer: None,
         shard: None,
         merged_shards: Some(shards[0].0.count),
+        baseline: None,
     };
     out.set_answer();
     Ok(out)
@@ -911,6 +912,7 @@ mod tests {
             answer: None,
             shard: Some(ShardInfo { index, count }),
             merged_shards: None,
+            baseline: None,
         }
     }
 

@@ -48,6 +48,8 @@ pub struct Prepared {
     pub tokenizer_note: Option<String>,
     /// Several models (`--model a=70%,b=30%`): which model each request goes to.
     pub models: Option<Arc<crate::data::mix::ModelMix>>,
+    /// `--baseline`: the run to hold this one against, as given and as read.
+    pub baseline: Option<Arc<(String, crate::types::Report)>>,
 }
 
 /// The furthest ahead `--start-at` may be.
@@ -102,6 +104,7 @@ pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
     let checked = check_numbers(args)
         .and_then(|()| check_theme(args))
         .and_then(|()| model_mix(args).map(drop))
+        .and_then(|()| load_baseline(args).map(drop))
         .and_then(|()| build_plan(args, args.target.is_none()).map(drop));
     match checked {
         Err(e) if crate::profile::file::is_file(&args.profile) => {
@@ -109,6 +112,18 @@ pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
         }
         r => r,
     }
+}
+
+/// `--baseline`, read (a file that is not a report, or whose histograms
+/// do not decode, is an error before any load).
+fn load_baseline(args: &RunConfig) -> Result<Option<Arc<(String, crate::types::Report)>>> {
+    args.baseline
+        .as_deref()
+        .map(|p| {
+            let r = crate::report::baseline::load(p)?;
+            Ok(Arc::new((p.display().to_string(), r)))
+        })
+        .transpose()
 }
 
 /// `args` have passed [`check_settings`] (`run::execute` checks them
@@ -129,6 +144,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         None => build_plan(args, args.target.is_none())?,
     };
     let (dashboard, themes) = dashboard(args)?;
+    let baseline = load_baseline(args)?;
     // The GPUs' exporters and the price, on the same clock: checked before any load.
     let (gpu_scrape, gpu_price) = crate::server_metrics::gpu_config(
         &crate::server_metrics::GpuFlags {
@@ -233,6 +249,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         themes,
         tokenizer_note,
         models: mix.map(Arc::new),
+        baseline,
     })
 }
 

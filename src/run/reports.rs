@@ -24,6 +24,8 @@ pub struct Reports {
     pub gpu: crate::server_metrics::GpuSide,
     /// `--shard I/N`, recorded in every report.
     pub shard: Option<crate::types::ShardInfo>,
+    /// `--baseline`: the run every report holds this one against.
+    pub baseline: Option<std::sync::Arc<(String, Report)>>,
 }
 
 impl Reports {
@@ -43,6 +45,7 @@ impl Reports {
             answer: None,
             shard: self.shard,
             merged_shards: None,
+            baseline: None,
             version: crate::types::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
             created: self.created.clone(),
@@ -55,6 +58,15 @@ impl Reports {
             warnings,
         };
         r.set_answer();
+        if let Some(b) = &self.baseline {
+            match report::baseline::comparison(&b.1, &b.0, &r) {
+                Ok(c) => r.baseline = Some(c),
+                Err(e) => r.warnings.push(format!(
+                    "not compared with the baseline {}: {e:#}",
+                    crate::safe::line(&b.0)
+                )),
+            }
+        }
         r
     }
 

@@ -84,6 +84,7 @@ impl Session {
                 index: s.index,
                 count: s.count,
             }),
+            baseline: p.baseline.clone(),
         };
         let (control, control_rx) = mpsc::unbounded_channel();
         let (snap_tx, snapshots) = watch::channel(Snapshot::default());
@@ -295,6 +296,10 @@ fn start_front_end(
             profile: hello.profile,
         },
         server: scraper.as_ref().map(|s| s.live()),
+        baseline: p
+            .baseline
+            .as_ref()
+            .map(|b| std::sync::Arc::new(b.1.clone())),
     });
     let task = tokio::spawn(front_end(
         dashboard,

@@ -239,6 +239,16 @@ pub struct Interval {
     pub high: Option<f64>,
 }
 
+/// A run's answer as an interval; None when it is not known.
+pub fn answer_interval(a: &crate::types::Answer) -> Option<Interval> {
+    let value = a.requests_per_s?;
+    Some(Interval {
+        value,
+        low: a.low.unwrap_or(value).min(value),
+        high: a.high,
+    })
+}
+
 /// The answer's change: significant when the two intervals do not overlap
 /// (the new run's top below the baseline's bottom, or its bottom above the
 /// baseline's top). A floor is open above: it can show a drop below

@@ -159,6 +159,11 @@ pub struct App {
     pub metric: Metric,
     /// Set when the run is over and its reports are written: the result screen.
     pub outcome: Option<RunOutcome>,
+    /// `--baseline`: the run this one is held against (None in a viewer).
+    pub baseline: Option<std::sync::Arc<Report>>,
+    /// Each finished stage against the baseline, computed once as it
+    /// finishes (a bootstrap is too much work for every frame).
+    pub baseline_changes: Vec<Option<crate::types::StageChange>>,
     /// Timeline events already looked at (None before the first snapshot:
     /// a viewer attaching mid-run does not replay old refusals).
     timeline_seen: Option<usize>,
@@ -168,6 +173,12 @@ pub struct App {
 const STATUS_FOR: Duration = Duration::from_secs(6);
 
 impl App {
+    /// The dashboard of a run held against `baseline` (`--baseline`).
+    pub fn with_baseline(mut self, baseline: Option<std::sync::Arc<Report>>) -> Self {
+        self.baseline = baseline;
+        self
+    }
+
     pub fn new(info: RunInfo, themes: Vec<Theme>) -> Self {
         App {
             info,
@@ -185,6 +196,8 @@ impl App {
             scroll: 0,
             metric: Metric::default(),
             outcome: None,
+            baseline: None,
+            baseline_changes: Vec::new(),
             timeline_seen: None,
         }
     }
@@ -210,8 +223,25 @@ impl App {
             });
         self.timeline_seen = Some(snap.timeline.len());
         self.snap = snap;
+        self.compare_finished();
         if let Some(msg) = answer {
             self.say(msg);
+        }
+    }
+
+    /// The finished stages not yet held against the baseline, each once.
+    fn compare_finished(&mut self) {
+        let Some(base) = self.baseline.clone() else {
+            return;
+        };
+        let finished = &self.snap.finished;
+        self.baseline_changes.truncate(finished.len());
+        let names = crate::types::stage_run_names(finished);
+        for i in self.baseline_changes.len()..finished.len() {
+            let c = crate::report::baseline::stage_change(&base, &finished[i], &names[i])
+                .ok()
+                .flatten();
+            self.baseline_changes.push(c);
         }
     }
 

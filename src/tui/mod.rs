@@ -33,6 +33,8 @@ pub struct TuiOptions {
     /// written: the dashboard shows the result screen until a key. None (or
     /// `--exit-on-finish`) closes the dashboard when the run ends.
     pub outcome: Option<oneshot::Receiver<RunOutcome>>,
+    /// `--baseline`: the run this one is held against.
+    pub baseline: Option<std::sync::Arc<crate::types::Report>>,
 }
 
 /// The dashboard needs a terminal both ways: to draw and to read keys.
@@ -111,7 +113,7 @@ pub async fn run(
     let fps = sane_fps(opts.fps);
     let mut dashboard = Dashboard {
         terminal: &mut terminal,
-        app: App::new(opts.info, opts.themes),
+        app: App::new(opts.info, opts.themes).with_baseline(opts.baseline),
         snapshots,
         control,
         export,

@@ -6,6 +6,7 @@
 //! (`stats::stage`, `stats::verdict`, `profile::search`, `server_metrics`).
 
 mod answer;
+mod baseline;
 mod conversation;
 mod dist;
 pub mod gpu;
@@ -19,6 +20,7 @@ mod slo;
 mod verdict;
 
 pub use answer::Answer;
+pub use baseline::{BaselineComparison, CurvePoint, FigureChange, StageChange};
 pub use conversation::{Conversations, TurnFigures};
 pub use dist::DistSummary;
 pub use kinds::{Api, EventKind, RunEnd, StageEndReason, StrategyKind};

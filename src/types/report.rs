@@ -51,6 +51,9 @@ pub struct Report {
     /// Written by `llmsweep merge`: how many shard reports this one adds up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_shards: Option<u32>,
+    /// With `--baseline`: the run against the baseline, stage by stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<super::baseline::BaselineComparison>,
 }
 
 /// Which shard of a sharded run a report is.

@@ -124,6 +124,25 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     if line1.width() > width as usize {
         line1.spans.truncate(4);
     }
+    // Against the baseline, when the run has one, in the room left:
+    // `, +5.0 % on baseline 8.00 (within noise)`, else ` Δ +5.0%~`.
+    let fits = |l: &Line, extra: &str| l.width() + extra.chars().count() <= width as usize;
+    let holds = line1
+        .spans
+        .last()
+        .is_some_and(|s| s.content.starts_with("holds"));
+    if let Some(base) = app.baseline.as_deref().filter(|_| holds) {
+        let long = crate::report::baseline::answer_delta(base, &answer).map(|d| format!(", {d}"));
+        let short =
+            crate::report::baseline::answer_delta_short(base, &answer).map(|d| format!(" Δ {d}"));
+        if let Some(text) = [long, short]
+            .into_iter()
+            .flatten()
+            .find(|t| fits(&line1, t))
+        {
+            line1.spans.push(Span::styled(text, th.text()));
+        }
+    }
     line1
 }
 

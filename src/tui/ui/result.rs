@@ -85,7 +85,15 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         .border_style(th.style(th.accent))
         .title(Span::styled(" result ", th.title()));
     let need = lines.len() + 2;
-    let rows = report_rows(&r.stages);
+    let mut rows = report_rows(&r.stages);
+    if let Some(b) = &r.baseline {
+        let names = crate::types::stage_run_names(&r.stages);
+        let changes: Vec<_> = names
+            .iter()
+            .map(|n| b.stages.iter().find(|c| &c.stage == n).cloned())
+            .collect();
+        table::with_changes(&mut rows, &changes);
+    }
     // The summary first: the chart and the table get what is left.
     let sum_h = (need as u16).min(area.height);
     let [sum, rest] = Layout::vertical([Constraint::Length(sum_h), Constraint::Min(0)]).areas(area);

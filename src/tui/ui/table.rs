@@ -30,6 +30,9 @@ pub struct RowData {
     pub saturated: bool,
     /// Time to the first answer token, when the stage's requests thought.
     pub ttfat: [Option<f64>; 3],
+    /// Against the baseline (`--baseline`), in `report::baseline::ROW`'s
+    /// order: achieved rate, TTFT p50 and p99, ITL p50 and p99 (`+38%*`).
+    pub vs: [Option<String>; 5],
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -72,6 +75,7 @@ impl RowData {
                 s.requests.errored,
             )),
             saturated: s.saturated(),
+            vs: Default::default(),
         }
     }
 
@@ -108,6 +112,8 @@ pub struct Col {
     pub prio: u8,
     /// Shown only in a table whose stages thought (reasoning models).
     pub thought: bool,
+    /// Shown only in a run with a baseline (`--baseline`).
+    pub vs: bool,
     pub get: Getter,
 }
 
@@ -125,7 +131,16 @@ const fn col(top: &'static str, bottom: &'static str, width: u16, prio: u8, get:
         width,
         prio,
         thought: false,
+        vs: false,
         get,
+    }
+}
+
+/// A column of the change from the baseline, shown only with one.
+const fn vs(top: &'static str, bottom: &'static str, prio: u8, get: Getter) -> Col {
+    Col {
+        vs: true,
+        ..col(top, bottom, 7, prio, get)
     }
 }
 
@@ -150,17 +165,22 @@ pub const COLUMNS: &[Col] = &[
     col("Target", "req/s", 7, 8, |r| f(r.target, 2)),
     // The achieved rate, named as in every report (`columns::ACHIEVED_HEADER`).
     col("Achieved", "req/s", 8, 0, |r| f(r.rps, 2)),
+    vs("Δ base", "req/s", 2, |r| r.vs[0].clone()),
     col("Conc", "mean", 5, 4, |r| f(r.conc, 1)),
     col("Output", "tok/s", 7, 5, |r| f(r.out_tps, 0)),
     col("TTFT ms", "mean", 8, 6, |r| ms(r.ttft[0])),
     col("TTFT ms", "p50", 8, 0, |r| ms(r.ttft[1])),
     col("TTFT ms", "p99", 8, 1, |r| ms(r.ttft[2])),
+    vs("Δ TTFT", "p50", 4, |r| r.vs[1].clone()),
+    vs("Δ TTFT", "p99", 1, |r| r.vs[2].clone()),
     thought("TTFAT ms", "mean", 8, 6, |r| ms(r.ttfat[0])),
     thought("TTFAT ms", "p50", 8, 0, |r| ms(r.ttfat[1])),
     thought("TTFAT ms", "p99", 8, 1, |r| ms(r.ttfat[2])),
     col("ITL ms", "mean", 7, 6, |r| ms(r.itl[0])),
     col("ITL ms", "p50", 7, 0, |r| ms(r.itl[1])),
     col("ITL ms", "p99", 7, 3, |r| ms(r.itl[2])),
+    vs("Δ ITL", "p50", 3, |r| r.vs[3].clone()),
+    vs("Δ ITL", "p99", 5, |r| r.vs[4].clone()),
     col("TPOT ms", "mean", 8, 7, |r| ms(r.tpot[0])),
     col("TPOT ms", "p50", 8, 9, |r| ms(r.tpot[1])),
     col("TPOT ms", "p99", 8, 9, |r| ms(r.tpot[2])),
@@ -174,14 +194,28 @@ pub const COLUMNS: &[Col] = &[
 
 /// The columns of a table, with the thinking ones when a stage `thought`.
 pub fn all_columns(thought: bool) -> Vec<&'static Col> {
-    COLUMNS.iter().filter(|c| thought || !c.thought).collect()
+    all_columns_vs(thought, false)
+}
+
+/// The columns of a table, with the thinking ones when a stage `thought`
+/// and the baseline's when the run has one (`vs`).
+pub fn all_columns_vs(thought: bool, vs: bool) -> Vec<&'static Col> {
+    COLUMNS
+        .iter()
+        .filter(|c| (thought || !c.thought) && (vs || !c.vs))
+        .collect()
 }
 
 /// Which columns fit in `width` (the table's inner width, stage-name column
 /// included), by priority, kept in display order. A layout decision, so a
 /// plain function.
 pub fn columns_for(width: u16, name_width: u16, thought: bool) -> Vec<&'static Col> {
-    let all = all_columns(thought);
+    columns_for_vs(width, name_width, thought, false)
+}
+
+/// [`columns_for`], with the baseline's columns when the run has one.
+pub fn columns_for_vs(width: u16, name_width: u16, thought: bool, vs: bool) -> Vec<&'static Col> {
+    let all = all_columns_vs(thought, vs);
     let mut budget = width.saturating_sub(name_width) as i32;
     let mut order: Vec<usize> = (0..all.len()).collect();
     order.sort_by_key(|&i| all[i].prio);
@@ -212,8 +246,24 @@ pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
         .collect()
 }
 
+/// Fills each row's change from the baseline, `changes` in the rows' order
+/// (None: no baseline at its rate).
+pub fn with_changes(rows: &mut [RowData], changes: &[Option<crate::types::StageChange>]) {
+    for (row, c) in rows.iter_mut().zip(changes) {
+        let Some(c) = c else { continue };
+        for (i, (key, _)) in crate::report::baseline::ROW.iter().enumerate() {
+            row.vs[i] = c
+                .figures
+                .iter()
+                .find(|f| f.figure == *key)
+                .map(crate::report::baseline::change_short);
+        }
+    }
+}
+
 pub(super) fn table_rows(app: &App) -> Vec<RowData> {
     let mut rows = report_rows(&app.snap.finished);
+    with_changes(&mut rows, &app.baseline_changes);
     if let Some(st) = &app.snap.stage {
         let run = 1 + app
             .snap
@@ -245,7 +295,12 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
     let inner_w = area.width.saturating_sub(2);
     let name_w = name_width(rows, inner_w);
     // A stage that thought: the time to the first answer token joins TTFT.
-    let cols = columns_for(inner_w, name_w, rows.iter().any(|r| r.ttfat[1].is_some()));
+    let cols = columns_for_vs(
+        inner_w,
+        name_w,
+        rows.iter().any(|r| r.ttfat[1].is_some()),
+        app.baseline.is_some() || rows.iter().any(|r| r.vs.iter().any(Option::is_some)),
+    );
     let visible = area.height.saturating_sub(4) as usize;
     let start = first_shown(rows, visible, live, app.scroll);
     let shown = visible.min(rows.len() - start.min(rows.len()));
@@ -372,12 +427,16 @@ fn frame_block(
     let marks = rows
         .iter()
         .any(|r| r.name.contains(" #") || r.name.ends_with(" cut") || r.name.ends_with(" paused"));
-    let legend = match (live, marks) {
+    let mut legend = match (live, marks) {
         (true, false) => "▶ running, so far · ! saturated · - no data ".to_string(),
         (false, false) => "! saturated · - no data ".to_string(),
         (true, true) => format!("▶ running · ! saturated · {} ", crate::types::LABEL_LEGEND),
         (false, true) => format!("! saturated · - no data · {} ", crate::types::LABEL_LEGEND),
     };
+    // Against a baseline: what the marks after a change mean.
+    if rows.iter().any(|r| r.vs.iter().any(Option::is_some)) {
+        legend.push_str("· Δ vs baseline: * significant · ~ within noise ");
+    }
     // Whole marks of the legend, never half of one.
     let mut items = vec![vec![Span::styled(" stages ", th.title())]];
     let marks: Vec<&str> = legend.trim_end().split(" · ").collect();
