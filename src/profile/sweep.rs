@@ -188,6 +188,10 @@ impl SweepPlan {
     fn refine(&mut self, done: &[StageReport]) -> Option<StageSpec> {
         let c = answer::capacity(done)?;
         if c.is_precise() {
+            // Its job is done, however the grid ended (seen: "Stopped: the
+            // sweep stopped early: constant@6.21 was over-saturated" of a
+            // sweep whose probes then closed its interval).
+            self.stopped = None;
             return None;
         }
         let highest_kept = done
@@ -202,6 +206,7 @@ impl SweepPlan {
             .filter(|r| highest_kept.is_none_or(|k| *r >= k))
             .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
         if policy::bracketed_by_rates(highest_kept, lowest_behind) {
+            self.stopped = None;
             if let (Some(k), Some(b)) = (highest_kept, lowest_behind) {
                 self.notice = Some(format!(
                     "sweep ends: the stages bracket the capacity by rate ({k:.2} held, {b:.2} did not); its interval stays ±{:.1}% because the stages that fell behind completed far less than the ones below held (the server slows once a queue forms), which more stages would only repeat",
