@@ -76,6 +76,8 @@ pub fn attach(
                 server: Some(server_rx),
                 // A viewer has no baseline of its own: the run's reports carry it.
                 baseline: None,
+                // The GPU panel does not travel over the socket (yet).
+                gpu: None,
             };
             dashboard(snap_rx.clone(), opts, cmd_tx.clone(), export_rx).await;
             let _ = leave_tx.send(true);

@@ -300,6 +300,7 @@ fn start_front_end(
             .baseline
             .as_ref()
             .map(|b| std::sync::Arc::new(b.1.clone())),
+        gpu: reports.gpu.handle.as_ref().map(|h| h.live()),
     });
     let task = tokio::spawn(front_end(
         dashboard,

@@ -139,6 +139,7 @@ pub struct GpuScraper {
 pub struct GpuHandle {
     shared: Arc<Mutex<GpuRecord>>,
     now: Arc<tokio::sync::Notify>,
+    live: watch::Receiver<Arc<GpuLive>>,
 }
 
 impl GpuHandle {
@@ -149,6 +150,11 @@ impl GpuHandle {
 
     pub fn with<T>(&self, f: impl FnOnce(&GpuRecord) -> T) -> T {
         f(&lock(&self.shared))
+    }
+
+    /// The live view, for the dashboard's GPU panel.
+    pub fn live(&self) -> watch::Receiver<Arc<GpuLive>> {
+        self.live.clone()
     }
 }
 
@@ -207,6 +213,7 @@ impl GpuScraper {
         GpuHandle {
             shared: self.shared.clone(),
             now: self.now.clone(),
+            live: self.live.clone(),
         }
     }
 

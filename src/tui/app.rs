@@ -151,6 +151,8 @@ pub struct App {
     pub stopping: bool,
     pub status: Option<(String, Instant)>,
     pub server: Option<ServerMetrics>,
+    /// The GPU scraper's live view (`--gpu-metrics`), for the server view's GPU panel.
+    pub gpu: Option<std::sync::Arc<crate::server_metrics::GpuLive>>,
     /// Lines scrolled in the stage table or the error log, down from where
     /// the view starts (the live table may scroll up, above the rows it
     /// keeps in view: then it is negative).
@@ -193,6 +195,7 @@ impl App {
             ctrl_c_at: None,
             status: None,
             server: None,
+            gpu: None,
             scroll: 0,
             metric: Metric::default(),
             outcome: None,

@@ -29,6 +29,8 @@ pub struct TuiOptions {
     pub info: RunInfo,
     /// The server-metrics scraper's live view, for the server view.
     pub server: Option<watch::Receiver<app::ServerMetrics>>,
+    /// The GPU scraper's live view (`--gpu-metrics`), for the GPU panel.
+    pub gpu: Option<watch::Receiver<std::sync::Arc<crate::server_metrics::GpuLive>>>,
     /// The finished run and its report paths, sent once the reports are
     /// written: the dashboard shows the result screen until a key. None (or
     /// `--exit-on-finish`) closes the dashboard when the run ends.
@@ -118,6 +120,7 @@ pub async fn run(
         control,
         export,
         server_view: opts.server,
+        gpu_view: opts.gpu,
         outcome: opts.outcome,
     };
     let exit = dashboard.event_loop(&mut keys.events, fps).await;
@@ -134,6 +137,7 @@ struct Dashboard<'t> {
     control: mpsc::UnboundedSender<Control>,
     export: Exporter,
     server_view: Option<watch::Receiver<app::ServerMetrics>>,
+    gpu_view: Option<watch::Receiver<std::sync::Arc<crate::server_metrics::GpuLive>>>,
     /// The finished run, once its reports are written (taken when it comes).
     outcome: Option<oneshot::Receiver<RunOutcome>>,
 }
@@ -176,6 +180,11 @@ impl Dashboard<'_> {
         if let Some(rx) = self.server_view.as_mut() {
             if rx.has_changed().unwrap_or(false) {
                 self.app.server = Some(rx.borrow_and_update().clone());
+            }
+        }
+        if let Some(rx) = self.gpu_view.as_mut() {
+            if rx.has_changed().unwrap_or(false) {
+                self.app.gpu = Some(rx.borrow_and_update().clone());
             }
         }
         if !self.redraw() {

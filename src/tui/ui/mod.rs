@@ -8,6 +8,7 @@ pub mod chart;
 pub mod errors;
 pub mod footer;
 pub mod format;
+pub mod gpu_view;
 pub mod header;
 pub mod help;
 pub mod history;
@@ -132,7 +133,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
         (View::Dashboard, Some(_)) => result::draw(frame, app, body),
         (View::Dashboard, None) => draw_dashboard(frame, app, body),
         (View::Errors, _) => errors::draw(frame, app, body),
-        (View::Server, _) => server_view::draw(frame, app, body),
+        (View::Server, _) => {
+            // With --gpu-metrics, the GPU panel takes the bottom of the view.
+            let body = gpu_view::split(frame, app, body);
+            server_view::draw(frame, app, body)
+        }
     }
     status::draw(frame, app, status);
     footer::draw(frame, app, footer);
