@@ -140,7 +140,14 @@ pub fn energy_j(points: &[GpuPoint], gpu: usize, a: f64, b: f64) -> Option<(f64,
             break;
         }
     }
-    any.then(|| (total_mj / 1000.0, (covered / (b - a)).clamp(0.0, 1.0)))
+    // Whole, when the parts add up to it but for rounding.
+    let share = covered / (b - a);
+    let share = if share > 1.0 - 1e-9 {
+        1.0
+    } else {
+        share.max(0.0)
+    };
+    any.then(|| (total_mj / 1000.0, share))
 }
 
 fn stats(mut v: Vec<f64>) -> Option<GpuGauge> {
