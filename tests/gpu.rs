@@ -330,3 +330,31 @@ async fn hostile_exporters_cost_a_timeout_at_most_and_lie_in_no_figure() {
     assert!(f.util_pct.is_none() && f.power_w.is_none() && f.temp_c.is_none());
     assert_eq!(f.fb_used_mib.unwrap().mean, 1000.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulators_exporter_port_serves_the_gpus_page_at_metrics() {
+    let mut config = llmsweep::sim::SimConfig::preset(llmsweep::sim::Preset::Fast);
+    config.gpus = llmsweep::sim::dcgm::GpuModel::new(2, 50.0, 0.1).unwrap();
+    let sim = common::start_sim(config).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let at = sim.serve_dcgm(listener).unwrap();
+    let s = scraper(vec![format!("http://{at}/metrics")], 100, 1000);
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let record = s.finish().await;
+    assert!(record.warnings().is_empty(), "{:?}", record.warnings());
+    let h = &record.history;
+    assert_eq!(h.ids().len(), 2);
+    let (a, b) = (h.points()[0].t_s, h.points().last().unwrap().t_s);
+    let idle = summarize(h, a, b).unwrap().total.unwrap();
+    // Nothing generated: the GPUs' idle power, and its energy.
+    assert!((idle.energy_j.unwrap() - 2.0 * 50.0 * (b - a)).abs() < 0.05 * 100.0 * (b - a));
+    sim.shutdown().await;
+
+    let o = llmsweep()
+        .args(["sim", "--port", "0", "--dcgm-port", "0"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--gpus N"), "{err}");
+}

@@ -334,6 +334,75 @@ mod tests {
     }
 
     #[test]
+    fn gpu_flags_become_a_scrape_config_and_a_price() {
+        let urls = [
+            "http://node-1:9400".to_string(),
+            "https://node-2:9400/x".into(),
+        ];
+        let flags = GpuFlags {
+            urls: &urls,
+            hourly_usd: Some(2.5),
+            ..Default::default()
+        };
+        let (scrape, price) = gpu_config(&flags, false, Default::default()).unwrap();
+        let scrape = scrape.unwrap();
+        assert_eq!(
+            scrape.urls,
+            ["http://node-1:9400/metrics", "https://node-2:9400/x"],
+            "the exporter's path when none is given"
+        );
+        assert_eq!(scrape.interval.as_secs_f64(), 1.0);
+        let price = price.unwrap();
+        assert_eq!((price.gpu_hourly_usd, price.gpus), (2.5, None));
+        let priced_alone = GpuFlags {
+            hourly_usd: Some(2.5),
+            ..Default::default()
+        };
+        let e = gpu_config(&priced_alone, false, Default::default()).unwrap_err();
+        assert!(e.to_string().contains("--gpus N"), "{e}");
+        let counted = GpuFlags {
+            gpus: Some(8),
+            ..priced_alone
+        };
+        let (none, price) = gpu_config(&counted, false, Default::default()).unwrap();
+        assert!(none.is_none());
+        assert_eq!(price.unwrap().gpus, Some(8));
+        let bad = ["ftp://node:9400".to_string()];
+        let e = gpu_config(
+            &GpuFlags {
+                urls: &bad,
+                ..Default::default()
+            },
+            false,
+            Default::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("http or https"), "{e}");
+        let secret = ["ftp://user:hunter2@node:9400/metrics".to_string()];
+        let e = gpu_config(
+            &GpuFlags {
+                urls: &secret,
+                ..Default::default()
+            },
+            false,
+            Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("user:***@node") && !e.contains("hunter2"), "{e}");
+        let e = gpu_config(
+            &GpuFlags {
+                urls: &["not a url".to_string()],
+                ..Default::default()
+            },
+            false,
+            Default::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("not a URL"), "{e}");
+    }
+
+    #[test]
     fn a_stage_window_is_its_measured_window_on_the_scrapers_clock() {
         let t0 = humantime::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
         let stage = StageReport {

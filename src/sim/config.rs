@@ -128,6 +128,10 @@ pub struct GpuArgs {
     /// Energy per generated token, in J, shared by the GPUs.
     #[arg(long, value_name = "J", default_value_t = 0.15)]
     pub gpu_joules_per_token: f64,
+    /// Also serve the GPUs' page at /metrics of this port, as dcgm-exporter
+    /// runs beside the server (0 picks a free one and prints it).
+    #[arg(long, value_name = "PORT")]
+    pub dcgm_port: Option<u16>,
 }
 
 /// Fault injection: each flag is the fraction of requests that get that fault.

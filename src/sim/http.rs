@@ -93,18 +93,7 @@ pub async fn handle(
         (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", ""),
         (&Method::GET, "/v1/models") => models(&state),
         (&Method::GET, "/metrics") => metrics(&state),
-        (&Method::GET, "/dcgm-metrics") => match &state.gpus {
-            Some(g) => plain(
-                StatusCode::OK,
-                "text/plain; version=0.0.4",
-                g.page(&state.gauges, state.params.decode_step.as_secs_f64()),
-            ),
-            None => error(
-                StatusCode::NOT_FOUND,
-                "NotFoundError",
-                "no simulated GPUs: start the simulator with --gpus N",
-            ),
-        },
+        (&Method::GET, "/dcgm-metrics") => dcgm_page(&state),
         (&Method::GET, "/sim/stats") => {
             let body = serde_json::to_string_pretty(&state.truth.report())
                 .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
@@ -140,6 +129,39 @@ pub async fn handle(
         ),
     };
     Ok(resp)
+}
+
+/// The simulated GPUs' DCGM exporter page (`/dcgm-metrics`, and `/metrics`
+/// of `--dcgm-port`).
+fn dcgm_page(state: &AppState) -> Response<SimBody> {
+    match &state.gpus {
+        Some(g) => plain(
+            StatusCode::OK,
+            "text/plain; version=0.0.4",
+            g.page(&state.gauges, state.params.decode_step.as_secs_f64()),
+        ),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "NotFoundError",
+            "no simulated GPUs: start the simulator with --gpus N",
+        ),
+    }
+}
+
+/// The exporter's own port (`--dcgm-port`): `/metrics` is the GPUs' page,
+/// as on a node where dcgm-exporter listens beside the server.
+pub async fn handle_dcgm(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, Infallible> {
+    Ok(match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => dcgm_page(&state),
+        _ => error(
+            StatusCode::NOT_FOUND,
+            "NotFoundError",
+            "the DCGM exporter serves /metrics",
+        ),
+    })
 }
 
 /// `/v1/models` as vLLM lists it: each served name with the base model as

@@ -61,12 +61,18 @@ impl SimConfig {
             params,
             faults: args.faults.clone(),
             seed: args.seed,
-            gpus: dcgm::GpuModel::new(
+            gpus: match dcgm::GpuModel::new(
                 args.gpu.gpus,
                 args.gpu.gpu_idle_watts,
                 args.gpu.gpu_joules_per_token,
             )
-            .map_err(anyhow::Error::msg)?,
+            .map_err(anyhow::Error::msg)?
+            {
+                None if args.gpu.dcgm_port.is_some() => {
+                    anyhow::bail!("--dcgm-port serves the simulated GPUs: add --gpus N")
+                }
+                g => g,
+            },
         })
     }
 
@@ -144,12 +150,43 @@ pub struct SimHandle {
     pub model_name: String,
     stop: watch::Sender<bool>,
     accept: JoinHandle<()>,
+    state: Arc<http::AppState>,
 }
 
 impl SimHandle {
     /// Base URL of the server, e.g. `http://127.0.0.1:8000`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Serves the simulated GPUs' DCGM exporter page at `/metrics` of
+    /// `listener` (`--dcgm-port`), until the simulator shuts down. Returns
+    /// its address.
+    pub fn serve_dcgm(&self, listener: TcpListener) -> Result<SocketAddr> {
+        let addr = listener.local_addr().context("listener has no address")?;
+        let state = self.state.clone();
+        let mut stop = self.stop.subscribe();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.changed() => break,
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else {
+                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                            continue;
+                        };
+                        let state = state.clone();
+                        tokio::spawn(async move {
+                            let svc = service_fn(move |req| http::handle_dcgm(state.clone(), req));
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .await;
+                        });
+                    }
+                }
+            }
+        });
+        Ok(addr)
     }
 
     /// Stops accepting connections and closes open ones.
@@ -198,12 +235,13 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         }),
     });
     let (stop, stop_rx) = watch::channel(false);
-    let accept = tokio::spawn(accept_loop(listener, state, stop_rx));
+    let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
     Ok(SimHandle {
         addr,
         model_name: config.model_name,
         stop,
         accept,
+        state,
     })
 }
 
@@ -304,6 +342,16 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
                 "{} simulated GPUs at /dcgm-metrics (a DCGM exporter's page): {} W idle each, {} J per generated token",
                 g.count, g.idle_watts, g.joules_per_token
             );
+        }
+        if let Some(port) = args.gpu.dcgm_port {
+            let at: SocketAddr = format!("{}:{port}", bracket_v6(&args.host))
+                .parse()
+                .with_context(|| format!("--host {:?} is not an IP address", args.host))?;
+            let listener = TcpListener::bind(at)
+                .await
+                .with_context(|| format!("--dcgm-port: cannot listen on {at} (is the port in use?)"))?;
+            let bound = handle.serve_dcgm(listener)?;
+            println!("DCGM exporter at http://{bound}/metrics");
         }
         println!("routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models, /health, /metrics, /dcgm-metrics (with --gpus), /sim/stats; Ctrl-C stops");
         wait_for_stop_signal().await;
