@@ -220,7 +220,9 @@ fn merge(
         .iter()
         .map(|f| Ok((f.display().to_string(), checkpoint::load_any(f)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let merged = merge::merge(&inputs)?;
+    let mut merged = merge::merge(&inputs)?;
+    // Energy per token and cost over all shards' work.
+    llmsweep::server_metrics::gpu::rederive(&mut merged);
     let paths = export::write_all(&merged, out, &formats)?;
     for s in &merged.stages {
         llmsweep::term::out(&llmsweep::attach::follow::stage_line(s));

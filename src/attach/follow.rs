@@ -80,7 +80,10 @@ pub fn merge_common(shards: &[(String, &Report)]) -> Result<Option<Report>> {
             (name.clone(), r)
         })
         .collect();
-    crate::report::merge::merge(&cut).map(Some)
+    let mut merged = crate::report::merge::merge(&cut)?;
+    // Energy per token and cost over all shards' work.
+    crate::server_metrics::gpu::rederive(&mut merged);
+    Ok(Some(merged))
 }
 
 /// One merged stage, as `llmsweep merge` prints it.

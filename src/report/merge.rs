@@ -403,6 +403,16 @@ fn merge_stage(parts: &[Part], percentiles: &[f64]) -> Result<StageReport> {
         cut_short: stages().any(|s| s.cut_short),
         // Every shard read the same server's /metrics: one shard's view is the whole's.
         server: stages().find_map(|s| s.server.clone()),
+        // So did the GPU exporters; energy per token and cost divide by the
+        // whole's work, which `server_metrics::gpu::rederive` does after
+        // the merge (here they would be one shard's: left out).
+        gpu: stages()
+            .find_map(|s| s.gpu.clone())
+            .map(|g| crate::types::gpu::GpuStage {
+                energy: None,
+                cost: None,
+                ..g
+            }),
         client: merge_client(parts),
         reasoning: merge_reasoning(&mut dists, measured)?,
         output_lengths: merge_output_lengths(parts),

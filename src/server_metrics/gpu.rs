@@ -359,13 +359,20 @@ pub fn stage_figures(
     price: Option<Price>,
     stage: &StageReport,
 ) -> Option<GpuStage> {
-    let mut g = match (history, window) {
+    let g = match (history, window) {
         (Some(h), Some((a, b))) => summarize(h, a, b),
         _ => None,
     };
+    derive(g, price, stage)
+}
+
+/// Energy per unit of work and the cost, from the GPUs' figures (if any)
+/// and the stage's work.
+fn derive(mut g: Option<GpuStage>, price: Option<Price>, stage: &StageReport) -> Option<GpuStage> {
     let w = Work::of(stage);
     if let Some(g) = g.as_mut() {
         g.energy = g.total.as_ref().and_then(|t| energy_per_work(t, &w));
+        g.cost = None;
     }
     if let Some(p) = price {
         let seen = g.as_ref().map_or(0, |g| g.gpus.len() as u32);
@@ -375,6 +382,28 @@ pub fn stage_figures(
         }
     }
     g
+}
+
+/// The price a report's settings name (`gpu_hourly_cost`, `gpus`).
+pub fn price_of(config: &serde_json::Value) -> Option<Price> {
+    let usd = config.get("gpu_hourly_cost")?.as_f64()?;
+    Some(Price {
+        gpu_hourly_usd: usd,
+        gpus: config
+            .get("gpus")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok()),
+    })
+}
+
+/// A merged report's energy per token and cost again, from its merged
+/// stages (the shards read the same GPUs: their figures are one shard's,
+/// the work is all shards').
+pub fn rederive(r: &mut crate::types::Report) {
+    let price = price_of(&r.config);
+    for s in r.stages.iter_mut() {
+        s.gpu = derive(s.gpu.take(), price, s);
+    }
 }
 
 #[cfg(test)]
@@ -547,6 +576,47 @@ mod tests {
         let g = stage_figures(None, None, Some(Price { gpus: Some(4), ..p }), &stage).unwrap();
         assert_eq!(g.cost.unwrap().gpus, 4);
         assert!(g.gpus.is_empty() && g.total.is_none());
+    }
+
+    #[test]
+    fn a_merged_reports_energy_and_cost_are_the_whole_runs() {
+        let mut stage = StageReport {
+            measured_s: 10.0,
+            ..Default::default()
+        };
+        stage.rates.output_tokens_per_s = 400.0;
+        stage.rates.completed_per_s = 4.0;
+        stage.tokens.output_mean = 100.0;
+        stage.requests.measured = 40;
+        // One shard's figures, as merge keeps them: its own share of the work.
+        stage.gpu = Some(GpuStage {
+            total: Some(GpuFigures {
+                energy_j: Some(2000.0),
+                energy_covered: Some(1.0),
+                ..Default::default()
+            }),
+            energy: Some(GpuEnergy {
+                joules_per_output_token: Some(1.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let mut r = crate::types::Report {
+            stages: vec![stage],
+            config: serde_json::json!({"gpu_hourly_cost": 3.6, "gpus": 2}),
+            ..Default::default()
+        };
+        rederive(&mut r);
+        let g = r.stages[0].gpu.as_ref().unwrap();
+        assert_eq!(g.energy.unwrap().joules_per_output_token, Some(0.5));
+        let c = g.cost.unwrap();
+        assert_eq!(c.gpus, 2);
+        // $7.20 an hour = $0.002 a second, over 400 tokens a second.
+        assert!((c.usd_per_million_output_tokens.unwrap() - 5.0).abs() < 1e-9);
+        assert_eq!(
+            price_of(&serde_json::json!({"gpu_hourly_cost": null})),
+            None
+        );
     }
 
     #[test]
