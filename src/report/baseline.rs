@@ -200,8 +200,13 @@ pub fn quantile_change(
         return Ok(None);
     };
     let new_sample = Sample::new(&new, samples(stage, m, &new));
-    // One seed per figure, the same every time.
-    let seed = significance::SEED ^ (q * 1e6) as u64 ^ (m.key.len() as u64) << 40;
+    // One seed per figure (metric and percentile), the same every time.
+    let seed = m
+        .key
+        .bytes()
+        .fold(significance::SEED ^ (q * 1e6) as u64, |h, b| {
+            h.rotate_left(8) ^ u64::from(b)
+        });
     let sample = |s: &StageReport| -> Result<Option<Sample>> {
         Ok(histogram(s, m.histogram)?.map(|d| Sample::new(&d, samples(s, m, &d))))
     };
@@ -385,9 +390,7 @@ pub fn stage_change(base: &Report, stage: &StageReport, name: &str) -> Result<Op
                             d.p99
                         }
                     };
-                    let mut c = significance::rate_change(at.figure(of), 0, of(stage), 0, 0.05);
-                    c.noise = significance::Noise::CannotTell;
-                    c
+                    Change::of(at.figure(of), of(stage))
                 }
             },
         };

@@ -26,16 +26,17 @@ pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> anyhow::Res
     for line in conversation_lines(a, b) {
         let _ = writeln!(s, "{line}");
     }
-    let extra = |r: &Report, other: &Report, tag: &str| -> Vec<String> {
-        r.stages
-            .iter()
-            .skip(other.stages.len())
-            .filter(|st| !other.stages.iter().any(|o| o.name == st.name))
-            .map(|st| format!("only in {tag}: {}", st.name))
-            .collect()
-    };
-    for line in extra(a, b, "A").into_iter().chain(extra(b, a, "B")) {
-        let _ = writeln!(s, "{line}");
+    // Stages no pair holds: what only one run ran (its rate may still be
+    // on the other's curve: the words above say so).
+    let pairs = pair(a, b);
+    for (r, first, tag) in [(a, true, "A"), (b, false, "B")] {
+        for st in super::delta::unpaired(r, &pairs, first) {
+            let _ = writeln!(
+                s,
+                "only in {tag}: {}",
+                crate::types::stage_run_name(&r.stages, st)
+            );
+        }
     }
     Ok(s)
 }

@@ -163,7 +163,8 @@ pub struct Change {
 }
 
 impl Change {
-    fn of(base: f64, new: f64) -> Change {
+    /// The change from `base` to `new`, its noise not (yet) told.
+    pub fn of(base: f64, new: f64) -> Change {
         Change {
             base,
             new,
