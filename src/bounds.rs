@@ -18,6 +18,9 @@ pub const ERROR_BODY: usize = 16 << 10;
 pub const REGISTRY_ENTRY: usize = 4 << 10;
 /// One row (line) of a JSONL or CSV data file (a longer row is a bad row).
 pub const DATA_ROW: usize = 8 << 20;
+/// A pooling API's answer (embeddings, rerank, score): a batch of 64
+/// inputs of 4,096-dimension embeddings is about 6 MB of JSON.
+pub const POOLED_ANSWER: usize = 64 << 20;
 /// A `/tokenize` answer (its token ids; prompts llmsweep counts are short).
 pub const TOKENIZE_ANSWER: usize = 16 << 20;
 /// A `tokenizer.json` downloaded from the Hugging Face Hub (the largest

@@ -371,14 +371,20 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
 
 /// Endpoint paths llmsweep adds itself: a target pasted with one of them
 /// has it taken off (longest first, so `/v1/chat/completions` goes whole).
-const ENDPOINT_PATHS: [&str; 8] = [
+const ENDPOINT_PATHS: [&str; 14] = [
     "/v1/chat/completions",
     "/v1/completions",
     "/v1/responses",
+    "/v1/embeddings",
+    "/v1/rerank",
+    "/v1/score",
     "/v1/models",
     "/chat/completions",
     "/completions",
     "/responses",
+    "/embeddings",
+    "/rerank",
+    "/score",
     "/models",
 ];
 
@@ -446,6 +452,12 @@ pub fn api_of_endpoint(path: &str) -> Option<Api> {
         Some(Api::Completions)
     } else if path.ends_with("/responses") {
         Some(Api::Responses)
+    } else if path.ends_with("/embeddings") {
+        Some(Api::Embeddings)
+    } else if path.ends_with("/rerank") {
+        Some(Api::Rerank)
+    } else if path.ends_with("/score") {
+        Some(Api::Score)
     } else {
         None
     }
@@ -899,8 +911,47 @@ impl Client {
 
     /// Sends the request and reads its event stream to the end.
     async fn stream(&self, prompt: &Prompt, st: &mut StreamState) -> RequestOutcome {
+        if self.api.pooled() {
+            return self.pooled(prompt, st).await;
+        }
         match self.post(prompt, st).await {
             Ok(resp) => self.read_events(resp, st).await,
+            Err(o) => o,
+        }
+    }
+
+    /// A pooling API's request (embeddings, rerank, score): one JSON answer,
+    /// read whole (at most `bounds::POOLED_ANSWER`), checked to hold a result
+    /// per input; its usage gives the server's prompt tokens.
+    async fn pooled(&self, prompt: &Prompt, st: &mut StreamState) -> RequestOutcome {
+        let resp = match self.send_post(prompt, st).await {
+            Ok(r) => r,
+            Err(o) => return o,
+        };
+        if !resp.status().is_success() {
+            return match check_stream(resp).await {
+                Err(o) => o,
+                Ok(_) => errored(ErrorCategory::Request, "an unsuccessful answer".into()),
+            };
+        }
+        let body = match crate::bounds::read_capped(resp, crate::bounds::POOLED_ANSWER).await {
+            Ok(b) if b.cut => {
+                return errored(
+                    ErrorCategory::StreamMalformed,
+                    format!(
+                        "the answer is longer than {} MiB (bounds::POOLED_ANSWER)",
+                        crate::bounds::POOLED_ANSWER >> 20
+                    ),
+                )
+            }
+            Ok(b) => b.bytes,
+            Err(e) => return errored(ErrorCategory::StreamBroken, describe_reqwest(&e)),
+        };
+        match pooled_answer(self.api, &body) {
+            Ok(usage) => {
+                st.prompt_tokens = usage;
+                RequestOutcome::Completed
+            }
             Err(o) => o,
         }
     }
@@ -908,6 +959,17 @@ impl Client {
     /// Posts the request (once more on a fresh connection if the pooled one
     /// was stale) and checks that the answer is an event stream.
     async fn post(
+        &self,
+        prompt: &Prompt,
+        st: &mut StreamState,
+    ) -> Result<reqwest::Response, RequestOutcome> {
+        let resp = self.send_post(prompt, st).await?;
+        check_stream(resp).await
+    }
+
+    /// Posts the request, once more on a fresh connection if the pooled one
+    /// was stale.
+    async fn send_post(
         &self,
         prompt: &Prompt,
         st: &mut StreamState,
@@ -934,7 +996,7 @@ impl Client {
             }
             Err(SendFail::Outcome(o)) => return Err(o),
         };
-        check_stream(resp).await
+        Ok(resp)
     }
 
     /// Reads the event stream: each item as it arrives, then what the
@@ -1005,7 +1067,7 @@ impl Client {
                 ErrorCategory::StreamBroken,
                 match self.api {
                     Api::Responses => "the stream ended before response.completed".into(),
-                    Api::Chat | Api::Completions => "the stream ended before [DONE]".into(),
+                    _ => "the stream ended before [DONE]".into(),
                 },
             )
         }
@@ -1047,7 +1109,7 @@ impl Client {
         }
         let parsed = match self.api {
             Api::Responses => parse_response_event(data),
-            Api::Chat | Api::Completions => parse_chunk(data),
+            _ => parse_chunk(data),
         };
         match parsed {
             Ok(info) => {
@@ -1403,6 +1465,48 @@ fn scale_to_total(chunks: &mut [(Instant, u32)], total: u64) {
 
 /// The answer's status and content type: an error with what its body says
 /// unless it is a successful event stream.
+/// A pooling API's answer: its results (`data` for embeddings and score,
+/// `results` for rerank) and the prompt tokens its usage gives. An error
+/// object is an `error_event`; an answer without results `unexpected_body`;
+/// a body that is not JSON `invalid_json`.
+fn pooled_answer(api: Api, body: &[u8]) -> Result<Option<u64>, RequestOutcome> {
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+        errored(
+            ErrorCategory::InvalidJson,
+            format!(
+                "the {api} answer is not JSON ({e}): {}",
+                short(&String::from_utf8_lossy(&body[..body.len().min(200)]))
+            ),
+        )
+    })?;
+    if v.get("error").is_some_and(|e| !e.is_null())
+        || v.get("object").and_then(|o| o.as_str()) == Some("error")
+    {
+        return Err(errored(
+            ErrorCategory::ErrorEvent,
+            error_message(&String::from_utf8_lossy(body)),
+        ));
+    }
+    let key = if api == Api::Rerank {
+        "results"
+    } else {
+        "data"
+    };
+    match v.get(key).and_then(|d| d.as_array()) {
+        Some(items) if !items.is_empty() => {}
+        _ => {
+            return Err(errored(
+                ErrorCategory::UnexpectedBody,
+                format!("the {api} answer has no `{key}` results"),
+            ))
+        }
+    }
+    let usage = v.get("usage");
+    Ok(usage
+        .and_then(|u| u.get("prompt_tokens").or_else(|| u.get("total_tokens")))
+        .and_then(|n| n.as_u64()))
+}
+
 async fn check_stream(resp: reqwest::Response) -> Result<reqwest::Response, RequestOutcome> {
     let status = resp.status();
     if !status.is_success() {
@@ -1457,6 +1561,39 @@ async fn check_stream(resp: reqwest::Response) -> Result<reqwest::Response, Requ
 mod tests {
     use super::redirect::same_origin;
     use super::*;
+
+    #[test]
+    fn pooling_answers_are_results_or_a_categorised_failure() {
+        let ok =
+            br#"{"data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":12,"total_tokens":12}}"#;
+        assert_eq!(pooled_answer(Api::Embeddings, ok).ok(), Some(Some(12)));
+        let rerank =
+            br#"{"results":[{"index":0,"relevance_score":0.5}],"usage":{"total_tokens":7}}"#;
+        assert_eq!(pooled_answer(Api::Rerank, rerank).ok(), Some(Some(7)));
+        let category = |api, body: &[u8]| match pooled_answer(api, body) {
+            Err(RequestOutcome::Errored { category, .. }) => Some(category),
+            _ => None,
+        };
+        assert_eq!(
+            category(Api::Rerank, ok),
+            Some(ErrorCategory::UnexpectedBody)
+        );
+        assert_eq!(
+            category(Api::Score, br#"{"object":"error","message":"boom"}"#),
+            Some(ErrorCategory::ErrorEvent)
+        );
+        assert_eq!(
+            category(Api::Score, b"<html>"),
+            Some(ErrorCategory::InvalidJson)
+        );
+        assert_eq!(
+            category(Api::Embeddings, br#"{"data":[]}"#),
+            Some(ErrorCategory::UnexpectedBody)
+        );
+        assert_eq!(api_of_endpoint("/v1/embeddings"), Some(Api::Embeddings));
+        assert_eq!(api_of_endpoint("/rerank"), Some(Api::Rerank));
+        assert_eq!(api_of_endpoint("/v1/score"), Some(Api::Score));
+    }
 
     /// vLLM's `root` names what the model was loaded from; an odd one is
     /// left out, never a failed pre-flight.

@@ -213,6 +213,11 @@ pub struct RunConfig {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
     #[serde(deserialize_with = "de_opt_count")]
     pub max_requests: Option<u64>,
+    /// Inputs a request of a pooling API carries: `--api embeddings` sends
+    /// N inputs, `rerank` and `score` a query and N documents (default 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    #[serde(deserialize_with = "de_opt_count")]
+    pub batch: Option<u64>,
     /// Stop the run once a stage has this many errored requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
     #[serde(deserialize_with = "de_opt_count")]
@@ -998,6 +1003,7 @@ mod tests {
             ("max_seconds", "\"auto\""),
             ("max_requests", "100"),
             ("max_errors", "5"),
+            ("batch", "8"),
             ("warmup", "0.1"),
             ("cooldown", "0.2"),
             ("ramp_up", "2"),

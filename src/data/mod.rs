@@ -161,6 +161,9 @@ pub(crate) fn request_body(
     output_tokens: Option<u64>,
     extra: Option<&Map<String, Value>>,
 ) -> Result<Vec<u8>> {
+    if api.pooled() {
+        return pooled_body(api, model, texts, extra);
+    }
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     // The texts alternate user and assistant, starting with the user.
@@ -188,6 +191,7 @@ pub(crate) fn request_body(
         Api::Responses => {
             body.insert("input".into(), messages());
         }
+        Api::Embeddings | Api::Rerank | Api::Score => {}
     }
     body.insert("stream".into(), json!(true));
     // The Responses API always ends with its usage (response.completed).
@@ -199,6 +203,7 @@ pub(crate) fn request_body(
             Api::Chat => "max_completion_tokens",
             Api::Completions => "max_tokens",
             Api::Responses => "max_output_tokens",
+            Api::Embeddings | Api::Rerank | Api::Score => return Ok(Vec::new()),
         };
         body.insert(key.into(), json!(n));
         body.insert("ignore_eos".into(), json!(true));
@@ -211,6 +216,79 @@ pub(crate) fn request_body(
     serde_json::to_vec(&Value::Object(body)).context("cannot build a request body")
 }
 
+/// A pooling request's body (not streamed): embeddings take every text as
+/// an input; rerank and score take the first as the query and the others
+/// as the documents scored against it. `extra` is merged last.
+fn pooled_body(
+    api: Api,
+    model: &str,
+    texts: &[&str],
+    extra: Option<&Map<String, Value>>,
+) -> Result<Vec<u8>> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    let (query, docs) = match texts.split_first() {
+        Some((q, rest)) if !rest.is_empty() => (*q, rest),
+        _ => ("", texts),
+    };
+    match api {
+        Api::Rerank => {
+            body.insert("query".into(), json!(query));
+            body.insert("documents".into(), json!(docs));
+        }
+        Api::Score => {
+            body.insert("text_1".into(), json!(query));
+            body.insert("text_2".into(), json!(docs));
+        }
+        _ => {
+            body.insert("input".into(), json!(texts));
+        }
+    }
+    if let Some(extra) = extra {
+        for (k, v) in extra {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::to_vec(&Value::Object(body)).context("cannot build a request body")
+}
+
+/// A pooling API's requests: `batch` inputs each (embeddings), or a query
+/// and `batch` documents (rerank, score: the query is the group's first
+/// prompt). Prompt tokens count every text of the request; nothing is
+/// asked to be generated.
+pub fn build_pooled(
+    items: Vec<PromptItem>,
+    api: Api,
+    model: &str,
+    batch: usize,
+    extra: Option<&Map<String, Value>>,
+) -> Result<Vec<Prompt>> {
+    let per = match api {
+        Api::Rerank | Api::Score => batch.max(1) + 1,
+        _ => batch.max(1),
+    };
+    if items.len() < per {
+        bail!(
+            "--api {api} with --batch {batch} needs {per} prompts a request; the data has {}",
+            items.len()
+        );
+    }
+    items
+        .chunks(per)
+        .filter(|group| group.len() == per)
+        .map(|group| {
+            let texts: Vec<&str> = group.iter().map(|it| it.text.as_str()).collect();
+            Ok(Prompt {
+                body: Bytes::from(pooled_body(api, model, &texts, extra)?),
+                prompt_tokens: group.iter().map(|it| it.prompt_tokens).sum(),
+                output_tokens: None,
+                tag_at: None,
+                respell: None,
+            })
+        })
+        .collect()
+}
+
 /// Where in a built body the prompt's text starts, after its shared prefix:
 /// the first `"content":"` (chat) or `"prompt":"` (completions) whose string
 /// is the prompt's text. None when it cannot be found (e.g. `--extra-body`
@@ -220,6 +298,7 @@ fn text_offset(body: &[u8], api: Api, text: &str, shared: usize) -> Option<usize
         Api::Chat => b"\"content\":\"",
         Api::Completions => b"\"prompt\":\"",
         Api::Responses => b"\"input\":\"",
+        Api::Embeddings | Api::Rerank | Api::Score => return None,
     };
     let at = body.windows(key.len()).position(|w| w == key)? + key.len();
     let prefix = text.get(..shared)?;
@@ -318,6 +397,42 @@ mod tests {
         assert!(v["input"].is_string() && v["stream"] == true);
         assert!(v.get("stream_options").is_none(), "{v}");
         assert!(p[0].tag_at.is_some());
+    }
+
+    #[test]
+    fn pooling_requests_carry_their_batch_and_ask_for_nothing() {
+        let items = || {
+            Synthetic::parse("prompt_tokens=4,output_tokens=9,samples=9")
+                .unwrap()
+                .generate(1, &crate::tokenizer::Builtin)
+                .unwrap()
+        };
+        let p = build_pooled(items(), Api::Embeddings, "e", 4, None).unwrap();
+        assert_eq!(p.len(), 2, "9 prompts make two whole batches of 4");
+        let v: Value = serde_json::from_slice(&p[0].body).unwrap();
+        assert_eq!(v["input"].as_array().unwrap().len(), 4);
+        assert_eq!(v["model"], "e");
+        assert!(
+            v.get("stream").is_none() && v.get("max_tokens").is_none(),
+            "{v}"
+        );
+        assert_eq!(p[0].prompt_tokens, 16);
+        assert_eq!((p[0].output_tokens, p[0].tag_at), (None, None));
+        let p = build_pooled(items(), Api::Rerank, "r", 2, None).unwrap();
+        assert_eq!(p.len(), 3, "a query and 2 documents a request");
+        let v: Value = serde_json::from_slice(&p[0].body).unwrap();
+        assert!(v["query"].is_string());
+        assert_eq!(v["documents"].as_array().unwrap().len(), 2);
+        let p = build_pooled(items(), Api::Score, "s", 8, None).unwrap();
+        let v: Value = serde_json::from_slice(&p[0].body).unwrap();
+        assert!(v["text_1"].is_string());
+        assert_eq!(v["text_2"].as_array().unwrap().len(), 8);
+        let e = build_pooled(items(), Api::Score, "s", 9, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("needs 10 prompts a request; the data has 9"),
+            "{e}"
+        );
     }
 
     fn items_again() -> Vec<PromptItem> {

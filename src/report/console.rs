@@ -38,6 +38,14 @@ pub fn render(r: &Report) -> String {
         );
         s.push_str(&t);
     }
+    if let Some(t) = super::pooling::table(r) {
+        let _ = writeln!(
+            s,
+            "\nPooling ({}: the answer comes whole, no TTFT or ITL):",
+            r.target.api
+        );
+        s.push_str(&t);
+    }
     if let Some(t) = super::models::table(r) {
         let _ = writeln!(s, "\nModels:");
         s.push_str(&t);

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
-use super::{baseline, conversations, gpu, models, reasoning, server_metrics};
+use super::{baseline, conversations, gpu, models, pooling, reasoning, server_metrics};
 use crate::types::{Report, StageReport};
 
 /// The groups of columns after the stage table's, each present when some
@@ -14,6 +14,7 @@ struct Extras {
     talks: bool,
     gpu: bool,
     models: bool,
+    pooling: bool,
 }
 
 impl Extras {
@@ -23,6 +24,7 @@ impl Extras {
             talks: r.stages.iter().any(|s| s.conversations.is_some()),
             gpu: gpu::has_gpu_side(r),
             models: models::csv_wanted(r),
+            pooling: pooling::csv_wanted(r),
         }
     }
 
@@ -43,6 +45,9 @@ impl Extras {
             h.extend(models::CSV_COLUMNS.iter().map(|c| c.to_string()));
         }
         h.extend(baseline::csv_columns(r));
+        if self.pooling {
+            h.extend(pooling::CSV_COLUMNS.iter().map(|c| c.to_string()));
+        }
         h
     }
 
@@ -62,6 +67,9 @@ impl Extras {
             row.extend(models::csv_values(s));
         }
         row.extend(baseline::csv_values(r, s));
+        if self.pooling {
+            row.extend(pooling::csv_values(s));
+        }
         row
     }
 }

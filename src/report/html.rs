@@ -266,6 +266,14 @@ fn findings(r: &Report) -> String {
     for w in &r.warnings {
         let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
     }
+    if let Some(t) = super::pooling::table(r) {
+        let _ = write!(
+            h,
+            "<h2>Pooling ({})</h2><p>The answer comes whole: latency is the request's, there is no TTFT or ITL.</p><pre>{}</pre>",
+            esc(r.target.api.name()),
+            esc(&t)
+        );
+    }
     if let Some(t) = super::models::table(r) {
         let _ = write!(h, "<h2>Models</h2><pre>{}</pre>", esc(&t));
     }

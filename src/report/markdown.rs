@@ -49,6 +49,13 @@ pub fn render(r: &Report) -> String {
         s.push_str("\n## GPUs (DCGM)\n\n");
         s.push_str(&block(&t));
     }
+    if let Some(t) = super::pooling::table(r) {
+        s.push_str(&format!(
+            "\n## Pooling ({})\n\nThe answer comes whole: latency is the request's, there is no TTFT or ITL.\n\n",
+            r.target.api
+        ));
+        s.push_str(&block(&t));
+    }
     if let Some(t) = super::models::table(r) {
         s.push_str("\n## Models\n\n");
         s.push_str(&block(&t));

@@ -22,6 +22,7 @@ pub mod layouts;
 pub mod markdown;
 pub mod merge;
 pub mod models;
+pub mod pooling;
 pub mod reasoning;
 pub mod rerun;
 pub mod server_metrics;

@@ -212,7 +212,13 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         run_number,
         &mut notes,
     )?;
-    let prompts: Arc<[_]> = build_prompts(data.set.items, body.api, body.model, body.extra)?.into();
+    let prompts: Arc<[_]> = if body.api.pooled() {
+        let batch = args.batch.unwrap_or(1).max(1) as usize;
+        crate::data::build_pooled(data.set.items, body.api, body.model, batch, body.extra)?
+    } else {
+        build_prompts(data.set.items, body.api, body.model, body.extra)?
+    }
+    .into();
     let target = Target {
         url: match &simulator {
             Some(_) => format!("built-in simulator ({})", client.display_url()),
@@ -564,11 +570,20 @@ fn check_conversation_settings(args: &RunConfig, conversation_file: bool) -> Res
         bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
     }
     let talking = conversation_file || crate::data::conversation::spec_of(&args.data).is_some();
+    if args.api.pooled() && (talking || args.strategy == LoadStrategy::Replay) {
+        bail!(
+            "--api {} sends single requests of batched inputs: not conversations, not a trace replay",
+            args.api
+        );
+    }
     if talking && matches!(args.strategy, LoadStrategy::Sweep | LoadStrategy::Search) {
         bail!(
             "--profile {} plans rates in requests per second, and with conversations a stage's rate starts conversations of several requests each: use constant, poisson or concurrent with --rate (conversations a second, or at once)",
             args.strategy.name()
         );
+    }
+    if args.batch.is_some_and(|b| b > 1) && !args.api.pooled() {
+        bail!("--batch sets the inputs of a pooling request: use it with --api embeddings, rerank or score");
     }
     if args.replies == crate::config::Replies::Received {
         if !talking {

@@ -38,6 +38,18 @@ impl Reports {
         end_reason: &crate::types::RunEnd,
         search: Option<crate::types::SearchSummary>,
     ) -> Report {
+        let mut stages = stages;
+        if self.target.api.pooled() {
+            let batch = self
+                .config
+                .get("batch")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(1)
+                .max(1);
+            for s in &mut stages {
+                s.pooling = Some(crate::stats::pooling::figures(s, batch));
+            }
+        }
         let slo_summary = crate::profile::slo::summarize(&stages);
         let mut r = Report {
             slo_summary,

@@ -36,6 +36,14 @@ pub struct SimArgs {
     /// at /v1/models with the base model as `parent`, as vLLM's --lora-modules.
     #[arg(long, num_args = 1.., value_name = "NAME=PATH")]
     pub lora_modules: Vec<String>,
+    /// Embeddings, rerank and score: milliseconds a request costs the pooling
+    /// engine, which runs one request at a time (default 2; fast preset 0).
+    #[arg(long, value_name = "MS")]
+    pub pool_step_ms: Option<f64>,
+    /// Embeddings, rerank and score: microseconds each input token adds
+    /// (default 20; fast preset 0).
+    #[arg(long, value_name = "US")]
+    pub pool_per_token_us: Option<f64>,
     /// Worker threads for the server runtime (default: all cores).
     #[arg(long)]
     pub workers: Option<usize>,

@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use super::batcher::{Emit, Gauges, SeqRequest};
 use super::config::{FaultArgs, ModelParams};
 use super::faults::{self, Fault};
+use super::pooling::Kind;
 use super::truth::{Ending, RequestTiming, Truth};
 use crate::tokenizer;
 
@@ -52,6 +53,9 @@ pub struct AppState {
     pub truth: Arc<Truth>,
     /// `--gpus N`: the simulated GPUs behind `/dcgm-metrics`.
     pub gpus: Option<super::dcgm::GpuMeter>,
+    /// The pooling engine (embeddings, rerank, score): one request at a time.
+    pub pool: super::pooling::PoolCost,
+    pub pooler: tokio::sync::Mutex<()>,
     pub ordinal: AtomicU64,
     pub requests_total: AtomicU64,
     /// With `params.prefix_cache`: the blocks earlier prompts computed.
@@ -109,11 +113,22 @@ pub async fn handle(
         }
         (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received).await,
         (&Method::POST, "/tokenize") => tokenize(&state, req).await,
+        (&Method::POST, "/v1/embeddings") => pool(state, req, Kind::Embeddings, received).await,
+        (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => {
+            pool(state, req, Kind::Rerank, received).await
+        }
+        (&Method::POST, "/v1/score" | "/score") => pool(state, req, Kind::Score, received).await,
         (
             _,
             "/v1/chat/completions"
             | "/v1/completions"
             | "/v1/responses"
+            | "/v1/embeddings"
+            | "/v1/rerank"
+            | "/rerank"
+            | "/v2/rerank"
+            | "/v1/score"
+            | "/score"
             | "/v1/models"
             | "/tokenize"
             | "/metrics",
@@ -478,6 +493,85 @@ fn submit(
         })
         .ok()
         .map(|_| rx)
+}
+
+/// An embeddings, rerank or score request: read, counted, then served by
+/// the pooling engine in turn (`sim::pooling`).
+async fn pool(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+    kind: Kind,
+    received: Instant,
+) -> Response<SimBody> {
+    state.requests_total.fetch_add(1, Ordering::Relaxed);
+    state.truth.on_received();
+    let mut timing = RequestTiming::new(received);
+    let reject = |status, kind: &str, msg: &str| {
+        state.truth.record(&timing, Ending::Rejected);
+        error(status, kind, msg)
+    };
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(resp) => {
+            state.truth.record(&timing, Ending::Rejected);
+            return resp;
+        }
+    };
+    let v: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return reject(
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                &format!("request body is not JSON: {e}"),
+            )
+        }
+    };
+    let model = match v.get("model").and_then(Value::as_str) {
+        None => state.models.first(),
+        Some(m) => match state.models.iter().find(|x| x.id == m) {
+            Some(x) => Some(x),
+            None => {
+                return reject(
+                    StatusCode::NOT_FOUND,
+                    "NotFoundError",
+                    &format!("The model `{m}` does not exist."),
+                )
+            }
+        },
+    };
+    let r = match super::pooling::parse(kind, &v) {
+        Ok(r) => r,
+        Err(msg) => return reject(StatusCode::BAD_REQUEST, "BadRequestError", &msg),
+    };
+    let model_json = match model {
+        Some(m) => {
+            state.truth.on_model(&m.id);
+            serde_json::to_string(&m.id).unwrap_or_else(|_| state.model_json.clone())
+        }
+        None => state.model_json.clone(),
+    };
+    let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
+    {
+        // One request at a time, in arrival order (tokio's mutex is fair).
+        let _engine = state.pooler.lock().await;
+        tokio::time::sleep(state.pool.time(r.tokens)).await;
+    }
+    timing.last_token = Some(Instant::now());
+    state.truth.record(&timing, Ending::Completed);
+    let id = format!(
+        "{}-{ordinal}",
+        match kind {
+            Kind::Embeddings => "embd",
+            Kind::Rerank => "rerank",
+            Kind::Score => "score",
+        }
+    );
+    plain(
+        StatusCode::OK,
+        "application/json",
+        super::pooling::answer(kind, &id, &model_json, unix_now(), &r),
+    )
 }
 
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<SimBody>> {

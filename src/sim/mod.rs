@@ -10,6 +10,7 @@ pub mod conn;
 pub mod dcgm;
 pub mod faults;
 pub mod http;
+pub mod pooling;
 pub mod prom;
 pub mod truth;
 
@@ -43,6 +44,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// `--gpus N`: a DCGM exporter page at `/dcgm-metrics`.
     pub gpus: Option<dcgm::GpuModel>,
+    /// What an embeddings, rerank or score request costs.
+    pub pool: pooling::PoolCost,
 }
 
 impl SimConfig {
@@ -73,6 +76,7 @@ impl SimConfig {
                 }
                 g => g,
             },
+            pool: pool_cost(args)?,
         })
     }
 
@@ -89,8 +93,39 @@ impl SimConfig {
             },
             seed: 42,
             gpus: None,
+            pool: match preset {
+                Preset::Fast => pooling::PoolCost {
+                    step: std::time::Duration::ZERO,
+                    per_token: std::time::Duration::ZERO,
+                },
+                _ => pooling::PoolCost::default(),
+            },
         }
     }
+}
+
+/// `--pool-step-ms`, `--pool-per-token-us` over the preset's pooling cost.
+fn pool_cost(args: &SimArgs) -> Result<pooling::PoolCost> {
+    let base = SimConfig::preset(args.preset).pool;
+    let dur = |v: Option<f64>, scale: f64, name: &str, d: std::time::Duration| match v {
+        None => Ok(d),
+        Some(x) if x.is_finite() && (0.0..=3_600_000.0).contains(&x) => {
+            Ok(std::time::Duration::from_secs_f64(x / scale))
+        }
+        Some(x) => bail!(
+            "--{name} {} must be between 0 and 3600000",
+            crate::typed::number(x)
+        ),
+    };
+    Ok(pooling::PoolCost {
+        step: dur(args.pool_step_ms, 1e3, "pool-step-ms", base.step)?,
+        per_token: dur(
+            args.pool_per_token_us,
+            1e6,
+            "pool-per-token-us",
+            base.per_token,
+        )?,
+    })
 }
 
 impl SimConfig {
@@ -226,6 +261,8 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         gauges,
         truth: Arc::new(truth::Truth::default()),
         gpus: config.gpus.map(dcgm::GpuMeter::new),
+        pool: config.pool,
+        pooler: tokio::sync::Mutex::new(()),
         ordinal: AtomicU64::new(0),
         requests_total: AtomicU64::new(0),
         prefix_cache: config.params.prefix_cache.then(|| {

@@ -9,6 +9,7 @@ pub mod judge;
 pub mod metrics;
 pub mod models;
 pub mod policy;
+pub mod pooling;
 pub mod significance;
 pub mod stage;
 pub mod thinking;

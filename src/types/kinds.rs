@@ -19,16 +19,33 @@ pub enum Api {
     Completions,
     /// `/v1/responses`: the OpenAI Responses API (vLLM serves it too).
     Responses,
+    /// `/v1/embeddings`: batched inputs, one non-streamed answer.
+    Embeddings,
+    /// `/v1/rerank`: a query and documents (vLLM, Jina and Cohere's shape),
+    /// one non-streamed answer.
+    Rerank,
+    /// `/v1/score`: vLLM's scoring of `text_1` against each `text_2`.
+    Score,
 }
 
 impl Api {
-    pub const ALL: [Api; 3] = [Api::Chat, Api::Completions, Api::Responses];
+    pub const ALL: [Api; 6] = [
+        Api::Chat,
+        Api::Completions,
+        Api::Responses,
+        Api::Embeddings,
+        Api::Rerank,
+        Api::Score,
+    ];
 
     pub fn path(self) -> &'static str {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
             Api::Responses => "/v1/responses",
+            Api::Embeddings => "/v1/embeddings",
+            Api::Rerank => "/v1/rerank",
+            Api::Score => "/v1/score",
         }
     }
 
@@ -38,7 +55,16 @@ impl Api {
             Api::Chat => "chat",
             Api::Completions => "completions",
             Api::Responses => "responses",
+            Api::Embeddings => "embeddings",
+            Api::Rerank => "rerank",
+            Api::Score => "score",
         }
+    }
+
+    /// A pooling API (embeddings, rerank, score): inputs in, one answer
+    /// out, nothing generated or streamed (no TTFT, no ITL).
+    pub fn pooled(self) -> bool {
+        matches!(self, Api::Embeddings | Api::Rerank | Api::Score)
     }
 }
 

@@ -207,6 +207,25 @@ pub struct StageReport {
     /// figures per model, in the mix's order (absent with one model).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<ModelFigures>,
+    /// A pooling API (`--api embeddings`, `rerank`, `score`): inputs and
+    /// tokens a second (absent for generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<Pooling>,
+}
+
+/// A stage of embeddings, rerank or score requests: what it got through.
+/// Latency is the stage's `latency_ms` (request to whole answer); there is
+/// no TTFT or ITL.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pooling {
+    /// Inputs a request carried (`--batch`: embeddings' inputs, the
+    /// documents of a rerank or score).
+    pub inputs_per_request: u64,
+    /// The stage's achieved rate times the inputs a request.
+    pub inputs_per_s: f64,
+    /// The achieved rate times the prompt tokens a request (the server's
+    /// count when its usage gave one).
+    pub tokens_per_s: f64,
 }
 
 /// One model's part of a stage (a run with several models).

@@ -1,0 +1,176 @@
+//! Embeddings, rerank and score (`--api embeddings|rerank|score`): the real
+//! binary against the simulator's pooling engine, each request's inputs and
+//! tokens held against what the simulator counted.
+
+use serde_json::Value;
+
+mod common;
+use common::process::{llmsweep, read_report, tmpdir};
+
+async fn pooling_sim() -> llmsweep::sim::SimHandle {
+    let mut c = common::model(2.0, 0.0, 256);
+    // 1 ms a request and 10 µs a token: 8 inputs of 32 tokens take 3.56 ms,
+    // a capacity near 280 requests a second.
+    c.pool = llmsweep::sim::pooling::PoolCost {
+        step: std::time::Duration::from_millis(1),
+        per_token: std::time::Duration::from_micros(10),
+    };
+    common::start_sim(c).await
+}
+
+async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = llmsweep();
+    cmd.args(["run", "--target", url, "--headless"])
+        .args(args)
+        .args(["--out", out.to_str().unwrap()]);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_rerank_and_score_report_inputs_tokens_and_latency() {
+    let sim = pooling_sim().await;
+    for api in ["embeddings", "rerank", "score"] {
+        common::reset_truth(&sim.url()).await;
+        let out = tmpdir(&format!("pooling-{api}"));
+        let o = run(
+            &sim.url(),
+            &out,
+            &[
+                "--api",
+                api,
+                "--batch",
+                "8",
+                "--data",
+                "prompt_tokens=32,output_tokens=1",
+                "--profile",
+                "constant",
+                "--rate",
+                "20",
+                "--max-requests",
+                "30",
+                "--max-seconds",
+                "10",
+                "--export",
+                "json,csv,md,html,console",
+            ],
+        )
+        .await;
+        assert!(
+            o.status.success(),
+            "{api}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = read_report(&out);
+        assert_eq!(r["target"]["api"], api);
+        let s = &r["stages"][0];
+        assert_eq!(s["requests"]["completed"], 30, "{api}: {}", s["requests"]);
+        // What the simulator saw: 30 requests, answered whole.
+        let truth = common::truth(&sim.url()).await;
+        assert_eq!(truth.completed, 30, "{api}");
+        // Rerank and score send a query beside the 8 documents, each
+        // document scored with it: the server counts 8 × 32 + 8 × 32.
+        let server_tokens = s["tokens"]["prompt_mean_server"].as_f64().unwrap();
+        let want = if api == "embeddings" { 256.0 } else { 512.0 };
+        assert!((server_tokens - want).abs() < 1.0, "{api}: {server_tokens}");
+        let p = &s["pooling"];
+        assert_eq!(p["inputs_per_request"], 8);
+        let rate = s["rates"]["completed_per_s"].as_f64().unwrap();
+        assert!(rate > 15.0 && rate < 25.0, "{api}: {rate}");
+        assert!((p["inputs_per_s"].as_f64().unwrap() - 8.0 * rate).abs() < 1e-6);
+        assert!((p["tokens_per_s"].as_f64().unwrap() - want * rate).abs() < 1e-3 * want * rate);
+        // Latency is the request's; there is no first token.
+        assert!(s["latency_ms"]["p50"].as_f64().unwrap() >= 3.0, "{api}");
+        assert_eq!(s["ttft_ms"]["count"], 0, "{api}");
+        let console = std::fs::read_to_string(out.join("report-console.txt")).unwrap();
+        assert!(console.contains(&format!("Pooling ({api}")), "{console}");
+        assert!(std::fs::read_to_string(out.join("report.md"))
+            .unwrap()
+            .contains("## Pooling"));
+        let mut csv = csv::Reader::from_path(out.join("report.csv")).unwrap();
+        assert!(csv.headers().unwrap().iter().any(|h| h == "inputs_per_s"));
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_of_embeddings_finds_the_pooling_engine_s_capacity() {
+    let sim = pooling_sim().await;
+    let out = tmpdir("pooling-sweep");
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--api",
+            "embeddings",
+            "--batch",
+            "8",
+            "--data",
+            "prompt_tokens=32,output_tokens=1",
+            "--rate",
+            "4",
+            "--max-seconds",
+            "5",
+            "--export",
+            "json",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = read_report(&out);
+    let stages = r["stages"].as_array().unwrap();
+    assert!(
+        stages.len() >= 4,
+        "synchronous, throughput and constant stages"
+    );
+    assert!(stages
+        .iter()
+        .all(|s| s["requests"]["completed"].as_u64().unwrap() > 0));
+    // One request at a time, 3.56 ms each: about 280 a second at most.
+    let flood = r["answer"]["flood_requests_per_s"].as_f64().unwrap();
+    assert!(flood > 150.0 && flood < 300.0, "{flood}");
+    assert!(
+        r["answer"]["requests_per_s"].as_f64().is_some(),
+        "{}",
+        r["answer"]
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_pooling_answer_that_is_wrong_is_a_categorised_failure() {
+    // Bodies of the wrong kind are refused by the simulator with a 400,
+    // which the client counts as such; a generation flag is refused early.
+    let sim = pooling_sim().await;
+    let out = tmpdir("pooling-bad");
+    let o = run(
+        &sim.url(),
+        &out,
+        &["--api", "chat", "--batch", "4", "--max-seconds", "1"],
+    )
+    .await;
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--batch sets the inputs of a pooling request"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--api",
+            "rerank",
+            "--data",
+            "prompt_tokens=8,output_tokens=1,turns=2",
+        ],
+    )
+    .await;
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not conversations"));
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    sim.shutdown().await;
+}
