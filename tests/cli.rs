@@ -148,6 +148,21 @@ fn headless_run_against_the_builtin_simulator_writes_a_report() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("is not running (completed)"), "{err}");
+    assert!(err.contains("its reports are there"), "{err}");
+    // A run that died before its reports: attach points at its checkpoint.
+    assert!(out.join("stages.jsonl").is_file(), "the checkpoint");
+    {
+        std::fs::remove_file(out.join("report.json")).unwrap();
+        let o = bin()
+            .args(["attach", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("it wrote no report; `llmsweep report") && err.contains("stages.jsonl"),
+            "{err}"
+        );
+    }
     // A file that is not a report says what it is not, once.
     let o = bin().args(["report", "Cargo.toml"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

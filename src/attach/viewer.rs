@@ -47,8 +47,21 @@ pub async fn connect(dir: Option<&Path>, root: &Path) -> Result<(PathBuf, Connec
         crate::term::note(&n);
     }
     if !state.is_live() {
+        // A run killed before it wrote its reports left its checkpoint
+        // (seen: "its reports are there" of a directory holding only
+        // stages.jsonl after kill -9).
+        let reports = if dir.join("report.json").is_file() {
+            "its reports are there".to_string()
+        } else if dir.join("stages.jsonl").is_file() {
+            format!(
+                "it wrote no report; `llmsweep report {}` shows the stages it finished",
+                dir.join("stages.jsonl").display()
+            )
+        } else {
+            "it left no report and no finished stage".to_string()
+        };
         bail!(
-            "the run in {} is not running ({}{}); its reports are there",
+            "the run in {} is not running ({}{}); {reports}",
             dir.display(),
             state.shown_status(),
             // "completed: completed" says nothing twice.
