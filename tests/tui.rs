@@ -588,6 +588,20 @@ fn cut_words(screen: &str) -> Vec<String> {
 /// word (issue 34, item 9: `• other █…`, a warning ending `the serve…`),
 /// and the result screen keeps the stage table (gone at 80×24) and, from
 /// 100 columns, the sweep curve.
+/// The default run's header at 80 columns keeps the answer: the model and
+/// the simulator's address go first (seen: ` llmsweep  built-in simulator
+/// (http://127.0.0.1:41385) · llmsweep-sim` and no `holds ≥ 6.25 req/s`).
+#[test]
+fn a_narrow_header_keeps_the_answer() {
+    let mut app = golden_app();
+    app.info.target = "built-in simulator (http://127.0.0.1:41385)".into();
+    for w in [60, 80, 100] {
+        let dash = render(&app, w, 24);
+        let first = dash.lines().next().unwrap_or("");
+        assert!(first.contains("holds"), "{w}: {first}");
+    }
+}
+
 #[test]
 fn no_word_is_cut_at_the_common_sizes() {
     let mut app = golden_app();

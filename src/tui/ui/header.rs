@@ -121,8 +121,29 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
             }
         }
     }
+    // Still too wide: the model goes before the answer (seen: the default
+    // run at 80 columns lost its answer to the simulator's address), then
+    // the target's address, then the target.
+    let has_answer = line1
+        .spans
+        .last()
+        .is_some_and(|s| s.content.starts_with("holds"));
     if line1.width() > width as usize {
-        line1.spans.truncate(4);
+        if has_answer && line1.spans.len() >= 6 {
+            line1.spans.drain(2..4);
+        } else {
+            line1.spans.truncate(4);
+        }
+    }
+    if line1.width() > width as usize && has_answer {
+        if let Some(t) = line1.spans.get_mut(1) {
+            if let Some(i) = t.content.find(" (") {
+                t.content = format!("{} ", &t.content[..i]).into();
+            }
+        }
+    }
+    if line1.width() > width as usize && has_answer && line1.spans.len() >= 4 {
+        line1.spans.drain(1..3);
     }
     // Against the baseline, when the run has one, in the room left:
     // `, +5.0 % on baseline 8.00 (within noise)`, else ` Δ +5.0%~`.
