@@ -119,7 +119,7 @@ impl GpuId {
     }
 
     /// Whether two ids name the same GPU (labels that are not identity aside).
-    fn same(&self, o: &GpuId) -> bool {
+    pub fn same(&self, o: &GpuId) -> bool {
         self.source == o.source
             && self.hostname == o.hostname
             && self.uuid == o.uuid

@@ -77,8 +77,19 @@ impl GpuHistory {
             gpus: Vec::with_capacity(gpus.len()),
         };
         for (id, v) in gpus {
-            let i = match self.ids.iter().position(|k| *k == id) {
-                Some(i) => i,
+            // One GPU whatever its pod: a pod mapped to it mid-run (or its
+            // model name, late) is a label, not another GPU.
+            let i = match self.ids.iter().position(|k| k.same(&id)) {
+                Some(i) => {
+                    let known = &mut self.ids[i];
+                    if known.pod.is_empty() {
+                        known.pod = id.pod;
+                    }
+                    if known.model_name.is_empty() {
+                        known.model_name = id.model_name;
+                    }
+                    i
+                }
                 None if self.ids.len() < MAX_GPUS => {
                     self.ids.push(id);
                     self.ids.len() - 1
@@ -617,6 +628,21 @@ mod tests {
             price_of(&serde_json::json!({"gpu_hourly_cost": null})),
             None
         );
+    }
+
+    #[test]
+    fn a_pod_mapped_mid_run_is_a_label_not_another_gpu() {
+        let mut h = GpuHistory::default();
+        h.push(0.0, vec![(id("0"), vals(100.0, Some(0.0)))], false);
+        let with_pod = GpuId {
+            pod: "vllm-0".into(),
+            ..id("0")
+        };
+        h.push(1.0, vec![(with_pod, vals(100.0, Some(100_000.0)))], false);
+        assert_eq!(h.ids().len(), 1);
+        assert_eq!(h.ids()[0].pod, "vllm-0");
+        let s = summarize(&h, 0.0, 1.0).unwrap();
+        assert_eq!(s.total.unwrap().energy_j, Some(100.0));
     }
 
     #[test]
