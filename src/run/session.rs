@@ -197,7 +197,8 @@ impl Session {
         } else {
             RunStatus::Completed
         };
-        self.state.stage = format!("{} stages", report.stages.len());
+        let n = report.stages.len();
+        self.state.stage = format!("{n} stage{}", if n == 1 { "" } else { "s" });
         self.state.end_reason = Some(report.end_reason.to_string());
         let _ = self.state.write(&self.dir);
         self.endpoint

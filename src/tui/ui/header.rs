@@ -177,8 +177,9 @@ fn stage_line(app: &App) -> Line<'static> {
             Span::styled(" run finished ", th.highlight()),
             Span::styled(
                 format!(
-                    " {} stages · {} · {}",
+                    " {} stage{} · {} · {}",
                     o.report.stages.len(),
+                    if o.report.stages.len() == 1 { "" } else { "s" },
                     fmt_duration(snap.elapsed_s),
                     o.report.end_reason
                 ),

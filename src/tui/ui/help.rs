@@ -18,7 +18,7 @@ pub fn help_lines(stage_kind: Option<StrategyKind>) -> Vec<(String, bool)> {
             "* / /     double / halve the streams",
         ),
         Some(StrategyKind::Synchronous | StrategyKind::Throughput) => (
-            "synchronous / throughput stage: keys start a constant stage",
+            "synchronous / throughput: keys start a constant stage",
             "+ / -     constant at the rate achieved so far ±10 %",
             "* / /     constant at double / half the measured rate",
         ),
@@ -100,9 +100,21 @@ mod tests {
         assert!(text(StrategyKind::Concurrent).contains("one more / one fewer stream"));
         assert!(text(StrategyKind::Synchronous).contains("constant at the rate achieved so far"));
         assert!(text(StrategyKind::Constant).contains("rate up / down 10 %"));
-        assert!(help_lines(Some(StrategyKind::Constant))
-            .iter()
-            .all(|l| l.0.chars().count() <= 60));
+        // The box's inside is 60 wide, for every stage kind (seen: "keys
+        // start a constant stag│" in synchronous).
+        for k in [
+            StrategyKind::Constant,
+            StrategyKind::Synchronous,
+            StrategyKind::Concurrent,
+            StrategyKind::Throughput,
+        ] {
+            assert!(
+                help_lines(Some(k))
+                    .iter()
+                    .all(|l| l.0.chars().count() <= 60),
+                "{k:?}"
+            );
+        }
         // Every key the dashboard acts on is in the help (`d` was missing).
         let all = text(StrategyKind::Constant);
         for key in [
