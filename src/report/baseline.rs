@@ -511,6 +511,42 @@ pub fn markdown_section(r: &Report) -> String {
     )
 }
 
+/// The run against its baseline in plain lines, for the console: the
+/// answer's change, then one line per stage the baseline has a rate for.
+/// Empty without `--baseline`.
+pub fn text_lines(r: &Report) -> Vec<String> {
+    let Some(b) = &r.baseline else {
+        return Vec::new();
+    };
+    let mut out = vec![format!(
+        "Against the baseline {} ({}): {}",
+        crate::safe::line(&b.path),
+        crate::safe::line(&b.created),
+        crate::safe::line(&b.answer_words)
+    )];
+    for c in &b.stages {
+        let parts: Vec<String> = ROW
+            .iter()
+            .zip(ROW_HEADERS)
+            .filter_map(|((key, _), head)| {
+                let f = c.figures.iter().find(|f| f.figure == *key)?;
+                Some(format!("{head} {}", change_words(f)))
+            })
+            .collect();
+        let vs = if c.baseline == c.stage {
+            String::new()
+        } else {
+            format!(" (baseline {})", crate::safe::line(&c.baseline))
+        };
+        out.push(format!(
+            "  {}{vs}: {}",
+            crate::safe::line(&c.stage),
+            parts.join(" · ")
+        ));
+    }
+    out
+}
+
 /// What a change's words mean, under every table of them.
 pub const BASELINE_NOTE: &str = "Each change is against the baseline at the stage's rate (interpolated between the baseline's stages around it where it ran no such rate): significant when its 95 % interval excludes 0 (a seeded bootstrap over both stages' histograms; for the achieved rate, the completions' counting noise; for the answer, when the two runs' intervals do not overlap), within noise when it does not, cannot tell under 10 requests.";
 
@@ -719,8 +755,19 @@ mod tests {
         assert!(csv_values(&new, &new.stages[1])
             .iter()
             .all(String::is_empty));
+        let text = text_lines(&new);
+        assert!(
+            text[0].starts_with("Against the baseline runs/base"),
+            "{text:?}"
+        );
+        assert!(
+            text[1].starts_with("  constant@6.00 (baseline between constant@4.00 and constant@8.00): Achieved req/s ")
+                && text[1].contains("TTFT p99 +50 % (significant)"),
+            "{text:?}"
+        );
         // Without a baseline: nothing.
         new.baseline = None;
+        assert!(text_lines(&new).is_empty());
         assert!(markdown_section(&new).is_empty() && csv_columns(&new).is_empty());
     }
 }

@@ -101,6 +101,9 @@ pub fn render(r: &Report) -> String {
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {}", crate::safe::line(w));
     }
+    for line in super::baseline::text_lines(r) {
+        let _ = writeln!(s, "{line}");
+    }
     // The answer, as every screen and file ends (`llmsweep report` and
     // report-console.txt printed the tables without it).
     s.push('\n');
@@ -303,6 +306,12 @@ fn narrow(r: &Report, width: u16) -> String {
     }
     for warn in &r.warnings {
         for line in wrap(&format!("warning: {}", crate::safe::line(warn)), w, 2) {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    for text in super::baseline::text_lines(r) {
+        let indent = if text.starts_with("  ") { 4 } else { 2 };
+        for line in wrap(&text, w, indent) {
             let _ = writeln!(s, "{line}");
         }
     }
