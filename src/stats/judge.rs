@@ -105,7 +105,15 @@ pub fn judge_finished(
                 .to_string(),
         ));
     }
-    for w in &report.warnings {
+    // A warning that is the verdict's own reason is said once, with the
+    // verdict (seen twice in headless output: "stage too short for a
+    // verdict…" as the verdict, then as a stage warning).
+    let reason = report.verdict.as_ref().map(|v| v.reason.as_str());
+    for w in report
+        .warnings
+        .iter()
+        .filter(|w| Some(w.as_str()) != reason)
+    {
         notes.push((EventKind::StageWarning, format!("{}: {w}", report.name)));
     }
     notes
@@ -282,5 +290,29 @@ mod tests {
                 && lines.contains(&"constant@38.54 #2: inconclusive — second".to_string()),
             "{lines:#?}"
         );
+    }
+
+    #[test]
+    fn an_inconclusive_verdict_is_noted_once_not_again_as_a_warning() {
+        let mut s = StageReport {
+            name: "constant@5.00".into(),
+            verdict: Some(Verdict {
+                outcome: Outcome::Inconclusive,
+                reason: "stage too short for a verdict".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let notes = judge_finished(&mut s, None, &[]);
+        let said = notes
+            .iter()
+            .filter(|(_, t)| t.contains("stage too short for a verdict"))
+            .count();
+        assert_eq!(said, 1, "{notes:?}");
+        // The stage's warnings still hold it (the tables list them).
+        assert!(s
+            .warnings
+            .iter()
+            .any(|w| w == "stage too short for a verdict"));
     }
 }
