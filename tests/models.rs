@@ -68,6 +68,7 @@ async fn a_mix_of_models_and_adapters_gets_its_shares_and_a_row_each() {
             "prompt_tokens=16,output_tokens=8",
             "--export",
             "json,csv,md,html,console",
+            "--save-requests",
         ],
     )
     .await;
@@ -90,6 +91,18 @@ async fn a_mix_of_models_and_adapters_gets_its_shares_and_a_row_each() {
     // What the server saw, model by model, is what the report says it sent.
     let truth = common::truth(&sim.url()).await;
     assert_eq!(truth.by_model, sent, "the simulator's count per model");
+    // requests.jsonl names each request's model.
+    let mut logged: BTreeMap<String, u64> = BTreeMap::new();
+    for line in std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let v: Value = serde_json::from_str(line).unwrap();
+        *logged
+            .entry(v["model"].as_str().unwrap_or("none").to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(logged, sent, "requests.jsonl's model per request");
     let models = stage["models"].as_array().unwrap();
     assert_eq!(models[0]["model"], "base");
     assert_eq!(models[0]["share"], 0.7);

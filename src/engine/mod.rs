@@ -146,21 +146,33 @@ struct Finishing {
 struct RequestLog {
     sink: Option<std::sync::mpsc::SyncSender<RequestLine>>,
     dropped: u64,
+    /// With a model mix: the names, by index.
+    models: Vec<String>,
+}
+
+/// Which request a line of requests.jsonl is: its stage (name, number),
+/// its index there, its conversation's turn and its model, if any.
+struct LineOf<'a> {
+    stage: &'a str,
+    number: usize,
+    index: u64,
+    turn: Option<TurnRef>,
+    model: Option<u16>,
 }
 
 impl RequestLog {
-    fn send(
-        &mut self,
-        run_start: Instant,
-        stage: &str,
-        number: usize,
-        index: u64,
-        turn: Option<TurnRef>,
-        r: &RequestRecord,
-    ) {
+    fn send(&mut self, run_start: Instant, of: LineOf, r: &RequestRecord) {
+        let LineOf {
+            stage,
+            number,
+            index,
+            turn,
+            model,
+        } = of;
         let Some(sink) = &self.sink else {
             return;
         };
+        let model = model.and_then(|m| self.models.get(usize::from(m)).cloned());
         let since = |t: Instant| t.saturating_duration_since(run_start).as_secs_f64();
         let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
         let (outcome, error) = match &r.outcome {
@@ -170,6 +182,7 @@ impl RequestLog {
         };
         let line = RequestLine {
             stage: stage.to_string(),
+            model,
             stage_number: number,
             index,
             scheduled_s: since(r.scheduled_at),
@@ -437,7 +450,10 @@ impl Engine {
     /// all to one): the request's sequence number (a conversation's) picks
     /// it, and every stage reports its figures per model.
     pub fn with_models(mut self, mix: Arc<crate::data::mix::ModelMix>) -> Self {
-        self.models = mix.is_mix().then_some(mix);
+        if mix.is_mix() {
+            self.request_log.models = mix.names();
+            self.models = Some(mix);
+        }
         self
     }
 
@@ -1634,7 +1650,14 @@ impl Engine {
         if let Some(m) = model {
             stats.on_model_record(m, index, &rec);
         }
-        log.send(run_start, stage, number, index, turn, &rec);
+        let of = LineOf {
+            stage,
+            number,
+            index,
+            turn,
+            model,
+        };
+        log.send(run_start, of, &rec);
         if let RequestOutcome::Errored { category, message } = rec.outcome {
             if recent.len() == RECENT_ERRORS {
                 recent.pop_front();

@@ -53,6 +53,10 @@ fn no_knee(stages: &[StageReport]) -> String {
         .filter(|s| on_rate_curve(s) && s.ttft_ms.count > 0)
         .count();
     let open_loop = stages.iter().any(on_rate_curve);
+    // Embeddings, rerank, score: answered whole, no first token to read.
+    if stages.iter().any(|s| s.pooling.is_some()) {
+        return "not read: a pooling API has no TTFT (its latency is in the Pooling table)".into();
+    }
     match points {
         // A concurrent-only run completed requests, but has no rate curve.
         0 if !open_loop => {
@@ -444,6 +448,14 @@ mod tests {
             st("constant@9.00", StrategyKind::Constant, 9.0, 46.0, false),
         ]);
         assert!(two.contains("latency stayed flat"), "{two}");
+        // Embeddings: no first token to read a knee from.
+        let mut pooled = st("constant@5.00", StrategyKind::Constant, 5.0, 0.0, false);
+        pooled.ttft_ms.count = 0;
+        pooled.pooling = Some(crate::types::Pooling::default());
+        assert!(
+            text(vec![pooled]).contains("Knee: not read: a pooling API has no TTFT"),
+            "pooling"
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 pub struct RequestLine {
     /// The stage's name (`constant@5.00`) and number (1-based, as the dashboard counts).
     pub stage: String,
+    /// With several models (`--model a=70%,b=30%`): the model it went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     pub stage_number: usize,
     /// The request's index within its stage, in sending order.
     pub index: u64,
