@@ -284,10 +284,24 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
             Becomes::OutDir => Some(vec!["--out".into(), report_dir(value)]),
             Becomes::Nothing => None,
         };
+        // A flag the line already gives in llmsweep's words is not given
+        // twice (seen: `--output-path` beside `--out` became `--out bench
+        // … --out /tmp/m`, which the parser refuses).
+        let given = |f: &str| {
+            args.iter()
+                .any(|a| a == f || a.strip_prefix(f).is_some_and(|r| r.starts_with('=')))
+        };
+        let ours = ours.filter(|o| !o.first().is_some_and(|f| given(f)));
+        let note = match &ours {
+            None if matches!(habit.becomes, Becomes::OutDir | Becomes::Backend) => {
+                "given already in llmsweep's words"
+            }
+            _ => habit.note,
+        };
         found.push(Found {
             theirs,
             ours: ours.as_ref().map(|o| o.join(" ")),
-            note: habit.note,
+            note,
         });
         out.extend(ours.into_iter().flatten());
     }
@@ -394,6 +408,13 @@ mod tests {
         assert_eq!(line_of("mock-server --port 8000"), "sim --port 8000");
         assert_eq!(line_of("--output-dir runs/a"), "--out runs/a");
         assert_eq!(line_of("--output-path runs/b.JSON"), "--out runs/b");
+        // Given already in llmsweep's words: not twice (the first-hour
+        // trial's rewrite read `--out bench --headless --out /tmp/m`).
+        assert_eq!(
+            line_of("--output-path bench.json --headless --out /tmp/m"),
+            "--headless --out /tmp/m"
+        );
+        assert_eq!(line_of("--output-path b.json --out=/tmp/m"), "--out=/tmp/m");
         assert_eq!(line_of("benchmark from-file r.json"), "report r.json");
         // Nothing of GuideLLM's: no hint (clap's own error stands).
         assert_eq!(line_of("--rates 5 --target x"), "(none)");
