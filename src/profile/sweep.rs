@@ -194,17 +194,15 @@ impl SweepPlan {
             self.stopped = None;
             return None;
         }
-        let highest_kept = done
-            .iter()
-            .filter(|s| answer::held(s) == Some(true))
-            .filter_map(|s| s.target_rate)
-            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
-        let lowest_behind = done
-            .iter()
-            .filter(|s| answer::held(s) == Some(false))
-            .filter_map(|s| s.target_rate)
+        let rates = |held: bool| {
+            done.iter()
+                .filter(move |s| answer::held(s) == Some(held))
+                .filter_map(|s| s.target_rate)
+        };
+        let highest_kept = rates(true).reduce(f64::max);
+        let lowest_behind = rates(false)
             .filter(|r| highest_kept.is_none_or(|k| *r >= k))
-            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
+            .reduce(f64::min);
         if policy::bracketed_by_rates(highest_kept, lowest_behind) {
             self.stopped = None;
             if let (Some(k), Some(b)) = (highest_kept, lowest_behind) {

@@ -878,8 +878,7 @@ impl StageStats {
             let told = match v.outcome {
                 crate::types::Outcome::Inconclusive => false,
                 crate::types::Outcome::Saturated if !v.basis.is_overload() => {
-                    verdict::backlog_growth(&e)
-                        .is_some_and(|g| g.window_s >= super::policy::QUEUE_EVIDENCE_SECONDS)
+                    verdict::growth_told(&e)
                 }
                 _ => true,
             };

@@ -806,14 +806,20 @@ pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
     // shows whether requests waited for it (seen on real vLLM: probes cut
     // after 3.4 and 4.1 s of backlog read "completing 5.61" and "6.34" of a
     // server that had just held 7.89).
-    let told = backlog_growth(e).is_some_and(|g| g.window_s >= policy::QUEUE_EVIDENCE_SECONDS);
-    (told && p.far_behind()).then(|| {
+    (growth_told(e) && p.far_behind()).then(|| {
         format!(
             "{}; more than {:.0}% over what the server holds beyond doubt, so a longer stage would not change its reading",
             v.reason,
             policy::PRECISION * 100.0
         )
     })
+}
+
+/// Whether the backlog's window is long enough to show if requests waited
+/// for a growth ([`policy::QUEUE_EVIDENCE_SECONDS`]): a growth ends a
+/// stage early (the guard, `--max-seconds auto`) only then.
+pub fn growth_told(e: &Evidence) -> bool {
+    backlog_growth(e).is_some_and(|g| g.window_s >= policy::QUEUE_EVIDENCE_SECONDS)
 }
 
 /// A verdict's place in the capacity estimate, from the reading it carries
