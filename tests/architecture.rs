@@ -530,8 +530,6 @@ fn loops(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
 /// from drawing). The list only shrinks: a new loop, or a known one that
 /// grows, fails; a known one that is broken must leave the list.
 const KNOWN_LOOPS: &[(&str, &[&str])] = &[
-    // mod.rs calls redirect::send; redirect reads mod.rs's FollowRedirects.
-    ("client", &["mod", "redirect"]),
     // mod.rs lists the sources; each reads mod.rs's PromptItem.
     ("data", &["files", "mod", "synthetic"]),
 ];

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, LOCATION};
 use reqwest::{Method, Url};
 
-use super::FollowRedirects;
+use super::config::FollowRedirects;
 
 /// At most this many redirects per request, when following them.
 pub const MAX_REDIRECTS: usize = 10;

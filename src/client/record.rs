@@ -1,0 +1,169 @@
+//! What one request is (its prompt) and what was measured about it.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::errors::ErrorCategory;
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestOutcome {
+    Completed,
+    /// Still in flight when its stage ended, and cancelled.
+    Incomplete,
+    Errored {
+        category: ErrorCategory,
+        message: String,
+    },
+}
+
+/// Where an output token count came from, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenSource {
+    /// The server's `usage.completion_tokens`.
+    #[default]
+    Usage,
+    /// The tokenizer's count of the streamed text.
+    Tokenizer,
+    /// One token per token-bearing chunk.
+    Chunks,
+}
+
+impl TokenSource {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenSource::Usage => "usage",
+            TokenSource::Tokenizer => "tokenizer",
+            TokenSource::Chunks => "chunks",
+        }
+    }
+}
+
+/// One request ready to send: the body is built once and shared.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub body: Bytes,
+    pub prompt_tokens: u64,
+    pub output_tokens: Option<u64>,
+    /// Byte offset in `body` where a tag can make a reused prompt unique
+    /// (the start of its text, after any prefix the workload shares on
+    /// purpose); None: never tag. See `data::for_request`.
+    pub tag_at: Option<usize>,
+    /// A synthetic prompt is reused by spelling its head anew, which keeps
+    /// its token count; None: reuse adds a tag (a few tokens).
+    pub respell: Option<Respell>,
+}
+
+impl Prompt {
+    /// The same prompt with a head of `bytes` (after a respelling).
+    pub fn with_head(mut self, bytes: usize) -> Self {
+        if let Some(r) = self.respell.as_mut() {
+            r.head_bytes = bytes;
+        }
+        self
+    }
+}
+
+/// How a reused synthetic prompt stays new to the server without changing
+/// its length: the `head_bytes` at `tag_at` are two one-token pieces (the
+/// sample's number); a reuse spells the request's sequence number there
+/// with two other pieces of the same list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Respell {
+    pub head_bytes: usize,
+    /// One-token pieces, each plain text that JSON carries as it is.
+    pub pieces: std::sync::Arc<[String]>,
+}
+
+/// Everything measured about one request. `Instant`s are tokio's, so tests
+/// with paused time see consistent values.
+#[derive(Debug, Clone)]
+pub struct RequestRecord {
+    /// When the strategy wanted the request sent.
+    pub scheduled_at: Instant,
+    pub sent_at: Instant,
+    pub ended_at: Instant,
+    /// Token-bearing chunks: arrival time and token count (after `finish`).
+    pub chunks: Vec<(Instant, u32)>,
+    pub output_tokens: u64,
+    pub output_source: TokenSource,
+    /// Prompt tokens as the data source built them.
+    pub prompt_tokens: u64,
+    /// Prompt tokens as the server counted them (`usage.prompt_tokens`).
+    pub server_prompt_tokens: Option<u64>,
+    /// Prompt tokens the server served from its cache (`usage.prompt_tokens_details.cached_tokens`).
+    pub server_cached_prompt_tokens: Option<u64>,
+    pub outcome: RequestOutcome,
+    /// Times the request was sent again on a fresh connection because a
+    /// pooled one turned out closed before any answer (0 or 1).
+    pub reconnects: u32,
+    /// The server's `usage` could not be used (malformed or absurd), and
+    /// why; the output tokens were then counted from the stream.
+    pub usage_note: Option<String>,
+    /// Per chunk of `chunks` (after `finish`): how many of its tokens were
+    /// thinking (`reasoning_content`), all of them for a chunk of thinking
+    /// only, 0 for an answer chunk. Empty when the stream carried no thinking.
+    pub thinking: Vec<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens`, when the server said.
+    pub server_reasoning_tokens: Option<u64>,
+    /// The client's own count of the output: the tokenizer's count of the
+    /// streamed text (thinking included), whatever the server said; None
+    /// when the stream carried no text.
+    pub client_output_tokens: Option<u64>,
+    /// The exact output length the request asked for (`max_tokens` with
+    /// `ignore_eos`), if it did.
+    pub requested_output_tokens: Option<u64>,
+    /// The answer's text, when the client keeps replies and the request
+    /// completed (at most [`MAX_REPLY_BYTES`]).
+    pub reply: Option<String>,
+}
+
+/// The most of an answer's text a record keeps (`RequestRecord::reply`).
+pub const MAX_REPLY_BYTES: usize = 1 << 20;
+
+impl RequestRecord {
+    pub fn first_token_at(&self) -> Option<Instant> {
+        self.chunks.first().map(|c| c.0)
+    }
+
+    /// The request was seen to think: reasoning streamed, or reasoning
+    /// tokens in its usage.
+    pub fn saw_reasoning(&self) -> bool {
+        !self.thinking.is_empty() || self.server_reasoning_tokens.is_some_and(|n| n > 0)
+    }
+
+    /// Tokens of chunk `i` that were thinking.
+    pub fn thinking_in(&self, i: usize) -> u32 {
+        self.thinking.get(i).copied().unwrap_or(0)
+    }
+
+    /// Thinking tokens: the server's count when it gave one, else the
+    /// tokens of the streamed thinking. A server's 0 against streamed
+    /// thinking (a usage field it always sends, never fills) is not believed.
+    pub fn reasoning_tokens(&self) -> u64 {
+        match self.reasoning_from_usage() {
+            true => self.server_reasoning_tokens.unwrap_or(0),
+            false => self.thinking.iter().map(|&t| u64::from(t)).sum(),
+        }
+        .min(self.output_tokens)
+    }
+
+    /// Whether [`RequestRecord::reasoning_tokens`] is the server's count.
+    pub fn reasoning_from_usage(&self) -> bool {
+        self.server_reasoning_tokens
+            .is_some_and(|n| n > 0 || self.thinking.is_empty())
+    }
+
+    /// Answer tokens: the output that was not thinking.
+    pub fn answer_tokens(&self) -> u64 {
+        self.output_tokens - self.reasoning_tokens()
+    }
+}
+
+/// A failed request's outcome.
+pub(super) fn errored(category: ErrorCategory, message: String) -> RequestOutcome {
+    RequestOutcome::Errored { category, message }
+}
