@@ -107,6 +107,37 @@ fn energy_per_token_matches_the_simulators_power_model_and_the_cost_its_rate() {
         .next()
         .unwrap()
         .contains("gpu_joules_per_output_token,"));
+    // Beside it, one row per stage and GPU, the GPU named by its labels.
+    let per_gpu = read("report-gpus.csv");
+    let mut rows = csv::Reader::from_reader(per_gpu.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2 * 2, "{per_gpu}");
+    for (i, row) in rows.iter().enumerate() {
+        let stage = &stages[i / 2];
+        let unit = &stage["gpu"]["gpus"][i % 2];
+        assert_eq!(&row[col("stage")], stage["name"].as_str().unwrap());
+        assert_eq!(&row[col("gpu")], unit["gpu"].as_str().unwrap());
+        assert_eq!(&row[col("uuid")], unit["uuid"].as_str().unwrap());
+        assert_eq!(
+            &row[col("model_name")],
+            "NVIDIA H100 80GB HBM3 (llmsweep sim)"
+        );
+        assert_eq!(&row[col("hostname")], "llmsweep-sim");
+        let same = |key: &str, json: &serde_json::Value| {
+            let csv: f64 = row[col(key)].parse().unwrap();
+            let json = json.as_f64().unwrap();
+            assert!(
+                (csv - json).abs() <= 1e-9 * json.abs(),
+                "{key}: {csv} against {json}"
+            );
+        };
+        same("power_w_mean", &unit["power_w"]["mean"]);
+        same("energy_j", &unit["energy_j"]);
+        assert!(row[col("util_pct_mean")].parse::<f64>().is_ok());
+        assert_eq!(&row[col("pod")], "", "no pod label: an empty cell");
+    }
     assert!(read("report.md").contains("## GPUs (DCGM)"));
     let html = read("report.html");
     assert!(html.contains("Power against rate") && html.contains("(llmsweep sim)"));
@@ -357,4 +388,90 @@ async fn the_simulators_exporter_port_serves_the_gpus_page_at_metrics() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--gpus N"), "{err}");
+}
+
+/// A viewer attached over the socket gets the GPU panel from the run (it
+/// reads no exporter itself), and each finished stage with its GPUs' power
+/// and cost, which the stage table shows.
+#[test]
+fn an_attached_viewer_gets_the_gpu_panel_and_each_stages_power() {
+    use llmsweep::attach::viewer::{connect, Ended, Feeds};
+    use llmsweep::types::live::Snapshot;
+    use tokio::sync::{mpsc, watch};
+
+    let sim = SimProcess::start(&["--gpus", "2"]);
+    let out = tmpdir("gpu-attach");
+    let mut run = llmsweep()
+        .args(["-t", &sim.url, "--headless", "--profile", "constant"])
+        .args(["--rate", "5,5,5", "--max-seconds", "2", "--export", "json"])
+        .args(["--data", "prompt_tokens=16,output_tokens=16"])
+        .args(["--server-metrics-interval", "0.25"])
+        .args(["--gpu-metrics", &format!("{}/dcgm-metrics", sim.url)])
+        .args(["--gpu-hourly-cost", "2.5"])
+        .arg("-o")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !out.join("run.json").exists() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the run started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (gpu, stage, ended) = rt.block_on(async {
+        let (_dir, conn) = connect(Some(&out), std::path::Path::new("unused"))
+            .await
+            .unwrap();
+        let (gpu_tx, mut gpu_rx) = watch::channel(Default::default());
+        let (snap_tx, mut snap_rx) = watch::channel(Snapshot::default());
+        let feeds = Feeds {
+            snapshots: snap_tx,
+            gpu: gpu_tx,
+            ..Feeds::unread()
+        };
+        let (_cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+        let (exports, _ex) = std::sync::mpsc::channel();
+        let (leave_tx, leave) = watch::channel(false);
+        let pump = tokio::spawn(conn.pump(feeds, cmd_rx, exports, leave));
+        let gpu = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                gpu_rx.changed().await.unwrap();
+                let v = gpu_rx.borrow_and_update().clone();
+                if v.gpus.len() == 2 && v.series.len() >= 3 {
+                    return v;
+                }
+            }
+        })
+        .await
+        .expect("the GPU view arrives");
+        let stage = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                snap_rx.changed().await.unwrap();
+                let s = snap_rx.borrow_and_update().clone();
+                if let Some(f) = s.finished.first() {
+                    return f.clone();
+                }
+            }
+        })
+        .await
+        .expect("a finished stage arrives");
+        let _ = leave_tx.send(true);
+        (gpu, stage, pump.await.unwrap())
+    });
+    assert_eq!(ended, Ended::Detached);
+    assert_eq!(
+        gpu.gpus[0].model_name,
+        "NVIDIA H100 80GB HBM3 (llmsweep sim)"
+    );
+    assert!(gpu.gpus.iter().all(|g| g.power_w.is_some()), "{gpu:?}");
+    let t: Vec<f64> = gpu.series.iter().map(|p| p.t_s).collect();
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "each point once: {t:?}");
+    let g = stage.gpu.expect("the finished stage carries its GPUs");
+    assert!(g.total.unwrap().power_w.unwrap().mean > 0.0);
+    assert!(g.cost.unwrap().usd_per_million_output_tokens.unwrap() > 0.0);
+    let status = wait_with_limit(&mut run, Duration::from_secs(60));
+    assert!(status.success(), "the run goes on after the viewer leaves");
+    let _ = std::fs::remove_dir_all(&out);
 }

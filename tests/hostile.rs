@@ -626,7 +626,15 @@ fn endpoint(
         pid: std::process::id(),
     };
     (
-        serve::start(listener, path, hello, snap_rx, control_tx, export, None),
+        serve::start(
+            listener,
+            path,
+            hello,
+            snap_rx,
+            control_tx,
+            export,
+            Default::default(),
+        ),
         control_rx,
     )
 }

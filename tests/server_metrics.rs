@@ -414,8 +414,7 @@ fn a_run_reports_the_servers_side_in_every_format_unless_turned_off() {
 /// (before, a run with an API key gave its viewers no server view at all).
 #[test]
 fn an_attached_viewer_gets_the_server_view_from_the_run() {
-    use llmsweep::attach::viewer::{connect, Ended};
-    use llmsweep::types::live::Snapshot;
+    use llmsweep::attach::viewer::{connect, Ended, Feeds};
     use tokio::sync::{mpsc, watch};
 
     let sim = common::process::SimProcess::start(&["--decode-step-ms", "2", "--per-seq-us", "0"]);
@@ -440,12 +439,15 @@ fn an_attached_viewer_gets_the_server_view_from_the_run() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (view, ended) = rt.block_on(async {
         let (_dir, conn) = connect(Some(&out), Path::new("unused")).await.unwrap();
-        let (snap_tx, _snap_rx) = watch::channel(Snapshot::default());
         let (server_tx, mut server_rx) = watch::channel(Default::default());
+        let feeds = Feeds {
+            server: server_tx,
+            ..Feeds::unread()
+        };
         let (_cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (exports, _ex) = std::sync::mpsc::channel();
         let (leave_tx, leave) = watch::channel(false);
-        let pump = tokio::spawn(conn.pump(snap_tx, server_tx, cmd_rx, exports, leave));
+        let pump = tokio::spawn(conn.pump(feeds, cmd_rx, exports, leave));
         // Wait for a few seconds of the server's figures.
         let view = tokio::time::timeout(Duration::from_secs(20), async {
             loop {

@@ -1266,3 +1266,75 @@ fn golden_dashboards_with_a_baseline() {
     assert!(wide.contains("Δ TTFT"), "{wide}");
     assert!(wide.contains("+25%*"), "{wide}");
 }
+
+/// `sweep_stages` as a run with two GPUs and a price reads them: all GPUs'
+/// power (70 W each idle, 0.15 J an output token) and what a million
+/// output tokens cost at $2.50 a GPU-hour.
+fn with_gpus(mut s: StageReport) -> StageReport {
+    use llmsweep::types::gpu::{GpuCost, GpuFigures, GpuGauge, GpuStage};
+    let out = s.rates.output_tokens_per_s;
+    let watts = 2.0 * 70.0 + 0.15 * out;
+    s.gpu = Some(GpuStage {
+        samples: 10,
+        total: Some(GpuFigures {
+            power_w: Some(GpuGauge {
+                mean: watts,
+                max: watts * 1.1,
+            }),
+            ..Default::default()
+        }),
+        cost: Some(GpuCost {
+            gpu_hourly_usd: 2.5,
+            gpus: 2,
+            output_tokens_per_s: out,
+            usd_per_million_output_tokens: Some(5.0 / 3600.0 / out * 1e6),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    s
+}
+
+/// A run with GPU figures and a price: the stage table adds the GPUs' power
+/// and the cost of a million output tokens where there is room (100
+/// columns and wider), never in place of the columns 80 columns keep.
+#[test]
+fn golden_dashboards_with_gpus() {
+    let mut app = golden_app();
+    let mut snap = app.snap.clone();
+    snap.finished = Arc::new(sweep_stages().into_iter().map(with_gpus).collect());
+    app.set_snapshot(snap);
+    assert_eq!(
+        render(&app, 80, 24),
+        render(&golden_app(), 80, 24),
+        "no room at 80 columns: the table is the one without GPUs"
+    );
+    for (w, h) in [(100, 30), (160, 48)] {
+        let s = render(&app, w, h);
+        golden(&format!("dashboard-gpu-{w}x{h}.txt"), &s);
+        assert!(s.contains("GPU W") && s.contains("$/Mtok"), "{s}");
+        // constant@6.38: 140 W + 0.15 J × 813 tok/s; $5 an hour over them.
+        let row = s.lines().find(|l| l.contains("constant@6.38")).unwrap();
+        assert!(row.contains(" 262 ") && row.contains(" 1.71"), "{row}");
+    }
+    // The running stage has no figures yet: a dash, never 0.
+    let s = render(&app, 160, 48);
+    let running = s.lines().find(|l| l.contains("▶constant@34.16")).unwrap();
+    assert!(
+        running.trim_end_matches(['│', ' ']).ends_with('-'),
+        "{running}"
+    );
+    // The result screen reads them from the report (its table beside the
+    // sweep curve has room for them from 250 columns).
+    let mut done = app;
+    let report = Report {
+        stages: sweep_stages().into_iter().map(with_gpus).collect(),
+        ..Default::default()
+    };
+    done.finished(RunOutcome {
+        report: Arc::new(report),
+        paths: vec!["llmsweep-results/x/report.json".into()],
+    });
+    let s = render(&done, 250, 60);
+    assert!(s.contains("$/Mtok"), "{s}");
+}

@@ -48,12 +48,24 @@ pub fn attach(
         // The server view comes from the run (it reads /metrics with its
         // own credentials); nothing arrives when it reads none.
         let (server_tx, server_rx) = watch::channel(Default::default());
+        // So does the GPU panel (`--gpu-metrics`): it shows once the first
+        // reading arrives.
+        let (gpu_tx, gpu_rx) = watch::channel(Default::default());
         // A run that finishes while the dashboard watches: the viewer shows
         // the result screen too, from the report.json the run wrote.
         let (outcome_tx, outcome_rx) = tokio::sync::oneshot::channel();
         let pump = tokio::spawn(async move {
             let ended = conn
-                .pump(snap_tx, server_tx, cmd_rx, export_tx, leave_rx)
+                .pump(
+                    viewer::Feeds {
+                        snapshots: snap_tx,
+                        server: server_tx,
+                        gpu: gpu_tx,
+                    },
+                    cmd_rx,
+                    export_tx,
+                    leave_rx,
+                )
                 .await;
             if let Ended::Finished { reports, .. } = &ended {
                 if let Some(o) = outcome_of(reports) {
@@ -76,8 +88,7 @@ pub fn attach(
                 server: Some(server_rx),
                 // A viewer has no baseline of its own: the run's reports carry it.
                 baseline: None,
-                // The GPU panel does not travel over the socket (yet).
-                gpu: None,
+                gpu: Some(gpu_rx),
             };
             dashboard(snap_rx.clone(), opts, cmd_tx.clone(), export_rx).await;
             let _ = leave_tx.send(true);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::server_metrics::gpu_scrape::{self, GpuLive};
 use crate::server_metrics::scrape::{LiveView, LIVE_POINTS};
 use crate::types::live::{
     Control, ErrorEntry, HistoryPoint, LiveStage, PlannedStage, RunHistory, Snapshot, StageMark,
@@ -103,6 +104,10 @@ pub struct WireSnapshot {
     /// has not seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<LiveView>,
+    /// The GPU panel (what the run reads from `--gpu-metrics`), when it
+    /// changed: the GPUs as last read whole, `series` as the new points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuLive>,
 }
 
 /// What a viewer has already been sent.
@@ -116,6 +121,42 @@ pub struct Sent {
     pub recent_t: f64,
     /// The server view as last sent: its header, and the time of its last point.
     pub server: Option<(LiveView, Option<f64>)>,
+    /// The GPU view as last sent: all but its series, and the time of its last point.
+    pub gpu: Option<(GpuLive, Option<f64>)>,
+}
+
+/// The part of the run's GPU view a viewer that has `sent` needs (None
+/// when nothing changed); updates `sent`.
+pub fn gpu_delta(view: &GpuLive, sent: &mut Sent) -> Option<GpuLive> {
+    let header = GpuLive {
+        series: Default::default(),
+        ..view.clone()
+    };
+    let last_t = view.series.back().map(|p| p.t_s);
+    if let Some((h, t)) = &sent.gpu {
+        if *h == header && *t == last_t {
+            return None;
+        }
+    }
+    let seen = sent.gpu.as_ref().and_then(|(_, t)| *t);
+    let series = view
+        .series
+        .iter()
+        .filter(|p| seen.is_none_or(|s| p.t_s > s))
+        .copied()
+        .collect();
+    sent.gpu = Some((header.clone(), last_t));
+    Some(GpuLive { series, ..header })
+}
+
+/// Applies a GPU-view delta onto the viewer's copy.
+pub fn apply_gpu(delta: GpuLive, into: &mut GpuLive) {
+    let mut series = std::mem::take(&mut into.series);
+    series.extend(delta.series.iter().copied());
+    while series.len() > gpu_scrape::LIVE_POINTS {
+        series.pop_front();
+    }
+    *into = GpuLive { series, ..delta };
 }
 
 /// The part of the run's server view a viewer that has `sent` needs (None
@@ -201,6 +242,7 @@ impl WireSnapshot {
             history_recent,
             history_recent_len: h.recent.len(),
             server: None,
+            gpu: None,
         }
     }
 
@@ -404,6 +446,76 @@ mod tests {
         // The viewer keeps as many points as the run does.
         for t in 5..(LIVE_POINTS as u32 + 50) {
             if run.series.len() == LIVE_POINTS {
+                run.series.pop_front();
+            }
+            run.series.push_back(point(t as f64));
+        }
+        travel(&run, &mut sent, &mut viewer);
+        assert_eq!(viewer, run);
+    }
+
+    /// The viewer's copy of the GPU view equals the run's, though each
+    /// point travels once and an unchanged view not at all.
+    #[test]
+    fn gpu_view_deltas_rebuild_the_runs_view() {
+        use crate::server_metrics::gpu_scrape::{GpuLivePoint, GpuNow};
+        let gpu = |w: f64| GpuNow {
+            label: "0".into(),
+            model_name: "NVIDIA H100 80GB HBM3".into(),
+            power_w: Some(w),
+            ..Default::default()
+        };
+        let point = |t: f64| GpuLivePoint {
+            t_s: t,
+            power_w: Some(100.0 + t),
+            ..Default::default()
+        };
+        let mut run = GpuLive {
+            urls: vec!["http://127.0.0.1:9400/metrics".into()],
+            ..Default::default()
+        };
+        let mut sent = Sent::default();
+        let mut viewer = GpuLive::default();
+        let travel = |run: &GpuLive, sent: &mut Sent, viewer: &mut GpuLive| {
+            let wire = WireSnapshot {
+                gpu: gpu_delta(run, sent),
+                ..Default::default()
+            };
+            let line = encode(&RunMsg::Snapshot {
+                snapshot: Box::new(wire),
+            });
+            let RunMsg::Snapshot { snapshot } = serde_json::from_slice(&line).unwrap() else {
+                panic!("a snapshot");
+            };
+            let points = snapshot.gpu.as_ref().map(|v| v.series.len());
+            if let Some(d) = snapshot.gpu {
+                apply_gpu(d, viewer);
+            }
+            points
+        };
+        assert_eq!(travel(&run, &mut sent, &mut viewer), Some(0));
+        assert_eq!(travel(&run, &mut sent, &mut viewer), None, "unchanged");
+        for t in 1..=3 {
+            run.series.push_back(point(t as f64));
+            run.scrapes += 1;
+        }
+        run.gpus = vec![gpu(300.0), gpu(310.0)];
+        assert_eq!(travel(&run, &mut sent, &mut viewer), Some(3));
+        assert_eq!(viewer, run);
+        run.series.push_back(point(4.0));
+        run.gpus[1].power_w = Some(320.0);
+        assert_eq!(
+            travel(&run, &mut sent, &mut viewer),
+            Some(1),
+            "only the new point"
+        );
+        assert_eq!(viewer, run);
+        run.errors += 1;
+        run.last_error = Some("HTTP 503".into());
+        assert_eq!(travel(&run, &mut sent, &mut viewer), Some(0));
+        assert_eq!(viewer, run);
+        for t in 5..(gpu_scrape::LIVE_POINTS as u32 + 50) {
+            if run.series.len() == gpu_scrape::LIVE_POINTS {
                 run.series.pop_front();
             }
             run.series.push_back(point(t as f64));

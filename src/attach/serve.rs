@@ -14,7 +14,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 
 use super::protocol::{
-    encode, server_delta, RunHello, RunMsg, Sent, ViewerMsg, WireSnapshot, VERSION,
+    encode, gpu_delta, server_delta, RunHello, RunMsg, Sent, ViewerMsg, WireSnapshot, VERSION,
 };
 use super::runs::SOCKET_FILE;
 use crate::server_metrics::scrape::LiveView;
@@ -23,6 +23,16 @@ use crate::types::EventKind;
 
 /// The run's server view (its /metrics scraper), when it reads one.
 pub type ServerView = watch::Receiver<Arc<LiveView>>;
+
+/// The run's GPU view (its `--gpu-metrics` scraper), when it reads one.
+pub type GpuView = watch::Receiver<Arc<crate::server_metrics::GpuLive>>;
+
+/// What the run reads besides the load, for viewers' server view.
+#[derive(Clone, Default)]
+pub struct Views {
+    pub server: Option<ServerView>,
+    pub gpu: Option<GpuView>,
+}
 
 /// Writes the reports of what was measured so far; returns their paths.
 pub type ExportFn = Arc<dyn Fn(&Snapshot) -> Result<Vec<PathBuf>> + Send + Sync>;
@@ -142,7 +152,7 @@ pub fn start(
     snapshots: watch::Receiver<Snapshot>,
     control: mpsc::UnboundedSender<Control>,
     export: ExportFn,
-    server: Option<ServerView>,
+    views: Views,
 ) -> Endpoint {
     let (finished, finished_rx) = watch::channel(None);
     let notes = Notes::default();
@@ -161,7 +171,7 @@ pub fn start(
                 control: control.clone(),
                 export: export.clone(),
                 finished: finished_rx.clone(),
-                server: server.clone(),
+                views: views.clone(),
                 notes: notes.clone(),
             };
             set.lock().await.spawn(v.serve(stream));
@@ -197,7 +207,7 @@ struct Viewer {
     control: mpsc::UnboundedSender<Control>,
     export: ExportFn,
     finished: watch::Receiver<Option<RunMsg>>,
-    server: Option<ServerView>,
+    views: Views,
     notes: Notes,
 }
 
@@ -250,9 +260,13 @@ impl Viewer {
     fn next_snapshot(&mut self, sent: &mut Sent) -> RunMsg {
         let snap = self.snapshots.borrow_and_update().clone();
         let mut wire = WireSnapshot::delta(&snap, sent);
-        if let Some(rx) = &self.server {
+        if let Some(rx) = &self.views.server {
             let view = rx.borrow().clone();
             wire.server = server_delta(&view, sent);
+        }
+        if let Some(rx) = &self.views.gpu {
+            let view = rx.borrow().clone();
+            wire.gpu = gpu_delta(&view, sent);
         }
         RunMsg::Snapshot {
             snapshot: Box::new(wire),

@@ -11,9 +11,10 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, watch};
 
-use super::protocol::{apply_server, encode, RunHello, RunMsg, ViewerMsg, VERSION};
+use super::protocol::{apply_gpu, apply_server, encode, RunHello, RunMsg, ViewerMsg, VERSION};
 use super::runs::{self, RunState};
 use crate::server_metrics::scrape::LiveView;
+use crate::server_metrics::GpuLive;
 use crate::types::live::{Control, Snapshot};
 
 /// A connection to a live run, past the greeting.
@@ -21,6 +22,25 @@ pub struct Connection {
     pub hello: RunHello,
     lines: BufReader<OwnedReadHalf>,
     writer: OwnedWriteHalf,
+}
+
+/// Where a viewer's copy of the run goes: the snapshots, the server view
+/// and the GPU panel (nothing arrives for a view the run does not read).
+pub struct Feeds {
+    pub snapshots: watch::Sender<Snapshot>,
+    pub server: watch::Sender<Arc<LiveView>>,
+    pub gpu: watch::Sender<Arc<GpuLive>>,
+}
+
+impl Feeds {
+    /// Feeds with receivers nobody reads (`llmsweep stop`, tests).
+    pub fn unread() -> Feeds {
+        Feeds {
+            snapshots: watch::channel(Snapshot::default()).0,
+            server: watch::channel(Default::default()).0,
+            gpu: watch::channel(Default::default()).0,
+        }
+    }
 }
 
 /// How a viewer's session ended.
@@ -109,8 +129,7 @@ impl Connection {
     /// export requests to it, until the run finishes or `leave` fires.
     pub async fn pump(
         self,
-        snapshots: watch::Sender<Snapshot>,
-        server: watch::Sender<Arc<LiveView>>,
+        feeds: Feeds,
         mut commands: mpsc::UnboundedReceiver<ViewerMsg>,
         exports: std::sync::mpsc::Sender<Result<Vec<String>, String>>,
         mut leave: watch::Receiver<bool>,
@@ -120,6 +139,11 @@ impl Connection {
             mut writer,
             ..
         } = self;
+        let Feeds {
+            snapshots,
+            server,
+            gpu,
+        } = feeds;
         let mut view = Snapshot::default();
         let mut line = String::new();
         loop {
@@ -140,6 +164,11 @@ impl Connection {
                                 let mut copy = (**server.borrow()).clone();
                                 apply_server(delta, &mut copy);
                                 server.send_replace(Arc::new(copy));
+                            }
+                            if let Some(delta) = snapshot.gpu.take() {
+                                let mut copy = (**gpu.borrow()).clone();
+                                apply_gpu(delta, &mut copy);
+                                gpu.send_replace(Arc::new(copy));
                             }
                             let mut next = view.clone();
                             snapshot.apply(&mut next);
@@ -188,8 +217,6 @@ fn mark_done(snapshots: &watch::Sender<Snapshot>, view: &mut Snapshot) {
 /// `llmsweep stop`: asks the run to stop and waits for its reports.
 pub async fn stop(dir: Option<&Path>, root: &Path) -> Result<Ended> {
     let (_dir, conn) = connect(dir, root).await?;
-    let (snap_tx, _snap_rx) = watch::channel(Snapshot::default());
-    let (server_tx, _server_rx) = watch::channel(Default::default());
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let (exports, _ex) = std::sync::mpsc::channel();
     let (_leave_tx, leave) = watch::channel(false);
@@ -203,7 +230,7 @@ pub async fn stop(dir: Option<&Path>, root: &Path) -> Result<Ended> {
     // Keep the sender alive so the pump waits for the run's answer.
     let ended = tokio::time::timeout(
         Duration::from_secs(600),
-        conn.pump(snap_tx, server_tx, cmd_rx, exports, leave),
+        conn.pump(Feeds::unread(), cmd_rx, exports, leave),
     )
     .await
     .context("the run did not finish within 10 minutes of the stop")?;

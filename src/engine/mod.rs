@@ -121,8 +121,9 @@ impl StageEnd {
     }
 }
 
-/// Called with each stage as it finishes (e.g. to append it to a checkpoint).
-pub type StageObserver = Box<dyn FnMut(&StageReport, &[TimelineEvent]) + Send>;
+/// Called with each stage as it finishes (e.g. to append it to a checkpoint);
+/// it may add figures the engine does not measure (the GPUs').
+pub type StageObserver = Box<dyn FnMut(&mut StageReport, &[TimelineEvent]) + Send>;
 
 /// Called as each stage starts, after the wait for the server to settle
 /// (e.g. to read the server's `/metrics` at the boundary).
@@ -645,9 +646,9 @@ impl Engine {
     }
 
     /// Adds a finished stage to the run's list, in stage order.
-    fn record_stage(&mut self, report: StageReport, planned: bool) {
+    fn record_stage(&mut self, mut report: StageReport, planned: bool) {
         if let Some(obs) = self.observer.as_mut() {
-            obs(&report, &self.timeline);
+            obs(&mut report, &self.timeline);
         }
         if planned {
             self.planned_done.push(report.clone());

@@ -89,3 +89,24 @@ pub fn render(r: &Report) -> Result<String> {
     let bytes = w.into_inner().context("cannot finish the CSV")?;
     String::from_utf8(bytes).context("CSV is not UTF-8")
 }
+
+/// The per-GPU CSV's file name, beside report.csv.
+pub const PER_GPU_FILE: &str = "report-gpus.csv";
+
+/// The per-GPU CSV: one row per stage and GPU (`report-gpus.csv`); None
+/// when no stage has per-GPU figures.
+pub fn render_per_gpu(r: &Report) -> Result<Option<String>> {
+    let rows = gpu::per_gpu_csv_rows(r);
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(gpu::PER_GPU_CSV_COLUMNS)?;
+    for row in rows {
+        w.write_record(&row)?;
+    }
+    let bytes = w.into_inner().context("cannot finish the per-GPU CSV")?;
+    String::from_utf8(bytes)
+        .context("CSV is not UTF-8")
+        .map(Some)
+}

@@ -70,6 +70,15 @@ pub fn write_all(r: &Report, dir: &Path, formats: &[Format]) -> Result<Vec<PathB
         let text = crate::redact::scrub(&render(r, f)?);
         write_atomic(&path, file_text(f, &text).as_bytes())?;
         paths.push(path);
+        // Beside report.csv, each GPU of each stage, when the run read GPUs.
+        if f == Format::Csv {
+            if let Some(per_gpu) = csv_export::render_per_gpu(r)? {
+                let path = dir.join(csv_export::PER_GPU_FILE);
+                let text = crate::redact::scrub(&per_gpu);
+                write_atomic(&path, file_text(f, &text).as_bytes())?;
+                paths.push(path);
+            }
+        }
     }
     Ok(paths)
 }

@@ -284,6 +284,76 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
     ]
 }
 
+/// The per-GPU CSV's columns (`report-gpus.csv`): one row per stage and
+/// GPU, the GPU named by its exporter's labels.
+pub const PER_GPU_CSV_COLUMNS: &[&str] = &[
+    "stage",
+    "label",
+    "gpu",
+    "uuid",
+    "model_name",
+    "hostname",
+    "pod",
+    "samples",
+    "util_pct_mean",
+    "util_pct_max",
+    "engine_active_mean",
+    "sm_active_mean",
+    "dram_active_mean",
+    "fb_used_mib_mean",
+    "fb_used_mib_max",
+    "fb_free_mib_mean",
+    "power_w_mean",
+    "power_w_max",
+    "energy_j",
+    "energy_covered",
+    "sm_clock_mhz_mean",
+    "temp_c_mean",
+    "temp_c_max",
+];
+
+/// The rows of the per-GPU CSV, in stage order then the exporters' GPU
+/// order (empty cells where not exported); none without per-GPU figures.
+pub fn per_gpu_csv_rows(r: &Report) -> Vec<Vec<String>> {
+    let f = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
+    let m = |x: Option<GpuGauge>| f(x.map(|x| x.mean));
+    let mx = |x: Option<GpuGauge>| f(x.map(|x| x.max));
+    let labels = crate::types::stage_labels(&r.stages);
+    let mut rows = Vec::new();
+    for (s, label) in r.stages.iter().zip(&labels) {
+        let Some(g) = &s.gpu else { continue };
+        for u in &g.gpus {
+            let t = &u.figures;
+            rows.push(vec![
+                s.name.clone(),
+                label.clone(),
+                u.gpu.clone(),
+                u.uuid.clone(),
+                u.model_name.clone(),
+                u.hostname.clone(),
+                u.pod.clone(),
+                u.samples.to_string(),
+                m(t.util_pct),
+                mx(t.util_pct),
+                m(t.engine_active),
+                m(t.sm_active),
+                m(t.dram_active),
+                m(t.fb_used_mib),
+                mx(t.fb_used_mib),
+                m(t.fb_free_mib),
+                m(t.power_w),
+                mx(t.power_w),
+                f(t.energy_j),
+                f(t.energy_covered),
+                m(t.sm_clock_mhz),
+                m(t.temp_c),
+                mx(t.temp_c),
+            ]);
+        }
+    }
+    rows
+}
+
 /// Power (all GPUs, mean) against each stage's achieved rate, for the HTML
 /// chart: (rate, W, stage label) of the stages `keep` takes.
 pub fn power_vs_rate(r: &Report, keep: impl Fn(&StageReport) -> bool) -> Vec<(f64, f64, String)> {

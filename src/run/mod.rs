@@ -302,12 +302,15 @@ fn checkpoint_each_stage(
     gpu: crate::server_metrics::GpuSide,
     errors: CheckpointErrors,
 ) -> crate::engine::StageObserver {
-    Box::new(move |stage, _timeline| {
-        let mut stage = stage.clone();
+    Box::new(move |finished, _timeline| {
+        let mut stage = finished.clone();
         if let Some(h) = &scrape {
             crate::server_metrics::attach_live(h, std::slice::from_mut(&mut stage));
         }
         gpu.attach_live(std::slice::from_mut(&mut stage));
+        // The dashboard's stage table (and a viewer's) shows the GPUs' power
+        // and cost of each finished stage: the figures the checkpoint has.
+        finished.gpu.clone_from(&stage.gpu);
         if let Err(e) = checkpoint.append(&stage) {
             let msg = format!("cannot append {} to stages.jsonl: {e:#}", stage.name);
             let _ = control.send(Control::Note {

@@ -242,7 +242,10 @@ fn open_endpoint(
         snapshots.clone(),
         control.clone(),
         Arc::new(move |s: &Snapshot| r.export_now(s)),
-        scraper.as_ref().map(|s| s.live()),
+        serve::Views {
+            server: scraper.as_ref().map(|s| s.live()),
+            gpu: reports.gpu.handle.as_ref().map(|h| h.live()),
+        },
     );
     Ok((endpoint, socket))
 }

@@ -33,6 +33,11 @@ pub struct RowData {
     /// Against the baseline (`--baseline`), in `report::baseline::ROW`'s
     /// order: achieved rate, TTFT p50 and p99, ITL p50 and p99 (`+38%*`).
     pub vs: [Option<String>; 5],
+    /// All GPUs' mean power over the stage (`--gpu-metrics`), W.
+    pub gpu_w: Option<f64>,
+    /// What a million output tokens cost at the stage's rate
+    /// (`--gpu-hourly-cost`), dollars.
+    pub usd_per_mtok: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -76,6 +81,17 @@ impl RowData {
             )),
             saturated: s.saturated(),
             vs: Default::default(),
+            gpu_w: s
+                .gpu
+                .as_ref()
+                .and_then(|g| g.total.as_ref())
+                .and_then(|t| t.power_w)
+                .map(|p| p.mean),
+            usd_per_mtok: s
+                .gpu
+                .as_ref()
+                .and_then(|g| g.cost)
+                .and_then(|c| c.usd_per_million_output_tokens),
         }
     }
 
@@ -114,6 +130,9 @@ pub struct Col {
     pub thought: bool,
     /// Shown only in a run with a baseline (`--baseline`).
     pub vs: bool,
+    /// Shown only when a row has its figure: the GPUs' (`--gpu-metrics`)
+    /// or their cost (`--gpu-hourly-cost`).
+    pub gpu: bool,
     pub get: Getter,
 }
 
@@ -132,7 +151,16 @@ const fn col(top: &'static str, bottom: &'static str, width: u16, prio: u8, get:
         prio,
         thought: false,
         vs: false,
+        gpu: false,
         get,
+    }
+}
+
+/// A column of the GPUs' side, shown only in a table whose rows have it.
+const fn gpu(top: &'static str, bottom: &'static str, width: u16, prio: u8, get: Getter) -> Col {
+    Col {
+        gpu: true,
+        ..col(top, bottom, width, prio, get)
     }
 }
 
@@ -190,7 +218,26 @@ pub const COLUMNS: &[Col] = &[
     col("Req", "done", 6, 2, |r| r.counts.map(|c| c.0.to_string())),
     col("Req", "inc", 5, 3, |r| r.counts.map(|c| c.1.to_string())),
     col("Req", "err", 5, 2, |r| r.counts.map(|c| c.2.to_string())),
+    // With GPU figures or a price, what the operator sizes a fleet by: before
+    // the concurrency and token rates where the width is short (100 columns).
+    gpu("GPU W", "mean", 6, 4, |r| f(r.gpu_w, 0)),
+    gpu("$/Mtok", "output", 7, 4, |r| usd(r.usd_per_mtok)),
 ];
+
+/// Dollars with precision by size: 0.412, 4.12, 41.2, 412.
+fn usd(v: Option<f64>) -> Option<String> {
+    v.filter(|x| x.is_finite()).map(|x| {
+        if x >= 100.0 {
+            format!("{x:.0}")
+        } else if x >= 10.0 {
+            format!("{x:.1}")
+        } else if x >= 1.0 {
+            format!("{x:.2}")
+        } else {
+            format!("{x:.3}")
+        }
+    })
+}
 
 /// The columns of a table, with the thinking ones when a stage `thought`.
 pub fn all_columns(thought: bool) -> Vec<&'static Col> {
@@ -198,11 +245,17 @@ pub fn all_columns(thought: bool) -> Vec<&'static Col> {
 }
 
 /// The columns of a table, with the thinking ones when a stage `thought`
-/// and the baseline's when the run has one (`vs`).
+/// and the baseline's when the run has one (`vs`); no GPU columns.
 pub fn all_columns_vs(thought: bool, vs: bool) -> Vec<&'static Col> {
+    all_columns_of(thought, vs, &[])
+}
+
+/// [`all_columns_vs`], with each GPU column some of `rows` has a figure of.
+pub fn all_columns_of(thought: bool, vs: bool, rows: &[RowData]) -> Vec<&'static Col> {
     COLUMNS
         .iter()
         .filter(|c| (thought || !c.thought) && (vs || !c.vs))
+        .filter(|c| !c.gpu || rows.iter().any(|r| (c.get)(r).is_some()))
         .collect()
 }
 
@@ -215,7 +268,21 @@ pub fn columns_for(width: u16, name_width: u16, thought: bool) -> Vec<&'static C
 
 /// [`columns_for`], with the baseline's columns when the run has one.
 pub fn columns_for_vs(width: u16, name_width: u16, thought: bool, vs: bool) -> Vec<&'static Col> {
-    let all = all_columns_vs(thought, vs);
+    fit(width, name_width, all_columns_vs(thought, vs))
+}
+
+/// [`columns_for_vs`], with the GPU columns `rows` have figures for.
+pub fn columns_for_rows(
+    width: u16,
+    name_width: u16,
+    (thought, vs): (bool, bool),
+    rows: &[RowData],
+) -> Vec<&'static Col> {
+    fit(width, name_width, all_columns_of(thought, vs, rows))
+}
+
+/// The columns of `all` that fit in `width`, by priority, in display order.
+fn fit(width: u16, name_width: u16, all: Vec<&'static Col>) -> Vec<&'static Col> {
     let mut budget = width.saturating_sub(name_width) as i32;
     let mut order: Vec<usize> = (0..all.len()).collect();
     order.sort_by_key(|&i| all[i].prio);
@@ -295,11 +362,14 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
     let inner_w = area.width.saturating_sub(2);
     let name_w = name_width(rows, inner_w);
     // A stage that thought: the time to the first answer token joins TTFT.
-    let cols = columns_for_vs(
+    let cols = columns_for_rows(
         inner_w,
         name_w,
-        rows.iter().any(|r| r.ttfat[1].is_some()),
-        app.baseline.is_some() || rows.iter().any(|r| r.vs.iter().any(Option::is_some)),
+        (
+            rows.iter().any(|r| r.ttfat[1].is_some()),
+            app.baseline.is_some() || rows.iter().any(|r| r.vs.iter().any(Option::is_some)),
+        ),
+        rows,
     );
     let visible = area.height.saturating_sub(4) as usize;
     let start = first_shown(rows, visible, live, app.scroll);
@@ -538,5 +608,58 @@ mod tests {
         assert!(columns_for(78, 15, true)
             .iter()
             .any(|c| c.title() == "TTFAT ms p50"));
+    }
+
+    #[test]
+    fn gpu_columns_show_only_with_figures_and_where_there_is_room() {
+        let titles = |w: u16, rows: &[RowData]| {
+            columns_for_rows(w, 15, (false, false), rows)
+                .iter()
+                .map(|c| c.title())
+                .collect::<Vec<_>>()
+        };
+        let plain = vec![RowData {
+            rps: Some(4.0),
+            ..Default::default()
+        }];
+        for w in [78, 98, 158, 248] {
+            assert!(
+                !titles(w, &plain)
+                    .iter()
+                    .any(|t| t.starts_with("GPU") || t.starts_with('$')),
+                "no GPU figures, no GPU columns at {w}"
+            );
+            assert_eq!(
+                titles(w, &plain),
+                self::titles(w),
+                "the same table as before"
+            );
+        }
+        let power = vec![RowData {
+            gpu_w: Some(310.0),
+            ..plain[0].clone()
+        }];
+        let at100 = titles(98, &power);
+        assert!(at100.contains(&"GPU W mean".to_string()), "{at100:?}");
+        assert!(
+            !at100.iter().any(|t| t.starts_with('$')),
+            "no price: {at100:?}"
+        );
+        let priced = vec![RowData {
+            usd_per_mtok: Some(0.41),
+            ..power[0].clone()
+        }];
+        for w in [98, 158] {
+            let t = titles(w, &priced);
+            assert!(
+                t.contains(&"GPU W mean".to_string()) && t.contains(&"$/Mtok output".to_string()),
+                "{w}: {t:?}"
+            );
+        }
+        // At 80 columns the key columns keep their room.
+        assert_eq!(titles(78, &priced), self::titles(78));
+        assert_eq!(usd(Some(0.4123)).as_deref(), Some("0.412"));
+        assert_eq!(usd(Some(41.23)).as_deref(), Some("41.2"));
+        assert_eq!(usd(Some(f64::NAN)), None);
     }
 }
