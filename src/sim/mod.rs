@@ -4,14 +4,19 @@
 //! and in tests). See `batcher` for the latency model, `faults` for fault
 //! injection and `truth` for the server-side measurements at `/sim/stats`.
 
+mod answer;
 pub mod batcher;
+mod body;
 pub mod config;
 pub mod conn;
 pub mod dcgm;
 pub mod faults;
 pub mod http;
+mod pages;
 pub mod pooling;
 pub mod prom;
+mod request;
+pub mod state;
 pub mod truth;
 
 use std::net::SocketAddr;
@@ -185,7 +190,7 @@ pub struct SimHandle {
     pub model_name: String,
     stop: watch::Sender<bool>,
     accept: JoinHandle<()>,
-    state: Arc<http::AppState>,
+    state: Arc<state::AppState>,
 }
 
 impl SimHandle {
@@ -212,7 +217,7 @@ impl SimHandle {
                         };
                         let state = state.clone();
                         tokio::spawn(async move {
-                            let svc = service_fn(move |req| http::handle_dcgm(state.clone(), req));
+                            let svc = service_fn(move |req| pages::handle_dcgm(state.clone(), req));
                             let _ = hyper::server::conn::http1::Builder::new()
                                 .serve_connection(TokioIo::new(stream), svc)
                                 .await;
@@ -250,7 +255,7 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         engine_rx,
         gauges.clone(),
     ));
-    let state = Arc::new(http::AppState {
+    let state = Arc::new(state::AppState {
         models: config.served(),
         model_json: serde_json::to_string(&config.model_name)?,
         model_name: config.model_name.clone(),
@@ -284,7 +289,7 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
 
 async fn accept_loop(
     listener: TcpListener,
-    state: Arc<http::AppState>,
+    state: Arc<state::AppState>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut conns = tokio::task::JoinSet::new();

@@ -1,0 +1,224 @@
+//! A generation request as the simulator reads it: which API, how long
+//! a prompt, how many tokens to answer, or why it is refused.
+
+use hyper::StatusCode;
+use rand::rngs::SmallRng;
+use rand_distr::{Distribution, Normal};
+use serde_json::Value;
+
+use super::config::ModelParams;
+use crate::tokenizer;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Api {
+    Chat,
+    Completions,
+    /// `/v1/responses`: the OpenAI Responses API's events, no `[DONE]`.
+    Responses,
+}
+
+/// What a generation request asks for.
+#[derive(Debug)]
+pub(super) struct GenRequest {
+    pub(super) prompt_tokens: u64,
+    pub(super) max_tokens: Option<u64>,
+    pub(super) ignore_eos: bool,
+    pub(super) stream: bool,
+    pub(super) include_usage: bool,
+    pub(super) continuous_usage: bool,
+    /// `chat_template_kwargs.enable_thinking` (true unless the request says false).
+    pub(super) thinking: bool,
+    /// Prefix-cache block hashes of the prompt (`batcher::prompt_blocks`).
+    pub(super) blocks: Vec<u64>,
+    /// The served model it named (index in `AppState::models`; 0 when it named none).
+    pub(super) model: usize,
+}
+
+pub(super) type Refusal = (StatusCode, &'static str, String);
+
+/// `served`: the names a request may use (served names, then adapters).
+pub(super) fn parse_request(api: Api, body: &[u8], served: &[&str]) -> Result<GenRequest, Refusal> {
+    let bad = |msg: String| (StatusCode::BAD_REQUEST, "BadRequestError", msg);
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| bad(format!("request body is not JSON: {e}")))?;
+    let mut model = 0;
+    if let Some(m) = v.get("model").and_then(Value::as_str) {
+        model = served.iter().position(|s| *s == m).ok_or_else(|| {
+            (
+                StatusCode::NOT_FOUND,
+                "NotFoundError",
+                format!("The model `{m}` does not exist."),
+            )
+        })?;
+    }
+    let prompt_tokens = prompt_tokens(api, &v).map_err(bad)?;
+    let max_tokens = v
+        .get("max_completion_tokens")
+        .or_else(|| v.get("max_tokens"))
+        .or_else(|| v.get("max_output_tokens"))
+        .and_then(Value::as_u64);
+    if max_tokens == Some(0) {
+        return Err(bad("max_tokens must be at least 1".into()));
+    }
+    // A real server refuses lengths beyond its context; so does this one,
+    // rather than overflow its accounting.
+    if let Some(n) = max_tokens.filter(|n| *n > MAX_TOKENS) {
+        return Err(bad(format!(
+            "max_tokens {n} is more than this model's context of {MAX_TOKENS} tokens"
+        )));
+    }
+    let flag = |name: &str| v.get(name).and_then(Value::as_bool).unwrap_or(false);
+    let opts = v.get("stream_options");
+    let opt = |name: &str| {
+        opts.and_then(|o| o.get(name))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    Ok(GenRequest {
+        model,
+        blocks: super::batcher::prompt_blocks(&v),
+        prompt_tokens,
+        max_tokens,
+        ignore_eos: flag("ignore_eos"),
+        stream: flag("stream"),
+        // The Responses API always ends with its usage.
+        include_usage: opt("include_usage") || api == Api::Responses,
+        continuous_usage: opt("continuous_usage_stats"),
+        thinking: v
+            .pointer("/chat_template_kwargs/enable_thinking")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+    })
+}
+
+/// The prompt's length in tokens, from the API's own field (`prompt`,
+/// `input` or `messages`); the refusal's message when it is missing.
+pub(super) fn prompt_tokens(api: Api, v: &Value) -> Result<u64, String> {
+    Ok(match api {
+        Api::Completions => match v.get("prompt") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) => tokenizer::count_tokens(s) as u64,
+                    Value::Number(_) => 1, // a token id
+                    Value::Array(ids) => ids.len() as u64,
+                    _ => 0,
+                })
+                .sum(),
+            _ => return Err("`prompt` is required".into()),
+        },
+        Api::Responses => match v.get("input") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(items)) => items.iter().map(message_tokens).sum(),
+            _ => return Err("`input` is required".into()),
+        },
+        Api::Chat => {
+            let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
+                return Err("`messages` is required".into());
+            };
+            msgs.iter()
+                .map(|m| match m.get("content") {
+                    Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+                    Some(Value::Array(parts)) => parts
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .map(|s| tokenizer::count_tokens(s) as u64)
+                        .sum(),
+                    _ => 0,
+                })
+                .sum()
+        }
+    })
+}
+
+/// Tokens of one input item of the Responses API: a string, or a message
+/// whose content is a string or parts with `text`.
+pub(super) fn message_tokens(item: &Value) -> u64 {
+    match item {
+        Value::String(s) => tokenizer::count_tokens(s) as u64,
+        _ => match item.get("content") {
+            Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .map(|s| tokenizer::count_tokens(s) as u64)
+                .sum(),
+            _ => 0,
+        },
+    }
+}
+
+/// The simulated model's context length.
+pub(super) const MAX_TOKENS: u64 = 1 << 20;
+
+/// Exact `max_tokens` with `ignore_eos`; otherwise `reasoning` thinking
+/// tokens and a sampled answer length, capped by `max_tokens` when given.
+pub(super) fn output_length(
+    p: &ModelParams,
+    g: &GenRequest,
+    reasoning: u64,
+    rng: &mut SmallRng,
+) -> u64 {
+    if let (true, Some(n)) = (g.ignore_eos, g.max_tokens) {
+        return n;
+    }
+    let sampled = match Normal::new(p.output_len_mean, p.output_len_stdev) {
+        Ok(d) => d.sample(rng).round().max(1.0) as u64,
+        Err(_) => p.output_len_mean.round().max(1.0) as u64,
+    };
+    let sampled = sampled.saturating_add(reasoning);
+    match g.max_tokens {
+        Some(n) => sampled.min(n),
+        None => sampled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_chat_and_completions_requests() {
+        let g = parse_request(
+            Api::Chat,
+            br#"{"model":"m","messages":[{"role":"user","content":"hello there world"}],"max_completion_tokens":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}"#,
+            &["m"],
+        )
+        .unwrap();
+        assert_eq!(g.prompt_tokens, 3);
+        assert_eq!(g.max_tokens, Some(7));
+        assert!(g.ignore_eos && g.stream && g.include_usage && !g.continuous_usage);
+
+        let g = parse_request(
+            Api::Completions,
+            br#"{"prompt":"a b c d","max_tokens":3}"#,
+            &["m"],
+        )
+        .unwrap();
+        assert_eq!(g.prompt_tokens, 4);
+        assert!(!g.stream);
+    }
+
+    #[test]
+    fn refuses_unknown_models_and_broken_bodies() {
+        let e = parse_request(Api::Chat, br#"{"model":"x","messages":[]}"#, &["m"]).unwrap_err();
+        assert_eq!(e.0, StatusCode::NOT_FOUND);
+        assert!(e.2.contains("`x`"));
+        let e = parse_request(Api::Chat, b"{nope", &["m"]).unwrap_err();
+        assert_eq!(e.0, StatusCode::BAD_REQUEST);
+        let e = parse_request(Api::Completions, br#"{"model":"m"}"#, &["m"]).unwrap_err();
+        assert!(e.2.contains("prompt"));
+    }
+
+    #[test]
+    fn lengths_beyond_the_context_are_refused_not_overflowed() {
+        let body =
+            br#"{"model":"m","prompt":"hi","max_tokens":18446744073709551615,"ignore_eos":true}"#;
+        let e = parse_request(Api::Completions, body, &["m"]).err().unwrap();
+        assert_eq!(e.0, StatusCode::BAD_REQUEST);
+        assert!(e.2.contains("context"), "{}", e.2);
+        let ok = br#"{"model":"m","prompt":"hi","max_tokens":16}"#;
+        assert!(parse_request(Api::Completions, ok, &["m"]).is_ok());
+    }
+}
