@@ -95,10 +95,32 @@ fn energy_per_token_matches_the_simulators_power_model_and_the_cost_its_rate() {
         rate(1) > rate(0) && usd(1) < usd(0),
         "a faster stage costs less per request"
     );
+    // stages.jsonl, written while the run goes, carries the per-token
+    // figures the final report has: each line waits for the scrapes after
+    // its stage's window (the energy counter read past it).
     let checkpoint = std::fs::read_to_string(out.join("stages.jsonl")).unwrap();
-    // At a stage's end the scrape after its window has not come yet: the
-    // checkpoint has its GPU figures, its per-token ones only once covered.
-    assert!(checkpoint.contains("\"energy_j\""), "{checkpoint}");
+    let lines: Vec<serde_json::Value> = checkpoint
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), stages.len(), "{checkpoint}");
+    for (line, s) in lines.iter().zip(stages) {
+        let (live, last) = (&line["stage"]["gpu"], &s["gpu"]);
+        for (part, key) in [
+            ("energy", "joules_per_output_token"),
+            ("energy", "output_tokens_per_joule"),
+            ("energy", "joules_per_request"),
+            ("cost", "usd_per_million_output_tokens"),
+            ("cost", "usd_per_1000_requests"),
+        ] {
+            let (a, b) = (live[part][key].as_f64(), last[part][key].as_f64());
+            let (Some(a), Some(b)) = (a, b) else {
+                panic!("{part}.{key}: {a:?} in stages.jsonl, {b:?} in report.json: {line}")
+            };
+            assert!((a - b).abs() <= 0.01 * b, "{part}.{key}: {a} against {b}");
+        }
+    }
     // Every report shows it.
     let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
     let csv = read("report.csv");

@@ -12,6 +12,7 @@
 //! The run is not the terminal: when the terminal hangs up the run goes on
 //! to its planned end and writes complete reports (see [`signals`]).
 
+pub mod checkpoint;
 pub mod detach;
 pub mod dir;
 pub mod hub;
@@ -24,16 +25,13 @@ pub mod tokenize;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use anyhow::{Context as _, Result};
-use tokio::sync::mpsc;
 
 use crate::config::RunConfig;
 use crate::engine::{Engine, FixedPlan, Plan, RunResult};
 use crate::term;
-use crate::types::live::Control;
 use dir::{check_out_dir, default_out_dir};
 use prepare::Prepared;
 pub use prepare::{parse_header, read_api_key};
@@ -158,7 +156,7 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     let (mut session, ends) = Session::open(&args, &mut p, &out_dir, listening)?;
 
     // 3. The engine runs the plan.
-    let (engine, request_file, checkpoint_errors) =
+    let (engine, request_file, (checkpoint, checkpoint_errors)) =
         build_engine(&args, &mut p, &session, ends, &out_dir)?;
     let stopped = match start_at {
         Some(at) => wait_until(at, session.stopped.clone()).await,
@@ -187,6 +185,8 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
         );
     }
     let request_file = finish_request_file(request_file, &mut result.warnings).await;
+    // The last stage's line, once the scrapers (still running) read past it.
+    checkpoint.finish().await;
     session.engine_done(&mut result).await;
     if let Ok(mut v) = checkpoint_errors.lock() {
         result.warnings.append(&mut v);
@@ -220,9 +220,9 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     })
 }
 
-/// Stage reports appended to stages.jsonl as they finish, and the
-/// failures to do so (said in the report; they do not stop the run).
-type CheckpointErrors = Arc<Mutex<Vec<String>>>;
+/// The thread that appends each stage to stages.jsonl, and its failures
+/// to do so (said in the report; they do not stop the run).
+type CheckpointWriter = (checkpoint::Writer, checkpoint::Errors);
 
 /// The engine for this run: the prepared client, prompts and settings,
 /// wired to the session's channels, the stages.jsonl checkpoint, the data's
@@ -233,15 +233,22 @@ fn build_engine(
     session: &Session,
     ends: EngineEnds,
     out_dir: &Path,
-) -> Result<(Engine, Option<requests::RequestFile>, CheckpointErrors)> {
-    let errors = CheckpointErrors::default();
+) -> Result<(Engine, Option<requests::RequestFile>, CheckpointWriter)> {
+    let errors = checkpoint::Errors::default();
     let reports = &session.reports;
-    let checkpoint = crate::report::checkpoint::Checkpoint::create(
+    let file = crate::report::checkpoint::Checkpoint::create(
         out_dir,
         &reports.created,
         &reports.target,
         &reports.config,
     )?;
+    let scrapers = checkpoint::Scrapers {
+        server: reports.scrape.clone(),
+        gpu: reports.gpu.clone(),
+    };
+    let (observer, writer) =
+        checkpoint::start(file, session.control.clone(), scrapers, errors.clone())
+            .context("cannot start the thread that writes stages.jsonl")?;
     let mut engine = Engine::new(
         p.client.clone(),
         p.prompts.clone(),
@@ -249,13 +256,7 @@ fn build_engine(
         ends.control,
         ends.snapshots,
     )
-    .on_stage_done(checkpoint_each_stage(
-        checkpoint,
-        session.control.clone(),
-        reports.scrape.clone(),
-        reports.gpu.clone(),
-        errors.clone(),
-    ));
+    .on_stage_done(observer);
     let gpu = reports.gpu.handle.clone();
     if reports.scrape.is_some() || gpu.is_some() {
         // A scrape at each stage's start keeps the server's answers to the
@@ -289,39 +290,7 @@ fn build_engine(
         engine = engine.log_requests(sink);
         request_file = Some(file);
     }
-    Ok((engine, request_file, errors))
-}
-
-/// Appends each finished stage (with its server metrics so far) to
-/// stages.jsonl. A failed write must not stop the run: the final report
-/// still comes, and says it happened.
-fn checkpoint_each_stage(
-    mut checkpoint: crate::report::checkpoint::Checkpoint,
-    control: mpsc::UnboundedSender<Control>,
-    scrape: Option<crate::server_metrics::ScrapeHandle>,
-    gpu: crate::server_metrics::GpuSide,
-    errors: CheckpointErrors,
-) -> crate::engine::StageObserver {
-    Box::new(move |finished, _timeline| {
-        let mut stage = finished.clone();
-        if let Some(h) = &scrape {
-            crate::server_metrics::attach_live(h, std::slice::from_mut(&mut stage));
-        }
-        gpu.attach_live(std::slice::from_mut(&mut stage));
-        // The dashboard's stage table (and a viewer's) shows the GPUs' power
-        // and cost of each finished stage: the figures the checkpoint has.
-        finished.gpu.clone_from(&stage.gpu);
-        if let Err(e) = checkpoint.append(&stage) {
-            let msg = format!("cannot append {} to stages.jsonl: {e:#}", stage.name);
-            let _ = control.send(Control::Note {
-                event: crate::types::EventKind::Warning,
-                detail: msg.clone(),
-            });
-            if let Ok(mut v) = errors.lock() {
-                v.push(msg);
-            }
-        }
-    })
+    Ok((engine, request_file, (writer, errors)))
 }
 
 /// The engine is gone, so is the request writer's sender: waits for its
