@@ -1,0 +1,519 @@
+//! One stage's loop: it begins (its window, its schedule), sends what is
+//! due (arrivals, free streams, conversations' turns), waits for the next
+//! event, counts what ends, and closes each second.
+
+use super::conversation::Tracker;
+use super::strategy::{
+    ramp_next_stream, ramp_of, ramp_streams, resolve_margin, Arrivals, Limits, Plan, StageSpec,
+    Strategy,
+};
+use super::{
+    secs, selfcheck, strategy, Dispatch, Done, Engine, StageEnd, StageRun, Step, Wake,
+    DISPATCH_BURST, DONE_BATCH, SNAPSHOT_EVERY,
+};
+use crate::stats::stage::{StageStats, Window};
+use crate::stats::verdict;
+use crate::types::{EventKind, RunEnd};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+impl Engine {
+    /// The stage's measured window: after the warm-up and the ramp, before
+    /// the cool-down.
+    pub(super) fn stage_window(
+        &self,
+        start: Instant,
+        limits: &Limits,
+        ramp_s: Option<f64>,
+    ) -> Window {
+        let (warm_s, warm_n) = resolve_margin(limits.warmup, limits);
+        let (cool_s, cool_n) = resolve_margin(limits.cooldown, limits);
+        let left_out = match (warm_s, ramp_s) {
+            (Some(w), Some(r)) => Some(w.max(r)),
+            (w, r) => w.or(r),
+        };
+        Window {
+            from: start + left_out.map_or(Duration::ZERO, secs),
+            to: match (cool_s, limits.max_seconds) {
+                (Some(c), Some(m)) => Some(start + secs(m - c)),
+                _ => None,
+            },
+            skip_first: warm_n.unwrap_or(0),
+            skip_from: match (cool_n, limits.max_requests) {
+                (Some(c), Some(m)) => Some(m.saturating_sub(c)),
+                _ => None,
+            },
+        }
+    }
+
+    /// Runs one stage: schedule → send → collect, until an end condition.
+    pub(super) async fn run_stage(
+        &mut self,
+        spec: &StageSpec,
+        plan: &dyn Plan,
+        number: usize,
+    ) -> StageEnd {
+        let mut run = self.begin_stage(spec, number);
+        self.publish(spec, &run.stats, plan, number);
+        let end = loop {
+            let wake = match self.send_due(&mut run, spec) {
+                Step::Sent => continue,
+                Step::End(end) => break end,
+                Step::Wait(wake) => wake,
+            };
+            if let Some(end) = self.wait_event(&mut run, spec, plan, wake).await {
+                break end;
+            }
+        };
+        let end = self.unanswered_auto_stage(&run, spec, end);
+        self.end_stage(run, spec, end).await
+    }
+
+    /// `--max-seconds auto` waits up to a stage's longest for its evidence;
+    /// a stage that reached it with not one of its requests back (none
+    /// completed, none failed) measured a server that does not answer: the
+    /// run ends there, saying so, instead of going on to stages that wait as
+    /// long and then advise longer ones (issue 35 item 13).
+    pub(super) fn unanswered_auto_stage(
+        &mut self,
+        run: &StageRun,
+        spec: &StageSpec,
+        end: StageEnd,
+    ) -> StageEnd {
+        let c = &run.stats.counts;
+        if !matches!(end, StageEnd::MaxSeconds)
+            || spec.limits.auto_min_seconds.is_none()
+            || run.dispatched == 0
+            || c.completed > 0
+            || c.errored > 0
+        {
+            return end;
+        }
+        let at = run
+            .d
+            .base
+            .saturating_duration_since(self.run_start)
+            .as_secs_f64();
+        let gone = RunEnd::ServerGone(format!(
+            "{at:.1} s (none of the {} requests of stage {} got an answer in {:.0} s: --max-seconds auto waits no longer for a stage; a server this slow needs --max-seconds N, one that hangs --request-timeout)",
+            run.dispatched,
+            spec.name,
+            spec.limits.max_seconds.unwrap_or_default(),
+        ));
+        self.warn(format!("{gone}; stopping the run"));
+        StageEnd::Stopped(gone)
+    }
+
+    /// A stage's start: its statistics, schedule and dispatch state, and the
+    /// timeline's notes.
+    pub(super) fn begin_stage(&mut self, spec: &StageSpec, number: usize) -> StageRun {
+        if let Some(f) = self.started.as_mut() {
+            f();
+        }
+        let start = Instant::now();
+        let limits = &spec.limits;
+        let ramp_s = ramp_of(spec);
+        let in_flight_cap = spec
+            .strategy
+            .closed_loop_limit()
+            .or(limits.max_concurrency)
+            .map(u64::from);
+        let mut stats = StageStats::new(
+            start,
+            self.stage_window(start, limits, ramp_s),
+            self.settings.slo,
+            self.settings.percentiles.clone(),
+        )
+        .with_reference(verdict::reference(&self.ledger.finished))
+        .with_in_flight_cap(in_flight_cap)
+        .with_max_concurrency(limits.max_concurrency.map(u64::from))
+        .with_inherited(self.finishing_in_flight())
+        .with_models(self.source.models.as_ref().map(|m| {
+            m.shares()
+                .iter()
+                .map(|s| (s.name.clone(), s.share))
+                .collect()
+        }));
+        self.note_stage_start(spec, ramp_s);
+        self.reset_self_check();
+        let arrivals = Arrivals::for_stage(
+            spec,
+            self.settings.seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        )
+        .with_ramp(ramp_s.unwrap_or(0.0));
+        let mut d = Dispatch {
+            base: start,
+            deadline: limits.max_seconds.map(|s| start + secs(s)),
+            paused_at: None,
+            ramp_end: ramp_s.map(|r| start + secs(r)),
+        };
+        if self.paused {
+            d.paused_at = Some(start);
+            stats.pause(start);
+        }
+        let talking = self.source.conversations.is_some();
+        if talking {
+            self.source.trackers.insert(number, Tracker::default());
+        }
+        self.source.sending = Some(number);
+        let mut ticks = tokio::time::interval_at(start + SNAPSHOT_EVERY, SNAPSHOT_EVERY);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        StageRun {
+            number,
+            stats,
+            arrivals,
+            d,
+            cancel: CancellationToken::new(),
+            judged_rate: spec
+                .strategy
+                .target_rate()
+                .filter(|_| spec.strategy.is_open_loop()),
+            ramp_s,
+            in_flight_cap,
+            closed_loop: !spec.strategy.is_open_loop(),
+            talking,
+            dispatched: 0,
+            started: 0,
+            ticks,
+            next_second: start + Duration::from_secs(1),
+            burst: 0,
+            held_by_cap: false,
+            timer: Box::pin(tokio::time::sleep_until(start)),
+            released_at: None,
+        }
+    }
+
+    /// The timeline's note of a stage's start (and of its ramp).
+    pub(super) fn note_stage_start(&mut self, spec: &StageSpec, ramp_s: Option<f64>) {
+        self.note(EventKind::StageStart, spec.name.clone());
+        if let Some(r) = ramp_s {
+            let to = match (&spec.strategy, spec.strategy.target_rate()) {
+                (Strategy::Concurrent { streams }, _) => format!("{streams} streams"),
+                (Strategy::Throughput { max_concurrency }, _) => {
+                    format!("{max_concurrency} in flight")
+                }
+                (_, Some(rate)) => format!("{} req/s", strategy::fmt_rate(rate)),
+                _ => "its target".to_string(),
+            };
+            self.note(
+                EventKind::Ramp,
+                format!(
+                    "{}: ramping up from 0 to {to} over {} s (left out of the statistics)",
+                    spec.name,
+                    crate::typed::number(r)
+                ),
+            );
+        }
+        let t_start = self.t();
+        Arc::make_mut(&mut self.live.history).stage_started(t_start, &spec.name);
+        self.live.so_far = None;
+        self.live.live_warning = None;
+    }
+
+    /// The self-check starts afresh: lags between stages are not this stage's.
+    pub(super) fn reset_self_check(&mut self) {
+        if let Some(p) = &self.probe {
+            p.drain();
+        }
+        self.last_cpu = selfcheck::cpu_time().map(|c| (std::time::Instant::now(), c));
+    }
+
+    /// Sends what is due now (a conversation's next turn, else the next
+    /// arrival), or says what to wait for, or that the stage has ended.
+    pub(super) fn send_due(&mut self, run: &mut StageRun, spec: &StageSpec) -> Step {
+        let now = Instant::now();
+        // Tasks spawned and not started up to the launcher's cap: due
+        // requests wait in the schedule meanwhile.
+        let room = self.launcher.has_room();
+        let may_send = room && run.d.paused_at.is_none() && run.burst < DISPATCH_BURST;
+        if may_send && self.send_turn(run, now) {
+            return Step::Sent;
+        }
+        let exhausted = spec.limits.max_requests.is_some_and(|m| run.started >= m);
+        let (turns_waiting, turn_due) = match self.source.trackers.get(&run.number) {
+            Some(tr) => (tr.waiting(), tr.next_due()),
+            None => (0, None),
+        };
+        let (slot_free, next_stream) = self.slots(run, now);
+        let may_dispatch = run.d.paused_at.is_none() && !exhausted && slot_free;
+        let due = run.arrivals.peek().map(|off| run.d.base + off);
+        if run.d.paused_at.is_none() && run.d.deadline.is_some_and(|dl| now >= dl) {
+            return Step::End(StageEnd::MaxSeconds);
+        }
+        // Was the cap holding requests back until this wake-up?
+        let was_held = std::mem::replace(&mut run.held_by_cap, !slot_free);
+        if was_held && slot_free {
+            run.released_at = Some(now);
+        }
+        if may_dispatch && may_send && due.is_none_or(|t| t <= now) {
+            self.send_arrival(run, due, now, was_held);
+            return Step::Sent;
+        }
+        run.burst = 0;
+        if exhausted && run.stats.in_flight() == 0 && turns_waiting == 0 {
+            return Step::End(StageEnd::MaxRequests);
+        }
+        let running = run.d.paused_at.is_none();
+        // The launcher is full: wait until one of its tasks has started.
+        let busy = running && !room;
+        Step::Wait(Wake {
+            due: due.filter(|_| may_dispatch && !busy),
+            next_arrival: due,
+            stream: next_stream.filter(|_| running && !busy),
+            turn: turn_due.filter(|_| running && !busy),
+            immediate: may_dispatch && run.closed_loop && !busy,
+            busy,
+        })
+    }
+
+    /// A conversation's next turn, once its think time has passed: sent.
+    pub(super) fn send_turn(&mut self, run: &mut StageRun, now: Instant) -> bool {
+        let next = self
+            .source
+            .trackers
+            .get_mut(&run.number)
+            .and_then(|tr| tr.take_due(now));
+        let Some((due, turn)) = next else {
+            return false;
+        };
+        self.dispatch(run, due, Some(turn));
+        run.stats.on_sent(now);
+        run.dispatched += 1;
+        run.burst += 1;
+        true
+    }
+
+    /// Whether a slot is free for one more request now, and when a ramping
+    /// closed-loop stage opens its next stream.
+    pub(super) fn slots(&self, run: &StageRun, now: Instant) -> (bool, Option<Instant>) {
+        // A closed-loop cap counts the requests of a stage cut short by a
+        // rate change too: 5 streams means 5 in flight, not 5 more.
+        // With conversations, a closed-loop stage's streams are its
+        // conversations in progress (thinking ones too).
+        let in_flight = if run.talking && run.closed_loop {
+            self.source
+                .trackers
+                .get(&run.number)
+                .map_or(0, |tr| tr.active())
+        } else {
+            run.stats.in_flight() + self.finishing_in_flight()
+        };
+        // A closed-loop stage's streams open one by one over its ramp.
+        let ramp_t = now.saturating_duration_since(run.d.base).as_secs_f64();
+        let (cap_now, next_stream) = match (run.ramp_s, run.closed_loop, run.in_flight_cap) {
+            (Some(r), true, Some(full)) if run.d.ramp_end.is_some() => (
+                Some(ramp_streams(full, ramp_t, r)),
+                ramp_next_stream(full, ramp_t, r).map(|t| run.d.base + secs(t)),
+            ),
+            _ => (run.in_flight_cap, None),
+        };
+        (cap_now.is_none_or(|cap| in_flight < cap), next_stream)
+    }
+
+    /// Sends the schedule's next arrival (a new conversation with
+    /// multi-turn data).
+    pub(super) fn send_arrival(
+        &mut self,
+        run: &mut StageRun,
+        due: Option<Instant>,
+        now: Instant,
+        was_held: bool,
+    ) {
+        // Open loop keeps its due time as `scheduled_at`: if a slot or
+        // the CPU made us late, queue_ms shows it.
+        let scheduled = due.unwrap_or(now);
+        // Late with a slot free all along: the client's own lag. A request
+        // the cap held back is the client's only from when a slot freed
+        // (several may free at once, as completions are taken in batches).
+        if !run.closed_loop && !was_held {
+            let from = run.released_at.map_or(scheduled, |r| r.max(scheduled));
+            run.stats
+                .on_send_late(now.saturating_duration_since(from).as_micros() as u64);
+        }
+        let turn = if run.talking {
+            self.start_conversation(run.number)
+        } else {
+            None
+        };
+        self.dispatch(run, scheduled, turn);
+        run.stats.on_sent(now);
+        run.dispatched += 1;
+        run.started += 1;
+        run.arrivals.advance();
+        run.burst += 1;
+    }
+
+    /// Waits for the next thing that matters: the deadline, a command, a
+    /// request's end, a due time, the ramp's end or the snapshot tick.
+    pub(super) async fn wait_event(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        plan: &dyn Plan,
+        wake: Wake,
+    ) -> Option<StageEnd> {
+        let running = run.d.paused_at.is_none();
+        // One timer for the earliest of the deadline, the due times and the
+        // ramp's end, reset rather than made anew on every turn.
+        let next = [
+            run.d.deadline.filter(|_| running),
+            wake.due,
+            wake.stream,
+            wake.turn,
+            run.d.ramp_end.filter(|_| running),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        if let Some(t) = next.filter(|t| *t != run.timer.deadline()) {
+            run.timer.as_mut().reset(t);
+        }
+        // The timer comes first: a flood of completions must not delay the
+        // end of a stage.
+        tokio::select! {
+            biased;
+            _ = &mut run.timer, if next.is_some() => self.on_timer(run, spec),
+            Some(cmd) = self.control.recv() => self.apply(cmd, spec, &mut run.d, &mut run.stats),
+            Some(done) = self.done_rx.recv() => {
+                // The others that came back meanwhile too: a client behind
+                // schedule must not leave them queued while it sends more.
+                self.on_done(run, spec, done).or_else(|| self.take_done(run, spec))
+            }
+            _ = std::future::ready(()), if wake.immediate => None,
+            _ = self.launcher.room_freed(), if wake.busy => None,
+            _ = run.ticks.tick() => self.on_tick(run, spec, plan, wake.next_arrival),
+        }
+    }
+
+    /// The timer went off: the deadline ends the stage; the ramp's end is
+    /// noted; a due time needs nothing more (the loop sends).
+    pub(super) fn on_timer(&mut self, run: &mut StageRun, spec: &StageSpec) -> Option<StageEnd> {
+        let now = Instant::now();
+        if run.d.paused_at.is_some() {
+            return None;
+        }
+        if run.d.deadline.is_some_and(|dl| now >= dl) {
+            return Some(StageEnd::MaxSeconds);
+        }
+        if run.d.ramp_end.is_some_and(|r| now >= r) {
+            run.d.ramp_end = None;
+            self.note(
+                EventKind::Ramp,
+                format!("{}: ramp done; measuring from here", spec.name),
+            );
+        }
+        None
+    }
+
+    /// More requests that came back (at most a batch, so the loop still
+    /// sends), counted; `--max-errors` may end the stage.
+    pub(super) fn take_done(&mut self, run: &mut StageRun, spec: &StageSpec) -> Option<StageEnd> {
+        for _ in 0..DONE_BATCH {
+            let Ok(done) = self.done_rx.try_recv() else {
+                break;
+            };
+            if let Some(end) = self.on_done(run, spec, done) {
+                return Some(end);
+            }
+        }
+        None
+    }
+
+    /// A request came back: counted in its stage; `--max-errors`, or a
+    /// server that stopped answering, may end this one.
+    pub(super) fn on_done(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        done: Done,
+    ) -> Option<StageEnd> {
+        if let Some(gone) = self.server_gone(&done.record) {
+            self.on_record(done, &mut run.stats, &spec.name);
+            self.warn(format!("{gone}; stopping the run"));
+            return Some(StageEnd::Stopped(gone));
+        }
+        if done.stage != run.number {
+            self.on_finishing_record(done);
+            return None;
+        }
+        self.on_record(done, &mut run.stats, &spec.name);
+        let errored = run.stats.counts.errored;
+        if spec.limits.max_errors.is_none_or(|m| errored < m) {
+            return None;
+        }
+        self.warn(format!(
+            "stage {} reached --max-errors ({errored}); stopping the run",
+            spec.name
+        ));
+        Some(StageEnd::MaxErrors)
+    }
+
+    /// The snapshot tick: the backlog, the seconds that closed, a snapshot,
+    /// and the end conditions judged on evidence.
+    pub(super) fn on_tick(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        plan: &dyn Plan,
+        due: Option<Instant>,
+    ) -> Option<StageEnd> {
+        let now = Instant::now();
+        if run.d.paused_at.is_some() {
+            // The stage clock stands still: no points for paused seconds.
+            run.next_second = now + Duration::from_secs(1);
+        } else if let (Some(rate), Some(due)) = (run.judged_rate, due) {
+            // Requests due that a cap (or a late client) holds
+            // back are backlog too: the verdict sees them.
+            let late = now.saturating_duration_since(due).as_secs_f64();
+            let queued = if due <= now {
+                (late * rate).floor() as u64 + 1
+            } else {
+                0
+            };
+            run.stats.observe_client_queue(now, queued);
+        }
+        if self.finishing_in_flight() == 0 {
+            run.stats.inherited_done(now);
+        }
+        let mut ticked = false;
+        while now >= run.next_second {
+            self.tick_history(&mut run.stats, run.next_second);
+            run.next_second += Duration::from_secs(1);
+            ticked = true;
+        }
+        // The stage so far, its verdict and the guard's view change
+        // as seconds close: computed then, not at every snapshot.
+        let guard = if ticked {
+            self.close_second(run, spec, now)
+        } else {
+            None
+        };
+        self.publish(spec, &run.stats, plan, run.number);
+        if ticked && run.d.paused_at.is_none() {
+            return self.end_on_evidence(run, spec, now, guard);
+        }
+        None
+    }
+
+    /// A second closed: the self-check, the stage so far and its live
+    /// verdict; returns the over-saturation guard's reason, if it trips.
+    pub(super) fn close_second(
+        &mut self,
+        run: &mut StageRun,
+        spec: &StageSpec,
+        now: Instant,
+    ) -> Option<String> {
+        self.observe_self(&mut run.stats);
+        self.live.so_far = Some(Arc::new(run.stats.so_far(
+            now,
+            spec.name.clone(),
+            spec.strategy.kind(),
+            spec.strategy.target_rate(),
+        )));
+        let (verdict, guard) = run.stats.live_verdict(now, run.judged_rate);
+        self.live.live_warning = verdict::live_warning(verdict.as_ref());
+        guard
+    }
+}
