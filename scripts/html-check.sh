@@ -8,17 +8,21 @@
 #
 #   scripts/html-check.sh [report.html ...]
 #
-# Without arguments: the golden fixture, and a 10-stage and a 20-stage sweep
+# Without arguments: the golden fixture, a 10-stage and a 20-stage sweep
 # (tests/fixtures/sweep-*-stages.json, from real runs against the built-in
-# simulator). Needs Debian's chromium (apt-get install chromium); .ci/run
-# installs it.
+# simulator), and a sweep with GPU figures and a price
+# (tests/fixtures/sweep-gpus.json: `llmsweep sim --gpus 2 --dcgm-port P`, run
+# with --gpu-metrics and --gpu-hourly-cost). A report with a GPU section must
+# draw its power-against-rate chart (checked like every chart), and gets a
+# screenshot of that section of its own ($name-gpus-$width.png). Needs
+# Debian's chromium (apt-get install chromium); .ci/run installs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/html-check
 mkdir -p "$out"
 reports=("$@")
 if [ ${#reports[@]} -eq 0 ]; then
-  for f in tests/fixtures/report.json tests/fixtures/sweep-10-stages.json tests/fixtures/sweep-20-stages.json; do
+  for f in tests/fixtures/report.json tests/fixtures/sweep-10-stages.json tests/fixtures/sweep-20-stages.json tests/fixtures/sweep-gpus.json; do
     html="$out/$(basename "$f" .json).html"
     cargo run --quiet --locked -- report "$f" --format html --out "$html" >/dev/null
     reports+=("$html")
@@ -52,6 +56,21 @@ for html in "${reports[@]}"; do
     fi
     if grep -E "CONSOLE|Uncaught|SyntaxError" "$log" | grep -v "Fontconfig"; then
       echo "$what: the page logged console errors"; fail=1
+    fi
+    if grep -q '<h2>GPUs (DCGM)</h2>' "$html"; then
+      if ! grep -q 'aria-label="Power against rate"' <<<"$dom"; then
+        echo "$what: the GPU section has no power-against-rate chart"; fail=1
+      fi
+      # The GPU section alone (everything before its heading left out), as a
+      # person scrolled to it sees it.
+      gpus="$tmp/$name-gpus.html"
+      sed 's#</body></html>#<script>(function(){var h=[].slice.call(document.querySelectorAll("h2")).filter(function(e){return e.textContent.indexOf("GPUs (DCGM)")===0;})[0];while(h\&\&h.previousElementSibling)h.previousElementSibling.remove();})();</script></body></html>#' "$html" >"$gpus"
+      gpng="$out/$name-gpus-$width.png"
+      rm -f "$gpng"
+      timeout 60 chromium "${flags[@]}" --window-size=$width,1400 --screenshot="$gpng" "file://$(realpath "$gpus")" 2>>"$log" || true
+      if [ ! -s "$gpng" ]; then
+        echo "$what: no screenshot of the GPU section at $gpng"; fail=1
+      fi
     fi
     verdict=$(tr '\n' '\r' <<<"$dom" | grep -o 'RESULT_OF_HTML_CHECK: .* :RESULT_OF_HTML_CHECK' | tr '\r' '\n' || true)
     case "$verdict" in

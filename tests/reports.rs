@@ -591,3 +591,30 @@ fn a_stage_run_again_is_numbered_in_every_table_and_legend() {
     let cmp = llmsweep::report::compare::render(&r, &r, "a", "b").unwrap();
     assert!(cmp.contains("| throughput #2 "), "{cmp}");
 }
+
+/// The sweep with GPU figures that scripts/html-check.sh looks at in
+/// Chromium (a real run against `llmsweep sim --gpus 2` with a price):
+/// its page draws power against the rate, one point per stage on the rate
+/// curve, and says what the answer's rate costs.
+#[test]
+fn the_gpu_fixture_draws_power_against_rate_and_its_cost() {
+    let f = root().join("tests/fixtures/sweep-gpus.json");
+    let f = f.to_str().unwrap();
+    let (ok, html, err) = bin(&["report", f, "--format", "html"]);
+    assert!(ok, "{err}");
+    let power = html
+        .split(r#"aria-label="Power against rate""#)
+        .nth(1)
+        .expect("the power chart")
+        .split("</svg>")
+        .next()
+        .unwrap();
+    let r: Report = Report::from_json(&std::fs::read_to_string(f).unwrap()).unwrap();
+    let on_curve = r
+        .stages
+        .iter()
+        .filter(|s| s.strategy == llmsweep::types::StrategyKind::Constant)
+        .count();
+    assert_eq!(power.matches("<circle").count(), on_curve, "{power}");
+    assert!(html.contains("<b>Cost:</b> at "), "the answer's cost");
+}

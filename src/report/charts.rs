@@ -115,10 +115,10 @@ pub fn chart_with(
         labels.obstacle((xx, plot.mt), (xx, PLOT_H - plot.mb));
         // The marker's own text along its top.
         let ty = plot.mt + 10.0;
-        let right = xx + 3.0 + super::svg::text_width(label, 9.0);
-        labels.obstacle((xx + 3.0, ty - 8.0), (right, ty - 8.0));
-        labels.obstacle((xx + 3.0, ty + 2.0), (right, ty + 2.0));
-        labels.obstacle((xx + 3.0, ty - 3.0), (right, ty - 3.0));
+        let (left, right, _) = marker_text(xx, label);
+        labels.obstacle((left, ty - 8.0), (right, ty - 8.0));
+        labels.obstacle((left, ty + 2.0), (right, ty + 2.0));
+        labels.obstacle((left, ty - 3.0), (right, ty - 3.0));
     }
     for (i, se) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
@@ -152,6 +152,19 @@ pub fn chart_with(
 /// below).
 const PLOT_H: f64 = 320.0;
 const PLOT_W: f64 = 560.0;
+
+/// Where a vertical marker's text lies along its top: (left, right, and
+/// whether it reads leftwards of the line). Right of the line, unless it
+/// would run past the chart's edge (a knee near the fastest stage, with a
+/// long name: `knee: constant@35.33 (probe)` was cut off); then left of it.
+fn marker_text(xx: f64, label: &str) -> (f64, f64, bool) {
+    let width = super::svg::text_width(label, 9.0);
+    if xx + 3.0 + width <= PLOT_W - 2.0 {
+        (xx + 3.0, xx + 3.0 + width, false)
+    } else {
+        (xx - 3.0 - width, xx - 3.0, true)
+    }
+}
 
 /// A legend entry: a colour swatch and the series' name, at (`lx`, `ly`).
 fn legend_entry(s: &mut String, lx: f64, ly: f64, color: &str, name: &str) {
@@ -274,13 +287,18 @@ impl Plot {
     /// Vertical dashed markers with their labels (the knee).
     fn vlines(&self, s: &mut String, vlines: &[(f64, String)]) {
         for (x, label) in vlines {
+            let xx = self.px(*x);
+            let (left, right, leftwards) = marker_text(xx, label);
+            let (tx, anchor) = if leftwards {
+                (right, r#" text-anchor="end""#)
+            } else {
+                (left, "")
+            };
             let _ = write!(
                 s,
-                r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{mt}" y2="{yb}" stroke="#555" stroke-dasharray="2,3"/><text x="{tx:.1}" y="{ty}" font-size="9" fill="#555">{l}</text>"##,
-                xx = self.px(*x),
+                r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{mt}" y2="{yb}" stroke="#555" stroke-dasharray="2,3"/><text x="{tx:.1}" y="{ty}" font-size="9" fill="#555"{anchor}>{l}</text>"##,
                 mt = self.mt,
                 yb = PLOT_H - self.mb,
-                tx = self.px(*x) + 3.0,
                 ty = self.mt + 10.0,
                 l = esc(label)
             );
@@ -444,6 +462,39 @@ fn stage_marks(
             tx = px(*t) + 2.0,
             ty = mt + 8.0,
             i = i + 1,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_near_the_right_edge_reads_leftwards_inside_the_chart() {
+        let label = "knee: constant@35.33 (probe)";
+        let (l, r, leftwards) = marker_text(100.0, label);
+        assert!(!leftwards && l == 103.0 && r > l);
+        let (l, r, leftwards) = marker_text(PLOT_W - 40.0, label);
+        assert!(leftwards, "past the edge otherwise");
+        assert!(r <= PLOT_W - 40.0 && l >= 0.0, "{l}..{r}");
+        let svg = chart_with(
+            "TTFT",
+            "req/s",
+            "ms",
+            &[Series {
+                name: "p50".into(),
+                points: vec![(1.0, 10.0), (30.0, 20.0), (37.0, 200.0)],
+                ..Default::default()
+            }],
+            ChartOpts {
+                vlines: vec![(36.0, label.into())],
+                ..Default::default()
+            },
+        );
+        assert!(
+            svg.contains(&format!(r#"text-anchor="end">{label}</text>"#)),
+            "{svg}"
         );
     }
 }
