@@ -1317,13 +1317,43 @@ fn golden_dashboards_with_gpus() {
         let row = s.lines().find(|l| l.contains("constant@6.38")).unwrap();
         assert!(row.contains(" 262 ") && row.contains(" 1.71"), "{row}");
     }
-    // The running stage has no figures yet: a dash, never 0.
+    // The running stage has no figures without the GPU panel's readings: a
+    // dash, never 0; with them, its power so far (its cost comes at its end).
     let s = render(&app, 160, 48);
     let running = s.lines().find(|l| l.contains("▶constant@34.16")).unwrap();
     assert!(
-        running.trim_end_matches(['│', ' ']).ends_with('-'),
+        running.trim_end_matches(['│', ' ']).ends_with("-       -"),
         "{running}"
     );
+    let mut live = app;
+    let mut snap = live.snap.clone();
+    if let Some(st) = snap.stage.as_mut() {
+        let mut so_far = (**st.so_far.as_ref().unwrap()).clone();
+        so_far.start = "2026-11-26T03:00:10Z".into();
+        st.so_far = Some(Arc::new(so_far));
+    }
+    live.set_snapshot(snap);
+    // The GPU scraper's clock started at 03:00:00; the stage 10 s later.
+    live.gpu = Some(Arc::new(llmsweep::server_metrics::GpuLive {
+        t0_unix_s: 1_795_662_000.0,
+        series: (0..16)
+            .map(|t| llmsweep::server_metrics::gpu_scrape::GpuLivePoint {
+                t_s: f64::from(t),
+                power_w: Some(if t < 10 { 150.0 } else { 700.0 }),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }));
+    let s = render(&live, 160, 48);
+    let running = s.lines().find(|l| l.contains("▶constant@34.16")).unwrap();
+    assert!(
+        running
+            .trim_end_matches(['│', ' '])
+            .ends_with(" 700       -"),
+        "{running}"
+    );
+    let app = live;
     // The result screen reads them from the report (its table beside the
     // sweep curve has room for them from 250 columns).
     let mut done = app;

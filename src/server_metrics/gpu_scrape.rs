@@ -54,6 +54,10 @@ pub struct GpuLivePoint {
 pub struct GpuLive {
     /// The exporters' URLs, credentials masked.
     pub urls: Vec<String>,
+    /// When the scraper's clock (each point's `t_s`) started, in seconds
+    /// since the Unix epoch: where a stage's start falls among the points.
+    #[serde(default)]
+    pub t0_unix_s: f64,
     pub scrapes: u64,
     pub errors: u64,
     pub last_error: Option<String>,
@@ -183,6 +187,9 @@ impl GpuScraper {
         let shared = Arc::new(Mutex::new(record));
         let view = GpuLive {
             urls,
+            t0_unix_s: t0_wall
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
             ..Default::default()
         };
         let (live_tx, live) = watch::channel(Arc::new(view.clone()));

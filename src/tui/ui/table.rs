@@ -300,6 +300,19 @@ fn fit(width: u16, name_width: u16, all: Vec<&'static Col>) -> Vec<&'static Col>
         .collect()
 }
 
+/// All GPUs' mean power over the GPU panel's readings since `start_unix_s`
+/// (seconds since the Unix epoch); None without one.
+pub fn power_since(view: &crate::server_metrics::GpuLive, start_unix_s: f64) -> Option<f64> {
+    let from = start_unix_s - view.t0_unix_s;
+    let w: Vec<f64> = view
+        .series
+        .iter()
+        .filter(|p| p.t_s >= from)
+        .filter_map(|p| p.power_w)
+        .collect();
+    (!w.is_empty()).then(|| w.iter().sum::<f64>() / w.len() as f64)
+}
+
 /// Rows for finished stages, labelled so that repeated, cut and paused
 /// stages can be told apart.
 pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
@@ -339,6 +352,14 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
             .filter(|f| f.name == st.name)
             .count();
         let mut row = RowData::from_live(st);
+        // The GPUs' power so far, from the GPU panel's readings since the
+        // stage started (its cost waits for the stage's end).
+        row.gpu_w = app.gpu.as_deref().and_then(|g| {
+            let start = st.so_far.as_ref()?.start.as_str();
+            let start = humantime::parse_rfc3339_weak(start).ok()?;
+            let start = start.duration_since(std::time::UNIX_EPOCH).ok()?;
+            power_since(g, start.as_secs_f64())
+        });
         row.name =
             crate::types::stage_label(&st.name, run, false, app.snap.paused || st.paused_s > 0.0);
         rows.push(row);
@@ -661,5 +682,24 @@ mod tests {
         assert_eq!(usd(Some(0.4123)).as_deref(), Some("0.412"));
         assert_eq!(usd(Some(41.23)).as_deref(), Some("41.2"));
         assert_eq!(usd(Some(f64::NAN)), None);
+    }
+
+    #[test]
+    fn the_running_stages_power_is_the_readings_since_it_started() {
+        use crate::server_metrics::gpu_scrape::{GpuLive, GpuLivePoint};
+        let view = GpuLive {
+            t0_unix_s: 1000.0,
+            series: (0..10)
+                .map(|t| GpuLivePoint {
+                    t_s: f64::from(t),
+                    power_w: (t != 7).then_some(100.0 * f64::from(t)),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        // From 1005 s: the readings at 5, 6, 8 and 9 s (7 read no power).
+        assert_eq!(power_since(&view, 1005.0), Some(700.0));
+        assert_eq!(power_since(&view, 1010.5), None, "none yet");
     }
 }
