@@ -16,8 +16,8 @@ impl Engine {
         plan: &dyn Plan,
         number: usize,
     ) {
-        let last = stats.series.back().copied().unwrap_or_default();
-        let skip = stats.series.len().saturating_sub(600);
+        let last = stats.series().back().copied().unwrap_or_default();
+        let skip = stats.series().len().saturating_sub(600);
         let live = LiveStage {
             name: spec.name.clone(),
             strategy: spec.strategy.kind(),
@@ -38,7 +38,7 @@ impl Engine {
             itl_p50_ms: last.itl_p50_ms,
             itl_p99_ms: last.itl_p99_ms,
             ttfat_ms: stats.live_ttfat(),
-            series: stats.series.iter().skip(skip).copied().collect(),
+            series: stats.series().iter().skip(skip).copied().collect(),
             manual: spec.manual,
             paused_s: stats.paused_total(Instant::now()).as_secs_f64(),
             saturation: self.live.live_warning.clone(),
@@ -76,9 +76,9 @@ impl Engine {
 
     /// Closes a second of the stage's series and adds it to the run's history.
     pub(super) fn tick_history(&mut self, stats: &mut StageStats, at: Instant) {
-        let before = stats.series.back().map(|p| p.t_s);
+        let before = stats.series().back().map(|p| p.t_s);
         stats.tick(at);
-        if let Some(p) = stats.series.back().copied() {
+        if let Some(p) = stats.series().back().copied() {
             if Some(p.t_s) != before {
                 let span = p.t_s - before.unwrap_or(0.0);
                 let t = at.saturating_duration_since(self.run_start).as_secs_f64();

@@ -1,0 +1,135 @@
+//! The stage's live series, second by second, as the dashboard draws it:
+//! every completed request (measured or not) and what the streams deliver
+//! while they run.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::client::progress::{self, Progress};
+use crate::client::RequestRecord;
+use crate::stats::dist::Dist;
+use crate::stats::metrics;
+use crate::types::live::SeriesPoint;
+
+/// Live series keep at most this many points (an hour at one a second).
+const SERIES_CAP: usize = 3600;
+
+#[derive(Debug)]
+pub(super) struct LiveSeries {
+    /// The current second: when it began and what completed in it.
+    sec_start: Instant,
+    completed: u64,
+    tokens: u64,
+    ttft: Dist,
+    itl: Dist,
+    /// Time to the first answer token, once a request thought.
+    ttfat: Dist,
+    saw_reasoning: bool,
+    /// The last closed second's time to the first answer token (p50, p99).
+    last_ttfat: Option<(f64, f64)>,
+    /// What the stage's streams deliver as it arrives (its requests count
+    /// into it), and its reading when the current second began.
+    progress: Arc<Progress>,
+    progress_at_start: progress::Reading,
+    pub(super) points: VecDeque<SeriesPoint>,
+}
+
+impl LiveSeries {
+    pub(super) fn new(start: Instant) -> Self {
+        LiveSeries {
+            sec_start: start,
+            completed: 0,
+            tokens: 0,
+            ttft: Dist::default(),
+            itl: Dist::default(),
+            ttfat: Dist::default(),
+            saw_reasoning: false,
+            last_ttfat: None,
+            progress: Arc::default(),
+            progress_at_start: progress::Reading::default(),
+            points: VecDeque::new(),
+        }
+    }
+
+    pub(super) fn progress(&self) -> Arc<Progress> {
+        self.progress.clone()
+    }
+
+    /// The requests between their first token and their end, now.
+    pub(super) fn streaming(&self) -> u64 {
+        self.progress.read().streaming
+    }
+
+    /// A completed request, window or not.
+    pub(super) fn on_completed(&mut self, r: &RequestRecord) {
+        self.completed += 1;
+        self.tokens = self.tokens.saturating_add(r.output_tokens);
+        if let Some(t) = metrics::ttft_us(r) {
+            self.ttft.record_us(t);
+        }
+        for (gap, k) in metrics::itl_gaps(r) {
+            self.itl.record_us_n(gap, k);
+        }
+        self.saw_reasoning |= r.saw_reasoning();
+        if let Some(t) = metrics::ttfat_us(r) {
+            self.ttfat.record_us(t);
+        }
+    }
+
+    /// A new second begins at `now`, the one before forgotten (a resume:
+    /// paused seconds leave no trace).
+    pub(super) fn restart(&mut self, now: Instant) {
+        let reading = self.progress.read();
+        self.begin(now, reading);
+    }
+
+    fn begin(&mut self, now: Instant, reading: progress::Reading) {
+        self.sec_start = now;
+        self.progress_at_start = reading;
+        self.completed = 0;
+        self.tokens = 0;
+        self.ttft.reset();
+        self.itl.reset();
+        self.ttfat.reset();
+    }
+
+    /// Closes the current second at `now` (`t_s` on the stage clock) with
+    /// `in_flight` requests in flight.
+    pub(super) fn close(&mut self, now: Instant, t_s: f64, in_flight: u64) {
+        let dt = now.saturating_duration_since(self.sec_start).as_secs_f64();
+        if dt <= 0.0 {
+            return;
+        }
+        let reading = self.progress.read();
+        let (streamed, first) = progress::rates(self.progress_at_start, reading, dt);
+        let p = SeriesPoint {
+            t_s,
+            requests_per_s: self.completed as f64 / dt,
+            output_tokens_per_s: self.tokens as f64 / dt,
+            streamed_tokens_per_s: streamed,
+            first_tokens_per_s: first,
+            streaming: reading.streaming,
+            ttft_p50_ms: self.ttft.quantile_ms(0.5),
+            ttft_p99_ms: self.ttft.quantile_ms(0.99),
+            itl_p50_ms: self.itl.quantile_ms(0.5),
+            itl_p99_ms: self.itl.quantile_ms(0.99),
+            in_flight,
+        };
+        if self.points.len() == SERIES_CAP {
+            self.points.pop_front();
+        }
+        self.points.push_back(p);
+        if self.saw_reasoning {
+            self.last_ttfat = Some((self.ttfat.quantile_ms(0.5), self.ttfat.quantile_ms(0.99)));
+        }
+        self.begin(now, reading);
+    }
+
+    /// The last second's time to the first answer token (p50, p99), once a
+    /// request of the stage thought; None otherwise.
+    pub(super) fn last_ttfat(&self) -> Option<(f64, f64)> {
+        self.last_ttfat
+    }
+}
