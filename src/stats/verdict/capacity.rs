@@ -1,0 +1,106 @@
+//! The evidence-backed completion rate of a stage (see the module's
+//! documentation in `stats::verdict`: steady, observed, plain).
+
+use super::evidence::Evidence;
+use crate::types::{CapacityEstimate, Method};
+
+/// The evidence-backed completion rate of a stage.
+pub fn capacity(e: &Evidence) -> CapacityEstimate {
+    let n = e.measured;
+    let (span, segments) = match (e.span, e.first_end_s, e.last_end_s) {
+        (Some((s, k)), _, _) => (s.max(0.0), k.max(1)),
+        (None, Some(a), Some(b)) => ((b - a).max(0.0), 1),
+        _ => (0.0, 1),
+    };
+    let took_s = e.sent_to_end_s.or(match (e.first_sent_s, e.last_end_s) {
+        (Some(s), Some(l)) => Some(l - s),
+        _ => None,
+    });
+    let observed = match took_s {
+        Some(t) if t > 0.0 => n as f64 / t,
+        _ => 0.0,
+    };
+    let plain = if e.measured_s > 0.0 {
+        n as f64 / e.measured_s
+    } else {
+        0.0
+    };
+    let little = (e.latency_mean_s > 0.0 && e.mean_in_flight > 0.0)
+        .then(|| e.mean_in_flight / e.latency_mean_s);
+    let slope = e.slope.unwrap_or(0.0).max(0.0);
+    let mut c = CapacityEstimate {
+        completions: n,
+        span_s: span,
+        busy_quarters: e.busy_quarters,
+        slope_requests_per_s: slope,
+        observed_requests_per_s: observed,
+        littles_law_requests_per_s: little,
+        ..Default::default()
+    };
+    if e.cut_short || n < 3 {
+        c.method = Method::Plain;
+        c.requests_per_s = plain;
+        c.low_evidence = true;
+        c.evidence = if e.cut_short {
+            format!(
+                "stage cut short: {n} completions over the {:.1} s window",
+                e.measured_s
+            )
+        } else {
+            format!("only {n} completions over the {:.1} s window", e.measured_s)
+        };
+        if e.across_pause > 0 {
+            c.evidence.push_str(&format!(
+                " ({} more ran across a pause, while the stage clock stood still)",
+                e.across_pause
+            ));
+        }
+        return c;
+    }
+    let spread = span >= 1.0 && e.busy_quarters >= 4 && n >= 5 && slope > 0.0;
+    if !spread {
+        c.method = Method::Observed;
+        c.requests_per_s = observed;
+        c.low_evidence = true;
+        c.evidence = format!(
+            "one wave of completions ({n} within {span:.2} s): {n} completions over the {:.2} s they took from the first request sent",
+            took_s.unwrap_or(0.0)
+        );
+        return c;
+    }
+    steady(&mut c, e, segments, little);
+    c
+}
+
+/// The steady estimate: the slope of completions against time, capped by
+/// completions over their span and by Little's law; low evidence when the
+/// completions covered under half the window.
+fn steady(c: &mut CapacityEstimate, e: &Evidence, segments: u64, little: Option<f64>) {
+    let (n, span, slope) = (c.completions, c.span_s, c.slope_requests_per_s);
+    // Completions over the span they took (n − 1 gaps between n
+    // completions, one fewer per segment a pause started).
+    let span_rate = n.saturating_sub(segments) as f64 / span;
+    let mut est = slope.min(span_rate);
+    let mut capped = if slope > span_rate {
+        format!(", capped at {span_rate:.2} req/s (completions over their span)")
+    } else {
+        String::new()
+    };
+    if let Some(l) = little.filter(|&l| l < est) {
+        est = l;
+        capped = format!(", capped at {l:.2} req/s by Little's law");
+    }
+    c.method = Method::Steady;
+    c.requests_per_s = est;
+    c.evidence = format!("slope of {n} completions over {span:.1} s: {slope:.2} req/s{capped}");
+    // Completions over less than half the window: the first requests took
+    // most of the stage, and a wave cut off at the end drags the slope down.
+    if e.measured_s > 0.0 && span < 0.5 * e.measured_s {
+        c.low_evidence = true;
+        c.evidence.push_str(&format!(
+            "; completions covered only {:.0}% of the {:.1} s window",
+            100.0 * span / e.measured_s,
+            e.measured_s
+        ));
+    }
+}

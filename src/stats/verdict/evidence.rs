@@ -1,0 +1,82 @@
+//! What the verdict and the estimate look at: a small summary of a stage,
+//! filled by `stats::stage`.
+
+use crate::stats::backlog::{BacklogPoint, Segment, Steady};
+
+/// What the verdict and the estimate look at, summarised by `StageStats`.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    /// Requests/s asked for (open loop); None for closed-loop stages.
+    pub target_rate: Option<f64>,
+    /// Seconds the stage has run (or ran).
+    pub elapsed_s: f64,
+    /// Seconds of measured window.
+    pub measured_s: f64,
+    pub sent: u64,
+    pub completed: u64,
+    /// Completed inside the measured window.
+    pub measured: u64,
+    /// Errored with an answer from the server (an HTTP status, an error event,
+    /// a broken or empty stream).
+    pub answered_errors: u64,
+    /// Errored without an answer (connect, timeout).
+    pub unanswered_errors: u64,
+    pub in_flight: u64,
+    /// Completions: least-squares slope, first and last completion (s since
+    /// the stage start), first measured request sent (s).
+    pub slope: Option<f64>,
+    pub first_end_s: Option<f64>,
+    pub last_end_s: Option<f64>,
+    pub first_sent_s: Option<f64>,
+    pub busy_quarters: u64,
+    /// Slope of answers (completions and answered errors) against time.
+    pub answer_slope: Option<f64>,
+    /// Median and mean latency of completed requests, seconds.
+    pub latency_p50_s: f64,
+    pub latency_mean_s: f64,
+    /// Time-weighted mean in flight.
+    pub mean_in_flight: f64,
+    /// Median latency of the synchronous stage, if one ran: what a request
+    /// takes without load.
+    pub reference_latency_s: Option<f64>,
+    /// The most the server was seen to complete: the last throughput stage's
+    /// capacity estimate, if one ran.
+    pub reference_capacity: Option<f64>,
+    /// The stage was cut short (key, stop, error limit).
+    pub cut_short: bool,
+    /// Per-second (t_s, in_flight, ttft_p50_ms) of the stage.
+    pub series: Vec<(f64, u64, f64)>,
+    /// Seconds from the first to the last completion within each running
+    /// segment, added up, and how many segments had completions (pauses
+    /// cut a stage into segments). None: use `first_end_s`..`last_end_s`.
+    pub span: Option<(f64, u64)>,
+    /// Seconds from the first request sent to the last completion, of the
+    /// completions `span` counts, within each running segment, added up (a
+    /// wave that ended in a pause is not evidence, and neither is the time
+    /// since its requests were sent). None: use `first_sent_s`..`last_end_s`.
+    pub sent_to_end_s: Option<f64>,
+    /// Completions in the window left out of `measured` because their
+    /// request ran across a pause.
+    pub across_pause: u64,
+    /// 90th percentile latency of completed requests, seconds.
+    pub latency_p90_s: f64,
+    /// Sent, completed and answered over the steady window (from each
+    /// segment's first answer to its end).
+    pub steady: Steady,
+    /// Requests due but not answered (in flight + waiting in the client),
+    /// time-weighted per cell of `backlog_width_s` seconds.
+    pub backlog: Vec<BacklogPoint>,
+    pub backlog_width_s: f64,
+    /// The stage's running segments (pauses cut it), closed as of now.
+    pub segments: Vec<Segment>,
+    /// The cap on requests in flight (`--max-concurrency`), if any.
+    pub in_flight_cap: Option<u64>,
+    /// 99th percentile of the client queue time (sent − due), ms.
+    pub queue_p99_ms: f64,
+    /// Why llmsweep itself limited the stage, if it did (`engine::selfcheck`).
+    pub client_limited: Option<String>,
+    /// Requests of an earlier stage (cut short by a rate change) still in
+    /// flight when this stage started, and for how many seconds of this
+    /// stage's running time some of them were.
+    pub inherited: Option<(u64, f64)>,
+}

@@ -1,0 +1,233 @@
+//! The backlog's growth over a stage's steady window: how fast requests
+//! due but not answered grew, with its uncertainty, and how much of it is
+//! the pipeline still filling.
+
+use super::evidence::Evidence;
+use crate::stats::backlog::{BacklogPoint, Segment};
+
+/// How fast the backlog (requests due but not answered) grew over a
+/// stage's steady window, with the noise of that estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Growth {
+    /// Least-squares slope, requests per second, pooled over the segments.
+    pub per_s: f64,
+    /// Its standard error (see [`backlog_growth`]).
+    pub noise_per_s: f64,
+    /// Seconds of backlog the estimate rests on.
+    pub window_s: f64,
+    /// Mean backlog at the start and the end of that window, and the mean
+    /// in flight and waiting in the client at its end.
+    pub from: f64,
+    pub to: f64,
+    pub in_flight_end: f64,
+    pub queued_end: f64,
+    /// Where the window starts (stage clock, first segment).
+    pub settle_s: f64,
+    /// Whether every segment's window opened after its pipeline filled
+    /// (not cut to the segment's middle, see [`settle_after`]).
+    pub filled: bool,
+    /// What a window opened after the pipeline filled needs: the first
+    /// segment's first answer plus the 90th percentile latency, seconds.
+    pub fill_s: f64,
+    /// How much the growth slowed within the window because answers came
+    /// faster in its second half than in its first (past the noise of the
+    /// counts), req/s: a pipeline still filling. 0 when they did not.
+    pub slowing_per_s: f64,
+}
+
+/// When a segment's backlog should have stopped rising if the server kept
+/// up: once most requests sent since the segment began could have been
+/// answered (the 90th percentile latency after its first answer).
+/// A server that falls behind makes its own latencies grow, so the wait
+/// is capped at half the segment (never before its first answer): by then
+/// a growing backlog shows in any case. Also whether the pipeline had
+/// filled then (the cap did not cut the wait short).
+fn settle_after(e: &Evidence, seg: &Segment) -> Option<(f64, bool)> {
+    let first = seg.first_answer_s?;
+    let end = seg.end_s.unwrap_or(e.elapsed_s);
+    let half = seg.start_s + 0.5 * (end - seg.start_s);
+    // The slowest of the first requests answered: the 90th percentile
+    // latency after the first answer (from the segment's start alone, the
+    // tail of the ramp read as growth: a stage that kept up showed
+    // "saturating" 5 s in, then "inconclusive" at its end).
+    let filled = first + e.latency_p90_s;
+    Some((
+        first.max(filled.min(half)) + e.backlog_width_s,
+        filled <= half,
+    ))
+}
+
+/// The backlog cells of each segment's steady window, for the fit.
+struct SteadyBacklog<'a> {
+    /// (stage clock, backlog) per cell, one group per segment.
+    groups: Vec<Vec<(f64, f64)>>,
+    /// (stage clock, requests answered) per cell, the same cells.
+    answers: Vec<Vec<(f64, f64)>>,
+    /// Where the first segment's window opens, and when its pipeline filled.
+    settle_s: Option<f64>,
+    fill_s: Option<f64>,
+    /// No segment's window was cut to its middle.
+    all_filled: bool,
+    /// The last cell fitted.
+    last: Option<&'a BacklogPoint>,
+}
+
+fn steady_backlog(e: &Evidence) -> SteadyBacklog<'_> {
+    let mut b = SteadyBacklog {
+        groups: Vec::new(),
+        answers: Vec::new(),
+        settle_s: None,
+        fill_s: None,
+        all_filled: true,
+        last: None,
+    };
+    for seg in &e.segments {
+        let (Some((from, filled)), Some(to)) = (settle_after(e, seg), seg.end_s) else {
+            continue;
+        };
+        b.settle_s.get_or_insert(from);
+        b.fill_s
+            .get_or_insert(seg.first_answer_s.unwrap_or(from) + e.latency_p90_s);
+        b.all_filled &= filled;
+        let pts: Vec<&BacklogPoint> = e
+            .backlog
+            .iter()
+            .filter(|p| p.t_s >= from && p.t_s <= to)
+            .collect();
+        if pts.len() >= 2 {
+            b.last = pts.last().copied();
+            b.groups
+                .push(pts.iter().map(|p| (p.t_s, p.total())).collect());
+            b.answers
+                .push(pts.iter().map(|p| (p.t_s, p.answered)).collect());
+        }
+    }
+    b
+}
+
+/// The backlog's growth over the steady window: a least-squares slope of
+/// the time-weighted backlog against time, each segment with its own
+/// intercept. A server that keeps up holds its backlog flat (at about rate
+/// × latency); one that does not adds (due − answered) requests a second.
+///
+/// The noise: the residual spread around the fitted line, as a standard
+/// error of the slope with one independent point per request latency (the
+/// backlog is correlated over about that long), never more than one per
+/// cell and never fewer than two. None with fewer than 5 cells.
+pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
+    let SteadyBacklog {
+        groups,
+        answers,
+        settle_s,
+        fill_s,
+        all_filled,
+        last,
+    } = steady_backlog(e);
+    let n: usize = groups.iter().map(|g| g.len()).sum();
+    if n < 5 {
+        return None;
+    }
+    let (mut sxx, mut sxy, mut window_s) = (0.0, 0.0, 0.0);
+    let means: Vec<(f64, f64)> = groups
+        .iter()
+        .map(|g| {
+            let k = g.len() as f64;
+            (
+                g.iter().map(|p| p.0).sum::<f64>() / k,
+                g.iter().map(|p| p.1).sum::<f64>() / k,
+            )
+        })
+        .collect();
+    for (g, (mx, my)) in groups.iter().zip(&means) {
+        for (x, y) in g {
+            sxx += (x - mx).powi(2);
+            sxy += (x - mx) * (y - my);
+        }
+        window_s += g.last().map_or(0.0, |p| p.0) - g[0].0 + e.backlog_width_s;
+    }
+    if sxx <= 1e-12 {
+        return None;
+    }
+    let b = sxy / sxx;
+    let sse: f64 = groups
+        .iter()
+        .zip(&means)
+        .flat_map(|(g, (mx, my))| g.iter().map(move |(x, y)| (y - my - b * (x - mx)).powi(2)))
+        .sum();
+    let dof = (n - groups.len()).saturating_sub(1).max(1) as f64;
+    let sd = (sse / dof).sqrt();
+    let tau = e.latency_p50_s.max(e.backlog_width_s);
+    let independent = (window_s / tau).clamp(2.0, n as f64);
+    let noise = sd * (12.0 / independent).sqrt() / window_s;
+    let slowing_per_s = answers_quickening(&answers, e.backlog_width_s);
+    let end = last?;
+    let first_group = groups.first()?;
+    let head = first_group.len().div_ceil(4).max(1);
+    let tail_group = groups.last()?;
+    let tail = tail_group.len().div_ceil(4).max(1);
+    Some(Growth {
+        per_s: b,
+        noise_per_s: noise,
+        window_s,
+        from: first_group[..head].iter().map(|p| p.1).sum::<f64>() / head as f64,
+        to: tail_group[tail_group.len() - tail..]
+            .iter()
+            .map(|p| p.1)
+            .sum::<f64>()
+            / tail as f64,
+        in_flight_end: end.in_flight,
+        queued_end: end.queued,
+        settle_s: settle_s.unwrap_or(0.0),
+        filled: all_filled,
+        fill_s: fill_s.unwrap_or(0.0),
+        slowing_per_s,
+    })
+}
+
+/// How much faster requests were answered in the second half of the
+/// window than in the first, past the noise of two counts (each about
+/// Poisson), req/s; 0 when not faster. A pipeline still filling answers
+/// faster as it fills, and its backlog's growth slows by as much; a server
+/// that fell behind answers at its capacity throughout. (The backlog's own
+/// slowing is no measure: arrivals that came in a burst early, as Poisson
+/// ones do, slow it too.)
+fn answers_quickening(answers: &[Vec<(f64, f64)>], width: f64) -> f64 {
+    let (mut n1, mut t1, mut n2, mut t2) = (0.0, 0.0, 0.0, 0.0);
+    for g in answers {
+        let mid = g.len() / 2;
+        n1 += g[..mid].iter().map(|p| p.1).sum::<f64>();
+        t1 += mid as f64 * width;
+        n2 += g[mid..].iter().map(|p| p.1).sum::<f64>();
+        t2 += (g.len() - mid) as f64 * width;
+    }
+    if t1 <= 0.0 || t2 <= 0.0 {
+        return 0.0;
+    }
+    let noise = (n1 / (t1 * t1) + n2 / (t2 * t2)).sqrt();
+    (n2 / t2 - n1 / t1 - noise).max(0.0)
+}
+
+/// Least-squares slope and its t statistic (slope ÷ standard error).
+pub(super) fn fit_t(p: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = p.len() as f64;
+    if n < 3.0 {
+        return None;
+    }
+    let mx = p.iter().map(|q| q.0).sum::<f64>() / n;
+    let my = p.iter().map(|q| q.1).sum::<f64>() / n;
+    let sxx: f64 = p.iter().map(|q| (q.0 - mx).powi(2)).sum();
+    if sxx <= 1e-12 {
+        return None;
+    }
+    let sxy: f64 = p.iter().map(|q| (q.0 - mx) * (q.1 - my)).sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let sse: f64 = p.iter().map(|q| (q.1 - a - b * q.0).powi(2)).sum();
+    let se = (sse / (n - 2.0) / sxx).sqrt();
+    let t = if se > 1e-12 {
+        b / se
+    } else {
+        f64::INFINITY * b.signum()
+    };
+    Some((b, t))
+}
