@@ -13,6 +13,8 @@
 //! to its planned end and writes complete reports (see [`signals`]).
 
 pub mod checkpoint;
+mod checks;
+mod counter;
 pub mod detach;
 pub mod dir;
 pub mod hub;
@@ -32,9 +34,9 @@ use anyhow::{Context as _, Result};
 use crate::config::RunConfig;
 use crate::engine::{Engine, FixedPlan, Plan, RunResult};
 use crate::term;
+pub use checks::{parse_header, read_api_key};
 use dir::{check_out_dir, default_out_dir};
 use prepare::Prepared;
-pub use prepare::{parse_header, read_api_key};
 use session::{EngineEnds, Session};
 
 /// Exit status of a run that stopped early and wrote a partial report.
@@ -145,11 +147,7 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
 
     // 1. Everything that can fail before load starts: settings, data,
     //    target, model, the plan.
-    let start_at = args
-        .start_at
-        .as_deref()
-        .map(prepare::start_at)
-        .transpose()?;
+    let start_at = args.start_at.as_deref().map(checks::start_at).transpose()?;
     let mut p = prepare::prepare(&args, &profile_name).await?;
 
     // 2. The run directory, its socket and state file, signals, the front end.

@@ -1,0 +1,129 @@
+//! The token counter a run's prompts are built with: the built-in one, a
+//! `tokenizer.json`, a Hugging Face name, or the server's own `/tokenize`.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::client::{Client, ClientConfig};
+use crate::config::RunConfig;
+use crate::tokenizer::{Builtin, TokenCounter};
+
+/// `--tokenizer`: a `tokenizer.json` or a model directory; `ORG/NAME` (no
+/// such file) from the Hugging Face cache, downloaded into it when not
+/// there. Without it, the built-in approximation until the pre-flight finds
+/// the served model's ([`served_tokenizer`]). The note says where a model's
+/// tokenizer came from.
+pub(super) async fn token_counter(
+    args: &RunConfig,
+) -> Result<(Arc<dyn TokenCounter>, Option<String>)> {
+    use super::hub;
+    use crate::tokenizer::TokenizerFile;
+    let Some(path) = &args.tokenizer else {
+        return Ok((Arc::new(Builtin), None));
+    };
+    let spec = path.to_string_lossy().to_string();
+    if path.exists() || !hub::is_repo_id(&spec) {
+        return Ok((Arc::new(TokenizerFile::load(path)?), None));
+    }
+    let found = hub::resolve(&spec, &hub::process_env).await?;
+    let note = match &found {
+        hub::Found::Cached(p) => format!(
+            "tokenizer: {spec} from the Hugging Face cache ({})",
+            p.display()
+        ),
+        hub::Found::Downloaded(p) => format!(
+            "tokenizer: {spec} downloaded from the Hugging Face Hub into its cache ({})",
+            p.display()
+        ),
+    };
+    Ok((Arc::new(TokenizerFile::load(found.path())?), Some(note)))
+}
+
+/// The tokenizer of the model a server serves, without `--tokenizer`.
+pub(super) enum Served {
+    /// Its tokenizer.json, and where it was found.
+    File(Box<crate::tokenizer::TokenizerFile>, String),
+    /// The server's `/tokenize`.
+    Server(super::tokenize::ServerTokenizer),
+    /// Neither: why not.
+    Nothing(String),
+}
+
+/// Looks for the served model's tokenizer: the directory or Hugging Face
+/// id it was loaded from (`root`, else its id) holding a tokenizer.json
+/// here or in the Hugging Face cache, else the server's `/tokenize`.
+pub(super) async fn served_tokenizer(
+    served: &crate::client::ModelInfo,
+    client: &Client,
+    cfg: &ClientConfig,
+) -> Served {
+    use super::{hub, tokenize::ServerTokenizer};
+    use crate::tokenizer::TokenizerFile;
+    let mut names: Vec<&str> = served.root.iter().map(String::as_str).collect();
+    if !names.contains(&served.id.as_str()) {
+        names.push(&served.id);
+    }
+    let cache = hub::cache_dir(&hub::process_env);
+    for name in &names {
+        let dir = std::path::Path::new(name);
+        if dir.join("tokenizer.json").is_file() {
+            if let Ok(t) = TokenizerFile::load(dir) {
+                return Served::File(
+                    Box::new(t),
+                    format!("from {}", dir.join("tokenizer.json").display()),
+                );
+            }
+        }
+        let Some(cache) = cache.as_ref().filter(|_| hub::is_repo_id(name)) else {
+            continue;
+        };
+        if let Some(file) = hub::cached(cache, name) {
+            if let Ok(t) = TokenizerFile::load(&file) {
+                return Served::File(
+                    Box::new(t),
+                    format!("{name} from the Hugging Face cache ({})", file.display()),
+                );
+            }
+        }
+    }
+    if let Ok(Some(_)) = client.tokenize(&served.id, " the river").await {
+        if let Ok(t) = ServerTokenizer::start(cfg, &served.id, &client.display_url()) {
+            return Served::Server(t);
+        }
+    }
+    let looked = match &cache {
+        Some(c) if names.iter().any(|n| hub::is_repo_id(n)) => {
+            format!("not in the Hugging Face cache ({})", c.display())
+        }
+        _ => "no Hugging Face id".to_string(),
+    };
+    Served::Nothing(format!(
+        "model {}'s tokenizer: {looked}, and the server serves no /tokenize",
+        served.id
+    ))
+}
+
+/// Runs `read` where it may block (the /tokenize counter waits on its own
+/// thread): off the runtime's workers when the runtime has several.
+pub(super) fn read_blocking<T>(read: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
+        _ => read(),
+    }
+}
+
+impl Served {
+    /// What the run says it used.
+    pub(super) fn note(&self, model: &str) -> String {
+        match self {
+            Served::File(_, from) => format!("tokenizer: the served model's, {from}"),
+            Served::Server(_) => format!(
+                "tokenizer: the server's /tokenize for model {model} (prompts of exact length in its tokens; output is counted from the server's usage)"
+            ),
+            Served::Nothing(why) => format!(
+                "tokenizer: the built-in approximation ({why}); --tokenizer ORG/NAME or a tokenizer.json gives exact counts"
+            ),
+        }
+    }
+}
