@@ -72,9 +72,8 @@ pub const MAX_STAGES: usize = 1000;
 
 /// The stage count the run asked for (`--profile sweep --rate N`), if any.
 pub fn stages_of(report: &Report) -> Option<usize> {
-    let rate = report.config.get("rate")?.as_array()?;
-    match rate.as_slice() {
-        [n] => n.as_f64().map(|n| n as usize),
+    match report.settings().rate?.as_slice() {
+        [n] => Some(*n as usize),
         _ => None,
     }
 }
@@ -131,7 +130,7 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
     };
     let kind = sweep_kind(report)?;
     let limits = Limits {
-        max_seconds: report.config.get("max_seconds").and_then(|v| v.as_f64()),
+        max_seconds: report.settings().max_seconds,
         ..Limits::default()
     };
     let bound = match thr.concurrency.max {

@@ -112,7 +112,8 @@ pub fn read(path: &Path) -> Result<Report> {
         }
     }
     let shard_of = |config: &serde_json::Value| {
-        let s = crate::engine::Shard::parse(config.get("shard")?.as_str()?).ok()?;
+        let s =
+            crate::engine::Shard::parse(&crate::types::SavedSettings::of(config).shard?).ok()?;
         Some(crate::types::ShardInfo {
             index: s.index,
             count: s.count,

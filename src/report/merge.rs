@@ -47,7 +47,7 @@ type Shard<'a> = (ShardInfo, &'a str, &'a Report);
 /// of a shard that did not finish) its settings' `shard`.
 fn shard_of(r: &Report) -> Option<ShardInfo> {
     r.shard.or_else(|| {
-        let s = crate::engine::Shard::parse(r.config.get("shard")?.as_str()?).ok()?;
+        let s = crate::engine::Shard::parse(&r.settings().shard?).ok()?;
         Some(ShardInfo {
             index: s.index,
             count: s.count,

@@ -78,7 +78,7 @@ pub fn render(r: &Report) -> String {
         r.created, r.target.url
     );
     let _ = writeln!(s, "#   llmsweep --profile THIS_FILE.toml");
-    if r.config.get("api_key").is_some_and(|v| !v.is_null()) {
+    if r.settings().had_api_key {
         let _ = writeln!(
             s,
             "# The run had an API key: set it again (--api-key-env, --api-key-file)."

@@ -397,13 +397,10 @@ fn derive(mut g: Option<GpuStage>, price: Option<Price>, stage: &StageReport) ->
 
 /// The price a report's settings name (`gpu_hourly_cost`, `gpus`).
 pub fn price_of(config: &serde_json::Value) -> Option<Price> {
-    let usd = config.get("gpu_hourly_cost")?.as_f64()?;
+    let s = crate::types::SavedSettings::of(config);
     Some(Price {
-        gpu_hourly_usd: usd,
-        gpus: config
-            .get("gpus")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok()),
+        gpu_hourly_usd: s.gpu_hourly_cost?,
+        gpus: s.gpus,
     })
 }
 

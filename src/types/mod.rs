@@ -16,6 +16,7 @@ mod report;
 mod requests;
 mod search;
 pub mod server_metrics;
+mod settings;
 mod slo;
 mod verdict;
 
@@ -27,5 +28,6 @@ pub use kinds::{Api, EventKind, RunEnd, StageEndReason, StrategyKind};
 pub use report::*;
 pub use requests::RequestLine;
 pub use search::{SearchProbe, SearchSummary};
+pub use settings::SavedSettings;
 pub use slo::Slo;
 pub use verdict::{Basis, CapacityEstimate, Method, Outcome, Verdict};

@@ -1,0 +1,79 @@
+//! The run's settings as a saved report carries them back. `config` in
+//! report.json holds every flag as JSON, for people and scripts; where
+//! llmsweep itself reads a saved report's settings again (a merge of
+//! shards, a checkpoint, a rerun, the phases planner, a price), it reads
+//! this typed record, built in one place.
+
+use serde_json::Value;
+
+use super::report::Report;
+
+/// The settings a saved report is read back for. A value of the wrong
+/// type reads as absent: reports are user files.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SavedSettings {
+    /// `--shard I/N`, as typed (the engine parses it).
+    pub shard: Option<String>,
+    /// `--rate`: its numbers, None unless every entry is one.
+    pub rate: Option<Vec<f64>>,
+    /// `--max-seconds` when it was a number.
+    pub max_seconds: Option<f64>,
+    /// `--gpu-hourly-cost` and `--gpus`.
+    pub gpu_hourly_cost: Option<f64>,
+    pub gpus: Option<u32>,
+    /// The run had an API key (its value is never saved).
+    pub had_api_key: bool,
+}
+
+impl SavedSettings {
+    pub fn of(config: &Value) -> Self {
+        let number = |k: &str| config.get(k).and_then(Value::as_f64);
+        SavedSettings {
+            shard: config
+                .get("shard")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            rate: config
+                .get("rate")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().map(Value::as_f64).collect()),
+            max_seconds: number("max_seconds"),
+            gpu_hourly_cost: number("gpu_hourly_cost"),
+            gpus: config
+                .get("gpus")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
+            had_api_key: config.get("api_key").is_some_and(|v| !v.is_null()),
+        }
+    }
+}
+
+impl Report {
+    /// The report's settings, read back typed.
+    pub fn settings(&self) -> SavedSettings {
+        SavedSettings::of(&self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_of_the_wrong_type_read_as_absent() {
+        let s = SavedSettings::of(&serde_json::json!({
+            "shard": "1/4", "rate": [5.0, 8], "max_seconds": "auto",
+            "gpu_hourly_cost": 2.5, "gpus": 8, "api_key": "***"
+        }));
+        assert_eq!(s.shard.as_deref(), Some("1/4"));
+        assert_eq!(s.rate, Some(vec![5.0, 8.0]));
+        assert_eq!(s.max_seconds, None);
+        assert_eq!((s.gpu_hourly_cost, s.gpus), (Some(2.5), Some(8)));
+        assert!(s.had_api_key);
+        let bad = SavedSettings::of(&serde_json::json!({
+            "shard": 3, "rate": [5.0, "x"], "gpus": -1, "api_key": null
+        }));
+        assert_eq!(bad, SavedSettings::default());
+        assert_eq!(SavedSettings::of(&Value::Null), SavedSettings::default());
+    }
+}
