@@ -84,7 +84,14 @@ pub fn progress_line(s: &Snapshot, width: usize) -> Option<String> {
     let parts: Vec<(u8, String)> = vec![
         (0, format!("[{:>6.1}s]", s.elapsed_s)),
         (1, s.stage_count()),
-        (0, st.name.clone()),
+        // `--repeat N`: the run under way stays when the count goes (`r2`).
+        (
+            0,
+            match s.repeat.filter(|_| !st.manual) {
+                Some((k, _)) => format!("{} r{k}", st.name),
+                None => st.name.clone(),
+            },
+        ),
         (3, limit),
         (0, format!("now {:.2}{target}", st.achieved_rps)),
         (2, format!("in flight {}", st.in_flight)),

@@ -236,6 +236,7 @@ mod tests {
             answer: None,
             shard: None,
             merged_shards: Some(2),
+            repeats: None,
             baseline: None,
         }
     }

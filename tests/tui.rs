@@ -1368,3 +1368,19 @@ fn golden_dashboards_with_gpus() {
     let s = render(&done, 250, 60);
     assert!(s.contains("$/Mtok"), "{s}");
 }
+
+/// `--repeat 3`: the header says which run of the plan is under way, at
+/// 80 columns too, and the running stage's row names its run.
+#[test]
+fn the_header_says_which_repeat_runs() {
+    let mut app = golden_app();
+    let mut snap = app.snap.clone();
+    snap.repeat = Some((2, 3));
+    app.set_snapshot(snap);
+    for (w, h) in [(80, 24), (160, 48)] {
+        let s = render(&app, w, h);
+        let header: String = s.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert!(header.contains("repeat 2/3 · stage 8/10"), "{w}x{h}:\n{s}");
+        assert!(s.contains("constant@34.16 r2"), "{w}x{h}:\n{s}");
+    }
+}

@@ -108,6 +108,9 @@ pub struct WireSnapshot {
     /// changed: the GPUs as last read whole, `series` as the new points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuLive>,
+    /// With `--repeat N`: the run of the plan under way and N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<(u32, u32)>,
 }
 
 /// What a viewer has already been sent.
@@ -243,6 +246,7 @@ impl WireSnapshot {
             history_recent_len: h.recent.len(),
             server: None,
             gpu: None,
+            repeat: s.repeat,
         }
     }
 
@@ -280,6 +284,7 @@ impl WireSnapshot {
             warnings: Arc::new(self.warnings),
             history: Arc::new(history),
             done: self.done,
+            repeat: self.repeat,
         };
     }
 }

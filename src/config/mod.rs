@@ -218,6 +218,12 @@ pub struct RunConfig {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     #[serde(deserialize_with = "de_opt_count")]
     pub batch: Option<u64>,
+    /// Run the whole plan N times: the first run plans, the others run its stages again
+    /// (same rates, new prompts and arrivals); every figure is reported as its mean across
+    /// the runs with a 95 % interval, each rate's stages merged.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_REPEATS as i64))]
+    #[serde(deserialize_with = "de_repeat")]
+    pub repeat: Option<u32>,
     /// Stop the run once a stage has this many errored requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=MAX_COUNT))]
     #[serde(deserialize_with = "de_opt_count")]
@@ -1003,6 +1009,7 @@ mod tests {
             ("max_seconds", "\"auto\""),
             ("max_requests", "100"),
             ("max_errors", "5"),
+            ("repeat", "3"),
             ("batch", "8"),
             ("warmup", "0.1"),
             ("cooldown", "0.2"),

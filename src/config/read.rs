@@ -103,6 +103,20 @@ pub(super) fn de_gpus<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D:
     }
 }
 
+/// The most runs `--repeat` runs (each is the whole plan again).
+pub const MAX_REPEATS: u32 = 100;
+
+/// `repeat` in a profile file: the flag's range.
+pub(super) fn de_repeat<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    match u32::deserialize(d)? {
+        n @ 1..=MAX_REPEATS => Ok(Some(n)),
+        n => Err(serde::de::Error::custom(format!(
+            "{n} is not possible: use 1 to {} repeats",
+            MAX_REPEATS
+        ))),
+    }
+}
+
 /// `max_line_bytes` in a profile file: the flag's range.
 pub(super) fn de_line_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let n = u64::deserialize(d)?;

@@ -70,6 +70,7 @@ impl Engine {
             warnings: Arc::new(self.ledger.warnings.clone()),
             history: self.live.history.clone(),
             done: false,
+            repeat: plan.repeat(),
         };
         self.live.snapshots.send_replace(snap);
     }

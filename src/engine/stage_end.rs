@@ -249,6 +249,7 @@ impl Engine {
         );
         report.number = number;
         report.manual = spec.manual;
+        report.repeat = spec.repeat;
         if let Some(t) = self.source.trackers.remove(&number) {
             report.histograms.extend(t.histograms());
             report.conversations = Some(t.summary(&self.settings.percentiles));

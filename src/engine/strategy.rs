@@ -159,6 +159,8 @@ pub struct StageSpec {
     /// With `--shard I/N`: which share of the whole stage this process runs
     /// (`strategy` and `limits` are already the share; `name` is the whole's).
     pub shard: Option<StageShard>,
+    /// With `--repeat N`: which run of the plan (1-based) this stage is part of.
+    pub repeat: Option<u32>,
 }
 
 /// `--shard I/N`: this process is shard `index` (0-based) of `count`, and
@@ -328,6 +330,7 @@ impl StageSpec {
             limits,
             manual: false,
             shard: None,
+            repeat: None,
         }
     }
 
@@ -339,6 +342,7 @@ impl StageSpec {
             limits,
             manual: true,
             shard: None,
+            repeat: None,
         }
     }
 }
@@ -569,6 +573,10 @@ pub trait Plan: Send + Sync {
     }
     /// The search profile's answer, for the report.
     fn search(&self) -> Option<crate::types::SearchSummary> {
+        None
+    }
+    /// With `--repeat N`: the run of the plan under way and N.
+    fn repeat(&self) -> Option<(u32, u32)> {
         None
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod file;
 pub mod plan;
+pub mod repeat;
 pub mod search;
 pub mod slo;
 pub mod sweep;

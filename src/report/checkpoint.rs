@@ -133,6 +133,7 @@ pub fn read(path: &Path) -> Result<Report> {
         answer: None,
         shard,
         merged_shards: None,
+        repeats: None,
         baseline: None,
         stages,
         timeline: Vec::new(),

@@ -101,7 +101,10 @@ pub fn render(r: &Report) -> String {
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {}", crate::safe::line(w));
     }
-    for line in super::baseline::text_lines(r) {
+    for line in super::baseline::text_lines(r)
+        .into_iter()
+        .chain(super::repeats::text_lines(r))
+    {
         let _ = writeln!(s, "{line}");
     }
     // The answer, as every screen and file ends (`llmsweep report` and
@@ -309,7 +312,10 @@ fn narrow(r: &Report, width: u16) -> String {
             let _ = writeln!(s, "{line}");
         }
     }
-    for text in super::baseline::text_lines(r) {
+    for text in super::baseline::text_lines(r)
+        .into_iter()
+        .chain(super::repeats::text_lines(r))
+    {
         let indent = if text.starts_with("  ") { 4 } else { 2 };
         for line in wrap(&text, w, indent) {
             let _ = writeln!(s, "{line}");

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
-use super::{baseline, conversations, gpu, models, pooling, reasoning, server_metrics};
+use super::{baseline, conversations, gpu, models, pooling, reasoning, repeats, server_metrics};
 use crate::types::{Report, StageReport};
 
 /// The groups of columns after the stage table's, each present when some
@@ -48,6 +48,7 @@ impl Extras {
         if self.pooling {
             h.extend(pooling::CSV_COLUMNS.iter().map(|c| c.to_string()));
         }
+        h.extend(repeats::csv_columns(r));
         h
     }
 
@@ -70,6 +71,7 @@ impl Extras {
         if self.pooling {
             row.extend(pooling::csv_values(s));
         }
+        row.extend(repeats::csv_values(r, s));
         row
     }
 }
@@ -84,6 +86,21 @@ pub fn render(r: &Report) -> Result<String> {
     for (s, label) in r.stages.iter().zip(&labels) {
         let mut row: Vec<String> = ALL.iter().flat_map(|c| c.cells(s, label)).collect();
         row.extend(extras.cells(r, s));
+        w.write_record(&row)?;
+    }
+    // `--repeat N`: each planned stage's runs merged, after the runs' rows.
+    for st in r.repeats.iter().flat_map(|rep| &rep.stages) {
+        let label = repeats::merged_label(st);
+        let mut row: Vec<String> = ALL
+            .iter()
+            .flat_map(|c| c.cells(&st.merged, &label))
+            .collect();
+        let mut cells = extras.cells(r, &st.merged);
+        // The last columns are the repeats': this row's are the spreads.
+        let n = repeats::csv_columns(r).len();
+        cells.truncate(cells.len().saturating_sub(n));
+        cells.extend(repeats::csv_merged_values(st));
+        row.extend(cells);
         w.write_record(&row)?;
     }
     let bytes = w.into_inner().context("cannot finish the CSV")?;

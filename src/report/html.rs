@@ -200,6 +200,7 @@ pub fn render(r: &Report) -> String {
     h.push_str(&distribution_charts(r));
     h.push_str(&stage_table(r));
     h.push_str(&baseline_table(r));
+    h.push_str(&repeats_table(r));
     if let Some(server) = server_section(r) {
         h.push_str(&server);
     }
@@ -450,6 +451,39 @@ fn baseline_table(r: &Report) -> String {
         h,
         r#"</table><p class="note">{}</p>"#,
         esc(super::baseline::BASELINE_NOTE)
+    );
+    h
+}
+
+/// A `--repeat N` run: the answer across runs and each planned stage's
+/// figures as their mean and 95 % interval. Empty without it.
+fn repeats_table(r: &Report) -> String {
+    let Some(rep) = &r.repeats else {
+        return String::new();
+    };
+    let answer =
+        super::repeats::answer_line(rep).unwrap_or_else(|| "no run gave an answer".to_string());
+    let mut h = format!(
+        "<h2>Across {} runs</h2><p>Answer: {}.</p><table><tr>",
+        rep.ran,
+        esc(&answer)
+    );
+    let (head, rows) = super::repeats::table(rep);
+    for t in head {
+        let _ = write!(h, "<th>{}</th>", esc(&t));
+    }
+    h.push_str("</tr>");
+    for row in rows {
+        h.push_str("<tr>");
+        for c in row {
+            let _ = write!(h, "<td>{}</td>", esc(&c));
+        }
+        h.push_str("</tr>");
+    }
+    let _ = write!(
+        h,
+        r#"</table><p class="note">{}</p>"#,
+        esc(&super::repeats::note(rep))
     );
     h
 }

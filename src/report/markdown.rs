@@ -28,6 +28,7 @@ pub fn render(r: &Report) -> String {
     s.push_str(&summary_section(r));
     s.push_str(&stages_section(r));
     s.push_str(&super::baseline::markdown_section(r));
+    s.push_str(&super::repeats::markdown_section(r));
     // The text tables hold names from the report file: each goes in a
     // fence none of them can close (safe::markdown_block).
     s.push_str("## Benchmarks Info\n\n");

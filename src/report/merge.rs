@@ -77,7 +77,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
             .iter()
             .map(|(s, name, r)| (label(s), &r.stages[i], *name))
             .collect();
-        stages.push(merge_stage(&parts, &percentiles)?);
+        stages.push(merge_stage(&parts, &percentiles, "shards")?);
     }
     let mut warnings = Vec::new();
     for (_, _, r) in &shards {
@@ -111,6 +111,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
         answer: None,
         shard: None,
         merged_shards: Some(shards[0].0.count),
+        repeats: None,
         baseline: None,
     };
     out.set_answer();
@@ -338,7 +339,7 @@ impl Dists<'_, '_> {
     }
 }
 
-fn merge_stage(parts: &[Part], percentiles: &[f64]) -> Result<StageReport> {
+fn merge_stage(parts: &[Part], percentiles: &[f64], noun: &str) -> Result<StageReport> {
     let s0 = parts[0].1;
     let stages = || parts.iter().map(|(_, s, _)| *s);
     let sum = |f: &dyn Fn(&StageReport) -> f64| stages().map(f).sum::<f64>();
@@ -356,7 +357,7 @@ fn merge_stage(parts: &[Part], percentiles: &[f64]) -> Result<StageReport> {
     let requests = merge_requests(parts);
     let measured = requests.measured as f64;
     let (errors, error_samples, warnings) = merge_errors(parts);
-    let verdict = merge_verdict(parts);
+    let verdict = merge_verdict(parts, noun);
     let mut merged = StageReport {
         name: s0.name.clone(),
         strategy: s0.strategy,
@@ -422,6 +423,83 @@ fn merge_stage(parts: &[Part], percentiles: &[f64]) -> Result<StageReport> {
     };
     merge_times(&mut merged, parts);
     Ok(merged)
+}
+
+/// The runs of one planned stage in a `--repeat N` run (each run's label,
+/// `run 2`, and its stage), merged as [`merge`] adds shards, with what
+/// differs for runs that went one after another instead of side by side:
+/// the target rate is each run's; rates, the mean concurrency and the
+/// capacity estimate are over the runs' time together (not added); the
+/// durations add; a verdict's readings are the runs' mean.
+pub fn in_sequence(runs: &[(String, &StageReport)], percentiles: &[f64]) -> Result<StageReport> {
+    let Some((_, s0)) = runs.first() else {
+        bail!("no run of the stage to merge");
+    };
+    let parts: Vec<Part> = runs
+        .iter()
+        .map(|(l, s)| (l.clone(), *s, "the run"))
+        .collect();
+    let mut m = merge_stage(&parts, percentiles, "runs")?;
+    let stages = || runs.iter().map(|(_, s)| *s);
+    let n = runs.len() as f64;
+    // A figure over the runs' time together: each run's weighted by its
+    // time (the plain mean when no run has any).
+    let over = |f: &dyn Fn(&StageReport) -> f64, w: &dyn Fn(&StageReport) -> f64| {
+        let total: f64 = stages().map(w).sum();
+        if total > 0.0 {
+            stages().map(|s| f(s) * w(s)).sum::<f64>() / total
+        } else {
+            stages().map(f).sum::<f64>() / n
+        }
+    };
+    let measured = |s: &StageReport| s.measured_s;
+    let steady = |s: &StageReport| s.rates.steady_s;
+    m.target_rate = s0.target_rate;
+    m.rates = Rates {
+        requests_per_s: over(&|s| s.rates.requests_per_s, &measured),
+        steady_requests_per_s: over(&|s| s.rates.steady_requests_per_s, &steady),
+        sent_per_s: over(&|s| s.rates.sent_per_s, &measured),
+        completed_per_s: over(&|s| s.rates.completed_per_s, &steady),
+        steady_s: stages().map(steady).sum(),
+        output_tokens_per_s: over(&|s| s.rates.output_tokens_per_s, &measured),
+        total_tokens_per_s: over(&|s| s.rates.total_tokens_per_s, &measured),
+    };
+    m.concurrency.mean = over(&|s| s.concurrency.mean, &measured);
+    m.concurrency.max = stages().map(|s| s.concurrency.max).max().unwrap_or(0);
+    if let Some(g) = m.goodput.as_mut() {
+        g.requests_per_s = over(
+            &|s| s.goodput.as_ref().map_or(0.0, |g| g.requests_per_s),
+            &measured,
+        );
+    }
+    if let Some(c) = m.capacity.as_mut() {
+        c.requests_per_s /= n;
+        c.slope_requests_per_s /= n;
+        c.observed_requests_per_s /= n;
+        c.littles_law_requests_per_s = c.littles_law_requests_per_s.map(|v| v / n);
+        c.evidence = format!(
+            "the mean of {} runs' estimates ({})",
+            runs.len(),
+            stages()
+                .filter_map(|s| s.capacity.as_ref())
+                .map(|c| format!("{:.2}", c.requests_per_s))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(v) = m.verdict.as_mut() {
+        v.growth_per_s = v.growth_per_s.map(|g| g / n);
+        v.growth_noise_per_s = v.growth_noise_per_s.map(|g| g / n);
+        v.offered_per_s = v.offered_per_s.map(|g| g / n);
+        v.growth_filling_per_s = v.growth_filling_per_s.map(|g| g / n);
+    }
+    let sum = |f: fn(&StageReport) -> f64| stages().map(f).sum::<f64>();
+    m.duration_s = sum(|s| s.duration_s);
+    m.measured_s = sum(|s| s.measured_s);
+    m.paused_s = sum(|s| s.paused_s);
+    m.pauses = stages().map(|s| s.pauses).sum();
+    m.repeat = None;
+    Ok(m)
 }
 
 /// The stage's times: from the earliest shard's start to the latest's
@@ -736,7 +814,7 @@ fn add(into: &mut u64, n: u64) {
 /// The worst shard's verdict (saturated, erroring, inconclusive, not
 /// saturated), its reason naming the shard: a verdict rests on the shard's
 /// completion series, which its report does not carry.
-fn merge_verdict(parts: &[Part]) -> Option<Verdict> {
+fn merge_verdict(parts: &[Part], noun: &str) -> Option<Verdict> {
     let rank = |o: Outcome| match o {
         Outcome::Saturated => 3,
         Outcome::Erroring => 2,
@@ -760,12 +838,12 @@ fn merge_verdict(parts: &[Part]) -> Option<Verdict> {
     let reason = match (worst.reason.is_empty(), alike == parts.len()) {
         (true, _) => String::new(),
         (false, true) => format!(
-            "all {alike} shards {}; {label}: {}",
+            "all {alike} {noun} {}; {label}: {}",
             worst.outcome.as_str(),
             worst.reason
         ),
         (false, false) => format!(
-            "{alike} of {} shards {}; {label}: {}",
+            "{alike} of {} {noun} {}; {label}: {}",
             parts.len(),
             worst.outcome.as_str(),
             worst.reason
@@ -922,6 +1000,7 @@ mod tests {
             answer: None,
             shard: Some(ShardInfo { index, count }),
             merged_shards: None,
+            repeats: None,
             baseline: None,
         }
     }

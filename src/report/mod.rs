@@ -24,6 +24,7 @@ pub mod merge;
 pub mod models;
 pub mod pooling;
 pub mod reasoning;
+pub mod repeats;
 pub mod rerun;
 pub mod server_metrics;
 pub mod summary;

@@ -127,6 +127,7 @@ mod tests {
             answer: None,
             shard: None,
             merged_shards: None,
+            repeats: None,
             baseline: None,
         }
     }

@@ -158,6 +158,7 @@ pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     let a = answer(r);
     out.push(("Answer", crate::stats::answer::line(&a)));
+    out.extend(super::repeats::summary_line(r));
     let mut basis = a.basis.clone();
     if let Some(next) = &a.next {
         basis.push_str(&format!("; next: {next}"));

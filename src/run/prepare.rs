@@ -99,10 +99,14 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let mut data = read_data(args, counter.as_ref(), run_number)?;
     let request = RequestParts::read(args)?;
     let formats = export_formats(args)?;
-    let plan = match &data.replay {
+    let mut plan = match &data.replay {
         Some(offsets) => build_replay_plan(args, offsets)?,
         None => build_plan(args, args.target.is_none())?,
     };
+    if let Some(n) = args.repeat.filter(|&n| n > 1) {
+        plan.plan = Box::new(crate::profile::repeat::RepeatPlan::new(plan.plan, n));
+        plan.description = format!("{}, run {n} times (--repeat {n})", plan.description);
+    }
     let (dashboard, themes) = dashboard(args)?;
     let baseline = load_baseline(args)?;
     // The GPUs' exporters and the price, on the same clock: checked before any load.

@@ -57,6 +57,7 @@ impl Reports {
             answer: None,
             shard: self.shard,
             merged_shards: None,
+            repeats: None,
             baseline: None,
             version: crate::types::SCHEMA_VERSION,
             tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
@@ -70,6 +71,12 @@ impl Reports {
             warnings,
         };
         r.set_answer();
+        match report::repeats::summarize(&r) {
+            Ok(repeats) => r.repeats = repeats,
+            Err(e) => r
+                .warnings
+                .push(format!("the runs of --repeat could not be merged: {e:#}")),
+        }
         if let Some(b) = &self.baseline {
             match report::baseline::comparison(&b.1, &b.0, &r) {
                 Ok(c) => r.baseline = Some(c),

@@ -11,6 +11,7 @@ pub mod models;
 pub mod policy;
 pub mod pooling;
 pub mod significance;
+pub mod spread;
 pub mod stage;
 pub mod thinking;
 pub mod verdict;

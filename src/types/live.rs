@@ -128,6 +128,8 @@ pub struct Snapshot {
     pub history: Arc<RunHistory>,
     /// The run is over; no more snapshots follow.
     pub done: bool,
+    /// With `--repeat N`: the run of the plan under way (1-based) and N.
+    pub repeat: Option<(u32, u32)>,
 }
 
 impl Snapshot {
@@ -136,6 +138,14 @@ impl Snapshot {
     /// `stage 17 · plan 8/10 done` (the running stage's number in the run,
     /// and the planned stages measured), which never reads 17/16.
     pub fn stage_count(&self) -> String {
+        match self.repeat {
+            Some((i, n)) => format!("repeat {i}/{n} · {}", self.plan_count()),
+            None => self.plan_count(),
+        }
+    }
+
+    /// [`Snapshot::stage_count`] without the repeat.
+    fn plan_count(&self) -> String {
         if self.extra_stages == 0 {
             let total = self.stages_total.map_or("?".to_string(), |t| t.to_string());
             return format!("stage {}/{total}", self.stage_number);
@@ -252,5 +262,11 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(unknown.stage_count(), "stage 3 · plan 1/? done");
+        // `--repeat 3`: the run under way first.
+        let repeated = Snapshot {
+            repeat: Some((2, 3)),
+            ..plain
+        };
+        assert_eq!(repeated.stage_count(), "repeat 2/3 · stage 8/10");
     }
 }

@@ -54,6 +54,9 @@ pub struct Report {
     /// With `--baseline`: the run against the baseline, stage by stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<super::baseline::BaselineComparison>,
+    /// `--repeat N`: the plan run N times, each figure across the runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
 }
 
 /// Which shard of a sharded run a report is.
@@ -211,6 +214,10 @@ pub struct StageReport {
     /// tokens a second (absent for generation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pooling: Option<Pooling>,
+    /// With `--repeat N`: which run of the plan (1-based) this stage was
+    /// part of (absent for stages the operator started, and without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
 }
 
 /// A stage of embeddings, rerank or score requests: what it got through.
@@ -554,7 +561,7 @@ pub fn stage_labels(stages: &[StageReport]) -> Vec<String> {
     stages
         .iter()
         .zip(run_numbers(stages))
-        .map(|(s, run)| stage_label(&s.name, run, s.cut_short, s.pauses > 0))
+        .map(|(s, run)| stage_label(&repeat_name(s), run, s.cut_short, s.pauses > 0))
         .collect()
 }
 
@@ -565,26 +572,39 @@ pub fn stage_run_names(stages: &[StageReport]) -> Vec<String> {
     stages
         .iter()
         .zip(run_numbers(stages))
-        .map(|(s, run)| stage_label(&s.name, run, false, false))
+        .map(|(s, run)| stage_label(&repeat_name(s), run, false, false))
         .collect()
+}
+
+/// A stage's name with its run of a `--repeat N` run: `constant@6.38 r2`
+/// (the name alone otherwise).
+pub fn repeat_name(s: &StageReport) -> String {
+    match s.repeat {
+        Some(k) => format!("{} r{k}", s.name),
+        None => s.name.clone(),
+    }
 }
 
 /// [`stage_run_names`]'s name of `stage`, one of `stages`.
 pub fn stage_run_name(stages: &[StageReport], stage: &StageReport) -> String {
     let run = match stages.iter().position(|s| std::ptr::eq(s, stage)) {
-        Some(i) => stages[..=i].iter().filter(|s| s.name == stage.name).count(),
+        Some(i) => stages[..=i]
+            .iter()
+            .filter(|s| s.name == stage.name && s.repeat == stage.repeat)
+            .count(),
         None => 1,
     };
-    stage_label(&stage.name, run, false, false)
+    stage_label(&repeat_name(stage), run, false, false)
 }
 
 /// Which run of its name each stage is: 1 for the first, 2 for the next…
+/// (within its repeat, in a `--repeat N` run).
 fn run_numbers(stages: &[StageReport]) -> Vec<usize> {
-    let mut runs: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut runs: BTreeMap<(Option<u32>, &str), usize> = BTreeMap::new();
     stages
         .iter()
         .map(|s| {
-            let run = runs.entry(s.name.as_str()).or_default();
+            let run = runs.entry((s.repeat, s.name.as_str())).or_default();
             *run += 1;
             *run
         })
@@ -593,6 +613,69 @@ fn run_numbers(stages: &[StageReport]) -> Vec<usize> {
 
 /// What the labels' marks mean, for a table's legend.
 pub const LABEL_LEGEND: &str = "#2 run again · cut ended early · paused";
+
+// `--repeat N`: the plan run N times, and each figure across the runs.
+
+/// The runs of a `--repeat N` run, and what they measured together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Repeats {
+    /// N: the runs of the plan asked for.
+    pub asked: u32,
+    /// The runs that ran (fewer than `asked` when the run was stopped).
+    pub ran: u32,
+    /// Each run's answer, req/s, in order (null where a run gave none).
+    pub answers: Vec<Option<f64>>,
+    /// The answer across the runs: their mean, its 95 % interval, their spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Spread>,
+    /// A run's answer was a floor (no stage of it fell behind): so is
+    /// their mean.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub answer_floor: bool,
+    /// Each planned stage across the runs that ran it, in the plan's order.
+    pub stages: Vec<RepeatedStage>,
+}
+
+/// Values of one figure across runs: the mean, a 95 % interval for it
+/// (Student's t; absent with one value) and the lowest and highest value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub mean: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
+    pub min: f64,
+    pub max: f64,
+    /// How many values (runs).
+    pub n: u32,
+}
+
+/// One figure of a stage across runs: each run's value and their spread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FigureAcross {
+    /// The figure's key, as the CSV names it (`completed_per_s`, `ttft_p99_ms`, …).
+    pub key: String,
+    /// Each run's value, in the order of `runs`.
+    pub values: Vec<f64>,
+    #[serde(flatten)]
+    pub spread: Spread,
+}
+
+/// A planned stage across the runs of a `--repeat N` run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RepeatedStage {
+    /// The stage's name (`constant@6.38`), as each run named it.
+    pub name: String,
+    /// The runs (1-based) that ran it to its limit.
+    pub runs: Vec<u32>,
+    /// Each figure across those runs.
+    pub figures: Vec<FigureAcross>,
+    /// Those runs' stages merged as `llmsweep merge` adds shards: counts
+    /// add, histograms add, so its percentiles are those of all the runs'
+    /// requests; rates are over the runs' measured time together.
+    pub merged: StageReport,
+}
 
 #[cfg(test)]
 mod label_tests {

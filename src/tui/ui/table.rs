@@ -345,12 +345,18 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
     let mut rows = report_rows(&app.snap.finished);
     with_changes(&mut rows, &app.baseline_changes);
     if let Some(st) = &app.snap.stage {
+        // In a `--repeat N` run a planned stage is named with its run (`r2`).
+        let repeat = app.snap.repeat.filter(|_| !st.manual).map(|(k, _)| k);
         let run = 1 + app
             .snap
             .finished
             .iter()
-            .filter(|f| f.name == st.name)
+            .filter(|f| f.name == st.name && f.repeat == repeat)
             .count();
+        let name = match repeat {
+            Some(k) => format!("{} r{k}", st.name),
+            None => st.name.clone(),
+        };
         let mut row = RowData::from_live(st);
         // The GPUs' power so far, from the GPU panel's readings since the
         // stage started (its cost waits for the stage's end).
@@ -361,7 +367,7 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
             power_since(g, start.as_secs_f64())
         });
         row.name =
-            crate::types::stage_label(&st.name, run, false, app.snap.paused || st.paused_s > 0.0);
+            crate::types::stage_label(&name, run, false, app.snap.paused || st.paused_s > 0.0);
         rows.push(row);
     }
     for p in &app.snap.upcoming {
