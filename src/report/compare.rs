@@ -1,5 +1,6 @@
 //! `llmsweep compare A.json B.json`: stage by stage, what changed from A to B,
-//! with the better direction marked (higher throughput, lower latency).
+//! each change with whether it is larger than the noise (`*` significant,
+//! `~` within noise, `?` cannot tell), the words `report::baseline` gives.
 
 use std::fmt::Write as _;
 
@@ -12,7 +13,7 @@ use crate::types::{Report, StageReport};
 /// that does not decode (naming its stage; the caller names the file).
 pub fn render(a: &Report, b: &Report, a_name: &str, b_name: &str) -> anyhow::Result<String> {
     let mut s = heading(a, b, a_name, b_name);
-    s.push_str(&stage_table(a, b));
+    s.push_str(&stage_table(a, b)?);
     let lines = super::baseline::stage_lines(a, b)?;
     if !lines.is_empty() {
         let _ = writeln!(s, "\n{NOISE_NOTE}");
@@ -76,7 +77,9 @@ struct Compared {
     delta: &'static str,
     get: fn(&StageReport) -> f64,
     digits: usize,
-    higher_is_better: bool,
+    /// The figure's key in `report::baseline::ROW`, when its change's
+    /// noise is known (None: the change alone).
+    key: Option<&'static str>,
 }
 
 const COMPARED: [Compared; 5] = [
@@ -85,40 +88,42 @@ const COMPARED: [Compared; 5] = [
         delta: "Δ achieved",
         get: |s| columns::ACHIEVED.num(s),
         digits: 2,
-        higher_is_better: true,
+        key: Some("achieved_requests_per_s"),
     },
     Compared {
         name: "Out tok/s",
         delta: "Δ tok/s",
         get: |s| columns::OUTPUT_TOKENS_PER_S.num(s),
         digits: 0,
-        higher_is_better: true,
+        key: None,
     },
     Compared {
         name: "TTFT p50",
         delta: "Δ TTFT p50",
         get: |s| columns::TTFT.of(s).p50,
         digits: 1,
-        higher_is_better: false,
+        key: Some("ttft_p50_ms"),
     },
     Compared {
         name: "TTFT p99",
         delta: "Δ TTFT p99",
         get: |s| columns::TTFT.of(s).p99,
         digits: 1,
-        higher_is_better: false,
+        key: Some("ttft_p99_ms"),
     },
     Compared {
         name: "ITL p50",
         delta: "Δ ITL p50",
         get: |s| columns::ITL.of(s).p50,
         digits: 2,
-        higher_is_better: false,
+        key: Some("itl_p50_ms"),
     },
 ];
 
-/// The paired stages' figures, A, B and the change.
-fn stage_table(a: &Report, b: &Report) -> String {
+/// The paired stages' figures, A, B and the change, marked with its noise
+/// where the histograms tell (as the dashboard marks a change from a
+/// baseline: `+25%*`).
+fn stage_table(a: &Report, b: &Report) -> anyhow::Result<String> {
     let names: Vec<String> = COMPARED
         .iter()
         .flat_map(|c| {
@@ -131,28 +136,34 @@ fn stage_table(a: &Report, b: &Report) -> String {
         .collect();
     let mut headers = vec!["Stage (A → B)"];
     headers.extend(names.iter().map(String::as_str));
-    let rows: Vec<Vec<String>> = pair(a, b)
-        .into_iter()
-        .map(|(x, y)| {
-            let mut row = vec![pair_name(a, b, x, y)];
-            for c in &COMPARED {
-                let (va, vb) = ((c.get)(x), (c.get)(y));
-                let p = c.digits;
-                row.extend([
-                    format!("{va:.p$}"),
-                    format!("{vb:.p$}"),
-                    delta(va, vb, c.higher_is_better),
-                ]);
-            }
-            row
-        })
-        .collect();
-    format!(
-        "{}\n{}\n",
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (x, y) in pair(a, b) {
+        let change = super::baseline::stage_change(a, y, &y.name)?;
+        let mut row = vec![pair_name(a, b, x, y)];
+        for c in &COMPARED {
+            let (va, vb) = ((c.get)(x), (c.get)(y));
+            let p = c.digits;
+            let marked = c.key.and_then(|k| {
+                let f = change.as_ref()?.figures.iter().find(|f| f.figure == k)?;
+                Some(super::baseline::change_short(f))
+            });
+            row.extend([
+                format!("{va:.p$}"),
+                format!("{vb:.p$}"),
+                marked.unwrap_or_else(|| delta(va, vb)),
+            ]);
+        }
+        rows.push(row);
+    }
+    Ok(format!(
+        "{}\n{}\n{MARKS_NOTE}\n",
         pipe_table(&headers, &rows, 1),
         columns::ACHIEVED_NOTE
-    )
+    ))
 }
+
+/// What the marks after a change in the stage table mean.
+const MARKS_NOTE: &str = "Δ: B against A; * significant, ~ within noise, ? cannot tell (the words below); Δ tok/s the change alone.";
 
 /// `x` or `x → y` when the paired stages' names differ, each numbered as
 /// its report's tables number it (`throughput #2`).
@@ -207,7 +218,7 @@ fn conversation_lines(a: &Report, b: &Report) -> Vec<String> {
                     .map_or("-".to_string(), |x| format!("{:.0}%", x * 100.0))
             };
             let d = match (tx, ty) {
-                (Some(p), Some(q)) => format!(" ({})", delta(p.ttft_ms.p50, q.ttft_ms.p50, false)),
+                (Some(p), Some(q)) => format!(" ({})", delta(p.ttft_ms.p50, q.ttft_ms.p50)),
                 _ => String::new(),
             };
             out.push(format!(
@@ -264,10 +275,10 @@ fn reasoning_table(ra: &Report, rb: &Report) -> Option<String> {
                 pair_name(ra, rb, x, y),
                 format!("{:.1}", a.p50),
                 format!("{:.1}", b.p50),
-                delta(a.p50, b.p50, false),
+                delta(a.p50, b.p50),
                 format!("{:.1}", a.p99),
                 format!("{:.1}", b.p99),
-                delta(a.p99, b.p99, false),
+                delta(a.p99, b.p99),
                 think(x),
                 think(y),
                 aitl(x),
@@ -328,7 +339,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("turn 2: TTFT p50 20.0 → 120.0 ms (+500.0% worse) · cached 80% → 0%"),
+            text.contains("turn 2: TTFT p50 20.0 → 120.0 ms (+500.0%) · cached 80% → 0%"),
             "{text}"
         );
         assert!(!render(&run([1.0, 1.0], 0.0), &a, "a", "b")

@@ -1,6 +1,5 @@
 //! Two runs side by side: their stages paired, and how a figure changed
-//! from A to B with the better direction marked (higher throughput, lower
-//! latency).
+//! from A to B (a signed percentage; its noise is `report::baseline`'s).
 
 use crate::types::{Report, StageReport};
 
@@ -60,8 +59,10 @@ pub fn unpaired<'a>(
         .collect()
 }
 
-/// "+12.3% better" / "−4.0% worse" / "same".
-pub fn delta(a: f64, b: f64, higher_is_better: bool) -> String {
+/// A change A → B as a signed percentage: "+12.3%", "-4.0%", "same", "new".
+/// Whether it is larger than the noise is said beside it where the
+/// histograms tell (`report::baseline`), never "better" or "worse".
+pub fn delta(a: f64, b: f64) -> String {
     if a == 0.0 && b == 0.0 {
         return "same".into();
     }
@@ -69,11 +70,7 @@ pub fn delta(a: f64, b: f64, higher_is_better: bool) -> String {
         return "new".into();
     }
     let pct = (b - a) / a * 100.0;
-    if pct.abs() < 0.5 {
-        return format!("{pct:+.1}%");
-    }
-    let better = (pct > 0.0) == higher_is_better;
-    format!("{pct:+.1}% {}", if better { "better" } else { "worse" })
+    format!("{pct:+.1}%")
 }
 
 #[cfg(test)]
@@ -130,12 +127,11 @@ mod tests {
     }
 
     #[test]
-    fn deltas_mark_the_better_direction() {
-        assert_eq!(delta(10.0, 12.0, true), "+20.0% better");
-        assert_eq!(delta(10.0, 12.0, false), "+20.0% worse");
-        assert_eq!(delta(100.0, 50.0, false), "-50.0% better");
-        assert_eq!(delta(10.0, 10.01, true), "+0.1%");
-        assert_eq!(delta(0.0, 0.0, true), "same");
-        assert_eq!(delta(0.0, 3.0, true), "new");
+    fn deltas_are_signed_changes_without_a_verdict() {
+        assert_eq!(delta(10.0, 12.0), "+20.0%");
+        assert_eq!(delta(100.0, 50.0), "-50.0%");
+        assert_eq!(delta(10.0, 10.01), "+0.1%");
+        assert_eq!(delta(0.0, 0.0), "same");
+        assert_eq!(delta(0.0, 3.0), "new");
     }
 }
