@@ -278,6 +278,11 @@ impl App {
         self.snap.stage.as_ref().map(|s| s.strategy)
     }
 
+    /// What the steering keys change on the running stage (None: no stage).
+    pub fn steers(&self) -> Option<crate::types::Steers> {
+        self.stage_kind().map(StrategyKind::steers)
+    }
+
     /// Is the running stage the plan's last?
     pub fn on_last_stage(&self) -> bool {
         let s = &self.snap;

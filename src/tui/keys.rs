@@ -7,7 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::app::{Action, App, Confirm, Mode, View};
 use crate::types::live::Control;
-use crate::types::StrategyKind;
+use crate::types::Steers;
 
 /// A new rate this many times the highest completion rate measured so far
 /// (and more than 1.5× the running stage's target) asks for confirmation
@@ -17,10 +17,7 @@ pub const FAR_ABOVE: f64 = 3.0;
 impl App {
     /// The current stage's rate, as the key commands change it.
     fn rate_word(&self) -> &'static str {
-        match self.stage_kind() {
-            Some(StrategyKind::Concurrent) => "streams",
-            _ => "rate",
-        }
+        self.stage_kind().map_or("rate", |k| k.steers().unit())
     }
 
     /// The rate the running stage runs at now: its target, or what it
@@ -38,7 +35,7 @@ impl App {
 
     /// Why `rate` needs a confirmation, if it does.
     fn why_confirm(&self, rate: f64) -> Option<String> {
-        if self.stage_kind() == Some(StrategyKind::Concurrent) {
+        if self.steers() == Some(Steers::Streams) {
             return None;
         }
         let top = self.highest_measured_rate()?;
@@ -76,7 +73,7 @@ impl App {
             self.say(format!("rate {label}: new stage"));
             return Some(Action::Send(Control::ScaleRate(f)));
         };
-        if st.strategy == StrategyKind::Concurrent {
+        if st.strategy.steers() == Steers::Streams {
             // Whole streams, at least one more or fewer: what is shown is what runs.
             let cur = st.target_rate.unwrap_or(1.0).round().max(1.0);
             let next = scaled_streams(cur, f);
@@ -189,7 +186,7 @@ impl App {
     fn apply_typed_rate(&mut self, text: &str) -> Option<Action> {
         match text.parse::<f64>() {
             Ok(r) if r.is_finite() && r > 0.0 => {
-                if self.stage_kind() == Some(StrategyKind::Concurrent) {
+                if self.steers() == Some(Steers::Streams) {
                     let n = r.round().max(1.0);
                     self.say(format!("streams → {n:.0}: new stage"));
                     return Some(Action::Send(Control::SetRate(n)));
@@ -413,6 +410,7 @@ mod tests {
     use crate::tui::app::{Metric, RunInfo, RunOutcome};
     use crate::tui::theme;
     use crate::types::EventKind;
+    use crate::types::StrategyKind;
 
     fn app() -> App {
         App::new(RunInfo::default(), theme::builtin())

@@ -257,27 +257,138 @@ impl StrategyKind {
         StrategyKind::Replay,
     ];
 
+    /// What a stage of this kind is, for every place that names, shows or
+    /// steers it: one descriptor per kind instead of a match in each.
+    pub const fn info(self) -> &'static KindInfo {
+        match self {
+            StrategyKind::Synchronous => &SYNCHRONOUS,
+            StrategyKind::Concurrent => &CONCURRENT,
+            StrategyKind::Throughput => &THROUGHPUT,
+            StrategyKind::Constant => &CONSTANT,
+            StrategyKind::Poisson => &POISSON,
+            StrategyKind::Replay => &REPLAY,
+        }
+    }
+
     /// The name on the wire and in stage names (`constant@5.00`).
     pub const fn name(self) -> &'static str {
-        match self {
-            StrategyKind::Synchronous => "synchronous",
-            StrategyKind::Concurrent => "concurrent",
-            StrategyKind::Throughput => "throughput",
-            StrategyKind::Constant => "constant",
-            StrategyKind::Poisson => "poisson",
-            StrategyKind::Replay => "replay",
-        }
+        self.info().name
     }
 
     /// Requests are due on a schedule, whatever the server answers
     /// (constant, poisson, replay); the others wait for answers.
     pub const fn is_open_loop(self) -> bool {
-        matches!(
-            self,
-            StrategyKind::Constant | StrategyKind::Poisson | StrategyKind::Replay
-        )
+        self.info().open_loop
+    }
+
+    /// What the steering keys change on a stage of this kind.
+    pub const fn steers(self) -> Steers {
+        self.info().steers
     }
 }
+
+/// A stage strategy as the rest of the program sees it.
+#[derive(Debug, PartialEq)]
+pub struct KindInfo {
+    /// The name on the wire and in stage names.
+    pub name: &'static str,
+    /// Requests are due on a schedule, whatever the server answers.
+    pub open_loop: bool,
+    /// What the steering keys change.
+    pub steers: Steers,
+    /// Its pace in words when it has no target rate (the dashboard's header).
+    pub pace: &'static str,
+}
+
+/// What the steering keys (`+ - * / r`) change on a running stage: each
+/// change starts a new stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steers {
+    /// The request rate of an open-loop stage.
+    Rate,
+    /// The number of streams of a concurrent stage (whole, at least one).
+    Streams,
+    /// A stage that sets its own pace (synchronous, throughput): a key
+    /// starts a constant stage from the rate achieved so far.
+    FromAchieved,
+}
+
+impl Steers {
+    /// What the keys change, in one word (`rate`, `streams`).
+    pub const fn unit(self) -> &'static str {
+        match self {
+            Steers::Streams => "streams",
+            Steers::Rate | Steers::FromAchieved => "rate",
+        }
+    }
+
+    /// The help screen's lines: what the keys do here, `+ / -`, `* / /`.
+    pub const fn help(self) -> [&'static str; 3] {
+        match self {
+            Steers::Streams => [
+                "concurrent stage: keys change the number of streams",
+                "+ / -     one more / one fewer stream (10 %, at least 1)",
+                "* / /     double / halve the streams",
+            ],
+            Steers::FromAchieved => [
+                "synchronous / throughput: keys start a constant stage",
+                "+ / -     constant at the rate achieved so far ±10 %",
+                "* / /     constant at double / half the measured rate",
+            ],
+            Steers::Rate => [
+                "constant / poisson stage: keys change the request rate",
+                "+ / -     rate up / down 10 %",
+                "* / /     double / halve the rate",
+            ],
+        }
+    }
+
+    /// The footer's word for `+/-`.
+    pub const fn footer(self) -> &'static str {
+        match self {
+            Steers::Streams => "streams ±",
+            Steers::FromAchieved => "constant ±10%",
+            Steers::Rate => "rate ±10%",
+        }
+    }
+}
+
+const SYNCHRONOUS: KindInfo = KindInfo {
+    name: "synchronous",
+    open_loop: false,
+    steers: Steers::FromAchieved,
+    pace: "one request at a time",
+};
+const CONCURRENT: KindInfo = KindInfo {
+    name: "concurrent",
+    open_loop: false,
+    steers: Steers::Streams,
+    pace: "no target rate",
+};
+const THROUGHPUT: KindInfo = KindInfo {
+    name: "throughput",
+    open_loop: false,
+    steers: Steers::FromAchieved,
+    pace: "all at once",
+};
+const CONSTANT: KindInfo = KindInfo {
+    name: "constant",
+    open_loop: true,
+    steers: Steers::Rate,
+    pace: "no target rate",
+};
+const POISSON: KindInfo = KindInfo {
+    name: "poisson",
+    open_loop: true,
+    steers: Steers::Rate,
+    pace: "no target rate",
+};
+const REPLAY: KindInfo = KindInfo {
+    name: "replay",
+    open_loop: true,
+    steers: Steers::Rate,
+    pace: "no target rate",
+};
 
 impl fmt::Display for StrategyKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -525,6 +636,24 @@ mod tests {
             EventKind::Export => 17,
             EventKind::Ramp => 18,
             EventKind::Other(_) => usize::MAX,
+        }
+    }
+
+    /// One descriptor per kind: its name reads back as the kind, and what
+    /// the keys change follows from how the kind paces itself.
+    #[test]
+    fn each_kind_is_described_once_and_consistently() {
+        for k in StrategyKind::ALL {
+            let info = k.info();
+            assert_eq!(info.name.parse::<StrategyKind>(), Ok(k));
+            let expected = match (info.open_loop, k) {
+                (true, _) => Steers::Rate,
+                (false, StrategyKind::Concurrent) => Steers::Streams,
+                (false, _) => Steers::FromAchieved,
+            };
+            assert_eq!(info.steers, expected, "{k}");
+            assert!(!info.pace.is_empty());
+            assert!(info.steers.help().iter().all(|l| !l.is_empty()));
         }
     }
 

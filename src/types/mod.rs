@@ -24,7 +24,7 @@ pub use answer::Answer;
 pub use baseline::{BaselineComparison, CurvePoint, FigureChange, StageChange};
 pub use conversation::{Conversations, TurnFigures};
 pub use dist::DistSummary;
-pub use kinds::{Api, EventKind, RunEnd, StageEndReason, StrategyKind};
+pub use kinds::{Api, EventKind, KindInfo, RunEnd, StageEndReason, Steers, StrategyKind};
 pub use report::*;
 pub use requests::RequestLine;
 pub use search::{SearchProbe, SearchSummary};

@@ -8,7 +8,7 @@ use ratatui::Frame;
 
 use super::format::fit_line;
 use crate::tui::app::App;
-use crate::types::StrategyKind;
+use crate::types::{Steers, StrategyKind};
 
 /// Footer entries: (key, what it does), in display order, with a priority
 /// (lower stays longer). `q` and `?` are always kept.
@@ -16,13 +16,13 @@ pub fn footer_keys(
     stage_kind: Option<StrategyKind>,
     paused: bool,
 ) -> Vec<(&'static str, &'static str, u8)> {
-    let (plus, double, halve) = match stage_kind {
-        Some(StrategyKind::Concurrent) => ("streams ±", "double", "halve"),
-        Some(StrategyKind::Synchronous | StrategyKind::Throughput) => {
-            ("constant ±10%", "double", "halve")
-        }
-        _ => ("rate ±10%", "double", "halve"),
-    };
+    let (plus, double, halve) = (
+        stage_kind
+            .map_or(Steers::Rate, StrategyKind::steers)
+            .footer(),
+        "double",
+        "halve",
+    );
     vec![
         ("+/-", plus, 3),
         ("*", double, 5),

@@ -66,9 +66,7 @@ fn target_words(st: &LiveStage) -> String {
         // Multi-turn data: the rate starts conversations.
         Some(r) if st.conversations => format!("target {r:.2} conversations/s started"),
         Some(r) => format!("target {r:.2} req/s"),
-        None if st.strategy == StrategyKind::Synchronous => "one request at a time".into(),
-        None if st.strategy == StrategyKind::Throughput => "all at once".into(),
-        None => "no target rate".into(),
+        None => st.strategy.info().pace.into(),
     }
 }
 

@@ -7,27 +7,12 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
 use crate::tui::app::App;
-use crate::types::StrategyKind;
+use crate::types::{Steers, StrategyKind};
 
 /// The help screen's lines, for the running stage's kind.
 pub fn help_lines(stage_kind: Option<StrategyKind>) -> Vec<(String, bool)> {
-    let (what, plus, double) = match stage_kind {
-        Some(StrategyKind::Concurrent) => (
-            "concurrent stage: keys change the number of streams",
-            "+ / -     one more / one fewer stream (10 %, at least 1)",
-            "* / /     double / halve the streams",
-        ),
-        Some(StrategyKind::Synchronous | StrategyKind::Throughput) => (
-            "synchronous / throughput: keys start a constant stage",
-            "+ / -     constant at the rate achieved so far ±10 %",
-            "* / /     constant at double / half the measured rate",
-        ),
-        _ => (
-            "constant / poisson stage: keys change the request rate",
-            "+ / -     rate up / down 10 %",
-            "* / /     double / halve the rate",
-        ),
-    };
+    // With no stage running, the keys start a constant stage at a rate.
+    let [what, plus, double] = stage_kind.map_or(Steers::Rate, StrategyKind::steers).help();
     let l = |s: &str| (s.to_string(), false);
     let h = |s: &str| (s.to_string(), true);
     vec![

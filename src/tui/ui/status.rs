@@ -8,12 +8,12 @@ use ratatui::Frame;
 
 use super::format::fit_line;
 use crate::tui::app::App;
-use crate::types::StrategyKind;
+use crate::types::Steers;
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
     let line = if let Some(input) = &app.input {
-        let word = if app.stage_kind() == Some(StrategyKind::Concurrent) {
+        let word = if app.steers() == Some(Steers::Streams) {
             " streams: "
         } else {
             " new rate (req/s): "
