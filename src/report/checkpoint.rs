@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::types::{Report, StageReport, Target, SCHEMA_VERSION};
+use crate::types::{Report, StageReport, Target};
 
 #[derive(Serialize, Deserialize)]
 struct Header {
@@ -120,27 +120,20 @@ pub fn read(path: &Path) -> Result<Report> {
         })
     };
     let shard = shard_of(&header.config);
-    let mut r = Report {
-        version: SCHEMA_VERSION,
+    Ok(Report::assemble(super::assemble::Parts {
         tool: header.tool,
         created: header.created,
         target: header.target,
         config: header.config,
-        partial: true,
-        end_reason: crate::types::RunEnd::Checkpoint,
-        slo_summary: crate::profile::slo::summarize(&stages),
-        search: None,
-        answer: None,
-        shard,
-        merged_shards: None,
-        repeats: None,
-        baseline: None,
         stages,
         timeline: Vec::new(),
         warnings: Vec::new(),
-    };
-    r.set_answer();
-    Ok(r)
+        partial: true,
+        end_reason: crate::types::RunEnd::Checkpoint,
+        search: None,
+        shard,
+        merged_shards: None,
+    }))
 }
 
 /// Loads `report.json` or a `stages.jsonl` checkpoint.

@@ -91,8 +91,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
     if let Some(map) = config.as_object_mut() {
         map.insert("shard".into(), serde_json::Value::Null);
     }
-    let mut out = Report {
-        version: crate::types::SCHEMA_VERSION,
+    Ok(Report::assemble(super::assemble::Parts {
         tool: r0.tool.clone(),
         created: shards
             .iter()
@@ -103,19 +102,13 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
         config,
         partial: shards.iter().any(|(_, _, r)| r.partial),
         end_reason: merged_end(&shards),
-        slo_summary: crate::profile::slo::summarize(&stages),
         stages,
         timeline: merged_timeline(&shards),
         warnings,
         search: None,
-        answer: None,
         shard: None,
         merged_shards: Some(shards[0].0.count),
-        repeats: None,
-        baseline: None,
-    };
-    out.set_answer();
-    Ok(out)
+    }))
 }
 
 /// The inputs as shards, in index order: every one a shard of the same N,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 
+pub mod assemble;
 pub mod baseline;
 pub mod charts;
 pub mod checkpoint;

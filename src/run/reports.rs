@@ -38,39 +38,20 @@ impl Reports {
         end_reason: &crate::types::RunEnd,
         search: Option<crate::types::SearchSummary>,
     ) -> Report {
-        let mut stages = stages;
-        if self.target.api.pooled() {
-            let batch = self
-                .config
-                .get("batch")
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(1)
-                .max(1);
-            for s in &mut stages {
-                s.pooling = Some(crate::stats::pooling::figures(s, batch));
-            }
-        }
-        let slo_summary = crate::profile::slo::summarize(&stages);
-        let mut r = Report {
-            slo_summary,
-            search,
-            answer: None,
-            shard: self.shard,
-            merged_shards: None,
-            repeats: None,
-            baseline: None,
-            version: crate::types::SCHEMA_VERSION,
-            tool: format!("llmsweep {}", env!("CARGO_PKG_VERSION")),
+        let mut r = Report::assemble(report::assemble::Parts {
+            tool: report::assemble::Parts::this_tool(),
             created: self.created.clone(),
             target: self.target.clone(),
             config: self.config.clone(),
-            partial,
-            end_reason: end_reason.clone(),
             stages,
             timeline,
             warnings,
-        };
-        r.set_answer();
+            partial,
+            end_reason: end_reason.clone(),
+            search,
+            shard: self.shard,
+            merged_shards: None,
+        });
         match report::repeats::summarize(&r) {
             Ok(repeats) => r.repeats = repeats,
             Err(e) => r

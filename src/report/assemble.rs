@@ -1,0 +1,117 @@
+//! One place finishes a report, whoever gathered its stages: a run (its
+//! final report and every export), a checkpoint read back, a merge of
+//! shards. What is derived from the stages (pooling figures, the SLO
+//! summary, the answer) is derived here, the same way for all three. (A
+//! run adds the figures across its repeats and its baseline comparison:
+//! only a run has them.)
+
+use serde_json::Value;
+
+use crate::types::{Report, RunEnd, SearchSummary, ShardInfo, StageReport, Target, TimelineEvent};
+
+/// What a report is made of before it is finished.
+pub struct Parts {
+    pub tool: String,
+    pub created: String,
+    pub target: Target,
+    pub config: Value,
+    pub stages: Vec<StageReport>,
+    pub timeline: Vec<TimelineEvent>,
+    pub warnings: Vec<String>,
+    pub partial: bool,
+    pub end_reason: RunEnd,
+    pub search: Option<SearchSummary>,
+    pub shard: Option<ShardInfo>,
+    pub merged_shards: Option<u32>,
+}
+
+impl Parts {
+    /// This build of llmsweep's name, for a report it writes.
+    pub fn this_tool() -> String {
+        format!("llmsweep {}", env!("CARGO_PKG_VERSION"))
+    }
+}
+
+impl Report {
+    /// The finished report: its stages' derived figures, the SLO summary
+    /// and the answer.
+    pub fn assemble(p: Parts) -> Report {
+        let mut stages = p.stages;
+        if p.target.api.pooled() {
+            let batch = p
+                .config
+                .get("batch")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1);
+            for s in &mut stages {
+                s.pooling = Some(crate::stats::pooling::figures(s, batch));
+            }
+        }
+        let mut r = Report {
+            version: crate::types::SCHEMA_VERSION,
+            tool: p.tool,
+            created: p.created,
+            target: p.target,
+            config: p.config,
+            partial: p.partial,
+            end_reason: p.end_reason,
+            slo_summary: crate::profile::slo::summarize(&stages),
+            stages,
+            timeline: p.timeline,
+            warnings: p.warnings,
+            search: p.search,
+            answer: None,
+            shard: p.shard,
+            merged_shards: p.merged_shards,
+            repeats: None,
+            baseline: None,
+        };
+        r.set_answer();
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Api;
+
+    fn parts(api: Api, stages: Vec<StageReport>) -> Parts {
+        Parts {
+            tool: Parts::this_tool(),
+            created: "2026-11-26T00:00:00Z".into(),
+            target: Target {
+                url: "http://127.0.0.1:1".into(),
+                model: "m".into(),
+                api,
+                builtin_simulator: false,
+            },
+            config: serde_json::json!({"batch": 4}),
+            stages,
+            timeline: Vec::new(),
+            warnings: Vec::new(),
+            partial: false,
+            end_reason: RunEnd::Completed,
+            search: None,
+            shard: None,
+            merged_shards: Some(2),
+        }
+    }
+
+    /// A merge of shards of a pooling run lost its stages' pooling figures
+    /// (only a run derived them); every report is finished the same way now.
+    #[test]
+    fn every_report_gets_its_derived_figures_and_its_answer() {
+        let stage = StageReport {
+            name: "constant@5.00".into(),
+            ..Default::default()
+        };
+        let r = Report::assemble(parts(Api::Embeddings, vec![stage.clone()]));
+        assert!(r.stages[0].pooling.is_some());
+        assert!(r.answer.is_some());
+        assert_eq!(r.merged_shards, Some(2));
+        let r = Report::assemble(parts(Api::Chat, vec![stage]));
+        assert!(r.stages[0].pooling.is_none());
+    }
+}
