@@ -624,6 +624,7 @@ fn endpoint(
         profile: "p".into(),
         dir: dir.display().to_string(),
         pid: std::process::id(),
+        baseline: None,
     };
     (
         serve::start(

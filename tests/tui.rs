@@ -1265,6 +1265,20 @@ fn golden_dashboards_with_a_baseline() {
     let wide = render(&app, 160, 48);
     assert!(wide.contains("Δ TTFT"), "{wide}");
     assert!(wide.contains("+25%*"), "{wide}");
+    // The sweep curve draws the baseline's curves, dotted, and says so.
+    assert!(wide.contains("•• baseline"), "{wide}");
+    // Before any stage of the run has finished, the baseline's curve is
+    // there to hold the first stages against.
+    let mut snap = app.snap.clone();
+    snap.finished = Arc::new(Vec::new());
+    if let Some(st) = snap.stage.as_mut() {
+        st.so_far = None;
+    }
+    app.set_snapshot(snap);
+    let early = render(&app, 160, 48);
+    assert!(early.contains("•• baseline"), "{early}");
+    assert!(!early.contains("grows as stages finish"), "{early}");
+    assert!(early.matches('•').count() > 10, "{early}");
 }
 
 /// `sweep_stages` as a run with two GPUs and a price reads them: all GPUs'

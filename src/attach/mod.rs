@@ -86,8 +86,8 @@ pub fn attach(
                     profile: format!("{} (attached)", hello.profile),
                 },
                 server: Some(server_rx),
-                // A viewer has no baseline of its own: the run's reports carry it.
-                baseline: None,
+                // The run's baseline, read here: the same changes as the run's dashboard.
+                baseline: viewer_baseline(hello.baseline.as_deref()),
                 gpu: Some(gpu_rx),
             };
             dashboard(snap_rx.clone(), opts, cmd_tx.clone(), export_rx).await;
@@ -195,5 +195,46 @@ fn say_how_it_ended(dir: &Path, ended: &Ended) -> ExitCode {
             );
             ExitCode::from(2)
         }
+    }
+}
+
+/// The baseline a run is held against (its hello's path), read by the
+/// viewer; None, said once, when it cannot be read (moved, or another
+/// user's): the dashboard is then without it, as the run's reports are not.
+fn viewer_baseline(path: Option<&str>) -> Option<std::sync::Arc<crate::types::Report>> {
+    let path = path?;
+    match crate::report::baseline::load(std::path::Path::new(path)) {
+        Ok(r) => Some(std::sync::Arc::new(r)),
+        Err(e) => {
+            crate::term::note(&format!(
+                "llmsweep: the run's baseline is not shown here: {e:#}"
+            ));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_viewer_reads_the_runs_baseline_or_goes_on_without_it() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-viewer-base-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("report.json");
+        let base = crate::types::Report {
+            created: "2026-11-19T10:00:00Z".into(),
+            ..Default::default()
+        };
+        std::fs::write(&path, base.to_json().unwrap()).unwrap();
+        let got = viewer_baseline(Some(&path.display().to_string()));
+        assert_eq!(
+            got.map(|r| r.created.clone()).as_deref(),
+            Some("2026-11-19T10:00:00Z")
+        );
+        assert!(viewer_baseline(Some(&dir.join("gone.json").display().to_string())).is_none());
+        assert!(viewer_baseline(None).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

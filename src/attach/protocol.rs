@@ -26,6 +26,11 @@ pub struct RunHello {
     /// The run directory (reports, run.json, the socket).
     pub dir: String,
     pub pid: u32,
+    /// `--baseline`: the report the run is held against, as an absolute
+    /// path, which a viewer reads to show the same changes (viewers run on
+    /// the run's machine: the socket is a Unix socket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
 }
 
 /// Run → viewer.
@@ -298,6 +303,25 @@ pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_hello_names_the_baseline_only_when_the_run_has_one() {
+        let plain = RunHello::default();
+        let line = String::from_utf8(encode(&plain)).unwrap();
+        assert!(!line.contains("baseline"), "{line}");
+        // A hello of a run before baselines reads as one without.
+        let old: RunHello =
+            serde_json::from_str(r#"{"target":"t","model":"m","profile":"p","dir":"d","pid":1}"#)
+                .unwrap();
+        assert_eq!(old.baseline, None);
+        let held = RunHello {
+            baseline: Some("/runs/monday/report.json".into()),
+            ..Default::default()
+        };
+        let back: RunHello = serde_json::from_slice(&encode(&held)).unwrap();
+        assert_eq!(back, held);
+    }
+
     use super::*;
 
     fn ev(t: f64) -> TimelineEvent {

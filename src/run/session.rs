@@ -94,6 +94,11 @@ impl Session {
             profile: p.plan.description.clone(),
             dir: dir.display().to_string(),
             pid: std::process::id(),
+            // A viewer may start elsewhere: the path from the root.
+            baseline: args
+                .baseline
+                .as_deref()
+                .and_then(|b| std::path::absolute(b).ok().map(|p| p.display().to_string())),
         };
         let (endpoint, socket) = open_endpoint(&hello, &reports, &snapshots, &control, &scraper)?;
         let state = RunState {

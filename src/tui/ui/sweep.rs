@@ -53,14 +53,51 @@ pub fn curve_points(snap: &Snapshot) -> Vec<CurvePoint> {
     pts
 }
 
+/// The baseline's curve (`--baseline`): its open-loop stages with
+/// completions, by rate, as the HTML's dashed curves take them; of a
+/// baseline run with `--repeat`, each rate's runs merged (one point a rate).
+pub fn baseline_points(base: &crate::types::Report) -> Vec<CurvePoint> {
+    let merged: Vec<&StageReport> = base
+        .repeats
+        .iter()
+        .flat_map(|r| r.stages.iter().map(|s| &s.merged))
+        .collect();
+    let stages: Vec<&StageReport> = if merged.is_empty() {
+        base.stages.iter().collect()
+    } else {
+        merged
+    };
+    let mut pts: Vec<CurvePoint> = stages
+        .into_iter()
+        .filter(|s| summary::on_rate_curve(s) && s.ttft_ms.count > 0 && s.rates.achieved() > 0.0)
+        .map(|s| CurvePoint {
+            name: s.name.clone(),
+            rate: s.rates.achieved(),
+            lat: [s.ttft_ms.p50, s.ttft_ms.p99, s.itl_ms.p50, s.itl_ms.p99],
+            on_curve: true,
+            saturated: false,
+            running: false,
+        })
+        .collect();
+    pts.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+    pts
+}
+
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
     let pts = curve_points(&app.snap);
+    let base = app
+        .baseline
+        .as_deref()
+        .map(baseline_points)
+        .unwrap_or_default();
     let colors = [th.spark_ttft, th.warn, th.spark_itl, th.accent];
     let knee = summary::knee(&app.snap.finished).map(|k| k.rates.achieved());
-    let scale = y_scale(&pts);
-    let block = frame_block(th, &pts, &scale, colors, knee, area.width);
-    if pts.is_empty() {
+    // One scale for both runs' curves: the baseline's beside the new one.
+    let both: Vec<CurvePoint> = pts.iter().chain(&base).cloned().collect();
+    let scale = y_scale(&both);
+    let block = frame_block(th, &pts, &scale, colors, knee, !base.is_empty(), area.width);
+    if both.is_empty() {
         frame.render_widget(
             Paragraph::new(
                 "the sweep curve (latency against achieved rate) grows as stages finish",
@@ -72,8 +109,9 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         );
         return;
     }
-    let series = Series::of(&pts, &scale, knee);
-    let xmax = nice_ceil(pts.iter().map(|p| p.rate).fold(0.0f64, f64::max) * 1.05);
+    let mut series = Series::of(&pts, &scale, knee);
+    series.baseline = Series::curves_of(&base, &scale);
+    let xmax = nice_ceil(both.iter().map(|p| p.rate).fold(0.0f64, f64::max) * 1.05);
     let chart = Chart::new(series.datasets(th, colors))
         .block(block)
         .x_axis(
@@ -119,6 +157,7 @@ fn frame_block(
     scale: &YScale,
     colors: [Color; 4],
     knee: Option<f64>,
+    baseline: bool,
     width: u16,
 ) -> Block<'static> {
     let title = Line::styled(
@@ -139,6 +178,11 @@ fn frame_block(
         ],
     );
     let mut marks = Vec::new();
+    // The baseline's curves, dotted in the same colours: said first of
+    // the marks, so a narrow legend keeps it.
+    if baseline {
+        marks.push(vec![Span::styled("•• baseline ", th.dim())]);
+    }
     if pts.iter().any(|p| {
         !p.on_curve
             && !p.running
@@ -192,6 +236,8 @@ fn frame_block(
 struct Series {
     /// TTFT p50, TTFT p99, ITL p50, ITL p99 of the stages on the curve.
     curves: Vec<Vec<(f64, f64)>>,
+    /// The same four curves of the baseline (`--baseline`), dotted.
+    baseline: Vec<Vec<(f64, f64)>>,
     /// Stages off the curve (synchronous, throughput, concurrent).
     others: Vec<(f64, f64)>,
     /// Those beyond the scale, at its edge.
@@ -208,14 +254,8 @@ impl Series {
         let inside = |v: f64| (ylo..=yhi).contains(&y(v));
         let off = |p: &&CurvePoint| !p.on_curve && !p.running && p.lat[0] > 0.0;
         Series {
-            curves: (0..4)
-                .map(|i| {
-                    pts.iter()
-                        .filter(|p| p.on_curve && p.lat[i] > 0.0)
-                        .map(|p| (p.rate, y(p.lat[i])))
-                        .collect()
-                })
-                .collect(),
+            curves: Self::curves_of(pts, scale),
+            baseline: Vec::new(),
             others: pts
                 .iter()
                 .filter(|p| off(p) && inside(p.lat[0]))
@@ -240,7 +280,20 @@ impl Series {
         }
     }
 
-    /// The knee's line, the curves, then the markers on top.
+    /// TTFT p50, TTFT p99, ITL p50, ITL p99 of the points on the curve.
+    fn curves_of(pts: &[CurvePoint], scale: &YScale) -> Vec<Vec<(f64, f64)>> {
+        (0..4)
+            .map(|i| {
+                pts.iter()
+                    .filter(|p| p.on_curve && p.lat[i] > 0.0)
+                    .map(|p| (p.rate, scale.y(p.lat[i])))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The knee's line, the baseline's curves under the run's, the curves,
+    /// then the markers on top.
     fn datasets(&self, th: &Theme, colors: [Color; 4]) -> Vec<Dataset<'_>> {
         let set = |marker, kind, style, data| {
             Dataset::default()
@@ -255,6 +308,10 @@ impl Series {
             th.dim(),
             &self.knee_line,
         )];
+        for (i, c) in self.baseline.iter().enumerate().rev() {
+            let style = Style::default().fg(colors[i]).add_modifier(Modifier::DIM);
+            datasets.push(set(Marker::Dot, GraphType::Line, style, c));
+        }
         for (i, c) in self.curves.iter().enumerate().rev() {
             let style = Style::default().fg(colors[i]);
             datasets.push(set(Marker::Braille, GraphType::Line, style, c));
@@ -276,5 +333,43 @@ impl Series {
             ),
         ]);
         datasets
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{RepeatedStage, Repeats, Report, StrategyKind};
+
+    fn stage(rate: f64) -> StageReport {
+        let mut s = StageReport {
+            name: format!("constant@{rate:.2}"),
+            strategy: StrategyKind::Constant,
+            ..Default::default()
+        };
+        s.ttft_ms.count = 10;
+        s.ttft_ms.p50 = 20.0;
+        s.rates.requests_per_s = rate;
+        s
+    }
+
+    #[test]
+    fn a_repeated_baseline_gives_one_point_a_rate() {
+        let mut base = Report {
+            stages: vec![stage(4.0), stage(8.0), stage(4.1), stage(7.9)],
+            ..Default::default()
+        };
+        assert_eq!(baseline_points(&base).len(), 4);
+        base.repeats = Some(Repeats {
+            stages: [4.0, 8.0]
+                .map(|r| RepeatedStage {
+                    merged: stage(r),
+                    ..Default::default()
+                })
+                .to_vec(),
+            ..Default::default()
+        });
+        let rates: Vec<f64> = baseline_points(&base).iter().map(|p| p.rate).collect();
+        assert_eq!(rates, [4.0, 8.0]);
     }
 }
