@@ -149,9 +149,10 @@ fn compare(
     bounds: &[llmsweep::report::gate::Bound],
 ) -> anyhow::Result<ExitCode> {
     use anyhow::Context as _;
-    use llmsweep::report::{baseline, checkpoint, compare, gate};
+    use llmsweep::report::{baseline, checkpoint, compare, gate, repeats};
     let load = |p: &std::path::Path| -> anyhow::Result<llmsweep::types::Report> {
-        let r = checkpoint::load_any(p)?;
+        // A run with `--repeat`: each rate's runs merged, one stage a rate.
+        let r = repeats::as_merged(checkpoint::load_any(p)?);
         baseline::check_histograms(&r).with_context(|| format!("{}", p.display()))?;
         Ok(r)
     };

@@ -168,6 +168,20 @@ fn three_runs_are_merged_and_given_with_intervals() {
     assert!(stdout.contains("  constant@8.00 (3 runs, "), "{stdout}");
     assert!(stderr.contains("constant@4.00 r3"), "{stderr}");
     assert!(stderr.contains("run 3 times (--repeat 3)"), "{stderr}");
+
+    // Held against another run (`compare`, `--baseline`), a repeated run is
+    // its merged stages: one row a rate, not a run's stage.
+    let o = llmsweep()
+        .arg("compare")
+        .arg(&out)
+        .arg(&out)
+        .output()
+        .expect("llmsweep compare runs");
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{t}");
+    let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| constant@")).collect();
+    assert_eq!(rows.len(), 2, "{t}");
+    assert!(!t.contains(" r2"), "{t}");
 }
 
 /// Without `--repeat` (or with 1) nothing of it shows: no `repeat` on the

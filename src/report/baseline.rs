@@ -169,6 +169,8 @@ pub fn check_histograms(r: &Report) -> Result<()> {
 pub fn load(path: &std::path::Path) -> Result<Report> {
     let r = super::checkpoint::load_any(path)
         .with_context(|| format!("--baseline {}", path.display()))?;
+    // A baseline run with `--repeat`: one stage a rate, its runs merged.
+    let r = super::repeats::as_merged(r);
     check_histograms(&r).with_context(|| format!("--baseline {}", path.display()))?;
     Ok(r)
 }

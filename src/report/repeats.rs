@@ -149,6 +149,25 @@ pub fn summarize(r: &Report) -> Result<Option<Repeats>> {
     }))
 }
 
+/// A `--repeat N` run as another run is held against it (`--baseline`,
+/// `compare`): its planned stages, each its runs merged (one stage a rate,
+/// every run's requests in its histograms); a run without repeats as it is.
+pub fn as_merged(mut r: Report) -> Report {
+    let Some(rep) = r.repeats.as_ref().filter(|rep| !rep.stages.is_empty()) else {
+        return r;
+    };
+    r.stages = rep
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| StageReport {
+            number: i + 1,
+            ..s.merged.clone()
+        })
+        .collect();
+    r
+}
+
 /// A planned stage's runs: (run, its stage), in run order.
 type Runs<'a> = Vec<(u32, &'a StageReport)>;
 
@@ -434,6 +453,37 @@ mod tests {
             (23.0, 40.0, 40.0)
         );
         assert_eq!(m.repeat, None);
+    }
+
+    #[test]
+    fn a_repeated_run_is_held_against_as_its_merged_stages() {
+        let plain = Report {
+            stages: vec![stage("constant@2.00", None, 20, 2.0)],
+            ..Default::default()
+        };
+        assert_eq!(as_merged(plain.clone()), plain);
+        let mut merged = stage("constant@2.00", None, 60, 2.0);
+        merged.number = 7;
+        let r = Report {
+            stages: vec![
+                stage("constant@2.00", Some(1), 20, 2.0),
+                stage("constant@2.00", Some(2), 40, 2.0),
+            ],
+            repeats: Some(Repeats {
+                stages: vec![RepeatedStage {
+                    merged,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let m = as_merged(r);
+        assert_eq!(m.stages.len(), 1);
+        assert_eq!(
+            (m.stages[0].requests.completed, m.stages[0].number),
+            (60, 1)
+        );
     }
 
     #[test]
