@@ -1688,6 +1688,7 @@ async fn auto_against_a_server_that_never_answers_ends_the_run_after_one_stage()
             output_tokens: Some(16),
             tag_at: None,
             respell: None,
+            images: None,
         })
         .collect::<Vec<_>>()
         .into();

@@ -278,6 +278,7 @@ fn prompts_n(n: usize) -> Arc<[llmsweep::client::Prompt]> {
             output_tokens: Some(8),
             tag_at: None,
             respell: None,
+            images: None,
         })
         .collect::<Vec<_>>()
         .into()

@@ -26,7 +26,8 @@ pub use errors::{add_error_sample, body_summary, ErrorCategory, ERROR_SAMPLES};
 use errors::{classify_send_error, describe_reqwest, is_stale_connection, ERROR_BODY_BYTES};
 use pooled::pooled_answer;
 use record::errored;
-pub use record::{Prompt, RequestOutcome, RequestRecord, Respell, TokenSource, MAX_REPLY_BYTES};
+pub use record::{ImageSource, Images, Prompt, RequestOutcome, RequestRecord};
+pub use record::{Respell, TokenSource, MAX_REPLY_BYTES};
 use stream::{check_stream, read_some, EventReader, StreamState};
 pub use target::{
     api_of_endpoint, choose_api, endpoint_note, join_url, normalize_base_url, normalize_target,
@@ -338,6 +339,10 @@ impl Client {
         cancel: &CancellationToken,
         progress: Option<Arc<progress::Progress>>,
     ) -> RequestRecord {
+        // Images are drawn before the clock starts: the client's work, not
+        // the server's (a slow draw shows as the request's queue time).
+        let (filled, images, image_bytes) = prompt.filled();
+        let prompt = &filled;
         let sent_at = Instant::now();
         let mut st = StreamState {
             reply: self.keep_replies.then(String::new),
@@ -403,6 +408,9 @@ impl Client {
             client_output_tokens,
             requested_output_tokens: prompt.output_tokens,
             reply,
+            images,
+            image_bytes,
+            tool_calls: st.tool_calls,
         }
     }
 

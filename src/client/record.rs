@@ -55,9 +55,80 @@ pub struct Prompt {
     /// A synthetic prompt is reused by spelling its head anew, which keeps
     /// its token count; None: reuse adds a tag (a few tokens).
     pub respell: Option<Respell>,
+    /// Images whose data URLs go into the body as the request is sent
+    /// (`Prompt::filled`), each new to the server; None: no images.
+    pub images: Option<Images>,
+}
+
+/// The images of one request: where their data URLs go in the body and
+/// where they come from.
+#[derive(Debug, Clone)]
+pub struct Images {
+    /// Byte offsets in the body, ascending, each between the quotes of an
+    /// empty `"url":""`.
+    pub at: Vec<usize>,
+    pub source: std::sync::Arc<dyn ImageSource>,
+    /// The request's sequence number in the run: its images' seed.
+    pub seq: u64,
+}
+
+/// Where a request's images come from (`data::images`): synthetic ones
+/// drawn per request, or files.
+pub trait ImageSource: Send + Sync + std::fmt::Debug {
+    /// The `i`-th image of request `seq`, as a data URL
+    /// (`data:image/png;base64,…`).
+    fn url(&self, seq: u64, i: usize) -> std::sync::Arc<str>;
 }
 
 impl Prompt {
+    /// The prompt as sent: its images' data URLs in the body (drawn now,
+    /// so a run holds one request's images at a time, not every one's), with
+    /// how many images and how many bytes of data URLs it carries.
+    pub fn filled(&self) -> (Prompt, u32, u64) {
+        let Some(im) = &self.images else {
+            return (self.clone(), 0, 0);
+        };
+        let urls: Vec<std::sync::Arc<str>> =
+            (0..im.at.len()).map(|i| im.source.url(im.seq, i)).collect();
+        let bytes: usize = urls.iter().map(|u| u.len()).sum();
+        let mut body = Vec::with_capacity(self.body.len() + bytes);
+        let mut last = 0;
+        for (&at, url) in im.at.iter().zip(&urls) {
+            let Some(piece) = self.body.get(last..at) else {
+                break;
+            };
+            body.extend_from_slice(piece);
+            body.extend_from_slice(url.as_bytes());
+            last = at;
+        }
+        body.extend_from_slice(self.body.get(last..).unwrap_or_default());
+        let sent = Prompt {
+            body: Bytes::from(body),
+            images: None,
+            ..self.clone()
+        };
+        (sent, urls.len() as u32, bytes as u64)
+    }
+
+    /// The same prompt after `removed` bytes at `at` became `added` bytes
+    /// (a reuse's tag or respelling): the images' places after them move.
+    pub fn shifted(mut self, at: usize, removed: usize, added: usize) -> Self {
+        if let Some(im) = self.images.as_mut() {
+            for a in im.at.iter_mut().filter(|a| **a >= at + removed) {
+                *a = *a - removed + added;
+            }
+        }
+        self
+    }
+
+    /// The prompt for request `seq`: its images drawn for it.
+    pub fn for_seq(mut self, seq: u64) -> Self {
+        if let Some(im) = self.images.as_mut() {
+            im.seq = seq;
+        }
+        self
+    }
+
     /// The same prompt with a head of `bytes` (after a respelling).
     pub fn with_head(mut self, bytes: usize) -> Self {
         if let Some(r) = self.respell.as_mut() {
@@ -119,6 +190,11 @@ pub struct RequestRecord {
     /// The answer's text, when the client keeps replies and the request
     /// completed (at most [`MAX_REPLY_BYTES`]).
     pub reply: Option<String>,
+    /// Images the request carried, and the bytes of their data URLs.
+    pub images: u32,
+    pub image_bytes: u64,
+    /// Tool calls the answer streamed (`tool_calls` deltas, each call once).
+    pub tool_calls: u32,
 }
 
 /// The most of an answer's text a record keeps (`RequestRecord::reply`).

@@ -52,6 +52,8 @@ pub(super) struct StreamState {
     pub(super) reply: Option<String>,
     /// The stage's live count of what is streaming.
     pub(super) watch: progress::Watch,
+    /// Tool calls the answer started (a `tool_calls` delta with a new index).
+    pub(super) tool_calls: u32,
 }
 
 impl StreamState {

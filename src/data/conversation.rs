@@ -170,6 +170,7 @@ pub fn synthetic(
                 output_tokens: item.output_tokens,
                 tag_at,
                 respell: head.respell.clone().filter(|_| tag_at.is_some()),
+                images: None,
             });
         }
         out.push(conv);
@@ -592,6 +593,7 @@ pub fn from_scripts(
                 output_tokens: output,
                 tag_at,
                 respell: None,
+                images: None,
             });
         }
         out.push(conv);

@@ -396,6 +396,7 @@ mod tests {
                 output_tokens: Some(4),
                 tag_at: None,
                 respell: None,
+                images: None,
             };
             let m = ModelMix::new(parse("base \"q\"=50%,lora/b=50%").unwrap(), 0).unwrap();
             let to_b = m.apply(p.clone(), 1);

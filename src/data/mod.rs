@@ -3,6 +3,7 @@
 
 pub mod conversation;
 pub mod files;
+pub mod images;
 pub mod mix;
 pub mod shard;
 pub mod synthetic;
@@ -135,19 +136,69 @@ pub fn build_prompts(
     model: &str,
     extra: Option<&Map<String, Value>>,
 ) -> Result<Vec<Prompt>> {
+    build_prompts_with(items, api, model, extra, None)
+}
+
+/// [`build_prompts`], with `images` after each prompt's text (chat):
+/// its message's content is a text part and an `image_url` part an image,
+/// whose data URL goes in as the request is sent (`Prompt::filled`).
+pub fn build_prompts_with(
+    items: Vec<PromptItem>,
+    api: Api,
+    model: &str,
+    extra: Option<&Map<String, Value>>,
+    images: Option<&images::Attach>,
+) -> Result<Vec<Prompt>> {
+    if images.is_some() && api != Api::Chat {
+        bail!("images go in chat requests' content parts: use --api chat (not {api})");
+    }
     items
         .into_iter()
         .map(|it| {
-            let bytes = request_body(api, model, &[&it.text], it.output_tokens, extra)?;
+            let mut bytes = request_body(api, model, &[&it.text], it.output_tokens, extra)?;
+            if let Some(im) = images {
+                bytes = with_image_parts(&bytes, im.count)?;
+            }
             let tag_at = text_offset(&bytes, api, &it.text, it.shared_prefix_bytes);
+            let images = images.map(|im| crate::client::Images {
+                at: image_slots(&bytes),
+                source: im.source.clone(),
+                seq: 0,
+            });
             Ok(Prompt {
                 body: Bytes::from(bytes),
                 prompt_tokens: it.prompt_tokens,
                 output_tokens: it.output_tokens,
                 tag_at,
                 respell: it.respell.filter(|_| tag_at.is_some()),
+                images,
             })
         })
+        .collect()
+}
+
+/// A chat body whose first message's content becomes a text part and
+/// `count` `image_url` parts with empty URLs (filled as it is sent).
+fn with_image_parts(body: &[u8], count: u32) -> Result<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(body).context("cannot build a request body")?;
+    let Some(msg) = v.pointer_mut("/messages/0") else {
+        bail!("images need the request's messages (an --extra-body that replaces them takes none)");
+    };
+    let text = msg.get("content").cloned().unwrap_or(json!(""));
+    let mut parts = vec![json!({"type": "text", "text": text})];
+    parts.extend((0..count).map(|_| json!({"type": "image_url", "image_url": {"url": ""}})));
+    msg["content"] = Value::Array(parts);
+    serde_json::to_vec(&v).context("cannot build a request body")
+}
+
+/// Where each empty `"url":""` of a body is, between its quotes. A JSON
+/// string's quotes are escaped, so no text can hold one.
+fn image_slots(body: &[u8]) -> Vec<usize> {
+    const KEY: &[u8] = b"\"url\":\"\"";
+    body.windows(KEY.len())
+        .enumerate()
+        .filter(|(_, w)| *w == KEY)
+        .map(|(i, _)| i + KEY.len() - 1)
         .collect()
 }
 
@@ -284,6 +335,7 @@ pub fn build_pooled(
                 output_tokens: None,
                 tag_at: None,
                 respell: None,
+                images: None,
             })
         })
         .collect()
@@ -294,7 +346,9 @@ pub fn build_pooled(
 /// is the prompt's text. None when it cannot be found (e.g. `--extra-body`
 /// replaced the messages), or when the prefix needs JSON escaping.
 fn text_offset(body: &[u8], api: Api, text: &str, shared: usize) -> Option<usize> {
+    let parts = body.windows(9).any(|w| w == b"\"content\":[");
     let key: &[u8] = match api {
+        Api::Chat if parts => b"\"text\":\"",
         Api::Chat => b"\"content\":\"",
         Api::Completions => b"\"prompt\":\"",
         Api::Responses => b"\"input\":\"",
@@ -338,7 +392,9 @@ pub fn for_request(prompts: &[Prompt], seq: u64) -> Prompt {
                 body: Bytes::from(body),
                 ..p.clone()
             }
-            .with_head(head.len());
+            .shifted(at, r.head_bytes, head.len())
+            .with_head(head.len())
+            .for_seq(seq);
         }
     }
     match p.tag_at {
@@ -354,9 +410,12 @@ pub fn for_request(prompts: &[Prompt], seq: u64) -> Prompt {
                 output_tokens: p.output_tokens,
                 tag_at: p.tag_at,
                 respell: None,
+                images: p.images.clone(),
             }
+            .shifted(at, 0, tag.len())
+            .for_seq(seq)
         }
-        _ => p.clone(),
+        _ => p.clone().for_seq(seq),
     }
 }
 

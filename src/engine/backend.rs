@@ -206,6 +206,9 @@ impl Backend for Scripted {
                 // The script decides the lengths, whatever the prompt asks.
                 requested_output_tokens: None,
                 reply: None,
+                images: 0,
+                image_bytes: 0,
+                tool_calls: 0,
             };
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec, &mut watch) => o,

@@ -211,6 +211,9 @@ mod tests {
             server_reasoning_tokens: None,
             client_output_tokens: None,
             requested_output_tokens: None,
+            images: 0,
+            image_bytes: 0,
+            tool_calls: 0,
         }
     }
 

@@ -72,6 +72,9 @@ impl RequestLog {
             client_output_tokens: r.client_output_tokens,
             conversation: turn.map(|t| t.conv),
             turn: turn.map(|t| t.turn as u32 + 1),
+            images: r.images,
+            image_bytes: r.image_bytes,
+            tool_calls: r.tool_calls,
             ..Default::default()
         };
         let mut line = line;

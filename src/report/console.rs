@@ -46,6 +46,10 @@ pub fn render(r: &Report) -> String {
         );
         s.push_str(&t);
     }
+    if let Some(t) = super::images::table(r) {
+        let _ = writeln!(s, "\nImages ({}):", super::images::NOTE);
+        s.push_str(&t);
+    }
     if let Some(t) = super::models::table(r) {
         let _ = writeln!(s, "\nModels:");
         s.push_str(&t);

@@ -3,7 +3,9 @@
 use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
-use super::{baseline, conversations, gpu, models, pooling, reasoning, repeats, server_metrics};
+use super::{
+    baseline, conversations, gpu, images, models, pooling, reasoning, repeats, server_metrics,
+};
 use crate::types::{Report, StageReport};
 
 /// The groups of columns after the stage table's, each present when some
@@ -15,6 +17,7 @@ struct Extras {
     gpu: bool,
     models: bool,
     pooling: bool,
+    images: bool,
 }
 
 impl Extras {
@@ -25,6 +28,7 @@ impl Extras {
             gpu: gpu::has_gpu_side(r),
             models: models::csv_wanted(r),
             pooling: pooling::csv_wanted(r),
+            images: images::csv_wanted(r),
         }
     }
 
@@ -49,6 +53,9 @@ impl Extras {
             h.extend(pooling::CSV_COLUMNS.iter().map(|c| c.to_string()));
         }
         h.extend(repeats::csv_columns(r));
+        if self.images {
+            h.extend(images::CSV_COLUMNS.iter().map(|c| c.to_string()));
+        }
         h
     }
 
@@ -72,6 +79,9 @@ impl Extras {
             row.extend(pooling::csv_values(s));
         }
         row.extend(repeats::csv_values(r, s));
+        if self.images {
+            row.extend(images::csv_values(s));
+        }
         row
     }
 }

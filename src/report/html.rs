@@ -275,6 +275,14 @@ fn findings(r: &Report) -> String {
             esc(&t)
         );
     }
+    if let Some(t) = super::images::table(r) {
+        let _ = write!(
+            h,
+            "<h2>Images</h2><p>{}.</p><pre>{}</pre>",
+            esc(super::images::NOTE),
+            esc(&t)
+        );
+    }
     if let Some(t) = super::models::table(r) {
         let _ = write!(h, "<h2>Models</h2><pre>{}</pre>", esc(&t));
     }

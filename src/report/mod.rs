@@ -19,6 +19,7 @@ pub mod export;
 pub mod gate;
 pub mod gpu;
 pub mod html;
+pub mod images;
 pub mod layouts;
 pub mod markdown;
 pub mod merge;

@@ -14,7 +14,7 @@ use super::checks::{
 use super::counter::{read_blocking, served_tokenizer, token_counter, Served};
 use crate::client::{normalize_target, Client, ClientConfig, Prompt};
 use crate::config::{Format, LoadStrategy, RunConfig, Within};
-use crate::data::{build_prompts, load_items, parse_extra_body};
+use crate::data::{load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
 use crate::profile::plan::{build_plan, build_replay_plan, PlanChoice};
@@ -55,6 +55,9 @@ pub struct Prepared {
     pub models: Option<Arc<crate::data::mix::ModelMix>>,
     /// `--baseline`: the run to hold this one against, as given and as read.
     pub baseline: Option<Arc<(String, crate::types::Report)>>,
+    /// Images in every request (`--data …,images=N`): how many, and the
+    /// bytes of their data URLs a request.
+    pub images: Option<(u32, f64)>,
 }
 
 /// The checks that need nothing but the settings: numbers and the plan.
@@ -97,6 +100,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // A number of this run's own, so no prompt repeats an earlier run's.
     let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
     let mut data = read_data(args, counter.as_ref(), run_number)?;
+    let images = read_images(args, run_number)?;
     let request = RequestParts::read(args)?;
     let formats = export_formats(args)?;
     let mut plan = match &data.replay {
@@ -180,9 +184,20 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         let batch = args.batch.unwrap_or(1).max(1) as usize;
         crate::data::build_pooled(data.set.items, body.api, body.model, batch, body.extra)?
     } else {
-        build_prompts(data.set.items, body.api, body.model, body.extra)?
+        crate::data::build_prompts_with(
+            data.set.items,
+            body.api,
+            body.model,
+            body.extra,
+            images.as_ref(),
+        )?
     }
     .into();
+    if let Some(im) = &images {
+        data.set
+            .description
+            .push_str(&format!("; {}", im.description));
+    }
     let target = Target {
         url: match &simulator {
             Some(_) => format!("built-in simulator ({})", client.display_url()),
@@ -220,7 +235,36 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         tokenizer_note,
         models: mix.map(Arc::new),
         baseline,
+        images: images.map(|im| (im.count, im.bytes_per_request)),
     })
+}
+
+/// `--data …,images=N[,image_size=WxH | images_dir=PATH]`: the images each
+/// chat request carries, drawn new for this run (see `data::images`).
+fn read_images(
+    args: &RunConfig,
+    run_number: Option<u64>,
+) -> Result<Option<crate::data::images::Attach>> {
+    if !crate::data::is_synthetic(&args.data) {
+        return Ok(None);
+    }
+    let Some(spec) = crate::data::images::spec_of(&args.data)? else {
+        return Ok(None);
+    };
+    if args.api != crate::types::Api::Chat {
+        bail!(
+            "--data images=…: images go in chat requests' content parts; use --api chat (not {})",
+            args.api
+        );
+    }
+    if crate::data::conversation::spec_of(&args.data).is_some() {
+        bail!(
+            "--data images=… with turns=N: images go in single requests, not yet in conversations"
+        );
+    }
+    let seed = args.shard.map_or(args.seed, |s| s.seed(args.seed));
+    let seed = seed ^ run_number.unwrap_or(0).rotate_left(17);
+    crate::data::images::attach(&spec, seed).map(Some)
 }
 
 /// `--model a=70%,b=30%`: the mix, drawn in the run's seed (None: one

@@ -26,6 +26,8 @@ pub struct Reports {
     pub shard: Option<crate::types::ShardInfo>,
     /// `--baseline`: the run every report holds this one against.
     pub baseline: Option<std::sync::Arc<(String, Report)>>,
+    /// Images a request and the bytes of their data URLs (`--data …,images=N`).
+    pub images: Option<(u32, f64)>,
 }
 
 impl Reports {
@@ -38,6 +40,12 @@ impl Reports {
         end_reason: &crate::types::RunEnd,
         search: Option<crate::types::SearchSummary>,
     ) -> Report {
+        let mut stages = stages;
+        if let Some((count, bytes)) = self.images {
+            for s in &mut stages {
+                s.images = Some(crate::stats::images::figures(s, count, bytes));
+            }
+        }
         let mut r = Report::assemble(report::assemble::Parts {
             tool: report::assemble::Parts::this_tool(),
             created: self.created.clone(),

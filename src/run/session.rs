@@ -85,6 +85,7 @@ impl Session {
                 count: s.count,
             }),
             baseline: p.baseline.clone(),
+            images: p.images,
         };
         let (control, control_rx) = mpsc::unbounded_channel();
         let (snap_tx, snapshots) = watch::channel(Snapshot::default());

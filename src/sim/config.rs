@@ -120,6 +120,16 @@ pub struct ModelArgs {
     /// exactly --reasoning-tokens).
     #[arg(long, value_name = "TOKENS")]
     pub reasoning_tokens_stdev: Option<f64>,
+    /// Prompt tokens an image costs (an `image_url` part of a chat message),
+    /// prefilled and counted in `usage.prompt_tokens` (default 576: a
+    /// 336-pixel image of LLaVA-1.5; Qwen2-VL charges one per 28×28 pixels).
+    #[arg(long, value_name = "TOKENS")]
+    pub image_tokens: Option<u64>,
+    /// The share of chat requests that carry `tools` the model answers with
+    /// a tool call (its arguments streamed as `tool_calls` deltas) instead of
+    /// text (default 0).
+    #[arg(long, value_name = "FRACTION")]
+    pub tool_call_share: Option<f64>,
 }
 
 /// Simulated GPUs: a DCGM exporter's page whose power follows the load.
@@ -218,6 +228,10 @@ pub struct ModelParams {
     pub reasoning_tokens_mean: f64,
     /// Their standard deviation (0: a fixed number).
     pub reasoning_tokens_stdev: f64,
+    /// Prompt tokens an image part costs.
+    pub image_tokens: u64,
+    /// The share of requests with `tools` answered with a tool call.
+    pub tool_call_share: f64,
 }
 
 impl ModelParams {
@@ -238,6 +252,8 @@ impl ModelParams {
                 finish_cancelled: false,
                 reasoning_tokens_mean: 0.0,
                 reasoning_tokens_stdev: 0.0,
+                image_tokens: 576,
+                tool_call_share: 0.0,
             },
             Preset::Fast => ModelParams {
                 decode_step: Duration::ZERO,
@@ -254,6 +270,8 @@ impl ModelParams {
                 finish_cancelled: false,
                 reasoning_tokens_mean: 0.0,
                 reasoning_tokens_stdev: 0.0,
+                image_tokens: 576,
+                tool_call_share: 0.0,
             },
         }
     }
@@ -275,6 +293,24 @@ impl ModelParams {
                 return Err("--stream-interval must be at least 1".into());
             }
             p.stream_interval = v;
+        }
+        if let Some(v) = args.image_tokens {
+            // The simulated context (`request::MAX_TOKENS`).
+            if v > 1 << 20 {
+                return Err(format!(
+                    "--image-tokens {v} is more than the simulated context of 1048576 tokens"
+                ));
+            }
+            p.image_tokens = v;
+        }
+        if let Some(v) = args.tool_call_share {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!(
+                    "--tool-call-share must be from 0 to 1, got {}",
+                    crate::typed::number(v)
+                ));
+            }
+            p.tool_call_share = v;
         }
         Ok(p)
     }

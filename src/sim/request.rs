@@ -32,12 +32,20 @@ pub(super) struct GenRequest {
     pub(super) blocks: Vec<u64>,
     /// The served model it named (index in `AppState::models`; 0 when it named none).
     pub(super) model: usize,
+    /// Its image parts (chat).
+    pub(super) images: u32,
 }
 
 pub(super) type Refusal = (StatusCode, &'static str, String);
 
-/// `served`: the names a request may use (served names, then adapters).
-pub(super) fn parse_request(api: Api, body: &[u8], served: &[&str]) -> Result<GenRequest, Refusal> {
+/// `served`: the names a request may use (served names, then adapters);
+/// `image_tokens`: what an image part costs in prompt tokens.
+pub(super) fn parse_request(
+    api: Api,
+    body: &[u8],
+    served: &[&str],
+    image_tokens: u64,
+) -> Result<GenRequest, Refusal> {
     let bad = |msg: String| (StatusCode::BAD_REQUEST, "BadRequestError", msg);
     let v: Value =
         serde_json::from_slice(body).map_err(|e| bad(format!("request body is not JSON: {e}")))?;
@@ -51,7 +59,9 @@ pub(super) fn parse_request(api: Api, body: &[u8], served: &[&str]) -> Result<Ge
             )
         })?;
     }
-    let prompt_tokens = prompt_tokens(api, &v).map_err(bad)?;
+    let images = images(&v).map_err(bad)?;
+    let prompt_tokens =
+        prompt_tokens(api, &v).map_err(bad)? + u64::from(images).saturating_mul(image_tokens);
     let max_tokens = v
         .get("max_completion_tokens")
         .or_else(|| v.get("max_tokens"))
@@ -76,6 +86,7 @@ pub(super) fn parse_request(api: Api, body: &[u8], served: &[&str]) -> Result<Ge
     };
     Ok(GenRequest {
         model,
+        images,
         blocks: super::batcher::prompt_blocks(&v),
         prompt_tokens,
         max_tokens,
@@ -132,6 +143,58 @@ pub(super) fn prompt_tokens(api: Api, v: &Value) -> Result<u64, String> {
     })
 }
 
+/// The image parts of a chat request's messages (`image_url`), each
+/// checked as a server that decodes it would: a data URL must be an image
+/// (PNG, JPEG, GIF or WebP by its first bytes) in base64; an http(s) URL is
+/// taken as it is. The refusal's message names the part.
+pub(super) fn images(v: &Value) -> Result<u32, String> {
+    let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
+        return Ok(0);
+    };
+    let mut n = 0u32;
+    let parts = msgs
+        .iter()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten();
+    for p in parts.filter(|p| p.get("type").and_then(Value::as_str) == Some("image_url")) {
+        n += 1;
+        let url = p
+            .pointer("/image_url/url")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("image {n}: `image_url.url` is required"))?;
+        if url.starts_with("http://") || url.starts_with("https://") {
+            continue;
+        }
+        let Some((head, data)) = url.strip_prefix("data:").and_then(|u| u.split_once(',')) else {
+            return Err(format!(
+                "image {n}: the URL is neither a data URL nor http(s)"
+            ));
+        };
+        if !head.ends_with(";base64") {
+            return Err(format!("image {n}: a data URL must be base64 (`;base64,`)"));
+        }
+        use base64::Engine as _;
+        // The first 16 characters are 12 bytes: enough for any signature.
+        let start = data.get(..16.min(data.len() / 4 * 4)).unwrap_or_default();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(start)
+            .map_err(|e| format!("image {n}: the data URL is not base64 ({e})"))?;
+        if !is_image(&bytes) {
+            return Err(format!(
+                "image {n}: cannot identify image file (the data URL's bytes are not PNG, JPEG, GIF or WebP)"
+            ));
+        }
+    }
+    Ok(n)
+}
+
+fn is_image(b: &[u8]) -> bool {
+    b.starts_with(b"\x89PNG\r\n\x1a\n")
+        || b.starts_with(&[0xFF, 0xD8, 0xFF])
+        || b.starts_with(b"GIF8")
+        || (b.len() >= 12 && &b[..4] == b"RIFF" && &b[8..12] == b"WEBP")
+}
+
 /// Tokens of one input item of the Responses API: a string, or a message
 /// whose content is a string or parts with `text`.
 pub(super) fn message_tokens(item: &Value) -> u64 {
@@ -184,6 +247,7 @@ mod tests {
             Api::Chat,
             br#"{"model":"m","messages":[{"role":"user","content":"hello there world"}],"max_completion_tokens":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}"#,
             &["m"],
+            0,
         )
         .unwrap();
         assert_eq!(g.prompt_tokens, 3);
@@ -194,6 +258,7 @@ mod tests {
             Api::Completions,
             br#"{"prompt":"a b c d","max_tokens":3}"#,
             &["m"],
+            0,
         )
         .unwrap();
         assert_eq!(g.prompt_tokens, 4);
@@ -202,12 +267,12 @@ mod tests {
 
     #[test]
     fn refuses_unknown_models_and_broken_bodies() {
-        let e = parse_request(Api::Chat, br#"{"model":"x","messages":[]}"#, &["m"]).unwrap_err();
+        let e = parse_request(Api::Chat, br#"{"model":"x","messages":[]}"#, &["m"], 0).unwrap_err();
         assert_eq!(e.0, StatusCode::NOT_FOUND);
         assert!(e.2.contains("`x`"));
-        let e = parse_request(Api::Chat, b"{nope", &["m"]).unwrap_err();
+        let e = parse_request(Api::Chat, b"{nope", &["m"], 0).unwrap_err();
         assert_eq!(e.0, StatusCode::BAD_REQUEST);
-        let e = parse_request(Api::Completions, br#"{"model":"m"}"#, &["m"]).unwrap_err();
+        let e = parse_request(Api::Completions, br#"{"model":"m"}"#, &["m"], 0).unwrap_err();
         assert!(e.2.contains("prompt"));
     }
 
@@ -215,10 +280,38 @@ mod tests {
     fn lengths_beyond_the_context_are_refused_not_overflowed() {
         let body =
             br#"{"model":"m","prompt":"hi","max_tokens":18446744073709551615,"ignore_eos":true}"#;
-        let e = parse_request(Api::Completions, body, &["m"]).err().unwrap();
+        let e = parse_request(Api::Completions, body, &["m"], 0)
+            .err()
+            .unwrap();
         assert_eq!(e.0, StatusCode::BAD_REQUEST);
         assert!(e.2.contains("context"), "{}", e.2);
         let ok = br#"{"model":"m","prompt":"hi","max_tokens":16}"#;
-        assert!(parse_request(Api::Completions, ok, &["m"]).is_ok());
+        assert!(parse_request(Api::Completions, ok, &["m"], 0).is_ok());
+    }
+
+    #[test]
+    fn image_parts_cost_their_tokens_and_a_part_that_is_no_image_is_refused() {
+        let body = |url: &str| {
+            format!(
+                r#"{{"messages":[{{"role":"user","content":[{{"type":"text","text":"a b c"}},{{"type":"image_url","image_url":{{"url":"{url}"}}}},{{"type":"image_url","image_url":{{"url":"https://x/y.png"}}}}]}}]}}"#
+            )
+        };
+        // A PNG's signature in base64.
+        let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA";
+        let g = parse_request(Api::Chat, body(png).as_bytes(), &["m"], 576).unwrap();
+        assert_eq!(g.prompt_tokens, 3 + 2 * 576);
+        for (url, says) in [
+            (
+                "data:text/plain;base64,aGVsbG8gd29ybGQgaGVsbG8=",
+                "cannot identify image",
+            ),
+            ("data:image/png,rawbytes", "base64"),
+            ("file:///etc/passwd", "neither a data URL"),
+            ("data:image/png;base64,!!!!!!!!!!!!!!!!", "not base64"),
+        ] {
+            let e = parse_request(Api::Chat, body(url).as_bytes(), &["m"], 576).unwrap_err();
+            assert_eq!(e.0, StatusCode::BAD_REQUEST);
+            assert!(e.2.contains(says), "{url}: {}", e.2);
+        }
     }
 }

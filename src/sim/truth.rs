@@ -89,6 +89,8 @@ struct Inner {
     reasoning_tokens: u64,
     /// Requests accepted, by the model they named.
     by_model: BTreeMap<String, u64>,
+    images: u64,
+    tool_calls: u64,
 }
 
 impl Inner {
@@ -107,6 +109,8 @@ impl Inner {
             output_tokens: 0,
             reasoning_tokens: 0,
             by_model: BTreeMap::new(),
+            images: 0,
+            tool_calls: 0,
         }
     }
 }
@@ -169,6 +173,12 @@ pub struct TruthReport {
     /// Requests accepted (not refused), by the model (or adapter) they named.
     #[serde(default)]
     pub by_model: BTreeMap<String, u64>,
+    /// Image parts of the accepted requests.
+    #[serde(default)]
+    pub images: u64,
+    /// Answers that were tool calls.
+    #[serde(default)]
+    pub tool_calls: u64,
 }
 
 impl Truth {
@@ -257,10 +267,22 @@ impl Truth {
             output_tokens: g.output_tokens,
             reasoning_tokens: g.reasoning_tokens,
             by_model: g.by_model.clone(),
+            images: g.images,
+            tool_calls: g.tool_calls,
         }
     }
 
     /// A request was accepted for `model`.
+    /// An accepted request's image parts.
+    pub fn on_images(&self, n: u32) {
+        self.lock().images += u64::from(n);
+    }
+
+    /// An answer that is a tool call.
+    pub fn on_tool_call(&self) {
+        self.lock().tool_calls += 1;
+    }
+
     pub fn on_model(&self, model: &str) {
         *self.lock().by_model.entry(model.to_string()).or_default() += 1;
     }

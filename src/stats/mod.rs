@@ -5,6 +5,7 @@ pub mod answer;
 pub mod backlog;
 pub mod client;
 pub mod dist;
+pub mod images;
 pub mod judge;
 pub mod metrics;
 pub mod models;

@@ -117,6 +117,9 @@ mod tests {
             client_output_tokens: None,
             requested_output_tokens: None,
             reply: None,
+            images: 0,
+            image_bytes: 0,
+            tool_calls: 0,
         }
     }
 

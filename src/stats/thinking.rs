@@ -186,6 +186,9 @@ mod tests {
             requested_output_tokens: Some(4),
             usage_note: None,
             reply: None,
+            images: 0,
+            image_bytes: 0,
+            tool_calls: 0,
         }
     }
 

@@ -218,6 +218,27 @@ pub struct StageReport {
     /// part of (absent for stages the operator started, and without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
+    /// Chat requests with images (`--data …,images=N`): images and bytes
+    /// sent, a request and a second, and what the server counted for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImagesSent>,
+}
+
+/// A stage of chat requests that carried images.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImagesSent {
+    pub per_request: u64,
+    /// Bytes of the images' data URLs a request (base64, as sent).
+    pub bytes_per_request: f64,
+    /// The stage's achieved rate times the images a request.
+    pub per_s: f64,
+    /// The achieved rate times the bytes a request.
+    pub bytes_per_s: f64,
+    /// The prompt tokens a request as the server counted them (its usage),
+    /// images included; None when it gave no usage.
+    pub server_prompt_tokens_per_request: Option<f64>,
+    /// The prompt's text in tokens a request, as the data built it.
+    pub text_tokens_per_request: f64,
 }
 
 /// A stage of embeddings, rerank or score requests: what it got through.

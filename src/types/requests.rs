@@ -71,6 +71,18 @@ pub struct RequestLine {
     pub conversation: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// Images the request carried and the bytes of their data URLs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub images: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub image_bytes: u64,
+    /// Tool calls the answer streamed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls: u32,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {

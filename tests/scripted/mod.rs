@@ -21,6 +21,7 @@ pub fn prompts(n: usize, output_tokens: u64) -> Arc<[Prompt]> {
             output_tokens: Some(output_tokens),
             tag_at: None,
             respell: None,
+            images: None,
         })
         .collect::<Vec<_>>()
         .into()

@@ -1,0 +1,196 @@
+//! Images in chat requests (`--data …,images=N,image_size=WxH`, or
+//! `images_dir=PATH`): the real client and binary against the simulator,
+//! which checks every image part and charges its prompt tokens.
+
+use std::sync::Arc;
+
+use llmsweep::data::images::{attach, spec_of};
+use llmsweep::data::{build_prompts_with, for_request, Synthetic};
+use llmsweep::tokenizer::Builtin;
+use llmsweep::types::Api;
+use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+mod common;
+use common::process::{llmsweep, read_report, tmpdir};
+
+async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = llmsweep();
+    cmd.args(["run", "--target", url, "--headless"])
+        .args(args)
+        .args(["--out", out.to_str().unwrap()]);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Each request carries its own images, the simulator accepts them and
+/// counts them in its prompt tokens: text + images × `--image-tokens`.
+#[tokio::test]
+async fn every_request_sends_new_images_that_the_server_counts_as_prompt_tokens() {
+    let mut c = common::model(1.0, 0.0, 64);
+    c.params.image_tokens = 100;
+    let sim = common::start_sim(c).await;
+    let spec = "prompt_tokens=16,output_tokens=4,samples=2,images=2,image_size=32x24";
+    let items = Synthetic::parse(spec)
+        .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
+    let im = attach(&spec_of(spec).unwrap().unwrap(), 7).unwrap();
+    let prompts: Arc<[_]> = build_prompts_with(items, Api::Chat, "llmsweep-sim", None, Some(&im))
+        .unwrap()
+        .into();
+    let client = common::client(&sim.url(), std::time::Duration::from_secs(10));
+    let mut seen = std::collections::BTreeSet::new();
+    for seq in 0..5u64 {
+        let p = for_request(&prompts, seq);
+        let (sent, n, bytes) = p.filled();
+        let v: Value = serde_json::from_slice(&sent.body).unwrap();
+        let parts = v["messages"][0]["content"].as_array().unwrap();
+        assert_eq!(parts.len(), 3, "{v}");
+        assert_eq!(parts[0]["type"], "text");
+        for part in &parts[1..] {
+            let url = part["image_url"]["url"].as_str().unwrap();
+            assert!(url.starts_with("data:image/png;base64,"));
+            assert!(
+                seen.insert(url.to_string()),
+                "request {seq} repeats an image"
+            );
+        }
+        assert_eq!(n, 2);
+        assert_eq!(bytes as f64, im.bytes_per_request);
+        let rec = client
+            .send(&p, Instant::now(), &CancellationToken::new())
+            .await;
+        assert_eq!(
+            rec.outcome,
+            llmsweep::client::RequestOutcome::Completed,
+            "{:?}",
+            rec.outcome
+        );
+        assert_eq!((rec.images, rec.image_bytes), (2, bytes));
+        assert_eq!(rec.server_prompt_tokens, Some(16 + 2 * 100));
+    }
+    assert_eq!(common::truth(&sim.url()).await.images, 10);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_images_reports_images_bytes_and_the_server_s_prompt_tokens() {
+    let sim = common::start_sim(common::model(2.0, 0.0, 64)).await;
+    let out = tmpdir("images-run");
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--data",
+            "prompt_tokens=32,output_tokens=8,images=2,image_size=64x64",
+            "--profile",
+            "constant",
+            "--rate",
+            "10",
+            "--max-requests",
+            "20",
+            "--max-seconds",
+            "10",
+            "--export",
+            "json,csv,md,html,console",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let s = &r["stages"][0];
+    assert_eq!(s["requests"]["completed"], 20, "{}", s["requests"]);
+    let i = &s["images"];
+    assert_eq!(i["per_request"], 2, "{i}");
+    // A 64×64 RGB PNG, stored: 12,288 bytes of pixels, 64 of row filters,
+    // 2 + 5 + 4 of zlib, 57 of PNG; in base64 with its `data:` head.
+    let png = 64 * (1 + 3 * 64) + 11 + 57;
+    let url = "data:image/png;base64,".len() + (png as usize).div_ceil(3) * 4;
+    assert_eq!(i["bytes_per_request"].as_f64().unwrap(), 2.0 * url as f64);
+    let rate = s["rates"]["completed_per_s"].as_f64().unwrap();
+    assert!((i["per_s"].as_f64().unwrap() - 2.0 * rate).abs() < 1e-9);
+    // The simulator's default: 576 tokens an image.
+    assert_eq!(
+        i["server_prompt_tokens_per_request"].as_f64().unwrap(),
+        32.0 + 2.0 * 576.0
+    );
+    assert_eq!(common::truth(&sim.url()).await.images, 40);
+    let console = std::fs::read_to_string(out.join("report-console.txt")).unwrap();
+    assert!(console.contains("Images ("), "{console}");
+    assert!(std::fs::read_to_string(out.join("report.md"))
+        .unwrap()
+        .contains("## Images"));
+    assert!(std::fs::read_to_string(out.join("report.html"))
+        .unwrap()
+        .contains("<h2>Images</h2>"));
+    let mut csv = csv::Reader::from_path(out.join("report.csv")).unwrap();
+    assert!(csv
+        .headers()
+        .unwrap()
+        .iter()
+        .any(|h| h == "image_bytes_per_s"));
+    assert!(
+        r["config"]["data_source"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("2 synthetic 64x64 PNG images a request"),
+        "{}",
+        r["config"]
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_from_a_directory_are_sent_and_a_file_that_is_no_image_is_refused() {
+    let sim = common::start_sim(common::model(1.0, 0.0, 64)).await;
+    let out = tmpdir("images-dir");
+    let dir = tmpdir("images-dir-files");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.png"), llmsweep::data::images::png(8, 8, 1)).unwrap();
+    std::fs::write(dir.join("b.png"), llmsweep::data::images::png(16, 8, 2)).unwrap();
+    let data = format!(
+        "prompt_tokens=8,output_tokens=4,images=1,images_dir={}",
+        dir.display()
+    );
+    let args = [
+        "--data",
+        &data,
+        "--profile",
+        "constant",
+        "--rate",
+        "20",
+        "--max-requests",
+        "6",
+        "--export",
+        "json",
+    ];
+    let o = run(&sim.url(), &out, &args).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    assert_eq!(r["stages"][0]["requests"]["completed"], 6);
+    assert_eq!(r["stages"][0]["images"]["per_request"], 1);
+    assert_eq!(common::truth(&sim.url()).await.images, 6);
+    // A file that is not an image: refused before any load, named.
+    std::fs::write(dir.join("c.txt"), "not a picture").unwrap();
+    common::reset_truth(&sim.url()).await;
+    let _ = std::fs::remove_dir_all(&out);
+    let o = run(&sim.url(), &out, &args).await;
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("c.txt is not an image (PNG, JPEG, GIF or WebP)"),
+        "{err}"
+    );
+    // Images go in chat requests only.
+    let o = run(&sim.url(), &out, &["--api", "completions", "--data", &data]).await;
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("use --api chat"));
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+    sim.shutdown().await;
+}
