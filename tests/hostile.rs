@@ -380,6 +380,58 @@ async fn a_good_stream_still_completes() {
     assert_eq!(r.chunks.len(), 2);
 }
 
+/// A tool call the server garbles is a `tool_call_malformed` failure, not
+/// a completion: arguments that are not JSON when the answer finished, a
+/// call never named, `tool_calls` that is not a list. A call cut by the
+/// output's length is not checked; a good one completes as one call.
+#[tokio::test]
+async fn a_garbled_tool_call_is_a_categorised_failure() {
+    let call = |pieces: &[&str], finish: &str| -> Vec<u8> {
+        let mut body = Vec::new();
+        for (i, p) in pieces.iter().enumerate() {
+            let fr = if i + 1 == pieces.len() {
+                format!("\"{finish}\"")
+            } else {
+                "null".into()
+            };
+            body.extend_from_slice(
+                format!(
+                    "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":{p}}},\"finish_reason\":{fr}}}]}}\n\n"
+                )
+                .as_bytes(),
+            );
+        }
+        body.extend_from_slice(DONE);
+        sse(&body)
+    };
+    let named = r#"[{"index":0,"id":"c","type":"function","function":{"name":"lookup","arguments":"{\"q\": "}}]"#;
+    let good_end = r#"[{"index":0,"function":{"arguments":"\"x\"}"}}]"#;
+    let bad_end = r#"[{"index":0,"function":{"arguments":"\"x\""}}]"#;
+    let unnamed = r#"[{"index":0,"function":{"arguments":"{}"}}]"#;
+    for (pieces, finish, want) in [
+        (vec![named, good_end], "tool_calls", None),
+        (vec![named, bad_end], "length", None),
+        (vec![named, bad_end], "tool_calls", Some("not JSON")),
+        (vec![unnamed], "tool_calls", Some("no function name")),
+        (vec![r#"{"index":0}"#], "tool_calls", Some("not a list")),
+    ] {
+        let body = call(&pieces, finish);
+        let s = hostile(move |_| answer(body.clone())).await;
+        let r = send_to(&s.url).await;
+        match want {
+            None => {
+                assert_eq!(r.outcome, RequestOutcome::Completed, "{pieces:?} {finish}");
+                assert_eq!(r.tool_calls, 1);
+            }
+            Some(says) => {
+                let (cat, msg) = category(&r);
+                assert_eq!(cat, ErrorCategory::ToolCallMalformed, "{msg}");
+                assert!(msg.contains(says), "{says}: {msg}");
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 3. Redirects.
 

@@ -38,9 +38,10 @@ async fn every_request_sends_new_images_that_the_server_counts_as_prompt_tokens(
         .generate(1, &Builtin)
         .unwrap();
     let im = attach(&spec_of(spec).unwrap().unwrap(), 7).unwrap();
-    let prompts: Arc<[_]> = build_prompts_with(items, Api::Chat, "llmsweep-sim", None, Some(&im))
-        .unwrap()
-        .into();
+    let prompts: Arc<[_]> =
+        build_prompts_with(items, Api::Chat, "llmsweep-sim", None, Some(&im), None)
+            .unwrap()
+            .into();
     let client = common::client(&sim.url(), std::time::Duration::from_secs(10));
     let mut seen = std::collections::BTreeSet::new();
     for seq in 0..5u64 {

@@ -28,6 +28,22 @@ pub struct ChunkInfo {
     /// The stream's last event (the Responses API's `response.completed`
     /// or `response.incomplete`: that API sends no `[DONE]`).
     pub done: bool,
+    /// The `finish_reason` was `length`: the output ran out (a tool call's
+    /// arguments may be cut).
+    pub cut: bool,
+    /// The pieces of tool calls this chunk streamed (chat `tool_calls`).
+    pub tool_calls: Vec<ToolCallDelta>,
+}
+
+/// One piece of a streamed tool call: OpenAI's `tool_calls` delta entry.
+/// The first piece of a call carries its `id` and function name; later ones
+/// more of its arguments, by `index`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolCallDelta {
+    pub index: Option<u64>,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub arguments: String,
 }
 
 /// The most tokens one request is believed to have: a `usage` count above
@@ -83,6 +99,9 @@ pub enum ChunkError {
     /// The server sent `{"error": ...}` in the stream.
     #[error("server error event: {0}")]
     ErrorEvent(String),
+    /// A `tool_calls` delta that is not a list of calls.
+    #[error("malformed tool call: {0}")]
+    ToolCall(String),
 }
 
 #[derive(Deserialize)]
@@ -255,6 +274,9 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
     for choice in raw.choices.into_iter().flatten() {
         if choice.finish_reason.is_some_and(|f| f.get() != "null") {
             info.finished = true;
+            info.cut |= choice
+                .finish_reason
+                .is_some_and(|f| f.get() == "\"length\"");
         }
         if let Some(t) = choice.text.filter(|t| !t.is_empty()) {
             info.text.push_str(&t);
@@ -271,8 +293,13 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
             if let Some(tc) = d.tool_calls {
                 let s = tc.get();
                 if s != "null" && s != "[]" {
+                    let calls = tool_call_deltas(s).map_err(ChunkError::ToolCall)?;
+                    for c in &calls {
+                        info.text.push_str(c.name.as_deref().unwrap_or_default());
+                        info.text.push_str(&c.arguments);
+                    }
                     info.has_answer = true;
-                    info.text.push_str(&tool_call_arguments(s));
+                    info.tool_calls.extend(calls);
                 }
             }
         }
@@ -369,21 +396,60 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
     Ok(info)
 }
 
-/// The argument text of streamed tool calls (what the model generated).
-fn tool_call_arguments(raw: &str) -> String {
-    let v: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
-    let mut out = String::new();
-    for call in v.as_array().into_iter().flatten() {
-        if let Some(f) = call.get("function") {
-            if let Some(n) = f.get("name").and_then(|n| n.as_str()) {
-                out.push_str(n);
-            }
-            if let Some(a) = f.get("arguments").and_then(|a| a.as_str()) {
-                out.push_str(a);
-            }
-        }
-    }
-    out
+/// The pieces of a `tool_calls` delta: a list of objects, each with an
+/// optional whole-number `index`, string `id`, and `function` whose `name`
+/// and `arguments` are strings; anything else is why it is malformed.
+fn tool_call_deltas(raw: &str) -> Result<Vec<ToolCallDelta>, String> {
+    use serde_json::Value;
+    let v: Value = serde_json::from_str(raw).map_err(|e| short(&e.to_string()))?;
+    let Value::Array(items) = v else {
+        return Err(format!("`tool_calls` is {}, not a list", short(raw)));
+    };
+    let string = |v: Option<&Value>, what: &str| match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "a tool call's {what} is {}, not a string",
+            short(&other.to_string())
+        )),
+    };
+    items
+        .iter()
+        .map(|call| {
+            let Value::Object(call) = call else {
+                return Err(format!(
+                    "a tool call is {}, not an object",
+                    short(&call.to_string())
+                ));
+            };
+            let index = match call.get("index") {
+                None | Some(Value::Null) => None,
+                Some(i) => Some(i.as_u64().ok_or_else(|| {
+                    format!(
+                        "a tool call's index is {}, not a whole number",
+                        short(&i.to_string())
+                    )
+                })?),
+            };
+            let f = match call.get("function") {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(f)) => Some(f),
+                Some(other) => {
+                    return Err(format!(
+                        "a tool call's function is {}, not an object",
+                        short(&other.to_string())
+                    ))
+                }
+            };
+            Ok(ToolCallDelta {
+                index,
+                id: string(call.get("id"), "id")?,
+                name: string(f.and_then(|f| f.get("name")), "function name")?,
+                arguments: string(f.and_then(|f| f.get("arguments")), "arguments")?
+                    .unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 /// The human part of an error payload: `message` (also inside `error`), a
@@ -452,6 +518,47 @@ mod tests {
         let tc = parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\":1}"}}]}}]}"#).unwrap();
         assert!(tc.has_output);
         assert_eq!(tc.text, "{\"x\":1}");
+    }
+
+    /// The first piece of a call names it; later pieces add arguments by
+    /// index. A delta that is not a list of calls is malformed.
+    #[test]
+    fn tool_call_deltas_are_read_piece_by_piece_and_garbled_ones_refused() {
+        let first = parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"lookup","arguments":""}}]},"finish_reason":null}]}"#).unwrap();
+        assert!(first.has_output && first.has_answer);
+        assert_eq!(
+            first.tool_calls,
+            [ToolCallDelta {
+                index: Some(0),
+                id: Some("call_1".into()),
+                name: Some("lookup".into()),
+                arguments: String::new(),
+            }]
+        );
+        assert_eq!(first.text, "lookup");
+        let end = parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"}"}}]},"finish_reason":"length"}]}"#).unwrap();
+        assert!(end.cut && end.finished);
+        assert_eq!(end.tool_calls[0].arguments, "\"}");
+        for (bad, says) in [
+            (r#"{"index":0}"#, "not a list"),
+            (r#"[3]"#, "not an object"),
+            (r#"[{"index":-1}]"#, "not a whole number"),
+            (r#"[{"index":0,"function":"f"}]"#, "function is"),
+            (
+                r#"[{"index":0,"function":{"arguments":{"x":1}}}]"#,
+                "arguments is",
+            ),
+            (r#"[{"index":0,"function":{"name":7}}]"#, "function name is"),
+        ] {
+            let e = parse_chunk(&format!(
+                r#"{{"choices":[{{"delta":{{"tool_calls":{bad}}}}}]}}"#
+            ))
+            .unwrap_err();
+            assert!(
+                matches!(&e, ChunkError::ToolCall(m) if m.contains(says)),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

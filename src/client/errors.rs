@@ -36,13 +36,17 @@ pub enum ErrorCategory {
     ErrorEvent,
     /// The stream finished without any generated output.
     EmptyResponse,
+    /// A streamed tool call the server garbled: a `tool_calls` delta that is
+    /// not a list of calls, a call without a function name, or arguments
+    /// that are not JSON when the answer finished (not cut by its length).
+    ToolCallMalformed,
     /// Anything else the HTTP stack reported while sending.
     Request,
 }
 
 impl ErrorCategory {
     /// Every category name except the numbered ones, for documentation and tests.
-    pub const FIXED_NAMES: [&'static str; 10] = [
+    pub const FIXED_NAMES: [&'static str; 11] = [
         "connect",
         "client_limit",
         "timeout",
@@ -52,6 +56,7 @@ impl ErrorCategory {
         "invalid_json",
         "error_event",
         "empty_response",
+        "tool_call_malformed",
         "request",
     ];
 }
@@ -70,6 +75,7 @@ impl fmt::Display for ErrorCategory {
             ErrorCategory::InvalidJson => f.write_str("invalid_json"),
             ErrorCategory::ErrorEvent => f.write_str("error_event"),
             ErrorCategory::EmptyResponse => f.write_str("empty_response"),
+            ErrorCategory::ToolCallMalformed => f.write_str("tool_call_malformed"),
             ErrorCategory::Request => f.write_str("request"),
         }
     }
@@ -269,6 +275,7 @@ mod tests {
             ErrorCategory::InvalidJson,
             ErrorCategory::ErrorEvent,
             ErrorCategory::EmptyResponse,
+            ErrorCategory::ToolCallMalformed,
             ErrorCategory::Request,
         ];
         let names: Vec<String> = all.iter().map(|c| c.to_string()).collect();

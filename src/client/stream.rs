@@ -54,7 +54,26 @@ pub(super) struct StreamState {
     pub(super) watch: progress::Watch,
     /// Tool calls the answer started (a `tool_calls` delta with a new index).
     pub(super) tool_calls: u32,
+    /// Each tool call streamed so far: whether it was named, its arguments.
+    pub(super) calls: Vec<CallSoFar>,
+    /// The answer ran out (`finish_reason: length`).
+    pub(super) cut: bool,
 }
+
+/// A streamed tool call as its pieces arrived.
+#[derive(Debug, Default)]
+pub(super) struct CallSoFar {
+    index: Option<u64>,
+    name: Option<String>,
+    arguments: String,
+    /// Its arguments went past [`MAX_CALL_ARGUMENTS`]: not checked.
+    too_long: bool,
+}
+
+/// The most argument text a tool call is kept to be checked.
+const MAX_CALL_ARGUMENTS: usize = 1 << 20;
+/// The most tool calls an answer is followed in (more are counted only).
+const MAX_CALLS: usize = 256;
 
 impl StreamState {
     /// A token-bearing chunk arrived at `now`: its token estimate, split
@@ -81,16 +100,78 @@ impl StreamState {
         self.watch.chunk(tokens);
     }
 
-    fn done(&self) -> RequestOutcome {
-        if self.chunks.is_empty() {
-            errored(
-                ErrorCategory::EmptyResponse,
-                "the stream carried no generated output".into(),
-            )
-        } else {
-            RequestOutcome::Completed
+    /// The pieces of tool calls a chunk streamed: a piece with a new index
+    /// (or, without indexes, an id) starts a call; others add to theirs.
+    fn on_tool_calls(&mut self, pieces: &[super::chunk::ToolCallDelta]) {
+        for p in pieces {
+            let at = match p.index {
+                Some(i) => self.calls.iter().position(|c| c.index == Some(i)),
+                None if p.id.is_some() => None,
+                None => self.calls.len().checked_sub(1),
+            };
+            let at = match at {
+                Some(at) => at,
+                None => {
+                    self.tool_calls = self.tool_calls.saturating_add(1);
+                    if self.calls.len() >= MAX_CALLS {
+                        continue;
+                    }
+                    self.calls.push(CallSoFar {
+                        index: p.index,
+                        ..CallSoFar::default()
+                    });
+                    self.calls.len() - 1
+                }
+            };
+            let c = &mut self.calls[at];
+            if let Some(n) = p.name.as_deref().filter(|n| !n.is_empty()) {
+                c.name.get_or_insert_with(|| n.to_string());
+            }
+            if c.arguments.len() + p.arguments.len() > MAX_CALL_ARGUMENTS {
+                c.too_long = true;
+            } else if !c.too_long {
+                c.arguments.push_str(&p.arguments);
+            }
         }
     }
+
+    fn done(&self) -> RequestOutcome {
+        if self.chunks.is_empty() {
+            return errored(
+                ErrorCategory::EmptyResponse,
+                "the stream carried no generated output".into(),
+            );
+        }
+        match garbled_call(&self.calls, self.cut) {
+            Some(why) => errored(ErrorCategory::ToolCallMalformed, why),
+            None => RequestOutcome::Completed,
+        }
+    }
+}
+
+/// Why the finished answer's tool calls are garbled, if they are: a call
+/// without a function name, or arguments that are not JSON (unless the
+/// answer was cut by its length, which may cut them; empty arguments are
+/// taken as no arguments).
+fn garbled_call(calls: &[CallSoFar], cut: bool) -> Option<String> {
+    calls.iter().enumerate().find_map(|(i, c)| {
+        let Some(name) = &c.name else {
+            return Some(format!("tool call {i} has no function name"));
+        };
+        let args = c.arguments.trim();
+        if cut || c.too_long || args.is_empty() {
+            return None;
+        }
+        serde_json::from_str::<serde_json::Value>(args)
+            .err()
+            .map(|e| {
+                format!(
+                    "tool call {i} ({}): its arguments are not JSON ({e}): {}",
+                    short(name),
+                    short(args)
+                )
+            })
+    })
 }
 
 /// The answer's status and content type: an error with what its body says
@@ -299,12 +380,79 @@ impl EventReader<'_> {
                         st.cached_prompt_tokens = Some(c);
                     }
                 }
+                if !info.tool_calls.is_empty() {
+                    st.on_tool_calls(&info.tool_calls);
+                }
+                st.cut |= info.cut;
                 *finished |= info.finished;
                 // The Responses API ends with response.completed, no [DONE].
                 info.done.then(|| st.done())
             }
             Err(ChunkError::NotJson(m)) => Some(errored(ErrorCategory::InvalidJson, m)),
             Err(ChunkError::ErrorEvent(m)) => Some(errored(ErrorCategory::ErrorEvent, m)),
+            Err(ChunkError::ToolCall(m)) => Some(errored(ErrorCategory::ToolCallMalformed, m)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::chunk::ToolCallDelta;
+    use super::*;
+
+    fn piece(
+        index: Option<u64>,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: &str,
+    ) -> ToolCallDelta {
+        ToolCallDelta {
+            index,
+            id: id.map(str::to_string),
+            name: name.map(str::to_string),
+            arguments: args.to_string(),
+        }
+    }
+
+    fn answered(st: &mut StreamState) -> RequestOutcome {
+        st.chunks.push((Instant::now(), 1));
+        st.done()
+    }
+
+    #[test]
+    fn tool_calls_are_counted_by_index_and_their_arguments_checked_at_the_end() {
+        let mut st = StreamState::default();
+        st.on_tool_calls(&[piece(Some(0), Some("c0"), Some("lookup"), "{\"q\": ")]);
+        st.on_tool_calls(&[piece(Some(0), None, None, "\"a b\"}")]);
+        st.on_tool_calls(&[piece(Some(1), Some("c1"), Some("fetch"), "{}")]);
+        assert_eq!(st.tool_calls, 2);
+        assert_eq!(answered(&mut st), RequestOutcome::Completed);
+        // Without indexes, an id starts a call.
+        let mut st = StreamState::default();
+        st.on_tool_calls(&[piece(None, Some("a"), Some("f"), "{")]);
+        st.on_tool_calls(&[piece(None, None, None, "}")]);
+        st.on_tool_calls(&[piece(None, Some("b"), Some("g"), "")]);
+        assert_eq!(st.tool_calls, 2);
+        assert_eq!(answered(&mut st), RequestOutcome::Completed);
+    }
+
+    #[test]
+    fn a_garbled_tool_call_is_a_categorised_failure_unless_the_length_cut_it() {
+        let mut st = StreamState::default();
+        st.on_tool_calls(&[piece(Some(0), Some("c0"), Some("lookup"), "{\"q\": \"a")]);
+        let o = answered(&mut st);
+        assert!(
+            matches!(&o, RequestOutcome::Errored { category: ErrorCategory::ToolCallMalformed, message } if message.contains("lookup") && message.contains("not JSON")),
+            "{o:?}"
+        );
+        st.cut = true;
+        assert_eq!(st.done(), RequestOutcome::Completed, "cut by max_tokens");
+        let mut st = StreamState::default();
+        st.on_tool_calls(&[piece(Some(0), None, None, "{}")]);
+        let o = answered(&mut st);
+        assert!(
+            matches!(&o, RequestOutcome::Errored { message, .. } if message.contains("no function name")),
+            "{o:?}"
+        );
     }
 }

@@ -7,6 +7,7 @@ pub mod images;
 pub mod mix;
 pub mod shard;
 pub mod synthetic;
+pub mod tools;
 pub mod trace;
 
 use anyhow::{bail, Context as _, Result};
@@ -136,21 +137,27 @@ pub fn build_prompts(
     model: &str,
     extra: Option<&Map<String, Value>>,
 ) -> Result<Vec<Prompt>> {
-    build_prompts_with(items, api, model, extra, None)
+    build_prompts_with(items, api, model, extra, None, None)
 }
 
 /// [`build_prompts`], with `images` after each prompt's text (chat):
 /// its message's content is a text part and an `image_url` part an image,
-/// whose data URL goes in as the request is sent (`Prompt::filled`).
+/// whose data URL goes in as the request is sent (`Prompt::filled`); and
+/// `tools`' earlier rounds (a call and its result) after its message (the
+/// tool definitions come in `extra`: see [`tools::with_definitions`]).
 pub fn build_prompts_with(
     items: Vec<PromptItem>,
     api: Api,
     model: &str,
     extra: Option<&Map<String, Value>>,
     images: Option<&images::Attach>,
+    tools: Option<&tools::ToolSpec>,
 ) -> Result<Vec<Prompt>> {
     if images.is_some() && api != Api::Chat {
         bail!("images go in chat requests' content parts: use --api chat (not {api})");
+    }
+    if tools.is_some() && api != Api::Chat {
+        bail!("tools go in chat requests: use --api chat (not {api})");
     }
     items
         .into_iter()
@@ -158,6 +165,9 @@ pub fn build_prompts_with(
             let mut bytes = request_body(api, model, &[&it.text], it.output_tokens, extra)?;
             if let Some(im) = images {
                 bytes = with_image_parts(&bytes, im.count)?;
+            }
+            if let Some(t) = tools {
+                bytes = tools::with_history(&bytes, t)?;
             }
             let tag_at = text_offset(&bytes, api, &it.text, it.shared_prefix_bytes);
             let images = images.map(|im| crate::client::Images {

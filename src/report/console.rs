@@ -50,6 +50,10 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "\nImages ({}):", super::images::NOTE);
         s.push_str(&t);
     }
+    if let Some(t) = super::tools::table(r) {
+        let _ = writeln!(s, "\nTool calls ({}):", super::tools::NOTE);
+        s.push_str(&t);
+    }
     if let Some(t) = super::models::table(r) {
         let _ = writeln!(s, "\nModels:");
         s.push_str(&t);

@@ -5,6 +5,7 @@ use anyhow::{Context as _, Result};
 use super::columns::{Column, ALL};
 use super::{
     baseline, conversations, gpu, images, models, pooling, reasoning, repeats, server_metrics,
+    tools,
 };
 use crate::types::{Report, StageReport};
 
@@ -18,6 +19,7 @@ struct Extras {
     models: bool,
     pooling: bool,
     images: bool,
+    tools: bool,
 }
 
 impl Extras {
@@ -29,6 +31,7 @@ impl Extras {
             models: models::csv_wanted(r),
             pooling: pooling::csv_wanted(r),
             images: images::csv_wanted(r),
+            tools: tools::csv_wanted(r),
         }
     }
 
@@ -56,6 +59,9 @@ impl Extras {
         if self.images {
             h.extend(images::CSV_COLUMNS.iter().map(|c| c.to_string()));
         }
+        if self.tools {
+            h.extend(tools::CSV_COLUMNS.iter().map(|c| c.to_string()));
+        }
         h
     }
 
@@ -81,6 +87,9 @@ impl Extras {
         row.extend(repeats::csv_values(r, s));
         if self.images {
             row.extend(images::csv_values(s));
+        }
+        if self.tools {
+            row.extend(tools::csv_values(s));
         }
         row
     }

@@ -283,6 +283,14 @@ fn findings(r: &Report) -> String {
             esc(&t)
         );
     }
+    if let Some(t) = super::tools::table(r) {
+        let _ = write!(
+            h,
+            "<h2>Tool calls</h2><p>{}.</p><pre>{}</pre>",
+            esc(super::tools::NOTE),
+            esc(&t)
+        );
+    }
     if let Some(t) = super::models::table(r) {
         let _ = write!(h, "<h2>Models</h2><pre>{}</pre>", esc(&t));
     }

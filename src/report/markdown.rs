@@ -61,6 +61,10 @@ pub fn render(r: &Report) -> String {
         s.push_str(&format!("\n## Images\n\n{}.\n\n", super::images::NOTE));
         s.push_str(&block(&t));
     }
+    if let Some(t) = super::tools::table(r) {
+        s.push_str(&format!("\n## Tool calls\n\n{}.\n\n", super::tools::NOTE));
+        s.push_str(&block(&t));
+    }
     if let Some(t) = super::models::table(r) {
         s.push_str("\n## Models\n\n");
         s.push_str(&block(&t));

@@ -605,6 +605,8 @@ fn merge_tokens(parts: &[Part], measured: f64) -> Tokens {
             .reduce(u64::saturating_add),
         output_source,
         by_outcome,
+        tool_calls: total(stages().map(|s| s.tokens.tool_calls)),
+        tool_call_requests: total(stages().map(|s| s.tokens.tool_call_requests)),
     }
 }
 

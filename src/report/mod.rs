@@ -32,6 +32,7 @@ pub mod server_metrics;
 pub mod summary;
 pub mod svg;
 pub mod tables;
+pub mod tools;
 
 use crate::types::{Report, SCHEMA_VERSION};
 

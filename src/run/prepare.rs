@@ -58,6 +58,8 @@ pub struct Prepared {
     /// Images in every request (`--data …,images=N`): how many, and the
     /// bytes of their data URLs a request.
     pub images: Option<(u32, f64)>,
+    /// Tool definitions in every request (`--data …,tools=N`).
+    pub tools: Option<u32>,
 }
 
 /// The checks that need nothing but the settings: numbers and the plan.
@@ -101,6 +103,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
     let mut data = read_data(args, counter.as_ref(), run_number)?;
     let images = read_images(args, run_number)?;
+    let tools = read_tools(args)?;
     let request = RequestParts::read(args)?;
     let formats = export_formats(args)?;
     let mut plan = match &data.replay {
@@ -167,10 +170,18 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let scrape = scrape_config(args, &base_url, &model, &request)?;
 
     // Data: every request body built once; every conversation turn's too.
+    // Tool definitions go in every body, under the user's --extra-body.
+    let extra = match &tools {
+        Some(t) => Some(crate::data::tools::with_definitions(
+            t,
+            request.extra_body.as_ref(),
+        )),
+        None => request.extra_body.clone(),
+    };
     let body = Bodies {
         api: args.api,
         model: &model,
-        extra: request.extra_body.as_ref(),
+        extra: extra.as_ref(),
     };
     let conversations = conversations(
         args,
@@ -190,6 +201,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             body.model,
             body.extra,
             images.as_ref(),
+            tools.as_ref(),
         )?
     }
     .into();
@@ -236,7 +248,29 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         models: mix.map(Arc::new),
         baseline,
         images: images.map(|im| (im.count, im.bytes_per_request)),
+        tools: tools.map(|t| t.tools),
     })
+}
+
+/// `--data …,tools=N[,tool_results=K,tool_result_tokens=M]`: the tools
+/// each chat request carries (see `data::tools`).
+fn read_tools(args: &RunConfig) -> Result<Option<crate::data::tools::ToolSpec>> {
+    if !crate::data::is_synthetic(&args.data) {
+        return Ok(None);
+    }
+    let Some(spec) = crate::data::tools::spec_of(&args.data)? else {
+        return Ok(None);
+    };
+    if args.api != crate::types::Api::Chat {
+        bail!(
+            "--data tools=…: tools go in chat requests; use --api chat (not {})",
+            args.api
+        );
+    }
+    if spec.rounds > 0 && crate::data::conversation::spec_of(&args.data).is_some() {
+        bail!("--data tool_results=… with turns=N: earlier tool rounds go in single requests, not yet in conversations (tools=N alone goes in every turn)");
+    }
+    Ok(Some(spec))
 }
 
 /// `--data …,images=N[,image_size=WxH | images_dir=PATH]`: the images each

@@ -28,6 +28,8 @@ pub struct Reports {
     pub baseline: Option<std::sync::Arc<(String, Report)>>,
     /// Images a request and the bytes of their data URLs (`--data …,images=N`).
     pub images: Option<(u32, f64)>,
+    /// Tool definitions a request (`--data …,tools=N`).
+    pub tools: Option<u32>,
 }
 
 impl Reports {
@@ -44,6 +46,14 @@ impl Reports {
         if let Some((count, bytes)) = self.images {
             for s in &mut stages {
                 s.images = Some(crate::stats::images::figures(s, count, bytes));
+            }
+        }
+        // Tool figures when requests carried tools, or answers made calls
+        // (tools from --extra-body or a file).
+        let calls = stages.iter().any(|s| s.tokens.tool_calls > 0);
+        if self.tools.is_some() || calls {
+            for s in &mut stages {
+                s.tool_calls = Some(crate::stats::tools::figures(s, self.tools.unwrap_or(0)));
             }
         }
         let mut r = Report::assemble(report::assemble::Parts {

@@ -86,6 +86,7 @@ impl Session {
             }),
             baseline: p.baseline.clone(),
             images: p.images,
+            tools: p.tools,
         };
         let (control, control_rx) = mpsc::unbounded_channel();
         let (snap_tx, snapshots) = watch::channel(Snapshot::default());

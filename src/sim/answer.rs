@@ -38,6 +38,9 @@ pub(super) struct StreamCtx {
     /// The Responses API numbers its events.
     pub(super) sequence: u64,
     pub(super) rng: SmallRng,
+    /// The answer is a call of this tool (chat): its arguments stream as
+    /// `tool_calls` deltas instead of content.
+    pub(super) tool_call: Option<String>,
 }
 
 impl StreamCtx {
@@ -78,6 +81,7 @@ impl StreamCtx {
             reasoning_tokens,
             sequence: 0,
             rng,
+            tool_call: None,
         }
     }
 
@@ -89,7 +93,10 @@ impl StreamCtx {
     }
 
     pub(super) fn finish_reason(&self, generated: u64) -> &'static str {
-        if self.max_tokens == Some(generated) {
+        if self.tool_call.is_some() {
+            // The call's arguments are closed whatever the length.
+            "tool_calls"
+        } else if self.max_tokens == Some(generated) {
             "length"
         } else {
             "stop"
@@ -198,6 +205,14 @@ impl StreamCtx {
                 // A chunk that crosses the end of the thinking carries both
                 // fields, as vLLM's reasoning parser sends it.
                 let delta = match (r, a) {
+                    (_, 1..) if self.tool_call.is_some() => {
+                        let first = generated - u64::from(a) == self.reasoning_tokens;
+                        let call = self.tool_call_delta(&text, first, finished);
+                        match r {
+                            0 => call,
+                            _ => format!(r#""reasoning_content":"{thought}",{call}"#),
+                        }
+                    }
                     (0, _) => format!(r#""content":"{text}""#),
                     (_, 0) if padding.is_empty() => format!(r#""reasoning_content":"{thought}""#),
                     _ => format!(r#""reasoning_content":"{thought}","content":"{text}""#),
@@ -220,6 +235,23 @@ impl StreamCtx {
         }
         s.push_str("}\n\n");
         Bytes::from(s)
+    }
+
+    /// A `tool_calls` delta carrying `words` of the call's arguments, a
+    /// JSON object `{"query": "…"}` streamed in pieces: the first piece
+    /// names the call, the last closes the object.
+    fn tool_call_delta(&self, words: &str, first: bool, last: bool) -> String {
+        let open = if first { r#"{\"query\": \""# } else { "" };
+        let close = if last { r#"\"}"# } else { "" };
+        let args = format!("{open}{words}{close}");
+        match (&self.tool_call, first) {
+            (Some(name), true) => format!(
+                r#""tool_calls":[{{"index":0,"id":"call_{id}","type":"function","function":{{"name":{name},"arguments":"{args}"}}}}]"#,
+                id = self.id,
+                name = serde_json::to_string(name).unwrap_or_else(|_| "\"tool\"".into()),
+            ),
+            _ => format!(r#""tool_calls":[{{"index":0,"function":{{"arguments":"{args}"}}}}]"#),
+        }
     }
 
     pub(super) fn next_seq(&mut self) -> u64 {
@@ -413,6 +445,7 @@ mod tests {
             reasoning_tokens: 0,
             sequence: 0,
             rng: faults::request_rng(1, 1),
+            tool_call: None,
         };
         for chunk in [
             ctx.role_chunk(),
@@ -436,5 +469,43 @@ mod tests {
         assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
         let text = v["choices"][0]["delta"]["content"].as_str().unwrap();
         assert_eq!(tokenizer::count_tokens(text), 1);
+    }
+
+    /// A tool call streams as `tool_calls` deltas whose arguments, joined,
+    /// are a JSON object, named in the first piece.
+    #[test]
+    fn a_tool_call_streams_named_pieces_of_json_arguments() {
+        let mut ctx = StreamCtx {
+            api: Api::Chat,
+            id: "chatcmpl-1".into(),
+            created: 1,
+            model_json: "\"m\"".into(),
+            prompt_tokens: 5,
+            cached_tokens: None,
+            include_usage: true,
+            continuous_usage: false,
+            max_tokens: Some(3),
+            reasoning_tokens: 0,
+            sequence: 0,
+            rng: faults::request_rng(1, 1),
+            tool_call: Some("lookup_docs".into()),
+        };
+        let mut args = String::new();
+        let chunks = [
+            ctx.token_chunk(1, 1, false, ""),
+            ctx.token_chunk(1, 2, false, ""),
+            ctx.token_chunk(1, 3, true, ""),
+        ];
+        for (i, chunk) in chunks.iter().enumerate() {
+            let v: Value = serde_json::from_slice(&chunk[6..chunk.len() - 2]).unwrap();
+            let call = &v["choices"][0]["delta"]["tool_calls"][0];
+            assert_eq!(call["index"], 0);
+            assert_eq!(call["function"]["name"].as_str().is_some(), i == 0, "{v}");
+            args.push_str(call["function"]["arguments"].as_str().unwrap());
+            let fr = &v["choices"][0]["finish_reason"];
+            assert_eq!(fr.as_str(), (i == 2).then_some("tool_calls"), "{v}");
+        }
+        let a: Value = serde_json::from_str(&args).unwrap();
+        assert_eq!(tokenizer::count_tokens(a["query"].as_str().unwrap()), 3);
     }
 }

@@ -152,7 +152,7 @@ async fn generate(
         );
     };
 
-    let ctx = StreamCtx::new(
+    let mut ctx = StreamCtx::new(
         &state,
         api,
         ordinal,
@@ -161,6 +161,16 @@ async fn generate(
         reasoning_tokens,
         rng,
     );
+    // A request with tools is answered with a call of one of them, at the
+    // --tool-call-share (streamed chat answers only).
+    if gen.stream && !gen.tools.is_empty() && state.params.tool_call_share > 0.0 {
+        use rand::Rng as _;
+        if ctx.rng.random::<f64>() < state.params.tool_call_share {
+            let i = ctx.rng.random_range(0..gen.tools.len());
+            ctx.tool_call = gen.tools.get(i).cloned();
+            state.truth.on_tool_call();
+        }
+    }
     // SlowHeaders has already happened; what is left are mid-stream faults.
     let mid_fault = fault.filter(|f| !matches!(f, Fault::SlowHeaders));
     if gen.stream {

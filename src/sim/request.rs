@@ -34,6 +34,8 @@ pub(super) struct GenRequest {
     pub(super) model: usize,
     /// Its image parts (chat).
     pub(super) images: u32,
+    /// The functions its `tools` define (chat), which an answer may call.
+    pub(super) tools: Vec<String>,
 }
 
 pub(super) type Refusal = (StatusCode, &'static str, String);
@@ -84,9 +86,21 @@ pub(super) fn parse_request(
             .and_then(Value::as_bool)
             .unwrap_or(false)
     };
+    let tools = match api {
+        Api::Chat => v
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(GenRequest {
         model,
         images,
+        tools,
         blocks: super::batcher::prompt_blocks(&v),
         prompt_tokens,
         max_tokens,

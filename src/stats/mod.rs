@@ -15,4 +15,5 @@ pub mod significance;
 pub mod spread;
 pub mod stage;
 pub mod thinking;
+pub mod tools;
 pub mod verdict;

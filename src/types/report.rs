@@ -222,6 +222,23 @@ pub struct StageReport {
     /// sent, a request and a second, and what the server counted for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImagesSent>,
+    /// Chat requests that carried `tools` (`--data …,tools=N`), or answers
+    /// with tool calls: how many were answered with a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<ToolCalls>,
+}
+
+/// A stage's tool calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolCalls {
+    /// Tool definitions each request carried (0: not known, e.g. a file's).
+    pub tools_per_request: u64,
+    /// Tool calls the measured completions streamed.
+    pub calls: u64,
+    /// The share of measured completions answered with a tool call (0..=1).
+    pub share: f64,
+    /// Calls a second: the achieved rate times the calls a completion.
+    pub per_s: f64,
 }
 
 /// A stage of chat requests that carried images.
@@ -520,6 +537,12 @@ pub struct Tokens {
     /// Token totals of every request of the stage, by outcome (GuideLLM's Info table).
     #[serde(default)]
     pub by_outcome: ByOutcome,
+    /// Tool calls the measured completions streamed, and how many of them
+    /// answered with one or more.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub tool_calls: u64,
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub tool_call_requests: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]

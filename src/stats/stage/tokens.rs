@@ -20,6 +20,9 @@ pub(super) struct TokenCounts {
     cached_prompt_n: u64,
     /// Measured completions by where their output count came from.
     sources: BTreeMap<String, u64>,
+    /// Tool calls of the measured completions, and the completions with any.
+    tool_calls: u64,
+    tool_call_requests: u64,
 }
 
 impl TokenCounts {
@@ -47,6 +50,8 @@ impl TokenCounts {
             self.server_prompt_n += 1;
         }
         self.output_total = self.output_total.saturating_add(r.output_tokens);
+        self.tool_calls += u64::from(r.tool_calls);
+        self.tool_call_requests += u64::from(r.tool_calls > 0);
         *self
             .sources
             .entry(r.output_source.name().to_string())
@@ -67,6 +72,8 @@ impl TokenCounts {
             output_source: self.sources.clone(),
             by_outcome: self.by_outcome,
             prompt_cached_total: (self.cached_prompt_n > 0).then_some(self.cached_prompt_total),
+            tool_calls: self.tool_calls,
+            tool_call_requests: self.tool_call_requests,
         }
     }
 }

@@ -1,0 +1,122 @@
+//! A run whose requests carried tools (`--data …,tools=N`), or whose
+//! answers made tool calls: each stage's calls, the share of answers that
+//! were calls and calls a second, as a text table (console, Markdown, HTML)
+//! and CSV columns.
+
+use super::tables::GroupedTable;
+use crate::types::{Report, StageReport};
+
+fn any_tools(r: &Report) -> bool {
+    r.stages.iter().any(|s| s.tool_calls.is_some())
+}
+
+/// One row per stage; None when no stage has tool figures.
+pub fn table(r: &Report) -> Option<String> {
+    if !any_tools(r) {
+        return None;
+    }
+    let rows = r
+        .stages
+        .iter()
+        .zip(crate::types::stage_labels(&r.stages))
+        .filter_map(|(s, label)| {
+            let t = s.tool_calls.as_ref()?;
+            Some(vec![
+                label,
+                format!("{:.2}", s.rates.completed_per_s),
+                if t.tools_per_request > 0 {
+                    t.tools_per_request.to_string()
+                } else {
+                    "-".into()
+                },
+                t.calls.to_string(),
+                format!("{:.1}", t.share * 100.0),
+                format!("{:.2}", t.per_s),
+                s.errors
+                    .get("tool_call_malformed")
+                    .copied()
+                    .unwrap_or(0)
+                    .to_string(),
+            ])
+        })
+        .collect();
+    let t = GroupedTable {
+        columns: vec![
+            ("Metadata", "Benchmark"),
+            ("Achieved", "req/s"),
+            ("Request", "tools"),
+            ("Tool calls", "count"),
+            ("Tool calls", "% answers"),
+            ("Tool calls", "per s"),
+            ("Tool calls", "garbled"),
+        ],
+        rows,
+    };
+    Some(t.render())
+}
+
+/// What the table's columns mean, under it.
+pub const NOTE: &str = "count: tool calls the measured completions streamed; % answers: the completions answered with one; garbled: requests failed as tool_call_malformed";
+
+/// CSV columns, after the others, when a stage has tool figures.
+pub const CSV_COLUMNS: [&str; 4] = [
+    "tools_per_request",
+    "tool_calls",
+    "tool_call_share",
+    "tool_calls_per_s",
+];
+
+/// Whether the CSV gets [`CSV_COLUMNS`].
+pub fn csv_wanted(r: &Report) -> bool {
+    any_tools(r)
+}
+
+/// A stage's values for [`CSV_COLUMNS`].
+pub fn csv_values(s: &StageReport) -> Vec<String> {
+    match &s.tool_calls {
+        Some(t) => vec![
+            t.tools_per_request.to_string(),
+            t.calls.to_string(),
+            format!("{}", t.share),
+            format!("{}", t.per_s),
+        ],
+        None => vec![String::new(); CSV_COLUMNS.len()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ToolCalls;
+
+    #[test]
+    fn tool_stages_get_a_row_with_calls_share_and_garbled_ones() {
+        let mut s = StageReport {
+            name: "constant@4.00".into(),
+            tool_calls: Some(ToolCalls {
+                tools_per_request: 4,
+                calls: 12,
+                share: 0.3,
+                per_s: 1.2,
+            }),
+            ..Default::default()
+        };
+        s.rates.completed_per_s = 4.0;
+        s.errors.insert("tool_call_malformed".into(), 2);
+        let mut r = Report {
+            stages: vec![s],
+            ..Default::default()
+        };
+        let t = table(&r).unwrap();
+        let row = t
+            .lines()
+            .find(|l| l.contains("constant@4.00"))
+            .unwrap_or_default();
+        for want in ["4.00", "12", "30.0", "1.20", "2"] {
+            assert!(row.contains(want), "{want} in {t}");
+        }
+        assert_eq!(csv_values(&r.stages[0]), ["4", "12", "0.3", "1.2"]);
+        r.stages[0].tool_calls = None;
+        assert!(table(&r).is_none() && !csv_wanted(&r));
+    }
+}

@@ -1,0 +1,145 @@
+//! Tool calls (`--data …,tools=N,tool_results=K`): requests carry tool
+//! definitions and earlier rounds of an agent's loop; the simulator answers
+//! a share of them with a streamed tool call (`--tool-call-share`), which
+//! the client counts as output and as a call.
+
+use std::sync::Arc;
+
+use llmsweep::client::RequestOutcome;
+use llmsweep::data::tools::{spec_of, with_definitions};
+use llmsweep::data::{build_prompts_with, Synthetic};
+use llmsweep::tokenizer::Builtin;
+use llmsweep::types::Api;
+use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+mod common;
+use common::process::{llmsweep, read_report, tmpdir};
+
+async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = llmsweep();
+    cmd.args(["run", "--target", url, "--headless"])
+        .args(args)
+        .args(["--out", out.to_str().unwrap()]);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// A request with tools, answered with a call: the call's pieces are the
+/// output (its first piece is the first token), counted as one call.
+#[tokio::test]
+async fn a_streamed_tool_call_is_output_and_counted_as_a_call() {
+    let mut c = common::model(2.0, 0.0, 64);
+    c.params.tool_call_share = 1.0;
+    let sim = common::start_sim(c).await;
+    let spec =
+        "prompt_tokens=16,output_tokens=6,samples=1,tools=3,tool_results=1,tool_result_tokens=10";
+    let items = Synthetic::parse(spec)
+        .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
+    let t = spec_of(spec).unwrap().unwrap();
+    let extra = with_definitions(&t, None);
+    let prompts: Arc<[_]> = build_prompts_with(
+        items,
+        Api::Chat,
+        "llmsweep-sim",
+        Some(&extra),
+        None,
+        Some(&t),
+    )
+    .unwrap()
+    .into();
+    let v: Value = serde_json::from_slice(&prompts[0].body).unwrap();
+    assert_eq!(v["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(v["tool_choice"], "auto");
+    let roles: Vec<&str> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool"]);
+    let client = common::client(&sim.url(), std::time::Duration::from_secs(10));
+    let rec = client
+        .send(&prompts[0], Instant::now(), &CancellationToken::new())
+        .await;
+    assert_eq!(rec.outcome, RequestOutcome::Completed, "{:?}", rec.outcome);
+    assert_eq!(rec.tool_calls, 1);
+    assert_eq!(rec.output_tokens, 6);
+    assert_eq!(rec.chunks.len(), 6, "every piece of the call is a token");
+    // The server counted the user's text and the tool's result.
+    assert_eq!(rec.server_prompt_tokens, Some(16 + 10));
+    assert_eq!(common::truth(&sim.url()).await.tool_calls, 1);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_tools_reports_the_calls_the_server_made() {
+    let mut c = common::model(2.0, 0.0, 64);
+    c.params.tool_call_share = 0.5;
+    let sim = common::start_sim(c).await;
+    let out = tmpdir("tools-run");
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--data",
+            "prompt_tokens=32,output_tokens=8,tools=4,tool_results=1",
+            "--profile",
+            "constant",
+            "--rate",
+            "20",
+            "--max-requests",
+            "40",
+            "--max-seconds",
+            "10",
+            "--export",
+            "json,csv,md,html,console",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let s = &r["stages"][0];
+    assert_eq!(s["requests"]["completed"], 40, "{}", s["requests"]);
+    assert_eq!(s["errors"].as_object().map_or(0, |e| e.len()), 0);
+    let truth = common::truth(&sim.url()).await;
+    assert!(
+        truth.tool_calls > 5 && truth.tool_calls < 35,
+        "{}",
+        truth.tool_calls
+    );
+    let t = &s["tool_calls"];
+    assert_eq!(t["tools_per_request"], 4);
+    assert_eq!(t["calls"].as_u64().unwrap(), truth.tool_calls, "{t}");
+    let measured = s["requests"]["measured"].as_f64().unwrap();
+    let share = t["share"].as_f64().unwrap();
+    assert!((share - truth.tool_calls as f64 / measured).abs() < 1e-9);
+    // Answers that are calls still have their first token.
+    assert_eq!(s["ttft_ms"]["count"], 40);
+    let console = std::fs::read_to_string(out.join("report-console.txt")).unwrap();
+    assert!(console.contains("Tool calls ("), "{console}");
+    assert!(std::fs::read_to_string(out.join("report.md"))
+        .unwrap()
+        .contains("## Tool calls"));
+    let mut csv = csv::Reader::from_path(out.join("report.csv")).unwrap();
+    assert!(csv
+        .headers()
+        .unwrap()
+        .iter()
+        .any(|h| h == "tool_call_share"));
+    let _ = std::fs::remove_dir_all(&out);
+    // Tools go in chat requests only.
+    let o = run(
+        &sim.url(),
+        &out,
+        &["--api", "completions", "--data", "prompt_tokens=8,tools=2"],
+    )
+    .await;
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("use --api chat"));
+    sim.shutdown().await;
+}
