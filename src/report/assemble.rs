@@ -38,10 +38,8 @@ impl Report {
     pub fn assemble(p: Parts) -> Report {
         let mut stages = p.stages;
         if p.target.api.pooled() {
-            let batch = p
-                .config
-                .get("batch")
-                .and_then(Value::as_u64)
+            let batch = crate::types::SavedSettings::of(&p.config)
+                .batch
                 .unwrap_or(1)
                 .max(1);
             for s in &mut stages {

@@ -123,16 +123,9 @@ pub fn metadata(r: &Report) -> String {
         crate::safe::line(&r.target.model),
         r.target.api
     );
-    let profile = r
-        .config
-        .get("profile_name")
-        .and_then(|v| v.as_str())
-        .unwrap_or("-");
-    let data = r
-        .config
-        .get("data_source")
-        .and_then(|v| v.as_str())
-        .unwrap_or("-");
+    let settings = r.settings();
+    let profile = settings.profile_name.as_deref().unwrap_or("-");
+    let data = settings.data_source.as_deref().unwrap_or("-");
     let _ = writeln!(
         s,
         "    Profile:{profile}, stages=[{}]",

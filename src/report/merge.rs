@@ -65,12 +65,7 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
     let shards = complete_set(inputs)?;
     same_plan(&shards)?;
     let (_, _, r0) = shards[0];
-    let percentiles: Vec<f64> = r0
-        .config
-        .get("percentiles")
-        .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
+    let percentiles = r0.settings().percentiles;
     let mut stages = Vec::new();
     for i in 0..r0.stages.len() {
         let parts: Vec<Part> = shards

@@ -80,11 +80,7 @@ pub const FIGURES: [Across; 6] = [
 
 /// The runs asked for: the report's `config.repeat`, when above 1.
 pub fn asked(r: &Report) -> Option<u32> {
-    r.config
-        .get("repeat")
-        .and_then(serde_json::Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok())
-        .filter(|&n| n > 1)
+    r.settings().repeat.filter(|&n| n > 1)
 }
 
 /// The report's runs side by side, when it is a `--repeat N` run (N > 1).
@@ -92,12 +88,7 @@ pub fn summarize(r: &Report) -> Result<Option<Repeats>> {
     let Some(asked) = asked(r) else {
         return Ok(None);
     };
-    let percentiles: Vec<f64> = r
-        .config
-        .get("percentiles")
-        .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
+    let percentiles = r.settings().percentiles;
     let ran = r.stages.iter().filter_map(|s| s.repeat).max().unwrap_or(0);
     let each: Vec<crate::types::Answer> = (1..=ran)
         .map(|k| {

@@ -63,10 +63,7 @@ pub fn render(r: &Report) -> String {
             keep.insert("strategy".into(), Value::String(kind.name().into()));
         }
     }
-    let was = config
-        .get("profile_name")
-        .and_then(Value::as_str)
-        .unwrap_or("-");
+    let was = r.settings().profile_name.unwrap_or_else(|| "-".into());
     keep.insert(
         "description".into(),
         Value::String(format!("Run again: {was}, first run {}", r.created)),

@@ -23,16 +23,25 @@ pub struct SavedSettings {
     pub gpus: Option<u32>,
     /// The run had an API key (its value is never saved).
     pub had_api_key: bool,
+    /// `--profile` (the strategy) and the profile file's name.
+    pub profile: Option<String>,
+    pub profile_name: Option<String>,
+    /// What the data was, in words.
+    pub data_source: Option<String>,
+    /// `--repeat N`.
+    pub repeat: Option<u32>,
+    /// `--percentiles`: the numbers among them.
+    pub percentiles: Vec<f64>,
+    /// `--batch` (pooling APIs).
+    pub batch: Option<u64>,
 }
 
 impl SavedSettings {
     pub fn of(config: &Value) -> Self {
         let number = |k: &str| config.get(k).and_then(Value::as_f64);
+        let text = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_string);
         SavedSettings {
-            shard: config
-                .get("shard")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            shard: text("shard"),
             rate: config
                 .get("rate")
                 .and_then(Value::as_array)
@@ -44,6 +53,19 @@ impl SavedSettings {
                 .and_then(Value::as_u64)
                 .and_then(|n| u32::try_from(n).ok()),
             had_api_key: config.get("api_key").is_some_and(|v| !v.is_null()),
+            profile: text("profile"),
+            profile_name: text("profile_name"),
+            data_source: text("data_source"),
+            repeat: config
+                .get("repeat")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
+            percentiles: config
+                .get("percentiles")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default(),
+            batch: config.get("batch").and_then(Value::as_u64),
         }
     }
 }
@@ -63,8 +85,12 @@ mod tests {
     fn settings_of_the_wrong_type_read_as_absent() {
         let s = SavedSettings::of(&serde_json::json!({
             "shard": "1/4", "rate": [5.0, 8], "max_seconds": "auto",
-            "gpu_hourly_cost": 2.5, "gpus": 8, "api_key": "***"
+            "gpu_hourly_cost": 2.5, "gpus": 8, "api_key": "***",
+            "percentiles": [99.9, "x"], "repeat": 3, "batch": 16, "profile_name": "sweep"
         }));
+        assert_eq!(s.percentiles, vec![99.9]);
+        assert_eq!((s.repeat, s.batch), (Some(3), Some(16)));
+        assert_eq!(s.profile_name.as_deref(), Some("sweep"));
         assert_eq!(s.shard.as_deref(), Some("1/4"));
         assert_eq!(s.rate, Some(vec![5.0, 8.0]));
         assert_eq!(s.max_seconds, None);
