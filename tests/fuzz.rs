@@ -87,6 +87,16 @@ proptest! {
     fn chunk_parser_never_panics_on_near_misses(s in chunkish()) {
         let _ = parse_chunk(&s);
         let _ = parse_response_event(&s);
+        let _ = llmsweep::client::messages::parse_messages_event(&s);
+    }
+
+    #[test]
+    fn messages_parser_never_panics_on_its_own_events_mangled(
+        kind in prop::sample::select(vec!["message_start", "content_block_start", "content_block_delta", "message_delta", "message_stop", "error", "ping"]),
+        body in "[ -~]{0,80}",
+    ) {
+        let _ = llmsweep::client::messages::parse_messages_event(&format!(r#"{{"type":"{kind}",{body}}}"#));
+        let _ = llmsweep::client::messages::parse_messages_event(&format!(r#"{{"type":"{kind}","delta":{{"type":"input_json_delta","partial_json":{body}}},"usage":{{"input_tokens":{body}}}}}"#));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod chunk;
 mod config;
 mod errors;
 pub mod limits;
+pub mod messages;
 mod pooled;
 pub mod progress;
 mod record;
@@ -117,10 +118,21 @@ impl Client {
         plain_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let mut headers = plain_headers.clone();
         if let Some(key) = &cfg.api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
+            // Anthropic's Messages API takes the key as `x-api-key`.
+            let (name, value) = match cfg.api {
+                Api::Messages => (HeaderName::from_static("x-api-key"), key.to_string()),
+                _ => (AUTHORIZATION, format!("Bearer {key}")),
+            };
+            let mut v = HeaderValue::from_str(&value)
                 .context("the API key holds characters that cannot go in an HTTP header")?;
             v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
+            headers.insert(name, v);
+        }
+        if cfg.api == Api::Messages {
+            headers.insert(
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(messages::VERSION),
+            );
         }
         for (k, v) in &cfg.headers {
             let name = HeaderName::from_bytes(k.trim().as_bytes())

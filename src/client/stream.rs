@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::chunk::{self, error_message, parse_chunk, parse_response_event, short, ChunkError};
 use super::errors::{body_summary, describe_reqwest, ErrorCategory, ERROR_BODY_BYTES};
+use super::messages::parse_messages_event;
 use super::progress;
 use super::record::{errored, RequestOutcome, MAX_REPLY_BYTES};
 use super::sse::{SseError, SseItem, SseParser};
@@ -309,6 +310,7 @@ impl EventReader<'_> {
                 ErrorCategory::StreamBroken,
                 match self.api {
                     Api::Responses => "the stream ended before response.completed".into(),
+                    Api::Messages => "the stream ended before message_stop".into(),
                     _ => "the stream ended before [DONE]".into(),
                 },
             )
@@ -351,6 +353,7 @@ impl EventReader<'_> {
         }
         let parsed = match self.api {
             Api::Responses => parse_response_event(data),
+            Api::Messages => parse_messages_event(data),
             _ => parse_chunk(data),
         };
         match parsed {

@@ -13,13 +13,14 @@ pub fn normalize_base_url(target: &str) -> Result<String> {
 
 /// Endpoint paths llmsweep adds itself: a target pasted with one of them
 /// has it taken off (longest first, so `/v1/chat/completions` goes whole).
-pub(super) const ENDPOINT_PATHS: [&str; 14] = [
+pub(super) const ENDPOINT_PATHS: [&str; 16] = [
     "/v1/chat/completions",
     "/v1/completions",
     "/v1/responses",
     "/v1/embeddings",
     "/v1/rerank",
     "/v1/score",
+    "/v1/messages",
     "/v1/models",
     "/chat/completions",
     "/completions",
@@ -27,6 +28,7 @@ pub(super) const ENDPOINT_PATHS: [&str; 14] = [
     "/embeddings",
     "/rerank",
     "/score",
+    "/messages",
     "/models",
 ];
 
@@ -100,6 +102,8 @@ pub fn api_of_endpoint(path: &str) -> Option<Api> {
         Some(Api::Rerank)
     } else if path.ends_with("/score") {
         Some(Api::Score)
+    } else if path.ends_with("/messages") {
+        Some(Api::Messages)
     } else {
         None
     }

@@ -212,6 +212,10 @@ fn image_slots(body: &[u8]) -> Vec<usize> {
         .collect()
 }
 
+/// `max_tokens` of a Messages API request whose data leaves the output's
+/// length to the server (the API requires one).
+pub const MESSAGES_MAX_TOKENS: u64 = 4096;
+
 /// A streamed request body whose messages alternate user and assistant,
 /// starting with the user (`texts`; completions: the texts joined), asking
 /// for exactly `output_tokens` when given. `extra` is merged last.
@@ -242,6 +246,14 @@ pub(crate) fn request_body(
         Api::Chat => {
             body.insert("messages".into(), messages());
         }
+        // Anthropic's Messages API: the same turns; `max_tokens` is
+        // required (the server's own limit stands in when the data sets none).
+        Api::Messages => {
+            body.insert("messages".into(), messages());
+            if output_tokens.is_none() {
+                body.insert("max_tokens".into(), json!(MESSAGES_MAX_TOKENS));
+            }
+        }
         Api::Completions => {
             body.insert("prompt".into(), json!(texts.concat()));
         }
@@ -255,14 +267,15 @@ pub(crate) fn request_body(
         Api::Embeddings | Api::Rerank | Api::Score => {}
     }
     body.insert("stream".into(), json!(true));
-    // The Responses API always ends with its usage (response.completed).
-    if api != Api::Responses {
+    // The Responses API always ends with its usage (response.completed);
+    // the Messages API's message_start and message_delta carry it.
+    if !matches!(api, Api::Responses | Api::Messages) {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     if let Some(n) = output_tokens {
         let key = match api {
             Api::Chat => "max_completion_tokens",
-            Api::Completions => "max_tokens",
+            Api::Completions | Api::Messages => "max_tokens",
             Api::Responses => "max_output_tokens",
             Api::Embeddings | Api::Rerank | Api::Score => return Ok(Vec::new()),
         };
@@ -359,7 +372,7 @@ fn text_offset(body: &[u8], api: Api, text: &str, shared: usize) -> Option<usize
     let parts = body.windows(9).any(|w| w == b"\"content\":[");
     let key: &[u8] = match api {
         Api::Chat if parts => b"\"text\":\"",
-        Api::Chat => b"\"content\":\"",
+        Api::Chat | Api::Messages => b"\"content\":\"",
         Api::Completions => b"\"prompt\":\"",
         Api::Responses => b"\"input\":\"",
         Api::Embeddings | Api::Rerank | Api::Score => return None,

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
+use super::messages;
 use super::request::{Api, GenRequest};
 use super::state::AppState;
 use crate::tokenizer;
@@ -64,6 +65,7 @@ impl StreamCtx {
                     Api::Chat => "chatcmpl",
                     Api::Completions => "cmpl",
                     Api::Responses => "resp",
+                    Api::Messages => "msg",
                 }
             ),
             created: unix_now(),
@@ -93,7 +95,7 @@ impl StreamCtx {
     }
 
     pub(super) fn finish_reason(&self, generated: u64) -> &'static str {
-        if self.tool_call.is_some() {
+        if self.tool_call.is_some() && generated > self.reasoning_tokens {
             // The call's arguments are closed whatever the length.
             "tool_calls"
         } else if self.max_tokens == Some(generated) {
@@ -106,7 +108,7 @@ impl StreamCtx {
     pub(super) fn head(&self, s: &mut String) {
         let object = match self.api {
             Api::Chat => "chat.completion.chunk",
-            Api::Completions | Api::Responses => "text_completion",
+            Api::Completions | Api::Responses | Api::Messages => "text_completion",
         };
         let _ = write!(
             s,
@@ -171,6 +173,9 @@ impl StreamCtx {
         let mut text = String::with_capacity(a as usize * 8 + padding.len());
         self.push_words(&mut text, a);
         text.push_str(padding);
+        if self.api == Api::Messages {
+            return Bytes::from(self.messages_delta(r, &thought, a, &text, generated, finished));
+        }
         if self.api == Api::Responses {
             // One event per output item: thinking, then the message's text.
             let mut s = String::with_capacity(256 + thought.len() + text.len());
@@ -222,7 +227,7 @@ impl StreamCtx {
                     r#"{{"index":0,"delta":{{{delta}}},"logprobs":null,"finish_reason":{fr}}}]"#
                 );
             }
-            Api::Completions | Api::Responses => {
+            Api::Completions | Api::Responses | Api::Messages => {
                 let _ = write!(
                     s,
                     r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":{fr},"stop_reason":null}}]"#
@@ -241,9 +246,7 @@ impl StreamCtx {
     /// JSON object `{"query": "…"}` streamed in pieces: the first piece
     /// names the call, the last closes the object.
     fn tool_call_delta(&self, words: &str, first: bool, last: bool) -> String {
-        let open = if first { r#"{\"query\": \""# } else { "" };
-        let close = if last { r#"\"}"# } else { "" };
-        let args = format!("{open}{words}{close}");
+        let args = tool_args(words, first, last);
         match (&self.tool_call, first) {
             (Some(name), true) => format!(
                 r#""tool_calls":[{{"index":0,"id":"call_{id}","type":"function","function":{{"name":{name},"arguments":"{args}"}}}}]"#,
@@ -252,6 +255,82 @@ impl StreamCtx {
             ),
             _ => format!(r#""tool_calls":[{{"index":0,"function":{{"arguments":"{args}"}}}}]"#),
         }
+    }
+
+    /// The Messages API's first events: `message_start` with the prompt's
+    /// usage, and a `ping`.
+    pub(super) fn messages_start(&self) -> Bytes {
+        let mut s = messages::start(
+            &self.id,
+            &self.model_json,
+            self.prompt_tokens,
+            self.cached_tokens.unwrap_or(0),
+        );
+        s.push_str(&messages::ping());
+        Bytes::from(s)
+    }
+
+    /// The Messages API's block of the answer: 1 after a thinking block.
+    fn answer_block(&self) -> u32 {
+        u32::from(self.reasoning_tokens > 0)
+    }
+
+    /// The Messages API's stop reason.
+    fn stop_reason(&self, generated: u64) -> &'static str {
+        match self.finish_reason(generated) {
+            "tool_calls" => "tool_use",
+            "length" => "max_tokens",
+            _ => "end_turn",
+        }
+    }
+
+    /// The Messages API's events for `r` thinking tokens (`thought`) and
+    /// `a` answer tokens (`text`) that bring the count to `generated`:
+    /// each block started where its first token is, thinking ended where
+    /// the answer starts; the answer a tool call's JSON when it is one.
+    fn messages_delta(
+        &self,
+        r: u32,
+        thought: &str,
+        a: u32,
+        text: &str,
+        generated: u64,
+        finished: bool,
+    ) -> String {
+        use messages::{block_start, block_stop, delta, Block, Delta};
+        let before = generated - u64::from(r + a);
+        let mut s = String::new();
+        if r > 0 {
+            if before == 0 {
+                s.push_str(&block_start(0, Block::Thinking, None));
+            }
+            s.push_str(&delta(0, Delta::Thinking, thought));
+        }
+        if a > 0 {
+            let block = self.answer_block();
+            let first = before + u64::from(r) == self.reasoning_tokens;
+            if first {
+                if self.reasoning_tokens > 0 {
+                    s.push_str(&block_stop(0));
+                }
+                let id = format!("toolu_{}", self.id);
+                let name = self
+                    .tool_call
+                    .as_ref()
+                    .and_then(|n| serde_json::to_string(n).ok());
+                let tool = name.as_deref().map(|n| (id.as_str(), n));
+                s.push_str(&block_start(block, Block::Text, tool));
+            }
+            match self.tool_call {
+                Some(_) => s.push_str(&delta(
+                    block,
+                    Delta::Json,
+                    &tool_args(text, first, finished),
+                )),
+                None => s.push_str(&delta(block, Delta::Text, text)),
+            }
+        }
+        s
     }
 
     pub(super) fn next_seq(&mut self) -> u64 {
@@ -320,6 +399,23 @@ impl StreamCtx {
     pub(super) fn end_of_stream(&mut self, completion: u64) -> Vec<Bytes> {
         match self.api {
             Api::Responses => vec![self.completed_event(completion)],
+            Api::Messages => {
+                let mut s = String::new();
+                // The block still open: the answer's, or the thinking's
+                // when the output ran out before the answer.
+                if completion > self.reasoning_tokens {
+                    s.push_str(&messages::block_stop(self.answer_block()));
+                } else if completion > 0 {
+                    s.push_str(&messages::block_stop(0));
+                }
+                s.push_str(&messages::end(
+                    self.stop_reason(completion),
+                    self.prompt_tokens,
+                    self.cached_tokens.unwrap_or(0),
+                    completion,
+                ));
+                vec![Bytes::from(s)]
+            }
             Api::Chat | Api::Completions => {
                 let mut v = Vec::new();
                 if self.include_usage && completion > 0 {
@@ -335,6 +431,7 @@ impl StreamCtx {
     /// `error` object then `[DONE]`; the Responses API an `error` event.
     pub(super) fn error_events(&mut self) -> Vec<Bytes> {
         match self.api {
+            Api::Messages => vec![Bytes::from(messages::error())],
             Api::Responses => {
                 let seq = self.next_seq();
                 vec![Bytes::from(format!(
@@ -358,6 +455,15 @@ impl StreamCtx {
     }
 }
 
+/// A piece of a tool call's arguments, a JSON object `{"query": "…"}`
+/// streamed in pieces (escaped for a JSON string): the first piece opens
+/// it, the last closes it.
+fn tool_args(words: &str, first: bool, last: bool) -> String {
+    let open = if first { r#"{\"query\": \""# } else { "" };
+    let close = if last { r#"\"}"# } else { "" };
+    format!("{open}{words}{close}")
+}
+
 /// The answer of a non-streamed request, `generated` tokens long, in the
 /// API's own shape (chat, completions, or the Responses API's object).
 pub(super) fn whole_json(ctx: &mut StreamCtx, generated: u64) -> String {
@@ -366,6 +472,26 @@ pub(super) fn whole_json(ctx: &mut StreamCtx, generated: u64) -> String {
     ctx.push_words(&mut thought, r);
     let mut text = String::new();
     ctx.push_words(&mut text, a);
+    if ctx.api == Api::Messages {
+        let mut blocks = Vec::new();
+        if r > 0 {
+            blocks.push(format!(
+                r#"{{"type":"thinking","thinking":"{thought}","signature":""}}"#
+            ));
+        }
+        if a > 0 || r == 0 {
+            blocks.push(format!(r#"{{"type":"text","text":"{text}"}}"#));
+        }
+        return messages::whole(
+            &ctx.id,
+            &ctx.model_json,
+            &blocks.join(","),
+            ctx.stop_reason(generated),
+            ctx.prompt_tokens,
+            ctx.cached_tokens.unwrap_or(0),
+            generated,
+        );
+    }
     let fr = ctx.finish_reason(generated);
     let reasoning = if r > 0 {
         format!(r#","reasoning_content":"{thought}""#)
@@ -376,7 +502,7 @@ pub(super) fn whole_json(ctx: &mut StreamCtx, generated: u64) -> String {
         Api::Chat => format!(
             r#"{{"index":0,"message":{{"role":"assistant","content":"{text}"{reasoning}}},"logprobs":null,"finish_reason":"{fr}"}}"#
         ),
-        Api::Completions => {
+        Api::Completions | Api::Messages => {
             format!(r#"{{"index":0,"text":"{text}","logprobs":null,"finish_reason":"{fr}"}}"#)
         }
         Api::Responses => {
@@ -403,7 +529,7 @@ pub(super) fn whole_json(ctx: &mut StreamCtx, generated: u64) -> String {
     };
     let object = match ctx.api {
         Api::Chat => "chat.completion",
-        Api::Completions | Api::Responses => "text_completion",
+        Api::Completions | Api::Responses | Api::Messages => "text_completion",
     };
     // The same usage as a stream's, cached prompt tokens included.
     let mut usage = String::new();

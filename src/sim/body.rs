@@ -82,6 +82,7 @@ impl SseBody {
         match ctx.api {
             Api::Chat => queue.push_back(ctx.role_chunk()),
             Api::Responses => queue.push_back(ctx.created_event()),
+            Api::Messages => queue.push_back(ctx.messages_start()),
             Api::Completions => {}
         }
         SseBody {

@@ -48,6 +48,7 @@ pub async fn handle(
             generate(state, req, Api::Completions, received).await
         }
         (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received).await,
+        (&Method::POST, "/v1/messages") => generate(state, req, Api::Messages, received).await,
         (&Method::POST, "/tokenize") => tokenize(&state, req).await,
         (&Method::POST, "/v1/embeddings") => pool(state, req, Kind::Embeddings, received).await,
         (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => {
@@ -59,6 +60,7 @@ pub async fn handle(
             "/v1/chat/completions"
             | "/v1/completions"
             | "/v1/responses"
+            | "/v1/messages"
             | "/v1/embeddings"
             | "/v1/rerank"
             | "/rerank"
@@ -162,7 +164,7 @@ async fn generate(
         rng,
     );
     // A request with tools is answered with a call of one of them, at the
-    // --tool-call-share (streamed chat answers only).
+    // --tool-call-share (streamed chat and Messages answers only).
     if gen.stream && !gen.tools.is_empty() && state.params.tool_call_share > 0.0 {
         use rand::Rng as _;
         if ctx.rng.random::<f64>() < state.params.tool_call_share {

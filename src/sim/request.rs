@@ -15,6 +15,8 @@ pub(super) enum Api {
     Completions,
     /// `/v1/responses`: the OpenAI Responses API's events, no `[DONE]`.
     Responses,
+    /// `/v1/messages`: Anthropic's Messages API, its events, no `[DONE]`.
+    Messages,
 }
 
 /// What a generation request asks for.
@@ -86,16 +88,22 @@ pub(super) fn parse_request(
             .and_then(Value::as_bool)
             .unwrap_or(false)
     };
-    let tools = match api {
-        Api::Chat => v
+    // Chat names a tool at `function.name`, the Messages API at `name`.
+    let tool_name = match api {
+        Api::Chat => "/function/name",
+        Api::Messages => "/name",
+        Api::Completions | Api::Responses => "",
+    };
+    let tools = match tool_name {
+        "" => Vec::new(),
+        at => v
             .get("tools")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+            .filter_map(|t| t.pointer(at).and_then(Value::as_str))
             .map(str::to_string)
             .collect(),
-        _ => Vec::new(),
     };
     Ok(GenRequest {
         model,
@@ -106,8 +114,8 @@ pub(super) fn parse_request(
         max_tokens,
         ignore_eos: flag("ignore_eos"),
         stream: flag("stream"),
-        // The Responses API always ends with its usage.
-        include_usage: opt("include_usage") || api == Api::Responses,
+        // The Responses and Messages APIs always end with their usage.
+        include_usage: opt("include_usage") || matches!(api, Api::Responses | Api::Messages),
         continuous_usage: opt("continuous_usage_stats"),
         thinking: v
             .pointer("/chat_template_kwargs/enable_thinking")
@@ -138,6 +146,20 @@ pub(super) fn prompt_tokens(api: Api, v: &Value) -> Result<u64, String> {
             Some(Value::Array(items)) => items.iter().map(message_tokens).sum(),
             _ => return Err("`input` is required".into()),
         },
+        Api::Messages => {
+            let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
+                return Err("messages: Field required".into());
+            };
+            if v.get("max_tokens").and_then(Value::as_u64).is_none() {
+                return Err("max_tokens: Field required".into());
+            }
+            // `system` is a string or text blocks.
+            let system = v.get("system").map_or(0, |s| match s {
+                Value::String(t) => tokenizer::count_tokens(t) as u64,
+                other => message_tokens(&serde_json::json!({ "content": other })),
+            });
+            system + msgs.iter().map(message_tokens).sum::<u64>()
+        }
         Api::Chat => {
             let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
                 return Err("`messages` is required".into());

@@ -26,16 +26,21 @@ pub enum Api {
     Rerank,
     /// `/v1/score`: vLLM's scoring of `text_1` against each `text_2`.
     Score,
+    /// `/v1/messages`: Anthropic's Messages API (its `message_start`,
+    /// `content_block_delta`, … events), as gateways in front of vLLM and
+    /// vLLM itself serve it.
+    Messages,
 }
 
 impl Api {
-    pub const ALL: [Api; 6] = [
+    pub const ALL: [Api; 7] = [
         Api::Chat,
         Api::Completions,
         Api::Responses,
         Api::Embeddings,
         Api::Rerank,
         Api::Score,
+        Api::Messages,
     ];
 
     pub fn path(self) -> &'static str {
@@ -46,6 +51,7 @@ impl Api {
             Api::Embeddings => "/v1/embeddings",
             Api::Rerank => "/v1/rerank",
             Api::Score => "/v1/score",
+            Api::Messages => "/v1/messages",
         }
     }
 
@@ -58,6 +64,7 @@ impl Api {
             Api::Embeddings => "embeddings",
             Api::Rerank => "rerank",
             Api::Score => "score",
+            Api::Messages => "messages",
         }
     }
 
