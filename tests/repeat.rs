@@ -182,6 +182,19 @@ fn three_runs_are_merged_and_given_with_intervals() {
     let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| constant@")).collect();
     assert_eq!(rows.len(), 2, "{t}");
     assert!(!t.contains(" r2"), "{t}");
+    // A repeated run read back from its checkpoint (a run that died before
+    // its report) shows its runs side by side too.
+    let cp =
+        llmsweep::report::checkpoint::load_any(&out.join("stages.jsonl")).expect("stages.jsonl");
+    let runs = cp
+        .repeats
+        .as_ref()
+        .map(|x| serde_json::to_value(x).expect("json"));
+    assert_eq!(
+        runs.as_ref().map(|v| v["ran"].clone()),
+        Some(r["repeats"]["ran"].clone()),
+        "{runs:?}"
+    );
 }
 
 /// Without `--repeat` (or with 1) nothing of it shows: no `repeat` on the

@@ -120,7 +120,7 @@ pub fn read(path: &Path) -> Result<Report> {
         })
     };
     let shard = shard_of(&header.config);
-    Ok(Report::assemble(super::assemble::Parts {
+    let mut r = Report::assemble(super::assemble::Parts {
         tool: header.tool,
         created: header.created,
         target: header.target,
@@ -133,7 +133,10 @@ pub fn read(path: &Path) -> Result<Report> {
         search: None,
         shard,
         merged_shards: None,
-    }))
+    });
+    // A --repeat run that died still shows its runs side by side.
+    super::repeats::attach(&mut r);
+    Ok(r)
 }
 
 /// Loads `report.json` or a `stages.jsonl` checkpoint.

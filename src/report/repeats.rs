@@ -83,6 +83,17 @@ pub fn asked(r: &Report) -> Option<u32> {
     r.settings().repeat.filter(|&n| n > 1)
 }
 
+/// Sets the report's figures across its runs (a `--repeat N` run), or
+/// says in its warnings why they could not be merged.
+pub fn attach(r: &mut Report) {
+    match summarize(r) {
+        Ok(repeats) => r.repeats = repeats,
+        Err(e) => r
+            .warnings
+            .push(format!("the runs of --repeat could not be merged: {e:#}")),
+    }
+}
+
 /// The report's runs side by side, when it is a `--repeat N` run (N > 1).
 pub fn summarize(r: &Report) -> Result<Option<Repeats>> {
     let Some(asked) = asked(r) else {

@@ -70,12 +70,7 @@ impl Reports {
             shard: self.shard,
             merged_shards: None,
         });
-        match report::repeats::summarize(&r) {
-            Ok(repeats) => r.repeats = repeats,
-            Err(e) => r
-                .warnings
-                .push(format!("the runs of --repeat could not be merged: {e:#}")),
-        }
+        report::repeats::attach(&mut r);
         if let Some(b) = &self.baseline {
             match report::baseline::comparison(&b.1, &b.0, &r) {
                 Ok(c) => r.baseline = Some(c),
