@@ -352,8 +352,18 @@ impl Client {
         progress: Option<Arc<progress::Progress>>,
     ) -> RequestRecord {
         // Images are drawn before the clock starts: the client's work, not
-        // the server's (a slow draw shows as the request's queue time).
-        let (filled, images, image_bytes) = prompt.filled();
+        // the server's (a slow draw shows as the request's queue time), on
+        // the blocking pool, so a megabyte of PNG a request does not hold
+        // up the runtime that times the other requests' tokens.
+        let (filled, images, image_bytes) = if prompt.images.is_some() {
+            let p = prompt.clone();
+            match tokio::task::spawn_blocking(move || p.filled()).await {
+                Ok(f) => f,
+                Err(_) => prompt.filled(),
+            }
+        } else {
+            prompt.filled()
+        };
         let prompt = &filled;
         let sent_at = Instant::now();
         let mut st = StreamState {

@@ -37,13 +37,24 @@ impl Report {
     /// and the answer.
     pub fn assemble(p: Parts) -> Report {
         let mut stages = p.stages;
+        let settings = crate::types::SavedSettings::of(&p.config);
         if p.target.api.pooled() {
-            let batch = crate::types::SavedSettings::of(&p.config)
-                .batch
-                .unwrap_or(1)
-                .max(1);
+            let batch = settings.batch.unwrap_or(1).max(1);
             for s in &mut stages {
                 s.pooling = Some(crate::stats::pooling::figures(s, batch));
+            }
+        }
+        if let (Some(count), Some(bytes)) = (settings.images, settings.image_bytes) {
+            for s in &mut stages {
+                s.images = Some(crate::stats::images::figures(s, count, bytes));
+            }
+        }
+        // Tool figures when requests carried tools, or answers made calls
+        // (tools from --extra-body or a file).
+        if settings.tools.is_some() || stages.iter().any(|s| s.tokens.tool_calls > 0) {
+            let tools = settings.tools.unwrap_or(0);
+            for s in &mut stages {
+                s.tool_calls = Some(crate::stats::tools::figures(s, tools));
             }
         }
         let mut r = Report {
@@ -109,7 +120,23 @@ mod tests {
         assert!(r.stages[0].pooling.is_some());
         assert!(r.answer.is_some());
         assert_eq!(r.merged_shards, Some(2));
-        let r = Report::assemble(parts(Api::Chat, vec![stage]));
+        let r = Report::assemble(parts(Api::Chat, vec![stage.clone()]));
         assert!(r.stages[0].pooling.is_none());
+        assert!(r.stages[0].images.is_none() && r.stages[0].tool_calls.is_none());
+        // What each request carried: images and tools, from the settings.
+        let mut p = parts(Api::Chat, vec![stage.clone()]);
+        p.config =
+            serde_json::json!({"request_parts": {"images": 2, "image_bytes": 1000.0, "tools": 4}});
+        let r = Report::assemble(p);
+        assert_eq!(r.stages[0].images.as_ref().map(|i| i.per_request), Some(2));
+        assert_eq!(
+            r.stages[0].tool_calls.as_ref().map(|t| t.tools_per_request),
+            Some(4)
+        );
+        // Tool calls without tools in the data (an --extra-body's) still count.
+        let mut called = stage;
+        called.tokens.tool_calls = 3;
+        let r = Report::assemble(parts(Api::Chat, vec![called]));
+        assert_eq!(r.stages[0].tool_calls.as_ref().map(|t| t.calls), Some(3));
     }
 }

@@ -14,8 +14,9 @@ use crate::types::Report;
 
 /// Keys of the report's `config` that describe the run, not its settings
 /// (`description` is written anew: "Run again: …").
-const ABOUT_THE_RUN: [&str; 6] = [
+const ABOUT_THE_RUN: [&str; 7] = [
     "api_key",
+    "request_parts",
     "profile",
     "profile_name",
     "data_source",

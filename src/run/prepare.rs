@@ -55,11 +55,6 @@ pub struct Prepared {
     pub models: Option<Arc<crate::data::mix::ModelMix>>,
     /// `--baseline`: the run to hold this one against, as given and as read.
     pub baseline: Option<Arc<(String, crate::types::Report)>>,
-    /// Images in every request (`--data …,images=N`): how many, and the
-    /// bytes of their data URLs a request.
-    pub images: Option<(u32, f64)>,
-    /// Tool definitions in every request (`--data …,tools=N`).
-    pub tools: Option<u32>,
 }
 
 /// The checks that need nothing but the settings: numbers and the plan.
@@ -220,13 +215,22 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         api: args.api,
         builtin_simulator: simulator.is_some(),
     };
-    let config = report_config(
+    let mut config = report_config(
         args,
         profile_name,
         &request,
         &data.set.description,
         &*counter,
     );
+    // What each request carried beside its text, for every report derived
+    // from this one (report::assemble: a run, its checkpoint, a merge).
+    if images.is_some() || tools.is_some() {
+        config["request_parts"] = json!({
+            "images": images.as_ref().map(|im| im.count),
+            "image_bytes": images.as_ref().map(|im| im.bytes_per_request),
+            "tools": tools.as_ref().map(|t| t.tools),
+        });
+    }
     Ok(Prepared {
         client,
         prompts,
@@ -247,8 +251,6 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         tokenizer_note,
         models: mix.map(Arc::new),
         baseline,
-        images: images.map(|im| (im.count, im.bytes_per_request)),
-        tools: tools.map(|t| t.tools),
     })
 }
 

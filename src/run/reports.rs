@@ -26,10 +26,6 @@ pub struct Reports {
     pub shard: Option<crate::types::ShardInfo>,
     /// `--baseline`: the run every report holds this one against.
     pub baseline: Option<std::sync::Arc<(String, Report)>>,
-    /// Images a request and the bytes of their data URLs (`--data …,images=N`).
-    pub images: Option<(u32, f64)>,
-    /// Tool definitions a request (`--data …,tools=N`).
-    pub tools: Option<u32>,
 }
 
 impl Reports {
@@ -42,20 +38,6 @@ impl Reports {
         end_reason: &crate::types::RunEnd,
         search: Option<crate::types::SearchSummary>,
     ) -> Report {
-        let mut stages = stages;
-        if let Some((count, bytes)) = self.images {
-            for s in &mut stages {
-                s.images = Some(crate::stats::images::figures(s, count, bytes));
-            }
-        }
-        // Tool figures when requests carried tools, or answers made calls
-        // (tools from --extra-body or a file).
-        let calls = stages.iter().any(|s| s.tokens.tool_calls > 0);
-        if self.tools.is_some() || calls {
-            for s in &mut stages {
-                s.tool_calls = Some(crate::stats::tools::figures(s, self.tools.unwrap_or(0)));
-            }
-        }
         let mut r = Report::assemble(report::assemble::Parts {
             tool: report::assemble::Parts::this_tool(),
             created: self.created.clone(),

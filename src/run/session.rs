@@ -85,8 +85,6 @@ impl Session {
                 count: s.count,
             }),
             baseline: p.baseline.clone(),
-            images: p.images,
-            tools: p.tools,
         };
         let (control, control_rx) = mpsc::unbounded_channel();
         let (snap_tx, snapshots) = watch::channel(Snapshot::default());

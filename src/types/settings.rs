@@ -34,12 +34,18 @@ pub struct SavedSettings {
     pub percentiles: Vec<f64>,
     /// `--batch` (pooling APIs).
     pub batch: Option<u64>,
+    /// What each request carried beside its text (`--data …,images=N`,
+    /// `tools=N`): images, the bytes of their data URLs, tool definitions.
+    pub images: Option<u32>,
+    pub image_bytes: Option<f64>,
+    pub tools: Option<u32>,
 }
 
 impl SavedSettings {
     pub fn of(config: &Value) -> Self {
         let number = |k: &str| config.get(k).and_then(Value::as_f64);
         let text = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_string);
+        let part = |k: &str| config.get("request_parts").and_then(|p| p.get(k));
         SavedSettings {
             shard: text("shard"),
             rate: config
@@ -66,6 +72,13 @@ impl SavedSettings {
                 .map(|a| a.iter().filter_map(Value::as_f64).collect())
                 .unwrap_or_default(),
             batch: config.get("batch").and_then(Value::as_u64),
+            images: part("images")
+                .and_then(|v| v.as_u64())
+                .and_then(|n| u32::try_from(n).ok()),
+            image_bytes: part("image_bytes").and_then(Value::as_f64),
+            tools: part("tools")
+                .and_then(|v| v.as_u64())
+                .and_then(|n| u32::try_from(n).ok()),
         }
     }
 }
