@@ -37,13 +37,37 @@ async fn run_plan(
     prompts: Arc<[Prompt]>,
     settings: RunSettings,
 ) -> (RunResult, Vec<(String, f64, String)>) {
+    run_plan_until(url, plan, prompts, settings, None).await
+}
+
+/// A condition on the run's snapshots, and who to tell (once) when it holds.
+type When = (
+    Box<dyn Fn(&Snapshot) -> bool + Send>,
+    tokio::sync::oneshot::Sender<()>,
+);
+
+/// `run_plan`, telling `when`'s receiver as soon as a snapshot meets its
+/// condition: a test waits for the run to get somewhere, not for a time.
+async fn run_plan_until(
+    url: &str,
+    plan: &mut dyn Plan,
+    prompts: Arc<[Prompt]>,
+    settings: RunSettings,
+    when: Option<When>,
+) -> (RunResult, Vec<(String, f64, String)>) {
     let client = client(url, Duration::from_secs(60));
     let (_control, control_rx) = mpsc::unbounded_channel();
     let (snap_tx, mut snaps) = watch::channel(Snapshot::default());
     let watcher = tokio::spawn(async move {
         let mut seen = Vec::new();
+        let mut when = when;
         while snaps.changed().await.is_ok() {
             let s = snaps.borrow().clone();
+            if when.as_ref().is_some_and(|(holds, _)| holds(&s)) {
+                if let Some((_, tell)) = when.take() {
+                    let _ = tell.send(());
+                }
+            }
             if let Some(st) = &s.stage {
                 if let Some(w) = &st.saturation {
                     seen.push((st.name.clone(), st.elapsed_s, w.clone()));
@@ -310,11 +334,14 @@ async fn an_overload_starting_mid_stage_is_flagged_live_and_ended_by_the_guard()
     // stage asks 20 req/s; after 3 s a neighbour adds 50 req/s.
     let sim = start_sim(model(5.0, 0.0, 4)).await;
     let url = sim.url();
+    let (three_seconds_in, started) = tokio::sync::oneshot::channel();
     let neighbour = {
         let url = url.clone();
         tokio::spawn(async move {
-            // Wait for the synchronous stage (1 s) and 3 s of the constant stage.
-            tokio::time::sleep(Duration::from_secs(4)).await;
+            // Wait for 3 s of the constant stage.
+            if started.await.is_err() {
+                return;
+            }
             let c = client(&url, Duration::from_secs(60));
             let p = prompts("prompt_tokens=8,output_tokens=20,samples=4", Api::Chat);
             let cancel = tokio_util::sync::CancellationToken::new();
@@ -333,7 +360,15 @@ async fn an_overload_starting_mid_stage_is_flagged_live_and_ended_by_the_guard()
         stage(Strategy::Synchronous, secs(1.0)),
         stage(Strategy::Constant { rate: 20.0 }, secs(20.0)),
     ]);
-    let (res, seen) = run_plan(
+    let three_seconds: When = (
+        Box::new(|s: &Snapshot| {
+            s.stage
+                .as_ref()
+                .is_some_and(|st| st.strategy.is_open_loop() && st.elapsed_s >= 3.0)
+        }),
+        three_seconds_in,
+    );
+    let (res, seen) = run_plan_until(
         &url,
         &mut plan,
         prompts("prompt_tokens=8,output_tokens=20,samples=2000", Api::Chat),
@@ -341,6 +376,7 @@ async fn an_overload_starting_mid_stage_is_flagged_live_and_ended_by_the_guard()
             settle_timeout: Some(Duration::from_secs(2)),
             ..settings()
         },
+        Some(three_seconds),
     )
     .await;
     neighbour.abort();
