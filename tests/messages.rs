@@ -185,3 +185,43 @@ async fn the_key_goes_as_x_api_key_with_a_version_and_broken_answers_are_categor
         }
     }
 }
+
+/// `tools=N` and `tool_results=K` in the Messages API's shapes; the
+/// simulator answers with `tool_use` blocks, which are counted as calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_with_tools_are_answered_with_tool_use_blocks_counted_as_calls() {
+    let mut c = common::model(2.0, 0.0, 64);
+    c.params.tool_call_share = 1.0;
+    let sim = common::start_sim(c).await;
+    let out = tmpdir("messages-tools");
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--api",
+            "messages",
+            "--data",
+            "prompt_tokens=16,output_tokens=6,tools=3,tool_results=1,tool_result_tokens=10",
+            "--profile",
+            "constant",
+            "--rate",
+            "20",
+            "--max-requests",
+            "10",
+            "--export",
+            "json",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let s = &r["stages"][0];
+    assert_eq!(s["requests"]["completed"], 10, "{s}");
+    assert_eq!(s["tool_calls"]["calls"], 10, "{}", s["tool_calls"]);
+    assert_eq!(s["tool_calls"]["tools_per_request"], 3);
+    // The user's text and the tool's result, as the server counted them.
+    assert_eq!(s["tokens"]["prompt_mean_server"], 26.0);
+    assert_eq!(common::truth(&sim.url()).await.tool_calls, 10);
+    let _ = std::fs::remove_dir_all(&out);
+    sim.shutdown().await;
+}

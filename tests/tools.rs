@@ -41,7 +41,7 @@ async fn a_streamed_tool_call_is_output_and_counted_as_a_call() {
         .generate(1, &Builtin)
         .unwrap();
     let t = spec_of(spec).unwrap().unwrap();
-    let extra = with_definitions(&t, None);
+    let extra = with_definitions(&t, Api::Chat, None);
     let prompts: Arc<[_]> = build_prompts_with(
         items,
         Api::Chat,

@@ -156,8 +156,8 @@ pub fn build_prompts_with(
     if images.is_some() && api != Api::Chat {
         bail!("images go in chat requests' content parts: use --api chat (not {api})");
     }
-    if tools.is_some() && api != Api::Chat {
-        bail!("tools go in chat requests: use --api chat (not {api})");
+    if tools.is_some() && !matches!(api, Api::Chat | Api::Messages) {
+        bail!("tools go in chat or Messages requests: use --api chat or messages (not {api})");
     }
     items
         .into_iter()
@@ -167,7 +167,7 @@ pub fn build_prompts_with(
                 bytes = with_image_parts(&bytes, im.count)?;
             }
             if let Some(t) = tools {
-                bytes = tools::with_history(&bytes, t)?;
+                bytes = tools::with_history(&bytes, t, api)?;
             }
             let tag_at = text_offset(&bytes, api, &it.text, it.shared_prefix_bytes);
             let images = images.map(|im| crate::client::Images {

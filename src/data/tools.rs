@@ -8,6 +8,8 @@
 use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Map, Value};
 
+use crate::types::Api;
+
 /// The most tool definitions a request may carry.
 pub const MAX_TOOLS: u32 = 128;
 /// The most earlier tool rounds a request may carry.
@@ -90,6 +92,18 @@ pub fn name(i: u32) -> String {
     }
 }
 
+/// The parameters every synthetic tool takes (a JSON schema).
+fn parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "what to look for"},
+            "limit": {"type": "integer", "description": "the most results"}
+        },
+        "required": ["query"]
+    })
+}
+
 /// `n` function definitions as OpenAI's `tools` takes them.
 pub fn definitions(n: u32) -> Value {
     (0..n)
@@ -98,27 +112,52 @@ pub fn definitions(n: u32) -> Value {
                 "type": "function",
                 "function": {
                     "name": name(i),
-                    "description": format!("Returns what the {} tool knows about a query, as text.", name(i)),
-                    "parameters": {
-                        "type": "object",
-                        "properties": {
-                            "query": {"type": "string", "description": "what to look for"},
-                            "limit": {"type": "integer", "description": "the most results"}
-                        },
-                        "required": ["query"]
-                    }
+                    "description": description(i),
+                    "parameters": parameters()
                 }
             })
         })
         .collect()
 }
 
-/// `extra` (`--extra-body`) over the spec's `tools` and `tool_choice`: the
-/// user's keys win.
-pub fn with_definitions(spec: &ToolSpec, extra: Option<&Map<String, Value>>) -> Map<String, Value> {
+fn description(i: u32) -> String {
+    format!(
+        "Returns what the {} tool knows about a query, as text.",
+        name(i)
+    )
+}
+
+/// The same tools as Anthropic's Messages API takes them (`input_schema`).
+pub fn anthropic_definitions(n: u32) -> Value {
+    (0..n)
+        .map(|i| {
+            json!({
+                "name": name(i),
+                "description": description(i),
+                "input_schema": parameters()
+            })
+        })
+        .collect()
+}
+
+/// `extra` (`--extra-body`) over the spec's `tools` and `tool_choice`, in
+/// the API's shape: the user's keys win.
+pub fn with_definitions(
+    spec: &ToolSpec,
+    api: Api,
+    extra: Option<&Map<String, Value>>,
+) -> Map<String, Value> {
     let mut m = Map::new();
-    m.insert("tools".into(), definitions(spec.tools));
-    m.insert("tool_choice".into(), json!("auto"));
+    match api {
+        Api::Messages => {
+            m.insert("tools".into(), anthropic_definitions(spec.tools));
+            m.insert("tool_choice".into(), json!({"type": "auto"}));
+        }
+        _ => {
+            m.insert("tools".into(), definitions(spec.tools));
+            m.insert("tool_choice".into(), json!("auto"));
+        }
+    }
     for (k, v) in extra.into_iter().flatten() {
         m.insert(k.clone(), v.clone());
     }
@@ -137,9 +176,10 @@ fn result_text(tokens: u32, round: u32) -> String {
     s
 }
 
-/// A chat body with `spec.rounds` earlier rounds after its first message:
-/// the assistant's call of a tool, then the tool's result.
-pub fn with_history(body: &[u8], spec: &ToolSpec) -> Result<Vec<u8>> {
+/// A chat or Messages body with `spec.rounds` earlier rounds after its
+/// first message: the assistant's call of a tool, then the tool's result
+/// (chat: a `tool` message; Messages: a user's `tool_result` block).
+pub fn with_history(body: &[u8], spec: &ToolSpec, api: Api) -> Result<Vec<u8>> {
     if spec.rounds == 0 {
         return Ok(body.to_vec());
     }
@@ -151,16 +191,32 @@ pub fn with_history(body: &[u8], spec: &ToolSpec) -> Result<Vec<u8>> {
     for r in 0..spec.rounds {
         let id = format!("call_{r}");
         let tool = name(r % spec.tools.max(1));
-        let call = json!({
-            "role": "assistant",
-            "content": null,
-            "tool_calls": [{
-                "id": id,
-                "type": "function",
-                "function": {"name": tool, "arguments": json!({"query": format!("round {r}"), "limit": 5}).to_string()}
-            }]
-        });
-        let result = json!({"role": "tool", "tool_call_id": id, "content": result_text(spec.result_tokens, r)});
+        let input = json!({"query": format!("round {r}"), "limit": 5});
+        let text = result_text(spec.result_tokens, r);
+        let (call, result) = match api {
+            Api::Messages => (
+                json!({
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}]
+                }),
+                json!({
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": id, "content": text}]
+                }),
+            ),
+            _ => (
+                json!({
+                    "role": "assistant",
+                    "content": null,
+                    "tool_calls": [{
+                        "id": id,
+                        "type": "function",
+                        "function": {"name": tool, "arguments": input.to_string()}
+                    }]
+                }),
+                json!({"role": "tool", "tool_call_id": id, "content": text}),
+            ),
+        };
         msgs.insert(at, call);
         msgs.insert(at + 1, result);
         at += 2;
@@ -206,7 +262,7 @@ mod tests {
         let spec = spec_of("tools=2").unwrap().unwrap();
         let mine: Map<String, Value> =
             serde_json::from_str(r#"{"tool_choice":"required","temperature":0}"#).unwrap();
-        let m = with_definitions(&spec, Some(&mine));
+        let m = with_definitions(&spec, Api::Chat, Some(&mine));
         assert_eq!(m["tool_choice"], "required");
         assert_eq!(m["tools"].as_array().unwrap().len(), 2);
     }
@@ -217,7 +273,8 @@ mod tests {
         let spec = spec_of("tools=3,tool_results=2,tool_result_tokens=5")
             .unwrap()
             .unwrap();
-        let v: Value = serde_json::from_slice(&with_history(body, &spec).unwrap()).unwrap();
+        let v: Value =
+            serde_json::from_slice(&with_history(body, &spec, Api::Chat).unwrap()).unwrap();
         let msgs = v["messages"].as_array().unwrap();
         let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
         assert_eq!(roles, ["user", "assistant", "tool", "assistant", "tool"]);
@@ -228,5 +285,27 @@ mod tests {
         assert_eq!(args["limit"], 5);
         let result = msgs[2]["content"].as_str().unwrap();
         assert_eq!(crate::tokenizer::count_tokens(result), 5, "{result}");
+    }
+
+    #[test]
+    fn the_messages_api_gets_its_own_shapes() {
+        let spec = spec_of("tools=2,tool_results=1,tool_result_tokens=4")
+            .unwrap()
+            .unwrap();
+        let m = with_definitions(&spec, Api::Messages, None);
+        assert_eq!(m["tools"][0]["input_schema"]["type"], "object");
+        assert_eq!(m["tool_choice"]["type"], "auto");
+        let body = br#"{"messages":[{"role":"user","content":"hello"}],"model":"m"}"#;
+        let v: Value =
+            serde_json::from_slice(&with_history(body, &spec, Api::Messages).unwrap()).unwrap();
+        let msgs = v["messages"].as_array().unwrap();
+        let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(msgs[1]["content"][0]["type"], "tool_use");
+        assert_eq!(msgs[1]["content"][0]["input"]["limit"], 5);
+        assert_eq!(
+            msgs[2]["content"][0]["tool_use_id"],
+            msgs[1]["content"][0]["id"]
+        );
     }
 }

@@ -169,6 +169,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let extra = match &tools {
         Some(t) => Some(crate::data::tools::with_definitions(
             t,
+            args.api,
             request.extra_body.as_ref(),
         )),
         None => request.extra_body.clone(),
@@ -263,9 +264,12 @@ fn read_tools(args: &RunConfig) -> Result<Option<crate::data::tools::ToolSpec>> 
     let Some(spec) = crate::data::tools::spec_of(&args.data)? else {
         return Ok(None);
     };
-    if args.api != crate::types::Api::Chat {
+    if !matches!(
+        args.api,
+        crate::types::Api::Chat | crate::types::Api::Messages
+    ) {
         bail!(
-            "--data tools=…: tools go in chat requests; use --api chat (not {})",
+            "--data tools=…: tools go in chat or Messages requests; use --api chat or messages (not {})",
             args.api
         );
     }

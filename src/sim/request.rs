@@ -238,9 +238,14 @@ pub(super) fn message_tokens(item: &Value) -> u64 {
         Value::String(s) => tokenizer::count_tokens(s) as u64,
         _ => match item.get("content") {
             Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
+            // Text parts, and the Messages API's tool results (`content`).
             Some(Value::Array(parts)) => parts
                 .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .filter_map(|p| {
+                    p.get("text")
+                        .or_else(|| p.get("content").filter(|c| c.is_string()))
+                        .and_then(Value::as_str)
+                })
                 .map(|s| tokenizer::count_tokens(s) as u64)
                 .sum(),
             _ => 0,
