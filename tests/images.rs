@@ -195,3 +195,55 @@ async fn images_from_a_directory_are_sent_and_a_file_that_is_no_image_is_refused
     let _ = std::fs::remove_dir_all(&dir);
     sim.shutdown().await;
 }
+
+/// With `--api messages` each image is an Anthropic image block whose
+/// base64 `source` is filled as the request is sent.
+#[tokio::test]
+async fn messages_requests_carry_images_as_base64_source_blocks() {
+    let mut c = common::model(1.0, 0.0, 64);
+    c.params.image_tokens = 50;
+    let sim = common::start_sim(c).await;
+    let spec = "prompt_tokens=16,output_tokens=4,samples=1,images=2,image_size=16x16";
+    let items = Synthetic::parse(spec)
+        .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
+    let im = attach(&spec_of(spec).unwrap().unwrap(), 3).unwrap();
+    let prompts: Arc<[_]> =
+        build_prompts_with(items, Api::Messages, "llmsweep-sim", None, Some(&im), None)
+            .unwrap()
+            .into();
+    let p = for_request(&prompts, 4);
+    let (sent, n, _) = p.filled();
+    assert_eq!(n, 2);
+    let v: Value = serde_json::from_slice(&sent.body).unwrap();
+    let parts = v["messages"][0]["content"].as_array().unwrap();
+    assert_eq!(parts[0]["type"], "text");
+    for part in &parts[1..] {
+        assert_eq!(part["type"], "image");
+        assert_eq!(part["source"]["type"], "base64");
+        assert_eq!(part["source"]["media_type"], "image/png");
+        assert!(part["source"]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBORw0KGgo"));
+    }
+    let cfg = llmsweep::client::ClientConfig {
+        api: Api::Messages,
+        ..llmsweep::client::ClientConfig::new(sim.url())
+    };
+    let client = llmsweep::client::Client::new(&cfg, Arc::new(Builtin)).unwrap();
+    let rec = client
+        .send(&p, Instant::now(), &CancellationToken::new())
+        .await;
+    assert_eq!(
+        rec.outcome,
+        llmsweep::client::RequestOutcome::Completed,
+        "{:?}",
+        rec.outcome
+    );
+    assert_eq!(rec.images, 2);
+    assert_eq!(rec.server_prompt_tokens, Some(16 + 2 * 50));
+    assert_eq!(common::truth(&sim.url()).await.images, 2);
+    sim.shutdown().await;
+}

@@ -27,7 +27,7 @@ pub use errors::{add_error_sample, body_summary, ErrorCategory, ERROR_SAMPLES};
 use errors::{classify_send_error, describe_reqwest, is_stale_connection, ERROR_BODY_BYTES};
 use pooled::pooled_answer;
 use record::errored;
-pub use record::{ImageSource, Images, Prompt, RequestOutcome, RequestRecord};
+pub use record::{ImageSlot, ImageSource, Images, Prompt, RequestOutcome, RequestRecord};
 pub use record::{Respell, TokenSource, MAX_REPLY_BYTES};
 use stream::{check_stream, read_some, EventReader, StreamState};
 pub use target::{

@@ -70,6 +70,31 @@ pub struct Images {
     pub source: std::sync::Arc<dyn ImageSource>,
     /// The request's sequence number in the run: its images' seed.
     pub seq: u64,
+    /// How an image goes in its place: a data URL between the quotes of
+    /// `"url":""` (OpenAI), or a `source` object in place of `null`
+    /// (Anthropic's Messages API).
+    pub slot: ImageSlot,
+}
+
+/// How an image is written into its place in a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageSlot {
+    /// The data URL, between the quotes of an empty string.
+    #[default]
+    Url,
+    /// `{"type":"base64","media_type":…,"data":…}` in place of a `null`.
+    Source,
+}
+
+/// A data URL (`data:MIME;base64,DATA`) as the Messages API's image
+/// source; None when it is not one.
+fn anthropic_source(url: &str) -> Option<String> {
+    let (head, data) = url.strip_prefix("data:")?.split_once(',')?;
+    let mime = head.strip_suffix(";base64")?;
+    let mime = serde_json::to_string(mime).ok()?;
+    Some(format!(
+        r#"{{"type":"base64","media_type":{mime},"data":"{data}"}}"#
+    ))
 }
 
 /// Where a request's images come from (`data::images`): synthetic ones
@@ -91,15 +116,25 @@ impl Prompt {
         let urls: Vec<std::sync::Arc<str>> =
             (0..im.at.len()).map(|i| im.source.url(im.seq, i)).collect();
         let bytes: usize = urls.iter().map(|u| u.len()).sum();
-        let mut body = Vec::with_capacity(self.body.len() + bytes);
+        let mut body = Vec::with_capacity(self.body.len() + bytes + 64 * urls.len());
         let mut last = 0;
         for (&at, url) in im.at.iter().zip(&urls) {
             let Some(piece) = self.body.get(last..at) else {
                 break;
             };
             body.extend_from_slice(piece);
-            body.extend_from_slice(url.as_bytes());
             last = at;
+            match im.slot {
+                ImageSlot::Url => body.extend_from_slice(url.as_bytes()),
+                ImageSlot::Source => match anthropic_source(url) {
+                    Some(src) if self.body.get(at..at + 4) == Some(b"null") => {
+                        body.extend_from_slice(src.as_bytes());
+                        last = at + 4;
+                    }
+                    // Not a data URL, or no `null` there: left as it is.
+                    _ => {}
+                },
+            }
         }
         body.extend_from_slice(self.body.get(last..).unwrap_or_default());
         let sent = Prompt {

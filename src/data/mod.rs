@@ -153,8 +153,8 @@ pub fn build_prompts_with(
     images: Option<&images::Attach>,
     tools: Option<&tools::ToolSpec>,
 ) -> Result<Vec<Prompt>> {
-    if images.is_some() && api != Api::Chat {
-        bail!("images go in chat requests' content parts: use --api chat (not {api})");
+    if images.is_some() && !matches!(api, Api::Chat | Api::Messages) {
+        bail!("images go in chat or Messages requests' content: use --api chat or messages (not {api})");
     }
     if tools.is_some() && !matches!(api, Api::Chat | Api::Messages) {
         bail!("tools go in chat or Messages requests: use --api chat or messages (not {api})");
@@ -164,16 +164,21 @@ pub fn build_prompts_with(
         .map(|it| {
             let mut bytes = request_body(api, model, &[&it.text], it.output_tokens, extra)?;
             if let Some(im) = images {
-                bytes = with_image_parts(&bytes, im.count)?;
+                bytes = with_image_parts(&bytes, im.count, api)?;
             }
             if let Some(t) = tools {
                 bytes = tools::with_history(&bytes, t, api)?;
             }
             let tag_at = text_offset(&bytes, api, &it.text, it.shared_prefix_bytes);
+            let slot = match api {
+                Api::Messages => crate::client::ImageSlot::Source,
+                _ => crate::client::ImageSlot::Url,
+            };
             let images = images.map(|im| crate::client::Images {
-                at: image_slots(&bytes),
+                at: image_slots(&bytes, slot),
                 source: im.source.clone(),
                 seq: 0,
+                slot,
             });
             Ok(Prompt {
                 body: Bytes::from(bytes),
@@ -189,26 +194,35 @@ pub fn build_prompts_with(
 
 /// A chat body whose first message's content becomes a text part and
 /// `count` `image_url` parts with empty URLs (filled as it is sent).
-fn with_image_parts(body: &[u8], count: u32) -> Result<Vec<u8>> {
+fn with_image_parts(body: &[u8], count: u32, api: Api) -> Result<Vec<u8>> {
     let mut v: Value = serde_json::from_slice(body).context("cannot build a request body")?;
     let Some(msg) = v.pointer_mut("/messages/0") else {
         bail!("images need the request's messages (an --extra-body that replaces them takes none)");
     };
     let text = msg.get("content").cloned().unwrap_or(json!(""));
     let mut parts = vec![json!({"type": "text", "text": text})];
-    parts.extend((0..count).map(|_| json!({"type": "image_url", "image_url": {"url": ""}})));
+    // Anthropic's image block: its `source` filled as the request is sent.
+    let part = match api {
+        Api::Messages => json!({"type": "image", "source": null}),
+        _ => json!({"type": "image_url", "image_url": {"url": ""}}),
+    };
+    parts.extend((0..count).map(|_| part.clone()));
     msg["content"] = Value::Array(parts);
     serde_json::to_vec(&v).context("cannot build a request body")
 }
 
-/// Where each empty `"url":""` of a body is, between its quotes. A JSON
-/// string's quotes are escaped, so no text can hold one.
-fn image_slots(body: &[u8]) -> Vec<usize> {
-    const KEY: &[u8] = b"\"url\":\"\"";
-    body.windows(KEY.len())
+/// Where each image goes in a body: between the quotes of each empty
+/// `"url":""`, or at the `null` of each `"source":null`. A JSON string's
+/// quotes are escaped, so no text can hold either.
+fn image_slots(body: &[u8], slot: crate::client::ImageSlot) -> Vec<usize> {
+    let (key, back): (&[u8], usize) = match slot {
+        crate::client::ImageSlot::Url => (b"\"url\":\"\"", 1),
+        crate::client::ImageSlot::Source => (b"\"source\":null", 4),
+    };
+    body.windows(key.len())
         .enumerate()
-        .filter(|(_, w)| *w == KEY)
-        .map(|(i, _)| i + KEY.len() - 1)
+        .filter(|(_, w)| *w == key)
+        .map(|(i, _)| i + key.len() - back)
         .collect()
 }
 

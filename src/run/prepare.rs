@@ -291,9 +291,12 @@ fn read_images(
     let Some(spec) = crate::data::images::spec_of(&args.data)? else {
         return Ok(None);
     };
-    if args.api != crate::types::Api::Chat {
+    if !matches!(
+        args.api,
+        crate::types::Api::Chat | crate::types::Api::Messages
+    ) {
         bail!(
-            "--data images=…: images go in chat requests' content parts; use --api chat (not {})",
+            "--data images=…: images go in chat or Messages requests' content; use --api chat or messages (not {})",
             args.api
         );
     }

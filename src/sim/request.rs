@@ -192,23 +192,43 @@ pub(super) fn images(v: &Value) -> Result<u32, String> {
         .iter()
         .filter_map(|m| m.get("content").and_then(Value::as_array))
         .flatten();
-    for p in parts.filter(|p| p.get("type").and_then(Value::as_str) == Some("image_url")) {
-        n += 1;
-        let url = p
-            .pointer("/image_url/url")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("image {n}: `image_url.url` is required"))?;
-        if url.starts_with("http://") || url.starts_with("https://") {
-            continue;
-        }
-        let Some((head, data)) = url.strip_prefix("data:").and_then(|u| u.split_once(',')) else {
-            return Err(format!(
-                "image {n}: the URL is neither a data URL nor http(s)"
-            ));
+    for p in parts {
+        let data = match p.get("type").and_then(Value::as_str) {
+            Some("image_url") => {
+                n += 1;
+                let url = p
+                    .pointer("/image_url/url")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("image {n}: `image_url.url` is required"))?;
+                if url.starts_with("http://") || url.starts_with("https://") {
+                    continue;
+                }
+                let Some((head, data)) = url.strip_prefix("data:").and_then(|u| u.split_once(','))
+                else {
+                    return Err(format!(
+                        "image {n}: the URL is neither a data URL nor http(s)"
+                    ));
+                };
+                if !head.ends_with(";base64") {
+                    return Err(format!("image {n}: a data URL must be base64 (`;base64,`)"));
+                }
+                data
+            }
+            // The Messages API's image block: a base64 or url source.
+            Some("image") => {
+                n += 1;
+                let src = p.get("source").unwrap_or(&Value::Null);
+                match src.get("type").and_then(Value::as_str) {
+                    Some("url") => continue,
+                    Some("base64") => src
+                        .get("data")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| format!("image {n}: `source.data` is required"))?,
+                    _ => return Err(format!("image {n}: source.type must be base64 or url")),
+                }
+            }
+            _ => continue,
         };
-        if !head.ends_with(";base64") {
-            return Err(format!("image {n}: a data URL must be base64 (`;base64,`)"));
-        }
         use base64::Engine as _;
         // The first 16 characters are 12 bytes: enough for any signature.
         let start = data.get(..16.min(data.len() / 4 * 4)).unwrap_or_default();
@@ -341,6 +361,21 @@ mod tests {
         let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA";
         let g = parse_request(Api::Chat, body(png).as_bytes(), &["m"], 576).unwrap();
         assert_eq!(g.prompt_tokens, 3 + 2 * 576);
+        // The Messages API's image blocks.
+        let block = |src: &str| {
+            format!(
+                r#"{{"max_tokens":4,"messages":[{{"role":"user","content":[{{"type":"text","text":"a b c"}},{{"type":"image","source":{src}}}]}}]}}"#
+            )
+        };
+        let b64 = r#"{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAA"}"#;
+        let g = parse_request(Api::Messages, block(b64).as_bytes(), &["m"], 100).unwrap();
+        assert_eq!((g.images, g.prompt_tokens), (1, 103));
+        let text =
+            r#"{"type":"base64","media_type":"image/png","data":"aGVsbG8gd29ybGQgaGVsbG8="}"#;
+        let e = parse_request(Api::Messages, block(text).as_bytes(), &["m"], 100).unwrap_err();
+        assert!(e.2.contains("cannot identify image"), "{}", e.2);
+        let e = parse_request(Api::Messages, block("null").as_bytes(), &["m"], 100).unwrap_err();
+        assert!(e.2.contains("base64 or url"), "{}", e.2);
         for (url, says) in [
             (
                 "data:text/plain;base64,aGVsbG8gd29ybGQgaGVsbG8=",
