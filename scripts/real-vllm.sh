@@ -18,6 +18,7 @@
 #   TOKENIZER=<model dir> (llmsweep counts with the served tokenizer; "builtin" for its own)
 #   LLMSWEEP=<repo>/target/{release,debug}/llmsweep (waits up to 20 min for the release build)
 #   CLIENT_CPU= (unpinned; e.g. 0 keeps llmsweep off the server's core)
+#   VLLM_EXTRA= (more `vllm serve` flags: "--runner pooling" serves the model for embeddings)
 # Needs: python3 (3.11+) with venv, curl, taskset; ~8 GB of disk; PyPI only (no model hub).
 #
 # Workarounds:
@@ -162,7 +163,7 @@ serve() {
     # setsid: the server outlives this script (and its terminal) until `stop`.
     VLLM_CPU_KVCACHE_SPACE="$KV_GB" setsid taskset -c "$CPU" "$VENV/bin/vllm" serve "$MODEL" \
       --served-model-name "$SERVED" --host 127.0.0.1 --port "$PORT" --enforce-eager \
-      --dtype float32 --max-num-seqs "$MAX_SEQS" >"$WORK/server.log" 2>&1 </dev/null &
+      --dtype float32 --max-num-seqs "$MAX_SEQS" ${VLLM_EXTRA:-} >"$WORK/server.log" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
     for _ in $(seq 300); do
       up && break
@@ -171,6 +172,11 @@ serve() {
     done
     up || { log "server did not come up in 5 min; see $WORK/server.log"; exit 1; }
     log "up after $((SECONDS - t0)) s"
+  fi
+  # A pooling model (VLLM_EXTRA="--runner pooling") answers no chat: the model list is the smoke test.
+  if [[ "${VLLM_EXTRA:-}" == *pooling* ]]; then
+    curl -sf "$URL/v1/models" | "$PY" -c 'import json,sys; print("models:", [m["id"] for m in json.load(sys.stdin)["data"]])'
+    return
   fi
   # Smoke test: the model list, and a streamed chat completion of exactly 8 tokens.
   curl -sf "$URL/v1/models" | "$PY" -c 'import json,sys; print("models:", [m["id"] for m in json.load(sys.stdin)["data"]])'
