@@ -23,6 +23,30 @@ fn spawn_sim(extra: &[&str]) -> SimProcess {
     SimProcess::start(&args)
 }
 
+/// Requests the simulator at `url` has completed so far (`/sim/stats`,
+/// asked in HTTP/1.0 so that the answer is not chunked), 0 while it cannot say.
+fn sim_completed(url: &str) -> u64 {
+    use std::io::{Read as _, Write as _};
+    let Some(addr) = url.strip_prefix("http://") else {
+        return 0;
+    };
+    let Ok(mut conn) = std::net::TcpStream::connect(addr) else {
+        return 0;
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let ask = "GET /sim/stats HTTP/1.0\r\nHost: sim\r\n\r\n";
+    if conn.write_all(ask.as_bytes()).is_err() {
+        return 0;
+    }
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["completed"].as_u64())
+        .unwrap_or(0)
+}
+
 /// Reads the child's stderr until a line satisfies `f` (or the stream ends).
 fn wait_for_line(child: &mut Child, f: impl Fn(&str) -> bool) {
     let mut err = BufReader::new(child.stderr.take().expect("stderr is piped"));
@@ -585,7 +609,15 @@ fn a_server_that_dies_mid_run_ends_it_with_its_errors_counted() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Kill the server once the run has load on it (not after a guessed time).
+    let started = std::time::Instant::now();
+    while sim_completed(&url) < 10 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no load reached the simulator"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     sim.kill();
     let status = wait_with_limit(&mut run, Duration::from_secs(30));
     assert_eq!(status.code(), Some(3), "partial");
