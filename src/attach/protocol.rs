@@ -4,6 +4,7 @@
 //! commands in. Documented in docs/PROTOCOL.md; bump [`VERSION`] on any
 //! change a viewer of the previous version would misread.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -140,30 +141,17 @@ pub fn gpu_delta(view: &GpuLive, sent: &mut Sent) -> Option<GpuLive> {
         series: Default::default(),
         ..view.clone()
     };
-    let last_t = view.series.back().map(|p| p.t_s);
-    if let Some((h, t)) = &sent.gpu {
-        if *h == header && *t == last_t {
-            return None;
-        }
-    }
-    let seen = sent.gpu.as_ref().and_then(|(_, t)| *t);
-    let series = view
-        .series
-        .iter()
-        .filter(|p| seen.is_none_or(|s| p.t_s > s))
-        .copied()
-        .collect();
-    sent.gpu = Some((header.clone(), last_t));
+    let (header, series) = series_delta(header, &view.series, |p| p.t_s, &mut sent.gpu)?;
     Some(GpuLive { series, ..header })
 }
 
 /// Applies a GPU-view delta onto the viewer's copy.
 pub fn apply_gpu(delta: GpuLive, into: &mut GpuLive) {
-    let mut series = std::mem::take(&mut into.series);
-    series.extend(delta.series.iter().copied());
-    while series.len() > gpu_scrape::LIVE_POINTS {
-        series.pop_front();
-    }
+    let series = appended(
+        std::mem::take(&mut into.series),
+        &delta.series,
+        gpu_scrape::LIVE_POINTS,
+    );
     *into = GpuLive { series, ..delta };
 }
 
@@ -183,31 +171,48 @@ pub fn server_delta(view: &LiveView, sent: &mut Sent) -> Option<LiveView> {
         latest: Default::default(),
         series: Default::default(),
     };
-    let last_t = view.series.back().map(|p| p.t_s);
-    if let Some((h, t)) = &sent.server {
-        if *h == header && *t == last_t {
-            return None;
-        }
-    }
-    let seen = sent.server.as_ref().and_then(|(_, t)| *t);
-    let series = view
-        .series
-        .iter()
-        .filter(|p| seen.is_none_or(|s| p.t_s > s))
-        .copied()
-        .collect();
-    sent.server = Some((header.clone(), last_t));
+    let (header, series) = series_delta(header, &view.series, |p| p.t_s, &mut sent.server)?;
     Some(LiveView { series, ..header })
 }
 
 /// Applies a server-view delta onto the viewer's copy.
 pub fn apply_server(delta: LiveView, into: &mut LiveView) {
-    let mut series = std::mem::take(&mut into.series);
-    series.extend(delta.series.iter().copied());
-    while series.len() > LIVE_POINTS {
+    let series = appended(std::mem::take(&mut into.series), &delta.series, LIVE_POINTS);
+    *into = LiveView { series, ..delta };
+}
+
+/// A live view as a viewer gets it: its `header` whole when it or the
+/// series changed since `sent` (None when nothing did), and the points newer
+/// than the last one sent (`t`: a point's time). Updates `sent`.
+fn series_delta<H: PartialEq + Clone, P: Copy>(
+    header: H,
+    series: &VecDeque<P>,
+    t: impl Fn(&P) -> f64,
+    sent: &mut Option<(H, Option<f64>)>,
+) -> Option<(H, VecDeque<P>)> {
+    let last_t = series.back().map(&t);
+    if let Some((h, t)) = sent.as_ref() {
+        if *h == header && *t == last_t {
+            return None;
+        }
+    }
+    let seen = sent.as_ref().and_then(|(_, t)| *t);
+    let new = series
+        .iter()
+        .filter(|p| seen.is_none_or(|s| t(p) > s))
+        .copied()
+        .collect();
+    *sent = Some((header.clone(), last_t));
+    Some((header, new))
+}
+
+/// The viewer's points with `new` ones after them, the last `cap` kept.
+fn appended<P: Copy>(mut series: VecDeque<P>, new: &VecDeque<P>, cap: usize) -> VecDeque<P> {
+    series.extend(new.iter().copied());
+    while series.len() > cap {
         series.pop_front();
     }
-    *into = LiveView { series, ..delta };
+    series
 }
 
 impl WireSnapshot {
