@@ -180,6 +180,12 @@ impl ImageSource for Synthetic {
     }
 }
 
+/// A path as an error shows it: on one line, control characters escaped
+/// (a file name may hold a newline or an escape sequence).
+fn shown(p: &Path) -> String {
+    crate::safe::line(&p.display().to_string()).into_owned()
+}
+
 /// Image files sent in turn: request `seq`'s `i`-th image is file
 /// `seq × count + i` (modulo the files), each read and encoded once.
 #[derive(Debug, Clone)]
@@ -193,11 +199,10 @@ impl ImageFiles {
     /// files left out), each checked to be a PNG, JPEG, GIF or WebP image.
     pub fn read(dir: &Path) -> Result<ImageFiles> {
         let entries = std::fs::read_dir(dir)
-            .with_context(|| format!("--data images_dir: cannot read {}", dir.display()))?;
+            .with_context(|| format!("--data images_dir: cannot read {}", shown(dir)))?;
         let mut paths = Vec::new();
         for e in entries {
-            let e =
-                e.with_context(|| format!("--data images_dir: cannot read {}", dir.display()))?;
+            let e = e.with_context(|| format!("--data images_dir: cannot read {}", shown(dir)))?;
             let hidden = e.file_name().to_string_lossy().starts_with('.');
             let is_file = e.file_type().map(|t| t.is_file()).unwrap_or(false)
                 || std::fs::metadata(e.path()).is_ok_and(|m| m.is_file());
@@ -207,18 +212,18 @@ impl ImageFiles {
         }
         paths.sort();
         if paths.is_empty() {
-            bail!("--data images_dir: {} holds no files", dir.display());
+            bail!("--data images_dir: {} holds no files", shown(dir));
         }
         let mut urls = Vec::with_capacity(paths.len());
         let mut total = 0u64;
         for p in &paths {
             let len = std::fs::metadata(p)
-                .with_context(|| format!("--data images_dir: cannot read {}", p.display()))?
+                .with_context(|| format!("--data images_dir: cannot read {}", shown(p)))?
                 .len();
             if len > MAX_FILE_BYTES {
                 bail!(
                     "--data images_dir: {} is {} MiB, more than the {} MiB an image may have",
-                    p.display(),
+                    shown(p),
                     len >> 20,
                     MAX_FILE_BYTES >> 20
                 );
@@ -227,16 +232,16 @@ impl ImageFiles {
             if total > MAX_DIR_BYTES {
                 bail!(
                     "--data images_dir: {} holds more than {} MiB of files, the most read before a run",
-                    dir.display(),
+                    shown(dir),
                     MAX_DIR_BYTES >> 20
                 );
             }
             let bytes = std::fs::read(p)
-                .with_context(|| format!("--data images_dir: cannot read {}", p.display()))?;
+                .with_context(|| format!("--data images_dir: cannot read {}", shown(p)))?;
             let Some(mime) = image_type(&bytes) else {
                 bail!(
                     "--data images_dir: {} is not an image (PNG, JPEG, GIF or WebP): it starts with {}",
-                    p.display(),
+                    shown(p),
                     crate::safe::line(&String::from_utf8_lossy(
                         &bytes[..bytes.len().min(16)]
                     ))
@@ -482,6 +487,11 @@ mod tests {
             e.contains("notes.txt is not an image (PNG, JPEG, GIF or WebP)") && e.contains("hello"),
             "{e}"
         );
+        std::fs::remove_file(dir.join("notes.txt")).unwrap();
+        std::fs::write(dir.join("x\u{1b}[31m|\n.png"), "not a picture").unwrap();
+        let e = attach(&spec, 1).unwrap_err().to_string();
+        assert!(e.lines().count() == 1 && !e.contains('\u{1b}'), "{e:?}");
+        std::fs::remove_file(dir.join("x\u{1b}[31m|\n.png")).unwrap();
         let empty = dir.join("empty");
         std::fs::create_dir_all(&empty).unwrap();
         let spec = spec_of(&format!("images_dir={}", empty.display()))
