@@ -1785,3 +1785,53 @@ async fn auto_against_a_server_that_never_answers_ends_the_run_after_one_stage()
         "{said}"
     );
 }
+
+/// A server whose `/tokenize` cannot spell synthetic prompts (every word
+/// two tokens: a test model's vocabulary; seen on llama.cpp with a
+/// random-weight GGUF) no longer stops the default run: the prompts the
+/// built-in counter built are sent, and the run says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tokenize_that_cannot_spell_prompts_falls_back_to_the_built_in_counter() {
+    let s = hostile(|seen| {
+        if seen.path.starts_with("/v1/models") {
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(br#"{"data":[{"id":"odd-vocab"}]}"#);
+            answer(v)
+        } else if seen.path.starts_with("/tokenize") {
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(br#"{"count":2}"#);
+            answer(v)
+        } else if seen.path.starts_with("/metrics") {
+            answer(head("404 Not Found", "text/plain", "content-length: 0\r\n"))
+        } else {
+            answer(good_stream())
+        }
+    })
+    .await;
+    let dir = scratch("odd-vocab");
+    let (status, _, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--profile",
+            "synchronous",
+            "--max-requests",
+            "3",
+            "--headless",
+            "--out",
+            &dir.display().to_string(),
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    let err = String::from_utf8_lossy(&stderr);
+    assert!(status.success(), "{err}");
+    // Notes wrap at 80 columns: read them as words.
+    let words = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("tokenizer: the built-in approximation (the server's /tokenize could not spell synthetic prompts")
+            && words.contains("takes too few plain English words as single tokens"),
+        "{err}"
+    );
+}

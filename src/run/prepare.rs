@@ -147,7 +147,19 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
             Served::Server(st) if crate::data::is_synthetic(&args.data) => {
                 // Prompts built in the server's tokens; output counts (when
                 // the server gives no usage) stay the built-in counter's.
-                data = read_blocking(|| read_data(args, &st, run_number))?;
+                // A vocabulary synthetic prompts cannot be spelled in (a
+                // test model's, say) keeps the prompts the built-in counter
+                // built, and says so: the server's tokenizer was a
+                // refinement, not what the user asked for.
+                match read_blocking(|| read_data(args, &st, run_number)) {
+                    Ok(built) => data = built,
+                    Err(e) => {
+                        tokenizer_note = Some(format!(
+                            "tokenizer: the built-in approximation (the server's /tokenize could not spell synthetic prompts: {}); --tokenizer PATH gives exact counts",
+                            crate::safe::line(&format!("{e:#}"))
+                        ));
+                    }
+                }
             }
             Served::Server(_) | Served::Nothing(_) => {}
         }
