@@ -308,7 +308,9 @@ async fn prompts_repeated_across_stages_would_flatter_ttft_and_are_not_repeated(
         s.ttft_ms
     );
     assert!(
-        s.warnings.iter().any(|w| w.contains("prefix cache")),
+        s.warnings
+            .iter()
+            .any(|w| matches!(w, llmsweep::types::StageWarning::PrefixCache { .. })),
         "{:?}",
         s.warnings
     );

@@ -153,9 +153,11 @@ async fn a_stage_reports_ttfat_and_the_split_the_server_made() {
     assert_eq!((l.requested_total, l.received_total), (24 * 48, 24 * 48));
     assert_eq!(l.server_total, l.client_total);
     assert!(
-        !s.warnings
-            .iter()
-            .any(|w| w.contains("output lengths") || w.contains("token counts")),
+        !s.warnings.iter().any(|w| matches!(
+            w,
+            llmsweep::types::StageWarning::OutputLengths { .. }
+                | llmsweep::types::StageWarning::TokenCounts { .. }
+        )),
         "{:?}",
         s.warnings
     );
@@ -202,7 +204,10 @@ async fn a_server_that_stops_early_is_named() {
         llmsweep::types::StageEndReason::MaxRequests,
     );
     assert!(report.reasoning.is_none());
-    let w = llmsweep::stats::thinking::warnings(&report);
+    let w: Vec<String> = llmsweep::stats::thinking::warnings(&report)
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(
         w[0].contains("asked for 40.0")

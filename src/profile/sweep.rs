@@ -462,6 +462,7 @@ fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<Unplanned> {
     }
     let why = throughput
         .and_then(|t| queueing(t, SweepPlan::stage(done, StrategyKind::Synchronous)))
+        .map(|w| w.to_string())
         .unwrap_or_else(|| {
             format!(
                 "the throughput stage completed {thr:.2} req/s, within {:.0}% of the synchronous {sync:.2}: the server gains little from running requests together",
@@ -644,6 +645,7 @@ pub fn short_stage_warning(done: &[StageReport], limits: &Limits) -> Option<Stri
 mod tests {
     use super::*;
     use crate::stats::judge::stage_warnings;
+    use crate::types::StageWarning;
 
     #[test]
     fn rates_match_guidellm() {
@@ -871,7 +873,9 @@ mod tests {
         let w = stage_warnings(&thr, &d);
         assert!(
             w.iter()
-                .any(|w| w.contains("measured queueing") && w.contains("--max-concurrency")),
+                .any(|w| matches!(w, StageWarning::FloodQueued { .. })
+                    && w.to_string().contains("measured queueing")
+                    && w.to_string().contains("--max-concurrency")),
             "{w:?}"
         );
         d.push(thr);
@@ -907,15 +911,19 @@ mod tests {
         thr.errors.insert("timeout".into(), 493);
         let w = stage_warnings(&thr, &d);
         assert!(
-            w.iter()
-                .any(|w| w.starts_with("493 of 1150 requests timed out")
-                    && w.contains("raise --request-timeout")),
+            w.iter().any(|w| *w
+                == StageWarning::FloodTimedOut {
+                    timeouts: 493,
+                    sent: 1150,
+                    latency_s: thr.latency_ms.p50 / 1000.0,
+                }
+                && w.to_string().contains("raise --request-timeout")),
             "{w:?}"
         );
         thr.errors.insert("timeout".into(), 10);
         assert!(!stage_warnings(&thr, &d)
             .iter()
-            .any(|w| w.contains("timed out")));
+            .any(|w| matches!(w, StageWarning::FloodTimedOut { .. })));
     }
 
     /// A constant stage with a backlog reading: growth `g` ± `noise`.

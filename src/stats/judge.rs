@@ -2,7 +2,7 @@
 //! timeline notes, and the run's judgement in plain lines for every report.
 //! Pure functions over the report model.
 
-use crate::types::{EventKind, Outcome, StageReport, StrategyKind, Verdict};
+use crate::types::{EventKind, Outcome, StageReport, StageWarning, StrategyKind, Verdict};
 
 /// The run's judgement in plain lines, for the console summary, report.md
 /// and report.html: why the run ended when it was not the plan's end, every
@@ -42,7 +42,7 @@ pub fn judgement_lines(r: &crate::types::Report) -> Vec<String> {
         for w in s
             .warnings
             .iter()
-            .filter(|w| s.verdict.as_ref().is_none_or(|vd| &vd.reason != *w))
+            .filter(|w| !w.is_verdict_reason(s.verdict.as_ref().map(|v| v.reason.as_str())))
         {
             v.push(format!("{name}: {w}"));
         }
@@ -112,7 +112,7 @@ pub fn judge_finished(
     for w in report
         .warnings
         .iter()
-        .filter(|w| Some(w.as_str()) != reason)
+        .filter(|w| !w.is_verdict_reason(reason))
     {
         notes.push((EventKind::StageWarning, format!("{}: {w}", report.name)));
     }
@@ -140,7 +140,7 @@ pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
 /// below the synchronous stage's, or most of its requests were still in
 /// flight at the end (the server's queue, not its slots, held them). Says
 /// what fixes it.
-pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<String> {
+pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<StageWarning> {
     let rate = thr
         .rates
         .steady_requests_per_s
@@ -155,35 +155,37 @@ pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<String>
     if !below {
         return None;
     }
-    let latency_s = thr.latency_ms.p50 / 1000.0;
-    Some(format!(
-        "the throughput stage measured queueing, not capacity ({rate:.2} req/s, below the synchronous {sync_rate:.2} req/s; median latency {latency_s:.1} s; {} of {} requests incomplete): the server gains nothing from its queue; a --max-concurrency near its slots measures what it holds",
-        c.incomplete,
-        c.sent
-    ))
+    Some(StageWarning::FloodQueued {
+        rate,
+        sync_rate,
+        latency_s: thr.latency_ms.p50 / 1000.0,
+        incomplete: c.incomplete,
+        sent: c.sent,
+    })
 }
 
 /// A flood whose requests timed out: the capacity estimate counts answers
 /// only, so it reads low and a sweep plans its rates under the server's
 /// capacity (seen: 493 of 1,150 timed out at --request-timeout 4, and the
 /// plan went up to 9.65 req/s on a server that holds 18.67).
-pub fn timed_out_flood(thr: &StageReport) -> Option<String> {
+pub fn timed_out_flood(thr: &StageReport) -> Option<StageWarning> {
     let timeouts = thr.errors.get("timeout").copied().unwrap_or(0);
     let sent = thr.requests.sent;
     if sent == 0 || timeouts * 20 < sent {
         return None;
     }
-    Some(format!(
-        "{timeouts} of {sent} requests timed out in the throughput stage (median latency of the rest {:.1} s): its rate counts answers only, so it reads under the server's capacity and the sweep's rates stop short; raise --request-timeout above the flood's latency",
-        thr.latency_ms.p50 / 1000.0
-    ))
+    Some(StageWarning::FloodTimedOut {
+        timeouts,
+        sent,
+        latency_s: thr.latency_ms.p50 / 1000.0,
+    })
 }
 
 /// What makes a finished stage's numbers doubtful, each with its fix:
 /// shorter than its requests (median latency against the stage length, and
 /// incomplete against completed), a throughput stage that measured queueing,
 /// a server cache that served the prompts, a verdict that needs a longer stage.
-pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
+pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<StageWarning> {
     let mut w = Vec::new();
     // Said once: an open-loop stage's verdict already says it.
     if let Some(c) = s.client.as_ref().filter(|c| c.limited) {
@@ -192,20 +194,20 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
             .as_ref()
             .is_some_and(|v| v.basis == crate::types::Basis::ClientLimited)
         {
-            w.push(c.reason.clone());
+            w.push(StageWarning::ClientLimited(c.reason.clone()));
         }
     }
     if let Some(c) = s.client.as_ref().filter(|c| !c.timing.is_empty()) {
-        w.push(c.timing.clone());
+        w.push(StageWarning::ClientTiming(c.timing.clone()));
     }
     let c = s.requests;
     let latency_s = s.latency_ms.p50 / 1000.0;
     let cut = s.end_reason.cut();
     if c.completed == 0 && c.incomplete > 0 && !cut {
-        w.push(format!(
-            "no request completed in {:.1} s ({} still in flight at the end): the stage is shorter than one request; lengthen the stages or use --drain",
-            s.duration_s, c.incomplete
-        ));
+        w.push(StageWarning::NoneCompleted {
+            duration_s: s.duration_s,
+            in_flight: c.incomplete,
+        });
     } else if latency_s > 0.0
         && s.duration_s < 3.0 * latency_s
         && !cut
@@ -213,21 +215,20 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
     {
         // (A flood's latency is its own queue, 512 ÷ the server's rate:
         // longer floods only queue longer.)
-        w.push(format!(
-            "the {:.1} s stage is shorter than 3 × its median latency ({latency_s:.1} s): use --max-seconds {:.0} or more",
-            s.duration_s,
-            (3.0 * latency_s).ceil()
-        ));
+        w.push(StageWarning::ShorterThanLatency {
+            duration_s: s.duration_s,
+            latency_s,
+        });
     }
     if c.incomplete > c.completed
         && c.completed > 0
         && s.strategy != StrategyKind::Throughput
         && !cut
     {
-        w.push(format!(
-            "{} requests were still in flight at the end against {} completed: the numbers describe the stage's first requests, not the server under this load",
-            c.incomplete, c.completed
-        ));
+        w.push(StageWarning::MostlyInFlight {
+            incomplete: c.incomplete,
+            completed: c.completed,
+        });
     }
     if s.strategy == StrategyKind::Throughput {
         let sync = earlier
@@ -244,10 +245,7 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
     if let (Some(cached), true) = (s.tokens.prompt_cached_total, s.tokens.prompt_total > 0) {
         let share = cached as f64 / s.tokens.prompt_total as f64;
         if share >= 0.2 {
-            w.push(format!(
-                "the server served {:.0}% of prompt tokens from its prefix cache: TTFT is lower than fresh prompts would see",
-                share * 100.0
-            ));
+            w.push(StageWarning::PrefixCache { share });
         }
     }
     if let Some(v) = s
@@ -255,7 +253,7 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<String> {
         .as_ref()
         .filter(|v| v.outcome == Outcome::Inconclusive)
     {
-        w.push(v.reason.clone());
+        w.push(StageWarning::Inconclusive(v.reason.clone()));
     }
     w.extend(super::thinking::warnings(s));
     w
@@ -313,6 +311,6 @@ mod tests {
         assert!(s
             .warnings
             .iter()
-            .any(|w| w == "stage too short for a verdict"));
+            .any(|w| *w == StageWarning::Inconclusive("stage too short for a verdict".into())));
     }
 }

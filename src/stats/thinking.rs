@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::dist::Dist;
 use super::metrics;
 use crate::client::RequestRecord;
-use crate::types::{DistSummary, OutputLengths, Reasoning, StageReport};
+use crate::types::{DistSummary, OutputLengths, Reasoning, StageReport, StageWarning};
 
 /// Lengths or counts that differ by more than this share get a warning.
 pub const LENGTH_TOLERANCE: f64 = 0.05;
@@ -120,40 +120,35 @@ fn share(a: u64, b: u64) -> f64 {
 
 /// What a stage's output lengths and thinking say is wrong, each with which
 /// figures differ and by how much.
-pub fn warnings(s: &StageReport) -> Vec<String> {
+pub fn warnings(s: &StageReport) -> Vec<StageWarning> {
     let mut w = Vec::new();
     if let Some(l) = &s.output_lengths {
-        let d = share(l.received_total, l.requested_total);
-        if l.requested_requests > 0 && d.abs() > LENGTH_TOLERANCE {
+        let change = share(l.received_total, l.requested_total);
+        if l.requested_requests > 0 && change.abs() > LENGTH_TOLERANCE {
             let n = l.requested_requests as f64;
-            let (asked, got) = (l.requested_total as f64 / n, l.received_total as f64 / n);
-            let why = if d < 0.0 {
-                "the server stopped early (does it ignore `ignore_eos`, or stop at a stop token?)"
-            } else {
-                "the server generated past max_tokens, or counts tokens differently"
-            };
-            w.push(format!(
-                "output lengths: {} requests asked for {asked:.1} tokens on average and received {got:.1} ({:+.1}%): {why}; throughput and TPOT describe other lengths than the data asked for",
-                l.requested_requests,
-                d * 100.0
-            ));
+            w.push(StageWarning::OutputLengths {
+                requests: l.requested_requests,
+                asked: l.requested_total as f64 / n,
+                got: l.received_total as f64 / n,
+                change,
+            });
         }
-        let d = share(l.client_total, l.server_total);
-        if l.counted_requests > 0 && d.abs() > LENGTH_TOLERANCE {
+        let change = share(l.client_total, l.server_total);
+        if l.counted_requests > 0 && change.abs() > LENGTH_TOLERANCE {
             let n = l.counted_requests as f64;
-            w.push(format!(
-                "token counts: the server counted {:.1} output tokens per request (usage), llmsweep's tokenizer {:.1} in the streamed text ({:+.1}%): a tokenizer mismatch (pass --tokenizer with the model's tokenizer.json) or text the server does not count; the report uses the server's count",
-                l.server_total as f64 / n,
-                l.client_total as f64 / n,
-                d * 100.0
-            ));
+            w.push(StageWarning::TokenCounts {
+                requests: l.counted_requests,
+                server: l.server_total as f64 / n,
+                client: l.client_total as f64 / n,
+                change,
+            });
         }
     }
     if let Some(r) = s.reasoning.as_ref().filter(|r| r.no_answer > 0) {
-        w.push(format!(
-            "{} of {} thinking requests ran out of output tokens before any answer token: raise the output length (max_tokens counts the thinking), or their TTFAT is missing",
-            r.no_answer, r.requests
-        ));
+        w.push(StageWarning::NoAnswer {
+            no_answer: r.no_answer,
+            requests: r.requests,
+        });
     }
     w
 }
@@ -227,7 +222,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let w = warnings(&s);
+        let w: Vec<String> = warnings(&s).iter().map(|w| w.to_string()).collect();
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(
             w[0].contains("asked for 128.0") && w[0].contains("96.0") && w[0].contains("-25.0%"),

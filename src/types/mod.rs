@@ -19,6 +19,7 @@ pub mod server_metrics;
 mod settings;
 mod slo;
 mod verdict;
+mod warning;
 
 pub use answer::Answer;
 pub use baseline::{BaselineComparison, CurvePoint, FigureChange, StageChange};
@@ -31,3 +32,4 @@ pub use search::{SearchProbe, SearchSummary};
 pub use settings::SavedSettings;
 pub use slo::Slo;
 pub use verdict::{Basis, CapacityEstimate, Method, Outcome, Verdict};
+pub use warning::StageWarning;

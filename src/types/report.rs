@@ -157,7 +157,7 @@ pub struct StageReport {
     pub verdict: Option<super::verdict::Verdict>,
     /// What makes this stage's numbers doubtful (too short, queueing, cache hits), with the fix.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<super::warning::StageWarning>,
     /// Base64 HdrHistogram V2 (deflate) per metric, in µs: merge runs with any HdrHistogram library.
     pub histograms: BTreeMap<String, String>,
     /// 1-based position in the run (0 in reports from before it was recorded).

@@ -257,14 +257,14 @@ pub(super) fn merge_requests(parts: &[Part]) -> RequestCounts {
 pub(super) type Errors = (
     BTreeMap<String, u64>,
     BTreeMap<String, Vec<String>>,
-    Vec<String>,
+    Vec<crate::types::StageWarning>,
 );
 
 /// Error counts added, up to 3 distinct samples a kind, warnings once each.
 pub(super) fn merge_errors(parts: &[Part]) -> Errors {
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let mut error_samples: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings: Vec<crate::types::StageWarning> = Vec::new();
     for (_, s, _) in parts {
         for (k, n) in &s.errors {
             add(errors.entry(k.clone()).or_default(), *n);
