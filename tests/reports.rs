@@ -423,7 +423,7 @@ fn waits_between_stages_are_grouped_into_one_line() {
         .collect();
     assert_eq!(
         between,
-        ["between stages: waited 0.20–0.31 s, 9 times, for the server to drain; the longest: /metrics showed 12 requests running or waiting; idle after 0.31 s"],
+        ["between stages: waited 0.20–0.31 s, 9 times, for the server to drain; the longest waited 0.31 s: /metrics showed 12 requests running or waiting; idle after 0.31 s"],
         "{lines:#?}"
     );
     for (what, text) in [

@@ -55,7 +55,8 @@ pub fn judgement_lines(r: &crate::types::Report) -> Vec<String> {
 
 /// One line for the waits between stages (settle events, each with the
 /// seconds it waited): the wait itself when there was one, else how many,
-/// from the shortest to the longest, and what the longest saw.
+/// from the shortest to the longest, and the longest's own words (its
+/// detail is words only: nothing here reads them apart).
 pub fn settle_summary(settles: &[&crate::types::TimelineEvent]) -> Option<String> {
     let secs = |e: &crate::types::TimelineEvent| e.waited_s.unwrap_or(0.0);
     match settles {
@@ -67,8 +68,7 @@ pub fn settle_summary(settles: &[&crate::types::TimelineEvent]) -> Option<String
             let longest = many
                 .iter()
                 .max_by(|a, b| secs(a).total_cmp(&secs(b)))
-                .and_then(|e| e.detail.split_once(": "))
-                .map(|(_, what)| format!("; the longest: {what}"))
+                .map(|e| format!("; the longest {}", e.detail))
                 .unwrap_or_default();
             let range = if (hi - lo).abs() < 0.005 {
                 format!(" {hi:.2} s")
