@@ -247,3 +247,116 @@ async fn messages_requests_carry_images_as_base64_source_blocks() {
     assert_eq!(common::truth(&sim.url()).await.images, 2);
     sim.shutdown().await;
 }
+
+/// A data file's `images` column: each row's files (relative to the
+/// file), data URLs and http(s) URLs go in its request; the simulator
+/// counts every one; a row naming a file that is not an image, or one
+/// missing, stops the run before any load with the file, line and key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_from_a_jsonl_column_go_with_their_rows() {
+    let mut c = common::model(1.0, 0.0, 64);
+    c.params.image_tokens = 10;
+    let sim = common::start_sim(c).await;
+    let out = tmpdir("images-column");
+    let dir = tmpdir("images-column-files");
+    std::fs::create_dir_all(dir.join("pics")).unwrap();
+    std::fs::write(dir.join("pics/a.png"), llmsweep::data::images::png(8, 8, 1)).unwrap();
+    let b = llmsweep::data::images::data_url("image/png", &llmsweep::data::images::png(4, 4, 2));
+    let rows = format!(
+        "{{\"prompt\": \"one two three\", \"output_tokens\": 4, \"images\": [\"pics/a.png\", \"{b}\"]}}\n\
+         {{\"prompt\": \"four five\", \"output_tokens\": 4, \"images\": \"https://images.test/c.jpg\"}}\n\
+         {{\"prompt\": \"six\", \"output_tokens\": 4}}\n"
+    );
+    let data = dir.join("rows.jsonl");
+    std::fs::write(&data, rows).unwrap();
+    let args = |data: &std::path::Path, api: &'static str| {
+        vec![
+            "--data".to_string(),
+            data.display().to_string(),
+            "--api".into(),
+            api.into(),
+            "--profile".into(),
+            "constant".into(),
+            "--rate".into(),
+            "30".into(),
+            "--max-requests".into(),
+            "30".into(),
+            "--export".into(),
+            "json".into(),
+        ]
+    };
+    for api in ["chat", "messages"] {
+        common::reset_truth(&sim.url()).await;
+        let _ = std::fs::remove_dir_all(&out);
+        let a = args(&data, api);
+        let o = run(&sim.url(), &out, &refs(&a)).await;
+        assert!(
+            o.status.success(),
+            "{api}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = read_report(&out);
+        let s = &r["stages"][0];
+        assert_eq!(s["requests"]["completed"], 30, "{api}: {}", s["requests"]);
+        assert_eq!(s["errors"].as_object().map_or(0, |e| e.len()), 0, "{api}");
+        // 30 requests over 3 rows: each row 10 times, 2 + 1 + 0 images.
+        assert_eq!(common::truth(&sim.url()).await.images, 30, "{api}");
+        assert_eq!(s["images"]["per_request"], 1, "{api}: {}", s["images"]);
+        // The server's prompt tokens: text, and 10 an image (one a request
+        // on average; the means' sets differ by a reuse tag's token or so).
+        let server = s["tokens"]["prompt_mean_server"].as_f64().unwrap();
+        let text = s["tokens"]["prompt_mean"].as_f64().unwrap();
+        assert!(
+            (server - text - 10.0).abs() < 1.0,
+            "{api}: {server} vs {text}"
+        );
+        assert!(
+            r["config"]["data_source"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("images from the file's `images` column: 1.00 a request on average (2 of 3 rows have some)"),
+            "{}",
+            r["config"]
+        );
+    }
+    // Bad rows: named by file, line and key, before any load.
+    common::reset_truth(&sim.url()).await;
+    std::fs::write(dir.join("pics/notes.txt"), "not a picture").unwrap();
+    for (row, says) in [
+        (
+            "{\"prompt\": \"x\", \"images\": [\"pics/a.png\", \"pics/notes.txt\"]}",
+            "bad.jsonl, line 2: key `images[1]`: pics/notes.txt is not an image (PNG, JPEG, GIF or WebP)",
+        ),
+        (
+            "{\"prompt\": \"x\", \"images\": [\"pics/gone.png\"]}",
+            "bad.jsonl, line 2: key `images[0]`: cannot read pics/gone.png",
+        ),
+    ] {
+        let bad = dir.join("bad.jsonl");
+        std::fs::write(&bad, format!("{{\"prompt\": \"fine\"}}\n{row}\n")).unwrap();
+        let _ = std::fs::remove_dir_all(&out);
+        let a = args(&bad, "chat");
+        let o = run(&sim.url(), &out, &refs(&a)).await;
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{err}");
+    }
+    // Text-only APIs refuse a file with images.
+    let _ = std::fs::remove_dir_all(&out);
+    let a = args(&data, "completions");
+    let o = run(&sim.url(), &out, &refs(&a)).await;
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("`images` column") && err.contains("use --api chat"),
+        "{err}"
+    );
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+    sim.shutdown().await;
+}
+
+fn refs(a: &[String]) -> Vec<&str> {
+    a.iter().map(String::as_str).collect()
+}

@@ -87,8 +87,12 @@ pub enum ImageSlot {
 }
 
 /// A data URL (`data:MIME;base64,DATA`) as the Messages API's image
-/// source; None when it is not one.
+/// source, an http(s) URL as its url source; None when it is neither.
 fn anthropic_source(url: &str) -> Option<String> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        let url = serde_json::to_string(url).ok()?;
+        return Some(format!(r#"{{"type":"url","url":{url}}}"#));
+    }
     let (head, data) = url.strip_prefix("data:")?.split_once(',')?;
     let mime = head.strip_suffix(";base64")?;
     let mime = serde_json::to_string(mime).ok()?;

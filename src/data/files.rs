@@ -14,6 +14,7 @@ use std::path::Path;
 use anyhow::{bail, Context as _, Result};
 use serde_json::Value;
 
+use super::image_column::{self, Column};
 use super::PromptItem;
 use crate::tokenizer::TokenCounter;
 
@@ -58,20 +59,24 @@ pub fn load(path: &Path, counter: &dyn TokenCounter, skip_bad_rows: bool) -> Res
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
+    let mut row = Rows {
+        counter,
+        images: Column::new(path),
+    };
     let loaded = match ext.as_str() {
         "jsonl" | "ndjson" => load_jsonl(
             std::io::BufReader::new(open()?),
             &name,
-            counter,
+            &mut row,
             skip_bad_rows,
         )?,
         "json" => load_json(
             &read_json_file(open()?, &name)?,
             &name,
-            counter,
+            &mut row,
             skip_bad_rows,
         )?,
-        "csv" => load_csv(RowCapped::new(open()?), &name, counter, skip_bad_rows)?,
+        "csv" => load_csv(RowCapped::new(open()?), &name, &mut row, skip_bad_rows)?,
         other => bail!("data file {name}: unknown format {other:?} (use .jsonl, .json or .csv)"),
     };
     if loaded.items.is_empty() {
@@ -80,11 +85,16 @@ pub fn load(path: &Path, counter: &dyn TokenCounter, skip_bad_rows: bool) -> Res
     Ok(loaded)
 }
 
+/// What reads a file's rows: the token counter, and the image column
+/// (whose files are read once for all rows).
+struct Rows<'a> {
+    counter: &'a dyn TokenCounter,
+    images: Column,
+}
+
 /// A row as field lookups, whatever the file format.
-fn item_from(
-    get: &dyn Fn(&str) -> Option<Value>,
-    counter: &dyn TokenCounter,
-) -> Result<PromptItem, String> {
+fn item_from(get: &dyn Fn(&str) -> Option<Value>, rows: &mut Rows) -> Result<PromptItem, String> {
+    let counter = rows.counter;
     let prompt = PROMPT_COLUMNS
         .iter()
         .find_map(|c| get(c).map(|v| (c, v)))
@@ -110,7 +120,25 @@ fn item_from(
         Some((_, Value::String(s))) if s.trim().is_empty() => None,
         Some((c, v)) => return Err(format!("`{c}` is not a positive whole number: {v}")),
     };
+    // A CSV cell holds one image, or a JSON list of them.
+    let images = match get(image_column::KEY) {
+        None => Vec::new(),
+        Some(Value::String(s)) if s.trim_start().starts_with('[') => {
+            match serde_json::from_str::<Value>(&s) {
+                Ok(list) => rows.images.read(&list)?,
+                Err(e) => {
+                    return Err(format!(
+                        "key `{}`: not a JSON list ({e})",
+                        image_column::KEY
+                    ))
+                }
+            }
+        }
+        Some(Value::String(s)) if s.trim().is_empty() => Vec::new(),
+        Some(v) => rows.images.read(&v)?,
+    };
     Ok(PromptItem {
+        images,
         shared_prefix_bytes: 0,
         respell: None,
         prompt_tokens: counter.count(&text) as u64,
@@ -318,12 +346,7 @@ pub(super) fn csv_error_line(e: &csv::Error) -> u64 {
         .max(1)
 }
 
-fn load_jsonl(
-    mut rd: impl BufRead,
-    name: &str,
-    counter: &dyn TokenCounter,
-    skip: bool,
-) -> Result<Loaded> {
+fn load_jsonl(mut rd: impl BufRead, name: &str, rows: &mut Rows, skip: bool) -> Result<Loaded> {
     let mut out = Loaded {
         format: "jsonl",
         ..Default::default()
@@ -341,7 +364,7 @@ fn load_jsonl(
                 return Ok(None);
             }
             match serde_json::from_str::<Value>(line) {
-                Ok(Value::Object(m)) => item_from(&|k| m.get(k).cloned(), counter).map(Some),
+                Ok(Value::Object(m)) => item_from(&|k| m.get(k).cloned(), rows).map(Some),
                 Ok(_) => Err("the line is not a JSON object".into()),
                 Err(e) => Err(format!("not JSON ({e})")),
             }
@@ -356,7 +379,7 @@ fn load_jsonl(
     Ok(out)
 }
 
-fn load_json(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> Result<Loaded> {
+fn load_json(text: &str, name: &str, reader: &mut Rows, skip: bool) -> Result<Loaded> {
     let v: Value =
         serde_json::from_str(text).map_err(|e| anyhow::anyhow!("{name}: not valid JSON: {e}"))?;
     let rows = match v {
@@ -373,7 +396,7 @@ fn load_json(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> 
         .first()
         .is_some_and(|r| r.get("conversations").is_some())
     {
-        return load_sharegpt(rows, name, counter, skip);
+        return load_sharegpt(rows, name, reader.counter, skip);
     }
     let mut out = Loaded {
         format: "json",
@@ -381,10 +404,10 @@ fn load_json(text: &str, name: &str, counter: &dyn TokenCounter, skip: bool) -> 
     };
     for (i, row) in rows.into_iter().enumerate() {
         let r = match &row {
-            Value::Object(m) => item_from(&|k| m.get(k).cloned(), counter),
+            Value::Object(m) => item_from(&|k| m.get(k).cloned(), reader),
             Value::String(s) => item_from(
                 &|k| (k == "prompt").then(|| Value::String(s.clone())),
-                counter,
+                reader,
             ),
             _ => Err("the row is not an object".into()),
         };
@@ -446,6 +469,7 @@ fn load_sharegpt(
             continue;
         }
         out.items.push(PromptItem {
+            images: Vec::new(),
             shared_prefix_bytes: 0,
             respell: None,
             text: prompt,
@@ -456,7 +480,7 @@ fn load_sharegpt(
     Ok(out)
 }
 
-fn load_csv(rd: impl Read, name: &str, counter: &dyn TokenCounter, skip: bool) -> Result<Loaded> {
+fn load_csv(rd: impl Read, name: &str, rows: &mut Rows, skip: bool) -> Result<Loaded> {
     let mut out = Loaded {
         format: "csv",
         ..Default::default()
@@ -491,7 +515,7 @@ fn load_csv(rd: impl Read, name: &str, counter: &dyn TokenCounter, skip: bool) -
                                 .and_then(|i| rec.get(i))
                                 .map(|s| Value::String(s.to_string()))
                         };
-                        item_from(&get, counter)
+                        item_from(&get, rows)
                     }
                     Err(e) => {
                         let (field, at) = (e.utf8_error().field(), e.utf8_error().valid_up_to());

@@ -3,6 +3,7 @@
 
 pub mod conversation;
 pub mod files;
+pub mod image_column;
 pub mod images;
 pub mod mix;
 pub mod shard;
@@ -35,6 +36,9 @@ pub struct PromptItem {
     /// Synthetic prompts: how a reuse keeps the token count (see
     /// [`for_request`]).
     pub respell: Option<crate::client::Respell>,
+    /// Images a data file's row gives its request (its `images` column,
+    /// see [`image_column`]), as they go in it: data URLs or http(s) URLs.
+    pub images: Vec<std::sync::Arc<str>>,
 }
 
 /// Whether `--data` is a synthetic spec (`key=value,…`), not a file.
@@ -153,30 +157,43 @@ pub fn build_prompts_with(
     images: Option<&images::Attach>,
     tools: Option<&tools::ToolSpec>,
 ) -> Result<Vec<Prompt>> {
+    let rows_have_images = images.is_none() && items.iter().any(|it| !it.images.is_empty());
+    if rows_have_images && !matches!(api, Api::Chat | Api::Messages) {
+        bail!("the data file's `{}` column: images go in chat or Messages requests' content: use --api chat or messages (not {api})", image_column::KEY);
+    }
     if images.is_some() && !matches!(api, Api::Chat | Api::Messages) {
         bail!("images go in chat or Messages requests' content: use --api chat or messages (not {api})");
     }
     if tools.is_some() && !matches!(api, Api::Chat | Api::Messages) {
         bail!("tools go in chat or Messages requests: use --api chat or messages (not {api})");
     }
+    let slot = match api {
+        Api::Messages => crate::client::ImageSlot::Source,
+        _ => crate::client::ImageSlot::Url,
+    };
     items
         .into_iter()
-        .map(|it| {
+        .map(|mut it| {
             let mut bytes = request_body(api, model, &[&it.text], it.output_tokens, extra)?;
-            if let Some(im) = images {
-                bytes = with_image_parts(&bytes, im.count, api)?;
+            // The run's images (`images=N`), else the row's own.
+            let count = images.map_or(it.images.len() as u32, |im| im.count);
+            let source: Option<std::sync::Arc<dyn crate::client::ImageSource>> = match images {
+                Some(im) => Some(im.source.clone()),
+                None if !it.images.is_empty() => Some(std::sync::Arc::new(image_column::Listed(
+                    std::mem::take(&mut it.images).into(),
+                ))),
+                None => None,
+            };
+            if source.is_some() {
+                bytes = with_image_parts(&bytes, count, api)?;
             }
             if let Some(t) = tools {
                 bytes = tools::with_history(&bytes, t, api)?;
             }
             let tag_at = text_offset(&bytes, api, &it.text, it.shared_prefix_bytes);
-            let slot = match api {
-                Api::Messages => crate::client::ImageSlot::Source,
-                _ => crate::client::ImageSlot::Url,
-            };
-            let images = images.map(|im| crate::client::Images {
+            let images = source.map(|source| crate::client::Images {
                 at: image_slots(&bytes, slot),
-                source: im.source.clone(),
+                source,
                 seq: 0,
                 slot,
             });
@@ -190,6 +207,51 @@ pub fn build_prompts_with(
             })
         })
         .collect()
+}
+
+/// The images a data file's rows give their requests (its `images`
+/// column): images and bytes (of data URLs or URLs) a request on average
+/// over all rows, and how many rows have any. None: no row has one.
+pub fn row_images(items: &[PromptItem]) -> Option<RowImages> {
+    let with = items.iter().filter(|it| !it.images.is_empty()).count();
+    if with == 0 {
+        return None;
+    }
+    let n = items.len().max(1) as f64;
+    let count: usize = items.iter().map(|it| it.images.len()).sum();
+    let bytes: usize = items
+        .iter()
+        .flat_map(|it| it.images.iter().map(|u| u.len()))
+        .sum();
+    Some(RowImages {
+        per_request: count as f64 / n,
+        bytes_per_request: bytes as f64 / n,
+        rows: with,
+        of: items.len(),
+    })
+}
+
+/// What [`row_images`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowImages {
+    pub per_request: f64,
+    pub bytes_per_request: f64,
+    /// Rows with images, of all rows.
+    pub rows: usize,
+    pub of: usize,
+}
+
+impl RowImages {
+    /// What the run says about them.
+    pub fn describe(&self) -> String {
+        format!(
+            "images from the file's `{}` column: {:.2} a request on average ({} of {} rows have some)",
+            image_column::KEY,
+            self.per_request,
+            self.rows,
+            self.of
+        )
+    }
 }
 
 /// A chat body whose first message's content becomes a text part and
@@ -351,6 +413,12 @@ pub fn build_pooled(
     batch: usize,
     extra: Option<&Map<String, Value>>,
 ) -> Result<Vec<Prompt>> {
+    if items.iter().any(|it| !it.images.is_empty()) {
+        bail!(
+            "the data file's `{}` column: --api {api} takes text alone; images go in chat or Messages requests",
+            image_column::KEY
+        );
+    }
     let per = match api {
         Api::Rerank | Api::Score => batch.max(1) + 1,
         _ => batch.max(1),
@@ -598,6 +666,7 @@ mod tests {
     #[test]
     fn reused_file_prompts_are_tagged_at_their_start() {
         let items = vec![PromptItem {
+            images: Vec::new(),
             text: "hello there".into(),
             prompt_tokens: 2,
             output_tokens: None,

@@ -107,6 +107,7 @@ mod tests {
     fn a_replay_keeps_its_rows_times_and_refuses_an_empty_shard() {
         let items: Vec<super::super::PromptItem> = (0..20)
             .map(|k| super::super::PromptItem {
+                images: Vec::new(),
                 text: format!("row {k}"),
                 prompt_tokens: k,
                 output_tokens: Some(1),

@@ -367,6 +367,7 @@ impl Synthetic {
             bytes += text.len();
             let head_bytes = pieces[(i / p) % p].len() + pieces[i % p].len();
             items.push(PromptItem {
+                images: Vec::new(),
                 text,
                 prompt_tokens: self.prefix_tokens + n,
                 output_tokens: out,

@@ -378,6 +378,7 @@ pub fn items(
             text.push_str(piece);
         }
         items.push(PromptItem {
+            images: Vec::new(),
             text,
             prompt_tokens: row.input_tokens,
             output_tokens: Some(row.output_tokens),

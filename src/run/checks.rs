@@ -175,6 +175,7 @@ mod tests {
     #[test]
     fn prompts_longer_than_the_context_are_named_before_the_run() {
         let item = |p: u64, o: Option<u64>| crate::data::PromptItem {
+            images: Vec::new(),
             text: String::new(),
             prompt_tokens: p,
             output_tokens: o,

@@ -199,6 +199,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         run_number,
         &mut notes,
     )?;
+    let row_images = crate::data::row_images(&data.set.items);
     let prompts: Arc<[_]> = if body.api.pooled() {
         let batch = args.batch.unwrap_or(1).max(1) as usize;
         crate::data::build_pooled(data.set.items, body.api, body.model, batch, body.extra)?
@@ -217,6 +218,11 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         data.set
             .description
             .push_str(&format!("; {}", im.description));
+    }
+    if let Some(r) = &row_images {
+        data.set
+            .description
+            .push_str(&format!("; {}", r.describe()));
     }
     let target = Target {
         url: match &simulator {
@@ -237,10 +243,19 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     );
     // What each request carried beside its text, for every report derived
     // from this one (report::assemble: a run, its checkpoint, a merge).
-    if images.is_some() || tools.is_some() {
+    // A file's rows: their images a request on average (the count rounded).
+    let (image_count, image_bytes) = match (&images, &row_images) {
+        (Some(im), _) => (Some(im.count), Some(im.bytes_per_request)),
+        (None, Some(r)) => (
+            Some(r.per_request.round().max(1.0) as u32),
+            Some(r.bytes_per_request),
+        ),
+        (None, None) => (None, None),
+    };
+    if image_count.is_some() || tools.is_some() {
         config["request_parts"] = json!({
-            "images": images.as_ref().map(|im| im.count),
-            "image_bytes": images.as_ref().map(|im| im.bytes_per_request),
+            "images": image_count,
+            "image_bytes": image_bytes,
             "tools": tools.as_ref().map(|t| t.tools),
         });
     }
@@ -462,6 +477,7 @@ fn read_data(
             items: scripts
                 .iter()
                 .map(|s| crate::data::PromptItem {
+                    images: Vec::new(),
                     prompt_tokens: counter.count(&s.users[0]) as u64,
                     text: s.users[0].clone(),
                     output_tokens: s.output_tokens[0],
