@@ -278,7 +278,11 @@ async fn a_reset_counter_and_a_gpu_that_disappears_never_invent_energy() {
     })
     .await;
     let s = scraper(vec![url], 100, 1000);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let h = s.handle();
+    common::until("8 rounds of scrapes", Duration::from_secs(20), || {
+        h.with(|r| r.history.points().len() >= 8)
+    })
+    .await;
     let record = s.finish().await;
     let h = &record.history;
     assert_eq!(h.ids().len(), 2);
@@ -356,7 +360,15 @@ async fn hostile_exporters_cost_a_timeout_at_most_and_lie_in_no_figure() {
     })
     .await;
     let s = scraper(vec![silent.clone(), huge, wrong], 200, 1000);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Until the silent exporter's first scrape has timed out (1 s) and the
+    // others have been read: its next scrape is then in flight.
+    let h = s.handle();
+    common::until(
+        "a timeout, a cut page, a value refused",
+        Duration::from_secs(20),
+        || h.with(|r| r.errors[0].0 > 0 && r.cut_pages > 0 && r.rejected > 0),
+    )
+    .await;
     let t0 = std::time::Instant::now();
     let record = s.finish().await;
     assert!(
@@ -392,7 +404,11 @@ async fn the_simulators_exporter_port_serves_the_gpus_page_at_metrics() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let at = sim.serve_dcgm(listener).unwrap();
     let s = scraper(vec![format!("http://{at}/metrics")], 100, 1000);
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    let h = s.handle();
+    common::until("4 rounds of scrapes", Duration::from_secs(20), || {
+        h.with(|r| r.history.points().len() >= 4)
+    })
+    .await;
     let record = s.finish().await;
     assert!(record.warnings().is_empty(), "{:?}", record.warnings());
     let h = &record.history;

@@ -876,8 +876,14 @@ async fn the_last_scrape_of_a_metrics_page_that_never_answers_waits_one_timeout_
     let scraper =
         llmsweep::server_metrics::Scraper::start(scrape_cfg(format!("{}/metrics", s.url)));
     // The first scrape times out at 1 s and the second starts at once: stop
-    // a little after, while the second is in flight.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // then, while the second is in flight.
+    let h = scraper.handle();
+    common::until(
+        "the first scrape's timeout",
+        Duration::from_secs(20),
+        || h.with(|r| r.status != llmsweep::server_metrics::Status::Starting),
+    )
+    .await;
     let t0 = std::time::Instant::now();
     let record = scraper.finish().await;
     let waited = t0.elapsed();
@@ -925,7 +931,11 @@ async fn a_50_mb_metrics_page_is_cut_while_read_and_the_cut_is_said_once() {
         ..scrape_cfg(url)
     };
     let scraper = llmsweep::server_metrics::Scraper::start(cfg);
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let h = scraper.handle();
+    common::until("two cut pages read", Duration::from_secs(30), || {
+        h.with(|r| r.scrapes >= 2)
+    })
+    .await;
     let record = scraper.finish().await;
     let most = sent.load(std::sync::atomic::Ordering::Relaxed);
     assert!(record.scrapes > 0, "the page's real metrics were read");
@@ -967,7 +977,11 @@ async fn the_metrics_scraper_obeys_follow_redirects_and_sends_no_referer() {
         };
         async move {
             let scraper = llmsweep::server_metrics::Scraper::start(cfg);
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            let h = scraper.handle();
+            common::until("the first scrape's end", Duration::from_secs(20), || {
+                h.with(|r| r.status != llmsweep::server_metrics::Status::Starting)
+            })
+            .await;
             scraper.finish().await
         }
     };
@@ -992,7 +1006,11 @@ async fn the_metrics_scraper_obeys_follow_redirects_and_sends_no_referer() {
         ..scrape_cfg(url.clone())
     };
     let scraper = llmsweep::server_metrics::Scraper::start(cfg);
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let h = scraper.handle();
+    common::until("the first scrape's end", Duration::from_secs(20), || {
+        h.with(|r| r.status != llmsweep::server_metrics::Status::Starting)
+    })
+    .await;
     let r = scraper.finish().await;
     assert!(
         r.warnings()

@@ -171,3 +171,13 @@ pub async fn wait_for(
     .await
     .expect("condition reached in time");
 }
+
+/// Polls `f` every 20 ms until it holds; panics naming `what` after `limit`.
+/// For state no channel announces (a scraper's record, a counter).
+pub async fn until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
