@@ -219,8 +219,15 @@ async fn messages_with_tools_are_answered_with_tool_use_blocks_counted_as_calls(
     assert_eq!(s["requests"]["completed"], 10, "{s}");
     assert_eq!(s["tool_calls"]["calls"], 10, "{}", s["tool_calls"]);
     assert_eq!(s["tool_calls"]["tools_per_request"], 3);
-    // The user's text and the tool's result, as the server counted them.
-    assert_eq!(s["tokens"]["prompt_mean_server"], 26.0);
+    // The user's text, the tool's result and the definitions (their
+    // JSON's tokens), as the server counted them.
+    let defs: u64 = llmsweep::data::tools::anthropic_definitions(3)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| llmsweep::tokenizer::count_tokens(&t.to_string()) as u64)
+        .sum();
+    assert_eq!(s["tokens"]["prompt_mean_server"], 26.0 + defs as f64);
     assert_eq!(common::truth(&sim.url()).await.tool_calls, 10);
     let _ = std::fs::remove_dir_all(&out);
     sim.shutdown().await;

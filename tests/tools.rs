@@ -70,8 +70,16 @@ async fn a_streamed_tool_call_is_output_and_counted_as_a_call() {
     assert_eq!(rec.tool_calls, 1);
     assert_eq!(rec.output_tokens, 6);
     assert_eq!(rec.chunks.len(), 6, "every piece of the call is a token");
-    // The server counted the user's text and the tool's result.
-    assert_eq!(rec.server_prompt_tokens, Some(16 + 10));
+    // The server counted the user's text, the tool's result and the tool
+    // definitions (their JSON's tokens: prefilled as a real server does).
+    let defs: u64 = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| llmsweep::tokenizer::count_tokens(&t.to_string()) as u64)
+        .sum();
+    assert!(defs > 3 * 30, "{defs}");
+    assert_eq!(rec.server_prompt_tokens, Some(16 + 10 + defs));
     assert_eq!(common::truth(&sim.url()).await.tool_calls, 1);
     sim.shutdown().await;
 }

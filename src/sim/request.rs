@@ -64,8 +64,9 @@ pub(super) fn parse_request(
         })?;
     }
     let images = images(&v).map_err(bad)?;
-    let prompt_tokens =
-        prompt_tokens(api, &v).map_err(bad)? + u64::from(images).saturating_mul(image_tokens);
+    let prompt_tokens = prompt_tokens(api, &v).map_err(bad)?
+        + u64::from(images).saturating_mul(image_tokens)
+        + tool_tokens(&v);
     let max_tokens = v
         .get("max_completion_tokens")
         .or_else(|| v.get("max_tokens"))
@@ -177,6 +178,19 @@ pub(super) fn prompt_tokens(api: Api, v: &Value) -> Result<u64, String> {
                 .sum()
         }
     })
+}
+
+/// What a request's tool definitions cost in prompt tokens: a real
+/// server's chat template writes them into the prompt, so they are
+/// prefilled like text; here, the tokens of their JSON as sent.
+pub(super) fn tool_tokens(v: &Value) -> u64 {
+    match v.get("tools") {
+        Some(Value::Array(tools)) if !tools.is_empty() => tools
+            .iter()
+            .map(|t| tokenizer::count_tokens(&t.to_string()) as u64)
+            .sum(),
+        _ => 0,
+    }
 }
 
 /// The image parts of a chat request's messages (`image_url`), each
@@ -348,6 +362,31 @@ mod tests {
         assert!(e.2.contains("context"), "{}", e.2);
         let ok = br#"{"model":"m","prompt":"hi","max_tokens":16}"#;
         assert!(parse_request(Api::Completions, ok, &["m"], 0).is_ok());
+    }
+
+    #[test]
+    fn tool_definitions_cost_their_tokens_in_every_api() {
+        let tools = r#"[{"type":"function","function":{"name":"search_docs","description":"Looks things up in the docs","parameters":{"type":"object","properties":{"query":{"type":"string"}}}}}]"#;
+        let defs: Value = serde_json::from_str(tools).unwrap();
+        let cost = tokenizer::count_tokens(&defs[0].to_string()) as u64;
+        assert!(cost > 10, "{cost}");
+        let chat =
+            format!(r#"{{"messages":[{{"role":"user","content":"a b c"}}],"tools":{tools}}}"#);
+        let g = parse_request(Api::Chat, chat.as_bytes(), &["m"], 0).unwrap();
+        assert_eq!(g.prompt_tokens, 3 + cost);
+        assert_eq!(g.tools, ["search_docs"]);
+        let none = r#"{"messages":[{"role":"user","content":"a b c"}],"tools":[]}"#;
+        let g = parse_request(Api::Chat, none.as_bytes(), &["m"], 0).unwrap();
+        assert_eq!(g.prompt_tokens, 3);
+        let anthropic = r#"[{"name":"search_docs","description":"Looks things up","input_schema":{"type":"object"}}]"#;
+        let cost: u64 = tokenizer::count_tokens(
+            &serde_json::from_str::<Value>(anthropic).unwrap()[0].to_string(),
+        ) as u64;
+        let body = format!(
+            r#"{{"max_tokens":4,"messages":[{{"role":"user","content":"a b c"}}],"tools":{anthropic}}}"#
+        );
+        let g = parse_request(Api::Messages, body.as_bytes(), &["m"], 0).unwrap();
+        assert_eq!(g.prompt_tokens, 3 + cost);
     }
 
     #[test]
