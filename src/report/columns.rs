@@ -1,10 +1,14 @@
 //! A stage's figures as the reports show them, each declared once: its key
-//! (the CSV header), its unit and how to read it from a `StageReport`. A
-//! new figure is one line in `columns!` below: the CSV lists every column
-//! in this order (new ones last, so scripts that count columns keep
-//! working); the other layouts pick theirs by name and format them their
-//! own way.
+//! (the CSV header), its unit, how to read it from a `StageReport` and how
+//! the parts of a merged stage give it ([`Merge`]: `llmsweep merge` adds
+//! shards side by side, `--repeat` runs one after another). A new figure is
+//! one line in `columns!` below: the CSV lists every column in this order
+//! (new ones last, so scripts that count columns keep working); the other
+//! layouts pick theirs by name and format them their own way;
+//! `report::merge::stage` reads the rules, and its test checks every
+//! figure of a merged stage against its rule.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::types::{DistSummary, StageReport};
@@ -61,6 +65,151 @@ pub struct Figure {
     pub key: &'static str,
     pub unit: &'static str,
     pub get: fn(&StageReport) -> Value,
+    pub merge: Merge,
+}
+
+/// How a merged stage's parts are put together: shards that ran side by
+/// side (`llmsweep merge`), or the runs of one planned stage one after
+/// another (`--repeat N`, `report::merge::in_sequence`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    Shards,
+    Runs,
+}
+
+/// How a figure of a merged stage comes from its parts' (see [`How`]).
+#[derive(Clone, Copy)]
+pub enum Merge {
+    /// The same in every part: the first part's (the stage's name, kind).
+    First,
+    /// A count: the parts' added, saturating at `u64::MAX` (a report is a
+    /// file anyone can write: no wrap to a small, believable total).
+    Sum,
+    /// Per-category counts (`category=count;…`): added category by category.
+    SumByKey,
+    /// A rate or a level over the window the figure names (`MEASURED`,
+    /// `STEADY`): the shards' added (each ran its share of the load over
+    /// the same stage); the runs' mean weighted by their windows (the plain
+    /// mean when none has one).
+    Rate(&'static Figure),
+    /// The offered rate: the shards' added when the first shard has one (a
+    /// sharded sweep's synchronous stage is shard 0's alone); each run's.
+    Target,
+    /// A span of time: the longest shard's; the runs' added.
+    Span,
+    /// A peak level: the shards' added (their peaks need not coincide: the
+    /// sum bounds the whole's); the highest run's.
+    Peak,
+    /// A time of day: the earliest part's.
+    Earliest,
+    /// A time of day: the latest part's.
+    Latest,
+    /// A flag: set if any part's is.
+    Any,
+    /// The worst part's: the highest rank, the first part among equals.
+    Worst(fn(&StageReport) -> u8),
+    /// Words: the worst part's (by this rank), naming it and how many
+    /// parts agree.
+    WorstNamed(fn(&StageReport) -> u8),
+    /// A share of the measured requests: the parts' weighted by their
+    /// measured requests.
+    Share,
+    /// Recomputed from the merged stage's other figures: what this gives.
+    Derived(fn(&StageReport) -> Value),
+}
+
+impl Figure {
+    /// The figure of the stage merged from `parts` as its rule says; None
+    /// for the rules that read the merged stage ([`Merge::Derived`]) or
+    /// write words ([`Merge::WorstNamed`]).
+    pub fn merged(&self, parts: &[&StageReport], how: How) -> Option<Value> {
+        let values: Vec<Value> = parts.iter().map(|s| self.value(s)).collect();
+        let first = values.first().cloned().unwrap_or(Value::Missing);
+        let nums = || values.iter().map(|v| v.number().unwrap_or(0.0));
+        let counts = || {
+            values.iter().map(|v| match v {
+                Value::Count(n) => *n,
+                _ => 0,
+            })
+        };
+        let sum = |first: &Value| match first {
+            Value::Missing => Value::Missing,
+            Value::Count(_) => Value::Count(counts().fold(0, u64::saturating_add)),
+            _ => Value::Num(nums().sum()),
+        };
+        Some(match self.merge {
+            Merge::First => first,
+            Merge::Sum => sum(&first),
+            Merge::SumByKey => {
+                let mut by: BTreeMap<&str, u64> = BTreeMap::new();
+                for v in &values {
+                    let Value::Text(t) = v else { continue };
+                    for (k, n) in t.split(';').filter_map(|e| e.split_once('=')) {
+                        let e = by.entry(k).or_default();
+                        *e = e.saturating_add(n.parse().unwrap_or(0));
+                    }
+                }
+                let list: Vec<String> = by.iter().map(|(k, n)| format!("{k}={n}")).collect();
+                Value::Text(list.join(";"))
+            }
+            Merge::Rate(window) => match (&first, how) {
+                (Value::Missing, _) => Value::Missing,
+                (_, How::Shards) => Value::Num(nums().sum()),
+                (_, How::Runs) => {
+                    let w: Vec<f64> = parts.iter().map(|s| window.num(s)).collect();
+                    let total: f64 = w.iter().sum();
+                    Value::Num(if total > 0.0 {
+                        nums().zip(&w).map(|(v, w)| v * w).sum::<f64>() / total
+                    } else {
+                        nums().sum::<f64>() / values.len() as f64
+                    })
+                }
+            },
+            Merge::Target => match (&first, how) {
+                (Value::Missing, _) | (_, How::Runs) => first,
+                (_, How::Shards) => Value::Num(
+                    values
+                        .iter()
+                        .filter_map(Value::number)
+                        .reduce(|a, b| a + b)
+                        .unwrap_or(0.0),
+                ),
+            },
+            Merge::Span => Value::Num(match how {
+                How::Shards => nums().fold(0.0, f64::max),
+                How::Runs => nums().sum(),
+            }),
+            Merge::Peak => match how {
+                How::Shards => sum(&first),
+                How::Runs => Value::Count(counts().max().unwrap_or(0)),
+            },
+            Merge::Earliest => values.into_iter().min_by(text_order)?,
+            Merge::Latest => values.into_iter().max_by(text_order)?,
+            Merge::Any => Value::Flag(values.contains(&Value::Flag(true))),
+            Merge::Worst(rank) => {
+                let top = parts.iter().map(|s| rank(s)).max()?;
+                let worst = parts.iter().position(|s| rank(s) == top)?;
+                values[worst].clone()
+            }
+            Merge::Share => {
+                if first == Value::Missing {
+                    return Some(Value::Missing);
+                }
+                let n = |s: &StageReport| s.requests.measured as f64;
+                let measured = parts
+                    .iter()
+                    .map(|s| s.requests.measured)
+                    .fold(0, u64::saturating_add) as f64;
+                let good: f64 = parts.iter().map(|s| self.num(s) * n(s)).sum();
+                Value::Num(if measured > 0.0 { good / measured } else { 0.0 })
+            }
+            Merge::Derived(_) | Merge::WorstNamed(_) => return None,
+        })
+    }
+}
+
+fn text_order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    a.to_string().cmp(&b.to_string())
 }
 
 impl Figure {
@@ -75,6 +224,9 @@ impl Figure {
 }
 
 /// A latency distribution: one CSV column per statistic (`ttft_p50_ms`).
+/// A merged stage's is summarised from its parts' histograms (`ttft_us`,
+/// [`Dist::histogram`]) added together: lossless to the histogram's
+/// precision, the percentiles those of every part's requests pooled.
 #[derive(Clone, Copy)]
 pub struct Dist {
     pub key: &'static str,
@@ -85,6 +237,11 @@ pub struct Dist {
 impl Dist {
     pub fn of<'a>(&self, s: &'a StageReport) -> &'a DistSummary {
         (self.get)(s)
+    }
+
+    /// The key of its histogram in a stage's `histograms` (`ttft_us`).
+    pub fn histogram(&self) -> String {
+        format!("{}_us", self.key)
     }
 }
 
@@ -130,8 +287,18 @@ impl Column {
     }
 }
 
-const fn fig(key: &'static str, unit: &'static str, get: fn(&StageReport) -> Value) -> Figure {
-    Figure { key, unit, get }
+const fn fig(
+    key: &'static str,
+    unit: &'static str,
+    merge: Merge,
+    get: fn(&StageReport) -> Value,
+) -> Figure {
+    Figure {
+        key,
+        unit,
+        get,
+        merge,
+    }
 }
 
 const fn dist(key: &'static str, get: fn(&StageReport) -> &DistSummary) -> Dist {
@@ -160,47 +327,78 @@ macro_rules! columns {
     };
 }
 
+use Merge::{Any, Derived, Earliest, Latest, Peak, Rate, Share, Span, Sum, SumByKey, Target};
 use Value::{Count, Flag, Num};
+
+/// How bad a verdict's outcome is, for a merged stage's (the worst part's):
+/// saturated, erroring, inconclusive, not saturated.
+pub fn outcome_rank(o: crate::types::Outcome) -> u8 {
+    use crate::types::Outcome;
+    match o {
+        Outcome::Saturated => 3,
+        Outcome::Erroring => 2,
+        Outcome::Inconclusive => 1,
+        Outcome::NotSaturated => 0,
+    }
+}
+
+/// A stage's verdict for [`Merge::Worst`]: none below any outcome.
+fn verdict_rank(s: &StageReport) -> u8 {
+    s.verdict
+        .as_ref()
+        .map_or(0, |v| 1 + outcome_rank(v.outcome))
+}
+
+/// A stage cut short (skipped, stopped, …) speaks for a merged one.
+fn cut_rank(s: &StageReport) -> u8 {
+    u8::from(s.end_reason.cut())
+}
+
+/// A total a measured request (0 without any).
+fn per_measured(total: u64, s: &StageReport) -> Value {
+    let n = s.requests.measured;
+    Num(if n > 0 { total as f64 / n as f64 } else { 0.0 })
+}
 
 #[rustfmt::skip]
 columns! {
-    STAGE: Figure = fig("stage", "", |s| text(&s.name));
-    STRATEGY: Figure = fig("strategy", "", |s| Value::Text(s.strategy.to_string()));
-    TARGET_RATE: Figure = fig("target_rate", "req/s", |s| opt(s.target_rate));
-    START: Figure = fig("start", "RFC 3339", |s| text(&s.start));
-    END: Figure = fig("end", "RFC 3339", |s| text(&s.end));
-    DURATION: Figure = fig("duration_s", "s", |s| Num(s.duration_s));
-    MEASURED: Figure = fig("measured_s", "s", |s| Num(s.measured_s));
-    SATURATED: Figure = fig("saturated", "", |s| Flag(s.saturated()));
-    END_REASON: Figure = fig("end_reason", "", |s| text(s.end_reason.name()));
-    SENT: Figure = fig("requests_sent", "requests", |s| Count(s.requests.sent));
-    COMPLETED: Figure = fig("requests_completed", "requests", |s| Count(s.requests.completed));
-    INCOMPLETE: Figure = fig("requests_incomplete", "requests", |s| Count(s.requests.incomplete));
-    ERRORED: Figure = fig("requests_errored", "requests", |s| Count(s.requests.errored));
-    REQUESTS_PER_S: Figure = fig("requests_per_s", "req/s", |s| Num(s.rates.requests_per_s));
-    CAPACITY_REQUESTS_PER_S: Figure = fig("capacity_requests_per_s", "req/s", |s| Num(s.rates.steady_requests_per_s));
-    OUTPUT_TOKENS_PER_S: Figure = fig("output_tokens_per_s", "tok/s", |s| Num(s.rates.output_tokens_per_s));
-    TOTAL_TOKENS_PER_S: Figure = fig("total_tokens_per_s", "tok/s", |s| Num(s.rates.total_tokens_per_s));
-    CONCURRENCY_MEAN: Figure = fig("concurrency_mean", "requests", |s| Num(s.concurrency.mean));
-    CONCURRENCY_MAX: Figure = fig("concurrency_max", "requests", |s| Count(s.concurrency.max));
-    PROMPT_TOKENS_MEAN: Figure = fig("prompt_tokens_mean", "tokens", |s| Num(s.tokens.prompt_mean));
-    OUTPUT_TOKENS_MEAN: Figure = fig("output_tokens_mean", "tokens", |s| Num(s.tokens.output_mean));
-    GOODPUT_PER_S: Figure = fig("goodput_requests_per_s", "req/s", |s| opt(s.goodput.as_ref().map(|g| g.requests_per_s)));
-    GOODPUT_FRACTION: Figure = fig("goodput_fraction", "", |s| opt(s.goodput.as_ref().map(|g| g.fraction)));
+    STAGE: Figure = fig("stage", "", Merge::First, |s| text(&s.name));
+    STRATEGY: Figure = fig("strategy", "", Merge::First, |s| Value::Text(s.strategy.to_string()));
+    TARGET_RATE: Figure = fig("target_rate", "req/s", Target, |s| opt(s.target_rate));
+    START: Figure = fig("start", "RFC 3339", Earliest, |s| text(&s.start));
+    END: Figure = fig("end", "RFC 3339", Latest, |s| text(&s.end));
+    DURATION: Figure = fig("duration_s", "s", Span, |s| Num(s.duration_s));
+    MEASURED: Figure = fig("measured_s", "s", Span, |s| Num(s.measured_s));
+    SATURATED: Figure = fig("saturated", "", Derived(|s| Flag(s.saturated())), |s| Flag(s.saturated()));
+    END_REASON: Figure = fig("end_reason", "", Merge::Worst(cut_rank), |s| text(s.end_reason.name()));
+    SENT: Figure = fig("requests_sent", "requests", Sum, |s| Count(s.requests.sent));
+    COMPLETED: Figure = fig("requests_completed", "requests", Sum, |s| Count(s.requests.completed));
+    INCOMPLETE: Figure = fig("requests_incomplete", "requests", Sum, |s| Count(s.requests.incomplete));
+    ERRORED: Figure = fig("requests_errored", "requests", Sum, |s| Count(s.requests.errored));
+    REQUESTS_PER_S: Figure = fig("requests_per_s", "req/s", Rate(&MEASURED), |s| Num(s.rates.requests_per_s));
+    CAPACITY_REQUESTS_PER_S: Figure = fig("capacity_requests_per_s", "req/s", Rate(&STEADY_S), |s| Num(s.rates.steady_requests_per_s));
+    OUTPUT_TOKENS_PER_S: Figure = fig("output_tokens_per_s", "tok/s", Rate(&MEASURED), |s| Num(s.rates.output_tokens_per_s));
+    TOTAL_TOKENS_PER_S: Figure = fig("total_tokens_per_s", "tok/s", Rate(&MEASURED), |s| Num(s.rates.total_tokens_per_s));
+    CONCURRENCY_MEAN: Figure = fig("concurrency_mean", "requests", Rate(&MEASURED), |s| Num(s.concurrency.mean));
+    CONCURRENCY_MAX: Figure = fig("concurrency_max", "requests", Peak, |s| Count(s.concurrency.max));
+    PROMPT_TOKENS_MEAN: Figure = fig("prompt_tokens_mean", "tokens", Derived(|s| per_measured(s.tokens.prompt_total, s)), |s| Num(s.tokens.prompt_mean));
+    OUTPUT_TOKENS_MEAN: Figure = fig("output_tokens_mean", "tokens", Derived(|s| per_measured(s.tokens.output_total, s)), |s| Num(s.tokens.output_mean));
+    GOODPUT_PER_S: Figure = fig("goodput_requests_per_s", "req/s", Rate(&MEASURED), |s| opt(s.goodput.as_ref().map(|g| g.requests_per_s)));
+    GOODPUT_FRACTION: Figure = fig("goodput_fraction", "", Share, |s| opt(s.goodput.as_ref().map(|g| g.fraction)));
     TTFT: Dist = dist("ttft", |s| &s.ttft_ms);
     ITL: Dist = dist("itl", |s| &s.itl_ms);
     TPOT: Dist = dist("tpot", |s| &s.tpot_ms);
     LATENCY: Dist = dist("latency", |s| &s.latency_ms);
     QUEUE: Dist = dist("queue", |s| &s.queue_ms);
-    ERRORS: Figure = fig("errors", "category=count;…", |s| Value::Text(s.errors.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";")));
-    VERDICT: Figure = fig("verdict", "", |s| s.verdict.as_ref().map_or(Value::Missing, |v| text(v.outcome.as_str())));
-    VERDICT_REASON: Figure = fig("verdict_reason", "", |s| s.verdict.as_ref().map_or(Value::Missing, |v| text(&v.reason)));
-    MANUAL: Figure = fig("manual", "", |s| Flag(s.manual));
-    CUT_SHORT: Figure = fig("cut_short", "", |s| Flag(s.cut_short));
-    PAUSED_S: Figure = fig("paused_s", "s", |s| Num(s.paused_s));
-    SENT_PER_S: Figure = fig("sent_per_s", "req/s", |s| Num(s.rates.sent_per_s));
-    COMPLETED_PER_S: Figure = fig("completed_per_s", "req/s", |s| Num(s.rates.completed_per_s));
-    STEADY_S: Figure = fig("steady_s", "s", |s| Num(s.rates.steady_s));
+    ERRORS: Figure = fig("errors", "category=count;…", SumByKey, |s| Value::Text(s.errors.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";")));
+    VERDICT: Figure = fig("verdict", "", Merge::Worst(verdict_rank), |s| s.verdict.as_ref().map_or(Value::Missing, |v| text(v.outcome.as_str())));
+    VERDICT_REASON: Figure = fig("verdict_reason", "", Merge::WorstNamed(verdict_rank), |s| s.verdict.as_ref().map_or(Value::Missing, |v| text(&v.reason)));
+    MANUAL: Figure = fig("manual", "", Any, |s| Flag(s.manual));
+    CUT_SHORT: Figure = fig("cut_short", "", Any, |s| Flag(s.cut_short));
+    PAUSED_S: Figure = fig("paused_s", "s", Span, |s| Num(s.paused_s));
+    SENT_PER_S: Figure = fig("sent_per_s", "req/s", Rate(&MEASURED), |s| Num(s.rates.sent_per_s));
+    COMPLETED_PER_S: Figure = fig("completed_per_s", "req/s", Rate(&STEADY_S), |s| Num(s.rates.completed_per_s));
+    STEADY_S: Figure = fig("steady_s", "s", Span, |s| Num(s.rates.steady_s));
     LABEL: Label = Label { key: "label" };
 }
 
@@ -224,15 +422,22 @@ pub const WINDOW_RATE_NOTE: &str = "Per Second (GuideLLM), Tput (vLLM), Request 
 
 /// The achieved rate (`Rates::achieved`): `completed_per_s`, or
 /// `requests_per_s` without a steady window.
-pub const ACHIEVED: Figure = fig("achieved_requests_per_s", "req/s", |s| {
-    Num(s.rates.achieved())
-});
-pub const PROMPT_TOKENS_TOTAL: Figure = fig("prompt_tokens_total", "tokens", |s| {
+pub const ACHIEVED: Figure = fig(
+    "achieved_requests_per_s",
+    "req/s",
+    Derived(|s| Num(s.rates.achieved())),
+    |s| Num(s.rates.achieved()),
+);
+pub const PROMPT_TOKENS_TOTAL: Figure = fig("prompt_tokens_total", "tokens", Sum, |s| {
     Count(s.tokens.prompt_total)
 });
-pub const OUTPUT_TOKENS_TOTAL: Figure = fig("output_tokens_total", "tokens", |s| {
+pub const OUTPUT_TOKENS_TOTAL: Figure = fig("output_tokens_total", "tokens", Sum, |s| {
     Count(s.tokens.output_total)
 });
+
+/// The figures outside the CSV's list ([`ALL`]), for checks that go over
+/// every figure.
+pub const OTHERS: [Figure; 3] = [ACHIEVED, PROMPT_TOKENS_TOTAL, OUTPUT_TOKENS_TOTAL];
 
 #[cfg(test)]
 mod tests {

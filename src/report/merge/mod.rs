@@ -13,6 +13,8 @@
 //! its reason names the shard. The run's answer is recomputed from the
 //! merged stages.
 
+#[cfg(test)]
+mod every_figure;
 mod stage;
 
 pub use stage::in_sequence;
@@ -69,7 +71,11 @@ pub fn merge(inputs: &[(String, Report)]) -> Result<Report> {
             .iter()
             .map(|(s, name, r)| (label(s), &r.stages[i], *name))
             .collect();
-        stages.push(merge_stage(&parts, &percentiles, "shards")?);
+        stages.push(merge_stage(
+            &parts,
+            &percentiles,
+            super::columns::How::Shards,
+        )?);
     }
     let mut warnings = Vec::new();
     for (_, _, r) in &shards {

@@ -3,16 +3,19 @@
 //! distributions come from the parts' histograms added together, rates add
 //! across shards (each ran 1/N of the load over the same stage) or are
 //! taken over the runs' time in sequence; verdicts take the worst part's.
+//! The figures of the stage table merge as `report::columns` declares
+//! (`Merge`): the rates, times and levels below are read from there.
 
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 
+use crate::report::columns::{self, Figure, How, Value};
 use crate::stats::dist::Dist;
 use crate::types::{
     ByOutcome, CapacityEstimate, ClientCheck, Concurrency, Conversations, DistSummary, Goodput,
-    Method, Outcome, OutputLengths, Rates, Reasoning, RequestCounts, StageReport, Tokens,
-    TurnFigures, Verdict,
+    Method, OutputLengths, Rates, Reasoning, RequestCounts, StageReport, Tokens, TurnFigures,
+    Verdict,
 };
 
 /// One shard's stage: its label (`shard 1/4`), the stage, its file.
@@ -65,33 +68,52 @@ pub(super) struct Dists<'a, 'p> {
     histograms: BTreeMap<String, String>,
 }
 
-pub(super) fn merge_stage(parts: &[Part], percentiles: &[f64], noun: &str) -> Result<StageReport> {
+/// A figure of the stage table, merged from `stages` as its rule says.
+fn num(f: &Figure, stages: &[&StageReport], how: How) -> f64 {
+    f.merged(stages, how)
+        .and_then(|v| v.number())
+        .unwrap_or(0.0)
+}
+
+/// A count of the stage table, merged from `stages` as its rule says.
+fn count(f: &Figure, stages: &[&StageReport], how: How) -> u64 {
+    match f.merged(stages, how) {
+        Some(Value::Count(n)) => n,
+        _ => 0,
+    }
+}
+
+pub(super) fn merge_stage(parts: &[Part], percentiles: &[f64], how: How) -> Result<StageReport> {
     let s0 = parts[0].1;
-    let stages = || parts.iter().map(|(_, s, _)| *s);
-    let sum = |f: &dyn Fn(&StageReport) -> f64| stages().map(f).sum::<f64>();
+    let all: Vec<&StageReport> = parts.iter().map(|(_, s, _)| *s).collect();
+    let stages = || all.iter().copied();
     let sum_u = |f: &dyn Fn(&StageReport) -> u64| total(stages().map(f));
     let mut dists = Dists {
         parts,
         percentiles,
         histograms: BTreeMap::new(),
     };
-    let ttft_ms = dists.get("ttft_us", &|s| s.ttft_ms.count)?;
-    let itl_ms = dists.get("itl_us", &|s| s.itl_ms.count)?;
-    let tpot_ms = dists.get("tpot_us", &|s| s.tpot_ms.count)?;
-    let latency_ms = dists.get("latency_us", &|s| s.latency_ms.count)?;
-    let queue_ms = dists.get("queue_us", &|s| s.queue_ms.count)?;
+    let ttft_ms = dists.of(&columns::TTFT)?;
+    let itl_ms = dists.of(&columns::ITL)?;
+    let tpot_ms = dists.of(&columns::TPOT)?;
+    let latency_ms = dists.of(&columns::LATENCY)?;
+    let queue_ms = dists.of(&columns::QUEUE)?;
     let requests = merge_requests(parts);
     let measured = requests.measured as f64;
     let (errors, error_samples, warnings) = merge_errors(parts);
+    let noun = match how {
+        How::Shards => "shards",
+        How::Runs => "runs",
+    };
     let verdict = merge_verdict(parts, noun);
     let mut merged = StageReport {
         name: s0.name.clone(),
         strategy: s0.strategy,
         // A sharded sweep's synchronous stage is shard 0's alone (the others
         // held no stream): it has no target rate, as in one process.
-        target_rate: s0
-            .target_rate
-            .and(stages().filter_map(|s| s.target_rate).reduce(|a, b| a + b)),
+        target_rate: columns::TARGET_RATE
+            .merged(&all, how)
+            .and_then(|v| v.number()),
         saturated_before_verdicts: false,
         saturation_reason_before_verdicts: None,
         // Shards that disagree: the stage was cut if any shard's was.
@@ -106,11 +128,10 @@ pub(super) fn merge_stage(parts: &[Part], percentiles: &[f64], noun: &str) -> Re
         errors,
         error_samples,
         reconnects: sum_u(&|s| s.reconnects),
-        rates: merge_rates(parts),
+        rates: merge_rates(&all, how),
         concurrency: Concurrency {
-            mean: sum(&|s| s.concurrency.mean),
-            // The shards' peaks need not coincide: their sum bounds the whole's.
-            max: sum_u(&|s| s.concurrency.max),
+            mean: num(&columns::CONCURRENCY_MEAN, &all, how),
+            max: count(&columns::CONCURRENCY_MAX, &all, how),
         },
         ttft_ms,
         itl_ms,
@@ -118,7 +139,7 @@ pub(super) fn merge_stage(parts: &[Part], percentiles: &[f64], noun: &str) -> Re
         latency_ms,
         queue_ms,
         tokens: merge_tokens(parts, measured),
-        goodput: merge_goodput(parts, measured),
+        goodput: merge_goodput(parts, measured, how),
         capacity: stages()
             .map(|s| s.capacity.as_ref())
             .collect::<Option<Vec<_>>>()
@@ -147,57 +168,28 @@ pub(super) fn merge_stage(parts: &[Part], percentiles: &[f64], noun: &str) -> Re
         histograms: dists.histograms,
         ..StageReport::default()
     };
-    merge_times(&mut merged, parts);
+    merge_times(&mut merged, &all, how);
     Ok(merged)
 }
 
 /// The runs of one planned stage in a `--repeat N` run (each run's label,
 /// `run 2`, and its stage), merged as [`merge`] adds shards, with what
 /// differs for runs that went one after another instead of side by side:
-/// the target rate is each run's; rates, the mean concurrency and the
-/// capacity estimate are over the runs' time together (not added); the
-/// durations add; a verdict's readings are the runs' mean.
+/// the target rate is each run's; rates and the mean concurrency are over
+/// the runs' time together (not added) and the durations add (the figures'
+/// rules, `columns::How::Runs`); the capacity estimate and a verdict's
+/// readings are the runs' mean.
 pub fn in_sequence(runs: &[(String, &StageReport)], percentiles: &[f64]) -> Result<StageReport> {
-    let Some((_, s0)) = runs.first() else {
+    if runs.is_empty() {
         bail!("no run of the stage to merge");
-    };
+    }
     let parts: Vec<Part> = runs
         .iter()
         .map(|(l, s)| (l.clone(), *s, "the run"))
         .collect();
-    let mut m = merge_stage(&parts, percentiles, "runs")?;
+    let mut m = merge_stage(&parts, percentiles, How::Runs)?;
     let stages = || runs.iter().map(|(_, s)| *s);
     let n = runs.len() as f64;
-    // A figure over the runs' time together: each run's weighted by its
-    // time (the plain mean when no run has any).
-    let over = |f: &dyn Fn(&StageReport) -> f64, w: &dyn Fn(&StageReport) -> f64| {
-        let total: f64 = stages().map(w).sum();
-        if total > 0.0 {
-            stages().map(|s| f(s) * w(s)).sum::<f64>() / total
-        } else {
-            stages().map(f).sum::<f64>() / n
-        }
-    };
-    let measured = |s: &StageReport| s.measured_s;
-    let steady = |s: &StageReport| s.rates.steady_s;
-    m.target_rate = s0.target_rate;
-    m.rates = Rates {
-        requests_per_s: over(&|s| s.rates.requests_per_s, &measured),
-        steady_requests_per_s: over(&|s| s.rates.steady_requests_per_s, &steady),
-        sent_per_s: over(&|s| s.rates.sent_per_s, &measured),
-        completed_per_s: over(&|s| s.rates.completed_per_s, &steady),
-        steady_s: stages().map(steady).sum(),
-        output_tokens_per_s: over(&|s| s.rates.output_tokens_per_s, &measured),
-        total_tokens_per_s: over(&|s| s.rates.total_tokens_per_s, &measured),
-    };
-    m.concurrency.mean = over(&|s| s.concurrency.mean, &measured);
-    m.concurrency.max = stages().map(|s| s.concurrency.max).max().unwrap_or(0);
-    if let Some(g) = m.goodput.as_mut() {
-        g.requests_per_s = over(
-            &|s| s.goodput.as_ref().map_or(0.0, |g| g.requests_per_s),
-            &measured,
-        );
-    }
     if let Some(c) = m.capacity.as_mut() {
         c.requests_per_s /= n;
         c.slope_requests_per_s /= n;
@@ -219,27 +211,26 @@ pub fn in_sequence(runs: &[(String, &StageReport)], percentiles: &[f64]) -> Resu
         v.offered_per_s = v.offered_per_s.map(|g| g / n);
         v.growth_filling_per_s = v.growth_filling_per_s.map(|g| g / n);
     }
-    let sum = |f: fn(&StageReport) -> f64| stages().map(f).sum::<f64>();
-    m.duration_s = sum(|s| s.duration_s);
-    m.measured_s = sum(|s| s.measured_s);
-    m.paused_s = sum(|s| s.paused_s);
     m.pauses = stages().map(|s| s.pauses).sum();
     m.repeat = None;
     Ok(m)
 }
 
-/// The stage's times: from the earliest shard's start to the latest's
-/// end, the longest of each span (the shards ran side by side).
-pub(super) fn merge_times(merged: &mut StageReport, parts: &[Part]) {
-    let stages = || parts.iter().map(|(_, s, _)| *s);
-    let max = |f: fn(&StageReport) -> f64| stages().map(f).fold(0.0, f64::max);
-    merged.start = stages().map(|s| s.start.clone()).min().unwrap_or_default();
-    merged.end = stages().map(|s| s.end.clone()).max().unwrap_or_default();
-    merged.duration_s = max(|s| s.duration_s);
-    merged.measured_s = max(|s| s.measured_s);
+/// The stage's times: from the earliest part's start to the latest's end;
+/// the longest shard's span of each kind, or the runs' added (their rules).
+pub(super) fn merge_times(merged: &mut StageReport, stages: &[&StageReport], how: How) {
+    let text = |f: &Figure| match f.merged(stages, how) {
+        Some(Value::Text(t)) => t,
+        _ => String::new(),
+    };
+    merged.start = text(&columns::START);
+    merged.end = text(&columns::END);
+    merged.duration_s = num(&columns::DURATION, stages, how);
+    merged.measured_s = num(&columns::MEASURED, stages, how);
+    merged.paused_s = num(&columns::PAUSED_S, stages, how);
+    let stages = || stages.iter();
     merged.measured_from_s = stages().filter_map(|s| s.measured_from_s).reduce(f64::min);
-    merged.finished_after_s = max(|s| s.finished_after_s);
-    merged.paused_s = max(|s| s.paused_s);
+    merged.finished_after_s = stages().map(|s| s.finished_after_s).fold(0.0, f64::max);
     merged.pauses = stages().map(|s| s.pauses).max().unwrap_or(0);
 }
 
@@ -343,25 +334,23 @@ pub(super) fn merge_tokens(parts: &[Part], measured: f64) -> Tokens {
     }
 }
 
-/// Rates add (each shard ran its share over the same stage); the steady
-/// window is the longest shard's.
-pub(super) fn merge_rates(parts: &[Part]) -> Rates {
-    let sum = |f: fn(&Rates) -> f64| parts.iter().map(|(_, s, _)| f(&s.rates)).sum::<f64>();
+/// Rates add across shards (each ran its share over the same stage) and
+/// are over the runs' time together; the steady window is the longest
+/// shard's, or the runs' added (the figures' rules).
+pub(super) fn merge_rates(stages: &[&StageReport], how: How) -> Rates {
+    let num = |f: &Figure| num(f, stages, how);
     Rates {
-        requests_per_s: sum(|r| r.requests_per_s),
-        steady_requests_per_s: sum(|r| r.steady_requests_per_s),
-        sent_per_s: sum(|r| r.sent_per_s),
-        completed_per_s: sum(|r| r.completed_per_s),
-        steady_s: parts
-            .iter()
-            .map(|(_, s, _)| s.rates.steady_s)
-            .fold(0.0, f64::max),
-        output_tokens_per_s: sum(|r| r.output_tokens_per_s),
-        total_tokens_per_s: sum(|r| r.total_tokens_per_s),
+        requests_per_s: num(&columns::REQUESTS_PER_S),
+        steady_requests_per_s: num(&columns::CAPACITY_REQUESTS_PER_S),
+        sent_per_s: num(&columns::SENT_PER_S),
+        completed_per_s: num(&columns::COMPLETED_PER_S),
+        steady_s: num(&columns::STEADY_S),
+        output_tokens_per_s: num(&columns::OUTPUT_TOKENS_PER_S),
+        total_tokens_per_s: num(&columns::TOTAL_TOKENS_PER_S),
     }
 }
 
-pub(super) fn merge_goodput(parts: &[Part], measured: f64) -> Option<Goodput> {
+pub(super) fn merge_goodput(parts: &[Part], measured: f64, how: How) -> Option<Goodput> {
     let stages = || parts.iter().map(|(_, s, _)| *s);
     let g = parts[0].1.goodput.as_ref()?;
     let good: f64 = stages()
@@ -373,9 +362,7 @@ pub(super) fn merge_goodput(parts: &[Part], measured: f64) -> Option<Goodput> {
         .sum();
     Some(Goodput {
         slo: g.slo,
-        requests_per_s: stages()
-            .filter_map(|s| s.goodput.as_ref().map(|g| g.requests_per_s))
-            .sum(),
+        requests_per_s: num(&columns::GOODPUT_PER_S, &stages().collect::<Vec<_>>(), how),
         fraction: if measured > 0.0 { good / measured } else { 0.0 },
     })
 }
@@ -543,12 +530,7 @@ pub(super) fn add(into: &mut u64, n: u64) {
 /// saturated), its reason naming the shard: a verdict rests on the shard's
 /// completion series, which its report does not carry.
 pub(super) fn merge_verdict(parts: &[Part], noun: &str) -> Option<Verdict> {
-    let rank = |o: Outcome| match o {
-        Outcome::Saturated => 3,
-        Outcome::Erroring => 2,
-        Outcome::Inconclusive => 1,
-        Outcome::NotSaturated => 0,
-    };
+    let rank = columns::outcome_rank;
     let judged: Vec<(&String, &Verdict)> = parts
         .iter()
         .filter_map(|(l, s, _)| s.verdict.as_ref().map(|v| (l, v)))
@@ -654,6 +636,11 @@ pub(super) fn merge_client(parts: &[Part]) -> Option<ClientCheck> {
 }
 
 impl Dists<'_, '_> {
+    /// A distribution of the stage table, from its histogram.
+    fn of(&mut self, d: &columns::Dist) -> Result<DistSummary> {
+        self.get(&d.histogram(), &|s| d.of(s).count)
+    }
+
     fn get(&mut self, key: &str, count_of: &dyn Fn(&StageReport) -> u64) -> Result<DistSummary> {
         let (summary, h) = merged_dist(self.parts, key, count_of, self.percentiles)?;
         if let Some(h) = h {
