@@ -240,6 +240,36 @@ pub struct RequestRecord {
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
 
 impl RequestRecord {
+    /// A request sent at `sent_at` (wanted at `scheduled_at`) of which
+    /// nothing has come back yet: no chunk, no usage, `Incomplete`. The
+    /// client fills it as the answer streams; a backend or a test sets the
+    /// fields it knows (`RequestRecord { outcome, ..RequestRecord::sent(…) }`),
+    /// so a new field is one line here.
+    pub fn sent(scheduled_at: Instant, sent_at: Instant, prompt_tokens: u64) -> RequestRecord {
+        RequestRecord {
+            scheduled_at,
+            sent_at,
+            ended_at: sent_at,
+            chunks: Vec::new(),
+            output_tokens: 0,
+            output_source: TokenSource::Usage,
+            prompt_tokens,
+            server_prompt_tokens: None,
+            server_cached_prompt_tokens: None,
+            outcome: RequestOutcome::Incomplete,
+            reconnects: 0,
+            usage_note: None,
+            thinking: Vec::new(),
+            server_reasoning_tokens: None,
+            client_output_tokens: None,
+            requested_output_tokens: None,
+            reply: None,
+            images: 0,
+            image_bytes: 0,
+            tool_calls: 0,
+        }
+    }
+
     pub fn first_token_at(&self) -> Option<Instant> {
         self.chunks.first().map(|c| c.0)
     }

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::progress::{Progress, Watch};
-use crate::client::{Client, ErrorCategory, Prompt, RequestOutcome, RequestRecord, TokenSource};
+use crate::client::{Client, ErrorCategory, Prompt, RequestOutcome, RequestRecord};
 
 /// A future that sends one request and measures it.
 pub type Send<'a> = Pin<Box<dyn Future<Output = RequestRecord> + std::marker::Send + 'a>>;
@@ -187,29 +187,9 @@ impl Backend for Scripted {
         Box::pin(async move {
             let sent_at = Instant::now();
             let mut watch = Watch::new(Some(progress));
-            let mut rec = RequestRecord {
-                scheduled_at,
-                sent_at,
-                ended_at: sent_at,
-                chunks: Vec::new(),
-                output_tokens: 0,
-                output_source: TokenSource::Usage,
-                prompt_tokens: prompt.prompt_tokens,
-                server_prompt_tokens: None,
-                server_cached_prompt_tokens: None,
-                outcome: RequestOutcome::Incomplete,
-                reconnects: 0,
-                usage_note: None,
-                thinking: Vec::new(),
-                server_reasoning_tokens: None,
-                client_output_tokens: None,
-                // The script decides the lengths, whatever the prompt asks.
-                requested_output_tokens: None,
-                reply: None,
-                images: 0,
-                image_bytes: 0,
-                tool_calls: 0,
-            };
+            // No requested length: the script decides the lengths,
+            // whatever the prompt asks.
+            let mut rec = RequestRecord::sent(scheduled_at, sent_at, prompt.prompt_tokens);
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec, &mut watch) => o,
                 _ = cancel.cancelled() => RequestOutcome::Incomplete,

@@ -185,7 +185,7 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{ErrorCategory, TokenSource};
+    use crate::client::ErrorCategory;
 
     fn rec(
         at: Instant,
@@ -194,26 +194,13 @@ mod tests {
         cached: Option<u64>,
     ) -> RequestRecord {
         RequestRecord {
-            scheduled_at: at,
-            sent_at: at,
             ended_at: at + Duration::from_millis(100),
             chunks: vec![(at + Duration::from_millis(40), 1)],
             output_tokens: 1,
-            output_source: TokenSource::Usage,
-            prompt_tokens: prompt,
             server_prompt_tokens: Some(prompt),
             server_cached_prompt_tokens: cached,
             outcome,
-            reconnects: 0,
-            usage_note: None,
-            reply: None,
-            thinking: Vec::new(),
-            server_reasoning_tokens: None,
-            client_output_tokens: None,
-            requested_output_tokens: None,
-            images: 0,
-            image_bytes: 0,
-            tool_calls: 0,
+            ..RequestRecord::sent(at, at, prompt)
         }
     }
 

@@ -194,33 +194,18 @@ pub fn parse_duration_ms(s: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{RequestOutcome, TokenSource};
+    use crate::client::RequestOutcome;
     use tokio::time::Instant;
 
     fn record(chunks_ms: &[(u64, u32)], end_ms: u64, tokens: u64) -> RequestRecord {
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         RequestRecord {
-            scheduled_at: t0,
-            sent_at: at(5),
             ended_at: at(end_ms),
             chunks: chunks_ms.iter().map(|&(ms, k)| (at(ms), k)).collect(),
             output_tokens: tokens,
-            output_source: TokenSource::Usage,
-            prompt_tokens: 10,
-            server_prompt_tokens: None,
-            server_cached_prompt_tokens: None,
             outcome: RequestOutcome::Completed,
-            reconnects: 0,
-            usage_note: None,
-            thinking: Vec::new(),
-            server_reasoning_tokens: None,
-            client_output_tokens: None,
-            requested_output_tokens: None,
-            reply: None,
-            images: 0,
-            image_bytes: 0,
-            tool_calls: 0,
+            ..RequestRecord::sent(t0, at(5), 10)
         }
     }
 

@@ -89,15 +89,12 @@ impl ModelSplit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::TokenSource;
     use tokio::time::{Duration, Instant};
 
     fn rec(ttft_ms: u64, outcome: RequestOutcome) -> RequestRecord {
         let t0 = Instant::now();
         let ms = |m: u64| t0 + Duration::from_millis(m);
         RequestRecord {
-            scheduled_at: t0,
-            sent_at: t0,
             ended_at: ms(ttft_ms + 20),
             chunks: vec![
                 (ms(ttft_ms), 1),
@@ -105,21 +102,8 @@ mod tests {
                 (ms(ttft_ms + 20), 1),
             ],
             output_tokens: 3,
-            output_source: TokenSource::Usage,
-            prompt_tokens: 8,
-            server_prompt_tokens: None,
-            server_cached_prompt_tokens: None,
             outcome,
-            reconnects: 0,
-            usage_note: None,
-            thinking: Vec::new(),
-            server_reasoning_tokens: None,
-            client_output_tokens: None,
-            requested_output_tokens: None,
-            reply: None,
-            images: 0,
-            image_bytes: 0,
-            tool_calls: 0,
+            ..RequestRecord::sent(t0, t0, 8)
         }
     }
 

@@ -156,7 +156,7 @@ pub fn warnings(s: &StageReport) -> Vec<StageWarning> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{RequestOutcome, TokenSource};
+    use crate::client::RequestOutcome;
     use std::time::Duration;
     use tokio::time::Instant;
 
@@ -164,26 +164,15 @@ mod tests {
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         RequestRecord {
-            scheduled_at: t0,
-            sent_at: t0,
             ended_at: at(100),
             chunks: (0..4).map(|i| (at(10 + 20 * i), 1)).collect(),
             output_tokens: 4,
-            output_source: TokenSource::Usage,
-            prompt_tokens: 1,
-            server_prompt_tokens: None,
-            server_cached_prompt_tokens: None,
             outcome: RequestOutcome::Completed,
-            reconnects: 0,
             thinking,
             server_reasoning_tokens: server_reasoning,
             client_output_tokens: Some(4),
             requested_output_tokens: Some(4),
-            usage_note: None,
-            reply: None,
-            images: 0,
-            image_bytes: 0,
-            tool_calls: 0,
+            ..RequestRecord::sent(t0, t0, 1)
         }
     }
 

@@ -580,26 +580,13 @@ mod tests {
     ) -> RequestRecord {
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         RequestRecord {
-            scheduled_at: at(sent_ms),
-            sent_at: at(sent_ms),
             ended_at: at(end_ms),
             chunks: vec![(at(first_ms), 1), (at(end_ms), 1)],
             output_tokens: 2,
             output_source: crate::client::TokenSource::Usage,
-            prompt_tokens: 10,
             server_prompt_tokens: Some(11),
-            server_cached_prompt_tokens: None,
             outcome,
-            reconnects: 0,
-            usage_note: None,
-            thinking: Vec::new(),
-            server_reasoning_tokens: None,
-            client_output_tokens: None,
-            requested_output_tokens: None,
-            reply: None,
-            images: 0,
-            image_bytes: 0,
-            tool_calls: 0,
+            ..RequestRecord::sent(at(sent_ms), at(sent_ms), 10)
         }
     }
 
