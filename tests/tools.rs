@@ -151,3 +151,86 @@ async fn a_run_with_tools_reports_the_calls_the_server_made() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("use --api chat"));
     sim.shutdown().await;
 }
+
+/// Conversations that use tools: every turn carries the definitions of a
+/// tools file, and each user message is followed by the assistant's call
+/// and the tool's result; the first message's image goes in every turn's
+/// history. A tools file that is not one stops the run before any load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_carry_a_tools_file_s_definitions_calls_and_results() {
+    let mut c = common::model(2.0, 0.0, 64);
+    c.params.image_tokens = 20;
+    let sim = common::start_sim(c).await;
+    let out = tmpdir("tools-conv");
+    let dir = tmpdir("tools-conv-files");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tools.json");
+    std::fs::write(
+        &file,
+        r#"[{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]"#,
+    )
+    .unwrap();
+    let data = format!(
+        "prompt_tokens=16,output_tokens=4,turns=3,think_time=0,tools_file={},tool_results=1,tool_result_tokens=10,images=1,image_size=16x16",
+        file.display()
+    );
+    let args = [
+        "--data",
+        data.as_str(),
+        "--profile",
+        "concurrent",
+        "--rate",
+        "2",
+        "--max-requests",
+        "4",
+        "--max-seconds",
+        "10",
+        "--export",
+        "json",
+    ];
+    let o = run(&sim.url(), &out, &args).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let s = &r["stages"][0];
+    let conv = &s["conversations"];
+    assert!(conv["completed"].as_u64().unwrap() >= 4, "{conv}");
+    assert_eq!(s["errors"].as_object().map_or(0, |e| e.len()), 0, "{s}");
+    assert_eq!(
+        s["tool_calls"]["tools_per_request"], 2,
+        "{}",
+        s["tool_calls"]
+    );
+    let truth = common::truth(&sim.url()).await;
+    let turns = s["requests"]["completed"].as_u64().unwrap();
+    assert_eq!(truth.images, turns, "one image in every turn's history");
+    // Turn 3 holds 3 user messages, 2 replies and 3 tool results (10
+    // tokens each) as text; the server adds the definitions and the image.
+    let by_turn = conv["by_turn"].as_array().unwrap();
+    assert_eq!(by_turn.len(), 3);
+    let third = by_turn[2]["prompt_tokens_mean"].as_f64().unwrap();
+    assert!(third >= (3 * 16 + 2 * 4) as f64, "{third}");
+    let server = s["tokens"]["prompt_mean_server"].as_f64().unwrap();
+    let text = s["tokens"]["prompt_mean"].as_f64().unwrap();
+    assert!(server > text + 20.0 + 20.0, "{server} vs {text}");
+    let _ = std::fs::remove_dir_all(&out);
+    // A tools file that is not one: named, before any load.
+    common::reset_truth(&sim.url()).await;
+    std::fs::write(
+        &file,
+        r#"[{"type": "function", "function": {"description": "no name"}}]"#,
+    )
+    .unwrap();
+    let o = run(&sim.url(), &out, &args).await;
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("tools.json: tool 0, key `function.name`: missing"),
+        "{err}"
+    );
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+    sim.shutdown().await;
+}

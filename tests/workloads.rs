@@ -291,9 +291,7 @@ fn conversations(spec: &str, api: Api) -> Arc<[llmsweep::data::conversation::Con
         1,
         Some(7),
         &llmsweep::tokenizer::Builtin,
-        api,
-        "llmsweep-sim",
-        None,
+        &llmsweep::data::conversation::Build::plain(api, "llmsweep-sim"),
     )
     .unwrap()
     .into()

@@ -16,9 +16,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value};
 
+use super::scripts::Script;
 use super::synthetic::Synthetic;
-use super::{request_body, text_offset};
-use crate::client::Prompt;
+use super::{image_slots, request_body, text_offset, with_image_parts};
+use crate::client::{ImageSlot, Images, Prompt};
 use crate::tokenizer::TokenCounter;
 use crate::types::Api;
 
@@ -31,6 +32,65 @@ pub struct Conversation {
     /// Tokens of the data's reply to each turn that has a next one (in
     /// the history of the turns after it).
     pub reply_tokens: Vec<u64>,
+}
+
+/// How each turn's request is built: the API, the model, the extra body
+/// (tool definitions included), and what the turns carry beside text.
+#[derive(Debug, Clone, Copy)]
+pub struct Build<'a> {
+    pub api: Api,
+    pub model: &'a str,
+    pub extra: Option<&'a Map<String, Value>>,
+    /// `images=N`: in the conversation's first message, so every turn
+    /// sends them again in its history, as a chat client does.
+    pub images: Option<&'a super::images::Attach>,
+    /// `tool_results=K`: K rounds (a call and its result) after each
+    /// user message, before the answer to it.
+    pub tools: Option<&'a super::tools::ToolSpec>,
+}
+
+impl<'a> Build<'a> {
+    /// Text alone.
+    pub fn plain(api: Api, model: &'a str) -> Build<'a> {
+        Build {
+            api,
+            model,
+            extra: None,
+            images: None,
+            tools: None,
+        }
+    }
+
+    /// A turn's request body from its messages so far, with its images'
+    /// places and its tool rounds; and where a reuse's tag goes (at
+    /// `head`'s text, after `shared` bytes).
+    fn body(
+        &self,
+        texts: &[&str],
+        output: Option<u64>,
+        head: &str,
+        shared: usize,
+    ) -> Result<(Vec<u8>, Option<usize>, Option<Images>)> {
+        let mut body = request_body(self.api, self.model, texts, output, self.extra)?;
+        if let Some(im) = self.images {
+            body = with_image_parts(&body, im.count, self.api)?;
+        }
+        if let Some(t) = self.tools {
+            body = super::tools::with_history_each_turn(&body, t, self.api)?;
+        }
+        let tag_at = text_offset(&body, self.api, head, shared);
+        let slot = match self.api {
+            Api::Messages => ImageSlot::Source,
+            _ => ImageSlot::Url,
+        };
+        let images = self.images.map(|im| Images {
+            at: image_slots(&body, slot),
+            source: im.source.clone(),
+            seq: 0,
+            slot,
+        });
+        Ok((body, tag_at, images))
+    }
 }
 
 /// A think time as a `Duration`: seconds from 0 to an hour (the parsers
@@ -96,9 +156,7 @@ pub fn synthetic(
     seed: u64,
     run: Option<u64>,
     counter: &dyn TokenCounter,
-    api: Api,
-    model: &str,
-    extra: Option<&Map<String, Value>>,
+    build: &Build,
 ) -> Result<Vec<Conversation>> {
     let turns = spec.turns.max(1);
     // First turns: the spec as it is (its shared prefix, its groups).
@@ -158,11 +216,15 @@ pub fn synthetic(
             within_bounds(&what, k + 1, tokens, built)?;
             texts.push(item.text.clone());
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let body = request_body(api, model, &refs, item.output_tokens, extra)?;
             // A reused conversation is respelled where its first message
             // begins (after the shared prefix), the same in every turn, so
             // its turns still share their history with each other.
-            let tag_at = text_offset(&body, api, &head.text, head.shared_prefix_bytes);
+            let (body, tag_at, images) = build.body(
+                &refs,
+                item.output_tokens,
+                &head.text,
+                head.shared_prefix_bytes,
+            )?;
             bytes += body.len();
             conv.turns.push(Prompt {
                 body: Bytes::from(body),
@@ -170,7 +232,7 @@ pub fn synthetic(
                 output_tokens: item.output_tokens,
                 tag_at,
                 respell: head.respell.clone().filter(|_| tag_at.is_some()),
-                images: None,
+                images,
             });
         }
         out.push(conv);
@@ -189,21 +251,27 @@ pub fn with_received(
 ) -> Option<Prompt> {
     let mut v: Value = serde_json::from_slice(&p.body).ok()?;
     let msgs = v.get_mut("messages")?.as_array_mut()?;
-    if msgs.len() < 2 * received.len() + 1 {
-        return None;
-    }
-    for (j, (text, _)) in received.iter().enumerate() {
-        let m = msgs.get_mut(2 * j + 1)?.as_object_mut()?;
-        if m.get("role").and_then(Value::as_str) != Some("assistant") {
-            return None;
-        }
+    // The replies: assistant messages of text (a tool round's call is not one).
+    let mut replies = msgs.iter_mut().filter(|m| {
+        m.get("role").and_then(Value::as_str) == Some("assistant")
+            && m.get("content").is_some_and(Value::is_string)
+    });
+    for (text, _) in received {
+        let m = replies.next()?.as_object_mut()?;
         m.insert("content".into(), Value::String(text.clone()));
     }
     let data: u64 = conv.reply_tokens.iter().take(received.len()).sum();
     let got: u64 = received.iter().map(|r| r.1).sum();
+    let body = serde_json::to_vec(&v).ok()?;
+    // The images' places, in the body as rewritten.
+    let images = p.images.clone().map(|mut im| {
+        im.at = image_slots(&body, im.slot);
+        im
+    });
     Some(Prompt {
-        body: Bytes::from(serde_json::to_vec(&v).ok()?),
+        body: Bytes::from(body),
         prompt_tokens: (p.prompt_tokens + got).saturating_sub(data),
+        images,
         ..p.clone()
     })
 }
@@ -216,8 +284,9 @@ pub fn turn_of(convs: &[Conversation], seq: u64, turn: usize) -> Option<Prompt> 
     let n = convs.len().max(1) as u64;
     let conv = convs.get((seq % n) as usize)?;
     let p = conv.turns.get(turn)?;
+    // Its images are drawn for the conversation: the same in every turn.
     Some(if seq < n {
-        p.clone()
+        p.clone().for_seq(seq)
     } else {
         super::for_request(std::slice::from_ref(p), seq)
     })
@@ -249,7 +318,7 @@ mod tests {
             "prompt_tokens=20,output_tokens=8,turns=3,think_time=1.5,samples=20,prefix_tokens=16",
         )
         .unwrap();
-        let convs = synthetic(&spec, 1, Some(9), &Builtin, Api::Chat, "m", None).unwrap();
+        let convs = synthetic(&spec, 1, Some(9), &Builtin, &Build::plain(Api::Chat, "m")).unwrap();
         assert_eq!(convs.len(), 20);
         let c = &convs[3];
         assert_eq!(c.think, Duration::from_millis(1500));
@@ -296,7 +365,14 @@ mod tests {
         assert_eq!(r[0], m[2][0]);
         assert_eq!(r[4], m[2][4]);
         // Completions: one text that grows.
-        let convs = synthetic(&spec, 1, Some(9), &Builtin, Api::Completions, "m", None).unwrap();
+        let convs = synthetic(
+            &spec,
+            1,
+            Some(9),
+            &Builtin,
+            &Build::plain(Api::Completions, "m"),
+        )
+        .unwrap();
         let text = |p: &Prompt| {
             let v: Value = serde_json::from_slice(&p.body).unwrap();
             v["prompt"].as_str().unwrap().to_string()
@@ -307,222 +383,97 @@ mod tests {
     }
 }
 
-/// One conversation as a file gives it: user messages, the data's reply to
-/// each (None: none given), and how many tokens each turn asks for.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Script {
-    pub users: Vec<String>,
-    pub replies: Vec<Option<String>>,
-    pub output_tokens: Vec<Option<u64>>,
-    pub think_s: f64,
-    /// Where the file gave it (`convs.jsonl, line 57`), for errors.
-    pub source: String,
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+    use crate::tokenizer::Builtin;
+
+    /// Images go in a conversation's first message, so every turn sends
+    /// them (the same ones: drawn for the conversation); tool rounds follow
+    /// each user message; the server's replies replace only the replies.
+    #[test]
+    fn turns_carry_the_first_message_s_images_and_each_turn_s_tool_rounds() {
+        let data = "prompt_tokens=8,output_tokens=4,turns=3,samples=4,images=2,image_size=8x8,tools=2,tool_results=1,tool_result_tokens=3";
+        let spec = Synthetic::parse(data).unwrap();
+        let im =
+            super::super::images::attach(&super::super::images::spec_of(data).unwrap().unwrap(), 1)
+                .unwrap();
+        let tools = super::super::tools::spec_of(data).unwrap().unwrap();
+        let build = Build {
+            images: Some(&im),
+            tools: Some(&tools),
+            ..Build::plain(Api::Chat, "m")
+        };
+        let convs = synthetic(&spec, 1, Some(3), &Builtin, &build).unwrap();
+        let last = &convs[1].turns[2];
+        let v: Value = serde_json::from_slice(&last.body).unwrap();
+        let msgs = v["messages"].as_array().unwrap();
+        let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "user",
+                "assistant",
+                "tool"
+            ]
+        );
+        assert_eq!(
+            msgs[0]["content"].as_array().unwrap().len(),
+            3,
+            "text and 2 images"
+        );
+        assert!(msgs[4]["content"].is_string(), "later messages are text");
+        // Each turn's messages begin with the turn before's, and its reply.
+        let msgs_of = |k: usize| -> Vec<Value> {
+            let v: Value = serde_json::from_slice(&convs[1].turns[k].body).unwrap();
+            v["messages"].as_array().unwrap().clone()
+        };
+        for k in 1..3 {
+            let (a, b) = (msgs_of(k - 1), msgs_of(k));
+            assert_eq!(b[..a.len()], a[..], "turn {k}");
+            assert_eq!(b.len(), a.len() + 4, "reply, user, call, result");
+        }
+        // The same images in every turn of a conversation, others in the next.
+        let url = |seq: u64, k: usize| {
+            let (sent, n, _) = turn_of(&convs, seq, k).unwrap().filled();
+            assert_eq!(n, 2);
+            let v: Value = serde_json::from_slice(&sent.body).unwrap();
+            v["messages"][0]["content"][1]["image_url"]["url"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert!(url(1, 0).starts_with("data:image/png;base64,"));
+        assert_eq!(url(1, 0), url(1, 2));
+        assert_ne!(url(1, 0), url(2, 0));
+        assert_eq!(url(5, 0), url(5, 1), "a reused conversation too");
+        // The server's answers replace the replies, not the tool calls.
+        let got = vec![("first".to_string(), 1), ("second".to_string(), 1)];
+        let p = with_received(last, &convs[1], &got).unwrap();
+        let v: Value = serde_json::from_slice(&p.body).unwrap();
+        assert_eq!(v["messages"][3]["content"], "first");
+        assert_eq!(v["messages"][7]["content"], "second");
+        assert!(v["messages"][1]["tool_calls"].is_array());
+        let (sent, n, _) = p.filled();
+        assert_eq!(n, 2);
+        let v: Value = serde_json::from_slice(&sent.body).unwrap();
+        assert!(v["messages"][0]["content"][2]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png"));
+    }
 }
 
 /// Reply length in the history when the data gives neither a reply nor an output length.
 const DEFAULT_REPLY_TOKENS: u64 = 128;
-
-/// Conversations from a file, when it holds them: a JSONL file whose rows
-/// are `{"turns": [...]}` (each turn a message, or `{"user": ..,
-/// "assistant": .., "output_tokens": n}`; `think_time` per row), or, with
-/// `sharegpt_turns`, a ShareGPT JSON file (every human message a turn, the
-/// assistant's answer after it the reply). None: the file is not one of
-/// those (it is read as prompts). Errors name the file, the line (row) and
-/// the field.
-pub fn scripts_from_file(
-    path: &std::path::Path,
-    sharegpt_turns: bool,
-) -> Result<Option<Vec<Script>>> {
-    use anyhow::{bail, Context as _};
-    let name = path.display().to_string();
-    let ext = path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    match ext.as_str() {
-        "jsonl" | "ndjson" => {
-            let f = std::fs::File::open(path)
-                .with_context(|| format!("cannot read data file {name}"))?;
-            let mut rd = std::io::BufReader::new(f);
-            let mut buf = Vec::new();
-            let mut out = Vec::new();
-            let mut line = 0usize;
-            while let Some(row) = super::files::next_row(&mut rd, &mut buf, crate::bounds::DATA_ROW)
-                .with_context(|| format!("{name}, line {}", line + 1))?
-            {
-                line += 1;
-                let text = match row {
-                    Ok(()) => std::str::from_utf8(&buf).map_err(|e| {
-                        anyhow::anyhow!(
-                            "{name}, line {line}: {}",
-                            super::files::not_utf8(&buf, e.valid_up_to())
-                        )
-                    })?,
-                    Err(e) => bail!("{name}, line {line}: {e}"),
-                };
-                let text = text.trim();
-                if text.is_empty() {
-                    continue;
-                }
-                let v: Value = match serde_json::from_str(text) {
-                    Ok(v) => v,
-                    Err(_) if out.is_empty() => return Ok(None),
-                    Err(e) => bail!("{name}, line {line}: not JSON ({e})"),
-                };
-                let Some(turns) = v.get("turns") else {
-                    if out.is_empty() {
-                        // Not a conversation file: prompts.
-                        return Ok(None);
-                    }
-                    bail!("{name}, line {line}, field `turns`: missing (the rows before it are conversations)");
-                };
-                let mut script = script_of(turns, v.get("think_time"))
-                    .map_err(|e| anyhow::anyhow!("{name}, line {line}, {e}"))?;
-                script.source = format!("{name}, line {line}");
-                out.push(script);
-            }
-            if out.is_empty() {
-                return Ok(None);
-            }
-            Ok(Some(out))
-        }
-        "json" if sharegpt_turns => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read data file {name}"))?;
-            let v: Value = serde_json::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{name}: not valid JSON: {e}"))?;
-            let Value::Array(rows) = v else {
-                bail!("{name}: --multi-turn reads ShareGPT: a JSON array of {{\"conversations\": [...]}}");
-            };
-            let mut out = Vec::new();
-            for (i, row) in rows.iter().enumerate() {
-                let msgs = row
-                    .get("conversations")
-                    .and_then(Value::as_array)
-                    .with_context(|| {
-                        format!(
-                            "{name}, row {}, field `conversations`: missing or not a list",
-                            i + 1
-                        )
-                    })?;
-                let mut s = Script {
-                    source: format!("{name}, row {}", i + 1),
-                    ..Script::default()
-                };
-                for (j, m) in msgs.iter().enumerate() {
-                    let who = m
-                        .get("from")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_ascii_lowercase();
-                    let value = m.get("value").and_then(Value::as_str).with_context(|| {
-                        format!(
-                            "{name}, row {}, field `conversations[{j}].value`: missing or not text",
-                            i + 1
-                        )
-                    })?;
-                    match who.as_str() {
-                        "human" | "user" => {
-                            s.users.push(value.to_string());
-                            s.replies.push(None);
-                            s.output_tokens.push(None);
-                        }
-                        "gpt" | "assistant" | "chatgpt" => {
-                            if let Some(r) = s.replies.last_mut().filter(|r| r.is_none()) {
-                                *r = Some(value.to_string());
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                if !s.users.is_empty() {
-                    out.push(s);
-                }
-            }
-            if out.is_empty() {
-                bail!("{name}: no conversation has a human turn");
-            }
-            Ok(Some(out))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// One row's `turns` (and `think_time`), or what is wrong with it (`field …: why`).
-fn script_of(turns: &Value, think: Option<&Value>) -> Result<Script, String> {
-    let Value::Array(turns) = turns else {
-        return Err("field `turns`: not a list".into());
-    };
-    if turns.is_empty() {
-        return Err("field `turns`: empty".into());
-    }
-    let mut s = Script::default();
-    for (i, t) in turns.iter().enumerate() {
-        let text = |v: Option<&Value>, key: &str| -> Result<Option<String>, String> {
-            match v {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(x)) if !x.trim().is_empty() => Ok(Some(x.clone())),
-                Some(other) => Err(format!(
-                    "field `turns[{i}].{key}`: {} is not text",
-                    brief(other)
-                )),
-            }
-        };
-        match t {
-            Value::String(x) if !x.trim().is_empty() => {
-                s.users.push(x.clone());
-                s.replies.push(None);
-                s.output_tokens.push(None);
-            }
-            Value::Object(m) => {
-                let user = text(m.get("user"), "user")?
-                    .ok_or_else(|| format!("field `turns[{i}].user`: missing"))?;
-                s.users.push(user);
-                s.replies.push(text(m.get("assistant"), "assistant")?);
-                s.output_tokens.push(match m.get("output_tokens") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::Number(n)) if n.as_u64().is_some_and(|x| x >= 1) => n.as_u64(),
-                    Some(other) => {
-                        return Err(format!(
-                        "field `turns[{i}].output_tokens`: {} is not a whole number of 1 or more",
-                        brief(other)
-                    ))
-                    }
-                });
-            }
-            other => {
-                return Err(format!(
-                    "field `turns[{i}]`: {} is neither a message nor {{\"user\": ..}}",
-                    brief(other)
-                ))
-            }
-        }
-    }
-    s.think_s = match think {
-        None | Some(Value::Null) => 0.0,
-        Some(Value::Number(n))
-            if n.as_f64()
-                .is_some_and(|x| x.is_finite() && (0.0..=3600.0).contains(&x)) =>
-        {
-            n.as_f64().unwrap_or(0.0)
-        }
-        Some(other) => {
-            return Err(format!(
-                "field `think_time`: {} is not seconds from 0 to 3600",
-                brief(other)
-            ))
-        }
-    };
-    Ok(s)
-}
-
-fn brief(v: &Value) -> String {
-    let s = v.to_string();
-    match s.char_indices().nth(60) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s,
-    }
-}
 
 /// Request bodies for conversations a file gave: each turn sends the
 /// messages so far and the data's replies (text of the turn's output
@@ -531,9 +482,7 @@ pub fn from_scripts(
     scripts: &[Script],
     seed: u64,
     counter: &dyn TokenCounter,
-    api: Api,
-    model: &str,
-    extra: Option<&Map<String, Value>>,
+    build: &Build,
 ) -> Result<Vec<Conversation>> {
     let pieces = counter.one_token_pieces();
     let mut rng = SmallRng::seed_from_u64(seed ^ 0xF11E);
@@ -584,8 +533,7 @@ pub fn from_scripts(
                     .map(|r| (counter.count(r) as u64).max(1))
             });
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let body = request_body(api, model, &refs, output, extra)?;
-            let tag_at = text_offset(&body, api, &s.users[0], 0);
+            let (body, tag_at, images) = build.body(&refs, output, &s.users[0], 0)?;
             bytes += body.len();
             conv.turns.push(Prompt {
                 body: Bytes::from(body),
@@ -593,7 +541,7 @@ pub fn from_scripts(
                 output_tokens: output,
                 tag_at,
                 respell: None,
-                images: None,
+                images,
             });
         }
         out.push(conv);
@@ -604,6 +552,7 @@ pub fn from_scripts(
 #[cfg(test)]
 mod file_tests {
     use super::*;
+    use crate::data::scripts::scripts_from_file;
     use crate::tokenizer::Builtin;
 
     fn write(name: &str, text: &str) -> std::path::PathBuf {
@@ -625,7 +574,7 @@ mod file_tests {
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].think_s, 2.0);
         assert_eq!(s[1].replies[0].as_deref(), Some("three four five"));
-        let convs = from_scripts(&s, 1, &Builtin, Api::Chat, "m", None).unwrap();
+        let convs = from_scripts(&s, 1, &Builtin, &Build::plain(Api::Chat, "m")).unwrap();
         let t = &convs[1].turns;
         // Turn 2: "one two" + "three four five" + "six".
         assert_eq!(t[1].prompt_tokens, 6);
@@ -676,7 +625,7 @@ mod file_tests {
         );
         let s = scripts_from_file(&p, true).unwrap().unwrap();
         assert_eq!(s[0].users, ["q one", "q two"]);
-        let convs = from_scripts(&s, 1, &Builtin, Api::Chat, "m", None).unwrap();
+        let convs = from_scripts(&s, 1, &Builtin, &Build::plain(Api::Chat, "m")).unwrap();
         assert_eq!(convs[0].turns[1].prompt_tokens, 2 + 3 + 2);
         assert_eq!(convs[0].turns[1].output_tokens, Some(2));
         let p = write("bad.json", r#"[{"conversations": [{"from": "human"}]}]"#);
@@ -699,7 +648,7 @@ mod file_tests {
         let s = scripts_from_file(&p, false).unwrap().unwrap();
         let e = format!(
             "{:#}",
-            from_scripts(&s, 1, &Builtin, Api::Chat, "m", None).unwrap_err()
+            from_scripts(&s, 1, &Builtin, &Build::plain(Api::Chat, "m")).unwrap_err()
         );
         assert!(
             e.contains("huge.jsonl, line 2: turn 2 would send 1000000000001 prompt tokens")
@@ -716,7 +665,7 @@ mod file_tests {
         let s = scripts_from_file(&p, false).unwrap().unwrap();
         let e = format!(
             "{:#}",
-            from_scripts(&s, 1, &Builtin, Api::Chat, "m", None).unwrap_err()
+            from_scripts(&s, 1, &Builtin, &Build::plain(Api::Chat, "m")).unwrap_err()
         );
         assert!(
             e.contains("long.jsonl, line 1: its requests up to turn")
@@ -735,7 +684,7 @@ mod file_tests {
         .unwrap();
         let e = format!(
             "{:#}",
-            synthetic(&spec, 1, None, &Builtin, Api::Chat, "m", None).unwrap_err()
+            synthetic(&spec, 1, None, &Builtin, &Build::plain(Api::Chat, "m")).unwrap_err()
         );
         assert!(
             e.contains("--data conversation 1: turn") && e.contains("bounds::"),

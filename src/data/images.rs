@@ -116,6 +116,21 @@ pub struct Attach {
     pub description: String,
 }
 
+impl Attach {
+    /// What the run says about them in conversations, whose first message
+    /// carries them (see `data::conversation::Build`).
+    pub fn in_conversations(&self) -> String {
+        format!(
+            "{} image{} in each conversation's first message, sent again in every turn's history ({})",
+            self.count,
+            if self.count == 1 { "" } else { "s" },
+            self.description
+                .replace(" a request", "")
+                .replace("new to the server in every request", "new to the server in every conversation")
+        )
+    }
+}
+
 /// The images `spec` asks for, read (files) or set up (synthetic).
 pub fn attach(spec: &ImageSpec, seed: u64) -> Result<Attach> {
     match &spec.dir {
@@ -479,6 +494,11 @@ mod tests {
             .unwrap();
         let a = attach(&spec, 1).unwrap();
         assert!(a.description.contains("2 files"), "{}", a.description);
+        let c = a.in_conversations();
+        assert!(
+            c.starts_with("3 images in each conversation's first message, sent again in every turn's history (3 images from "),
+            "{c}"
+        );
         assert!(a.source.url(0, 1).starts_with("data:image/jpeg;base64,"));
         assert_eq!(a.source.url(0, 2), a.source.url(0, 0), "in turn");
         std::fs::write(dir.join("notes.txt"), "hello, not a picture").unwrap();

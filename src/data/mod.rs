@@ -6,6 +6,7 @@ pub mod files;
 pub mod image_column;
 pub mod images;
 pub mod mix;
+pub mod scripts;
 pub mod shard;
 pub mod synthetic;
 pub mod tools;
@@ -451,15 +452,22 @@ pub fn build_pooled(
 /// is the prompt's text. None when it cannot be found (e.g. `--extra-body`
 /// replaced the messages), or when the prefix needs JSON escaping.
 fn text_offset(body: &[u8], api: Api, text: &str, shared: usize) -> Option<usize> {
-    let parts = body.windows(9).any(|w| w == b"\"content\":[");
-    let key: &[u8] = match api {
-        Api::Chat if parts => b"\"text\":\"",
-        Api::Chat | Api::Messages => b"\"content\":\"",
-        Api::Completions => b"\"prompt\":\"",
-        Api::Responses => b"\"input\":\"",
+    // The first message's text: its content, or its first text part
+    // (images or tool rounds beside it); the Responses API's input.
+    let keys: &[&[u8]] = match api {
+        Api::Chat | Api::Messages | Api::Responses => {
+            &[b"\"content\":\"", b"\"text\":\"", b"\"input\":\""]
+        }
+        Api::Completions => &[b"\"prompt\":\""],
         Api::Embeddings | Api::Rerank | Api::Score => return None,
     };
-    let at = body.windows(key.len()).position(|w| w == key)? + key.len();
+    let at = keys
+        .iter()
+        .filter_map(|key| {
+            let i = body.windows(key.len()).position(|w| w == *key)?;
+            Some(i + key.len())
+        })
+        .min()?;
     let prefix = text.get(..shared)?;
     let escaped = serde_json::to_string(prefix).ok()?;
     if escaped.len() != prefix.len() + 2 {

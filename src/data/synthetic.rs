@@ -129,7 +129,7 @@ impl Default for Synthetic {
 pub const PROMPT_BUDGET_BYTES: usize = 32 << 20;
 pub const MIN_SAMPLES: usize = 16;
 
-const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, prefix_groups, samples, turns, think_time, images, image_size, images_dir, tools, tool_results, tool_result_tokens";
+const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, prefix_groups, samples, turns, think_time, images, image_size, images_dir, tools, tools_file, tool_results, tool_result_tokens";
 
 /// One value of a `--data` spec, read as its key needs.
 struct Value<'a> {

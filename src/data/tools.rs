@@ -4,6 +4,10 @@
 //! agent's loop in its messages, after the user's text: the assistant's
 //! tool call and the tool's result (`tool_result_tokens` long), so the
 //! model answers from a tool's output as an agent's second request asks.
+//! `tools_file=PATH` sends the definitions of a JSON file (an array in
+//! OpenAI's `tools` shape) instead of synthetic ones, checked before the
+//! run. In conversations (`turns`), every user message is followed by its
+//! rounds, so each turn of the agent calls tools before it answers.
 
 use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Map, Value};
@@ -15,11 +19,16 @@ pub const MAX_TOOLS: u32 = 128;
 /// The most earlier tool rounds a request may carry.
 pub const MAX_ROUNDS: u32 = 16;
 
+/// The largest `tools_file` read.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
 /// The tool keys of a `--data` spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
     /// Tool definitions a request.
     pub tools: u32,
+    /// `tools_file=PATH`: the definitions of a file, in place of synthetic ones.
+    pub file: Option<Vec<FileTool>>,
     /// Earlier rounds (a call and its result) in each request's messages.
     pub rounds: u32,
     /// A tool result's length in tokens (the built-in counter's).
@@ -28,17 +37,22 @@ pub struct ToolSpec {
 
 /// Whether `key` is one of this module's keys of the `--data` spec.
 pub fn is_key(key: &str) -> bool {
-    matches!(key, "tools" | "tool_results" | "tool_result_tokens")
+    matches!(
+        key,
+        "tools" | "tool_results" | "tool_result_tokens" | "tools_file"
+    )
 }
 
 /// The tool keys of a synthetic `--data` spec; None when it asks for none.
 pub fn spec_of(spec: &str) -> Result<Option<ToolSpec>> {
     let mut s = ToolSpec {
         tools: 0,
+        file: None,
         rounds: 0,
         result_tokens: 64,
     };
     let mut result_len = false;
+    let mut count = false;
     for part in spec.split(',').map(str::trim) {
         let Some((k, v)) = part.split_once('=') else {
             continue;
@@ -47,6 +61,11 @@ pub fn spec_of(spec: &str) -> Result<Option<ToolSpec>> {
         if !is_key(k) {
             continue;
         }
+        if k == "tools_file" {
+            s.file = Some(read_file(std::path::Path::new(v))?);
+            continue;
+        }
+        count |= k == "tools";
         let n: u32 = v
             .parse()
             .with_context(|| format!("--data {k}: {v:?} is not a whole number"))?;
@@ -68,13 +87,154 @@ pub fn spec_of(spec: &str) -> Result<Option<ToolSpec>> {
             }
         }
     }
+    if let Some(defs) = &s.file {
+        if count {
+            bail!("--data: tools=N draws synthetic definitions and tools_file=PATH reads them: give one");
+        }
+        s.tools = defs.len() as u32;
+    }
     if s.tools == 0 {
         if s.rounds > 0 || result_len {
-            bail!("--data tool_results and tool_result_tokens need tools=N (tool definitions a request)");
+            bail!("--data tool_results and tool_result_tokens need tools=N (tool definitions a request) or tools_file=PATH");
         }
         return Ok(None);
     }
     Ok(Some(s))
+}
+
+/// One tool definition of a `tools_file`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileTool {
+    pub name: String,
+    pub description: Option<String>,
+    /// Its parameters' JSON schema (an object; `{"type": "object"}` when
+    /// the file gives none).
+    pub parameters: Value,
+}
+
+/// `tools_file=PATH`: a JSON array of function definitions, in OpenAI's
+/// chat shape (`{"type": "function", "function": {"name", "description",
+/// "parameters"}}`) or the Responses API's flat one (`{"type": "function",
+/// "name", …}`). Each is checked as a server would: a name of letters,
+/// digits, `_` or `-` (at most 64), unique; parameters a JSON object.
+pub fn read_file(path: &std::path::Path) -> Result<Vec<FileTool>> {
+    use std::io::Read as _;
+    let shown = crate::safe::line(&path.display().to_string()).into_owned();
+    let what = || format!("--data tools_file={shown}");
+    let f = std::fs::File::open(path).with_context(|| format!("{}: cannot read it", what()))?;
+    let mut text = String::new();
+    f.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("{}: cannot read it as UTF-8 text", what()))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        bail!(
+            "{}: larger than {} MiB, the most read of a tools file",
+            what(),
+            MAX_FILE_BYTES >> 20
+        );
+    }
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON ({e})", what()))?;
+    let Value::Array(entries) = v else {
+        bail!("{}: expected a JSON array of tools, as OpenAI's `tools` takes them ([{{\"type\": \"function\", \"function\": {{\"name\": …}}}}])", what());
+    };
+    if entries.is_empty() {
+        bail!("{}: the array holds no tools", what());
+    }
+    if entries.len() > MAX_TOOLS as usize {
+        bail!(
+            "{}: {} tools, more than the {MAX_TOOLS} a request may carry",
+            what(),
+            entries.len()
+        );
+    }
+    let mut out: Vec<FileTool> = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let t = file_tool(e).map_err(|why| anyhow::anyhow!("{}: tool {}, {why}", what(), i))?;
+        if let Some(j) = out.iter().position(|o| o.name == t.name) {
+            bail!(
+                "{}: tool {i}, key `function.name`: {:?} is also tool {j}'s name",
+                what(),
+                t.name
+            );
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// One entry of a tools file, or what is wrong with it (`key `…`: why`).
+fn file_tool(e: &Value) -> Result<FileTool, String> {
+    if e.get("type").and_then(Value::as_str) != Some("function") {
+        return Err(r#"key `type`: must be "function""#.into());
+    }
+    // The chat shape nests the function; the Responses API's is flat.
+    let (f, at) = match e.get("function") {
+        Some(f @ Value::Object(_)) => (f, "function."),
+        Some(_) => return Err("key `function`: not an object".into()),
+        None => (e, ""),
+    };
+    let name = match f.get("name") {
+        Some(Value::String(n)) => n.clone(),
+        Some(_) => return Err(format!("key `{at}name`: not text")),
+        None => return Err(format!("key `{at}name`: missing")),
+    };
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > 64 || !name.chars().all(ok) {
+        return Err(format!(
+            "key `{at}name`: {:?} is not 1 to 64 letters, digits, `_` or `-`",
+            crate::safe::line(&name)
+        ));
+    }
+    let description = match f.get("description") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) => Some(d.clone()),
+        Some(_) => return Err(format!("key `{at}description`: not text")),
+    };
+    let parameters = match f.get("parameters") {
+        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => return Err(format!("key `{at}parameters`: not a JSON schema object")),
+    };
+    Ok(FileTool {
+        name,
+        description,
+        parameters,
+    })
+}
+
+/// Arguments a call of a tool with `schema` might pass in round `round`:
+/// its required properties (or all, when none is required), each a value
+/// of its type.
+fn arguments_for(schema: &Value, round: u32) -> Value {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut args = Map::new();
+    for (k, p) in props.into_iter().flatten() {
+        if !required.is_empty() && !required.contains(&k.as_str()) {
+            continue;
+        }
+        let v = match p
+            .get("enum")
+            .and_then(Value::as_array)
+            .and_then(|e| e.first())
+        {
+            Some(first) => first.clone(),
+            None => match p.get("type").and_then(Value::as_str) {
+                Some("integer") | Some("number") => json!(5),
+                Some("boolean") => json!(true),
+                Some("array") => json!([]),
+                Some("object") => json!({}),
+                _ => json!(format!("round {round}")),
+            },
+        };
+        args.insert(k.clone(), v);
+    }
+    Value::Object(args)
 }
 
 /// The name of tool `i`.
@@ -140,6 +300,58 @@ pub fn anthropic_definitions(n: u32) -> Value {
         .collect()
 }
 
+/// A spec's definitions, each as (name, description, parameters).
+fn defined(spec: &ToolSpec) -> Vec<(String, Option<String>, Value)> {
+    match &spec.file {
+        Some(defs) => defs
+            .iter()
+            .map(|t| (t.name.clone(), t.description.clone(), t.parameters.clone()))
+            .collect(),
+        None => (0..spec.tools)
+            .map(|i| (name(i), Some(description(i)), parameters()))
+            .collect(),
+    }
+}
+
+/// The spec's tools in the API's shape: chat's nested `function`, the
+/// Messages API's `input_schema`, the Responses API's flat function.
+pub fn definitions_for(spec: &ToolSpec, api: Api) -> Value {
+    defined(spec)
+        .into_iter()
+        .map(|(name, description, params)| {
+            let mut t = Map::new();
+            match api {
+                Api::Messages => {
+                    t.insert("name".into(), json!(name));
+                    if let Some(d) = description {
+                        t.insert("description".into(), json!(d));
+                    }
+                    t.insert("input_schema".into(), params);
+                }
+                Api::Responses => {
+                    t.insert("type".into(), json!("function"));
+                    t.insert("name".into(), json!(name));
+                    if let Some(d) = description {
+                        t.insert("description".into(), json!(d));
+                    }
+                    t.insert("parameters".into(), params);
+                }
+                _ => {
+                    let mut f = Map::new();
+                    f.insert("name".into(), json!(name));
+                    if let Some(d) = description {
+                        f.insert("description".into(), json!(d));
+                    }
+                    f.insert("parameters".into(), params);
+                    t.insert("type".into(), json!("function"));
+                    t.insert("function".into(), Value::Object(f));
+                }
+            }
+            Value::Object(t)
+        })
+        .collect()
+}
+
 /// `extra` (`--extra-body`) over the spec's `tools` and `tool_choice`, in
 /// the API's shape: the user's keys win.
 pub fn with_definitions(
@@ -148,16 +360,11 @@ pub fn with_definitions(
     extra: Option<&Map<String, Value>>,
 ) -> Map<String, Value> {
     let mut m = Map::new();
+    m.insert("tools".into(), definitions_for(spec, api));
     match api {
-        Api::Messages => {
-            m.insert("tools".into(), anthropic_definitions(spec.tools));
-            m.insert("tool_choice".into(), json!({"type": "auto"}));
-        }
-        _ => {
-            m.insert("tools".into(), definitions(spec.tools));
-            m.insert("tool_choice".into(), json!("auto"));
-        }
-    }
+        Api::Messages => m.insert("tool_choice".into(), json!({"type": "auto"})),
+        _ => m.insert("tool_choice".into(), json!("auto")),
+    };
     for (k, v) in extra.into_iter().flatten() {
         m.insert(k.clone(), v.clone());
     }
@@ -180,6 +387,18 @@ fn result_text(tokens: u32, round: u32) -> String {
 /// first message: the assistant's call of a tool, then the tool's result
 /// (chat: a `tool` message; Messages: a user's `tool_result` block).
 pub fn with_history(body: &[u8], spec: &ToolSpec, api: Api) -> Result<Vec<u8>> {
+    with_rounds(body, spec, api, false)
+}
+
+/// A conversation turn's body with `spec.rounds` rounds after each of its
+/// user messages: each turn of the agent calls tools before it answers.
+/// Rounds are numbered across the conversation (ids, arguments, results),
+/// so a turn's history is exactly the request of the turn before.
+pub fn with_history_each_turn(body: &[u8], spec: &ToolSpec, api: Api) -> Result<Vec<u8>> {
+    with_rounds(body, spec, api, true)
+}
+
+fn with_rounds(body: &[u8], spec: &ToolSpec, api: Api, each_turn: bool) -> Result<Vec<u8>> {
     if spec.rounds == 0 {
         return Ok(body.to_vec());
     }
@@ -187,41 +406,66 @@ pub fn with_history(body: &[u8], spec: &ToolSpec, api: Api) -> Result<Vec<u8>> {
     let Some(msgs) = v.get_mut("messages").and_then(Value::as_array_mut) else {
         bail!("tool_results need the request's messages (an --extra-body that replaces them takes none)");
     };
-    let mut at = 1.min(msgs.len());
-    for r in 0..spec.rounds {
-        let id = format!("call_{r}");
-        let tool = name(r % spec.tools.max(1));
-        let input = json!({"query": format!("round {r}"), "limit": 5});
-        let text = result_text(spec.result_tokens, r);
-        let (call, result) = match api {
-            Api::Messages => (
-                json!({
-                    "role": "assistant",
-                    "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}]
-                }),
-                json!({
-                    "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": id, "content": text}]
-                }),
-            ),
-            _ => (
-                json!({
-                    "role": "assistant",
-                    "content": null,
-                    "tool_calls": [{
-                        "id": id,
-                        "type": "function",
-                        "function": {"name": tool, "arguments": input.to_string()}
-                    }]
-                }),
-                json!({"role": "tool", "tool_call_id": id, "content": text}),
-            ),
-        };
-        msgs.insert(at, call);
-        msgs.insert(at + 1, result);
-        at += 2;
+    let defs = defined(spec);
+    let old = std::mem::take(msgs);
+    let mut turn = 0u32;
+    for m in old {
+        let user = m.get("role").and_then(Value::as_str) == Some("user");
+        msgs.push(m);
+        if !user || (turn > 0 && !each_turn) {
+            continue;
+        }
+        for r in 0..spec.rounds {
+            let n = turn * spec.rounds + r;
+            let (call, result) = round(api, spec, &defs, n);
+            msgs.push(call);
+            msgs.push(result);
+        }
+        turn += 1;
     }
     serde_json::to_vec(&v).context("cannot build a request body")
+}
+
+/// Round `n`: the assistant's call of one of the tools, and its result.
+fn round(
+    api: Api,
+    spec: &ToolSpec,
+    defs: &[(String, Option<String>, Value)],
+    n: u32,
+) -> (Value, Value) {
+    let id = format!("call_{n}");
+    let (tool, params) = defs
+        .get(n as usize % defs.len().max(1))
+        .map_or((String::new(), Value::Null), |d| (d.0.clone(), d.2.clone()));
+    let input = match &spec.file {
+        Some(_) => arguments_for(&params, n),
+        None => json!({"query": format!("round {n}"), "limit": 5}),
+    };
+    let text = result_text(spec.result_tokens, n);
+    match api {
+        Api::Messages => (
+            json!({
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": id, "name": tool, "input": input}]
+            }),
+            json!({
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": id, "content": text}]
+            }),
+        ),
+        _ => (
+            json!({
+                "role": "assistant",
+                "content": null,
+                "tool_calls": [{
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": tool, "arguments": input.to_string()}
+                }]
+            }),
+            json!({"role": "tool", "tool_call_id": id, "content": text}),
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -306,6 +550,156 @@ mod tests {
         assert_eq!(
             msgs[2]["content"][0]["tool_use_id"],
             msgs[1]["content"][0]["id"]
+        );
+    }
+    #[test]
+    fn a_tools_file_is_read_checked_and_sent_in_each_api_s_shape() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-toolsfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("tools.json");
+        std::fs::write(
+            &p,
+            r#"[{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+                 "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                 "unit": {"type": "string", "enum": ["c", "f"]}, "days": {"type": "integer"}},
+                 "required": ["city", "unit"]}}},
+                {"type": "function", "name": "ping"}]"#,
+        )
+        .unwrap();
+        let spec = spec_of(&format!("tools_file={},tool_results=2", p.display()))
+            .unwrap()
+            .unwrap();
+        assert_eq!((spec.tools, spec.rounds), (2, 2));
+        let chat = definitions_for(&spec, Api::Chat);
+        assert_eq!(chat[0]["function"]["name"], "get_weather");
+        assert_eq!(chat[0]["function"]["parameters"]["required"][1], "unit");
+        assert_eq!(chat[1]["function"]["parameters"]["type"], "object");
+        assert_eq!(
+            definitions_for(&spec, Api::Messages)[0]["input_schema"]["type"],
+            "object"
+        );
+        let flat = definitions_for(&spec, Api::Responses);
+        assert_eq!(
+            (&flat[1]["type"], &flat[1]["name"]),
+            (&json!("function"), &json!("ping"))
+        );
+        // A call's arguments follow the tool's schema: its required keys.
+        let body = br#"{"messages":[{"role":"user","content":"hi"}],"model":"m"}"#;
+        let v: Value =
+            serde_json::from_slice(&with_history(body, &spec, Api::Chat).unwrap()).unwrap();
+        let call = &v["messages"][1]["tool_calls"][0]["function"];
+        assert_eq!(call["name"], "get_weather");
+        let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(args, json!({"city": "round 0", "unit": "c"}));
+        assert_eq!(
+            v["messages"][3]["tool_calls"][0]["function"]["name"],
+            "ping"
+        );
+        // Checked before the run, each fault named.
+        for (text, says) in [
+            ("{}", "expected a JSON array of tools"),
+            ("[]", "holds no tools"),
+            ("[1,", "not JSON"),
+            (
+                r#"[{"type": "code"}]"#,
+                "tool 0, key `type`: must be \"function\"",
+            ),
+            (
+                r#"[{"type": "function", "function": {}}]"#,
+                "tool 0, key `function.name`: missing",
+            ),
+            (
+                r#"[{"type": "function", "name": "a b"}]"#,
+                "tool 0, key `name`: \"a b\" is not 1 to 64",
+            ),
+            (
+                r#"[{"type": "function", "name": "a", "parameters": "x"}]"#,
+                "key `parameters`: not a JSON schema",
+            ),
+            (
+                r#"[{"type": "function", "name": "a"}, {"type": "function", "name": "a"}]"#,
+                "tool 1, key `function.name`: \"a\" is also tool 0's name",
+            ),
+        ] {
+            std::fs::write(&p, text).unwrap();
+            let e = format!(
+                "{:#}",
+                spec_of(&format!("tools_file={}", p.display())).unwrap_err()
+            );
+            assert!(
+                e.contains("tools_file=") && e.contains("tools.json") && e.contains(says),
+                "{text}: {e}"
+            );
+        }
+        let e = spec_of(&format!(
+            "tools=2,tools_file={}",
+            dir.join("none.json").display()
+        ))
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("cannot read it"), "{e:#}");
+        std::fs::write(&p, r#"[{"type": "function", "name": "a"}]"#).unwrap();
+        let e = spec_of(&format!("tools=2,tools_file={}", p.display())).unwrap_err();
+        assert!(e.to_string().contains("give one"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn in_a_conversation_each_user_message_is_followed_by_its_rounds() {
+        let spec = spec_of("tools=2,tool_results=1,tool_result_tokens=3")
+            .unwrap()
+            .unwrap();
+        let body = br#"{"messages":[{"role":"user","content":"one"},{"role":"assistant","content":"reply"},{"role":"user","content":"two"}],"model":"m"}"#;
+        let v: Value =
+            serde_json::from_slice(&with_history_each_turn(body, &spec, Api::Chat).unwrap())
+                .unwrap();
+        let msgs = v["messages"].as_array().unwrap();
+        let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "user",
+                "assistant",
+                "tool"
+            ]
+        );
+        assert_eq!(msgs[3]["content"], "reply");
+        assert_eq!(msgs[5]["tool_calls"][0]["id"], "call_1");
+        assert_eq!(msgs[6]["tool_call_id"], "call_1");
+        // The turn before's request is this one's history: the same rounds.
+        let first = br#"{"messages":[{"role":"user","content":"one"}],"model":"m"}"#;
+        let w: Value =
+            serde_json::from_slice(&with_history_each_turn(first, &spec, Api::Chat).unwrap())
+                .unwrap();
+        assert_eq!(w["messages"].as_array().unwrap()[..], msgs[..3]);
+        // A single request's rounds go after its first message only.
+        let v: Value =
+            serde_json::from_slice(&with_history(body, &spec, Api::Chat).unwrap()).unwrap();
+        assert_eq!(v["messages"].as_array().unwrap().len(), 5);
+        // Messages API: user, tool_use, tool_result, reply, user, ….
+        let v: Value =
+            serde_json::from_slice(&with_history_each_turn(body, &spec, Api::Messages).unwrap())
+                .unwrap();
+        let roles: Vec<&str> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "user",
+                "assistant",
+                "user",
+                "assistant",
+                "user"
+            ]
         );
     }
 }

@@ -27,6 +27,10 @@ struct TurnAcc {
     ttft: Dist,
     itl: Dist,
     prompt_tokens: u64,
+    /// The server's prompt tokens (its usage; the data's where it gave
+    /// none): what its cached tokens are a share of, images, tool
+    /// definitions and results included.
+    server_prompt_tokens: u64,
     cached: u64,
     cached_said: bool,
 }
@@ -108,6 +112,9 @@ impl Tracker {
                 acc.itl.record_us_n(gap, k);
             }
             acc.prompt_tokens = acc.prompt_tokens.saturating_add(rec.prompt_tokens);
+            acc.server_prompt_tokens = acc
+                .server_prompt_tokens
+                .saturating_add(rec.server_prompt_tokens.unwrap_or(rec.prompt_tokens));
             if let Some(c) = rec.server_cached_prompt_tokens {
                 acc.cached = acc.cached.saturating_add(c);
                 acc.cached_said = true;
@@ -174,8 +181,8 @@ impl Tracker {
                     } else {
                         0.0
                     },
-                    cached_share: (a.cached_said && a.prompt_tokens > 0)
-                        .then(|| a.cached as f64 / a.prompt_tokens as f64),
+                    cached_share: (a.cached_said && a.server_prompt_tokens > 0)
+                        .then(|| a.cached as f64 / a.server_prompt_tokens as f64),
                 })
                 .collect(),
         }
@@ -262,5 +269,16 @@ mod tests {
         assert_eq!(s.by_turn[1].prompt_tokens_mean, 30.0);
         assert!((s.by_turn[1].cached_share.unwrap() - 16.0 / 30.0).abs() < 1e-9);
         assert!((s.by_turn[0].ttft_ms.p50 - 40.0).abs() < 0.1);
+        // Cached tokens are a share of the server's prompt (images, tool
+        // definitions and results included), not of the data's text: seen
+        // as "cached 105%" in a conversation that carried tools.
+        let mut tr = Tracker::default();
+        let a = tr.start(1);
+        let mut r = rec(t0, RequestOutcome::Completed, 100, Some(150));
+        r.server_prompt_tokens = Some(200);
+        tr.on_done(a, &r, 1, think, true);
+        let s = tr.summary(&[]);
+        assert_eq!(s.by_turn[0].prompt_tokens_mean, 100.0);
+        assert_eq!(s.by_turn[0].cached_share, Some(0.75));
     }
 }

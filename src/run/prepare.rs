@@ -186,10 +186,12 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         )),
         None => request.extra_body.clone(),
     };
-    let body = Bodies {
+    let body = crate::data::conversation::Build {
         api: args.api,
         model: &model,
         extra: extra.as_ref(),
+        images: images.as_ref(),
+        tools: tools.as_ref(),
     };
     let conversations = conversations(
         args,
@@ -215,9 +217,11 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     }
     .into();
     if let Some(im) = &images {
-        data.set
-            .description
-            .push_str(&format!("; {}", im.description));
+        let said = match &conversations {
+            Some(_) => im.in_conversations(),
+            None => im.description.clone(),
+        };
+        data.set.description.push_str(&format!("; {said}"));
     }
     if let Some(r) = &row_images {
         data.set
@@ -300,9 +304,6 @@ fn read_tools(args: &RunConfig) -> Result<Option<crate::data::tools::ToolSpec>> 
             args.api
         );
     }
-    if spec.rounds > 0 && crate::data::conversation::spec_of(&args.data).is_some() {
-        bail!("--data tool_results=… with turns=N: earlier tool rounds go in single requests, not yet in conversations (tools=N alone goes in every turn)");
-    }
     Ok(Some(spec))
 }
 
@@ -325,11 +326,6 @@ fn read_images(
         bail!(
             "--data images=…: images go in chat or Messages requests' content; use --api chat or messages (not {})",
             args.api
-        );
-    }
-    if crate::data::conversation::spec_of(&args.data).is_some() {
-        bail!(
-            "--data images=… with turns=N: images go in single requests, not yet in conversations"
         );
     }
     let seed = args.shard.map_or(args.seed, |s| s.seed(args.seed));
@@ -420,7 +416,7 @@ fn scrape_config(
 /// turns), the conversations' scripts, a replay's due times.
 struct RunData {
     set: crate::data::DataSet,
-    scripts: Option<Vec<crate::data::conversation::Script>>,
+    scripts: Option<Vec<crate::data::scripts::Script>>,
     /// `--profile replay`: each request's due time, seconds from the start.
     replay: Option<Vec<f64>>,
 }
@@ -435,7 +431,7 @@ fn read_data(
     // A file of conversations (JSONL `{"turns": [...]}`, ShareGPT with --multi-turn).
     let data_path = std::path::Path::new(args.data.trim());
     let mut scripts = if args.strategy != LoadStrategy::Replay && data_path.exists() {
-        crate::data::conversation::scripts_from_file(data_path, args.multi_turn)?
+        crate::data::scripts::scripts_from_file(data_path, args.multi_turn)?
     } else {
         None
     };
@@ -678,21 +674,13 @@ async fn preflight(
         .cloned()
         .context("the server lists no models at /v1/models; pass --model")
 }
-
-/// How request bodies are built: the API, the model, `--extra-body`.
-struct Bodies<'a> {
-    api: crate::types::Api,
-    model: &'a str,
-    extra: Option<&'a serde_json::Map<String, serde_json::Value>>,
-}
-
 /// The conversations a run starts (every turn's body, with the history so
 /// far, built once): from a file of conversations, or synthetic
 /// (`--data …,turns=N`); None when the data is single requests.
 fn conversations(
     args: &RunConfig,
-    scripts: Option<&[crate::data::conversation::Script]>,
-    body: &Bodies,
+    scripts: Option<&[crate::data::scripts::Script]>,
+    body: &crate::data::conversation::Build,
     counter: &dyn TokenCounter,
     run_number: Option<u64>,
     notes: &mut Vec<String>,
@@ -701,7 +689,7 @@ fn conversations(
     if let Some(s) = scripts {
         let convs = shard_of_conversations(
             args,
-            conversation::from_scripts(s, args.seed, counter, body.api, body.model, body.extra)?,
+            conversation::from_scripts(s, args.seed, counter, body)?,
         )?;
         let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
         notes.push(format!(
@@ -718,9 +706,7 @@ fn conversations(
     }
     let convs = shard_of_conversations(
         args,
-        conversation::synthetic(
-            &spec, args.seed, run_number, counter, body.api, body.model, body.extra,
-        )?,
+        conversation::synthetic(&spec, args.seed, run_number, counter, body)?,
     )?;
     notes.push(format!(
         "multi-turn data: {} conversations of {} turns ({} s of think time between turns); each turn sends the history so far; rates and --max-requests count conversations started",

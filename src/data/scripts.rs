@@ -1,0 +1,220 @@
+//! Conversations as a file gives them (`Script`s): a JSONL file whose rows
+//! are `{"turns": [...]}`, or a ShareGPT JSON file read with `--multi-turn`.
+//! `data::conversation::from_scripts` builds their requests.
+
+use anyhow::Result;
+use serde_json::Value;
+
+/// One conversation as a file gives it: user messages, the data's reply to
+/// each (None: none given), and how many tokens each turn asks for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Script {
+    pub users: Vec<String>,
+    pub replies: Vec<Option<String>>,
+    pub output_tokens: Vec<Option<u64>>,
+    pub think_s: f64,
+    /// Where the file gave it (`convs.jsonl, line 57`), for errors.
+    pub source: String,
+}
+
+/// Conversations from a file, when it holds them: a JSONL file whose rows
+/// are `{"turns": [...]}` (each turn a message, or `{"user": ..,
+/// "assistant": .., "output_tokens": n}`; `think_time` per row), or, with
+/// `sharegpt_turns`, a ShareGPT JSON file (every human message a turn, the
+/// assistant's answer after it the reply). None: the file is not one of
+/// those (it is read as prompts). Errors name the file, the line (row) and
+/// the field.
+pub fn scripts_from_file(
+    path: &std::path::Path,
+    sharegpt_turns: bool,
+) -> Result<Option<Vec<Script>>> {
+    use anyhow::{bail, Context as _};
+    let name = path.display().to_string();
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "jsonl" | "ndjson" => {
+            let f = std::fs::File::open(path)
+                .with_context(|| format!("cannot read data file {name}"))?;
+            let mut rd = std::io::BufReader::new(f);
+            let mut buf = Vec::new();
+            let mut out = Vec::new();
+            let mut line = 0usize;
+            while let Some(row) = super::files::next_row(&mut rd, &mut buf, crate::bounds::DATA_ROW)
+                .with_context(|| format!("{name}, line {}", line + 1))?
+            {
+                line += 1;
+                let text = match row {
+                    Ok(()) => std::str::from_utf8(&buf).map_err(|e| {
+                        anyhow::anyhow!(
+                            "{name}, line {line}: {}",
+                            super::files::not_utf8(&buf, e.valid_up_to())
+                        )
+                    })?,
+                    Err(e) => bail!("{name}, line {line}: {e}"),
+                };
+                let text = text.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                let v: Value = match serde_json::from_str(text) {
+                    Ok(v) => v,
+                    Err(_) if out.is_empty() => return Ok(None),
+                    Err(e) => bail!("{name}, line {line}: not JSON ({e})"),
+                };
+                let Some(turns) = v.get("turns") else {
+                    if out.is_empty() {
+                        // Not a conversation file: prompts.
+                        return Ok(None);
+                    }
+                    bail!("{name}, line {line}, field `turns`: missing (the rows before it are conversations)");
+                };
+                let mut script = script_of(turns, v.get("think_time"))
+                    .map_err(|e| anyhow::anyhow!("{name}, line {line}, {e}"))?;
+                script.source = format!("{name}, line {line}");
+                out.push(script);
+            }
+            if out.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(out))
+        }
+        "json" if sharegpt_turns => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read data file {name}"))?;
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{name}: not valid JSON: {e}"))?;
+            let Value::Array(rows) = v else {
+                bail!("{name}: --multi-turn reads ShareGPT: a JSON array of {{\"conversations\": [...]}}");
+            };
+            let mut out = Vec::new();
+            for (i, row) in rows.iter().enumerate() {
+                let msgs = row
+                    .get("conversations")
+                    .and_then(Value::as_array)
+                    .with_context(|| {
+                        format!(
+                            "{name}, row {}, field `conversations`: missing or not a list",
+                            i + 1
+                        )
+                    })?;
+                let mut s = Script {
+                    source: format!("{name}, row {}", i + 1),
+                    ..Script::default()
+                };
+                for (j, m) in msgs.iter().enumerate() {
+                    let who = m
+                        .get("from")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_ascii_lowercase();
+                    let value = m.get("value").and_then(Value::as_str).with_context(|| {
+                        format!(
+                            "{name}, row {}, field `conversations[{j}].value`: missing or not text",
+                            i + 1
+                        )
+                    })?;
+                    match who.as_str() {
+                        "human" | "user" => {
+                            s.users.push(value.to_string());
+                            s.replies.push(None);
+                            s.output_tokens.push(None);
+                        }
+                        "gpt" | "assistant" | "chatgpt" => {
+                            if let Some(r) = s.replies.last_mut().filter(|r| r.is_none()) {
+                                *r = Some(value.to_string());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if !s.users.is_empty() {
+                    out.push(s);
+                }
+            }
+            if out.is_empty() {
+                bail!("{name}: no conversation has a human turn");
+            }
+            Ok(Some(out))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// One row's `turns` (and `think_time`), or what is wrong with it (`field …: why`).
+fn script_of(turns: &Value, think: Option<&Value>) -> Result<Script, String> {
+    let Value::Array(turns) = turns else {
+        return Err("field `turns`: not a list".into());
+    };
+    if turns.is_empty() {
+        return Err("field `turns`: empty".into());
+    }
+    let mut s = Script::default();
+    for (i, t) in turns.iter().enumerate() {
+        let text = |v: Option<&Value>, key: &str| -> Result<Option<String>, String> {
+            match v {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(x)) if !x.trim().is_empty() => Ok(Some(x.clone())),
+                Some(other) => Err(format!(
+                    "field `turns[{i}].{key}`: {} is not text",
+                    brief(other)
+                )),
+            }
+        };
+        match t {
+            Value::String(x) if !x.trim().is_empty() => {
+                s.users.push(x.clone());
+                s.replies.push(None);
+                s.output_tokens.push(None);
+            }
+            Value::Object(m) => {
+                let user = text(m.get("user"), "user")?
+                    .ok_or_else(|| format!("field `turns[{i}].user`: missing"))?;
+                s.users.push(user);
+                s.replies.push(text(m.get("assistant"), "assistant")?);
+                s.output_tokens.push(match m.get("output_tokens") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::Number(n)) if n.as_u64().is_some_and(|x| x >= 1) => n.as_u64(),
+                    Some(other) => {
+                        return Err(format!(
+                        "field `turns[{i}].output_tokens`: {} is not a whole number of 1 or more",
+                        brief(other)
+                    ))
+                    }
+                });
+            }
+            other => {
+                return Err(format!(
+                    "field `turns[{i}]`: {} is neither a message nor {{\"user\": ..}}",
+                    brief(other)
+                ))
+            }
+        }
+    }
+    s.think_s = match think {
+        None | Some(Value::Null) => 0.0,
+        Some(Value::Number(n))
+            if n.as_f64()
+                .is_some_and(|x| x.is_finite() && (0.0..=3600.0).contains(&x)) =>
+        {
+            n.as_f64().unwrap_or(0.0)
+        }
+        Some(other) => {
+            return Err(format!(
+                "field `think_time`: {} is not seconds from 0 to 3600",
+                brief(other)
+            ))
+        }
+    };
+    Ok(s)
+}
+
+fn brief(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
