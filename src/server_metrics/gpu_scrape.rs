@@ -5,13 +5,12 @@
 //! A failed scrape is counted and reported as a warning, never a request.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-
-use tokio::sync::{oneshot, watch};
 
 use super::dcgm::{self, Field, GpuId, Values};
 use super::gpu::GpuHistory;
+use super::rounds::{lock, Handle, Running, Task};
 use super::scrape::ScrapeConfig;
 
 /// How to scrape the exporters.
@@ -129,44 +128,13 @@ impl GpuRecord {
 /// Live series keep at most this many points.
 pub const LIVE_POINTS: usize = 600;
 
-/// A running GPU scraper.
-pub struct GpuScraper {
-    shared: Arc<Mutex<GpuRecord>>,
-    now: Arc<tokio::sync::Notify>,
-    live: watch::Receiver<Arc<GpuLive>>,
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
+/// A running GPU scraper (see [`super::rounds`]).
+pub type GpuScraper = Running<GpuRecord, GpuLive>;
 
 /// Reads a running GPU scraper's record.
-#[derive(Clone)]
-pub struct GpuHandle {
-    shared: Arc<Mutex<GpuRecord>>,
-    now: Arc<tokio::sync::Notify>,
-    live: watch::Receiver<Arc<GpuLive>>,
-}
+pub type GpuHandle = Handle<GpuRecord, GpuLive>;
 
-impl GpuHandle {
-    /// Scrapes now rather than at the next tick (at a stage's start).
-    pub fn scrape_now(&self) {
-        self.now.notify_one();
-    }
-
-    pub fn with<T>(&self, f: impl FnOnce(&GpuRecord) -> T) -> T {
-        f(&lock(&self.shared))
-    }
-
-    /// The live view, for the dashboard's GPU panel.
-    pub fn live(&self) -> watch::Receiver<Arc<GpuLive>> {
-        self.live.clone()
-    }
-}
-
-fn lock(m: &Mutex<GpuRecord>) -> std::sync::MutexGuard<'_, GpuRecord> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl GpuScraper {
+impl Running<GpuRecord, GpuLive> {
     /// Starts scraping now; readings are timed from `t0` (the server
     /// scraper's start, so both share one clock).
     pub fn start(cfg: GpuScrapeConfig, t0: Instant, t0_wall: SystemTime) -> GpuScraper {
@@ -184,7 +152,6 @@ impl GpuScraper {
             rejected: 0,
             cut_pages: 0,
         };
-        let shared = Arc::new(Mutex::new(record));
         let view = GpuLive {
             urls,
             t0_unix_s: t0_wall
@@ -192,51 +159,8 @@ impl GpuScraper {
                 .map_or(0.0, |d| d.as_secs_f64()),
             ..Default::default()
         };
-        let (live_tx, live) = watch::channel(Arc::new(view.clone()));
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let now = Arc::new(tokio::sync::Notify::new());
-        let task = tokio::spawn(run(
-            cfg,
-            t0,
-            shared.clone(),
-            view,
-            live_tx,
-            (stop_rx, now.clone()),
-        ));
-        GpuScraper {
-            shared,
-            now,
-            live,
-            stop: Some(stop_tx),
-            task,
-        }
-    }
-
-    pub fn live(&self) -> watch::Receiver<Arc<GpuLive>> {
-        self.live.clone()
-    }
-
-    pub fn handle(&self) -> GpuHandle {
-        GpuHandle {
-            shared: self.shared.clone(),
-            now: self.now.clone(),
-            live: self.live.clone(),
-        }
-    }
-
-    /// Takes one last scrape, stops, and returns everything scraped.
-    pub async fn finish(mut self) -> GpuRecord {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = (&mut self.task).await;
-        lock(&self.shared).clone()
-    }
-}
-
-impl Drop for GpuScraper {
-    fn drop(&mut self) {
-        self.task.abort();
+        let interval = cfg.interval;
+        Running::spawn(record, view, interval, move |t| run(cfg, t0, t))
     }
 }
 
@@ -248,14 +172,13 @@ fn host_of(url: &str) -> String {
         .unwrap_or_default()
 }
 
-async fn run(
-    cfg: GpuScrapeConfig,
-    t0: Instant,
-    shared: Arc<Mutex<GpuRecord>>,
-    mut view: GpuLive,
-    live: watch::Sender<Arc<GpuLive>>,
-    (mut stop, now): (oneshot::Receiver<()>, Arc<tokio::sync::Notify>),
-) {
+async fn run(cfg: GpuScrapeConfig, t0: Instant, task: Task<GpuRecord, GpuLive>) {
+    let Task {
+        shared,
+        mut view,
+        live,
+        mut rounds,
+    } = task;
     let http = match crate::client::redirect::builder(cfg.insecure)
         .timeout(cfg.timeout)
         .connect_timeout(cfg.timeout)
@@ -288,32 +211,12 @@ async fn run(
         .collect();
     let hosts: Vec<String> = cfg.urls.iter().map(|u| host_of(u)).collect();
     let with_host = hosts.len() > 1;
-    let mut ticks = tokio::time::interval(cfg.interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last = false;
-    loop {
-        if !last {
-            tokio::select! {
-                _ = ticks.tick() => {}
-                _ = now.notified() => ticks.reset(),
-                _ = &mut stop => last = true,
-            }
-        }
+    while rounds.next().await {
         let sent = Instant::now();
         let all =
             futures_util::future::join_all(pages.iter().map(|p| super::scrape::fetch(&http, p)));
-        let results = if last {
-            all.await
-        } else {
-            tokio::pin!(all);
-            tokio::select! {
-                r = &mut all => r,
-                _ = &mut stop => {
-                    last = true;
-                    all.await
-                }
-            }
-        };
+        let results = rounds.read(all).await;
+        let last = rounds.is_last();
         let received = Instant::now();
         let t_s = (sent.duration_since(t0) + received.duration_since(sent) / 2).as_secs_f64();
         let mut gpus: Vec<(GpuId, Values)> = Vec::new();
@@ -361,9 +264,6 @@ async fn run(
             view.series.push_back(live_point(t_s, &gpus));
         }
         let _ = live.send(Arc::new(view.clone()));
-        if last {
-            return;
-        }
     }
 }
 

@@ -18,6 +18,7 @@ pub mod dcgm;
 pub mod gpu;
 pub mod gpu_scrape;
 pub mod prom;
+pub mod rounds;
 pub mod scrape;
 pub mod series;
 pub mod summary;

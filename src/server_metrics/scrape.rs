@@ -10,9 +10,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use super::prom;
+use super::rounds::{lock, Handle, Running, Task};
 use super::series::History;
 use super::vocab::{Counter, Gauge, Histo, Reading, Source};
 
@@ -171,19 +172,11 @@ impl Record {
     }
 }
 
-struct Shared {
-    record: Record,
-}
+/// A running scraper (see [`super::rounds`]).
+pub type Scraper = Running<Record, LiveView>;
 
-/// A running scraper.
-pub struct Scraper {
-    shared: Arc<Mutex<Shared>>,
-    /// Asks for a scrape now, between ticks (see [`ScrapeHandle::scrape_now`]).
-    now: Arc<tokio::sync::Notify>,
-    live: watch::Receiver<Arc<LiveView>>,
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
+/// Reads a running scraper's record without stopping it.
+pub type ScrapeHandle = Handle<Record, LiveView>;
 
 /// How a scrape that met a redirect it may not follow begins its reason.
 const REDIRECTED: &str = "redirected";
@@ -191,7 +184,7 @@ const REDIRECTED: &str = "redirected";
 /// Consecutive failures before an unasked-for scraper gives up quietly.
 const GIVE_UP_AFTER: u32 = 3;
 
-impl Scraper {
+impl Running<Record, LiveView> {
     /// Starts scraping now; readings are timed from this moment.
     pub fn start(cfg: ScrapeConfig) -> Scraper {
         let view = LiveView::new(&cfg);
@@ -209,83 +202,9 @@ impl Scraper {
             busy: Duration::ZERO,
             cut_pages: 0,
         };
-        let shared = Arc::new(Mutex::new(Shared { record }));
-        let (live_tx, live) = watch::channel(Arc::new(view.clone()));
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let now = Arc::new(tokio::sync::Notify::new());
-        let task = tokio::spawn(run(
-            cfg,
-            shared.clone(),
-            view,
-            live_tx,
-            (stop_rx, now.clone()),
-        ));
-        Scraper {
-            shared,
-            now,
-            live,
-            stop: Some(stop_tx),
-            task,
-        }
+        let interval = cfg.interval;
+        Running::spawn(record, view, interval, move |t| run(cfg, t))
     }
-
-    /// The live view, for the dashboard.
-    pub fn live(&self) -> watch::Receiver<Arc<LiveView>> {
-        self.live.clone()
-    }
-
-    /// A handle that reads what has been scraped so far (for checkpoints
-    /// and exports during the run).
-    pub fn handle(&self) -> ScrapeHandle {
-        ScrapeHandle {
-            shared: self.shared.clone(),
-            now: self.now.clone(),
-        }
-    }
-
-    /// Takes one last scrape, stops, and returns everything scraped.
-    pub async fn finish(mut self) -> Record {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        // The task ends after at most one scrape (bounded by its timeout):
-        // the one in flight, or else one more.
-        let _ = (&mut self.task).await;
-        lock(&self.shared).record.clone()
-    }
-}
-
-/// Reads a running scraper's record without stopping it.
-#[derive(Clone)]
-pub struct ScrapeHandle {
-    shared: Arc<Mutex<Shared>>,
-    now: Arc<tokio::sync::Notify>,
-}
-
-impl ScrapeHandle {
-    /// Scrapes now rather than at the next tick. At a stage's start: a
-    /// scrape interval that held a boundary was shared between the stages
-    /// in proportion, so a flood's last answers (in the wait between the
-    /// stages) landed in the next stage (seen: Server TTFT p50~ 10186 ms in
-    /// a 5.58 req/s stage whose client p50 was 16.6 ms).
-    pub fn scrape_now(&self) {
-        self.now.notify_one();
-    }
-
-    /// Runs `f` on the record as scraped so far (under a short lock).
-    pub fn with<T>(&self, f: impl FnOnce(&Record) -> T) -> T {
-        f(&lock(&self.shared).record)
-    }
-}
-
-impl Drop for Scraper {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Fetches and parses one page. Redirects follow the load client's policy
@@ -352,13 +271,13 @@ pub(super) async fn fetch(
 
 /// The scraper's task: one scrape per interval until asked to stop, then
 /// one last scrape (it covers the end of the last stage).
-async fn run(
-    cfg: ScrapeConfig,
-    shared: Arc<Mutex<Shared>>,
-    view: LiveView,
-    live: watch::Sender<Arc<LiveView>>,
-    (mut stop, now): (oneshot::Receiver<()>, Arc<tokio::sync::Notify>),
-) {
+async fn run(cfg: ScrapeConfig, task: Task<Record, LiveView>) {
+    let Task {
+        shared,
+        view,
+        live,
+        mut rounds,
+    } = task;
     let mut scraping = Scraping {
         cfg,
         shared,
@@ -376,65 +295,33 @@ async fn run(
     {
         Ok(c) => c,
         Err(e) => {
-            let why = format!("cannot build an HTTP client: {e}");
-            lock(&scraping.shared).record.status = Status::Off(why.clone());
-            scraping.view.status = Status::Off(why);
-            scraping.publish();
+            scraping.off(format!("cannot build an HTTP client: {e}"));
             return;
         }
     };
     let t0 = Instant::now();
-    let mut ticks = tokio::time::interval(scraping.cfg.interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last = false;
-    loop {
-        if !last {
-            tokio::select! {
-                _ = ticks.tick() => {}
-                _ = now.notified() => ticks.reset(),
-                _ = &mut stop => last = true,
-            }
-        }
+    while rounds.next().await {
         let sent = Instant::now();
-        let result = {
-            let scrape = fetch(&http, &scraping.cfg);
-            tokio::pin!(scrape);
-            if last {
-                scrape.await
-            } else {
-                // Asked to stop during a scrape: that scrape is the last
-                // one, so the end of the run waits one timeout at most.
-                tokio::select! {
-                    r = &mut scrape => r,
-                    _ = &mut stop => {
-                        last = true;
-                        scrape.await
-                    }
-                }
-            }
-        };
+        let result = rounds.read(fetch(&http, &scraping.cfg)).await;
         let received = Instant::now();
         let t_s = (sent.duration_since(t0) + received.duration_since(sent) / 2).as_secs_f64();
-        lock(&scraping.shared).record.busy += received.duration_since(sent);
+        lock(&scraping.shared).busy += received.duration_since(sent);
         let went_on = match result {
-            Ok((page, cut)) => scraping.on_page(&page, cut, t_s, last),
+            Ok((page, cut)) => scraping.on_page(&page, cut, t_s, rounds.is_last()),
             Err(e) => scraping.on_error(e),
         };
         if !went_on {
             return;
         }
-        scraping.view.errors = lock(&scraping.shared).record.errors;
+        scraping.view.errors = lock(&scraping.shared).errors;
         scraping.publish();
-        if last {
-            return;
-        }
     }
 }
 
 /// What the scraper knows between scrapes.
 struct Scraping {
     cfg: ScrapeConfig,
-    shared: Arc<Mutex<Shared>>,
+    shared: Arc<Mutex<Record>>,
     view: LiveView,
     live: watch::Sender<Arc<LiveView>>,
     failures_in_a_row: u32,
@@ -452,7 +339,7 @@ impl Scraping {
 
     /// Turns scraping off for good, saying why.
     fn off(&mut self, why: String) -> bool {
-        lock(&self.shared).record.status = Status::Off(why.clone());
+        lock(&self.shared).status = Status::Off(why.clone());
         self.view.status = Status::Off(why);
         self.publish();
         false
@@ -463,7 +350,7 @@ impl Scraping {
     /// scraping goes on.
     fn on_page(&mut self, page: &prom::Page, cut: bool, t_s: f64, last: bool) -> bool {
         let mut rec = lock(&self.shared);
-        let r = &mut rec.record;
+        let r = &mut *rec;
         if cut {
             r.cut_pages += 1;
         }
@@ -519,7 +406,7 @@ impl Scraping {
     fn on_error(&mut self, e: String) -> bool {
         self.failures_in_a_row += 1;
         let mut rec = lock(&self.shared);
-        let r = &mut rec.record;
+        let r = &mut *rec;
         if !self.ever_ok && !self.cfg.explicit && self.failures_in_a_row >= GIVE_UP_AFTER {
             // The target does not serve metrics: quietly off.
             let why = if e.starts_with(REDIRECTED) {
