@@ -234,3 +234,110 @@ async fn conversations_carry_a_tools_file_s_definitions_calls_and_results() {
     let _ = std::fs::remove_dir_all(&dir);
     sim.shutdown().await;
 }
+
+/// `--api responses` with images and tools, in that API's shapes: the
+/// text and `input_image` parts in a user message, flat `function`
+/// definitions, a round as `function_call` and `function_call_output`
+/// items; the simulator answers with a function call whose streamed
+/// arguments (`response.function_call_arguments.delta`) are the output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_requests_carry_images_and_tools_and_stream_function_calls() {
+    let mut c = common::model(2.0, 0.0, 64);
+    c.params.tool_call_share = 1.0;
+    c.params.image_tokens = 30;
+    let sim = common::start_sim(c).await;
+    let spec = "prompt_tokens=16,output_tokens=6,samples=1,tools=3,tool_results=1,tool_result_tokens=10,images=2,image_size=16x16";
+    let items = Synthetic::parse(spec)
+        .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
+    let t = spec_of(spec).unwrap().unwrap();
+    let im =
+        llmsweep::data::images::attach(&llmsweep::data::images::spec_of(spec).unwrap().unwrap(), 5)
+            .unwrap();
+    let extra = with_definitions(&t, Api::Responses, None);
+    let prompts: Arc<[_]> = build_prompts_with(
+        items,
+        Api::Responses,
+        "llmsweep-sim",
+        Some(&extra),
+        Some(&im),
+        Some(&t),
+    )
+    .unwrap()
+    .into();
+    let (sent, n, _) = llmsweep::data::for_request(&prompts, 0).filled();
+    assert_eq!(n, 2);
+    let v: Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(v["tools"][0]["type"], "function");
+    assert!(v["tools"][0]["name"].is_string() && v["tools"][0].get("function").is_none());
+    let input = v["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|i| i.get("type").and_then(Value::as_str).unwrap_or("message"))
+        .collect();
+    assert_eq!(kinds, ["message", "function_call", "function_call_output"]);
+    assert_eq!(input[1]["call_id"], input[2]["call_id"]);
+    let parts = input[0]["content"].as_array().unwrap();
+    assert_eq!(parts[0]["type"], "input_text");
+    assert_eq!(parts[1]["type"], "input_image");
+    assert!(parts[2]["image_url"]
+        .as_str()
+        .unwrap()
+        .starts_with("data:image/png;base64,"));
+    let cfg = llmsweep::client::ClientConfig {
+        api: Api::Responses,
+        ..llmsweep::client::ClientConfig::new(sim.url())
+    };
+    let client = llmsweep::client::Client::new(&cfg, Arc::new(Builtin)).unwrap();
+    let rec = client
+        .send(&prompts[0], Instant::now(), &CancellationToken::new())
+        .await;
+    assert_eq!(rec.outcome, RequestOutcome::Completed, "{:?}", rec.outcome);
+    assert_eq!(rec.tool_calls, 1);
+    assert_eq!(rec.output_tokens, 6);
+    assert_eq!(rec.images, 2);
+    let defs: u64 = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| llmsweep::tokenizer::count_tokens(&t.to_string()) as u64)
+        .sum();
+    let args = llmsweep::tokenizer::count_tokens(input[1]["arguments"].as_str().unwrap()) as u64;
+    assert_eq!(
+        rec.server_prompt_tokens,
+        Some(16 + 2 * 30 + args + 10 + defs)
+    );
+    let truth = common::truth(&sim.url()).await;
+    assert_eq!((truth.tool_calls, truth.images), (1, 2));
+    // A whole run: every call counted, nothing failed.
+    let out = tmpdir("tools-responses");
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--api",
+            "responses",
+            "--data",
+            "prompt_tokens=32,output_tokens=8,tools=2,tool_results=1,images=1,image_size=16x16",
+            "--profile",
+            "constant",
+            "--rate",
+            "20",
+            "--max-requests",
+            "20",
+            "--export",
+            "json",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let s = &r["stages"][0];
+    assert_eq!(s["requests"]["completed"], 20, "{}", s["requests"]);
+    assert_eq!(s["tool_calls"]["calls"], 20, "{}", s["tool_calls"]);
+    assert_eq!(s["images"]["per_request"], 1);
+    assert_eq!(s["ttft_ms"]["count"], 20);
+    let _ = std::fs::remove_dir_all(&out);
+    sim.shutdown().await;
+}

@@ -316,6 +316,12 @@ struct RawEvent<'a> {
     delta: Option<&'a RawValue>,
     #[serde(default, borrow)]
     response: Option<RawResponse<'a>>,
+    /// The output item an event is about (a function call's pieces).
+    #[serde(default)]
+    output_index: Option<u64>,
+    /// `response.output_item.added`'s item: a `function_call` names its call.
+    #[serde(default)]
+    item: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -362,11 +368,46 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
         }
     };
     match kind.as_ref() {
-        "response.output_text.delta"
-        | "response.refusal.delta"
-        | "response.function_call_arguments.delta" => {
+        "response.output_text.delta" | "response.refusal.delta" => {
             info.text = delta();
             info.has_answer = !info.text.is_empty();
+        }
+        // A function call: its item names it, its arguments stream as
+        // output, each piece a piece of the call (by its output index).
+        "response.function_call_arguments.delta" => {
+            info.text = delta();
+            info.has_answer = !info.text.is_empty();
+            info.tool_calls.push(ToolCallDelta {
+                index: raw.output_index,
+                arguments: info.text.clone(),
+                ..ToolCallDelta::default()
+            });
+        }
+        "response.output_item.added" => {
+            let item = raw.item.as_ref().unwrap_or(&serde_json::Value::Null);
+            if item.get("type").and_then(|t| t.as_str()) == Some("function_call") {
+                let name = match item.get("name") {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(serde_json::Value::String(n)) => Some(n.clone()),
+                    Some(other) => {
+                        return Err(ChunkError::ToolCall(format!(
+                            "a function_call item's name is {}, not a string",
+                            short(&other.to_string())
+                        )))
+                    }
+                };
+                info.text = name.clone().unwrap_or_default();
+                info.has_answer = !info.text.is_empty();
+                info.tool_calls.push(ToolCallDelta {
+                    index: raw.output_index,
+                    id: item
+                        .get("call_id")
+                        .and_then(|c| c.as_str())
+                        .map(str::to_string),
+                    name,
+                    arguments: String::new(),
+                });
+            }
         }
         "response.reasoning_text.delta"
         | "response.reasoning_summary_text.delta"
@@ -374,6 +415,8 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
         "response.completed" | "response.incomplete" => {
             info.finished = true;
             info.done = true;
+            // Incomplete: the output ran out (a call's arguments may be cut).
+            info.cut = kind == "response.incomplete";
             if let Some(u) = raw.response.as_ref().and_then(|r| r.usage) {
                 match read_usage_as(u.get(), &RESPONSES_USAGE) {
                     Ok(u) => info.usage = u,
@@ -679,6 +722,29 @@ mod tests {
             let q = parse_response_event(quiet).unwrap();
             assert!(!q.has_output && !q.done, "{quiet}");
         }
+        // A function call: named by its item, its arguments streamed.
+        let added = parse_response_event(r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"lookup","arguments":"","status":"in_progress"},"sequence_number":2}"#).unwrap();
+        assert_eq!(
+            added.tool_calls,
+            [ToolCallDelta {
+                index: Some(0),
+                id: Some("call_1".into()),
+                name: Some("lookup".into()),
+                arguments: String::new()
+            }]
+        );
+        assert!(added.has_answer, "the call's name is its first token");
+        let piece = parse_response_event(r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"q\": 1","sequence_number":3}"#).unwrap();
+        assert_eq!(piece.tool_calls[0].arguments, "{\"q\": 1");
+        assert_eq!(piece.tool_calls[0].index, Some(0));
+        assert!(piece.has_output && piece.text == "{\"q\": 1");
+        let e = parse_response_event(r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","name":7}}"#).unwrap_err();
+        assert!(matches!(e, ChunkError::ToolCall(_)), "{e:?}");
+        let msg = parse_response_event(
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message"}}"#,
+        )
+        .unwrap();
+        assert!(msg.tool_calls.is_empty() && !msg.has_output);
         let end = parse_response_event(r#"{"type":"response.completed","response":{"id":"r","status":"completed","usage":{"input_tokens":7,"input_tokens_details":{"cached_tokens":3},"output_tokens":12,"output_tokens_details":{"reasoning_tokens":5},"total_tokens":19}}}"#).unwrap();
         assert!(end.done && end.finished && !end.has_output);
         let u = end.usage.unwrap();

@@ -159,14 +159,14 @@ pub fn build_prompts_with(
     tools: Option<&tools::ToolSpec>,
 ) -> Result<Vec<Prompt>> {
     let rows_have_images = images.is_none() && items.iter().any(|it| !it.images.is_empty());
-    if rows_have_images && !matches!(api, Api::Chat | Api::Messages) {
-        bail!("the data file's `{}` column: images go in chat or Messages requests' content: use --api chat or messages (not {api})", image_column::KEY);
+    if rows_have_images && !takes_parts(api) {
+        bail!("the data file's `{}` column: images go in chat, Messages or Responses requests' content: use --api chat, messages or responses (not {api})", image_column::KEY);
     }
-    if images.is_some() && !matches!(api, Api::Chat | Api::Messages) {
-        bail!("images go in chat or Messages requests' content: use --api chat or messages (not {api})");
+    if images.is_some() && !takes_parts(api) {
+        bail!("images go in chat, Messages or Responses requests' content: use --api chat, messages or responses (not {api})");
     }
-    if tools.is_some() && !matches!(api, Api::Chat | Api::Messages) {
-        bail!("tools go in chat or Messages requests: use --api chat or messages (not {api})");
+    if tools.is_some() && !takes_parts(api) {
+        bail!("tools go in chat, Messages or Responses requests: use --api chat, messages or responses (not {api})");
     }
     let slot = match api {
         Api::Messages => crate::client::ImageSlot::Source,
@@ -255,18 +255,40 @@ impl RowImages {
     }
 }
 
-/// A chat body whose first message's content becomes a text part and
-/// `count` `image_url` parts with empty URLs (filled as it is sent).
+/// Whether an API's requests take images and tools beside their text:
+/// chat, Anthropic's Messages and OpenAI's Responses API.
+pub fn takes_parts(api: Api) -> bool {
+    matches!(api, Api::Chat | Api::Messages | Api::Responses)
+}
+
+/// A body whose first message's content becomes a text part and `count`
+/// image parts with empty URLs (filled as it is sent): chat's `image_url`,
+/// the Messages API's `image` block, the Responses API's `input_image`
+/// (its input made a user message when it was one text).
 fn with_image_parts(body: &[u8], count: u32, api: Api) -> Result<Vec<u8>> {
     let mut v: Value = serde_json::from_slice(body).context("cannot build a request body")?;
-    let Some(msg) = v.pointer_mut("/messages/0") else {
+    if api == Api::Responses {
+        if let Some(Value::String(t)) = v.get("input") {
+            v["input"] = json!([{"role": "user", "content": t}]);
+        }
+    }
+    let first = match api {
+        Api::Responses => "/input/0",
+        _ => "/messages/0",
+    };
+    let Some(msg) = v.pointer_mut(first) else {
         bail!("images need the request's messages (an --extra-body that replaces them takes none)");
     };
     let text = msg.get("content").cloned().unwrap_or(json!(""));
-    let mut parts = vec![json!({"type": "text", "text": text})];
+    let text_part = match api {
+        Api::Responses => json!({"type": "input_text", "text": text}),
+        _ => json!({"type": "text", "text": text}),
+    };
+    let mut parts = vec![text_part];
     // Anthropic's image block: its `source` filled as the request is sent.
     let part = match api {
         Api::Messages => json!({"type": "image", "source": null}),
+        Api::Responses => json!({"type": "input_image", "image_url": ""}),
         _ => json!({"type": "image_url", "image_url": {"url": ""}}),
     };
     parts.extend((0..count).map(|_| part.clone()));
@@ -275,18 +297,25 @@ fn with_image_parts(body: &[u8], count: u32, api: Api) -> Result<Vec<u8>> {
 }
 
 /// Where each image goes in a body: between the quotes of each empty
-/// `"url":""`, or at the `null` of each `"source":null`. A JSON string's
-/// quotes are escaped, so no text can hold either.
+/// `"url":""` (chat) or `"image_url":""` (the Responses API), or at the
+/// `null` of each `"source":null`. A JSON string's quotes are escaped, so
+/// no text can hold any of them.
 fn image_slots(body: &[u8], slot: crate::client::ImageSlot) -> Vec<usize> {
-    let (key, back): (&[u8], usize) = match slot {
-        crate::client::ImageSlot::Url => (b"\"url\":\"\"", 1),
-        crate::client::ImageSlot::Source => (b"\"source\":null", 4),
+    let keys: &[(&[u8], usize)] = match slot {
+        crate::client::ImageSlot::Url => &[(b"\"url\":\"\"", 1), (b"\"image_url\":\"\"", 1)],
+        crate::client::ImageSlot::Source => &[(b"\"source\":null", 4)],
     };
-    body.windows(key.len())
-        .enumerate()
-        .filter(|(_, w)| *w == key)
-        .map(|(i, _)| i + key.len() - back)
-        .collect()
+    let mut at: Vec<usize> = keys
+        .iter()
+        .flat_map(|(key, back)| {
+            body.windows(key.len())
+                .enumerate()
+                .filter(move |(_, w)| w == key)
+                .map(move |(i, _)| i + key.len() - back)
+        })
+        .collect();
+    at.sort_unstable();
+    at
 }
 
 /// `max_tokens` of a Messages API request whose data leaves the output's

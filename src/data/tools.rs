@@ -403,7 +403,17 @@ fn with_rounds(body: &[u8], spec: &ToolSpec, api: Api, each_turn: bool) -> Resul
         return Ok(body.to_vec());
     }
     let mut v: Value = serde_json::from_slice(body).context("cannot build a request body")?;
-    let Some(msgs) = v.get_mut("messages").and_then(Value::as_array_mut) else {
+    // The Responses API's input: one text becomes a user message.
+    let list = match api {
+        Api::Responses => {
+            if let Some(Value::String(t)) = v.get("input") {
+                v["input"] = json!([{"role": "user", "content": t}]);
+            }
+            "input"
+        }
+        _ => "messages",
+    };
+    let Some(msgs) = v.get_mut(list).and_then(Value::as_array_mut) else {
         bail!("tool_results need the request's messages (an --extra-body that replaces them takes none)");
     };
     let defs = defined(spec);
@@ -452,6 +462,16 @@ fn round(
                 "role": "user",
                 "content": [{"type": "tool_result", "tool_use_id": id, "content": text}]
             }),
+        ),
+        // Input items of their own: the call and its output.
+        Api::Responses => (
+            json!({
+                "type": "function_call",
+                "call_id": id,
+                "name": tool,
+                "arguments": input.to_string()
+            }),
+            json!({"type": "function_call_output", "call_id": id, "output": text}),
         ),
         _ => (
             json!({
@@ -701,5 +721,35 @@ mod tests {
                 "user"
             ]
         );
+        // Responses API: the input's items, a call and its output after
+        // each user message; one text becomes a user message.
+        let body = br#"{"input":[{"role":"user","content":"one"},{"role":"assistant","content":"reply"},{"role":"user","content":"two"}],"model":"m"}"#;
+        let v: Value =
+            serde_json::from_slice(&with_history_each_turn(body, &spec, Api::Responses).unwrap())
+                .unwrap();
+        let kinds: Vec<&str> = v["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.get("type").and_then(Value::as_str).unwrap_or("message"))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "message",
+                "function_call",
+                "function_call_output",
+                "message",
+                "message",
+                "function_call",
+                "function_call_output"
+            ]
+        );
+        assert_eq!(v["input"][5]["call_id"], v["input"][6]["call_id"]);
+        let one = br#"{"input":"hello","model":"m"}"#;
+        let v: Value =
+            serde_json::from_slice(&with_history(one, &spec, Api::Responses).unwrap()).unwrap();
+        assert_eq!(v["input"][0], json!({"role": "user", "content": "hello"}));
+        assert_eq!(v["input"][1]["type"], "function_call");
     }
 }

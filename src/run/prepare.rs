@@ -295,12 +295,9 @@ fn read_tools(args: &RunConfig) -> Result<Option<crate::data::tools::ToolSpec>> 
     let Some(spec) = crate::data::tools::spec_of(&args.data)? else {
         return Ok(None);
     };
-    if !matches!(
-        args.api,
-        crate::types::Api::Chat | crate::types::Api::Messages
-    ) {
+    if !crate::data::takes_parts(args.api) {
         bail!(
-            "--data tools=…: tools go in chat or Messages requests; use --api chat or messages (not {})",
+            "--data tools=…: tools go in chat, Messages or Responses requests; use --api chat, messages or responses (not {})",
             args.api
         );
     }
@@ -319,12 +316,9 @@ fn read_images(
     let Some(spec) = crate::data::images::spec_of(&args.data)? else {
         return Ok(None);
     };
-    if !matches!(
-        args.api,
-        crate::types::Api::Chat | crate::types::Api::Messages
-    ) {
+    if !crate::data::takes_parts(args.api) {
         bail!(
-            "--data images=…: images go in chat or Messages requests' content; use --api chat or messages (not {})",
+            "--data images=…: images go in chat, Messages or Responses requests' content; use --api chat, messages or responses (not {})",
             args.api
         );
     }

@@ -187,7 +187,10 @@ impl StreamCtx {
                     id = self.id,
                 );
             }
-            if !text.is_empty() {
+            if !text.is_empty() && self.tool_call.is_some() {
+                let first = generated - u64::from(a) == self.reasoning_tokens;
+                self.function_call_events(&mut s, &text, first, finished);
+            } else if !text.is_empty() {
                 let seq = self.next_seq();
                 let index = u32::from(self.reasoning_tokens > 0);
                 let _ = write!(
@@ -240,6 +243,40 @@ impl StreamCtx {
         }
         s.push_str("}\n\n");
         Bytes::from(s)
+    }
+
+    /// The Responses API's function call: its item added before its first
+    /// piece (named), then its arguments' pieces as
+    /// `response.function_call_arguments.delta` events; its item done
+    /// after the last.
+    fn function_call_events(&mut self, s: &mut String, words: &str, first: bool, last: bool) {
+        let index = u32::from(self.reasoning_tokens > 0);
+        let name = self
+            .tool_call
+            .as_deref()
+            .and_then(|n| serde_json::to_string(n).ok())
+            .unwrap_or_else(|| "\"tool\"".into());
+        let id = self.id.clone();
+        if first {
+            let seq = self.next_seq();
+            let _ = write!(
+                s,
+                "event: response.output_item.added\ndata: {{\"type\":\"response.output_item.added\",\"output_index\":{index},\"item\":{{\"type\":\"function_call\",\"id\":\"fc_{id}\",\"call_id\":\"call_{id}\",\"name\":{name},\"arguments\":\"\",\"status\":\"in_progress\"}},\"sequence_number\":{seq}}}\n\n"
+            );
+        }
+        let seq = self.next_seq();
+        let args = tool_args(words, first, last);
+        let _ = write!(
+            s,
+            "event: response.function_call_arguments.delta\ndata: {{\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_{id}\",\"output_index\":{index},\"delta\":\"{args}\",\"sequence_number\":{seq}}}\n\n"
+        );
+        if last {
+            let seq = self.next_seq();
+            let _ = write!(
+                s,
+                "event: response.output_item.done\ndata: {{\"type\":\"response.output_item.done\",\"output_index\":{index},\"item\":{{\"type\":\"function_call\",\"id\":\"fc_{id}\",\"call_id\":\"call_{id}\",\"name\":{name},\"status\":\"completed\"}},\"sequence_number\":{seq}}}\n\n"
+            );
+        }
     }
 
     /// A `tool_calls` delta carrying `words` of the call's arguments, a
@@ -633,5 +670,47 @@ mod tests {
         }
         let a: Value = serde_json::from_str(&args).unwrap();
         assert_eq!(tokenizer::count_tokens(a["query"].as_str().unwrap()), 3);
+        // The Responses API: the call's item added (named), its arguments
+        // as function_call_arguments deltas, the item done at the end.
+        ctx.api = Api::Responses;
+        let events: Vec<Value> = [
+            ctx.token_chunk(1, 1, false, ""),
+            ctx.token_chunk(1, 2, false, ""),
+            ctx.token_chunk(1, 3, true, ""),
+        ]
+        .iter()
+        .flat_map(|c| {
+            std::str::from_utf8(c)
+                .unwrap()
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .map(|d| serde_json::from_str::<Value>(d).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+        let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "response.output_item.added",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.delta",
+                "response.output_item.done"
+            ]
+        );
+        assert_eq!(events[0]["item"]["name"], "lookup_docs");
+        assert_eq!(events[0]["item"]["type"], "function_call");
+        let args: String = events[1..4]
+            .iter()
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        let a: Value = serde_json::from_str(&args).unwrap();
+        assert_eq!(tokenizer::count_tokens(a["query"].as_str().unwrap()), 3);
+        let seqs: Vec<u64> = events
+            .iter()
+            .map(|e| e["sequence_number"].as_u64().unwrap())
+            .collect();
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
     }
 }

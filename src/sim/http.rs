@@ -164,7 +164,7 @@ async fn generate(
         rng,
     );
     // A request with tools is answered with a call of one of them, at the
-    // --tool-call-share (streamed chat and Messages answers only).
+    // --tool-call-share (streamed chat, Messages and Responses answers).
     if gen.stream && !gen.tools.is_empty() && state.params.tool_call_share > 0.0 {
         use rand::Rng as _;
         if ctx.rng.random::<f64>() < state.params.tool_call_share {

@@ -89,11 +89,12 @@ pub(super) fn parse_request(
             .and_then(Value::as_bool)
             .unwrap_or(false)
     };
-    // Chat names a tool at `function.name`, the Messages API at `name`.
+    // Chat names a tool at `function.name`, the Messages and Responses
+    // APIs at `name`.
     let tool_name = match api {
         Api::Chat => "/function/name",
-        Api::Messages => "/name",
-        Api::Completions | Api::Responses => "",
+        Api::Messages | Api::Responses => "/name",
+        Api::Completions => "",
     };
     let tools = match tool_name {
         "" => Vec::new(),
@@ -198,7 +199,12 @@ pub(super) fn tool_tokens(v: &Value) -> u64 {
 /// (PNG, JPEG, GIF or WebP by its first bytes) in base64; an http(s) URL is
 /// taken as it is. The refusal's message names the part.
 pub(super) fn images(v: &Value) -> Result<u32, String> {
-    let Some(msgs) = v.get("messages").and_then(Value::as_array) else {
+    // Chat's and the Messages API's messages, the Responses API's input.
+    let Some(msgs) = v
+        .get("messages")
+        .or_else(|| v.get("input"))
+        .and_then(Value::as_array)
+    else {
         return Ok(0);
     };
     let mut n = 0u32;
@@ -208,12 +214,18 @@ pub(super) fn images(v: &Value) -> Result<u32, String> {
         .flatten();
     for p in parts {
         let data = match p.get("type").and_then(Value::as_str) {
-            Some("image_url") => {
+            // Chat's `{"image_url": {"url"}}`, the Responses API's
+            // `{"type": "input_image", "image_url": "…"}`.
+            Some(kind @ ("image_url" | "input_image")) => {
                 n += 1;
-                let url = p
-                    .pointer("/image_url/url")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("image {n}: `image_url.url` is required"))?;
+                let at = if kind == "image_url" {
+                    "/image_url/url"
+                } else {
+                    "/image_url"
+                };
+                let url = p.pointer(at).and_then(Value::as_str).ok_or_else(|| {
+                    format!("image {n}: `{}` is required", &at[1..].replace('/', "."))
+                })?;
                 if url.starts_with("http://") || url.starts_with("https://") {
                     continue;
                 }
@@ -266,9 +278,15 @@ fn is_image(b: &[u8]) -> bool {
 }
 
 /// Tokens of one input item of the Responses API: a string, or a message
-/// whose content is a string or parts with `text`.
+/// whose content is a string or parts with `text`; a function call's
+/// arguments and a call's output.
 pub(super) fn message_tokens(item: &Value) -> u64 {
-    match item {
+    let call = ["arguments", "output"]
+        .iter()
+        .filter_map(|k| item.get(k).and_then(Value::as_str))
+        .map(|s| tokenizer::count_tokens(s) as u64)
+        .sum::<u64>();
+    call + match item {
         Value::String(s) => tokenizer::count_tokens(s) as u64,
         _ => match item.get("content") {
             Some(Value::String(s)) => tokenizer::count_tokens(s) as u64,
@@ -387,6 +405,26 @@ mod tests {
         );
         let g = parse_request(Api::Messages, body.as_bytes(), &["m"], 0).unwrap();
         assert_eq!(g.prompt_tokens, 3 + cost);
+    }
+
+    #[test]
+    fn responses_input_images_tools_calls_and_outputs_are_read() {
+        let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA";
+        let body = format!(
+            r#"{{"input":[{{"role":"user","content":[{{"type":"input_text","text":"a b c"}},{{"type":"input_image","image_url":"{png}"}}]}},{{"type":"function_call","call_id":"c1","name":"lookup","arguments":"x y"}},{{"type":"function_call_output","call_id":"c1","output":"d e f g"}}],"tools":[{{"type":"function","name":"lookup","parameters":{{"type":"object"}}}}]}}"#
+        );
+        let g = parse_request(Api::Responses, body.as_bytes(), &["m"], 100).unwrap();
+        let defs: Value = serde_json::from_str(&body).unwrap();
+        let cost = tokenizer::count_tokens(&defs["tools"][0].to_string()) as u64;
+        assert_eq!(g.images, 1);
+        assert_eq!(g.tools, ["lookup"]);
+        assert_eq!(g.prompt_tokens, 3 + 100 + 2 + 4 + cost);
+        let bad = body.replace(png, "data:text/plain;base64,aGVsbG8gd29ybGQgaGVsbG8=");
+        let e = parse_request(Api::Responses, bad.as_bytes(), &["m"], 100).unwrap_err();
+        assert!(e.2.contains("cannot identify image"), "{}", e.2);
+        let none = r#"{"input":[{"role":"user","content":[{"type":"input_image"}]}]}"#;
+        let e = parse_request(Api::Responses, none.as_bytes(), &["m"], 100).unwrap_err();
+        assert!(e.2.contains("`image_url` is required"), "{}", e.2);
     }
 
     #[test]
