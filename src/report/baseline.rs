@@ -4,6 +4,7 @@
 //! (`stats::significance`). `llmsweep compare` and its `--fail-if` gate
 //! read these.
 
+use super::section::Section;
 use anyhow::{Context as _, Result};
 
 use crate::stats::dist::Dist;
@@ -589,6 +590,23 @@ pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
         });
     }
     row
+}
+
+/// The baseline's CSV columns (its tables the text formats show their way).
+pub struct BaselineSection;
+
+impl Section for BaselineSection {
+    fn wanted(&self, r: &Report) -> bool {
+        r.baseline.is_some()
+    }
+
+    fn csv_columns(&self, r: &Report) -> Vec<String> {
+        csv_columns(r)
+    }
+
+    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
+        csv_values(r, s)
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 
 use std::fmt::Write as _;
 
-use super::{layouts, summary};
+use super::section::Place;
+use super::{layouts, sections, summary};
 use crate::types::{Report, StageReport};
 
 /// Terminals at least this wide get GuideLLM's full tables.
@@ -31,32 +32,13 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "\nGPUs (DCGM):");
         s.push_str(&t);
     }
-    if let Some(t) = crate::report::reasoning::reasoning_table(r) {
-        let _ = writeln!(
-            s,
-            "\nReasoning (TTFT: first token, thinking included; TTFAT: first answer token):"
-        );
-        s.push_str(&t);
-    }
-    if let Some(t) = super::pooling::table(r) {
-        let _ = writeln!(
-            s,
-            "\nPooling ({}: the answer comes whole, no TTFT or ITL):",
-            r.target.api
-        );
-        s.push_str(&t);
-    }
-    if let Some(t) = super::images::table(r) {
-        let _ = writeln!(s, "\nImages ({}):", super::images::NOTE);
-        s.push_str(&t);
-    }
-    if let Some(t) = super::tools::table(r) {
-        let _ = writeln!(s, "\nTool calls ({}):", super::tools::NOTE);
-        s.push_str(&t);
-    }
-    if let Some(t) = super::models::table(r) {
-        let _ = writeln!(s, "\nModels:");
-        s.push_str(&t);
+    for place in [Place::Answers, Place::Load, Place::Split] {
+        for sec in sections::shown(r, place) {
+            if let Some(title) = &sec.console {
+                let _ = writeln!(s, "\n{title}:");
+                s.push_str(&sec.table);
+            }
+        }
     }
     let talks = super::conversations::lines(&r.stages);
     if !talks.is_empty() {
@@ -142,10 +124,16 @@ fn tables_width(r: &Report) -> usize {
         Some(layouts::guidellm_info(r)),
         Some(layouts::guidellm_stats(r)),
         crate::report::server_metrics::text_tables(r),
-        crate::report::reasoning::reasoning_table(r),
     ]
     .into_iter()
     .flatten()
+    // The tables the console shows beside the server's.
+    .chain(
+        sections::shown(r, Place::Answers)
+            .into_iter()
+            .filter(|sec| sec.console.is_some())
+            .map(|sec| sec.table),
+    )
     .flat_map(|t| t.lines().map(|l| l.chars().count()).collect::<Vec<_>>())
     .max()
     .unwrap_or(0)

@@ -1,7 +1,8 @@
 //! Multi-turn runs: each stage's conversations and its figures by turn, as
 //! plain lines every text report shows (console, Markdown, HTML).
 
-use crate::types::{Conversations, StageReport};
+use super::section::{names, Section};
+use crate::types::{Conversations, Report, StageReport};
 
 /// One line per stage with conversations, then one per turn.
 pub fn lines(stages: &[StageReport]) -> Vec<String> {
@@ -64,6 +65,23 @@ fn stage_line(name: &str, c: &Conversations) -> String {
         "{name}: {} conversations started (its rate counts conversations started), {} completed, {} cut off at the stage's end, {} failed",
         c.started, c.completed, c.cut_off, c.failed
     )
+}
+
+/// The conversations' CSV columns (their lines the text formats show their way).
+pub struct ConversationsSection;
+
+impl Section for ConversationsSection {
+    fn wanted(&self, r: &Report) -> bool {
+        r.stages.iter().any(|s| s.conversations.is_some())
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        names(&CSV_COLUMNS)
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        csv_values(s)
+    }
 }
 
 #[cfg(test)]

@@ -3,108 +3,30 @@
 use anyhow::{Context as _, Result};
 
 use super::columns::{Column, ALL};
-use super::{
-    baseline, conversations, gpu, images, models, pooling, reasoning, repeats, server_metrics,
-    tools,
-};
-use crate::types::{Report, StageReport};
+use super::section::Section;
+use super::{gpu, repeats, sections};
+use crate::types::Report;
 
-/// The groups of columns after the stage table's, each present when some
-/// stage has its figures (after the rest, so scripts that count columns
-/// keep working).
-struct Extras {
-    server: bool,
-    talks: bool,
-    gpu: bool,
-    models: bool,
-    pooling: bool,
-    images: bool,
-    tools: bool,
-}
-
-impl Extras {
-    fn of(r: &Report) -> Extras {
-        Extras {
-            server: server_metrics::csv_wanted(r),
-            talks: r.stages.iter().any(|s| s.conversations.is_some()),
-            gpu: gpu::has_gpu_side(r),
-            models: models::csv_wanted(r),
-            pooling: pooling::csv_wanted(r),
-            images: images::csv_wanted(r),
-            tools: tools::csv_wanted(r),
-        }
-    }
-
-    fn headers(&self, r: &Report) -> Vec<String> {
-        let mut h = Vec::new();
-        if self.server {
-            h.extend(server_metrics::CSV_COLUMNS.iter().map(|c| c.to_string()));
-        }
-        // Thinking and output lengths, when the report has them.
-        h.extend(reasoning::csv_columns(r));
-        if self.talks {
-            h.extend(conversations::CSV_COLUMNS.iter().map(|c| c.to_string()));
-        }
-        if self.gpu {
-            h.extend(gpu::CSV_COLUMNS.iter().map(|c| c.to_string()));
-        }
-        if self.models {
-            h.extend(models::CSV_COLUMNS.iter().map(|c| c.to_string()));
-        }
-        h.extend(baseline::csv_columns(r));
-        if self.pooling {
-            h.extend(pooling::CSV_COLUMNS.iter().map(|c| c.to_string()));
-        }
-        h.extend(repeats::csv_columns(r));
-        if self.images {
-            h.extend(images::CSV_COLUMNS.iter().map(|c| c.to_string()));
-        }
-        if self.tools {
-            h.extend(tools::CSV_COLUMNS.iter().map(|c| c.to_string()));
-        }
-        h
-    }
-
-    fn cells(&self, r: &Report, s: &StageReport) -> Vec<String> {
-        let mut row = Vec::new();
-        if self.server {
-            row.extend(server_metrics::csv_values(s));
-        }
-        row.extend(reasoning::csv_values(r, s));
-        if self.talks {
-            row.extend(conversations::csv_values(s));
-        }
-        if self.gpu {
-            row.extend(gpu::csv_values(s));
-        }
-        if self.models {
-            row.extend(models::csv_values(s));
-        }
-        row.extend(baseline::csv_values(r, s));
-        if self.pooling {
-            row.extend(pooling::csv_values(s));
-        }
-        row.extend(repeats::csv_values(r, s));
-        if self.images {
-            row.extend(images::csv_values(s));
-        }
-        if self.tools {
-            row.extend(tools::csv_values(s));
-        }
-        row
-    }
+/// The sections whose columns follow the stage table's: those `r` has, in
+/// `sections::ALL`'s order.
+fn extras(r: &Report) -> Vec<&'static dyn Section> {
+    sections::ALL
+        .iter()
+        .copied()
+        .filter(|s| s.wanted(r))
+        .collect()
 }
 
 pub fn render(r: &Report) -> Result<String> {
-    let extras = Extras::of(r);
+    let extras = extras(r);
     let mut header: Vec<String> = ALL.iter().flat_map(Column::headers).collect();
-    header.extend(extras.headers(r));
+    header.extend(extras.iter().flat_map(|x| x.csv_columns(r)));
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header)?;
     let labels = crate::types::stage_labels(&r.stages);
     for (s, label) in r.stages.iter().zip(&labels) {
         let mut row: Vec<String> = ALL.iter().flat_map(|c| c.cells(s, label)).collect();
-        row.extend(extras.cells(r, s));
+        row.extend(extras.iter().flat_map(|x| x.csv_values(r, s)));
         w.write_record(&row)?;
     }
     // `--repeat N`: each planned stage's runs merged, after the runs' rows.
@@ -114,12 +36,7 @@ pub fn render(r: &Report) -> Result<String> {
             .iter()
             .flat_map(|c| c.cells(&st.merged, &label))
             .collect();
-        let mut cells = extras.cells(r, &st.merged);
-        // The last columns are the repeats': this row's are the spreads.
-        let n = repeats::csv_columns(r).len();
-        cells.truncate(cells.len().saturating_sub(n));
-        cells.extend(repeats::csv_merged_values(st));
-        row.extend(cells);
+        row.extend(extras.iter().flat_map(|x| x.csv_merged_values(r, st)));
         w.write_record(&row)?;
     }
     let bytes = w.into_inner().context("cannot finish the CSV")?;
@@ -145,4 +62,60 @@ pub fn render_per_gpu(r: &Report) -> Result<Option<String>> {
     String::from_utf8(bytes)
         .context("CSV is not UTF-8")
         .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{RepeatedStage, Repeats, StageReport, ToolCalls};
+
+    /// A `--repeat` run whose requests made tool calls: the merged row's
+    /// cells stand under their own headers (the repeats' columns are not
+    /// the last ones).
+    #[test]
+    fn a_merged_rows_cells_stand_under_their_headers_when_columns_follow_the_repeats() {
+        let calls = |n| {
+            Some(ToolCalls {
+                tools_per_request: 2,
+                calls: n,
+                share: 0.5,
+                per_s: 1.0,
+            })
+        };
+        let stage = StageReport {
+            name: "constant@2.00".into(),
+            repeat: Some(1),
+            tool_calls: calls(3),
+            ..Default::default()
+        };
+        let r = Report {
+            stages: vec![stage.clone()],
+            repeats: Some(Repeats {
+                asked: 1,
+                ran: 1,
+                stages: vec![RepeatedStage {
+                    name: stage.name.clone(),
+                    runs: vec![1],
+                    merged: StageReport {
+                        tool_calls: calls(7),
+                        repeat: None,
+                        ..stage
+                    },
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let csv = render(&r).unwrap();
+        let mut rows = csv::Reader::from_reader(csv.as_bytes());
+        let header = rows.headers().unwrap().clone();
+        let col = |k: &str| header.iter().position(|h| h == k).unwrap();
+        let rows: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 2, "{csv}");
+        assert_eq!(&rows[0][col("repeat")], "1");
+        assert_eq!(&rows[0][col("tool_calls")], "3");
+        assert_eq!(&rows[1][col("repeat")], "all", "{csv}");
+        assert_eq!(&rows[1][col("tool_calls")], "7", "{csv}");
+    }
 }

@@ -4,6 +4,7 @@
 //! when a report has GPU figures or a price, so other reports look as they
 //! always did. A figure not exported is `-` (an empty CSV cell), never 0.
 
+use super::section::{names, Section};
 use super::tables::GroupedTable;
 use crate::types::gpu::{GpuFigures, GpuGauge, GpuStage};
 use crate::types::{Report, StageReport};
@@ -366,6 +367,23 @@ pub fn power_vs_rate(r: &Report, keep: impl Fn(&StageReport) -> bool) -> Vec<(f6
             Some((s.rates.achieved(), p, label))
         })
         .collect()
+}
+
+/// The GPUs' CSV columns (their tables the text formats show their way).
+pub struct GpuSection;
+
+impl Section for GpuSection {
+    fn wanted(&self, r: &Report) -> bool {
+        has_gpu_side(r)
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        names(CSV_COLUMNS)
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        csv_values(s)
+    }
 }
 
 #[cfg(test)]

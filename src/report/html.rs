@@ -6,7 +6,8 @@
 use std::fmt::Write as _;
 
 use super::charts::{chart, chart_with, time_chart, ChartOpts, Series};
-use super::{columns, layouts, reasoning, server_metrics};
+use super::section::Place;
+use super::{columns, layouts, sections, server_metrics};
 use crate::stats::dist::Dist;
 use crate::types::{Report, StageReport};
 
@@ -207,9 +208,7 @@ pub fn render(r: &Report) -> String {
     if let Some(section) = gpu_section(r) {
         h.push_str(&section);
     }
-    if let Some(section) = reasoning_section(r) {
-        h.push_str(&section);
-    }
+    h.push_str(&sections_at(r, Place::Answers));
     h.push_str(&timeline(r));
     let _ = write!(
         h,
@@ -267,33 +266,8 @@ fn findings(r: &Report) -> String {
     for w in &r.warnings {
         let _ = write!(h, r#"<p class="warn">Warning: {}</p>"#, esc(w));
     }
-    if let Some(t) = super::pooling::table(r) {
-        let _ = write!(
-            h,
-            "<h2>Pooling ({})</h2><p>The answer comes whole: latency is the request's, there is no TTFT or ITL.</p><pre>{}</pre>",
-            esc(r.target.api.name()),
-            esc(&t)
-        );
-    }
-    if let Some(t) = super::images::table(r) {
-        let _ = write!(
-            h,
-            "<h2>Images</h2><p>{}.</p><pre>{}</pre>",
-            esc(super::images::NOTE),
-            esc(&t)
-        );
-    }
-    if let Some(t) = super::tools::table(r) {
-        let _ = write!(
-            h,
-            "<h2>Tool calls</h2><p>{}.</p><pre>{}</pre>",
-            esc(super::tools::NOTE),
-            esc(&t)
-        );
-    }
-    if let Some(t) = super::models::table(r) {
-        let _ = write!(h, "<h2>Models</h2><pre>{}</pre>", esc(&t));
-    }
+    h.push_str(&sections_at(r, Place::Load));
+    h.push_str(&sections_at(r, Place::Split));
     let talks = super::conversations::lines(&r.stages);
     if !talks.is_empty() {
         h.push_str("<h2>Conversations</h2><pre>");
@@ -617,20 +591,18 @@ fn gpu_section(r: &Report) -> Option<String> {
     Some(h)
 }
 
-/// The HTML section: both tables as text, under their own headings.
-fn reasoning_section(r: &Report) -> Option<String> {
+/// The sections shown at `place`: each table as text under its heading
+/// and note.
+fn sections_at(r: &Report, place: Place) -> String {
     let mut h = String::new();
-    if let Some(t) = reasoning::reasoning_table(r) {
-        h.push_str(
-            "<h2>Reasoning (time to first answer token)</h2><p>TTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.</p>",
-        );
-        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
+    for sec in sections::shown(r, place) {
+        let _ = write!(h, "<h2>{}</h2>", esc(&sec.title));
+        if let Some(note) = &sec.note {
+            let _ = write!(h, "<p>{}</p>", esc(note));
+        }
+        let _ = write!(h, "<pre>{}</pre>", esc(&sec.table));
     }
-    if let Some(t) = reasoning::lengths_table(r) {
-        h.push_str("<h2>Output lengths</h2>");
-        h.push_str(&format!("<pre>{}</pre>", esc(&t)));
-    }
-    (!h.is_empty()).then_some(h)
+    h
 }
 
 #[cfg(test)]
@@ -727,7 +699,7 @@ mod tests {
     #[test]
     fn the_server_and_reasoning_sections_appear_when_a_report_has_them() {
         let plain = Report::from_json(include_str!("../../tests/fixtures/report.json")).unwrap();
-        assert!(server_section(&plain).is_none() && reasoning_section(&plain).is_none());
+        assert!(server_section(&plain).is_none() && sections_at(&plain, Place::Answers).is_empty());
         let r =
             Report::from_json(include_str!("../../tests/fixtures/sweep-10-stages.json")).unwrap();
         let html = server_section(&r).unwrap();

@@ -3,6 +3,7 @@
 //! tokens the server counted (images cost tokens), as a text table
 //! (console, Markdown, HTML) and CSV columns.
 
+use super::section::{names, Section, Shown};
 use super::tables::GroupedTable;
 use crate::types::{Report, StageReport};
 
@@ -21,7 +22,7 @@ fn bytes(b: f64) -> String {
 }
 
 /// One row per stage; None when no request carried an image.
-pub fn table(r: &Report) -> Option<String> {
+fn table(r: &Report) -> Option<String> {
     if !any_images(r) {
         return None;
     }
@@ -61,24 +62,21 @@ pub fn table(r: &Report) -> Option<String> {
 }
 
 /// What the table's columns mean, under it.
-pub const NOTE: &str = "sent: the images' data URLs (base64), as sent; prompt tokens: the text as built, and the whole prompt as the server counted it (its usage), images included";
+const NOTE: &str = "sent: the images' data URLs (base64), as sent; prompt tokens: the text as built, and the whole prompt as the server counted it (its usage), images included";
 
 /// CSV columns, after the others, when requests carried images.
-pub const CSV_COLUMNS: [&str; 5] = [
+const CSV_COLUMNS: [&str; 5] = [
     "images_per_request",
     "image_bytes_per_request",
     "images_per_s",
     "image_bytes_per_s",
-    "server_prompt_tokens_per_request",
+    // Not `server_prompt_tokens_per_request`: the server's /metrics column
+    // of that name stands beside it when the run scraped them.
+    "usage_prompt_tokens_per_request",
 ];
 
-/// Whether the CSV gets [`CSV_COLUMNS`].
-pub fn csv_wanted(r: &Report) -> bool {
-    any_images(r)
-}
-
 /// A stage's values for [`CSV_COLUMNS`].
-pub fn csv_values(s: &StageReport) -> Vec<String> {
+fn values(s: &StageReport) -> Vec<String> {
     match &s.images {
         Some(i) => vec![
             i.per_request.to_string(),
@@ -89,6 +87,32 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
                 .map_or(String::new(), |t| format!("{t}")),
         ],
         None => vec![String::new(); CSV_COLUMNS.len()],
+    }
+}
+
+/// The images' section: its table and CSV columns.
+pub struct ImagesSection;
+
+impl Section for ImagesSection {
+    fn wanted(&self, r: &Report) -> bool {
+        any_images(r)
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        names(&CSV_COLUMNS)
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        values(s)
+    }
+
+    fn shown(&self, r: &Report) -> Option<Shown> {
+        Some(Shown {
+            title: "Images".into(),
+            note: Some(format!("{NOTE}.")),
+            console: Some(format!("Images ({NOTE})")),
+            table: table(r)?,
+        })
     }
 }
 
@@ -125,10 +149,10 @@ mod tests {
             assert!(row.contains(want), "{want} in {t}");
         }
         assert_eq!(
-            csv_values(&r.stages[0]),
+            values(&r.stages[0]),
             ["2", "2100000", "8", "8400000", "1280"]
         );
         r.stages[0].images = None;
-        assert!(table(&r).is_none() && !csv_wanted(&r));
+        assert!(table(&r).is_none() && !ImagesSection.wanted(&r));
     }
 }

@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::{columns, layouts, reasoning, summary};
+use super::section::Place;
+use super::{columns, layouts, sections, summary};
 use crate::types::Report;
 
 /// All three Markdown layouts, GuideLLM's first.
@@ -50,31 +51,14 @@ pub fn render(r: &Report) -> String {
         s.push_str("\n## GPUs (DCGM)\n\n");
         s.push_str(&block(&t));
     }
-    if let Some(t) = super::pooling::table(r) {
-        s.push_str(&format!(
-            "\n## Pooling ({})\n\nThe answer comes whole: latency is the request's, there is no TTFT or ITL.\n\n",
-            r.target.api
-        ));
-        s.push_str(&block(&t));
-    }
-    if let Some(t) = super::images::table(r) {
-        s.push_str(&format!("\n## Images\n\n{}.\n\n", super::images::NOTE));
-        s.push_str(&block(&t));
-    }
-    if let Some(t) = super::tools::table(r) {
-        s.push_str(&format!("\n## Tool calls\n\n{}.\n\n", super::tools::NOTE));
-        s.push_str(&block(&t));
-    }
-    if let Some(t) = super::models::table(r) {
-        s.push_str("\n## Models\n\n");
-        s.push_str(&block(&t));
-    }
+    s.push_str(&sections_at(r, Place::Load));
+    s.push_str(&sections_at(r, Place::Split));
     let talks = super::conversations::lines(&r.stages);
     if !talks.is_empty() {
         s.push_str("\n## Conversations\n\n");
         s.push_str(&block(&(talks.join("\n") + "\n")));
     }
-    s.push_str(&reasoning_sections(r));
+    s.push_str(&sections_at(r, Place::Answers));
     s.push_str("\n## Serving table (vLLM dashboard layout)\n\n");
     s.push_str(&layouts::vllm_serving(r));
     s.push('\n');
@@ -248,16 +232,15 @@ fn stages_section(r: &Report) -> String {
     )
 }
 
-/// The reasoning and output length tables, when a stage has them.
-fn reasoning_sections(r: &Report) -> String {
+/// The sections shown at `place`: each under its heading and note.
+fn sections_at(r: &Report, place: Place) -> String {
     let mut s = String::new();
-    if let Some(t) = reasoning::reasoning_table(r) {
-        s.push_str("\n## Reasoning (time to first answer token)\n\nTTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.\n\n");
-        s.push_str(&block(&t));
-    }
-    if let Some(t) = reasoning::lengths_table(r) {
-        s.push_str("\n## Output lengths\n\n");
-        s.push_str(&block(&t));
+    for sec in sections::shown(r, place) {
+        s.push_str(&format!("\n## {}\n\n", sec.title));
+        if let Some(note) = &sec.note {
+            s.push_str(&format!("{note}\n\n"));
+        }
+        s.push_str(&block(&sec.table));
     }
     s
 }
@@ -328,6 +311,6 @@ mod tests {
         assert!(summary_section(&r).starts_with("## Summary\n\n- **Answer:** "));
         let md = render(&r);
         assert!(md.contains("## Summary") && md.contains("**Saturated:**"));
-        assert!(reasoning_sections(&r).is_empty());
+        assert!(sections_at(&r, Place::Answers).is_empty());
     }
 }

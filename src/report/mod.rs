@@ -28,6 +28,8 @@ pub mod pooling;
 pub mod reasoning;
 pub mod repeats;
 pub mod rerun;
+pub mod section;
+pub mod sections;
 pub mod server_metrics;
 pub mod summary;
 pub mod svg;

@@ -1,6 +1,7 @@
 //! A run with several models (`--model a=70%,b=30%`): each stage's figures
 //! per model, as a text table (console, Markdown, HTML) and CSV columns.
 
+use super::section::{names, Place, Section, Shown};
 use super::tables::GroupedTable;
 use crate::types::{Report, StageReport};
 
@@ -10,7 +11,7 @@ fn any_models(r: &Report) -> bool {
 
 /// One row per stage and model: counts, rates, TTFT and ITL; None when the
 /// run had one model.
-pub fn table(r: &Report) -> Option<String> {
+fn table(r: &Report) -> Option<String> {
     if !any_models(r) {
         return None;
     }
@@ -64,7 +65,7 @@ const NOTE: &str = "Achieved req/s: the stage's achieved rate, split by each mod
 
 /// CSV columns, after the others, when a stage of the run has several
 /// models: one value per model, `;`-separated, in the mix's order.
-pub const CSV_COLUMNS: [&str; 9] = [
+const CSV_COLUMNS: [&str; 9] = [
     "models",
     "share_by_model",
     "completed_by_model",
@@ -76,13 +77,8 @@ pub const CSV_COLUMNS: [&str; 9] = [
     "itl_p99_ms_by_model",
 ];
 
-/// Whether the CSV gets [`CSV_COLUMNS`].
-pub fn csv_wanted(r: &Report) -> bool {
-    any_models(r)
-}
-
 /// A stage's values for [`CSV_COLUMNS`] (empty with one model).
-pub fn csv_values(st: &StageReport) -> Vec<String> {
+fn values(st: &StageReport) -> Vec<String> {
     let by = |f: &dyn Fn(&crate::types::ModelFigures) -> String| {
         st.models.iter().map(f).collect::<Vec<_>>().join(";")
     };
@@ -97,6 +93,36 @@ pub fn csv_values(st: &StageReport) -> Vec<String> {
         by(&|m| format!("{}", m.itl_ms.p50)),
         by(&|m| format!("{}", m.itl_ms.p99)),
     ]
+}
+
+/// The models' section: its table and CSV columns.
+pub struct ModelsSection;
+
+impl Section for ModelsSection {
+    fn wanted(&self, r: &Report) -> bool {
+        any_models(r)
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        names(&CSV_COLUMNS)
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        values(s)
+    }
+
+    fn shown(&self, r: &Report) -> Option<Shown> {
+        Some(Shown {
+            title: "Models".into(),
+            note: None,
+            console: Some("Models".into()),
+            table: table(r)?,
+        })
+    }
+
+    fn place(&self) -> Place {
+        Place::Split
+    }
 }
 
 #[cfg(test)]
@@ -145,14 +171,14 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("lora|b") && t.contains("90.0"), "{t}");
-        let v = csv_values(&r.stages[0]);
+        let v = values(&r.stages[0]);
         assert_eq!(v.len(), CSV_COLUMNS.len());
         assert_eq!(v[0], "a;lora|b");
         assert_eq!(v[2], "70;30");
         assert_eq!(v[5], "40;90");
-        assert!(csv_wanted(&r));
+        assert!(ModelsSection.wanted(&r));
         r.stages[0].models.clear();
         assert!(table(&r).is_none());
-        assert!(!csv_wanted(&r));
+        assert!(!ModelsSection.wanted(&r));
     }
 }

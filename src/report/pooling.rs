@@ -3,6 +3,7 @@
 //! (console, Markdown, HTML) and CSV columns. There is no TTFT or ITL: the
 //! answer comes whole.
 
+use super::section::{names, Section, Shown};
 use super::tables::GroupedTable;
 use crate::types::{Report, StageReport};
 
@@ -11,7 +12,7 @@ fn any_pooling(r: &Report) -> bool {
 }
 
 /// One row per stage; None when the run generated text.
-pub fn table(r: &Report) -> Option<String> {
+fn table(r: &Report) -> Option<String> {
     if !any_pooling(r) {
         return None;
     }
@@ -61,15 +62,10 @@ pub fn table(r: &Report) -> Option<String> {
 }
 
 /// CSV columns, after the others, when the run loaded a pooling API.
-pub const CSV_COLUMNS: [&str; 3] = ["inputs_per_request", "inputs_per_s", "prompt_tokens_per_s"];
-
-/// Whether the CSV gets [`CSV_COLUMNS`].
-pub fn csv_wanted(r: &Report) -> bool {
-    any_pooling(r)
-}
+const CSV_COLUMNS: [&str; 3] = ["inputs_per_request", "inputs_per_s", "prompt_tokens_per_s"];
 
 /// A stage's values for [`CSV_COLUMNS`].
-pub fn csv_values(s: &StageReport) -> Vec<String> {
+fn values(s: &StageReport) -> Vec<String> {
     match &s.pooling {
         Some(p) => vec![
             p.inputs_per_request.to_string(),
@@ -77,6 +73,37 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
             format!("{}", p.tokens_per_s),
         ],
         None => vec![String::new(); CSV_COLUMNS.len()],
+    }
+}
+
+/// A pooling API's section: its table and CSV columns.
+pub struct PoolingSection;
+
+impl Section for PoolingSection {
+    fn wanted(&self, r: &Report) -> bool {
+        any_pooling(r)
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        names(&CSV_COLUMNS)
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        values(s)
+    }
+
+    fn shown(&self, r: &Report) -> Option<Shown> {
+        Some(Shown {
+            title: format!("Pooling ({})", r.target.api),
+            note: Some(
+                "The answer comes whole: latency is the request's, there is no TTFT or ITL.".into(),
+            ),
+            console: Some(format!(
+                "Pooling ({}: the answer comes whole, no TTFT or ITL)",
+                r.target.api
+            )),
+            table: table(r)?,
+        })
     }
 }
 
@@ -111,8 +138,8 @@ mod tests {
         for want in ["10.00", "80.0", "4096", "12.5"] {
             assert!(row.contains(want), "{want} in {t}");
         }
-        assert_eq!(csv_values(&r.stages[0]), ["8", "80", "4096"]);
+        assert_eq!(values(&r.stages[0]), ["8", "80", "4096"]);
         r.stages[0].pooling = None;
-        assert!(table(&r).is_none() && !csv_wanted(&r));
+        assert!(table(&r).is_none() && !PoolingSection.wanted(&r));
     }
 }

@@ -4,6 +4,7 @@
 //! CSV columns. Each appears only when a stage of the report has the
 //! figures, so reports of other servers read as before.
 
+use super::section::{names, Place, Section, Shown};
 use super::tables::GroupedTable;
 use crate::types::{DistSummary, OutputLengths, Report, StageReport};
 
@@ -138,73 +139,133 @@ pub fn lengths_table(r: &Report) -> Option<String> {
     Some(t.render())
 }
 
-/// CSV columns after the others, present when any stage has the figures.
-pub fn csv_columns(r: &Report) -> Vec<String> {
-    let mut h = Vec::new();
-    if any_reasoning(r) {
-        h.extend(
-            [
-                "reasoning_requests",
-                "reasoning_tokens_mean",
-                "answer_tokens_mean",
-                "reasoning_no_answer",
-            ]
-            .map(String::from),
-        );
-        for m in ["ttfrt", "ttfat", "answer_itl"] {
-            for s in super::columns::STATS {
-                h.push(format!("{m}_{s}_ms"));
-            }
+/// The reasoning columns of report.csv.
+fn reasoning_columns() -> Vec<String> {
+    let mut h: Vec<String> = [
+        "reasoning_requests",
+        "reasoning_tokens_mean",
+        "answer_tokens_mean",
+        "reasoning_no_answer",
+    ]
+    .map(String::from)
+    .into();
+    for m in ["ttfrt", "ttfat", "answer_itl"] {
+        for s in super::columns::STATS {
+            h.push(format!("{m}_{s}_ms"));
         }
-    }
-    if any_lengths(r) {
-        h.extend(
-            [
-                "output_tokens_asked_mean",
-                "output_tokens_received_mean",
-                "output_tokens_server_mean",
-                "output_tokens_client_mean",
-            ]
-            .map(String::from),
-        );
     }
     h
 }
 
-/// One stage's values for [`csv_columns`].
-pub fn csv_values(r: &Report, s: &StageReport) -> Vec<String> {
-    let f = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
+fn csv_number(v: Option<f64>) -> String {
+    v.map(|v| format!("{v}")).unwrap_or_default()
+}
+
+/// One stage's values for [`reasoning_columns`].
+fn reasoning_values(s: &StageReport) -> Vec<String> {
+    let f = csv_number;
     let mut row = Vec::new();
-    if any_reasoning(r) {
-        let x = s.reasoning.as_ref();
-        row.push(x.map_or("0".into(), |x| x.requests.to_string()));
-        row.push(f(x.map(|x| x.reasoning_tokens_mean)));
-        row.push(f(x.map(|x| x.answer_tokens_mean)));
-        row.push(x.map_or("0".into(), |x| x.no_answer.to_string()));
-        for d in [
-            x.map(|x| &x.ttfrt_ms),
-            x.map(|x| &x.ttfat_ms),
-            x.map(|x| &x.answer_itl_ms),
-        ] {
-            match d {
-                Some(d) => row.extend(
-                    super::columns::dist_values(d)
-                        .iter()
-                        .map(|v| format!("{v}")),
-                ),
-                None => row.extend(std::iter::repeat_n(String::new(), 9)),
-            }
+    let x = s.reasoning.as_ref();
+    row.push(x.map_or("0".into(), |x| x.requests.to_string()));
+    row.push(f(x.map(|x| x.reasoning_tokens_mean)));
+    row.push(f(x.map(|x| x.answer_tokens_mean)));
+    row.push(x.map_or("0".into(), |x| x.no_answer.to_string()));
+    for d in [
+        x.map(|x| &x.ttfrt_ms),
+        x.map(|x| &x.ttfat_ms),
+        x.map(|x| &x.answer_itl_ms),
+    ] {
+        match d {
+            Some(d) => row.extend(
+                super::columns::dist_values(d)
+                    .iter()
+                    .map(|v| format!("{v}")),
+            ),
+            None => row.extend(std::iter::repeat_n(String::new(), 9)),
         }
     }
-    if any_lengths(r) {
-        let m = s
-            .output_lengths
-            .as_ref()
-            .map(length_means)
-            .unwrap_or_default();
-        row.extend(m.iter().map(|v| f(*v)));
-    }
     row
+}
+
+/// The output length columns of report.csv.
+const LENGTHS_COLUMNS: [&str; 4] = [
+    "output_tokens_asked_mean",
+    "output_tokens_received_mean",
+    "output_tokens_server_mean",
+    "output_tokens_client_mean",
+];
+
+/// One stage's values for [`LENGTHS_COLUMNS`].
+fn lengths_values(s: &StageReport) -> Vec<String> {
+    let m = s
+        .output_lengths
+        .as_ref()
+        .map(length_means)
+        .unwrap_or_default();
+    m.iter().map(|v| csv_number(*v)).collect()
+}
+
+/// The reasoning section: its table and CSV columns, when a stage thought.
+pub struct ReasoningSection;
+
+impl Section for ReasoningSection {
+    fn wanted(&self, r: &Report) -> bool {
+        any_reasoning(r)
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        reasoning_columns()
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        reasoning_values(s)
+    }
+
+    fn shown(&self, r: &Report) -> Option<Shown> {
+        Some(Shown {
+            title: "Reasoning (time to first answer token)".into(),
+            note: Some("TTFT is the first generated token, thinking included; TTFAT the first answer token, what users wait for.".into()),
+            console: Some(
+                "Reasoning (TTFT: first token, thinking included; TTFAT: first answer token)".into(),
+            ),
+            table: reasoning_table(r)?,
+        })
+    }
+
+    fn place(&self) -> Place {
+        Place::Answers
+    }
+}
+
+/// The output lengths section: its table (not on the console) and CSV
+/// columns, when a stage has the figures.
+pub struct LengthsSection;
+
+impl Section for LengthsSection {
+    fn wanted(&self, r: &Report) -> bool {
+        any_lengths(r)
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        names(&LENGTHS_COLUMNS)
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        lengths_values(s)
+    }
+
+    fn shown(&self, r: &Report) -> Option<Shown> {
+        Some(Shown {
+            title: "Output lengths".into(),
+            note: None,
+            console: None,
+            table: lengths_table(r)?,
+        })
+    }
+
+    fn place(&self) -> Place {
+        Place::Answers
+    }
 }
 
 #[cfg(test)]
@@ -285,12 +346,15 @@ mod tests {
             l.contains("128.0") && l.contains("130.0") && l.contains("+1.6%"),
             "{l}"
         );
-        let cols = csv_columns(&r);
-        assert_eq!(cols.len(), csv_values(&r, &r.stages[1]).len());
-        assert!(cols.contains(&"ttfat_p50_ms".to_string()));
+        for sec in [&ReasoningSection as &dyn Section, &LengthsSection] {
+            assert!(sec.wanted(&r));
+            let cols = sec.csv_columns(&r);
+            assert_eq!(cols.len(), sec.csv_values(&r, &r.stages[1]).len());
+        }
+        assert!(reasoning_columns().contains(&"ttfat_p50_ms".to_string()));
         // A report without thinking or lengths: nothing new.
         let plain = report(vec![StageReport::default()]);
         assert!(reasoning_table(&plain).is_none() && lengths_table(&plain).is_none());
-        assert!(csv_columns(&plain).is_empty());
+        assert!(!ReasoningSection.wanted(&plain) && !LengthsSection.wanted(&plain));
     }
 }

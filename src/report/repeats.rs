@@ -5,6 +5,7 @@
 //! (computed from that run's stages alone) and their spread. The data for
 //! `report.json`'s `repeats`, and the text every renderer shows of it.
 
+use super::section::Section;
 use anyhow::Result;
 
 use super::merge;
@@ -374,6 +375,27 @@ pub fn csv_merged_values(st: &RepeatedStage) -> Vec<String> {
 /// The label of a merged row: `constant@6.38 (3 runs)`.
 pub fn merged_label(st: &RepeatedStage) -> String {
     format!("{} ({} runs)", st.name, st.runs.len())
+}
+
+/// The repeats' CSV columns: a stage's run, and on each merged row the figures' spreads (their tables the text formats show their way).
+pub struct RepeatsSection;
+
+impl Section for RepeatsSection {
+    fn wanted(&self, r: &Report) -> bool {
+        r.repeats.is_some()
+    }
+
+    fn csv_columns(&self, r: &Report) -> Vec<String> {
+        csv_columns(r)
+    }
+
+    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
+        csv_values(r, s)
+    }
+
+    fn csv_merged_values(&self, _r: &Report, st: &RepeatedStage) -> Vec<String> {
+        csv_merged_values(st)
+    }
 }
 
 #[cfg(test)]

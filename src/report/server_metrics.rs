@@ -3,6 +3,7 @@
 //! CSV columns. Each appears only when a report has something from the
 //! server, so reports of runs without it look as they always did.
 
+use super::section::{names, Section};
 use super::tables::GroupedTable;
 use crate::types::server_metrics::{GaugeSummary, ServerDist};
 use crate::types::{Report, StageReport};
@@ -208,6 +209,23 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
         f(cms.ttft_mean_ms),
         f(cms.e2e_mean_ms),
     ]
+}
+
+/// The server's CSV columns (its tables the text formats show their way).
+pub struct ServerSection;
+
+impl Section for ServerSection {
+    fn wanted(&self, r: &Report) -> bool {
+        csv_wanted(r)
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        names(CSV_COLUMNS)
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        csv_values(s)
+    }
 }
 
 #[cfg(test)]

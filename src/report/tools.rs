@@ -3,6 +3,7 @@
 //! were calls and calls a second, as a text table (console, Markdown, HTML)
 //! and CSV columns.
 
+use super::section::{names, Section, Shown};
 use super::tables::GroupedTable;
 use crate::types::{Report, StageReport};
 
@@ -11,7 +12,7 @@ fn any_tools(r: &Report) -> bool {
 }
 
 /// One row per stage; None when no stage has tool figures.
-pub fn table(r: &Report) -> Option<String> {
+fn table(r: &Report) -> Option<String> {
     if !any_tools(r) {
         return None;
     }
@@ -56,23 +57,18 @@ pub fn table(r: &Report) -> Option<String> {
 }
 
 /// What the table's columns mean, under it.
-pub const NOTE: &str = "count: tool calls the measured completions streamed; % answers: the completions answered with one; garbled: requests failed as tool_call_malformed";
+const NOTE: &str = "count: tool calls the measured completions streamed; % answers: the completions answered with one; garbled: requests failed as tool_call_malformed";
 
 /// CSV columns, after the others, when a stage has tool figures.
-pub const CSV_COLUMNS: [&str; 4] = [
+const CSV_COLUMNS: [&str; 4] = [
     "tools_per_request",
     "tool_calls",
     "tool_call_share",
     "tool_calls_per_s",
 ];
 
-/// Whether the CSV gets [`CSV_COLUMNS`].
-pub fn csv_wanted(r: &Report) -> bool {
-    any_tools(r)
-}
-
 /// A stage's values for [`CSV_COLUMNS`].
-pub fn csv_values(s: &StageReport) -> Vec<String> {
+fn values(s: &StageReport) -> Vec<String> {
     match &s.tool_calls {
         Some(t) => vec![
             t.tools_per_request.to_string(),
@@ -81,6 +77,32 @@ pub fn csv_values(s: &StageReport) -> Vec<String> {
             format!("{}", t.per_s),
         ],
         None => vec![String::new(); CSV_COLUMNS.len()],
+    }
+}
+
+/// The tool calls' section: its table and CSV columns.
+pub struct ToolsSection;
+
+impl Section for ToolsSection {
+    fn wanted(&self, r: &Report) -> bool {
+        any_tools(r)
+    }
+
+    fn csv_columns(&self, _r: &Report) -> Vec<String> {
+        names(&CSV_COLUMNS)
+    }
+
+    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
+        values(s)
+    }
+
+    fn shown(&self, r: &Report) -> Option<Shown> {
+        Some(Shown {
+            title: "Tool calls".into(),
+            note: Some(format!("{NOTE}.")),
+            console: Some(format!("Tool calls ({NOTE})")),
+            table: table(r)?,
+        })
     }
 }
 
@@ -115,8 +137,8 @@ mod tests {
         for want in ["4.00", "12", "30.0", "1.20", "2"] {
             assert!(row.contains(want), "{want} in {t}");
         }
-        assert_eq!(csv_values(&r.stages[0]), ["4", "12", "0.3", "1.2"]);
+        assert_eq!(values(&r.stages[0]), ["4", "12", "0.3", "1.2"]);
         r.stages[0].tool_calls = None;
-        assert!(table(&r).is_none() && !csv_wanted(&r));
+        assert!(table(&r).is_none() && !ToolsSection.wanted(&r));
     }
 }
