@@ -210,6 +210,10 @@ async fn the_simulator_lists_names_and_adapters_as_vllm_does() {
     assert!(data[1]["parent"].is_null());
     assert_eq!(data[2]["root"], "/adapters/one");
     assert_eq!(data[2]["parent"], "base");
+    // vLLM (0.32, CPU, --enable-lora) gives the base its context and an
+    // adapter none: `"max_model_len": null`.
+    assert!(data[0]["max_model_len"].is_u64(), "{}", data[0]);
+    assert!(data[2]["max_model_len"].is_null(), "{}", data[2]);
     // An adapter's answer names the adapter; an unknown name is a 404.
     let c = reqwest::Client::new();
     let ask = |model: &str| {
@@ -225,5 +229,66 @@ async fn the_simulator_lists_names_and_adapters_as_vllm_does() {
     let a: Value = ask("ad1").await.unwrap().json().await.unwrap();
     assert_eq!(a["model"], "ad1");
     assert_eq!(ask("nope").await.unwrap().status(), 404);
+    sim.shutdown().await;
+}
+
+/// A mix led by an adapter: vLLM lists adapters with no `max_model_len`, so
+/// the context is the base's (`parent`). Prompts it cannot hold are refused
+/// before any load, as for the base itself; before, the check was skipped
+/// and real vLLM answered every request HTTP 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mix_led_by_an_adapter_is_held_to_its_base_models_context() {
+    let mut c = common::model(2.0, 0.0, 256);
+    c.model_name = "base".into();
+    c.lora_modules = vec![("ad1".into(), "/adapters/one".into())];
+    c.params.kv_cache_tokens = 1000;
+    let sim = common::start_sim(c).await;
+    let out = tmpdir("model-mix-adapter-context");
+    let long = [
+        "--data",
+        "prompt_tokens=2000,output_tokens=8",
+        "--max-seconds",
+        "2",
+    ];
+    for mix in ["ad1", "ad1=50%,base=50%"] {
+        let o = run(
+            &sim.url(),
+            &out.join("long"),
+            &[&["--model", mix][..], &long].concat(),
+        )
+        .await;
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{mix}: {err}");
+        assert!(
+            err.contains("no prompt fits model \"ad1\": its context is 1000 tokens"),
+            "{mix}: {err}"
+        );
+    }
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    // Prompts that fit go to both.
+    let o = run(
+        &sim.url(),
+        &out.join("fits"),
+        &[
+            "--model",
+            "ad1=50%,base=50%",
+            "--data",
+            "prompt_tokens=100,output_tokens=8",
+            "--profile",
+            "constant",
+            "--rate",
+            "20",
+            "--max-requests",
+            "10",
+            "--max-seconds",
+            "10",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sent = counts_by_model(&read_report(&out.join("fits"))["stages"][0]);
+    assert_eq!(sent.get("ad1"), Some(&5));
+    assert_eq!(sent.get("base"), Some(&5));
+    let _ = std::fs::remove_dir_all(&out);
     sim.shutdown().await;
 }

@@ -555,7 +555,12 @@ fn a_model_id_not_in_the_cache_is_downloaded_into_it() {
 #[test]
 fn without_tokenizer_the_served_models_is_used() {
     let hf = tmp("hf-served");
-    let served = common::process::SimProcess::start(&["--served-model-name", "Org/Served-1B"]);
+    let served = common::process::SimProcess::start(&[
+        "--served-model-name",
+        "Org/Served-1B",
+        "--lora-modules",
+        "sql=/adapters/sql",
+    ]);
     // Not in the cache: the server's /tokenize makes the prompts.
     let (ok, err, out) = run_with_hf(
         "hf-served-tokenize",
@@ -595,6 +600,20 @@ fn without_tokenizer_the_served_models_is_used() {
     let r = common::process::read_report(&out);
     assert_eq!(r["config"]["tokenizer"], file.display().to_string());
     assert_eq!(r["stages"][0]["tokens"]["prompt_mean"], 40.0);
+    // A LoRA adapter of it (its `root` an adapter directory without a
+    // tokenizer, its `parent` the base, as vLLM lists it): the base's.
+    let (ok, err, out) = run_with_hf(
+        "hf-served-adapter",
+        &[("HF_HOME", &hf)],
+        &["--target", &served.url, "--model", "sql"],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("tokenizer: the served model's, Org/Served-1B from the Hugging Face cache"),
+        "{err}"
+    );
+    let r = common::process::read_report(&out);
+    assert_eq!(r["config"]["tokenizer"], file.display().to_string());
 }
 
 /// `/tokenize` as the simulator serves it: vLLM's request and answer, the

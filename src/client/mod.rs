@@ -64,6 +64,10 @@ pub struct ModelInfo {
     /// value that is not a string is left out, never an error.
     #[serde(default, deserialize_with = "string_or_nothing")]
     pub root: Option<String>,
+    /// A LoRA adapter's base model (vLLM's `parent`; null for a base
+    /// model); a value that is not a string is left out.
+    #[serde(default, deserialize_with = "string_or_nothing")]
+    pub parent: Option<String>,
 }
 
 fn string_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {

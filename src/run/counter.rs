@@ -52,17 +52,24 @@ pub(super) enum Served {
 
 /// Looks for the served model's tokenizer: the directory or Hugging Face
 /// id it was loaded from (`root`, else its id) holding a tokenizer.json
-/// here or in the Hugging Face cache, else the server's `/tokenize`.
+/// here or in the Hugging Face cache, then the same for the base model of
+/// an adapter (`base`: a LoRA adapter's directory seldom holds one), else
+/// the server's `/tokenize`.
 pub(super) async fn served_tokenizer(
     served: &crate::client::ModelInfo,
+    base: Option<&crate::client::ModelInfo>,
     client: &Client,
     cfg: &ClientConfig,
 ) -> Served {
     use super::{hub, tokenize::ServerTokenizer};
     use crate::tokenizer::TokenizerFile;
-    let mut names: Vec<&str> = served.root.iter().map(String::as_str).collect();
-    if !names.contains(&served.id.as_str()) {
-        names.push(&served.id);
+    let mut names: Vec<&str> = Vec::new();
+    for m in std::iter::once(served).chain(base) {
+        for name in m.root.iter().chain(std::iter::once(&m.id)) {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
     }
     let cache = hub::cache_dir(&hub::process_env);
     for name in &names {

@@ -130,13 +130,17 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let client_cfg = client_config(args, &base_url, &request);
     let mut client = Arc::new(Client::new(&client_cfg, counter.clone())?);
     let mix = model_mix(args)?;
-    let served = preflight(args, &client, mix.as_ref()).await?;
+    let Preflight {
+        model: served,
+        base,
+        context,
+    } = preflight(args, &client, mix.as_ref()).await?;
     let model = served.id.clone();
     // No --tokenizer: the served model's, from the Hugging Face cache, else
     // the server's /tokenize for exact prompt lengths (not for the built-in
     // simulator, whose tokenizer is the built-in counter).
     if args.tokenizer.is_none() && simulator.is_none() && args.strategy != LoadStrategy::Replay {
-        let found = served_tokenizer(&served, &client, &client_cfg).await;
+        let found = served_tokenizer(&served, base.as_ref(), &client, &client_cfg).await;
         tokenizer_note = Some(found.note(&served.id));
         match found {
             Served::File(file, _) => {
@@ -169,8 +173,8 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     notes.extend(open_files_note(args));
     // Prompts the server's context cannot hold would only come back as
     // HTTP 400s: say so now.
-    if let Some(context) = served.max_model_len {
-        notes.extend(check_context(&data.set.items, context, &model)?);
+    if let Some((context, name)) = &context {
+        notes.extend(check_context(&data.set.items, *context, name)?);
     }
 
     // The server's /metrics: flags checked now, scraping starts with the run.
@@ -612,6 +616,40 @@ fn open_files_note(args: &RunConfig) -> Vec<String> {
         .collect()
 }
 
+/// What the pre-flight found: the model bodies are built for, the base model
+/// it is an adapter of, and the smallest context of the models loaded.
+struct Preflight {
+    model: crate::client::ModelInfo,
+    /// The listed model `model` names as its `parent` (a LoRA adapter's base).
+    base: Option<crate::client::ModelInfo>,
+    /// The smallest `max_model_len` of the models loaded (an adapter's is its
+    /// base's: vLLM lists adapters with `max_model_len` null), and whose.
+    context: Option<(u64, String)>,
+}
+
+impl Preflight {
+    fn of(models: &[crate::client::ModelInfo], wanted: &[&str]) -> Option<Preflight> {
+        let find = |id: &str| models.iter().find(|x| x.id == id);
+        let base_of = |m: &crate::client::ModelInfo| m.parent.as_deref().and_then(find);
+        let context = wanted
+            .iter()
+            .filter_map(|w| {
+                let m = find(w)?;
+                let len = m
+                    .max_model_len
+                    .or_else(|| base_of(m).and_then(|b| b.max_model_len))?;
+                Some((len, m.id.clone()))
+            })
+            .min_by_key(|(n, _)| *n);
+        let model = find(wanted.first()?)?;
+        Some(Preflight {
+            model: model.clone(),
+            base: base_of(model).cloned(),
+            context,
+        })
+    }
+}
+
 /// Pre-flight: is the server there, and does it serve the model? Returns
 /// the model to load (`--model`, or the first one listed).
 /// With a mix, every model of it must be served (the error names each one
@@ -620,16 +658,17 @@ async fn preflight(
     args: &RunConfig,
     client: &Client,
     mix: Option<&crate::data::mix::ModelMix>,
-) -> Result<crate::client::ModelInfo> {
+) -> Result<Preflight> {
     // Passwords in the URL never reach the screen or a report.
     let shown_url = client.display_url();
     let models = client.list_models().await.with_context(|| {
         format!("pre-flight check failed: is an OpenAI-compatible server running at {shown_url}?")
     })?;
     let Some(m) = &args.model else {
-        return models
+        let first = models
             .first()
-            .cloned()
+            .context("the server lists no models at /v1/models; pass --model")?;
+        return Preflight::of(&models, &[first.id.as_str()])
             .context("the server lists no models at /v1/models; pass --model");
     };
     let wanted = match mix {
@@ -662,10 +701,8 @@ async fn preflight(
             ),
         }
     }
-    models
-        .iter()
-        .find(|x| x.id == wanted[0])
-        .cloned()
+    let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    Preflight::of(&models, &wanted)
         .context("the server lists no models at /v1/models; pass --model")
 }
 /// The conversations a run starts (every turn's body, with the history so

@@ -49,8 +49,9 @@ pub async fn handle_dcgm(
 }
 
 /// `/v1/models` as vLLM lists it: each served name with the base model as
-/// its `root` and no `parent`; each LoRA adapter with its path as `root`
-/// and the base model as `parent`.
+/// its `root`, no `parent` and the context as `max_model_len`; each LoRA
+/// adapter with its path as `root`, the base model as `parent` and
+/// `max_model_len` null (vLLM 0.32 lists adapters so).
 pub(super) fn models(state: &AppState) -> Response<SimBody> {
     let (t, len) = (unix_now(), state.params.kv_cache_tokens.min(1 << 31));
     let data: Vec<Value> = state
@@ -64,7 +65,7 @@ pub(super) fn models(state: &AppState) -> Response<SimBody> {
                 "owned_by": "llmsweep",
                 "root": m.root,
                 "parent": m.parent,
-                "max_model_len": len,
+                "max_model_len": m.parent.is_none().then_some(len),
             })
         })
         .collect();
