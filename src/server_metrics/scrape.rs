@@ -132,6 +132,61 @@ pub struct Record {
     /// Pages longer than [`crate::bounds::METRICS_PAGE`]: only their first
     /// part was read (the report says so once).
     pub cut_pages: u64,
+    /// What vLLM said about LoRA adapters and deferred requests.
+    pub lora: LoraSeen,
+}
+
+/// What vLLM's /metrics said over the run about requests that waited for
+/// something other than room in the batch. With LoRA adapters, vLLM puts
+/// at most `--max-loras` adapters (default 1) in one batch: a request for
+/// another adapter waits `deferred`, however idle the batch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoraSeen {
+    /// `max_lora` of `vllm:lora_requests_info`: adapters one batch may hold.
+    pub max_lora: Option<u64>,
+    /// The most requests waiting `deferred` at one scrape
+    /// (`vllm:num_requests_waiting_by_reason{reason="deferred"}`).
+    pub deferred_max: f64,
+    /// The most waiting for room in the batch (`reason="capacity"`) at one
+    /// scrape.
+    pub capacity_max: f64,
+}
+
+impl LoraSeen {
+    /// Takes in one page.
+    pub fn read(&mut self, page: &prom::Page) {
+        for s in page.series("vllm:lora_requests_info") {
+            if let Some(n) = s.label("max_lora").and_then(|v| v.parse().ok()) {
+                self.max_lora = Some(n);
+            }
+        }
+        let waiting = |reason: &str| -> f64 {
+            page.series("vllm:num_requests_waiting_by_reason")
+                .filter(|s| s.label("reason") == Some(reason) && s.value.is_finite())
+                .map(|s| s.value)
+                .sum()
+        };
+        self.deferred_max = self.deferred_max.max(waiting("deferred"));
+        self.capacity_max = self.capacity_max.max(waiting("capacity"));
+    }
+
+    /// The report's word on it: none unless a request waited deferred.
+    pub fn warning(&self) -> Option<String> {
+        if self.deferred_max < 1.0 {
+            return None;
+        }
+        let why = match self.max_lora {
+            Some(n) => format!(
+                "for a LoRA adapter's turn: vLLM batches at most {n} adapter{} at once (max_lora of vllm:lora_requests_info; vllm serve --max-loras N raises it)",
+                if n == 1 { "" } else { "s" }
+            ),
+            None => "(a LoRA adapter's turn, a KV transfer)".to_string(),
+        };
+        Some(format!(
+            "server metrics: up to {:.0} requests at once waited {why}, not for room in the batch (vllm:num_requests_waiting_by_reason: deferred up to {:.0}, capacity up to {:.0}); their TTFT includes that wait",
+            self.deferred_max, self.deferred_max, self.capacity_max
+        ))
+    }
 }
 
 impl Record {
@@ -168,6 +223,7 @@ impl Record {
                     .unwrap_or_default()
             ));
         }
+        w.extend(self.lora.warning());
         w
     }
 }
@@ -201,6 +257,7 @@ impl Running<Record, LiveView> {
             explicit: cfg.explicit,
             busy: Duration::ZERO,
             cut_pages: 0,
+            lora: LoraSeen::default(),
         };
         let interval = cfg.interval;
         Running::spawn(record, view, interval, move |t| run(cfg, t))
@@ -378,6 +435,7 @@ impl Scraping {
         }
         self.failures_in_a_row = 0;
         self.ever_ok = true;
+        r.lora.read(page);
         r.source = source;
         r.scrapes += 1;
         r.status = Status::Live;
@@ -497,6 +555,38 @@ mod tests {
         assert_eq!(live_point(None, 1.0, &b).generation_tokens_per_s, None);
     }
 
+    /// vLLM 0.32 (CPU) serving two LoRA adapters with the default
+    /// --max-loras 1, as scraped mid-run (lines of the real page).
+    #[test]
+    fn requests_deferred_for_a_lora_slot_are_named_with_vllms_max_lora() {
+        let page = |deferred: u32, capacity: u32| {
+            prom::parse(&format!(
+                "# TYPE vllm:num_requests_waiting_by_reason gauge\n\
+                 vllm:num_requests_waiting_by_reason{{engine=\"0\",model_name=\"tiny-llama\",reason=\"capacity\"}} {capacity}.0\n\
+                 vllm:num_requests_waiting_by_reason{{engine=\"0\",model_name=\"tiny-llama\",reason=\"deferred\"}} {deferred}.0\n\
+                 # TYPE vllm:lora_requests_info gauge\n\
+                 vllm:lora_requests_info{{max_lora=\"1\",running_lora_adapters=\"\",waiting_lora_adapters=\"\"}} 1.7956722033720312e+09\n\
+                 vllm:lora_requests_info{{max_lora=\"1\",running_lora_adapters=\"a\",waiting_lora_adapters=\"a\"}} 1.7956722025610676e+09\n"
+            ))
+        };
+        let mut seen = LoraSeen::default();
+        seen.read(&page(0, 0));
+        assert_eq!(seen.max_lora, Some(1));
+        assert_eq!(seen.warning(), None, "nothing deferred, nothing said");
+        seen.read(&page(23, 7));
+        seen.read(&page(2, 18));
+        assert_eq!((seen.deferred_max, seen.capacity_max), (23.0, 18.0));
+        let w = seen.warning().unwrap();
+        assert!(w.contains("up to 23 requests at once waited for a LoRA adapter's turn: vLLM batches at most 1 adapter at once"), "{w}");
+        assert!(w.contains("--max-loras"), "{w}");
+        // A page of a server without LoRA says nothing.
+        let mut plain = LoraSeen::default();
+        plain.read(&prom::parse(
+            "vllm:num_requests_waiting{engine=\"0\"} 4.0\n",
+        ));
+        assert_eq!(plain, LoraSeen::default());
+    }
+
     #[test]
     fn the_view_shows_the_url_without_credentials() {
         let cfg = ScrapeConfig {
@@ -531,6 +621,7 @@ mod tests {
             explicit: false,
             busy: Duration::ZERO,
             cut_pages: 0,
+            lora: LoraSeen::default(),
         };
         assert!(r.warnings().is_empty());
         r.explicit = true;
