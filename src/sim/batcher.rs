@@ -47,39 +47,90 @@ pub struct SeqRequest {
 pub const BLOCK_TOKENS: usize = 16;
 
 /// Chained hashes of a prompt's full 16-token blocks (whitespace-separated
-/// words stand in for tokens), from the request body: the chat messages'
-/// text, or the completion prompt. Two prompts share block k only if they
-/// share every token up to the end of block k, as in vLLM's prefix caching.
+/// words stand in for tokens), from the request body in the order a chat
+/// template lays it out: the tool definitions first (as many stand-in
+/// tokens as they cost, so the same definitions are the same blocks), then
+/// the messages' text (the Messages API's `system`, chat's and the Messages
+/// API's messages, the Responses API's input with its calls' arguments and
+/// outputs), or the completion prompt. Two prompts share block k only if
+/// they share every token up to the end of block k, as in vLLM's prefix
+/// caching.
 pub fn prompt_blocks(body: &serde_json::Value) -> Vec<u64> {
-    use std::hash::{Hash, Hasher};
-    let mut texts: Vec<&str> = Vec::new();
-    if let Some(msgs) = body.get("messages").and_then(|m| m.as_array()) {
-        for m in msgs {
-            match m.get("content") {
-                Some(serde_json::Value::String(t)) => texts.push(t),
-                Some(serde_json::Value::Array(parts)) => texts.extend(
-                    parts
-                        .iter()
-                        .filter_map(|p| p.get("text").and_then(|t| t.as_str())),
-                ),
-                _ => {}
-            }
-        }
-    } else if let Some(t) = body.get("prompt").and_then(|p| p.as_str()) {
-        texts.push(t);
-    }
+    use serde_json::Value;
+    use std::hash::{DefaultHasher, Hash, Hasher};
     let mut blocks = Vec::new();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = DefaultHasher::new();
     let mut n = 0usize;
-    for w in texts.iter().flat_map(|t| t.split_whitespace()) {
-        w.hash(&mut h);
+    let mut feed = |word: &dyn Fn(&mut DefaultHasher)| {
+        word(&mut h);
         n += 1;
         if n % BLOCK_TOKENS == 0 {
             let v = h.finish();
             blocks.push(v);
-            h = std::collections::hash_map::DefaultHasher::new();
+            h = DefaultHasher::new();
             v.hash(&mut h);
         }
+    };
+    if let Some(tools) = body
+        .get("tools")
+        .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+    {
+        // As many as `sim::request` charges: each definition's JSON's tokens.
+        let defs = tools.as_array().into_iter().flatten();
+        let cost: usize = defs
+            .map(|t| crate::tokenizer::count_tokens(&t.to_string()))
+            .sum();
+        let mut d = DefaultHasher::new();
+        tools.to_string().hash(&mut d);
+        let id = d.finish();
+        for i in 0..cost {
+            feed(&|h| (id, i).hash(h));
+        }
+    }
+    /// A message's or input item's text: its content (a string or text
+    /// parts), a call's arguments, a call's output.
+    fn item<'a>(m: &'a Value, texts: &mut Vec<&'a str>) {
+        match m.get("content") {
+            Some(Value::String(t)) => texts.push(t),
+            Some(Value::Array(parts)) => texts.extend(
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(|t| t.as_str())),
+            ),
+            _ => {}
+        }
+        for k in ["arguments", "output"] {
+            if let Some(t) = m.get(k).and_then(Value::as_str) {
+                texts.push(t);
+            }
+        }
+    }
+    let mut texts: Vec<&str> = Vec::new();
+    match body.get("system") {
+        Some(Value::String(t)) => texts.push(t),
+        Some(Value::Array(parts)) => texts.extend(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(|t| t.as_str())),
+        ),
+        _ => {}
+    }
+    let list = body.get("messages").or_else(|| body.get("input"));
+    match list {
+        Some(Value::Array(msgs)) => {
+            for m in msgs {
+                item(m, &mut texts);
+            }
+        }
+        Some(Value::String(t)) => texts.push(t),
+        _ => {
+            if let Some(t) = body.get("prompt").and_then(|p| p.as_str()) {
+                texts.push(t);
+            }
+        }
+    }
+    for w in texts.iter().flat_map(|t| t.split_whitespace()) {
+        feed(&|h| w.hash(h));
     }
     blocks
 }
@@ -512,6 +563,30 @@ mod tests {
         // A different first word changes every block.
         let b = serde_json::json!({"prompt": format!("x {}", words("a", 40))});
         assert_eq!(c.lookup_insert(&prompt_blocks(&b), 41), 0);
+        // The same tool definitions are the same leading blocks, as many
+        // as they cost tokens; the Responses API's input is read too.
+        let tools = serde_json::json!([{"type": "function", "name": "lookup", "description": words("d", 30)}]);
+        let cost = crate::tokenizer::count_tokens(&tools[0].to_string());
+        let with = |text: &str| serde_json::json!({"tools": tools, "input": [{"role": "user", "content": text}]});
+        let (x, y) = (
+            prompt_blocks(&with("one two")),
+            prompt_blocks(&with("three four")),
+        );
+        assert!(
+            cost > 32 && x.len() >= cost / BLOCK_TOKENS,
+            "{cost} {}",
+            x.len()
+        );
+        let mut t = PrefixCache::new(1000);
+        t.lookup_insert(&x, 1000);
+        let hit = t.lookup_insert(&y, 1000);
+        assert_eq!(hit as usize, cost / BLOCK_TOKENS * BLOCK_TOKENS, "{cost}");
+        let input = serde_json::json!({"input": words("a", 40)});
+        assert_eq!(
+            prompt_blocks(&input),
+            blocks,
+            "the same words, the same blocks"
+        );
         // Bounded: the oldest blocks go.
         let mut small = PrefixCache::new(2);
         small.lookup_insert(&blocks, 40);
