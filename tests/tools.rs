@@ -341,3 +341,82 @@ async fn responses_requests_carry_images_and_tools_and_stream_function_calls() {
     let _ = std::fs::remove_dir_all(&out);
     sim.shutdown().await;
 }
+
+/// A file of conversations whose rows bring their tools, images and each
+/// turn's tool calls: every turn carries them, the simulator reads them
+/// all; a call of a tool the row does not define is named before any load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_s_conversations_carry_their_tools_images_and_calls() {
+    let mut c = common::model(2.0, 0.0, 64);
+    c.params.image_tokens = 40;
+    let sim = common::start_sim(c).await;
+    let out = tmpdir("tools-conv-file");
+    let dir = tmpdir("tools-conv-file-data");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("map.png"), llmsweep::data::images::png(8, 8, 3)).unwrap();
+    let row = r#"{"tools": [{"type": "function", "function": {"name": "route", "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}}], "images": ["map.png"], "turns": [{"user": "how do I get to the station from here", "tool_calls": [{"name": "route", "arguments": {"to": "station"}, "output": "walk north two blocks then turn left"}], "assistant": "Walk north, then left.", "output_tokens": 6}, {"user": "and how long does it take", "output_tokens": 6}]}"#;
+    let data = dir.join("agent.jsonl");
+    std::fs::write(&data, format!("{row}\n{row}\n")).unwrap();
+    let data_arg = data.display().to_string();
+    let args = [
+        "--data",
+        data_arg.as_str(),
+        "--profile",
+        "concurrent",
+        "--rate",
+        "2",
+        "--max-requests",
+        "4",
+        "--max-seconds",
+        "10",
+        "--export",
+        "json",
+    ];
+    let o = run(&sim.url(), &out, &args).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let s = &r["stages"][0];
+    assert!(
+        s["conversations"]["completed"].as_u64().unwrap() >= 4,
+        "{}",
+        s["conversations"]
+    );
+    assert_eq!(s["errors"].as_object().map_or(0, |e| e.len()), 0, "{s}");
+    assert_eq!(
+        s["tool_calls"]["tools_per_request"], 1,
+        "{}",
+        s["tool_calls"]
+    );
+    assert_eq!(s["images"]["per_request"], 1, "{}", s["images"]);
+    let done = s["requests"]["completed"].as_u64().unwrap();
+    assert_eq!(common::truth(&sim.url()).await.images, done);
+    // The server counts the image, the definition and the call's output.
+    let server = s["tokens"]["prompt_mean_server"].as_f64().unwrap();
+    let text = s["tokens"]["prompt_mean"].as_f64().unwrap();
+    assert!(server > text + 40.0 + 8.0, "{server} vs {text}");
+    let _ = std::fs::remove_dir_all(&out);
+    // A call of a tool the row does not define: named, before any load.
+    common::reset_truth(&sim.url()).await;
+    std::fs::write(
+        &data,
+        format!(
+            "{}\n",
+            row.replace(
+                r#""name": "route", "arguments""#,
+                r#""name": "drive", "arguments""#
+            )
+        ),
+    )
+    .unwrap();
+    let o = run(&sim.url(), &out, &args).await;
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("agent.jsonl, line 1, field `turns[0].tool_calls[0].name`: \"drive\" is not one of the conversation's tools"),
+        "{err}"
+    );
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+    sim.shutdown().await;
+}

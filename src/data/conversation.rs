@@ -47,6 +47,9 @@ pub struct Build<'a> {
     /// `tool_results=K`: K rounds (a call and its result) after each
     /// user message, before the answer to it.
     pub tools: Option<&'a super::tools::ToolSpec>,
+    /// A file's conversation: the calls each turn gives, after its user
+    /// message (`calls[k]` after the k-th).
+    pub calls: Option<&'a [Vec<super::tool_file::Call>]>,
 }
 
 impl<'a> Build<'a> {
@@ -58,6 +61,7 @@ impl<'a> Build<'a> {
             extra: None,
             images: None,
             tools: None,
+            calls: None,
         }
     }
 
@@ -77,6 +81,9 @@ impl<'a> Build<'a> {
         }
         if let Some(t) = self.tools {
             body = super::tools::with_history_each_turn(&body, t, self.api)?;
+        }
+        if let Some(calls) = self.calls {
+            body = super::tools::with_calls(&body, self.api, calls)?;
         }
         let tag_at = text_offset(&body, self.api, head, shared);
         let slot = match self.api {
@@ -493,6 +500,36 @@ pub fn from_scripts(
             break;
         }
         let what = || s.source.clone();
+        let parts =
+            !s.images.is_empty() || s.tools.is_some() || s.calls.iter().any(|c| !c.is_empty());
+        if parts && !super::takes_parts(build.api) {
+            anyhow::bail!(
+                "{}: its images, tools and tool calls go in chat, Messages or Responses requests: use --api chat, messages or responses (not {})",
+                s.source,
+                build.api
+            );
+        }
+        // The row's own tools (with --extra-body's keys over them) and
+        // images, its turns' calls.
+        let extra = s.tools.clone().map(|defs| {
+            super::tools::with_definitions(
+                &super::tools::ToolSpec::of_file(defs),
+                build.api,
+                build.extra,
+            )
+        });
+        let images = (!s.images.is_empty()).then(|| super::images::Attach {
+            count: s.images.len() as u32,
+            bytes_per_request: s.images.iter().map(|u| u.len() as f64).sum(),
+            description: String::new(),
+            source: std::sync::Arc::new(super::image_column::Listed(s.images.clone().into())),
+        });
+        let build = Build {
+            extra: extra.as_ref().or(build.extra),
+            images: images.as_ref().or(build.images),
+            calls: Some(&s.calls),
+            ..*build
+        };
         let mut texts: Vec<String> = Vec::new();
         let mut tokens = 0u64;
         let mut built = 0u64;
@@ -634,6 +671,61 @@ mod file_tests {
             e.contains("bad.json, row 1, field `conversations[0].value`"),
             "{e}"
         );
+    }
+
+    /// A file's conversation brings its own tools, images and calls: the
+    /// definitions in every turn, the row's images in its first message,
+    /// each turn's calls after its user message; faults name line and key.
+    #[test]
+    fn a_file_s_conversations_carry_their_tools_images_and_calls() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-convparts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.png"), super::super::images::png(4, 4, 1)).unwrap();
+        let row = r#"{"tools": [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}], "images": ["a.png"], "turns": [{"user": "rain?", "tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}, "output": "rain, 9 C"}], "assistant": "Yes."}, "and tomorrow?"]}"#;
+        let p = dir.join("agent.jsonl");
+        std::fs::write(&p, format!("{row}\n{{\"turns\": [\"plain\"]}}\n")).unwrap();
+        let s = scripts_from_file(&p, false).unwrap().unwrap();
+        assert_eq!(s[0].calls[0].len(), 1);
+        assert!(s[1].tools.is_none() && s[1].images.is_empty());
+        let convs = from_scripts(&s, 1, &Builtin, &Build::plain(Api::Chat, "m")).unwrap();
+        let (sent, n, _) = turn_of(&convs, 0, 1).unwrap().filled();
+        assert_eq!(n, 1);
+        let v: Value = serde_json::from_slice(&sent.body).unwrap();
+        assert_eq!(v["tools"][0]["function"]["name"], "weather");
+        assert_eq!(v["tool_choice"], "auto");
+        let msgs = v["messages"].as_array().unwrap();
+        let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "assistant", "user"]);
+        assert!(msgs[0]["content"][1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,"));
+        assert_eq!(
+            msgs[1]["tool_calls"][0]["function"]["arguments"],
+            r#"{"city":"Oslo"}"#
+        );
+        assert_eq!(msgs[2]["content"], "rain, 9 C");
+        assert_eq!(msgs[3]["content"], "Yes.");
+        // The plain conversation carries none of them.
+        let v: Value = serde_json::from_slice(&convs[1].turns[0].body).unwrap();
+        assert!(v.get("tools").is_none() && convs[1].turns[0].images.is_none());
+        // A text-only API refuses them, naming the line.
+        let e = from_scripts(&s, 1, &Builtin, &Build::plain(Api::Completions, "m")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("agent.jsonl, line 1: its images, tools and tool calls go in chat"),
+            "{e}"
+        );
+        for (bad, says) in [
+            (row.replace(r#""name": "weather", "arguments""#, r#""name": "rain", "arguments""#), "line 1, field `turns[0].tool_calls[0].name`: \"rain\" is not one of the conversation's tools"),
+            (row.replace("a.png", "gone.png"), "line 1, key `images[0]`: cannot read gone.png"),
+            (row.replace(r#""type": "function", "function""#, r#""type": "tool", "function""#), "line 1, field `tools`: tool 0, key `type`"),
+        ] {
+            std::fs::write(&p, format!("{bad}\n")).unwrap();
+            let e = format!("{:#}", scripts_from_file(&p, false).unwrap_err());
+            assert!(e.contains("agent.jsonl") && e.contains(says), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A file's turn asking for a trillion-token reply had it built as

@@ -9,6 +9,7 @@ pub mod mix;
 pub mod scripts;
 pub mod shard;
 pub mod synthetic;
+pub mod tool_file;
 pub mod tools;
 pub mod trace;
 

@@ -15,11 +15,18 @@ pub struct Script {
     pub think_s: f64,
     /// Where the file gave it (`convs.jsonl, line 57`), for errors.
     pub source: String,
+    /// The row's `images`: in its first message, so in every turn's history.
+    pub images: Vec<std::sync::Arc<str>>,
+    /// The row's `tools`: definitions every turn carries.
+    pub tools: Option<Vec<super::tool_file::FileTool>>,
+    /// Each turn's `tool_calls`, after its user message (empty: none).
+    pub calls: Vec<Vec<super::tool_file::Call>>,
 }
 
 /// Conversations from a file, when it holds them: a JSONL file whose rows
 /// are `{"turns": [...]}` (each turn a message, or `{"user": ..,
-/// "assistant": .., "output_tokens": n}`; `think_time` per row), or, with
+/// "assistant": .., "output_tokens": n, "tool_calls": [..]}`; `think_time`,
+/// `images` and `tools` per row), or, with
 /// `sharegpt_turns`, a ShareGPT JSON file (every human message a turn, the
 /// assistant's answer after it the reply). None: the file is not one of
 /// those (it is read as prompts). Errors name the file, the line (row) and
@@ -42,6 +49,7 @@ pub fn scripts_from_file(
             let mut buf = Vec::new();
             let mut out = Vec::new();
             let mut line = 0usize;
+            let mut images = super::image_column::Column::new(path);
             while let Some(row) = super::files::next_row(&mut rd, &mut buf, crate::bounds::DATA_ROW)
                 .with_context(|| format!("{name}, line {}", line + 1))?
             {
@@ -71,9 +79,23 @@ pub fn scripts_from_file(
                     }
                     bail!("{name}, line {line}, field `turns`: missing (the rows before it are conversations)");
                 };
-                let mut script = script_of(turns, v.get("think_time"))
-                    .map_err(|e| anyhow::anyhow!("{name}, line {line}, {e}"))?;
-                script.source = format!("{name}, line {line}");
+                let at = || format!("{name}, line {line}");
+                let tools = match v.get("tools") {
+                    None | Some(Value::Null) => None,
+                    Some(t) => Some(
+                        super::tool_file::definitions_of(t)
+                            .map_err(|e| anyhow::anyhow!("{}, field `tools`: {e}", at()))?,
+                    ),
+                };
+                let mut script = script_of(turns, v.get("think_time"), tools.as_deref())
+                    .map_err(|e| anyhow::anyhow!("{}, {e}", at()))?;
+                if let Some(im) = v.get(super::image_column::KEY) {
+                    script.images = images
+                        .read(im)
+                        .map_err(|e| anyhow::anyhow!("{}, {e}", at()))?;
+                }
+                script.tools = tools;
+                script.source = at();
                 out.push(script);
             }
             if out.is_empty() {
@@ -144,7 +166,11 @@ pub fn scripts_from_file(
 }
 
 /// One row's `turns` (and `think_time`), or what is wrong with it (`field …: why`).
-fn script_of(turns: &Value, think: Option<&Value>) -> Result<Script, String> {
+fn script_of(
+    turns: &Value,
+    think: Option<&Value>,
+    tools: Option<&[super::tool_file::FileTool]>,
+) -> Result<Script, String> {
     let Value::Array(turns) = turns else {
         return Err("field `turns`: not a list".into());
     };
@@ -168,11 +194,17 @@ fn script_of(turns: &Value, think: Option<&Value>) -> Result<Script, String> {
                 s.users.push(x.clone());
                 s.replies.push(None);
                 s.output_tokens.push(None);
+                s.calls.push(Vec::new());
             }
             Value::Object(m) => {
                 let user = text(m.get("user"), "user")?
                     .ok_or_else(|| format!("field `turns[{i}].user`: missing"))?;
                 s.users.push(user);
+                s.calls.push(match m.get("tool_calls") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(c) => super::tool_file::calls_of(c, tools)
+                        .map_err(|(key, why)| format!("field `turns[{i}].{key}`: {why}"))?,
+                });
                 s.replies.push(text(m.get("assistant"), "assistant")?);
                 s.output_tokens.push(match m.get("output_tokens") {
                     None | Some(Value::Null) => None,

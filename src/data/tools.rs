@@ -12,15 +12,13 @@
 use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Map, Value};
 
+use super::tool_file::{arguments_for, FileTool};
 use crate::types::Api;
 
 /// The most tool definitions a request may carry.
-pub const MAX_TOOLS: u32 = 128;
+pub const MAX_TOOLS: u32 = super::tool_file::MAX_TOOLS;
 /// The most earlier tool rounds a request may carry.
 pub const MAX_ROUNDS: u32 = 16;
-
-/// The largest `tools_file` read.
-pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// The tool keys of a `--data` spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +60,7 @@ pub fn spec_of(spec: &str) -> Result<Option<ToolSpec>> {
             continue;
         }
         if k == "tools_file" {
-            s.file = Some(read_file(std::path::Path::new(v))?);
+            s.file = Some(super::tool_file::read_file(std::path::Path::new(v))?);
             continue;
         }
         count |= k == "tools";
@@ -100,141 +98,6 @@ pub fn spec_of(spec: &str) -> Result<Option<ToolSpec>> {
         return Ok(None);
     }
     Ok(Some(s))
-}
-
-/// One tool definition of a `tools_file`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FileTool {
-    pub name: String,
-    pub description: Option<String>,
-    /// Its parameters' JSON schema (an object; `{"type": "object"}` when
-    /// the file gives none).
-    pub parameters: Value,
-}
-
-/// `tools_file=PATH`: a JSON array of function definitions, in OpenAI's
-/// chat shape (`{"type": "function", "function": {"name", "description",
-/// "parameters"}}`) or the Responses API's flat one (`{"type": "function",
-/// "name", …}`). Each is checked as a server would: a name of letters,
-/// digits, `_` or `-` (at most 64), unique; parameters a JSON object.
-pub fn read_file(path: &std::path::Path) -> Result<Vec<FileTool>> {
-    use std::io::Read as _;
-    let shown = crate::safe::line(&path.display().to_string()).into_owned();
-    let what = || format!("--data tools_file={shown}");
-    let f = std::fs::File::open(path).with_context(|| format!("{}: cannot read it", what()))?;
-    let mut text = String::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .with_context(|| format!("{}: cannot read it as UTF-8 text", what()))?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        bail!(
-            "{}: larger than {} MiB, the most read of a tools file",
-            what(),
-            MAX_FILE_BYTES >> 20
-        );
-    }
-    let v: Value =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON ({e})", what()))?;
-    let Value::Array(entries) = v else {
-        bail!("{}: expected a JSON array of tools, as OpenAI's `tools` takes them ([{{\"type\": \"function\", \"function\": {{\"name\": …}}}}])", what());
-    };
-    if entries.is_empty() {
-        bail!("{}: the array holds no tools", what());
-    }
-    if entries.len() > MAX_TOOLS as usize {
-        bail!(
-            "{}: {} tools, more than the {MAX_TOOLS} a request may carry",
-            what(),
-            entries.len()
-        );
-    }
-    let mut out: Vec<FileTool> = Vec::with_capacity(entries.len());
-    for (i, e) in entries.iter().enumerate() {
-        let t = file_tool(e).map_err(|why| anyhow::anyhow!("{}: tool {}, {why}", what(), i))?;
-        if let Some(j) = out.iter().position(|o| o.name == t.name) {
-            bail!(
-                "{}: tool {i}, key `function.name`: {:?} is also tool {j}'s name",
-                what(),
-                t.name
-            );
-        }
-        out.push(t);
-    }
-    Ok(out)
-}
-
-/// One entry of a tools file, or what is wrong with it (`key `…`: why`).
-fn file_tool(e: &Value) -> Result<FileTool, String> {
-    if e.get("type").and_then(Value::as_str) != Some("function") {
-        return Err(r#"key `type`: must be "function""#.into());
-    }
-    // The chat shape nests the function; the Responses API's is flat.
-    let (f, at) = match e.get("function") {
-        Some(f @ Value::Object(_)) => (f, "function."),
-        Some(_) => return Err("key `function`: not an object".into()),
-        None => (e, ""),
-    };
-    let name = match f.get("name") {
-        Some(Value::String(n)) => n.clone(),
-        Some(_) => return Err(format!("key `{at}name`: not text")),
-        None => return Err(format!("key `{at}name`: missing")),
-    };
-    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    if name.is_empty() || name.len() > 64 || !name.chars().all(ok) {
-        return Err(format!(
-            "key `{at}name`: {:?} is not 1 to 64 letters, digits, `_` or `-`",
-            crate::safe::line(&name)
-        ));
-    }
-    let description = match f.get("description") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(d)) => Some(d.clone()),
-        Some(_) => return Err(format!("key `{at}description`: not text")),
-    };
-    let parameters = match f.get("parameters") {
-        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-        Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => return Err(format!("key `{at}parameters`: not a JSON schema object")),
-    };
-    Ok(FileTool {
-        name,
-        description,
-        parameters,
-    })
-}
-
-/// Arguments a call of a tool with `schema` might pass in round `round`:
-/// its required properties (or all, when none is required), each a value
-/// of its type.
-fn arguments_for(schema: &Value, round: u32) -> Value {
-    let props = schema.get("properties").and_then(Value::as_object);
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut args = Map::new();
-    for (k, p) in props.into_iter().flatten() {
-        if !required.is_empty() && !required.contains(&k.as_str()) {
-            continue;
-        }
-        let v = match p
-            .get("enum")
-            .and_then(Value::as_array)
-            .and_then(|e| e.first())
-        {
-            Some(first) => first.clone(),
-            None => match p.get("type").and_then(Value::as_str) {
-                Some("integer") | Some("number") => json!(5),
-                Some("boolean") => json!(true),
-                Some("array") => json!([]),
-                Some("object") => json!({}),
-                _ => json!(format!("round {round}")),
-            },
-        };
-        args.insert(k.clone(), v);
-    }
-    Value::Object(args)
 }
 
 /// The name of tool `i`.
@@ -298,6 +161,19 @@ pub fn anthropic_definitions(n: u32) -> Value {
             })
         })
         .collect()
+}
+
+impl ToolSpec {
+    /// Definitions a file gave (a conversation's `tools`), with no rounds
+    /// of their own.
+    pub fn of_file(defs: Vec<FileTool>) -> ToolSpec {
+        ToolSpec {
+            tools: defs.len() as u32,
+            file: Some(defs),
+            rounds: 0,
+            result_tokens: 64,
+        }
+    }
 }
 
 /// A spec's definitions, each as (name, description, parameters).
@@ -436,6 +312,48 @@ fn with_rounds(body: &[u8], spec: &ToolSpec, api: Api, each_turn: bool) -> Resul
     serde_json::to_vec(&v).context("cannot build a request body")
 }
 
+/// A conversation's turn body with the calls a file gave each turn
+/// (`per_turn[k]`: after the k-th user message), in the API's shape.
+pub fn with_calls(
+    body: &[u8],
+    api: Api,
+    per_turn: &[Vec<super::tool_file::Call>],
+) -> Result<Vec<u8>> {
+    if per_turn.iter().all(Vec::is_empty) {
+        return Ok(body.to_vec());
+    }
+    let mut v: Value = serde_json::from_slice(body).context("cannot build a request body")?;
+    let list = match api {
+        Api::Responses => {
+            if let Some(Value::String(t)) = v.get("input") {
+                v["input"] = json!([{"role": "user", "content": t}]);
+            }
+            "input"
+        }
+        _ => "messages",
+    };
+    let Some(msgs) = v.get_mut(list).and_then(Value::as_array_mut) else {
+        bail!("tool calls need the request's messages (an --extra-body that replaces them takes none)");
+    };
+    let old = std::mem::take(msgs);
+    let mut turn = 0usize;
+    for m in old {
+        let user = m.get("role").and_then(Value::as_str) == Some("user");
+        msgs.push(m);
+        if !user {
+            continue;
+        }
+        for (j, c) in per_turn.get(turn).into_iter().flatten().enumerate() {
+            let id = format!("call_{turn}_{j}");
+            let (call, result) = call_pair(api, id, &c.name, &c.arguments, c.output.clone());
+            msgs.push(call);
+            msgs.push(result);
+        }
+        turn += 1;
+    }
+    serde_json::to_vec(&v).context("cannot build a request body")
+}
+
 /// Round `n`: the assistant's call of one of the tools, and its result.
 fn round(
     api: Api,
@@ -452,6 +370,14 @@ fn round(
         None => json!({"query": format!("round {n}"), "limit": 5}),
     };
     let text = result_text(spec.result_tokens, n);
+    call_pair(api, id, &tool, &input, text)
+}
+
+/// A tool call and its result in the API's shape: the assistant's
+/// `tool_calls` and a `tool` message (chat), a `tool_use` block and a
+/// user's `tool_result` (Messages), `function_call` and
+/// `function_call_output` items (Responses).
+fn call_pair(api: Api, id: String, tool: &str, input: &Value, text: String) -> (Value, Value) {
     match api {
         Api::Messages => (
             json!({

@@ -196,6 +196,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         extra: extra.as_ref(),
         images: images.as_ref(),
         tools: tools.as_ref(),
+        calls: None,
     };
     let conversations = conversations(
         args,
@@ -251,20 +252,42 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     );
     // What each request carried beside its text, for every report derived
     // from this one (report::assemble: a run, its checkpoint, a merge).
-    // A file's rows: their images a request on average (the count rounded).
-    let (image_count, image_bytes) = match (&images, &row_images) {
+    // A file's rows (or conversations): their images a request on average
+    // (the count rounded), the most tools one defines.
+    let scripts = data.scripts.as_deref().unwrap_or_default();
+    let script_images =
+        (!scripts.is_empty() && scripts.iter().any(|s| !s.images.is_empty())).then(|| {
+            let n = scripts.len() as f64;
+            let count: usize = scripts.iter().map(|s| s.images.len()).sum();
+            let bytes: usize = scripts
+                .iter()
+                .flat_map(|s| s.images.iter().map(|u| u.len()))
+                .sum();
+            (count as f64 / n, bytes as f64 / n)
+        });
+    let (image_count, image_bytes) = match (
+        &images,
+        row_images
+            .as_ref()
+            .map(|r| (r.per_request, r.bytes_per_request))
+            .or(script_images),
+    ) {
         (Some(im), _) => (Some(im.count), Some(im.bytes_per_request)),
-        (None, Some(r)) => (
-            Some(r.per_request.round().max(1.0) as u32),
-            Some(r.bytes_per_request),
-        ),
+        (None, Some((count, bytes))) => (Some(count.round().max(1.0) as u32), Some(bytes)),
         (None, None) => (None, None),
     };
-    if image_count.is_some() || tools.is_some() {
+    let tool_count = tools.as_ref().map(|t| t.tools).or_else(|| {
+        scripts
+            .iter()
+            .filter_map(|s| s.tools.as_ref())
+            .map(|t| t.len() as u32)
+            .max()
+    });
+    if image_count.is_some() || tool_count.is_some() {
         config["request_parts"] = json!({
             "images": image_count,
             "image_bytes": image_bytes,
-            "tools": tools.as_ref().map(|t| t.tools),
+            "tools": tool_count,
         });
     }
     Ok(Prepared {
