@@ -292,3 +292,60 @@ async fn a_mix_led_by_an_adapter_is_held_to_its_base_models_context() {
     let _ = std::fs::remove_dir_all(&out);
     sim.shutdown().await;
 }
+
+/// vLLM's `--max-loras` (default 1): the simulator passes over a request
+/// for a second adapter while another is in the batch, says so at
+/// /metrics as vLLM does (`num_requests_waiting_by_reason{reason="deferred"}`,
+/// `lora_requests_info{max_lora}`), and the report warns that the adapters'
+/// TTFT holds that wait; with a slot for each adapter, nothing is said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_waiting_for_a_lora_slot_are_warned_of() {
+    let out = tmpdir("model-mix-lora-slots");
+    for max_loras in [1, 2] {
+        let mut c = common::model(2.0, 0.0, 256);
+        c.model_name = "base".into();
+        c.lora_modules = vec![
+            ("ad1".into(), "/adapters/one".into()),
+            ("ad2".into(), "/adapters/two".into()),
+        ];
+        c.params.max_loras = max_loras;
+        let sim = common::start_sim(c).await;
+        let dir = out.join(format!("slots{max_loras}"));
+        let o = run(
+            &sim.url(),
+            &dir,
+            &[
+                "--model",
+                "base=50%,ad1=25%,ad2=25%",
+                "--data",
+                "prompt_tokens=16,output_tokens=32",
+                "--profile",
+                "constant",
+                "--rate",
+                "40",
+                "--max-seconds",
+                "3",
+                "--server-metrics-interval",
+                "0.1",
+            ],
+        )
+        .await;
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = read_report(&dir);
+        let warned = r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|w| w.contains("LoRA adapter's turn"))
+            .map(str::to_string);
+        if max_loras == 1 {
+            let w = warned.expect("a warning for requests deferred");
+            assert!(w.contains("vLLM batches at most 1 adapter at once"), "{w}");
+        } else {
+            assert_eq!(warned, None);
+        }
+        sim.shutdown().await;
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -40,6 +40,9 @@ pub struct SeqRequest {
     /// Prompt tokens served from the prefix cache: not prefilled again.
     pub cached_tokens: u64,
     pub output_tokens: u64,
+    /// The LoRA adapter it asks for (its index among the served names),
+    /// None for the base model.
+    pub adapter: Option<usize>,
     pub tx: mpsc::UnboundedSender<Emit>,
 }
 
@@ -178,6 +181,11 @@ impl PrefixCache {
 pub struct Gauges {
     pub running: AtomicU64,
     pub waiting: AtomicU64,
+    /// Of the waiting, those passed over for want of a LoRA slot at the
+    /// last admission (vLLM's `num_requests_waiting_by_reason{reason="deferred"}`).
+    pub deferred: AtomicU64,
+    /// The adapters in the batch, one bit per served-name index (< 64).
+    pub running_adapters: AtomicU64,
     pub kv_used_tokens: AtomicU64,
     pub kv_total_tokens: AtomicU64,
     /// Prompt tokens of admitted requests, cached ones included (vLLM's
@@ -196,6 +204,8 @@ impl Default for Gauges {
         Gauges {
             running: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
+            deferred: AtomicU64::new(0),
+            running_adapters: AtomicU64::new(0),
             kv_used_tokens: AtomicU64::new(0),
             kv_total_tokens: AtomicU64::new(0),
             prompt_tokens_total: AtomicU64::new(0),
@@ -222,6 +232,7 @@ struct Running {
     generated: u64,
     unsent: u32,
     kv_reserved: u64,
+    adapter: Option<usize>,
     tx: mpsc::UnboundedSender<Emit>,
 }
 
@@ -309,11 +320,20 @@ impl Batch {
 
     /// Admission, FIFO: stops at the first request that does not fit, as
     /// vLLM's scheduler does, so a big request is not starved by small ones.
-    /// Returns the prompt tokens this step prefills.
+    /// A request for a LoRA adapter the batch has no slot for
+    /// (`max_loras` others in it) is passed over, keeping its place, as
+    /// vLLM defers it. Returns the prompt tokens this step prefills.
     fn admit(&mut self) -> u64 {
         let params = &self.params;
         let mut prefill_tokens = 0u64;
         let (mut prompt_tokens, mut cached_tokens) = (0u64, 0u64);
+        let mut adapters: Vec<usize> = Vec::new();
+        for a in self.running.iter().filter_map(|r| r.adapter) {
+            if !adapters.contains(&a) {
+                adapters.push(a);
+            }
+        }
+        let mut deferred: Vec<SeqRequest> = Vec::new();
         while let Some(front) = self.waiting.front() {
             if front.tx.is_closed() && !params.finish_cancelled {
                 self.waiting.pop_front(); // client went away while queued
@@ -328,6 +348,13 @@ impl Batch {
             let Some(r) = self.waiting.pop_front() else {
                 break;
             };
+            if let Some(a) = r.adapter.filter(|a| !adapters.contains(a)) {
+                if adapters.len() >= params.max_loras {
+                    deferred.push(r);
+                    continue;
+                }
+                adapters.push(a);
+            }
             let queued = Instant::now().saturating_duration_since(r.arrived);
             self.gauges
                 .queue_time
@@ -341,8 +368,22 @@ impl Batch {
                 generated: 0,
                 unsent: 0,
                 kv_reserved: need,
+                adapter: r.adapter,
                 tx: r.tx,
             });
+        }
+        self.gauges
+            .deferred
+            .store(deferred.len() as u64, Ordering::Relaxed);
+        self.gauges.running_adapters.store(
+            adapters
+                .iter()
+                .filter(|&&a| a < 64)
+                .fold(0u64, |m, &a| m | (1 << a)),
+            Ordering::Relaxed,
+        );
+        for r in deferred.into_iter().rev() {
+            self.waiting.push_front(r);
         }
         self.gauges
             .prompt_tokens_total
@@ -420,18 +461,28 @@ mod tests {
     /// Submits `n` requests at once and returns, per request, the (virtual) time
     /// of its first and last token.
     async fn run_batch(p: ModelParams, n: usize, out: u64) -> Vec<(Duration, Duration)> {
+        run_adapters(p, &vec![None; n], out).await
+    }
+
+    /// [`run_batch`] with each request's LoRA adapter (None: the base).
+    async fn run_adapters(
+        p: ModelParams,
+        adapters: &[Option<usize>],
+        out: u64,
+    ) -> Vec<(Duration, Duration)> {
         let (tx, rx) = mpsc::unbounded_channel();
         let gauges = Arc::new(Gauges::default());
         let engine = tokio::spawn(run(p, 1, rx, gauges));
         let t0 = Instant::now();
         let mut streams = Vec::new();
-        for _ in 0..n {
+        for &adapter in adapters {
             let (stx, srx) = mpsc::unbounded_channel();
             tx.send(SeqRequest {
                 arrived: Instant::now(),
                 prompt_tokens: 10,
                 cached_tokens: 0,
                 output_tokens: out,
+                adapter,
                 tx: stx,
             })
             .unwrap();
@@ -464,6 +515,28 @@ mod tests {
         }
         engine.await.unwrap();
         times
+    }
+
+    /// vLLM's --max-loras: with one LoRA slot, a request for a second
+    /// adapter waits until the first adapter's requests have left the
+    /// batch, while the base model's and the first adapter's go ahead of it.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_for_an_adapter_without_a_slot_is_deferred() {
+        let mix = [Some(3), Some(4), None, Some(3)];
+        let t = run_adapters(params(8), &mix, 3).await;
+        // Step 1 runs three (10 + 3 × 1 ms): adapter 4 is passed over.
+        for i in [0, 2, 3] {
+            assert_eq!(t[i], (Duration::from_millis(13), Duration::from_millis(39)));
+        }
+        // It runs alone once adapter 3 has left: first token at 39 + 11 ms.
+        assert_eq!(t[1].0, Duration::from_millis(50));
+        // Two slots: all four in the first step.
+        let two = ModelParams {
+            max_loras: 2,
+            ..params(8)
+        };
+        let t = run_adapters(two, &mix, 3).await;
+        assert!(t.iter().all(|x| x.0 == Duration::from_millis(14)), "{t:?}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -515,6 +588,7 @@ mod tests {
             prompt_tokens: 1,
             cached_tokens: 0,
             output_tokens: 10,
+            adapter: None,
             tx: stx,
         })
         .unwrap();
@@ -609,6 +683,7 @@ mod tests {
                 cached_tokens: 0,
                 output_tokens: 10,
                 arrived: Instant::now(),
+                adapter: None,
                 tx: stx,
             })
             .unwrap();
@@ -640,6 +715,7 @@ mod tests {
                 prompt_tokens: 1,
                 cached_tokens: 0,
                 output_tokens: 1000,
+                adapter: None,
                 tx: stx,
             })
             .unwrap();

@@ -78,6 +78,10 @@ pub struct ModelArgs {
     /// Maximum running sequences (vLLM's --max-num-seqs); the rest wait in a queue.
     #[arg(long, value_name = "N")]
     pub max_num_seqs: Option<usize>,
+    /// LoRA adapters one batch may hold (vLLM's --max-loras, default 1): a
+    /// request for another adapter waits (deferred) however idle the batch.
+    #[arg(long, value_name = "N")]
+    pub max_loras: Option<usize>,
     /// KV-cache budget in tokens: a request reserves prompt + output tokens while it runs.
     #[arg(long, value_name = "TOKENS")]
     pub kv_cache_tokens: Option<u64>,
@@ -213,6 +217,8 @@ pub struct ModelParams {
     pub per_seq: Duration,
     pub prefill_per_token: Duration,
     pub max_num_seqs: usize,
+    /// LoRA adapters one batch may hold (vLLM's `--max-loras`).
+    pub max_loras: usize,
     pub kv_cache_tokens: u64,
     pub jitter: f64,
     pub output_len_mean: f64,
@@ -242,6 +248,7 @@ impl ModelParams {
                 per_seq: Duration::from_micros(120),
                 prefill_per_token: Duration::from_nanos(10_000),
                 max_num_seqs: 128,
+                max_loras: 1,
                 kv_cache_tokens: 131_072,
                 jitter: 0.05,
                 output_len_mean: 128.0,
@@ -260,6 +267,7 @@ impl ModelParams {
                 per_seq: Duration::ZERO,
                 prefill_per_token: Duration::ZERO,
                 max_num_seqs: 1 << 20,
+                max_loras: 1,
                 kv_cache_tokens: u64::MAX / 4,
                 jitter: 0.0,
                 output_len_mean: 16.0,
@@ -358,6 +366,12 @@ impl ModelParams {
                 return Err("--max-num-seqs must be at least 1".into());
             }
             self.max_num_seqs = v;
+        }
+        if let Some(v) = args.max_loras {
+            if v == 0 {
+                return Err("--max-loras must be at least 1".into());
+            }
+            self.max_loras = v;
         }
         if let Some(v) = args.kv_cache_tokens {
             if v == 0 {

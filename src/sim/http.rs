@@ -231,6 +231,11 @@ fn submit(
             cached_tokens: cached_tokens.unwrap_or(0),
             prompt_tokens: gen.prompt_tokens,
             output_tokens,
+            adapter: state
+                .models
+                .get(gen.model)
+                .filter(|m| m.parent.is_some())
+                .map(|_| gen.model),
             tx,
         })
         .ok()

@@ -123,6 +123,7 @@ pub(super) fn metrics(state: &AppState) -> Response<SimBody> {
     let m = &state.model_name;
     let labels = format!("model_name=\"{m}\"");
     write_counts(&mut s, state, &labels);
+    write_lora(&mut s, state, &labels);
     let h = &state.truth.prom;
     h.ttft.write(
         &mut s,
@@ -149,6 +150,45 @@ pub(super) fn metrics(state: &AppState) -> Response<SimBody> {
         &labels,
     );
     plain(StatusCode::OK, "text/plain; version=0.0.4", s)
+}
+
+/// Why requests wait, and, when it serves adapters, the LoRA info gauge,
+/// as vLLM 0.32 writes them: `deferred` are the requests passed over for
+/// want of a LoRA slot (`--max-loras`), `capacity` the rest.
+fn write_lora(s: &mut String, state: &AppState, labels: &str) {
+    let g = &state.gauges;
+    let waiting = g.waiting.load(Ordering::Relaxed);
+    let deferred = g.deferred.load(Ordering::Relaxed).min(waiting);
+    let name = "vllm:num_requests_waiting_by_reason";
+    let _ = writeln!(s, "# HELP {name} Number of requests waiting by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.");
+    let _ = writeln!(s, "# TYPE {name} gauge");
+    let _ = writeln!(
+        s,
+        "{name}{{{labels},reason=\"capacity\"}} {}",
+        waiting - deferred
+    );
+    let _ = writeln!(s, "{name}{{{labels},reason=\"deferred\"}} {deferred}");
+    if state.models.iter().all(|m| m.parent.is_none()) {
+        return;
+    }
+    let bits = g.running_adapters.load(Ordering::Relaxed);
+    let running: Vec<&str> = state
+        .models
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i < 64 && bits & (1 << i) != 0)
+        .map(|(_, m)| m.id.as_str())
+        .collect();
+    let name = "vllm:lora_requests_info";
+    let _ = writeln!(s, "# HELP {name} Running stats on lora requests.");
+    let _ = writeln!(s, "# TYPE {name} gauge");
+    let _ = writeln!(
+        s,
+        "{name}{{max_lora=\"{}\",running_lora_adapters=\"{}\",waiting_lora_adapters=\"\"}} {}",
+        state.params.max_loras,
+        running.join(","),
+        unix_now()
+    );
 }
 
 /// The gauges and counters of `/metrics`, under vLLM's names and help
