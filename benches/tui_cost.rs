@@ -149,6 +149,7 @@ fn main() {
                 target: "http://127.0.0.1:8000".into(),
                 model: "llmsweep-sim".into(),
                 profile: "sweep".into(),
+                ..Default::default()
             },
             theme::builtin(),
         );

@@ -47,8 +47,9 @@ pub fn line_width() -> usize {
 /// One progress line for a snapshot `width` columns wide, or None between
 /// stages. Its parts go by priority: what a narrow terminal leaves out
 /// first is the stage clock, then the counts and in flight (issue 34: lines
-/// of 160 characters wrapped on an 80-column SSH terminal).
-pub fn progress_line(s: &Snapshot, width: usize) -> Option<String> {
+/// of 160 characters wrapped on an 80-column SSH terminal). `pooled`: the
+/// answers come whole, and the live series' first wait is their latency.
+pub fn progress_line(s: &Snapshot, width: usize, pooled: bool) -> Option<String> {
     let st = s.stage.as_ref()?;
     let target = match st.target_rate {
         Some(r) if st.strategy == StrategyKind::Concurrent && st.conversations => {
@@ -95,7 +96,10 @@ pub fn progress_line(s: &Snapshot, width: usize) -> Option<String> {
         (3, limit),
         (0, format!("now {:.2}{target}", st.achieved_rps)),
         (2, format!("in flight {}", st.in_flight)),
-        (0, format!("TTFT p50 {ttft} ms")),
+        (
+            0,
+            format!("{} p50 {ttft} ms", if pooled { "latency" } else { "TTFT" }),
+        ),
         (1, ttfat),
         (
             2,
@@ -243,7 +247,9 @@ fn printed(event: &EventKind) -> bool {
 }
 
 /// Prints a line a second until the run is done; notes (plan, warnings) as they come.
-pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
+/// `pooled`: the answers come whole (embeddings, rerank): their latency is
+/// shown where TTFT is.
+pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut seen_events = 0usize;
@@ -273,7 +279,7 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>) {
         if snap.done || closed {
             return;
         }
-        if let Some(line) = progress_line(&snap, width) {
+        if let Some(line) = progress_line(&snap, width, pooled) {
             crate::term::note(&line);
         }
     }
@@ -298,18 +304,22 @@ mod tests {
             }),
             ..Default::default()
         };
-        let line = progress_line(&snap, 160).unwrap();
+        let line = progress_line(&snap, 160, false).unwrap();
         assert!(line.contains("TTFT p50 - ms"), "{line}");
         assert!(!line.contains("0.0 ms"), "{line}");
         let st = snap.stage.as_mut().unwrap();
         st.achieved_rps = 5.0;
         st.ttft_p50_ms = 17.4;
-        let line = progress_line(&snap, 160).unwrap();
+        let line = progress_line(&snap, 160, false).unwrap();
         assert!(line.contains("TTFT p50 17.4 ms"), "{line}");
+        // Embeddings: the whole answer's latency, named as such.
+        let line = progress_line(&snap, 160, true).unwrap();
+        assert!(line.contains("latency p50 17.4 ms"), "{line}");
+        assert!(!line.contains("TTFT"), "{line}");
         assert!(!line.contains("TTFAT"), "{line}");
         let st = snap.stage.as_mut().unwrap();
         st.ttfat_ms = Some((812.5, 1000.0));
-        let line = progress_line(&snap, 160).unwrap();
+        let line = progress_line(&snap, 160, false).unwrap();
         assert!(
             line.contains("TTFT p50 17.4 ms  TTFAT p50 812.5 ms"),
             "{line}"
@@ -339,14 +349,14 @@ mod tests {
             }),
             ..Default::default()
         };
-        let wide = progress_line(&snap, 200).unwrap();
+        let wide = progress_line(&snap, 200, false).unwrap();
         assert!(
             wide.starts_with("[1234.5s] stage 12/14 constant@40.10 (probe) #2  12.0/30s  now"),
             "{wide}"
         );
         assert!(wide.contains("done 0 inc 0 err 0"), "{wide}");
         for width in [60, 80, 100, 120] {
-            let line = progress_line(&snap, width).unwrap();
+            let line = progress_line(&snap, width, false).unwrap();
             assert!(line.chars().count() <= width, "{width}: {line}");
             for must in [
                 "constant@40.10 (probe) #2",

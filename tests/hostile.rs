@@ -677,6 +677,7 @@ fn endpoint(
         dir: dir.display().to_string(),
         pid: std::process::id(),
         baseline: None,
+        pooled: false,
     };
     (
         serve::start(

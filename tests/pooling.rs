@@ -85,6 +85,14 @@ async fn embeddings_rerank_and_score_report_inputs_tokens_and_latency() {
         assert_eq!(s["ttft_ms"]["count"], 0, "{api}");
         let console = std::fs::read_to_string(out.join("report-console.txt")).unwrap();
         assert!(console.contains(&format!("Pooling ({api}")), "{console}");
+        // GuideLLM's stats table: no TTFT, ITL or TPOT is `-`, not 0.0.
+        let stats = console
+            .lines()
+            .skip_while(|l| !l.starts_with("Benchmarks Stats"))
+            .find(|l| l.trim_start().starts_with("constant@"))
+            .unwrap_or_else(|| panic!("{console}"));
+        let cells: Vec<&str> = stats.split('|').map(str::trim).collect();
+        assert_eq!(cells[8..], ["-"; 9], "{stats}");
         assert!(std::fs::read_to_string(out.join("report.md"))
             .unwrap()
             .contains("## Pooling"));

@@ -78,6 +78,7 @@ fn app_with(finished: Vec<llmsweep::types::StageReport>) -> App {
             target: "http://127.0.0.1:8000".into(),
             model: "llmsweep-sim".into(),
             profile: "sweep: 4 stages of 30 s".into(),
+            ..Default::default()
         },
         theme::builtin(),
     );
@@ -240,6 +241,7 @@ fn golden_app() -> App {
             target: "http://127.0.0.1:8000".into(),
             model: "llmsweep-sim".into(),
             profile: "sweep: 10 stages of 10 s".into(),
+            ..Default::default()
         },
         theme::builtin(),
     );
@@ -528,7 +530,7 @@ fn a_conversation_stage_says_its_rate_counts_conversations() {
         "{}",
         lines(&s)[1]
     );
-    let line = llmsweep::headless::progress_line(&app.snap, 80).unwrap();
+    let line = llmsweep::headless::progress_line(&app.snap, 80, false).unwrap();
     assert!(line.contains("34.16 conv/s"), "{line}");
 }
 
@@ -974,6 +976,51 @@ fn a_thinking_model_shows_ttfat_beside_ttft() {
     // At 80 columns the table keeps TTFAT p50 over other columns.
     let s = render(&app, 80, 24);
     assert_has(&s, &["TTFAT"]);
+}
+
+/// A pooling API (embeddings, rerank): nothing streams, so the dashboard
+/// shows its latency where TTFT is, in milliseconds (8.6 ms read `0.01 s`
+/// in the table, and every TTFT and ITL cell and chart stayed empty).
+#[test]
+fn a_pooling_run_shows_its_latency_where_ttft_is() {
+    use llmsweep::types::DistSummary;
+    let mut app = golden_app();
+    app.info.pooled = true;
+    let whole = |mut s: StageReport| {
+        s.latency_ms = DistSummary {
+            count: 100,
+            mean: 8.9,
+            p50: 8.6,
+            p99: 11.7,
+            ..Default::default()
+        };
+        s.ttft_ms = DistSummary::default();
+        s.itl_ms = DistSummary::default();
+        s.tpot_ms = DistSummary::default();
+        s
+    };
+    let finished: Vec<StageReport> = app.snap.finished.iter().cloned().map(whole).collect();
+    app.snap.finished = Arc::new(finished);
+    {
+        let st = app.snap.stage.as_mut().unwrap();
+        // The live series carry the whole answer's latency as the first wait.
+        st.ttft_p50_ms = 8.4;
+        st.ttft_p99_ms = 12.5;
+        let so_far = st.so_far.as_deref().cloned().unwrap_or_default();
+        st.so_far = Some(Arc::new(whole(so_far)));
+    }
+    for (w, h) in [(160, 48), (100, 30), (80, 24)] {
+        let s = render(&app, w, h);
+        assert_has(&s, &["latency ms p50 8.40 p99 12.5", "Lat ms", "8.60"]);
+        for gone in ["TTFT", "ITL ms  p50", "Output", "tok/s"] {
+            assert!(!s.contains(gone), "{gone} at {w}x{h}:\n{s}");
+        }
+    }
+    let s = render(&app, 160, 48);
+    assert_has(
+        &s,
+        &["latency ms (p50, p99)", "ITL: none, answers come whole"],
+    );
 }
 
 /// llmsweep's own lag (its self-check, issue 26) in the "now" panel's stage

@@ -84,6 +84,7 @@ pub fn attach(
                     target: hello.target.clone(),
                     model: hello.model.clone(),
                     profile: format!("{} (attached)", hello.profile),
+                    pooled: hello.pooled,
                 },
                 server: Some(server_rx),
                 // The run's baseline, read here: the same changes as the run's dashboard.
@@ -99,7 +100,10 @@ pub fn attach(
                 hello.target,
                 hello.profile
             ));
-            let progress = tokio::spawn(crate::headless::print_progress(snap_rx.clone()));
+            let progress = tokio::spawn(crate::headless::print_progress(
+                snap_rx.clone(),
+                hello.pooled,
+            ));
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {
                     let _ = leave_tx.send(true);

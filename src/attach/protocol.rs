@@ -32,6 +32,10 @@ pub struct RunHello {
     /// the run's machine: the socket is a Unix socket).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<String>,
+    /// A pooling API (embeddings, rerank, score): answers come whole, so
+    /// the screens show latency where they show TTFT.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pooled: bool,
 }
 
 /// Run → viewer.

@@ -89,8 +89,13 @@ pub fn guidellm_stats(r: &Report) -> String {
         .iter()
         .zip(&labels)
         .map(|(s, label)| {
+            // Nothing measured (a pooling API's TTFT, a stage without a
+            // completion) is `-`, not 0.0.
             let m3 = |d: Dist, k: f64, p: usize| {
                 let d = d.of(s);
+                if d.count == 0 {
+                    return ["-", "-", "-"].map(String::from);
+                }
                 [d.mean * k, d.p50 * k, d.p99 * k].map(|v| format!("{v:.p$}"))
             };
             let mut row = vec![

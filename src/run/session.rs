@@ -99,6 +99,7 @@ impl Session {
                 .baseline
                 .as_deref()
                 .and_then(|b| std::path::absolute(b).ok().map(|p| p.display().to_string())),
+            pooled: args.api.pooled(),
         };
         let (endpoint, socket) = open_endpoint(&hello, &reports, &snapshots, &control, &scraper)?;
         let state = RunState {
@@ -303,6 +304,7 @@ fn start_front_end(
             target: hello.target,
             model: hello.model,
             profile: hello.profile,
+            pooled: hello.pooled,
         },
         server: scraper.as_ref().map(|s| s.live()),
         baseline: p
@@ -316,6 +318,7 @@ fn start_front_end(
         reports.clone(),
         snapshots.clone(),
         control.clone(),
+        args.api.pooled(),
     ));
     (task, result_screen.then_some(outcome_tx))
 }
@@ -328,6 +331,7 @@ async fn front_end(
     reports: Reports,
     snapshots: watch::Receiver<Snapshot>,
     control: mpsc::UnboundedSender<Control>,
+    pooled: bool,
 ) {
     if let Some(opts) = dashboard {
         let exporter: crate::tui::Exporter = Box::new(move |s: &Snapshot| reports.export_now(s));
@@ -344,7 +348,7 @@ async fn front_end(
             _ => term::note("llmsweep: the dashboard stopped; progress lines instead"),
         }
     }
-    headless::print_progress(snapshots).await;
+    headless::print_progress(snapshots, pooled).await;
 }
 
 /// Keeps `run.json` current (stage k/N) for `llmsweep ls`.

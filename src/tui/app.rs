@@ -65,9 +65,12 @@ impl Metric {
         Metric::ALL[(i + 1) % Metric::ALL.len()]
     }
 
-    /// The chart's title, unit included.
-    pub fn title(self) -> &'static str {
+    /// The chart's title, unit included. A pooling API (`pooled`) has a
+    /// latency where TTFT is, and no ITL.
+    pub fn title(self, pooled: bool) -> &'static str {
         match self {
+            Metric::Ttft if pooled => "latency ms (p50, p99)",
+            Metric::Itl if pooled => "ITL: none, answers come whole",
             Metric::Ttft => "TTFT ms (p50, p99)",
             Metric::Sweep => "latency vs rate",
             Metric::Itl => "ITL ms (p50, p99)",
@@ -124,6 +127,21 @@ pub struct RunInfo {
     pub target: String,
     pub model: String,
     pub profile: String,
+    /// A pooling API: answers come whole, with a latency and no TTFT or ITL.
+    pub pooled: bool,
+}
+
+impl RunInfo {
+    /// What the user waits for first, as the screens name it: the first
+    /// token, or the whole answer of a pooling API (the live series carry
+    /// its latency in the TTFT fields).
+    pub fn wait_name(&self) -> &'static str {
+        if self.pooled {
+            "latency"
+        } else {
+            "TTFT"
+        }
+    }
 }
 
 /// The finished run, for the result screen.

@@ -349,7 +349,9 @@ impl App {
                             let name = self.theme().name.clone();
                             self.say(format!("theme: {name}"));
                         }
-                        KeyCode::Char('m') => self.say(format!("chart: {}", self.metric.title())),
+                        KeyCode::Char('m') => {
+                            self.say(format!("chart: {}", self.metric.title(self.info.pooled)))
+                        }
                         _ => {}
                     }
                 }

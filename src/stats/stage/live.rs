@@ -66,8 +66,13 @@ impl LiveSeries {
     pub(super) fn on_completed(&mut self, r: &RequestRecord) {
         self.completed += 1;
         self.tokens = self.tokens.saturating_add(r.output_tokens);
-        if let Some(t) = metrics::ttft_us(r) {
-            self.ttft.record_us(t);
+        // The first answer the user waits for: the first token, or the
+        // whole answer when it comes in one piece (an embedding, a rerank),
+        // so a pooling run's dashboard and guard read its latency here.
+        match metrics::ttft_us(r) {
+            Some(t) => self.ttft.record_us(t),
+            None if r.chunks.is_empty() => self.ttft.record_us(metrics::latency_us(r)),
+            None => {}
         }
         for (gap, k) in metrics::itl_gaps(r) {
             self.itl.record_us_n(gap, k);
@@ -131,5 +136,41 @@ impl LiveSeries {
     /// request of the stage thought; None otherwise.
     pub(super) fn last_ttfat(&self) -> Option<(f64, f64)> {
         self.last_ttfat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::RequestOutcome;
+    use std::time::Duration;
+
+    /// A pooling answer (no chunk: it came whole) counts its latency as the
+    /// second's first wait, so an embeddings run's dashboard and guard see
+    /// it; a streamed answer counts its first token.
+    #[test]
+    fn a_whole_answer_waits_its_latency_a_streamed_one_its_first_token() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut live = LiveSeries::new(t0);
+        live.on_completed(&RequestRecord {
+            ended_at: at(8),
+            outcome: RequestOutcome::Completed,
+            ..RequestRecord::sent(t0, t0, 256)
+        });
+        live.close(at(1000), 1.0, 0);
+        let p = live.points.back().unwrap();
+        assert!((p.ttft_p50_ms - 8.0).abs() < 0.1, "{}", p.ttft_p50_ms);
+        assert_eq!(p.itl_p50_ms, 0.0);
+        live.on_completed(&RequestRecord {
+            ended_at: at(1100),
+            chunks: vec![(at(1030), 1), (at(1100), 1)],
+            output_tokens: 2,
+            outcome: RequestOutcome::Completed,
+            ..RequestRecord::sent(at(1000), at(1000), 256)
+        });
+        live.close(at(2000), 2.0, 0);
+        let p = live.points.back().unwrap();
+        assert!((p.ttft_p50_ms - 30.0).abs() < 0.5, "{}", p.ttft_p50_ms);
     }
 }

@@ -65,12 +65,18 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
             Paragraph::new("the run's history appears after its first second")
                 .style(th.dim())
                 .wrap(Wrap { trim: true })
-                .block(frame_block(th, m, colors, area.width, false)),
+                .block(frame_block(
+                    th,
+                    (m, app.info.pooled),
+                    colors,
+                    area.width,
+                    false,
+                )),
             area,
         );
         return;
     }
-    let inner = frame_block(th, m, colors, area.width, false).inner(area);
+    let inner = frame_block(th, (m, app.info.pooled), colors, area.width, false).inner(area);
     let (x0, x1) = time_axis(hist);
     let n = (inner.width as usize * 2).max(2);
     let (scale, lines) = scaled_lines(hist, m, x0, x1, n);
@@ -104,7 +110,13 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect, m: Metric) {
         );
     }
     let chart = Chart::new(datasets)
-        .block(frame_block(th, m, colors, area.width, scale.log))
+        .block(frame_block(
+            th,
+            (m, app.info.pooled),
+            colors,
+            area.width,
+            scale.log,
+        ))
         .x_axis(
             Axis::default()
                 .bounds([x0, x1])
@@ -133,14 +145,24 @@ fn colors_of(th: &Theme, m: Metric) -> [Color; 2] {
 
 /// The chart's frame: the metric's title (and scale) on top, its legend
 /// below.
-fn frame_block(th: &Theme, m: Metric, colors: [Color; 2], width: u16, log: bool) -> Block<'static> {
+fn frame_block(
+    th: &Theme,
+    (m, pooled): (Metric, bool),
+    colors: [Color; 2],
+    width: u16,
+    log: bool,
+) -> Block<'static> {
     let names: &[&str] = match m {
         Metric::Ttft | Metric::Itl => &["p50", "p99"],
         _ => &[],
     };
     let items: Vec<(&str, Color)> = names.iter().copied().zip(colors).collect();
     let title = Line::styled(
-        format!(" {}{} ", m.title(), if log { " · log scale" } else { "" }),
+        format!(
+            " {}{} ",
+            m.title(pooled),
+            if log { " · log scale" } else { "" }
+        ),
         th.title(),
     );
     let mut bottom = legend(th, &items);

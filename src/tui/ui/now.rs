@@ -53,12 +53,20 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         return;
     };
     let height = inner.height as usize;
-    let mut lines = shrink(last_second(th, st, inner.width), height, Keep::Always);
+    let mut lines = shrink(
+        last_second(th, st, inner.width, app.info.pooled),
+        height,
+        Keep::Always,
+    );
     // Room to spare: the stage so far, and the run's errors.
     if height >= lines.len() + 6 {
         if let Some(r) = &st.so_far {
             let room = height - lines.len();
-            lines.extend(shrink(so_far(th, r), room, KeepSoFar::Always));
+            lines.extend(shrink(
+                so_far(th, r, app.info.pooled),
+                room,
+                KeepSoFar::Always,
+            ));
         }
         let totals = run_error_totals(&app.snap);
         if !totals.is_empty() && inner.height as usize >= lines.len() + 2 {
@@ -178,8 +186,10 @@ fn labelled(th: &Theme, text: String, labels: &[&str]) -> Line<'static> {
 
 /// The running stage's last second: what completed (req/s against the
 /// target, TTFT, ITL), what streams now (in flight, streaming, tokens and
-/// first tokens arriving), the stage's counts and errors.
-fn last_second(th: &Theme, st: &LiveStage, width: u16) -> Vec<(Keep, Line<'static>)> {
+/// first tokens arriving), the stage's counts and errors. A pooling API
+/// (`pooled`) streams nothing: its latency takes TTFT's line, and there is
+/// no token or ITL line.
+fn last_second(th: &Theme, st: &LiveStage, width: u16, pooled: bool) -> Vec<(Keep, Line<'static>)> {
     let rate_style = match st.target_rate {
         Some(t)
             if st.strategy != StrategyKind::Concurrent
@@ -215,27 +225,33 @@ fn last_second(th: &Theme, st: &LiveStage, width: u16) -> Vec<(Keep, Line<'stati
                 &["in", "flight", "streaming", "strm"],
             ),
         ),
-        (
+    ];
+    if !pooled {
+        lines.push((
             Keep::Streamed,
             labelled(
                 th,
                 streamed_text(st.streamed_tokens_per_s, st.first_tokens_per_s, width),
                 &["tok/s", "first", "tok", "1st"],
             ),
-        ),
-        (
-            Keep::Ttft,
-            p50_p99(th, "TTFT ms ", st.ttft_p50_ms, st.ttft_p99_ms, has),
-        ),
-    ];
+        ));
+    }
+    // (The live series carry a pooling answer's latency as its TTFT.)
+    let wait = if pooled { "latency ms " } else { "TTFT ms " };
+    lines.push((
+        Keep::Ttft,
+        p50_p99(th, wait, st.ttft_p50_ms, st.ttft_p99_ms, has),
+    ));
     // A model that thinks: the first answer token, what users wait for.
     if let Some((p50, p99)) = st.ttfat_ms {
         lines.push((Keep::Ttfat, p50_p99(th, "TTFAT ms ", p50, p99, has)));
     }
-    lines.push((
-        Keep::Itl,
-        p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has),
-    ));
+    if !pooled {
+        lines.push((
+            Keep::Itl,
+            p50_p99(th, "ITL ms  ", st.itl_p50_ms, st.itl_p99_ms, has),
+        ));
+    }
     lines.push((Keep::Always, counts(th, st, width)));
     let errs: Vec<String> = st.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
     if !errs.is_empty() {
@@ -266,7 +282,7 @@ fn counts(th: &Theme, st: &LiveStage, width: u16) -> Line<'static> {
 }
 
 /// The stage so far (cumulative since it started), after a blank line.
-fn so_far(th: &Theme, r: &StageReport) -> Vec<(KeepSoFar, Line<'static>)> {
+fn so_far(th: &Theme, r: &StageReport, pooled: bool) -> Vec<(KeepSoFar, Line<'static>)> {
     use KeepSoFar as K;
     let dist = |label, d: &DistSummary| p50_p99(th, label, d.p50, d.p99, d.count > 0);
     let has = r.requests.measured > 0;
@@ -289,8 +305,24 @@ fn so_far(th: &Theme, r: &StageReport) -> Vec<(KeepSoFar, Line<'static>)> {
                 Span::styled(format!("{:.1}", r.concurrency.mean), th.text()),
             ]),
         ),
-        (K::Ttft, dist("TTFT ms ", &r.ttft_ms)),
     ];
+    if pooled {
+        lines.push((K::Ttft, dist("latency ms ", &r.latency_ms)));
+    } else {
+        lines.extend(generation_so_far(th, r));
+    }
+    if let Some(c) = &r.client {
+        lines.push((K::ClientLag, client_lag(th, c)));
+    }
+    lines
+}
+
+/// The stage so far of a generation API: TTFT, TTFAT and ITL, and the
+/// thinking's share of the tokens when its requests thought.
+fn generation_so_far(th: &Theme, r: &StageReport) -> Vec<(KeepSoFar, Line<'static>)> {
+    use KeepSoFar as K;
+    let dist = |label, d: &DistSummary| p50_p99(th, label, d.p50, d.p99, d.count > 0);
+    let mut lines = vec![(K::Ttft, dist("TTFT ms ", &r.ttft_ms))];
     if let Some(x) = &r.reasoning {
         lines.push((K::Ttfat, dist("TTFAT ms ", &x.ttfat_ms)));
     }
@@ -309,9 +341,6 @@ fn so_far(th: &Theme, r: &StageReport) -> Vec<(KeepSoFar, Line<'static>)> {
                 ),
             ]),
         ));
-    }
-    if let Some(c) = &r.client {
-        lines.push((K::ClientLag, client_lag(th, c)));
     }
     lines
 }

@@ -39,7 +39,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
             format!(
                 " theme {} · Tab: dashboard / errors / server · m: {} chart",
                 th.name,
-                app.metric.next().title()
+                app.metric.next().title(app.info.pooled)
             ),
             th.dim(),
         )

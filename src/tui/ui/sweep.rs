@@ -20,7 +20,8 @@ use crate::types::StageReport;
 pub struct CurvePoint {
     pub name: String,
     pub rate: f64,
-    /// TTFT p50, TTFT p99, ITL p50, ITL p99 (ms).
+    /// TTFT p50, TTFT p99, ITL p50, ITL p99 (ms); of a pooling API, its
+    /// latency p50 and p99 and no ITL (0).
     pub lat: [f64; 4],
     pub on_curve: bool,
     pub saturated: bool,
@@ -30,12 +31,19 @@ pub struct CurvePoint {
 /// The sweep curve's points: one per finished stage with completions, plus
 /// the running stage so far. Open-loop stages are on the curve; the others
 /// (synchronous, throughput, concurrent) are drawn as separate markers.
-pub fn curve_points(snap: &Snapshot) -> Vec<CurvePoint> {
+/// `pooled`: the answers came whole, their latency is the curve.
+pub fn curve_points(snap: &Snapshot, pooled: bool) -> Vec<CurvePoint> {
     let point = |s: &StageReport, running: bool| {
-        (s.ttft_ms.count > 0 && s.rates.achieved() > 0.0).then(|| CurvePoint {
+        let first = if pooled { &s.latency_ms } else { &s.ttft_ms };
+        let itl = if pooled {
+            [0.0; 2]
+        } else {
+            [s.itl_ms.p50, s.itl_ms.p99]
+        };
+        (first.count > 0 && s.rates.achieved() > 0.0).then(|| CurvePoint {
             name: s.name.clone(),
             rate: s.rates.achieved(),
-            lat: [s.ttft_ms.p50, s.ttft_ms.p99, s.itl_ms.p50, s.itl_ms.p99],
+            lat: [first.p50, first.p99, itl[0], itl[1]],
             on_curve: summary::on_rate_curve(s) && !running,
             saturated: s.saturated(),
             running,
@@ -85,18 +93,27 @@ pub fn baseline_points(base: &crate::types::Report) -> Vec<CurvePoint> {
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
-    let pts = curve_points(&app.snap);
+    let pts = curve_points(&app.snap, app.info.pooled);
     let base = app
         .baseline
         .as_deref()
         .map(baseline_points)
         .unwrap_or_default();
     let colors = [th.spark_ttft, th.warn, th.spark_itl, th.accent];
+    // Each curve's name and its p50 and p99 colours, for the legend.
+    let curves: &[(&str, Color, Color)] = if app.info.pooled {
+        &[("latency", colors[0], colors[1])]
+    } else {
+        &[
+            ("TTFT", colors[0], colors[1]),
+            ("ITL", colors[2], colors[3]),
+        ]
+    };
     let knee = summary::knee(&app.snap.finished).map(|k| k.rates.achieved());
     // One scale for both runs' curves: the baseline's beside the new one.
     let both: Vec<CurvePoint> = pts.iter().chain(&base).cloned().collect();
     let scale = y_scale(&both);
-    let block = frame_block(th, &pts, &scale, colors, knee, !base.is_empty(), area.width);
+    let block = frame_block(th, &pts, &scale, curves, knee, !base.is_empty(), area.width);
     if both.is_empty() {
         frame.render_widget(
             Paragraph::new(
@@ -155,7 +172,7 @@ fn frame_block(
     th: &Theme,
     pts: &[CurvePoint],
     scale: &YScale,
-    colors: [Color; 4],
+    curves: &[(&str, Color, Color)],
     knee: Option<f64>,
     baseline: bool,
     width: u16,
@@ -168,15 +185,13 @@ fn frame_block(
         },
         th.title(),
     );
-    let mut bottom = legend(
-        th,
-        &[
-            ("TTFT p50", colors[0]),
-            ("p99", colors[1]),
-            ("ITL p50", colors[2]),
-            ("p99", colors[3]),
-        ],
-    );
+    let names: Vec<String> = curves.iter().map(|c| format!("{} p50", c.0)).collect();
+    let items: Vec<(&str, Color)> = curves
+        .iter()
+        .zip(&names)
+        .flat_map(|(c, p50)| [(p50.as_str(), c.1), ("p99", c.2)])
+        .collect();
+    let mut bottom = legend(th, &items);
     let mut marks = Vec::new();
     // The baseline's curves, dotted in the same colours: said first of
     // the marks, so a narrow legend keeps it.
@@ -218,11 +233,9 @@ fn frame_block(
                 Span::styled(format!("{name} "), th.dim()),
             ]
         };
-        bottom = vec![
-            vec![Span::raw(" ")],
-            pair(colors[0], colors[1], "TTFT"),
-            pair(colors[2], colors[3], "ITL"),
-        ];
+        bottom = std::iter::once(vec![Span::raw(" ")])
+            .chain(curves.iter().map(|c| pair(c.1, c.2, c.0)))
+            .collect();
     }
     bottom.extend(marks);
     Block::default()

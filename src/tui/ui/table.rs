@@ -133,7 +133,31 @@ pub struct Col {
     /// Shown only when a row has its figure: the GPUs' (`--gpu-metrics`)
     /// or their cost (`--gpu-hourly-cost`).
     pub gpu: bool,
+    /// Which APIs it is for: a streamed figure (tokens, TTFT, ITL) is not
+    /// shown for a pooling API, whose answers come whole; its latency in
+    /// milliseconds is shown for it alone.
+    pub api: ApiFit,
     pub get: Getter,
+}
+
+/// The APIs a column is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiFit {
+    Any,
+    /// Chat, completions, Responses, Messages: the answer streams.
+    Streamed,
+    /// Embeddings, rerank, score: the answer comes whole.
+    Pooled,
+}
+
+impl ApiFit {
+    fn shown(self, pooled: bool) -> bool {
+        match self {
+            ApiFit::Any => true,
+            ApiFit::Streamed => !pooled,
+            ApiFit::Pooled => pooled,
+        }
+    }
 }
 
 impl Col {
@@ -152,7 +176,30 @@ const fn col(top: &'static str, bottom: &'static str, width: u16, prio: u8, get:
         thought: false,
         vs: false,
         gpu: false,
+        api: ApiFit::Any,
         get,
+    }
+}
+
+/// A figure of a streamed answer (tokens, TTFT, ITL).
+const fn streamed(
+    top: &'static str,
+    bottom: &'static str,
+    width: u16,
+    prio: u8,
+    get: Getter,
+) -> Col {
+    Col {
+        api: ApiFit::Streamed,
+        ..col(top, bottom, width, prio, get)
+    }
+}
+
+/// A figure of a pooling API's whole answer.
+const fn pooled(top: &'static str, bottom: &'static str, width: u16, prio: u8, get: Getter) -> Col {
+    Col {
+        api: ApiFit::Pooled,
+        ..col(top, bottom, width, prio, get)
     }
 }
 
@@ -195,26 +242,44 @@ pub const COLUMNS: &[Col] = &[
     col("Achieved", "req/s", 8, 0, |r| f(r.rps, 2)),
     vs("Δ base", "req/s", 2, |r| r.vs[0].clone()),
     col("Conc", "mean", 5, 4, |r| f(r.conc, 1)),
-    col("Output", "tok/s", 7, 5, |r| f(r.out_tps, 0)),
-    col("TTFT ms", "mean", 8, 6, |r| ms(r.ttft[0])),
-    col("TTFT ms", "p50", 8, 0, |r| ms(r.ttft[1])),
-    col("TTFT ms", "p99", 8, 1, |r| ms(r.ttft[2])),
+    streamed("Output", "tok/s", 7, 5, |r| f(r.out_tps, 0)),
+    streamed("TTFT ms", "mean", 8, 6, |r| ms(r.ttft[0])),
+    streamed("TTFT ms", "p50", 8, 0, |r| ms(r.ttft[1])),
+    streamed("TTFT ms", "p99", 8, 1, |r| ms(r.ttft[2])),
+    // A pooling API's latency, where TTFT is for a streamed answer.
+    pooled("Lat ms", "mean", 8, 6, |r| {
+        ms(r.lat_s[0].map(|s| s * 1000.0))
+    }),
+    pooled(
+        "Lat ms",
+        "p50",
+        8,
+        0,
+        |r| ms(r.lat_s[1].map(|s| s * 1000.0)),
+    ),
+    pooled(
+        "Lat ms",
+        "p99",
+        8,
+        1,
+        |r| ms(r.lat_s[2].map(|s| s * 1000.0)),
+    ),
     vs("Δ TTFT", "p50", 4, |r| r.vs[1].clone()),
     vs("Δ TTFT", "p99", 1, |r| r.vs[2].clone()),
     thought("TTFAT ms", "mean", 8, 6, |r| ms(r.ttfat[0])),
     thought("TTFAT ms", "p50", 8, 0, |r| ms(r.ttfat[1])),
     thought("TTFAT ms", "p99", 8, 1, |r| ms(r.ttfat[2])),
-    col("ITL ms", "mean", 7, 6, |r| ms(r.itl[0])),
-    col("ITL ms", "p50", 7, 0, |r| ms(r.itl[1])),
-    col("ITL ms", "p99", 7, 3, |r| ms(r.itl[2])),
+    streamed("ITL ms", "mean", 7, 6, |r| ms(r.itl[0])),
+    streamed("ITL ms", "p50", 7, 0, |r| ms(r.itl[1])),
+    streamed("ITL ms", "p99", 7, 3, |r| ms(r.itl[2])),
     vs("Δ ITL", "p50", 3, |r| r.vs[3].clone()),
     vs("Δ ITL", "p99", 5, |r| r.vs[4].clone()),
-    col("TPOT ms", "mean", 8, 7, |r| ms(r.tpot[0])),
-    col("TPOT ms", "p50", 8, 9, |r| ms(r.tpot[1])),
-    col("TPOT ms", "p99", 8, 9, |r| ms(r.tpot[2])),
-    col("Lat s", "mean", 6, 5, |r| f(r.lat_s[0], 2)),
-    col("Lat s", "p50", 6, 8, |r| f(r.lat_s[1], 2)),
-    col("Lat s", "p99", 6, 6, |r| f(r.lat_s[2], 2)),
+    streamed("TPOT ms", "mean", 8, 7, |r| ms(r.tpot[0])),
+    streamed("TPOT ms", "p50", 8, 9, |r| ms(r.tpot[1])),
+    streamed("TPOT ms", "p99", 8, 9, |r| ms(r.tpot[2])),
+    streamed("Lat s", "mean", 6, 5, |r| f(r.lat_s[0], 2)),
+    streamed("Lat s", "p50", 6, 8, |r| f(r.lat_s[1], 2)),
+    streamed("Lat s", "p99", 6, 6, |r| f(r.lat_s[2], 2)),
     col("Req", "done", 6, 2, |r| r.counts.map(|c| c.0.to_string())),
     col("Req", "inc", 5, 3, |r| r.counts.map(|c| c.1.to_string())),
     col("Req", "err", 5, 2, |r| r.counts.map(|c| c.2.to_string())),
@@ -247,14 +312,18 @@ pub fn all_columns(thought: bool) -> Vec<&'static Col> {
 /// The columns of a table, with the thinking ones when a stage `thought`
 /// and the baseline's when the run has one (`vs`); no GPU columns.
 pub fn all_columns_vs(thought: bool, vs: bool) -> Vec<&'static Col> {
-    all_columns_of(thought, vs, &[])
+    all_columns_of((thought, vs, false), &[])
 }
 
 /// [`all_columns_vs`], with each GPU column some of `rows` has a figure of.
-pub fn all_columns_of(thought: bool, vs: bool, rows: &[RowData]) -> Vec<&'static Col> {
+/// `pooled`: the run's API answers whole (embeddings, rerank, score).
+pub fn all_columns_of(
+    (thought, vs, pooled): (bool, bool, bool),
+    rows: &[RowData],
+) -> Vec<&'static Col> {
     COLUMNS
         .iter()
-        .filter(|c| (thought || !c.thought) && (vs || !c.vs))
+        .filter(|c| (thought || !c.thought) && (vs || !c.vs) && c.api.shown(pooled))
         .filter(|c| !c.gpu || rows.iter().any(|r| (c.get)(r).is_some()))
         .collect()
 }
@@ -275,10 +344,10 @@ pub fn columns_for_vs(width: u16, name_width: u16, thought: bool, vs: bool) -> V
 pub fn columns_for_rows(
     width: u16,
     name_width: u16,
-    (thought, vs): (bool, bool),
+    shown: (bool, bool, bool),
     rows: &[RowData],
 ) -> Vec<&'static Col> {
-    fit(width, name_width, all_columns_of(thought, vs, rows))
+    fit(width, name_width, all_columns_of(shown, rows))
 }
 
 /// The columns of `all` that fit in `width`, by priority, in display order.
@@ -395,6 +464,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
         (
             rows.iter().any(|r| r.ttfat[1].is_some()),
             app.baseline.is_some() || rows.iter().any(|r| r.vs.iter().any(Option::is_some)),
+            app.info.pooled,
         ),
         rows,
     );
@@ -640,7 +710,7 @@ mod tests {
     #[test]
     fn gpu_columns_show_only_with_figures_and_where_there_is_room() {
         let titles = |w: u16, rows: &[RowData]| {
-            columns_for_rows(w, 15, (false, false), rows)
+            columns_for_rows(w, 15, (false, false, false), rows)
                 .iter()
                 .map(|c| c.title())
                 .collect::<Vec<_>>()
