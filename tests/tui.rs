@@ -544,13 +544,23 @@ fn the_result_screen_says_what_the_run_found() {
         r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
     )
     .unwrap();
-    app.outcome = Some(RunOutcome {
+    app.finished(RunOutcome {
         report: Arc::new(Report {
             stages: sweep_stages(),
             ..report
         }),
         paths: vec!["out/report.json".into(), "out/report.html".into()],
     });
+    // `m` goes from the sweep curve to the run's history, and round.
+    let wide = render(&app, 160, 48);
+    assert!(wide.contains("latency ms vs req/s"), "{wide}");
+    assert_eq!(app.on_key(key('m')), None);
+    let itl = render(&app, 160, 48);
+    assert!(itl.contains("ITL ms (p50, p99)"), "{itl}");
+    for _ in 0..5 {
+        app.on_key(key('m'));
+    }
+    assert_eq!(render(&app, 160, 48), wide);
     for (w, h) in SIZES {
         let s = render(&app, w, h);
         golden(&format!("result-{w}x{h}.txt"), &s);

@@ -275,6 +275,9 @@ impl App {
     pub fn finished(&mut self, o: RunOutcome) {
         self.outcome = Some(o);
         self.view = View::Dashboard;
+        // The result's chart starts at the sweep curve; `m` goes on to the
+        // run's history (TTFT, ITL, rate, … over time).
+        self.metric = Metric::Sweep;
         self.help = false;
         self.status = None;
     }

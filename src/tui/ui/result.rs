@@ -109,7 +109,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     if rest.width >= 100 && rest.height >= 9 {
         let [chart, table] =
             Layout::horizontal([Constraint::Percentage(45), Constraint::Min(0)]).areas(rest);
-        sweep::draw(frame, app, chart);
+        chart_of(frame, app, chart);
         table::draw(frame, app, &rows, table, false);
     } else if rest.height >= 18 {
         let [chart, table] = Layout::vertical([
@@ -117,7 +117,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
             Constraint::Length(rows.len() as u16 + 4),
         ])
         .areas(rest);
-        sweep::draw(frame, app, chart);
+        chart_of(frame, app, chart);
         table::draw(frame, app, &rows, table, false);
     } else {
         table::draw(frame, app, &rows, rest, false);
@@ -148,5 +148,14 @@ mod tests {
         // Too small for both: the summary alone.
         assert_eq!(summary_budget(12, 10), 12);
         assert_eq!(summary_budget(40, 10), 31);
+    }
+}
+
+/// The result's chart: the sweep curve, or the run's history of the metric
+/// `m` chose (`m` pressed on the result screen did nothing visible).
+fn chart_of(frame: &mut Frame, app: &App, area: Rect) {
+    match app.metric {
+        crate::tui::app::Metric::Sweep => sweep::draw(frame, app, area),
+        m => super::history::draw(frame, app, area, m),
     }
 }
