@@ -136,6 +136,15 @@ pub fn summary_budget(height: u16, stages: usize) -> u16 {
     }
 }
 
+/// The result's chart: the sweep curve, or the run's history of the metric
+/// `m` chose (`m` pressed on the result screen did nothing visible).
+fn chart_of(frame: &mut Frame, app: &App, area: Rect) {
+    match app.metric {
+        crate::tui::app::Metric::Sweep => sweep::draw(frame, app, area),
+        m => super::history::draw(frame, app, area, m),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,14 +157,5 @@ mod tests {
         // Too small for both: the summary alone.
         assert_eq!(summary_budget(12, 10), 12);
         assert_eq!(summary_budget(40, 10), 31);
-    }
-}
-
-/// The result's chart: the sweep curve, or the run's history of the metric
-/// `m` chose (`m` pressed on the result screen did nothing visible).
-fn chart_of(frame: &mut Frame, app: &App, area: Rect) {
-    match app.metric {
-        crate::tui::app::Metric::Sweep => sweep::draw(frame, app, area),
-        m => super::history::draw(frame, app, area, m),
     }
 }
