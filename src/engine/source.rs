@@ -74,7 +74,7 @@ impl RequestSource {
             let tagged = self.prompts.iter().filter(|p| p.respell.is_none()).count();
             let untaggable = self.prompts.iter().all(|p| p.tag_at.is_none());
             let how = if untaggable {
-                "sent again as they are (nothing in them can be made new: a pooling request's inputs, or --extra-body replaced the text)".to_string()
+                "sent again as they are (nothing in them can be made new: --extra-body replaced the text)".to_string()
             } else if tagged == 0 {
                 "each respelled at its start so the server has not seen it; token counts unchanged"
                     .to_string()
