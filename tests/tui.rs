@@ -628,7 +628,7 @@ fn no_word_is_cut_at_the_common_sizes() {
         r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
     )
     .unwrap();
-    result.outcome = Some(RunOutcome {
+    result.finished(RunOutcome {
         report: Arc::new(Report {
             stages: sweep_stages(),
             ..report
@@ -1118,7 +1118,7 @@ fn repeated_cut_and_paused_stages_are_told_apart_in_every_table() {
     app.snap.stage = None;
     app.snap.upcoming.clear();
     app.snap.done = true;
-    app.outcome = Some(RunOutcome {
+    app.finished(RunOutcome {
         report: Arc::new(report.clone()),
         paths: vec!["out/report.json".into()],
     });
@@ -1166,7 +1166,7 @@ fn a_table_that_does_not_fit_says_so_and_scrolls() {
     app.snap.stage = None;
     app.snap.upcoming.clear();
     app.snap.done = true;
-    app.outcome = Some(RunOutcome {
+    app.finished(RunOutcome {
         report: Arc::new(Report { stages, ..report }),
         paths: vec!["out/report.json".into()],
     });
@@ -1214,7 +1214,7 @@ fn the_sweep_chart_fits_the_curve_and_marks_points_off_scale() {
         r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
     )
     .unwrap();
-    app.outcome = Some(RunOutcome {
+    app.finished(RunOutcome {
         report: Arc::new(Report {
             stages: sweep_stages(),
             ..report
