@@ -53,12 +53,13 @@ pub const BLOCK_TOKENS: usize = 16;
 /// words stand in for tokens), from the request body in the order a chat
 /// template lays it out: the tool definitions first (as many stand-in
 /// tokens as they cost, so the same definitions are the same blocks), then
-/// the messages' text (the Messages API's `system`, chat's and the Messages
+/// the messages' text and images (`image_tokens` stand-ins each, the same
+/// image the same blocks, as vLLM hashes an image into its blocks) (the Messages API's `system`, chat's and the Messages
 /// API's messages, the Responses API's input with its calls' arguments and
 /// outputs), or the completion prompt. Two prompts share block k only if
 /// they share every token up to the end of block k, as in vLLM's prefix
 /// caching.
-pub fn prompt_blocks(body: &serde_json::Value) -> Vec<u64> {
+pub fn prompt_blocks(body: &serde_json::Value, image_tokens: u64) -> Vec<u64> {
     use serde_json::Value;
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut blocks = Vec::new();
@@ -90,50 +91,85 @@ pub fn prompt_blocks(body: &serde_json::Value) -> Vec<u64> {
             feed(&|h| (id, i).hash(h));
         }
     }
-    /// A message's or input item's text: its content (a string or text
-    /// parts), a call's arguments, a call's output.
-    fn item<'a>(m: &'a Value, texts: &mut Vec<&'a str>) {
+    /// What a prompt holds, in order: words of text, and images (each
+    /// `image_tokens` tokens, told apart by their data).
+    enum Piece<'a> {
+        Text(&'a str),
+        Image(&'a str),
+    }
+    /// A content part: its text, or an image's URL or base64 data.
+    fn part<'a>(p: &'a Value, out: &mut Vec<Piece<'a>>) {
+        if let Some(t) = p.get("text").and_then(Value::as_str) {
+            out.push(Piece::Text(t));
+        }
+        let image = p
+            .pointer("/image_url/url")
+            .or_else(|| p.get("image_url"))
+            .or_else(|| p.pointer("/source/data"))
+            .or_else(|| p.pointer("/source/url"))
+            .and_then(Value::as_str);
+        if let Some(i) = image {
+            out.push(Piece::Image(i));
+        }
+    }
+    /// A message's or input item's content (a string or parts), a call's
+    /// arguments, a call's output.
+    fn item<'a>(m: &'a Value, out: &mut Vec<Piece<'a>>) {
         match m.get("content") {
-            Some(Value::String(t)) => texts.push(t),
-            Some(Value::Array(parts)) => texts.extend(
-                parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(|t| t.as_str())),
-            ),
+            Some(Value::String(t)) => out.push(Piece::Text(t)),
+            Some(Value::Array(parts)) => parts.iter().for_each(|p| part(p, out)),
             _ => {}
         }
         for k in ["arguments", "output"] {
             if let Some(t) = m.get(k).and_then(Value::as_str) {
-                texts.push(t);
+                out.push(Piece::Text(t));
             }
         }
     }
-    let mut texts: Vec<&str> = Vec::new();
+    let mut pieces: Vec<Piece> = Vec::new();
     match body.get("system") {
-        Some(Value::String(t)) => texts.push(t),
-        Some(Value::Array(parts)) => texts.extend(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(|t| t.as_str())),
-        ),
+        Some(Value::String(t)) => pieces.push(Piece::Text(t)),
+        Some(Value::Array(parts)) => parts.iter().for_each(|p| part(p, &mut pieces)),
         _ => {}
     }
     let list = body.get("messages").or_else(|| body.get("input"));
     match list {
         Some(Value::Array(msgs)) => {
             for m in msgs {
-                item(m, &mut texts);
+                item(m, &mut pieces);
             }
         }
-        Some(Value::String(t)) => texts.push(t),
+        Some(Value::String(t)) => pieces.push(Piece::Text(t)),
         _ => {
             if let Some(t) = body.get("prompt").and_then(|p| p.as_str()) {
-                texts.push(t);
+                pieces.push(Piece::Text(t));
             }
         }
     }
-    for w in texts.iter().flat_map(|t| t.split_whitespace()) {
-        feed(&|h| w.hash(h));
+    for p in pieces {
+        match p {
+            Piece::Text(t) => {
+                for w in t.split_whitespace() {
+                    feed(&|h| w.hash(h));
+                }
+            }
+            Piece::Image(data) => {
+                // Its length and ends tell one image from another without
+                // hashing megabytes on every request.
+                let b = data.as_bytes();
+                let mut d = DefaultHasher::new();
+                (
+                    b.len(),
+                    &b[..b.len().min(4096)],
+                    &b[b.len().saturating_sub(4096)..],
+                )
+                    .hash(&mut d);
+                let id = d.finish();
+                for i in 0..image_tokens {
+                    feed(&|h| (id, i).hash(h));
+                }
+            }
+        }
     }
     blocks
 }
@@ -622,7 +658,7 @@ mod tests {
             |seed: &str, n: usize| -> String { (0..n).map(|i| format!("{seed}{i} ")).collect() };
         let a = serde_json::json!({"messages": [{"role": "user", "content": words("a", 40)}]});
         let mut c = PrefixCache::new(1000);
-        let blocks = prompt_blocks(&a);
+        let blocks = prompt_blocks(&a, 0);
         assert_eq!(blocks.len(), 2, "40 words: two full blocks");
         assert_eq!(
             c.lookup_insert(&blocks, 40),
@@ -636,15 +672,15 @@ mod tests {
         );
         // A different first word changes every block.
         let b = serde_json::json!({"prompt": format!("x {}", words("a", 40))});
-        assert_eq!(c.lookup_insert(&prompt_blocks(&b), 41), 0);
+        assert_eq!(c.lookup_insert(&prompt_blocks(&b, 0), 41), 0);
         // The same tool definitions are the same leading blocks, as many
         // as they cost tokens; the Responses API's input is read too.
         let tools = serde_json::json!([{"type": "function", "name": "lookup", "description": words("d", 30)}]);
         let cost = crate::tokenizer::count_tokens(&tools[0].to_string());
         let with = |text: &str| serde_json::json!({"tools": tools, "input": [{"role": "user", "content": text}]});
         let (x, y) = (
-            prompt_blocks(&with("one two")),
-            prompt_blocks(&with("three four")),
+            prompt_blocks(&with("one two"), 0),
+            prompt_blocks(&with("three four"), 0),
         );
         assert!(
             cost > 32 && x.len() >= cost / BLOCK_TOKENS,
@@ -657,14 +693,37 @@ mod tests {
         assert_eq!(hit as usize, cost / BLOCK_TOKENS * BLOCK_TOKENS, "{cost}");
         let input = serde_json::json!({"input": words("a", 40)});
         assert_eq!(
-            prompt_blocks(&input),
+            prompt_blocks(&input, 0),
             blocks,
             "the same words, the same blocks"
+        );
+        // An image is `image_tokens` tokens where it stands: the same image
+        // the same blocks, another image other blocks from there on.
+        let img = |url: &str| {
+            serde_json::json!({"messages": [{"role": "user", "content": [
+                {"type": "text", "text": words("a", 16)},
+                {"type": "image_url", "image_url": {"url": url}},
+                {"type": "text", "text": words("b", 16)}]}]})
+        };
+        let (p, q) = ("data:image/png;base64,AAAA", "data:image/png;base64,BBBB");
+        assert_eq!(prompt_blocks(&img(p), 32).len(), 4, "16 + 32 + 16 tokens");
+        assert_eq!(prompt_blocks(&img(p), 32), prompt_blocks(&img(p), 32));
+        let (x, y) = (prompt_blocks(&img(p), 32), prompt_blocks(&img(q), 32));
+        assert_eq!(x[0], y[0], "the text before the image is shared");
+        assert!(x[1..].iter().zip(&y[1..]).all(|(a, b)| a != b));
+        let responses = serde_json::json!({"input": [{"role": "user", "content": [
+            {"type": "input_text", "text": words("a", 16)},
+            {"type": "input_image", "image_url": p},
+            {"type": "input_text", "text": words("b", 16)}]}]});
+        assert_eq!(
+            prompt_blocks(&responses, 32),
+            x,
+            "the Responses API's parts too"
         );
         // Bounded: the oldest blocks go.
         let mut small = PrefixCache::new(2);
         small.lookup_insert(&blocks, 40);
-        small.lookup_insert(&prompt_blocks(&b), 41);
+        small.lookup_insert(&prompt_blocks(&b, 0), 41);
         assert_eq!(small.lookup_insert(&blocks, 40), 0);
     }
 

@@ -111,7 +111,7 @@ pub(super) fn parse_request(
         model,
         images,
         tools,
-        blocks: super::batcher::prompt_blocks(&v),
+        blocks: super::batcher::prompt_blocks(&v, image_tokens),
         prompt_tokens,
         max_tokens,
         ignore_eos: flag("ignore_eos"),
