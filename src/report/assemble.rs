@@ -38,25 +38,8 @@ impl Report {
     pub fn assemble(p: Parts) -> Report {
         let mut stages = p.stages;
         let settings = crate::types::SavedSettings::of(&p.config);
-        if p.target.api.pooled() {
-            let batch = settings.batch.unwrap_or(1).max(1);
-            for s in &mut stages {
-                s.pooling = Some(crate::stats::pooling::figures(s, batch));
-            }
-        }
-        if let (Some(count), Some(bytes)) = (settings.images, settings.image_bytes) {
-            for s in &mut stages {
-                s.images = Some(crate::stats::images::figures(s, count, bytes));
-            }
-        }
-        // Tool figures when requests carried tools, or answers made calls
-        // (tools from --extra-body or a file).
-        if settings.tools.is_some() || stages.iter().any(|s| s.tokens.tool_calls > 0) {
-            let tools = settings.tools.unwrap_or(0);
-            for s in &mut stages {
-                s.tool_calls = Some(crate::stats::tools::figures(s, tools));
-            }
-        }
+        let calls = stages.iter().any(|s| s.tokens.tool_calls > 0);
+        derive_figures(&mut stages, p.target.api, &settings, calls);
         let mut r = Report {
             version: crate::types::SCHEMA_VERSION,
             tool: p.tool,
@@ -78,6 +61,36 @@ impl Report {
         };
         r.set_answer();
         r
+    }
+}
+
+/// The figures a stage's report derives from its counts and the run's
+/// settings: pooling (inputs, tokens a second), images and tool calls.
+/// `calls`: some stage's answers made tool calls (tools from
+/// `--extra-body` or a file), so every stage gets tool figures. For the
+/// stages of a report, and for a `--repeat` stage's runs merged.
+pub fn derive_figures(
+    stages: &mut [StageReport],
+    api: crate::types::Api,
+    settings: &crate::types::SavedSettings,
+    calls: bool,
+) {
+    if api.pooled() {
+        let batch = settings.batch.unwrap_or(1).max(1);
+        for s in stages.iter_mut() {
+            s.pooling = Some(crate::stats::pooling::figures(s, batch));
+        }
+    }
+    if let (Some(count), Some(bytes)) = (settings.images, settings.image_bytes) {
+        for s in stages.iter_mut() {
+            s.images = Some(crate::stats::images::figures(s, count, bytes));
+        }
+    }
+    if settings.tools.is_some() || calls {
+        let tools = settings.tools.unwrap_or(0);
+        for s in stages.iter_mut() {
+            s.tool_calls = Some(crate::stats::tools::figures(s, tools));
+        }
     }
 }
 

@@ -119,11 +119,21 @@ pub fn summarize(r: &Report) -> Result<Option<Repeats>> {
         .iter()
         .any(|a| a.requests_per_s.is_some() && !a.bracketed);
     let values: Vec<f64> = answers.iter().flatten().copied().collect();
+    let settings = r.settings();
+    let calls = r.stages.iter().any(|s| s.tokens.tool_calls > 0);
     let mut stages = Vec::new();
     for (name, runs) in groups(&r.stages) {
         let labelled: Vec<(String, &StageReport)> =
             runs.iter().map(|(k, s)| (format!("run {k}"), *s)).collect();
-        let merged = merge::in_sequence(&labelled, &percentiles)?;
+        let mut merged = merge::in_sequence(&labelled, &percentiles)?;
+        // Derived as a run's stages are (an embeddings run's merged rows
+        // had no pooling figures).
+        super::assemble::derive_figures(
+            std::slice::from_mut(&mut merged),
+            r.target.api,
+            &settings,
+            calls,
+        );
         let figures = FIGURES
             .iter()
             .filter_map(|f| {
@@ -477,6 +487,28 @@ mod tests {
             (23.0, 40.0, 40.0)
         );
         assert_eq!(m.repeat, None);
+    }
+
+    /// A repeated embeddings run's merged stages carry their pooling
+    /// figures, as its runs' stages do (they were left out).
+    #[test]
+    fn a_pooling_runs_merged_stages_have_their_pooling_figures() {
+        let r = Report {
+            target: crate::types::Target {
+                api: crate::types::Api::Embeddings,
+                ..Default::default()
+            },
+            config: serde_json::json!({"repeat": 2}),
+            stages: vec![
+                stage("constant@2.00", Some(1), 20, 2.0),
+                stage("constant@2.00", Some(2), 40, 4.0),
+            ],
+            ..Default::default()
+        };
+        let rep = summarize(&r).unwrap().unwrap();
+        let merged = &rep.stages[0].merged;
+        assert!(merged.pooling.is_some(), "{merged:?}");
+        assert!(merged.images.is_none() && merged.tool_calls.is_none());
     }
 
     #[test]
