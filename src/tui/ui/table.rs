@@ -57,28 +57,29 @@ fn m3(d: &crate::types::DistSummary, k: f64) -> [Option<f64>; 3] {
 }
 
 impl RowData {
+    /// A finished stage's row, its figures read as every report reads
+    /// them (`report::columns`: one getter a figure).
     pub fn from_report(s: &StageReport) -> Self {
+        use crate::report::columns as c;
         let measured = s.requests.measured > 0 || s.measured_s > 0.0;
+        let num = |f: c::Figure| measured.then(|| f.num(s));
+        let count = |f: c::Figure| f.num(s) as u64;
         RowData {
             name: s.name.clone(),
             state: RowState::Done,
-            target: s.target_rate,
-            rps: measured.then_some(s.rates.achieved()),
-            conc: measured.then_some(s.concurrency.mean),
-            out_tps: measured.then_some(s.rates.output_tokens_per_s),
-            ttft: m3(&s.ttft_ms, 1.0),
-            itl: m3(&s.itl_ms, 1.0),
-            tpot: m3(&s.tpot_ms, 1.0),
-            lat_s: m3(&s.latency_ms, 0.001),
+            target: c::TARGET_RATE.value(s).number(),
+            rps: num(c::ACHIEVED),
+            conc: num(c::CONCURRENCY_MEAN),
+            out_tps: num(c::OUTPUT_TOKENS_PER_S),
+            ttft: m3(c::TTFT.of(s), 1.0),
+            itl: m3(c::ITL.of(s), 1.0),
+            tpot: m3(c::TPOT.of(s), 1.0),
+            lat_s: m3(c::LATENCY.of(s), 0.001),
             ttfat: s
                 .reasoning
                 .as_ref()
                 .map_or([None; 3], |r| m3(&r.ttfat_ms, 1.0)),
-            counts: Some((
-                s.requests.completed,
-                s.requests.incomplete,
-                s.requests.errored,
-            )),
+            counts: Some((count(c::COMPLETED), count(c::INCOMPLETE), count(c::ERRORED))),
             saturated: s.saturated(),
             vs: Default::default(),
             gpu_w: s
