@@ -1033,6 +1033,55 @@ fn a_pooling_run_shows_its_latency_where_ttft_is() {
     );
 }
 
+/// A run that sends to several models (`--model a=70%,b=30%`): Tab reaches
+/// a models view with each stage per model, the share asked beside the
+/// share done; without several models Tab goes round as before.
+#[test]
+fn a_run_with_several_models_has_a_models_view() {
+    use llmsweep::tui::app::View;
+    use llmsweep::types::{ModelFigures, RequestCounts};
+    let mut app = golden_app();
+    assert!(!app.has_models());
+    for _ in 0..3 {
+        app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    }
+    assert_eq!(app.view, View::Dashboard, "round without models");
+    let fig = |model: &str, share: f64, completed: u64| ModelFigures {
+        model: model.into(),
+        share,
+        requests: RequestCounts {
+            sent: completed,
+            completed,
+            measured: completed,
+            ..Default::default()
+        },
+        completed_per_s: completed as f64 / 10.0,
+        ..Default::default()
+    };
+    let finished: Vec<StageReport> = app
+        .snap
+        .finished
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.models = vec![fig("base", 0.5, 160), fig("lora-a", 0.5, 16)];
+            s
+        })
+        .collect();
+    app.snap.finished = Arc::new(finished);
+    assert!(app.has_models());
+    let status = render(&app, 160, 48);
+    assert!(status.contains("Tab: dashboard / errors / server / models"), "{status}");
+    for _ in 0..3 {
+        app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    }
+    assert_eq!(app.view, View::Models);
+    let s = render(&app, 160, 48);
+    assert_has(&s, &["models: each stage per model", "lora-a", "asked", "done", "50.0", "9.1"]);
+    app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE));
+    assert_eq!(app.view, View::Server);
+}
+
 /// llmsweep's own lag (its self-check, issue 26) in the "now" panel's stage
 /// so far, in the bad colour and marked in the header when it limited the
 /// stage; nothing of it without a self-check (the golden files).

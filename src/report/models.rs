@@ -10,8 +10,8 @@ fn any_models(r: &Report) -> bool {
 }
 
 /// One row per stage and model: counts, rates, TTFT and ITL; None when the
-/// run had one model.
-fn table(r: &Report) -> Option<String> {
+/// run had one model. (The dashboard's models view shows it too.)
+pub fn table(r: &Report) -> Option<String> {
     if !any_models(r) {
         return None;
     }

@@ -19,6 +19,9 @@ pub enum View {
     Dashboard,
     Errors,
     Server,
+    /// Each stage's figures per model, when the run sends to several
+    /// (`--model a=70%,b=30%`).
+    Models,
 }
 
 /// What keys mean now (`App::mode`), one handler each.
@@ -280,6 +283,48 @@ impl App {
         self.metric = Metric::Sweep;
         self.help = false;
         self.status = None;
+    }
+
+    /// The run sends to several models: its stages have a per-model
+    /// breakdown, and Tab reaches the models view.
+    pub fn has_models(&self) -> bool {
+        let finished = || self.snap.finished.iter().any(|s| s.models.len() > 1);
+        let so_far = || {
+            self.snap
+                .stage
+                .as_ref()
+                .and_then(|s| s.so_far.as_ref())
+                .is_some_and(|s| s.models.len() > 1)
+        };
+        let result = || {
+            self.outcome
+                .as_ref()
+                .is_some_and(|o| o.report.stages.iter().any(|s| s.models.len() > 1))
+        };
+        finished() || so_far() || result()
+    }
+
+    /// The views Tab goes through, in order: the result or the dashboard,
+    /// the errors, the server's metrics (during the run), the models (with
+    /// several).
+    pub fn views(&self) -> Vec<View> {
+        let mut v = vec![View::Dashboard, View::Errors];
+        if self.outcome.is_none() {
+            v.push(View::Server);
+        }
+        if self.has_models() {
+            v.push(View::Models);
+        }
+        v
+    }
+
+    /// The view `step` places after the current one in [`App::views`]
+    /// (-1: before), round.
+    pub fn next_view(&self, step: isize) -> View {
+        let views = self.views();
+        let n = views.len() as isize;
+        let at = views.iter().position(|v| *v == self.view).unwrap_or(0) as isize;
+        views[(at + step).rem_euclid(n) as usize]
     }
 
     pub fn say(&mut self, msg: impl Into<String>) {

@@ -128,11 +128,12 @@ impl App {
     /// chart and scrolling; any other key closes.
     fn result_key(&mut self, code: KeyCode) -> Option<Action> {
         match code {
-            KeyCode::Tab | KeyCode::BackTab => {
-                self.view = match self.view {
-                    View::Dashboard => View::Errors,
-                    _ => View::Dashboard,
-                };
+            KeyCode::Tab => {
+                self.view = self.next_view(1);
+                None
+            }
+            KeyCode::BackTab => {
+                self.view = self.next_view(-1);
                 None
             }
             // Harmless on the result; scrolling is for the errors view.
@@ -327,19 +328,11 @@ impl App {
         match code {
             KeyCode::Char('?') => self.help = !self.help,
             KeyCode::Tab => {
-                self.view = match self.view {
-                    View::Dashboard => View::Errors,
-                    View::Errors => View::Server,
-                    View::Server => View::Dashboard,
-                };
+                self.view = self.next_view(1);
                 self.scroll = 0;
             }
             KeyCode::BackTab => {
-                self.view = match self.view {
-                    View::Dashboard => View::Server,
-                    View::Errors => View::Dashboard,
-                    View::Server => View::Errors,
-                };
+                self.view = self.next_view(-1);
                 self.scroll = 0;
             }
             code => {

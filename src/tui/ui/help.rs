@@ -28,7 +28,7 @@ pub fn help_lines(stage_kind: Option<StrategyKind>) -> Vec<(String, bool)> {
         l("  e         export the reports now, running stage too"),
         l("  q, Esc    stop, write the reports, exit (asks first)"),
         h("Screen"),
-        l("  Tab       dashboard → errors → server metrics"),
+        l("  Tab       dashboard → errors → server → models (several)"),
         l("  m         chart: TTFT, sweep curve, ITL, req/s, ..."),
         l("  ↑ ↓ j k   scroll      t  next theme"),
         l("  d         detach: close the dashboard, the run goes on"),

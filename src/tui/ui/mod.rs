@@ -12,6 +12,7 @@ pub mod gpu_view;
 pub mod header;
 pub mod help;
 pub mod history;
+pub mod models_view;
 pub mod now;
 pub mod result;
 pub mod server_view;
@@ -133,6 +134,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         (View::Dashboard, Some(_)) => result::draw(frame, app, body),
         (View::Dashboard, None) => draw_dashboard(frame, app, body),
         (View::Errors, _) => errors::draw(frame, app, body),
+        (View::Models, _) => models_view::draw(frame, app, body),
         (View::Server, _) => {
             // With --gpu-metrics, the GPU panel takes the bottom of the view.
             let body = gpu_view::split(frame, app, body);

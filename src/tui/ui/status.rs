@@ -29,7 +29,11 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         Line::styled(format!(" {s}"), th.style(th.accent))
     } else if app.outcome.is_some() {
         Line::styled(
-            " the run is over: press any key to exit (Tab: errors / result)",
+            if app.has_models() {
+                " the run is over: press any key to exit (Tab: errors / models / result)"
+            } else {
+                " the run is over: press any key to exit (Tab: errors / result)"
+            },
             th.highlight(),
         )
     } else if let Some(w) = app.snap.warnings.last() {
@@ -37,8 +41,9 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         Line::styled(
             format!(
-                " theme {} · Tab: dashboard / errors / server · m: {} chart",
+                " theme {} · Tab: dashboard / errors / server{} · m: {} chart",
                 th.name,
+                if app.has_models() { " / models" } else { "" },
                 app.metric.next().title(app.info.pooled)
             ),
             th.dim(),
