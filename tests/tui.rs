@@ -1071,13 +1071,26 @@ fn a_run_with_several_models_has_a_models_view() {
     app.snap.finished = Arc::new(finished);
     assert!(app.has_models());
     let status = render(&app, 160, 48);
-    assert!(status.contains("Tab: dashboard / errors / server / models"), "{status}");
+    assert!(
+        status.contains("Tab: dashboard / errors / server / models"),
+        "{status}"
+    );
     for _ in 0..3 {
         app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
     }
     assert_eq!(app.view, View::Models);
     let s = render(&app, 160, 48);
-    assert_has(&s, &["models: each stage per model", "lora-a", "asked", "done", "50.0", "9.1"]);
+    assert_has(
+        &s,
+        &[
+            "models: each stage per model",
+            "lora-a",
+            "asked",
+            "done",
+            "50.0",
+            "9.1",
+        ],
+    );
     app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE));
     assert_eq!(app.view, View::Server);
 }

@@ -109,6 +109,7 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
             .map(|s| s.rates.steady_requests_per_s.max(0.0))
             .filter(|r| *r > 0.0),
         flood_latency_s: flood.map(|s| s.latency_ms.p50 / 1000.0),
+        flood_cut_s: flood.filter(|s| s.cut_short).map(|s| s.duration_s),
         flood_max_concurrency: flood.and_then(|s| s.held_at_max_concurrency),
         slo_requests_per_s: slo.and_then(|s| s.estimated_rate.or(s.best_rate)),
         slo_floor: slo.is_some_and(|s| s.estimated_rate.is_none() && s.best_rate.is_some()),
@@ -257,8 +258,8 @@ fn at_max_concurrency(
 }
 
 /// The throughput stage whose flood rate is quoted beside the answer: the
-/// last one the client did not limit, the planned one before the
-/// operator's own.
+/// last one the client did not limit, a whole one before one cut short,
+/// the planned one before the operator's own.
 fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
     stages
         .iter()
@@ -266,7 +267,7 @@ fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
         .filter(|s| !s.client.as_ref().is_some_and(|c| c.limited))
         // The last of the planned ones: `max_by_key` keeps the last of
         // equals, and a throughput stage run again replaces the first.
-        .max_by_key(|s| !s.manual)
+        .max_by_key(|s| (!s.cut_short, !s.manual))
 }
 
 /// Every stage held: higher rates to run next.
@@ -443,6 +444,10 @@ pub fn line(a: &Answer) -> String {
         if let Some(l) = a.flood_latency_s.filter(|l| *l > 0.0) {
             s.push_str(&format!(", at {} latency", seconds(l)));
         }
+        // (Seen: a flood skipped with `n` after 3 s still read as the peak.)
+        if let Some(c) = a.flood_cut_s {
+            s.push_str(&format!(" (a flood cut after {c:.1} s: may read low)"));
+        }
     }
     match a.slo_requests_per_s {
         // Seen: "meets the SLOs up to 0.90 req/s" of a run that measured
@@ -522,6 +527,29 @@ mod tests {
         s.requests.measured = 300;
         s.latency_ms.p50 = 3700.0;
         s
+    }
+
+    /// A flood cut short by a key is quoted only when no whole one ran,
+    /// and then says so.
+    #[test]
+    fn a_flood_cut_short_is_quoted_last_and_says_so() {
+        let mut cut = flood();
+        cut.cut_short = true;
+        cut.duration_s = 3.2;
+        cut.rates.steady_requests_per_s = 12.0;
+        let a = answer(&[cut.clone()], None);
+        assert_eq!(a.flood_requests_per_s, Some(12.0));
+        assert_eq!(a.flood_cut_s, Some(3.2));
+        assert!(
+            line(&a).contains("peak throughput 12.00 req/s when flooded")
+                && line(&a).contains("(a flood cut after 3.2 s: may read low)"),
+            "{}",
+            line(&a)
+        );
+        // A whole flood after it is the one quoted.
+        let a = answer(&[flood(), cut], None);
+        assert_eq!((a.flood_requests_per_s, a.flood_cut_s), (Some(38.36), None));
+        assert!(!line(&a).contains("cut after"), "{}", line(&a));
     }
 
     #[test]

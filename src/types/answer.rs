@@ -45,6 +45,11 @@ pub struct Answer {
     /// Median request latency in that stage, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flood_latency_s: Option<f64>,
+    /// That flood was cut short (a key, a signal) after this many seconds,
+    /// and no whole one ran: its rate may read low (its first wave of
+    /// answers may not have come back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flood_cut_s: Option<f64>,
     /// The run's `--max-concurrency` when the stages the answer rests on
     /// held their requests in flight at it (requests waited in the client
     /// for a slot): the answer is the server's with at most that many
