@@ -187,6 +187,30 @@ fn no_module_re_exports_another_modules_items() {
     assert!(found.is_empty(), "re-exports:\n{}", found.join("\n"));
 }
 
+/// Rooms of one job: no source file holds more than 800 lines of
+/// production code (its tests do not count). A file that grows past it is
+/// split by what its parts do (client/mod.rs had 1,559, engine/mod.rs
+/// 2,011 before they were).
+#[test]
+fn no_source_file_is_over_800_lines_of_production_code() {
+    const MOST: usize = 800;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut over: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = production_code(&std::fs::read_to_string(f).unwrap())
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .count();
+            (n > MOST).then(|| format!("{}: {n} lines", f.display()))
+        })
+        .collect();
+    over.sort();
+    assert!(over.is_empty(), "split by job:\n{}", over.join("\n"));
+}
+
 /// Words are made at the edge and never read apart again: no production
 /// code takes a verdict's reason, a timeline event's detail or a stage
 /// warning apart by its text (seen: the settle summary split a detail at
