@@ -93,10 +93,10 @@ fn load_baseline(args: &RunConfig) -> Result<Option<Arc<(String, crate::types::R
 pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Arguments that need no network.
     let settings = engine_settings(args)?;
-    let (mut counter, mut tokenizer_note) = token_counter(args).await?;
+    let (counter, tokenizer_note) = token_counter(args).await?;
     // A number of this run's own, so no prompt repeats an earlier run's.
     let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
-    let mut data = read_data(args, counter.as_ref(), run_number)?;
+    let data = read_data(args, counter.as_ref(), run_number)?;
     let images = read_images(args, run_number)?;
     let tools = read_tools(args)?;
     let request = RequestParts::read(args)?;
@@ -128,7 +128,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Passwords in the URL never reach the screen or a report: the client
     // shows its URL without them.
     let client_cfg = client_config(args, &base_url, &request);
-    let mut client = Arc::new(Client::new(&client_cfg, counter.clone())?);
+    let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
     let mix = model_mix(args)?;
     let Preflight {
         model: served,
@@ -139,35 +139,22 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // No --tokenizer: the served model's, from the Hugging Face cache, else
     // the server's /tokenize for exact prompt lengths (not for the built-in
     // simulator, whose tokenizer is the built-in counter).
+    let mut counting = Counting {
+        counter,
+        data,
+        client,
+        note: tokenizer_note,
+    };
     if args.tokenizer.is_none() && simulator.is_none() && args.strategy != LoadStrategy::Replay {
-        let found = served_tokenizer(&served, base.as_ref(), &client, &client_cfg).await;
-        tokenizer_note = Some(found.note(&served.id));
-        match found {
-            Served::File(file, _) => {
-                counter = Arc::new(*file);
-                data = read_blocking(|| read_data(args, counter.as_ref(), run_number))?;
-                client = Arc::new(Client::new(&client_cfg, counter.clone())?);
-            }
-            Served::Server(st) if crate::data::is_synthetic(&args.data) => {
-                // Prompts built in the server's tokens; output counts (when
-                // the server gives no usage) stay the built-in counter's.
-                // A vocabulary synthetic prompts cannot be spelled in (a
-                // test model's, say) keeps the prompts the built-in counter
-                // built, and says so: the server's tokenizer was a
-                // refinement, not what the user asked for.
-                match read_blocking(|| read_data(args, &st, run_number)) {
-                    Ok(built) => data = built,
-                    Err(e) => {
-                        tokenizer_note = Some(format!(
-                            "tokenizer: the built-in approximation (the server's /tokenize could not spell synthetic prompts: {}); --tokenizer PATH gives exact counts",
-                            crate::safe::line(&format!("{e:#}"))
-                        ));
-                    }
-                }
-            }
-            Served::Server(_) | Served::Nothing(_) => {}
-        }
+        let found = served_tokenizer(&served, base.as_ref(), &counting.client, &client_cfg).await;
+        counting = counting.with_served(found, args, &served.id, &client_cfg, run_number)?;
     }
+    let Counting {
+        counter,
+        mut data,
+        client,
+        note: tokenizer_note,
+    } = counting;
     let mut notes = data.set.notes;
     notes.extend(target_note);
     notes.extend(open_files_note(args));
@@ -279,6 +266,58 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         models: mix.map(Arc::new),
         baseline,
     })
+}
+
+/// What the run counts tokens with, and what was built with it: the
+/// counter, the data's prompts, the client that counts answers, and the
+/// tokenizer line the run prints.
+struct Counting {
+    counter: Arc<dyn TokenCounter>,
+    data: RunData,
+    client: Arc<Client>,
+    note: Option<String>,
+}
+
+impl Counting {
+    /// The served model's tokenizer, when one was found: its tokenizer.json
+    /// rebuilds the prompts and the client; the server's /tokenize rebuilds
+    /// synthetic prompts only (output counts stay the built-in counter's
+    /// when the server gives no usage).
+    fn with_served(
+        mut self,
+        found: Served,
+        args: &RunConfig,
+        model: &str,
+        client_cfg: &ClientConfig,
+        run_number: Option<u64>,
+    ) -> Result<Counting> {
+        self.note = Some(found.note(model));
+        match found {
+            Served::File(file, _) => {
+                self.counter = Arc::new(*file);
+                let counter = self.counter.clone();
+                self.data = read_blocking(|| read_data(args, counter.as_ref(), run_number))?;
+                self.client = Arc::new(Client::new(client_cfg, self.counter.clone())?);
+            }
+            Served::Server(st) if crate::data::is_synthetic(&args.data) => {
+                // A vocabulary synthetic prompts cannot be spelled in (a
+                // test model's, say) keeps the prompts the built-in counter
+                // built, and says so: the server's tokenizer was a
+                // refinement, not what the user asked for.
+                match read_blocking(|| read_data(args, &st, run_number)) {
+                    Ok(built) => self.data = built,
+                    Err(e) => {
+                        self.note = Some(format!(
+                            "tokenizer: the built-in approximation (the server's /tokenize could not spell synthetic prompts: {}); --tokenizer PATH gives exact counts",
+                            crate::safe::line(&format!("{e:#}"))
+                        ));
+                    }
+                }
+            }
+            Served::Server(_) | Served::Nothing(_) => {}
+        }
+        Ok(self)
+    }
 }
 
 /// What each request carried beside its text, for every report derived
