@@ -1027,10 +1027,13 @@ fn a_pooling_run_shows_its_latency_where_ttft_is() {
         }
     }
     let s = render(&app, 160, 48);
-    assert_has(
-        &s,
-        &["latency ms (p50, p99)", "ITL: none, answers come whole"],
-    );
+    assert_has(&s, &["latency ms (p50, p99)"]);
+    // No ITL chart: its slot goes to the others, and `m` passes it by.
+    assert!(!s.contains("ITL"), "{s}");
+    for _ in 0..6 {
+        app.on_key(key('m'));
+        assert_ne!(app.metric, llmsweep::tui::app::Metric::Itl);
+    }
 }
 
 /// A run that sends to several models (`--model a=70%,b=30%`): Tab reaches

@@ -27,9 +27,10 @@ pub fn table(r: &Report) -> Option<String> {
             } else {
                 "-".into()
             };
+            // Nothing measured (a pooling API has no TTFT or ITL): `-`.
             let measured = m.requests.measured > 0;
-            let ms = |v: f64, prec: usize| {
-                if measured {
+            let ms = |d: &crate::types::DistSummary, v: f64, prec: usize| {
+                if measured && d.count > 0 {
                     format!("{v:.prec$}")
                 } else {
                     "-".into()
@@ -44,10 +45,10 @@ pub fn table(r: &Report) -> Option<String> {
                 m.requests.incomplete.to_string(),
                 m.requests.errored.to_string(),
                 format!("{:.2}", m.completed_per_s),
-                ms(m.ttft_ms.p50, 1),
-                ms(m.ttft_ms.p99, 1),
-                ms(m.itl_ms.p50, 2),
-                ms(m.itl_ms.p99, 2),
+                ms(&m.ttft_ms, m.ttft_ms.p50, 1),
+                ms(&m.ttft_ms, m.ttft_ms.p99, 1),
+                ms(&m.itl_ms, m.itl_ms.p50, 2),
+                ms(&m.itl_ms, m.itl_ms.p99, 2),
             ]);
         }
     }
@@ -154,6 +155,7 @@ mod tests {
             requests_per_s: completed as f64 / 10.0,
             completed_per_s: completed as f64 / 10.0,
             ttft_ms: DistSummary {
+                count: completed,
                 p50: ttft,
                 p99: ttft * 2.0,
                 ..Default::default()

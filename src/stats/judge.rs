@@ -181,6 +181,18 @@ pub fn timed_out_flood(thr: &StageReport) -> Option<StageWarning> {
     })
 }
 
+/// The prompt tokens the server counted over the stage's measured
+/// completions (its usage), else the data's: the whole of what its cache
+/// could serve. (The data's text alone undercounts tools, images and a
+/// conversation's history: "782 % of prompt tokens from its prefix cache".)
+fn server_prompt_total(s: &StageReport) -> Option<f64> {
+    let total = match s.tokens.prompt_mean_server {
+        Some(mean) => mean * s.requests.measured as f64,
+        None => s.tokens.prompt_total as f64,
+    };
+    (total > 0.0).then_some(total)
+}
+
 /// What makes a finished stage's numbers doubtful, each with its fix:
 /// shorter than its requests (median latency against the stage length, and
 /// incomplete against completed), a throughput stage that measured queueing,
@@ -242,8 +254,8 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<StageWarn
             w.push(t);
         }
     }
-    if let (Some(cached), true) = (s.tokens.prompt_cached_total, s.tokens.prompt_total > 0) {
-        let share = cached as f64 / s.tokens.prompt_total as f64;
+    if let (Some(cached), Some(prompt)) = (s.tokens.prompt_cached_total, server_prompt_total(s)) {
+        let share = (cached as f64 / prompt).min(1.0);
         if share >= 0.2 {
             w.push(StageWarning::PrefixCache { share });
         }
@@ -312,5 +324,29 @@ mod tests {
             .warnings
             .iter()
             .any(|w| *w == StageWarning::Inconclusive("stage too short for a verdict".into())));
+    }
+
+    /// The cache's share is of what the server counted: tools, images and
+    /// a conversation's history are prompt tokens the data's text lacks
+    /// (seen: "782 % of prompt tokens from its prefix cache" with tools=4).
+    #[test]
+    fn the_prefix_cache_share_is_of_the_servers_prompt_tokens() {
+        let mut s = StageReport::default();
+        s.requests.measured = 10;
+        s.tokens.prompt_total = 640;
+        s.tokens.prompt_mean_server = Some(600.0);
+        s.tokens.prompt_cached_total = Some(5016);
+        let share = stage_warnings(&s, &[]).iter().find_map(|w| match w {
+            StageWarning::PrefixCache { share } => Some(*share),
+            _ => None,
+        });
+        assert!(share.is_some_and(|x| (x - 0.836).abs() < 1e-9), "{share:?}");
+        // Without the server's count, the data's, and never over 100 %.
+        s.tokens.prompt_mean_server = None;
+        let share = stage_warnings(&s, &[]).iter().find_map(|w| match w {
+            StageWarning::PrefixCache { share } => Some(*share),
+            _ => None,
+        });
+        assert_eq!(share, Some(1.0));
     }
 }

@@ -68,6 +68,22 @@ impl Metric {
         Metric::ALL[(i + 1) % Metric::ALL.len()]
     }
 
+    /// The charts a run has: a pooling API's answers come whole, so it has
+    /// no ITL chart.
+    pub fn shown(pooled: bool) -> Vec<Metric> {
+        Metric::ALL
+            .into_iter()
+            .filter(|m| !(pooled && *m == Metric::Itl))
+            .collect()
+    }
+
+    /// The chart after this one among those the run has (`m`).
+    pub fn next_shown(self, pooled: bool) -> Metric {
+        let shown = Metric::shown(pooled);
+        let i = shown.iter().position(|m| *m == self).unwrap_or(0);
+        shown[(i + 1) % shown.len()]
+    }
+
     /// The chart's title, unit included. A pooling API (`pooled`) has a
     /// latency where TTFT is, and no ITL.
     pub fn title(self, pooled: bool) -> &'static str {

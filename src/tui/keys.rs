@@ -358,7 +358,7 @@ impl App {
     fn view_key(&mut self, code: KeyCode) -> bool {
         match code {
             KeyCode::Char('t') => self.theme = (self.theme + 1) % self.themes.len().max(1),
-            KeyCode::Char('m') => self.metric = self.metric.next(),
+            KeyCode::Char('m') => self.metric = self.metric.next_shown(self.info.pooled),
             KeyCode::Down | KeyCode::Char('j') => {
                 // No further than the table has rows (the error log: no limit).
                 let rows = match &self.outcome {

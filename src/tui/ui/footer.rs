@@ -70,7 +70,14 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let keys: Vec<(&str, &str)> = if app.outcome.is_some() {
         vec![
             ("any key", "exit"),
-            ("Tab", "errors / result"),
+            (
+                "Tab",
+                if app.has_models() {
+                    "errors / models / result"
+                } else {
+                    "errors / result"
+                },
+            ),
             ("m", "chart"),
             ("t", "theme"),
         ]

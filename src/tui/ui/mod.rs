@@ -46,6 +46,17 @@ pub const CHART_MIN_WIDTH: u16 = 42;
 /// charts, in rows of up to three, each row as many charts as fit. The main
 /// chart shows `metric`; the others follow it in `Metric::ALL` order.
 pub fn dashboard_layout(area: Rect, table_rows: usize, metric: Metric) -> DashLayout {
+    dashboard_layout_of(area, table_rows, metric, &Metric::ALL)
+}
+
+/// [`dashboard_layout`] with the charts of `metrics` only (a pooling run's
+/// have no ITL chart).
+pub fn dashboard_layout_of(
+    area: Rect,
+    table_rows: usize,
+    metric: Metric,
+    metrics: &[Metric],
+) -> DashLayout {
     let h = area.height;
     let w = area.width;
     let table_min = 6u16; // borders, two header lines, two rows
@@ -65,9 +76,9 @@ pub fn dashboard_layout(area: Rect, table_rows: usize, metric: Metric) -> DashLa
     } else {
         28
     };
-    let start = Metric::ALL.iter().position(|m| *m == metric).unwrap_or(0);
-    let order: Vec<Metric> = (0..Metric::ALL.len())
-        .map(|i| Metric::ALL[(start + i) % Metric::ALL.len()])
+    let start = metrics.iter().position(|m| *m == metric).unwrap_or(0);
+    let order: Vec<Metric> = (0..metrics.len())
+        .map(|i| metrics[(start + i) % metrics.len()])
         .collect();
     let max_rows = (top_h / 12).clamp(1, 3) as usize;
     let mut per_row: Vec<usize> = Vec::new();
@@ -150,7 +161,12 @@ pub fn draw(frame: &mut Frame, app: &App) {
 
 fn draw_dashboard(frame: &mut Frame, app: &App, area: Rect) {
     let rows = table::table_rows(app);
-    let lay = dashboard_layout(area, rows.len(), app.metric);
+    let lay = dashboard_layout_of(
+        area,
+        rows.len(),
+        app.metric,
+        &Metric::shown(app.info.pooled),
+    );
     now::draw(frame, app, lay.now);
     for (r, m) in &lay.charts {
         draw_chart(frame, app, *r, *m);

@@ -40,10 +40,50 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     };
     let text = crate::report::models::table(&report)
         .unwrap_or_else(|| "no stage has sent to several models yet".into());
+    // The table's rows as they are (scrolled, never wrapped); its note
+    // wrapped between words.
+    let width = area.width.saturating_sub(2).max(20) as usize;
     let lines: Vec<Line> = text
         .lines()
-        .map(|l| Line::styled(l.to_string(), th.text()))
+        .flat_map(|l| {
+            if l.contains('|') || l.starts_with('=') || l.starts_with('-') {
+                vec![l.to_string()]
+            } else {
+                wrap(l, width)
+            }
+        })
+        .map(|l| Line::styled(l, th.text()))
         .collect();
     let scroll = u16::try_from(app.scroll.max(0)).unwrap_or(u16::MAX);
     frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll, 0)), area);
+}
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let last = lines.last_mut().expect("one line at least");
+        let len = last.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(word.to_string());
+        } else {
+            if len > 0 {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_note_wraps_between_words() {
+        let w = super::wrap("Share % asked: the mix's; done: the model's share", 20);
+        assert_eq!(
+            w,
+            ["Share % asked: the", "mix's; done: the", "model's share"]
+        );
+    }
 }

@@ -44,7 +44,9 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 " theme {} · Tab: dashboard / errors / server{} · m: {} chart",
                 th.name,
                 if app.has_models() { " / models" } else { "" },
-                app.metric.next().title(app.info.pooled)
+                app.metric
+                    .next_shown(app.info.pooled)
+                    .title(app.info.pooled)
             ),
             th.dim(),
         )
