@@ -93,9 +93,16 @@ async fn embeddings_rerank_and_score_report_inputs_tokens_and_latency() {
             .unwrap_or_else(|| panic!("{console}"));
         let cells: Vec<&str> = stats.split('|').map(str::trim).collect();
         assert_eq!(cells[8..], ["-"; 9], "{stats}");
-        assert!(std::fs::read_to_string(out.join("report.md"))
-            .unwrap()
-            .contains("## Pooling"));
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains("## Pooling"));
+        // Latency where a generation's tables and charts have TTFT and ITL.
+        assert!(
+            md.contains("Latency p50 ms") && !md.contains("TTFT p50 ms"),
+            "{md}"
+        );
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(html.contains("Latency against achieved rate"), "{api}");
+        assert!(!html.contains("ITL against achieved rate") && !html.contains("TTFT distribution"));
         let mut csv = csv::Reader::from_path(out.join("report.csv")).unwrap();
         assert!(csv.headers().unwrap().iter().any(|h| h == "inputs_per_s"));
         let _ = std::fs::remove_dir_all(&out);

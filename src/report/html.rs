@@ -287,14 +287,25 @@ fn findings(r: &Report) -> String {
     h
 }
 
-/// TTFT and ITL against the achieved rate, throughput against the target.
+/// TTFT and ITL against the achieved rate, throughput against the target;
+/// a pooling API's latency where TTFT is, and no ITL (its answers come
+/// whole).
 fn sweep_charts(r: &Report) -> String {
-    let ttft = sweep_chart(r, "TTFT against achieved rate", "TTFT", &|s| {
-        (s.ttft_ms.p50, s.ttft_ms.p99)
-    });
-    let itl = sweep_chart(r, "ITL against achieved rate", "ITL", &|s| {
-        (s.itl_ms.p50, s.itl_ms.p99)
-    });
+    let (ttft, itl) = if r.target.api.pooled() {
+        let lat = sweep_chart(r, "Latency against achieved rate", "latency", &|s| {
+            (s.latency_ms.p50, s.latency_ms.p99)
+        });
+        (lat, String::new())
+    } else {
+        (
+            sweep_chart(r, "TTFT against achieved rate", "TTFT", &|s| {
+                (s.ttft_ms.p50, s.ttft_ms.p99)
+            }),
+            sweep_chart(r, "ITL against achieved rate", "ITL", &|s| {
+                (s.itl_ms.p50, s.itl_ms.p99)
+            }),
+        )
+    };
     let mut targeted: Vec<(f64, f64)> = r
         .stages
         .iter()
@@ -325,8 +336,14 @@ fn sweep_charts(r: &Report) -> String {
     format!(r#"<h2>Sweep</h2><div class="charts">{ttft}{itl}{thr}</div>"#)
 }
 
-/// Each stage's TTFT, ITL, TPOT and latency by percentile.
+/// Each stage's TTFT, ITL, TPOT and latency by percentile (a pooling
+/// API's latency alone).
 fn distribution_charts(r: &Report) -> String {
+    if r.target.api.pooled() {
+        let lat_dist =
+            distribution_chart(r, "latency_us", "Request latency distribution per stage");
+        return format!(r#"<h2>Latency distributions</h2><div class="charts">{lat_dist}</div>"#);
+    }
     let ttft_dist = distribution_chart(r, "ttft_us", "TTFT distribution per stage");
     let itl_dist = distribution_chart(r, "itl_us", "ITL distribution per stage");
     let tpot_dist = distribution_chart(r, "tpot_us", "TPOT distribution per stage");
@@ -357,11 +374,13 @@ const STAGE_CELLS: [Cell; 14] = [
     ("Out tok/s", |s| {
         format!("{:.0}", columns::OUTPUT_TOKENS_PER_S.num(s))
     }),
-    ("TTFT p50", |s| format!("{:.1}", columns::TTFT.of(s).p50)),
-    ("TTFT p99", |s| format!("{:.1}", columns::TTFT.of(s).p99)),
-    ("ITL p50", |s| format!("{:.2}", columns::ITL.of(s).p50)),
-    ("ITL p99", |s| format!("{:.2}", columns::ITL.of(s).p99)),
-    ("TPOT mean", |s| format!("{:.2}", columns::TPOT.of(s).mean)),
+    ("TTFT p50", |s| measured(columns::TTFT.of(s), |d| d.p50, 1)),
+    ("TTFT p99", |s| measured(columns::TTFT.of(s), |d| d.p99, 1)),
+    ("ITL p50", |s| measured(columns::ITL.of(s), |d| d.p50, 2)),
+    ("ITL p99", |s| measured(columns::ITL.of(s), |d| d.p99, 2)),
+    ("TPOT mean", |s| {
+        measured(columns::TPOT.of(s), |d| d.mean, 2)
+    }),
     ("Latency p50 (s)", |s| {
         format!("{:.2}", columns::LATENCY.of(s).p50 / 1000.0)
     }),
@@ -373,6 +392,20 @@ const STAGE_CELLS: [Cell; 14] = [
         errs.join(", ")
     }),
 ];
+
+/// A distribution's figure, `-` when nothing was measured (a pooling API's
+/// TTFT, a stage without a completion), not 0.0.
+fn measured(
+    d: &crate::types::DistSummary,
+    get: fn(&crate::types::DistSummary) -> f64,
+    p: usize,
+) -> String {
+    if d.count == 0 {
+        "-".into()
+    } else {
+        format!("{:.p$}", get(d))
+    }
+}
 
 /// One row per stage, saturated ones shaded.
 fn stage_table(r: &Report) -> String {

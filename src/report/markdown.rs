@@ -178,12 +178,65 @@ fn summary_section(r: &Report) -> String {
     s
 }
 
+/// The stage table of a pooling API (embeddings, rerank, score): its
+/// answers come whole, so latency where a generation's table has TTFT and
+/// ITL, and no output tokens.
+fn pooled_stages_section(r: &Report) -> String {
+    let f = |v: f64, p: usize| format!("{v:.p$}");
+    let headers = [
+        "Stage",
+        "Target req/s",
+        columns::ACHIEVED_HEADER,
+        "Latency p50 ms",
+        "Latency p90 ms",
+        "Latency p99 ms",
+        "Comp",
+        "Inc",
+        "Err",
+    ];
+    let rows: Vec<Vec<String>> = r
+        .stages
+        .iter()
+        .zip(crate::types::stage_labels(&r.stages))
+        .map(|(st, label)| {
+            let lat = columns::LATENCY.of(st);
+            let ms = |v: f64| if lat.count == 0 { "-".into() } else { f(v, 1) };
+            vec![
+                if st.saturated() {
+                    format!("{label} !")
+                } else {
+                    label
+                },
+                st.target_rate.map_or_else(|| "-".into(), |t| f(t, 2)),
+                f(columns::ACHIEVED.num(st), 2),
+                ms(lat.p50),
+                ms(lat.p90),
+                ms(lat.p99),
+                columns::COMPLETED.value(st).to_string(),
+                columns::INCOMPLETE.value(st).to_string(),
+                columns::ERRORED.value(st).to_string(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Stages\n\n{}\n{} `!` saturated.\n\n",
+        super::tables::pipe_table(&headers, &rows, 1),
+        columns::ACHIEVED_NOTE
+    )
+}
+
 /// llmsweep's own stage table: the achieved rate (as the dashboard and
 /// the answer give it), latency percentiles and counts, with what the rate
 /// is under it.
 fn stages_section(r: &Report) -> String {
     let f = |v: f64, p: usize| format!("{v:.p$}");
     let dash = |n: u64, v: f64, p: usize| if n == 0 { "-".into() } else { f(v, p) };
+    if r.target.api.pooled() {
+        return pooled_stages_section(r);
+    }
     let headers = [
         "Stage",
         "Target req/s",
