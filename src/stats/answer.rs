@@ -199,9 +199,13 @@ fn estimated(
         (None, false) => format!("no stage fell behind: {rest} ({counted} {stages_word})"),
         (None, true) => format!("no stage fell behind ({counted} {stages_word})"),
     };
+    // `--rate` of a conversation run counts conversations a second: the
+    // rates to run next are in its unit (seen: "achieved 14.62 req/s; next:
+    // --rate 18.28,21.93" of a 3-turn run at --rate 5, four times too high).
+    let per_rate = requests_per_rate_unit(stages);
     match c.high {
         None => {
-            floor_next(a, c.estimate);
+            floor_next(a, c.estimate / per_rate);
             // Higher rates, or a search, would find where it stops holding;
             // stages above too short to tell are run longer instead.
             !h.is_some_and(|h| undecided_above(a, stages, h))
@@ -209,13 +213,29 @@ fn estimated(
         Some(_) if !c.is_precise() => {
             a.next = Some(format!(
                 "narrow it with a stage near the estimate, e.g. --profile constant --rate {:.2},{:.2}",
-                c.estimate,
-                (1.0 + policy::PRECISION) * c.estimate
+                c.estimate / per_rate,
+                (1.0 + policy::PRECISION) * c.estimate / per_rate
             ));
             false
         }
         Some(_) => false,
     }
+}
+
+/// The estimate's units per unit of `--rate`: 1, or of a conversation run
+/// whose stages were read in requests a second (their offered rate) the
+/// requests a conversation brought (its turns), from the last such stage.
+fn requests_per_rate_unit(stages: &[StageReport]) -> f64 {
+    stages
+        .iter()
+        .rev()
+        .filter(|s| s.conversations.is_some())
+        .find_map(|s| {
+            let asked = s.target_rate.filter(|t| *t > 0.0)?;
+            Some(point(s)?.rate / asked)
+        })
+        .filter(|k| k.is_finite() && *k >= 1.0)
+        .unwrap_or(1.0)
 }
 
 /// " (cut short)" for a stage a key or a stop ended early.
@@ -527,6 +547,32 @@ mod tests {
         s.requests.measured = 300;
         s.latency_ms.p50 = 3700.0;
         s
+    }
+
+    /// A conversation run's `--rate` counts conversations: the rates it
+    /// suggests next are in that unit, not in requests a second.
+    #[test]
+    fn the_next_rates_of_a_conversation_run_are_conversations_a_second() {
+        let mut held = stage("constant@5.00", 5.0, 14.62, Some(Outcome::NotSaturated));
+        // Read in requests a second: 3 turns a conversation.
+        if let Some(v) = held.verdict.as_mut() {
+            v.offered_per_s = Some(15.0);
+            v.growth_per_s = Some(0.0);
+            v.growth_noise_per_s = Some(0.1);
+        }
+        held.conversations = Some(crate::types::Conversations {
+            started: 50,
+            ..Default::default()
+        });
+        let a = answer(&[held.clone()], None);
+        let next = a.next.clone().unwrap_or_default();
+        let est = a.requests_per_s.unwrap_or_default();
+        let want = format!("--rate {:.2},{:.2}", 1.25 * est / 3.0, 1.5 * est / 3.0);
+        assert!(next.contains(&want), "{next} (want {want})");
+        held.conversations = None;
+        let a = answer(&[held], None);
+        let want = format!("--rate {:.2},{:.2}", 1.25 * est, 1.5 * est);
+        assert!(a.next.unwrap_or_default().contains(&want));
     }
 
     /// A flood cut short by a key is quoted only when no whole one ran,
