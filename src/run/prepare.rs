@@ -237,7 +237,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         &data.set.description,
         &*counter,
     );
-    if let Some(parts) = request_parts(
+    if let Some(parts) = super::parts::request_parts(
         images.as_ref(),
         row_images.as_ref(),
         data.scripts.as_deref().unwrap_or_default(),
@@ -318,53 +318,6 @@ impl Counting {
         }
         Ok(self)
     }
-}
-
-/// What each request carried beside its text, for every report derived
-/// from this run's (report::assemble: a run, its checkpoint, a merge): the
-/// images a request (of a file's rows or conversations: on average, the
-/// count rounded), their bytes, the most tools one defines. None when
-/// requests carried neither.
-fn request_parts(
-    images: Option<&crate::data::images::Attach>,
-    row_images: Option<&crate::data::RowImages>,
-    scripts: &[crate::data::scripts::Script],
-    tools: Option<&crate::data::tools::ToolSpec>,
-) -> Option<serde_json::Value> {
-    let script_images =
-        (!scripts.is_empty() && scripts.iter().any(|s| !s.images.is_empty())).then(|| {
-            let n = scripts.len() as f64;
-            let count: usize = scripts.iter().map(|s| s.images.len()).sum();
-            let bytes: usize = scripts
-                .iter()
-                .flat_map(|s| s.images.iter().map(|u| u.len()))
-                .sum();
-            (count as f64 / n, bytes as f64 / n)
-        });
-    let (image_count, image_bytes) = match (
-        images,
-        row_images
-            .map(|r| (r.per_request, r.bytes_per_request))
-            .or(script_images),
-    ) {
-        (Some(im), _) => (Some(im.count), Some(im.bytes_per_request)),
-        (None, Some((count, bytes))) => (Some(count.round().max(1.0) as u32), Some(bytes)),
-        (None, None) => (None, None),
-    };
-    let tool_count = tools.map(|t| t.tools).or_else(|| {
-        scripts
-            .iter()
-            .filter_map(|s| s.tools.as_ref())
-            .map(|t| t.len() as u32)
-            .max()
-    });
-    (image_count.is_some() || tool_count.is_some()).then(|| {
-        json!({
-            "images": image_count,
-            "image_bytes": image_bytes,
-            "tools": tool_count,
-        })
-    })
 }
 
 /// `--data …,tools=N[,tool_results=K,tool_result_tokens=M]`: the tools
