@@ -365,8 +365,15 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
         let handle = start(config.clone(), addr).await?;
         let p = &config.params;
         println!(
-            "llmsweep sim serving {:?} at {} (preset {:?}: step {:.2} ms + {:.0} µs/seq, max {} seqs, KV {} tokens)",
-            handle.model_name,
+            "llmsweep sim serving {} at {} (preset {:?}: step {:.2} ms + {:.0} µs/seq, max {} seqs, KV {} tokens)",
+            // Every name it answers to (`--served-model-name a,b`), and
+            // its adapters.
+            std::iter::once(&config.model_name)
+                .chain(&config.aliases)
+                .map(|n| format!("{n:?}"))
+                .chain(config.lora_modules.iter().map(|l| format!("{:?} (adapter)", l.0)))
+                .collect::<Vec<_>>()
+                .join(", "),
             handle.url(),
             args.preset,
             p.decode_step.as_secs_f64() * 1e3,
@@ -396,7 +403,7 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
             let bound = handle.serve_dcgm(listener)?;
             println!("DCGM exporter at http://{bound}/metrics");
         }
-        println!("routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models, /health, /metrics, /dcgm-metrics (with --gpus), /sim/stats; Ctrl-C stops");
+        println!("routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/rerank (/rerank, /v2/rerank), /v1/score (/score), /tokenize; GET /v1/models, /health, /metrics, /dcgm-metrics (with --gpus), /sim/stats; Ctrl-C stops");
         wait_for_stop_signal().await;
         handle.shutdown().await;
         Ok(())
