@@ -178,85 +178,36 @@ fn summary_section(r: &Report) -> String {
     s
 }
 
-/// The stage table of a pooling API (embeddings, rerank, score): its
-/// answers come whole, so latency where a generation's table has TTFT and
-/// ITL, and no output tokens.
-fn pooled_stages_section(r: &Report) -> String {
-    let f = |v: f64, p: usize| format!("{v:.p$}");
-    let headers = [
-        "Stage",
-        "Target req/s",
-        columns::ACHIEVED_HEADER,
-        "Latency p50 ms",
-        "Latency p90 ms",
-        "Latency p99 ms",
-        "Comp",
-        "Inc",
-        "Err",
-    ];
-    let rows: Vec<Vec<String>> = r
-        .stages
-        .iter()
-        .zip(crate::types::stage_labels(&r.stages))
-        .map(|(st, label)| {
-            let lat = columns::LATENCY.of(st);
-            let ms = |v: f64| if lat.count == 0 { "-".into() } else { f(v, 1) };
-            vec![
-                if st.saturated() {
-                    format!("{label} !")
-                } else {
-                    label
-                },
-                st.target_rate.map_or_else(|| "-".into(), |t| f(t, 2)),
-                f(columns::ACHIEVED.num(st), 2),
-                ms(lat.p50),
-                ms(lat.p90),
-                ms(lat.p99),
-                columns::COMPLETED.value(st).to_string(),
-                columns::INCOMPLETE.value(st).to_string(),
-                columns::ERRORED.value(st).to_string(),
-            ]
-        })
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    format!(
-        "## Stages\n\n{}\n{} `!` saturated.\n\n",
-        super::tables::pipe_table(&headers, &rows, 1),
-        columns::ACHIEVED_NOTE
-    )
-}
-
 /// llmsweep's own stage table: the achieved rate (as the dashboard and
 /// the answer give it), latency percentiles and counts, with what the rate
-/// is under it.
+/// is under it. A pooling API (embeddings, rerank, score) answers whole:
+/// its latency where a generation's table has TTFT, ITL and output tokens.
 fn stages_section(r: &Report) -> String {
     let f = |v: f64, p: usize| format!("{v:.p$}");
     let dash = |n: u64, v: f64, p: usize| if n == 0 { "-".into() } else { f(v, p) };
-    if r.target.api.pooled() {
-        return pooled_stages_section(r);
-    }
-    let headers = [
-        "Stage",
-        "Target req/s",
-        columns::ACHIEVED_HEADER,
-        "TTFT p50 ms",
-        "TTFT p99 ms",
-        "ITL p50 ms",
-        "ITL p99 ms",
-        "Out tok/s",
-        "Comp",
-        "Inc",
-        "Err",
-    ];
+    let pooled = r.target.api.pooled();
+    let middle: &[&str] = if pooled {
+        &["Latency p50 ms", "Latency p90 ms", "Latency p99 ms"]
+    } else {
+        &[
+            "TTFT p50 ms",
+            "TTFT p99 ms",
+            "ITL p50 ms",
+            "ITL p99 ms",
+            "Out tok/s",
+        ]
+    };
+    let headers: Vec<&str> = ["Stage", "Target req/s", columns::ACHIEVED_HEADER]
+        .into_iter()
+        .chain(middle.iter().copied())
+        .chain(["Comp", "Inc", "Err"])
+        .collect();
     let rows: Vec<Vec<String>> = r
         .stages
         .iter()
         .zip(crate::types::stage_labels(&r.stages))
         .map(|(st, label)| {
-            let (ttft, itl) = (columns::TTFT.of(st), columns::ITL.of(st));
-            vec![
+            let mut row = vec![
                 if st.saturated() {
                     format!("{label} !")
                 } else {
@@ -264,15 +215,25 @@ fn stages_section(r: &Report) -> String {
                 },
                 st.target_rate.map_or_else(|| "-".into(), |t| f(t, 2)),
                 f(columns::ACHIEVED.num(st), 2),
-                dash(ttft.count, ttft.p50, 1),
-                dash(ttft.count, ttft.p99, 1),
-                dash(itl.count, itl.p50, 2),
-                dash(itl.count, itl.p99, 2),
-                f(columns::OUTPUT_TOKENS_PER_S.num(st), 0),
-                columns::COMPLETED.value(st).to_string(),
-                columns::INCOMPLETE.value(st).to_string(),
-                columns::ERRORED.value(st).to_string(),
-            ]
+            ];
+            if pooled {
+                let lat = columns::LATENCY.of(st);
+                row.extend([lat.p50, lat.p90, lat.p99].map(|v| dash(lat.count, v, 1)));
+            } else {
+                let (ttft, itl) = (columns::TTFT.of(st), columns::ITL.of(st));
+                row.extend([
+                    dash(ttft.count, ttft.p50, 1),
+                    dash(ttft.count, ttft.p99, 1),
+                    dash(itl.count, itl.p50, 2),
+                    dash(itl.count, itl.p99, 2),
+                    f(columns::OUTPUT_TOKENS_PER_S.num(st), 0),
+                ]);
+            }
+            row.extend(
+                [columns::COMPLETED, columns::INCOMPLETE, columns::ERRORED]
+                    .map(|c| c.value(st).to_string()),
+            );
+            row
         })
         .collect();
     if rows.is_empty() {
