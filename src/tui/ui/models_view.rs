@@ -46,10 +46,10 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let lines: Vec<Line> = text
         .lines()
         .flat_map(|l| {
-            if l.contains('|') || l.starts_with('=') || l.starts_with('-') {
+            if l.is_empty() || l.contains('|') || l.starts_with('=') || l.starts_with('-') {
                 vec![l.to_string()]
             } else {
-                wrap(l, width)
+                crate::report::console::wrap(l, width, 0)
             }
         })
         .map(|l| Line::styled(l, th.text()))
@@ -58,29 +58,15 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll, 0)), area);
 }
 
-/// `text` in lines of at most `width` characters, broken between words.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = vec![String::new()];
-    for word in text.split(' ') {
-        let last = lines.last_mut().expect("one line at least");
-        let len = last.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width {
-            lines.push(word.to_string());
-        } else {
-            if len > 0 {
-                last.push(' ');
-            }
-            last.push_str(word);
-        }
-    }
-    lines
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn a_note_wraps_between_words() {
-        let w = super::wrap("Share % asked: the mix's; done: the model's share", 20);
+        let w = crate::report::console::wrap(
+            "Share % asked: the mix's; done: the model's share",
+            20,
+            0,
+        );
         assert_eq!(
             w,
             ["Share % asked: the", "mix's; done: the", "model's share"]
