@@ -251,7 +251,19 @@ async fn per_stage_server_figures_match_the_simulators_ground_truth() {
     );
     // Client minus server: the time outside the engine is not negative, and
     // on loopback it is small.
-    let cms = low.client_minus_server.unwrap().ttft_mean_ms.unwrap();
+    // The window's edges fall inside scrape intervals (0.2 s here, the next
+    // stage's first tokens at 60 req/s shared into the last one): the
+    // server's count differs from the client's by up to what those
+    // intervals hold, and the gap is still of the same requests.
+    let cms = low
+        .client_minus_server
+        .and_then(|c| c.ttft_mean_ms)
+        .unwrap_or_else(|| {
+            panic!(
+                "no client - server TTFT: server {:?} vs {} measured",
+                low.ttft_ms, stages[0].requests.measured
+            )
+        });
     assert!(
         (-3.0..500.0).contains(&cms),
         "client - server TTFT {cms} ms"

@@ -164,6 +164,11 @@ pub struct HistDelta {
     pub cumulative: Vec<f64>,
     pub sum: f64,
     pub count: f64,
+    /// How far `count` may be from the true count inside the window: the
+    /// scrapes straddling its edges were shared out in proportion to time,
+    /// and each one's observations may all have fallen on one side (the
+    /// larger share of its increase, summed over the edge intervals).
+    pub edge_uncertainty: f64,
 }
 
 impl HistDelta {
@@ -195,6 +200,7 @@ pub fn hist_delta(points: &[Point], h: Histo, a: f64, b: f64) -> Option<HistDelt
                     cumulative: vec![0.0; cur.bounds.len()],
                     sum: 0.0,
                     count: 0.0,
+                    edge_uncertainty: 0.0,
                 });
                 if d.bounds.as_slice() == &*cur.bounds {
                     let same = old.bounds == cur.bounds;
@@ -209,7 +215,11 @@ pub fn hist_delta(points: &[Point], h: Histo, a: f64, b: f64) -> Option<HistDelt
                         (old.sum, old.count)
                     };
                     d.sum += (cur.sum - s0) * f;
-                    d.count += (cur.count - c0).max(0.0) * f;
+                    let n = (cur.count - c0).max(0.0);
+                    d.count += n * f;
+                    if f > 0.0 && f < 1.0 {
+                        d.edge_uncertainty += n * f.max(1.0 - f);
+                    }
                 }
             }
         }
