@@ -1624,7 +1624,7 @@ fn measuring_report(dir: &std::path::Path, throughput: Option<f64>) -> std::path
 
 /// `plan --stages 100000000` aborted on a 2.4 GB allocation, and a
 /// throughput of 1e308 req/s planned rates from 1.25e307 and exited 0:
-/// both exit 2 with nothing on stdout (README: a sweep that would not
+/// both exit 2 with nothing on stdout (docs/GUIDE.md: a sweep that would not
 /// plan), the bound named; the same report with sane figures plans.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_refuses_stage_counts_and_rates_past_their_bounds() {

@@ -137,7 +137,7 @@ fn patience(reports: &[(String, &Report)]) -> Duration {
 /// there but is not a directory (a report file given with `--follow`) or
 /// cannot be read is refused at once; those that do not exist are returned.
 /// A missing directory is not refused: `--follow` is started beside the
-/// shards (README, deploy/kubernetes), before they make their directories,
+/// shards (docs/GUIDE.md, deploy/kubernetes), before they make their directories,
 /// but it is said at once, not found out after a stall's patience.
 pub fn missing_dirs(dirs: &[PathBuf]) -> Result<Vec<String>> {
     let mut missing = Vec::new();
