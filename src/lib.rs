@@ -10,6 +10,7 @@
 
 pub mod attach;
 pub mod bounds;
+pub mod cli;
 pub mod client;
 pub mod config;
 pub mod data;

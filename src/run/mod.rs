@@ -55,14 +55,23 @@ pub enum Ran {
     Detached(PathBuf),
 }
 
-/// Runs `llmsweep run` to the end. `explicit` names the flags given on the
-/// command line: they win over a profile file.
-pub fn execute(args: RunConfig, explicit: &HashSet<String>) -> Result<Ran> {
+/// The run's settings as the command line and its profile file give them,
+/// checked as far as they can be without opening anything (no directory
+/// made, no request sent): what `execute` starts from, and what the README's
+/// commands are held to (`tests/readme_commands.rs`).
+pub fn settings(args: RunConfig, explicit: &HashSet<String>) -> Result<(RunConfig, String)> {
     let said_api = explicit.contains("api") || crate::profile::file::sets_key(&args.profile, "api");
     let (mut args, profile_name) = crate::profile::file::resolve(args, explicit)?;
     // A pasted `…/v1/completions` selects its API, unless --api said one.
     args.api = crate::client::choose_api(said_api.then_some(args.api), args.target.as_deref());
     prepare::check_settings(&args, &profile_name)?;
+    Ok((args, profile_name))
+}
+
+/// Runs `llmsweep run` to the end. `explicit` names the flags given on the
+/// command line: they win over a profile file.
+pub fn execute(args: RunConfig, explicit: &HashSet<String>) -> Result<Ran> {
+    let (args, profile_name) = settings(args, explicit)?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     check_out_dir(&out_dir, args.force)?;
     if args.detach {

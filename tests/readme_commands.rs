@@ -1,0 +1,371 @@
+//! The README is the front door: every `llmsweep …` command in its `sh`
+//! blocks still parses with the real command line (`llmsweep::cli::Cli`), a
+//! load run's settings pass the checks `llmsweep run` makes before it opens
+//! anything (`llmsweep::run::settings`: the profile, the plan, the model mix,
+//! the baseline) and its synthetic `--data` spec reads; its dashboard is the
+//! golden 80×24 snapshot; and the links of the README and docs/ lead to
+//! files and headings that exist.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use clap::{CommandFactory, FromArgMatches};
+use llmsweep::cli::{Cli, Command};
+use llmsweep::config::{typed_flags, RunConfig};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The fenced blocks of `lang` in a Markdown text: (line of the first line
+/// inside the fence, the block's text).
+fn blocks(md: &str, lang: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, bool, String)> = None;
+    for (i, line) in md.lines().enumerate() {
+        match open.as_mut() {
+            None if line.starts_with("```") => {
+                open = Some((
+                    i + 2,
+                    line.trim_start_matches('`').trim() == lang,
+                    String::new(),
+                ))
+            }
+            None => {}
+            Some(_) if line.starts_with("```") => {
+                if let Some((at, true, text)) = open.take() {
+                    out.push((at, text));
+                }
+            }
+            Some((_, _, text)) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    assert!(open.is_none(), "a code fence is not closed");
+    out
+}
+
+/// A shell word or an operator (`&`, `&&`, `|`, `;`, `>`, …) that ends a command.
+#[derive(Debug, PartialEq)]
+enum Token {
+    Word(String),
+    Op,
+}
+
+/// One line of shell, split as the shell splits it for the commands the
+/// README shows: quotes, comments, operators. A `$` or backquote outside
+/// single quotes is refused: the README's commands spell their values out.
+fn shell_words(line: &str) -> Result<Vec<Token>, String> {
+    let mut out = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => w.push(c),
+                        None => return Err("an unclosed single quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('$' | '`') => return Err("a $ or ` in double quotes".into()),
+                        Some('\\') => w.extend(chars.next()),
+                        Some(c) => w.push(c),
+                        None => return Err("an unclosed double quote".into()),
+                    }
+                }
+            }
+            '$' | '`' => return Err(format!("{c} (spell the value out)")),
+            '\\' => word.get_or_insert_with(String::new).extend(chars.next()),
+            '#' if word.is_none() => break,
+            c if c.is_whitespace() => out.extend(word.take().map(Token::Word)),
+            '&' | '|' | ';' | '>' | '<' | '(' | ')' => {
+                out.extend(word.take().map(Token::Word));
+                out.push(Token::Op);
+            }
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    out.extend(word.map(Token::Word));
+    Ok(out)
+}
+
+/// Every `llmsweep …` command of a shell block: (its line, its arguments).
+fn llmsweep_commands(at: usize, block: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut joined = String::new();
+    let mut first = at;
+    for (i, line) in block.lines().enumerate() {
+        if joined.is_empty() {
+            first = at + i;
+        }
+        if let Some(head) = line.strip_suffix('\\') {
+            joined.push_str(head);
+            joined.push(' ');
+            continue;
+        }
+        joined.push_str(line);
+        let tokens = shell_words(&joined).unwrap_or_else(|e| {
+            panic!("README.md line {first}: {e}: {joined}");
+        });
+        joined.clear();
+        let mut command: Option<Vec<String>> = None;
+        let mut at_start = true;
+        for t in tokens {
+            match t {
+                Token::Op => {
+                    out.extend(command.take().map(|c| (first, c)));
+                    at_start = true;
+                }
+                Token::Word(w) => match command.as_mut() {
+                    Some(c) => c.push(w),
+                    None if at_start && w == "llmsweep" => command = Some(Vec::new()),
+                    // An environment assignment before the command.
+                    None if at_start && w.contains('=') && !w.starts_with('-') => {}
+                    None => at_start = false,
+                },
+            }
+        }
+        out.extend(command.map(|c| (first, c)));
+    }
+    out
+}
+
+/// The files a load run's settings name, made as the README's commands
+/// before it would have written them: a `--baseline` from the fixture
+/// report, a profile file as `llmsweep report -f profile` renders it.
+fn make_inputs(args: &[String], fixture: &Path) {
+    let report = llmsweep::report::checkpoint::load_any(fixture).expect("the fixture report loads");
+    for pair in args.windows(2) {
+        let path = Path::new(&pair[1]);
+        match pair[0].as_str() {
+            "--baseline" => {
+                let file = if path.extension().is_some_and(|e| e == "json") {
+                    path.to_path_buf()
+                } else {
+                    path.join("report.json")
+                };
+                if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).unwrap();
+                }
+                std::fs::copy(fixture, &file).unwrap();
+            }
+            "--profile" if pair[1].ends_with(".toml") && !path.exists() => {
+                std::fs::write(path, llmsweep::report::rerun::render(&report)).unwrap()
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A load run's settings, checked as `llmsweep run` checks them before it
+/// opens anything, and its synthetic data spec read.
+fn check_run(args: RunConfig, typed: &std::collections::HashSet<String>) -> Result<(), String> {
+    let (settings, _) = llmsweep::run::settings(args, typed).map_err(|e| format!("{e:#}"))?;
+    let data = settings.data.trim();
+    if data.contains('=') {
+        llmsweep::data::Synthetic::parse(data).map_err(|e| format!("{e:#}"))?;
+    }
+    Ok(())
+}
+
+/// Parses one command as the binary does; for a load run, checks its settings.
+fn check(args: &[String]) -> Result<(), String> {
+    let argv = std::iter::once("llmsweep".to_string()).chain(args.iter().cloned());
+    let matches = Cli::command()
+        .try_get_matches_from(argv)
+        .map_err(|e| e.render().to_string())?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.render().to_string())?;
+    match cli.command {
+        None => check_run(cli.run, &typed_flags(&matches)),
+        Some(Command::Run(run)) => {
+            let typed = matches
+                .subcommand_matches("run")
+                .map(typed_flags)
+                .unwrap_or_default();
+            check_run(*run, &typed)
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+#[test]
+fn every_llmsweep_command_in_the_readme_parses_and_its_settings_check() {
+    let readme = read(&root().join("README.md"));
+    let commands: Vec<(usize, Vec<String>)> = blocks(&readme, "sh")
+        .iter()
+        .flat_map(|(at, b)| llmsweep_commands(*at, b))
+        .collect();
+    assert!(
+        commands.len() >= 20,
+        "the README shows one example per common job; found {} commands",
+        commands.len()
+    );
+    let subcommands: BTreeSet<&str> = commands
+        .iter()
+        .filter_map(|(_, a)| a.first().map(String::as_str))
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    for sub in [
+        "run", "sim", "report", "compare", "merge", "attach", "ls", "stop",
+    ] {
+        assert!(
+            subcommands.contains(sub),
+            "no `llmsweep {sub}` in the README's examples"
+        );
+    }
+
+    // Relative paths (a profile file, a baseline) are read from where the
+    // command runs: a directory of this test's own, with the files the
+    // commands read made in it.
+    let fixture = root().join("tests/fixtures/report.json");
+    let dir = std::env::temp_dir().join(format!("llmsweep-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_current_dir(&dir).unwrap();
+    for (_, args) in &commands {
+        make_inputs(args, &fixture);
+    }
+    let failed: Vec<String> = commands
+        .iter()
+        .filter_map(|(line, args)| {
+            check(args)
+                .err()
+                .map(|e| format!("README.md line {line}: llmsweep {}\n{e}", args.join(" ")))
+        })
+        .collect();
+    std::env::set_current_dir(root()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+#[test]
+fn the_extractor_finds_commands_after_assignments_and_before_operators() {
+    let block = "FOO=1 llmsweep -t 'http://a b' --x \"y z\" &  # comment\n\
+                 llmsweep report r.json -f profile > p.toml && llmsweep \\\n  ls\n\
+                 curl http://x   # llmsweep is not this command\n";
+    let got = llmsweep_commands(10, block);
+    let words = |s: &[&str]| s.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        got,
+        vec![
+            (10, words(&["-t", "http://a b", "--x", "y z"])),
+            (11, words(&["report", "r.json", "-f", "profile"])),
+            (11, words(&["ls"])),
+        ]
+    );
+    assert!(shell_words("llmsweep -t $TARGET").is_err());
+    // The checks themselves refuse what the binary refuses.
+    assert!(check(&words(&["--no-such-flag"])).is_err());
+    assert!(check(&words(&["--data", "prompt_tokens=256,no_such_key=1"])).is_err());
+    assert!(check(&words(&["--profile", "poisson", "--rate", "0"])).is_err());
+    assert!(check(&words(&["--data", "prompt_tokens=256"])).is_ok());
+}
+
+#[test]
+fn the_readme_dashboard_is_the_golden_80x24_snapshot() {
+    let readme = read(&root().join("README.md"));
+    let golden = read(&root().join("tests/golden/dashboard-80x24.txt"));
+    let trim = |s: &str| s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
+    let shown = blocks(&readme, "")
+        .into_iter()
+        .map(|(_, b)| trim(&b))
+        .find(|b| b.contains("┌ stages"))
+        .expect("the README shows the dashboard");
+    assert_eq!(
+        shown,
+        trim(&golden),
+        "README.md's dashboard differs from tests/golden/dashboard-80x24.txt: copy it over"
+    );
+}
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation but `-`
+/// and `_` dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(md: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    md.lines()
+        .filter(|l| {
+            if l.starts_with("```") {
+                fenced = !fenced;
+            }
+            !fenced && l.starts_with('#')
+        })
+        .map(|l| anchor(l.trim_start_matches('#')))
+        .collect()
+}
+
+#[test]
+fn the_links_of_the_readme_and_docs_lead_somewhere() {
+    let mut pages = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            pages.push(p);
+        }
+    }
+    let mut broken = Vec::new();
+    for page in &pages {
+        let md = read(page);
+        let mut fenced = false;
+        for (i, line) in md.lines().enumerate() {
+            if line.starts_with("```") {
+                fenced = !fenced;
+            }
+            if fenced {
+                continue;
+            }
+            for (start, _) in line.match_indices("](") {
+                let rest = &line[start + 2..];
+                let Some(end) = rest.find(')') else { continue };
+                let link = &rest[..end];
+                if link.contains("://") || link.starts_with("mailto:") {
+                    continue;
+                }
+                let (path, frag) = link.split_once('#').unwrap_or((link, ""));
+                let target = if path.is_empty() {
+                    page.clone()
+                } else {
+                    page.parent().unwrap().join(path)
+                };
+                let at = format!(
+                    "{}:{}: {link}",
+                    page.strip_prefix(root()).unwrap().display(),
+                    i + 1
+                );
+                if !target.exists() {
+                    broken.push(format!("{at}: no such file"));
+                } else if !frag.is_empty()
+                    && target.extension().is_some_and(|x| x == "md")
+                    && !anchors(&read(&target)).contains(frag)
+                {
+                    broken.push(format!("{at}: no such heading"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
