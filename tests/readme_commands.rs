@@ -1,5 +1,5 @@
 //! The README is the front door: every `llmsweep …` command in its `sh`
-//! blocks still parses with the real command line (`llmsweep::cli::Cli`), a
+//! blocks (and in docs/'s, but those a shell would expand) still parses with the real command line (`llmsweep::cli::Cli`), a
 //! load run's settings pass the checks `llmsweep run` makes before it opens
 //! anything (`llmsweep::run::settings`: the profile, the plan, the model mix,
 //! the baseline) and its synthetic `--data` spec reads; its dashboard is the
@@ -58,9 +58,12 @@ enum Token {
     Op,
 }
 
+/// Stands in a word for what the shell would expand (`$…`, a backquote).
+const EXPANDED: char = '\u{0}';
+
 /// One line of shell, split as the shell splits it for the commands the
-/// README shows: quotes, comments, operators. A `$` or backquote outside
-/// single quotes is refused: the README's commands spell their values out.
+/// docs show: quotes, comments, operators; an expansion (`$`, a backquote,
+/// outside single quotes) is marked [`EXPANDED`], not expanded.
 fn shell_words(line: &str) -> Result<Vec<Token>, String> {
     let mut out = Vec::new();
     let mut word: Option<String> = None;
@@ -82,14 +85,14 @@ fn shell_words(line: &str) -> Result<Vec<Token>, String> {
                 loop {
                     match chars.next() {
                         Some('"') => break,
-                        Some('$' | '`') => return Err("a $ or ` in double quotes".into()),
+                        Some('$' | '`') => w.push(EXPANDED),
                         Some('\\') => w.extend(chars.next()),
                         Some(c) => w.push(c),
                         None => return Err("an unclosed double quote".into()),
                     }
                 }
             }
-            '$' | '`' => return Err(format!("{c} (spell the value out)")),
+            '$' | '`' => word.get_or_insert_with(String::new).push(EXPANDED),
             '\\' => word.get_or_insert_with(String::new).extend(chars.next()),
             '#' if word.is_none() => break,
             c if c.is_whitespace() => out.extend(word.take().map(Token::Word)),
@@ -120,7 +123,7 @@ fn llmsweep_commands(at: usize, block: &str) -> Vec<(usize, Vec<String>)> {
         }
         joined.push_str(line);
         let tokens = shell_words(&joined).unwrap_or_else(|e| {
-            panic!("README.md line {first}: {e}: {joined}");
+            panic!("line {first}: {e}: {joined}");
         });
         joined.clear();
         let mut command: Option<Vec<String>> = None;
@@ -203,19 +206,65 @@ fn check(args: &[String]) -> Result<(), String> {
     }
 }
 
-#[test]
-fn every_llmsweep_command_in_the_readme_parses_and_its_settings_check() {
-    let readme = read(&root().join("README.md"));
-    let commands: Vec<(usize, Vec<String>)> = blocks(&readme, "sh")
+/// The `llmsweep …` commands of a page's `sh` blocks: (its line, its arguments).
+fn page_commands(page: &Path) -> Vec<(usize, Vec<String>)> {
+    blocks(&read(page), "sh")
         .iter()
         .flat_map(|(at, b)| llmsweep_commands(*at, b))
+        .collect()
+}
+
+fn literal(args: &[String]) -> bool {
+    !args.iter().any(|a| a.contains(EXPANDED))
+}
+
+/// Checks each command in a directory of this test's own, where the files
+/// the commands read are made (relative paths are read from where a command
+/// runs); returns the failures.
+fn check_all(commands: &[(String, usize, Vec<String>)]) -> Vec<String> {
+    let fixture = root().join("tests/fixtures/report.json");
+    let dir = std::env::temp_dir().join(format!("llmsweep-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_current_dir(&dir).unwrap();
+    for (_, _, args) in commands {
+        make_inputs(args, &fixture);
+    }
+    let failed = commands
+        .iter()
+        .filter_map(|(page, line, args)| {
+            check(args)
+                .err()
+                .map(|e| format!("{page} line {line}: llmsweep {}\n{e}", args.join(" ")))
+        })
+        .collect();
+    std::env::set_current_dir(root()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    failed
+}
+
+/// The README's commands spell every value out, so each is checked; the
+/// other pages' commands are checked but those a shell would expand (a
+/// script's `$i`, `"$@"`).
+#[test]
+fn every_llmsweep_command_in_the_readme_and_docs_parses_and_its_settings_check() {
+    let readme = page_commands(&root().join("README.md"));
+    assert!(
+        readme.len() >= 20,
+        "the README shows one example per common job; found {} commands",
+        readme.len()
+    );
+    let expanded: Vec<String> = readme
+        .iter()
+        .filter(|(_, a)| !literal(a))
+        .map(|(line, a)| format!("README.md line {line}: llmsweep {}", a.join(" ")))
         .collect();
     assert!(
-        commands.len() >= 20,
-        "the README shows one example per common job; found {} commands",
-        commands.len()
+        expanded.is_empty(),
+        "README commands are run as they are written: spell the values out\n{}",
+        expanded.join("\n")
     );
-    let subcommands: BTreeSet<&str> = commands
+    let subcommands: BTreeSet<&str> = readme
         .iter()
         .filter_map(|(_, a)| a.first().map(String::as_str))
         .filter(|a| !a.starts_with('-'))
@@ -228,28 +277,25 @@ fn every_llmsweep_command_in_the_readme_parses_and_its_settings_check() {
             "no `llmsweep {sub}` in the README's examples"
         );
     }
-
-    // Relative paths (a profile file, a baseline) are read from where the
-    // command runs: a directory of this test's own, with the files the
-    // commands read made in it.
-    let fixture = root().join("tests/fixtures/report.json");
-    let dir = std::env::temp_dir().join(format!("llmsweep-readme-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_current_dir(&dir).unwrap();
-    for (_, args) in &commands {
-        make_inputs(args, &fixture);
-    }
-    let failed: Vec<String> = commands
-        .iter()
-        .filter_map(|(line, args)| {
-            check(args)
-                .err()
-                .map(|e| format!("README.md line {line}: llmsweep {}\n{e}", args.join(" ")))
-        })
+    let mut commands: Vec<(String, usize, Vec<String>)> = readme
+        .into_iter()
+        .map(|(line, a)| ("README.md".to_string(), line, a))
         .collect();
-    std::env::set_current_dir(root()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    for page in &pages {
+        let name = page.strip_prefix(root()).unwrap().display().to_string();
+        for (line, args) in page_commands(page) {
+            if literal(&args) {
+                commands.push((name.clone(), line, args));
+            }
+        }
+    }
+    let failed = check_all(&commands);
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
 
@@ -268,7 +314,15 @@ fn the_extractor_finds_commands_after_assignments_and_before_operators() {
             (11, words(&["ls"])),
         ]
     );
-    assert!(shell_words("llmsweep -t $TARGET").is_err());
+    let expanded = llmsweep_commands(
+        1,
+        "x=$(llmsweep plan \"$f\") && llmsweep run --shard $i/4\n",
+    );
+    assert_eq!(expanded.len(), 2, "{expanded:?}");
+    assert!(
+        !literal(&expanded[0].1) && !literal(&expanded[1].1),
+        "{expanded:?}"
+    );
     // The checks themselves refuse what the binary refuses.
     assert!(check(&words(&["--no-such-flag"])).is_err());
     assert!(check(&words(&["--data", "prompt_tokens=256,no_such_key=1"])).is_err());
