@@ -3,7 +3,8 @@
 //! load run's settings pass the checks `llmsweep run` makes before it opens
 //! anything (`llmsweep::run::settings`: the profile, the plan, the model mix,
 //! the baseline) and its synthetic `--data` spec reads; its dashboard is the
-//! golden 80×24 snapshot; and the links of the README and docs/ lead to
+//! golden 80×24 snapshot; its Quick start gives the test command CI runs;
+//! and the links of the README and docs/ lead to
 //! files and headings that exist.
 
 use std::collections::BTreeSet;
@@ -422,4 +423,36 @@ fn the_links_of_the_readme_and_docs_lead_somewhere() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The README's two commands: the build-and-run and the test command, the
+/// one CI (`.ci/run`) runs, so a fresh clone tests itself as CI does.
+#[test]
+fn the_readme_quick_start_gives_the_test_command_ci_runs() {
+    let readme = read(&root().join("README.md"));
+    let quick = readme
+        .split("## Quick start")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README has a Quick start");
+    let first = blocks(quick, "sh")
+        .into_iter()
+        .next()
+        .expect("the Quick start's commands")
+        .1;
+    let commands: Vec<&str> = first
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        commands,
+        ["cargo run --release", "cargo test --locked"],
+        "the Quick start's first block: the two commands"
+    );
+    let ci = read(&root().join(".ci/run"));
+    assert!(
+        ci.lines().any(|l| l.trim() == "cargo test --locked"),
+        ".ci/run runs the README's test command"
+    );
 }
