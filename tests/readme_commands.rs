@@ -1,11 +1,12 @@
 //! The README is the front door: every `llmsweep …` command in its `sh`
-//! blocks (and in docs/'s, but those a shell would expand) still parses with the real command line (`llmsweep::cli::Cli`), a
-//! load run's settings pass the checks `llmsweep run` makes before it opens
-//! anything (`llmsweep::run::settings`: the profile, the plan, the model mix,
-//! the baseline) and its synthetic `--data` spec reads; its dashboard is the
+//! blocks (and in docs/'s, but those a shell would expand) still parses with
+//! the real command line (`llmsweep::cli::Cli`), a load run's settings pass
+//! the checks `llmsweep run` makes before it opens anything
+//! (`llmsweep::run::settings`: the profile, the plan, the model mix, the
+//! baseline) and its synthetic `--data` spec reads; its dashboard is the
 //! golden 80×24 snapshot; its Quick start gives the test command CI runs;
-//! and the links of the README and docs/ lead to
-//! files and headings that exist.
+//! and the links of the README and docs/ lead to files and headings that
+//! exist.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
