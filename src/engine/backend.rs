@@ -82,6 +82,10 @@ pub struct Scripted {
     /// batching: each running sequence makes every step longer).
     per_running: Duration,
     running: AtomicU64,
+    /// Extra time between tokens per request held, waiting for a slot or
+    /// served (a front end sharing the engine's core).
+    per_held: Duration,
+    held: AtomicU64,
 }
 
 impl Scripted {
@@ -92,7 +96,19 @@ impl Scripted {
             slots: None,
             per_running: Duration::ZERO,
             running: AtomicU64::new(0),
+            per_held: Duration::ZERO,
+            held: AtomicU64::new(0),
         }
+    }
+
+    /// Every gap between tokens grows by `per_held` for each request the
+    /// server holds, waiting for a slot or served: a front end that shares
+    /// the engine's core (vLLM on a CPU, the simulator's `--frontend-us`).
+    /// A flood of 512 then completes far less than the capacity, and a rate
+    /// just above it collapses as its queue grows.
+    pub fn with_cost_per_held(mut self, per_held: Duration) -> Self {
+        self.per_held = per_held;
+        self
     }
 
     /// Every gap between tokens grows by `per_running` for each request
@@ -133,6 +149,7 @@ impl Scripted {
     ) -> RequestOutcome {
         let n = self.sent.fetch_add(1, Ordering::Relaxed);
         let s = (self.script)(n);
+        let _held = Serving::new(&self.held);
         let _slot = match &self.slots {
             Some(sem) => sem.clone().acquire_owned().await.ok(),
             None => None,
@@ -150,7 +167,8 @@ impl Scripted {
         watch.chunk(1);
         for _ in 1..s.output_tokens {
             let running = self.running.load(Ordering::Relaxed) as u32;
-            tokio::time::sleep(s.itl + self.per_running * running).await;
+            let held = self.held.load(Ordering::Relaxed) as u32;
+            tokio::time::sleep(s.itl + self.per_running * running + self.per_held * held).await;
             rec.chunks.push((Instant::now(), 1));
             watch.chunk(1);
         }

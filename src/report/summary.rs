@@ -373,7 +373,7 @@ mod tests {
         let text: Vec<String> = lines(&r).iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let all = text.join("\n");
         for needle in [
-            "Answer: holds ≈ 31.00 req/s (29.03–32.96; constant@7.00 (manual) held, constant@40.00 did not)",
+            "Answer: holds ≈ 31.01 req/s (29.03–37.46; constant@7.00 (manual) held, constant@40.00 did not)",
             "Knee: constant@7.00 (manual) at 7.00 req/s",
             "Saturated: constant@40.00 (completed 31 req/s)",
             "Cut short: constant@7.00 (manual)",

@@ -2,8 +2,8 @@
 //!
 //! One task owns every sequence, the way a vLLM engine core does. Each step:
 //! admit waiting sequences while the batch and the KV budget allow, take
-//! `decode_step + per_seq × running + prefill_per_token × admitted prompt tokens`
-//! of (simulated) time, then give every running sequence one token. Newly
+//! `decode_step + per_seq × running + frontend × (running + waiting) +
+//! prefill_per_token × admitted prompt tokens` of (simulated) time, then give every running sequence one token. Newly
 //! admitted sequences get their first token at the end of the step that
 //! prefilled them, so TTFT = queue wait + one step, and ITL grows with the batch.
 //!
@@ -308,7 +308,10 @@ pub async fn run(
         let prefill_tokens = batch.admit();
         batch.publish();
 
-        let mut step = batch.params.step_time(batch.running.len(), prefill_tokens);
+        let mut step =
+            batch
+                .params
+                .step_time(batch.running.len(), batch.waiting.len(), prefill_tokens);
         if batch.params.jitter > 0.0 && !step.is_zero() {
             let f = 1.0 + batch.params.jitter * rng.random_range(-1.0..=1.0);
             step = step.mul_f64(f);

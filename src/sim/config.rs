@@ -75,6 +75,13 @@ pub struct ModelArgs {
     /// Prefill time per prompt token admitted in a step, in µs.
     #[arg(long, value_name = "US")]
     pub prefill_us_per_token: Option<f64>,
+    /// Front-end cost per request held, in µs: every request the server
+    /// holds (waiting or running) adds this to each engine step, as an API
+    /// server sharing the engine's one core does (vLLM on a CPU). A flood
+    /// then completes far less than the capacity, and a rate just above the
+    /// capacity collapses as its queue grows.
+    #[arg(long, value_name = "US")]
+    pub frontend_us: Option<f64>,
     /// Maximum running sequences (vLLM's --max-num-seqs); the rest wait in a queue.
     #[arg(long, value_name = "N")]
     pub max_num_seqs: Option<usize>,
@@ -216,6 +223,8 @@ pub struct ModelParams {
     pub decode_step: Duration,
     pub per_seq: Duration,
     pub prefill_per_token: Duration,
+    /// Added to each step per request held, waiting or running (`--frontend-us`).
+    pub frontend_per_request: Duration,
     pub max_num_seqs: usize,
     /// LoRA adapters one batch may hold (vLLM's `--max-loras`).
     pub max_loras: usize,
@@ -247,6 +256,7 @@ impl ModelParams {
                 decode_step: Duration::from_micros(8_000),
                 per_seq: Duration::from_micros(120),
                 prefill_per_token: Duration::from_nanos(10_000),
+                frontend_per_request: Duration::ZERO,
                 max_num_seqs: 128,
                 max_loras: 1,
                 kv_cache_tokens: 131_072,
@@ -266,6 +276,7 @@ impl ModelParams {
                 decode_step: Duration::ZERO,
                 per_seq: Duration::ZERO,
                 prefill_per_token: Duration::ZERO,
+                frontend_per_request: Duration::ZERO,
                 max_num_seqs: 1 << 20,
                 max_loras: 1,
                 kv_cache_tokens: u64::MAX / 4,
@@ -346,6 +357,9 @@ impl ModelParams {
         }
         if let Some(v) = args.prefill_us_per_token {
             self.prefill_per_token = ms(v / 1000.0, "prefill-us-per-token")?;
+        }
+        if let Some(v) = args.frontend_us {
+            self.frontend_per_request = ms(v / 1000.0, "frontend-us")?;
         }
         if let Some(v) = args.jitter {
             if !(0.0..1.0).contains(&v) {
@@ -455,10 +469,12 @@ impl ModelParams {
     }
 
     /// Step time for a batch of `running` sequences that admits `prefill_tokens`
-    /// prompt tokens, before jitter.
-    pub fn step_time(&self, running: usize, prefill_tokens: u64) -> Duration {
+    /// prompt tokens while `waiting` more wait for a slot, before jitter.
+    pub fn step_time(&self, running: usize, waiting: usize, prefill_tokens: u64) -> Duration {
+        let held = u32::try_from(running.saturating_add(waiting)).unwrap_or(u32::MAX);
         self.decode_step
             + self.per_seq * running as u32
+            + self.frontend_per_request * held
             + self.prefill_per_token * u32::try_from(prefill_tokens).unwrap_or(u32::MAX)
     }
 }
@@ -510,9 +526,10 @@ mod tests {
     #[test]
     fn every_number_gives_a_model_or_an_error() {
         type Set = fn(&mut ModelArgs, f64);
-        let flags: [(&str, Set); 9] = [
+        let flags: [(&str, Set); 10] = [
             ("decode-step-ms", |a, v| a.decode_step_ms = Some(v)),
             ("per-seq-us", |a, v| a.per_seq_us = Some(v)),
+            ("frontend-us", |a, v| a.frontend_us = Some(v)),
             ("prefill-us-per-token", |a, v| {
                 a.prefill_us_per_token = Some(v)
             }),
@@ -541,11 +558,26 @@ mod tests {
     }
 
     #[test]
+    fn a_front_end_cost_slows_every_step_by_the_requests_held() {
+        let args = ModelArgs {
+            frontend_us: Some(200.0),
+            ..Default::default()
+        };
+        let p = ModelParams::resolve(Preset::Realistic, &args).unwrap();
+        let base = p.step_time(16, 0, 0);
+        // 512 requests held (a flood): 16 running, 496 waiting.
+        let flood = p.step_time(16, 496, 0);
+        assert_eq!(flood - base, Duration::from_micros(200 * 496));
+        let none = ModelParams::preset(Preset::Realistic);
+        assert_eq!(none.step_time(16, 496, 0), none.step_time(16, 0, 0));
+    }
+
+    #[test]
     fn realistic_preset_has_its_knee_at_a_few_tens_of_requests_per_second() {
         // Full batch, 128 output tokens per request, 256-token prompts:
         let p = ModelParams::preset(Preset::Realistic);
         let b = p.max_num_seqs;
-        let step = p.step_time(b, 0).as_secs_f64();
+        let step = p.step_time(b, 0, 0).as_secs_f64();
         let decode_tok_per_s = b as f64 / step;
         // Prefill for one request takes 256 × prefill_per_token out of each second.
         let prefill_s = 256.0 * p.prefill_per_token.as_secs_f64();

@@ -381,6 +381,12 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
             p.max_num_seqs,
             p.kv_cache_tokens,
         );
+        if !p.frontend_per_request.is_zero() {
+            println!(
+                "front end shares the engine's core: each request held (waiting or running) adds {:.0} µs to every step",
+                p.frontend_per_request.as_secs_f64() * 1e6
+            );
+        }
         if p.reasoning_tokens_mean > 0.0 {
             println!(
                 "thinks first: {:.0} reasoning tokens (stdev {:.0}) before each chat or responses answer",

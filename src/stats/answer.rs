@@ -610,10 +610,12 @@ mod tests {
         ];
         let a = answer(&stages, None);
         assert!(a.bracketed);
-        // Between the rate held and what the stage that fell behind
-        // completed, with an interval around it.
+        // Between the rate held and what the stages that fell behind
+        // completed (29.49 and 29.80), with an interval around it that
+        // reaches above those (a server may complete less once a queue
+        // forms: policy::COLLAPSE_SHARE).
         let x = a.requests_per_s.unwrap();
-        assert!((29.0..=29.8).contains(&x), "{a:?}");
+        assert!((29.0..=29.9).contains(&x), "{a:?}");
         let (lo, hi) = (a.low.unwrap(), a.high.unwrap());
         assert!(lo < x && x < hi && hi < 33.67, "{a:?}");
         assert!((a.width_per_s.unwrap() - (hi - lo)).abs() < 1e-9);
@@ -624,7 +626,7 @@ mod tests {
             line(&a),
             format!("holds ≈ {x:.2} req/s ({lo:.2}–{hi:.2}; constant@28.99 held, constant@33.67 did not) · peak throughput 38.36 req/s when flooded, at 3.7 s latency")
         );
-        assert!(a.basis.ends_with("(4 stages, ±3.0%)"), "{}", a.basis);
+        assert!(a.basis.ends_with("(4 stages, ±6.6%)"), "{}", a.basis);
         // The flood rate is never the answer.
         assert_ne!(a.requests_per_s, a.flood_requests_per_s);
     }

@@ -196,13 +196,13 @@ impl Backlog {
 }
 
 /// A stretch of running time between the stage start or a resume and a
-/// pause or the end of sending. Rates are measured once its pipeline has
-/// filled: from its first answer (to a request it sent) plus the median
-/// latency, by when a server that keeps up answers as fast as it is sent
-/// to (completions then are of requests sent since the segment began; from
-/// the first answer alone, the faster requests' completions would be
-/// counted against all the sends, and a stage that kept up read 6 % low).
-/// Requests in flight across a pause belong to no segment's rates.
+/// pause or the end of sending. Its steady window opens once its pipeline
+/// has filled (`stats::policy::FILL_QUANTILE`): by then a server that keeps
+/// up answers as fast as it is sent to (from the first answer alone, the
+/// faster requests' completions would be counted against all the sends,
+/// and a stage that kept up read 6 % low). The achieved rate and the
+/// backlog's growth are both read over that one window. Requests in flight
+/// across a pause belong to no segment's rates.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Segment {
     /// Stage-clock seconds at which it began.
@@ -214,16 +214,37 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// Its steady part: from its first answer plus `settle_s` (never past
-    /// its middle, never before the first answer) to its end (`now_s` for
-    /// a segment still running); None before the first answer.
-    pub fn steady(&self, now_s: f64, settle_s: f64) -> Option<(f64, f64)> {
+    /// Its steady part: from its first answer plus `fill_s` (the time its
+    /// pipeline takes to fill; never past its middle, never before the
+    /// first answer) to its end (`now_s` for a segment still running);
+    /// None before the first answer.
+    pub fn steady(&self, now_s: f64, fill_s: f64) -> Option<(f64, f64)> {
+        self.steady_window(now_s, fill_s).map(|w| (w.from, w.to))
+    }
+
+    /// [`Segment::steady`], and whether the pipeline had filled where the
+    /// window opens (the middle did not cut the wait short).
+    pub fn steady_window(&self, now_s: f64, fill_s: f64) -> Option<SteadyWindow> {
         let first = self.first_answer_s?;
         let to = self.end_s.unwrap_or(now_s);
         let middle = self.start_s + 0.5 * (to - self.start_s);
-        let from = first.max((first + settle_s.max(0.0)).min(middle));
-        (to > from).then_some((from, to))
+        let filled_at = first + fill_s.max(0.0);
+        let from = first.max(filled_at.min(middle));
+        (to > from).then_some(SteadyWindow {
+            from,
+            to,
+            filled: filled_at <= middle,
+        })
     }
+}
+
+/// A segment's steady window (stage clock).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SteadyWindow {
+    pub from: f64,
+    pub to: f64,
+    /// The pipeline had filled where it opens.
+    pub filled: bool,
 }
 
 /// The steady figures of a stage, over all its segments.

@@ -133,6 +133,7 @@ pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
         offered_per_s: reading.offered_per_s,
         growth_noise_per_s: reading.growth_noise_per_s,
         growth_filling_per_s: reading.growth_filling_per_s,
+        growth_collapse_per_s: reading.growth_collapse_per_s,
     });
 }
 

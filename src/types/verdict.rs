@@ -117,4 +117,12 @@ pub struct Verdict {
     /// the estimate excuses up to this much.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growth_filling_per_s: Option<f64>,
+    /// How much the server's answers slowed within the window of a stage
+    /// that fell behind, req/s: a server that slows once a queue forms
+    /// (its front end sharing the engine's core) completed more than
+    /// rate − growth before, so its capacity may lie up to this much
+    /// above that. The estimate's interval reaches that far; the verdict
+    /// does not excuse it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_collapse_per_s: Option<f64>,
 }

@@ -210,6 +210,7 @@ pub fn in_sequence(runs: &[(String, &StageReport)], percentiles: &[f64]) -> Resu
         v.growth_noise_per_s = v.growth_noise_per_s.map(|g| g / n);
         v.offered_per_s = v.offered_per_s.map(|g| g / n);
         v.growth_filling_per_s = v.growth_filling_per_s.map(|g| g / n);
+        v.growth_collapse_per_s = v.growth_collapse_per_s.map(|g| g / n);
     }
     m.pauses = stages().map(|s| s.pauses).sum();
     m.repeat = None;
@@ -594,6 +595,10 @@ pub(super) fn merge_verdict(parts: &[Part], noun: &str) -> Option<Verdict> {
         growth_filling_per_s: judged
             .iter()
             .filter_map(|(_, v)| v.growth_filling_per_s)
+            .reduce(|a, b| a + b),
+        growth_collapse_per_s: judged
+            .iter()
+            .filter_map(|(_, v)| v.growth_collapse_per_s)
             .reduce(|a, b| a + b),
     })
 }

@@ -426,12 +426,17 @@ impl StageStats {
         let rel = |t: Instant| self.clock.active_at(t);
         let lat = self.latencies.latency.summary(&[]);
         let segments = self.segments_at(now);
-        // The pipeline has filled a median latency after the first answer.
-        let settle_s = lat.p50 / 1000.0;
-        let steady = Steady::of(&segments, &self.evidence.backlog, rel(now), settle_s);
+        // The one steady window: the rates, the backlog's growth and the
+        // verdict read it (policy::FILL_QUANTILE).
+        let fill_s = self
+            .latencies
+            .latency
+            .quantile_ms(crate::stats::policy::FILL_QUANTILE)
+            / 1000.0;
+        let steady = Steady::of(&segments, &self.evidence.backlog, rel(now), fill_s);
         let ranges: Vec<(f64, f64)> = segments
             .iter()
-            .filter_map(|s| s.steady(0.0, settle_s))
+            .filter_map(|s| s.steady(0.0, fill_s))
             .collect();
         let whole_window = if m_s > 0.0 {
             self.in_flight_area / m_s
@@ -462,7 +467,7 @@ impl StageStats {
             busy_quarters: self.evidence.busy_quarters(),
             answer_slope: self.evidence.answer_slope(),
             latency_p50_s: lat.p50 / 1000.0,
-            latency_p90_s: self.latencies.latency.quantile_ms(0.9) / 1000.0,
+            fill_s,
             latency_mean_s: lat.mean / 1000.0,
             // Time-weighted over the steady parts of the segments (after the
             // pipeline filled); the whole window when there is none yet.

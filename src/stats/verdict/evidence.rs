@@ -58,10 +58,12 @@ pub struct Evidence {
     /// Completions in the window left out of `measured` because their
     /// request ran across a pause.
     pub across_pause: u64,
-    /// 90th percentile latency of completed requests, seconds.
-    pub latency_p90_s: f64,
-    /// Sent, completed and answered over the steady window (from each
-    /// segment's first answer to its end).
+    /// Seconds from a segment's first answer until its pipeline has
+    /// filled: the completed requests' latency at
+    /// `stats::policy::FILL_QUANTILE`. Where the one steady window opens.
+    pub fill_s: f64,
+    /// Sent, completed and answered over the steady window (each segment's
+    /// [`Segment::steady`] with `fill_s`).
     pub steady: Steady,
     /// Requests due but not answered (in flight + waiting in the client),
     /// time-weighted per cell of `backlog_width_s` seconds.

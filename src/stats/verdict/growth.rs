@@ -27,34 +27,27 @@ pub struct Growth {
     /// (not cut to the segment's middle, see [`settle_after`]).
     pub filled: bool,
     /// What a window opened after the pipeline filled needs: the first
-    /// segment's first answer plus the 90th percentile latency, seconds.
+    /// segment's first answer plus the fill time (`Evidence::fill_s`).
     pub fill_s: f64,
     /// How much the growth slowed within the window because answers came
     /// faster in its second half than in its first (past the noise of the
     /// counts), req/s: a pipeline still filling. 0 when they did not.
     pub slowing_per_s: f64,
+    /// How much slower requests were answered in the window's second half
+    /// than in its first, past the noise of the counts, req/s: a server
+    /// that slows as its queue grows. 0 when they were not slower.
+    pub answers_slowed_per_s: f64,
 }
 
-/// When a segment's backlog should have stopped rising if the server kept
-/// up: once most requests sent since the segment began could have been
-/// answered (the 90th percentile latency after its first answer).
-/// A server that falls behind makes its own latencies grow, so the wait
-/// is capped at half the segment (never before its first answer): by then
-/// a growing backlog shows in any case. Also whether the pipeline had
-/// filled then (the cap did not cut the wait short).
+/// A segment's steady window: where its backlog should have stopped rising
+/// if the server kept up, the one window the achieved rate is read over
+/// too (`Segment::steady_window`: the first answer plus the fill time,
+/// never past the segment's middle, since a server that falls behind makes
+/// its own latencies grow and by then a growing backlog shows in any case).
+/// Also whether the pipeline had filled then.
 fn settle_after(e: &Evidence, seg: &Segment) -> Option<(f64, bool)> {
-    let first = seg.first_answer_s?;
-    let end = seg.end_s.unwrap_or(e.elapsed_s);
-    let half = seg.start_s + 0.5 * (end - seg.start_s);
-    // The slowest of the first requests answered: the 90th percentile
-    // latency after the first answer (from the segment's start alone, the
-    // tail of the ramp read as growth: a stage that kept up showed
-    // "saturating" 5 s in, then "inconclusive" at its end).
-    let filled = first + e.latency_p90_s;
-    Some((
-        first.max(filled.min(half)) + e.backlog_width_s,
-        filled <= half,
-    ))
+    let w = seg.steady_window(e.elapsed_s, e.fill_s)?;
+    Some((w.from, w.filled))
 }
 
 /// The backlog cells of each segment's steady window, for the fit.
@@ -87,12 +80,14 @@ fn steady_backlog(e: &Evidence) -> SteadyBacklog<'_> {
         };
         b.settle_s.get_or_insert(from);
         b.fill_s
-            .get_or_insert(seg.first_answer_s.unwrap_or(from) + e.latency_p90_s);
+            .get_or_insert(seg.first_answer_s.unwrap_or(from) + e.fill_s);
         b.all_filled &= filled;
+        // Cells wholly inside the window (a cell's middle is its t_s).
+        let half = 0.5 * e.backlog_width_s;
         let pts: Vec<&BacklogPoint> = e
             .backlog
             .iter()
-            .filter(|p| p.t_s >= from && p.t_s <= to)
+            .filter(|p| p.t_s - half >= from - 1e-9 && p.t_s <= to)
             .collect();
         if pts.len() >= 2 {
             b.last = pts.last().copied();
@@ -159,7 +154,9 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
     let tau = e.latency_p50_s.max(e.backlog_width_s);
     let independent = (window_s / tau).clamp(2.0, n as f64);
     let noise = sd * (12.0 / independent).sqrt() / window_s;
-    let slowing_per_s = answers_quickening(&answers, e.backlog_width_s);
+    let (first_half, second_half, noise_of_difference) = halves(&answers, e.backlog_width_s);
+    let slowing_per_s = (second_half - first_half - noise_of_difference).max(0.0);
+    let answers_slowed_per_s = (first_half - second_half - noise_of_difference).max(0.0);
     let end = last?;
     let first_group = groups.first()?;
     let head = first_group.len().div_ceil(4).max(1);
@@ -181,17 +178,20 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
         filled: all_filled,
         fill_s: fill_s.unwrap_or(0.0),
         slowing_per_s,
+        answers_slowed_per_s,
     })
 }
 
-/// How much faster requests were answered in the second half of the
-/// window than in the first, past the noise of two counts (each about
-/// Poisson), req/s; 0 when not faster. A pipeline still filling answers
-/// faster as it fills, and its backlog's growth slows by as much; a server
-/// that fell behind answers at its capacity throughout. (The backlog's own
-/// slowing is no measure: arrivals that came in a burst early, as Poisson
-/// ones do, slow it too.)
-fn answers_quickening(answers: &[Vec<(f64, f64)>], width: f64) -> f64 {
+/// The answer rates of the window's first and second halves, and the
+/// noise of their difference (each count about Poisson), req/s.
+///
+/// Faster in the second half: a pipeline still filling answers faster as
+/// it fills, and its backlog's growth slows by as much; a server that fell
+/// behind answers at its capacity throughout. (The backlog's own slowing is
+/// no measure: arrivals that came in a burst early, as Poisson ones do,
+/// slow it too.) Slower in the second half: a server whose queue costs it
+/// (a front end sharing the engine's core) completed more before.
+fn halves(answers: &[Vec<(f64, f64)>], width: f64) -> (f64, f64, f64) {
     let (mut n1, mut t1, mut n2, mut t2) = (0.0, 0.0, 0.0, 0.0);
     for g in answers {
         let mid = g.len() / 2;
@@ -201,10 +201,10 @@ fn answers_quickening(answers: &[Vec<(f64, f64)>], width: f64) -> f64 {
         t2 += (g.len() - mid) as f64 * width;
     }
     if t1 <= 0.0 || t2 <= 0.0 {
-        return 0.0;
+        return (0.0, 0.0, 0.0);
     }
     let noise = (n1 / (t1 * t1) + n2 / (t2 * t2)).sqrt();
-    (n2 / t2 - n1 / t1 - noise).max(0.0)
+    (n1 / t1, n2 / t2, noise)
 }
 
 /// Least-squares slope and its t statistic (slope ÷ standard error).
