@@ -142,7 +142,30 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
             "; {c} did not hold at a lower rate: the evidence disagrees, rerun with longer stages"
         ));
     }
+    if let Some(late) = set_aside_as_client_limited(stages) {
+        a.basis.push_str(&late);
+    }
     a
+}
+
+/// The open-loop stages llmsweep itself could not drive on time, which the
+/// answer leaves out (a busy client machine: their verdicts would be the
+/// client's, not the server's), said so the answer's basis is whole.
+fn set_aside_as_client_limited(stages: &[StageReport]) -> Option<String> {
+    let late: Vec<String> = stages
+        .iter()
+        .filter(|s| s.strategy.is_open_loop() && s.client.as_ref().is_some_and(|c| c.limited))
+        .map(|s| crate::types::stage_run_name(stages, s))
+        .collect();
+    let (first, more) = late.split_first()?;
+    let named = match more.len() {
+        0 => first.clone(),
+        n => format!("{first} and {n} more"),
+    };
+    Some(format!(
+        "; set aside: {named} (llmsweep could not send {} on time: a busy client machine)",
+        if more.is_empty() { "it" } else { "them" }
+    ))
 }
 
 /// The estimate, its interval and the stages it rests on, and what to run
@@ -573,6 +596,43 @@ mod tests {
         let a = answer(&[held], None);
         let want = format!("--rate {:.2},{:.2}", 1.25 * est, 1.5 * est);
         assert!(a.next.unwrap_or_default().contains(&want));
+    }
+
+    /// Stages llmsweep could not drive on time are left out of the answer,
+    /// and its basis says which (seen: a debug build on a busy machine,
+    /// three probes at 38.19 client-limited and the answer silent on them).
+    #[test]
+    fn stages_the_client_could_not_drive_are_set_aside_and_named() {
+        use Outcome::*;
+        let mut late = stage("constant@40.00", 40.0, 31.0, Some(Inconclusive));
+        late.client = Some(crate::types::ClientCheck {
+            limited: true,
+            ..Default::default()
+        });
+        let stages = vec![
+            stage("constant@20.00", 20.0, 20.0, Some(NotSaturated)),
+            late.clone(),
+            stage("constant@44.00", 44.0, 36.0, Some(Saturated)),
+        ];
+        let a = answer(&stages, None);
+        assert!(
+            a.basis
+                .contains("; set aside: constant@40.00 (llmsweep could not send it on time"),
+            "{}",
+            a.basis
+        );
+        let mut two = stages.clone();
+        late.name = "constant@42.00".into();
+        two.push(late);
+        let a = answer(&two, None);
+        assert!(
+            a.basis.contains("set aside: constant@40.00 and 1 more"),
+            "{}",
+            a.basis
+        );
+        // None set aside: nothing said.
+        let a = answer(&stages[..1], None);
+        assert!(!a.basis.contains("set aside"), "{}", a.basis);
     }
 
     /// A flood cut short by a key is quoted only when no whole one ran,
