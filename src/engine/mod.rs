@@ -123,12 +123,9 @@ impl StageEnd {
         }
     }
 
-    /// Ended by the operator before its limit.
+    /// Cut short (`StageEndReason::cut_short`, the one notion).
     fn cut_short(&self) -> bool {
-        matches!(
-            self,
-            StageEnd::Skipped | StageEnd::RateChanged(_) | StageEnd::Stopped(_)
-        )
+        self.reason().cut_short()
     }
 }
 

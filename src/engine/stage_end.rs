@@ -231,15 +231,9 @@ impl Engine {
         ended_at: Instant,
     ) -> StageReport {
         stats.tick(end_at);
-        // The verdict's evidence rule: a stage that did not run to its limit
-        // falls back to plain rates.
-        stats.cut_short = matches!(
-            end,
-            StageEnd::Skipped
-                | StageEnd::RateChanged(_)
-                | StageEnd::Stopped(_)
-                | StageEnd::MaxErrors
-        );
+        // The verdict's evidence rule: a stage cut short falls back to
+        // plain rates.
+        stats.cut_short = end.cut_short();
         let mut report = stats.finish(
             end_at,
             spec.name.clone(),

@@ -645,20 +645,21 @@ fn describe_limits(l: &Limits) -> String {
 
 /// The trap of seed 003: stages shorter than a few request latencies end with
 /// most requests still in flight, so high-rate stages report zero completed.
-/// Warns when a stage is shorter than three median latencies of the
-/// synchronous stage.
+/// Warns when a stage is shorter than `LATENCIES_PER_STAGE` median
+/// latencies of the synchronous stage.
 pub fn short_stage_warning(done: &[StageReport], limits: &Limits) -> Option<String> {
     let stage_s = limits.max_seconds?;
     let sync = done
         .iter()
         .find(|s| s.strategy == StrategyKind::Synchronous)?;
     let latency_s = sync.latency_ms.p50 / 1000.0;
-    (latency_s > 0.0 && stage_s < 3.0 * latency_s).then(|| {
+    let n = crate::types::LATENCIES_PER_STAGE;
+    (latency_s > 0.0 && stage_s < n * latency_s).then(|| {
         format!(
-            "stages of {stage_s:.0} s are shorter than 3 × the median request latency ({latency_s:.1} s): \
+            "stages of {stage_s:.0} s are shorter than {n:.0} × the median request latency ({latency_s:.1} s): \
              at high rates most requests will still be in flight when a stage ends and count as incomplete; \
              use --max-seconds {:.0} or more, or --drain",
-            (3.0 * latency_s).ceil()
+            (n * latency_s).ceil()
         )
     })
 }

@@ -351,7 +351,7 @@ fn verdict_rank(s: &StageReport) -> u8 {
 
 /// A stage cut short (skipped, stopped, …) speaks for a merged one.
 fn cut_rank(s: &StageReport) -> u8 {
-    u8::from(s.end_reason.cut())
+    u8::from(s.end_reason.ended_early())
 }
 
 /// A total a measured request (0 without any).

@@ -267,18 +267,15 @@ fn undecided_line(stages: &[StageReport]) -> Option<String> {
     Some(text.join("; "))
 }
 
-/// Stages ended by a key, an error limit or a stop, not by their plan
-/// (the guard's are on the saturated line, with its reason; seen: "Cut
-/// short constant@23.73 (ended by a key, an error limit or a stop)" of a
-/// stage the guard ended).
+/// Stages cut short (`StageEndReason::cut_short`: a key, an error limit
+/// or a stop, not their plan; the guard's are on the saturated line, with
+/// its reason: seen "Cut short constant@23.73 (ended by a key, an error
+/// limit or a stop)" of a stage the guard ended).
 fn cut_short_line(stages: &[StageReport]) -> Option<String> {
-    use crate::types::StageEndReason;
     let cut: Vec<String> = stages
         .iter()
         .zip(crate::types::stage_run_names(stages))
-        .filter(|(s, _)| {
-            !s.end_reason.ran_its_course() && s.end_reason != StageEndReason::OverSaturated
-        })
+        .filter(|(s, _)| s.end_reason.cut_short())
         .map(|(_, name)| name)
         .collect();
     (!cut.is_empty()).then(|| {

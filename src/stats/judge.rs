@@ -215,14 +215,14 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<StageWarn
     }
     let c = s.requests;
     let latency_s = s.latency_ms.p50 / 1000.0;
-    let cut = s.end_reason.cut();
+    let cut = s.end_reason.ended_early();
     if c.completed == 0 && c.incomplete > 0 && !cut {
         w.push(StageWarning::NoneCompleted {
             duration_s: s.duration_s,
             in_flight: c.incomplete,
         });
     } else if latency_s > 0.0
-        && s.duration_s < 3.0 * latency_s
+        && s.duration_s < crate::types::LATENCIES_PER_STAGE * latency_s
         && !cut
         && s.strategy != StrategyKind::Throughput
     {

@@ -204,17 +204,28 @@ impl StageEndReason {
         }
     }
 
-    /// Ended before its limit by something other than its evidence ran
-    /// out of time: a key, a stop, or the over-saturation guard. Its
-    /// numbers describe a fragment.
-    pub fn cut(self) -> bool {
+    /// Cut short: ended before its limit by the operator (a key, a new
+    /// rate, a stop) or by the error limit, not by anything it measured.
+    /// The one notion of "cut short": its rates fall back to plain counts
+    /// (`stats::verdict::capacity`), its label says "(cut short)", a flood
+    /// cut short is quoted only when no whole one ran, and the sweep plans
+    /// from a whole stage before one cut short.
+    pub fn cut_short(self) -> bool {
         matches!(
             self,
             StageEndReason::Skipped
                 | StageEndReason::RateChanged
                 | StageEndReason::Stopped
-                | StageEndReason::OverSaturated
+                | StageEndReason::MaxErrors
         )
+    }
+
+    /// Ended before its planned length: cut short, or ended by the
+    /// over-saturation guard on its own evidence. Its numbers describe a
+    /// fragment of what was planned (no length advice, no "mostly in
+    /// flight" warning; a merged stage ended early if any shard's did).
+    pub fn ended_early(self) -> bool {
+        self.cut_short() || self == StageEndReason::OverSaturated
     }
 
     /// Ended by its own limit or its evidence: a whole stage.

@@ -32,4 +32,4 @@ pub use search::{SearchProbe, SearchSummary};
 pub use settings::SavedSettings;
 pub use slo::Slo;
 pub use verdict::{Basis, CapacityEstimate, Method, Outcome, Verdict};
-pub use warning::StageWarning;
+pub use warning::{StageWarning, LATENCIES_PER_STAGE};

@@ -6,6 +6,13 @@
 
 use std::fmt;
 
+/// The fewest median request latencies a stage should last: shorter, and
+/// at high rates most of its requests are still in flight when it ends and
+/// count as incomplete (seed 003: high-rate stages reported zero
+/// completed). The sweep's header warns with it, and a stage's warnings.
+/// `stats::policy` re-exports it beside the other numbers of the judgement.
+pub const LATENCIES_PER_STAGE: f64 = 3.0;
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -92,8 +99,8 @@ impl fmt::Display for StageWarning {
                 latency_s,
             } => write!(
                 f,
-                "the {duration_s:.1} s stage is shorter than 3 × its median latency ({latency_s:.1} s): use --max-seconds {:.0} or more",
-                (3.0 * latency_s).ceil()
+                "the {duration_s:.1} s stage is shorter than {LATENCIES_PER_STAGE:.0} × its median latency ({latency_s:.1} s): use --max-seconds {:.0} or more",
+                (LATENCIES_PER_STAGE * latency_s).ceil()
             ),
             StageWarning::MostlyInFlight {
                 incomplete,

@@ -120,7 +120,7 @@ pub(super) fn merge_stage(parts: &[Part], percentiles: &[f64], how: How) -> Resu
         end_reason: {
             let ends = || parts.iter().map(|(_, s, _)| s.end_reason);
             ends()
-                .find(|e| e.cut())
+                .find(|e| e.ended_early())
                 .or_else(|| ends().next())
                 .unwrap_or_default()
         },
