@@ -21,6 +21,7 @@ pub mod sse;
 mod stream;
 mod target;
 mod tokens;
+pub mod trace;
 
 pub use config::{ClientConfig, FollowRedirects};
 pub use errors::{add_error_sample, body_summary, ErrorCategory, ERROR_SAMPLES};
@@ -34,6 +35,7 @@ pub use target::{
     api_of_endpoint, choose_api, endpoint_note, join_url, normalize_base_url, normalize_target,
 };
 pub use tokens::{finish_token_counts, finish_with_thinking};
+pub use trace::TraceIds;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -369,8 +371,10 @@ impl Client {
             prompt.filled()
         };
         let prompt = &filled;
+        let ids = TraceIds::random();
         let sent_at = Instant::now();
         let mut st = StreamState {
+            ids: Some(ids),
             reply: self.keep_replies.then(String::new),
             watch: progress::Watch::new(progress),
             ..StreamState::default()
@@ -437,6 +441,7 @@ impl Client {
             images,
             image_bytes,
             tool_calls: st.tool_calls,
+            ids: Some(ids),
         }
     }
 
@@ -450,13 +455,28 @@ impl Client {
         body: Option<&Bytes>,
         timeout: Option<Duration>,
     ) -> Result<reqwest::Response, SendFail> {
+        self.request_with(http, method, first, body, timeout, &[])
+            .await
+    }
+
+    /// [`Client::request`] with `extra` headers (no secret: they go to
+    /// every origin a redirect leads to).
+    async fn request_with(
+        &self,
+        http: &reqwest::Client,
+        method: Method,
+        first: &Url,
+        body: Option<&Bytes>,
+        timeout: Option<Duration>,
+        extra: &[(HeaderName, HeaderValue)],
+    ) -> Result<reqwest::Response, SendFail> {
         let route = redirect::Route {
             origin: &self.url,
             own: &self.headers,
             plain: &self.plain_headers,
             follow: self.follow,
         };
-        redirect::send(http, route, method, first, body, timeout)
+        redirect::send_with(http, route, method, first, body, timeout, extra)
             .await
             .map_err(|f| match f {
                 redirect::Fail::Http(e) => SendFail::Http(e),
@@ -540,8 +560,10 @@ impl Client {
         st: &mut StreamState,
     ) -> Result<reqwest::Response, RequestOutcome> {
         let body = Some(&prompt.body);
+        let ids = st.ids.map(|ids| ids.headers());
+        let extra = ids.as_ref().map_or(&[][..], |h| &h[..]);
         let first = self
-            .request(&self.http, Method::POST, &self.url, body, None)
+            .request_with(&self.http, Method::POST, &self.url, body, None, extra)
             .await;
         let resp = match first {
             // The pooled connection was closed by the server before it answered
@@ -549,7 +571,7 @@ impl Client {
             // keep-alive): send once more, on a new connection.
             Err(SendFail::Http(e)) if is_stale_connection(&e) => {
                 st.reconnects += 1;
-                self.request(&self.fresh, Method::POST, &self.url, body, None)
+                self.request_with(&self.fresh, Method::POST, &self.url, body, None, extra)
                     .await
             }
             r => r,

@@ -234,6 +234,9 @@ pub struct RequestRecord {
     pub image_bytes: u64,
     /// Tool calls the answer streamed (`tool_calls` deltas, each call once).
     pub tool_calls: u32,
+    /// The ids the request carried (`traceparent`, `x-request-id`); None
+    /// for a backend that sends no HTTP.
+    pub ids: Option<super::TraceIds>,
 }
 
 /// The most of an answer's text a record keeps (`RequestRecord::reply`).
@@ -267,6 +270,7 @@ impl RequestRecord {
             images: 0,
             image_bytes: 0,
             tool_calls: 0,
+            ids: None,
         }
     }
 

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, LOCATION};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
 use reqwest::{Method, Url};
 
 use super::config::FollowRedirects;
@@ -59,6 +59,20 @@ pub async fn send(
     body: Option<&Bytes>,
     timeout: Option<Duration>,
 ) -> Result<reqwest::Response, Fail> {
+    send_with(http, route, method, first, body, timeout, &[]).await
+}
+
+/// [`send`], with `extra` headers that are no secret (a request's trace
+/// ids), sent to every origin a redirect leads to.
+pub async fn send_with(
+    http: &reqwest::Client,
+    route: Route<'_>,
+    method: Method,
+    first: &Url,
+    body: Option<&Bytes>,
+    timeout: Option<Duration>,
+    extra: &[(HeaderName, HeaderValue)],
+) -> Result<reqwest::Response, Fail> {
     let mut url = first.clone();
     let mut hops = 0;
     loop {
@@ -70,6 +84,9 @@ pub async fn send(
         let mut rb = http
             .request(method.clone(), url.clone())
             .headers(headers.clone());
+        for (name, value) in extra {
+            rb = rb.header(name.clone(), value.clone());
+        }
         if let Some(b) = body {
             rb = rb.body(b.clone());
         }

@@ -13,7 +13,7 @@ use rand::rngs::SmallRng;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::answer::{unix_now, StreamCtx};
+use super::answer::{answer_id, unix_now, StreamCtx};
 use super::batcher::{Emit, SeqRequest};
 use super::body::{error, http_fault, plain, read_body, whole_response, SimBody, SseBody};
 use super::faults::{self, Fault};
@@ -29,7 +29,8 @@ pub async fn handle(
 ) -> Result<Response<SimBody>, Infallible> {
     let received = Instant::now();
     let path = req.uri().path().to_string();
-    let resp = match (req.method(), path.as_str()) {
+    let ids = Ids::of(&req);
+    let mut resp = match (req.method(), path.as_str()) {
         (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", ""),
         (&Method::GET, "/v1/models") => models(&state),
         (&Method::GET, "/metrics") => metrics(&state),
@@ -43,18 +44,18 @@ pub async fn handle(
             state.truth.reset();
             plain(StatusCode::OK, "application/json", "{}")
         }
-        (&Method::POST, "/v1/chat/completions") => generate(state, req, Api::Chat, received).await,
+        (&Method::POST, "/v1/chat/completions") => generate(state, req, Api::Chat, received, &ids).await,
         (&Method::POST, "/v1/completions") => {
-            generate(state, req, Api::Completions, received).await
+            generate(state, req, Api::Completions, received, &ids).await
         }
-        (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received).await,
-        (&Method::POST, "/v1/messages") => generate(state, req, Api::Messages, received).await,
+        (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received, &ids).await,
+        (&Method::POST, "/v1/messages") => generate(state, req, Api::Messages, received, &ids).await,
         (&Method::POST, "/tokenize") => tokenize(&state, req).await,
-        (&Method::POST, "/v1/embeddings") => pool(state, req, Kind::Embeddings, received).await,
+        (&Method::POST, "/v1/embeddings") => pool(state, req, Kind::Embeddings, received, &ids).await,
         (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => {
-            pool(state, req, Kind::Rerank, received).await
+            pool(state, req, Kind::Rerank, received, &ids).await
         }
-        (&Method::POST, "/v1/score" | "/score") => pool(state, req, Kind::Score, received).await,
+        (&Method::POST, "/v1/score" | "/score") => pool(state, req, Kind::Score, received, &ids).await,
         (
             _,
             "/v1/chat/completions"
@@ -81,7 +82,37 @@ pub async fn handle(
             &format!("no route for {path}"),
         ),
     };
+    // As vLLM's --enable-request-id-headers: the id answered back.
+    if let Some(id) = ids.request_id.as_deref() {
+        if let Ok(v) = HeaderValue::from_str(id) {
+            resp.headers_mut().insert("x-request-id", v);
+        }
+    }
     Ok(resp)
+}
+
+/// The ids a request carried: its `x-request-id` when it is one vLLM
+/// would take (at most 128 characters of letters, digits and `-_.:`),
+/// and whether its `traceparent` is a valid W3C one.
+pub(super) struct Ids {
+    pub(super) request_id: Option<String>,
+    pub(super) traced: bool,
+}
+
+impl Ids {
+    fn of<B>(req: &Request<B>) -> Ids {
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+        let request_id = header("x-request-id")
+            .filter(|id| {
+                (1..=128).contains(&id.len())
+                    && id
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || b"-_.:".contains(&c))
+            })
+            .map(str::to_string);
+        let traced = header("traceparent").is_some_and(crate::client::trace::valid_traceparent);
+        Ids { request_id, traced }
+    }
 }
 
 async fn generate(
@@ -89,9 +120,11 @@ async fn generate(
     req: Request<Incoming>,
     api: Api,
     received: Instant,
+    ids: &Ids,
 ) -> Response<SimBody> {
     state.requests_total.fetch_add(1, Ordering::Relaxed);
     state.truth.on_received();
+    state.truth.on_ids(ids.request_id.as_deref(), ids.traced);
     let timing = RequestTiming::new(received);
     let body = match read_body(req).await {
         Ok(b) => b,
@@ -157,7 +190,7 @@ async fn generate(
     let mut ctx = StreamCtx::new(
         &state,
         api,
-        ordinal,
+        answer_id(api, ids.request_id.as_deref(), ordinal),
         &gen,
         cached_tokens,
         reasoning_tokens,
@@ -249,9 +282,11 @@ async fn pool(
     req: Request<Incoming>,
     kind: Kind,
     received: Instant,
+    ids: &Ids,
 ) -> Response<SimBody> {
     state.requests_total.fetch_add(1, Ordering::Relaxed);
     state.truth.on_received();
+    state.truth.on_ids(ids.request_id.as_deref(), ids.traced);
     let mut timing = RequestTiming::new(received);
     let reject = |status, kind: &str, msg: &str| {
         state.truth.record(&timing, Ending::Rejected);
@@ -306,14 +341,15 @@ async fn pool(
     }
     timing.last_token = Some(Instant::now());
     state.truth.record(&timing, Ending::Completed);
-    let id = format!(
-        "{}-{ordinal}",
-        match kind {
-            Kind::Embeddings => "embd",
-            Kind::Rerank => "rerank",
-            Kind::Score => "score",
-        }
-    );
+    let prefix = match kind {
+        Kind::Embeddings => "embd",
+        Kind::Rerank => "rerank",
+        Kind::Score => "score",
+    };
+    let id = match ids.request_id.as_deref() {
+        Some(r) => format!("{prefix}-{r}"),
+        None => format!("{prefix}-{ordinal}"),
+    };
     plain(
         StatusCode::OK,
         "application/json",

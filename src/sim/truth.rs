@@ -91,6 +91,9 @@ struct Inner {
     by_model: BTreeMap<String, u64>,
     images: u64,
     tool_calls: u64,
+    traced: u64,
+    with_request_id: u64,
+    last_request_id: Option<String>,
 }
 
 impl Inner {
@@ -111,6 +114,9 @@ impl Inner {
             by_model: BTreeMap::new(),
             images: 0,
             tool_calls: 0,
+            traced: 0,
+            with_request_id: 0,
+            last_request_id: None,
         }
     }
 }
@@ -179,6 +185,14 @@ pub struct TruthReport {
     /// Answers that were tool calls.
     #[serde(default)]
     pub tool_calls: u64,
+    /// Requests that carried a valid W3C `traceparent`, and an `x-request-id`;
+    /// the last such id.
+    #[serde(default)]
+    pub traced: u64,
+    #[serde(default)]
+    pub with_request_id: u64,
+    #[serde(default)]
+    pub last_request_id: Option<String>,
 }
 
 impl Truth {
@@ -269,6 +283,20 @@ impl Truth {
             by_model: g.by_model.clone(),
             images: g.images,
             tool_calls: g.tool_calls,
+            traced: g.traced,
+            with_request_id: g.with_request_id,
+            last_request_id: g.last_request_id.clone(),
+        }
+    }
+
+    /// A request's ids: its `x-request-id`, if any, and whether it carried
+    /// a valid `traceparent`.
+    pub fn on_ids(&self, request_id: Option<&str>, traced: bool) {
+        let mut g = self.lock();
+        g.traced += u64::from(traced);
+        if let Some(id) = request_id {
+            g.with_request_id += 1;
+            g.last_request_id = Some(id.to_string());
         }
     }
 
