@@ -103,3 +103,124 @@ async fn every_request_carries_ids_the_server_sees_and_requests_jsonl_keeps() {
     assert!(ids.contains(&last), "{last} is one requests.jsonl kept");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Two stages of one stream each on a shared 512-token prefix, with or
+/// without `--reset-prefix-cache`: the report, and the cached tokens of the
+/// second stage's first request.
+async fn two_stages(url: &str, name: &str, reset: bool) -> (Value, Vec<Value>) {
+    let out = tmpdir(name);
+    let mut args = vec![
+        "--profile",
+        "concurrent",
+        "--rate",
+        "1,1",
+        "--max-requests",
+        "5",
+        "--max-seconds",
+        "30",
+        "--data",
+        "prompt_tokens=16,prefix_tokens=512,output_tokens=2,samples=40",
+        "--save-requests",
+    ];
+    if reset {
+        args.push("--reset-prefix-cache");
+    }
+    let o = run(url, &out, &args).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let l = lines(&out);
+    let _ = std::fs::remove_dir_all(&out);
+    (r, l)
+}
+
+/// The share of a stage's prompt tokens the server served from its cache.
+fn hit_share(stage: &Value) -> f64 {
+    let t = &stage["tokens"];
+    t["prompt_cached_total"].as_f64().expect("the simulator reports cached tokens")
+        / t["prompt_total"].as_f64().unwrap()
+}
+
+/// The first request of a stage: its cached prompt tokens.
+fn first_cached(lines: &[Value], stage_number: u64) -> u64 {
+    lines
+        .iter()
+        .find(|l| l["stage_number"] == stage_number && l["index"] == 0)
+        .and_then(|l| l["server_cached_prompt_tokens"].as_u64())
+        .expect("the stage's first request, with its cached tokens")
+}
+
+/// `--reset-prefix-cache` empties the server's prefix cache before each
+/// stage (the timeline says so): a stage's first request no longer finds
+/// the shared prefix the stage before computed, and the stage's hit share
+/// falls by that request's prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_prefix_cache_keeps_stages_from_warming_each_other() {
+    let sim = common::start_sim(common::model(2.0, 0.0, 64)).await;
+    let url = sim.url();
+
+    let (warm, warm_lines) = two_stages(&url, "reset-off", false).await;
+    assert_eq!(common::truth(&url).await.cache_resets, 0);
+    let (cold, cold_lines) = two_stages(&url, "reset-on", true).await;
+    // Once before any load (the route is found), then before each stage.
+    assert_eq!(common::truth(&url).await.cache_resets, 3);
+
+    // Without it, the second stage starts on the prefix the first computed;
+    // with it, its first request computes the prefix again.
+    assert!(first_cached(&warm_lines, 2) >= 496, "{warm_lines:?}");
+    assert_eq!(first_cached(&cold_lines, 2), 0, "{cold_lines:?}");
+    assert_eq!(first_cached(&cold_lines, 1), 0);
+    let (w, c) = (hit_share(&warm["stages"][1]), hit_share(&cold["stages"][1]));
+    println!("stage 2's hit share: {w:.3} without --reset-prefix-cache, {c:.3} with");
+    assert!(w > c + 0.1, "hit share of stage 2: {w:.3} without, {c:.3} with");
+
+    let resets: Vec<&Value> = cold["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "cache_reset")
+        .collect();
+    assert_eq!(resets.len(), 2, "{:?}", cold["timeline"]);
+    assert!(
+        resets[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("POST /reset_prefix_cache answered HTTP 200"),
+        "{resets:?}"
+    );
+    assert!(!warm["timeline"].to_string().contains("cache_reset"));
+}
+
+/// A server that empties no prefix cache (vLLM without
+/// VLLM_SERVER_DEV_MODE=1) is refused before any load, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_prefix_cache_is_refused_before_any_load_when_the_server_lacks_it() {
+    let mut c = common::model(2.0, 0.0, 64);
+    c.params.cache_reset_route = false;
+    let sim = common::start_sim(c).await;
+    let out = tmpdir("reset-refused");
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--profile",
+            "constant",
+            "--rate",
+            "5",
+            "--max-requests",
+            "5",
+            "--reset-prefix-cache",
+        ],
+    )
+    .await;
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--reset-prefix-cache: the server empties no prefix cache")
+            && err.contains("POST /reset_prefix_cache: HTTP 404")
+            && err.contains("POST /flush_cache: HTTP 404")
+            && err.contains("VLLM_SERVER_DEV_MODE=1"),
+        "{err}"
+    );
+    assert_eq!(common::truth(&sim.url()).await.received, 0, "no load was sent");
+    let _ = std::fs::remove_dir_all(&out);
+}

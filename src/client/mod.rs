@@ -325,6 +325,30 @@ impl Client {
         Ok(tokenize_count(&body.bytes))
     }
 
+    /// `POST route` on the server, without a body (a prefix cache reset:
+    /// vLLM's `/reset_prefix_cache`, SGLang's `/flush_cache`): the answer's
+    /// status and the start of its body, secrets masked.
+    pub async fn post_route(&self, route: &str) -> Result<(u16, String)> {
+        let url = Url::parse(&join_url(&self.base_url, route))
+            .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
+        let shown = self.display_url();
+        let timeout = Some(Duration::from_secs(60));
+        let resp = match self
+            .request(&self.http, Method::POST, &url, None, timeout)
+            .await
+        {
+            Ok(r) => r,
+            Err(SendFail::Http(e)) if is_stale_connection(&e) => self
+                .request(&self.fresh, Method::POST, &url, None, timeout)
+                .await
+                .map_err(|f| self.fail_message(f, &shown))?,
+            Err(f) => return Err(self.fail_message(f, &shown)),
+        };
+        let status = resp.status().as_u16();
+        let body = read_some(resp, ERROR_BODY_BYTES).await;
+        Ok((status, self.redact(&body)))
+    }
+
     fn fail_message(&self, f: SendFail, shown: &str) -> anyhow::Error {
         match f {
             SendFail::Http(e) => {

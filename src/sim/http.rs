@@ -40,6 +40,14 @@ pub async fn handle(
                 .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
             plain(StatusCode::OK, "application/json", body)
         }
+        (&Method::POST, "/reset_prefix_cache") if state.params.cache_reset_route => {
+            // As vLLM: the cache emptied, 200 and no body.
+            if let Some(c) = &state.prefix_cache {
+                c.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            }
+            state.truth.on_cache_reset();
+            plain(StatusCode::OK, "text/plain", "")
+        }
         (&Method::POST, "/sim/reset") => {
             state.truth.reset();
             plain(StatusCode::OK, "application/json", "{}")

@@ -409,7 +409,12 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
             let bound = handle.serve_dcgm(listener)?;
             println!("DCGM exporter at http://{bound}/metrics");
         }
-        println!("routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/rerank (/rerank, /v2/rerank), /v1/score (/score), /tokenize; GET /v1/models, /health, /metrics, /dcgm-metrics (with --gpus), /sim/stats; Ctrl-C stops");
+        let reset = if p.cache_reset_route {
+            ", /reset_prefix_cache"
+        } else {
+            ""
+        };
+        println!("routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/rerank (/rerank, /v2/rerank), /v1/score (/score), /tokenize{reset}; GET /v1/models, /health, /metrics, /dcgm-metrics (with --gpus), /sim/stats; Ctrl-C stops");
         wait_for_stop_signal().await;
         handle.shutdown().await;
         Ok(())

@@ -94,6 +94,7 @@ struct Inner {
     traced: u64,
     with_request_id: u64,
     last_request_id: Option<String>,
+    cache_resets: u64,
 }
 
 impl Inner {
@@ -117,6 +118,7 @@ impl Inner {
             traced: 0,
             with_request_id: 0,
             last_request_id: None,
+            cache_resets: 0,
         }
     }
 }
@@ -193,6 +195,9 @@ pub struct TruthReport {
     pub with_request_id: u64,
     #[serde(default)]
     pub last_request_id: Option<String>,
+    /// Times `POST /reset_prefix_cache` emptied the prefix cache.
+    #[serde(default)]
+    pub cache_resets: u64,
 }
 
 impl Truth {
@@ -286,7 +291,12 @@ impl Truth {
             traced: g.traced,
             with_request_id: g.with_request_id,
             last_request_id: g.last_request_id.clone(),
+            cache_resets: g.cache_resets,
         }
+    }
+
+    pub fn on_cache_reset(&self) {
+        self.lock().cache_resets += 1;
     }
 
     /// A request's ids: its `x-request-id`, if any, and whether it carried
