@@ -136,7 +136,9 @@ async fn two_stages(url: &str, name: &str, reset: bool) -> (Value, Vec<Value>) {
 /// The share of a stage's prompt tokens the server served from its cache.
 fn hit_share(stage: &Value) -> f64 {
     let t = &stage["tokens"];
-    t["prompt_cached_total"].as_f64().expect("the simulator reports cached tokens")
+    t["prompt_cached_total"]
+        .as_f64()
+        .expect("the simulator reports cached tokens")
         / t["prompt_total"].as_f64().unwrap()
 }
 
@@ -171,7 +173,10 @@ async fn reset_prefix_cache_keeps_stages_from_warming_each_other() {
     assert_eq!(first_cached(&cold_lines, 1), 0);
     let (w, c) = (hit_share(&warm["stages"][1]), hit_share(&cold["stages"][1]));
     println!("stage 2's hit share: {w:.3} without --reset-prefix-cache, {c:.3} with");
-    assert!(w > c + 0.1, "hit share of stage 2: {w:.3} without, {c:.3} with");
+    assert!(
+        w > c + 0.1,
+        "hit share of stage 2: {w:.3} without, {c:.3} with"
+    );
 
     let resets: Vec<&Value> = cold["timeline"]
         .as_array()
@@ -221,6 +226,82 @@ async fn reset_prefix_cache_is_refused_before_any_load_when_the_server_lacks_it(
             && err.contains("VLLM_SERVER_DEV_MODE=1"),
         "{err}"
     );
-    assert_eq!(common::truth(&sim.url()).await.received, 0, "no load was sent");
+    assert_eq!(
+        common::truth(&sim.url()).await.received,
+        0,
+        "no load was sent"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// An embeddings sweep sends its batches again: every input of a batch is
+/// made new to the server (each is its own request to vLLM, looked up in
+/// its prefix cache: only the first was tagged, and vLLM served 29–50 % of
+/// a sweep's prompt tokens from its cache), and the Server table counts a
+/// batch's tokens per input, as vLLM's /metrics does (it read 256 "/metrics
+/// prompt tok/req" beside 1,024 requested).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_input_of_a_batch_is_new_and_the_server_table_counts_per_input() {
+    let sim = common::start_sim(common::model(2.0, 0.0, 64)).await;
+    let url = sim.url();
+    let out = tmpdir("pooling-units");
+    let o = run(
+        &url,
+        &out,
+        &[
+            "--api",
+            "embeddings",
+            "--batch",
+            "4",
+            "--profile",
+            "constant",
+            "--rate",
+            "8",
+            "--max-requests",
+            "24",
+            "--max-seconds",
+            "30",
+            "--server-metrics-interval",
+            "0.5",
+            "--data",
+            "prompt_tokens=64,output_tokens=1,samples=8",
+            "--export",
+            "json,console",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let stage = &r["stages"][0];
+    assert_eq!(stage["pooling"]["inputs_per_request"], 4);
+    let server = &stage["server"];
+    // 8 prompts make 2 batches, sent 12 times each: yet nearly nothing
+    // comes from the prefix cache (a tag is shorter than a block).
+    let hits = server["prefix_cache_hit_rate"]
+        .as_f64()
+        .expect("a hit rate");
+    println!("prefix cache hit share of a reused embeddings batch: {hits:.3}");
+    assert!(hits < 0.05, "{hits}");
+    // The simulator counts inputs as vLLM does: its tokens a request are a
+    // batch's over 4, and the table shows every figure per input.
+    let requested = stage["tokens"]["prompt_mean"].as_f64().unwrap();
+    let per_input = server["prompt_tokens_per_request"].as_f64().unwrap();
+    assert!(
+        (per_input - requested / 4.0).abs() < 0.1 * requested / 4.0,
+        "/metrics {per_input} a request beside {requested} requested a batch of 4"
+    );
+    let console = std::fs::read_to_string(out.join("report-console.txt")).unwrap();
+    assert!(
+        console.contains("Per input: a pooling stage's batches are counted input by input"),
+        "{console}"
+    );
+    let row = console
+        .lines()
+        .find(|l| l.contains("input|"))
+        .unwrap_or_else(|| panic!("a row per input: {console}"));
+    assert!(
+        row.contains(&format!("{:.1}", requested / 4.0)),
+        "{row} holds the requested tokens per input"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -58,6 +58,10 @@ pub struct Prompt {
     /// Images whose data URLs go into the body as the request is sent
     /// (`Prompt::filled`), each new to the server; None: no images.
     pub images: Option<Images>,
+    /// Further byte offsets, ascending and after `tag_at`, where a reuse's
+    /// tag also goes: each input of an embeddings batch after the first
+    /// (vLLM makes each input a request, with its own prefix-cache lookup).
+    pub also_tag: Option<std::sync::Arc<[usize]>>,
 }
 
 /// The images of one request: where their data URLs go in the body and

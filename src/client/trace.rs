@@ -73,9 +73,8 @@ impl TraceIds {
     /// The two headers, names first.
     pub fn headers(&self) -> [(HeaderName, HeaderValue); 2] {
         // Hex digits and dashes: always a valid header value.
-        let value = |b: &[u8]| {
-            HeaderValue::from_bytes(b).unwrap_or_else(|_| HeaderValue::from_static("0"))
-        };
+        let value =
+            |b: &[u8]| HeaderValue::from_bytes(b).unwrap_or_else(|_| HeaderValue::from_static("0"));
         [
             (
                 HeaderName::from_static(TRACEPARENT),
@@ -123,8 +122,14 @@ mod tests {
         assert_eq!(ids.request_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert!(valid_traceparent(&ids.traceparent()));
         let [(n1, v1), (n2, v2)] = ids.headers();
-        assert_eq!((n1.as_str(), v1.to_str().unwrap()), (TRACEPARENT, &*ids.traceparent()));
-        assert_eq!((n2.as_str(), v2.to_str().unwrap()), (REQUEST_ID, &*ids.request_id()));
+        assert_eq!(
+            (n1.as_str(), v1.to_str().unwrap()),
+            (TRACEPARENT, &*ids.traceparent())
+        );
+        assert_eq!(
+            (n2.as_str(), v2.to_str().unwrap()),
+            (REQUEST_ID, &*ids.request_id())
+        );
     }
 
     #[test]
@@ -135,7 +140,11 @@ mod tests {
         assert!(valid_traceparent(&a.traceparent()));
         let zero = TraceIds { trace: 0, span: 0 };
         assert!(!valid_traceparent(&zero.traceparent()));
-        assert!(!valid_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
-        assert!(!valid_traceparent("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"));
+        assert!(!valid_traceparent(
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ));
+        assert!(!valid_traceparent(
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"
+        ));
     }
 }

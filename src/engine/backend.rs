@@ -44,8 +44,7 @@ pub trait Backend: std::marker::Send + Sync + 'static {
 }
 
 /// What [`Backend::post_route`] gives: the status, or why there is none.
-pub type Posted<'a> =
-    Pin<Box<dyn Future<Output = Result<u16, String>> + std::marker::Send + 'a>>;
+pub type Posted<'a> = Pin<Box<dyn Future<Output = Result<u16, String>> + std::marker::Send + 'a>>;
 
 impl Backend for Client {
     fn send<'a>(

@@ -52,18 +52,28 @@ pub async fn handle(
             state.truth.reset();
             plain(StatusCode::OK, "application/json", "{}")
         }
-        (&Method::POST, "/v1/chat/completions") => generate(state, req, Api::Chat, received, &ids).await,
+        (&Method::POST, "/v1/chat/completions") => {
+            generate(state, req, Api::Chat, received, &ids).await
+        }
         (&Method::POST, "/v1/completions") => {
             generate(state, req, Api::Completions, received, &ids).await
         }
-        (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received, &ids).await,
-        (&Method::POST, "/v1/messages") => generate(state, req, Api::Messages, received, &ids).await,
+        (&Method::POST, "/v1/responses") => {
+            generate(state, req, Api::Responses, received, &ids).await
+        }
+        (&Method::POST, "/v1/messages") => {
+            generate(state, req, Api::Messages, received, &ids).await
+        }
         (&Method::POST, "/tokenize") => tokenize(&state, req).await,
-        (&Method::POST, "/v1/embeddings") => pool(state, req, Kind::Embeddings, received, &ids).await,
+        (&Method::POST, "/v1/embeddings") => {
+            pool(state, req, Kind::Embeddings, received, &ids).await
+        }
         (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => {
             pool(state, req, Kind::Rerank, received, &ids).await
         }
-        (&Method::POST, "/v1/score" | "/score") => pool(state, req, Kind::Score, received, &ids).await,
+        (&Method::POST, "/v1/score" | "/score") => {
+            pool(state, req, Kind::Score, received, &ids).await
+        }
         (
             _,
             "/v1/chat/completions"
@@ -342,13 +352,31 @@ async fn pool(
         None => state.model_json.clone(),
     };
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
+    let cached = state.prefix_cache.as_ref().map_or(0, |c| {
+        let prompts = super::pooling::prompts(kind, &v);
+        let mut c = c.lock().unwrap_or_else(|p| p.into_inner());
+        super::pooling::cached_tokens(&mut c, &prompts)
+    });
     {
-        // One request at a time, in arrival order (tokio's mutex is fair).
+        // One request at a time, in arrival order (tokio's mutex is fair);
+        // cached tokens are not computed again.
         let _engine = state.pooler.lock().await;
-        tokio::time::sleep(state.pool.time(r.tokens)).await;
+        tokio::time::sleep(state.pool.time(r.tokens.saturating_sub(cached))).await;
     }
-    timing.last_token = Some(Instant::now());
+    let done = Instant::now();
+    timing.last_token = Some(done);
     state.truth.record(&timing, Ending::Completed);
+    // vLLM makes each input of a batch a request of its own: /metrics
+    // counts every one, its latency and its prompt tokens.
+    let more = r.inputs.saturating_sub(1) as u64;
+    let e2e = done.saturating_duration_since(received).as_micros() as u64;
+    state.truth.prom.e2e.observe_us(e2e, more);
+    state
+        .pooled_inputs_beyond_first
+        .fetch_add(more, Ordering::Relaxed);
+    let g = &state.gauges;
+    g.prompt_tokens_total.fetch_add(r.tokens, Ordering::Relaxed);
+    g.cached_tokens_total.fetch_add(cached, Ordering::Relaxed);
     let prefix = match kind {
         Kind::Embeddings => "embd",
         Kind::Rerank => "rerank",

@@ -271,6 +271,7 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         pooler: tokio::sync::Mutex::new(()),
         ordinal: AtomicU64::new(0),
         requests_total: AtomicU64::new(0),
+        pooled_inputs_beyond_first: AtomicU64::new(0),
         prefix_cache: config.params.prefix_cache.then(|| {
             std::sync::Mutex::new(batcher::PrefixCache::new(
                 (config.params.kv_cache_tokens / batcher::BLOCK_TOKENS as u64).max(1) as usize,
