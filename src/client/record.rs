@@ -240,7 +240,7 @@ pub struct RequestRecord {
     pub tool_calls: u32,
     /// The ids the request carried (`traceparent`, `x-request-id`); None
     /// for a backend that sends no HTTP.
-    pub ids: Option<super::TraceIds>,
+    pub ids: Option<super::trace::TraceIds>,
 }
 
 /// The most of an answer's text a record keeps (`RequestRecord::reply`).
