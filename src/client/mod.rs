@@ -479,12 +479,12 @@ impl Client {
         body: Option<&Bytes>,
         timeout: Option<Duration>,
     ) -> Result<reqwest::Response, SendFail> {
-        self.request_with(http, method, first, body, timeout, &[])
+        self.request_with(http, method, first, body, timeout, None)
             .await
     }
 
-    /// [`Client::request`] with `extra` headers (no secret: they go to
-    /// every origin a redirect leads to).
+    /// [`Client::request`] with the request's trace ids as headers (no
+    /// secret: they go to every origin a redirect leads to).
     async fn request_with(
         &self,
         http: &reqwest::Client,
@@ -492,7 +492,7 @@ impl Client {
         first: &Url,
         body: Option<&Bytes>,
         timeout: Option<Duration>,
-        extra: &[(HeaderName, HeaderValue)],
+        ids: Option<&TraceIds>,
     ) -> Result<reqwest::Response, SendFail> {
         let route = redirect::Route {
             origin: &self.url,
@@ -500,7 +500,7 @@ impl Client {
             plain: &self.plain_headers,
             follow: self.follow,
         };
-        redirect::send_with(http, route, method, first, body, timeout, extra)
+        redirect::send_with(http, route, method, first, body, timeout, ids)
             .await
             .map_err(|f| match f {
                 redirect::Fail::Http(e) => SendFail::Http(e),
@@ -584,10 +584,16 @@ impl Client {
         st: &mut StreamState,
     ) -> Result<reqwest::Response, RequestOutcome> {
         let body = Some(&prompt.body);
-        let ids = st.ids.map(|ids| ids.headers());
-        let extra = ids.as_ref().map_or(&[][..], |h| &h[..]);
+        let ids = st.ids;
         let first = self
-            .request_with(&self.http, Method::POST, &self.url, body, None, extra)
+            .request_with(
+                &self.http,
+                Method::POST,
+                &self.url,
+                body,
+                None,
+                ids.as_ref(),
+            )
             .await;
         let resp = match first {
             // The pooled connection was closed by the server before it answered
@@ -595,8 +601,15 @@ impl Client {
             // keep-alive): send once more, on a new connection.
             Err(SendFail::Http(e)) if is_stale_connection(&e) => {
                 st.reconnects += 1;
-                self.request_with(&self.fresh, Method::POST, &self.url, body, None, extra)
-                    .await
+                self.request_with(
+                    &self.fresh,
+                    Method::POST,
+                    &self.url,
+                    body,
+                    None,
+                    ids.as_ref(),
+                )
+                .await
             }
             r => r,
         };

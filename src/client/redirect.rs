@@ -10,10 +10,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
+use reqwest::header::{HeaderMap, LOCATION};
 use reqwest::{Method, Url};
 
 use super::config::FollowRedirects;
+use super::trace::TraceIds;
 
 /// At most this many redirects per request, when following them.
 pub const MAX_REDIRECTS: usize = 10;
@@ -59,11 +60,11 @@ pub async fn send(
     body: Option<&Bytes>,
     timeout: Option<Duration>,
 ) -> Result<reqwest::Response, Fail> {
-    send_with(http, route, method, first, body, timeout, &[]).await
+    send_with(http, route, method, first, body, timeout, None).await
 }
 
-/// [`send`], with `extra` headers that are no secret (a request's trace
-/// ids), sent to every origin a redirect leads to.
+/// [`send`], with a request's trace ids as headers (no secret: sent to
+/// every origin a redirect leads to).
 pub async fn send_with(
     http: &reqwest::Client,
     route: Route<'_>,
@@ -71,7 +72,7 @@ pub async fn send_with(
     first: &Url,
     body: Option<&Bytes>,
     timeout: Option<Duration>,
-    extra: &[(HeaderName, HeaderValue)],
+    ids: Option<&TraceIds>,
 ) -> Result<reqwest::Response, Fail> {
     let mut url = first.clone();
     let mut hops = 0;
@@ -84,8 +85,9 @@ pub async fn send_with(
         let mut rb = http
             .request(method.clone(), url.clone())
             .headers(headers.clone());
-        for (name, value) in extra {
-            rb = rb.header(name.clone(), value.clone());
+        // Made for each hop and moved in: no copy of a header value.
+        for (name, value) in ids.iter().flat_map(|ids| ids.headers()) {
+            rb = rb.header(name, value);
         }
         if let Some(b) = body {
             rb = rb.body(b.clone());

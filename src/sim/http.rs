@@ -101,35 +101,45 @@ pub async fn handle(
         ),
     };
     // As vLLM's --enable-request-id-headers: the id answered back.
-    if let Some(id) = ids.request_id.as_deref() {
-        if let Ok(v) = HeaderValue::from_str(id) {
-            resp.headers_mut().insert("x-request-id", v);
-        }
+    if let Some(v) = ids.header {
+        resp.headers_mut().insert("x-request-id", v);
     }
     Ok(resp)
 }
 
 /// The ids a request carried: its `x-request-id` when it is one vLLM
 /// would take (at most 128 characters of letters, digits and `-_.:`),
-/// and whether its `traceparent` is a valid W3C one.
+/// kept as the header it came in (no copy), and whether its `traceparent`
+/// is a valid W3C one.
 pub(super) struct Ids {
-    pub(super) request_id: Option<String>,
+    header: Option<HeaderValue>,
     pub(super) traced: bool,
 }
 
 impl Ids {
     fn of<B>(req: &Request<B>) -> Ids {
-        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
-        let request_id = header("x-request-id")
-            .filter(|id| {
+        let header = req
+            .headers()
+            .get("x-request-id")
+            .filter(|v| {
+                let id = v.as_bytes();
                 (1..=128).contains(&id.len())
                     && id
-                        .bytes()
-                        .all(|c| c.is_ascii_alphanumeric() || b"-_.:".contains(&c))
+                        .iter()
+                        .all(|c| c.is_ascii_alphanumeric() || b"-_.:".contains(c))
             })
-            .map(str::to_string);
-        let traced = header("traceparent").is_some_and(crate::client::trace::valid_traceparent);
-        Ids { request_id, traced }
+            .cloned();
+        let traced = req
+            .headers()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(crate::client::trace::valid_traceparent);
+        Ids { header, traced }
+    }
+
+    /// The request's id, when it carried one.
+    pub(super) fn request_id(&self) -> Option<&str> {
+        self.header.as_ref().and_then(|v| v.to_str().ok())
     }
 }
 
@@ -141,8 +151,7 @@ async fn generate(
     ids: &Ids,
 ) -> Response<SimBody> {
     state.requests_total.fetch_add(1, Ordering::Relaxed);
-    state.truth.on_received();
-    state.truth.on_ids(ids.request_id.as_deref(), ids.traced);
+    state.truth.on_received(ids.request_id(), ids.traced);
     let timing = RequestTiming::new(received);
     let body = match read_body(req).await {
         Ok(b) => b,
@@ -208,7 +217,7 @@ async fn generate(
     let mut ctx = StreamCtx::new(
         &state,
         api,
-        answer_id(api, ids.request_id.as_deref(), ordinal),
+        answer_id(api, ids.request_id(), ordinal),
         &gen,
         cached_tokens,
         reasoning_tokens,
@@ -303,8 +312,7 @@ async fn pool(
     ids: &Ids,
 ) -> Response<SimBody> {
     state.requests_total.fetch_add(1, Ordering::Relaxed);
-    state.truth.on_received();
-    state.truth.on_ids(ids.request_id.as_deref(), ids.traced);
+    state.truth.on_received(ids.request_id(), ids.traced);
     let mut timing = RequestTiming::new(received);
     let reject = |status, kind: &str, msg: &str| {
         state.truth.record(&timing, Ending::Rejected);
@@ -382,7 +390,7 @@ async fn pool(
         Kind::Rerank => "rerank",
         Kind::Score => "score",
     };
-    let id = match ids.request_id.as_deref() {
+    let id = match ids.request_id() {
         Some(r) => format!("{prefix}-{r}"),
         None => format!("{prefix}-{ordinal}"),
     };

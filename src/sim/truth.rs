@@ -93,7 +93,7 @@ struct Inner {
     tool_calls: u64,
     traced: u64,
     with_request_id: u64,
-    last_request_id: Option<String>,
+    last_request_id: String,
     cache_resets: u64,
 }
 
@@ -117,7 +117,7 @@ impl Inner {
             tool_calls: 0,
             traced: 0,
             with_request_id: 0,
-            last_request_id: None,
+            last_request_id: String::new(),
             cache_resets: 0,
         }
     }
@@ -206,8 +206,18 @@ impl Truth {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn on_received(&self) {
-        self.lock().received += 1;
+    /// A request arrived, with its `x-request-id`, if any, and whether it
+    /// carried a valid `traceparent` (one lock, no allocation once the
+    /// last id's room is there).
+    pub fn on_received(&self, request_id: Option<&str>, traced: bool) {
+        let mut g = self.lock();
+        g.received += 1;
+        g.traced += u64::from(traced);
+        if let Some(id) = request_id {
+            g.with_request_id += 1;
+            g.last_request_id.clear();
+            g.last_request_id.push_str(id);
+        }
     }
 
     /// Requests completed so far (for `/metrics`; cheaper than `report`).
@@ -290,24 +300,13 @@ impl Truth {
             tool_calls: g.tool_calls,
             traced: g.traced,
             with_request_id: g.with_request_id,
-            last_request_id: g.last_request_id.clone(),
+            last_request_id: (!g.last_request_id.is_empty()).then(|| g.last_request_id.clone()),
             cache_resets: g.cache_resets,
         }
     }
 
     pub fn on_cache_reset(&self) {
         self.lock().cache_resets += 1;
-    }
-
-    /// A request's ids: its `x-request-id`, if any, and whether it carried
-    /// a valid `traceparent`.
-    pub fn on_ids(&self, request_id: Option<&str>, traced: bool) {
-        let mut g = self.lock();
-        g.traced += u64::from(traced);
-        if let Some(id) = request_id {
-            g.with_request_id += 1;
-            g.last_request_id = Some(id.to_string());
-        }
     }
 
     /// A request was accepted for `model`.
