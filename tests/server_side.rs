@@ -305,3 +305,48 @@ async fn every_input_of_a_batch_is_new_and_the_server_table_counts_per_input() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A reset that fails during the run (the server stopped serving the
+/// route) does not stop it: each stage it could not empty the cache for is
+/// a warning that says the stage may start warm.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_that_fails_mid_run_is_a_warning_per_stage() {
+    use llmsweep::engine::{RunSettings, Strategy};
+    let sim = common::start_sim(common::model(2.0, 0.0, 64)).await;
+    let limits = llmsweep::engine::Limits {
+        max_requests: Some(2),
+        max_seconds: Some(20.0),
+        ..Default::default()
+    };
+    let stages = vec![
+        common::stage(Strategy::Concurrent { streams: 1 }, limits.clone()),
+        common::stage(Strategy::Concurrent { streams: 1 }, limits),
+    ];
+    let settings = RunSettings {
+        seed: 1,
+        reset_prefix_cache: Some("/gone_route".into()),
+        ..Default::default()
+    };
+    let r = common::spawn_run(
+        &sim.url(),
+        stages,
+        "prompt_tokens=16,output_tokens=2",
+        settings,
+    )
+    .run
+    .await
+    .unwrap();
+    assert_eq!(r.stages.len(), 2, "both stages ran");
+    let warned: Vec<&String> = r
+        .warnings
+        .iter()
+        .filter(|w| w.contains("the prefix cache was not emptied before"))
+        .collect();
+    assert_eq!(warned.len(), 2, "{:?}", r.warnings);
+    assert!(
+        warned[0].contains("POST /gone_route answered HTTP 404")
+            && warned[0].contains("may start on what earlier ones cached"),
+        "{}",
+        warned[0]
+    );
+}
