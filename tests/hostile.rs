@@ -1760,6 +1760,7 @@ async fn auto_against_a_server_that_never_answers_ends_the_run_after_one_stage()
             tag_at: None,
             respell: None,
             images: None,
+            also_tag: None,
         })
         .collect::<Vec<_>>()
         .into();

@@ -279,6 +279,7 @@ fn prompts_n(n: usize) -> Arc<[llmsweep::client::Prompt]> {
             tag_at: None,
             respell: None,
             images: None,
+            also_tag: None,
         })
         .collect::<Vec<_>>()
         .into()

@@ -21,6 +21,7 @@ pub mod sse;
 mod stream;
 mod target;
 mod tokens;
+pub mod trace;
 
 pub use config::{ClientConfig, FollowRedirects};
 pub use errors::{add_error_sample, body_summary, ErrorCategory, ERROR_SAMPLES};
@@ -34,6 +35,7 @@ pub use target::{
     api_of_endpoint, choose_api, endpoint_note, join_url, normalize_base_url, normalize_target,
 };
 pub use tokens::{finish_token_counts, finish_with_thinking};
+pub use trace::TraceIds;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -323,6 +325,30 @@ impl Client {
         Ok(tokenize_count(&body.bytes))
     }
 
+    /// `POST route` on the server, without a body (a prefix cache reset:
+    /// vLLM's `/reset_prefix_cache`, SGLang's `/flush_cache`): the answer's
+    /// status and the start of its body, secrets masked.
+    pub async fn post_route(&self, route: &str) -> Result<(u16, String)> {
+        let url = Url::parse(&join_url(&self.base_url, route))
+            .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
+        let shown = self.display_url();
+        let timeout = Some(Duration::from_secs(60));
+        let resp = match self
+            .request(&self.http, Method::POST, &url, None, timeout)
+            .await
+        {
+            Ok(r) => r,
+            Err(SendFail::Http(e)) if is_stale_connection(&e) => self
+                .request(&self.fresh, Method::POST, &url, None, timeout)
+                .await
+                .map_err(|f| self.fail_message(f, &shown))?,
+            Err(f) => return Err(self.fail_message(f, &shown)),
+        };
+        let status = resp.status().as_u16();
+        let body = read_some(resp, ERROR_BODY_BYTES).await;
+        Ok((status, self.redact(&body)))
+    }
+
     fn fail_message(&self, f: SendFail, shown: &str) -> anyhow::Error {
         match f {
             SendFail::Http(e) => {
@@ -369,8 +395,10 @@ impl Client {
             prompt.filled()
         };
         let prompt = &filled;
+        let ids = TraceIds::random();
         let sent_at = Instant::now();
         let mut st = StreamState {
+            ids: Some(ids),
             reply: self.keep_replies.then(String::new),
             watch: progress::Watch::new(progress),
             ..StreamState::default()
@@ -437,6 +465,7 @@ impl Client {
             images,
             image_bytes,
             tool_calls: st.tool_calls,
+            ids: Some(ids),
         }
     }
 
@@ -450,13 +479,28 @@ impl Client {
         body: Option<&Bytes>,
         timeout: Option<Duration>,
     ) -> Result<reqwest::Response, SendFail> {
+        self.request_with(http, method, first, body, timeout, None)
+            .await
+    }
+
+    /// [`Client::request`] with the request's trace ids as headers (no
+    /// secret: they go to every origin a redirect leads to).
+    async fn request_with(
+        &self,
+        http: &reqwest::Client,
+        method: Method,
+        first: &Url,
+        body: Option<&Bytes>,
+        timeout: Option<Duration>,
+        ids: Option<&TraceIds>,
+    ) -> Result<reqwest::Response, SendFail> {
         let route = redirect::Route {
             origin: &self.url,
             own: &self.headers,
             plain: &self.plain_headers,
             follow: self.follow,
         };
-        redirect::send(http, route, method, first, body, timeout)
+        redirect::send_with(http, route, method, first, body, timeout, ids)
             .await
             .map_err(|f| match f {
                 redirect::Fail::Http(e) => SendFail::Http(e),
@@ -540,8 +584,16 @@ impl Client {
         st: &mut StreamState,
     ) -> Result<reqwest::Response, RequestOutcome> {
         let body = Some(&prompt.body);
+        let ids = st.ids;
         let first = self
-            .request(&self.http, Method::POST, &self.url, body, None)
+            .request_with(
+                &self.http,
+                Method::POST,
+                &self.url,
+                body,
+                None,
+                ids.as_ref(),
+            )
             .await;
         let resp = match first {
             // The pooled connection was closed by the server before it answered
@@ -549,8 +601,15 @@ impl Client {
             // keep-alive): send once more, on a new connection.
             Err(SendFail::Http(e)) if is_stale_connection(&e) => {
                 st.reconnects += 1;
-                self.request(&self.fresh, Method::POST, &self.url, body, None)
-                    .await
+                self.request_with(
+                    &self.fresh,
+                    Method::POST,
+                    &self.url,
+                    body,
+                    None,
+                    ids.as_ref(),
+                )
+                .await
             }
             r => r,
         };

@@ -58,6 +58,10 @@ pub struct Prompt {
     /// Images whose data URLs go into the body as the request is sent
     /// (`Prompt::filled`), each new to the server; None: no images.
     pub images: Option<Images>,
+    /// Further byte offsets, ascending and after `tag_at`, where a reuse's
+    /// tag also goes: each input of an embeddings batch after the first
+    /// (vLLM makes each input a request, with its own prefix-cache lookup).
+    pub also_tag: Option<std::sync::Arc<[usize]>>,
 }
 
 /// The images of one request: where their data URLs go in the body and
@@ -234,6 +238,9 @@ pub struct RequestRecord {
     pub image_bytes: u64,
     /// Tool calls the answer streamed (`tool_calls` deltas, each call once).
     pub tool_calls: u32,
+    /// The ids the request carried (`traceparent`, `x-request-id`); None
+    /// for a backend that sends no HTTP.
+    pub ids: Option<super::trace::TraceIds>,
 }
 
 /// The most of an answer's text a record keeps (`RequestRecord::reply`).
@@ -267,6 +274,7 @@ impl RequestRecord {
             images: 0,
             image_bytes: 0,
             tool_calls: 0,
+            ids: None,
         }
     }
 

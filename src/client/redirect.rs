@@ -14,6 +14,7 @@ use reqwest::header::{HeaderMap, LOCATION};
 use reqwest::{Method, Url};
 
 use super::config::FollowRedirects;
+use super::trace::TraceIds;
 
 /// At most this many redirects per request, when following them.
 pub const MAX_REDIRECTS: usize = 10;
@@ -59,6 +60,20 @@ pub async fn send(
     body: Option<&Bytes>,
     timeout: Option<Duration>,
 ) -> Result<reqwest::Response, Fail> {
+    send_with(http, route, method, first, body, timeout, None).await
+}
+
+/// [`send`], with a request's trace ids as headers (no secret: sent to
+/// every origin a redirect leads to).
+pub async fn send_with(
+    http: &reqwest::Client,
+    route: Route<'_>,
+    method: Method,
+    first: &Url,
+    body: Option<&Bytes>,
+    timeout: Option<Duration>,
+    ids: Option<&TraceIds>,
+) -> Result<reqwest::Response, Fail> {
     let mut url = first.clone();
     let mut hops = 0;
     loop {
@@ -70,6 +85,10 @@ pub async fn send(
         let mut rb = http
             .request(method.clone(), url.clone())
             .headers(headers.clone());
+        // Made for each hop and moved in: no copy of a header value.
+        for (name, value) in ids.iter().flat_map(|ids| ids.headers()) {
+            rb = rb.header(name, value);
+        }
         if let Some(b) = body {
             rb = rb.body(b.clone());
         }

@@ -39,6 +39,8 @@ pub(super) async fn read_some(resp: reqwest::Response, limit: usize) -> String {
 
 #[derive(Default)]
 pub(super) struct StreamState {
+    /// The request's trace ids, sent as its `traceparent` and `x-request-id`.
+    pub(super) ids: Option<super::trace::TraceIds>,
     pub(super) reconnects: u32,
     pub(super) chunks: Vec<(Instant, u32)>,
     pub(super) completion_tokens: Option<u64>,

@@ -168,6 +168,11 @@ pub struct RunConfig {
         allow_negative_numbers = true
     )]
     pub settle_timeout: Within<Seconds>,
+    /// Before each stage, empty the server's prefix cache (vLLM's POST /reset_prefix_cache,
+    /// served with VLLM_SERVER_DEV_MODE=1; SGLang's /flush_cache), so stages do not warm
+    /// each other; refused before any load when the server has neither.
+    #[arg(long)]
+    pub reset_prefix_cache: bool,
     /// Search: share of requests (percent) that must meet every --slo limit.
     #[arg(
         long,
@@ -1000,6 +1005,7 @@ mod tests {
             ("stop_on_saturation", "false"),
             ("overload_guard", "false"),
             ("settle_timeout", "7"),
+            ("reset_prefix_cache", "true"),
             ("slo_percentile", "90"),
             ("search_precision", "0.2"),
             ("max_concurrency", "17"),

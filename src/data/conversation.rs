@@ -240,6 +240,7 @@ pub fn synthetic(
                 tag_at,
                 respell: head.respell.clone().filter(|_| tag_at.is_some()),
                 images,
+                also_tag: None,
             });
         }
         out.push(conv);
@@ -579,6 +580,7 @@ pub fn from_scripts(
                 tag_at,
                 respell: None,
                 images,
+                also_tag: None,
             });
         }
         out.push(conv);

@@ -397,6 +397,7 @@ mod tests {
                 tag_at: None,
                 respell: None,
                 images: None,
+                also_tag: None,
             };
             let m = ModelMix::new(parse("base \"q\"=50%,lora/b=50%").unwrap(), 0).unwrap();
             let to_b = m.apply(p.clone(), 1);

@@ -206,6 +206,7 @@ pub fn build_prompts_with(
                 tag_at,
                 respell: it.respell.filter(|_| tag_at.is_some()),
                 images,
+                also_tag: None,
             })
         })
         .collect()
@@ -467,6 +468,12 @@ pub fn build_pooled(
             let texts: Vec<&str> = group.iter().map(|it| it.text.as_str()).collect();
             let body = pooled_body(api, model, &texts, extra)?;
             let tag_at = pooled_text_offset(&body, api, texts[0]);
+            // Every input of an embeddings batch is a request of its own to
+            // vLLM, and its own prompt to the prefix cache: each is tagged.
+            let also_tag = match (api, tag_at) {
+                (Api::Embeddings, Some(at)) => input_offsets(&body, at, &texts[1..]),
+                _ => None,
+            };
             Ok(Prompt {
                 body: Bytes::from(body),
                 prompt_tokens: group.iter().map(|it| it.prompt_tokens).sum(),
@@ -474,6 +481,7 @@ pub fn build_pooled(
                 tag_at,
                 respell: None,
                 images: None,
+                also_tag,
             })
         })
         .collect()
@@ -495,12 +503,54 @@ fn pooled_text_offset(body: &[u8], api: Api, first: &str) -> Option<usize> {
         _ => return None,
     };
     let at = body.windows(key.len()).position(|w| w == key)? + key.len();
-    let start = first.get(..first.len().min(16))?;
+    let start = head(first);
     let escaped = serde_json::to_string(start).ok()?;
     if escaped.len() != start.len() + 2 {
         return None;
     }
     body.get(at..)?.starts_with(start.as_bytes()).then_some(at)
+}
+
+/// The first 16 bytes of `text` or fewer, cut at a character's start:
+/// enough to tell where it begins in a body.
+fn head(text: &str) -> &str {
+    let mut n = text.len().min(16);
+    while !text.is_char_boundary(n) {
+        n -= 1;
+    }
+    &text[..n]
+}
+
+/// Where each input after the first starts in an embeddings body whose
+/// first input starts at `first` (`"input":["a","b",…]`, written compactly
+/// by serde_json): after the end of the string before it, at `","`. None
+/// when one cannot be found or its start needs JSON escaping (then the
+/// first input alone is tagged).
+fn input_offsets(body: &[u8], first: usize, rest: &[&str]) -> Option<std::sync::Arc<[usize]>> {
+    let mut at = first;
+    let mut out = Vec::with_capacity(rest.len());
+    for text in rest {
+        // The end of the string that starts at `at`: its first quote not escaped.
+        let mut i = at;
+        loop {
+            match body.get(i)? {
+                b'\\' => i += 2,
+                b'"' => break,
+                _ => i += 1,
+            }
+        }
+        if body.get(i..i + 3)? != b"\",\"" {
+            return None;
+        }
+        at = i + 3;
+        let start = head(text);
+        let escaped = serde_json::to_string(start).ok()?;
+        if escaped.len() != start.len() + 2 || !body.get(at..)?.starts_with(start.as_bytes()) {
+            return None;
+        }
+        out.push(at);
+    }
+    Some(out.into())
 }
 
 /// Where in a built body the prompt's text starts, after its shared prefix:
@@ -569,17 +619,37 @@ pub fn for_request(prompts: &[Prompt], seq: u64) -> Prompt {
     match p.tag_at {
         Some(at) if seq >= n && at <= p.body.len() => {
             let tag = format!("#{seq} ");
-            let mut body = Vec::with_capacity(p.body.len() + tag.len());
-            body.extend_from_slice(&p.body[..at]);
-            body.extend_from_slice(tag.as_bytes());
-            body.extend_from_slice(&p.body[at..]);
+            // The first text's place, and each further input's of a batch.
+            let also = p.also_tag.as_deref().unwrap_or_default();
+            let places = || std::iter::once(at).chain(also.iter().copied());
+            let mut body = Vec::with_capacity(p.body.len() + tag.len() * (1 + also.len()));
+            let mut last = 0;
+            for place in places() {
+                let Some(piece) = p.body.get(last..place) else {
+                    break;
+                };
+                body.extend_from_slice(piece);
+                body.extend_from_slice(tag.as_bytes());
+                last = place;
+            }
+            body.extend_from_slice(p.body.get(last..).unwrap_or_default());
+            let tags = places().take_while(|&a| a <= p.body.len()).count();
+            // Every tag moves the places after it.
+            let also_tag = p.also_tag.as_ref().map(|a| {
+                a.iter()
+                    .enumerate()
+                    .map(|(i, &x)| x + tag.len() * (i + 1))
+                    .collect()
+            });
             Prompt {
                 body: Bytes::from(body),
-                prompt_tokens: p.prompt_tokens + crate::tokenizer::count_tokens(&tag) as u64,
+                prompt_tokens: p.prompt_tokens
+                    + (crate::tokenizer::count_tokens(&tag) * tags) as u64,
                 output_tokens: p.output_tokens,
                 tag_at: p.tag_at,
                 respell: None,
                 images: p.images.clone(),
+                also_tag,
             }
             .shifted(at, 0, tag.len())
             .for_seq(seq)
@@ -646,16 +716,28 @@ mod tests {
         );
         assert_eq!(p[0].prompt_tokens, 16);
         assert_eq!(p[0].output_tokens, None);
-        // Sent again, a request is new to the server: its first input tagged.
-        let again = for_request(&p, 2);
-        let v: Value = serde_json::from_slice(&again.body).unwrap();
-        let first = v["input"][0].as_str().unwrap();
-        assert!(first.starts_with("#2 "), "{v}");
-        assert_eq!(
-            v["input"][1],
-            serde_json::from_slice::<Value>(&p[0].body).unwrap()["input"][1]
-        );
-        assert!(again.prompt_tokens > p[0].prompt_tokens);
+        // Sent again, a request is new to the server: every input tagged
+        // (vLLM looks each up in its prefix cache; only the first was
+        // tagged, and the other three were served from it), and again
+        // the next time, each tag in its place.
+        let before: Value = serde_json::from_slice(&p[0].body).unwrap();
+        for seq in [2, 4] {
+            let again = for_request(&p, seq);
+            let v: Value = serde_json::from_slice(&again.body).unwrap();
+            for (i, input) in v["input"].as_array().unwrap().iter().enumerate() {
+                let was = before["input"][i].as_str().unwrap();
+                assert_eq!(input.as_str().unwrap(), format!("#{seq} {was}"), "{v}");
+            }
+            let tag = crate::tokenizer::count_tokens(&format!("#{seq} ")) as u64;
+            assert_eq!(again.prompt_tokens, p[0].prompt_tokens + 4 * tag);
+        }
+        // A string with an escaped quote is found past; an input whose
+        // start needs escaping is not tagged (then the first alone is).
+        let body = br#"{"input":["a\"b","c","d"]}"#;
+        let at = input_offsets(body, 11, &["c", "d"]).unwrap();
+        assert_eq!(&at[..], &[18, 22]);
+        let body = br#"{"input":["a","c\\","d"]}"#;
+        assert_eq!(input_offsets(body, 11, &["c\\", "d"]), None);
         let p = build_pooled(items(), Api::Rerank, "r", 2, None).unwrap();
         assert_eq!(p.len(), 3, "a query and 2 documents a request");
         let v: Value = serde_json::from_slice(&p[0].body).unwrap();

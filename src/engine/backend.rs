@@ -35,7 +35,16 @@ pub trait Backend: std::marker::Send + Sync + 'static {
     fn base_url(&self) -> Option<&str> {
         None
     }
+
+    /// `POST route` on the server (its prefix cache reset): the HTTP
+    /// status it answered, or why there was none.
+    fn post_route<'a>(&'a self, route: &'a str) -> Posted<'a> {
+        Box::pin(async move { Err(format!("POST {route}: not an HTTP server")) })
+    }
 }
+
+/// What [`Backend::post_route`] gives: the status, or why there is none.
+pub type Posted<'a> = Pin<Box<dyn Future<Output = Result<u16, String>> + std::marker::Send + 'a>>;
 
 impl Backend for Client {
     fn send<'a>(
@@ -56,6 +65,15 @@ impl Backend for Client {
 
     fn base_url(&self) -> Option<&str> {
         Some(Client::base_url(self))
+    }
+
+    fn post_route<'a>(&'a self, route: &'a str) -> Posted<'a> {
+        Box::pin(async move {
+            match Client::post_route(self, route).await {
+                Ok((status, _)) => Ok(status),
+                Err(e) => Err(format!("POST {route}: {e:#}")),
+            }
+        })
     }
 }
 

@@ -81,6 +81,10 @@ pub struct RunSettings {
     /// Bound on the wait for the server to settle between stages; None: the
     /// default (`settle::DEFAULT_TIMEOUT`), zero: do not wait.
     pub settle_timeout: Option<Duration>,
+    /// `--reset-prefix-cache`: the server's route that empties its prefix
+    /// cache (`/reset_prefix_cache`, `/flush_cache`), posted before each
+    /// planned stage, once the server has settled.
+    pub reset_prefix_cache: Option<String>,
 }
 
 /// What a run produced.
@@ -404,6 +408,11 @@ impl Engine {
             if !spec.manual && !self.ledger.finished.is_empty() {
                 self.settle().await;
             }
+            if let Some(route) = self.settings.reset_prefix_cache.clone() {
+                if !spec.manual {
+                    self.reset_prefix_cache(&route, &spec.name).await;
+                }
+            }
             let number = self.ledger.finished.len() + self.finishing.len() + 1;
             self.ledger.rerun_next = rerun.as_ref().map(|s| PlannedStage {
                 name: s.name.clone(),
@@ -464,6 +473,27 @@ impl Engine {
             detail: format!("waited {:.2} s: {}", s.waited_s, s.detail),
             waited_s: Some(s.waited_s),
         });
+    }
+
+    /// Empties the server's prefix cache before `stage`, so that it does
+    /// not start on what earlier stages computed; the timeline says so, or
+    /// warns that the stage may start warm.
+    async fn reset_prefix_cache(&mut self, route: &str, stage: &str) {
+        let start = Instant::now();
+        let answer = self.backend.post_route(route).await;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        match answer {
+            Ok(status) if (200..300).contains(&status) => self.note(
+                EventKind::CacheReset,
+                format!("prefix cache emptied before {stage}: POST {route} answered HTTP {status} in {ms:.0} ms"),
+            ),
+            Ok(status) => self.warn(format!(
+                "the prefix cache was not emptied before {stage}: POST {route} answered HTTP {status}; the stage may start on what earlier ones cached"
+            )),
+            Err(e) => self.warn(format!(
+                "the prefix cache was not emptied before {stage}: {e}; the stage may start on what earlier ones cached"
+            )),
+        }
     }
 
     fn take_plan_messages(&mut self, plan: &mut dyn Plan) {

@@ -75,6 +75,8 @@ impl RequestLog {
             images: r.images,
             image_bytes: r.image_bytes,
             tool_calls: r.tool_calls,
+            request_id: r.ids.map(|i| i.request_id()),
+            traceparent: r.ids.map(|i| i.traceparent()),
             ..Default::default()
         };
         let mut line = line;

@@ -51,41 +51,97 @@ pub fn text_tables(r: &Report) -> Option<String> {
     Some(out)
 }
 
+/// A pooling stage's batch: the inputs a request carried, when more than one.
+fn batch_of(s: &StageReport) -> Option<u64> {
+    s.pooling
+        .as_ref()
+        .map(|p| p.inputs_per_request)
+        .filter(|&k| k > 1)
+}
+
+/// Whether the server's `/metrics` counted each input of a batch of `k` as a
+/// request, as vLLM does: its request count nearer `k` times the client's
+/// completions than once. Without a count, as vLLM does.
+fn server_counts_inputs(s: &StageReport, k: u64) -> bool {
+    let counted = s.server.as_ref().and_then(|v| v.requests).map(|c| c.total);
+    match counted {
+        Some(n) if s.requests.completed > 0 => n / s.requests.completed as f64 > (k as f64).sqrt(),
+        _ => true,
+    }
+}
+
 /// The server's prompt token counts beside the requested ones, its cache
-/// hits and preemptions.
+/// hits and preemptions. A pooling stage's batches are counted per input
+/// (vLLM makes each input of a batch a request, and its `/metrics` counts
+/// them so), its rows marked `input` in a column of their own.
 fn token_table(r: &Report) -> String {
+    let batches = r.stages.iter().any(|s| batch_of(s).is_some());
+    let mut columns = vec![("Metadata", "Benchmark")];
+    if batches {
+        columns.push(("Tok/Req", "Per"));
+    }
+    columns.extend([
+        ("Prompt Tok/Req", "Requested"),
+        ("Prompt Tok/Req", "Server"),
+        ("Prompt Tok/Req", "/metrics"),
+        ("Cached Tok/Req", "/metrics"),
+        ("Prefix Cache", "Hit %"),
+        ("Preemptions", "per s"),
+    ]);
     let tokens = GroupedTable {
-        columns: vec![
-            ("Metadata", "Benchmark"),
-            ("Prompt Tok/Req", "Requested"),
-            ("Prompt Tok/Req", "Server"),
-            ("Prompt Tok/Req", "/metrics"),
-            ("Cached Tok/Req", "/metrics"),
-            ("Prefix Cache", "Hit %"),
-            ("Preemptions", "per s"),
-        ],
+        columns,
         rows: r
             .stages
             .iter()
             .zip(crate::types::stage_labels(&r.stages))
             .map(|(s, label)| {
                 let sv = s.server.as_ref();
-                vec![
-                    label,
-                    format!("{:.1}", s.tokens.prompt_mean),
-                    opt(s.tokens.prompt_mean_server, 1),
-                    opt(sv.and_then(|v| v.prompt_tokens_per_request), 1),
-                    opt(sv.and_then(|v| v.cached_prompt_tokens_per_request), 1),
+                // Requested and usage counts are a request's; /metrics' are
+                // the server's unit: both made per input for a batch.
+                let (client, server) = match batch_of(s) {
+                    Some(k) if server_counts_inputs(s, k) => (k as f64, 1.0),
+                    Some(k) => (k as f64, k as f64),
+                    None => (1.0, 1.0),
+                };
+                let mut row = vec![label];
+                if batches {
+                    row.push(
+                        if batch_of(s).is_some() {
+                            "input"
+                        } else {
+                            "request"
+                        }
+                        .into(),
+                    );
+                }
+                row.extend([
+                    format!("{:.1}", s.tokens.prompt_mean / client),
+                    opt(s.tokens.prompt_mean_server.map(|p| p / client), 1),
+                    opt(
+                        sv.and_then(|v| v.prompt_tokens_per_request)
+                            .map(|p| p / server),
+                        1,
+                    ),
+                    opt(
+                        sv.and_then(|v| v.cached_prompt_tokens_per_request)
+                            .map(|p| p / server),
+                        1,
+                    ),
                     opt(
                         sv.and_then(|v| v.prefix_cache_hit_rate).map(|h| h * 100.0),
                         1,
                     ),
                     opt(sv.and_then(|v| v.preemptions).map(|p| p.per_s), 2),
-                ]
+                ]);
+                row
             })
             .collect(),
     };
-    tokens.render()
+    let mut out = tokens.render();
+    if batches {
+        out.push_str("Per input: a pooling stage's batches are counted input by input, as vLLM counts each input of a batch as a request.\n");
+    }
+    out
 }
 
 /// The server's queue, KV cache and latency figures, and the client's

@@ -22,6 +22,7 @@ mod parts;
 pub mod prepare;
 pub mod reports;
 pub mod requests;
+mod reset;
 pub mod session;
 pub mod signals;
 pub mod tokenize;

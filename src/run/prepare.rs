@@ -92,7 +92,7 @@ fn load_baseline(args: &RunConfig) -> Result<Option<Arc<(String, crate::types::R
 /// sent before all have passed.
 pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     // Arguments that need no network.
-    let settings = engine_settings(args)?;
+    let mut settings = engine_settings(args)?;
     let (counter, tokenizer_note) = token_counter(args).await?;
     // A number of this run's own, so no prompt repeats an earlier run's.
     let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
@@ -135,6 +135,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         base,
         context,
     } = preflight(args, &client, mix.as_ref()).await?;
+    settings.reset_prefix_cache = super::reset::route(args.reset_prefix_cache, &client).await?;
     let model = served.id.clone();
     // No --tokenizer: the served model's, from the Hugging Face cache, else
     // the server's /tokenize for exact prompt lengths (not for the built-in
@@ -387,6 +388,7 @@ fn engine_settings(args: &RunConfig) -> Result<RunSettings> {
         percentiles: args.percentiles.clone(),
         no_overload_guard: !args.overload_guard,
         settle_timeout: Some(seconds(args.settle_timeout.get())),
+        reset_prefix_cache: None,
     })
 }
 

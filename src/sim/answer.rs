@@ -44,14 +44,30 @@ pub(super) struct StreamCtx {
     pub(super) tool_call: Option<String>,
 }
 
+/// An answer's id as vLLM makes it: the API's prefix and the request's
+/// `x-request-id`, or else (vLLM draws a random one) its number by arrival.
+pub(super) fn answer_id(api: Api, request_id: Option<&str>, ordinal: u64) -> String {
+    let prefix = match api {
+        Api::Chat => "chatcmpl",
+        Api::Completions => "cmpl",
+        Api::Responses => "resp",
+        Api::Messages => "msg",
+    };
+    match request_id {
+        Some(id) => format!("{prefix}-{id}"),
+        None => format!("{prefix}-{ordinal}"),
+    }
+}
+
 impl StreamCtx {
     /// What the answer's events carry: its id (`chatcmpl-…`, `cmpl-…`,
-    /// `resp-…` numbered by arrival), the model, the prompt's and cached
-    /// tokens, the usage options the request asked for.
+    /// `resp-…` and the request's `x-request-id`, as vLLM names it, or its
+    /// number by arrival), the model, the prompt's and cached tokens, the
+    /// usage options the request asked for.
     pub(super) fn new(
         state: &AppState,
         api: Api,
-        ordinal: u64,
+        id: String,
         gen: &GenRequest,
         cached_tokens: Option<u64>,
         reasoning_tokens: u64,
@@ -59,15 +75,7 @@ impl StreamCtx {
     ) -> Self {
         StreamCtx {
             api,
-            id: format!(
-                "{}-{ordinal}",
-                match api {
-                    Api::Chat => "chatcmpl",
-                    Api::Completions => "cmpl",
-                    Api::Responses => "resp",
-                    Api::Messages => "msg",
-                }
-            ),
+            id,
             created: unix_now(),
             // The answer names the model the request named (an adapter's own name).
             model_json: state

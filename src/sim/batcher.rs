@@ -193,6 +193,12 @@ impl PrefixCache {
     /// Prompt tokens this prompt finds cached (its leading blocks that an
     /// earlier prompt computed; at most `prompt_tokens − 1`: the last token is
     /// always computed), then caches its blocks.
+    /// Forgets every block (vLLM's `POST /reset_prefix_cache`).
+    pub fn clear(&mut self) {
+        self.blocks.clear();
+        self.order.clear();
+    }
+
     pub fn lookup_insert(&mut self, blocks: &[u64], prompt_tokens: u64) -> u64 {
         let hit = blocks
             .iter()

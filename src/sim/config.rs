@@ -115,6 +115,10 @@ pub struct ModelArgs {
     /// prompt skip their prefill and report `cached_tokens` in usage.
     #[arg(long)]
     pub no_prefix_cache: bool,
+    /// Answer 404 to POST /reset_prefix_cache, as vLLM does unless started with
+    /// VLLM_SERVER_DEV_MODE=1 (by default the route empties the prefix cache).
+    #[arg(long)]
+    pub no_cache_reset_route: bool,
     /// Keep generating requests whose client went away (llama.cpp-like), instead
     /// of freeing their slot at the next step (vLLM-like, the default).
     #[arg(long)]
@@ -237,6 +241,8 @@ pub struct ModelParams {
     pub completion_jitter: f64,
     /// Serve shared leading prompt blocks from a cache (see `batcher::PrefixCache`).
     pub prefix_cache: bool,
+    /// Serve POST /reset_prefix_cache (vLLM's, with VLLM_SERVER_DEV_MODE=1).
+    pub cache_reset_route: bool,
     /// Cancelled requests run to their end, holding their slot.
     pub finish_cancelled: bool,
     /// Mean thinking tokens before the answer (0: the model does not think).
@@ -266,6 +272,7 @@ impl ModelParams {
                 stream_interval: 1,
                 completion_jitter: 0.0,
                 prefix_cache: true,
+                cache_reset_route: true,
                 finish_cancelled: false,
                 reasoning_tokens_mean: 0.0,
                 reasoning_tokens_stdev: 0.0,
@@ -286,6 +293,7 @@ impl ModelParams {
                 stream_interval: 1,
                 completion_jitter: 0.0,
                 prefix_cache: false,
+                cache_reset_route: true,
                 finish_cancelled: false,
                 reasoning_tokens_mean: 0.0,
                 reasoning_tokens_stdev: 0.0,
@@ -303,6 +311,9 @@ impl ModelParams {
         p.set_lengths(args)?;
         if args.no_prefix_cache {
             p.prefix_cache = false;
+        }
+        if args.no_cache_reset_route {
+            p.cache_reset_route = false;
         }
         if args.finish_cancelled {
             p.finish_cancelled = true;

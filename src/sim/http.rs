@@ -13,7 +13,7 @@ use rand::rngs::SmallRng;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::answer::{unix_now, StreamCtx};
+use super::answer::{answer_id, unix_now, StreamCtx};
 use super::batcher::{Emit, SeqRequest};
 use super::body::{error, http_fault, plain, read_body, whole_response, SimBody, SseBody};
 use super::faults::{self, Fault};
@@ -29,7 +29,8 @@ pub async fn handle(
 ) -> Result<Response<SimBody>, Infallible> {
     let received = Instant::now();
     let path = req.uri().path().to_string();
-    let resp = match (req.method(), path.as_str()) {
+    let ids = Ids::of(&req);
+    let mut resp = match (req.method(), path.as_str()) {
         (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", ""),
         (&Method::GET, "/v1/models") => models(&state),
         (&Method::GET, "/metrics") => metrics(&state),
@@ -39,22 +40,40 @@ pub async fn handle(
                 .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
             plain(StatusCode::OK, "application/json", body)
         }
+        (&Method::POST, "/reset_prefix_cache") if state.params.cache_reset_route => {
+            // As vLLM: the cache emptied, 200 and no body.
+            if let Some(c) = &state.prefix_cache {
+                c.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            }
+            state.truth.on_cache_reset();
+            plain(StatusCode::OK, "text/plain", "")
+        }
         (&Method::POST, "/sim/reset") => {
             state.truth.reset();
             plain(StatusCode::OK, "application/json", "{}")
         }
-        (&Method::POST, "/v1/chat/completions") => generate(state, req, Api::Chat, received).await,
+        (&Method::POST, "/v1/chat/completions") => {
+            generate(state, req, Api::Chat, received, &ids).await
+        }
         (&Method::POST, "/v1/completions") => {
-            generate(state, req, Api::Completions, received).await
+            generate(state, req, Api::Completions, received, &ids).await
         }
-        (&Method::POST, "/v1/responses") => generate(state, req, Api::Responses, received).await,
-        (&Method::POST, "/v1/messages") => generate(state, req, Api::Messages, received).await,
+        (&Method::POST, "/v1/responses") => {
+            generate(state, req, Api::Responses, received, &ids).await
+        }
+        (&Method::POST, "/v1/messages") => {
+            generate(state, req, Api::Messages, received, &ids).await
+        }
         (&Method::POST, "/tokenize") => tokenize(&state, req).await,
-        (&Method::POST, "/v1/embeddings") => pool(state, req, Kind::Embeddings, received).await,
-        (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => {
-            pool(state, req, Kind::Rerank, received).await
+        (&Method::POST, "/v1/embeddings") => {
+            pool(state, req, Kind::Embeddings, received, &ids).await
         }
-        (&Method::POST, "/v1/score" | "/score") => pool(state, req, Kind::Score, received).await,
+        (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => {
+            pool(state, req, Kind::Rerank, received, &ids).await
+        }
+        (&Method::POST, "/v1/score" | "/score") => {
+            pool(state, req, Kind::Score, received, &ids).await
+        }
         (
             _,
             "/v1/chat/completions"
@@ -81,7 +100,47 @@ pub async fn handle(
             &format!("no route for {path}"),
         ),
     };
+    // As vLLM's --enable-request-id-headers: the id answered back.
+    if let Some(v) = ids.header {
+        resp.headers_mut().insert("x-request-id", v);
+    }
     Ok(resp)
+}
+
+/// The ids a request carried: its `x-request-id` when it is one vLLM
+/// would take (at most 128 characters of letters, digits and `-_.:`),
+/// kept as the header it came in (no copy), and whether its `traceparent`
+/// is a valid W3C one.
+pub(super) struct Ids {
+    header: Option<HeaderValue>,
+    pub(super) traced: bool,
+}
+
+impl Ids {
+    fn of<B>(req: &Request<B>) -> Ids {
+        let header = req
+            .headers()
+            .get("x-request-id")
+            .filter(|v| {
+                let id = v.as_bytes();
+                (1..=128).contains(&id.len())
+                    && id
+                        .iter()
+                        .all(|c| c.is_ascii_alphanumeric() || b"-_.:".contains(c))
+            })
+            .cloned();
+        let traced = req
+            .headers()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(crate::client::trace::valid_traceparent);
+        Ids { header, traced }
+    }
+
+    /// The request's id, when it carried one.
+    pub(super) fn request_id(&self) -> Option<&str> {
+        self.header.as_ref().and_then(|v| v.to_str().ok())
+    }
 }
 
 async fn generate(
@@ -89,9 +148,10 @@ async fn generate(
     req: Request<Incoming>,
     api: Api,
     received: Instant,
+    ids: &Ids,
 ) -> Response<SimBody> {
     state.requests_total.fetch_add(1, Ordering::Relaxed);
-    state.truth.on_received();
+    state.truth.on_received(ids.request_id(), ids.traced);
     let timing = RequestTiming::new(received);
     let body = match read_body(req).await {
         Ok(b) => b,
@@ -157,7 +217,7 @@ async fn generate(
     let mut ctx = StreamCtx::new(
         &state,
         api,
-        ordinal,
+        answer_id(api, ids.request_id(), ordinal),
         &gen,
         cached_tokens,
         reasoning_tokens,
@@ -249,9 +309,10 @@ async fn pool(
     req: Request<Incoming>,
     kind: Kind,
     received: Instant,
+    ids: &Ids,
 ) -> Response<SimBody> {
     state.requests_total.fetch_add(1, Ordering::Relaxed);
-    state.truth.on_received();
+    state.truth.on_received(ids.request_id(), ids.traced);
     let mut timing = RequestTiming::new(received);
     let reject = |status, kind: &str, msg: &str| {
         state.truth.record(&timing, Ending::Rejected);
@@ -299,21 +360,40 @@ async fn pool(
         None => state.model_json.clone(),
     };
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
+    let cached = state.prefix_cache.as_ref().map_or(0, |c| {
+        let prompts = super::pooling::prompts(kind, &v);
+        let mut c = c.lock().unwrap_or_else(|p| p.into_inner());
+        super::pooling::cached_tokens(&mut c, &prompts)
+    });
     {
-        // One request at a time, in arrival order (tokio's mutex is fair).
+        // One request at a time, in arrival order (tokio's mutex is fair);
+        // cached tokens are not computed again.
         let _engine = state.pooler.lock().await;
-        tokio::time::sleep(state.pool.time(r.tokens)).await;
+        tokio::time::sleep(state.pool.time(r.tokens.saturating_sub(cached))).await;
     }
-    timing.last_token = Some(Instant::now());
+    let done = Instant::now();
+    timing.last_token = Some(done);
     state.truth.record(&timing, Ending::Completed);
-    let id = format!(
-        "{}-{ordinal}",
-        match kind {
-            Kind::Embeddings => "embd",
-            Kind::Rerank => "rerank",
-            Kind::Score => "score",
-        }
-    );
+    // vLLM makes each input of a batch a request of its own: /metrics
+    // counts every one, its latency and its prompt tokens.
+    let more = r.inputs.saturating_sub(1) as u64;
+    let e2e = done.saturating_duration_since(received).as_micros() as u64;
+    state.truth.prom.e2e.observe_us(e2e, more);
+    state
+        .pooled_inputs_beyond_first
+        .fetch_add(more, Ordering::Relaxed);
+    let g = &state.gauges;
+    g.prompt_tokens_total.fetch_add(r.tokens, Ordering::Relaxed);
+    g.cached_tokens_total.fetch_add(cached, Ordering::Relaxed);
+    let prefix = match kind {
+        Kind::Embeddings => "embd",
+        Kind::Rerank => "rerank",
+        Kind::Score => "score",
+    };
+    let id = match ids.request_id() {
+        Some(r) => format!("{prefix}-{r}"),
+        None => format!("{prefix}-{ordinal}"),
+    };
     plain(
         StatusCode::OK,
         "application/json",

@@ -271,6 +271,7 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         pooler: tokio::sync::Mutex::new(()),
         ordinal: AtomicU64::new(0),
         requests_total: AtomicU64::new(0),
+        pooled_inputs_beyond_first: AtomicU64::new(0),
         prefix_cache: config.params.prefix_cache.then(|| {
             std::sync::Mutex::new(batcher::PrefixCache::new(
                 (config.params.kv_cache_tokens / batcher::BLOCK_TOKENS as u64).max(1) as usize,
@@ -409,7 +410,12 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
             let bound = handle.serve_dcgm(listener)?;
             println!("DCGM exporter at http://{bound}/metrics");
         }
-        println!("routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/rerank (/rerank, /v2/rerank), /v1/score (/score), /tokenize; GET /v1/models, /health, /metrics, /dcgm-metrics (with --gpus), /sim/stats; Ctrl-C stops");
+        let reset = if p.cache_reset_route {
+            ", /reset_prefix_cache"
+        } else {
+            ""
+        };
+        println!("routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/rerank (/rerank, /v2/rerank), /v1/score (/score), /tokenize{reset}; GET /v1/models, /health, /metrics, /dcgm-metrics (with --gpus), /sim/stats; Ctrl-C stops");
         wait_for_stop_signal().await;
         handle.shutdown().await;
         Ok(())

@@ -249,7 +249,8 @@ pub(super) fn write_counts(s: &mut String, state: &AppState, labels: &str) {
             "vllm:request_success_total",
             "Count of successfully processed requests.",
             "counter",
-            state.truth.completed() as f64,
+            (state.truth.completed() + state.pooled_inputs_beyond_first.load(Ordering::Relaxed))
+                as f64,
         ),
         (
             "llmsweep_sim:requests_total",

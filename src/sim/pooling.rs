@@ -110,6 +110,38 @@ pub fn parse(kind: Kind, v: &Value) -> Result<PoolRequest, String> {
     })
 }
 
+/// Each input's prompt as the engine sees it: an embedding input alone, a
+/// document after the query it is scored with.
+pub fn prompts(kind: Kind, v: &Value) -> Vec<String> {
+    match kind {
+        Kind::Embeddings => texts(v.get("input"), "input").unwrap_or_default(),
+        Kind::Rerank | Kind::Score => {
+            let (q, d) = match kind {
+                Kind::Rerank => ("query", "documents"),
+                _ => ("text_1", "text_2"),
+            };
+            let query = texts(v.get(q), q).unwrap_or_default().join(" ");
+            texts(v.get(d), d)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|doc| format!("{query} {doc}"))
+                .collect()
+        }
+    }
+}
+
+/// Prompt tokens of `prompts` the prefix cache holds (each input looked up
+/// on its own, as vLLM makes each a request), then cached.
+pub fn cached_tokens(cache: &mut super::batcher::PrefixCache, prompts: &[String]) -> u64 {
+    prompts
+        .iter()
+        .map(|p| {
+            let blocks = super::batcher::prompt_blocks(&json!({ "prompt": p }), 0);
+            cache.lookup_insert(&blocks, tokenizer::count_tokens(p) as u64)
+        })
+        .sum()
+}
+
 /// The answer vLLM gives, with made-up numbers: `dims`-long embeddings,
 /// relevance scores in (0, 1) that fall with the document's index.
 pub fn answer(kind: Kind, id: &str, model_json: &str, created: u64, r: &PoolRequest) -> String {
@@ -188,5 +220,20 @@ mod tests {
         assert_eq!(a["data"][0]["score"], 0.5);
         let c = PoolCost::default();
         assert_eq!(c.time(500), Duration::from_millis(12));
+
+        // Each input is its own prompt to the prefix cache.
+        let words = |tag: &str| format!("{tag} {}", "w ".repeat(40));
+        let batch = json!({"input": [words("a"), words("b")]});
+        let ps = prompts(Kind::Embeddings, &batch);
+        assert_eq!(ps.len(), 2);
+        let mut cache = super::super::batcher::PrefixCache::new(1 << 10);
+        assert_eq!(cached_tokens(&mut cache, &ps), 0);
+        assert_eq!(
+            cached_tokens(&mut cache, &ps),
+            2 * 32,
+            "two whole blocks each"
+        );
+        let r = json!({"query": "q", "documents": ["a b", "c"]});
+        assert_eq!(prompts(Kind::Rerank, &r), ["q a b", "q c"]);
     }
 }

@@ -30,6 +30,9 @@ pub struct AppState {
     pub pooler: tokio::sync::Mutex<()>,
     pub ordinal: AtomicU64,
     pub requests_total: AtomicU64,
+    /// Inputs of completed pooling batches past each batch's first: vLLM
+    /// counts each input as a request (`request_success_total`).
+    pub pooled_inputs_beyond_first: AtomicU64,
     /// With `params.prefix_cache`: the blocks earlier prompts computed.
     pub prefix_cache: Option<std::sync::Mutex<super::batcher::PrefixCache>>,
 }

@@ -91,6 +91,10 @@ struct Inner {
     by_model: BTreeMap<String, u64>,
     images: u64,
     tool_calls: u64,
+    traced: u64,
+    with_request_id: u64,
+    last_request_id: String,
+    cache_resets: u64,
 }
 
 impl Inner {
@@ -111,6 +115,10 @@ impl Inner {
             by_model: BTreeMap::new(),
             images: 0,
             tool_calls: 0,
+            traced: 0,
+            with_request_id: 0,
+            last_request_id: String::new(),
+            cache_resets: 0,
         }
     }
 }
@@ -179,6 +187,17 @@ pub struct TruthReport {
     /// Answers that were tool calls.
     #[serde(default)]
     pub tool_calls: u64,
+    /// Requests that carried a valid W3C `traceparent`, and an `x-request-id`;
+    /// the last such id.
+    #[serde(default)]
+    pub traced: u64,
+    #[serde(default)]
+    pub with_request_id: u64,
+    #[serde(default)]
+    pub last_request_id: Option<String>,
+    /// Times `POST /reset_prefix_cache` emptied the prefix cache.
+    #[serde(default)]
+    pub cache_resets: u64,
 }
 
 impl Truth {
@@ -187,8 +206,18 @@ impl Truth {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn on_received(&self) {
-        self.lock().received += 1;
+    /// A request arrived, with its `x-request-id`, if any, and whether it
+    /// carried a valid `traceparent` (one lock, no allocation once the
+    /// last id's room is there).
+    pub fn on_received(&self, request_id: Option<&str>, traced: bool) {
+        let mut g = self.lock();
+        g.received += 1;
+        g.traced += u64::from(traced);
+        if let Some(id) = request_id {
+            g.with_request_id += 1;
+            g.last_request_id.clear();
+            g.last_request_id.push_str(id);
+        }
     }
 
     /// Requests completed so far (for `/metrics`; cheaper than `report`).
@@ -269,7 +298,15 @@ impl Truth {
             by_model: g.by_model.clone(),
             images: g.images,
             tool_calls: g.tool_calls,
+            traced: g.traced,
+            with_request_id: g.with_request_id,
+            last_request_id: (!g.last_request_id.is_empty()).then(|| g.last_request_id.clone()),
+            cache_resets: g.cache_resets,
         }
+    }
+
+    pub fn on_cache_reset(&self) {
+        self.lock().cache_resets += 1;
     }
 
     /// A request was accepted for `model`.

@@ -464,6 +464,8 @@ pub enum EventKind {
     Export,
     /// A stage's ramp (`--ramp-up`) began or ended.
     Ramp,
+    /// The server's prefix cache was emptied before a stage (`--reset-prefix-cache`).
+    CacheReset,
     /// Any other name, kept as written.
     #[serde(untagged)]
     Other(String),
@@ -471,7 +473,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind this version writes (all but `Other`).
-    pub const KNOWN: [EventKind; 19] = [
+    pub const KNOWN: [EventKind; 20] = [
         EventKind::StageStart,
         EventKind::StageEnd,
         EventKind::Plan,
@@ -491,6 +493,7 @@ impl EventKind {
         EventKind::Warning,
         EventKind::Export,
         EventKind::Ramp,
+        EventKind::CacheReset,
     ];
 
     /// The name on the wire.
@@ -515,6 +518,7 @@ impl EventKind {
             EventKind::Warning => "warning",
             EventKind::Export => "export",
             EventKind::Ramp => "ramp",
+            EventKind::CacheReset => "cache_reset",
             EventKind::Other(name) => name,
         }
     }
@@ -597,7 +601,7 @@ mod tests {
         "poisson",
         "replay",
     ];
-    const OLD_EVENTS: [&str; 19] = [
+    const OLD_EVENTS: [&str; 20] = [
         "stage_start",
         "stage_end",
         "plan",
@@ -617,6 +621,7 @@ mod tests {
         "warning",
         "export",
         "ramp",
+        "cache_reset",
     ];
 
     /// Fails to compile when a variant is added, as a reminder to list it
@@ -653,6 +658,7 @@ mod tests {
             EventKind::Warning => 16,
             EventKind::Export => 17,
             EventKind::Ramp => 18,
+            EventKind::CacheReset => 19,
             EventKind::Other(_) => usize::MAX,
         }
     }
@@ -709,7 +715,7 @@ mod tests {
         let idx: Vec<usize> = EventKind::KNOWN.iter().map(event_index).collect();
         assert_eq!(
             idx,
-            (0..19).collect::<Vec<_>>(),
+            (0..20).collect::<Vec<_>>(),
             "KNOWN lists every kind once"
         );
         for (k, old) in EventKind::KNOWN.into_iter().zip(OLD_EVENTS) {

@@ -79,6 +79,13 @@ pub struct RequestLine {
     /// Tool calls the answer streamed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tool_calls: u32,
+    /// The `x-request-id` the request carried (32 hex digits, its trace id):
+    /// vLLM names the request `chatcmpl-<id>` (`cmpl-`, `embd-`, …) in its log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The W3C `traceparent` it carried (`00-<trace id>-<span id>-01`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

@@ -22,6 +22,7 @@ pub fn prompts(n: usize, output_tokens: u64) -> Arc<[Prompt]> {
             tag_at: None,
             respell: None,
             images: None,
+            also_tag: None,
         })
         .collect::<Vec<_>>()
         .into()
