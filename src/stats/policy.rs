@@ -79,8 +79,6 @@ pub const QUEUE_SHARE: f64 = 0.25;
 /// many (seen: 3.4 s windows at the simulator's capacity ended stages
 /// "fell behind by 6.18" while its batch still filled).
 pub const QUEUE_EVIDENCE_SECONDS: f64 = 5.0;
-pub use crate::types::LATENCIES_PER_STAGE;
-
 /// Seconds of backlog after the pipeline filled that any reading needs.
 pub const STEADY_SECONDS: f64 = 3.0;
 /// The one rule for when a stage's pipeline has filled, and so where its

@@ -10,7 +10,7 @@ use std::fmt;
 /// at high rates most of its requests are still in flight when it ends and
 /// count as incomplete (seed 003: high-rate stages reported zero
 /// completed). The sweep's header warns with it, and a stage's warnings.
-/// `stats::policy` re-exports it beside the other numbers of the judgement.
+/// (docs/METRICS.md lists it with the judgement's numbers.)
 pub const LATENCIES_PER_STAGE: f64 = 3.0;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
