@@ -77,12 +77,20 @@ pub fn answer(stages: &[StageReport], slo: Option<&SloSummary>) -> Answer {
 /// `--profile search`: a search's advice does not send the user to the
 /// search they just ran.
 pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search: bool) -> Answer {
-    // A stage run again is what its last run said (the names, not the
-    // estimate, which weighs every run).
+    // A stage run again is what its last judged run said (the names, not
+    // the estimate, which weighs every run): a later run set aside (the
+    // client could not drive it, too short to tell) says nothing, and must
+    // not hide what an earlier one did (seen: two probes at 36.66 fell
+    // behind, a third was client-limited, and the answer read "no stage
+    // fell behind").
     let judged: Vec<(&StageReport, bool)> = stages
         .iter()
         .enumerate()
-        .filter(|(i, s)| !stages[i + 1..].iter().any(|t| t.name == s.name))
+        .filter(|(i, s)| {
+            !stages[i + 1..]
+                .iter()
+                .any(|t| t.name == s.name && held(t).is_some())
+        })
         .filter_map(|(_, s)| Some((s, held(s)?)))
         .collect();
     let best_held = judged
@@ -596,6 +604,46 @@ mod tests {
         let a = answer(&[held], None);
         let want = format!("--rate {:.2},{:.2}", 1.25 * est, 1.5 * est);
         assert!(a.next.unwrap_or_default().contains(&want));
+    }
+
+    /// A run set aside does not hide what an earlier run of the same stage
+    /// said, and stages far below the capacity whose backlog shrank do not
+    /// open the interval (seen on the default sweep against the simulator
+    /// on a busy machine: "holds ≥ 33.54 … no stage above it fell behind"
+    /// after two probes at 36.66 fell behind and a third was client-limited).
+    #[test]
+    fn a_probe_set_aside_does_not_hide_the_runs_that_fell_behind() {
+        use Outcome::*;
+        let read = |name: &str, rate: f64, o: Outcome, g: f64, n: f64| {
+            let mut s = stage(name, rate, rate - g, Some(o));
+            let v = s.verdict.as_mut().unwrap();
+            v.growth_per_s = Some(g);
+            v.growth_noise_per_s = Some(n);
+            v.offered_per_s = Some(rate);
+            s
+        };
+        let mut late = stage("constant@36.66 (probe)", 36.66, 29.1, Some(Inconclusive));
+        late.client = Some(crate::types::ClientCheck {
+            limited: true,
+            ..Default::default()
+        });
+        let stages = vec![
+            read("constant@9.84", 9.84, NotSaturated, -0.49, 0.24),
+            read("constant@18.78", 18.78, NotSaturated, -0.05, 0.30),
+            read("constant@23.25", 23.25, NotSaturated, -0.89, 0.73),
+            read("constant@36.66 (probe)", 36.66, Saturated, 3.04, 0.81),
+            read("constant@36.66 (probe)", 36.66, Saturated, 2.95, 0.68),
+            late,
+        ];
+        let a = answer(&stages, None);
+        assert_eq!(
+            a.not_held.as_deref(),
+            Some("constant@36.66 (probe) #2"),
+            "{a:?}"
+        );
+        assert!(a.high.is_some(), "not a floor: {a:?}");
+        let x = a.requests_per_s.unwrap();
+        assert!((33.0..36.66).contains(&x), "{a:?}");
     }
 
     /// Stages llmsweep could not drive on time are left out of the answer,

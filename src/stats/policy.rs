@@ -379,9 +379,18 @@ pub fn capacity(points: &[Point]) -> Option<Capacity> {
     // any C above them exactly and would dilute the misfit (seen on real
     // vLLM: 10 s at 12.18 req/s kept up, 14.01 fell behind to 11.49, and
     // eight stages under 11 made the interval ±1.9 %).
-    let near = |c: f64| points.iter().filter(|p| p.rate >= 0.9 * c).count();
-    let dof = near(at(best_i)).saturating_sub(1).max(1) as f64;
-    let scale = (best / dof).max(1.0);
+    // The misfit is of the near stages alone too: a stage far below whose
+    // backlog shrank (-0.49 ± 0.24 req/s at 9.84) adds the same χ² at
+    // every C, and counted here it scaled the interval open above (seen:
+    // two probes at 36.66 fell behind by 3.0 ± 0.7 and the answer was
+    // still a floor).
+    let near: Vec<Point> = points
+        .iter()
+        .copied()
+        .filter(|p| p.rate >= 0.9 * at(best_i))
+        .collect();
+    let dof = near.len().saturating_sub(1).max(1) as f64;
+    let scale = (chi2(&near, at(best_i)) / dof).max(1.0);
     let limit = best + SIGMAS * SIGMAS * scale;
     let inside: Vec<usize> = (0..=STEPS).filter(|&i| curve[i] <= limit).collect();
     let (lo_i, hi_i) = (*inside.first()?, *inside.last()?);

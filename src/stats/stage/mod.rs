@@ -628,12 +628,10 @@ mod tests {
         assert_eq!(r.requests.errored, 1);
         assert_eq!(r.errors["http_500"], 1);
         assert!((r.rates.requests_per_s - 0.5).abs() < 1e-9);
-        // One completion: too little evidence for a slope, the plain rate stands.
-        assert_eq!(r.rates.steady_requests_per_s, r.rates.requests_per_s);
-        assert_eq!(
-            r.capacity.as_ref().unwrap().method,
-            crate::types::Method::Plain
-        );
+        // An open-loop stage has one rate: its capacity_requests_per_s is
+        // its achieved rate, and no completion-rate estimate beside it.
+        assert_eq!(r.rates.steady_requests_per_s, r.rates.completed_per_s);
+        assert!(r.capacity.is_none());
         assert!(
             (r.concurrency.mean - 1.0).abs() < 1e-6,
             "{:?}",

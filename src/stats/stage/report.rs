@@ -123,7 +123,12 @@ impl StageStats {
             held_at_max_concurrency: self.held_at_max_concurrency(strategy, queue_ms.p90),
             queue_ms,
             tokens: self.tokens.figures(self.counts.measured),
-            capacity: Some(capacity),
+            // An open-loop stage is paced by its arrivals: a completion
+            // rate estimated apart from its achieved rate was a second
+            // "rate" for one stage (seen: achieved 35.00, capacity 31.64
+            // and GuideLLM's 26.48 for one stage). Its capacity reading is
+            // its verdict's growth; closed-loop stages keep their estimate.
+            capacity: (!open_loop).then_some(capacity),
             verdict,
             warnings: Vec::new(),
             goodput: self.latencies.goodput(self.counts.measured, measured),
@@ -211,9 +216,15 @@ impl StageStats {
     ) -> Rates {
         let per_s = |n: f64| if running_s > 0.0 { n / running_s } else { 0.0 };
         let paused = &self.evidence.pause_effect;
-        // One number for "the steady rate": the estimate the verdict quotes.
-        let steady_requests_per_s = capacity.requests_per_s;
         let steady = ev.steady;
+        // One rate per stage: an open-loop stage's `capacity_requests_per_s`
+        // is its achieved rate (see `capacity` above); a closed-loop
+        // stage's is its completion-rate estimate, its achieved rate too.
+        let steady_requests_per_s = if open_loop {
+            steady.per_s(steady.completed)
+        } else {
+            capacity.requests_per_s
+        };
         // A stage that sets its own pace (synchronous, throughput,
         // concurrent) completes in waves as its batches do, and a window cut
         // through them miscounts (a flood read 25.77 req/s over its steady
