@@ -101,7 +101,10 @@ impl TokenizerFile {
                 }
             );
         }
-        let mut inner = tokenizers::Tokenizer::from_file(&file).map_err(|e| {
+        let bytes =
+            crate::bounds::read_file(&file, crate::bounds::TOKENIZER_FILE, "a tokenizer.json")
+                .map_err(|e| anyhow::anyhow!("--tokenizer {}: {e}", path.display()))?;
+        let mut inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| {
             anyhow::anyhow!("--tokenizer {}: not a tokenizer.json: {e}", file.display())
         })?;
         // Model tokenizers often ship with truncation (e.g. 128 or 512 tokens)

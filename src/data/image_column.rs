@@ -111,7 +111,7 @@ impl Column {
                 MAX_DIR_BYTES >> 20
             ));
         }
-        let bytes = std::fs::read(&path)
+        let bytes = crate::bounds::read_file(&path, MAX_FILE_BYTES as usize, "an image")
             .map_err(|e| format!("cannot read {shown} ({}): {e}", where_(&path)))?;
         let Some(mime) = image_type(&bytes) else {
             return Err(format!(

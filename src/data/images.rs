@@ -251,7 +251,7 @@ impl ImageFiles {
                     MAX_DIR_BYTES >> 20
                 );
             }
-            let bytes = std::fs::read(p)
+            let bytes = crate::bounds::read_file(p, MAX_FILE_BYTES as usize, "an image")
                 .with_context(|| format!("--data images_dir: cannot read {}", shown(p)))?;
             let Some(mime) = image_type(&bytes) else {
                 bail!(

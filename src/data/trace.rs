@@ -95,7 +95,8 @@ pub fn load(spec: &str) -> Result<Trace> {
             names.join(", ")
         );
     }
-    let f = std::fs::File::open(path).with_context(|| format!("cannot read trace {spec}"))?;
+    let (f, _) =
+        crate::bounds::open_regular(path).with_context(|| format!("cannot read trace {spec}"))?;
     parse_reader(f, spec)
 }
 
