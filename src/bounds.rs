@@ -41,6 +41,11 @@ pub const RUN_STATE: usize = 64 << 10;
 /// Face cache's `refs/main` (a commit hash).
 pub const SMALL_FILE: usize = 1 << 20;
 
+/// The most one GPU is believed to draw, in watts: a DCGM energy
+/// counter's interval that implies more (the largest accelerators draw
+/// under 3 kW) is not counted, as a reset is not.
+pub const GPU_WATTS: f64 = 10_000.0;
+
 /// One histogram of a report file (`ttft_us`, …), deflated and inflated
 /// alike: llmsweep's own, 3 significant digits from 1 µs to 1 h, are at
 /// most 212 KB of counts.

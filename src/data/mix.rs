@@ -15,6 +15,11 @@ use crate::client::Prompt;
 /// The finest share a weight is kept to: a thousandth of the requests.
 const RESOLUTION: u64 = 1000;
 
+/// The largest weight a model may be given: weights are parts of their
+/// sum, so a million to one is finer than the shares kept; larger ones
+/// (1e308) summed to infinity.
+const MAX_WEIGHT: f64 = 1e6;
+
 /// A model and its share of the requests (0..=1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Share {
@@ -65,6 +70,14 @@ pub fn parse(spec: &str) -> Result<Vec<Share>> {
                 })?;
                 if !v.is_finite() || v < 0.0 {
                     bail!("--model {spec:?}: the weight of {name:?} ({w}) must be 0 or more");
+                }
+                // Weights of 1e308 summed to infinity: every share 0 %,
+                // every request to the first model.
+                if v > MAX_WEIGHT {
+                    bail!(
+                        "--model {spec:?}: the weight of {name:?} ({w}) is above {}, the most a weight may be (weights are parts of their sum: a=2,b=1 is two to one)",
+                        crate::typed::number(MAX_WEIGHT)
+                    );
                 }
                 (Some(v), percent)
             }
@@ -304,6 +317,19 @@ mod tests {
 
     fn mix(spec: &str, seed: u64) -> ModelMix {
         ModelMix::new(parse(spec).unwrap(), seed).unwrap()
+    }
+
+    /// `a=1e308,b=1e308` summed to infinity: both shares 0 %, every
+    /// request to `a`. A weight past the bound is refused, naming it.
+    #[test]
+    fn weights_that_would_sum_to_infinity_are_refused_naming_the_limit() {
+        let e = parse("a=1e308,b=1e308").unwrap_err().to_string();
+        assert!(
+            e.contains("is above 1000000, the most a weight may be"),
+            "{e}"
+        );
+        let p = parse("a=1000000,b=1000000").unwrap();
+        assert_eq!((p[0].share, p[1].share), (0.5, 0.5));
     }
 
     #[test]
