@@ -46,6 +46,15 @@ pub const SMALL_FILE: usize = 1 << 20;
 /// under 3 kW) is not counted, as a reset is not.
 pub const GPU_WATTS: f64 = 10_000.0;
 
+/// The server's `/tokenize` before the load (building prompts of exact
+/// length): at most this many calls and this long in all, the rest counted
+/// by the built-in counter. A `/tokenize` that added one to every count
+/// cost 191 sequential calls (19.6 s at 0.1 s an answer, 47 minutes at the
+/// request timeout); a local server answers all a run needs (about 400)
+/// in a few seconds.
+pub const TOKENIZE_CALLS: usize = 512;
+pub const TOKENIZE_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// One histogram of a report file (`ttft_us`, …), deflated and inflated
 /// alike: llmsweep's own, 3 significant digits from 1 µs to 1 h, are at
 /// most 212 KB of counts.

@@ -2032,3 +2032,68 @@ fn merge_follow_leaves_on_ctrl_c_even_when_started_with_sigint_ignored() {
     assert!(rest.contains("SIGINT: left `merge --follow`"), "{rest}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A slow `/tokenize` that counts every word as two tokens cost one call a
+/// word, one after another, before the first request (191 calls, 19.6 s at
+/// 0.1 s an answer; 47 minutes at the request timeout). The calls are now
+/// bounded in number and time (bounds::TOKENIZE_CALLS, TOKENIZE_TIME), and
+/// the run says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_tokenize_is_bounded_in_calls_and_time_before_the_load() {
+    let s = hostile(|seen| {
+        if seen.path.starts_with("/v1/models") {
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(br#"{"data":[{"id":"slow-vocab"}]}"#);
+            answer(v)
+        } else if seen.path.starts_with("/tokenize") {
+            // No length: the answer ends when the connection closes.
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(br#"{"count":2}"#);
+            Response {
+                bytes: v,
+                hold: Duration::from_millis(300),
+            }
+        } else if seen.path.starts_with("/metrics") {
+            answer(head("404 Not Found", "text/plain", "content-length: 0\r\n"))
+        } else {
+            answer(good_stream())
+        }
+    })
+    .await;
+    let dir = scratch("slow-tokenize");
+    let t0 = std::time::Instant::now();
+    let (status, _, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--profile",
+            "synchronous",
+            "--max-requests",
+            "2",
+            "--headless",
+            "--out",
+            &dir.display().to_string(),
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&stderr);
+    assert!(status.success(), "{err}");
+    let words = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("the most spent on it before the load"),
+        "{err}"
+    );
+    let calls = s
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.path.starts_with("/tokenize"))
+        .count();
+    // 191 words at 0.3 s was a minute of calls; the budget is 10 s.
+    assert!(calls < 100, "{calls} /tokenize calls");
+    assert!(took < Duration::from_secs(45), "{took:?}");
+}
