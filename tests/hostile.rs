@@ -2097,3 +2097,35 @@ async fn a_slow_tokenize_is_bounded_in_calls_and_time_before_the_load() {
     assert!(calls < 100, "{calls} /tokenize calls");
     assert!(took < Duration::from_secs(45), "{took:?}");
 }
+
+/// 1,000 unlisted models gave a 22 KB one-line refusal, and 10,000 (each
+/// share past the finest kept) repeated the whole 59 KB argument: both are
+/// one readable line now, the list cut with a count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_of_thousands_of_models_is_one_short_line() {
+    let s = hostile(|_| answer(models_list(3))).await;
+    for (n, says) in [(1000, "and 995 more"), (10_000, "is below the finest kept")] {
+        let models: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+        let (status, _, stderr) = llmsweep_cli(
+            [
+                "--target",
+                &s.url,
+                "--model",
+                &models.join(","),
+                "--headless",
+            ]
+            .map(String::from)
+            .to_vec(),
+        )
+        .await;
+        assert!(!status.success());
+        let err = String::from_utf8_lossy(&stderr);
+        assert!(
+            err.len() < 1000,
+            "{n}: {} bytes of error:\n{}",
+            err.len(),
+            &err[..err.len().min(400)]
+        );
+        assert!(err.contains(says), "{n}: {err}");
+    }
+}

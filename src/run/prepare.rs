@@ -719,15 +719,15 @@ async fn preflight(
             ),
         );
         match missing.as_slice() {
-            [one] => bail!("the server does not serve model {one:?}; it lists {lists}"),
+            [one] => bail!(
+                "the server does not serve model {:?}; it lists {lists}",
+                crate::bounds::cut(one, 200)
+            ),
             many => bail!(
                 "the server does not serve {} of the {} models of --model: {}; it lists {lists}",
                 many.len(),
                 wanted.len(),
-                many.iter()
-                    .map(|m| format!("{m:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                crate::safe::short_list(many, "the others are not served either")
             ),
         }
     }
