@@ -126,7 +126,7 @@ pub fn short_list<S: AsRef<str>>(items: &[S], see: &str) -> String {
     let first: Vec<String> = items
         .iter()
         .take(SHOWN)
-        .map(|s| format!("{:?}", crate::bounds::cut(s.as_ref(), 200)))
+        .map(|s| format!("{:?}", s.as_ref()))
         .collect();
     let mut out = first.join(", ");
     if items.len() > SHOWN {

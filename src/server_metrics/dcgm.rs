@@ -144,13 +144,18 @@ impl GpuId {
 /// One GPU's figures in one scrape.
 pub type Values = [Option<f64>; Field::N];
 
+/// Most GPUs a run keeps apart (every exporter together); more are left out
+/// and the report says so. A page's reader applies it first
+/// ([`read`]), the run's history again over all exporters.
+pub const MAX_GPUS: usize = 1024;
+
 /// One page's GPUs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GpuPage {
     pub gpus: Vec<(GpuId, Values)>,
     /// Values left out as impossible, and families of the wrong type.
     pub rejected: usize,
-    /// GPUs past [`super::gpu::MAX_GPUS`] on the page, left out as it is
+    /// GPUs past [`MAX_GPUS`] on the page, left out as it is
     /// read.
     pub dropped_gpus: usize,
 }
@@ -158,7 +163,7 @@ pub struct GpuPage {
 /// Reads one exporter's page. `source` numbers the exporter, `host` is its
 /// URL's host (for GPUs whose page gives no `Hostname`).
 /// Each sample finds its GPU by a map, and GPUs past
-/// [`super::gpu::MAX_GPUS`] are left out here: a page of ~100k GPUs was
+/// [`MAX_GPUS`] are left out here: a page of ~100k GPUs was
 /// scanned GPU by GPU for every sample (100 % CPU before the first stage).
 pub fn read(page: &Page, source: usize, host: &str) -> GpuPage {
     use std::collections::{HashMap, HashSet};
@@ -182,7 +187,7 @@ pub fn read(page: &Page, source: usize, host: &str) -> GpuPage {
         let key = (id.hostname.clone(), id.uuid.clone(), id.gpu.clone());
         let i = match index.get(&key) {
             Some(&i) => i,
-            None if out.gpus.len() < super::gpu::MAX_GPUS => {
+            None if out.gpus.len() < MAX_GPUS => {
                 out.gpus.push((id.clone(), [None; Field::N]));
                 index.insert(key, out.gpus.len() - 1);
                 out.gpus.len() - 1
@@ -346,10 +351,7 @@ DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",UUID="GPU-5fd4b4a2-6c3e-a1f0-2b8e-0d6c7a1e9f01"
             "{:?}",
             t0.elapsed()
         );
-        assert_eq!(r.gpus.len(), crate::server_metrics::gpu::MAX_GPUS);
-        assert_eq!(
-            r.dropped_gpus,
-            100_000 - crate::server_metrics::gpu::MAX_GPUS
-        );
+        assert_eq!(r.gpus.len(), MAX_GPUS);
+        assert_eq!(r.dropped_gpus, 100_000 - MAX_GPUS);
     }
 }

@@ -10,7 +10,7 @@
 //! went down (a driver reload, a wrap) adds nothing and is not covered, so
 //! no energy is invented and none is negative.
 
-use super::dcgm::{Field, GpuId, Values};
+use super::dcgm::{Field, GpuId, Values, MAX_GPUS};
 use crate::types::gpu::{GpuCost, GpuEnergy, GpuFigures, GpuGauge, GpuStage, GpuUnit, TokenSource};
 use crate::types::StageReport;
 
@@ -21,10 +21,6 @@ pub struct GpuPoint {
     pub t_s: f64,
     pub gpus: Vec<(usize, Values)>,
 }
-
-/// Most GPUs a run keeps apart (every exporter together); more are left out
-/// and the report says so.
-pub const MAX_GPUS: usize = 1024;
 
 /// Readings over the run, bounded as the server's are: when full, every
 /// other point is dropped and from then on every other scrape is kept.

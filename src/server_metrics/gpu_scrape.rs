@@ -118,7 +118,7 @@ impl GpuRecord {
         if self.history.dropped_gpus > 0 {
             w.push(format!(
                 "gpu metrics: more than {} GPUs; the others were left out",
-                super::gpu::MAX_GPUS
+                super::dcgm::MAX_GPUS
             ));
         }
         w
