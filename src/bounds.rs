@@ -23,12 +23,43 @@ pub const DATA_ROW: usize = 8 << 20;
 pub const POOLED_ANSWER: usize = 64 << 20;
 /// A `/tokenize` answer (its token ids; prompts llmsweep counts are short).
 pub const TOKENIZE_ANSWER: usize = 16 << 20;
-/// A `tokenizer.json` downloaded from the Hugging Face Hub (the largest
-/// common ones are about 35 MB).
+/// A `tokenizer.json`: downloaded from the Hugging Face Hub, found in its
+/// cache or given by `--tokenizer` (the largest common ones are about
+/// 35 MB).
 pub const TOKENIZER_FILE: usize = 128 << 20;
 /// A `.json` data file, which is one document and read whole (ShareGPT's
 /// is about 650 MB).
 pub const DATA_JSON_FILE: usize = 2 << 30;
+
+/// A `report.json`, a `stages.jsonl` checkpoint or a `--baseline` read
+/// back (llmsweep's own are a few MB; a long sweep's with every
+/// histogram, tens).
+pub const REPORT_FILE: usize = 256 << 20;
+/// A run directory's `run.json` (a few hundred bytes).
+pub const RUN_STATE: usize = 64 << 10;
+/// A small text file llmsweep reads whole: a profile, a theme, a Hugging
+/// Face cache's `refs/main` (a commit hash).
+pub const SMALL_FILE: usize = 1 << 20;
+
+/// The most one GPU is believed to draw, in watts: a DCGM energy
+/// counter's interval that implies more (the largest accelerators draw
+/// under 3 kW) is not counted, as a reset is not.
+pub const GPU_WATTS: f64 = 10_000.0;
+
+/// The server's `/tokenize` before the load (building prompts of exact
+/// length): at most this many calls and this long in all, the rest counted
+/// by the built-in counter. A `/tokenize` that added one to every count
+/// cost 191 sequential calls (19.6 s at 0.1 s an answer, 47 minutes at the
+/// request timeout); a local server answers all a run needs (about 400)
+/// in a few seconds.
+pub const TOKENIZE_CALLS: usize = 512;
+pub const TOKENIZE_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The bytes of images one request carries, all together as sent (data
+/// URLs): `images=64,image_size=4096x4096` was 4.3 GB a request (aborted
+/// on "memory allocation failed"); each image is also held to
+/// `data::images::MAX_FILE_BYTES`.
+pub const IMAGES_A_REQUEST: u64 = 256 << 20;
 
 /// One histogram of a report file (`ttft_us`, …), deflated and inflated
 /// alike: llmsweep's own, 3 significant digits from 1 µs to 1 h, are at
@@ -79,6 +110,104 @@ pub fn human(bytes: usize) -> String {
     }
 }
 
+/// What kind of thing a path that is not a regular file is, for an error.
+fn kind_of(ft: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if ft.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if ft.is_char_device() {
+            return "a character device";
+        }
+        if ft.is_block_device() {
+            return "a block device";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+    }
+    if ft.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens a file llmsweep reads, refusing at once (without blocking) what is
+/// not a regular file: a FIFO would block the open and the read for ever, a
+/// device (`/dev/zero`) never ends. Every file llmsweep reads is opened
+/// here; the error says what the path is (`it is a FIFO (named pipe), …`),
+/// the caller names the path. Returns the file and its size.
+pub fn open_regular(path: &std::path::Path) -> std::io::Result<(std::fs::File, u64)> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // Opening a FIFO for reading blocks until a writer comes; with
+        // O_NONBLOCK it returns at once and the check below refuses it.
+        opts.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = opts.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(format!(
+            "it is {}, and llmsweep reads regular files only",
+            kind_of(&meta.file_type())
+        )));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Reads a whole regular file of at most `cap` bytes (see [`open_regular`]):
+/// its size is known before it is read, and a larger file is refused with
+/// the bound named (`it is 600 MiB, more than the 128 MiB llmsweep reads
+/// of a tokenizer.json`),
+/// `of` saying what the bound is for. A file that grows while read is cut
+/// at the bound and refused alike.
+pub fn read_file(path: &std::path::Path, cap: usize, of: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let (file, len) = open_regular(path)?;
+    let too_big = |n: u64| {
+        std::io::Error::other(format!(
+            "it is {}, more than the {} llmsweep reads of {of}",
+            human_size(n),
+            human(cap)
+        ))
+    };
+    if len > cap as u64 {
+        return Err(too_big(len));
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    file.take(cap as u64 + 1).read_to_end(&mut out)?;
+    if out.len() > cap {
+        return Err(too_big(out.len() as u64));
+    }
+    Ok(out)
+}
+
+/// [`read_file`] as UTF-8 text.
+pub fn read_text(path: &std::path::Path, cap: usize, of: &str) -> std::io::Result<String> {
+    String::from_utf8(read_file(path, cap, of)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
+/// A file's size as people say it: `600 MiB`, `3 GiB`, `812 bytes`
+/// (rounded down).
+fn human_size(n: u64) -> String {
+    if n >= 1 << 30 {
+        format!("{} GiB", n >> 30)
+    } else if n >= 1 << 20 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// A body read up to a bound.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Capped {
@@ -124,5 +253,54 @@ mod tests {
         assert_eq!(human(CONTROL_LINE), "64 KiB");
         assert_eq!(human(METRICS_PAGE), "8 MiB");
         assert_eq!(human(1000), "1000 bytes");
+    }
+
+    /// A FIFO is refused at once (the read runs in a thread so a regression
+    /// fails on a timeout, not a hung suite); /dev/zero is refused as a
+    /// device; a file over the bound is refused before it is read.
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_within_their_bound_are_read() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-bounds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_file(&f, 1 << 10, "a test file").map_err(|e| e.to_string()));
+        });
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("reading a FIFO blocked")
+            .unwrap_err();
+        assert!(
+            e.contains("FIFO") && e.contains("regular files only"),
+            "{e}"
+        );
+
+        let zero = dir.join("zero");
+        let _ = std::fs::remove_file(&zero);
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = read_file(&zero, 1 << 10, "a test file")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("character device"), "{e}");
+
+        let big = dir.join("big");
+        std::fs::write(&big, vec![b'x'; 3 << 20]).unwrap();
+        let e = read_file(&big, 1 << 20, "a test file")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "it is 3 MiB, more than the 1 MiB llmsweep reads of a test file"
+        );
+        assert_eq!(read_file(&big, 4 << 20, "x").unwrap().len(), 3 << 20);
+        let e = read_file(&dir, 1 << 20, "x").unwrap_err().to_string();
+        assert!(e.contains("a directory"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

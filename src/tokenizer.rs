@@ -101,7 +101,10 @@ impl TokenizerFile {
                 }
             );
         }
-        let mut inner = tokenizers::Tokenizer::from_file(&file).map_err(|e| {
+        let bytes =
+            crate::bounds::read_file(&file, crate::bounds::TOKENIZER_FILE, "a tokenizer.json")
+                .map_err(|e| anyhow::anyhow!("--tokenizer {}: {e}", path.display()))?;
+        let mut inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| {
             anyhow::anyhow!("--tokenizer {}: not a tokenizer.json: {e}", file.display())
         })?;
         // Model tokenizers often ship with truncation (e.g. 128 or 512 tokens)
@@ -259,5 +262,26 @@ mod tests {
         assert_eq!(count_tokens("one\n\ntwo"), 3);
         assert_eq!(count_tokens("one  two"), 3); // extra space is its own token
         assert_eq!(count_tokens("   "), 1);
+    }
+
+    /// A cached or given tokenizer.json of 600 MB was read whole (a 3 GiB
+    /// one reached 3.1 GB): refused by its size before it is read, the
+    /// bound named; a FIFO is refused without blocking.
+    #[test]
+    fn a_tokenizer_file_past_its_bound_or_not_a_file_is_refused_unread() {
+        let dir = std::env::temp_dir().join(format!("llmsweep-tok-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("tokenizer.json");
+        // Sparse: no disk used.
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(600 << 20)
+            .unwrap();
+        let e = TokenizerFile::load(&dir).unwrap_err().to_string();
+        assert!(
+            e.contains("it is 600 MiB, more than the 128 MiB llmsweep reads of a tokenizer.json"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

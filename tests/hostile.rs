@@ -1855,3 +1855,278 @@ async fn a_tokenize_that_cannot_spell_prompts_falls_back_to_the_built_in_counter
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Issue 46: special files, signals before the load, absurd numbers.
+
+/// Runs the built binary with `env` set, refusing to wait past 30 s (a read
+/// that blocks fails the test instead of hanging the suite): (status,
+/// stderr).
+fn cli_within_limit(args: &[&str], env: &[(&str, &std::path::Path)]) -> (Option<i32>, String) {
+    let mut cmd = common::process::llmsweep();
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let status = common::process::wait_with_limit(&mut child, Duration::from_secs(30));
+    (status.code(), reader.join().unwrap())
+}
+
+fn mkfifo(p: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// A FIFO blocked for ever (and a SIGTERM was not heard); a link to
+/// /dev/zero was read until memory ran out. Each reader now refuses what is
+/// not a regular file at once, naming it.
+#[test]
+fn a_fifo_or_a_device_is_refused_at_once_by_every_reader() {
+    let dir = scratch("special-files");
+    let fifo = dir.join("fifo.json");
+    mkfifo(&fifo);
+    let zero = dir.join("zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let s = |p: &std::path::Path| p.display().to_string();
+
+    // --baseline / report files.
+    for (p, says) in [(&fifo, "a FIFO"), (&zero, "a character device")] {
+        let (code, err) = cli_within_limit(&["report", &s(p)], &[]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.contains(says) && err.contains("regular files only"),
+            "{err}"
+        );
+    }
+    // --tokenizer, and an `images` entry of a data file, before any request.
+    let rows = dir.join("rows.jsonl");
+    std::fs::write(
+        &rows,
+        format!("{{\"prompt\": \"hi\", \"images\": [{:?}]}}\n", s(&fifo)),
+    )
+    .unwrap();
+    let target = "http://127.0.0.1:9";
+    for extra in [
+        vec!["--tokenizer".to_string(), s(&fifo)],
+        vec!["--tokenizer".to_string(), s(&zero)],
+        vec!["--data".to_string(), s(&rows)],
+    ] {
+        let mut args = vec!["run", "--headless", "-t", target, "--max-requests", "1"];
+        args.extend(extra.iter().map(String::as_str));
+        let (code, err) = cli_within_limit(&args, &[]);
+        assert_ne!(code, Some(0), "{err}");
+        assert!(err.contains("regular files only"), "{args:?}: {err}");
+    }
+    // `ls`: a FIFO in the run registry, a FIFO and a /dev/zero run.json.
+    let state = dir.join("state");
+    let registry = state.join("llmsweep/runs");
+    std::fs::create_dir_all(&registry).unwrap();
+    mkfifo(&registry.join("20261128-1"));
+    let results = dir.join("results");
+    for d in ["a", "b"] {
+        std::fs::create_dir_all(results.join(d)).unwrap();
+    }
+    mkfifo(&results.join("a/run.json"));
+    std::os::unix::fs::symlink("/dev/zero", results.join("b/run.json")).unwrap();
+    let (code, err) = cli_within_limit(&["ls", &s(&results)], &[("XDG_STATE_HOME", &state)]);
+    assert_eq!(code, Some(0), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGTERM while the run waited for a server's /v1/models was held until
+/// the wait ended (README: SIGTERM stops a run). It now leaves at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_before_the_load_leaves_at_once() {
+    let server = hostile(|_| Response {
+        bytes: Vec::new(),
+        hold: Duration::from_secs(120),
+    })
+    .await;
+    let url = server.url.clone();
+    let dir = scratch("sigterm-before-load");
+    let out = dir.join("run");
+    let mut child = common::process::llmsweep()
+        .args(["run", "--headless", "-t", &url, "--max-requests", "1"])
+        .arg("--out")
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while server.seen.lock().unwrap().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "never asked the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let (status, err) = tokio::task::spawn_blocking(move || {
+        let status = common::process::wait_with_limit(&mut child, Duration::from_secs(15));
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+        (status, err)
+    })
+    .await
+    .unwrap();
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(
+        err.contains("SIGTERM: stopped before the load started"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `merge --follow` started with SIGINT ignored (a script's `… &`) said
+/// "Ctrl-C leaves" and went on following after Ctrl-C; it now leaves.
+#[test]
+fn merge_follow_leaves_on_ctrl_c_even_when_started_with_sigint_ignored() {
+    let dir = scratch("follow-ctrl-c");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    // `trap '' INT` makes the shell's child start with SIGINT ignored.
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("trap '' INT; exec \"$0\" merge --follow \"$1\" \"$2\" --out \"$3\"")
+        .arg(common::process::llmsweep().get_program())
+        .arg(&a)
+        .arg(&b)
+        .arg(dir.join("merged"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.contains("following 2 shards"), "{line}");
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = common::process::wait_with_limit(&mut child, Duration::from_secs(15));
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("SIGINT: left `merge --follow`"), "{rest}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A slow `/tokenize` that counts every word as two tokens cost one call a
+/// word, one after another, before the first request (191 calls, 19.6 s at
+/// 0.1 s an answer; 47 minutes at the request timeout). The calls are now
+/// bounded in number and time (bounds::TOKENIZE_CALLS, TOKENIZE_TIME), and
+/// the run says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_tokenize_is_bounded_in_calls_and_time_before_the_load() {
+    let s = hostile(|seen| {
+        if seen.path.starts_with("/v1/models") {
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(br#"{"data":[{"id":"slow-vocab"}]}"#);
+            answer(v)
+        } else if seen.path.starts_with("/tokenize") {
+            // No length: the answer ends when the connection closes.
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(br#"{"count":2}"#);
+            Response {
+                bytes: v,
+                hold: Duration::from_millis(300),
+            }
+        } else if seen.path.starts_with("/metrics") {
+            answer(head("404 Not Found", "text/plain", "content-length: 0\r\n"))
+        } else {
+            answer(good_stream())
+        }
+    })
+    .await;
+    let dir = scratch("slow-tokenize");
+    let t0 = std::time::Instant::now();
+    let (status, _, stderr) = llmsweep_cli(
+        [
+            "--target",
+            &s.url,
+            "--profile",
+            "synchronous",
+            "--max-requests",
+            "2",
+            "--headless",
+            "--out",
+            &dir.display().to_string(),
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&stderr);
+    assert!(status.success(), "{err}");
+    let words = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("the most spent on it before the load"),
+        "{err}"
+    );
+    let calls = s
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.path.starts_with("/tokenize"))
+        .count();
+    // 191 words at 0.3 s was a minute of calls; the budget is 10 s.
+    assert!(calls < 100, "{calls} /tokenize calls");
+    assert!(took < Duration::from_secs(45), "{took:?}");
+}
+
+/// 1,000 unlisted models gave a 22 KB one-line refusal, and 10,000 (each
+/// share past the finest kept) repeated the whole 59 KB argument: both are
+/// one readable line now, the list cut with a count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_of_thousands_of_models_is_one_short_line() {
+    let s = hostile(|_| answer(models_list(3))).await;
+    for (n, says) in [(1000, "and 995 more"), (10_000, "is below the finest kept")] {
+        let models: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+        let (status, _, stderr) = llmsweep_cli(
+            [
+                "--target",
+                &s.url,
+                "--model",
+                &models.join(","),
+                "--headless",
+            ]
+            .map(String::from)
+            .to_vec(),
+        )
+        .await;
+        assert!(!status.success());
+        let err = String::from_utf8_lossy(&stderr);
+        assert!(
+            err.len() < 1000,
+            "{n}: {} bytes of error:\n{}",
+            err.len(),
+            &err[..err.len().min(400)]
+        );
+        assert!(err.contains(says), "{n}: {err}");
+    }
+}

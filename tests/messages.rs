@@ -166,8 +166,15 @@ async fn the_key_goes_as_x_api_key_with_a_version_and_broken_answers_are_categor
         "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":2}}\n\n",
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
     );
+    // The stop reason came (message_delta, end_turn) but not message_stop:
+    // cut, as the README says (it counted as completed).
+    const NO_STOP: &str = concat!(
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" a\"}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n",
+    );
     for (body, want, says) in [
         (CUT, ErrorCategory::StreamBroken, "message_stop"),
+        (NO_STOP, ErrorCategory::StreamBroken, "message_stop"),
         (ERROR, ErrorCategory::ErrorEvent, "Overloaded"),
         (TOOL, ErrorCategory::ToolCallMalformed, "not JSON"),
     ] {

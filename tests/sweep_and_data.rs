@@ -616,6 +616,33 @@ fn without_tokenizer_the_served_models_is_used() {
     assert_eq!(r["config"]["tokenizer"], file.display().to_string());
 }
 
+/// A server whose /v1/models `root` named a local directory made the run
+/// read the tokenizer.json there (600 MB when tried): a remote server chose
+/// which local file llmsweep opened. A path the server names is not opened
+/// now (the run uses /tokenize; told what --tokenizer would read).
+#[test]
+fn a_local_path_the_server_names_is_never_opened() {
+    let hf = tmp("hf-root-path");
+    let dir = tmp("root-path-model");
+    write_wordpiece(&dir);
+    let served = common::process::SimProcess::start(&[
+        "--served-model-name",
+        "Org/Served-1B",
+        "--lora-modules",
+        &format!("evil={}", dir.display()),
+    ]);
+    let (ok, err, out) = run_with_hf(
+        "hf-root-path-run",
+        &[("HF_HOME", &hf)],
+        &["--target", &served.url, "--model", "evil"],
+    );
+    assert!(ok, "{err}");
+    assert!(!err.contains(&dir.display().to_string()), "{err}");
+    assert!(err.contains("tokenizer: the server's /tokenize"), "{err}");
+    let r = common::process::read_report(&out);
+    assert!(r["config"]["tokenizer"].is_null(), "{}", r["config"]);
+}
+
 /// `/tokenize` as the simulator serves it: vLLM's request and answer, the
 /// client reading the count; llama.cpp's `tokens` list too.
 #[tokio::test]

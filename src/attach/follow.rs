@@ -180,6 +180,7 @@ pub fn follow(
     formats: &[crate::config::Format],
     every: Duration,
 ) -> Result<Report> {
+    leave::install();
     let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     let missing = missing_dirs(dirs)?;
     crate::term::note(&format!(
@@ -256,7 +257,60 @@ pub fn follow(
         if all_ended && reports.len() == dirs.len() {
             bail!("the shards ended with no stage finished by all of them: nothing to merge");
         }
-        std::thread::sleep(every);
+        if let Some(sig) = leave::wait(every) {
+            crate::term::note(&format!(
+                "llmsweep: {sig}: left `merge --follow` (the shards go on); {} holds the {shown} stages every shard finished",
+                out.display()
+            ));
+            std::process::exit(crate::term::FORCED_EXIT);
+        }
+    }
+}
+
+/// Ctrl-C and SIGTERM leave `merge --follow` within a fraction of a second,
+/// even when it was started with SIGINT ignored (a script's `… &` inherits
+/// that: Ctrl-C was ignored and the follow went on).
+mod leave {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    use std::time::{Duration, Instant};
+
+    static SIGNAL: AtomicI32 = AtomicI32::new(0);
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+
+    #[cfg(unix)]
+    extern "C" fn on_signal(sig: libc::c_int) {
+        SIGNAL.store(sig, Ordering::SeqCst);
+    }
+
+    pub fn install() {
+        #[cfg(unix)]
+        INSTALLED.call_once(|| {
+            let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            // SAFETY: the handler only stores to an atomic.
+            unsafe {
+                libc::signal(libc::SIGINT, handler);
+                libc::signal(libc::SIGTERM, handler);
+            }
+        });
+    }
+
+    /// Sleeps `every`, or less when a signal comes: its name, then.
+    pub fn wait(every: Duration) -> Option<&'static str> {
+        install();
+        let end = Instant::now() + every;
+        loop {
+            match SIGNAL.load(Ordering::SeqCst) {
+                0 => {}
+                #[cfg(unix)]
+                libc::SIGTERM => return Some("SIGTERM"),
+                _ => return Some("SIGINT"),
+            }
+            let now = Instant::now();
+            if now >= end {
+                return None;
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(50)));
+        }
     }
 }
 

@@ -151,7 +151,12 @@ async fn dashboard(
 /// The finished run for the result screen: its report.json, read back.
 fn outcome_of(reports: &[String]) -> Option<crate::tui::app::RunOutcome> {
     let json = reports.iter().find(|p| p.ends_with("report.json"))?;
-    let text = std::fs::read_to_string(json).ok()?;
+    let text = crate::bounds::read_text(
+        std::path::Path::new(json),
+        crate::bounds::REPORT_FILE,
+        "a report file",
+    )
+    .ok()?;
     let report = crate::types::Report::from_json(&text).ok()?;
     Some(crate::tui::app::RunOutcome {
         report: std::sync::Arc::new(report),

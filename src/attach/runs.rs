@@ -45,12 +45,13 @@ impl RunState {
 
     pub fn read(dir: &Path) -> Result<RunState> {
         let path = dir.join(STATE_FILE);
-        let text = std::fs::read(&path).with_context(|| {
-            format!(
-                "{} is not an llmsweep run directory (no {STATE_FILE})",
-                dir.display()
-            )
-        })?;
+        let text = crate::bounds::read_file(&path, crate::bounds::RUN_STATE, "a run.json")
+            .with_context(|| {
+                format!(
+                    "{} is not an llmsweep run directory (no {STATE_FILE})",
+                    dir.display()
+                )
+            })?;
         serde_json::from_slice(&text).with_context(|| format!("cannot read {}", path.display()))
     }
 
@@ -170,7 +171,7 @@ fn registry_entries(registry: &Path) -> Vec<(String, PathBuf)> {
             let name = e.file_name().to_string_lossy().into_owned();
             // A directory's path: bounded.
             let mut text = Vec::new();
-            let file = std::fs::File::open(e.path()).ok()?;
+            let (file, _) = crate::bounds::open_regular(&e.path()).ok()?;
             std::io::Read::read_to_end(
                 &mut std::io::Read::take(file, crate::bounds::REGISTRY_ENTRY as u64),
                 &mut text,

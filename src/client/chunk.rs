@@ -173,6 +173,33 @@ const RESPONSES_USAGE: UsageKeys = UsageKeys {
     reasoning: None,
 };
 
+/// One count of a `usage` object (`m[k]`, shown as `usage.{shown}`):
+/// `Ok(None)` when absent or null, else a whole number of tokens in
+/// 0..=[`MAX_USAGE_TOKENS`] or why not. Every reader of a server's usage
+/// (streams, pooling answers) checks its counts here.
+pub(super) fn usage_count(
+    m: &serde_json::Map<String, serde_json::Value>,
+    k: &str,
+    shown: &str,
+) -> Result<Option<u64>, String> {
+    match m.get(k) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Number(n)) => match n.as_u64() {
+            Some(x) if x <= MAX_USAGE_TOKENS => Ok(Some(x)),
+            Some(x) => Err(format!(
+                "usage.{shown} is {x}, more tokens than one request can have"
+            )),
+            None => Err(format!(
+                "usage.{shown} is {n}, not a whole number of tokens"
+            )),
+        },
+        Some(other) => Err(format!(
+            "usage.{shown} is {}, not a number",
+            short(&other.to_string())
+        )),
+    }
+}
+
 /// A `usage` object, every count checked: `Ok(None)` for `null`, an error
 /// naming the first count that is not a whole number of tokens in
 /// 0..=[`MAX_USAGE_TOKENS`].
@@ -194,23 +221,7 @@ fn read_usage_as(raw: &str, keys: &UsageKeys) -> Result<Option<Usage>, String> {
             ))
         }
     };
-    let count =
-        |m: &serde_json::Map<String, serde_json::Value>, k: &str, shown: &str| match m.get(k) {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(serde_json::Value::Number(n)) => match n.as_u64() {
-                Some(x) if x <= MAX_USAGE_TOKENS => Ok(Some(x)),
-                Some(x) => Err(format!(
-                    "usage.{shown} is {x}, more tokens than one request can have"
-                )),
-                None => Err(format!(
-                    "usage.{shown} is {n}, not a whole number of tokens"
-                )),
-            },
-            Some(other) => Err(format!(
-                "usage.{shown} is {}, not a number",
-                short(&other.to_string())
-            )),
-        };
+    let count = usage_count;
     let completion_tokens = count(&obj, keys.completion, keys.completion)?;
     let prompt_tokens = count(&obj, keys.prompt, keys.prompt)?;
     let prompt_tokens_details = match obj.get(keys.prompt_details) {

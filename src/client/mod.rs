@@ -558,7 +558,10 @@ impl Client {
         };
         match pooled_answer(self.api, &body) {
             Ok(usage) => {
-                st.prompt_tokens = usage;
+                st.prompt_tokens = usage.tokens;
+                if let Some(why) = usage.note {
+                    st.usage_note.get_or_insert(why);
+                }
                 RequestOutcome::Completed
             }
             Err(o) => o,

@@ -9,7 +9,7 @@ use crate::types::Api;
 /// `results` for rerank) and the prompt tokens its usage gives. An error
 /// object is an `error_event`; an answer without results `unexpected_body`;
 /// a body that is not JSON `invalid_json`.
-pub(super) fn pooled_answer(api: Api, body: &[u8]) -> Result<Option<u64>, RequestOutcome> {
+pub(super) fn pooled_answer(api: Api, body: &[u8]) -> Result<PooledUsage, RequestOutcome> {
     let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
         errored(
             ErrorCategory::InvalidJson,
@@ -41,10 +41,36 @@ pub(super) fn pooled_answer(api: Api, body: &[u8]) -> Result<Option<u64>, Reques
             ))
         }
     }
-    let usage = v.get("usage");
-    Ok(usage
-        .and_then(|u| u.get("prompt_tokens").or_else(|| u.get("total_tokens")))
-        .and_then(|n| n.as_u64()))
+    Ok(pooled_usage(v.get("usage")))
+}
+
+/// The prompt tokens a pooling answer's `usage` gives (`prompt_tokens`,
+/// else `total_tokens`), checked as a stream's usage is: a count that is
+/// not a whole number of tokens up to [`super::chunk::MAX_USAGE_TOKENS`]
+/// (2^64−1, 1e19) is set aside, and why is the request's usage note.
+pub(super) fn pooled_usage(usage: Option<&serde_json::Value>) -> PooledUsage {
+    let Some(serde_json::Value::Object(m)) = usage else {
+        return PooledUsage::default();
+    };
+    let key = if m.get("prompt_tokens").is_some_and(|v| !v.is_null()) {
+        "prompt_tokens"
+    } else {
+        "total_tokens"
+    };
+    match super::chunk::usage_count(m, key, key) {
+        Ok(tokens) => PooledUsage { tokens, note: None },
+        Err(why) => PooledUsage {
+            tokens: None,
+            note: Some(why),
+        },
+    }
+}
+
+/// A pooling answer's prompt tokens, or why its usage was set aside.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct PooledUsage {
+    pub tokens: Option<u64>,
+    pub note: Option<String>,
 }
 
 #[cfg(test)]
@@ -55,10 +81,20 @@ mod tests {
     fn pooling_answers_are_results_or_a_categorised_failure() {
         let ok =
             br#"{"data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":12,"total_tokens":12}}"#;
-        assert_eq!(pooled_answer(Api::Embeddings, ok).ok(), Some(Some(12)));
+        assert_eq!(
+            pooled_answer(Api::Embeddings, ok)
+                .ok()
+                .and_then(|u| u.tokens),
+            Some(12)
+        );
         let rerank =
             br#"{"results":[{"index":0,"relevance_score":0.5}],"usage":{"total_tokens":7}}"#;
-        assert_eq!(pooled_answer(Api::Rerank, rerank).ok(), Some(Some(7)));
+        assert_eq!(
+            pooled_answer(Api::Rerank, rerank)
+                .ok()
+                .and_then(|u| u.tokens),
+            Some(7)
+        );
         let category = |api, body: &[u8]| match pooled_answer(api, body) {
             Err(RequestOutcome::Errored { category, .. }) => Some(category),
             _ => None,
@@ -88,5 +124,32 @@ mod tests {
             crate::client::api_of_endpoint("/v1/score"),
             Some(Api::Score)
         );
+    }
+
+    /// Usage of 2^64−1 or 1e19 made 3.2e19 tokens a second with no warning
+    /// (the chat reader's check was missing here): set aside with a note.
+    #[test]
+    fn an_absurd_pooled_usage_is_set_aside_with_a_note() {
+        for (usage, says) in [
+            (
+                "18446744073709551615",
+                "more tokens than one request can have",
+            ),
+            ("1e19", "not a whole number of tokens"),
+            ("-3", "not a whole number of tokens"),
+            ("\"12\"", "not a number"),
+        ] {
+            let body = format!(
+                r#"{{"data":[{{"embedding":[0.1]}}],"usage":{{"prompt_tokens":{usage}}}}}"#
+            );
+            let u = pooled_answer(Api::Embeddings, body.as_bytes())
+                .ok()
+                .unwrap();
+            assert_eq!(u.tokens, None, "{usage}");
+            assert!(u.note.as_deref().unwrap().contains(says), "{usage}: {u:?}");
+        }
+        let body = br#"{"results":[{"index":0}],"usage":{"prompt_tokens":null,"total_tokens":9}}"#;
+        let u = pooled_answer(Api::Rerank, body).ok().unwrap();
+        assert_eq!((u.tokens, u.note), (Some(9), None));
     }
 }

@@ -304,8 +304,10 @@ impl EventReader<'_> {
             );
         }
         // The body ended cleanly without [DONE]. Some servers do that after a
-        // finish_reason; anything else is a broken stream.
-        if finished {
+        // finish_reason; anything else is a broken stream. A Messages stream
+        // always ends with message_stop (the stop reason comes before it, in
+        // message_delta): without it the stream was cut, as the README says.
+        if finished && self.api != Api::Messages {
             st.done()
         } else {
             errored(

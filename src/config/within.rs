@@ -173,7 +173,7 @@ bound!(
     /// A price per GPU-hour, in dollars.
     Dollars,
     |v| v > 0.0 && v <= 1e6,
-    "use dollars per GPU-hour above 0, e.g. 2.50"
+    "use dollars per GPU-hour above 0 and at most 1000000, e.g. 2.50"
 );
 
 #[cfg(test)]
@@ -191,6 +191,11 @@ mod tests {
         assert!(Within::<Fraction>::new(1.0).is_err());
         assert!(Within::<Percent>::new(100.0).is_ok());
         assert!(Within::<Percent>::new(0.0).is_err());
+        // The limit is named (1e308 was refused without it).
+        assert_eq!(
+            Within::<Dollars>::parse("1e308").unwrap_err(),
+            "1e308 is not possible: use dollars per GPU-hour above 0 and at most 1000000, e.g. 2.50"
+        );
         assert_eq!(
             Within::<Fps>::parse("soon").unwrap_err(),
             "\"soon\" is not a number"

@@ -53,8 +53,11 @@ pub const SKIPPED_NAMED: usize = 5;
 /// instead of failing on the first.
 pub fn load(path: &Path, counter: &dyn TokenCounter, skip_bad_rows: bool) -> Result<Loaded> {
     let name = path.display().to_string();
-    let open =
-        || std::fs::File::open(path).with_context(|| format!("cannot read data file {name}"));
+    let open = || {
+        crate::bounds::open_regular(path)
+            .map(|(f, _)| f)
+            .with_context(|| format!("cannot read data file {name}"))
+    };
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())

@@ -58,7 +58,7 @@ impl Column {
             ));
         }
         let single = !v.is_array();
-        entries
+        let urls = entries
             .into_iter()
             .enumerate()
             .map(|(i, e)| {
@@ -77,7 +77,11 @@ impl Column {
                     )),
                 }
             })
-            .collect()
+            .collect::<Result<Vec<Arc<str>>, String>>()?;
+        let total: u64 = urls.iter().map(|u| u.len() as u64).sum();
+        super::images::check_request_bytes(total, 1, || format!("key `{KEY}`"))
+            .map_err(|e| e.to_string())?;
+        Ok(urls)
     }
 
     /// One entry: a data URL checked to be a base64 image, an http(s) URL
@@ -88,6 +92,23 @@ impl Column {
         }
         if let Some(rest) = s.strip_prefix("data:") {
             check_data_url(rest)?;
+            // Held to the image limit as a file is (a 256 MB one was sent
+            // whole), and to the bytes of images held before the run.
+            let len = (rest.len() as u64) / 4 * 3;
+            if len > MAX_FILE_BYTES {
+                return Err(format!(
+                    "a data URL of {} MiB, more than the {} MiB an image may have",
+                    len >> 20,
+                    MAX_FILE_BYTES >> 20
+                ));
+            }
+            if self.bytes + len > MAX_DIR_BYTES {
+                return Err(format!(
+                    "the file's images together pass {} MiB, the most read before a run",
+                    MAX_DIR_BYTES >> 20
+                ));
+            }
+            self.bytes += len;
             return Ok(s.into());
         }
         let path = self.base.join(s);
@@ -111,7 +132,7 @@ impl Column {
                 MAX_DIR_BYTES >> 20
             ));
         }
-        let bytes = std::fs::read(&path)
+        let bytes = crate::bounds::read_file(&path, MAX_FILE_BYTES as usize, "an image")
             .map_err(|e| format!("cannot read {shown} ({}): {e}", where_(&path)))?;
         let Some(mime) = image_type(&bytes) else {
             return Err(format!(
@@ -173,6 +194,24 @@ impl ImageSource for Listed {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// An inline data URL of 256 MB was sent whole (1.03 GB held): it is
+    /// held to the 32 MiB an image file may have.
+    #[test]
+    fn an_inline_data_url_is_held_to_the_image_limit() {
+        let mut c = Column::new(Path::new("rows.jsonl"));
+        let big = format!(
+            "data:image/png;base64,iVBORw0KGgo{}",
+            "A".repeat((33 << 20) / 3 * 4)
+        );
+        let e = c.read(&json!([big])).unwrap_err();
+        assert!(
+            e.contains(
+                "key `images[0]`: a data URL of 33 MiB, more than the 32 MiB an image may have"
+            ),
+            "{e}"
+        );
+    }
 
     #[test]
     fn paths_urls_and_data_urls_are_read_and_bad_ones_named_by_key() {

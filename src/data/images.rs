@@ -86,7 +86,40 @@ pub fn spec_of(spec: &str) -> Result<Option<ImageSpec>> {
         }
         return Ok(None);
     }
+    if s.dir.is_none() {
+        let each = synthetic_url_bytes(s.width, s.height);
+        check_request_bytes(each, s.count, || {
+            format!(
+                "--data images={},image_size={}x{}",
+                s.count, s.width, s.height
+            )
+        })?;
+    }
     Ok(Some(s))
+}
+
+/// The bytes of a synthetic `width`×`height` image's data URL (see [`png`]:
+/// its size depends on the dimensions alone), base64 with its header.
+pub fn synthetic_url_bytes(width: u32, height: u32) -> u64 {
+    let (w, h) = (u64::from(width), u64::from(height));
+    let raw = (1 + 3 * w) * h;
+    let png = raw + raw.div_ceil(65_535).max(1) * 5 + 2 + 4 + 8 + 3 * 12 + 13;
+    png.div_ceil(3) * 4 + "data:image/png;base64,".len() as u64
+}
+
+/// Refuses `count` images of `each` bytes a request when together they
+/// pass [`crate::bounds::IMAGES_A_REQUEST`], naming the bound.
+pub fn check_request_bytes(each: u64, count: u32, what: impl Fn() -> String) -> Result<()> {
+    let total = each.saturating_mul(u64::from(count));
+    if total > crate::bounds::IMAGES_A_REQUEST {
+        bail!(
+            "{}: {} MiB of images a request, more than the {} a request may carry (fewer or smaller images)",
+            what(),
+            total >> 20,
+            crate::bounds::human(crate::bounds::IMAGES_A_REQUEST as usize)
+        );
+    }
+    Ok(())
 }
 
 /// `512x512` (or `512X512`, `512×512`): width and height in pixels.
@@ -136,6 +169,13 @@ pub fn attach(spec: &ImageSpec, seed: u64) -> Result<Attach> {
     match &spec.dir {
         Some(dir) => {
             let files = ImageFiles::read(dir)?.per_request(spec.count);
+            // The largest files, `count` of them together.
+            let mut sizes: Vec<u64> = files.urls.iter().map(|u| u.len() as u64).collect();
+            sizes.sort_unstable_by(|a, b| b.cmp(a));
+            let largest: u64 = sizes.iter().take(spec.count as usize).sum();
+            check_request_bytes(largest, 1, || {
+                format!("--data images={},images_dir={}", spec.count, shown(dir))
+            })?;
             let mean = files.urls.iter().map(|u| u.len() as f64).sum::<f64>()
                 / files.urls.len().max(1) as f64;
             let description = format!(
@@ -251,7 +291,7 @@ impl ImageFiles {
                     MAX_DIR_BYTES >> 20
                 );
             }
-            let bytes = std::fs::read(p)
+            let bytes = crate::bounds::read_file(p, MAX_FILE_BYTES as usize, "an image")
                 .with_context(|| format!("--data images_dir: cannot read {}", shown(p)))?;
             let Some(mime) = image_type(&bytes) else {
                 bail!(
@@ -423,6 +463,32 @@ mod tests {
 
     /// The PNG is one a decoder reads back: its signature, chunks with
     /// good CRCs, and a zlib stream that inflates to the rows.
+    /// 64 images of 4096x4096 were 4.3 GB a request (aborted on a failed
+    /// allocation): refused before the run, the bound named; one such
+    /// image is allowed, and the size estimate is exact.
+    #[test]
+    fn images_a_request_are_bounded_together() {
+        let e = spec_of("images=64,image_size=4096x4096")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("4096 MiB of images a request, more than the 256 MiB a request may carry"),
+            "{e}"
+        );
+        assert!(spec_of("images=1,image_size=4096x4096").is_ok());
+        assert!(spec_of("images=64,image_size=512x512").is_ok());
+        for (w, h) in [(1, 1), (512, 512), (300, 7), (4096, 30)] {
+            let url = Synthetic {
+                width: w,
+                height: h,
+                count: 1,
+                seed: 1,
+            }
+            .url(0, 0);
+            assert_eq!(url.len() as u64, synthetic_url_bytes(w, h), "{w}x{h}");
+        }
+    }
+
     #[test]
     fn a_synthetic_png_is_a_valid_png_of_its_size() {
         let (w, h) = (300u32, 257u32);

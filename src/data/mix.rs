@@ -15,6 +15,11 @@ use crate::client::Prompt;
 /// The finest share a weight is kept to: a thousandth of the requests.
 const RESOLUTION: u64 = 1000;
 
+/// The largest weight a model may be given: weights are parts of their
+/// sum, so a million to one is finer than the shares kept; larger ones
+/// (1e308) summed to infinity.
+const MAX_WEIGHT: f64 = 1e6;
+
 /// A model and its share of the requests (0..=1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Share {
@@ -30,6 +35,9 @@ pub struct Share {
 /// `a=7,b=3` are read as parts of their sum, so `a=2,b=1` is two to one).
 /// A name may hold `/` and `:` (Hugging Face ids, adapters); not `,`.
 pub fn parse(spec: &str) -> Result<Vec<Share>> {
+    // An error quotes the argument cut (10,000 models repeated it whole,
+    // 59 KB on one line).
+    let shown = crate::bounds::cut(spec, 120);
     let entries: Vec<&str> = spec.split(',').map(str::trim).collect();
     if entries.len() == 1 && !entries[0].contains('=') {
         if entries[0].is_empty() {
@@ -48,10 +56,10 @@ pub fn parse(spec: &str) -> Result<Vec<Share>> {
             None => (*e, None),
         };
         if name.is_empty() {
-            bail!("--model {spec:?}: an entry has no model name (write a=70%,b=30%)");
+            bail!("--model {shown:?}: an entry has no model name (write a=70%,b=30%)");
         }
         if named.iter().any(|(n, _, _)| n == name) {
-            bail!("--model {spec:?}: model {name:?} is named twice");
+            bail!("--model {shown:?}: model {name:?} is named twice");
         }
         let (w, percent) = match weight {
             None => (None, false),
@@ -61,10 +69,18 @@ pub fn parse(spec: &str) -> Result<Vec<Share>> {
                     None => (w, false),
                 };
                 let v: f64 = num.parse().with_context(|| {
-                    format!("--model {spec:?}: the weight of {name:?} ({w:?}) is not a number")
+                    format!("--model {shown:?}: the weight of {name:?} ({w:?}) is not a number")
                 })?;
                 if !v.is_finite() || v < 0.0 {
-                    bail!("--model {spec:?}: the weight of {name:?} ({w}) must be 0 or more");
+                    bail!("--model {shown:?}: the weight of {name:?} ({w}) must be 0 or more");
+                }
+                // Weights of 1e308 summed to infinity: every share 0 %,
+                // every request to the first model.
+                if v > MAX_WEIGHT {
+                    bail!(
+                        "--model {shown:?}: the weight of {name:?} ({w}) is above {}, the most a weight may be (weights are parts of their sum: a=2,b=1 is two to one)",
+                        crate::typed::number(MAX_WEIGHT)
+                    );
                 }
                 (Some(v), percent)
             }
@@ -74,24 +90,24 @@ pub fn parse(spec: &str) -> Result<Vec<Share>> {
     let weighted = named.iter().filter(|(_, w, _)| w.is_some()).count();
     if weighted != 0 && weighted != named.len() {
         bail!(
-            "--model {spec:?}: give every model a weight (a=70%,b=30%) or none (a,b: equal shares)"
+            "--model {shown:?}: give every model a weight (a=70%,b=30%) or none (a,b: equal shares)"
         );
     }
     let weights: Vec<f64> = named.iter().map(|(_, w, _)| w.unwrap_or(1.0)).collect();
     let sum: f64 = weights.iter().sum();
     if named.iter().any(|(_, _, p)| *p) {
         if !named.iter().all(|(_, _, p)| *p) {
-            bail!("--model {spec:?}: give every weight as a percentage, or none");
+            bail!("--model {shown:?}: give every weight as a percentage, or none");
         }
         if (sum - 100.0).abs() > 0.05 {
             bail!(
-                "--model {spec:?}: the percentages add up to {}%, not 100%",
+                "--model {shown:?}: the percentages add up to {}%, not 100%",
                 crate::typed::number(sum)
             );
         }
     }
     if sum <= 0.0 {
-        bail!("--model {spec:?}: the weights add up to 0; some model must get requests");
+        bail!("--model {shown:?}: the weights add up to 0; some model must get requests");
     }
     let shares: Vec<Share> = named
         .into_iter()
@@ -107,7 +123,7 @@ pub fn parse(spec: &str) -> Result<Vec<Share>> {
         .find(|s| s.share > 0.0 && s.share * (RESOLUTION as f64) < 0.5)
     {
         bail!(
-            "--model {spec:?}: {:?}'s share ({}%) is below the finest kept, 0.1%",
+            "--model {shown:?}: {:?}'s share ({}%) is below the finest kept, 0.1%",
             s.name,
             crate::typed::number(s.share * 100.0)
         );
@@ -304,6 +320,19 @@ mod tests {
 
     fn mix(spec: &str, seed: u64) -> ModelMix {
         ModelMix::new(parse(spec).unwrap(), seed).unwrap()
+    }
+
+    /// `a=1e308,b=1e308` summed to infinity: both shares 0 %, every
+    /// request to `a`. A weight past the bound is refused, naming it.
+    #[test]
+    fn weights_that_would_sum_to_infinity_are_refused_naming_the_limit() {
+        let e = parse("a=1e308,b=1e308").unwrap_err().to_string();
+        assert!(
+            e.contains("is above 1000000, the most a weight may be"),
+            "{e}"
+        );
+        let p = parse("a=1000000,b=1000000").unwrap();
+        assert_eq!((p[0].share, p[1].share), (0.5, 0.5));
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub fn scripts_from_file(
         .unwrap_or_default();
     match ext.as_str() {
         "jsonl" | "ndjson" => {
-            let f = std::fs::File::open(path)
+            let (f, _) = crate::bounds::open_regular(path)
                 .with_context(|| format!("cannot read data file {name}"))?;
             let mut rd = std::io::BufReader::new(f);
             let mut buf = Vec::new();
@@ -104,8 +104,9 @@ pub fn scripts_from_file(
             Ok(Some(out))
         }
         "json" if sharegpt_turns => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read data file {name}"))?;
+            let text =
+                crate::bounds::read_text(path, crate::bounds::DATA_JSON_FILE, "a .json data file")
+                    .with_context(|| format!("cannot read data file {name}"))?;
             let v: Value = serde_json::from_str(&text)
                 .map_err(|e| anyhow::anyhow!("{name}: not valid JSON: {e}"))?;
             let Value::Array(rows) = v else {

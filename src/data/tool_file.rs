@@ -3,7 +3,7 @@
 //! and its turns' `tool_calls`; each checked before the run, the fault
 //! named by its key. `data::tools` puts them in requests.
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use serde_json::{json, Map, Value};
 
 /// The most tool definitions a request may carry.
@@ -28,21 +28,10 @@ pub struct FileTool {
 /// "name", …}`). Each is checked as a server would: a name of letters,
 /// digits, `_` or `-` (at most 64), unique; parameters a JSON object.
 pub fn read_file(path: &std::path::Path) -> Result<Vec<FileTool>> {
-    use std::io::Read as _;
     let shown = crate::safe::line(&path.display().to_string()).into_owned();
     let what = || format!("--data tools_file={shown}");
-    let f = std::fs::File::open(path).with_context(|| format!("{}: cannot read it", what()))?;
-    let mut text = String::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .with_context(|| format!("{}: cannot read it as UTF-8 text", what()))?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        bail!(
-            "{}: larger than {} MiB, the most read of a tools file",
-            what(),
-            MAX_FILE_BYTES >> 20
-        );
-    }
+    let text = crate::bounds::read_text(path, MAX_FILE_BYTES as usize, "a tools file")
+        .with_context(|| format!("{}: cannot read it", what()))?;
     let v: Value =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON ({e})", what()))?;
     definitions_of(&v).map_err(|why| anyhow::anyhow!("{}: {why}", what()))

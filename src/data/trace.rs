@@ -95,7 +95,8 @@ pub fn load(spec: &str) -> Result<Trace> {
             names.join(", ")
         );
     }
-    let f = std::fs::File::open(path).with_context(|| format!("cannot read trace {spec}"))?;
+    let (f, _) =
+        crate::bounds::open_regular(path).with_context(|| format!("cannot read trace {spec}"))?;
     parse_reader(f, spec)
 }
 
@@ -120,7 +121,37 @@ fn parse_reader(rd: impl Read, name: &str) -> Result<Trace> {
     }
     // Due times are absolute: a trace out of order is replayed in time order.
     trace.rows.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    // A last row 1e300 ms after the first was replayed without a word of
+    // the trace's length: past the longest span llmsweep schedules (a
+    // year) it is refused, saying how long it is.
+    let span = trace.span_s();
+    if span.is_nan() || span > MAX_SPAN_S {
+        bail!(
+            "trace {name}: its rows span {} from the first to the last, more than a year, the longest llmsweep schedules (a timestamp far off, or seconds where milliseconds belong?)",
+            span_words(span)
+        );
+    }
     Ok(trace)
+}
+
+/// The longest trace replayed: a year, the longest span llmsweep schedules
+/// (`engine::strategy::MAX_SECONDS`).
+const MAX_SPAN_S: f64 = 366.0 * 24.0 * 3600.0;
+
+/// A trace's span as people say it: `90.0 s`, `2.5 h`, `3.2e+297 years`.
+pub fn span_words(s: f64) -> String {
+    const YEAR: f64 = 365.25 * 24.0 * 3600.0;
+    if s < 600.0 {
+        format!("{s:.1} s")
+    } else if s < 48.0 * 3600.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else if s < YEAR {
+        format!("{:.1} days", s / 86_400.0)
+    } else if s / YEAR < 1e6 {
+        format!("{:.1} years", s / YEAR)
+    } else {
+        format!("{:.1e} years", s / YEAR)
+    }
 }
 
 /// A field of a Mooncake row as a whole number (`min` or more).
@@ -406,6 +437,21 @@ mod tests {
 
     fn err(text: &str, name: &str) -> String {
         format!("{:#}", parse(text.as_bytes(), name).unwrap_err())
+    }
+
+    /// A last row 1e300 ms after the first: refused, its span said.
+    #[test]
+    fn a_trace_spanning_more_than_a_year_is_refused_saying_how_long() {
+        let e = parse(
+            b"{\"timestamp\": 0, \"input_length\": 6, \"output_length\": 1}\n{\"timestamp\": 1e300, \"input_length\": 6, \"output_length\": 1}\n",
+            "far.jsonl",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("its rows span 3.2e289 years"), "{e}");
+        assert!(e.len() < 300, "{e}");
+        assert_eq!(span_words(90.0), "90.0 s");
+        assert_eq!(span_words(9000.0), "2.5 h");
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn list() -> Vec<(String, String)> {
 pub fn sets_key(profile: &str, key: &str) -> bool {
     let choice = profile.trim();
     let text = if is_file(choice) {
-        std::fs::read_to_string(Path::new(choice)).ok()
+        crate::bounds::read_text(Path::new(choice), crate::bounds::SMALL_FILE, "a profile").ok()
     } else {
         shipped(choice).map(|(_, t)| t.to_string())
     };
@@ -96,8 +96,9 @@ pub fn is_file(profile: &str) -> bool {
 pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, String)> {
     let choice = flags.profile.trim().to_string();
     let file = if is_file(&choice) {
-        let text = std::fs::read_to_string(Path::new(&choice))
-            .with_context(|| format!("cannot read profile file {choice}"))?;
+        let text =
+            crate::bounds::read_text(Path::new(&choice), crate::bounds::SMALL_FILE, "a profile")
+                .with_context(|| format!("cannot read profile file {choice}"))?;
         parse(&text, &choice)?
     } else if let Some((name, text)) = shipped(&choice) {
         let file = parse(text, &format!("profiles/{name}.toml"))?;

@@ -486,10 +486,9 @@ pub fn markdown_section(r: &Report) -> String {
         .stages
         .iter()
         .map(|c| {
-            let mut row = vec![
-                crate::safe::markdown(&c.stage),
-                crate::safe::markdown(&c.baseline),
-            ];
+            // pipe_table escapes every cell: escaped here too, `a|b`
+            // read `a\\|b` in the table.
+            let mut row = vec![c.stage.clone(), c.baseline.clone()];
             for (key, _) in ROW {
                 row.push(
                     c.figures
@@ -763,6 +762,14 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("+50 % (significant)"), "{md}");
+        // A stage name with a `|` is escaped once (it read `a\\|b`).
+        let mut odd = new.clone();
+        if let Some(b) = odd.baseline.as_mut() {
+            b.stages[0].stage = "a|b".into();
+        }
+        let md = markdown_section(&odd);
+        assert!(md.contains("| a\\|b "), "{md}");
+        assert!(!md.contains("a\\\\"), "{md}");
         let cols = csv_columns(&new);
         assert_eq!(cols[0], "baseline_stage");
         assert!(cols.contains(&"ttft_p99_ms_change_pct".to_string()));

@@ -83,8 +83,8 @@ impl Checkpoint {
 /// Reads a checkpoint back as a (partial) report. A torn last line (the
 /// process died while writing it) is ignored.
 pub fn read(path: &Path) -> Result<Report> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::bounds::read_text(path, crate::bounds::REPORT_FILE, "a report file")
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let mut lines = text.lines();
     let header: Header = serde_json::from_str(lines.next().unwrap_or("")).with_context(|| {
         format!(
@@ -158,8 +158,8 @@ pub fn load_any(path: &Path) -> Result<Report> {
     if path.extension().is_some_and(|e| e == "jsonl") {
         return read(path);
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::bounds::read_text(path, crate::bounds::REPORT_FILE, "a report file")
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let mut r = Report::from_json(&text)
         .with_context(|| format!("{} is not an llmsweep report", path.display()))?;
     // Reports written before the answer existed get it now.

@@ -111,7 +111,7 @@ pub fn check_context(
 /// Reads the API key: `--api-key-file` first, then the environment variable.
 pub fn read_api_key(args: &RunConfig) -> Result<Option<String>> {
     if let Some(path) = &args.api_key_file {
-        let s = std::fs::read_to_string(path)
+        let s = crate::bounds::read_text(path, crate::bounds::SMALL_FILE, "an API key file")
             .with_context(|| format!("cannot read --api-key-file {}", path.display()))?;
         let key = s.lines().next().unwrap_or("").trim().to_string();
         if key.is_empty() {

@@ -50,9 +50,9 @@ pub(super) enum Served {
     Nothing(String),
 }
 
-/// Looks for the served model's tokenizer: the directory or Hugging Face
-/// id it was loaded from (`root`, else its id) holding a tokenizer.json
-/// here or in the Hugging Face cache, then the same for the base model of
+/// Looks for the served model's tokenizer: the Hugging Face id it was
+/// loaded from (`root`, else its id) in the Hugging Face cache (a local
+/// path the server names is never opened), then the same for the base model of
 /// an adapter (`base`: a LoRA adapter's directory seldom holds one), else
 /// the server's `/tokenize`.
 pub(super) async fn served_tokenizer(
@@ -73,15 +73,10 @@ pub(super) async fn served_tokenizer(
     }
     let cache = hub::cache_dir(&hub::process_env);
     for name in &names {
-        let dir = std::path::Path::new(name);
-        if dir.join("tokenizer.json").is_file() {
-            if let Ok(t) = TokenizerFile::load(dir) {
-                return Served::File(
-                    Box::new(t),
-                    format!("from {}", dir.join("tokenizer.json").display()),
-                );
-            }
-        }
+        // A local path the server names is not opened: a server must not
+        // choose which of this machine's files llmsweep reads (its paths
+        // are its own machine's anyway). Only a Hugging Face id is looked
+        // up, in the cache, whose layout confines it.
         let Some(cache) = cache.as_ref().filter(|_| hub::is_repo_id(name)) else {
             continue;
         };
@@ -105,8 +100,20 @@ pub(super) async fn served_tokenizer(
         }
         _ => "no Hugging Face id".to_string(),
     };
+    let paths: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !hub::is_repo_id(n))
+        .collect();
+    let hint = match paths.first() {
+        Some(p) => format!(
+            "; the server loaded it from {:?}, not opened here: --tokenizer with that directory reads its tokenizer.json",
+            crate::bounds::cut(p, 200)
+        ),
+        None => String::new(),
+    };
     Served::Nothing(format!(
-        "model {}'s tokenizer: {looked}, and the server serves no /tokenize",
+        "model {}'s tokenizer: {looked}, and the server serves no /tokenize{hint}",
         served.id
     ))
 }

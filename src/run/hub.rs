@@ -57,7 +57,11 @@ pub fn model_dir(cache: &Path, repo: &str) -> PathBuf {
 pub fn cached(cache: &Path, repo: &str) -> Option<PathBuf> {
     let dir = model_dir(cache, repo);
     let snapshots = dir.join("snapshots");
-    if let Ok(main) = std::fs::read_to_string(dir.join("refs").join("main")) {
+    if let Ok(main) = crate::bounds::read_text(
+        &dir.join("refs").join("main"),
+        crate::bounds::SMALL_FILE,
+        "a refs/main",
+    ) {
         let file = snapshots.join(main.trim()).join("tokenizer.json");
         if file.is_file() {
             return Some(file);

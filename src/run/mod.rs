@@ -153,13 +153,16 @@ async fn wait_until(
 
 async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> Result<Ran> {
     // Signal handlers first: until they are installed, a hang-up kills the
-    // process. Signals that come before the run starts stop it as usual.
-    let listening = signals::listen();
+    // process.
+    // Until the load starts, SIGINT and SIGTERM leave at once: nothing is
+    // measured yet (signals::before_load).
+    let before = signals::before_load(signals::listen(), args.on_hangup);
 
     // 1. Everything that can fail before load starts: settings, data,
     //    target, model, the plan.
     let start_at = args.start_at.as_deref().map(checks::start_at).transpose()?;
     let mut p = prepare::prepare(&args, &profile_name).await?;
+    let listening = before.finish().await;
 
     // 2. The run directory, its socket and state file, signals, the front end.
     let (mut session, ends) = Session::open(&args, &mut p, &out_dir, listening)?;

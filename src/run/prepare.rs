@@ -475,11 +475,11 @@ fn read_data(
         let trace = crate::data::trace::load(&args.data)?;
         let items = crate::data::trace::items(&trace, args.seed, run_number, counter)?;
         let mut description = format!(
-            "trace {} ({}, {} requests over {:.1} s; tokenizer: {})",
+            "trace {} ({}, {} requests over {}; tokenizer: {})",
             trace.name,
             trace.format,
             trace.rows.len(),
-            trace.span_s(),
+            crate::data::trace::span_words(trace.span_s()),
             counter.name()
         );
         let offsets = trace.offsets(args.time_scale.get());
@@ -721,16 +721,21 @@ async fn preflight(
             ),
         );
         match missing.as_slice() {
-            [one] => bail!("the server does not serve model {one:?}; it lists {lists}"),
-            many => bail!(
+            [one] => bail!(
+                "the server does not serve model {:?}; it lists {lists}",
+                crate::bounds::cut(one, 200)
+            ),
+            many => {
+                bail!(
                 "the server does not serve {} of the {} models of --model: {}; it lists {lists}",
                 many.len(),
                 wanted.len(),
-                many.iter()
-                    .map(|m| format!("{m:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+                crate::safe::short_list(
+                    &many.iter().map(|m| crate::bounds::cut(m, 200)).collect::<Vec<_>>(),
+                    "the others are not served either"
+                )
+            )
+            }
         }
     }
     let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();

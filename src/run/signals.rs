@@ -179,6 +179,87 @@ pub fn listen() -> Listening {
     }
 }
 
+/// The handlers while the run prepares (settings, data files, the
+/// tokenizer, the server's checks, `/tokenize` calibration, the GPU
+/// metrics page), before anything is measured: SIGINT or SIGTERM leave at
+/// once, saying so (the preparation may be stuck in a slow server's answer
+/// or a large file, and would otherwise hold the signal until it ended);
+/// SIGHUP is the run's as [`Signals::react`] decides it. [`BeforeLoad::finish`]
+/// hands the handlers back for [`watch`].
+pub struct BeforeLoad {
+    done: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Listening>,
+}
+
+/// Watches for signals until the load is about to start (see [`BeforeLoad`]).
+pub fn before_load(mut listening: Listening, on_hangup: OnHangup) -> BeforeLoad {
+    let (done, mut done_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            let Some((mut int, mut term, mut hup)) = listening.streams.take() else {
+                let _ = done_rx.await;
+                return listening;
+            };
+            let mut policy = Signals::new(on_hangup);
+            loop {
+                let sig = tokio::select! {
+                    biased;
+                    _ = &mut done_rx => break,
+                    _ = int.recv() => Sig::Int,
+                    _ = term.recv() => Sig::Term,
+                    _ = hup.recv() => Sig::Hup,
+                };
+                let r = policy.react(sig, Instant::now());
+                if r.terminal_gone {
+                    crate::term::mark_gone();
+                }
+                if r.stop.is_some() || r.exit_now {
+                    crate::term::note(&format!(
+                        "llmsweep: {}: stopped before the load started: no stage ran, nothing was measured",
+                        sig.name()
+                    ));
+                    crate::term::restore();
+                    std::process::exit(before_load_exit(sig));
+                }
+                crate::term::note(&format!("llmsweep: {}", r.note));
+            }
+            listening.streams = Some((int, term, hup));
+            listening
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (on_hangup, done_rx.await);
+            listening
+        }
+    });
+    BeforeLoad { done, task }
+}
+
+/// The exit status of a run stopped before its load: as shells report the
+/// signal (128 + its number).
+pub fn before_load_exit(sig: Sig) -> i32 {
+    match sig {
+        Sig::Int => 130,
+        Sig::Term => 143,
+        Sig::Hup => 129,
+    }
+}
+
+impl BeforeLoad {
+    /// The load is about to start: the run's own watcher takes over.
+    pub async fn finish(self) -> Listening {
+        let _ = self.done.send(());
+        match self.task.await {
+            Ok(l) => l,
+            Err(_) => Listening {
+                #[cfg(unix)]
+                streams: None,
+            },
+        }
+    }
+}
+
 /// Carries out what [`Signals::react`] decides, for the whole run. `gone`
 /// is called once when the terminal hangs up; a stop is sent to the engine
 /// and published on `stopped`.

@@ -20,6 +20,39 @@ pub struct ServerTokenizer {
     shown: String,
     ask: Mutex<mpsc::Sender<Ask>>,
     memo: Mutex<HashMap<String, usize>>,
+    /// Calls made and time spent so far, against
+    /// [`crate::bounds::TOKENIZE_CALLS`] and [`crate::bounds::TOKENIZE_TIME`].
+    spent: Mutex<Spent>,
+}
+
+#[derive(Debug, Default)]
+struct Spent {
+    calls: usize,
+    time: std::time::Duration,
+    /// The budget ran out (said once).
+    out: bool,
+}
+
+impl Spent {
+    /// Whether another call is within the budget; says once when not.
+    fn may_call(&mut self, shown: &str) -> bool {
+        if self.out {
+            return false;
+        }
+        if self.calls < crate::bounds::TOKENIZE_CALLS && self.time < crate::bounds::TOKENIZE_TIME {
+            return true;
+        }
+        self.out = true;
+        crate::term::note(&format!(
+            "llmsweep: {} /tokenize: {} calls in {:.1} s, the most spent on it before the load ({} calls, {} s): the built-in counter counts the rest",
+            crate::safe::line(shown),
+            self.calls,
+            self.time.as_secs_f64(),
+            crate::bounds::TOKENIZE_CALLS,
+            crate::bounds::TOKENIZE_TIME.as_secs()
+        ));
+        false
+    }
 }
 
 impl std::fmt::Debug for ServerTokenizer {
@@ -59,6 +92,7 @@ impl ServerTokenizer {
             shown: shown.to_string(),
             ask: Mutex::new(ask),
             memo: Mutex::new(HashMap::new()),
+            spent: Mutex::new(Spent::default()),
         })
     }
 
@@ -67,9 +101,18 @@ impl ServerTokenizer {
         if let Some(n) = self.memo.lock().ok()?.get(text) {
             return Some(*n);
         }
+        if !self.spent.lock().ok()?.may_call(&self.shown) {
+            return None;
+        }
+        let t0 = std::time::Instant::now();
         let (reply, answer) = mpsc::channel();
         self.ask.lock().ok()?.send((text.to_string(), reply)).ok()?;
-        let n = answer.recv().ok()??;
+        let n = answer.recv().ok();
+        if let Ok(mut s) = self.spent.lock() {
+            s.calls += 1;
+            s.time += t0.elapsed();
+        }
+        let n = n??;
         if let Ok(mut m) = self.memo.lock() {
             m.insert(text.to_string(), n);
         }
@@ -96,6 +139,12 @@ impl TokenCounter for ServerTokenizer {
         if self.ask(&all.concat()) == Some(all.len()) {
             return all;
         }
-        crate::tokenizer::single_pieces(self)
+        let pieces = crate::tokenizer::single_pieces(self);
+        // Cut short by the budget: the rest was the built-in counter's
+        // guess, so the prompts are built in its pieces, as it says.
+        if self.spent.lock().map_or(true, |s| s.out) {
+            return Builtin.one_token_pieces();
+        }
+        pieces
     }
 }

@@ -144,18 +144,32 @@ impl GpuId {
 /// One GPU's figures in one scrape.
 pub type Values = [Option<f64>; Field::N];
 
+/// Most GPUs a run keeps apart (every exporter together); more are left out
+/// and the report says so. A page's reader applies it first
+/// ([`read`]), the run's history again over all exporters.
+pub const MAX_GPUS: usize = 1024;
+
 /// One page's GPUs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GpuPage {
     pub gpus: Vec<(GpuId, Values)>,
     /// Values left out as impossible, and families of the wrong type.
     pub rejected: usize,
+    /// GPUs past [`MAX_GPUS`] on the page, left out as it is
+    /// read.
+    pub dropped_gpus: usize,
 }
 
 /// Reads one exporter's page. `source` numbers the exporter, `host` is its
 /// URL's host (for GPUs whose page gives no `Hostname`).
+/// Each sample finds its GPU by a map, and GPUs past
+/// [`MAX_GPUS`] are left out here: a page of ~100k GPUs was
+/// scanned GPU by GPU for every sample (100 % CPU before the first stage).
 pub fn read(page: &Page, source: usize, host: &str) -> GpuPage {
+    use std::collections::{HashMap, HashSet};
     let mut out = GpuPage::default();
+    let mut index: HashMap<(String, String, String), usize> = HashMap::new();
+    let mut dropped: HashSet<(String, String, String)> = HashSet::new();
     for s in &page.samples {
         let Some(field) = Field::of(&s.name) else {
             continue;
@@ -169,11 +183,18 @@ pub fn read(page: &Page, source: usize, host: &str) -> GpuPage {
             continue;
         }
         let id = GpuId::of(s, source, host);
-        let i = match out.gpus.iter().position(|(g, _)| g.same(&id)) {
-            Some(i) => i,
-            None => {
+        // `same` within one page (one source): host, UUID and index.
+        let key = (id.hostname.clone(), id.uuid.clone(), id.gpu.clone());
+        let i = match index.get(&key) {
+            Some(&i) => i,
+            None if out.gpus.len() < MAX_GPUS => {
                 out.gpus.push((id.clone(), [None; Field::N]));
+                index.insert(key, out.gpus.len() - 1);
                 out.gpus.len() - 1
+            }
+            None => {
+                dropped.insert(key);
+                continue;
             }
         };
         let (known, values) = &mut out.gpus[i];
@@ -186,6 +207,7 @@ pub fn read(page: &Page, source: usize, host: &str) -> GpuPage {
         let slot = &mut values[field as usize];
         *slot = Some(slot.map_or(s.value, |v: f64| v.max(s.value)));
     }
+    out.dropped_gpus = dropped.len();
     out
 }
 
@@ -304,5 +326,32 @@ DCGM_FI_PROF_DRAM_ACTIVE{gpu="0",UUID="GPU-5fd4b4a2-6c3e-a1f0-2b8e-0d6c7a1e9f01"
             .iter()
             .enumerate()
             .all(|(i, x)| i == Field::FbUsed as usize || x.is_none()));
+    }
+
+    /// A page of 100,000 GPUs was scanned GPU by GPU for each sample
+    /// (quadratic: 100 % CPU before the first stage); it is read in one
+    /// pass now, the GPUs past the cap left out and counted as it reads.
+    #[test]
+    fn a_page_of_a_hundred_thousand_gpus_is_read_in_one_pass_and_capped() {
+        use std::fmt::Write as _;
+        let mut text = String::new();
+        for g in 0..100_000 {
+            let _ = writeln!(
+                text,
+                "DCGM_FI_DEV_POWER_USAGE{{gpu=\"{g}\",UUID=\"GPU-{g}\",Hostname=\"h\"}} 300"
+            );
+        }
+        let page = prom::parse(&text);
+        let t0 = std::time::Instant::now();
+        let r = read(&page, 0, "h");
+        // Quadratic took minutes; linear takes milliseconds (a generous
+        // bound for a busy debug build).
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(r.gpus.len(), MAX_GPUS);
+        assert_eq!(r.dropped_gpus, 100_000 - MAX_GPUS);
     }
 }

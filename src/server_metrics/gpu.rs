@@ -10,7 +10,7 @@
 //! went down (a driver reload, a wrap) adds nothing and is not covered, so
 //! no energy is invented and none is negative.
 
-use super::dcgm::{Field, GpuId, Values};
+use super::dcgm::{Field, GpuId, Values, MAX_GPUS};
 use crate::types::gpu::{GpuCost, GpuEnergy, GpuFigures, GpuGauge, GpuStage, GpuUnit, TokenSource};
 use crate::types::StageReport;
 
@@ -21,10 +21,6 @@ pub struct GpuPoint {
     pub t_s: f64,
     pub gpus: Vec<(usize, Values)>,
 }
-
-/// Most GPUs a run keeps apart (every exporter together); more are left out
-/// and the report says so.
-pub const MAX_GPUS: usize = 1024;
 
 /// Readings over the run, bounded as the server's are: when full, every
 /// other point is dropped and from then on every other scrape is kept.
@@ -140,7 +136,12 @@ pub fn energy_j(points: &[GpuPoint], gpu: usize, a: f64, b: f64) -> Option<(f64,
             let inside = p.t_s.min(b) - t0.max(a);
             if inside > 0.0 && p.t_s > t0 {
                 any = true;
-                if v >= v0 {
+                // A counter that went back (a reset, a wrap) or on faster
+                // than any GPU draws (a drop then a jump to 2e15 mJ read
+                // 5e11 W) says nothing of the interval: not covered, so
+                // the figures per token say "-" rather than a wrong one.
+                let watts = (v - v0) / 1000.0 / (p.t_s - t0);
+                if v >= v0 && watts <= crate::bounds::GPU_WATTS {
                     total_mj += (v - v0) * inside / (p.t_s - t0);
                     covered += inside;
                 }
@@ -466,6 +467,26 @@ mod tests {
         assert_eq!(s.gpus[1].figures.power_w.unwrap().max, 100.0);
         assert!(t.util_pct.is_none(), "not exported: absent");
         assert!(summarize(&h, 20.0, 30.0).is_none());
+    }
+
+    /// A counter that dropped and then jumped to 2e15 mJ read
+    /// 1,996,826,432,798 J in a 4 s stage (about 5e11 W beside 350 W of
+    /// power): an interval faster than any GPU draws is not counted.
+    #[test]
+    fn an_energy_counter_that_drops_then_jumps_adds_nothing() {
+        let mut h = GpuHistory::default();
+        for (t, mj) in [
+            (0.0, 1e9),
+            (1.0, 1e9 + 350_000.0),
+            (2.0, 10.0),
+            (3.0, 2e15),
+            (4.0, 2e15 + 350_000.0),
+        ] {
+            h.push(t, vec![(id("0"), vals(350.0, Some(mj)))], false);
+        }
+        let (j, covered) = energy_j(h.points(), 0, 0.0, 4.0).unwrap();
+        assert!((j - 700.0).abs() < 1e-6, "{j}");
+        assert!((covered - 0.5).abs() < 1e-9, "{covered}");
     }
 
     #[test]

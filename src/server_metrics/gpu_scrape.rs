@@ -118,7 +118,7 @@ impl GpuRecord {
         if self.history.dropped_gpus > 0 {
             w.push(format!(
                 "gpu metrics: more than {} GPUs; the others were left out",
-                super::gpu::MAX_GPUS
+                super::dcgm::MAX_GPUS
             ));
         }
         w
@@ -229,6 +229,7 @@ async fn run(cfg: GpuScrapeConfig, t0: Instant, task: Task<GpuRecord, GpuLive>) 
                         r.cut_pages += u64::from(cut);
                         let g = dcgm::read(&page, i, &hosts[i]);
                         r.rejected += g.rejected as u64;
+                        r.history.dropped_gpus += g.dropped_gpus as u64;
                         if g.gpus.is_empty() {
                             Some("a page without DCGM_FI_ metrics".to_string())
                         } else {

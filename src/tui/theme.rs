@@ -161,8 +161,12 @@ pub fn select(choice: Option<&str>, no_color: bool) -> Result<Vec<Theme>> {
         return Ok(all);
     };
     let first = if choice.ends_with(".toml") || Path::new(choice).exists() {
-        let text = std::fs::read_to_string(choice)
-            .with_context(|| format!("cannot read theme file {choice}"))?;
+        let text = crate::bounds::read_text(
+            std::path::Path::new(choice),
+            crate::bounds::SMALL_FILE,
+            "a theme file",
+        )
+        .with_context(|| format!("cannot read theme file {choice}"))?;
         parse(&text, choice)?
     } else {
         match all.iter().position(|t| t.name == choice) {
