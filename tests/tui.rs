@@ -1520,3 +1520,75 @@ fn the_header_says_which_repeat_runs() {
         assert!(s.contains("constant@34.16 r2"), "{w}x{h}:\n{s}");
     }
 }
+
+#[test]
+fn paused_the_now_panel_does_not_keep_the_last_second() {
+    // User trial: `p` in `--profile constant --rate 10`, 4 and 7 s later
+    // the panel read `done req/s 10.00 / 10.00`, `tok/s 320 · first tok
+    // 10/s` beside `in flight 0 · streaming 0`.
+    let mut app = golden_app();
+    let s = render(&app, 120, 36);
+    assert_has(
+        &s,
+        &[
+            "now (last second)",
+            "done req/s 30.00 / 34.16",
+            "tok/s 4096",
+        ],
+    );
+    app.snap.paused = true;
+    let st = app.snap.stage.as_mut().unwrap();
+    st.in_flight = 0;
+    st.streaming = 0;
+    let s = render(&app, 120, 36);
+    assert_has(
+        &s,
+        &[
+            "now (paused)",
+            "done req/s 0.00 / 34.16",
+            "in flight 0 · streaming 0",
+            "tok/s 0 · first tok 0/s",
+        ],
+    );
+    assert!(!s.contains("30.00 / 34.16") && !s.contains("4096"), "{s}");
+    // The counts of the stage stay.
+    assert_has(&s, &["stage: done 151"]);
+}
+
+/// The running stage's row of the stage table (`▶name`).
+fn running_row<'a>(screen: &'a str, name: &str) -> &'a str {
+    let mark = format!("▶{name}");
+    screen
+        .lines()
+        .find(|l| l.contains(&mark))
+        .unwrap_or_else(|| panic!("no row {mark}:\n{screen}"))
+}
+
+/// A stage row's `Req done` (the third figure from its end: done, inc, err).
+fn done_of(row: &str) -> &str {
+    let words: Vec<&str> = row.split_whitespace().filter(|w| *w != "│").collect();
+    words[words.len() - 3]
+}
+
+#[test]
+fn the_stage_row_and_the_now_panel_count_the_same_requests_done() {
+    // User trial: the now panel's `done 98` against the stage row's `79`
+    // (the stage so far is closed once a second), and `done 7` against `0`
+    // as a stage starts (no stage so far yet).
+    let mut app = golden_app();
+    let st = app.snap.stage.as_mut().unwrap();
+    st.counts.completed = 198;
+    Arc::make_mut(st.so_far.as_mut().unwrap())
+        .requests
+        .completed = 179;
+    let s = render(&app, 160, 48);
+    assert_has(&s, &["stage: done 198"]);
+    assert_eq!(done_of(running_row(&s, "constant@34.16")), "198");
+
+    let st = app.snap.stage.as_mut().unwrap();
+    st.so_far = None;
+    st.counts.completed = 7;
+    let s = render(&app, 160, 48);
+    assert_has(&s, &["stage: done 7 "]);
+    assert_eq!(done_of(running_row(&s, "constant@34.16")), "7");
+}
