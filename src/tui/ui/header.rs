@@ -245,7 +245,11 @@ fn running_line(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
     Line::from(spans)
 }
 
-/// The stage's progress as a bar, labelled with the run's time and what is left.
+/// The run's progress as a bar, labelled with the run's time and what is
+/// left; the stage's when the run's length is not known, labelled so. The
+/// bar and its words say the same thing (seen: the bar filled by the stage
+/// while its text said the run's share); the stage line says the stage's
+/// clock (`5/10 s`).
 fn progress_gauge(app: &App, width: u16) -> Gauge<'static> {
     let th = app.theme();
     let snap = &app.snap;
@@ -259,21 +263,26 @@ fn progress_gauge(app: &App, width: u16) -> Gauge<'static> {
             stage_clock(snap)
         )
     } else {
-        let stage = stage_ratio.map_or(String::new(), |r| format!("stage {:.0}% · ", r * 100.0));
-        let run = match (run_ratio, left) {
+        match (run_ratio, left) {
             (Some(r), Some(l)) => format!(
                 "run {run_time} ({:.0}%) · ~{} left",
                 r * 100.0,
                 fmt_duration(l)
             ),
-            _ => format!("run {run_time} · {}", snap.stage_count()),
-        };
-        format!("{stage}{run}")
+            _ => {
+                let stage =
+                    stage_ratio.map_or(String::new(), |r| format!("stage {:.0}% · ", r * 100.0));
+                format!("{stage}run {run_time} · {}", snap.stage_count())
+            }
+        }
     };
     let ratio = if app.outcome.is_some() {
         1.0
     } else {
-        stage_ratio.unwrap_or(0.0)
+        match (run_ratio, left) {
+            (Some(r), Some(_)) => r,
+            _ => stage_ratio.unwrap_or(0.0),
+        }
     };
     let label = fit_line(Line::raw(label), width).to_string();
     Gauge::default()
