@@ -332,7 +332,7 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
                 .split(',')
                 .find_map(|kv| kv.strip_prefix("target="))
                 .map(|t| vec!["--target".into(), t.to_string()]),
-            Becomes::OutDir => Some(vec!["--out".into(), report_dir(value)]),
+            Becomes::OutDir => Some(vec!["--out".into(), super::kinds::report_dir(value)]),
             Becomes::Nothing => None,
         };
         let ours = ours.filter(|o| !o.first().is_some_and(|f| given(f)));
@@ -378,19 +378,6 @@ fn merge_exports(line: Vec<String>) -> Vec<String> {
         out.splice(at..at, ["--export".to_string(), formats.join(",")]);
     }
     out
-}
-
-/// GuideLLM's output file as llmsweep's directory: `bench.json` →
-/// `bench`; a directory stays as it is.
-pub(super) fn report_dir(path: &str) -> String {
-    let p = std::path::Path::new(path);
-    let is_report = p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-        ["json", "yaml", "yml", "csv", "html"].contains(&e.to_ascii_lowercase().as_str())
-    });
-    match (is_report, p.file_stem()) {
-        (true, Some(stem)) => p.with_file_name(stem).display().to_string(),
-        _ => path.to_string(),
-    }
 }
 
 /// An argument as a shell reads it back: quoted when it has to be.

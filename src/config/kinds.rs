@@ -361,7 +361,7 @@ fn output(kv: &KindValue) -> Mapped {
         ..Default::default()
     };
     if let Some(p) = kv.get("path").or_else(|| kv.get("filename")) {
-        out.flag("--out", &super::habits::report_dir(p));
+        out.flag("--out", &report_dir(p));
     }
     if let Some(f) = format {
         out.flag("--export", f);
@@ -370,6 +370,19 @@ fn output(kv: &KindValue) -> Mapped {
     }
     out.rest(kv, &["path", "filename"]);
     out
+}
+
+/// GuideLLM's output file as llmsweep's directory: `bench.json` →
+/// `bench`; a directory stays as it is.
+pub(super) fn report_dir(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    let is_report = p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        ["json", "yaml", "yml", "csv", "html"].contains(&e.to_ascii_lowercase().as_str())
+    });
+    match (is_report, p.file_stem()) {
+        (true, Some(stem)) => p.with_file_name(stem).display().to_string(),
+        _ => path.to_string(),
+    }
 }
 
 #[cfg(test)]

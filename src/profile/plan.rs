@@ -13,7 +13,8 @@ use crate::types::Slo;
 
 /// Default stage length against a real server (GuideLLM's common setting).
 pub const DEFAULT_STAGE_SECONDS: f64 = 30.0;
-/// Default stage length against the built-in simulator: a full sweep in under two minutes.
+/// Default stage length against the built-in simulator: a sweep of 10 stages in
+/// under two minutes, then up to 80 s of added stages (2 to 3 minutes in all).
 pub const DEFAULT_SIM_STAGE_SECONDS: f64 = 10.0;
 /// `--max-seconds auto`: no stage ends before this long ...
 pub const AUTO_MIN_SECONDS: f64 = 5.0;
