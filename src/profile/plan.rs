@@ -290,6 +290,8 @@ fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
     };
     let stage_len = match (limits.max_seconds, limits.max_requests) {
         (Some(s), _) => format!("{s} s"),
+        // (Seen: "10 stages of 1 requests".)
+        (None, Some(1)) => "1 request".to_string(),
         (None, Some(n)) => format!("{n} requests"),
         _ => String::new(),
     };
@@ -568,6 +570,22 @@ pub(crate) mod tests {
         assert_eq!(stage.name, "replay");
         assert_eq!(stage.limits.max_requests, Some(3));
         assert_eq!(stage.limits.max_seconds, None);
+    }
+
+    /// Seen: "10 stages of 1 requests".
+    #[test]
+    fn a_sweep_of_one_request_stages_says_request() {
+        let one = RunConfig {
+            max_requests: Some(1),
+            ..args("sweep", None)
+        };
+        let p = build_plan(&one, true).unwrap();
+        assert!(
+            p.description
+                .starts_with("sweep: 10 stages of 1 request, then"),
+            "{}",
+            p.description
+        );
     }
 
     #[test]
