@@ -1598,3 +1598,43 @@ fn the_stage_row_and_the_now_panel_count_the_same_requests_done() {
     assert_has(&s, &["stage: done 7 "]);
     assert_eq!(done_of(running_row(&s, "constant@34.16")), "7");
 }
+
+#[test]
+fn a_header_that_drops_the_model_leaves_no_double_space() {
+    // User trial at 80×24: the header dropped the model and left
+    // `http://127.0.0.1:8000  · holds …`.
+    let mut app = golden_app();
+    app.info.model = "Qwen/Qwen3-30B-A3B-Instruct-2507-FP8".into();
+    for (w, h) in [(80, 24), (100, 30), (60, 20)] {
+        let s = render(&app, w, h);
+        let header = lines(&s)[0].to_string();
+        let after_badge = header.trim_start().trim_start_matches("llmsweep").trim();
+        assert!(!after_badge.contains("  "), "{w}x{h}: {header:?}");
+        assert!(header.contains("holds"), "{w}x{h}: {header:?}");
+    }
+}
+
+#[test]
+fn paused_and_saturating_fit_the_stage_line_at_100_columns() {
+    // User trial at 100 columns: the stage line read `… pau…` and cut
+    // `! saturating: …`.
+    let mut app = golden_app();
+    app.snap.paused = true;
+    app.snap.stage.as_mut().unwrap().saturation =
+        Some("saturating: the backlog grew by 2.49 ± 0.52 req/s over 6.0 s".into());
+    for (w, h) in [(100, 30), (80, 24)] {
+        let s = render(&app, w, h);
+        let l = lines(&s);
+        assert!(
+            l[1].contains(" PAUSED ") && l[1].contains("! saturating") && !l[1].contains('…'),
+            "{w}x{h}: {}",
+            l[1]
+        );
+    }
+    // With room, the whole reason.
+    let s = render(&app, 250, 60);
+    assert!(
+        lines(&s)[1].contains("! saturating: the backlog grew by 2.49"),
+        "{s}"
+    );
+}
