@@ -147,6 +147,17 @@ fn plan(file: &std::path::Path, stages: Option<usize>, toml: bool) -> anyhow::Re
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // GuideLLM 0.8's `--profile kind=…` and `--data kind=…` parse (the
+    // flags are llmsweep's too): the whole line is translated first.
+    let words: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(hint) = llmsweep::config::guidellm_value_hint(&words) {
+        llmsweep::term::note(&hint);
+        return ExitCode::from(2);
+    }
     let matches = match Cli::command().try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => return usage_error(e, &args),

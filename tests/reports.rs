@@ -213,7 +213,11 @@ fn report_and_compare_commands() {
     let f = f.to_str().unwrap();
     for (fmt, needle) in [
         ("md", "## Benchmarks Stats"),
-        ("csv", "stage,strategy"),
+        // The stage's name, target, verdict and achieved rate first.
+        (
+            "csv",
+            "stage,target_rate,verdict,completed_per_s,requests_per_s,strategy",
+        ),
         ("html", "<svg"),
         ("console", "Benchmarks Info"),
         ("vllm", "Median TTFT (ms)"),
@@ -243,11 +247,21 @@ fn report_and_compare_commands() {
     );
     let (ok, _, err) = bin(&["report", "/nonexistent.json"]);
     assert!(!ok && err.contains("cannot read"), "{err}");
-    // The console re-render ends with the answer, as the live run's does
-    // (seen: `llmsweep report DIR/report.json` printed no answer at all).
+    // The console re-render says the answer (seen: `llmsweep report
+    // DIR/report.json` printed no answer at all), and first, before
+    // llmsweep's stage table and GuideLLM's layout with its own rate (seen:
+    // GuideLLM's tables first and the Summary last).
     let (ok, out, err) = bin(&["report", f]);
     assert!(ok, "{err}");
-    assert!(out.contains("Summary:\n  Answer     holds"), "{out}");
+    let at = |needle: &str| {
+        out.find(needle)
+            .unwrap_or_else(|| panic!("{needle}:\n{out}"))
+    };
+    assert!(
+        at("Summary:\n  Answer     holds") < at("Stages (! saturated):")
+            && at("Stages (! saturated):") < at("Benchmarks Info (GuideLLM's layout)"),
+        "{out}"
+    );
     // A run directory names its report (seen: "Is a directory").
     let dir = root().join("tests/fixtures");
     let (ok, _, err) = bin(&["report", dir.to_str().unwrap()]);

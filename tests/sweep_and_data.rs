@@ -449,6 +449,34 @@ fn a_model_id_as_tokenizer_comes_from_the_hugging_face_cache() {
     );
 }
 
+/// A bare model name (`gpt2`, as GuideLLM's `--processor gpt2` gives it)
+/// is looked up in the Hugging Face cache as an ORG/NAME id is (seen:
+/// `--tokenizer gpt2` said "no such file"), and one not there says where it
+/// looked, not "no such file".
+#[test]
+fn a_bare_model_name_as_tokenizer_comes_from_the_hugging_face_cache() {
+    let hf = tmp("hf-bare");
+    let file = lay_out_cache(&hf, "tiny-wordpiece", "0a1b2c");
+    let offline = [
+        ("HF_HOME", hf.as_path()),
+        ("HF_HUB_OFFLINE", std::path::Path::new("1")),
+    ];
+    let (ok, err, out) = run_with_hf("hf-bare-run", &offline, &["--tokenizer", "tiny-wordpiece"]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("tokenizer: tiny-wordpiece from the Hugging Face cache"),
+        "{err}"
+    );
+    let r = common::process::read_report(&out);
+    assert_eq!(r["config"]["tokenizer"], file.display().to_string());
+    let (ok, err, _) = run_with_hf("hf-bare-missing", &offline, &["--tokenizer", "gpt2"]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("not in the Hugging Face cache") && err.contains("models--gpt2"),
+        "{err}"
+    );
+}
+
 /// One HTTP/1.1 exchange a connection on `listener`, answered by `answer`
 /// from the request's first line and headers, `n` times; returns the heads.
 fn serve_hub(

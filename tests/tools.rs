@@ -152,6 +152,47 @@ async fn a_run_with_tools_reports_the_calls_the_server_made() {
     sim.shutdown().await;
 }
 
+/// Seen: `tools=2` against the default simulator read 0 tool calls with
+/// nothing saying why. The built-in simulator answers requests that carry
+/// tools with calls; a server that never calls one is said to have answered
+/// in text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_against_the_default_simulators_get_calls_or_a_reason() {
+    let out = tmpdir("tools-builtin");
+    let args = [
+        "--data",
+        "prompt_tokens=32,output_tokens=8,tools=2",
+        "--profile",
+        "constant",
+        "--rate",
+        "10",
+        "--max-requests",
+        "30",
+        "--export",
+        "json,console",
+    ];
+    let mut cmd = llmsweep();
+    cmd.args(args)
+        .args(["--headless", "--out", out.to_str().unwrap()]);
+    let o = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let calls = r["stages"][0]["tool_calls"]["calls"].as_u64().unwrap_or(0);
+    assert!(calls > 0, "{}", r["stages"][0]["tool_calls"]);
+    // A separate simulator at its defaults never calls a tool: say so.
+    let sim = common::start_sim(common::model(1.0, 0.0, 64)).await;
+    let out2 = tmpdir("tools-default-sim");
+    let o = run(&sim.url(), &out2, &args).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let console = std::fs::read_to_string(out2.join("report-console.txt")).unwrap();
+    assert!(console.contains("no answer made a tool call"), "{console}");
+    sim.shutdown().await;
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&out2);
+}
+
 /// Conversations that use tools: every turn carries the definitions of a
 /// tools file, and each user message is followed by the assistant's call
 /// and the tool's result; the first message's image goes in every turn's

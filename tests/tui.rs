@@ -353,7 +353,13 @@ fn nothing_essential_is_cut_at_any_size() {
             "{w}x{h}: {}",
             l[1]
         );
-        assert!(l[2].contains("stage 50% · run 01:15"), "{w}x{h}: {}", l[2]);
+        // The bar is the run's, and so are its words (the stage line has
+        // the stage's clock).
+        assert!(
+            l[2].contains("run 01:15 (75%) · ~00:25 left") && !l[2].contains("stage 50%"),
+            "{w}x{h}: {}",
+            l[2]
+        );
         // The footer keeps quit, views and help.
         let footer = l[h as usize - 1];
         for k in ["q quit", "Tab view", "? help"] {
@@ -1519,4 +1525,116 @@ fn the_header_says_which_repeat_runs() {
         assert!(header.contains("repeat 2/3 · stage 8/10"), "{w}x{h}:\n{s}");
         assert!(s.contains("constant@34.16 r2"), "{w}x{h}:\n{s}");
     }
+}
+
+#[test]
+fn paused_the_now_panel_does_not_keep_the_last_second() {
+    // User trial: `p` in `--profile constant --rate 10`, 4 and 7 s later
+    // the panel read `done req/s 10.00 / 10.00`, `tok/s 320 · first tok
+    // 10/s` beside `in flight 0 · streaming 0`.
+    let mut app = golden_app();
+    let s = render(&app, 120, 36);
+    assert_has(
+        &s,
+        &[
+            "now (last second)",
+            "done req/s 30.00 / 34.16",
+            "tok/s 4096",
+        ],
+    );
+    app.snap.paused = true;
+    let st = app.snap.stage.as_mut().unwrap();
+    st.in_flight = 0;
+    st.streaming = 0;
+    let s = render(&app, 120, 36);
+    assert_has(
+        &s,
+        &[
+            "now (paused)",
+            "done req/s 0.00 / 34.16",
+            "in flight 0 · streaming 0",
+            "tok/s 0 · first tok 0/s",
+        ],
+    );
+    assert!(!s.contains("30.00 / 34.16") && !s.contains("4096"), "{s}");
+    // The counts of the stage stay.
+    assert_has(&s, &["stage: done 151"]);
+}
+
+/// The running stage's row of the stage table (`▶name`).
+fn running_row<'a>(screen: &'a str, name: &str) -> &'a str {
+    let mark = format!("▶{name}");
+    screen
+        .lines()
+        .find(|l| l.contains(&mark))
+        .unwrap_or_else(|| panic!("no row {mark}:\n{screen}"))
+}
+
+/// A stage row's `Req done` (the third figure from its end: done, inc, err).
+fn done_of(row: &str) -> &str {
+    let words: Vec<&str> = row.split_whitespace().filter(|w| *w != "│").collect();
+    words[words.len() - 3]
+}
+
+#[test]
+fn the_stage_row_and_the_now_panel_count_the_same_requests_done() {
+    // User trial: the now panel's `done 98` against the stage row's `79`
+    // (the stage so far is closed once a second), and `done 7` against `0`
+    // as a stage starts (no stage so far yet).
+    let mut app = golden_app();
+    let st = app.snap.stage.as_mut().unwrap();
+    st.counts.completed = 198;
+    Arc::make_mut(st.so_far.as_mut().unwrap())
+        .requests
+        .completed = 179;
+    let s = render(&app, 160, 48);
+    assert_has(&s, &["stage: done 198"]);
+    assert_eq!(done_of(running_row(&s, "constant@34.16")), "198");
+
+    let st = app.snap.stage.as_mut().unwrap();
+    st.so_far = None;
+    st.counts.completed = 7;
+    let s = render(&app, 160, 48);
+    assert_has(&s, &["stage: done 7 "]);
+    assert_eq!(done_of(running_row(&s, "constant@34.16")), "7");
+}
+
+#[test]
+fn a_header_that_drops_the_model_leaves_no_double_space() {
+    // User trial at 80×24: the header dropped the model and left
+    // `http://127.0.0.1:8000  · holds …`.
+    let mut app = golden_app();
+    app.info.model = "Qwen/Qwen3-30B-A3B-Instruct-2507-FP8".into();
+    for (w, h) in [(80, 24), (100, 30), (60, 20)] {
+        let s = render(&app, w, h);
+        let header = lines(&s)[0].to_string();
+        let after_badge = header.trim_start().trim_start_matches("llmsweep").trim();
+        assert!(!after_badge.contains("  "), "{w}x{h}: {header:?}");
+        assert!(header.contains("holds"), "{w}x{h}: {header:?}");
+    }
+}
+
+#[test]
+fn paused_and_saturating_fit_the_stage_line_at_100_columns() {
+    // User trial at 100 columns: the stage line read `… pau…` and cut
+    // `! saturating: …`.
+    let mut app = golden_app();
+    app.snap.paused = true;
+    app.snap.stage.as_mut().unwrap().saturation =
+        Some("saturating: the backlog grew by 2.49 ± 0.52 req/s over 6.0 s".into());
+    for (w, h) in [(100, 30), (80, 24)] {
+        let s = render(&app, w, h);
+        let l = lines(&s);
+        assert!(
+            l[1].contains(" PAUSED ") && l[1].contains("! saturating") && !l[1].contains('…'),
+            "{w}x{h}: {}",
+            l[1]
+        );
+    }
+    // With room, the whole reason.
+    let s = render(&app, 250, 60);
+    assert!(
+        lines(&s)[1].contains("! saturating: the backlog grew by 2.49"),
+        "{s}"
+    );
 }

@@ -208,7 +208,7 @@ const COMMANDS: &[(&str, Option<&str>, &str)] = &[
 struct Found {
     theirs: String,
     ours: Option<String>,
-    note: &'static str,
+    note: String,
 }
 
 /// A command line (without the program's name) in llmsweep's words, with
@@ -225,7 +225,7 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
         found.push(Found {
             theirs: cmd.to_string(),
             ours: ours.map(str::to_string),
-            note,
+            note: note.to_string(),
         });
         out.extend(ours.map(str::to_string));
         i = 1;
@@ -237,6 +237,20 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
             i = 2;
         }
     }
+    // A flag the line already gives in llmsweep's words (not as a GuideLLM
+    // registry value) is not given twice (seen: `--output-path` beside
+    // `--out` became `--out bench … --out /tmp/m`, which the parser refuses).
+    let given = |f: &str| {
+        args.iter().enumerate().any(|(j, a)| {
+            let inline = a.strip_prefix(f).and_then(|r| r.strip_prefix('='));
+            let value = match inline {
+                Some(v) => Some(v),
+                None if a == f => args.get(j + 1).map(String::as_str),
+                None => None,
+            };
+            value.is_some_and(|v| super::kinds::parse(v).is_none())
+        })
+    };
     while i < args.len() {
         let arg = &args[i];
         i += 1;
@@ -248,6 +262,43 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
             Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
             _ => (arg.as_str(), None),
         };
+        // GuideLLM 0.8's registry options (`--profile kind=constant,rate=5`),
+        // and 0.3–0.7's JSON `--data '{…}'`: every key its flag, or named.
+        if super::kinds::REGISTRY_FLAGS.contains(&flag) {
+            let value = inline.clone().or_else(|| args.get(i).cloned());
+            if let Some(kv) = value.as_deref().and_then(super::kinds::parse) {
+                if inline.is_none() {
+                    i += 1;
+                }
+                let theirs = format!("{flag} {}", value.unwrap_or_default());
+                let m = super::kinds::map(flag, &kv);
+                let mut ours = Vec::new();
+                for pair in m.ours.chunks(2) {
+                    let f = pair[0].as_str();
+                    let repeat = f != "--export" && out.iter().any(|o| o == f);
+                    if !given(f) && !repeat {
+                        ours.extend(pair.iter().cloned());
+                    }
+                }
+                let mut note = String::new();
+                if !m.dropped.is_empty() {
+                    note = format!("no flag for {}", m.dropped.join(", "));
+                }
+                if !m.note.is_empty() && (ours.is_empty() || !m.dropped.is_empty()) {
+                    if !note.is_empty() {
+                        note.push_str(": ");
+                    }
+                    note.push_str(m.note);
+                }
+                found.push(Found {
+                    theirs,
+                    ours: (!ours.is_empty()).then(|| ours.join(" ")),
+                    note,
+                });
+                out.extend(ours);
+                continue;
+            }
+        }
         let Some(habit) = HABITS.iter().find(|h| h.flags.contains(&flag)) else {
             out.push(arg.clone());
             continue;
@@ -281,15 +332,8 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
                 .split(',')
                 .find_map(|kv| kv.strip_prefix("target="))
                 .map(|t| vec!["--target".into(), t.to_string()]),
-            Becomes::OutDir => Some(vec!["--out".into(), report_dir(value)]),
+            Becomes::OutDir => Some(vec!["--out".into(), super::kinds::report_dir(value)]),
             Becomes::Nothing => None,
-        };
-        // A flag the line already gives in llmsweep's words is not given
-        // twice (seen: `--output-path` beside `--out` became `--out bench
-        // … --out /tmp/m`, which the parser refuses).
-        let given = |f: &str| {
-            args.iter()
-                .any(|a| a == f || a.strip_prefix(f).is_some_and(|r| r.starts_with('=')))
         };
         let ours = ours.filter(|o| !o.first().is_some_and(|f| given(f)));
         let note = match &ours {
@@ -297,7 +341,8 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
                 "given already in llmsweep's words"
             }
             _ => habit.note,
-        };
+        }
+        .to_string();
         found.push(Found {
             theirs,
             ours: ours.as_ref().map(|o| o.join(" ")),
@@ -305,20 +350,34 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
         });
         out.extend(ours.into_iter().flatten());
     }
-    (!found.is_empty()).then_some((out, found))
+    (!found.is_empty()).then_some((merge_exports(out), found))
 }
 
-/// GuideLLM's output file as llmsweep's directory: `bench.json` →
-/// `bench`; a directory stays as it is.
-fn report_dir(path: &str) -> String {
-    let p = std::path::Path::new(path);
-    let is_report = p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-        ["json", "yaml", "yml", "csv", "html"].contains(&e.to_ascii_lowercase().as_str())
-    });
-    match (is_report, p.file_stem()) {
-        (true, Some(stem)) => p.with_file_name(stem).display().to_string(),
-        _ => path.to_string(),
+/// Several GuideLLM `--output`s (`kind=json`, `kind=csv`) as one
+/// `--export json,csv`, where the first was.
+fn merge_exports(line: Vec<String>) -> Vec<String> {
+    let mut formats: Vec<String> = Vec::new();
+    let mut out: Vec<String> = Vec::new();
+    let mut first = None;
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] == "--export" && i + 1 < line.len() {
+            first.get_or_insert(out.len());
+            for f in line[i + 1].split(',') {
+                if !formats.iter().any(|g| g == f) {
+                    formats.push(f.to_string());
+                }
+            }
+            i += 2;
+            continue;
+        }
+        out.push(line[i].clone());
+        i += 1;
     }
+    if let Some(at) = first {
+        out.splice(at..at, ["--export".to_string(), formats.join(",")]);
+    }
+    out
 }
 
 /// An argument as a shell reads it back: quoted when it has to be.
@@ -331,6 +390,27 @@ fn shell_word(a: &str) -> String {
     } else {
         format!("'{}'", a.replace('\'', r"'\''"))
     }
+}
+
+/// The hint for a command line clap accepts but whose values are GuideLLM
+/// 0.8's registry options (`--profile kind=sweep --data
+/// kind=synthetic_text,…`: llmsweep has `--profile` and `--data`, so the
+/// line parses and would fail later, one value at a time); None otherwise.
+pub fn guidellm_value_hint(args: &[String]) -> Option<String> {
+    let words = args.iter().take_while(|a| *a != "--");
+    let pairs: Vec<&String> = words.collect();
+    let registry = pairs.iter().enumerate().any(|(j, a)| {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (a.as_str(), None),
+        };
+        super::kinds::REGISTRY_FLAGS.contains(&flag)
+            && inline
+                .or_else(|| pairs.get(j + 1).map(|s| s.as_str()))
+                .and_then(super::kinds::parse)
+                .is_some()
+    });
+    registry.then(|| guidellm_hint(args)).flatten()
 }
 
 /// The hint for a command line that did not parse, if it speaks GuideLLM:
@@ -424,6 +504,84 @@ mod tests {
             line_of("--rate-type sweep -- --processor"),
             "--profile sweep -- --processor"
         );
+    }
+
+    /// Issue 47. Seen: GuideLLM 0.8's line got `--constraint … → left
+    /// out` and a "try:" line that kept `--profile kind=…`, `--data
+    /// kind=…`, `--tokenizer kind=…` and `--output kind=…`; 0.3's JSON
+    /// `--data` was kept as it was ("unknown format").
+    #[test]
+    fn guidellm_08_and_03_lines_translate_whole() {
+        assert_eq!(
+            line_of(
+                "run --backend kind=openai_http,target=http://h:8000 --profile kind=constant,rate=5 \
+                 --constraint kind=max_duration,seconds=10 \
+                 --data kind=synthetic_text,prompt_tokens=64,output_tokens=32 \
+                 --tokenizer kind=hf_auto,model=./tok --output kind=json,path=g.json"
+                    .replace('\\', " ")
+                    .as_str()
+            ),
+            "run --target http://h:8000 --profile constant --rate 5 --max-seconds 10 \
+             --data prompt_tokens=64,output_tokens=32 --tokenizer ./tok --out g --export json"
+                .split_whitespace()
+                .filter(|w| *w != "\\")
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let json = vec![
+            "benchmark".to_string(),
+            "--target".into(),
+            "http://h".into(),
+            "--rate-type".into(),
+            "constant".into(),
+            "--rate".into(),
+            "5".into(),
+            "--data".into(),
+            r#"{"prompt_tokens": 64, "output_tokens": 32}"#.into(),
+            "--processor".into(),
+            "gpt2".into(),
+        ];
+        let (line, _) = translate(&json).unwrap();
+        assert_eq!(
+            line.join(" "),
+            "--target http://h --profile constant --rate 5 --data prompt_tokens=64,output_tokens=32 --tokenizer gpt2"
+        );
+        // Two outputs: one directory, both formats.
+        assert_eq!(
+            line_of("--output kind=json,path=r/g.json --output kind=csv,path=r/g.csv"),
+            "--out r/g --export json,csv"
+        );
+        // A flag given in llmsweep's words is not given twice.
+        assert_eq!(
+            line_of("--constraint kind=max_duration,seconds=10 --max-seconds 5"),
+            "--max-seconds 5"
+        );
+        // Accepted by clap, still GuideLLM's: the value hint.
+        let accepted: Vec<String> = args("--profile kind=sweep --target http://h");
+        let h = guidellm_value_hint(&accepted).unwrap();
+        assert!(
+            h.contains("llmsweep --profile sweep --target http://h"),
+            "{h}"
+        );
+        assert_eq!(
+            guidellm_value_hint(&args("--profile sweep --data prompt_tokens=8")),
+            None
+        );
+    }
+
+    #[test]
+    fn the_hint_names_what_has_no_flag() {
+        let h = guidellm_hint(&args(
+            "--backend kind=openai_http,target=http://h --constraint kind=over_saturation --data kind=huggingface,source=a/b",
+        ))
+        .unwrap();
+        for want in [
+            "→  left out: no flag for kind=over_saturation: llmsweep's over-saturation guard is on by default",
+            "→  left out: no flag for kind=huggingface, source=a/b",
+            "try:\n  llmsweep --target http://h\n",
+        ] {
+            assert!(h.contains(want), "{want:?} not in:\n{h}");
+        }
     }
 
     #[test]

@@ -24,11 +24,12 @@ use crate::types::Api;
 
 mod habits;
 mod keys;
+mod kinds;
 mod read;
 mod values;
 mod within;
 
-pub use habits::guidellm_hint;
+pub use habits::{guidellm_hint, guidellm_value_hint};
 use keys::shorten_unknown_key;
 use read::*;
 pub use read::{MAX_COUNT, MAX_LINE_BYTES};

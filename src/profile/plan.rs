@@ -13,7 +13,8 @@ use crate::types::Slo;
 
 /// Default stage length against a real server (GuideLLM's common setting).
 pub const DEFAULT_STAGE_SECONDS: f64 = 30.0;
-/// Default stage length against the built-in simulator: a full sweep in under two minutes.
+/// Default stage length against the built-in simulator: a sweep of 10 stages in
+/// under two minutes, then up to 80 s of added stages (2 to 3 minutes in all).
 pub const DEFAULT_SIM_STAGE_SECONDS: f64 = 10.0;
 /// `--max-seconds auto`: no stage ends before this long ...
 pub const AUTO_MIN_SECONDS: f64 = 5.0;
@@ -289,6 +290,8 @@ fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
     };
     let stage_len = match (limits.max_seconds, limits.max_requests) {
         (Some(s), _) => format!("{s} s"),
+        // (Seen: "10 stages of 1 requests".)
+        (None, Some(1)) => "1 request".to_string(),
         (None, Some(n)) => format!("{n} requests"),
         _ => String::new(),
     };
@@ -567,6 +570,22 @@ pub(crate) mod tests {
         assert_eq!(stage.name, "replay");
         assert_eq!(stage.limits.max_requests, Some(3));
         assert_eq!(stage.limits.max_seconds, None);
+    }
+
+    /// Seen: "10 stages of 1 requests".
+    #[test]
+    fn a_sweep_of_one_request_stages_says_request() {
+        let one = RunConfig {
+            max_requests: Some(1),
+            ..args("sweep", None)
+        };
+        let p = build_plan(&one, true).unwrap();
+        assert!(
+            p.description
+                .starts_with("sweep: 10 stages of 1 request, then"),
+            "{}",
+            p.description
+        );
     }
 
     #[test]

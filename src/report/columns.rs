@@ -360,11 +360,18 @@ fn per_measured(total: u64, s: &StageReport) -> Value {
     Num(if n > 0 { total as f64 / n as f64 } else { 0.0 })
 }
 
+// report.csv's order: first the stage's name, target, verdict and achieved
+// rate (`completed_per_s`, the rate every llmsweep table shows), then the
+// window rate GuideLLM's layout shows (`requests_per_s`); seen: the CSV put
+// `requests_per_s` at column 14 and `completed_per_s` at 76 of 106.
 #[rustfmt::skip]
 columns! {
     STAGE: Figure = fig("stage", "", Merge::First, |s| text(&s.name));
-    STRATEGY: Figure = fig("strategy", "", Merge::First, |s| Value::Text(s.strategy.to_string()));
     TARGET_RATE: Figure = fig("target_rate", "req/s", Target, |s| opt(s.target_rate));
+    VERDICT: Figure = fig("verdict", "", Merge::Worst(verdict_rank), |s| s.verdict.as_ref().map_or(Value::Missing, |v| text(v.outcome.as_str())));
+    COMPLETED_PER_S: Figure = fig("completed_per_s", "req/s", Rate(&STEADY_S), |s| Num(s.rates.completed_per_s));
+    REQUESTS_PER_S: Figure = fig("requests_per_s", "req/s", Rate(&MEASURED), |s| Num(s.rates.requests_per_s));
+    STRATEGY: Figure = fig("strategy", "", Merge::First, |s| Value::Text(s.strategy.to_string()));
     START: Figure = fig("start", "RFC 3339", Earliest, |s| text(&s.start));
     END: Figure = fig("end", "RFC 3339", Latest, |s| text(&s.end));
     DURATION: Figure = fig("duration_s", "s", Span, |s| Num(s.duration_s));
@@ -375,7 +382,6 @@ columns! {
     COMPLETED: Figure = fig("requests_completed", "requests", Sum, |s| Count(s.requests.completed));
     INCOMPLETE: Figure = fig("requests_incomplete", "requests", Sum, |s| Count(s.requests.incomplete));
     ERRORED: Figure = fig("requests_errored", "requests", Sum, |s| Count(s.requests.errored));
-    REQUESTS_PER_S: Figure = fig("requests_per_s", "req/s", Rate(&MEASURED), |s| Num(s.rates.requests_per_s));
     CAPACITY_REQUESTS_PER_S: Figure = fig("capacity_requests_per_s", "req/s", Rate(&STEADY_S), |s| Num(s.rates.steady_requests_per_s));
     OUTPUT_TOKENS_PER_S: Figure = fig("output_tokens_per_s", "tok/s", Rate(&MEASURED), |s| Num(s.rates.output_tokens_per_s));
     TOTAL_TOKENS_PER_S: Figure = fig("total_tokens_per_s", "tok/s", Rate(&MEASURED), |s| Num(s.rates.total_tokens_per_s));
@@ -391,13 +397,11 @@ columns! {
     LATENCY: Dist = dist("latency", |s| &s.latency_ms);
     QUEUE: Dist = dist("queue", |s| &s.queue_ms);
     ERRORS: Figure = fig("errors", "category=count;…", SumByKey, |s| Value::Text(s.errors.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";")));
-    VERDICT: Figure = fig("verdict", "", Merge::Worst(verdict_rank), |s| s.verdict.as_ref().map_or(Value::Missing, |v| text(v.outcome.as_str())));
     VERDICT_REASON: Figure = fig("verdict_reason", "", Merge::WorstNamed(verdict_rank), |s| s.verdict.as_ref().map_or(Value::Missing, |v| text(&v.reason)));
     MANUAL: Figure = fig("manual", "", Any, |s| Flag(s.manual));
     CUT_SHORT: Figure = fig("cut_short", "", Any, |s| Flag(s.cut_short));
     PAUSED_S: Figure = fig("paused_s", "s", Span, |s| Num(s.paused_s));
     SENT_PER_S: Figure = fig("sent_per_s", "req/s", Rate(&MEASURED), |s| Num(s.rates.sent_per_s));
-    COMPLETED_PER_S: Figure = fig("completed_per_s", "req/s", Rate(&STEADY_S), |s| Num(s.rates.completed_per_s));
     STEADY_S: Figure = fig("steady_s", "s", Span, |s| Num(s.rates.steady_s));
     LABEL: Label = Label { key: "label" };
 }

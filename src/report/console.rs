@@ -1,6 +1,7 @@
-//! The tables printed at the end of a run: GuideLLM's "Benchmarks Info" and
-//! "Benchmarks Stats" (about 155 columns wide), then errors, SLOs and
-//! warnings. Narrower terminals get a summary and a stage table that fits
+//! The tables printed at the end of a run and by `llmsweep report`: the
+//! Summary (the answer) first, llmsweep's stage table with its achieved
+//! rate, then GuideLLM's "Benchmarks Info" and "Benchmarks Stats" (about 155
+//! columns wide, with GuideLLM's own rate), then errors, SLOs and warnings. Narrower terminals get a summary and a stage table that fits
 //! (`render_for_width`); the full tables stay in report.md and
 //! `llmsweep report`.
 
@@ -17,9 +18,25 @@ pub fn render(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s);
     s.push_str(&layouts::metadata(r));
-    let _ = writeln!(s, "\nBenchmarks Info:");
+    // The answer first, then llmsweep's stage table (its achieved rate, the
+    // one every llmsweep table shows), then GuideLLM's layout with its own
+    // rate (seen: `llmsweep report` opened with GuideLLM's tables, whose
+    // "Per Second" read 0.90 / 25.52 against the dashboard's 0.96 / 39.22,
+    // and put the Summary last).
+    let _ = writeln!(s);
+    s.push_str(&summary_text(r, FULL_WIDTH));
+    let _ = writeln!(s);
+    s.push_str(&stage_table(
+        r,
+        FULL_WIDTH as usize,
+        "Stages (! saturated):",
+    ));
+    let _ = writeln!(s, "\nBenchmarks Info (GuideLLM's layout):");
     s.push_str(&layouts::guidellm_info(r));
-    let _ = writeln!(s, "\nBenchmarks Stats:");
+    let _ = writeln!(
+        s,
+        "\nBenchmarks Stats (GuideLLM's layout, its own Per Second):"
+    );
     s.push_str(&layouts::guidellm_stats(r));
     for line in wrap(super::columns::WINDOW_RATE_NOTE, FULL_WIDTH as usize, 2) {
         let _ = writeln!(s, "{line}");
@@ -97,10 +114,6 @@ pub fn render(r: &Report) -> String {
     {
         let _ = writeln!(s, "{line}");
     }
-    // The answer, as every screen and file ends (`llmsweep report` and
-    // report-console.txt printed the tables without it).
-    s.push('\n');
-    s.push_str(&summary_text(r, FULL_WIDTH));
     s
 }
 
@@ -290,7 +303,11 @@ fn narrow(r: &Report, width: u16) -> String {
     let _ = writeln!(s);
     s.push_str(&summary_text(r, width));
     let _ = writeln!(s);
-    s.push_str(&narrow_stage_table(r, w));
+    s.push_str(&stage_table(
+        r,
+        w,
+        "Stages (! saturated; full tables in report.md and `llmsweep report`):",
+    ));
     let names = crate::types::stage_run_names(&r.stages);
     for (st, name) in r
         .stages
@@ -320,9 +337,9 @@ fn narrow(r: &Report, width: u16) -> String {
     s
 }
 
-/// The stage table `w` columns wide: stage names, then as many columns as
-/// fit, by priority.
-fn narrow_stage_table(r: &Report, w: usize) -> String {
+/// llmsweep's stage table `w` columns wide, under `title`: stage names,
+/// then as many columns as fit, by priority.
+fn stage_table(r: &Report, w: usize, title: &str) -> String {
     let names: Vec<String> = r
         .stages
         .iter()
@@ -360,11 +377,7 @@ fn narrow_stage_table(r: &Report, w: usize) -> String {
         .collect();
     let shown = columns_that_fit(&cols, &col_w, w as i64 - name_w as i64);
     let mut s = String::new();
-    for line in wrap(
-        "Stages (! saturated; full tables in report.md and `llmsweep report`):",
-        w,
-        2,
-    ) {
+    for line in wrap(title, w, 2) {
         let _ = writeln!(s, "{line}");
     }
     let mut line = format!("{:<name_w$}", "stage");

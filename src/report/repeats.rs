@@ -111,7 +111,16 @@ pub fn summarize(r: &Report) -> Result<Option<Repeats>> {
                 .cloned()
                 .collect();
             let slo = crate::profile::slo::summarize(&run);
-            crate::stats::answer::answer_for(&run, slo.as_ref(), r.search.is_some())
+            let mut a = crate::stats::answer::answer_for(&run, slo.as_ref(), r.search.is_some());
+            // The run the server died in measured a dead server, as the
+            // run's own answer says (seen: its refused connections read
+            // "holds ≥ 1.17" beside "holds: not known").
+            if let crate::types::RunEnd::ServerGone(_) = &r.end_reason {
+                if k == ran {
+                    crate::stats::answer::server_gone(&mut a, &r.end_reason.to_string());
+                }
+            }
+            a
         })
         .collect();
     let answers: Vec<Option<f64>> = each.iter().map(|a| a.requests_per_s).collect();
@@ -265,8 +274,9 @@ pub fn answer_line(r: &Repeats) -> Option<String> {
     };
     // A floor (a run in which no stage fell behind) keeps its `≥`.
     let at_least = if r.answer_floor { "≥ " } else { "" };
+    let runs = if a.n == 1 { "run" } else { "runs" };
     Some(format!(
-        "holds {at_least}{} req/s on average over {} runs{interval}; each run: {each} (spread {}–{})",
+        "holds {at_least}{} req/s on average over {} {runs}{interval}; each run: {each} (spread {}–{})",
         rate(a.mean),
         a.n,
         rate(a.min),
@@ -549,5 +559,45 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(summarize(&r).unwrap(), None);
+    }
+
+    /// The run the server died in measured a dead server: its answer is
+    /// not known, as the run's own is (seen: "holds ≥ 1.17 req/s on average
+    /// over 1 runs; each run: -, 1.17" beside "holds: not known").
+    #[test]
+    fn the_run_the_server_died_in_gives_no_answer() {
+        use crate::types::{Outcome, Verdict};
+        let judged = |run, rate: f64, achieved, outcome| {
+            let mut s = stage(&format!("constant@{rate:.2}"), Some(run), 10, achieved);
+            s.strategy = crate::types::StrategyKind::Constant;
+            s.target_rate = Some(rate);
+            s.requests.measured = 10;
+            s.verdict = Some(Verdict {
+                outcome,
+                ..Default::default()
+            });
+            s
+        };
+        let mut r = Report {
+            config: serde_json::json!({"repeat": 2}),
+            stages: vec![
+                judged(1, 5.0, 5.0, Outcome::NotSaturated),
+                judged(1, 10.0, 10.0, Outcome::NotSaturated),
+                judged(2, 5.0, 1.17, Outcome::Saturated),
+            ],
+            end_reason: crate::types::RunEnd::ServerGone("at 13.7 s".into()),
+            ..Default::default()
+        };
+        let rep = summarize(&r).unwrap().unwrap();
+        assert_eq!(rep.answers, vec![Some(10.0), None]);
+        let line = answer_line(&rep).unwrap();
+        assert!(
+            line.starts_with("holds ≥ 10.00 req/s on average over 1 run; each run: 10.00, -"),
+            "{line}"
+        );
+        // A run that ended otherwise keeps each run's answer.
+        r.end_reason = crate::types::RunEnd::Completed;
+        let rep = summarize(&r).unwrap().unwrap();
+        assert!(rep.answers[1].is_some(), "{:?}", rep.answers);
     }
 }

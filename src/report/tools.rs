@@ -59,6 +59,26 @@ fn table(r: &Report) -> Option<String> {
 /// What the table's columns mean, under it.
 const NOTE: &str = "count: tool calls the measured completions streamed; % answers: the completions answered with one; garbled: requests failed as tool_call_malformed";
 
+/// Why a run whose requests carried tools shows no call: the server
+/// answered them all in text (seen: `tools=2` against `llmsweep sim`, whose
+/// --tool-call-share is 0 unless set, read 0 calls with nothing saying why).
+fn no_calls(r: &Report) -> Option<&'static str> {
+    let carried = r
+        .stages
+        .iter()
+        .filter_map(|s| s.tool_calls.as_ref())
+        .any(|t| t.tools_per_request > 0);
+    let calls: u64 = r
+        .stages
+        .iter()
+        .filter_map(|s| s.tool_calls.as_ref())
+        .map(|t| t.calls)
+        .sum();
+    (carried && calls == 0).then_some(
+        "no answer made a tool call: the server answered every request in text (`llmsweep sim` calls tools only with --tool-call-share F)",
+    )
+}
+
 /// CSV columns, after the others, when a stage has tool figures.
 const CSV_COLUMNS: [&str; 4] = [
     "tools_per_request",
@@ -97,10 +117,11 @@ impl Section for ToolsSection {
     }
 
     fn shown(&self, r: &Report) -> Option<Shown> {
+        let why = no_calls(r).map_or(String::new(), |w| format!("; {w}"));
         Some(Shown {
             title: "Tool calls".into(),
-            note: Some(format!("{NOTE}.")),
-            console: Some(format!("Tool calls ({NOTE})")),
+            note: Some(format!("{NOTE}{why}.")),
+            console: Some(format!("Tool calls ({NOTE}{why})")),
             table: table(r)?,
         })
     }
@@ -140,5 +161,42 @@ mod tests {
         assert_eq!(values(&r.stages[0]), ["4", "12", "0.3", "1.2"]);
         r.stages[0].tool_calls = None;
         assert!(table(&r).is_none() && !ToolsSection.wanted(&r));
+    }
+
+    #[test]
+    fn tools_carried_and_never_called_say_why() {
+        let stage = |calls| StageReport {
+            name: "constant@4.00".into(),
+            tool_calls: Some(ToolCalls {
+                tools_per_request: 2,
+                calls,
+                share: 0.0,
+                per_s: 0.0,
+            }),
+            ..Default::default()
+        };
+        let r = Report {
+            stages: vec![stage(0)],
+            ..Default::default()
+        };
+        let shown = ToolsSection.shown(&r).unwrap();
+        assert!(
+            shown
+                .console
+                .unwrap()
+                .contains("no answer made a tool call"),
+            "{:?}",
+            shown.note
+        );
+        let r = Report {
+            stages: vec![stage(3)],
+            ..Default::default()
+        };
+        assert!(!ToolsSection
+            .shown(&r)
+            .unwrap()
+            .note
+            .unwrap()
+            .contains("no answer"));
     }
 }

@@ -23,7 +23,7 @@ pub(super) async fn token_counter(
         return Ok((Arc::new(Builtin), None));
     };
     let spec = path.to_string_lossy().to_string();
-    if path.exists() || !hub::is_repo_id(&spec) {
+    if path.exists() || !(hub::is_repo_id(&spec) || hub::is_bare_id(&spec)) {
         return Ok((Arc::new(TokenizerFile::load(path)?), None));
     }
     let found = hub::resolve(&spec, &hub::process_env).await?;

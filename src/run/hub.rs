@@ -20,6 +20,21 @@ pub fn is_repo_id(s: &str) -> bool {
     matches!(s.split_once('/'), Some((org, name)) if ok(org) && ok(name))
 }
 
+/// A model the Hub knows by its name alone (`gpt2`, which it serves as
+/// `openai-community/gpt2`), as GuideLLM's `--processor gpt2` names it: a
+/// name of the same letters as an id's part, no path that exists here, and
+/// not a file name (`.json`). Seen: `--tokenizer gpt2` said "no such file"
+/// where `openai-community/gpt2` was found in the cache.
+pub fn is_bare_id(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('.')
+        && s.len() <= 96
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !s.to_ascii_lowercase().ends_with(".json")
+        && !Path::new(s).exists()
+}
+
 /// The hub cache directory, from the environment as `huggingface_hub`
 /// reads it: `HF_HUB_CACHE`, else `HF_HOME/hub`, else
 /// `XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`.
@@ -226,6 +241,17 @@ pub async fn resolve(repo: &str, env: &dyn Fn(&str) -> Option<String>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bare_model_names_are_told_from_files() {
+        assert!(is_bare_id("gpt2"));
+        assert!(is_bare_id("bert-base-uncased"));
+        for not in ["", ".hidden", "tok.json", "a/b", "./tok", "with space"] {
+            assert!(!is_bare_id(not), "{not}");
+        }
+        // A path that exists here is a path.
+        assert!(!is_bare_id("src"));
+    }
 
     #[test]
     fn repo_ids_are_told_from_paths() {

@@ -124,7 +124,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     )?;
 
     // The target: given, or the built-in simulator on a free loopback port.
-    let (base_url, simulator, target_note) = start_target(args).await?;
+    let (base_url, simulator, target_note) = start_target(args, tools.is_some()).await?;
     // Passwords in the URL never reach the screen or a report: the client
     // shows its URL without them.
     let client_cfg = client_config(args, &base_url, &request);
@@ -590,9 +590,11 @@ fn export_formats(args: &RunConfig) -> Result<Vec<Format>> {
 }
 
 /// The target's base URL (and a note if it was normalised), or the
-/// built-in simulator started on a free loopback port.
+/// built-in simulator started on a free loopback port; requests that carry
+/// `tools` get a tool call from it half the time (its default is never).
 async fn start_target(
     args: &RunConfig,
+    tools: bool,
 ) -> Result<(String, Option<sim::SimHandle>, Option<String>)> {
     match &args.target {
         Some(t) => {
@@ -610,9 +612,14 @@ async fn start_target(
                     .filter(|n| *n != config.model_name)
                     .collect();
             }
+            let note = tools.then(|| {
+                config.params.tool_call_share = 0.5;
+                "the built-in simulator answers half the requests that carry tools with a tool call"
+                    .to_string()
+            });
             let handle =
                 sim::start(config, "127.0.0.1:0".parse().context("loopback address")?).await?;
-            Ok((handle.url(), Some(handle), None))
+            Ok((handle.url(), Some(handle), note))
         }
     }
 }

@@ -48,7 +48,9 @@ fn edged_dist(points: &[Point], h: Histo, a: f64, b: f64) -> Option<EdgedDist> {
     }
     Some(EdgedDist {
         dist: ServerDist {
-            count: d.count,
+            // A count of requests: whole (the window's edges fall between
+            // scrapes, and the delta interpolated there read 49.98).
+            count: d.count.round(),
             mean_ms: d.mean()? * 1000.0,
             p50_ms_est: d.quantile(0.5).map(|s| s * 1000.0),
             p99_ms_est: d.quantile(0.99).map(|s| s * 1000.0),
@@ -101,6 +103,12 @@ pub fn summarize(
     let prompt_tokens = counter(Counter::PromptTokens);
     let cached = counter(Counter::CachedPromptTokens);
     let per_request = |c: Option<CounterSummary>| Some(c?.total / finished?);
+    // No prompt has 0 tokens: a counter that did not move while requests
+    // were answered did not count them (seen: an embeddings run's Server
+    // table read 0.0 prompt and cached tokens a request), and the cached
+    // share of an uncounted prompt is not known either.
+    let prompt_per_request = per_request(prompt_tokens).filter(|n| *n > 0.0);
+    let cached_per_request = per_request(cached).filter(|_| prompt_per_request.is_some());
     let hit_rate = match (
         counter(Counter::PrefixHits),
         counter(Counter::PrefixQueries),
@@ -124,8 +132,8 @@ pub fn summarize(
         cached_prompt_tokens: cached,
         generation_tokens: counter(Counter::GenerationTokens),
         requests,
-        prompt_tokens_per_request: per_request(prompt_tokens),
-        cached_prompt_tokens_per_request: per_request(cached),
+        prompt_tokens_per_request: prompt_per_request,
+        cached_prompt_tokens_per_request: cached_per_request,
         prefix_cache_hit_rate: hit_rate,
         ttft_ms: ttft,
         itl_ms: dist(points, Histo::Itl, a, b),
@@ -291,6 +299,21 @@ mod tests {
         let long = points(2000);
         let thinned = summarize(&long, "vllm", &[], 0.0, 2000.0, client).unwrap();
         assert!(thinned.series.unwrap().t_s.len() <= SERIES_POINTS);
+        // A window whose edges fall between scrapes: a whole count of
+        // requests, not the interpolated 36.5 (seen: `count: 49.98`).
+        let between = summarize(&p, "vllm", &[], 2.35, 6.0, client).unwrap();
+        assert_eq!(between.ttft_ms.unwrap().count, 37.0);
+        // A prompt-token counter that did not move while requests were
+        // answered (a pooling API the server does not count): no figure,
+        // not 0.0 tokens a request.
+        let mut uncounted = points(10);
+        for pt in &mut uncounted {
+            pt.reading.counters[Counter::PromptTokens as usize] = Some(0.0);
+            pt.reading.counters[Counter::CachedPromptTokens as usize] = Some(0.0);
+        }
+        let s = summarize(&uncounted, "vllm", &[], 2.0, 6.0, client).unwrap();
+        assert_eq!(s.prompt_tokens_per_request, None);
+        assert_eq!(s.cached_prompt_tokens_per_request, None);
         // A window the scrapes do not cover.
         assert!(summarize(&p, "vllm", &[], 20.0, 30.0, client).is_none());
         assert!(summarize(&p, "vllm", &[], 3.0, 3.0, client).is_none());

@@ -366,7 +366,7 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
         let handle = start(config.clone(), addr).await?;
         let p = &config.params;
         println!(
-            "llmsweep sim serving {} at {} (preset {:?}: step {:.2} ms + {:.0} µs/seq, max {} seqs, KV {} tokens)",
+            "llmsweep sim serving {} at {} (preset {}: step {:.2} ms + {:.0} µs/seq, max {} seqs, KV {} tokens)",
             // Every name it answers to (`--served-model-name a,b`), and
             // its adapters.
             std::iter::once(&config.model_name)
@@ -376,7 +376,9 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", "),
             handle.url(),
-            args.preset,
+            // As the flag spells it (seen: "preset Realistic").
+            clap::ValueEnum::to_possible_value(&args.preset)
+                .map_or_else(|| "?".to_string(), |v| v.get_name().to_string()),
             p.decode_step.as_secs_f64() * 1e3,
             p.per_seq.as_secs_f64() * 1e6,
             p.max_num_seqs,

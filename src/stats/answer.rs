@@ -186,8 +186,33 @@ fn estimated(
     n: Option<&StageReport>,
 ) -> bool {
     let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
-    a.requests_per_s = Some(c.estimate);
-    a.low = Some(c.low);
+    if !(c.estimate > 0.0 && c.estimate.is_finite()) {
+        // Every stage that fell behind completed nothing (seen: a server
+        // that died in a repeat's second run read "±inf%" and "--rate
+        // 0.00,0.00", which `run` refuses).
+        a.basis =
+            "the stages that fell behind completed no requests: no rate is known to hold".into();
+        a.next = Some(
+            "see why the server answered nothing (the errors by category, its log), then run again"
+                .into(),
+        );
+        return false;
+    }
+    // A floor is one figure, which its interval's bound is too: where no
+    // stage fell behind, what the stage that kept up achieved, the rate every
+    // table shows and the basis quotes (seen: "holds ≥ 17.42" beside "kept
+    // up (achieved 18.38 req/s)" and "meets the SLOs at 18.38", and
+    // `compare` holding "≥ 4.80" against "holds ≥ 4.89"); where one did, by
+    // too little to bound it, the estimate its completions give (the basis
+    // quotes them).
+    let floor = c.high.is_none().then(|| {
+        h.filter(|_| n.is_none())
+            .map(|h| h.rates.achieved())
+            .filter(|r| *r > 0.0)
+            .unwrap_or(c.estimate)
+    });
+    a.requests_per_s = Some(floor.unwrap_or(c.estimate));
+    a.low = Some(floor.unwrap_or(c.low));
     a.high = c.high;
     a.bracketed = c.high.is_some();
     a.width_per_s = c.high.map(|hi| hi - c.low);
@@ -236,7 +261,7 @@ fn estimated(
     let per_rate = requests_per_rate_unit(stages);
     match c.high {
         None => {
-            floor_next(a, c.estimate / per_rate);
+            floor_next(a, a.requests_per_s.unwrap_or(c.estimate) / per_rate);
             // Higher rates, or a search, would find where it stops holding;
             // stages above too short to tell are run longer instead.
             !h.is_some_and(|h| undecided_above(a, stages, h))
@@ -333,7 +358,11 @@ fn floor_next(a: &mut Answer, lo: f64) {
 /// Stages above a floor that were too short to tell: the floor's advice
 /// runs them longer rather than higher rates (seen after a search of 5 s
 /// probes: "holds ≥ 18.17" on a server that holds 37, advising 22.71 and
-/// 27.25, which it had just run, undecided, as 22.65 and 27.02).
+/// 27.25, which it had just run, undecided, as 22.65 and 27.02). A stage
+/// cut short (`n`, a stop, Ctrl-C) says nothing of the length it needs: it
+/// runs again to its end, with no length advised (seen after a stop of 8 s
+/// stages: "run the rates above it longer, e.g. … --max-seconds 5"); a
+/// length advised is always longer than what those stages ran.
 fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> bool {
     let above: Vec<&StageReport> = stages
         .iter()
@@ -350,27 +379,58 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> b
     let mut rates: Vec<f64> = above.iter().map(|s| target(s)).collect();
     rates.sort_by(f64::total_cmp);
     rates.dedup_by(|x, y| (*x - *y).abs() < 0.005);
-    let needed = above
+    let whole: Vec<&&StageReport> = above.iter().filter(|s| !s.cut_short).collect();
+    let needed = whole
         .iter()
         .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
         .fold(0.0, f64::max);
+    let ran = whole.iter().map(|s| s.duration_s).fold(0.0, f64::max);
+    let by_requests = whole
+        .iter()
+        .any(|s| s.end_reason == crate::types::StageEndReason::MaxRequests);
     let list: Vec<String> = rates.iter().map(|r| format!("{r:.2}")).collect();
     let (n, were) = match rates.len() {
         1 => ("1 stage".to_string(), "was"),
         n => (format!("{n} stages"), "were"),
     };
-    a.basis
-        .push_str(&format!("; {n} above it {were} too short to tell"));
-    let length = if needed > 0.0 {
-        format!(" --max-seconds {needed:.0}")
+    let why = if whole.is_empty() {
+        "cut short before it could be judged"
+    } else if whole.len() < above.len() {
+        "too short to tell or cut short"
     } else {
-        String::new()
+        "too short to tell"
     };
-    a.next = Some(format!(
-        "run the rates above it longer, e.g. --profile constant --rate {}{length}",
-        list.join(",")
-    ));
+    a.basis.push_str(&format!("; {n} above it {were} {why}"));
+    let rates = format!("--profile constant --rate {}", list.join(","));
+    a.next = Some(if whole.is_empty() {
+        format!("run the rates above it to their end, e.g. {rates}")
+    } else if by_requests {
+        // Their --max-requests ended them: more requests lengthen them.
+        let top = rates_max(&whole);
+        let seconds = needed.max(2.0 * ran).ceil();
+        format!(
+            "run the rates above it longer, e.g. {rates} --max-requests {:.0}",
+            (top * seconds).ceil().max(1.0)
+        )
+    } else {
+        let seconds = if needed > ran {
+            needed
+        } else {
+            (2.0 * ran).ceil()
+        };
+        let length = if seconds > ran && seconds > 0.0 {
+            format!(" --max-seconds {seconds:.0}")
+        } else {
+            String::new()
+        };
+        format!("run the rates above it longer, e.g. {rates}{length}")
+    });
     true
+}
+
+/// The highest target rate of these stages.
+fn rates_max(stages: &[&&StageReport]) -> f64 {
+    stages.iter().map(|s| target(s)).fold(0.0, f64::max)
 }
 
 /// The server stopped answering mid-run: whatever the stages before said,
@@ -428,8 +488,32 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) -> bool {
         && stages
             .iter()
             .any(|s| s.strategy == StrategyKind::Synchronous);
-    // Longer stages, or a search, would tell.
-    a.next = Some(if open_loop {
+    // Longer stages, or a search, would tell: stages a key or a stop cut
+    // short run to their end; stages their --max-requests ended take more
+    // requests (seen: `--max-requests 1` runs told "--max-seconds").
+    let open: Vec<&StageReport> = stages
+        .iter()
+        .filter(|s| s.strategy.is_open_loop())
+        .collect();
+    let whole: Vec<&&StageReport> = open.iter().filter(|s| !s.cut_short).collect();
+    let by_requests = whole
+        .iter()
+        .any(|s| s.end_reason == crate::types::StageEndReason::MaxRequests);
+    a.next = Some(if open_loop && whole.is_empty() {
+        "run the stages to their end (every constant-rate stage was cut short)".to_string()
+    } else if open_loop && by_requests {
+        let needed = whole
+            .iter()
+            .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
+            .fold(0.0, f64::max);
+        let ran = whole.iter().map(|s| s.duration_s).fold(0.0, f64::max);
+        let seconds = needed.max(2.0 * ran).ceil();
+        format!(
+            "lengthen the stages: their --max-requests ended them; e.g. --max-requests {:.0} runs {seconds:.0} s at {:.2} req/s",
+            (rates_max(&whole) * seconds).ceil().max(1.0),
+            rates_max(&whole)
+        )
+    } else if open_loop {
         "lengthen the stages (--max-seconds)".to_string()
     } else if sweep_stopped {
         "see why the run stopped before its constant-rate stages (Stopped), fix that, and run the sweep again".into()
@@ -764,7 +848,7 @@ mod tests {
         let a = answer(&stages, None);
         assert_eq!(a.mix.as_deref(), Some("base 70% · sql-lora 30%"));
         assert!(
-            line(&a).starts_with("holds ≥ 10.00 req/s of the mix base 70% · sql-lora 30% ("),
+            line(&a).starts_with("holds ≥ 9.98 req/s of the mix base 70% · sql-lora 30% ("),
             "{}",
             line(&a)
         );
@@ -780,8 +864,12 @@ mod tests {
         let a = answer(&all_held, None);
         assert!(!a.bracketed);
         assert_eq!(a.high, None);
-        assert!(line(&a).starts_with("holds ≥ 10.00 req/s"), "{}", line(&a));
-        assert!(a.next.as_deref().unwrap().contains("--rate 12.50"), "{a:?}");
+        // The floor is what the stage that held achieved (the tables' rate).
+        assert!(line(&a).starts_with("holds ≥ 9.98 req/s"), "{}", line(&a));
+        assert!(
+            a.next.as_deref().unwrap().contains("--rate 12.48,14.97"),
+            "{a:?}"
+        );
         // Only a stage far past capacity: an estimate, but a wide one that
         // says what would narrow it.
         let none_held = vec![stage("constant@50.00", 50.0, 31.0, Some(Saturated))];
@@ -996,7 +1084,8 @@ mod tests {
             stage("constant@27.02", 27.02, 25.0, Some(Inconclusive)),
         ];
         let a = answer(&stages, None);
-        assert!(line(&a).starts_with("holds ≥ 18.28 req/s"), "{}", line(&a));
+        // The floor is what the stage that held achieved (the tables' rate).
+        assert!(line(&a).starts_with("holds ≥ 18.17 req/s"), "{}", line(&a));
         assert!(
             a.basis
                 .ends_with("; 2 stages above it were too short to tell"),
@@ -1007,5 +1096,109 @@ mod tests {
             a.next.as_deref(),
             Some("run the rates above it longer, e.g. --profile constant --rate 22.65,27.02 --max-seconds 12")
         );
+    }
+
+    /// A stage cut short says nothing of the length it needs: no length
+    /// advised (seen after a stop of 8 s stages: "run the rates above it
+    /// longer, e.g. … --max-seconds 5"); a length advised is longer than
+    /// what the stages ran.
+    #[test]
+    fn a_stage_cut_short_above_a_floor_runs_again_with_no_length() {
+        use Outcome::*;
+        let held = stage("constant@10.00", 10.0, 10.0, Some(NotSaturated));
+        let mut cut = stage("constant@20.00", 20.0, 9.7, Some(Inconclusive));
+        cut.cut_short = true;
+        cut.duration_s = 3.5;
+        cut.verdict.as_mut().unwrap().needed_seconds = Some(5.0);
+        let a = answer(&[held.clone(), cut.clone()], None);
+        assert!(
+            a.basis
+                .ends_with("; 1 stage above it was cut short before it could be judged"),
+            "{}",
+            a.basis
+        );
+        assert_eq!(
+            a.next.as_deref(),
+            Some("run the rates above it to their end, e.g. --profile constant --rate 20.00")
+        );
+        // A whole stage whose verdict asked for less than it ran: longer.
+        cut.cut_short = false;
+        cut.duration_s = 8.0;
+        let a = answer(&[held, cut], None);
+        assert_eq!(
+            a.next.as_deref(),
+            Some("run the rates above it longer, e.g. --profile constant --rate 20.00 --max-seconds 16")
+        );
+    }
+
+    /// Stages their --max-requests ended are lengthened by more requests,
+    /// not by --max-seconds (seen: `--max-requests 1` runs told "use
+    /// --max-seconds 4 or more").
+    #[test]
+    fn stages_ended_by_their_request_count_are_told_to_send_more() {
+        use Outcome::*;
+        let mut s = stage("constant@10.00", 10.0, 1.0, Some(Inconclusive));
+        s.end_reason = crate::types::StageEndReason::MaxRequests;
+        s.duration_s = 1.1;
+        s.verdict.as_mut().unwrap().needed_seconds = Some(7.0);
+        let a = answer(&[s.clone()], None);
+        let next = a.next.unwrap_or_default();
+        assert!(
+            next.starts_with("lengthen the stages: their --max-requests ended them; e.g. --max-requests 70 runs 7 s at 10.00 req/s"),
+            "{next}"
+        );
+        assert!(!next.contains("--max-seconds"), "{next}");
+        let held = stage("constant@5.00", 5.0, 5.0, Some(NotSaturated));
+        let a = answer(&[held, s], None);
+        assert_eq!(
+            a.next.as_deref(),
+            Some("run the rates above it longer, e.g. --profile constant --rate 10.00 --max-requests 70")
+        );
+        // Every stage cut short: run them to their end.
+        let mut cut = stage("constant@10.00", 10.0, 0.0, Some(Inconclusive));
+        cut.cut_short = true;
+        let a = answer(&[cut], None);
+        assert_eq!(
+            a.next
+                .as_deref()
+                .map(|n| n.split(OR_SEARCH).next().unwrap_or(n)),
+            Some("run the stages to their end (every constant-rate stage was cut short)")
+        );
+    }
+
+    /// A server that answered nothing at the rates that fell behind: no
+    /// estimate of 0, no "±inf%", no `--rate 0.00,0.00` (which `run`
+    /// refuses; seen of a repeat whose server died in its second run).
+    #[test]
+    fn stages_that_completed_nothing_give_no_zero_rate_to_run() {
+        use Outcome::*;
+        let stages = vec![
+            stage("constant@5.00", 5.0, 0.0, Some(Saturated)),
+            stage("constant@10.00", 10.0, 0.0, Some(Saturated)),
+        ];
+        let a = answer(&stages, None);
+        assert_eq!(a.requests_per_s, None, "{a:?}");
+        let next = a.next.clone().unwrap_or_default();
+        assert!(!a.basis.contains("inf") && !next.contains("0.00"), "{a:?}");
+        assert!(!next.contains("--rate"), "{next}");
+        assert_eq!(line(&a).split(" · ").next(), Some("holds: not known"));
+    }
+
+    /// A floor is one figure: what the stage that kept up achieved, which
+    /// the basis quotes and every table shows (seen: "holds ≥ 17.42"
+    /// beside "kept up (achieved 18.38 req/s)").
+    #[test]
+    fn a_floor_is_the_rate_its_stage_achieved() {
+        use Outcome::*;
+        let stages = vec![
+            stage("poisson@4.00", 4.0, 4.1, Some(NotSaturated)),
+            stage("poisson@16.00", 16.0, 18.38, Some(NotSaturated)),
+        ];
+        let a = answer(&stages, None);
+        assert_eq!(a.requests_per_s, Some(18.38));
+        assert_eq!(a.low, Some(18.38));
+        assert!(line(&a).starts_with("holds ≥ 18.38 req/s"), "{}", line(&a));
+        assert!(a.basis.contains("achieved 18.38 req/s"), "{}", a.basis);
+        assert_eq!(short(&a).as_deref(), Some("holds ≥ 18.38 req/s"));
     }
 }

@@ -27,6 +27,8 @@ pub struct CounterSummary {
 /// they are only as fine as the server's bucket bounds.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct ServerDist {
+    /// Requests the histogram counted in the window, rounded to a whole
+    /// number (the window's edges are interpolated between scrapes).
     pub count: f64,
     pub mean_ms: f64,
     pub p50_ms_est: Option<f64>,

@@ -76,7 +76,10 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         Paragraph::new(fit_line(run_line(app, area.width), area.width)),
         l1,
     );
-    frame.render_widget(Paragraph::new(fit_line(stage_line(app), area.width)), l2);
+    frame.render_widget(
+        Paragraph::new(fit_line(stage_line(app, area.width), area.width)),
+        l2,
+    );
     frame.render_widget(progress_gauge(app, area.width), l3);
 }
 
@@ -129,6 +132,13 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     if line1.width() > width as usize {
         if has_answer && line1.spans.len() >= 6 {
             line1.spans.drain(2..4);
+            // The target's span ends in a space: the dot after it needs
+            // none before it (seen: `…:8000  · holds` at 80 columns).
+            if let Some(dot) = line1.spans.get_mut(2) {
+                if dot.content == " · " {
+                    dot.content = "· ".into();
+                }
+            }
         } else {
             line1.spans.truncate(4);
         }
@@ -167,7 +177,7 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
 
 /// The running stage: its name, target and clock, and its ramp, pause and
 /// verdict so far as badges; or the finished run.
-fn stage_line(app: &App) -> Line<'static> {
+fn stage_line(app: &App, width: u16) -> Line<'static> {
     let th = app.theme();
     let snap = &app.snap;
     match (&snap.stage, &app.outcome) {
@@ -184,14 +194,42 @@ fn stage_line(app: &App) -> Line<'static> {
                 th.text(),
             ),
         ]),
-        (Some(st), None) => running_line(th, snap, st),
+        (Some(st), None) => running_line(th, snap, st, width),
         (None, None) if snap.done => Line::styled(" run finished; writing reports…", th.title()),
         (None, None) => Line::styled(" starting…", th.dim()),
     }
 }
 
-/// The running stage's line, its badges after it.
-fn running_line(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
+/// The running stage's line, its badges after it, `width` columns at most
+/// where it can: a badge that does not fit keeps its first words
+/// (`! saturating`), and `PAUSED` stays whole (seen at 100 columns: `pau…`
+/// and `! saturating: …` cut).
+fn running_line(th: &Theme, snap: &Snapshot, st: &LiveStage, width: u16) -> Line<'static> {
+    let mut line = running_spans(th, snap, st);
+    let width = width as usize;
+    if line.width() > width {
+        if let Some(sat) = line.spans.iter_mut().find(|s| s.content.starts_with(" ! ")) {
+            let head = sat
+                .content
+                .trim()
+                .split(':')
+                .next()
+                .unwrap_or("!")
+                .to_string();
+            sat.content = format!(" {head} ").into();
+        }
+    }
+    if line.width() > width {
+        // The target's words go to the rate alone: `· 34.16 req/s`.
+        if let Some(t) = line.spans.get_mut(2) {
+            t.content = t.content.replacen(" · target ", " · ", 1).into();
+        }
+    }
+    line
+}
+
+/// The running stage's line in full.
+fn running_spans(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
     let clock = stage_clock(snap);
     let progress = match (st.max_seconds, st.max_requests) {
         (Some(m), _) => format!("{clock:.0}/{m:.0} s"),
@@ -245,7 +283,11 @@ fn running_line(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
     Line::from(spans)
 }
 
-/// The stage's progress as a bar, labelled with the run's time and what is left.
+/// The run's progress as a bar, labelled with the run's time and what is
+/// left; the stage's when the run's length is not known, labelled so. The
+/// bar and its words say the same thing (seen: the bar filled by the stage
+/// while its text said the run's share); the stage line says the stage's
+/// clock (`5/10 s`).
 fn progress_gauge(app: &App, width: u16) -> Gauge<'static> {
     let th = app.theme();
     let snap = &app.snap;
@@ -259,21 +301,26 @@ fn progress_gauge(app: &App, width: u16) -> Gauge<'static> {
             stage_clock(snap)
         )
     } else {
-        let stage = stage_ratio.map_or(String::new(), |r| format!("stage {:.0}% · ", r * 100.0));
-        let run = match (run_ratio, left) {
+        match (run_ratio, left) {
             (Some(r), Some(l)) => format!(
                 "run {run_time} ({:.0}%) · ~{} left",
                 r * 100.0,
                 fmt_duration(l)
             ),
-            _ => format!("run {run_time} · {}", snap.stage_count()),
-        };
-        format!("{stage}{run}")
+            _ => {
+                let stage =
+                    stage_ratio.map_or(String::new(), |r| format!("stage {:.0}% · ", r * 100.0));
+                format!("{stage}run {run_time} · {}", snap.stage_count())
+            }
+        }
     };
     let ratio = if app.outcome.is_some() {
         1.0
     } else {
-        stage_ratio.unwrap_or(0.0)
+        match (run_ratio, left) {
+            (Some(r), Some(_)) => r,
+            _ => stage_ratio.unwrap_or(0.0),
+        }
     };
     let label = fit_line(Line::raw(label), width).to_string();
     Gauge::default()

@@ -39,10 +39,15 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let th = app.theme();
+    let title = if app.snap.paused {
+        " now (paused) "
+    } else {
+        " now (last second) "
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
-        .title(Span::styled(" now (last second) ", th.title()));
+        .title(Span::styled(title, th.title()));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(st) = &app.snap.stage else {
@@ -53,6 +58,13 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         return;
     };
     let height = inner.height as usize;
+    let paused;
+    let st = if app.snap.paused {
+        paused = without_last_second(st);
+        &paused
+    } else {
+        st
+    };
     let mut lines = shrink(
         last_second(th, st, inner.width, app.info.pooled),
         height,
@@ -83,6 +95,26 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         .map(|l| fit_line(l, inner.width))
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The stage while paused: its clock is stopped and its series takes no
+/// points, so the last second's rates and percentiles are of the second
+/// before the pause; paused, nothing was sent and (with nothing in flight)
+/// nothing completes, so they read 0 and `-` rather than that old second.
+/// What is in flight and the counts stay as they are.
+fn without_last_second(st: &LiveStage) -> LiveStage {
+    LiveStage {
+        achieved_rps: 0.0,
+        output_tokens_per_s: 0.0,
+        streamed_tokens_per_s: 0.0,
+        first_tokens_per_s: 0.0,
+        ttft_p50_ms: 0.0,
+        ttft_p99_ms: 0.0,
+        itl_p50_ms: 0.0,
+        itl_p99_ms: 0.0,
+        ttfat_ms: st.ttfat_ms.map(|_| (0.0, 0.0)),
+        ..st.clone()
+    }
 }
 
 /// How essential a line of the last second is: fewer lines than fit drop

@@ -97,15 +97,16 @@ impl RowData {
     }
 
     /// The running stage: cumulative since it started (the engine's
-    /// `so_far`), never the last second. No data shows as `-`.
+    /// `so_far`), never the last second. No data shows as `-`. Its counts
+    /// are the live ones the "now" panel shows (`so_far` is closed once a
+    /// second, and is not there in a stage's first second), so the two
+    /// `done` on one screen agree.
     pub fn from_live(s: &LiveStage) -> Self {
         let mut row = match &s.so_far {
             Some(r) => RowData::from_report(r),
-            None => RowData {
-                counts: Some((s.counts.completed, s.counts.incomplete, s.counts.errored)),
-                ..Default::default()
-            },
+            None => RowData::default(),
         };
+        row.counts = Some((s.counts.completed, s.counts.incomplete, s.counts.errored));
         if s.counts.completed == 0 {
             row.rps = None;
             row.out_tps = None;
