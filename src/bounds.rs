@@ -188,6 +188,81 @@ pub fn read_file(path: &std::path::Path, cap: usize, of: &str) -> std::io::Resul
     Ok(out)
 }
 
+/// How long a secret given as a pipe (`--api-key-file <(pass show key)`)
+/// may take to arrive before it is refused: a password manager asks
+/// nothing of the user here, so seconds are plenty; a FIFO no one writes
+/// must not hold the run for ever.
+pub const SECRET_PIPE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads a small secret of at most `cap` bytes: a regular file as
+/// [`read_file`] does, or a pipe (a shell's process substitution, the way
+/// people keep keys out of files), read until its writer closes it for at
+/// most `wait`. A FIFO with no writer reads as empty at once; anything
+/// else (a device, a socket) is refused.
+pub fn read_secret(
+    path: &std::path::Path,
+    cap: usize,
+    of: &str,
+    wait: std::time::Duration,
+) -> std::io::Result<Vec<u8>> {
+    #[cfg(unix)]
+    {
+        use std::io::Read as _;
+        use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+        use std::os::unix::io::AsRawFd as _;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.read(true);
+        opts.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+        let mut file = opts.open(path)?;
+        let ft = file.metadata()?.file_type();
+        if !ft.is_fifo() {
+            drop(file);
+            return read_file(path, cap, of);
+        }
+        let deadline = std::time::Instant::now() + wait;
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => return Ok(out),
+                Ok(n) => {
+                    out.extend_from_slice(&buf[..n]);
+                    if out.len() > cap {
+                        return Err(std::io::Error::other(format!(
+                            "it is a pipe that gave more than the {} llmsweep reads of {of}",
+                            human(cap)
+                        )));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(std::io::Error::other(format!(
+                            "it is a pipe that gave nothing to end on within {} s",
+                            wait.as_secs()
+                        )));
+                    }
+                    let mut fd = libc::pollfd {
+                        fd: file.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let ms = left.as_millis().min(1000) as libc::c_int;
+                    // SAFETY: one valid pollfd, for the time given.
+                    unsafe { libc::poll(&mut fd, 1, ms) };
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = wait;
+        read_file(path, cap, of)
+    }
+}
+
 /// [`read_file`] as UTF-8 text.
 pub fn read_text(path: &std::path::Path, cap: usize, of: &str) -> std::io::Result<String> {
     String::from_utf8(read_file(path, cap, of)?)
@@ -253,6 +328,84 @@ mod tests {
         assert_eq!(human(CONTROL_LINE), "64 KiB");
         assert_eq!(human(METRICS_PAGE), "8 MiB");
         assert_eq!(human(1000), "1000 bytes");
+    }
+
+    /// A secret may come through a pipe (`--api-key-file <(pass show key)`,
+    /// refused when every file had to be regular): it is read until its
+    /// writer closes it; a FIFO no one writes reads empty at once, and one
+    /// held open without a word is refused after the wait, never hangs.
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_may_come_through_a_pipe_that_never_holds_the_run() {
+        use std::io::Write as _;
+        use std::time::Duration;
+        let dir = std::env::temp_dir().join(format!("llmsweep-secret-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("key");
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let read = |wait: Duration| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let f = fifo.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(read_secret(&f, 1 << 10, "a key", wait).map_err(|e| e.to_string()));
+            });
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("reading a pipe blocked")
+        };
+        // No writer: empty, at once.
+        assert_eq!(read(Duration::from_secs(5)), Ok(Vec::new()));
+        // A writer that says its key and closes.
+        let f = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            // Opening for writing waits for the reader.
+            let mut w = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+            w.write_all(b"sk-from-a-pipe\n").unwrap();
+        });
+        let mut got = Vec::new();
+        for _ in 0..50 {
+            got = read(Duration::from_secs(5)).unwrap();
+            if !got.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        writer.join().unwrap();
+        assert_eq!(got, b"sk-from-a-pipe\n");
+        // A writer that holds it open and says nothing: refused after the wait.
+        let f = fifo.clone();
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let _w = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+            let _ = hold_rx.recv_timeout(Duration::from_secs(20));
+        });
+        let mut said = None;
+        for _ in 0..50 {
+            match read(Duration::from_millis(300)) {
+                Err(e) => {
+                    said = Some(e);
+                    break;
+                }
+                Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        let _ = hold_tx.send(());
+        holder.join().unwrap();
+        let e = said.expect("a silent pipe was refused");
+        assert!(e.contains("gave nothing"), "{e}");
+        // A regular file reads as read_file does; a device is refused.
+        let file = dir.join("file");
+        std::fs::write(&file, "sk-file\n").unwrap();
+        assert_eq!(
+            read_secret(&file, 1 << 10, "a key", Duration::from_secs(1)).unwrap(),
+            b"sk-file\n"
+        );
+        let zero = dir.join("zero");
+        let _ = std::fs::remove_file(&zero);
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(read_secret(&zero, 1 << 10, "a key", Duration::from_secs(1)).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A FIFO is refused at once (the read runs in a thread so a regression

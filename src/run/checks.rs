@@ -111,8 +111,19 @@ pub fn check_context(
 /// Reads the API key: `--api-key-file` first, then the environment variable.
 pub fn read_api_key(args: &RunConfig) -> Result<Option<String>> {
     if let Some(path) = &args.api_key_file {
-        let s = crate::bounds::read_text(path, crate::bounds::SMALL_FILE, "an API key file")
-            .with_context(|| format!("cannot read --api-key-file {}", path.display()))?;
+        let bytes = crate::bounds::read_secret(
+            path,
+            crate::bounds::SMALL_FILE,
+            "an API key file",
+            crate::bounds::SECRET_PIPE_WAIT,
+        )
+        .with_context(|| format!("cannot read --api-key-file {}", path.display()))?;
+        let s = String::from_utf8(bytes).map_err(|_| {
+            anyhow::anyhow!(
+                "cannot read --api-key-file {}: it is not UTF-8 text",
+                path.display()
+            )
+        })?;
         let key = s.lines().next().unwrap_or("").trim().to_string();
         if key.is_empty() {
             bail!("--api-key-file {} is empty", path.display());

@@ -224,6 +224,9 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<StageWarn
     } else if latency_s > 0.0
         && s.duration_s < crate::types::LATENCIES_PER_STAGE * latency_s
         && !cut
+        // Nothing was left in flight: a short stage cost no completions
+        // (seen: `--max-requests 1` told "use --max-seconds 4 or more").
+        && c.incomplete > 0
         && s.strategy != StrategyKind::Throughput
     {
         // (A flood's latency is its own queue, 512 ÷ the server's rate:

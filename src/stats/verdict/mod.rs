@@ -355,6 +355,21 @@ fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
     let middle_then_steady = (2.0 * (STEADY_SECONDS + cell)).max(first + cell + STEADY_SECONDS);
     let needed = (filled_then_steady.min(middle_then_steady) + 1.0).ceil();
     let steady_s = backlog_growth(e).map_or(0.0, |g| g.window_s);
+    if e.cut_short {
+        // A key, a stop or the error limit ended it: its length was not
+        // the user's choice, so no length is advised (seen: a stage
+        // skipped with `n` told "use stages of at least 7 s").
+        return Verdict {
+            outcome: Outcome::Inconclusive,
+            reason: format!(
+                "cut short after {:.1} s, before it could be judged (answers flowed for {steady_s:.1} s after the pipeline filled, {STEADY_SECONDS:.0} s are needed)",
+                e.elapsed_s
+            ),
+            needed_seconds: None,
+            basis: Basis::TooShort,
+            ..Default::default()
+        };
+    }
     Verdict {
         outcome: Outcome::Inconclusive,
         reason: format!(
@@ -751,6 +766,22 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
         assert_eq!(v.needed_seconds, Some(8.0));
         assert!(v.reason.contains("at least 8 s"), "{}", v.reason);
+    }
+
+    #[test]
+    fn a_stage_cut_short_before_its_verdict_asks_for_no_length() {
+        // Skipped with `n` 1 s into a stage whose requests take 3.5 s.
+        let mut e = open(10.0, 10.0, 3.5, 1.0);
+        e.cut_short = true;
+        let v = judge(&e, &capacity(&e)).unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
+        assert_eq!(v.needed_seconds, None, "{v:?}");
+        assert!(
+            v.reason.starts_with("cut short after 1.0 s"),
+            "{}",
+            v.reason
+        );
+        assert!(!v.reason.contains("use stages"), "{}", v.reason);
     }
 
     #[test]
