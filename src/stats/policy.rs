@@ -19,15 +19,22 @@
 //! backlog meanwhile as one falling behind does).
 //!
 //! * A stage **fell behind** when g clears zero by [`SIGMAS`] of that noise.
-//! * It **kept up** when it did not, and the noise is small enough to matter
-//!   at the precision the answer aims for ([`PRECISION`] of its rate).
+//! * It **kept up** when it did not, the noise is small enough to matter
+//!   at the precision the answer aims for ([`PRECISION`] of the larger of
+//!   its rate and the capacity already known, [`Reading::allowed`]), and
+//!   its window shows its rate (g under [`PRECISION`] of the rate,
+//!   [`Reading::shows_its_rate`]). The rate, g and the call all come from
+//!   one steady window ([`FILL_QUANTILE`]).
 //! * Otherwise it is **unsure**: σ shrinks about as the window's length to
 //!   the power 1.5, which gives the length that would tell.
 //! * The **capacity** is the C that best explains every stage: the minimum
 //!   of χ²(C) = Σ ((gᵢ − max(0, λᵢ − C)) / σᵢ)², and its interval the Cs
 //!   whose χ² is within [`SIGMAS`]² of it (the errors scaled up when the
-//!   stages disagree with each other more than their noise says). No stage
-//!   that fell behind: the interval is open above, a floor.
+//!   stages disagree with each other more than their noise says). A stage
+//!   that fell behind may have completed less than C once its queue formed
+//!   (one-sided, [`COLLAPSE_SHARE`]): the interval reaches above λ − g by
+//!   that much. No stage that fell behind: the interval is open above, a
+//!   floor.
 //!
 //! A stage near capacity is evidence like any other: one that fell behind
 //! by 5 % measures C to about its own noise.
