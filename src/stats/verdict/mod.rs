@@ -347,13 +347,6 @@ fn all_errors(e: &Evidence) -> Option<Verdict> {
 /// second more for a stage whose latency grows a little when longer (asked
 /// for less, a 5 s re-run was again "too short, use stages of at least 5 s").
 fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
-    let w_ref = w_ref.unwrap_or(0.0);
-    let first = e.first_end_s.unwrap_or(e.latency_p50_s).max(w_ref);
-    let p90 = e.fill_s.max(w_ref);
-    let cell = e.backlog_width_s;
-    let filled_then_steady = first + p90 + cell + STEADY_SECONDS;
-    let middle_then_steady = (2.0 * (STEADY_SECONDS + cell)).max(first + cell + STEADY_SECONDS);
-    let needed = (filled_then_steady.min(middle_then_steady) + 1.0).ceil();
     let steady_s = backlog_growth(e).map_or(0.0, |g| g.window_s);
     if e.cut_short {
         // A key, a stop or the error limit ended it: its length was not
@@ -370,6 +363,13 @@ fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
             ..Default::default()
         };
     }
+    let w_ref = w_ref.unwrap_or(0.0);
+    let first = e.first_end_s.unwrap_or(e.latency_p50_s).max(w_ref);
+    let p90 = e.fill_s.max(w_ref);
+    let cell = e.backlog_width_s;
+    let filled_then_steady = first + p90 + cell + STEADY_SECONDS;
+    let middle_then_steady = (2.0 * (STEADY_SECONDS + cell)).max(first + cell + STEADY_SECONDS);
+    let needed = (filled_then_steady.min(middle_then_steady) + 1.0).ceil();
     Verdict {
         outcome: Outcome::Inconclusive,
         reason: format!(
@@ -516,10 +516,10 @@ pub fn reference(done: &[crate::types::StageReport]) -> Reference {
             })
             .map(|s| s.latency_ms.p50 / 1000.0)
             .filter(|w| *w > 0.0),
+        // Only with a flood: without one, nothing says the server was
+        // pushed to its most.
         capacity: flood
-            .into_iter()
-            .chain(open_loop.filter(|_| flood.is_some()))
-            .reduce(f64::max)
+            .map(|f| open_loop.map_or(f, |o| f.max(o)))
             .filter(|c| *c > 0.0),
     }
 }
