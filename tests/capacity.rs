@@ -291,3 +291,64 @@ async fn auto_length_stages_against_a_server_whose_latency_climbs() {
         llmsweep::stats::answer::line(&a)
     );
 }
+
+/// A busy machine: another process takes the client's core for 150 ms of
+/// every 250 ms while the grid's top stages and the first probes run (run
+/// time 80–140 s), as a CPU hog beside llmsweep does (seen on real vLLM
+/// with a hog on the client's core: "the capacity's interval is still open
+/// above after 3 added stages", a floor 30 % under the truth). On tokio's
+/// paused clock a jump of the clock with nothing running is exactly such a
+/// stall. The stages it made late are set aside (client-limited, named in
+/// the answer) or run again, and the answer is the server's, not a floor.
+#[tokio::test(start_paused = true)]
+async fn a_busy_client_core_does_not_turn_the_answer_into_a_floor() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
+    let plan = SweepPlan::new(
+        10,
+        SweepKind::Constant,
+        scripted::limits(10.0, None),
+        512,
+        true,
+    );
+    let run = scripted::start(b, scripted::prompts(1000, 16), 7, plan);
+    let done = Arc::new(AtomicBool::new(false));
+    let hog = {
+        let done = done.clone();
+        tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let t = start.elapsed().as_secs_f64();
+                if (80.0..140.0).contains(&t) {
+                    tokio::time::advance(Duration::from_millis(150)).await;
+                }
+            }
+        })
+    };
+    let res = run.handle.await.expect("the engine task");
+    done.store(true, Ordering::Relaxed);
+    let _ = hog.await;
+    let limited: Vec<&str> = res
+        .stages
+        .iter()
+        .filter(|s| s.client.as_ref().is_some_and(|c| c.limited))
+        .map(|s| s.name.as_str())
+        .collect();
+    assert!(
+        !limited.is_empty(),
+        "the stall made no stage client-limited: the test does not stall"
+    );
+    let a = holds_against_truth(&res, 16.0 / 0.4);
+    assert!(
+        a.high.is_some(),
+        "a floor: {}",
+        llmsweep::stats::answer::line(&a)
+    );
+    assert!(
+        a.basis.contains("set aside") && limited.iter().any(|n| a.basis.contains(n)),
+        "the answer does not name the stages it set aside ({limited:?}): {}",
+        a.basis
+    );
+}
