@@ -5,6 +5,7 @@
 
 use super::strategy::{Arrivals, StageSpec};
 use super::{secs, Done, Engine, Finishing, StageEnd, StageRun};
+use crate::stats::policy;
 use crate::stats::stage::StageStats;
 use crate::types::{EventKind, StageReport, StrategyKind};
 use std::time::Duration;
@@ -289,7 +290,7 @@ fn fell_behind(run: &mut StageRun, spec: &StageSpec, at: Instant) -> Option<(f64
     // A request due in the last moments (the lateness the self-check
     // allows) is on time, not behind: the deadline goes before a due request.
     let cutoff = at.checked_sub(Duration::from_secs_f64(
-        crate::stats::client::SEND_LATE_MS / 1e3,
+        crate::stats::policy::SEND_LATE_MS / 1e3,
     ))?;
     let left = spec
         .limits
@@ -332,10 +333,10 @@ fn ran_enough(spec: &StageSpec, stats: &StageStats, now: Instant) -> bool {
     let limits = &spec.limits;
     let by_time = limits
         .max_seconds
-        .is_some_and(|m| stats.active_elapsed(now).as_secs_f64() >= 0.5 * m);
+        .is_some_and(|m| policy::ran_enough(stats.active_elapsed(now).as_secs_f64(), m));
     let by_count = limits
         .max_requests
-        .is_some_and(|m| stats.counts.sent >= m.div_ceil(2));
+        .is_some_and(|m| policy::ran_enough(stats.counts.sent as f64, m as f64));
     by_time || by_count
 }
 

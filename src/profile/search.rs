@@ -20,6 +20,7 @@
 //! highest passing rate, with the interval and the stages that prove it.
 
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
+use crate::stats::policy;
 use crate::types::live::PlannedStage;
 use crate::types::{Outcome, SearchProbe, SearchSummary, Slo, StageReport, StrategyKind};
 
@@ -197,7 +198,12 @@ impl SearchPlan {
             .as_ref()
             .and_then(|v| v.needed_seconds)
             .unwrap_or(0.0);
-        Some(asked.max(2.0 * max).min(3.0 * max).ceil())
+        Some(
+            asked
+                .max(policy::RERUN_STRETCH * max)
+                .min(policy::MAX_PROBE_STRETCH * max)
+                .ceil(),
+        )
     }
 
     /// The same stage once more, `seconds` long.
@@ -261,7 +267,7 @@ impl SearchPlan {
             if let Some(max) = max.filter(|_| self.limits.auto_min_seconds.is_none()) {
                 self.throughput_rerun = true;
                 self.issued += 1;
-                let longer = (3.0 * max).ceil();
+                let longer = (policy::MAX_PROBE_STRETCH * max).ceil();
                 self.notice = Some(format!(
                     "the throughput stage measured {cap:.2} req/s, not above the synchronous {lo:.2}: running it again for {longer:.0} s"
                 ));

@@ -26,10 +26,6 @@ pub fn sweep_rates(sync_rate: f64, throughput_rate: f64, stages: usize) -> Vec<f
     (1..points).map(|i| sync_rate + step * i as f64).collect()
 }
 
-/// Rates this close (a share of the rate) are near each other: a probe
-/// runs as long as a stage near it asked.
-const NEAR: f64 = 0.15;
-
 /// What a sweep may spend on added stages.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Budget {
@@ -39,7 +35,7 @@ enum Budget {
 
 impl Budget {
     fn of(stages: usize, limits: &Limits) -> Budget {
-        let n = (stages * 4 / 5).max(2);
+        let n = policy::added_stages(stages);
         match limits.max_seconds {
             Some(s) => Budget::Seconds(s * n as f64),
             None => Budget::Stages(n),
@@ -274,19 +270,13 @@ impl SweepPlan {
                 && s.target_rate
                     .is_some_and(|r| (r - rate).abs() <= within * rate)
         };
-        let mut by: f64 = if done.iter().any(|s| near(&s, 0.01)) {
-            2.0
-        } else {
-            1.0
-        };
-        if let Some(base) = self.limits.max_seconds.filter(|b| *b > 0.0) {
-            let asked = done
-                .iter()
-                .filter(|s| near(s, NEAR))
-                .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
-                .fold(0.0, f64::max);
-            by = by.max((asked / base).min(3.0));
-        }
+        let rerun = done.iter().any(|s| near(&s, policy::SAME_RATE));
+        let asked = done
+            .iter()
+            .filter(|s| near(s, policy::NEAR_RATE))
+            .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
+            .fold(0.0, f64::max);
+        let by = policy::probe_stretch(rerun, asked, self.limits.max_seconds);
         scaled_limits(&self.limits, by)
     }
 
@@ -621,7 +611,7 @@ pub(crate) fn measured_stages_ahead(issued: usize) -> Vec<PlannedStage> {
 }
 
 fn longer_limits(l: &Limits) -> Option<Limits> {
-    scaled_limits(l, 3.0)
+    scaled_limits(l, policy::MAX_PROBE_STRETCH)
 }
 
 /// The stage limit (time, or else requests) times `by`.

@@ -346,12 +346,19 @@ fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
         .max_by_key(|s| (!s.cut_short, !s.manual))
 }
 
+/// The rates a floor's advice names, as multiples of the floor: two
+/// steps up, the second far enough to fall behind a server the flood
+/// under-read by a third (advice only; the sweep's own probes follow
+/// `policy::next_rate`).
+const FLOOR_ADVICE: [f64; 2] = [1.25, 1.5];
+/// Rates that show alike to two decimals are one rate in advice.
+const SHOWN_ALIKE: f64 = 0.005;
+
 /// Every stage held: higher rates to run next.
 fn floor_next(a: &mut Answer, lo: f64) {
+    let [near, far] = FLOOR_ADVICE.map(|by| by * lo);
     a.next = Some(format!(
-        "run higher rates to find where it stops holding, e.g. --profile constant --rate {:.2},{:.2}",
-        1.25 * lo,
-        1.5 * lo
+        "run higher rates to find where it stops holding, e.g. --profile constant --rate {near:.2},{far:.2}"
     ));
 }
 
@@ -378,7 +385,7 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> b
     }
     let mut rates: Vec<f64> = above.iter().map(|s| target(s)).collect();
     rates.sort_by(f64::total_cmp);
-    rates.dedup_by(|x, y| (*x - *y).abs() < 0.005);
+    rates.dedup_by(|x, y| (*x - *y).abs() < SHOWN_ALIKE);
     let whole: Vec<&&StageReport> = above.iter().filter(|s| !s.cut_short).collect();
     let needed = whole
         .iter()
@@ -407,7 +414,7 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> b
     } else if by_requests {
         // Their --max-requests ended them: more requests lengthen them.
         let top = rates_max(&whole);
-        let seconds = needed.max(2.0 * ran).ceil();
+        let seconds = needed.max(policy::RERUN_STRETCH * ran).ceil();
         format!(
             "run the rates above it longer, e.g. {rates} --max-requests {:.0}",
             (top * seconds).ceil().max(1.0)
@@ -416,7 +423,7 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> b
         let seconds = if needed > ran {
             needed
         } else {
-            (2.0 * ran).ceil()
+            (policy::RERUN_STRETCH * ran).ceil()
         };
         let length = if seconds > ran && seconds > 0.0 {
             format!(" --max-seconds {seconds:.0}")
@@ -507,7 +514,7 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) -> bool {
             .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
             .fold(0.0, f64::max);
         let ran = whole.iter().map(|s| s.duration_s).fold(0.0, f64::max);
-        let seconds = needed.max(2.0 * ran).ceil();
+        let seconds = needed.max(policy::RERUN_STRETCH * ran).ceil();
         format!(
             "lengthen the stages: their --max-requests ended them; e.g. --max-requests {:.0} runs {seconds:.0} s at {:.2} req/s",
             (rates_max(&whole) * seconds).ceil().max(1.0),
@@ -530,7 +537,7 @@ pub fn mix(stages: &[StageReport]) -> Option<String> {
         models
             .iter()
             .map(|m| {
-                let pct = (m.share * 100_000.0).round() / 1000.0;
+                let pct = (m.share * 100.0 * 1000.0).round() / 1000.0;
                 format!("{} {}%", m.model, crate::typed::number(pct))
             })
             .collect::<Vec<_>>()

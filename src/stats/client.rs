@@ -28,17 +28,8 @@
 //! ITL and nothing else. CPU share is reported, not judged: the built-in
 //! simulator shares the process.
 
+use crate::stats::policy;
 use crate::types::ClientCheck;
-
-/// Send lateness (p90, ms) past which the schedule was not kept.
-pub const SEND_LATE_MS: f64 = 20.0;
-/// Runtime lag (p90, ms) floor for the timing warning ...
-pub const LAG_FLOOR_MS: f64 = 5.0;
-/// ... and for a client-limited stage.
-pub const LAG_LIMIT_MS: f64 = 50.0;
-/// Share of the requests due never sent past which the load offered was
-/// not the target's.
-pub const UNSENT_LIMIT: f64 = 0.05;
 
 /// Cores this process may use.
 pub fn cores() -> f64 {
@@ -69,29 +60,35 @@ pub fn check(m: Measured) -> ClientCheck {
     let cpu = m.cpu_share_max.map_or(String::new(), |c| {
         format!(" (CPU up to {:.0}% of {} cores)", c * 100.0, cores())
     });
+    let due = (m.sent + m.unsent).max(1) as f64;
+    let late = policy::client_late(
+        m.send_late_p90_ms,
+        m.behind_ms,
+        m.unsent as f64 / due,
+        m.lag_p90_ms,
+        m.latency_p50_ms,
+    );
     let mut why = Vec::new();
-    if m.send_late_p90_ms > SEND_LATE_MS {
+    if late.sent_late {
         why.push(format!(
             "requests went out {:.0} ms behind schedule (p90) with slots free",
             m.send_late_p90_ms
         ));
     }
-    let due = (m.sent + m.unsent).max(1) as f64;
-    if m.behind_ms > SEND_LATE_MS && m.unsent as f64 / due > UNSENT_LIMIT {
+    if late.unsent {
         why.push(format!(
             "it fell {:.2} s behind schedule, {} requests due were never sent",
             m.behind_ms / 1e3,
             m.unsent
         ));
     }
-    let gross = LAG_LIMIT_MS.max(0.25 * m.latency_p50_ms);
-    if m.lag_p90_ms > gross {
+    if let Some(gross) = late.lag_over_ms {
         why.push(format!(
             "its runtime woke {:.1} ms late (p90), past the {gross:.0} ms that keeps the rates true",
             m.lag_p90_ms
         ));
     }
-    let limited = !why.is_empty();
+    let limited = late.any();
     let reason = if limited {
         format!(
             "client-limited: {}{cpu}: these numbers describe llmsweep, not the server, whose limit was not reached; use fewer streams, --max-concurrency, or several processes",
@@ -100,7 +97,7 @@ pub fn check(m: Measured) -> ClientCheck {
     } else {
         String::new()
     };
-    let fine = LAG_FLOOR_MS.max(0.5 * m.itl_p50_ms);
+    let fine = policy::timing_lag_limit_ms(m.itl_p50_ms);
     let timing = if !limited && m.lag_p90_ms > fine {
         format!(
             "llmsweep's runtime woke {:.1} ms late (p90){cpu}: TTFT and ITL here are accurate to about that, past the {fine:.1} ms an ITL of {:.1} ms needs; the rates and the verdict stand (a busy machine, or too much load for one process)",

@@ -2,6 +2,7 @@
 //! documentation in `stats::verdict`: steady, observed, plain).
 
 use super::evidence::Evidence;
+use crate::stats::policy;
 use crate::types::{CapacityEstimate, Method};
 
 /// The evidence-backed completion rate of a stage.
@@ -37,7 +38,7 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
         littles_law_requests_per_s: little,
         ..Default::default()
     };
-    if e.cut_short || n < 3 {
+    if e.cut_short || n < policy::MIN_COMPLETIONS {
         c.method = Method::Plain;
         c.requests_per_s = plain;
         c.low_evidence = true;
@@ -57,7 +58,10 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
         }
         return c;
     }
-    let spread = span >= 1.0 && e.busy_quarters >= 4 && n >= 5 && slope > 0.0;
+    let spread = span >= policy::SPREAD_MIN_SECONDS
+        && e.busy_quarters >= policy::SPREAD_MIN_QUARTERS
+        && n >= policy::SPREAD_MIN_COMPLETIONS
+        && slope > 0.0;
     if !spread {
         c.method = Method::Observed;
         c.requests_per_s = observed;
@@ -95,7 +99,7 @@ fn steady(c: &mut CapacityEstimate, e: &Evidence, segments: u64, little: Option<
     c.evidence = format!("slope of {n} completions over {span:.1} s: {slope:.2} req/s{capped}");
     // Completions over less than half the window: the first requests took
     // most of the stage, and a wave cut off at the end drags the slope down.
-    if e.measured_s > 0.0 && span < 0.5 * e.measured_s {
+    if e.measured_s > 0.0 && span < policy::COVERED_SHARE * e.measured_s {
         c.low_evidence = true;
         c.evidence.push_str(&format!(
             "; completions covered only {:.0}% of the {:.1} s window",

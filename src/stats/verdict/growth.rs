@@ -4,6 +4,7 @@
 
 use super::evidence::Evidence;
 use crate::stats::backlog::{BacklogPoint, Segment};
+use crate::stats::policy;
 
 /// How fast the backlog (requests due but not answered) grew over a
 /// stage's steady window, with the noise of that estimate.
@@ -119,7 +120,7 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
         last,
     } = steady_backlog(e);
     let n: usize = groups.iter().map(|g| g.len()).sum();
-    if n < 5 {
+    if n < policy::MIN_CELLS {
         return None;
     }
     let (mut sxx, mut sxy, mut window_s) = (0.0, 0.0, 0.0);
@@ -152,8 +153,8 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
     let dof = (n - groups.len()).saturating_sub(1).max(1) as f64;
     let sd = (sse / dof).sqrt();
     let tau = e.latency_p50_s.max(e.backlog_width_s);
-    let independent = (window_s / tau).clamp(2.0, n as f64);
-    let noise = sd * (12.0 / independent).sqrt() / window_s;
+    let independent = (window_s / tau).clamp(policy::MIN_INDEPENDENT, n as f64);
+    let noise = sd * (EVEN_SPREAD / independent).sqrt() / window_s;
     let (first_half, second_half, noise_of_difference) = halves(&answers, e.backlog_width_s);
     let slowing_per_s = (second_half - first_half - noise_of_difference).max(0.0);
     let answers_slowed_per_s = (first_half - second_half - noise_of_difference).max(0.0);
@@ -207,10 +208,17 @@ fn halves(answers: &[Vec<(f64, f64)>], width: f64) -> (f64, f64, f64) {
     (n1 / t1, n2 / t2, noise)
 }
 
+/// Times spread evenly over a window T have a variance of T² / this: the
+/// slope's standard error through `independent` such points is
+/// sd × √(this / independent) / T.
+const EVEN_SPREAD: f64 = 12.0;
+/// A line and the scatter around it need this many points.
+const LINE_POINTS: f64 = 3.0;
+
 /// Least-squares slope and its t statistic (slope ÷ standard error).
 pub(super) fn fit_t(p: &[(f64, f64)]) -> Option<(f64, f64)> {
     let n = p.len() as f64;
-    if n < 3.0 {
+    if n < LINE_POINTS {
         return None;
     }
     let mx = p.iter().map(|q| q.0).sum::<f64>() / n;

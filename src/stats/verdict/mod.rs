@@ -89,7 +89,7 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
     if !v.basis.is_overload() || v.growth_per_s.is_some() {
         return v;
     }
-    let r = match backlog_growth(e).filter(|g| g.window_s >= 1.0) {
+    let r = match backlog_growth(e).filter(|g| g.window_s >= policy::OVERLOAD_MIN_SECONDS) {
         Some(g) => reading(e, &g, target),
         None => {
             let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
@@ -102,7 +102,7 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
             Reading {
                 rate: target,
                 growth,
-                fit_noise: 0.25 * growth,
+                fit_noise: policy::COUNTED_GROWTH_NOISE * growth,
                 window_s: since_first,
                 settle_s: e.first_end_s.unwrap_or(0.0),
                 filled: true,
@@ -129,7 +129,7 @@ fn inherited_work(e: &Evidence, v: Verdict) -> Verdict {
         return v;
     };
     let judged = matches!(v.outcome, Outcome::NotSaturated | Outcome::Erroring);
-    if judged || busy_s <= 0.25 * e.elapsed_s {
+    if !policy::behind_the_stage_before(judged, busy_s, e.elapsed_s) {
         return v;
     }
     Verdict {
@@ -173,10 +173,9 @@ fn client_limited(e: &Evidence, target: f64) -> Option<Verdict> {
     })
 }
 
-/// Overload: refused connections or timeouts, at least 5 and 5 % of the sent.
+/// Overload: refused connections or timeouts ([`policy::unanswered`]).
 fn unanswered(e: &Evidence) -> Option<Verdict> {
-    let floor = 5u64.max((e.sent as f64 * 0.05).ceil() as u64);
-    (e.unanswered_errors >= floor).then(|| Verdict {
+    policy::unanswered(e.sent, e.unanswered_errors).then(|| Verdict {
         outcome: Outcome::Saturated,
         reason: format!(
             "{} of {} requests got no answer (refused connections or timeouts)",
@@ -195,8 +194,7 @@ fn far_beyond_capacity(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<
     let c = e.reference_capacity.filter(|c| *c > 0.0)?;
     let w = w_ref?;
     let answer_rate = answered(e) as f64 / e.elapsed_s.max(1e-9);
-    let share = policy::OVERLOAD_SHARE;
-    if !(share * target >= c && answer_rate < share * target && e.elapsed_s >= w.max(1.0)) {
+    if !policy::far_beyond_capacity(target, c, answer_rate, e.elapsed_s, w) {
         return None;
     }
     Some(Verdict {
@@ -225,7 +223,7 @@ fn by_backlog_growth(e: &Evidence, target: f64) -> Option<Verdict> {
         },
         Call::KeptUp => {
             let share = errors_share(e);
-            if share >= policy::ERRORING {
+            if policy::erroring(share) {
                 erroring(e, share, e.steady.per_s(e.steady.answered))
             } else {
                 Verdict::default()
@@ -331,7 +329,7 @@ fn with_reading(v: &mut Verdict, r: &Reading) {
 
 /// All answers errors and no completions to judge a rate by.
 fn all_errors(e: &Evidence) -> Option<Verdict> {
-    (e.completed == 0 && e.answered_errors >= 5).then(|| Verdict {
+    policy::all_errors(e.completed, e.answered_errors).then(|| Verdict {
         basis: Basis::AllErrors,
         ..erroring(
             e,
@@ -365,11 +363,7 @@ fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
     }
     let w_ref = w_ref.unwrap_or(0.0);
     let first = e.first_end_s.unwrap_or(e.latency_p50_s).max(w_ref);
-    let p90 = e.fill_s.max(w_ref);
-    let cell = e.backlog_width_s;
-    let filled_then_steady = first + p90 + cell + STEADY_SECONDS;
-    let middle_then_steady = (2.0 * (STEADY_SECONDS + cell)).max(first + cell + STEADY_SECONDS);
-    let needed = (filled_then_steady.min(middle_then_steady) + 1.0).ceil();
+    let needed = policy::length_to_tell(first, e.fill_s.max(w_ref), e.backlog_width_s);
     Verdict {
         outcome: Outcome::Inconclusive,
         reason: format!(
@@ -396,7 +390,7 @@ fn saturated_reason(e: &Evidence, g: &Growth, r: &Reading, target: f64) -> Strin
         steady.per_s(steady.answered)
     );
     if let Some(cap) = e.in_flight_cap {
-        if g.in_flight_end >= 0.95 * cap as f64 && g.queued_end >= 1.0 {
+        if g.in_flight_end >= AT_THE_CAP * cap as f64 && g.queued_end >= 1.0 {
             why.push_str(&format!(
                 "; in flight held at the cap of {cap} while requests waited in the client (queue p99 {:.0} ms)",
                 e.queue_p99_ms
@@ -410,7 +404,7 @@ fn saturated_reason(e: &Evidence, g: &Growth, r: &Reading, target: f64) -> Strin
         .map(|p| p.2)
         .collect();
     if let (Some(a), Some(b)) = (ttft.first(), ttft.last()) {
-        if *b > 1.5 * *a {
+        if *b > TTFT_RISE_WORTH_SAYING * *a {
             why.push_str(&format!(
                 "; TTFT p50 rose {a:.0} → {b:.0} ms within the stage"
             ));
@@ -448,12 +442,13 @@ pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
     if v.basis.is_overload() {
         return Some(v.reason.clone());
     }
-    let p = point_of(v, e.target_rate?).filter(|_| v.outcome == Outcome::Saturated)?;
+    let p = point_of(v, e.target_rate?).filter(|_| v.outcome == Outcome::Saturated);
     // As `--max-seconds auto` does: a growth ends a stage once its window
     // shows whether requests waited for it (seen on real vLLM: probes cut
     // after 3.4 and 4.1 s of backlog read "completing 5.61" and "6.34" of a
     // server that had just held 7.89).
-    (growth_told(e) && p.far_behind()).then(|| {
+    let window_s = backlog_growth(e).map_or(0.0, |g| g.window_s);
+    policy::ends_early(p, window_s).then(|| {
         format!(
             "{}; more than {:.0}% over what the server holds beyond doubt, so a longer stage would not change its reading",
             v.reason,
@@ -468,6 +463,13 @@ pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
 pub fn growth_told(e: &Evidence) -> bool {
     backlog_growth(e).is_some_and(|g| g.window_s >= policy::QUEUE_EVIDENCE_SECONDS)
 }
+
+/// The share of `--max-concurrency` at which a reason says in flight held
+/// at the cap (words only; the verdict does not read it).
+const AT_THE_CAP: f64 = 0.95;
+/// How much the median TTFT must have risen within a stage for a reason to
+/// mention it (words only).
+const TTFT_RISE_WORTH_SAYING: f64 = 1.5;
 
 /// A verdict's place in the capacity estimate, from the reading it carries
 /// (None without one: a report written before readings); `rate` stands in

@@ -1,8 +1,11 @@
-//! The one policy: whether an open-loop stage kept up, how sure that is,
-//! how long it must run to tell, and the capacity all stages together say
-//! the server holds, with its interval. The verdict (`stats::verdict`),
-//! the answer (`stats::answer`), the sweep's added stages
-//! (`profile::sweep`) and `merge` ask here; nothing else decides.
+//! The judgement, top to bottom: every rule that decides what a stage
+//! showed, whether it ends early, what capacity the stages say the server
+//! holds and which stage the sweep runs next, in the order they apply,
+//! each with the number it uses. Every such number is a constant here,
+//! named, with its reason and where it was seen; the callers
+//! (`stats::verdict`, `stats::client`, `stats::answer`, `profile::sweep`,
+//! `profile::search`, `engine::stage_end`) gather the evidence, ask here,
+//! and word the result. docs/METRICS.md lists the numbers for users.
 //!
 //! # The model
 //!
@@ -10,34 +13,80 @@
 //! due but not answered) grow at max(0, λ − C). Each open-loop stage
 //! measures that growth, g, with a standard error σ from the scatter of its
 //! backlog around a straight line (`stats::verdict::backlog_growth`). What
-//! the fit cannot see is added to σ as *model error* ([`Reading::noise`]):
-//! a floor in proportion to the rate, the degradation of a server far past
-//! its capacity (a flood's completions are not its capacity at a sane
-//! queue), and a backlog still filling (a window opened before the
-//! pipeline had filled, or a growth that slowed within the window: a
-//! server near capacity takes long to reach its level, and grows its
-//! backlog meanwhile as one falling behind does).
+//! the fit cannot see is added to σ as *model error* ([`Reading::noise`]).
+//! The capacity is the C that best explains every stage: the minimum of
+//! χ²(C) = Σ ((gᵢ − max(0, λᵢ − C)) / σᵢ)², and its interval the Cs whose
+//! χ² is within [`SIGMAS`]² of it. A stage near capacity is evidence like
+//! any other: one that fell behind by 5 % measures C to about its own noise.
 //!
-//! * A stage **fell behind** when g clears zero by [`SIGMAS`] of that noise.
-//! * It **kept up** when it did not, the noise is small enough to matter
-//!   at the precision the answer aims for ([`PRECISION`] of the larger of
-//!   its rate and the capacity already known, [`Reading::allowed`]), and
-//!   its window shows its rate (g under [`PRECISION`] of the rate,
-//!   [`Reading::shows_its_rate`]). The rate, g and the call all come from
-//!   one steady window ([`FILL_QUANTILE`]).
-//! * Otherwise it is **unsure**: σ shrinks about as the window's length to
-//!   the power 1.5, which gives the length that would tell.
-//! * The **capacity** is the C that best explains every stage: the minimum
-//!   of χ²(C) = Σ ((gᵢ − max(0, λᵢ − C)) / σᵢ)², and its interval the Cs
-//!   whose χ² is within [`SIGMAS`]² of it (the errors scaled up when the
-//!   stages disagree with each other more than their noise says). A stage
-//!   that fell behind may have completed less than C once its queue formed
-//!   (one-sided, [`COLLAPSE_SHARE`]): the interval reaches above λ − g by
-//!   that much. No stage that fell behind: the interval is open above, a
-//!   floor.
+//! # The rules, in order
 //!
-//! A stage near capacity is evidence like any other: one that fell behind
-//! by 5 % measures C to about its own noise.
+//! **The window.**
+//! 1. A stage is read over one steady window: from its first answer plus
+//!    the [`FILL_QUANTILE`] latency (never past its middle), to its end
+//!    (`stats::backlog::Segment::steady_window`). The achieved rate, the
+//!    backlog's growth and every call below read that window; a reading
+//!    needs [`STEADY_SECONDS`] of it and [`MIN_CELLS`] cells.
+//!
+//! **A stage's verdict** (open-loop stages; closed-loop ones set their own
+//! pace). The first rule that applies decides (`stats::verdict::judge`):
+//! 2. *Client-limited* (inconclusive): llmsweep could not keep its own
+//!    schedule ([`client_late`]): requests went out over [`SEND_LATE_MS`]
+//!    late with slots free, or it fell that far behind with over
+//!    [`UNSENT_LIMIT`] of the due requests unsent, or its runtime woke over
+//!    [`LAG_LIMIT_MS`] (or [`LAG_SHARE_OF_LATENCY`] of the latency) late.
+//! 3. *Unanswered* (saturated): [`unanswered`] requests got no answer,
+//!    at least [`MIN_ERRORS`] and [`UNANSWERED_SHARE`] of those sent.
+//! 4. *Far beyond capacity* (saturated): [`far_beyond_capacity`], past
+//!    1 / [`OVERLOAD_SHARE`] of the most ever completed and answered under
+//!    that share.
+//! 5. *Fell behind* (saturated): the growth, less what filling may explain
+//!    ([`Reading::filling`]: [`FILLING_ERROR`], [`QUEUE_SHARE`],
+//!    [`QUEUE_EVIDENCE_SECONDS`]), clears [`SIGMAS`] of its noise
+//!    ([`Reading::noise`]: [`RATE_ERROR`], [`OVERLOAD_ERROR`]) ([`call`]).
+//! 6. *Kept up* (not saturated): the noise cannot hide [`PRECISION`] of the
+//!    larger of the rate and the capacity known ([`Reading::allowed`]), and
+//!    the window shows the rate ([`Reading::shows_its_rate`]) ([`call`]);
+//!    *erroring* instead when [`ERRORING`] of the answers were errors
+//!    ([`erroring`]).
+//! 7. *Unsure* (inconclusive): the length that would tell, as the fit's
+//!    noise shrinks with length^1.5, with [`LENGTH_MARGIN`] to spare, at
+//!    most [`MAX_STRETCH`] × the window ([`call`]).
+//! 8. *All errors* (erroring): no completion and at least [`MIN_ERRORS`]
+//!    error answers ([`all_errors`]).
+//! 9. *Too short* (inconclusive): the length a window needs
+//!    ([`length_to_tell`]), none for a stage cut short.
+//! 10. *Behind the stage before* (inconclusive): a verdict other than kept
+//!     up, while the stage before's requests ran for over
+//!     [`INHERITED_SHARE`] of it ([`inherited_work_decides`]).
+//!
+//! **Ending a stage early** (`stats::verdict::guard`).
+//! 11. An overload verdict (rules 3, 4), or a stage behind by more than
+//!     [`PRECISION`] beyond doubt ([`Point::far_behind`]) over a window of
+//!     [`QUEUE_EVIDENCE_SECONDS`] ends at once; a stage cut short keeps its
+//!     verdict when it ran [`RAN_ENOUGH`] of its length.
+//!
+//! **The capacity** ([`capacity`]).
+//! 12. The χ² minimum over every judged stage, its interval scaled up when
+//!     the stages within [`NEAR_CAPACITY`] of it disagree more than their
+//!     noise says; a stage that fell behind may have completed under C by
+//!     [`COLLAPSE_SHARE`] of its growth ([`Reading::collapse`]); nothing
+//!     fell behind: a floor.
+//! 13. A stage is what its last judged run said; stages llmsweep could not
+//!     drive are set aside and named (`stats::answer`).
+//!
+//! **The sweep** (`profile::sweep`).
+//! 14. The grid: GuideLLM's rates between the synchronous and throughput
+//!     stages, for the latency curve.
+//! 15. Then stages are added while the interval is wider than ±[`PRECISION`]
+//!     and [`ADDED_BUDGET_SHARE`] of the grid's time lasts ([`next_rate`]):
+//!     just above the estimate, or, open above, [`PROBE_STEP`] over the
+//!     highest rate held ([`BLIND_STEP`] with no flood to go by).
+//! 16. They stop when the rates bracket the capacity within 2 ×
+//!     [`PRECISION`] ([`bracketed_by_rates`]).
+//! 17. An added stage runs as long as a stage within [`NEAR_RATE`] of it
+//!     asked, at most [`MAX_PROBE_STRETCH`] × the stage length, and
+//!     [`RERUN_STRETCH`] × for a rate already run ([`probe_stretch`]).
 
 /// How many effective standard errors a reading must clear to count, and
 /// the half-width of the capacity's interval in the same units: two, about
@@ -107,6 +156,126 @@ pub const OVERLOAD_SHARE: f64 = 0.5;
 /// Share of a stage's answers that are errors from which the stage is
 /// erroring: its rate is not evidence of a rate the server holds.
 pub const ERRORING: f64 = 0.05;
+
+/// Cells of backlog a growth needs: a line through fewer says nothing of
+/// its own scatter, and so nothing of its noise.
+pub const MIN_CELLS: usize = 5;
+/// The fewest independent points the growth's noise is counted from (the
+/// backlog is correlated over about a request's latency, so a window a
+/// latency or two long holds about that many).
+pub const MIN_INDEPENDENT: f64 = 2.0;
+
+/// Send lateness (p90, ms) past which the schedule was not kept (at 15,000
+/// req/s the guard blamed a server that held 8,000 while requests went
+/// out late with slots free); also how far behind its schedule a stage
+/// may end before its unsent requests count ([`UNSENT_LIMIT`]).
+pub const SEND_LATE_MS: f64 = 20.0;
+/// Share of the requests due never sent past which the load offered was
+/// not the target's (a stage that ended with 229 of 15,000 unsent, 1.5 %,
+/// while 14,638 waited on a swamped server, offered its load).
+pub const UNSENT_LIMIT: f64 = 0.05;
+/// Runtime lag (p90, ms) past which the rates themselves move: a stage
+/// is client-limited past this or [`LAG_SHARE_OF_LATENCY`] of its median
+/// request latency, whichever is more.
+pub const LAG_LIMIT_MS: f64 = 50.0;
+/// See [`LAG_LIMIT_MS`].
+pub const LAG_SHARE_OF_LATENCY: f64 = 0.25;
+/// Runtime lag (p90, ms) floor past which TTFT and ITL carry a timing
+/// warning, or [`LAG_SHARE_OF_ITL`] of the stage's ITL p50 when more (a
+/// true 2 ms ITL read 0.34 ms when chunks piled up unread). A warning,
+/// not a limit: four compilers on two cores woke the runtime 38 ms late.
+pub const LAG_FLOOR_MS: f64 = 5.0;
+/// See [`LAG_FLOOR_MS`].
+pub const LAG_SHARE_OF_ITL: f64 = 0.5;
+
+/// Answers a rule on errors needs before it speaks: fewer are chance.
+pub const MIN_ERRORS: u64 = 5;
+/// Share of the requests sent that got no answer (refused, timed out)
+/// from which a stage is overloaded whatever its backlog says.
+pub const UNANSWERED_SHARE: f64 = 0.05;
+/// The noise of a growth read from what was sent less what was answered
+/// (an overload verdict with no backlog window), as a share of it: such a
+/// stage is far past capacity and weighs least.
+pub const COUNTED_GROWTH_NOISE: f64 = 0.25;
+
+/// The noise law: a backlog fit's standard error shrinks as its window's
+/// length to this power (the slope of n evenly spread points with
+/// independent scatter: σ / √(Σ(t − t̄)²) ∝ T^-1.5), the length an unsure
+/// stage needs follows from it.
+pub const NOISE_LAW: f64 = 1.5;
+/// How much longer than the noise law asks an unsure stage is told to
+/// run: the next stage's backlog is no quieter than this one's.
+pub const LENGTH_MARGIN: f64 = 1.2;
+/// The length an unsure stage is told to run, as a multiple of its window,
+/// when the noise law cannot work it out (a backlog still filling) ...
+pub const UNSURE_STRETCH: f64 = 3.0;
+/// ... and the most it is ever told.
+pub const MAX_STRETCH: f64 = 10.0;
+/// Seconds added to every length advised: a stage whose latency grows a
+/// little when longer fills a little later (asked for exactly what it
+/// needed, a 5 s re-run was again "too short, use stages of at least 5 s").
+pub const SPARE_SECONDS: f64 = 1.0;
+
+/// Share of a stage's running time the stage before's requests may still
+/// run before its verdict is theirs (seen: "did not hold 29.60 and
+/// completed 0.00 req/s" behind a flood's 512 requests, on a server that
+/// holds 36).
+pub const INHERITED_SHARE: f64 = 0.25;
+/// Share of its length a stage cut short must have run to keep its
+/// verdict as a measurement (a key pressed 8 s into a 10 s stage that kept
+/// up: the answer rests on it).
+pub const RAN_ENOUGH: f64 = 0.5;
+
+/// Stages at this share of the estimate or above are the ones that can
+/// disagree about it: their misfit scales the interval (eight stages under
+/// 11 req/s made real vLLM's interval ±1.9 % when counted).
+pub const NEAR_CAPACITY: f64 = 0.9;
+/// How far past the highest rate run the χ² curve is searched: above it
+/// every stage predicts no growth, and the curve is flat.
+pub const CURVE_HEADROOM: f64 = 1.05;
+/// A flood's rate is taken as where to probe next when nothing fell behind
+/// only while under this multiple of the highest rate held; past it the
+/// flood (queued, not held) says little of the capacity.
+pub const FLOOD_HINT_SPAN: f64 = 2.0;
+
+/// What the sweep may spend on added stages, as a share of its planned
+/// stages' time (as many stages, at least [`MIN_ADDED_STAGES`], when
+/// stages end by count). The sweep before added stages re-ran its
+/// inconclusive stages instead, about a third of its time; this keeps the
+/// whole within 1.5 × that.
+pub const ADDED_BUDGET_SHARE: f64 = 0.8;
+/// See [`ADDED_BUDGET_SHARE`].
+pub const MIN_ADDED_STAGES: usize = 2;
+/// Rates this close (a share of the rate) are near each other: an added
+/// stage runs as long as a stage near it asked ...
+pub const NEAR_RATE: f64 = 0.15;
+/// ... at most this multiple of the stage length (latency, and so the time
+/// a backlog takes to fill, is much the same there); a throughput stage
+/// that completed nothing runs again this much longer too.
+pub const MAX_PROBE_STRETCH: f64 = 3.0;
+/// Rates this close are the same rate run again ...
+pub const SAME_RATE: f64 = 0.01;
+/// ... which runs this much longer than the stage before (an undecided
+/// probe, or the advice after a floor of undecided stages).
+pub const RERUN_STRETCH: f64 = 2.0;
+
+/// A throughput stage's completion rate (what a flood completed, which
+/// plans the grid) is the slope of its completions only when they are
+/// spread: over at least this many seconds ...
+pub const SPREAD_MIN_SECONDS: f64 = 1.0;
+/// ... in at least this many distinct quarter-seconds ...
+pub const SPREAD_MIN_QUARTERS: u64 = 4;
+/// ... and this many completions; else one wave's completions over the
+/// time they took (lock-step batches finish together, and no slope of them
+/// can be trusted). Under [`MIN_COMPLETIONS`] it is plain completions over
+/// the window.
+pub const SPREAD_MIN_COMPLETIONS: u64 = 5;
+/// See [`SPREAD_MIN_COMPLETIONS`].
+pub const MIN_COMPLETIONS: u64 = 3;
+/// Completions covering under this share of the window are low evidence:
+/// the first requests took most of the stage, and a wave cut off at its
+/// end drags the slope down.
+pub const COVERED_SHARE: f64 = 0.5;
 
 /// One stage's measurement of its backlog's growth.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -279,11 +448,12 @@ pub fn call(r: &Reading) -> Call {
     // A fifth more than the noise law asks: the next stage's backlog is
     // no quieter than this one's.
     let longer = if room > 0.0 && r.fit_noise > 0.0 && r.filling() <= 0.0 {
-        1.2 * r.window_s * (r.fit_noise / room.sqrt()).powf(2.0 / 3.0)
+        LENGTH_MARGIN * r.window_s * (r.fit_noise / room.sqrt()).powf(1.0 / NOISE_LAW)
     } else {
-        3.0 * r.window_s
+        UNSURE_STRETCH * r.window_s
     };
-    let needed_s = (r.settle_s + longer.clamp(r.window_s, 10.0 * r.window_s) + 1.0).ceil();
+    let needed_s =
+        (r.settle_s + longer.clamp(r.window_s, MAX_STRETCH * r.window_s) + SPARE_SECONDS).ceil();
     Call::Unsure { needed_s }
 }
 
@@ -372,7 +542,7 @@ pub fn capacity(points: &[Point]) -> Option<Capacity> {
     // χ² is flat above the highest rate (every point predicts no growth):
     // a grid up to a little past it finds the minimum and the interval.
     const STEPS: usize = 4000;
-    let hi_grid = 1.05 * top;
+    let hi_grid = CURVE_HEADROOM * top;
     let at = |i: usize| hi_grid * i as f64 / STEPS as f64;
     let curve: Vec<f64> = (0..=STEPS).map(|i| chi2(&points, at(i))).collect();
     let (best_i, best) = curve
@@ -394,7 +564,7 @@ pub fn capacity(points: &[Point]) -> Option<Capacity> {
     let near: Vec<Point> = points
         .iter()
         .copied()
-        .filter(|p| p.rate >= 0.9 * at(best_i))
+        .filter(|p| p.rate >= NEAR_CAPACITY * at(best_i))
         .collect();
     let dof = near.len().saturating_sub(1).max(1) as f64;
     let scale = (chi2(&near, at(best_i)) / dof).max(1.0);
@@ -456,7 +626,7 @@ pub fn next_rate(c: &Capacity, highest_kept: Option<f64>, flood: Option<f64>) ->
             } else {
                 BLIND_STEP * base
             };
-            let hint = flood.filter(|f| *f > step && *f < 2.0 * base);
+            let hint = flood.filter(|f| *f > step && *f < FLOOD_HINT_SPAN * base);
             Some(hint.unwrap_or(step))
         }
         Some(_) => Some((1.0 + PRECISION) * c.estimate),
@@ -491,183 +661,132 @@ pub const PROBE_STEP: f64 = 1.15;
 /// stages, and the first stage past it reads C from its own growth.
 pub const BLIND_STEP: f64 = 2.0;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Seconds an overload verdict (rule 4) needs at least, besides a request
+/// latency: under that, a stage's first answers have not come back.
+pub const OVERLOAD_MIN_SECONDS: f64 = 1.0;
 
-    fn reading(rate: f64, growth: f64, fit_noise: f64) -> Reading {
-        Reading {
-            rate,
-            growth,
-            fit_noise,
-            window_s: 6.0,
-            settle_s: 3.0,
-            filled: true,
-            slowing: 0.0,
-            ttft_rise_s: None,
-            known_capacity: 0.0,
-            answers_slowed: 0.0,
-        }
-    }
+/// Rule 2: how llmsweep failed to keep its own schedule in a stage, if it
+/// did. Each field is one way; any one makes the stage client-limited.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ClientLate {
+    /// Requests went out over [`SEND_LATE_MS`] late (p90) with slots free.
+    pub sent_late: bool,
+    /// It ended over [`SEND_LATE_MS`] behind with over [`UNSENT_LIMIT`] of
+    /// the due requests never sent.
+    pub unsent: bool,
+    /// Its runtime woke later (p90) than this limit, ms, when it did.
+    pub lag_over_ms: Option<f64>,
+}
 
-    #[test]
-    fn a_stage_far_below_the_capacity_is_judged_at_the_answers_precision() {
-        // Real vLLM on one core: 1.5 req/s "grew by -0.00 ± 0.16 req/s over
-        // 6.4 s … use stages of at least 17 s" with the server known to
-        // complete 3.5 (its flood) and truly holding 5.6.
-        let low = Reading {
-            window_s: 6.4,
-            ..reading(1.5, 0.0, 0.08)
-        };
-        assert!(matches!(call(&low), Call::Unsure { .. }), "alone: unsure");
-        let known = Reading {
-            known_capacity: 3.5,
-            ..low
-        };
-        assert_eq!(call(&known), Call::KeptUp);
-        // Near the capacity known, the precision is the stage's own.
-        let near = Reading {
-            known_capacity: 3.5,
-            ..reading(3.4, 0.0, 0.12)
-        };
-        assert!(matches!(call(&near), Call::Unsure { .. }));
-        // A growth clear of its noise is behind wherever the stage is.
-        let behind = Reading {
-            known_capacity: 30.0,
-            ..reading(1.5, 0.4, 0.05)
-        };
-        assert_eq!(call(&behind), Call::FellBehind);
-    }
-
-    #[test]
-    fn a_stage_kept_up_shows_its_rate() {
-        // The default run against the simulator: constant@39.22 "kept up
-        // (achieved 35.00 req/s)", its growth of 3.69 ± 0.69 excused as a
-        // batch filling (TTFT flat). Not kept up while its window shows a
-        // rate under 95 % of what was offered: a longer stage tells.
-        let filling = Reading {
-            window_s: 5.0,
-            ttft_rise_s: Some(0.0),
-            ..reading(39.22, 3.69, 0.3)
-        };
-        assert!(!filling.queued());
-        assert!(!filling.shows_its_rate());
-        assert!(
-            matches!(call(&filling), Call::Unsure { .. }),
-            "{:?}",
-            call(&filling)
-        );
-        // The same stage with a growth under 5 % of its rate kept up.
-        let level = Reading {
-            growth: 1.5,
-            ..filling
-        };
-        assert!(level.shows_its_rate());
-        assert_eq!(call(&level), Call::KeptUp);
-    }
-
-    #[test]
-    fn a_clear_growth_of_any_size_is_falling_behind() {
-        // vLLM at 8.50 req/s: 0.41 ± 0.10, once "too close to 5 % to tell".
-        assert_eq!(call(&reading(8.5, 0.41, 0.05)), Call::FellBehind);
-        assert_eq!(call(&reading(40.0, 6.0, 0.01)), Call::FellBehind);
-    }
-
-    #[test]
-    fn a_flat_backlog_is_keeping_up_and_a_noisy_one_asks_for_longer() {
-        assert_eq!(call(&reading(30.0, 0.05, 0.1)), Call::KeptUp);
-        assert_eq!(call(&reading(30.0, -0.2, 0.2)), Call::KeptUp);
-        match call(&reading(10.0, 0.3, 0.4)) {
-            Call::Unsure { needed_s } => assert!(needed_s > 9.0, "{needed_s}"),
-            c => panic!("{c:?}"),
-        }
-    }
-
-    #[test]
-    fn a_growth_no_request_waited_for_is_a_batch_filling() {
-        // The simulator at its capacity: in flight 107 → 120 in 5.2 s at
-        // 38.6 req/s, TTFT flat.
-        let flat = Reading {
-            window_s: 5.2,
-            ttft_rise_s: Some(0.01),
-            ..reading(38.6, 3.23, 0.3)
-        };
-        assert!(!flat.queued());
-        assert_ne!(call(&flat), Call::FellBehind);
-        // The same growth with TTFT rising as a queue makes it (g·T/λ =
-        // 0.44 s): falling behind.
-        let queue = Reading {
-            ttft_rise_s: Some(0.4),
-            ..flat
-        };
-        assert!(queue.queued());
-        assert_eq!(call(&queue), Call::FellBehind);
-        // No TTFT seen: no excuse.
-        let unseen = Reading {
-            ttft_rise_s: None,
-            ..flat
-        };
-        assert!(unseen.queued());
-    }
-
-    #[test]
-    fn a_window_opened_before_the_pipeline_filled_is_not_falling_behind() {
-        // 8 s stages at 33.92 req/s on a server that holds 37.
-        let r = Reading {
-            filled: false,
-            ..reading(33.92, 2.49, 0.36)
-        };
-        assert_ne!(call(&r), Call::FellBehind);
-    }
-
-    fn point(r: &Reading) -> Point {
-        r.point()
-    }
-
-    #[test]
-    fn the_capacity_is_bracketed_by_the_stages_around_it() {
-        // C = 8: stages at 6, 7, 7.5 keep up; 8.5 falls behind by 0.5.
-        let pts: Vec<Point> = [(6.0, 0.0), (7.0, 0.02), (7.5, -0.01), (8.5, 0.5)]
-            .iter()
-            .map(|&(l, g)| point(&reading(l, g, 0.05)))
-            .collect();
-        let c = capacity(&pts).unwrap();
-        assert!((c.estimate - 8.0).abs() < 0.1, "{c:?}");
-        assert!(c.low < 8.0 && c.high.unwrap() > 8.0, "{c:?}");
-        assert!(c.is_precise(), "{c:?}");
-    }
-
-    #[test]
-    fn nothing_fell_behind_is_a_floor_and_the_next_rate_is_above_it() {
-        let pts: Vec<Point> = [(5.0, 0.0), (6.0, 0.01)]
-            .iter()
-            .map(|&(l, g)| point(&reading(l, g, 0.05)))
-            .collect();
-        let c = capacity(&pts).unwrap();
-        assert!(c.high.is_none(), "{c:?}");
-        assert!(c.estimate > 5.8 && c.estimate <= 6.0, "{c:?}");
-        let next = next_rate(&c, Some(6.0), Some(5.07)).unwrap();
-        assert!(
-            (next - 6.9).abs() < 1e-9,
-            "a flood under it is no ceiling: {next}"
-        );
-        assert_eq!(next_rate(&c, Some(6.0), Some(8.0)), Some(8.0));
-    }
-
-    #[test]
-    fn a_flood_far_above_capacity_weighs_least() {
-        // C = 10; a stage at 30 completes 12 (+20 %, a degraded flood), one at
-        // 10.5 falls behind by 0.5.
-        let far = point(&reading(30.0, 18.0, 0.1));
-        let near = point(&reading(10.5, 0.5, 0.05));
-        let c = capacity(&[far, near]).unwrap();
-        assert!((c.estimate - 10.0).abs() < 0.5, "{c:?}");
-        let alone = capacity(&[far]).unwrap();
-        assert!(
-            !alone.is_precise(),
-            "a flood alone is not precise: {alone:?}"
-        );
-        let next = next_rate(&alone, None, None).unwrap();
-        assert!((next - 1.05 * alone.estimate).abs() < 1e-9);
+impl ClientLate {
+    pub fn any(&self) -> bool {
+        self.sent_late || self.unsent || self.lag_over_ms.is_some()
     }
 }
+
+/// Rule 2 (see [`ClientLate`]), from llmsweep's own timing in a stage (ms)
+/// and the stage's median request latency (ms).
+pub fn client_late(
+    send_late_p90_ms: f64,
+    behind_ms: f64,
+    unsent_share: f64,
+    lag_p90_ms: f64,
+    latency_p50_ms: f64,
+) -> ClientLate {
+    let lag_limit = LAG_LIMIT_MS.max(LAG_SHARE_OF_LATENCY * latency_p50_ms);
+    ClientLate {
+        sent_late: send_late_p90_ms > SEND_LATE_MS,
+        unsent: behind_ms > SEND_LATE_MS && unsent_share > UNSENT_LIMIT,
+        lag_over_ms: (lag_p90_ms > lag_limit).then_some(lag_limit),
+    }
+}
+
+/// The runtime lag (p90, ms) past which a stage's TTFT and ITL carry a
+/// timing warning, for its ITL p50 (ms).
+pub fn timing_lag_limit_ms(itl_p50_ms: f64) -> f64 {
+    LAG_FLOOR_MS.max(LAG_SHARE_OF_ITL * itl_p50_ms)
+}
+
+/// Rule 3: requests that got no answer overload the stage.
+pub fn unanswered(sent: u64, unanswered: u64) -> bool {
+    unanswered >= MIN_ERRORS.max((sent as f64 * UNANSWERED_SHARE).ceil() as u64)
+}
+
+/// Rule 4: a stage sent far more than the server ever completed
+/// (`known_capacity`) and was answered at under [`OVERLOAD_SHARE`] of its
+/// rate, once it ran a request latency (`latency_s`) and
+/// [`OVERLOAD_MIN_SECONDS`]: overload no stage length would change.
+pub fn far_beyond_capacity(
+    rate: f64,
+    known_capacity: f64,
+    answer_rate: f64,
+    elapsed_s: f64,
+    latency_s: f64,
+) -> bool {
+    OVERLOAD_SHARE * rate >= known_capacity
+        && answer_rate < OVERLOAD_SHARE * rate
+        && elapsed_s >= latency_s.max(OVERLOAD_MIN_SECONDS)
+}
+
+/// Rule 6's second half: a stage that kept up while this share of its
+/// answers were errors is erroring, not a rate the server holds.
+pub fn erroring(error_share: f64) -> bool {
+    error_share >= ERRORING
+}
+
+/// Rule 8: nothing completed and enough error answers to say so.
+pub fn all_errors(completed: u64, error_answers: u64) -> bool {
+    completed == 0 && error_answers >= MIN_ERRORS
+}
+
+/// Rule 9: the length (s) a stage needs for a reading. Its window opens at
+/// the first answer (`first_answer_s`) plus the fill time (`fill_s`), or
+/// at its middle when that is sooner, and must then hold
+/// [`STEADY_SECONDS`] past one cell (`cell_s`) of backlog.
+pub fn length_to_tell(first_answer_s: f64, fill_s: f64, cell_s: f64) -> f64 {
+    let filled_then_steady = first_answer_s + fill_s + cell_s + STEADY_SECONDS;
+    let middle_then_steady =
+        (2.0 * (STEADY_SECONDS + cell_s)).max(first_answer_s + cell_s + STEADY_SECONDS);
+    (filled_then_steady.min(middle_then_steady) + SPARE_SECONDS).ceil()
+}
+
+/// Rule 10: a verdict other than kept up (or erroring) is the stage
+/// before's doing when its requests still ran for over [`INHERITED_SHARE`]
+/// of this stage (`busy_s` of `elapsed_s`).
+pub fn behind_the_stage_before(judged: bool, busy_s: f64, elapsed_s: f64) -> bool {
+    !judged && busy_s > INHERITED_SHARE * elapsed_s
+}
+
+/// Rule 11: a stage that fell behind ends early when its reading says it
+/// is behind by more than the answer's precision beyond doubt, over a
+/// window long enough to show whether requests waited.
+pub fn ends_early(fell_behind: Option<Point>, window_s: f64) -> bool {
+    window_s >= QUEUE_EVIDENCE_SECONDS && fell_behind.is_some_and(|p| p.far_behind())
+}
+
+/// Rule 11's second half: a stage cut short after `ran` of its `limit`
+/// (seconds, or requests) stands as a measurement.
+pub fn ran_enough(ran: f64, limit: f64) -> bool {
+    ran >= RAN_ENOUGH * limit
+}
+
+/// Rule 15: how many stages' time the sweep may add after a grid of
+/// `stages` stages.
+pub fn added_stages(stages: usize) -> usize {
+    ((stages as f64 * ADDED_BUDGET_SHARE + 1e-9).floor() as usize).max(MIN_ADDED_STAGES)
+}
+
+/// Rule 17: how many times the stage length an added stage runs: as long
+/// as the longest length a stage near its rate asked for (`asked_s`, of
+/// stages `stage_s` long), at most [`MAX_PROBE_STRETCH`] ×;
+/// [`RERUN_STRETCH`] × when its rate already ran.
+pub fn probe_stretch(rerun: bool, asked_s: f64, stage_s: Option<f64>) -> f64 {
+    let by = if rerun { RERUN_STRETCH } else { 1.0 };
+    match stage_s.filter(|b| *b > 0.0) {
+        Some(base) => by.max((asked_s / base).min(MAX_PROBE_STRETCH)),
+        None => by,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,268 @@
+use super::*;
+
+fn reading(rate: f64, growth: f64, fit_noise: f64) -> Reading {
+    Reading {
+        rate,
+        growth,
+        fit_noise,
+        window_s: 6.0,
+        settle_s: 3.0,
+        filled: true,
+        slowing: 0.0,
+        ttft_rise_s: None,
+        known_capacity: 0.0,
+        answers_slowed: 0.0,
+    }
+}
+
+#[test]
+fn a_stage_far_below_the_capacity_is_judged_at_the_answers_precision() {
+    // Real vLLM on one core: 1.5 req/s "grew by -0.00 ± 0.16 req/s over
+    // 6.4 s … use stages of at least 17 s" with the server known to
+    // complete 3.5 (its flood) and truly holding 5.6.
+    let low = Reading {
+        window_s: 6.4,
+        ..reading(1.5, 0.0, 0.08)
+    };
+    assert!(matches!(call(&low), Call::Unsure { .. }), "alone: unsure");
+    let known = Reading {
+        known_capacity: 3.5,
+        ..low
+    };
+    assert_eq!(call(&known), Call::KeptUp);
+    // Near the capacity known, the precision is the stage's own.
+    let near = Reading {
+        known_capacity: 3.5,
+        ..reading(3.4, 0.0, 0.12)
+    };
+    assert!(matches!(call(&near), Call::Unsure { .. }));
+    // A growth clear of its noise is behind wherever the stage is.
+    let behind = Reading {
+        known_capacity: 30.0,
+        ..reading(1.5, 0.4, 0.05)
+    };
+    assert_eq!(call(&behind), Call::FellBehind);
+}
+
+#[test]
+fn a_stage_kept_up_shows_its_rate() {
+    // The default run against the simulator: constant@39.22 "kept up
+    // (achieved 35.00 req/s)", its growth of 3.69 ± 0.69 excused as a
+    // batch filling (TTFT flat). Not kept up while its window shows a
+    // rate under 95 % of what was offered: a longer stage tells.
+    let filling = Reading {
+        window_s: 5.0,
+        ttft_rise_s: Some(0.0),
+        ..reading(39.22, 3.69, 0.3)
+    };
+    assert!(!filling.queued());
+    assert!(!filling.shows_its_rate());
+    assert!(
+        matches!(call(&filling), Call::Unsure { .. }),
+        "{:?}",
+        call(&filling)
+    );
+    // The same stage with a growth under 5 % of its rate kept up.
+    let level = Reading {
+        growth: 1.5,
+        ..filling
+    };
+    assert!(level.shows_its_rate());
+    assert_eq!(call(&level), Call::KeptUp);
+}
+
+#[test]
+fn a_clear_growth_of_any_size_is_falling_behind() {
+    // vLLM at 8.50 req/s: 0.41 ± 0.10, once "too close to 5 % to tell".
+    assert_eq!(call(&reading(8.5, 0.41, 0.05)), Call::FellBehind);
+    assert_eq!(call(&reading(40.0, 6.0, 0.01)), Call::FellBehind);
+}
+
+#[test]
+fn a_flat_backlog_is_keeping_up_and_a_noisy_one_asks_for_longer() {
+    assert_eq!(call(&reading(30.0, 0.05, 0.1)), Call::KeptUp);
+    assert_eq!(call(&reading(30.0, -0.2, 0.2)), Call::KeptUp);
+    match call(&reading(10.0, 0.3, 0.4)) {
+        Call::Unsure { needed_s } => assert!(needed_s > 9.0, "{needed_s}"),
+        c => panic!("{c:?}"),
+    }
+}
+
+#[test]
+fn a_growth_no_request_waited_for_is_a_batch_filling() {
+    // The simulator at its capacity: in flight 107 → 120 in 5.2 s at
+    // 38.6 req/s, TTFT flat.
+    let flat = Reading {
+        window_s: 5.2,
+        ttft_rise_s: Some(0.01),
+        ..reading(38.6, 3.23, 0.3)
+    };
+    assert!(!flat.queued());
+    assert_ne!(call(&flat), Call::FellBehind);
+    // The same growth with TTFT rising as a queue makes it (g·T/λ =
+    // 0.44 s): falling behind.
+    let queue = Reading {
+        ttft_rise_s: Some(0.4),
+        ..flat
+    };
+    assert!(queue.queued());
+    assert_eq!(call(&queue), Call::FellBehind);
+    // No TTFT seen: no excuse.
+    let unseen = Reading {
+        ttft_rise_s: None,
+        ..flat
+    };
+    assert!(unseen.queued());
+}
+
+#[test]
+fn a_window_opened_before_the_pipeline_filled_is_not_falling_behind() {
+    // 8 s stages at 33.92 req/s on a server that holds 37.
+    let r = Reading {
+        filled: false,
+        ..reading(33.92, 2.49, 0.36)
+    };
+    assert_ne!(call(&r), Call::FellBehind);
+}
+
+fn point(r: &Reading) -> Point {
+    r.point()
+}
+
+#[test]
+fn the_capacity_is_bracketed_by_the_stages_around_it() {
+    // C = 8: stages at 6, 7, 7.5 keep up; 8.5 falls behind by 0.5.
+    let pts: Vec<Point> = [(6.0, 0.0), (7.0, 0.02), (7.5, -0.01), (8.5, 0.5)]
+        .iter()
+        .map(|&(l, g)| point(&reading(l, g, 0.05)))
+        .collect();
+    let c = capacity(&pts).unwrap();
+    assert!((c.estimate - 8.0).abs() < 0.1, "{c:?}");
+    assert!(c.low < 8.0 && c.high.unwrap() > 8.0, "{c:?}");
+    assert!(c.is_precise(), "{c:?}");
+}
+
+#[test]
+fn nothing_fell_behind_is_a_floor_and_the_next_rate_is_above_it() {
+    let pts: Vec<Point> = [(5.0, 0.0), (6.0, 0.01)]
+        .iter()
+        .map(|&(l, g)| point(&reading(l, g, 0.05)))
+        .collect();
+    let c = capacity(&pts).unwrap();
+    assert!(c.high.is_none(), "{c:?}");
+    assert!(c.estimate > 5.8 && c.estimate <= 6.0, "{c:?}");
+    let next = next_rate(&c, Some(6.0), Some(5.07)).unwrap();
+    assert!(
+        (next - 6.9).abs() < 1e-9,
+        "a flood under it is no ceiling: {next}"
+    );
+    assert_eq!(next_rate(&c, Some(6.0), Some(8.0)), Some(8.0));
+}
+
+#[test]
+fn a_flood_far_above_capacity_weighs_least() {
+    // C = 10; a stage at 30 completes 12 (+20 %, a degraded flood), one at
+    // 10.5 falls behind by 0.5.
+    let far = point(&reading(30.0, 18.0, 0.1));
+    let near = point(&reading(10.5, 0.5, 0.05));
+    let c = capacity(&[far, near]).unwrap();
+    assert!((c.estimate - 10.0).abs() < 0.5, "{c:?}");
+    let alone = capacity(&[far]).unwrap();
+    assert!(
+        !alone.is_precise(),
+        "a flood alone is not precise: {alone:?}"
+    );
+    let next = next_rate(&alone, None, None).unwrap();
+    assert!((next - 1.05 * alone.estimate).abs() < 1e-9);
+}
+
+#[test]
+fn the_rules_on_counts_speak_only_past_their_floors() {
+    // Rule 3: at least MIN_ERRORS and UNANSWERED_SHARE of those sent.
+    assert!(!unanswered(40, 4));
+    assert!(unanswered(40, 5));
+    assert!(!unanswered(400, 19));
+    assert!(unanswered(400, 20));
+    // Rule 8: nothing completed, and enough errors to say so.
+    assert!(!all_errors(0, 4));
+    assert!(all_errors(0, 5));
+    assert!(!all_errors(1, 50));
+    // Rule 6's second half.
+    assert!(!erroring(0.049));
+    assert!(erroring(0.05));
+}
+
+#[test]
+fn far_beyond_capacity_needs_a_latency_and_a_second_of_answers() {
+    // 213 req/s sent at a server whose flood completed 36, 32 answered a second.
+    assert!(far_beyond_capacity(213.0, 36.0, 32.0, 4.0, 0.4));
+    assert!(
+        !far_beyond_capacity(213.0, 36.0, 32.0, 0.9, 0.4),
+        "under a second"
+    );
+    assert!(
+        !far_beyond_capacity(213.0, 36.0, 32.0, 2.0, 2.5),
+        "under a latency"
+    );
+    assert!(
+        !far_beyond_capacity(60.0, 36.0, 20.0, 4.0, 0.4),
+        "not twice the most seen"
+    );
+    assert!(
+        !far_beyond_capacity(213.0, 36.0, 120.0, 4.0, 0.4),
+        "answered over half"
+    );
+}
+
+#[test]
+fn the_length_a_short_stage_is_told_reaches_past_its_window() {
+    // First answer at 0.5 s, fill 0.4 s, 0.1 s cells: the window opens at
+    // 0.9 s and needs STEADY_SECONDS past a cell, one spare second on top.
+    let n = length_to_tell(0.5, 0.4, 0.1);
+    assert_eq!(n, (0.5 + 0.4 + 0.1 + STEADY_SECONDS + SPARE_SECONDS).ceil());
+    // A slow first answer: the window opens at the stage's middle instead.
+    let slow = length_to_tell(20.0, 30.0, 0.1);
+    assert_eq!(slow, (20.0 + 0.1 + STEADY_SECONDS + SPARE_SECONDS).ceil());
+}
+
+#[test]
+fn the_sweeps_budget_and_an_added_stages_length() {
+    assert_eq!(added_stages(10), 8);
+    assert_eq!(added_stages(1), MIN_ADDED_STAGES);
+    // A new rate runs the stage length; one already run twice it; one near
+    // a stage that asked for 25 s of 10 s stages 2.5 ×, at most 3 ×.
+    assert_eq!(probe_stretch(false, 0.0, Some(10.0)), 1.0);
+    assert_eq!(probe_stretch(true, 0.0, Some(10.0)), RERUN_STRETCH);
+    assert_eq!(probe_stretch(false, 25.0, Some(10.0)), 2.5);
+    assert_eq!(probe_stretch(false, 90.0, Some(10.0)), MAX_PROBE_STRETCH);
+    assert_eq!(probe_stretch(false, 90.0, None), 1.0);
+}
+
+#[test]
+fn a_client_is_late_one_way_at_a_time() {
+    let on_time = client_late(5.0, 0.0, 0.0, 3.0, 400.0);
+    assert!(!on_time.any());
+    assert!(client_late(21.0, 0.0, 0.0, 3.0, 400.0).sent_late);
+    assert!(client_late(5.0, 30.0, 0.06, 3.0, 400.0).unsent);
+    assert!(
+        !client_late(5.0, 30.0, 0.015, 3.0, 400.0).any(),
+        "a little behind"
+    );
+    // The lag limit is a quarter of the latency when that is over 50 ms.
+    assert_eq!(
+        client_late(5.0, 0.0, 0.0, 101.0, 400.0).lag_over_ms,
+        Some(100.0)
+    );
+    assert!(!client_late(5.0, 0.0, 0.0, 99.0, 400.0).any());
+    assert_eq!(timing_lag_limit_ms(2.0), LAG_FLOOR_MS);
+    assert_eq!(timing_lag_limit_ms(40.0), 20.0);
+}
+
+#[test]
+fn the_stage_before_decides_only_a_verdict_that_is_not_kept_up() {
+    assert!(behind_the_stage_before(false, 3.0, 10.0));
+    assert!(!behind_the_stage_before(false, 2.5, 10.0));
+    assert!(!behind_the_stage_before(true, 9.0, 10.0));
+    assert!(ran_enough(5.0, 10.0));
+    assert!(!ran_enough(4.9, 10.0));
+}
