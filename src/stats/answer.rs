@@ -243,16 +243,29 @@ fn estimated(
     }
     let stages_word = if counted == 1 { "stage" } else { "stages" };
     let rest = parts.join("; ");
+    // "Held" said once where a stage is named held: the interval's low end
+    // of 37.26 beside "constant@39.22 held" was 0.95 × 39.22, and nothing
+    // said that held means within 5 %.
+    let held_means = if h.is_some() {
+        format!(
+            "; held: its backlog stayed flat to within {:.0}%, beyond doubt",
+            100.0 * policy::PRECISION
+        )
+    } else {
+        String::new()
+    };
     a.basis = match (c.high, rest.is_empty()) {
         (Some(_), false) => format!(
-            "{rest} ({counted} {stages_word}, ±{:.1}%)",
+            "{rest} ({counted} {stages_word}, ±{:.1}%{held_means})",
             100.0 * c.half_width()
         ),
         (Some(_), true) => format!(
             "estimated from {counted} {stages_word} (±{:.1}%)",
             100.0 * c.half_width()
         ),
-        (None, false) => format!("no stage fell behind: {rest} ({counted} {stages_word})"),
+        (None, false) => {
+            format!("no stage fell behind: {rest} ({counted} {stages_word}{held_means})")
+        }
         (None, true) => format!("no stage fell behind ({counted} {stages_word})"),
     };
     // `--rate` of a conversation run counts conversations a second: the
@@ -825,7 +838,13 @@ mod tests {
             line(&a),
             format!("holds ≈ {x:.2} req/s ({lo:.2}–{hi:.2}; constant@28.99 held, constant@33.67 did not) · peak throughput 38.36 req/s when flooded, at 3.7 s latency")
         );
-        assert!(a.basis.ends_with("(4 stages, ±6.6%)"), "{}", a.basis);
+        assert!(
+            a.basis.ends_with(
+                "(4 stages, ±6.6%; held: its backlog stayed flat to within 5%, beyond doubt)"
+            ),
+            "{}",
+            a.basis
+        );
         // The flood rate is never the answer.
         assert_ne!(a.requests_per_s, a.flood_requests_per_s);
     }
