@@ -57,12 +57,17 @@ fn holds_against_truth(res: &RunResult, truth: f64) -> Answer {
         low <= truth,
         "interval low {low:.2} above {truth:.2}:\n{ctx}"
     );
-    if let Some(high) = a.high {
-        assert!(
-            high >= truth,
-            "interval high {high:.2} under {truth:.2}:\n{ctx}"
-        );
-    }
+    let high = a
+        .high
+        .unwrap_or_else(|| panic!("a floor, not an answer:\n{ctx}"));
+    assert!(
+        high >= truth,
+        "interval high {high:.2} under {truth:.2}:\n{ctx}"
+    );
+    assert!(
+        high - low <= 2.0 * 0.075 * x,
+        "interval {low:.2}–{high:.2} wider than ±7.5 %:\n{ctx}"
+    );
     // At most 1.5 × the wall time of the default sweep before stages were
     // added (10 stages of 10 s, the throughput stage and an inconclusive
     // one run again for 30 s each: 150 s).
@@ -92,6 +97,40 @@ fn holds_against_truth(res: &RunResult, truth: f64) -> Answer {
     a
 }
 
+/// The truth about an answer, as a user would check it: 30 s constant
+/// stages at 0.9 × and 1.1 × the answer against the same server; the
+/// first keeps up, the second does not.
+async fn held_at_09_not_at_11(backend: Scripted, a: &Answer) {
+    use llmsweep::engine::{FixedPlan, StageSpec, Strategy};
+    let x = a.requests_per_s.expect("an answer");
+    let stage =
+        |rate: f64| StageSpec::new(Strategy::Constant { rate }, scripted::limits(30.0, None));
+    let plan = FixedPlan::new(vec![stage(0.9 * x), stage(1.1 * x)]);
+    let res = scripted::run(backend, scripted::prompts(1000, 16), 11, plan).await;
+    let said: Vec<String> = res
+        .stages
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {:?}",
+                s.name,
+                s.verdict.as_ref().map(|v| (v.outcome, &v.reason))
+            )
+        })
+        .collect();
+    let outcome = |i: usize| res.stages[i].verdict.as_ref().map(|v| v.outcome);
+    assert_eq!(
+        outcome(0),
+        Some(Outcome::NotSaturated),
+        "0.9 × {x:.2}: {said:#?}"
+    );
+    assert_eq!(
+        outcome(1),
+        Some(Outcome::Saturated),
+        "1.1 × {x:.2}: {said:#?}"
+    );
+}
+
 fn script(ttft_ms: u64, itl_ms: u64, tokens: u32) -> Script {
     Script {
         ttft: Duration::from_millis(ttft_ms),
@@ -104,9 +143,10 @@ fn script(ttft_ms: u64, itl_ms: u64, tokens: u32) -> Script {
 /// A fixed step: 16 slots, each request 100 ms + 15 × 20 ms = 0.4 s.
 #[tokio::test(start_paused = true)]
 async fn a_fixed_step_server() {
-    let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
-    let res = sweep(b, SweepKind::Constant, None).await;
-    holds_against_truth(&res, 16.0 / 0.4);
+    let b = || Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
+    let res = sweep(b(), SweepKind::Constant, None).await;
+    let a = holds_against_truth(&res, 16.0 / 0.4);
+    held_at_09_not_at_11(b(), &a).await;
 }
 
 /// Per-sequence cost: every running request slows every step, so latency
@@ -114,20 +154,24 @@ async fn a_fixed_step_server() {
 /// 100 ms + 15 × (5 + 32 × 0.5) ms = 0.415 s.
 #[tokio::test(start_paused = true)]
 async fn a_server_whose_latency_climbs_with_load() {
-    let b = Scripted::new(|_| script(100, 5, 16))
-        .with_capacity(32)
-        .with_cost_per_running(Duration::from_micros(500));
-    let res = sweep(b, SweepKind::Constant, None).await;
-    holds_against_truth(&res, 32.0 / 0.415);
+    let b = || {
+        Scripted::new(|_| script(100, 5, 16))
+            .with_capacity(32)
+            .with_cost_per_running(Duration::from_micros(500))
+    };
+    let res = sweep(b(), SweepKind::Constant, None).await;
+    let a = holds_against_truth(&res, 32.0 / 0.415);
+    held_at_09_not_at_11(b(), &a).await;
 }
 
 /// Bound by its KV cache: fewer sequences fit than the slots allow (8),
 /// with long outputs: 50 ms + 63 × 25 ms = 1.625 s a request.
 #[tokio::test(start_paused = true)]
 async fn a_server_bound_by_its_kv_cache() {
-    let b = Scripted::new(|_| script(50, 25, 64)).with_capacity(8);
-    let res = sweep(b, SweepKind::Constant, None).await;
-    holds_against_truth(&res, 8.0 / 1.625);
+    let b = || Scripted::new(|_| script(50, 25, 64)).with_capacity(8);
+    let res = sweep(b(), SweepKind::Constant, None).await;
+    let a = holds_against_truth(&res, 8.0 / 1.625);
+    held_at_09_not_at_11(b(), &a).await;
 }
 
 /// Jittered: output lengths 8 to 24 tokens (mean 16) and steps of 15 to
@@ -135,13 +179,15 @@ async fn a_server_bound_by_its_kv_cache() {
 /// average, 16 slots.
 #[tokio::test(start_paused = true)]
 async fn a_server_with_jittered_steps_and_completions() {
-    let b = Scripted::new(|n| {
-        let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-        let tokens = 8 + (h % 17) as u32;
-        let itl = 15 + (h / 17 % 11);
-        script(100, itl, tokens)
-    })
-    .with_capacity(16);
+    let b = || {
+        Scripted::new(|n| {
+            let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            let tokens = 8 + (h % 17) as u32;
+            let itl = 15 + (h / 17 % 11);
+            script(100, itl, tokens)
+        })
+        .with_capacity(16)
+    };
     // The mean request time, exactly: E[100 + (tokens − 1) × itl].
     let mean_s = (0..100_000u64)
         .map(|n| {
@@ -152,8 +198,9 @@ async fn a_server_with_jittered_steps_and_completions() {
         })
         .sum::<f64>()
         / 100_000.0;
-    let res = sweep(b, SweepKind::Constant, None).await;
-    holds_against_truth(&res, 16.0 / mean_s);
+    let res = sweep(b(), SweepKind::Constant, None).await;
+    let a = holds_against_truth(&res, 16.0 / mean_s);
+    held_at_09_not_at_11(b(), &a).await;
 }
 
 /// One request at a time (real llama.cpp on one core batches nothing: its
@@ -185,10 +232,12 @@ async fn a_server_that_runs_one_request_at_a_time() {
 /// capacity and the answer must come from the probes above it.
 #[tokio::test(start_paused = true)]
 async fn a_server_whose_front_end_shares_the_engines_core() {
-    let b = Scripted::new(|_| script(100, 20, 16))
-        .with_capacity(16)
-        .with_cost_per_held(Duration::from_micros(37));
-    let res = sweep(b, SweepKind::Constant, None).await;
+    let b = || {
+        Scripted::new(|_| script(100, 20, 16))
+            .with_capacity(16)
+            .with_cost_per_held(Duration::from_micros(37))
+    };
+    let res = sweep(b(), SweepKind::Constant, None).await;
     let flood = res
         .stages
         .iter()
@@ -200,7 +249,8 @@ async fn a_server_whose_front_end_shares_the_engines_core() {
         flood < 0.75 * truth,
         "the flood read {flood:.2} of {truth:.2}"
     );
-    holds_against_truth(&res, truth);
+    let a = holds_against_truth(&res, truth);
+    held_at_09_not_at_11(b(), &a).await;
 }
 
 /// Poisson arrivals against the fixed-step server.
