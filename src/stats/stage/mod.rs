@@ -22,7 +22,7 @@ use selfcheck::SelfCheck;
 use tokens::TokenCounts;
 
 use super::backlog::{Segment, Steady};
-use super::verdict::{self, Evidence};
+use super::verdict::{self, Completions, Counts, Evidence, Known, Steadiness};
 use crate::client::progress::Progress;
 use crate::client::{RequestOutcome, RequestRecord};
 use crate::types::live::SeriesPoint;
@@ -447,55 +447,63 @@ impl StageStats {
         Evidence {
             target_rate,
             elapsed_s: rel(now),
-            measured_s: m_s,
-            sent: self.counts.sent,
-            completed: self.counts.completed,
-            measured: self.evidence.fit_completions,
-            answered_errors: self.evidence.answered_errors,
-            unanswered_errors: self.evidence.unanswered_errors,
-            in_flight: self.evidence.in_flight_at_end.unwrap_or(self.in_flight),
-            slope: self.evidence.completion_slope(),
-            first_end_s: self.evidence.first_measured_end.map(rel),
-            last_end_s: self.evidence.last_measured_end.map(rel),
-            first_sent_s: self.evidence.first_measured_sent.map(rel),
-            span: spans.map(|(span, _)| span),
-            sent_to_end_s: spans.map(|(_, took)| took),
-            across_pause: self
-                .counts
-                .measured
-                .saturating_sub(self.evidence.fit_completions),
-            busy_quarters: self.evidence.busy_quarters(),
-            answer_slope: self.evidence.answer_slope(),
-            latency_p50_s: lat.p50 / 1000.0,
-            fill_s,
-            latency_mean_s: lat.mean / 1000.0,
-            // Time-weighted over the steady parts of the segments (after the
-            // pipeline filled); the whole window when there is none yet.
-            mean_in_flight: self
-                .evidence
-                .backlog
-                .mean_in_flight(&ranges)
-                .unwrap_or(whole_window),
-            reference_latency_s: self.evidence.reference.latency_s,
-            reference_capacity: self.evidence.reference.capacity,
             cut_short: self.cut_short,
-            series: self
-                .live
-                .points
-                .iter()
-                .map(|p| (p.t_s, p.in_flight, p.ttft_p50_ms))
-                .collect(),
-            steady,
-            backlog: self.evidence.backlog.points(0.0, f64::INFINITY),
-            backlog_width_s: self.evidence.backlog.width(),
-            segments,
-            in_flight_cap: self.evidence.in_flight_cap,
-            queue_p99_ms: self.latencies.queue.quantile_ms(0.99),
-            client_limited: self.client_check().filter(|c| c.limited).map(|c| c.reason),
-            inherited: self
-                .evidence
-                .inherited
-                .map(|(n, done)| (n, rel(done.unwrap_or(now).min(now)))),
+            counts: Counts {
+                sent: self.counts.sent,
+                completed: self.counts.completed,
+                measured: self.evidence.fit_completions,
+                answered_errors: self.evidence.answered_errors,
+                unanswered_errors: self.evidence.unanswered_errors,
+                in_flight: self.evidence.in_flight_at_end.unwrap_or(self.in_flight),
+                across_pause: self
+                    .counts
+                    .measured
+                    .saturating_sub(self.evidence.fit_completions),
+            },
+            completions: Completions {
+                measured_s: m_s,
+                slope: self.evidence.completion_slope(),
+                first_end_s: self.evidence.first_measured_end.map(rel),
+                last_end_s: self.evidence.last_measured_end.map(rel),
+                first_sent_s: self.evidence.first_measured_sent.map(rel),
+                span: spans.map(|(span, _)| span),
+                sent_to_end_s: spans.map(|(_, took)| took),
+                busy_quarters: self.evidence.busy_quarters(),
+                answer_slope: self.evidence.answer_slope(),
+                latency_mean_s: lat.mean / 1000.0,
+                // Time-weighted over the steady parts of the segments (after the
+                // pipeline filled); the whole window when there is none yet.
+                mean_in_flight: self
+                    .evidence
+                    .backlog
+                    .mean_in_flight(&ranges)
+                    .unwrap_or(whole_window),
+            },
+            window: Steadiness {
+                latency_p50_s: lat.p50 / 1000.0,
+                fill_s,
+                series: self
+                    .live
+                    .points
+                    .iter()
+                    .map(|p| (p.t_s, p.in_flight, p.ttft_p50_ms))
+                    .collect(),
+                steady,
+                backlog: self.evidence.backlog.points(0.0, f64::INFINITY),
+                backlog_width_s: self.evidence.backlog.width(),
+                segments,
+            },
+            known: Known {
+                reference_latency_s: self.evidence.reference.latency_s,
+                reference_capacity: self.evidence.reference.capacity,
+                in_flight_cap: self.evidence.in_flight_cap,
+                queue_p99_ms: self.latencies.queue.quantile_ms(0.99),
+                client_limited: self.client_check().filter(|c| c.limited).map(|c| c.reason),
+                inherited: self
+                    .evidence
+                    .inherited
+                    .map(|(n, done)| (n, rel(done.unwrap_or(now).min(now)))),
+            },
         }
     }
 

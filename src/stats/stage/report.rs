@@ -216,7 +216,7 @@ impl StageStats {
     ) -> Rates {
         let per_s = |n: f64| if running_s > 0.0 { n / running_s } else { 0.0 };
         let paused = &self.evidence.pause_effect;
-        let steady = ev.steady;
+        let steady = ev.window.steady;
         // One rate per stage: an open-loop stage's `capacity_requests_per_s`
         // is its achieved rate (see `capacity` above); a closed-loop
         // stage's is its completion-rate estimate, its achieved rate too.

@@ -7,32 +7,38 @@ use crate::types::{CapacityEstimate, Method};
 
 /// The evidence-backed completion rate of a stage.
 pub fn capacity(e: &Evidence) -> CapacityEstimate {
-    let n = e.measured;
-    let (span, segments) = match (e.span, e.first_end_s, e.last_end_s) {
+    let n = e.counts.measured;
+    let (span, segments) = match (
+        e.completions.span,
+        e.completions.first_end_s,
+        e.completions.last_end_s,
+    ) {
         (Some((s, k)), _, _) => (s.max(0.0), k.max(1)),
         (None, Some(a), Some(b)) => ((b - a).max(0.0), 1),
         _ => (0.0, 1),
     };
-    let took_s = e.sent_to_end_s.or(match (e.first_sent_s, e.last_end_s) {
-        (Some(s), Some(l)) => Some(l - s),
-        _ => None,
-    });
+    let took_s = e.completions.sent_to_end_s.or(
+        match (e.completions.first_sent_s, e.completions.last_end_s) {
+            (Some(s), Some(l)) => Some(l - s),
+            _ => None,
+        },
+    );
     let observed = match took_s {
         Some(t) if t > 0.0 => n as f64 / t,
         _ => 0.0,
     };
-    let plain = if e.measured_s > 0.0 {
-        n as f64 / e.measured_s
+    let plain = if e.completions.measured_s > 0.0 {
+        n as f64 / e.completions.measured_s
     } else {
         0.0
     };
-    let little = (e.latency_mean_s > 0.0 && e.mean_in_flight > 0.0)
-        .then(|| e.mean_in_flight / e.latency_mean_s);
-    let slope = e.slope.unwrap_or(0.0).max(0.0);
+    let little = (e.completions.latency_mean_s > 0.0 && e.completions.mean_in_flight > 0.0)
+        .then(|| e.completions.mean_in_flight / e.completions.latency_mean_s);
+    let slope = e.completions.slope.unwrap_or(0.0).max(0.0);
     let mut c = CapacityEstimate {
         completions: n,
         span_s: span,
-        busy_quarters: e.busy_quarters,
+        busy_quarters: e.completions.busy_quarters,
         slope_requests_per_s: slope,
         observed_requests_per_s: observed,
         littles_law_requests_per_s: little,
@@ -45,21 +51,24 @@ pub fn capacity(e: &Evidence) -> CapacityEstimate {
         c.evidence = if e.cut_short {
             format!(
                 "stage cut short: {n} completions over the {:.1} s window",
-                e.measured_s
+                e.completions.measured_s
             )
         } else {
-            format!("only {n} completions over the {:.1} s window", e.measured_s)
+            format!(
+                "only {n} completions over the {:.1} s window",
+                e.completions.measured_s
+            )
         };
-        if e.across_pause > 0 {
+        if e.counts.across_pause > 0 {
             c.evidence.push_str(&format!(
                 " ({} more ran across a pause, while the stage clock stood still)",
-                e.across_pause
+                e.counts.across_pause
             ));
         }
         return c;
     }
     let spread = span >= policy::SPREAD_MIN_SECONDS
-        && e.busy_quarters >= policy::SPREAD_MIN_QUARTERS
+        && e.completions.busy_quarters >= policy::SPREAD_MIN_QUARTERS
         && n >= policy::SPREAD_MIN_COMPLETIONS
         && slope > 0.0;
     if !spread {
@@ -99,12 +108,12 @@ fn steady(c: &mut CapacityEstimate, e: &Evidence, segments: u64, little: Option<
     c.evidence = format!("slope of {n} completions over {span:.1} s: {slope:.2} req/s{capped}");
     // Completions over less than half the window: the first requests took
     // most of the stage, and a wave cut off at the end drags the slope down.
-    if e.measured_s > 0.0 && span < policy::COVERED_SHARE * e.measured_s {
+    if e.completions.measured_s > 0.0 && span < policy::COVERED_SHARE * e.completions.measured_s {
         c.low_evidence = true;
         c.evidence.push_str(&format!(
             "; completions covered only {:.0}% of the {:.1} s window",
-            100.0 * span / e.measured_s,
-            e.measured_s
+            100.0 * span / e.completions.measured_s,
+            e.completions.measured_s
         ));
     }
 }

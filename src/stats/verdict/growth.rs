@@ -47,7 +47,7 @@ pub struct Growth {
 /// its own latencies grow and by then a growing backlog shows in any case).
 /// Also whether the pipeline had filled then.
 fn settle_after(e: &Evidence, seg: &Segment) -> Option<(f64, bool)> {
-    let w = seg.steady_window(e.elapsed_s, e.fill_s)?;
+    let w = seg.steady_window(e.elapsed_s, e.window.fill_s)?;
     Some((w.from, w.filled))
 }
 
@@ -75,17 +75,18 @@ fn steady_backlog(e: &Evidence) -> SteadyBacklog<'_> {
         all_filled: true,
         last: None,
     };
-    for seg in &e.segments {
+    for seg in &e.window.segments {
         let (Some((from, filled)), Some(to)) = (settle_after(e, seg), seg.end_s) else {
             continue;
         };
         b.settle_s.get_or_insert(from);
         b.fill_s
-            .get_or_insert(seg.first_answer_s.unwrap_or(from) + e.fill_s);
+            .get_or_insert(seg.first_answer_s.unwrap_or(from) + e.window.fill_s);
         b.all_filled &= filled;
         // Cells wholly inside the window (a cell's middle is its t_s).
-        let half = 0.5 * e.backlog_width_s;
+        let half = 0.5 * e.window.backlog_width_s;
         let pts: Vec<&BacklogPoint> = e
+            .window
             .backlog
             .iter()
             .filter(|p| p.t_s - half >= from - 1e-9 && p.t_s <= to)
@@ -139,7 +140,7 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
             sxx += (x - mx).powi(2);
             sxy += (x - mx) * (y - my);
         }
-        window_s += g.last().map_or(0.0, |p| p.0) - g[0].0 + e.backlog_width_s;
+        window_s += g.last().map_or(0.0, |p| p.0) - g[0].0 + e.window.backlog_width_s;
     }
     if sxx <= 1e-12 {
         return None;
@@ -152,10 +153,10 @@ pub fn backlog_growth(e: &Evidence) -> Option<Growth> {
         .sum();
     let dof = (n - groups.len()).saturating_sub(1).max(1) as f64;
     let sd = (sse / dof).sqrt();
-    let tau = e.latency_p50_s.max(e.backlog_width_s);
+    let tau = e.window.latency_p50_s.max(e.window.backlog_width_s);
     let independent = (window_s / tau).clamp(policy::MIN_INDEPENDENT, n as f64);
     let noise = sd * (EVEN_SPREAD / independent).sqrt() / window_s;
-    let (first_half, second_half, noise_of_difference) = halves(&answers, e.backlog_width_s);
+    let (first_half, second_half, noise_of_difference) = halves(&answers, e.window.backlog_width_s);
     let slowing_per_s = (second_half - first_half - noise_of_difference).max(0.0);
     let answers_slowed_per_s = (first_half - second_half - noise_of_difference).max(0.0);
     let end = last?;

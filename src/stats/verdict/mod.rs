@@ -43,7 +43,7 @@ mod evidence;
 mod growth;
 
 pub use capacity::capacity;
-pub use evidence::Evidence;
+pub use evidence::{Completions, Counts, Evidence, Known, Steadiness};
 use growth::fit_t;
 pub use growth::{backlog_growth, Growth};
 
@@ -70,9 +70,10 @@ impl Outcome {
 pub fn judge(e: &Evidence, _cap: &CapacityEstimate) -> Option<Verdict> {
     let target = e.target_rate?;
     let w_ref = e
+        .known
         .reference_latency_s
         .filter(|w| *w > 0.0)
-        .or((e.latency_p50_s > 0.0).then_some(e.latency_p50_s));
+        .or((e.window.latency_p50_s > 0.0).then_some(e.window.latency_p50_s));
     let verdict = client_limited(e, target)
         .or_else(|| unanswered(e))
         .or_else(|| far_beyond_capacity(e, target, w_ref))
@@ -92,7 +93,7 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
     let r = match backlog_growth(e).filter(|g| g.window_s >= policy::OVERLOAD_MIN_SECONDS) {
         Some(g) => reading(e, &g, target),
         None => {
-            let since_first = e.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
+            let since_first = e.completions.first_end_s.map_or(0.0, |f| e.elapsed_s - f);
             let answer_rate = if since_first > 0.0 {
                 answered(e) as f64 / since_first
             } else {
@@ -104,11 +105,11 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
                 growth,
                 fit_noise: policy::COUNTED_GROWTH_NOISE * growth,
                 window_s: since_first,
-                settle_s: e.first_end_s.unwrap_or(0.0),
+                settle_s: e.completions.first_end_s.unwrap_or(0.0),
                 filled: true,
                 slowing: 0.0,
                 ttft_rise_s: None,
-                known_capacity: e.reference_capacity.unwrap_or(0.0),
+                known_capacity: e.known.reference_capacity.unwrap_or(0.0),
                 answers_slowed: 0.0,
             }
         }
@@ -125,7 +126,7 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
 /// over a quarter of the stage is not evidence, and says why; held despite
 /// it still is.
 fn inherited_work(e: &Evidence, v: Verdict) -> Verdict {
-    let Some((n, busy_s)) = e.inherited.filter(|(n, _)| *n > 0) else {
+    let Some((n, busy_s)) = e.known.inherited.filter(|(n, _)| *n > 0) else {
         return v;
     };
     let judged = matches!(v.outcome, Outcome::NotSaturated | Outcome::Erroring);
@@ -146,26 +147,26 @@ fn inherited_work(e: &Evidence, v: Verdict) -> Verdict {
 
 /// Answers, completed or errored.
 fn answered(e: &Evidence) -> u64 {
-    e.completed + e.answered_errors
+    e.counts.completed + e.counts.answered_errors
 }
 
 /// The share of answers that were errors.
 fn errors_share(e: &Evidence) -> f64 {
     match answered(e) {
         0 => 0.0,
-        n => e.answered_errors as f64 / n as f64,
+        n => e.counts.answered_errors as f64 / n as f64,
     }
 }
 
 /// The client could not keep up: nothing here is the server's doing.
 fn client_limited(e: &Evidence, target: f64) -> Option<Verdict> {
-    let why = e.client_limited.as_ref()?;
+    let why = e.known.client_limited.as_ref()?;
     Some(Verdict {
         outcome: Outcome::Inconclusive,
         reason: format!(
             "{why} (llmsweep sent {:.2} req/s of the {target:.2} asked and saw {:.2} answered)",
-            e.steady.per_s(e.steady.sent),
-            e.steady.per_s(e.steady.answered)
+            e.window.steady.per_s(e.window.steady.sent),
+            e.window.steady.per_s(e.window.steady.answered)
         ),
         needed_seconds: None,
         basis: Basis::ClientLimited,
@@ -175,11 +176,11 @@ fn client_limited(e: &Evidence, target: f64) -> Option<Verdict> {
 
 /// Overload: refused connections or timeouts ([`policy::unanswered`]).
 fn unanswered(e: &Evidence) -> Option<Verdict> {
-    policy::unanswered(e.sent, e.unanswered_errors).then(|| Verdict {
+    policy::unanswered(e.counts.sent, e.counts.unanswered_errors).then(|| Verdict {
         outcome: Outcome::Saturated,
         reason: format!(
             "{} of {} requests got no answer (refused connections or timeouts)",
-            e.unanswered_errors, e.sent
+            e.counts.unanswered_errors, e.counts.sent
         ),
         needed_seconds: None,
         basis: Basis::Unanswered,
@@ -191,7 +192,7 @@ fn unanswered(e: &Evidence) -> Option<Verdict> {
 /// throughput stage), and it answered under that share of what this stage
 /// sent ([`policy::OVERLOAD_SHARE`]).
 fn far_beyond_capacity(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<Verdict> {
-    let c = e.reference_capacity.filter(|c| *c > 0.0)?;
+    let c = e.known.reference_capacity.filter(|c| *c > 0.0)?;
     let w = w_ref?;
     let answer_rate = answered(e) as f64 / e.elapsed_s.max(1e-9);
     if !policy::far_beyond_capacity(target, c, answer_rate, e.elapsed_s, w) {
@@ -202,7 +203,7 @@ fn far_beyond_capacity(e: &Evidence, target: f64, w_ref: Option<f64>) -> Option<
         reason: format!(
             "sent {target:.2} req/s, {:.1} × the {c:.2} req/s the server completed at most in its throughput stage; it answered {answer_rate:.2} req/s, {} requests in flight",
             target / c,
-            e.in_flight
+            e.counts.in_flight
         ),
         needed_seconds: None,
         basis: Basis::FarBeyondCapacity,
@@ -224,7 +225,7 @@ fn by_backlog_growth(e: &Evidence, target: f64) -> Option<Verdict> {
         Call::KeptUp => {
             let share = errors_share(e);
             if policy::erroring(share) {
-                erroring(e, share, e.steady.per_s(e.steady.answered))
+                erroring(e, share, e.window.steady.per_s(e.window.steady.answered))
             } else {
                 Verdict::default()
             }
@@ -267,7 +268,7 @@ fn filling_note(r: &Reading) -> String {
 /// growth), which for Poisson arrivals is not the target (a 10 s stage at
 /// 46 req/s offers 46 ± 3 in its last 5 s).
 fn reading(e: &Evidence, g: &Growth, target: f64) -> Reading {
-    let answered = e.steady.per_s(e.steady.answered);
+    let answered = e.window.steady.per_s(e.window.steady.answered);
     let offered = if answered > 0.0 {
         answered + g.per_s
     } else {
@@ -280,11 +281,11 @@ fn reading(e: &Evidence, g: &Growth, target: f64) -> Reading {
         window_s: g.window_s,
         // A longer stage's window opens once its pipeline filled, not at
         // this one's middle: the length that tells counts from there.
-        settle_s: g.settle_s.max(g.fill_s + e.backlog_width_s),
+        settle_s: g.settle_s.max(g.fill_s + e.window.backlog_width_s),
         filled: g.filled,
         slowing: g.slowing_per_s,
         ttft_rise_s: ttft_rise(e, g),
-        known_capacity: e.reference_capacity.unwrap_or(0.0),
+        known_capacity: e.known.reference_capacity.unwrap_or(0.0),
         answers_slowed: g.answers_slowed_per_s,
     }
 }
@@ -296,6 +297,7 @@ fn reading(e: &Evidence, g: &Growth, target: f64) -> Reading {
 /// its queue.
 fn ttft_rise(e: &Evidence, g: &Growth) -> Option<f64> {
     let pts: Vec<(f64, f64)> = e
+        .window
         .series
         .iter()
         .filter(|p| p.0 >= g.settle_s && p.2 > 0.0)
@@ -309,11 +311,12 @@ fn ttft_rise(e: &Evidence, g: &Growth) -> Option<f64> {
     // are sent, where TTFT does not see it: their queue's growth over what
     // the server answers is wait too.
     let queued_from = e
+        .window
         .backlog
         .iter()
         .find(|p| p.t_s >= g.settle_s)
         .map_or(0.0, |p| p.queued);
-    let answered = e.steady.per_s(e.steady.answered).max(1e-9);
+    let answered = e.window.steady.per_s(e.window.steady.answered).max(1e-9);
     let held = ((g.queued_end - queued_from) / answered).max(0.0);
     Some(slope * g.window_s + held)
 }
@@ -329,12 +332,12 @@ fn with_reading(v: &mut Verdict, r: &Reading) {
 
 /// All answers errors and no completions to judge a rate by.
 fn all_errors(e: &Evidence) -> Option<Verdict> {
-    policy::all_errors(e.completed, e.answered_errors).then(|| Verdict {
+    policy::all_errors(e.counts.completed, e.counts.answered_errors).then(|| Verdict {
         basis: Basis::AllErrors,
         ..erroring(
             e,
             errors_share(e),
-            e.answered_errors as f64 / e.elapsed_s.max(1e-9),
+            e.counts.answered_errors as f64 / e.elapsed_s.max(1e-9),
         )
     })
 }
@@ -362,8 +365,13 @@ fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
         };
     }
     let w_ref = w_ref.unwrap_or(0.0);
-    let first = e.first_end_s.unwrap_or(e.latency_p50_s).max(w_ref);
-    let needed = policy::length_to_tell(first, e.fill_s.max(w_ref), e.backlog_width_s);
+    let first = e
+        .completions
+        .first_end_s
+        .unwrap_or(e.window.latency_p50_s)
+        .max(w_ref);
+    let needed =
+        policy::length_to_tell(first, e.window.fill_s.max(w_ref), e.window.backlog_width_s);
     Verdict {
         outcome: Outcome::Inconclusive,
         reason: format!(
@@ -379,7 +387,7 @@ fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
 /// its noise, the rates answered and sent, a cap that held requests back,
 /// and the latency climbing within the stage.
 fn saturated_reason(e: &Evidence, g: &Growth, r: &Reading, target: f64) -> String {
-    let steady = e.steady;
+    let steady = e.window.steady;
     let mut why = format!(
         "requests due but not answered grew by {:.2} ± {:.2} req/s over {:.1} s ({:.0} → {:.0}): the server answered {:.2} req/s against a target of {target:.2}",
         g.per_s,
@@ -389,15 +397,16 @@ fn saturated_reason(e: &Evidence, g: &Growth, r: &Reading, target: f64) -> Strin
         g.to,
         steady.per_s(steady.answered)
     );
-    if let Some(cap) = e.in_flight_cap {
+    if let Some(cap) = e.known.in_flight_cap {
         if g.in_flight_end >= AT_THE_CAP * cap as f64 && g.queued_end >= 1.0 {
             why.push_str(&format!(
                 "; in flight held at the cap of {cap} while requests waited in the client (queue p99 {:.0} ms)",
-                e.queue_p99_ms
+                e.known.queue_p99_ms
             ));
         }
     }
     let ttft: Vec<f64> = e
+        .window
         .series
         .iter()
         .filter(|p| p.0 >= g.settle_s && p.2 > 0.0)
@@ -419,8 +428,8 @@ fn erroring(e: &Evidence, share: f64, answer_rate: f64) -> Verdict {
         reason: format!(
             "the server answered {answer_rate:.2} req/s, but {:.0}% of the answers were errors ({} of {})",
             share * 100.0,
-            e.answered_errors,
-            e.completed + e.answered_errors
+            e.counts.answered_errors,
+            e.counts.completed + e.counts.answered_errors
         ),
         needed_seconds: None,
         ..Default::default()
@@ -435,7 +444,7 @@ fn erroring(e: &Evidence, share: f64, answer_rate: f64) -> Verdict {
 /// reading is what it will be. A stage llmsweep itself could not drive is
 /// never ended here. Returns why.
 pub fn guard(e: &Evidence, v: Option<&Verdict>) -> Option<String> {
-    if e.client_limited.is_some() {
+    if e.known.client_limited.is_some() {
         return None;
     }
     let v = v?;
@@ -556,10 +565,16 @@ mod tests {
     fn a_stage_behind_the_stage_befores_work_is_not_judged_saturated() {
         let swamped = Evidence {
             elapsed_s: 4.0,
-            measured_s: 4.0,
-            sent: 120,
-            in_flight: 119,
-            unanswered_errors: 119,
+            counts: Counts {
+                sent: 120,
+                in_flight: 119,
+                unanswered_errors: 119,
+                ..ev(Some(29.6)).counts
+            },
+            completions: Completions {
+                measured_s: 4.0,
+                ..ev(Some(29.6)).completions
+            },
             ..ev(Some(29.6))
         };
         let cap = capacity(&swamped);
@@ -569,7 +584,10 @@ mod tests {
             "the rule the test leans on"
         );
         let behind = Evidence {
-            inherited: Some((512, 3.9)),
+            known: Known {
+                inherited: Some((512, 3.9)),
+                ..swamped.clone().known
+            },
             ..swamped.clone()
         };
         let v = judge(&behind, &cap).unwrap();
@@ -581,7 +599,10 @@ mod tests {
         );
         // Gone within the first quarter of the stage: the verdict stands.
         let brief = Evidence {
-            inherited: Some((512, 0.5)),
+            known: Known {
+                inherited: Some((512, 0.5)),
+                ..swamped.clone().known
+            },
             ..swamped.clone()
         };
         assert_eq!(judge(&brief, &cap).unwrap().outcome, Outcome::Saturated);
@@ -593,19 +614,28 @@ mod tests {
         // stage; the slope through them was 6,006 req/s.
         let e = Evidence {
             elapsed_s: 4.0,
-            measured_s: 4.0,
-            sent: 640,
-            completed: 128,
-            measured: 128,
-            in_flight: 512,
-            slope: Some(6006.0),
-            first_end_s: Some(3.50),
-            last_end_s: Some(3.53),
-            first_sent_s: Some(0.0),
-            busy_quarters: 1,
-            latency_mean_s: 3.5,
-            latency_p50_s: 3.5,
-            mean_in_flight: 505.0,
+            counts: Counts {
+                sent: 640,
+                completed: 128,
+                measured: 128,
+                in_flight: 512,
+                ..ev(None).counts
+            },
+            completions: Completions {
+                measured_s: 4.0,
+                slope: Some(6006.0),
+                first_end_s: Some(3.50),
+                last_end_s: Some(3.53),
+                first_sent_s: Some(0.0),
+                busy_quarters: 1,
+                latency_mean_s: 3.5,
+                mean_in_flight: 505.0,
+                ..ev(None).completions
+            },
+            window: Steadiness {
+                latency_p50_s: 3.5,
+                ..ev(None).window
+            },
             ..ev(None)
         };
         let c = capacity(&e);
@@ -624,14 +654,20 @@ mod tests {
         // Waves of 128 at 3.5 s and 7.0 s: 2 busy quarters, observed 256/7.
         let e = Evidence {
             elapsed_s: 10.0,
-            measured_s: 10.0,
-            measured: 256,
-            completed: 256,
-            slope: Some(36.6),
-            first_end_s: Some(3.5),
-            last_end_s: Some(7.0),
-            first_sent_s: Some(0.0),
-            busy_quarters: 2,
+            counts: Counts {
+                measured: 256,
+                completed: 256,
+                ..ev(None).counts
+            },
+            completions: Completions {
+                measured_s: 10.0,
+                slope: Some(36.6),
+                first_end_s: Some(3.5),
+                last_end_s: Some(7.0),
+                first_sent_s: Some(0.0),
+                busy_quarters: 2,
+                ..ev(None).completions
+            },
             ..ev(None)
         };
         let c = capacity(&e);
@@ -643,16 +679,22 @@ mod tests {
     fn a_spread_slope_is_capped_by_the_evidence() {
         let mut e = Evidence {
             elapsed_s: 30.0,
-            measured_s: 30.0,
-            measured: 1000,
-            completed: 1000,
-            slope: Some(40.0),
-            first_end_s: Some(2.0),
-            last_end_s: Some(29.0),
-            first_sent_s: Some(0.0),
-            busy_quarters: 100,
-            latency_mean_s: 3.0,
-            mean_in_flight: 128.0,
+            counts: Counts {
+                measured: 1000,
+                completed: 1000,
+                ..ev(None).counts
+            },
+            completions: Completions {
+                measured_s: 30.0,
+                slope: Some(40.0),
+                first_end_s: Some(2.0),
+                last_end_s: Some(29.0),
+                first_sent_s: Some(0.0),
+                busy_quarters: 100,
+                latency_mean_s: 3.0,
+                mean_in_flight: 128.0,
+                ..ev(None).completions
+            },
             ..ev(None)
         };
         let c = capacity(&e);
@@ -661,12 +703,15 @@ mod tests {
         assert!(!c.low_evidence);
         // The same completions in a 60 s window: most of it without any.
         let long = Evidence {
-            measured_s: 60.0,
+            completions: Completions {
+                measured_s: 60.0,
+                ..e.clone().completions
+            },
             ..e.clone()
         };
         let c = capacity(&long);
         assert!(c.low_evidence && c.evidence.contains("45%"), "{c:?}");
-        e.mean_in_flight = 60.0; // Little: 20 req/s
+        e.completions.mean_in_flight = 60.0; // Little: 20 req/s
         let c = capacity(&e);
         assert!((c.requests_per_s - 20.0).abs() < 1e-9);
         assert!(c.evidence.contains("Little"));
@@ -712,36 +757,47 @@ mod tests {
         Evidence {
             target_rate: Some(target),
             elapsed_s: secs,
-            measured_s: secs,
-            sent: (target * secs) as u64,
-            completed: n,
-            measured: n,
-            in_flight: (target * w) as u64,
-            slope: Some(rate),
-            answer_slope: Some(rate),
-            first_end_s: Some(w),
-            last_end_s: Some(secs - 0.05),
-            first_sent_s: Some(0.0),
-            busy_quarters: ((secs - w) * 4.0) as u64,
-            latency_p50_s: w,
-            fill_s: w,
-            latency_mean_s: w,
-            mean_in_flight: target * w,
-            reference_latency_s: Some(w),
-            series,
-            steady: Steady {
-                seconds: steady_s,
-                sent: target * steady_s,
-                completed: rate * steady_s,
-                answered: rate * steady_s,
+            counts: Counts {
+                sent: (target * secs) as u64,
+                completed: n,
+                measured: n,
+                in_flight: (target * w) as u64,
+                ..Default::default()
             },
-            backlog,
-            backlog_width_s: 0.1,
-            segments: vec![Segment {
-                start_s: 0.0,
-                end_s: Some(secs),
-                first_answer_s: Some(w),
-            }],
+            completions: Completions {
+                measured_s: secs,
+                slope: Some(rate),
+                answer_slope: Some(rate),
+                first_end_s: Some(w),
+                last_end_s: Some(secs - 0.05),
+                first_sent_s: Some(0.0),
+                busy_quarters: ((secs - w) * 4.0) as u64,
+                latency_mean_s: w,
+                mean_in_flight: target * w,
+                ..Default::default()
+            },
+            window: Steadiness {
+                latency_p50_s: w,
+                fill_s: w,
+                series,
+                steady: Steady {
+                    seconds: steady_s,
+                    sent: target * steady_s,
+                    completed: rate * steady_s,
+                    answered: rate * steady_s,
+                },
+                backlog,
+                backlog_width_s: 0.1,
+                segments: vec![Segment {
+                    start_s: 0.0,
+                    end_s: Some(secs),
+                    first_answer_s: Some(w),
+                }],
+            },
+            known: Known {
+                reference_latency_s: Some(w),
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
@@ -791,8 +847,14 @@ mod tests {
         // A throughput stage paused during its first wave: the wave ended
         // in the pause, the next one after the stage's end.
         let e = Evidence {
-            measured_s: 10.0,
-            across_pause: 512,
+            counts: Counts {
+                across_pause: 512,
+                ..Default::default()
+            },
+            completions: Completions {
+                measured_s: 10.0,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let c = capacity(&e);
@@ -835,9 +897,9 @@ mod tests {
     /// and the 90th percentile latency `p90`, in a stage of `secs`.
     fn filling(target: f64, level: f64, tau: f64, first: f64, p90: f64, secs: f64) -> Evidence {
         let mut e = open(target, target, first, secs);
-        e.fill_s = p90;
-        e.reference_latency_s = Some(1.0);
-        for (i, p) in e.backlog.iter_mut().enumerate() {
+        e.window.fill_s = p90;
+        e.known.reference_latency_s = Some(1.0);
+        for (i, p) in e.window.backlog.iter_mut().enumerate() {
             let wobble = if i % 2 == 0 { 1.0 } else { -1.0 };
             p.in_flight = level * (1.0 - (-p.t_s / tau).exp()) + wobble;
             // Answers come as fast as requests less what the backlog took.
@@ -884,7 +946,7 @@ mod tests {
         assert_eq!(v.growth_filling_per_s, None, "{v:?}");
         // Falling well behind shows however early the window opened.
         let mut e = open(10.0, 7.0, 3.5, 8.0);
-        e.reference_latency_s = Some(1.0);
+        e.known.reference_latency_s = Some(1.0);
         assert!(!backlog_growth(&e).unwrap().filled);
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Saturated, "{v:?}");
@@ -907,7 +969,7 @@ mod tests {
         assert_eq!(v.outcome, Outcome::NotSaturated, "{v:?}");
         // A noisy backlog: inconclusive, and it says how long would do.
         let mut e = open(28.0, 27.0, 1.0, 6.0);
-        for (i, p) in e.backlog.iter_mut().enumerate() {
+        for (i, p) in e.window.backlog.iter_mut().enumerate() {
             p.in_flight += [6.0, -4.0, 9.0, -7.0, 2.0][i % 5];
         }
         let v = judge(&e, &capacity(&e)).unwrap();
@@ -920,9 +982,9 @@ mod tests {
         // 10 % HTTP 500 at 200 req/s: 180 completed/s, 200 answered/s, so
         // the backlog stays flat.
         let mut e = open(200.0, 200.0, 0.05, 10.0);
-        e.completed = 1790;
-        e.answer_slope = Some(200.0);
-        e.answered_errors = e.completed / 9;
+        e.counts.completed = 1790;
+        e.completions.answer_slope = Some(200.0);
+        e.counts.answered_errors = e.counts.completed / 9;
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Erroring, "{v:?}");
         assert!(v.reason.contains("10%"), "{}", v.reason);
@@ -930,9 +992,15 @@ mod tests {
         let e = Evidence {
             target_rate: Some(5.0),
             elapsed_s: 2.0,
-            measured_s: 2.0,
-            sent: 10,
-            answered_errors: 10,
+            counts: Counts {
+                sent: 10,
+                answered_errors: 10,
+                ..Default::default()
+            },
+            completions: Completions {
+                measured_s: 2.0,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let v = judge(&e, &capacity(&e)).unwrap();
@@ -946,17 +1014,29 @@ mod tests {
         let e = Evidence {
             target_rate: Some(213.0),
             elapsed_s: 4.0,
-            measured_s: 4.0,
-            sent: 853,
-            completed: 128,
-            measured: 128,
-            in_flight: 725,
-            first_end_s: Some(3.4),
-            last_end_s: Some(3.9),
-            first_sent_s: Some(0.0),
-            busy_quarters: 2,
-            latency_p50_s: 3.3,
-            reference_latency_s: Some(1.06),
+            counts: Counts {
+                sent: 853,
+                completed: 128,
+                measured: 128,
+                in_flight: 725,
+                ..Default::default()
+            },
+            completions: Completions {
+                measured_s: 4.0,
+                first_end_s: Some(3.4),
+                last_end_s: Some(3.9),
+                first_sent_s: Some(0.0),
+                busy_quarters: 2,
+                ..Default::default()
+            },
+            window: Steadiness {
+                latency_p50_s: 3.3,
+                ..Default::default()
+            },
+            known: Known {
+                reference_latency_s: Some(1.06),
+                ..Default::default()
+            },
             ..Default::default()
         };
         // In 4 s with requests taking 3.3 s, the stage alone cannot tell
@@ -965,7 +1045,10 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
         // ... but the throughput stage showed 36 req/s at most.
         let e = Evidence {
-            reference_capacity: Some(35.6),
+            known: Known {
+                reference_capacity: Some(35.6),
+                ..e.known
+            },
             ..e
         };
         let v = judge(&e, &capacity(&e)).unwrap();
@@ -977,21 +1060,33 @@ mod tests {
         let near = Evidence {
             target_rate: Some(30.2),
             elapsed_s: 6.1,
-            measured_s: 6.1,
-            sent: 184,
-            completed: 56,
-            measured: 56,
-            in_flight: 127,
-            first_end_s: Some(2.5),
-            last_end_s: Some(6.0),
-            first_sent_s: Some(0.0),
-            busy_quarters: 14,
-            slope: Some(15.0),
-            latency_p50_s: 2.9,
-            latency_mean_s: 2.9,
-            mean_in_flight: 80.0,
-            reference_latency_s: Some(1.22),
-            reference_capacity: Some(31.3),
+            counts: Counts {
+                sent: 184,
+                completed: 56,
+                measured: 56,
+                in_flight: 127,
+                ..Default::default()
+            },
+            completions: Completions {
+                measured_s: 6.1,
+                first_end_s: Some(2.5),
+                last_end_s: Some(6.0),
+                first_sent_s: Some(0.0),
+                busy_quarters: 14,
+                slope: Some(15.0),
+                latency_mean_s: 2.9,
+                mean_in_flight: 80.0,
+                ..Default::default()
+            },
+            window: Steadiness {
+                latency_p50_s: 2.9,
+                ..Default::default()
+            },
+            known: Known {
+                reference_latency_s: Some(1.22),
+                reference_capacity: Some(31.3),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let v = judge(&near, &capacity(&near)).unwrap();
@@ -1001,8 +1096,11 @@ mod tests {
         let e = Evidence {
             target_rate: Some(6006.0),
             elapsed_s: 4.0,
-            sent: 24_000,
-            unanswered_errors: 3000,
+            counts: Counts {
+                sent: 24_000,
+                unanswered_errors: 3000,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let v = judge(&e, &capacity(&e)).unwrap();
@@ -1013,10 +1111,10 @@ mod tests {
     #[test]
     fn growing_in_flight_is_saturated_and_the_guard_asks_the_policy() {
         let mut e = open(20.0, 12.0, 1.0, 12.0);
-        e.series = (1..=12)
+        e.window.series = (1..=12)
             .map(|t| (t as f64, 20 + 8 * t, 50.0 + 600.0 * t as f64))
             .collect();
-        e.in_flight = 116;
+        e.counts.in_flight = 116;
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Saturated);
         let g = v.growth_per_s.unwrap();
@@ -1025,7 +1123,13 @@ mod tests {
         assert!(guard(&e, Some(&v)).unwrap().contains("beyond doubt"));
         // ... but not before its window shows whether requests waited.
         let mut short = open(20.0, 12.0, 1.0, 5.0);
-        short.series = e.series.iter().copied().filter(|p| p.0 <= 5.0).collect();
+        short.window.series = e
+            .window
+            .series
+            .iter()
+            .copied()
+            .filter(|p| p.0 <= 5.0)
+            .collect();
         let vs = judge(&short, &capacity(&short)).unwrap();
         assert!(
             backlog_growth(&short).is_some_and(|g| g.window_s < policy::QUEUE_EVIDENCE_SECONDS),
@@ -1058,7 +1162,7 @@ mod tests {
         };
         assert_eq!(guard(&e, Some(&overload)).as_deref(), Some("refused"));
         // llmsweep's own limit: never.
-        e.client_limited = Some("client-limited".into());
+        e.known.client_limited = Some("client-limited".into());
         assert!(guard(&e, Some(&v)).is_none());
     }
 
