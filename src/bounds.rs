@@ -58,7 +58,8 @@ pub const TOKENIZE_TIME: std::time::Duration = std::time::Duration::from_secs(10
 /// The bytes of images one request carries, all together as sent (data
 /// URLs): `images=64,image_size=4096x4096` was 4.3 GB a request (aborted
 /// on "memory allocation failed"); each image is also held to
-/// `data::images::MAX_FILE_BYTES`.
+/// `data::images::MAX_FILE_BYTES`. Its audio and video clips
+/// (`data::media`) count with them.
 pub const IMAGES_A_REQUEST: u64 = 256 << 20;
 
 /// One histogram of a report file (`ttft_us`, …), deflated and inflated

@@ -46,7 +46,8 @@ async fn every_request_sends_new_images_that_the_server_counts_as_prompt_tokens(
     let mut seen = std::collections::BTreeSet::new();
     for seq in 0..5u64 {
         let p = for_request(&prompts, seq);
-        let (sent, n, bytes) = p.filled();
+        let (sent, carried) = p.filled();
+        let (n, bytes) = (carried.images, carried.image_bytes);
         let v: Value = serde_json::from_slice(&sent.body).unwrap();
         let parts = v["messages"][0]["content"].as_array().unwrap();
         assert_eq!(parts.len(), 3, "{v}");
@@ -70,7 +71,7 @@ async fn every_request_sends_new_images_that_the_server_counts_as_prompt_tokens(
             "{:?}",
             rec.outcome
         );
-        assert_eq!((rec.images, rec.image_bytes), (2, bytes));
+        assert_eq!((rec.media.images, rec.media.image_bytes), (2, bytes));
         assert_eq!(rec.server_prompt_tokens, Some(16 + 2 * 100));
     }
     assert_eq!(common::truth(&sim.url()).await.images, 10);
@@ -214,7 +215,8 @@ async fn messages_requests_carry_images_as_base64_source_blocks() {
             .unwrap()
             .into();
     let p = for_request(&prompts, 4);
-    let (sent, n, _) = p.filled();
+    let (sent, carried) = p.filled();
+    let n = carried.images;
     assert_eq!(n, 2);
     let v: Value = serde_json::from_slice(&sent.body).unwrap();
     let parts = v["messages"][0]["content"].as_array().unwrap();
@@ -242,7 +244,7 @@ async fn messages_requests_carry_images_as_base64_source_blocks() {
         "{:?}",
         rec.outcome
     );
-    assert_eq!(rec.images, 2);
+    assert_eq!(rec.media.images, 2);
     assert_eq!(rec.server_prompt_tokens, Some(16 + 2 * 50));
     assert_eq!(common::truth(&sim.url()).await.images, 2);
     sim.shutdown().await;
@@ -359,4 +361,104 @@ async fn images_from_a_jsonl_column_go_with_their_rows() {
 
 fn refs(a: &[String]) -> Vec<&str> {
     a.iter().map(String::as_str).collect()
+}
+
+/// Audio (`input_audio`, WAV clips of the length asked for) and video
+/// (`video_url`, vLLM's frames) after the images: the simulator reads each
+/// clip's length and charges its tokens; the report shows the clips beside
+/// the images, requests.jsonl each request's; any API but chat refuses them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audio_and_video_clips_are_sent_charged_and_reported_beside_images() {
+    let mut c = common::model(1.0, 0.0, 64);
+    c.params.image_tokens = 10;
+    c.params.audio_tokens = 25;
+    c.params.frame_tokens = 7;
+    let sim = common::start_sim(c).await;
+    let out = tmpdir("media-run");
+    let data = "prompt_tokens=32,output_tokens=4,images=1,image_size=16x16,audio=2,audio_seconds=1.5,video=1,video_seconds=2,video_size=16x8,video_fps=3";
+    let o = run(
+        &sim.url(),
+        &out,
+        &[
+            "--data",
+            data,
+            "--profile",
+            "constant",
+            "--rate",
+            "10",
+            "--max-requests",
+            "8",
+            "--max-seconds",
+            "20",
+            "--save-requests",
+            "--export",
+            "json,csv,console",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out);
+    let s = &r["stages"][0];
+    assert_eq!(s["requests"]["completed"], 8, "{}", s["requests"]);
+    // 16 kHz, 16-bit mono: 1.5 s is 48,000 bytes after a 44-byte header,
+    // in base64; 6 frames of a 16×8 PNG in base64, comma separated.
+    let wav = (44usize + 48_000).div_ceil(3) * 4;
+    let frame = llmsweep::data::images::png(16, 8, 0).len().div_ceil(3) * 4;
+    let video = "data:video/jpeg;base64,".len() + 6 * (frame + 1) - 1;
+    assert_eq!(s["audio"]["per_request"], 2, "{}", s["audio"]);
+    assert_eq!(
+        s["audio"]["bytes_per_request"].as_f64(),
+        Some(2.0 * wav as f64)
+    );
+    assert_eq!(s["video"]["per_request"], 1, "{}", s["video"]);
+    assert_eq!(s["video"]["bytes_per_request"].as_f64(), Some(video as f64));
+    assert_eq!(s["images"]["per_request"], 1);
+    // Text, an image, 2 × ⌈1.5 s × 25⌉, 6 frames × 7.
+    assert_eq!(
+        s["audio"]["server_prompt_tokens_per_request"].as_f64(),
+        Some(32.0 + 10.0 + 2.0 * 38.0 + 6.0 * 7.0)
+    );
+    let t = common::truth(&sim.url()).await;
+    assert_eq!((t.images, t.audio, t.video), (8, 16, 8));
+    let console = std::fs::read_to_string(out.join("report-console.txt")).unwrap();
+    assert!(console.contains("Images, audio and video ("), "{console}");
+    let mut csv = csv::Reader::from_path(out.join("report.csv")).unwrap();
+    let headers = csv.headers().unwrap().clone();
+    for h in [
+        "images_per_request",
+        "audio_bytes_per_s",
+        "video_per_request",
+    ] {
+        assert!(headers.iter().any(|x| x == h), "{h} in {headers:?}");
+    }
+    let line = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert_eq!((&first["audio"], &first["video"]), (&2.into(), &1.into()));
+    assert_eq!(first["audio_bytes"].as_u64(), Some(2 * wav as u64));
+    let said = r["config"]["data_source"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("2 synthetic 1.5 s WAV audio clips a request")
+            && said.contains("1 synthetic 2 s video clip a request (6 frames of 16x8 PNG"),
+        "{said}"
+    );
+    // Audio and video go in chat requests only: refused before any load.
+    common::reset_truth(&sim.url()).await;
+    for api in ["messages", "responses", "completions"] {
+        let _ = std::fs::remove_dir_all(&out);
+        let o = run(
+            &sim.url(),
+            &out,
+            &["--api", api, "--data", "prompt_tokens=8,video=1"],
+        )
+        .await;
+        assert!(!o.status.success(), "{api}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("audio and video go in chat requests"),
+            "{api}: {err}"
+        );
+    }
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    let _ = std::fs::remove_dir_all(&out);
+    sim.shutdown().await;
 }

@@ -307,7 +307,8 @@ async fn responses_requests_carry_images_and_tools_and_stream_function_calls() {
     )
     .unwrap()
     .into();
-    let (sent, n, _) = llmsweep::data::for_request(&prompts, 0).filled();
+    let (sent, carried) = llmsweep::data::for_request(&prompts, 0).filled();
+    let n = carried.images;
     assert_eq!(n, 2);
     let v: Value = serde_json::from_slice(&sent.body).unwrap();
     assert_eq!(v["tools"][0]["type"], "function");
@@ -337,7 +338,7 @@ async fn responses_requests_carry_images_and_tools_and_stream_function_calls() {
     assert_eq!(rec.outcome, RequestOutcome::Completed, "{:?}", rec.outcome);
     assert_eq!(rec.tool_calls, 1);
     assert_eq!(rec.output_tokens, 6);
-    assert_eq!(rec.images, 2);
+    assert_eq!(rec.media.images, 2);
     let defs: u64 = v["tools"]
         .as_array()
         .unwrap()

@@ -28,7 +28,8 @@ pub use errors::{add_error_sample, body_summary, ErrorCategory, ERROR_SAMPLES};
 use errors::{classify_send_error, describe_reqwest, is_stale_connection, ERROR_BODY_BYTES};
 use pooled::pooled_answer;
 use record::errored;
-pub use record::{ImageSlot, ImageSource, Images, Prompt, RequestOutcome, RequestRecord};
+pub use record::{Carried, ImageSlot, ImageSource, Images, MediaKind};
+pub use record::{Prompt, RequestOutcome, RequestRecord};
 pub use record::{Respell, TokenSource, MAX_REPLY_BYTES};
 use stream::{check_stream, read_some, EventReader, StreamState};
 pub use target::{
@@ -385,7 +386,7 @@ impl Client {
         // the server's (a slow draw shows as the request's queue time), on
         // the blocking pool, so a megabyte of PNG a request does not hold
         // up the runtime that times the other requests' tokens.
-        let (filled, images, image_bytes) = if prompt.images.is_some() {
+        let (filled, media) = if prompt.images.is_some() {
             let p = prompt.clone();
             match tokio::task::spawn_blocking(move || p.filled()).await {
                 Ok(f) => f,
@@ -462,8 +463,7 @@ impl Client {
             client_output_tokens,
             requested_output_tokens: prompt.output_tokens,
             reply,
-            images,
-            image_bytes,
+            media,
             tool_calls: st.tool_calls,
             ids: Some(ids),
         }

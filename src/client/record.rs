@@ -106,23 +106,72 @@ fn anthropic_source(url: &str) -> Option<String> {
 }
 
 /// Where a request's images come from (`data::images`): synthetic ones
-/// drawn per request, or files.
+/// drawn per request, or files; and its audio and video clips
+/// (`data::media`), after its images.
 pub trait ImageSource: Send + Sync + std::fmt::Debug {
-    /// The `i`-th image of request `seq`, as a data URL
-    /// (`data:image/png;base64,…`).
+    /// The `i`-th part of request `seq`, as it goes in its place: an
+    /// image's or a video's data URL (`data:image/png;base64,…`), an audio
+    /// clip's base64 (`input_audio.data`).
     fn url(&self, seq: u64, i: usize) -> std::sync::Arc<str>;
+
+    /// What the `i`-th part is.
+    fn kind(&self, _i: usize) -> MediaKind {
+        MediaKind::Image
+    }
+}
+
+/// What a part of a message is beside its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MediaKind {
+    /// `image_url` (chat), `image` (Messages), `input_image` (Responses).
+    #[default]
+    Image,
+    /// Chat's `input_audio`: a WAV clip in base64.
+    Audio,
+    /// Chat's `video_url`: a clip as a data URL.
+    Video,
+}
+
+/// The parts one request carried beside its text, as sent: how many of
+/// each kind and the bytes of their data (base64, as sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Carried {
+    pub images: u32,
+    pub image_bytes: u64,
+    pub audio: u32,
+    pub audio_bytes: u64,
+    pub video: u32,
+    pub video_bytes: u64,
+}
+
+impl Carried {
+    /// One more part of `kind`, of `bytes` as sent.
+    pub fn add(&mut self, kind: MediaKind, bytes: u64) {
+        let (n, b) = match kind {
+            MediaKind::Image => (&mut self.images, &mut self.image_bytes),
+            MediaKind::Audio => (&mut self.audio, &mut self.audio_bytes),
+            MediaKind::Video => (&mut self.video, &mut self.video_bytes),
+        };
+        *n += 1;
+        *b += bytes;
+    }
 }
 
 impl Prompt {
     /// The prompt as sent: its images' data URLs in the body (drawn now,
     /// so a run holds one request's images at a time, not every one's), with
-    /// how many images and how many bytes of data URLs it carries.
-    pub fn filled(&self) -> (Prompt, u32, u64) {
+    /// how many images, audio and video clips and how many bytes of their
+    /// data it carries.
+    pub fn filled(&self) -> (Prompt, Carried) {
+        let mut carried = Carried::default();
         let Some(im) = &self.images else {
-            return (self.clone(), 0, 0);
+            return (self.clone(), carried);
         };
         let urls: Vec<std::sync::Arc<str>> =
             (0..im.at.len()).map(|i| im.source.url(im.seq, i)).collect();
+        for (i, u) in urls.iter().enumerate() {
+            carried.add(im.source.kind(i), u.len() as u64);
+        }
         let bytes: usize = urls.iter().map(|u| u.len()).sum();
         let mut body = Vec::with_capacity(self.body.len() + bytes + 64 * urls.len());
         let mut last = 0;
@@ -150,7 +199,7 @@ impl Prompt {
             images: None,
             ..self.clone()
         };
-        (sent, urls.len() as u32, bytes as u64)
+        (sent, carried)
     }
 
     /// The same prompt after `removed` bytes at `at` became `added` bytes
@@ -233,9 +282,9 @@ pub struct RequestRecord {
     /// The answer's text, when the client keeps replies and the request
     /// completed (at most [`MAX_REPLY_BYTES`]).
     pub reply: Option<String>,
-    /// Images the request carried, and the bytes of their data URLs.
-    pub images: u32,
-    pub image_bytes: u64,
+    /// Images, audio and video clips the request carried, and the bytes
+    /// of their data.
+    pub media: Carried,
     /// Tool calls the answer streamed (`tool_calls` deltas, each call once).
     pub tool_calls: u32,
     /// The ids the request carried (`traceparent`, `x-request-id`); None
@@ -271,8 +320,7 @@ impl RequestRecord {
             client_output_tokens: None,
             requested_output_tokens: None,
             reply: None,
-            images: 0,
-            image_bytes: 0,
+            media: Carried::default(),
             tool_calls: 0,
             ids: None,
         }

@@ -77,7 +77,7 @@ impl<'a> Build<'a> {
     ) -> Result<(Vec<u8>, Option<usize>, Option<Images>)> {
         let mut body = request_body(self.api, self.model, texts, output, self.extra)?;
         if let Some(im) = self.images {
-            body = with_image_parts(&body, im.count, self.api)?;
+            body = with_image_parts(&body, &im.layout(), self.api)?;
         }
         if let Some(t) = self.tools {
             body = super::tools::with_history_each_turn(&body, t, self.api)?;
@@ -451,7 +451,8 @@ mod parts_tests {
         }
         // The same images in every turn of a conversation, others in the next.
         let url = |seq: u64, k: usize| {
-            let (sent, n, _) = turn_of(&convs, seq, k).unwrap().filled();
+            let (sent, carried) = turn_of(&convs, seq, k).unwrap().filled();
+            let n = carried.images;
             assert_eq!(n, 2);
             let v: Value = serde_json::from_slice(&sent.body).unwrap();
             v["messages"][0]["content"][1]["image_url"]["url"]
@@ -470,7 +471,8 @@ mod parts_tests {
         assert_eq!(v["messages"][3]["content"], "first");
         assert_eq!(v["messages"][7]["content"], "second");
         assert!(v["messages"][1]["tool_calls"].is_array());
-        let (sent, n, _) = p.filled();
+        let (sent, carried) = p.filled();
+        let n = carried.images;
         assert_eq!(n, 2);
         let v: Value = serde_json::from_slice(&sent.body).unwrap();
         assert!(v["messages"][0]["content"][2]["image_url"]["url"]
@@ -524,6 +526,7 @@ pub fn from_scripts(
             bytes_per_request: s.images.iter().map(|u| u.len() as f64).sum(),
             description: String::new(),
             source: std::sync::Arc::new(super::image_column::Listed(s.images.clone().into())),
+            clips: Vec::new(),
         });
         let build = Build {
             extra: extra.as_ref().or(build.extra),
@@ -690,7 +693,8 @@ mod file_tests {
         assert_eq!(s[0].calls[0].len(), 1);
         assert!(s[1].tools.is_none() && s[1].images.is_empty());
         let convs = from_scripts(&s, 1, &Builtin, &Build::plain(Api::Chat, "m")).unwrap();
-        let (sent, n, _) = turn_of(&convs, 0, 1).unwrap().filled();
+        let (sent, carried) = turn_of(&convs, 0, 1).unwrap().filled();
+        let n = carried.images;
         assert_eq!(n, 1);
         let v: Value = serde_json::from_slice(&sent.body).unwrap();
         assert_eq!(v["tools"][0]["function"]["name"], "weather");

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context as _, Result};
 use base64::Engine as _;
 
-use crate::client::ImageSource;
+use crate::client::{ImageSource, MediaKind};
 
 /// The largest side of a synthetic image, in pixels.
 pub const MAX_SIDE: u32 = 4096;
@@ -101,22 +101,32 @@ pub fn spec_of(spec: &str) -> Result<Option<ImageSpec>> {
 /// The bytes of a synthetic `width`×`height` image's data URL (see [`png`]:
 /// its size depends on the dimensions alone), base64 with its header.
 pub fn synthetic_url_bytes(width: u32, height: u32) -> u64 {
+    png_bytes(width, height).div_ceil(3) * 4 + "data:image/png;base64,".len() as u64
+}
+
+/// The bytes of a synthetic `width`×`height` PNG (see [`png`]).
+pub fn png_bytes(width: u32, height: u32) -> u64 {
     let (w, h) = (u64::from(width), u64::from(height));
     let raw = (1 + 3 * w) * h;
-    let png = raw + raw.div_ceil(65_535).max(1) * 5 + 2 + 4 + 8 + 3 * 12 + 13;
-    png.div_ceil(3) * 4 + "data:image/png;base64,".len() as u64
+    raw + raw.div_ceil(65_535).max(1) * 5 + 2 + 4 + 8 + 3 * 12 + 13
 }
 
 /// Refuses `count` images of `each` bytes a request when together they
 /// pass [`crate::bounds::IMAGES_A_REQUEST`], naming the bound.
 pub fn check_request_bytes(each: u64, count: u32, what: impl Fn() -> String) -> Result<()> {
-    let total = each.saturating_mul(u64::from(count));
+    check_bytes(each.saturating_mul(u64::from(count)), "images", what)
+}
+
+/// Refuses `total` bytes of `parts` (images; images, audio and video) a
+/// request past [`crate::bounds::IMAGES_A_REQUEST`], naming the bound.
+pub fn check_bytes(total: u64, parts: &str, what: impl Fn() -> String) -> Result<()> {
     if total > crate::bounds::IMAGES_A_REQUEST {
         bail!(
-            "{}: {} MiB of images a request, more than the {} a request may carry (fewer or smaller images)",
+            "{}: {} MiB of {parts} a request, more than the {} a request may carry (fewer or smaller {})",
             what(),
             total >> 20,
-            crate::bounds::human(crate::bounds::IMAGES_A_REQUEST as usize)
+            crate::bounds::human(crate::bounds::IMAGES_A_REQUEST as usize),
+            if parts == "images" { "images" } else { "parts" }
         );
     }
     Ok(())
@@ -140,26 +150,61 @@ pub fn parse_size(v: &str) -> Result<(u32, u32)> {
 
 /// A request's images, ready for the request bodies: how many, where they
 /// come from, and the bytes of their data URLs a request on average.
+/// With `audio=N` or `video=N` (`data::media`), its audio and video clips
+/// follow its images, and `source` gives every part in that order.
 #[derive(Debug, Clone)]
 pub struct Attach {
+    /// Images a request, and the bytes of their data URLs.
     pub count: u32,
     pub source: Arc<dyn ImageSource>,
     pub bytes_per_request: f64,
     /// What the run says about them.
     pub description: String,
+    /// The audio and video clips a request, after the images.
+    pub clips: Vec<Clip>,
+}
+
+/// Clips of one kind a request (audio, video: `data::media`), as the
+/// run's settings keep them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clip {
+    pub kind: MediaKind,
+    pub count: u32,
+    pub bytes_per_request: f64,
 }
 
 impl Attach {
+    /// The parts of a request's first message beside its text, in order:
+    /// each kind and how many.
+    pub fn layout(&self) -> Vec<(MediaKind, u32)> {
+        std::iter::once((MediaKind::Image, self.count))
+            .chain(self.clips.iter().map(|c| (c.kind, c.count)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
     /// What the run says about them in conversations, whose first message
     /// carries them (see `data::conversation::Build`).
     pub fn in_conversations(&self) -> String {
+        let counted: Vec<String> = self
+            .layout()
+            .iter()
+            .map(|(kind, n)| {
+                let s = if *n == 1 { "" } else { "s" };
+                match kind {
+                    MediaKind::Image => format!("{n} image{s}"),
+                    MediaKind::Audio => format!("{n} audio clip{s}"),
+                    MediaKind::Video => format!("{n} video clip{s}"),
+                }
+            })
+            .collect();
         format!(
-            "{} image{} in each conversation's first message, sent again in every turn's history ({})",
-            self.count,
-            if self.count == 1 { "" } else { "s" },
-            self.description
-                .replace(" a request", "")
-                .replace("new to the server in every request", "new to the server in every conversation")
+            "{} in each conversation's first message, sent again in every turn's history ({})",
+            counted.join(", "),
+            self.description.replace(" a request", "").replace(
+                "new to the server in every request",
+                "new to the server in every conversation"
+            )
         )
     }
 }
@@ -191,6 +236,7 @@ pub fn attach(spec: &ImageSpec, seed: u64) -> Result<Attach> {
                 bytes_per_request: mean * f64::from(spec.count),
                 source: Arc::new(files),
                 description,
+                clips: Vec::new(),
             })
         }
         None => {
@@ -212,6 +258,7 @@ pub fn attach(spec: &ImageSpec, seed: u64) -> Result<Attach> {
                     if spec.count == 1 { "" } else { "s" }
                 ),
                 source: Arc::new(s),
+                clips: Vec::new(),
             })
         }
     }
@@ -229,10 +276,15 @@ pub struct Synthetic {
 
 impl ImageSource for Synthetic {
     fn url(&self, seq: u64, i: usize) -> Arc<str> {
-        let seed =
-            splitmix(self.seed ^ splitmix(seq.wrapping_mul(u64::from(self.count)) + i as u64));
+        let seed = part_seed(self.seed, seq, self.count, i);
         data_url("image/png", &png(self.width, self.height, seed)).into()
     }
+}
+
+/// The seed of the `i`-th of `count` parts of request `seq`, from the
+/// run's: every part of every request its own.
+pub fn part_seed(seed: u64, seq: u64, count: u32, i: usize) -> u64 {
+    splitmix(seed ^ splitmix(seq.wrapping_mul(u64::from(count)) + i as u64))
 }
 
 /// A path as an error shows it: on one line, control characters escaped

@@ -5,6 +5,7 @@ pub mod conversation;
 pub mod files;
 pub mod image_column;
 pub mod images;
+pub mod media;
 pub mod mix;
 pub mod scripts;
 pub mod shard;
@@ -177,8 +178,11 @@ pub fn build_prompts_with(
         .into_iter()
         .map(|mut it| {
             let mut bytes = request_body(api, model, &[&it.text], it.output_tokens, extra)?;
-            // The run's images (`images=N`), else the row's own.
-            let count = images.map_or(it.images.len() as u32, |im| im.count);
+            // The run's images (`images=N`) and clips, else the row's own.
+            let layout = images.map_or_else(
+                || vec![(crate::client::MediaKind::Image, it.images.len() as u32)],
+                |im| im.layout(),
+            );
             let source: Option<std::sync::Arc<dyn crate::client::ImageSource>> = match images {
                 Some(im) => Some(im.source.clone()),
                 None if !it.images.is_empty() => Some(std::sync::Arc::new(image_column::Listed(
@@ -187,7 +191,7 @@ pub fn build_prompts_with(
                 None => None,
             };
             if source.is_some() {
-                bytes = with_image_parts(&bytes, count, api)?;
+                bytes = with_image_parts(&bytes, &layout, api)?;
             }
             if let Some(t) = tools {
                 bytes = tools::with_history(&bytes, t, api)?;
@@ -263,11 +267,18 @@ pub fn takes_parts(api: Api) -> bool {
     matches!(api, Api::Chat | Api::Messages | Api::Responses)
 }
 
-/// A body whose first message's content becomes a text part and `count`
-/// image parts with empty URLs (filled as it is sent): chat's `image_url`,
-/// the Messages API's `image` block, the Responses API's `input_image`
-/// (its input made a user message when it was one text).
-fn with_image_parts(body: &[u8], count: u32, api: Api) -> Result<Vec<u8>> {
+/// A body whose first message's content becomes a text part and, in
+/// `layout`'s order, parts of each kind with empty data (filled as it is
+/// sent): images as chat's `image_url`, the Messages API's `image` block,
+/// the Responses API's `input_image` (its input made a user message when
+/// it was one text); audio as chat's `input_audio` (a WAV's base64), video
+/// as chat's `video_url`.
+fn with_image_parts(
+    body: &[u8],
+    layout: &[(crate::client::MediaKind, u32)],
+    api: Api,
+) -> Result<Vec<u8>> {
+    use crate::client::MediaKind;
     let mut v: Value = serde_json::from_slice(body).context("cannot build a request body")?;
     if api == Api::Responses {
         if let Some(Value::String(t)) = v.get("input") {
@@ -287,24 +298,38 @@ fn with_image_parts(body: &[u8], count: u32, api: Api) -> Result<Vec<u8>> {
         _ => json!({"type": "text", "text": text}),
     };
     let mut parts = vec![text_part];
-    // Anthropic's image block: its `source` filled as the request is sent.
-    let part = match api {
-        Api::Messages => json!({"type": "image", "source": null}),
-        Api::Responses => json!({"type": "input_image", "image_url": ""}),
-        _ => json!({"type": "image_url", "image_url": {"url": ""}}),
-    };
-    parts.extend((0..count).map(|_| part.clone()));
+    for &(kind, count) in layout {
+        // Anthropic's image block: its `source` filled as the request is sent.
+        let part = match (kind, api) {
+            (MediaKind::Image, Api::Messages) => json!({"type": "image", "source": null}),
+            (MediaKind::Image, Api::Responses) => json!({"type": "input_image", "image_url": ""}),
+            (MediaKind::Image, _) => json!({"type": "image_url", "image_url": {"url": ""}}),
+            (MediaKind::Audio, Api::Chat) => {
+                json!({"type": "input_audio", "input_audio": {"data": "", "format": "wav"}})
+            }
+            (MediaKind::Video, Api::Chat) => json!({"type": "video_url", "video_url": {"url": ""}}),
+            (_, api) => {
+                bail!("audio and video go in chat requests' content: use --api chat (not {api})")
+            }
+        };
+        parts.extend((0..count).map(|_| part.clone()));
+    }
     msg["content"] = Value::Array(parts);
     serde_json::to_vec(&v).context("cannot build a request body")
 }
 
 /// Where each image goes in a body: between the quotes of each empty
-/// `"url":""` (chat) or `"image_url":""` (the Responses API), or at the
-/// `null` of each `"source":null`. A JSON string's quotes are escaped, so
-/// no text can hold any of them.
+/// `"url":""` (chat's images and video) or `"image_url":""` (the Responses
+/// API), `"data":""` (chat's audio), or at the `null` of each
+/// `"source":null`. A JSON string's quotes are escaped, so no text can
+/// hold any of them.
 fn image_slots(body: &[u8], slot: crate::client::ImageSlot) -> Vec<usize> {
     let keys: &[(&[u8], usize)] = match slot {
-        crate::client::ImageSlot::Url => &[(b"\"url\":\"\"", 1), (b"\"image_url\":\"\"", 1)],
+        crate::client::ImageSlot::Url => &[
+            (b"\"url\":\"\"", 1),
+            (b"\"image_url\":\"\"", 1),
+            (b"\"data\":\"\"", 1),
+        ],
         crate::client::ImageSlot::Source => &[(b"\"source\":null", 4)],
     };
     let mut at: Vec<usize> = keys

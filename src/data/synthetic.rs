@@ -129,7 +129,7 @@ impl Default for Synthetic {
 pub const PROMPT_BUDGET_BYTES: usize = 32 << 20;
 pub const MIN_SAMPLES: usize = 16;
 
-const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, prefix_groups, samples, turns, think_time, images, image_size, images_dir, tools, tools_file, tool_results, tool_result_tokens";
+const KEYS: &str = "prompt_tokens, output_tokens (each with _stdev, _min, _max, _dist = fixed|normal|uniform|lognormal), prefix_tokens, prefix_groups, samples, turns, think_time, images, image_size, images_dir, audio, audio_seconds, video, video_seconds, video_size, video_fps, tools, tools_file, tool_results, tool_result_tokens";
 
 /// One value of a `--data` spec, read as its key needs.
 struct Value<'a> {
@@ -216,8 +216,8 @@ impl Synthetic {
                 "--data: kind={} is GuideLLM's; llmsweep's synthetic spec is the lengths alone: drop kind=…, e.g. --data prompt_tokens=256,output_tokens=128",
                 v.text
             ),
-            // Read by data::images.
-            k if super::images::is_key(k) || super::tools::is_key(k) => {}
+            // Read by data::images, data::media and data::tools.
+            k if super::images::is_key(k) || super::media::is_key(k) || super::tools::is_key(k) => {}
             other => bail!("--data: unknown key {other:?} (known: {KEYS})"),
         }
         Ok(())

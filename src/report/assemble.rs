@@ -65,7 +65,8 @@ impl Report {
 }
 
 /// The figures a stage's report derives from its counts and the run's
-/// settings: pooling (inputs, tokens a second), images and tool calls.
+/// settings: pooling (inputs, tokens a second), images, audio and video,
+/// and tool calls.
 /// `calls`: some stage's answers made tool calls (tools from
 /// `--extra-body` or a file), so every stage gets tool figures. For the
 /// stages of a report, and for a `--repeat` stage's runs merged.
@@ -81,9 +82,22 @@ pub fn derive_figures(
             s.pooling = Some(crate::stats::pooling::figures(s, batch));
         }
     }
-    if let (Some(count), Some(bytes)) = (settings.images, settings.image_bytes) {
-        for s in stages.iter_mut() {
-            s.images = Some(crate::stats::images::figures(s, count, bytes));
+    for s in stages.iter_mut() {
+        let figures = |count: Option<u32>, bytes: Option<f64>| {
+            Some(crate::stats::images::figures(s, count?, bytes?))
+        };
+        let got = [
+            figures(settings.images, settings.image_bytes),
+            figures(settings.audio, settings.audio_bytes),
+            figures(settings.video, settings.video_bytes),
+        ];
+        for (slot, got) in [&mut s.images, &mut s.audio, &mut s.video]
+            .into_iter()
+            .zip(got)
+        {
+            if got.is_some() {
+                *slot = got;
+            }
         }
     }
     if settings.tools.is_some() || calls {

@@ -6,8 +6,8 @@ use serde_json::json;
 /// What each request carried beside its text, for every report derived
 /// from this run's (report::assemble: a run, its checkpoint, a merge): the
 /// images a request (of a file's rows or conversations: on average, the
-/// count rounded), their bytes, the most tools one defines. None when
-/// requests carried neither.
+/// count rounded), their bytes, its audio and video clips and their bytes,
+/// the most tools one defines. None when requests carried none of them.
 pub(super) fn request_parts(
     images: Option<&crate::data::images::Attach>,
     row_images: Option<&crate::data::RowImages>,
@@ -41,10 +41,28 @@ pub(super) fn request_parts(
             .map(|t| t.len() as u32)
             .max()
     });
-    (image_count.is_some() || tool_count.is_some()).then(|| {
+    let clip = |kind| {
+        images
+            .into_iter()
+            .flat_map(|im| &im.clips)
+            .find(|c| c.kind == kind)
+    };
+    let (audio, video) = (
+        clip(crate::client::MediaKind::Audio),
+        clip(crate::client::MediaKind::Video),
+    );
+    // Clips without images: no image figures.
+    let image_count = image_count.filter(|n| *n > 0);
+    let image_bytes = image_bytes.filter(|_| image_count.is_some());
+    let any = image_count.is_some() || audio.is_some() || video.is_some();
+    (any || tool_count.is_some()).then(|| {
         json!({
             "images": image_count,
             "image_bytes": image_bytes,
+            "audio": audio.map(|c| c.count),
+            "audio_bytes": audio.map(|c| c.bytes_per_request),
+            "video": video.map(|c| c.count),
+            "video_bytes": video.map(|c| c.bytes_per_request),
             "tools": tool_count,
         })
     })

@@ -340,7 +340,9 @@ fn read_tools(args: &RunConfig) -> Result<Option<crate::data::tools::ToolSpec>> 
 }
 
 /// `--data …,images=N[,image_size=WxH | images_dir=PATH]`: the images each
-/// chat request carries, drawn new for this run (see `data::images`).
+/// chat request carries, drawn new for this run (see `data::images`), and
+/// `audio=N`, `video=N`: its audio and video clips after them
+/// (`data::media`).
 fn read_images(
     args: &RunConfig,
     run_number: Option<u64>,
@@ -348,18 +350,26 @@ fn read_images(
     if !crate::data::is_synthetic(&args.data) {
         return Ok(None);
     }
-    let Some(spec) = crate::data::images::spec_of(&args.data)? else {
-        return Ok(None);
-    };
-    if !crate::data::takes_parts(args.api) {
-        bail!(
+    let seed = args.shard.map_or(args.seed, |s| s.seed(args.seed));
+    let seed = seed ^ run_number.unwrap_or(0).rotate_left(17);
+    let images = match crate::data::images::spec_of(&args.data)? {
+        Some(_) if !crate::data::takes_parts(args.api) => bail!(
             "--data images=…: images go in chat, Messages or Responses requests' content; use --api chat, messages or responses (not {})",
+            args.api
+        ),
+        Some(spec) => Some(crate::data::images::attach(&spec, seed)?),
+        None => None,
+    };
+    let Some(media) = crate::data::media::spec_of(&args.data)? else {
+        return Ok(images);
+    };
+    if args.api != crate::types::Api::Chat {
+        bail!(
+            "--data audio=…, video=…: audio and video go in chat requests' content (`input_audio`, `video_url`); use --api chat (not {})",
             args.api
         );
     }
-    let seed = args.shard.map_or(args.seed, |s| s.seed(args.seed));
-    let seed = seed ^ run_number.unwrap_or(0).rotate_left(17);
-    crate::data::images::attach(&spec, seed).map(Some)
+    crate::data::media::attach(&media, images, seed).map(Some)
 }
 
 /// `--model a=70%,b=30%`: the mix, drawn in the run's seed (None: one

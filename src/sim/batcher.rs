@@ -53,13 +53,13 @@ pub const BLOCK_TOKENS: usize = 16;
 /// words stand in for tokens), from the request body in the order a chat
 /// template lays it out: the tool definitions first (as many stand-in
 /// tokens as they cost, so the same definitions are the same blocks), then
-/// the messages' text and images (`image_tokens` stand-ins each, the same
-/// image the same blocks, as vLLM hashes an image into its blocks) (the Messages API's `system`, chat's and the Messages
+/// the messages' text, images, audio and video (as many stand-ins as each
+/// costs, the same image the same blocks, as vLLM hashes an image into its blocks) (the Messages API's `system`, chat's and the Messages
 /// API's messages, the Responses API's input with its calls' arguments and
 /// outputs), or the completion prompt. Two prompts share block k only if
 /// they share every token up to the end of block k, as in vLLM's prefix
 /// caching.
-pub fn prompt_blocks(body: &serde_json::Value, image_tokens: u64) -> Vec<u64> {
+pub fn prompt_blocks(body: &serde_json::Value, cost: &super::media::MediaCost) -> Vec<u64> {
     use serde_json::Value;
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut blocks = Vec::new();
@@ -91,14 +91,17 @@ pub fn prompt_blocks(body: &serde_json::Value, image_tokens: u64) -> Vec<u64> {
             feed(&|h| (id, i).hash(h));
         }
     }
-    /// What a prompt holds, in order: words of text, and images (each
-    /// `image_tokens` tokens, told apart by their data).
+    /// What a prompt holds, in order: words of text, and images, audio
+    /// and video (each as many tokens as it costs, told apart by their
+    /// data).
     enum Piece<'a> {
         Text(&'a str),
-        Image(&'a str),
+        Media(&'a str, u64),
     }
-    /// A content part: its text, or an image's URL or base64 data.
-    fn part<'a>(p: &'a Value, out: &mut Vec<Piece<'a>>) {
+    use super::media::MediaCost;
+    /// A content part: its text, or an image's URL or base64 data, or a
+    /// clip's.
+    fn part<'a>(p: &'a Value, cost: &MediaCost, out: &mut Vec<Piece<'a>>) {
         if let Some(t) = p.get("text").and_then(Value::as_str) {
             out.push(Piece::Text(t));
         }
@@ -109,15 +112,19 @@ pub fn prompt_blocks(body: &serde_json::Value, image_tokens: u64) -> Vec<u64> {
             .or_else(|| p.pointer("/source/url"))
             .and_then(Value::as_str);
         if let Some(i) = image {
-            out.push(Piece::Image(i));
+            out.push(Piece::Media(i, cost.image));
+        }
+        let mut n = Default::default();
+        if let Some(Ok((data, tokens))) = super::media::clip(p, cost, &mut n) {
+            out.push(Piece::Media(data, tokens));
         }
     }
     /// A message's or input item's content (a string or parts), a call's
     /// arguments, a call's output.
-    fn item<'a>(m: &'a Value, out: &mut Vec<Piece<'a>>) {
+    fn item<'a>(m: &'a Value, cost: &MediaCost, out: &mut Vec<Piece<'a>>) {
         match m.get("content") {
             Some(Value::String(t)) => out.push(Piece::Text(t)),
-            Some(Value::Array(parts)) => parts.iter().for_each(|p| part(p, out)),
+            Some(Value::Array(parts)) => parts.iter().for_each(|p| part(p, cost, out)),
             _ => {}
         }
         for k in ["arguments", "output"] {
@@ -129,14 +136,14 @@ pub fn prompt_blocks(body: &serde_json::Value, image_tokens: u64) -> Vec<u64> {
     let mut pieces: Vec<Piece> = Vec::new();
     match body.get("system") {
         Some(Value::String(t)) => pieces.push(Piece::Text(t)),
-        Some(Value::Array(parts)) => parts.iter().for_each(|p| part(p, &mut pieces)),
+        Some(Value::Array(parts)) => parts.iter().for_each(|p| part(p, cost, &mut pieces)),
         _ => {}
     }
     let list = body.get("messages").or_else(|| body.get("input"));
     match list {
         Some(Value::Array(msgs)) => {
             for m in msgs {
-                item(m, &mut pieces);
+                item(m, cost, &mut pieces);
             }
         }
         Some(Value::String(t)) => pieces.push(Piece::Text(t)),
@@ -153,7 +160,7 @@ pub fn prompt_blocks(body: &serde_json::Value, image_tokens: u64) -> Vec<u64> {
                     feed(&|h| w.hash(h));
                 }
             }
-            Piece::Image(data) => {
+            Piece::Media(data, tokens) => {
                 // Its length and ends tell one image from another without
                 // hashing megabytes on every request.
                 let b = data.as_bytes();
@@ -165,7 +172,7 @@ pub fn prompt_blocks(body: &serde_json::Value, image_tokens: u64) -> Vec<u64> {
                 )
                     .hash(&mut d);
                 let id = d.finish();
-                for i in 0..image_tokens {
+                for i in 0..tokens {
                     feed(&|h| (id, i).hash(h));
                 }
             }
@@ -490,6 +497,7 @@ fn publish(g: &Gauges, running: usize, waiting: usize, kv_used: u64) {
 mod tests {
     use super::*;
     use crate::sim::config::Preset;
+    use crate::sim::media::MediaCost;
 
     fn params(max_num_seqs: usize) -> ModelParams {
         ModelParams {
@@ -667,7 +675,7 @@ mod tests {
             |seed: &str, n: usize| -> String { (0..n).map(|i| format!("{seed}{i} ")).collect() };
         let a = serde_json::json!({"messages": [{"role": "user", "content": words("a", 40)}]});
         let mut c = PrefixCache::new(1000);
-        let blocks = prompt_blocks(&a, 0);
+        let blocks = prompt_blocks(&a, &MediaCost::default());
         assert_eq!(blocks.len(), 2, "40 words: two full blocks");
         assert_eq!(
             c.lookup_insert(&blocks, 40),
@@ -681,15 +689,18 @@ mod tests {
         );
         // A different first word changes every block.
         let b = serde_json::json!({"prompt": format!("x {}", words("a", 40))});
-        assert_eq!(c.lookup_insert(&prompt_blocks(&b, 0), 41), 0);
+        assert_eq!(
+            c.lookup_insert(&prompt_blocks(&b, &MediaCost::default()), 41),
+            0
+        );
         // The same tool definitions are the same leading blocks, as many
         // as they cost tokens; the Responses API's input is read too.
         let tools = serde_json::json!([{"type": "function", "name": "lookup", "description": words("d", 30)}]);
         let cost = crate::tokenizer::count_tokens(&tools[0].to_string());
         let with = |text: &str| serde_json::json!({"tools": tools, "input": [{"role": "user", "content": text}]});
         let (x, y) = (
-            prompt_blocks(&with("one two"), 0),
-            prompt_blocks(&with("three four"), 0),
+            prompt_blocks(&with("one two"), &MediaCost::default()),
+            prompt_blocks(&with("three four"), &MediaCost::default()),
         );
         assert!(
             cost > 32 && x.len() >= cost / BLOCK_TOKENS,
@@ -702,7 +713,7 @@ mod tests {
         assert_eq!(hit as usize, cost / BLOCK_TOKENS * BLOCK_TOKENS, "{cost}");
         let input = serde_json::json!({"input": words("a", 40)});
         assert_eq!(
-            prompt_blocks(&input, 0),
+            prompt_blocks(&input, &MediaCost::default()),
             blocks,
             "the same words, the same blocks"
         );
@@ -715,9 +726,19 @@ mod tests {
                 {"type": "text", "text": words("b", 16)}]}]})
         };
         let (p, q) = ("data:image/png;base64,AAAA", "data:image/png;base64,BBBB");
-        assert_eq!(prompt_blocks(&img(p), 32).len(), 4, "16 + 32 + 16 tokens");
-        assert_eq!(prompt_blocks(&img(p), 32), prompt_blocks(&img(p), 32));
-        let (x, y) = (prompt_blocks(&img(p), 32), prompt_blocks(&img(q), 32));
+        assert_eq!(
+            prompt_blocks(&img(p), &MediaCost::images(32)).len(),
+            4,
+            "16 + 32 + 16 tokens"
+        );
+        assert_eq!(
+            prompt_blocks(&img(p), &MediaCost::images(32)),
+            prompt_blocks(&img(p), &MediaCost::images(32))
+        );
+        let (x, y) = (
+            prompt_blocks(&img(p), &MediaCost::images(32)),
+            prompt_blocks(&img(q), &MediaCost::images(32)),
+        );
         assert_eq!(x[0], y[0], "the text before the image is shared");
         assert!(x[1..].iter().zip(&y[1..]).all(|(a, b)| a != b));
         let responses = serde_json::json!({"input": [{"role": "user", "content": [
@@ -725,14 +746,14 @@ mod tests {
             {"type": "input_image", "image_url": p},
             {"type": "input_text", "text": words("b", 16)}]}]});
         assert_eq!(
-            prompt_blocks(&responses, 32),
+            prompt_blocks(&responses, &MediaCost::images(32)),
             x,
             "the Responses API's parts too"
         );
         // Bounded: the oldest blocks go.
         let mut small = PrefixCache::new(2);
         small.lookup_insert(&blocks, 40);
-        small.lookup_insert(&prompt_blocks(&b, 0), 41);
+        small.lookup_insert(&prompt_blocks(&b, &MediaCost::default()), 41);
         assert_eq!(small.lookup_insert(&blocks, 40), 0);
     }
 

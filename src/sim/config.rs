@@ -140,6 +140,16 @@ pub struct ModelArgs {
     /// 336-pixel image of LLaVA-1.5; Qwen2-VL charges one per 28×28 pixels).
     #[arg(long, value_name = "TOKENS")]
     pub image_tokens: Option<u64>,
+    /// Prompt tokens a second of audio costs (an `input_audio` part of a
+    /// chat message, a WAV file: its length from its header; default 25,
+    /// Qwen2-Audio's).
+    #[arg(long, value_name = "TOKENS")]
+    pub audio_tokens: Option<u64>,
+    /// Prompt tokens a frame of video costs (a `video_url` part of a chat
+    /// message: a `video/jpeg` data URL's frames, as vLLM takes them; a clip
+    /// in another form counts as one frame; default 196, LLaVA-OneVision's).
+    #[arg(long, value_name = "TOKENS")]
+    pub frame_tokens: Option<u64>,
     /// The share of chat requests that carry `tools` the model answers with
     /// a tool call (its arguments streamed as `tool_calls` deltas) instead of
     /// text (default 0).
@@ -249,13 +259,25 @@ pub struct ModelParams {
     pub reasoning_tokens_mean: f64,
     /// Their standard deviation (0: a fixed number).
     pub reasoning_tokens_stdev: f64,
-    /// Prompt tokens an image part costs.
+    /// Prompt tokens an image part costs, a second of audio, a frame of
+    /// video.
     pub image_tokens: u64,
+    pub audio_tokens: u64,
+    pub frame_tokens: u64,
     /// The share of requests with `tools` answered with a tool call.
     pub tool_call_share: f64,
 }
 
 impl ModelParams {
+    /// What an image, a second of audio and a frame of video cost.
+    pub fn media_cost(&self) -> super::media::MediaCost {
+        super::media::MediaCost {
+            image: self.image_tokens,
+            audio_per_s: self.audio_tokens,
+            frame: self.frame_tokens,
+        }
+    }
+
     pub fn preset(preset: Preset) -> Self {
         match preset {
             Preset::Realistic => ModelParams {
@@ -277,6 +299,8 @@ impl ModelParams {
                 reasoning_tokens_mean: 0.0,
                 reasoning_tokens_stdev: 0.0,
                 image_tokens: 576,
+                audio_tokens: 25,
+                frame_tokens: 196,
                 tool_call_share: 0.0,
             },
             Preset::Fast => ModelParams {
@@ -298,6 +322,8 @@ impl ModelParams {
                 reasoning_tokens_mean: 0.0,
                 reasoning_tokens_stdev: 0.0,
                 image_tokens: 576,
+                audio_tokens: 25,
+                frame_tokens: 196,
                 tool_call_share: 0.0,
             },
         }
@@ -324,14 +350,19 @@ impl ModelParams {
             }
             p.stream_interval = v;
         }
-        if let Some(v) = args.image_tokens {
+        for (flag, given, to) in [
+            ("--image-tokens", args.image_tokens, &mut p.image_tokens),
+            ("--audio-tokens", args.audio_tokens, &mut p.audio_tokens),
+            ("--frame-tokens", args.frame_tokens, &mut p.frame_tokens),
+        ] {
+            let Some(v) = given else { continue };
             // The simulated context (`request::MAX_TOKENS`).
             if v > 1 << 20 {
                 return Err(format!(
-                    "--image-tokens {v} is more than the simulated context of 1048576 tokens"
+                    "{flag} {v} is more than the simulated context of 1048576 tokens"
                 ));
             }
-            p.image_tokens = v;
+            *to = v;
         }
         if let Some(v) = args.tool_call_share {
             if !(0.0..=1.0).contains(&v) {

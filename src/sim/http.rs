@@ -161,7 +161,7 @@ async fn generate(
         }
     };
     let names: Vec<&str> = state.models.iter().map(|m| m.id.as_str()).collect();
-    let gen = match parse_request(api, &body, &names, state.params.image_tokens) {
+    let gen = match parse_request(api, &body, &names, &state.params.media_cost()) {
         Ok(g) => g,
         Err((status, kind, msg)) => {
             state.truth.record(&timing, Ending::Rejected);
@@ -172,8 +172,10 @@ async fn generate(
     if let Some(m) = state.models.get(gen.model) {
         state.truth.on_model(&m.id);
     }
-    if gen.images > 0 {
-        state.truth.on_images(gen.images);
+    if gen.images > 0 || gen.clips.audio > 0 || gen.clips.video > 0 {
+        state
+            .truth
+            .on_media(gen.images, gen.clips.audio, gen.clips.video);
     }
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
     let mut rng = faults::request_rng(state.seed, ordinal);

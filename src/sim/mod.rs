@@ -12,6 +12,7 @@ pub mod conn;
 pub mod dcgm;
 pub mod faults;
 pub mod http;
+mod media;
 mod messages;
 mod pages;
 pub mod pooling;

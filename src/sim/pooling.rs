@@ -136,7 +136,8 @@ pub fn cached_tokens(cache: &mut super::batcher::PrefixCache, prompts: &[String]
     prompts
         .iter()
         .map(|p| {
-            let blocks = super::batcher::prompt_blocks(&json!({ "prompt": p }), 0);
+            let blocks =
+                super::batcher::prompt_blocks(&json!({ "prompt": p }), &Default::default());
             cache.lookup_insert(&blocks, tokenizer::count_tokens(p) as u64)
         })
         .sum()

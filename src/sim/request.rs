@@ -7,6 +7,7 @@ use rand_distr::{Distribution, Normal};
 use serde_json::Value;
 
 use super::config::ModelParams;
+use super::media::{clips, is_image, Clips, MediaCost};
 use crate::tokenizer;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +35,9 @@ pub(super) struct GenRequest {
     pub(super) blocks: Vec<u64>,
     /// The served model it named (index in `AppState::models`; 0 when it named none).
     pub(super) model: usize,
-    /// Its image parts (chat).
+    /// Its image parts (chat), and its audio and video clips.
     pub(super) images: u32,
+    pub(super) clips: Clips,
     /// The functions its `tools` define (chat), which an answer may call.
     pub(super) tools: Vec<String>,
 }
@@ -43,12 +45,13 @@ pub(super) struct GenRequest {
 pub(super) type Refusal = (StatusCode, &'static str, String);
 
 /// `served`: the names a request may use (served names, then adapters);
-/// `image_tokens`: what an image part costs in prompt tokens.
+/// `cost`: what an image, a second of audio, a frame of video cost in
+/// prompt tokens.
 pub(super) fn parse_request(
     api: Api,
     body: &[u8],
     served: &[&str],
-    image_tokens: u64,
+    cost: &MediaCost,
 ) -> Result<GenRequest, Refusal> {
     let bad = |msg: String| (StatusCode::BAD_REQUEST, "BadRequestError", msg);
     let v: Value =
@@ -64,8 +67,10 @@ pub(super) fn parse_request(
         })?;
     }
     let images = images(&v).map_err(bad)?;
+    let clips = clips(&v, cost).map_err(bad)?;
     let prompt_tokens = prompt_tokens(api, &v).map_err(bad)?
-        + u64::from(images).saturating_mul(image_tokens)
+        + u64::from(images).saturating_mul(cost.image)
+        + clips.tokens
         + tool_tokens(&v);
     let max_tokens = v
         .get("max_completion_tokens")
@@ -110,8 +115,9 @@ pub(super) fn parse_request(
     Ok(GenRequest {
         model,
         images,
+        clips,
         tools,
-        blocks: super::batcher::prompt_blocks(&v, image_tokens),
+        blocks: super::batcher::prompt_blocks(&v, cost),
         prompt_tokens,
         max_tokens,
         ignore_eos: flag("ignore_eos"),
@@ -270,13 +276,6 @@ pub(super) fn images(v: &Value) -> Result<u32, String> {
     Ok(n)
 }
 
-fn is_image(b: &[u8]) -> bool {
-    b.starts_with(b"\x89PNG\r\n\x1a\n")
-        || b.starts_with(&[0xFF, 0xD8, 0xFF])
-        || b.starts_with(b"GIF8")
-        || (b.len() >= 12 && &b[..4] == b"RIFF" && &b[8..12] == b"WEBP")
-}
-
 /// Tokens of one input item of the Responses API: a string, or a message
 /// whose content is a string or parts with `text`; a function call's
 /// arguments and a call's output.
@@ -340,7 +339,7 @@ mod tests {
             Api::Chat,
             br#"{"model":"m","messages":[{"role":"user","content":"hello there world"}],"max_completion_tokens":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}"#,
             &["m"],
-            0,
+            &MediaCost::default(),
         )
         .unwrap();
         assert_eq!(g.prompt_tokens, 3);
@@ -351,7 +350,7 @@ mod tests {
             Api::Completions,
             br#"{"prompt":"a b c d","max_tokens":3}"#,
             &["m"],
-            0,
+            &MediaCost::default(),
         )
         .unwrap();
         assert_eq!(g.prompt_tokens, 4);
@@ -360,12 +359,24 @@ mod tests {
 
     #[test]
     fn refuses_unknown_models_and_broken_bodies() {
-        let e = parse_request(Api::Chat, br#"{"model":"x","messages":[]}"#, &["m"], 0).unwrap_err();
+        let e = parse_request(
+            Api::Chat,
+            br#"{"model":"x","messages":[]}"#,
+            &["m"],
+            &MediaCost::images(0),
+        )
+        .unwrap_err();
         assert_eq!(e.0, StatusCode::NOT_FOUND);
         assert!(e.2.contains("`x`"));
-        let e = parse_request(Api::Chat, b"{nope", &["m"], 0).unwrap_err();
+        let e = parse_request(Api::Chat, b"{nope", &["m"], &MediaCost::images(0)).unwrap_err();
         assert_eq!(e.0, StatusCode::BAD_REQUEST);
-        let e = parse_request(Api::Completions, br#"{"model":"m"}"#, &["m"], 0).unwrap_err();
+        let e = parse_request(
+            Api::Completions,
+            br#"{"model":"m"}"#,
+            &["m"],
+            &MediaCost::images(0),
+        )
+        .unwrap_err();
         assert!(e.2.contains("prompt"));
     }
 
@@ -373,13 +384,13 @@ mod tests {
     fn lengths_beyond_the_context_are_refused_not_overflowed() {
         let body =
             br#"{"model":"m","prompt":"hi","max_tokens":18446744073709551615,"ignore_eos":true}"#;
-        let e = parse_request(Api::Completions, body, &["m"], 0)
+        let e = parse_request(Api::Completions, body, &["m"], &MediaCost::images(0))
             .err()
             .unwrap();
         assert_eq!(e.0, StatusCode::BAD_REQUEST);
         assert!(e.2.contains("context"), "{}", e.2);
         let ok = br#"{"model":"m","prompt":"hi","max_tokens":16}"#;
-        assert!(parse_request(Api::Completions, ok, &["m"], 0).is_ok());
+        assert!(parse_request(Api::Completions, ok, &["m"], &MediaCost::images(0)).is_ok());
     }
 
     #[test]
@@ -390,11 +401,11 @@ mod tests {
         assert!(cost > 10, "{cost}");
         let chat =
             format!(r#"{{"messages":[{{"role":"user","content":"a b c"}}],"tools":{tools}}}"#);
-        let g = parse_request(Api::Chat, chat.as_bytes(), &["m"], 0).unwrap();
+        let g = parse_request(Api::Chat, chat.as_bytes(), &["m"], &MediaCost::images(0)).unwrap();
         assert_eq!(g.prompt_tokens, 3 + cost);
         assert_eq!(g.tools, ["search_docs"]);
         let none = r#"{"messages":[{"role":"user","content":"a b c"}],"tools":[]}"#;
-        let g = parse_request(Api::Chat, none.as_bytes(), &["m"], 0).unwrap();
+        let g = parse_request(Api::Chat, none.as_bytes(), &["m"], &MediaCost::images(0)).unwrap();
         assert_eq!(g.prompt_tokens, 3);
         let anthropic = r#"[{"name":"search_docs","description":"Looks things up","input_schema":{"type":"object"}}]"#;
         let cost: u64 = tokenizer::count_tokens(
@@ -403,7 +414,13 @@ mod tests {
         let body = format!(
             r#"{{"max_tokens":4,"messages":[{{"role":"user","content":"a b c"}}],"tools":{anthropic}}}"#
         );
-        let g = parse_request(Api::Messages, body.as_bytes(), &["m"], 0).unwrap();
+        let g = parse_request(
+            Api::Messages,
+            body.as_bytes(),
+            &["m"],
+            &MediaCost::images(0),
+        )
+        .unwrap();
         assert_eq!(g.prompt_tokens, 3 + cost);
     }
 
@@ -413,17 +430,35 @@ mod tests {
         let body = format!(
             r#"{{"input":[{{"role":"user","content":[{{"type":"input_text","text":"a b c"}},{{"type":"input_image","image_url":"{png}"}}]}},{{"type":"function_call","call_id":"c1","name":"lookup","arguments":"x y"}},{{"type":"function_call_output","call_id":"c1","output":"d e f g"}}],"tools":[{{"type":"function","name":"lookup","parameters":{{"type":"object"}}}}]}}"#
         );
-        let g = parse_request(Api::Responses, body.as_bytes(), &["m"], 100).unwrap();
+        let g = parse_request(
+            Api::Responses,
+            body.as_bytes(),
+            &["m"],
+            &MediaCost::images(100),
+        )
+        .unwrap();
         let defs: Value = serde_json::from_str(&body).unwrap();
         let cost = tokenizer::count_tokens(&defs["tools"][0].to_string()) as u64;
         assert_eq!(g.images, 1);
         assert_eq!(g.tools, ["lookup"]);
         assert_eq!(g.prompt_tokens, 3 + 100 + 2 + 4 + cost);
         let bad = body.replace(png, "data:text/plain;base64,aGVsbG8gd29ybGQgaGVsbG8=");
-        let e = parse_request(Api::Responses, bad.as_bytes(), &["m"], 100).unwrap_err();
+        let e = parse_request(
+            Api::Responses,
+            bad.as_bytes(),
+            &["m"],
+            &MediaCost::images(100),
+        )
+        .unwrap_err();
         assert!(e.2.contains("cannot identify image"), "{}", e.2);
         let none = r#"{"input":[{"role":"user","content":[{"type":"input_image"}]}]}"#;
-        let e = parse_request(Api::Responses, none.as_bytes(), &["m"], 100).unwrap_err();
+        let e = parse_request(
+            Api::Responses,
+            none.as_bytes(),
+            &["m"],
+            &MediaCost::images(100),
+        )
+        .unwrap_err();
         assert!(e.2.contains("`image_url` is required"), "{}", e.2);
     }
 
@@ -436,7 +471,13 @@ mod tests {
         };
         // A PNG's signature in base64.
         let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA";
-        let g = parse_request(Api::Chat, body(png).as_bytes(), &["m"], 576).unwrap();
+        let g = parse_request(
+            Api::Chat,
+            body(png).as_bytes(),
+            &["m"],
+            &MediaCost::images(576),
+        )
+        .unwrap();
         assert_eq!(g.prompt_tokens, 3 + 2 * 576);
         // The Messages API's image blocks.
         let block = |src: &str| {
@@ -445,13 +486,31 @@ mod tests {
             )
         };
         let b64 = r#"{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAA"}"#;
-        let g = parse_request(Api::Messages, block(b64).as_bytes(), &["m"], 100).unwrap();
+        let g = parse_request(
+            Api::Messages,
+            block(b64).as_bytes(),
+            &["m"],
+            &MediaCost::images(100),
+        )
+        .unwrap();
         assert_eq!((g.images, g.prompt_tokens), (1, 103));
         let text =
             r#"{"type":"base64","media_type":"image/png","data":"aGVsbG8gd29ybGQgaGVsbG8="}"#;
-        let e = parse_request(Api::Messages, block(text).as_bytes(), &["m"], 100).unwrap_err();
+        let e = parse_request(
+            Api::Messages,
+            block(text).as_bytes(),
+            &["m"],
+            &MediaCost::images(100),
+        )
+        .unwrap_err();
         assert!(e.2.contains("cannot identify image"), "{}", e.2);
-        let e = parse_request(Api::Messages, block("null").as_bytes(), &["m"], 100).unwrap_err();
+        let e = parse_request(
+            Api::Messages,
+            block("null").as_bytes(),
+            &["m"],
+            &MediaCost::images(100),
+        )
+        .unwrap_err();
         assert!(e.2.contains("base64 or url"), "{}", e.2);
         for (url, says) in [
             (
@@ -462,9 +521,87 @@ mod tests {
             ("file:///etc/passwd", "neither a data URL"),
             ("data:image/png;base64,!!!!!!!!!!!!!!!!", "not base64"),
         ] {
-            let e = parse_request(Api::Chat, body(url).as_bytes(), &["m"], 576).unwrap_err();
+            let e = parse_request(
+                Api::Chat,
+                body(url).as_bytes(),
+                &["m"],
+                &MediaCost::images(576),
+            )
+            .unwrap_err();
             assert_eq!(e.0, StatusCode::BAD_REQUEST);
             assert!(e.2.contains(says), "{url}: {}", e.2);
+        }
+    }
+
+    /// An `input_audio` WAV costs its seconds' tokens (from its header), a
+    /// `video_url` of vLLM's frames its frames'; what a server could not
+    /// decode is refused, named.
+    #[test]
+    fn audio_and_video_parts_are_charged_by_length_and_checked() {
+        use base64::Engine as _;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        // 2.5 s of 16 kHz 16-bit mono: a header, then 80,000 bytes.
+        let mut wav = b"RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0".to_vec();
+        wav.extend_from_slice(&16_000u32.to_le_bytes());
+        wav.extend_from_slice(&32_000u32.to_le_bytes());
+        wav.extend_from_slice(b"\x02\0\x10\0data");
+        wav.extend_from_slice(&80_000u32.to_le_bytes());
+        wav.resize(44 + 80_000, 0);
+        let png = b64(b"\x89PNG\r\n\x1a\n....");
+        let body = |audio: &str, video: &str| {
+            format!(
+                r#"{{"messages":[{{"role":"user","content":[{{"type":"text","text":"a b c"}},{{"type":"input_audio","input_audio":{{"data":"{audio}","format":"wav"}}}},{{"type":"video_url","video_url":{{"url":"{video}"}}}}]}}]}}"#
+            )
+        };
+        let cost = MediaCost {
+            image: 0,
+            audio_per_s: 10,
+            frame: 3,
+        };
+        let video = format!("data:video/jpeg;base64,{png},{png},{png}");
+        let g = parse_request(
+            Api::Chat,
+            body(&b64(&wav), &video).as_bytes(),
+            &["m"],
+            &cost,
+        )
+        .unwrap();
+        assert_eq!((g.clips.audio, g.clips.video), (1, 1));
+        assert_eq!(
+            g.prompt_tokens,
+            3 + 25 + 9,
+            "text, 2.5 s × 10, 3 frames × 3"
+        );
+        assert_eq!(g.clips.tokens, 34);
+        // A clip in another form counts as one frame.
+        let mp4 = format!("data:video/mp4;base64,{}", b64(b"....ftypisom"));
+        let g = parse_request(Api::Chat, body(&b64(&wav), &mp4).as_bytes(), &["m"], &cost).unwrap();
+        assert_eq!(g.prompt_tokens, 3 + 25 + 3);
+        for (audio, video, says) in [
+            (
+                b64(b"ID3 not a wav file at all, an mp3"),
+                video.clone(),
+                "audio 1: not a WAV file",
+            ),
+            (
+                b64(&wav),
+                "file:///x.mp4".to_string(),
+                "video 1: the URL is neither",
+            ),
+            (
+                b64(&wav),
+                "data:video/jpeg,abc".to_string(),
+                "video 1: a data URL must be base64",
+            ),
+            (
+                b64(&wav),
+                format!("data:video/jpeg;base64,{}", b64(b"plain text here")),
+                "video 1: its first frame is not an image",
+            ),
+        ] {
+            let e = parse_request(Api::Chat, body(&audio, &video).as_bytes(), &["m"], &cost)
+                .unwrap_err();
+            assert!(e.2.contains(says), "{says}: {}", e.2);
         }
     }
 }

@@ -90,6 +90,8 @@ struct Inner {
     /// Requests accepted, by the model they named.
     by_model: BTreeMap<String, u64>,
     images: u64,
+    audio: u64,
+    video: u64,
     tool_calls: u64,
     traced: u64,
     with_request_id: u64,
@@ -114,6 +116,8 @@ impl Inner {
             reasoning_tokens: 0,
             by_model: BTreeMap::new(),
             images: 0,
+            audio: 0,
+            video: 0,
             tool_calls: 0,
             traced: 0,
             with_request_id: 0,
@@ -181,9 +185,14 @@ pub struct TruthReport {
     /// Requests accepted (not refused), by the model (or adapter) they named.
     #[serde(default)]
     pub by_model: BTreeMap<String, u64>,
-    /// Image parts of the accepted requests.
+    /// Image parts of the accepted requests, audio clips (`input_audio`)
+    /// and video clips (`video_url`).
     #[serde(default)]
     pub images: u64,
+    #[serde(default)]
+    pub audio: u64,
+    #[serde(default)]
+    pub video: u64,
     /// Answers that were tool calls.
     #[serde(default)]
     pub tool_calls: u64,
@@ -297,6 +306,8 @@ impl Truth {
             reasoning_tokens: g.reasoning_tokens,
             by_model: g.by_model.clone(),
             images: g.images,
+            audio: g.audio,
+            video: g.video,
             tool_calls: g.tool_calls,
             traced: g.traced,
             with_request_id: g.with_request_id,
@@ -310,9 +321,12 @@ impl Truth {
     }
 
     /// A request was accepted for `model`.
-    /// An accepted request's image parts.
-    pub fn on_images(&self, n: u32) {
-        self.lock().images += u64::from(n);
+    /// An accepted request's image parts, audio and video clips.
+    pub fn on_media(&self, images: u32, audio: u32, video: u32) {
+        let mut g = self.lock();
+        g.images += u64::from(images);
+        g.audio += u64::from(audio);
+        g.video += u64::from(video);
     }
 
     /// An answer that is a tool call.

@@ -222,6 +222,12 @@ pub struct StageReport {
     /// sent, a request and a second, and what the server counted for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImagesSent>,
+    /// Chat requests with audio or video clips (`--data …,audio=N`,
+    /// `video=N`): clips and bytes sent, as for images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<ImagesSent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video: Option<ImagesSent>,
     /// Chat requests that carried `tools` (`--data …,tools=N`), or answers
     /// with tool calls: how many were answered with a call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -241,7 +247,8 @@ pub struct ToolCalls {
     pub per_s: f64,
 }
 
-/// A stage of chat requests that carried images.
+/// A stage of chat requests that carried images (or audio, or video
+/// clips: `per_request` counts the clips, `bytes` their data).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ImagesSent {
     pub per_request: u64,

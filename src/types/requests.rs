@@ -76,6 +76,16 @@ pub struct RequestLine {
     pub images: u32,
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub image_bytes: u64,
+    /// Audio clips (`input_audio`) and the bytes of their base64.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub audio: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub audio_bytes: u64,
+    /// Video clips (`video_url`) and the bytes of their data URLs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub video: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub video_bytes: u64,
     /// Tool calls the answer streamed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tool_calls: u32,

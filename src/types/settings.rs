@@ -38,6 +38,11 @@ pub struct SavedSettings {
     /// `tools=N`): images, the bytes of their data URLs, tool definitions.
     pub images: Option<u32>,
     pub image_bytes: Option<f64>,
+    /// Audio and video clips (`audio=N`, `video=N`) and their bytes.
+    pub audio: Option<u32>,
+    pub audio_bytes: Option<f64>,
+    pub video: Option<u32>,
+    pub video_bytes: Option<f64>,
     pub tools: Option<u32>,
 }
 
@@ -46,6 +51,11 @@ impl SavedSettings {
         let number = |k: &str| config.get(k).and_then(Value::as_f64);
         let text = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_string);
         let part = |k: &str| config.get("request_parts").and_then(|p| p.get(k));
+        let count = |k: &str| {
+            part(k)
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        };
         SavedSettings {
             shard: text("shard"),
             rate: config
@@ -72,13 +82,13 @@ impl SavedSettings {
                 .map(|a| a.iter().filter_map(Value::as_f64).collect())
                 .unwrap_or_default(),
             batch: config.get("batch").and_then(Value::as_u64),
-            images: part("images")
-                .and_then(|v| v.as_u64())
-                .and_then(|n| u32::try_from(n).ok()),
+            images: count("images"),
             image_bytes: part("image_bytes").and_then(Value::as_f64),
-            tools: part("tools")
-                .and_then(|v| v.as_u64())
-                .and_then(|n| u32::try_from(n).ok()),
+            audio: count("audio"),
+            audio_bytes: part("audio_bytes").and_then(Value::as_f64),
+            video: count("video"),
+            video_bytes: part("video_bytes").and_then(Value::as_f64),
+            tools: count("tools"),
         }
     }
 }
