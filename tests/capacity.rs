@@ -402,3 +402,60 @@ async fn a_busy_client_core_does_not_turn_the_answer_into_a_floor() {
         a.basis
     );
 }
+
+/// The time left counts the stages a sweep may add from the start: the
+/// default sweep's time left at its first second reaches past its whole
+/// length, and never rises by more than a stage's waits as it goes (seen:
+/// "~01:20 left" jumping to "~04:12" when stages were added).
+#[tokio::test(start_paused = true)]
+async fn the_time_left_counts_the_added_stages_from_the_start() {
+    use llmsweep::tui::ui::header::progress;
+    let b = Scripted::new(|_| script(100, 20, 16))
+        .with_capacity(16)
+        .with_cost_per_held(Duration::from_micros(37));
+    let plan = SweepPlan::new(
+        10,
+        SweepKind::Constant,
+        scripted::limits(10.0, None),
+        512,
+        true,
+    );
+    let run = scripted::start(b, scripted::prompts(1000, 16), 7, plan);
+    let mut snaps = run.snapshots.clone();
+    let watcher = tokio::spawn(async move {
+        let mut ends = Vec::new();
+        while snaps.changed().await.is_ok() {
+            let s = snaps.borrow_and_update().clone();
+            if let (_, _, Some(left)) = progress(&s) {
+                ends.push((s.elapsed_s, s.elapsed_s + left, s.stage.map(|st| st.name)));
+            }
+            if s.done {
+                break;
+            }
+        }
+        ends
+    });
+    let res = run.handle.await.expect("the engine task");
+    let ends = watcher.await.expect("the watcher");
+    let added = res
+        .stages
+        .iter()
+        .filter(|s| s.name.ends_with("(probe)"))
+        .count();
+    assert!(added > 0, "the test needs a sweep that adds stages");
+    let ran = ends.last().map_or(0.0, |e| e.0);
+    let (_, first_end, _) = ends.first().cloned().expect("a snapshot with a time left");
+    assert!(
+        first_end >= ran - 5.0,
+        "at the start the run was to end at {first_end:.0} s; it ran {ran:.0} s with {added} added stages"
+    );
+    // From one snapshot to the next the expected end rises only by a wait
+    // between stages (under half a second here), never by a stage's length.
+    for w in ends.windows(2) {
+        let ((_, before, _), (t, end, stage)) = (&w[0], &w[1]);
+        assert!(
+            *end <= before + 1.0,
+            "at {t:.0} s ({stage:?}) the run was to end at {end:.0} s, {before:.0} s a moment before"
+        );
+    }
+}

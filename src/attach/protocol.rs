@@ -85,6 +85,8 @@ pub struct WireSnapshot {
     pub extra_stages: usize,
     #[serde(default)]
     pub plan_done: usize,
+    #[serde(default)]
+    pub may_add_s: f64,
     pub stage: Option<LiveStage>,
     pub upcoming: Vec<PlannedStage>,
     pub paused: bool,
@@ -244,6 +246,7 @@ impl WireSnapshot {
             stages_total: s.stages_total,
             extra_stages: s.extra_stages,
             plan_done: s.plan_done,
+            may_add_s: s.may_add_s,
             stage: s.stage.clone(),
             upcoming: s.upcoming.clone(),
             paused: s.paused,
@@ -289,6 +292,7 @@ impl WireSnapshot {
             stages_total: self.stages_total,
             extra_stages: self.extra_stages,
             plan_done: self.plan_done,
+            may_add_s: self.may_add_s,
             stage: self.stage,
             upcoming: self.upcoming,
             finished: Arc::new(finished),

@@ -53,6 +53,7 @@ impl Engine {
                 .total()
                 .map(|t| t + self.ledger.manual_stages + self.ledger.reruns),
             extra_stages: self.ledger.manual_stages + self.ledger.reruns,
+            may_add_s: plan.may_add_seconds(),
             plan_done: self.ledger.planned_done.len(),
             stage: Some(live),
             // `n` on a stage with a re-run still to come is not the last.

@@ -558,6 +558,12 @@ pub trait Plan: Send + Sync {
     fn upcoming(&self) -> Vec<PlannedStage>;
     /// Total number of stages, when known.
     fn total(&self) -> Option<usize>;
+    /// Seconds of stages the plan may still add beyond `total` (a sweep's
+    /// added stages not yet spent), so the time left counts them from the
+    /// start rather than jumping when they come.
+    fn may_add_seconds(&self) -> f64 {
+        0.0
+    }
     /// A message for the operator when the plan changes (e.g. rates now known).
     fn take_notice(&mut self) -> Option<String> {
         None

@@ -94,6 +94,16 @@ impl Plan for RepeatPlan {
         Some(one * self.count as usize)
     }
 
+    /// The first run's stages are repeated as issued: what it may still
+    /// add, it adds to every run.
+    fn may_add_seconds(&self) -> f64 {
+        if self.run == 1 {
+            self.first.may_add_seconds() * f64::from(self.count)
+        } else {
+            0.0
+        }
+    }
+
     fn take_notice(&mut self) -> Option<String> {
         self.first.take_notice()
     }

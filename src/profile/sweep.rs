@@ -574,6 +574,13 @@ impl Plan for SweepPlan {
         v
     }
 
+    fn may_add_seconds(&self) -> f64 {
+        match self.budget() {
+            Budget::Seconds(b) if !self.ended => (b - self.added_s).max(0.0),
+            _ => 0.0,
+        }
+    }
+
     fn total(&self) -> Option<usize> {
         let rerun = usize::from(self.throughput_rerun) + self.added;
         Some(if self.ended {

@@ -130,6 +130,9 @@ pub struct Snapshot {
     pub done: bool,
     /// With `--repeat N`: the run of the plan under way (1-based) and N.
     pub repeat: Option<(u32, u32)>,
+    /// Seconds of stages the plan may still add (a sweep's budget for
+    /// narrowing its answer), counted in the time left.
+    pub may_add_s: f64,
 }
 
 impl Snapshot {

@@ -26,7 +26,10 @@ pub fn stage_clock(snap: &Snapshot) -> f64 {
 
 /// Progress of the stage and of the run (0..=1), and the time left when the
 /// plan's length is known. Run progress is by time: elapsed against elapsed
-/// plus what the remaining stages will take at the running stage's length.
+/// plus what the remaining stages will take at the running stage's length,
+/// plus what the plan may still add (a sweep's stages that narrow its
+/// answer: counted from the start, the time left falls when they are not
+/// needed instead of jumping when they come).
 pub fn progress(snap: &Snapshot) -> (Option<f64>, Option<f64>, Option<f64>) {
     let Some(st) = &snap.stage else {
         return (None, None, None);
@@ -43,7 +46,7 @@ pub fn progress(snap: &Snapshot) -> (Option<f64>, Option<f64>, Option<f64>) {
     };
     let left = st
         .max_seconds
-        .map(|m| (m - clock).max(0.0) + later as f64 * m);
+        .map(|m| (m - clock).max(0.0) + later as f64 * m + snap.may_add_s.max(0.0));
     let run = left.map(|l| {
         let done = snap.elapsed_s.max(0.0);
         if done + l > 0.0 {
