@@ -36,6 +36,14 @@ pub fn model(step_ms: f64, per_seq_us: f64, max_num_seqs: usize) -> SimConfig {
     c
 }
 
+/// The simulator of [`model`]`(step_ms, 0, 64)` with `f` applied to it,
+/// started on a free port.
+pub async fn start_sim_with(step_ms: f64, f: impl FnOnce(&mut SimConfig)) -> SimHandle {
+    let mut c = model(step_ms, 0.0, 64);
+    f(&mut c);
+    start_sim(c).await
+}
+
 pub fn client(url: &str, timeout: Duration) -> Arc<Client> {
     let cfg = ClientConfig {
         request_timeout: timeout,
@@ -120,6 +128,18 @@ pub async fn reset_truth(url: &str) {
         .send()
         .await
         .unwrap();
+}
+
+/// `llmsweep run ARGS` against the simulator at `url` (see
+/// [`process::run`]), which must stop before any load: it fails, and the
+/// simulator has received no request since it started or was reset.
+/// What it said on stderr.
+pub async fn refused_before_load(url: &str, out: &std::path::Path, args: &[&str]) -> String {
+    let o = process::run(url, out, args).await;
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{err}");
+    assert_eq!(truth(url).await.received, 0, "a request was sent: {err}");
+    err
 }
 
 /// Waits until the simulator has nothing running or waiting (its `/metrics`
