@@ -15,21 +15,34 @@ use tokio_util::sync::CancellationToken;
 mod common;
 use common::process::{read_report, run, tmpdir, words};
 
+/// The prompts of `spec` for `api`, each with the images `spec` asks for
+/// (drawn from `seed`), and those images.
+fn with_images(
+    spec: &str,
+    api: Api,
+    seed: u64,
+) -> (
+    Arc<[llmsweep::client::Prompt]>,
+    llmsweep::data::images::Attach,
+) {
+    let items = Synthetic::parse(spec)
+        .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
+    let im = attach(&spec_of(spec).unwrap().unwrap(), seed).unwrap();
+    let prompts = build_prompts_with(items, api, "llmsweep-sim", None, Some(&im), None)
+        .unwrap()
+        .into();
+    (prompts, im)
+}
+
 /// Each request carries its own images, the simulator accepts them and
 /// counts them in its prompt tokens: text + images × `--image-tokens`.
 #[tokio::test]
 async fn every_request_sends_new_images_that_the_server_counts_as_prompt_tokens() {
     let sim = common::start_sim_with(1.0, |c| c.params.image_tokens = 100).await;
     let spec = "prompt_tokens=16,output_tokens=4,samples=2,images=2,image_size=32x24";
-    let items = Synthetic::parse(spec)
-        .unwrap()
-        .generate(1, &Builtin)
-        .unwrap();
-    let im = attach(&spec_of(spec).unwrap().unwrap(), 7).unwrap();
-    let prompts: Arc<[_]> =
-        build_prompts_with(items, Api::Chat, "llmsweep-sim", None, Some(&im), None)
-            .unwrap()
-            .into();
+    let (prompts, im) = with_images(spec, Api::Chat, 7);
     let client = common::client(&sim.url(), std::time::Duration::from_secs(10));
     let mut seen = std::collections::BTreeSet::new();
     for seq in 0..5u64 {
@@ -172,15 +185,7 @@ async fn images_from_a_directory_are_sent_and_a_file_that_is_no_image_is_refused
 async fn messages_requests_carry_images_as_base64_source_blocks() {
     let sim = common::start_sim_with(1.0, |c| c.params.image_tokens = 50).await;
     let spec = "prompt_tokens=16,output_tokens=4,samples=1,images=2,image_size=16x16";
-    let items = Synthetic::parse(spec)
-        .unwrap()
-        .generate(1, &Builtin)
-        .unwrap();
-    let im = attach(&spec_of(spec).unwrap().unwrap(), 3).unwrap();
-    let prompts: Arc<[_]> =
-        build_prompts_with(items, Api::Messages, "llmsweep-sim", None, Some(&im), None)
-            .unwrap()
-            .into();
+    let (prompts, _) = with_images(spec, Api::Messages, 3);
     let p = for_request(&prompts, 4);
     let (sent, carried) = p.filled();
     let n = carried.images;

@@ -230,9 +230,7 @@ async fn conversations_carry_a_tools_file_s_definitions_calls_and_results() {
         err.contains("tools.json: tool 0, key `function.name`: missing"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_dir_all(&dir);
-    sim.shutdown().await;
+    clean_up(sim, &[&out, &dir]).await;
 }
 
 /// `--api responses` with images and tools, in that API's shapes: the
@@ -390,11 +388,14 @@ async fn a_file_s_conversations_carry_their_tools_images_and_calls() {
     )
     .unwrap();
     let err = common::refused_before_load(&sim.url(), &out, &args).await;
-    assert!(
-        err.contains("agent.jsonl, line 1, field `turns[0].tool_calls[0].name`: \"drive\" is not one of the conversation's tools"),
-        "{err}"
-    );
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(err.contains("agent.jsonl, line 1, field `turns[0].tool_calls[0].name`: \"drive\" is not one of the conversation's tools"), "{err}");
+    clean_up(sim, &[&out, &dir]).await;
+}
+
+/// Stops the simulator and removes the run's directories.
+async fn clean_up(sim: llmsweep::sim::SimHandle, dirs: &[&std::path::Path]) {
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
     sim.shutdown().await;
 }

@@ -52,6 +52,20 @@ pub fn client(url: &str, timeout: Duration) -> Arc<Client> {
     Arc::new(Client::new(&cfg, Arc::new(Builtin)).unwrap())
 }
 
+/// One request of `prompt` through `client`, sent now and never cancelled.
+pub async fn send_now(
+    client: &Client,
+    prompt: &llmsweep::client::Prompt,
+) -> llmsweep::client::RequestRecord {
+    client
+        .send(
+            prompt,
+            tokio::time::Instant::now(),
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+}
+
 pub fn prompts(spec: &str, api: Api) -> Arc<[llmsweep::client::Prompt]> {
     let items = Synthetic::parse(spec)
         .unwrap()
@@ -128,6 +142,21 @@ pub async fn reset_truth(url: &str) {
         .send()
         .await
         .unwrap();
+}
+
+/// The value of the first sample of `name` on the `/metrics` page at `url`.
+pub async fn metric(url: &str, name: &str) -> f64 {
+    let page = reqwest::get(format!("{url}/metrics"))
+        .await
+        .expect("/metrics answers")
+        .text()
+        .await
+        .expect("/metrics is text");
+    page.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no {name} on /metrics:\n{page}"))
 }
 
 /// `llmsweep run ARGS` against the simulator at `url` (see
