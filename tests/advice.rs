@@ -4,26 +4,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::process::{llmsweep, read_report, tmpdir, wait_with_limit};
+use common::process::{llmsweep, read_report, signal, tmpdir, wait_for_line, wait_with_limit};
 use serde_json::Value;
-
-/// Reads the child's progress lines (stderr) until `f` holds, then drains
-/// the rest in the background.
-fn wait_for_line(child: &mut Child, f: impl Fn(&str) -> bool) {
-    let mut err = BufReader::new(child.stderr.take().expect("stderr is piped"));
-    let mut line = String::new();
-    while err.read_line(&mut line).unwrap_or(0) > 0 {
-        if f(&line) {
-            break;
-        }
-        line.clear();
-    }
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-}
 
 fn next(r: &Value) -> String {
     r["answer"]["next"].as_str().unwrap_or_default().to_string()
@@ -65,11 +50,7 @@ fn a_stage_stopped_midway_gets_no_length_advice() {
     wait_for_line(&mut child, |l| {
         l.contains("stage 2/2") && l.contains("now ") && !l.contains("now 0.00/")
     });
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(ok.success());
+    signal(&child, "-INT");
     wait_with_limit(&mut child, Duration::from_secs(60));
     let r = read_report(&out);
     let stages = r["stages"].as_array().expect("stages");

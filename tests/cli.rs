@@ -1,14 +1,15 @@
 //! The real binary, as a user runs it: headless runs, the simulator as a
 //! separate process, signals, and friendly errors for bad input.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
 mod common;
-use common::process::{llmsweep, read_report, tmpdir, wait_with_limit, SimProcess};
+use common::process::{
+    llmsweep, read_report, signal, tmpdir, wait_for_line, wait_with_limit, SimProcess,
+};
 
 fn bin() -> Command {
     llmsweep()
@@ -45,28 +46,6 @@ fn sim_completed(url: &str) -> u64 {
         .ok()
         .and_then(|v| v["completed"].as_u64())
         .unwrap_or(0)
-}
-
-/// Reads the child's stderr until a line satisfies `f` (or the stream ends).
-fn wait_for_line(child: &mut Child, f: impl Fn(&str) -> bool) {
-    let mut err = BufReader::new(child.stderr.take().expect("stderr is piped"));
-    let mut line = String::new();
-    while err.read_line(&mut line).unwrap_or(0) > 0 {
-        if f(&line) {
-            break;
-        }
-        line.clear();
-    }
-    // Keep draining in the background so the child never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
 }
 
 #[test]

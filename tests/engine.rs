@@ -268,9 +268,7 @@ async fn ttft_and_itl_agree_with_the_servers_ground_truth() {
 /// One run of 20 requests; the exact counts are asserted, the timings
 /// returned as an error when they disagree with the server's.
 async fn compare_with_truth(interval: u32) -> Result<(), String> {
-    let mut cfg = model(4.0, 0.0, 64);
-    cfg.params.stream_interval = interval;
-    let sim = start_sim(cfg).await;
+    let sim = start_sim_with(4.0, |c| c.params.stream_interval = interval).await;
     let url = sim.url();
     let res = run(
         &url,

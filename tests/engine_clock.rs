@@ -25,6 +25,15 @@ fn fixed(stages: Vec<StageSpec>) -> FixedPlan {
     FixedPlan::new(stages)
 }
 
+/// A plan of one stage of `strategy`, `seconds` long.
+fn one(strategy: Strategy, seconds: f64) -> FixedPlan {
+    fixed(vec![StageSpec::new(strategy, secs(seconds))])
+}
+
+fn throughput(max_concurrency: u32) -> Strategy {
+    Strategy::Throughput { max_concurrency }
+}
+
 fn by_name<'a>(res: &'a RunResult, name: &str) -> &'a StageReport {
     res.stages
         .iter()
@@ -59,10 +68,7 @@ async fn open_loop_sends_exactly_on_schedule_and_measures_exactly() {
     // 10 req/s for 2 s; each request: first token at 20 ms, then 3 more 5 ms apart.
     let r = start(
         Scripted::fixed(20, 5, 4),
-        fixed(vec![StageSpec::new(
-            Strategy::Constant { rate: 10.0 },
-            secs(2.0),
-        )]),
+        one(Strategy::Constant { rate: 10.0 }, 2.0),
     );
     let res = r.handle.await.unwrap();
     let s = &res.stages[0];
@@ -81,10 +87,7 @@ async fn the_deadline_is_not_delayed_by_a_flood_of_completions() {
     // 2,000 req/s of 1 ms requests: the stage still ends at exactly 1 s.
     let r = start(
         Scripted::fixed(1, 0, 1),
-        fixed(vec![StageSpec::new(
-            Strategy::Constant { rate: 2000.0 },
-            secs(1.0),
-        )]),
+        one(Strategy::Constant { rate: 2000.0 }, 1.0),
     );
     let res = r.handle.await.unwrap();
     assert_eq!(res.stages[0].duration_s, 1.0);
@@ -128,10 +131,7 @@ async fn a_rate_change_lets_work_in_flight_finish_in_the_stage_that_sent_it() {
     // Requests take 2.5 s; at t = 3 s the operator doubles the rate.
     let r = start(
         Scripted::fixed(500, 100, 21),
-        fixed(vec![StageSpec::new(
-            Strategy::Constant { rate: 4.0 },
-            secs(10.0),
-        )]),
+        one(Strategy::Constant { rate: 4.0 }, 10.0),
     );
     sleep(Duration::from_millis(3010)).await;
     r.control.send(Control::ScaleRate(2.0)).unwrap();
@@ -169,10 +169,7 @@ async fn pause_is_left_out_of_the_stage_clock_and_rates() {
     // pipeline refills after it, as on a real server.
     let r = start(
         Scripted::fixed(100, 10, 101),
-        fixed(vec![StageSpec::new(
-            Strategy::Constant { rate: 10.0 },
-            secs(8.0),
-        )]),
+        one(Strategy::Constant { rate: 10.0 }, 8.0),
     );
     let mut snaps = r.snapshots.clone();
     sleep(Duration::from_millis(4000)).await;
@@ -245,12 +242,7 @@ async fn a_throughput_stage_cut_early_runs_again_and_the_plan_goes_on() {
     let r = start(
         Scripted::fixed(100, 10, 10).with_capacity(8),
         fixed(vec![
-            StageSpec::new(
-                Strategy::Throughput {
-                    max_concurrency: 32,
-                },
-                secs(10.0),
-            ),
+            StageSpec::new(throughput(32), secs(10.0)),
             StageSpec::new(Strategy::Constant { rate: 5.0 }, secs(2.0)),
         ]),
     );
@@ -275,10 +267,7 @@ async fn a_throughput_stage_cut_early_runs_again_and_the_plan_goes_on() {
 async fn concurrent_streams_move_by_whole_streams() {
     let r = start(
         Scripted::fixed(100, 10, 10),
-        fixed(vec![StageSpec::new(
-            Strategy::Concurrent { streams: 4 },
-            secs(30.0),
-        )]),
+        one(Strategy::Concurrent { streams: 4 }, 30.0),
     );
     sleep(Duration::from_millis(500)).await;
     r.control.send(Control::ScaleRate(1.1)).unwrap();
@@ -325,12 +314,7 @@ async fn closed_loop_strategies_hold_their_concurrency_exactly() {
         fixed(vec![
             StageSpec::new(Strategy::Synchronous, secs(1.0)),
             StageSpec::new(Strategy::Concurrent { streams: 4 }, secs(1.0)),
-            StageSpec::new(
-                Strategy::Throughput {
-                    max_concurrency: 16,
-                },
-                secs(1.0),
-            ),
+            StageSpec::new(throughput(16), secs(1.0)),
         ]),
     );
     let res = r.handle.await.unwrap();
@@ -367,12 +351,7 @@ async fn a_rate_set_during_a_flood_is_not_judged_by_the_floods_backlog() {
         Scripted::fixed(100, 10, 10).with_capacity(4),
         fixed(vec![
             StageSpec::new(Strategy::Synchronous, secs(2.0)),
-            StageSpec::new(
-                Strategy::Throughput {
-                    max_concurrency: 256,
-                },
-                secs(8.0),
-            ),
+            StageSpec::new(throughput(256), secs(8.0)),
         ]),
     );
     // Into the throughput stage (after the synchronous one and the settle).
@@ -408,10 +387,7 @@ async fn a_rate_set_during_a_flood_is_not_judged_by_the_floods_backlog() {
 async fn the_rerun_to_come_is_among_the_upcoming_stages() {
     let r = start(
         Scripted::fixed(500, 100, 21),
-        fixed(vec![StageSpec::new(
-            Strategy::Constant { rate: 4.0 },
-            secs(10.0),
-        )]),
+        one(Strategy::Constant { rate: 4.0 }, 10.0),
     );
     sleep(Duration::from_millis(3010)).await;
     r.control.send(Control::ScaleRate(2.0)).unwrap();
@@ -440,12 +416,7 @@ async fn the_rerun_to_come_is_among_the_upcoming_stages() {
 async fn flood_of_8_slots(pause: bool) -> StageReport {
     let r = start(
         Scripted::fixed(100, 10, 10).with_capacity(8),
-        fixed(vec![StageSpec::new(
-            Strategy::Throughput {
-                max_concurrency: 32,
-            },
-            secs(10.0),
-        )]),
+        one(throughput(32), 10.0),
     );
     if pause {
         sleep(Duration::from_millis(3050)).await;
@@ -503,15 +474,7 @@ async fn a_pause_between_waves_leaves_the_wave_rate_as_measured() {
     // and is no evidence; the rate comes from the waves after it, over the
     // time they took, not from the first request sent before the pause.
     let capacity_of = |pause: bool| async move {
-        let r = start(
-            Scripted::fixed(100, 25, 128),
-            fixed(vec![StageSpec::new(
-                Strategy::Throughput {
-                    max_concurrency: 32,
-                },
-                secs(10.0),
-            )]),
-        );
+        let r = start(Scripted::fixed(100, 25, 128), one(throughput(32), 10.0));
         if pause {
             sleep(Duration::from_millis(3000)).await;
             r.control.send(Control::Pause).unwrap();
@@ -547,12 +510,7 @@ async fn a_stage_held_back_by_max_concurrency_says_so() {
     let r = start(
         Scripted::fixed(100, 10, 10).with_capacity(8),
         fixed(vec![
-            StageSpec::new(
-                Strategy::Throughput {
-                    max_concurrency: 32,
-                },
-                limits(5.0),
-            ),
+            StageSpec::new(throughput(32), limits(5.0)),
             StageSpec::new(Strategy::Constant { rate: 30.0 }, limits(5.0)),
             StageSpec::new(Strategy::Constant { rate: 5.0 }, limits(5.0)),
         ]),
@@ -577,10 +535,7 @@ async fn the_snapshot_shows_what_streams_before_any_request_ends() {
     // first request ends after 8.2 s; 50 tokens a second a stream.
     let mut r = start(
         Scripted::fixed(200, 20, 400),
-        fixed(vec![StageSpec::new(
-            Strategy::Concurrent { streams: 16 },
-            secs(5.0),
-        )]),
+        one(Strategy::Concurrent { streams: 16 }, 5.0),
     );
     sleep(Duration::from_millis(3100)).await;
     let st = r.snapshots.borrow_and_update().stage.clone().unwrap();

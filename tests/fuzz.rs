@@ -70,13 +70,21 @@ fn chunkish() -> impl Strategy<Value = String> {
     prop::collection::vec(parts, 0..40).prop_map(|v| v.concat())
 }
 
-proptest! {
-    // 512 cases in the test suite; scripts/fuzz.sh raises it with PROPTEST_CASES.
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+/// 512 cases in the test suite; scripts/fuzz.sh raises it with
+/// PROPTEST_CASES. No failure files.
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(512),
         failure_persistence: None,
         ..ProptestConfig::default()
-    })]
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
 
     #[test]
     fn chunk_parser_never_panics_on_noise(s in ".{0,300}") {
@@ -212,11 +220,7 @@ fn prom_value() -> impl Strategy<Value = f64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(config())]
 
     #[test]
     fn prometheus_parser_never_panics(s in promish(), noise in ".{0,200}") {
@@ -322,11 +326,7 @@ fn separators(line: &str) -> usize {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(config())]
 
     #[test]
     fn the_terminal_sink_passes_no_control_character(s in hostile_text()) {

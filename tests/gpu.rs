@@ -451,12 +451,12 @@ fn an_attached_viewer_gets_the_gpu_panel_and_each_stages_power() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !out.join("run.json").exists() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "the run started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        .expect("llmsweep starts");
+    common::process::wait_for_path(
+        &out.join("run.json"),
+        "the run started",
+        Duration::from_secs(30),
+    );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (gpu, stage, ended) = rt.block_on(async {
         let (_dir, conn) = connect(Some(&out), std::path::Path::new("unused"))

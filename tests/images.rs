@@ -13,35 +13,36 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::process::{llmsweep, read_report, tmpdir};
+use common::process::{read_report, run, tmpdir, words};
 
-async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = llmsweep();
-    cmd.args(["run", "--target", url, "--headless"])
-        .args(args)
-        .args(["--out", out.to_str().unwrap()]);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
+/// The prompts of `spec` for `api`, each with the images `spec` asks for
+/// (drawn from `seed`), and those images.
+fn with_images(
+    spec: &str,
+    api: Api,
+    seed: u64,
+) -> (
+    Arc<[llmsweep::client::Prompt]>,
+    llmsweep::data::images::Attach,
+) {
+    let items = Synthetic::parse(spec)
         .unwrap()
+        .generate(1, &Builtin)
+        .unwrap();
+    let im = attach(&spec_of(spec).unwrap().unwrap(), seed).unwrap();
+    let prompts = build_prompts_with(items, api, "llmsweep-sim", None, Some(&im), None)
+        .unwrap()
+        .into();
+    (prompts, im)
 }
 
 /// Each request carries its own images, the simulator accepts them and
 /// counts them in its prompt tokens: text + images × `--image-tokens`.
 #[tokio::test]
 async fn every_request_sends_new_images_that_the_server_counts_as_prompt_tokens() {
-    let mut c = common::model(1.0, 0.0, 64);
-    c.params.image_tokens = 100;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(1.0, |c| c.params.image_tokens = 100).await;
     let spec = "prompt_tokens=16,output_tokens=4,samples=2,images=2,image_size=32x24";
-    let items = Synthetic::parse(spec)
-        .unwrap()
-        .generate(1, &Builtin)
-        .unwrap();
-    let im = attach(&spec_of(spec).unwrap().unwrap(), 7).unwrap();
-    let prompts: Arc<[_]> =
-        build_prompts_with(items, Api::Chat, "llmsweep-sim", None, Some(&im), None)
-            .unwrap()
-            .into();
+    let (prompts, im) = with_images(spec, Api::Chat, 7);
     let client = common::client(&sim.url(), std::time::Duration::from_secs(10));
     let mut seen = std::collections::BTreeSet::new();
     for seq in 0..5u64 {
@@ -85,20 +86,11 @@ async fn a_run_with_images_reports_images_bytes_and_the_server_s_prompt_tokens()
     let o = run(
         &sim.url(),
         &out,
-        &[
-            "--data",
-            "prompt_tokens=32,output_tokens=8,images=2,image_size=64x64",
-            "--profile",
-            "constant",
-            "--rate",
-            "10",
-            "--max-requests",
-            "20",
-            "--max-seconds",
-            "10",
-            "--export",
-            "json,csv,md,html,console",
-        ],
+        &words(
+            "--data prompt_tokens=32,output_tokens=8,images=2,image_size=64x64 \
+             --profile constant --rate 10 --max-requests 20 --max-seconds 10 \
+             --export json,csv,md,html,console",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -158,18 +150,10 @@ async fn images_from_a_directory_are_sent_and_a_file_that_is_no_image_is_refused
         "prompt_tokens=8,output_tokens=4,images=1,images_dir={}",
         dir.display()
     );
-    let args = [
-        "--data",
-        &data,
-        "--profile",
-        "constant",
-        "--rate",
-        "20",
-        "--max-requests",
-        "6",
-        "--export",
-        "json",
-    ];
+    let mut args = vec!["--data", &data];
+    args.extend(words(
+        "--profile constant --rate 20 --max-requests 6 --export json",
+    ));
     let o = run(&sim.url(), &out, &args).await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = read_report(&out);
@@ -180,9 +164,7 @@ async fn images_from_a_directory_are_sent_and_a_file_that_is_no_image_is_refused
     std::fs::write(dir.join("c.txt"), "not a picture").unwrap();
     common::reset_truth(&sim.url()).await;
     let _ = std::fs::remove_dir_all(&out);
-    let o = run(&sim.url(), &out, &args).await;
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = common::refused_before_load(&sim.url(), &out, &args).await;
     assert!(
         err.contains("c.txt is not an image (PNG, JPEG, GIF or WebP)"),
         "{err}"
@@ -201,19 +183,9 @@ async fn images_from_a_directory_are_sent_and_a_file_that_is_no_image_is_refused
 /// base64 `source` is filled as the request is sent.
 #[tokio::test]
 async fn messages_requests_carry_images_as_base64_source_blocks() {
-    let mut c = common::model(1.0, 0.0, 64);
-    c.params.image_tokens = 50;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(1.0, |c| c.params.image_tokens = 50).await;
     let spec = "prompt_tokens=16,output_tokens=4,samples=1,images=2,image_size=16x16";
-    let items = Synthetic::parse(spec)
-        .unwrap()
-        .generate(1, &Builtin)
-        .unwrap();
-    let im = attach(&spec_of(spec).unwrap().unwrap(), 3).unwrap();
-    let prompts: Arc<[_]> =
-        build_prompts_with(items, Api::Messages, "llmsweep-sim", None, Some(&im), None)
-            .unwrap()
-            .into();
+    let (prompts, _) = with_images(spec, Api::Messages, 3);
     let p = for_request(&prompts, 4);
     let (sent, carried) = p.filled();
     let n = carried.images;
@@ -256,9 +228,7 @@ async fn messages_requests_carry_images_as_base64_source_blocks() {
 /// missing, stops the run before any load with the file, line and key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn images_from_a_jsonl_column_go_with_their_rows() {
-    let mut c = common::model(1.0, 0.0, 64);
-    c.params.image_tokens = 10;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(1.0, |c| c.params.image_tokens = 10).await;
     let out = tmpdir("images-column");
     let dir = tmpdir("images-column-files");
     std::fs::create_dir_all(dir.join("pics")).unwrap();
@@ -346,14 +316,11 @@ async fn images_from_a_jsonl_column_go_with_their_rows() {
     // Text-only APIs refuse a file with images.
     let _ = std::fs::remove_dir_all(&out);
     let a = args(&data, "completions");
-    let o = run(&sim.url(), &out, &refs(&a)).await;
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = common::refused_before_load(&sim.url(), &out, &refs(&a)).await;
     assert!(
         err.contains("`images` column") && err.contains("use --api chat"),
         "{err}"
     );
-    assert_eq!(common::truth(&sim.url()).await.received, 0);
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&dir);
     sim.shutdown().await;

@@ -15,46 +15,30 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::process::{llmsweep, read_report, tmpdir};
+use common::process::{output_beside_runtime, read_report, run_command, tmpdir, words};
 
+/// `llmsweep run` (see [`common::process::run`]) with a key in
+/// `ANTHROPIC_TEST_KEY`.
 async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = llmsweep();
-    cmd.args(["run", "--target", url, "--headless"])
-        .args(args)
-        .args(["--out", out.to_str().unwrap()])
-        .env("ANTHROPIC_TEST_KEY", "sk-ant-test-123");
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
+    let mut cmd = run_command(url, out, args);
+    cmd.env("ANTHROPIC_TEST_KEY", "sk-ant-test-123");
+    output_beside_runtime(cmd).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_messages_run_reads_usage_thinking_and_the_end_of_each_answer() {
-    let mut c = common::model(2.0, 0.0, 64);
-    c.params.reasoning_tokens_mean = 4.0;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(2.0, |c| c.params.reasoning_tokens_mean = 4.0).await;
     let out = tmpdir("messages-run");
     // A pasted /v1/messages endpoint selects the API.
     let target = format!("{}/v1/messages", sim.url());
     let o = run(
         &target,
         &out,
-        &[
-            "--api-key-env",
-            "ANTHROPIC_TEST_KEY",
-            "--data",
-            "prompt_tokens=32,output_tokens=12",
-            "--profile",
-            "constant",
-            "--rate",
-            "20",
-            "--max-requests",
-            "20",
-            "--max-seconds",
-            "10",
-            "--export",
-            "json",
-        ],
+        &words(
+            "--api-key-env ANTHROPIC_TEST_KEY \
+             --data prompt_tokens=32,output_tokens=12 --profile constant --rate 20 \
+             --max-requests 20 --max-seconds 10 --export json",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -197,27 +181,16 @@ async fn the_key_goes_as_x_api_key_with_a_version_and_broken_answers_are_categor
 /// simulator answers with `tool_use` blocks, which are counted as calls.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_with_tools_are_answered_with_tool_use_blocks_counted_as_calls() {
-    let mut c = common::model(2.0, 0.0, 64);
-    c.params.tool_call_share = 1.0;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(2.0, |c| c.params.tool_call_share = 1.0).await;
     let out = tmpdir("messages-tools");
     let o = run(
         &sim.url(),
         &out,
-        &[
-            "--api",
-            "messages",
-            "--data",
-            "prompt_tokens=16,output_tokens=6,tools=3,tool_results=1,tool_result_tokens=10",
-            "--profile",
-            "constant",
-            "--rate",
-            "20",
-            "--max-requests",
-            "10",
-            "--export",
-            "json",
-        ],
+        &words(
+            "--api messages \
+             --data prompt_tokens=16,output_tokens=6,tools=3,tool_results=1,tool_result_tokens=10 \
+             --profile constant --rate 20 --max-requests 10 --export json",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod common;
-use common::process::{llmsweep, read_report, tmpdir};
+use common::process::{read_report, run, tmpdir, words};
 
 /// The simulator serving `base` (also as `alias`) and the adapter `ad1`.
 async fn several_names() -> llmsweep::sim::SimHandle {
@@ -18,18 +18,6 @@ async fn several_names() -> llmsweep::sim::SimHandle {
     c.aliases = vec!["alias".into()];
     c.lora_modules = vec![("ad1".into(), "/adapters/one".into())];
     common::start_sim(c).await
-}
-
-/// `llmsweep run -t URL ARGS --headless --out OUT` on a thread (the
-/// simulator runs on the test's runtime).
-async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = llmsweep();
-    cmd.args(["run", "--target", url, "--headless"])
-        .args(args)
-        .args(["--out", out.to_str().unwrap()]);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
 }
 
 fn counts_by_model(stage: &Value) -> BTreeMap<String, u64> {
@@ -53,23 +41,12 @@ async fn a_mix_of_models_and_adapters_gets_its_shares_and_a_row_each() {
     let o = run(
         &sim.url(),
         &out,
-        &[
-            "--model",
-            "base=70%,ad1=20%,alias=10%",
-            "--profile",
-            "constant",
-            "--rate",
-            "20",
-            "--max-requests",
-            "50",
-            "--max-seconds",
-            "10",
-            "--data",
-            "prompt_tokens=16,output_tokens=8",
-            "--export",
-            "json,csv,md,html,console",
-            "--save-requests",
-        ],
+        &words(
+            "--model base=70%,ad1=20%,alias=10% --profile constant --rate 20 \
+             --max-requests 50 --max-seconds 10 \
+             --data prompt_tokens=16,output_tokens=8 \
+             --export json,csv,md,html,console --save-requests",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -165,12 +142,7 @@ async fn a_profile_file_sets_the_mix_and_missing_models_are_named_before_any_loa
     let o = run(
         &sim.url(),
         &out.join("missing"),
-        &[
-            "--model",
-            "base=50%,nope=25%,gone=25%",
-            "--max-seconds",
-            "2",
-        ],
+        &words("--model base=50%,nope=25%,gone=25% --max-seconds 2"),
     )
     .await;
     let err = String::from_utf8_lossy(&o.stderr);
@@ -269,20 +241,10 @@ async fn a_mix_led_by_an_adapter_is_held_to_its_base_models_context() {
     let o = run(
         &sim.url(),
         &out.join("fits"),
-        &[
-            "--model",
-            "ad1=50%,base=50%",
-            "--data",
-            "prompt_tokens=100,output_tokens=8",
-            "--profile",
-            "constant",
-            "--rate",
-            "20",
-            "--max-requests",
-            "10",
-            "--max-seconds",
-            "10",
-        ],
+        &words(
+            "--model ad1=50%,base=50% --data prompt_tokens=100,output_tokens=8 \
+             --profile constant --rate 20 --max-requests 10 --max-seconds 10",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -314,20 +276,11 @@ async fn requests_waiting_for_a_lora_slot_are_warned_of() {
         let o = run(
             &sim.url(),
             &dir,
-            &[
-                "--model",
-                "base=50%,ad1=25%,ad2=25%",
-                "--data",
-                "prompt_tokens=16,output_tokens=32",
-                "--profile",
-                "constant",
-                "--rate",
-                "40",
-                "--max-seconds",
-                "3",
-                "--server-metrics-interval",
-                "0.1",
-            ],
+            &words(
+                "--model base=50%,ad1=25%,ad2=25% \
+                 --data prompt_tokens=16,output_tokens=32 --profile constant --rate 40 \
+                 --max-seconds 3 --server-metrics-interval 0.1",
+            ),
         )
         .await;
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

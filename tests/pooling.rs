@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 mod common;
-use common::process::{llmsweep, read_report, tmpdir};
+use common::process::{read_report, run, tmpdir, words};
 
 async fn pooling_sim() -> llmsweep::sim::SimHandle {
     let mut c = common::model(2.0, 0.0, 256);
@@ -16,16 +16,6 @@ async fn pooling_sim() -> llmsweep::sim::SimHandle {
         per_token: std::time::Duration::from_micros(10),
     };
     common::start_sim(c).await
-}
-
-async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = llmsweep();
-    cmd.args(["run", "--target", url, "--headless"])
-        .args(args)
-        .args(["--out", out.to_str().unwrap()]);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,20 +107,10 @@ async fn a_sweep_of_embeddings_finds_the_pooling_engine_s_capacity() {
     let o = run(
         &sim.url(),
         &out,
-        &[
-            "--api",
-            "embeddings",
-            "--batch",
-            "8",
-            "--data",
-            "prompt_tokens=32,output_tokens=1",
-            "--rate",
-            "4",
-            "--max-seconds",
-            "5",
-            "--export",
-            "json",
-        ],
+        &words(
+            "--api embeddings --batch 8 --data prompt_tokens=32,output_tokens=1 \
+             --rate 4 --max-seconds 5 --export json",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -176,12 +156,7 @@ async fn a_pooling_answer_that_is_wrong_is_a_categorised_failure() {
     let o = run(
         &sim.url(),
         &out,
-        &[
-            "--api",
-            "rerank",
-            "--data",
-            "prompt_tokens=8,output_tokens=1,turns=2",
-        ],
+        &words("--api rerank --data prompt_tokens=8,output_tokens=1,turns=2"),
     )
     .await;
     assert!(!o.status.success());

@@ -14,7 +14,6 @@ use llmsweep::engine::{Limits, Strategy};
 use llmsweep::stats::metrics;
 use llmsweep::tokenizer::Builtin;
 use llmsweep::types::Api;
-use tokio_util::sync::CancellationToken;
 
 fn thinking_model(reasoning: f64, stream_interval: u32) -> llmsweep::sim::SimConfig {
     let mut cfg = model(1.0, 0.0, 64);
@@ -43,13 +42,7 @@ async fn the_client_splits_thinking_from_the_answer_exactly() {
             let sim = start_sim(thinking_model(5.0, interval)).await;
             let c = client(&sim.url(), Duration::from_secs(10));
             let p = prompts_with("prompt_tokens=16,output_tokens=12", extra);
-            let r = c
-                .send(
-                    &p[0],
-                    tokio::time::Instant::now(),
-                    &CancellationToken::new(),
-                )
-                .await;
+            let r = send_now(&c, &p[0]).await;
             let case = format!("interval {interval}, extra {extra:?}");
             assert_eq!(r.outcome, RequestOutcome::Completed, "{case}");
             assert_eq!(r.output_tokens, 12, "{case}");
@@ -169,23 +162,18 @@ async fn a_stage_reports_ttfat_and_the_split_the_server_made() {
 /// warning naming both lengths; a model without thinking has no reasoning.
 #[tokio::test]
 async fn a_server_that_stops_early_is_named() {
-    let mut cfg = model(1.0, 0.0, 64);
-    cfg.params.output_len_mean = 10.0;
-    cfg.params.output_len_stdev = 0.0;
-    let sim = start_sim(cfg).await;
+    let sim = start_sim_with(1.0, |c| {
+        c.params.output_len_mean = 10.0;
+        c.params.output_len_stdev = 0.0;
+    })
+    .await;
     let url = sim.url();
     let c = client(&url, Duration::from_secs(10));
     let p = prompts_with(
         "prompt_tokens=16,output_tokens=40",
         Some(r#"{"ignore_eos":false}"#),
     );
-    let r = c
-        .send(
-            &p[0],
-            tokio::time::Instant::now(),
-            &CancellationToken::new(),
-        )
-        .await;
+    let r = send_now(&c, &p[0]).await;
     assert_eq!((r.output_tokens, r.requested_output_tokens), (10, Some(40)));
     assert!(!r.saw_reasoning());
     let mut s = llmsweep::stats::stage::StageStats::new(
@@ -330,13 +318,7 @@ async fn the_responses_api_is_measured_like_chat() {
         let sim = start_sim(thinking_model(5.0, interval)).await;
         let c = responses_client(&sim.url());
         let p = responses_prompts("prompt_tokens=16,output_tokens=12");
-        let r = c
-            .send(
-                &p[0],
-                tokio::time::Instant::now(),
-                &CancellationToken::new(),
-            )
-            .await;
+        let r = send_now(&c, &p[0]).await;
         assert_eq!(r.outcome, RequestOutcome::Completed, "interval {interval}");
         assert_eq!(r.output_source, TokenSource::Usage);
         assert_eq!((r.output_tokens, r.reasoning_tokens()), (12, 5));
@@ -355,13 +337,7 @@ async fn the_responses_api_is_measured_like_chat() {
     let sim = start_sim(cfg).await;
     let c = responses_client(&sim.url());
     let p = responses_prompts("prompt_tokens=16,output_tokens=12");
-    let r = c
-        .send(
-            &p[0],
-            tokio::time::Instant::now(),
-            &CancellationToken::new(),
-        )
-        .await;
+    let r = send_now(&c, &p[0]).await;
     match &r.outcome {
         RequestOutcome::Errored { category, message } => {
             assert_eq!(category.to_string(), "error_event");
@@ -374,13 +350,7 @@ async fn the_responses_api_is_measured_like_chat() {
     cfg.faults.fault_empty = 1.0;
     let sim = start_sim(cfg).await;
     let c = responses_client(&sim.url());
-    let r = c
-        .send(
-            &p[0],
-            tokio::time::Instant::now(),
-            &CancellationToken::new(),
-        )
-        .await;
+    let r = send_now(&c, &p[0]).await;
     assert!(
         matches!(&r.outcome, RequestOutcome::Errored { category, .. } if category.to_string() == "empty_response"),
         "{:?}",

@@ -8,27 +8,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 mod common;
-use common::process::{llmsweep, read_report, tmpdir};
-
-/// `llmsweep run -t URL ARGS --headless --out OUT` on a thread (the
-/// simulator runs on the test's runtime).
-async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = llmsweep();
-    cmd.args(["run", "--target", url, "--headless"])
-        .args(args)
-        .args(["--out", out.to_str().unwrap()]);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn lines(out: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(out.join("requests.jsonl"))
-        .expect("requests.jsonl written")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
+use common::process::{read_report, request_lines as lines, run, tmpdir, words};
 
 /// Each request carries a W3C traceparent and an x-request-id (its trace
 /// id); requests.jsonl keeps both; the simulator, as vLLM with
@@ -69,19 +49,10 @@ async fn every_request_carries_ids_the_server_sees_and_requests_jsonl_keeps() {
     let o = run(
         &url,
         &out,
-        &[
-            "--profile",
-            "constant",
-            "--rate",
-            "20",
-            "--max-requests",
-            "20",
-            "--max-seconds",
-            "20",
-            "--data",
-            "prompt_tokens=16,output_tokens=4",
-            "--save-requests",
-        ],
+        &words(
+            "--profile constant --rate 20 --max-requests 20 --max-seconds 20 \
+             --data prompt_tokens=16,output_tokens=4 --save-requests",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -199,22 +170,12 @@ async fn reset_prefix_cache_keeps_stages_from_warming_each_other() {
 /// VLLM_SERVER_DEV_MODE=1) is refused before any load, saying why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_prefix_cache_is_refused_before_any_load_when_the_server_lacks_it() {
-    let mut c = common::model(2.0, 0.0, 64);
-    c.params.cache_reset_route = false;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(2.0, |c| c.params.cache_reset_route = false).await;
     let out = tmpdir("reset-refused");
     let o = run(
         &sim.url(),
         &out,
-        &[
-            "--profile",
-            "constant",
-            "--rate",
-            "5",
-            "--max-requests",
-            "5",
-            "--reset-prefix-cache",
-        ],
+        &words("--profile constant --rate 5 --max-requests 5 --reset-prefix-cache"),
     )
     .await;
     assert!(!o.status.success());
@@ -248,26 +209,12 @@ async fn every_input_of_a_batch_is_new_and_the_server_table_counts_per_input() {
     let o = run(
         &url,
         &out,
-        &[
-            "--api",
-            "embeddings",
-            "--batch",
-            "4",
-            "--profile",
-            "constant",
-            "--rate",
-            "8",
-            "--max-requests",
-            "24",
-            "--max-seconds",
-            "30",
-            "--server-metrics-interval",
-            "0.5",
-            "--data",
-            "prompt_tokens=64,output_tokens=1,samples=8",
-            "--export",
-            "json,console",
-        ],
+        &words(
+            "--api embeddings --batch 4 --profile constant --rate 8 \
+             --max-requests 24 --max-seconds 30 --server-metrics-interval 0.5 \
+             --data prompt_tokens=64,output_tokens=1,samples=8 \
+             --export json,console",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

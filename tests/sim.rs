@@ -90,9 +90,7 @@ async fn chat_stream_conforms_to_the_openai_format() {
 
 #[tokio::test]
 async fn completions_stream_with_continuous_usage_and_multi_token_chunks() {
-    let mut cfg = model(1.0, 0.0, 64);
-    cfg.params.stream_interval = 3;
-    let sim = start_sim(cfg).await;
+    let sim = start_sim_with(1.0, |c| c.params.stream_interval = 3).await;
     let url = sim.url();
     let body = json!({
         "prompt": "hello world", "max_tokens": 7, "ignore_eos": true, "stream": true,
@@ -442,9 +440,7 @@ fn counter(metrics: &str, name: &str) -> f64 {
 
 #[tokio::test]
 async fn metrics_count_the_prefix_cache_hits_that_usage_reports() {
-    let mut cfg = model(1.0, 0.0, 64);
-    cfg.params.prefix_cache = true;
-    let sim = start_sim(cfg).await;
+    let sim = start_sim_with(1.0, |c| c.params.prefix_cache = true).await;
     let url = sim.url();
     // The same 64-word prompt twice: the second is served from the cache.
     let prompt = vec!["word"; 64].join(" ");
@@ -502,10 +498,11 @@ fn split_of(ev: &[String]) -> Vec<(usize, usize)> {
 
 #[tokio::test]
 async fn a_reasoning_model_thinks_before_it_answers() {
-    let mut cfg = model(1.0, 0.0, 64);
-    cfg.params.reasoning_tokens_mean = 3.0;
-    cfg.params.stream_interval = 2;
-    let sim = start_sim(cfg).await;
+    let sim = start_sim_with(1.0, |c| {
+        c.params.reasoning_tokens_mean = 3.0;
+        c.params.stream_interval = 2;
+    })
+    .await;
     let url = sim.url();
     let ev = events(
         &post(&url, "/v1/chat/completions", &chat_body(7, true, false))
@@ -565,9 +562,7 @@ async fn a_reasoning_model_thinks_before_it_answers() {
 /// thinking before the answer, and the usage on the last event; no `[DONE]`.
 #[tokio::test]
 async fn responses_api_streams_its_events() {
-    let mut cfg = model(1.0, 0.0, 64);
-    cfg.params.reasoning_tokens_mean = 2.0;
-    let sim = start_sim(cfg).await;
+    let sim = start_sim_with(1.0, |c| c.params.reasoning_tokens_mean = 2.0).await;
     let url = sim.url();
     let body = json!({
         "model": "llmsweep-sim", "input": "one two three", "stream": true,

@@ -340,18 +340,14 @@ fn data_files_and_tokenizers_from_the_command_line() {
 
     write_wordpiece(&dir);
     let out2 = dir.join("out2");
-    let (ok, err) = stderr_of(bin().args([
-        "--tokenizer",
-        dir.to_str().unwrap(),
-        "--data",
-        "prompt_tokens=40,output_tokens=4",
-        "--profile",
-        "synchronous",
-        "--max-requests",
-        "2",
-        "--out",
-        out2.to_str().unwrap(),
-    ]));
+    let (ok, err) = stderr_of(
+        bin()
+            .arg("--tokenizer")
+            .arg(&dir)
+            .args(TWO_REQUESTS)
+            .arg("--out")
+            .arg(&out2),
+    );
     assert!(ok, "{err}");
     let r = common::process::read_report(&out2);
     assert_eq!(r["stages"][0]["tokens"]["prompt_mean"], 40.0);
@@ -360,6 +356,16 @@ fn data_files_and_tokenizers_from_the_command_line() {
         .unwrap()
         .ends_with("tokenizer.json"));
 }
+
+/// Two synchronous requests of 40 prompt tokens.
+const TWO_REQUESTS: [&str; 6] = [
+    "--data",
+    "prompt_tokens=40,output_tokens=4",
+    "--profile",
+    "synchronous",
+    "--max-requests",
+    "2",
+];
 
 /// A Hugging Face cache as huggingface_hub lays it out, holding `repo`'s
 /// tokenizer.json (the WordPiece one above) in snapshot `commit`.
@@ -395,16 +401,7 @@ fn run_with_hf(
     for (k, v) in env {
         c.env(k, v);
     }
-    c.args(args).args([
-        "--data",
-        "prompt_tokens=40,output_tokens=4",
-        "--profile",
-        "synchronous",
-        "--max-requests",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    c.args(args).args(TWO_REQUESTS).arg("--out").arg(&out);
     let (ok, err) = stderr_of(&mut c);
     (ok, err, out)
 }

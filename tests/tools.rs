@@ -15,25 +15,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::process::{llmsweep, read_report, tmpdir};
-
-async fn run(url: &str, out: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = llmsweep();
-    cmd.args(["run", "--target", url, "--headless"])
-        .args(args)
-        .args(["--out", out.to_str().unwrap()]);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
-}
+use common::process::{llmsweep, output_beside_runtime, read_report, run, tmpdir, words};
 
 /// A request with tools, answered with a call: the call's pieces are the
 /// output (its first piece is the first token), counted as one call.
 #[tokio::test]
 async fn a_streamed_tool_call_is_output_and_counted_as_a_call() {
-    let mut c = common::model(2.0, 0.0, 64);
-    c.params.tool_call_share = 1.0;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(2.0, |c| c.params.tool_call_share = 1.0).await;
     let spec =
         "prompt_tokens=16,output_tokens=6,samples=1,tools=3,tool_results=1,tool_result_tokens=10";
     let items = Synthetic::parse(spec)
@@ -86,27 +74,16 @@ async fn a_streamed_tool_call_is_output_and_counted_as_a_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_with_tools_reports_the_calls_the_server_made() {
-    let mut c = common::model(2.0, 0.0, 64);
-    c.params.tool_call_share = 0.5;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(2.0, |c| c.params.tool_call_share = 0.5).await;
     let out = tmpdir("tools-run");
     let o = run(
         &sim.url(),
         &out,
-        &[
-            "--data",
-            "prompt_tokens=32,output_tokens=8,tools=4,tool_results=1",
-            "--profile",
-            "constant",
-            "--rate",
-            "20",
-            "--max-requests",
-            "40",
-            "--max-seconds",
-            "10",
-            "--export",
-            "json,csv,md,html,console",
-        ],
+        &words(
+            "--data prompt_tokens=32,output_tokens=8,tools=4,tool_results=1 \
+             --profile constant --rate 20 --max-requests 40 --max-seconds 10 \
+             --export json,csv,md,html,console",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -172,11 +149,8 @@ async fn tools_against_the_default_simulators_get_calls_or_a_reason() {
         "json,console",
     ];
     let mut cmd = llmsweep();
-    cmd.args(args)
-        .args(["--headless", "--out", out.to_str().unwrap()]);
-    let o = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    cmd.args(args).arg("--headless").arg("--out").arg(&out);
+    let o = output_beside_runtime(cmd).await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = read_report(&out);
     let calls = r["stages"][0]["tool_calls"]["calls"].as_u64().unwrap_or(0);
@@ -199,9 +173,7 @@ async fn tools_against_the_default_simulators_get_calls_or_a_reason() {
 /// history. A tools file that is not one stops the run before any load.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conversations_carry_a_tools_file_s_definitions_calls_and_results() {
-    let mut c = common::model(2.0, 0.0, 64);
-    c.params.image_tokens = 20;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(2.0, |c| c.params.image_tokens = 20).await;
     let out = tmpdir("tools-conv");
     let dir = tmpdir("tools-conv-files");
     std::fs::create_dir_all(&dir).unwrap();
@@ -217,20 +189,10 @@ async fn conversations_carry_a_tools_file_s_definitions_calls_and_results() {
         "prompt_tokens=16,output_tokens=4,turns=3,think_time=0,tools_file={},tool_results=1,tool_result_tokens=10,images=1,image_size=16x16",
         file.display()
     );
-    let args = [
-        "--data",
-        data.as_str(),
-        "--profile",
-        "concurrent",
-        "--rate",
-        "2",
-        "--max-requests",
-        "4",
-        "--max-seconds",
-        "10",
-        "--export",
-        "json",
-    ];
+    let mut args = vec!["--data", data.as_str()];
+    args.extend(words(
+        "--profile concurrent --rate 2 --max-requests 4 --max-seconds 10 --export json",
+    ));
     let o = run(&sim.url(), &out, &args).await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = read_report(&out);
@@ -263,17 +225,12 @@ async fn conversations_carry_a_tools_file_s_definitions_calls_and_results() {
         r#"[{"type": "function", "function": {"description": "no name"}}]"#,
     )
     .unwrap();
-    let o = run(&sim.url(), &out, &args).await;
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = common::refused_before_load(&sim.url(), &out, &args).await;
     assert!(
         err.contains("tools.json: tool 0, key `function.name`: missing"),
         "{err}"
     );
-    assert_eq!(common::truth(&sim.url()).await.received, 0);
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_dir_all(&dir);
-    sim.shutdown().await;
+    clean_up(sim, &[&out, &dir]).await;
 }
 
 /// `--api responses` with images and tools, in that API's shapes: the
@@ -283,10 +240,11 @@ async fn conversations_carry_a_tools_file_s_definitions_calls_and_results() {
 /// arguments (`response.function_call_arguments.delta`) are the output.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_requests_carry_images_and_tools_and_stream_function_calls() {
-    let mut c = common::model(2.0, 0.0, 64);
-    c.params.tool_call_share = 1.0;
-    c.params.image_tokens = 30;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(2.0, |c| {
+        c.params.tool_call_share = 1.0;
+        c.params.image_tokens = 30;
+    })
+    .await;
     let spec = "prompt_tokens=16,output_tokens=6,samples=1,tools=3,tool_results=1,tool_result_tokens=10,images=2,image_size=16x16";
     let items = Synthetic::parse(spec)
         .unwrap()
@@ -357,20 +315,11 @@ async fn responses_requests_carry_images_and_tools_and_stream_function_calls() {
     let o = run(
         &sim.url(),
         &out,
-        &[
-            "--api",
-            "responses",
-            "--data",
-            "prompt_tokens=32,output_tokens=8,tools=2,tool_results=1,images=1,image_size=16x16",
-            "--profile",
-            "constant",
-            "--rate",
-            "20",
-            "--max-requests",
-            "20",
-            "--export",
-            "json",
-        ],
+        &words(
+            "--api responses \
+             --data prompt_tokens=32,output_tokens=8,tools=2,tool_results=1,images=1,image_size=16x16 \
+             --profile constant --rate 20 --max-requests 20 --export json",
+        ),
     )
     .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -389,9 +338,7 @@ async fn responses_requests_carry_images_and_tools_and_stream_function_calls() {
 /// all; a call of a tool the row does not define is named before any load.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_s_conversations_carry_their_tools_images_and_calls() {
-    let mut c = common::model(2.0, 0.0, 64);
-    c.params.image_tokens = 40;
-    let sim = common::start_sim(c).await;
+    let sim = common::start_sim_with(2.0, |c| c.params.image_tokens = 40).await;
     let out = tmpdir("tools-conv-file");
     let dir = tmpdir("tools-conv-file-data");
     std::fs::create_dir_all(&dir).unwrap();
@@ -400,20 +347,10 @@ async fn a_file_s_conversations_carry_their_tools_images_and_calls() {
     let data = dir.join("agent.jsonl");
     std::fs::write(&data, format!("{row}\n{row}\n")).unwrap();
     let data_arg = data.display().to_string();
-    let args = [
-        "--data",
-        data_arg.as_str(),
-        "--profile",
-        "concurrent",
-        "--rate",
-        "2",
-        "--max-requests",
-        "4",
-        "--max-seconds",
-        "10",
-        "--export",
-        "json",
-    ];
+    let mut args = vec!["--data", data_arg.as_str()];
+    args.extend(words(
+        "--profile concurrent --rate 2 --max-requests 4 --max-seconds 10 --export json",
+    ));
     let o = run(&sim.url(), &out, &args).await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = read_report(&out);
@@ -450,15 +387,15 @@ async fn a_file_s_conversations_carry_their_tools_images_and_calls() {
         ),
     )
     .unwrap();
-    let o = run(&sim.url(), &out, &args).await;
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("agent.jsonl, line 1, field `turns[0].tool_calls[0].name`: \"drive\" is not one of the conversation's tools"),
-        "{err}"
-    );
-    assert_eq!(common::truth(&sim.url()).await.received, 0);
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_dir_all(&dir);
+    let err = common::refused_before_load(&sim.url(), &out, &args).await;
+    assert!(err.contains("agent.jsonl, line 1, field `turns[0].tool_calls[0].name`: \"drive\" is not one of the conversation's tools"), "{err}");
+    clean_up(sim, &[&out, &dir]).await;
+}
+
+/// Stops the simulator and removes the run's directories.
+async fn clean_up(sim: llmsweep::sim::SimHandle, dirs: &[&std::path::Path]) {
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
     sim.shutdown().await;
 }

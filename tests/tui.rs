@@ -235,6 +235,35 @@ fn sweep_history() -> RunHistory {
 }
 
 /// The dashboard mid-sweep, every number fixed: what the golden files show.
+/// A report of the built-in simulator holding `stages` and nothing else.
+fn report_of(stages: Vec<StageReport>) -> Report {
+    let empty = Report::from_json(
+        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
+    )
+    .expect("the empty report parses");
+    Report { stages, ..empty }
+}
+
+/// Ends `app`'s run with a report of `stages`, written to `paths`; the report.
+fn finish(app: &mut App, stages: Vec<StageReport>, paths: &[&str]) -> Report {
+    let report = report_of(stages);
+    app.snap.stage = None;
+    app.snap.upcoming.clear();
+    app.snap.done = true;
+    app.finished(RunOutcome {
+        report: Arc::new(report.clone()),
+        paths: paths.iter().map(|p| (*p).into()).collect(),
+    });
+    report
+}
+
+/// The golden dashboard's app on its result screen: a run of `stages`.
+fn result_app(stages: Vec<StageReport>, paths: &[&str]) -> App {
+    let mut app = golden_app();
+    finish(&mut app, stages, paths);
+    app
+}
+
 fn golden_app() -> App {
     let mut app = App::new(
         RunInfo {
@@ -542,21 +571,7 @@ fn a_conversation_stage_says_its_rate_counts_conversations() {
 
 #[test]
 fn the_result_screen_says_what_the_run_found() {
-    let mut app = golden_app();
-    app.snap.stage = None;
-    app.snap.upcoming.clear();
-    app.snap.done = true;
-    let report = Report::from_json(
-        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
-    )
-    .unwrap();
-    app.finished(RunOutcome {
-        report: Arc::new(Report {
-            stages: sweep_stages(),
-            ..report
-        }),
-        paths: vec!["out/report.json".into(), "out/report.html".into()],
-    });
+    let mut app = result_app(sweep_stages(), &["out/report.json", "out/report.html"]);
     // `m` goes from the sweep curve to the run's history, and round.
     let wide = render(&app, 160, 48);
     assert!(wide.contains("latency ms vs req/s"), "{wide}");
@@ -626,21 +641,7 @@ fn no_word_is_cut_at_the_common_sizes() {
     app.snap.warnings = Arc::new(vec![
         "the data's 1000 prompts ran out at request 1001: later requests reuse them, each respelled at its start so the server has not seen it; token counts unchanged".into(),
     ]);
-    let mut result = golden_app();
-    result.snap.stage = None;
-    result.snap.upcoming.clear();
-    result.snap.done = true;
-    let report = Report::from_json(
-        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
-    )
-    .unwrap();
-    result.finished(RunOutcome {
-        report: Arc::new(Report {
-            stages: sweep_stages(),
-            ..report
-        }),
-        paths: vec!["out/report.json".into(), "out/report.html".into()],
-    });
+    let result = result_app(sweep_stages(), &["out/report.json", "out/report.html"]);
     for (w, h) in [(80, 24), (100, 30), (120, 36)] {
         let dash = render(&app, w, h);
         assert_eq!(cut_words(&dash), Vec::<String>::new(), "{w}x{h}:\n{dash}");
@@ -1181,18 +1182,7 @@ fn repeated_cut_and_paused_stages_are_told_apart_in_every_table() {
             ],
         );
     }
-    let report = Report::from_json(
-        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
-    )
-    .unwrap();
-    let report = Report { stages, ..report };
-    app.snap.stage = None;
-    app.snap.upcoming.clear();
-    app.snap.done = true;
-    app.finished(RunOutcome {
-        report: Arc::new(report.clone()),
-        paths: vec!["out/report.json".into()],
-    });
+    let report = finish(&mut app, stages, &["out/report.json"]);
     assert_has(
         &render(&app, 120, 36),
         &["constant@6.38 cut", "constant@6.38 #2 paused"],
@@ -1229,18 +1219,7 @@ fn a_table_that_does_not_fit_says_so_and_scrolls() {
     stages.extend(sweep_stages().into_iter().skip(2));
     stages.push(sweep_stages()[2].clone());
     let n = stages.len();
-    let report = Report::from_json(
-        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
-    )
-    .unwrap();
-    let mut app = golden_app();
-    app.snap.stage = None;
-    app.snap.upcoming.clear();
-    app.snap.done = true;
-    app.finished(RunOutcome {
-        report: Arc::new(Report { stages, ..report }),
-        paths: vec!["out/report.json".into()],
-    });
+    let mut app = result_app(stages, &["out/report.json"]);
     let s = render(&app, 100, 30);
     assert_has(&s, &["synchronous", "more below (↑ ↓ scroll)"]);
     assert!(!s.contains("more above"), "{s}");
@@ -1277,21 +1256,7 @@ fn a_table_that_does_not_fit_says_so_and_scrolls() {
 /// at the top edge, marked as off scale.
 #[test]
 fn the_sweep_chart_fits_the_curve_and_marks_points_off_scale() {
-    let mut app = golden_app();
-    app.snap.stage = None;
-    app.snap.upcoming.clear();
-    app.snap.done = true;
-    let report = Report::from_json(
-        r#"{"version":1,"tool":"llmsweep 0.1.0","created":"2026-11-22T00:00:00Z","target":{"url":"http://127.0.0.1:8000","model":"llmsweep-sim","api":"chat","builtin_simulator":true},"config":{},"partial":false,"end_reason":"completed","stages":[],"timeline":[]}"#,
-    )
-    .unwrap();
-    app.finished(RunOutcome {
-        report: Arc::new(Report {
-            stages: sweep_stages(),
-            ..report
-        }),
-        paths: vec!["out/report.json".into()],
-    });
+    let app = result_app(sweep_stages(), &["out/report.json"]);
     let s = render(&app, 120, 36);
     assert_has(&s, &["│1000│", "▄ off scale"]);
     assert!(!s.contains("100000"), "{s}");

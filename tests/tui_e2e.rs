@@ -142,12 +142,11 @@ fn stage_named(report: &Value, pred: impl Fn(&Value) -> bool) -> &Value {
         .unwrap_or_else(|| panic!("no such stage in {}", report["stages"]))
 }
 
-/// Steering in every kind of stage, through the real keys: a synchronous
-/// stage steered from its measured rate, a paused throughput stage, and a
-/// concurrent stage stepped by whole streams. The report's numbers say what
-/// the keys did.
+/// Steering a sweep through the real keys: a synchronous stage steered
+/// from its measured rate and a paused throughput stage. The report's
+/// numbers say what the keys did.
 #[test]
-fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
+fn steer_synchronous_and_throughput_stages_and_pause() {
     let out: PathBuf =
         std::env::temp_dir().join(format!("llmsweep-e2e-steer-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
@@ -225,8 +224,14 @@ fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
         "duration_s {d} with {paused} s paused"
     );
     let _ = std::fs::remove_dir_all(&out);
+}
 
-    // Concurrent: + and - move by whole streams, and the number shown is the number run.
+/// Concurrent: + and - move by whole streams, and the number shown is the
+/// number run. (A test of its own, beside the sweep's: it ran after it.)
+#[test]
+fn steer_a_concurrent_stage_by_whole_streams() {
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    let limit = Duration::from_secs(30);
     let out2: PathBuf =
         std::env::temp_dir().join(format!("llmsweep-e2e-conc-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out2);
@@ -235,7 +240,6 @@ fn steer_synchronous_throughput_and_concurrent_stages_and_pause() {
          --exit-on-finish --out {} ; echo LLMSWEEP-EXIT=$? ; sleep 60",
         out2.display()
     );
-    drop(tmux);
     let tmux = Tmux::start("e2e-conc", 120, 36, &command);
     tmux.wait_for("the concurrent stage", limit, |s| {
         s.contains("concurrent@2")

@@ -2,6 +2,7 @@
 //! shared prefixes in groups, trace replay, ramps.
 
 mod common;
+mod scripted;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +10,31 @@ use std::time::Duration;
 use common::*;
 use llmsweep::engine::backend::Scripted;
 use llmsweep::engine::{Engine, FixedPlan, Limits, RunSettings, Strategy};
-use llmsweep::types::live::Snapshot;
+use llmsweep::types::live::{Control, Snapshot};
 use llmsweep::types::{Api, RequestLine};
 use tokio::sync::{mpsc, watch};
+
+/// An engine of `backend` and `prompts` (seed 1) that logs every request
+/// it sends; the receiving end of the log, and the engine's control (keep
+/// it while the engine runs).
+fn logging_engine(
+    backend: Arc<dyn llmsweep::engine::Backend>,
+    prompts: Arc<[llmsweep::client::Prompt]>,
+) -> (
+    Engine,
+    std::sync::mpsc::Receiver<RequestLine>,
+    mpsc::UnboundedSender<Control>,
+) {
+    let (control, control_rx) = mpsc::unbounded_channel();
+    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
+    let (sink, lines) = std::sync::mpsc::sync_channel(100_000);
+    let settings = RunSettings {
+        seed: 1,
+        ..Default::default()
+    };
+    let engine = Engine::new(backend, prompts, settings, control_rx, snap_tx).log_requests(sink);
+    (engine, lines, control)
+}
 
 /// Runs one stage through the real client against `url` and returns every
 /// request's line, in the order they were sent.
@@ -21,21 +44,7 @@ async fn requests_of(
     limits: Limits,
     prompts: Arc<[llmsweep::client::Prompt]>,
 ) -> Vec<RequestLine> {
-    let (_control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
-    let (sink, lines) = std::sync::mpsc::sync_channel(10_000);
-    let settings = RunSettings {
-        seed: 1,
-        ..Default::default()
-    };
-    let engine = Engine::new(
-        client(url, Duration::from_secs(30)),
-        prompts,
-        settings,
-        control_rx,
-        snap_tx,
-    )
-    .log_requests(sink);
+    let (engine, lines, _control) = logging_engine(client(url, Duration::from_secs(30)), prompts);
     let mut plan = FixedPlan::new(vec![stage(strategy, limits)]);
     let res = engine.run(&mut plan).await;
     assert_eq!(
@@ -81,18 +90,7 @@ async fn requests_of_one_prefix_group_hit_the_cache_and_other_groups_do_not() {
     assert_eq!(cached, [0, 0, 64, 64, 64, 64, 64, 64], "{lines:?}");
     assert!(lines.iter().all(|l| l.prompt_tokens == 96));
     // The truth agrees: the server's hits are the client's cached tokens.
-    let truth = reqwest::get(format!("{}/metrics", sim.url()))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let hits = truth
-        .lines()
-        .find(|l| l.starts_with("vllm:prefix_cache_hits_total"))
-        .and_then(|l| l.split_whitespace().last())
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap();
+    let hits = metric(&sim.url(), "vllm:prefix_cache_hits_total").await;
     assert_eq!(hits, 6.0 * 64.0);
     sim.shutdown().await;
 }
@@ -104,15 +102,7 @@ async fn scripted_run(
     prompts: Arc<[llmsweep::client::Prompt]>,
     mut plan: Box<dyn llmsweep::engine::Plan>,
 ) -> (llmsweep::engine::RunResult, Vec<RequestLine>) {
-    let (_control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
-    let (sink, lines) = std::sync::mpsc::sync_channel(100_000);
-    let settings = RunSettings {
-        seed: 1,
-        ..Default::default()
-    };
-    let engine =
-        Engine::new(Arc::new(backend), prompts, settings, control_rx, snap_tx).log_requests(sink);
+    let (engine, lines, _control) = logging_engine(Arc::new(backend), prompts);
     let res = engine.run(plan.as_mut()).await;
     let mut out: Vec<RequestLine> = lines.try_iter().collect();
     out.sort_by_key(|l| l.index);
@@ -216,7 +206,8 @@ async fn a_ramp_raises_the_rate_linearly_and_is_left_out_of_the_statistics() {
         Strategy::Constant { rate: 10.0 },
         limits,
     )]));
-    let (res, lines) = scripted_run(Scripted::fixed(20, 5, 4), prompts_n(100), plan).await;
+    let (res, lines) =
+        scripted_run(Scripted::fixed(20, 5, 4), scripted::prompts(100, 8), plan).await;
     let mut per_second = [0u32; 8];
     for l in &lines {
         per_second[(l.sent_s as usize).min(7)] += 1;
@@ -256,7 +247,8 @@ async fn a_ramp_raises_the_rate_linearly_and_is_left_out_of_the_statistics() {
         Strategy::Concurrent { streams: 8 },
         limits,
     )]));
-    let (_, lines) = scripted_run(Scripted::fixed(1000, 0, 1), prompts_n(100), plan).await;
+    let (_, lines) =
+        scripted_run(Scripted::fixed(1000, 0, 1), scripted::prompts(100, 8), plan).await;
     let in_flight = |t: f64| {
         lines
             .iter()
@@ -268,21 +260,6 @@ async fn a_ramp_raises_the_rate_linearly_and_is_left_out_of_the_statistics() {
         let want = llmsweep::engine::strategy::ramp_streams(8, t, 4.0);
         assert_eq!(in_flight(t), want, "at {t} s");
     }
-}
-
-fn prompts_n(n: usize) -> Arc<[llmsweep::client::Prompt]> {
-    (0..n)
-        .map(|i| llmsweep::client::Prompt {
-            body: bytes::Bytes::from(format!("{{\"prompt\":\"p{i}\"}}")),
-            prompt_tokens: 16,
-            output_tokens: Some(8),
-            tag_at: None,
-            respell: None,
-            images: None,
-            also_tag: None,
-        })
-        .collect::<Vec<_>>()
-        .into()
 }
 
 fn conversations(spec: &str, api: Api) -> Arc<[llmsweep::data::conversation::Conversation]> {
@@ -305,17 +282,9 @@ async fn talk(
     limits: Limits,
     convs: Arc<[llmsweep::data::conversation::Conversation]>,
 ) -> (llmsweep::engine::RunResult, Vec<RequestLine>) {
-    let (_control, control_rx) = mpsc::unbounded_channel();
-    let (snap_tx, _snapshots) = watch::channel(Snapshot::default());
-    let (sink, lines) = std::sync::mpsc::sync_channel(100_000);
-    let settings = RunSettings {
-        seed: 1,
-        ..Default::default()
-    };
     let firsts: Arc<[_]> = convs.iter().map(|c| c.turns[0].clone()).collect();
-    let engine = Engine::new(backend, firsts, settings, control_rx, snap_tx)
-        .with_conversations(convs)
-        .log_requests(sink);
+    let (engine, lines, _control) = logging_engine(backend, firsts);
+    let engine = engine.with_conversations(convs);
     let mut plan = FixedPlan::new(vec![stage(strategy, limits)]);
     let res = engine.run(&mut plan).await;
     let mut out: Vec<RequestLine> = lines.try_iter().collect();
@@ -431,18 +400,7 @@ async fn later_turns_are_served_from_the_prefix_cache_and_not_without_it() {
                 .iter()
                 .map(|l| l.server_cached_prompt_tokens.unwrap_or(0))
                 .sum();
-            let metrics = reqwest::get(format!("{}/metrics", sim.url()))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            let hits = metrics
-                .lines()
-                .find(|l| l.starts_with("vllm:prefix_cache_hits_total"))
-                .and_then(|l| l.split_whitespace().last())
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap();
+            let hits = metric(&sim.url(), "vllm:prefix_cache_hits_total").await;
             assert_eq!(hits, client as f64);
         } else {
             // Every turn prefills its whole history: TTFT grows with it.

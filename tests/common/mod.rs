@@ -36,12 +36,34 @@ pub fn model(step_ms: f64, per_seq_us: f64, max_num_seqs: usize) -> SimConfig {
     c
 }
 
+/// The simulator of [`model`]`(step_ms, 0, 64)` with `f` applied to it,
+/// started on a free port.
+pub async fn start_sim_with(step_ms: f64, f: impl FnOnce(&mut SimConfig)) -> SimHandle {
+    let mut c = model(step_ms, 0.0, 64);
+    f(&mut c);
+    start_sim(c).await
+}
+
 pub fn client(url: &str, timeout: Duration) -> Arc<Client> {
     let cfg = ClientConfig {
         request_timeout: timeout,
         ..ClientConfig::new(url)
     };
     Arc::new(Client::new(&cfg, Arc::new(Builtin)).unwrap())
+}
+
+/// One request of `prompt` through `client`, sent now and never cancelled.
+pub async fn send_now(
+    client: &Client,
+    prompt: &llmsweep::client::Prompt,
+) -> llmsweep::client::RequestRecord {
+    client
+        .send(
+            prompt,
+            tokio::time::Instant::now(),
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
 }
 
 pub fn prompts(spec: &str, api: Api) -> Arc<[llmsweep::client::Prompt]> {
@@ -120,6 +142,33 @@ pub async fn reset_truth(url: &str) {
         .send()
         .await
         .unwrap();
+}
+
+/// The value of the first sample of `name` on the `/metrics` page at `url`.
+pub async fn metric(url: &str, name: &str) -> f64 {
+    let page = reqwest::get(format!("{url}/metrics"))
+        .await
+        .expect("/metrics answers")
+        .text()
+        .await
+        .expect("/metrics is text");
+    page.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no {name} on /metrics:\n{page}"))
+}
+
+/// `llmsweep run ARGS` against the simulator at `url` (see
+/// [`process::run`]), which must stop before any load: it fails, and the
+/// simulator has received no request since it started or was reset.
+/// What it said on stderr.
+pub async fn refused_before_load(url: &str, out: &std::path::Path, args: &[&str]) -> String {
+    let o = process::run(url, out, args).await;
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{err}");
+    assert_eq!(truth(url).await.received, 0, "a request was sent: {err}");
+    err
 }
 
 /// Waits until the simulator has nothing running or waiting (its `/metrics`

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -32,6 +32,121 @@ pub fn tmpdir(name: &str) -> PathBuf {
 pub fn read_report(dir: &Path) -> Value {
     let s = std::fs::read_to_string(dir.join("report.json")).expect("report.json written");
     serde_json::from_str(&s).expect("report.json is JSON")
+}
+
+/// `llmsweep run --target URL --headless ARGS --out OUT`, not started.
+pub fn run_command(url: &str, out: &Path, args: &[&str]) -> Command {
+    let mut cmd = llmsweep();
+    cmd.args(["run", "--target", url, "--headless"])
+        .args(args)
+        .arg("--out")
+        .arg(out);
+    cmd
+}
+
+/// Runs `cmd` to its end on a blocking thread, so that a simulator on the
+/// test's own runtime goes on answering meanwhile.
+pub async fn output_beside_runtime(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("llmsweep runs"))
+        .await
+        .expect("the thread that ran llmsweep")
+}
+
+/// A command line's words, as a shell splits one with no quotes:
+/// `words("--profile constant --rate 5")`.
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// `llmsweep run -t URL ARGS --headless --out OUT` to its end (see
+/// [`output_beside_runtime`]).
+pub async fn run(url: &str, out: &Path, args: &[&str]) -> Output {
+    output_beside_runtime(run_command(url, out, args)).await
+}
+
+/// `DIR/requests.jsonl`, a parsed value a line.
+pub fn request_lines(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("requests.jsonl"))
+        .expect("requests.jsonl written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// Reads the child's stderr until a line satisfies `f` (or the stream
+/// ends), then drains the rest in the background so that the child never
+/// blocks on a full pipe.
+pub fn wait_for_line(child: &mut Child, f: impl Fn(&str) -> bool) {
+    let mut err = BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap_or(0) > 0 {
+        if f(&line) {
+            break;
+        }
+        line.clear();
+    }
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+}
+
+/// Spawns `cmd` with no stdin, its stdout discarded and its stderr piped.
+pub fn spawn_with_stderr(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("llmsweep starts")
+}
+
+/// The child's stderr a line at a time, read on a thread of its own (so
+/// that the child never blocks on a full pipe).
+pub fn stderr_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The first line from `lines` that satisfies `f`, or None when none came
+/// within `limit` (or the stream ended).
+pub fn line_within(
+    lines: &std::sync::mpsc::Receiver<String>,
+    limit: Duration,
+    f: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let t0 = Instant::now();
+    while let Some(left) = limit.checked_sub(t0.elapsed()) {
+        match lines.recv_timeout(left) {
+            Ok(line) if f(&line) => return Some(line),
+            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+    }
+    None
+}
+
+/// Polls every 50 ms until `path` exists (a run's `run.json`: it has
+/// started); panics naming `what` after `limit`.
+pub fn wait_for_path(path: &Path, what: &str, limit: Duration) {
+    let t0 = Instant::now();
+    while !path.exists() {
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends `sig` (as `kill` spells it: `-INT`, `-TERM`) to the child.
+pub fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success(), "kill {sig} {}", child.id());
 }
 
 /// `llmsweep sim --port 0 ARGS` in its own process, killed when dropped
