@@ -8,12 +8,17 @@ mod common;
 use common::process::{read_report, run, tmpdir, words};
 
 async fn pooling_sim() -> llmsweep::sim::SimHandle {
-    let mut c = common::model(2.0, 0.0, 256);
     // 1 ms a request and 10 µs a token: 8 inputs of 32 tokens take 3.56 ms,
     // a capacity near 280 requests a second.
+    pooling_sim_of(1, 10).await
+}
+
+/// A pooling engine taking `step_ms` a request and `per_token_us` a token.
+async fn pooling_sim_of(step_ms: u64, per_token_us: u64) -> llmsweep::sim::SimHandle {
+    let mut c = common::model(2.0, 0.0, 256);
     c.pool = llmsweep::sim::pooling::PoolCost {
-        step: std::time::Duration::from_millis(1),
-        per_token: std::time::Duration::from_micros(10),
+        step: std::time::Duration::from_millis(step_ms),
+        per_token: std::time::Duration::from_micros(per_token_us),
     };
     common::start_sim(c).await
 }
@@ -102,7 +107,11 @@ async fn embeddings_rerank_and_score_report_inputs_tokens_and_latency() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sweep_of_embeddings_finds_the_pooling_engine_s_capacity() {
-    let sim = pooling_sim().await;
+    // 10 ms a request and 100 µs a token: 8 inputs of 32 tokens take
+    // 35.6 ms, about 28 a second. Steps of a few ms read 113–135 of 280 on a
+    // machine at load 9–13, the in-process engine's timers late by a
+    // millisecond a step; at 35.6 ms that is a few percent.
+    let sim = pooling_sim_of(10, 100).await;
     let out = tmpdir("pooling-sweep");
     let o = run(
         &sim.url(),
@@ -123,9 +132,9 @@ async fn a_sweep_of_embeddings_finds_the_pooling_engine_s_capacity() {
     assert!(stages
         .iter()
         .all(|s| s["requests"]["completed"].as_u64().unwrap() > 0));
-    // One request at a time, 3.56 ms each: about 280 a second at most.
+    // One request at a time, 35.6 ms each: about 28 a second at most.
     let flood = r["answer"]["flood_requests_per_s"].as_f64().unwrap();
-    assert!(flood > 150.0 && flood < 300.0, "{flood}");
+    assert!(flood > 15.0 && flood < 30.0, "{flood}");
     assert!(
         r["answer"]["requests_per_s"].as_f64().is_some(),
         "{}",
