@@ -139,18 +139,26 @@ pub fn read(path: &Path) -> Result<Report> {
     Ok(r)
 }
 
-/// Loads `report.json` or a `stages.jsonl` checkpoint.
+/// Loads `report.json` or a `stages.jsonl` checkpoint, or another tool's
+/// results (`report::peers`).
 pub fn load_any(path: &Path) -> Result<Report> {
     // A run directory: its report, or the checkpoint of a run that has not
     // written one (yet).
     if path.is_dir() {
         let report = path.join("report.json");
         let stages = path.join("stages.jsonl");
-        return match (report.exists(), stages.exists()) {
-            (true, _) => load_any(&report),
-            (false, true) => load_any(&stages),
-            (false, false) => anyhow::bail!(
-                "{} holds neither report.json nor stages.jsonl: give a run directory or a report file",
+        // Another tool's output directory: GuideLLM's or AIPerf's file in it.
+        let peer = ["benchmarks.json", "profile_export_aiperf.json"]
+            .iter()
+            .map(|f| path.join(f))
+            .find(|f| f.exists());
+        return match (report.exists(), stages.exists(), peer) {
+            (true, _, _) => load_any(&report),
+            (false, true, _) => load_any(&stages),
+            (false, false, Some(peer)) => load_any(&peer),
+            (false, false, None) => anyhow::bail!(
+                "{} holds neither report.json nor stages.jsonl (nor GuideLLM's benchmarks.json or \
+                 AIPerf's profile_export_aiperf.json): give a run directory or a report file",
                 path.display()
             ),
         };
@@ -160,8 +168,17 @@ pub fn load_any(path: &Path) -> Result<Report> {
     }
     let text = crate::bounds::read_text(path, crate::bounds::REPORT_FILE, "a report file")
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let mut r = Report::from_json(&text)
-        .with_context(|| format!("{} is not an llmsweep report", path.display()))?;
+    let mut r = match Report::from_json(&text) {
+        Ok(r) => r,
+        // Another tool's results (GuideLLM, AIPerf, vllm bench serve).
+        Err(e) => match super::peers::import(path, &text) {
+            Some(imported) => return imported,
+            None if super::peers::looks_like_llmsweep(&text) => {
+                return Err(e.context(format!("{} is not an llmsweep report", path.display())))
+            }
+            None => return Err(super::peers::unknown(path)),
+        },
+    };
     // Reports written before the answer existed get it now.
     if r.answer.is_none() {
         r.set_answer();

@@ -24,6 +24,7 @@ pub mod layouts;
 pub mod markdown;
 pub mod merge;
 pub mod models;
+pub mod peers;
 pub mod pooling;
 pub mod reasoning;
 pub mod repeats;
