@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use super::{count, num, stage, Imported, Kind};
+use super::shared::{count, num, stage, Imported, Kind};
 use crate::types::{DistSummary, Report, StageReport, StrategyKind, Target};
 
 pub fn read(v: &Value) -> Result<Report> {
@@ -11,7 +11,7 @@ pub fn read(v: &Value) -> Result<Report> {
     let target = Target {
         url: text("/input_config/endpoint/urls/0").to_string(),
         model: text("/input_config/models/items/0/name").to_string(),
-        api: super::api_of(text("/input_config/endpoint/type")),
+        api: super::shared::api_of(text("/input_config/endpoint/type")),
         builtin_simulator: false,
     };
     let mut notes = vec![

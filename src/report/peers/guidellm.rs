@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use super::{count, histogram, num, stage, utc, Imported, Kind};
+use super::shared::{count, histogram, num, stage, utc, Imported, Kind};
 use crate::types::{DistSummary, Report, StageReport, StrategyKind, Target, TokenTotals};
 
 pub fn read(v: &Value) -> Result<Report> {
@@ -28,7 +28,7 @@ pub fn read(v: &Value) -> Result<Report> {
     let target = Target {
         url: text("/target").to_string(),
         model: text("/model").to_string(),
-        api: super::api_of(text("/request_format")),
+        api: super::shared::api_of(text("/request_format")),
         builtin_simulator: false,
     };
     let mut notes = Vec::new();

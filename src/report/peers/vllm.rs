@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use super::{count, fill_gaps, histogram, num, stage, Imported, Kind};
+use super::shared::{count, fill_gaps, histogram, num, stage, Imported, Kind};
 use crate::types::{DistSummary, Report, StageReport, StrategyKind, Target};
 
 pub fn read(docs: &[Value]) -> Result<Report> {
@@ -21,7 +21,7 @@ pub fn read(docs: &[Value]) -> Result<Report> {
         // The file does not keep the server's address.
         url: "(not in the file)".into(),
         model: text("/model_id").to_string(),
-        api: super::api_of(backend),
+        api: super::shared::api_of(backend),
         builtin_simulator: false,
     };
     let mut notes = Vec::new();
