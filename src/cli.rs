@@ -28,9 +28,11 @@ pub enum Command {
     Sim(Box<sim::SimArgs>),
     /// List the shipped profiles, one line each.
     Profiles,
-    /// Re-render a saved run (report.json or a stages.jsonl checkpoint).
+    /// Re-render a saved run (report.json or a stages.jsonl checkpoint), or another tool's
+    /// results (GuideLLM's benchmarks.json, AIPerf's profile_export_aiperf.json, a `vllm bench
+    /// serve --save-result` JSON).
     Report {
-        /// report.json or stages.jsonl
+        /// report.json, stages.jsonl, a run directory, or another tool's results file
         file: std::path::PathBuf,
         /// The format to render.
         #[arg(
@@ -84,10 +86,11 @@ pub enum Command {
     /// Compare two runs stage by stage (rate, TTFT, ITL, throughput), each change
     /// marked significant or within noise; with --fail-if, a regression gate.
     Compare {
-        /// The baseline: a report.json, stages.jsonl or run directory.
+        /// The baseline: a report.json, stages.jsonl or run directory, or another tool's
+        /// results (GuideLLM, AIPerf, vllm bench serve).
         #[arg(value_name = "BASE")]
         a: std::path::PathBuf,
-        /// The run to judge against it.
+        /// The run to judge against it (the same kinds of file).
         #[arg(value_name = "NEW")]
         b: std::path::PathBuf,
         /// Exit 1 when a significant change crosses this bound: 'answer<-5%' (the
