@@ -96,10 +96,11 @@ fn report_renders_each_tools_file_as_stages_with_its_figures() {
         );
         assert!(text.contains("holds: not known"), "{text}");
     }
-    // AIPerf 0.13.0: one stage.
-    let path = fixture("aiperf-0.13.0-rate10.json");
-    let text = stdout_of(&llmsweep().arg("report").arg(&path).output().expect("runs"));
-    let v = json(&path);
+    // AIPerf 0.13.0: one stage, from its output directory (the summary and
+    // the records beside it).
+    let dir = fixture("aiperf-0.13.0-rate10");
+    let text = stdout_of(&llmsweep().arg("report").arg(&dir).output().expect("runs"));
+    let v = json(&dir.join("profile_export_aiperf.json"));
     assert_row(
         &text,
         "poisson@10.00",
@@ -125,7 +126,7 @@ fn report_renders_each_tools_file_as_stages_with_its_figures() {
     let text = stdout_of(
         &llmsweep()
             .arg("compare")
-            .arg(fixture("aiperf-0.13.0-rate10.json"))
+            .arg(fixture("aiperf-0.13.0-rate10"))
             .arg(fixture("vllm-0.32.0-rate10.json"))
             .output()
             .expect("runs"),
@@ -134,6 +135,8 @@ fn report_renders_each_tools_file_as_stages_with_its_figures() {
     let vllm = json(&fixture("vllm-0.32.0-rate10.json"));
     let want = format!("{:.2}", vllm["request_throughput"].as_f64().expect("rate"));
     assert!(cells.contains(&want.as_str()), "{cells:?}\n{text}");
+    // Both keep each request's latency: the rate's change is judged.
+    assert!(text.contains("poisson@10.00: req/s"), "{text}");
 }
 
 #[test]

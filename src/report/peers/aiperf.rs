@@ -3,10 +3,15 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use super::shared::{count, num, stage, Imported, Kind};
+use super::shared::{count, histogram, num, stage, Imported, Kind};
 use crate::types::{DistSummary, Report, StageReport, StrategyKind, Target};
 
-pub fn read(v: &Value) -> Result<Report> {
+/// The per-request records AIPerf writes beside its summary.
+pub const RECORDS: &str = "profile_export.jsonl";
+
+/// `v`, the summary; `records`, the text of `profile_export.jsonl` beside
+/// it when there is one: each request's values, the stage's histograms.
+pub fn read(v: &Value, records: Option<&str>) -> Result<Report> {
     let text = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("");
     let target = Target {
         url: text("/input_config/endpoint/urls/0").to_string(),
@@ -14,15 +19,18 @@ pub fn read(v: &Value) -> Result<Report> {
         api: super::shared::api_of(text("/input_config/endpoint/type")),
         builtin_simulator: false,
     };
-    let mut notes = vec![
-        "AIPerf's summary has no per-request values (profile_export.jsonl holds them, not read): \
-         no histograms, so compare cannot judge changes as noise or not"
-            .to_string(),
-    ];
+    let mut notes = Vec::new();
     if text("/input_config/endpoint/type").is_empty() {
         notes.push("the file does not say its endpoint: read as chat".into());
     }
-    let s = run(v, &mut notes)?;
+    let mut s = run(v, &mut notes)?;
+    let kept = records.map_or(0, |r| histograms(&mut s, r));
+    if kept == 0 {
+        notes.push(format!(
+            "no {RECORDS} with the requests beside the file: no histograms, so compare cannot \
+             judge changes as noise or not"
+        ));
+    }
     let version = match text("/aiperf_version") {
         "" => "(version not said)",
         v => v,
@@ -100,6 +108,55 @@ fn dist(v: &Value, metric: &str) -> DistSummary {
     }
 }
 
+/// The histograms of `s` from AIPerf's records (one JSON a line): the
+/// profiling phase's requests that did not fail. How many were kept.
+fn histograms(s: &mut StageReport, records: &str) -> usize {
+    let rows: Vec<Value> = records
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| {
+            r.get("error").is_none_or(Value::is_null)
+                && r.pointer("/metadata/benchmark_phase")
+                    .and_then(Value::as_str)
+                    .is_none_or(|p| p == "profiling")
+                && r.pointer("/metadata/was_cancelled")
+                    .and_then(Value::as_bool)
+                    != Some(true)
+        })
+        .collect();
+    let ms = |r: &Value, m: &str| -> Vec<f64> {
+        let scale = match r
+            .pointer(&format!("/metrics/{m}/unit"))
+            .and_then(Value::as_str)
+        {
+            Some("sec" | "s") => 1000.0,
+            Some("us") => 1e-3,
+            Some("ns") => 1e-6,
+            _ => 1.0,
+        };
+        match r.pointer(&format!("/metrics/{m}/value")) {
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_f64)
+                .map(|x| x * scale)
+                .collect(),
+            Some(x) => x.as_f64().map(|x| x * scale).into_iter().collect(),
+            None => Vec::new(),
+        }
+    };
+    for (key, metric) in [
+        ("ttft_us", "time_to_first_token"),
+        ("tpot_us", "inter_token_latency"),
+        ("latency_us", "request_latency"),
+        ("itl_us", "inter_chunk_latency"),
+    ] {
+        if let Some((_, h)) = histogram(rows.iter().flat_map(|r| ms(r, metric))) {
+            s.histograms.insert(key.into(), h);
+        }
+    }
+    rows.len()
+}
+
 fn run(v: &Value, notes: &mut Vec<String>) -> Result<StageReport> {
     let mut s = strategy(v)?;
     let Some(duration) = v.pointer("/benchmark_duration/avg").and_then(Value::as_f64) else {
@@ -164,7 +221,11 @@ fn run(v: &Value, notes: &mut Vec<String>) -> Result<StageReport> {
 mod tests {
     use super::*;
 
-    const RATE10: &str = include_str!("../../../tests/fixtures/peers/aiperf-0.13.0-rate10.json");
+    const RATE10: &str = include_str!(
+        "../../../tests/fixtures/peers/aiperf-0.13.0-rate10/profile_export_aiperf.json"
+    );
+    const RATE10_RECORDS: &str =
+        include_str!("../../../tests/fixtures/peers/aiperf-0.13.0-rate10/profile_export.jsonl");
     const CONC4: &str =
         include_str!("../../../tests/fixtures/peers/aiperf-0.13.0-concurrency4.json");
 
@@ -207,7 +268,38 @@ mod tests {
         );
         assert_eq!(s.requests.completed, 40);
         assert_eq!(s.tokens.output_total, 640);
+        // Without the records beside it: no histograms, and a warning says so.
         assert!(s.histograms.is_empty());
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.contains("no profile_export.jsonl")));
+    }
+
+    #[test]
+    fn the_records_beside_the_summary_are_its_histograms() {
+        let v: Value = serde_json::from_str(RATE10).expect("JSON");
+        let r = read(&v, Some(RATE10_RECORDS)).expect("reads");
+        let s = &r.stages[0];
+        let decode = |k: &str| crate::stats::dist::Dist::decode(&s.histograms[k]).expect("decodes");
+        for k in ["ttft_us", "tpot_us", "latency_us"] {
+            assert_eq!(decode(k).count(), 40, "{k}");
+        }
+        // Each gap of each request: 15 gaps of 16 chunks, as AIPerf counted them.
+        assert_eq!(
+            decode("itl_us").count(),
+            v["inter_chunk_latency"]["count"].as_u64().expect("n")
+        );
+        // The summary's figures stand; the histogram agrees with them.
+        assert_eq!(
+            s.ttft_ms.max,
+            v["time_to_first_token"]["max"].as_f64().expect("max")
+        );
+        assert!((decode("ttft_us").quantile_ms(1.0) - s.ttft_ms.max).abs() < 0.1);
+        assert!(!r
+            .warnings
+            .iter()
+            .any(|w| w.contains("no profile_export.jsonl")));
     }
 
     #[test]

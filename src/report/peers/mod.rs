@@ -72,16 +72,33 @@ fn documents(text: &str) -> Option<Vec<Value>> {
 pub fn import(path: &Path, text: &str) -> Option<Result<Report>> {
     let docs = documents(text)?;
     let kind = detect(docs.first()?)?;
-    let read = || -> Result<Report> {
-        if let Some(i) = docs.iter().position(|d| detect(d) != Some(kind)) {
-            anyhow::bail!("its line {} is not another such result", i + 1);
-        }
-        match kind {
-            Kind::GuideLlm => guidellm::read(&docs[0]),
-            Kind::AiPerf => aiperf::read(&docs[0]),
-            Kind::VllmBench => vllm::read(&docs),
-        }
-    };
+    let read =
+        || -> Result<Report> {
+            if let Some(i) = docs.iter().position(|d| detect(d) != Some(kind)) {
+                anyhow::bail!("its line {} is not another such result", i + 1);
+            }
+            match kind {
+                Kind::GuideLlm => guidellm::read(&docs[0]),
+                Kind::AiPerf => {
+                    // Its records, when AIPerf's directory is whole.
+                    let records = path.with_file_name(aiperf::RECORDS);
+                    let text = records.is_file().then(|| {
+                        crate::bounds::read_text(
+                            &records,
+                            crate::bounds::REPORT_FILE,
+                            "AIPerf's records",
+                        )
+                    });
+                    match text {
+                        Some(Err(e)) => Err(anyhow::Error::new(e)
+                            .context(format!("cannot read {}", records.display()))),
+                        Some(Ok(t)) => aiperf::read(&docs[0], Some(&t)),
+                        None => aiperf::read(&docs[0], None),
+                    }
+                }
+                Kind::VllmBench => vllm::read(&docs),
+            }
+        };
     Some(read().with_context(|| {
         format!(
             "{} looks like {} but cannot be read as one",

@@ -53,7 +53,8 @@ impl Imported {
             tool: self.tool,
             created: self.created,
             target: self.target,
-            config: Value::Object(Default::default()),
+            // Not llmsweep settings: nothing for `-f profile` to run again.
+            config: Value::Null,
             stages: self.stages,
             timeline: Vec::new(),
             warnings,
