@@ -252,6 +252,11 @@ mod tests {
             );
         }
         assert_eq!(r.stages[1].held_at_max_concurrency, Some(4));
+        // No answer without verdicts, but the flood is what GuideLLM's throughput stage did.
+        let a = r.answer.as_ref().expect("an answer");
+        assert_eq!(a.requests_per_s, None);
+        assert_eq!(a.flood_requests_per_s, Some(r.stages[1].rates.achieved()));
+        assert_eq!(a.flood_max_concurrency, Some(4));
         assert_eq!(r.stages[2].target_rate, Some(24.0));
         assert!(r.warnings[0].contains("GuideLLM's benchmarks.json (written by GuideLLM 0.8.1)"));
     }

@@ -68,8 +68,16 @@ impl Imported {
         // file has no evidence of a backlog either way. The flood (a
         // throughput stage) is what it measured, and stays.
         let computed = r.answer.take().unwrap_or_default();
+        // Its rate is the tool's (llmsweep's is a capacity estimate the file cannot give).
+        let flood = r
+            .stages
+            .iter()
+            .rev()
+            .find(|s| s.strategy == StrategyKind::Throughput)
+            .map(|s| s.rates.achieved())
+            .filter(|r| *r > 0.0 && computed.flood_latency_s.is_some());
         r.answer = Some(Answer {
-            flood_requests_per_s: computed.flood_requests_per_s,
+            flood_requests_per_s: computed.flood_requests_per_s.or(flood),
             flood_latency_s: computed.flood_latency_s,
             flood_cut_s: computed.flood_cut_s,
             flood_max_concurrency: computed.flood_max_concurrency,
