@@ -285,6 +285,19 @@ mod tests {
     }
 
     #[test]
+    fn an_unlimited_rate_is_a_throughput_stage_held_at_its_max_concurrency() {
+        let text = include_str!("../../../tests/fixtures/peers/vllm-0.32.0-max-concurrency4.json");
+        let r = super::super::import(std::path::Path::new("m.json"), text)
+            .expect("vLLM's")
+            .expect("reads");
+        let s = &r.stages[0];
+        assert_eq!((s.name.as_str(), s.target_rate), ("throughput", None));
+        assert_eq!(s.held_at_max_concurrency, Some(4));
+        let a = r.answer.as_ref().expect("an answer");
+        assert_eq!(a.flood_requests_per_s, Some(s.rates.achieved()));
+    }
+
+    #[test]
     fn a_run_without_its_duration_is_refused_by_name() {
         let d = serde_json::json!({"backend": "openai", "completed": 1, "request_throughput": 1.0});
         let e = run(&d, &mut Vec::new())
