@@ -116,8 +116,9 @@ pub fn unknown(path: &Path) -> anyhow::Error {
     )
 }
 
-/// Whether `text` is meant as an llmsweep report (its own errors then
-/// say what is wrong with it).
+/// Whether `text` is meant as an llmsweep report, or is not JSON at all:
+/// the report's own error then says best what is wrong (where a file
+/// breaks off); valid JSON of another shape gets [`unknown`].
 pub fn looks_like_llmsweep(text: &str) -> bool {
     match serde_json::from_str::<Value>(text) {
         Ok(v) => {
@@ -126,7 +127,7 @@ pub fn looks_like_llmsweep(text: &str) -> bool {
                 .is_some_and(|t| t.starts_with("llmsweep"))
                 || v.get("stages").is_some()
         }
-        Err(_) => false,
+        Err(_) => true,
     }
 }
 
@@ -152,6 +153,10 @@ mod tests {
         let p = Path::new("x/other.json");
         assert!(import(p, "{\"hello\": 1}").is_none());
         assert!(import(p, "not json").is_none());
+        // A file cut short or not JSON keeps the report's own error (where it breaks off).
+        assert!(looks_like_llmsweep("{\"version\": 1, \"stages\": ["));
+        assert!(looks_like_llmsweep("not json"));
+        assert!(!looks_like_llmsweep("{\"hello\": 1}"));
         let e = unknown(p).to_string();
         assert!(
             e.contains("x/other.json") && e.contains("GuideLLM's benchmarks.json"),
