@@ -14,10 +14,21 @@ use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::stats::answer::answer;
 use llmsweep::types::{Answer, Outcome};
 
-/// The default sweep's shape against `backend`.
+/// The default sweep's shape: 10 stages of 10 s, a flood of 512.
+fn default_plan(kind: SweepKind, max_concurrency: Option<u32>) -> SweepPlan {
+    SweepPlan::new(10, kind, scripted::limits(10.0, max_concurrency), 512, true)
+}
+
+/// The default sweep against `backend`.
 async fn sweep(backend: Scripted, kind: SweepKind, max_concurrency: Option<u32>) -> RunResult {
-    let plan = SweepPlan::new(10, kind, scripted::limits(10.0, max_concurrency), 512, true);
+    let plan = default_plan(kind, max_concurrency);
     scripted::run(backend, scripted::prompts(1000, 16), 7, plan).await
+}
+
+/// The default sweep against `backend`, started: steer or watch it.
+fn start_sweep(backend: Scripted) -> scripted::Run {
+    let plan = default_plan(SweepKind::Constant, None);
+    scripted::start(backend, scripted::prompts(1000, 16), 7, plan)
 }
 
 /// The answer, checked against the true capacity `truth` (req/s).
@@ -354,15 +365,7 @@ async fn auto_length_stages_against_a_server_whose_latency_climbs() {
 async fn a_busy_client_core_does_not_turn_the_answer_into_a_floor() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
-    let plan = SweepPlan::new(
-        10,
-        SweepKind::Constant,
-        scripted::limits(10.0, None),
-        512,
-        true,
-    );
-    let run = scripted::start(b, scripted::prompts(1000, 16), 7, plan);
+    let run = start_sweep(Scripted::new(|_| script(100, 20, 16)).with_capacity(16));
     let done = Arc::new(AtomicBool::new(false));
     let hog = {
         let done = done.clone();
@@ -413,14 +416,7 @@ async fn the_time_left_counts_the_added_stages_from_the_start() {
     let b = Scripted::new(|_| script(100, 20, 16))
         .with_capacity(16)
         .with_cost_per_held(Duration::from_micros(37));
-    let plan = SweepPlan::new(
-        10,
-        SweepKind::Constant,
-        scripted::limits(10.0, None),
-        512,
-        true,
-    );
-    let run = scripted::start(b, scripted::prompts(1000, 16), 7, plan);
+    let run = start_sweep(b);
     let mut snaps = run.snapshots.clone();
     let watcher = tokio::spawn(async move {
         let mut ends = Vec::new();
