@@ -58,7 +58,9 @@ build() {
   if [[ ! -d "$SRC" ]]; then
     if ! ls "$WORK"/llama_cpp_python-"$LCP_VERSION".tar.gz >/dev/null 2>&1; then
       log "downloading llama-cpp-python==$LCP_VERSION sdist"
-      pip download --no-binary :all: --no-deps "llama-cpp-python==$LCP_VERSION" -d "$WORK"
+      # --no-binary for this package only: with :all:, pip builds every build dependency
+      # (scikit-build-core, hatchling, ...) from source too, recursively (minutes, spinning).
+      pip download --no-binary llama-cpp-python --no-deps "llama-cpp-python==$LCP_VERSION" -d "$WORK"
     fi
     tar -C "$WORK" -xzf "$WORK/llama_cpp_python-$LCP_VERSION.tar.gz"
   fi
