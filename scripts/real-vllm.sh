@@ -33,8 +33,9 @@
 #     so chat requests may carry tools and vLLM parses the model's calls; empty: no tools)
 #   DEV_MODE= (1: VLLM_SERVER_DEV_MODE=1, which serves POST /reset_prefix_cache for
 #     llmsweep's --reset-prefix-cache)
-#   REQUEST_IDS= (1: --enable-request-id-headers: vLLM answers each request's x-request-id,
-#     the id llmsweep sends and keeps in requests.jsonl, and logs it as chatcmpl-<id>)
+#   REQUEST_IDS= (1: --enable-request-id-headers --enable-log-requests: vLLM answers each
+#     request's x-request-id, the id llmsweep sends and keeps in requests.jsonl, and logs it as
+#     "Added request chatcmpl-<id>-<suffix>"; without --enable-log-requests only a failed one)
 # Needs: python3 (3.11+) with venv, curl, taskset; ~8 GB of disk; PyPI only (no model hub).
 #
 # Workarounds:
@@ -208,7 +209,8 @@ serve() {
     log "starting vllm serve on $URL (core $CPU, $MAX_SEQS seqs, ${KV_GB} GiB KV; log: $WORK/server.log)"
     local t0=$SECONDS extra=()
     [[ -z "${TOOL_PARSER:-}" ]] || extra+=(--enable-auto-tool-choice --tool-call-parser "$TOOL_PARSER")
-    [[ "${REQUEST_IDS:-}" != 1 ]] || extra+=(--enable-request-id-headers)
+    # --enable-log-requests: without it vLLM logs a request's id only when it fails.
+    [[ "${REQUEST_IDS:-}" != 1 ]] || extra+=(--enable-request-id-headers --enable-log-requests)
     # setsid: the server outlives this script (and its terminal) until `stop`.
     VLLM_SERVER_DEV_MODE="${DEV_MODE:-0}" VLLM_CPU_KVCACHE_SPACE="$KV_GB" \
       setsid taskset -c "$CPU" "$VENV/bin/vllm" serve "$MODEL" \
