@@ -89,7 +89,15 @@ pub fn check(m: Measured) -> ClientCheck {
         ));
     }
     let limited = late.any();
-    let reason = if limited {
+    let starved = m
+        .cpu_share_max
+        .is_some_and(|c| c < policy::STARVED_CPU_SHARE);
+    let reason = if limited && starved {
+        format!(
+            "client-limited: {}{cpu}: other processes had the CPU llmsweep needed, so these numbers describe the machine, not the server, whose limit was not reached; run it where its core is free (or give it one: taskset)",
+            why.join("; ")
+        )
+    } else if limited {
         format!(
             "client-limited: {}{cpu}: these numbers describe llmsweep, not the server, whose limit was not reached; use fewer streams, --max-concurrency, or several processes",
             why.join("; ")
@@ -199,6 +207,24 @@ mod tests {
         assert!(
             gross.limited && gross.reason.contains("120.0 ms late"),
             "{gross:?}"
+        );
+        assert!(
+            gross.reason.contains("use fewer streams"),
+            "{}",
+            gross.reason
+        );
+        // Late while llmsweep used 5 % of its core (seen on real llama.cpp
+        // beside other processes): the machine's doing, and said so.
+        let starved = check(Measured {
+            cpu_share_max: Some(0.05),
+            ..m(18.0, 48.0, 20.0, 400.0)
+        });
+        assert!(starved.limited, "{starved:?}");
+        assert!(
+            starved.reason.contains("other processes had the CPU")
+                && !starved.reason.contains("use fewer streams"),
+            "{}",
+            starved.reason
         );
     }
 }

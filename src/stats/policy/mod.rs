@@ -188,6 +188,14 @@ pub const LAG_FLOOR_MS: f64 = 5.0;
 /// See [`LAG_FLOOR_MS`].
 pub const LAG_SHARE_OF_ITL: f64 = 0.5;
 
+/// A client-limited stage in which llmsweep used under this share of the
+/// CPU it may use was starved by another process, not by its own load: its
+/// advice says so (seen: "use fewer streams, --max-concurrency, or several
+/// processes" of a stage 48 ms late at p90 with llmsweep at 5 % of its one
+/// core, beside other processes on that core). Words only; the stage is
+/// set aside either way.
+pub const STARVED_CPU_SHARE: f64 = 0.5;
+
 /// Answers a rule on errors needs before it speaks: fewer are chance.
 pub const MIN_ERRORS: u64 = 5;
 /// Share of the requests sent that got no answer (refused, timed out)
