@@ -270,6 +270,63 @@ async fn a_backlog_left_by_the_previous_stage_is_waited_out() {
     sim.shutdown().await;
 }
 
+/// A run started while the server still serves another run's cut
+/// requests waits for it before its first stage, and says so (seen on real
+/// vLLM and llama.cpp: the first stage of a run started as a sweep ended was
+/// cut as "beyond doubt" behind; the same rate kept up 46 s later).
+#[tokio::test]
+async fn a_server_busy_before_the_run_is_waited_out_before_the_first_stage() {
+    let _serial = SERIAL.lock().await;
+    // As above: 40 cut requests this server finishes anyway, 3 s of work.
+    let mut cfg = model(10.0, 0.0, 4);
+    cfg.params.finish_cancelled = true;
+    let sim = start_sim(cfg).await;
+    let data = prompts("prompt_tokens=8,output_tokens=30,samples=200", Api::Chat);
+    let flood = || {
+        llmsweep::engine::FixedPlan::new(vec![stage(
+            Strategy::Throughput {
+                max_concurrency: 40,
+            },
+            secs(0.2),
+        )])
+    };
+    let one_at_a_time = || {
+        llmsweep::engine::FixedPlan::new(vec![stage(
+            Strategy::Synchronous,
+            Limits {
+                max_requests: Some(2),
+                ..Default::default()
+            },
+        )])
+    };
+    let _ = run_plan(&sim.url(), &mut flood(), data.clone(), settings()).await;
+    let (next, _) = run_plan(&sim.url(), &mut one_at_a_time(), data.clone(), settings()).await;
+    let first = next
+        .timeline
+        .iter()
+        .find(|e| e.event == EventKind::Settle)
+        .map(|e| e.detail.clone())
+        .unwrap_or_default();
+    assert!(
+        first.contains("busy before the first stage"),
+        "{:?}",
+        next.timeline
+    );
+    assert!(
+        next.stages[0].ttft_ms.max < 200.0,
+        "{:?}",
+        next.stages[0].ttft_ms
+    );
+    // An idle server: nothing to wait for, nothing said.
+    let (idle, _) = run_plan(&sim.url(), &mut one_at_a_time(), data, settings()).await;
+    assert!(
+        !idle.timeline.iter().any(|e| e.event == EventKind::Settle),
+        "{:?}",
+        idle.timeline
+    );
+    sim.shutdown().await;
+}
+
 #[tokio::test]
 async fn prompts_repeated_across_stages_would_flatter_ttft_and_are_not_repeated() {
     let _serial = SERIAL.lock().await;

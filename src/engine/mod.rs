@@ -407,6 +407,8 @@ impl Engine {
             // stages left running; a rate change goes on at once.
             if !spec.manual && !self.ledger.finished.is_empty() {
                 self.settle().await;
+            } else if self.ledger.finished.is_empty() && self.finishing.is_empty() {
+                self.settle_before_load().await;
             }
             if let Some(route) = self.settings.reset_prefix_cache.clone() {
                 if !spec.manual {
@@ -444,6 +446,28 @@ impl Engine {
             .or_else(|| plan.stopped_early().map(RunEnd::SweepStopped))
             .unwrap_or_default();
         self.result(end, partial)
+    }
+
+    /// Waits for a server still busy when the run starts (said in the
+    /// timeline only when it was).
+    async fn settle_before_load(&mut self) {
+        let timeout = self
+            .settings
+            .settle_timeout
+            .unwrap_or(settle::DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return;
+        }
+        let Some(s) = settle::busy_before_load(self.backend.as_ref(), timeout).await else {
+            return;
+        };
+        let t_s = self.t();
+        self.ledger.timeline.push(TimelineEvent {
+            t_s,
+            event: EventKind::Settle,
+            detail: format!("waited {:.2} s: {}", s.waited_s, s.detail),
+            waited_s: Some(s.waited_s),
+        });
     }
 
     /// Waits for the server to finish what earlier stages left running.

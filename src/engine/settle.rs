@@ -102,6 +102,36 @@ pub async fn settle(
     done(probe_until_settled(client, probe, reference, start + timeout, timeout).await)
 }
 
+/// Before the first stage: a server still serving another client's work,
+/// or a run before this one (a process that exits leaves its requests to
+/// servers that finish what was cut), would make the first stage measure
+/// that queue (seen on real vLLM and llama.cpp: the first stage of a run
+/// started as a sweep ended was cut by the guard as "beyond doubt" behind,
+/// and the same rate kept up 46 s later). With a `/metrics` that shows
+/// requests running or waiting, waits for it as between stages, at most
+/// `timeout`; None when it was idle or has no such page (nothing to say).
+pub async fn busy_before_load(
+    client: &dyn super::backend::Backend,
+    timeout: Duration,
+) -> Option<Settled> {
+    let start = Instant::now();
+    let http = crate::client::redirect::builder(false)
+        .timeout(Duration::from_secs(2))
+        .build()
+        .ok()?;
+    let url = crate::client::join_url(client.base_url()?, "/metrics");
+    if busy(&http, &url).await? <= 0.0 {
+        return None;
+    }
+    let (detail, timed_out, probes) = wait_on_metrics(client, start, timeout).await?;
+    Some(Settled {
+        waited_s: start.elapsed().as_secs_f64(),
+        detail: format!("the server was busy before the first stage (another client, or a run before this one): {detail}"),
+        timed_out,
+        probes,
+    })
+}
+
 /// Polls the server's `/metrics` until nothing runs or waits (or the
 /// timeout): what it said, whether it timed out, and no probes. None
 /// without a usable `/metrics`.
