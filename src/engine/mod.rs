@@ -451,16 +451,25 @@ impl Engine {
     /// Waits for a server still busy when the run starts (said in the
     /// timeline only when it was).
     async fn settle_before_load(&mut self) {
+        let Some(timeout) = self.settle_timeout() else {
+            return;
+        };
+        if let Some(s) = settle::busy_before_load(self.backend.as_ref(), timeout).await {
+            self.note_settled(&s);
+        }
+    }
+
+    /// The bound on a wait for the server to settle; None: do not wait.
+    fn settle_timeout(&self) -> Option<Duration> {
         let timeout = self
             .settings
             .settle_timeout
             .unwrap_or(settle::DEFAULT_TIMEOUT);
-        if timeout.is_zero() {
-            return;
-        }
-        let Some(s) = settle::busy_before_load(self.backend.as_ref(), timeout).await else {
-            return;
-        };
+        (!timeout.is_zero()).then_some(timeout)
+    }
+
+    /// A wait for the server, in the timeline.
+    fn note_settled(&mut self, s: &settle::Settled) {
         let t_s = self.t();
         self.ledger.timeline.push(TimelineEvent {
             t_s,
@@ -472,13 +481,9 @@ impl Engine {
 
     /// Waits for the server to finish what earlier stages left running.
     async fn settle(&mut self) {
-        let timeout = self
-            .settings
-            .settle_timeout
-            .unwrap_or(settle::DEFAULT_TIMEOUT);
-        if timeout.is_zero() {
+        let Some(timeout) = self.settle_timeout() else {
             return;
-        }
+        };
         let reference_ttft = self
             .ledger
             .finished
@@ -490,13 +495,7 @@ impl Engine {
         let probe = move |k: u64| crate::data::for_request(&prompts, seq + k);
         let s = settle::settle(self.backend.as_ref(), probe, reference_ttft, timeout).await;
         self.source.next_prompt += s.probes;
-        let t_s = self.t();
-        self.ledger.timeline.push(TimelineEvent {
-            t_s,
-            event: EventKind::Settle,
-            detail: format!("waited {:.2} s: {}", s.waited_s, s.detail),
-            waited_s: Some(s.waited_s),
-        });
+        self.note_settled(&s);
     }
 
     /// Empties the server's prefix cache before `stage`, so that it does

@@ -61,6 +61,20 @@ pub fn busy_from_metrics(text: &str) -> Option<f64> {
     found
 }
 
+/// The HTTP client and URL that read the server's `/metrics` (the shared
+/// redirect policy's client: no redirect followed, no Referer); None for a
+/// backend with no URL.
+fn metrics_page(client: &dyn super::backend::Backend) -> Option<(reqwest::Client, String)> {
+    let http = crate::client::redirect::builder(false)
+        .timeout(Duration::from_secs(2))
+        .build()
+        .ok()?;
+    Some((
+        http,
+        crate::client::join_url(client.base_url()?, "/metrics"),
+    ))
+}
+
 async fn busy(http: &reqwest::Client, url: &str) -> Option<f64> {
     let r = http.get(url).send().await.ok()?;
     if !r.status().is_success() {
@@ -115,11 +129,7 @@ pub async fn busy_before_load(
     timeout: Duration,
 ) -> Option<Settled> {
     let start = Instant::now();
-    let http = crate::client::redirect::builder(false)
-        .timeout(Duration::from_secs(2))
-        .build()
-        .ok()?;
-    let url = crate::client::join_url(client.base_url()?, "/metrics");
+    let (http, url) = metrics_page(client)?;
     if busy(&http, &url).await? <= 0.0 {
         return None;
     }
@@ -141,12 +151,7 @@ async fn wait_on_metrics(
     timeout: Duration,
 ) -> Option<(String, bool, u64)> {
     let deadline = start + timeout;
-    // The shared redirect policy's client: no redirect followed, no Referer.
-    let http = crate::client::redirect::builder(false)
-        .timeout(Duration::from_secs(2))
-        .build()
-        .ok()?;
-    let url = crate::client::join_url(client.base_url()?, "/metrics");
+    let (http, url) = metrics_page(client)?;
     let mut n = busy(&http, &url).await?;
     let first = n;
     while n > 0.0 {
