@@ -85,11 +85,17 @@ pub struct SweepPlan {
     /// their seconds.
     added: usize,
     added_s: f64,
+    /// Added stages that held while nothing had fallen behind: each goes a
+    /// step further up.
+    climbs: u32,
     /// The planned grid has run (or stopped on saturation).
     grid_done: bool,
     /// The throughput stage measured queueing below the synchronous rate:
     /// its rate is no hint of where to probe.
     flood_unusable: bool,
+    /// With the flood unusable, the grid is planned once the probes know
+    /// the capacity: its rates still to run (None until planned).
+    late_grid: Option<std::collections::VecDeque<f64>>,
     notice: Option<String>,
     warning: Option<String>,
 }
@@ -115,8 +121,10 @@ impl SweepPlan {
             throughput_rerun: false,
             added: 0,
             added_s: 0.0,
+            climbs: 0,
             grid_done: false,
             flood_unusable: false,
+            late_grid: None,
             notice: None,
             warning: None,
         }
@@ -210,7 +218,15 @@ impl SweepPlan {
             return None;
         }
         let flood = Self::measured(done, StrategyKind::Throughput).filter(|_| !self.flood_unusable);
-        let rate = policy::next_rate(&c, highest_kept, flood)?;
+        // A probe that held while nothing fell behind: the next goes a step
+        // further (policy::next_rate).
+        if c.high.is_none()
+            && self.added > 0
+            && done.last().is_some_and(|s| answer::held(s) == Some(true))
+        {
+            self.climbs += 1;
+        }
+        let rate = policy::next_rate(&c, highest_kept, flood, self.climbs)?;
         let limits = self.probe_limits(done, rate)?;
         if !self.affords(&limits) {
             let width = match c.high {
@@ -395,6 +411,60 @@ impl SweepPlan {
         ControlFlow::Continue(())
     }
 
+    /// A sweep whose flood measured queueing has no grid to start with: once
+    /// the probes know the capacity, GuideLLM's rates between the
+    /// synchronous rate and the capacity's estimate run, for the latency
+    /// curve (seen on real llama.cpp: every flood read ~6 req/s of a server
+    /// holding ~23, and three sweeps gave no latency curve). Planned once;
+    /// the first of its stages, if any.
+    fn plan_late_grid(&mut self, done: &[StageReport]) -> Option<StageSpec> {
+        if !self.flood_unusable || self.late_grid.is_some() {
+            return None;
+        }
+        let sync = Self::measured(done, StrategyKind::Synchronous).filter(|s| *s > 0.0)?;
+        let c = answer::capacity(done)?;
+        // The synchronous rate's own stage ran: the grid is the rest of
+        // the planned stages, up to the estimate.
+        let rates: std::collections::VecDeque<f64> =
+            if c.estimate > (1.0 + policy::PRECISION) * sync {
+                sweep_rates(sync, c.estimate, self.stages.saturating_sub(1)).into()
+            } else {
+                Default::default()
+            };
+        let first = *rates.front()?;
+        let listed: Vec<String> = rates.iter().map(|r| fmt_rate(*r)).collect();
+        self.notice = Some(format!(
+            "the probes put the capacity at {:.2} req/s: the grid runs between the synchronous {} req/s and it, for the latency curve: {}",
+            c.estimate,
+            fmt_rate(sync),
+            listed.join(", ")
+        ));
+        self.late_grid = Some(rates.into_iter().skip(1).collect());
+        Some(StageSpec::new(self.open_loop(first), self.limits.clone()))
+    }
+
+    /// The late grid's stages still to run, as the header lists them.
+    fn late_grid_ahead(&self) -> Vec<PlannedStage> {
+        if !self.flood_unusable {
+            return Vec::new();
+        }
+        match &self.late_grid {
+            Some(rates) => rates
+                .iter()
+                .map(|r| PlannedStage {
+                    name: self.open_loop(*r).name(),
+                    target_rate: Some(*r),
+                })
+                .collect(),
+            None => (0..self.stages.saturating_sub(3))
+                .map(|_| PlannedStage {
+                    name: "constant@?".into(),
+                    target_rate: None,
+                })
+                .collect(),
+        }
+    }
+
     fn end(&mut self, why: String) -> Option<StageSpec> {
         self.ended = true;
         self.notice = Some(format!("sweep ends: {why}"));
@@ -534,7 +604,13 @@ impl Plan for SweepPlan {
                     Some(rate) => StageSpec::new(self.open_loop(rate), self.limits.clone()),
                     None => {
                         self.grid_done = true;
-                        let spec = self.refine(done);
+                        let late = self.late_grid.as_mut().and_then(|g| g.pop_front());
+                        let spec = match late {
+                            Some(rate) => {
+                                Some(StageSpec::new(self.open_loop(rate), self.limits.clone()))
+                            }
+                            None => self.refine(done).or_else(|| self.plan_late_grid(done)),
+                        };
                         if spec.is_none() {
                             self.ended = true;
                         }
@@ -548,8 +624,11 @@ impl Plan for SweepPlan {
     }
 
     fn upcoming(&self) -> Vec<PlannedStage> {
-        if self.ended || self.grid_done {
+        if self.ended {
             return Vec::new();
+        }
+        if self.grid_done {
+            return self.late_grid_ahead();
         }
         let mut v = measured_stages_ahead(self.issued);
         match &self.rates {
@@ -571,6 +650,7 @@ impl Plan for SweepPlan {
                 }
             }
         }
+        v.extend(self.late_grid_ahead());
         v
     }
 
@@ -582,11 +662,12 @@ impl Plan for SweepPlan {
     }
 
     fn total(&self) -> Option<usize> {
-        let rerun = usize::from(self.throughput_rerun) + self.added;
+        // Once ended, the stages issued are all there were (a re-run flood
+        // and the added stages among them).
         Some(if self.ended {
-            self.issued + rerun
+            self.issued
         } else {
-            self.stages + rerun
+            self.stages + usize::from(self.throughput_rerun) + self.added
         })
     }
 
@@ -917,6 +998,46 @@ mod tests {
             (r - 2.0 * 0.77).abs() < 0.02,
             "doubling, the flood is no hint: {r}"
         );
+        // The header lists the grid still to come, its rates unknown.
+        let ahead = p.upcoming();
+        assert_eq!(ahead.len(), 7, "{ahead:?}");
+        assert!(ahead.iter().all(|s| s.target_rate.is_none()));
+        // Against a server of capacity 1.3: once the probes know it, the
+        // grid runs between the synchronous rate and the estimate, for the
+        // latency curve (real llama.cpp: three sweeps, no grid).
+        use crate::types::Outcome::{NotSaturated, Saturated};
+        let truth = 1.3;
+        let mut next = Some(probe);
+        let mut grid = Vec::new();
+        let mut notices = Vec::new();
+        while let Some(spec) = next {
+            let rate = spec.strategy.target_rate().unwrap();
+            if !spec.name.ends_with("(probe)") {
+                grid.push(rate);
+            }
+            let g = (rate - truth).max(0.0);
+            let outcome = if g > 0.02 * rate {
+                Saturated
+            } else {
+                NotSaturated
+            };
+            d.push(read(rate, outcome, g, 0.01 * rate));
+            next = p.next(&d);
+            notices.extend(p.take_notice());
+            assert!(d.len() < 30, "the sweep ends");
+        }
+        let c = crate::stats::answer::capacity(&d).unwrap();
+        assert!((c.estimate - truth).abs() < 0.05 * truth, "{c:?}");
+        assert_eq!(grid.len(), 7, "the rest of the 10 stages: {grid:?}");
+        assert!(grid.windows(2).all(|w| w[0] < w[1]), "{grid:?}");
+        assert!(grid[0] > 0.77 && grid[6] <= truth * 1.05, "{grid:?}");
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.contains("the grid runs between the synchronous 0.77 req/s and it")),
+            "{notices:#?}"
+        );
+        assert_eq!(p.total(), Some(d.len()), "planned stages plus the probes");
     }
 
     #[test]

@@ -54,7 +54,10 @@ pub fn point(s: &StageReport) -> Option<Point> {
         return (!fell_behind || s.target_rate.is_some())
             .then(|| policy::point_without_reading(rate, fell_behind, s.rates.achieved()));
     };
-    (v.outcome != Outcome::Erroring).then_some(point)
+    // A stage the over-saturation guard ended saw only its overload's
+    // start (policy::Point::early_excuse).
+    let guard_cut = s.end_reason == crate::types::StageEndReason::OverSaturated;
+    (v.outcome != Outcome::Erroring).then_some(Point { guard_cut, ..point })
 }
 
 fn target(s: &StageReport) -> f64 {

@@ -70,8 +70,9 @@
 //! 12. The χ² minimum over every judged stage, its interval scaled up when
 //!     the stages within [`NEAR_CAPACITY`] of it disagree more than their
 //!     noise says; a stage that fell behind may have completed under C by
-//!     [`COLLAPSE_SHARE`] of its growth ([`Reading::collapse`]); nothing
-//!     fell behind: a floor.
+//!     [`COLLAPSE_SHARE`] of its growth ([`Point::collapse_allowed`]), one
+//!     the guard ended over it by [`GUARD_CUT_ERROR`] of its rate
+//!     ([`Point::early_excuse`]); nothing fell behind: a floor.
 //! 13. A stage is what its last judged run said; stages llmsweep could not
 //!     drive are set aside and named (`stats::answer`).
 //!
@@ -80,8 +81,9 @@
 //!     stages, for the latency curve.
 //! 15. Then stages are added while the interval is wider than ±[`PRECISION`]
 //!     and [`ADDED_BUDGET_SHARE`] of the grid's time lasts ([`next_rate`]):
-//!     just above the estimate, or, open above, [`PROBE_STEP`] over the
-//!     highest rate held ([`BLIND_STEP`] with no flood to go by).
+//!     just above the estimate (at least the interval's middle), or, open
+//!     above, [`PROBE_STEP`] over the highest rate held, a step more for
+//!     each probe that held ([`BLIND_STEP`] with no flood to go by).
 //! 16. They stop when the rates bracket the capacity within 2 ×
 //!     [`PRECISION`] ([`bracketed_by_rates`]).
 //! 17. An added stage runs as long as a stage within [`NEAR_RATE`] of it
@@ -317,6 +319,11 @@ pub struct Reading {
     /// than in its first, past the noise, req/s: a server that slows as its
     /// queue grows completed more than rate − growth before it did.
     pub answers_slowed: f64,
+    /// The growth was counted (sent less answered since the first answer,
+    /// an overload verdict with no backlog window), not fit to a backlog:
+    /// it carries its own noise ([`COUNTED_GROWTH_NOISE`]) and no
+    /// allowance for a server slowing under its queue.
+    pub counted: bool,
 }
 
 impl Reading {
@@ -394,6 +401,13 @@ impl Reading {
     /// growth. Only the capacity's interval allows for
     /// it; the call does not (the stage did fall behind).
     pub fn collapse(&self) -> f64 {
+        // A counted growth saw no answers slow: its noise already holds
+        // what it cannot tell (seen: real llama.cpp, a 1.0 s probe at 60.40
+        // counted 32.48 ± 8.77 of growth, and half of it allowed as
+        // collapse put the interval's top at 60.32 of a server holding 24).
+        if self.counted {
+            return 0.0;
+        }
         let g = self.growth.max(0.0);
         (COLLAPSE_SHARE * g)
             .max(self.answers_slowed.max(0.0))
@@ -408,6 +422,7 @@ impl Reading {
             noise: self.noise(),
             filling: self.filling(),
             collapse: self.collapse(),
+            guard_cut: false,
         }
     }
 }
@@ -477,6 +492,9 @@ pub struct Point {
     /// Growth a server slowing under its queue may have added (see
     /// [`Reading::collapse`]).
     pub collapse: f64,
+    /// The over-saturation guard ended the stage (rule 11): its window saw
+    /// only the start of its overload (see [`Point::early_excuse`]).
+    pub guard_cut: bool,
 }
 
 impl Point {
@@ -490,7 +508,40 @@ impl Point {
     pub fn far_behind(&self) -> bool {
         self.growth - self.filling - SIGMAS * self.noise > PRECISION * self.rate
     }
+
+    /// The collapse allowed, at most what leaves the stage behind beyond
+    /// doubt: a stage that fell behind says the server does not hold its
+    /// rate, so no capacity at or above its rate explains it (seen: real
+    /// llama.cpp at 30.36 req/s fell behind by 2.81 ± 0.49 while its answers
+    /// slowed by as much, and the whole growth excused put no bound on the
+    /// capacity at all).
+    pub fn collapse_allowed(&self) -> f64 {
+        self.collapse
+            .min((self.growth - self.filling - SIGMAS * self.noise).max(0.0))
+    }
+
+    /// How far under rate − growth a stage the guard ended may put the
+    /// capacity, free: its few seconds saw its overload's start, and a
+    /// server may complete less once its queue is long ([`GUARD_CUT_ERROR`]
+    /// of its rate). Such a stage bounds the capacity from above as any
+    /// stage that fell behind; from below it bounds it only with a stage
+    /// that ran its length.
+    pub fn early_excuse(&self) -> f64 {
+        if self.guard_cut {
+            GUARD_CUT_ERROR * self.rate
+        } else {
+            0.0
+        }
+    }
 }
+
+/// See [`Point::early_excuse`]: the share of its rate by which a stage the
+/// guard ended may have over-read what the server completes (seen: real
+/// llama.cpp answered 28.39 req/s over the 6.2 s the guard let a 30.67
+/// stage run, 23.96 over 5.4 s at 29.81, and 23.29 over 34 s at 25.54:
+/// the interval 27.49–30.11 rested on the first and missed the truth by
+/// 18 %).
+pub const GUARD_CUT_ERROR: f64 = 0.2;
 
 /// The capacity the stages say the server holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -526,9 +577,9 @@ fn chi2(points: &[Point], c: f64) -> f64 {
         .map(|p| {
             let r = p.growth - (p.rate - c).max(0.0);
             let r = if r > 0.0 {
-                (r - p.filling - p.collapse).max(0.0)
+                (r - p.filling - p.collapse_allowed()).max(0.0)
             } else {
-                r
+                (r + p.early_excuse()).min(0.0)
             };
             (r / p.noise).powi(2)
         })
@@ -613,16 +664,26 @@ pub fn point_without_reading(rate: f64, fell_behind: bool, achieved: f64) -> Poi
         ttft_rise_s: None,
         known_capacity: 0.0,
         answers_slowed: 0.0,
+        counted: false,
     }
     .point()
 }
 
 /// The rate the sweep tries next to narrow the interval, or None when it
-/// is precise. Open above: above the highest rate that kept up (a flood
-/// above it is a hint of how far; with no flood to go by, [`BLIND_STEP`]
-/// above it); else just above the estimate, where a stage that falls
-/// behind measures C to its own noise.
-pub fn next_rate(c: &Capacity, highest_kept: Option<f64>, flood: Option<f64>) -> Option<f64> {
+/// is precise. Open above: above the highest rate that kept up, one
+/// [`PROBE_STEP`] more for each probe that held on the way (`climbs`: ×1.15,
+/// then ×1.32, ×1.52 …; a flood above it is a hint of how far; with no flood
+/// to go by, [`BLIND_STEP`] above it). Bounded: just above the estimate,
+/// where a stage that falls behind measures C to its own noise, but at
+/// least the interval's middle: an estimate at the low end of a wide flat
+/// bottom (every C there explains the stages) would else be crept up on
+/// by 5 % a probe.
+pub fn next_rate(
+    c: &Capacity,
+    highest_kept: Option<f64>,
+    flood: Option<f64>,
+    climbs: u32,
+) -> Option<f64> {
     if c.is_precise() {
         return None;
     }
@@ -630,14 +691,14 @@ pub fn next_rate(c: &Capacity, highest_kept: Option<f64>, flood: Option<f64>) ->
         None => {
             let base = highest_kept.unwrap_or(c.low).max(c.low);
             let step = if flood.is_some() {
-                PROBE_STEP * base
+                PROBE_STEP.powi(climbs.saturating_add(1).min(MAX_CLIMBS) as i32) * base
             } else {
                 BLIND_STEP * base
             };
             let hint = flood.filter(|f| *f > step && *f < FLOOD_HINT_SPAN * base);
             Some(hint.unwrap_or(step))
         }
-        Some(_) => Some((1.0 + PRECISION) * c.estimate),
+        Some(high) => Some(((1.0 + PRECISION) * c.estimate).max(0.5 * (c.low + high))),
     }
 }
 
@@ -660,8 +721,14 @@ pub fn bracketed_by_rates(highest_kept: Option<f64>, lowest_behind: Option<f64>)
 /// How far above the highest rate held the sweep probes when nothing fell
 /// behind and no flood points higher: far enough that a few probes cover
 /// a server the flood under-read by a third, near enough that the first
-/// to fall behind measures C well.
+/// to fall behind measures C well. Each probe that held goes one step
+/// further (see [`next_rate`]): one step a probe, real vLLM's probes crept
+/// from a flood of 11.76 to 27.19 req/s in six 30 s stages, the whole
+/// budget, and the answer stayed ±5.3 %.
 pub const PROBE_STEP: f64 = 1.15;
+/// The most steps one probe goes up ([`PROBE_STEP`]⁴ = 1.75): past that a
+/// probe far over the capacity measures it worse than one near it.
+pub const MAX_CLIMBS: u32 = 4;
 
 /// How far above the highest rate held the sweep probes when no flood
 /// measured anything to go by (it measured queueing below the synchronous

@@ -12,6 +12,7 @@ fn reading(rate: f64, growth: f64, fit_noise: f64) -> Reading {
         ttft_rise_s: None,
         known_capacity: 0.0,
         answers_slowed: 0.0,
+        counted: false,
     }
 }
 
@@ -151,12 +152,12 @@ fn nothing_fell_behind_is_a_floor_and_the_next_rate_is_above_it() {
     let c = capacity(&pts).unwrap();
     assert!(c.high.is_none(), "{c:?}");
     assert!(c.estimate > 5.8 && c.estimate <= 6.0, "{c:?}");
-    let next = next_rate(&c, Some(6.0), Some(5.07)).unwrap();
+    let next = next_rate(&c, Some(6.0), Some(5.07), 0).unwrap();
     assert!(
         (next - 6.9).abs() < 1e-9,
         "a flood under it is no ceiling: {next}"
     );
-    assert_eq!(next_rate(&c, Some(6.0), Some(8.0)), Some(8.0));
+    assert_eq!(next_rate(&c, Some(6.0), Some(8.0), 0), Some(8.0));
 }
 
 #[test]
@@ -172,8 +173,9 @@ fn a_flood_far_above_capacity_weighs_least() {
         !alone.is_precise(),
         "a flood alone is not precise: {alone:?}"
     );
-    let next = next_rate(&alone, None, None).unwrap();
-    assert!((next - 1.05 * alone.estimate).abs() < 1e-9);
+    let next = next_rate(&alone, None, None, 0).unwrap();
+    let middle = 0.5 * (alone.low + alone.high.unwrap());
+    assert!((next - (1.05 * alone.estimate).max(middle)).abs() < 1e-9);
 }
 
 #[test]
@@ -265,4 +267,133 @@ fn the_stage_before_decides_only_a_verdict_that_is_not_kept_up() {
     assert!(!behind_the_stage_before(true, 9.0, 10.0));
     assert!(ran_enough(5.0, 10.0));
     assert!(!ran_enough(4.9, 10.0));
+}
+
+/// A stage's point as a stored report gives it: rate, growth, effective
+/// noise, filling, collapse, and whether the guard ended it.
+fn stored(
+    rate: f64,
+    growth: f64,
+    noise: f64,
+    filling: f64,
+    collapse: f64,
+    guard_cut: bool,
+) -> Point {
+    Point {
+        rate,
+        growth,
+        noise,
+        filling,
+        collapse,
+        guard_cut,
+    }
+}
+
+#[test]
+fn a_stage_that_fell_behind_bounds_the_capacity_under_its_rate() {
+    // Real llama.cpp, sweep 2 (report.json): 30.36 fell behind by 2.81 ±
+    // 0.49 while its answers slowed by as much (collapse = the growth), and
+    // a 1.0 s probe at 60.40 counted 32.48 ± 8.77 with half of it allowed:
+    // the answer read 28.92 (28.32–60.32).
+    let pts = [
+        stored(15.13, -0.016, 0.151, 0.0, 0.0, false),
+        stored(29.38, 0.468, 0.303, 0.0, 0.234, false),
+        stored(60.40, 32.48, 8.77, 0.0, 16.24, true),
+        stored(30.10, 2.81, 0.49, 0.0, 2.81, true),
+    ];
+    let c = capacity(&pts).unwrap();
+    let high = c.high.expect("bounded");
+    assert!(
+        high <= 30.36,
+        "no capacity at or above a rate that fell behind: {c:?}"
+    );
+    // The allowance left is what keeps the stage behind beyond doubt.
+    assert!((pts[3].collapse_allowed() - (2.81 - 2.0 * 0.49)).abs() < 1e-9);
+}
+
+#[test]
+fn a_counted_growth_carries_no_collapse() {
+    let counted = Reading {
+        counted: true,
+        ..reading(60.4, 32.48, 8.1)
+    };
+    assert_eq!(counted.collapse(), 0.0);
+    assert!(reading(60.4, 32.48, 8.1).collapse() > 0.0);
+}
+
+#[test]
+fn stages_the_guard_ended_do_not_bound_the_capacity_from_below_alone() {
+    // Real llama.cpp, sweep 3: 15.33 held; the guard ended probes at 30.67
+    // (answered 28.39 over 6.2 s) and 29.81 (23.96 over 5.4 s), and the
+    // answer read 28.38 (27.49–30.11), "±4.6 %": done. 35 s stages after
+    // it: 25.54 fell behind completing 23.29. Their few seconds do not make
+    // the interval precise; a stage near the capacity that runs its length
+    // must.
+    let pts = [
+        stored(15.36, -0.01, 0.15, 0.0, 0.0, false),
+        stored(30.88, 2.49, 0.45, 0.0, 1.25, true),
+        stored(30.06, 6.11, 1.01, 1.35, 3.05, true),
+    ];
+    let c = capacity(&pts).unwrap();
+    assert!(!c.is_precise(), "{c:?}");
+    assert!(c.low <= 24.0, "the truth (~23.3) is inside: {c:?}");
+    // The same two stages run their length: they bound it from both sides.
+    let whole = [
+        pts[0],
+        Point {
+            guard_cut: false,
+            ..pts[1]
+        },
+        Point {
+            guard_cut: false,
+            ..pts[2]
+        },
+    ];
+    assert!(capacity(&whole).unwrap().low > 27.0);
+    // The next probe goes into the interval, not 5 % over its low end.
+    let next = next_rate(&c, Some(15.33), None, 0).unwrap();
+    assert!(
+        next > 1.05 * c.estimate || c.estimate > 0.5 * (c.low + c.high.unwrap()),
+        "{next} {c:?}"
+    );
+    assert!(next < 30.06, "{next} {c:?}");
+}
+
+#[test]
+fn a_wide_flat_bottom_is_probed_in_its_middle() {
+    // Real llama.cpp, sweep 1: 20.03 held, then a probe at 40.07 (2 ×,
+    // no flood to go by) fell behind by 22.13: every capacity from about
+    // 20 to 29 explained both, and probes crept up 5 % at a time (21.04,
+    // 22.07, 23.12 held; 24.23 did not).
+    let pts = [
+        stored(20.03, 0.001, 0.2, 0.0, 0.0, false),
+        stored(40.41, 22.13, 2.486, 0.0, 11.065, true),
+    ];
+    let c = capacity(&pts).unwrap();
+    let next = next_rate(&c, Some(20.03), None, 0).unwrap();
+    let middle = 0.5 * (c.low + c.high.unwrap());
+    assert!(
+        (next - middle).abs() < 1e-9 && next > 1.05 * c.estimate,
+        "{next} {c:?}"
+    );
+}
+
+#[test]
+fn each_probe_that_held_climbs_a_step_further() {
+    // Real vLLM, sweep 3: a flood of 11.76, then probes held at 13.52,
+    // 15.55, 17.88, 20.56, 23.64 (× 1.15 each) before 27.19 fell behind:
+    // the whole budget.
+    let floor = Capacity {
+        estimate: 13.5,
+        low: 13.0,
+        high: None,
+    };
+    let at = |climbs| next_rate(&floor, Some(13.52), Some(11.76), climbs).unwrap() / 13.52;
+    assert!((at(0) - 1.15).abs() < 1e-9);
+    assert!((at(1) - 1.15f64.powi(2)).abs() < 1e-9);
+    assert!((at(2) - 1.15f64.powi(3)).abs() < 1e-9);
+    assert!(
+        (at(10) - 1.15f64.powi(MAX_CLIMBS as i32)).abs() < 1e-9,
+        "capped"
+    );
 }

@@ -111,6 +111,7 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
                 ttft_rise_s: None,
                 known_capacity: e.known.reference_capacity.unwrap_or(0.0),
                 answers_slowed: 0.0,
+                counted: true,
             }
         }
     };
@@ -287,6 +288,7 @@ fn reading(e: &Evidence, g: &Growth, target: f64) -> Reading {
         ttft_rise_s: ttft_rise(e, g),
         known_capacity: e.known.reference_capacity.unwrap_or(0.0),
         answers_slowed: g.answers_slowed_per_s,
+        counted: false,
     }
 }
 
@@ -490,6 +492,7 @@ pub fn point_of(v: &Verdict, rate: f64) -> Option<Point> {
         noise: v.growth_noise_per_s?.max(f64::MIN_POSITIVE),
         filling: v.growth_filling_per_s.unwrap_or(0.0),
         collapse: v.growth_collapse_per_s.unwrap_or(0.0),
+        guard_cut: false,
     })
 }
 
