@@ -255,6 +255,11 @@ impl SweepPlan {
                     _ => String::new(),
                 }
             ),
+            Some(hi) if rate > (1.0 + policy::PRECISION) * c.estimate + 1e-9 => format!(
+                "the capacity is within {:.2}–{hi:.2} req/s (±{:.1}%), every rate there explaining the stages about as well: a stage in its middle halves it",
+                c.low,
+                100.0 * c.half_width(),
+            ),
             Some(hi) => format!(
                 "the capacity is within {:.2}–{hi:.2} req/s (±{:.1}%): a stage just above the estimate {:.2} measures it",
                 c.low,

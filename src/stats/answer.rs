@@ -1265,6 +1265,17 @@ mod tests {
             behind("constant@20.77", 20.77, 20.383, 1.683, 0.311, 0.842),
             behind("constant@25.38", 25.38, 24.810, 2.228, 0.420, 2.228),
         ];
+        // Those two fell behind beyond doubt: the lower caps the interval
+        // (no capacity at a rate the server was seen not to hold).
+        let a = answer(&stages, None);
+        assert!(a.high.is_some_and(|h| h <= 20.383), "{a:?}");
+        // Judged saturated by a reading that does not clear its noise
+        // (an overload verdict on few seconds): no cap, a floor, and the
+        // words say why.
+        let stages = vec![
+            behind("constant@20.77", 20.77, 20.383, 0.5, 0.311, 0.25),
+            behind("constant@25.38", 25.38, 24.810, 0.6, 0.420, 0.3),
+        ];
         let a = answer(&stages, None);
         assert_eq!(a.high, None, "the test needs an interval open above: {a:?}");
         assert_eq!(a.not_held.as_deref(), Some("constant@20.77"));

@@ -69,8 +69,9 @@
 //! **The capacity** ([`capacity`]).
 //! 12. The χ² minimum over every judged stage, its interval scaled up when
 //!     the stages within [`NEAR_CAPACITY`] of it disagree more than their
-//!     noise says; a stage that fell behind may have completed under C by
-//!     [`COLLAPSE_SHARE`] of its growth ([`Point::collapse_allowed`]), one
+//!     noise says, and never at or above the rate of a stage that fell
+//!     behind ([`Point::fell_behind`]); a stage that fell behind may have
+//!     completed under C by [`COLLAPSE_SHARE`] of its growth, one
 //!     the guard ended over it by [`GUARD_CUT_ERROR`] of its rate
 //!     ([`Point::early_excuse`]); nothing fell behind: a floor.
 //! 13. A stage is what its last judged run said; stages llmsweep could not
@@ -509,15 +510,11 @@ impl Point {
         self.growth - self.filling - SIGMAS * self.noise > PRECISION * self.rate
     }
 
-    /// The collapse allowed, at most what leaves the stage behind beyond
-    /// doubt: a stage that fell behind says the server does not hold its
-    /// rate, so no capacity at or above its rate explains it (seen: real
-    /// llama.cpp at 30.36 req/s fell behind by 2.81 ± 0.49 while its answers
-    /// slowed by as much, and the whole growth excused put no bound on the
-    /// capacity at all).
-    pub fn collapse_allowed(&self) -> f64 {
-        self.collapse
-            .min((self.growth - self.filling - SIGMAS * self.noise).max(0.0))
+    /// Fell behind beyond doubt (rule 5's call on the point): the server
+    /// does not hold this rate, so no capacity at or above it explains the
+    /// stage, whatever its growth allows (see [`capacity`]).
+    pub fn fell_behind(&self) -> bool {
+        self.growth - self.filling - SIGMAS * self.noise > 0.0
     }
 
     /// How far under rate − growth a stage the guard ended may put the
@@ -577,7 +574,7 @@ fn chi2(points: &[Point], c: f64) -> f64 {
         .map(|p| {
             let r = p.growth - (p.rate - c).max(0.0);
             let r = if r > 0.0 {
-                (r - p.filling - p.collapse_allowed()).max(0.0)
+                (r - p.filling - p.collapse).max(0.0)
             } else {
                 (r + p.early_excuse()).min(0.0)
             };
@@ -600,10 +597,25 @@ pub fn capacity(points: &[Point]) -> Option<Capacity> {
     }
     // χ² is flat above the highest rate (every point predicts no growth):
     // a grid up to a little past it finds the minimum and the interval.
+    // A stage that fell behind beyond doubt caps it at its rate: what its
+    // growth allows (collapse, noise scaled by disagreeing stages) never
+    // puts the capacity at a rate the server was seen not to hold (seen:
+    // real llama.cpp at 30.36 req/s fell behind by 2.81 ± 0.49 while its
+    // answers slowed as much, and the interval's top was 60.32).
+    let ceiling = points
+        .iter()
+        .filter(|p| p.fell_behind())
+        .map(|p| p.rate)
+        .reduce(f64::min);
     const STEPS: usize = 4000;
     let hi_grid = CURVE_HEADROOM * top;
     let at = |i: usize| hi_grid * i as f64 / STEPS as f64;
-    let curve: Vec<f64> = (0..=STEPS).map(|i| chi2(&points, at(i))).collect();
+    let curve: Vec<f64> = (0..=STEPS)
+        .map(|i| match ceiling {
+            Some(c) if at(i) >= c => f64::INFINITY,
+            _ => chi2(&points, at(i)),
+        })
+        .collect();
     let (best_i, best) = curve
         .iter()
         .copied()
