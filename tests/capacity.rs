@@ -264,6 +264,63 @@ async fn a_server_whose_front_end_shares_the_engines_core() {
     held_at_09_not_at_11(b(), &a).await;
 }
 
+/// A server whose flood measures its own queue (few slots, and every
+/// request held slows each step: real llama.cpp with 8 slots read ~6 req/s
+/// flooded where constant stages held ~23, below its synchronous rate):
+/// the probes find the capacity from the synchronous rate, then the grid
+/// runs between the two, for the latency curve (three real sweeps had none).
+#[tokio::test(start_paused = true)]
+async fn a_server_whose_flood_measures_its_queue() {
+    let b = || {
+        Scripted::new(|_| script(10, 2, 32))
+            .with_capacity(8)
+            .with_cost_per_held(Duration::from_micros(60))
+    };
+    let res = sweep(b(), SweepKind::Constant, None).await;
+    let rate_of = |kind| {
+        res.stages
+            .iter()
+            .find(|s| s.strategy == kind)
+            .map(|s| s.rates.requests_per_s)
+            .unwrap()
+    };
+    let sync = rate_of(llmsweep::types::StrategyKind::Synchronous);
+    let flood = rate_of(llmsweep::types::StrategyKind::Throughput);
+    assert!(
+        flood < sync,
+        "the flood read {flood:.2}, synchronous {sync:.2}"
+    );
+    // Its truth is what it holds, not its 8 slots over the latency they
+    // take (92 req/s): once a queue forms every step slows and it collapses
+    // (a probe at 83 completed 20 req/s), as real llama.cpp's and vLLM's
+    // front ends do. So the truth is the user's check: 30 s stages at 0.9 ×
+    // and 1.1 × the answer (below).
+    let a = answer(&res.stages, None);
+    let (x, low, high) = (a.requests_per_s.unwrap(), a.low.unwrap(), a.high);
+    let high = high.unwrap_or_else(|| panic!("a floor: {}", a.basis));
+    assert!(
+        high - low <= 2.0 * 0.075 * x,
+        "{low:.2}–{high:.2}: {}",
+        a.basis
+    );
+    let grid: Vec<f64> = res
+        .stages
+        .iter()
+        .filter(|s| s.strategy.is_open_loop() && !s.name.ends_with("(probe)"))
+        .filter_map(|s| s.target_rate)
+        .collect();
+    assert_eq!(
+        grid.len(),
+        8,
+        "the stage at the synchronous rate, then 7: {grid:?}"
+    );
+    assert!(
+        grid.windows(2).all(|w| w[0] < w[1]) && *grid.last().unwrap() > 0.9 * x,
+        "a grid up to the capacity: {grid:?}"
+    );
+    held_at_09_not_at_11(b(), &a).await;
+}
+
 /// Poisson arrivals against the fixed-step server.
 #[tokio::test(start_paused = true)]
 async fn poisson_arrivals() {
