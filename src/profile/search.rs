@@ -200,8 +200,8 @@ impl SearchPlan {
             .unwrap_or(0.0);
         Some(
             asked
-                .max(policy::RERUN_STRETCH * max)
-                .min(policy::MAX_PROBE_STRETCH * max)
+                .max(policy::sweep::RERUN_STRETCH * max)
+                .min(policy::sweep::MAX_PROBE_STRETCH * max)
                 .ceil(),
         )
     }
@@ -267,7 +267,7 @@ impl SearchPlan {
             if let Some(max) = max.filter(|_| self.limits.auto_min_seconds.is_none()) {
                 self.throughput_rerun = true;
                 self.issued += 1;
-                let longer = (policy::MAX_PROBE_STRETCH * max).ceil();
+                let longer = (policy::sweep::MAX_PROBE_STRETCH * max).ceil();
                 self.notice = Some(format!(
                     "the throughput stage measured {cap:.2} req/s, not above the synchronous {lo:.2}: running it again for {longer:.0} s"
                 ));

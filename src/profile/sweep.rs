@@ -35,7 +35,7 @@ enum Budget {
 
 impl Budget {
     fn of(stages: usize, limits: &Limits) -> Budget {
-        let n = policy::added_stages(stages);
+        let n = policy::sweep::added_stages(stages);
         match limits.max_seconds {
             Some(s) => Budget::Seconds(s * n as f64),
             None => Budget::Stages(n),
@@ -207,7 +207,7 @@ impl SweepPlan {
         let lowest_behind = rates(false)
             .filter(|r| highest_kept.is_none_or(|k| *r >= k))
             .reduce(f64::min);
-        if policy::bracketed_by_rates(highest_kept, lowest_behind) {
+        if policy::sweep::bracketed_by_rates(highest_kept, lowest_behind) {
             self.stopped = None;
             if let (Some(k), Some(b)) = (highest_kept, lowest_behind) {
                 self.notice = Some(format!(
@@ -219,14 +219,14 @@ impl SweepPlan {
         }
         let flood = Self::measured(done, StrategyKind::Throughput).filter(|_| !self.flood_unusable);
         // A probe that held while nothing fell behind: the next goes a step
-        // further (policy::next_rate).
+        // further (policy::sweep::next_rate).
         if c.high.is_none()
             && self.added > 0
             && done.last().is_some_and(|s| answer::held(s) == Some(true))
         {
             self.climbs += 1;
         }
-        let rate = policy::next_rate(&c, highest_kept, flood, self.climbs)?;
+        let rate = policy::sweep::next_rate(&c, highest_kept, flood, self.climbs)?;
         let limits = self.probe_limits(done, rate)?;
         if !self.affords(&limits) {
             let width = match c.high {
@@ -291,13 +291,13 @@ impl SweepPlan {
                 && s.target_rate
                     .is_some_and(|r| (r - rate).abs() <= within * rate)
         };
-        let rerun = done.iter().any(|s| near(&s, policy::SAME_RATE));
+        let rerun = done.iter().any(|s| near(&s, policy::sweep::SAME_RATE));
         let asked = done
             .iter()
-            .filter(|s| near(s, policy::NEAR_RATE))
+            .filter(|s| near(s, policy::sweep::NEAR_RATE))
             .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
             .fold(0.0, f64::max);
-        let by = policy::probe_stretch(rerun, asked, self.limits.max_seconds);
+        let by = policy::sweep::probe_stretch(rerun, asked, self.limits.max_seconds);
         scaled_limits(&self.limits, by)
     }
 
@@ -704,7 +704,7 @@ pub(crate) fn measured_stages_ahead(issued: usize) -> Vec<PlannedStage> {
 }
 
 fn longer_limits(l: &Limits) -> Option<Limits> {
-    scaled_limits(l, policy::MAX_PROBE_STRETCH)
+    scaled_limits(l, policy::sweep::MAX_PROBE_STRETCH)
 }
 
 /// The stage limit (time, or else requests) times `by`.

@@ -372,7 +372,7 @@ fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
 /// The rates a floor's advice names, as multiples of the floor: two
 /// steps up, the second far enough to fall behind a server the flood
 /// under-read by a third (advice only; the sweep's own probes follow
-/// `policy::next_rate`).
+/// `policy::sweep::next_rate`).
 const FLOOR_ADVICE: [f64; 2] = [1.25, 1.5];
 /// Rates that show alike to two decimals are one rate in advice.
 const SHOWN_ALIKE: f64 = 0.005;
@@ -437,7 +437,7 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> b
     } else if by_requests {
         // Their --max-requests ended them: more requests lengthen them.
         let top = rates_max(&whole);
-        let seconds = needed.max(policy::RERUN_STRETCH * ran).ceil();
+        let seconds = needed.max(policy::sweep::RERUN_STRETCH * ran).ceil();
         format!(
             "run the rates above it longer, e.g. {rates} --max-requests {:.0}",
             (top * seconds).ceil().max(1.0)
@@ -446,7 +446,7 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> b
         let seconds = if needed > ran {
             needed
         } else {
-            (policy::RERUN_STRETCH * ran).ceil()
+            (policy::sweep::RERUN_STRETCH * ran).ceil()
         };
         let length = if seconds > ran && seconds > 0.0 {
             format!(" --max-seconds {seconds:.0}")
@@ -537,7 +537,7 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) -> bool {
             .filter_map(|s| s.verdict.as_ref()?.needed_seconds)
             .fold(0.0, f64::max);
         let ran = whole.iter().map(|s| s.duration_s).fold(0.0, f64::max);
-        let seconds = needed.max(policy::RERUN_STRETCH * ran).ceil();
+        let seconds = needed.max(policy::sweep::RERUN_STRETCH * ran).ceil();
         format!(
             "lengthen the stages: their --max-requests ended them; e.g. --max-requests {:.0} runs {seconds:.0} s at {:.2} req/s",
             (rates_max(&whole) * seconds).ceil().max(1.0),

@@ -81,15 +81,15 @@
 //! 14. The grid: GuideLLM's rates between the synchronous and throughput
 //!     stages, for the latency curve.
 //! 15. Then stages are added while the interval is wider than ±[`PRECISION`]
-//!     and [`ADDED_BUDGET_SHARE`] of the grid's time lasts ([`next_rate`]):
+//!     and [`ADDED_BUDGET_SHARE`](sweep::ADDED_BUDGET_SHARE) of the grid's time lasts ([`next_rate`](sweep::next_rate)):
 //!     just above the estimate (at least the interval's middle), or, open
-//!     above, [`PROBE_STEP`] over the highest rate held, a step more for
-//!     each probe that held ([`BLIND_STEP`] with no flood to go by).
+//!     above, [`PROBE_STEP`](sweep::PROBE_STEP) over the highest rate held, a step more for
+//!     each probe that held ([`BLIND_STEP`](sweep::BLIND_STEP) with no flood to go by).
 //! 16. They stop when the rates bracket the capacity within 2 ×
-//!     [`PRECISION`] ([`bracketed_by_rates`]).
-//! 17. An added stage runs as long as a stage within [`NEAR_RATE`] of it
-//!     asked, at most [`MAX_PROBE_STRETCH`] × the stage length, and
-//!     [`RERUN_STRETCH`] × for a rate already run ([`probe_stretch`]).
+//!     [`PRECISION`] ([`bracketed_by_rates`](sweep::bracketed_by_rates)).
+//! 17. An added stage runs as long as a stage within [`NEAR_RATE`](sweep::NEAR_RATE) of it
+//!     asked, at most [`MAX_PROBE_STRETCH`](sweep::MAX_PROBE_STRETCH) × the stage length, and
+//!     [`RERUN_STRETCH`](sweep::RERUN_STRETCH) × for a rate already run ([`probe_stretch`](sweep::probe_stretch)).
 
 /// How many effective standard errors a reading must clear to count, and
 /// the half-width of the capacity's interval in the same units: two, about
@@ -244,32 +244,6 @@ pub const NEAR_CAPACITY: f64 = 0.9;
 /// How far past the highest rate run the χ² curve is searched: above it
 /// every stage predicts no growth, and the curve is flat.
 pub const CURVE_HEADROOM: f64 = 1.05;
-/// A flood's rate is taken as where to probe next when nothing fell behind
-/// only while under this multiple of the highest rate held; past it the
-/// flood (queued, not held) says little of the capacity.
-pub const FLOOD_HINT_SPAN: f64 = 2.0;
-
-/// What the sweep may spend on added stages, as a share of its planned
-/// stages' time (as many stages, at least [`MIN_ADDED_STAGES`], when
-/// stages end by count). The sweep before added stages re-ran its
-/// inconclusive stages instead, about a third of its time; this keeps the
-/// whole within 1.5 × that.
-pub const ADDED_BUDGET_SHARE: f64 = 0.8;
-/// See [`ADDED_BUDGET_SHARE`].
-pub const MIN_ADDED_STAGES: usize = 2;
-/// Rates this close (a share of the rate) are near each other: an added
-/// stage runs as long as a stage near it asked ...
-pub const NEAR_RATE: f64 = 0.15;
-/// ... at most this multiple of the stage length (latency, and so the time
-/// a backlog takes to fill, is much the same there); a throughput stage
-/// that completed nothing runs again this much longer too.
-pub const MAX_PROBE_STRETCH: f64 = 3.0;
-/// Rates this close are the same rate run again ...
-pub const SAME_RATE: f64 = 0.01;
-/// ... which runs this much longer than the stage before (an undecided
-/// probe, or the advice after a floor of undecided stages).
-pub const RERUN_STRETCH: f64 = 2.0;
-
 /// A throughput stage's completion rate (what a flood completed, which
 /// plans the grid) is the slope of its completions only when they are
 /// spread: over at least this many seconds ...
@@ -681,73 +655,6 @@ pub fn point_without_reading(rate: f64, fell_behind: bool, achieved: f64) -> Poi
     .point()
 }
 
-/// The rate the sweep tries next to narrow the interval, or None when it
-/// is precise. Open above: above the highest rate that kept up, one
-/// [`PROBE_STEP`] more for each probe that held on the way (`climbs`: ×1.15,
-/// then ×1.32, ×1.52 …; a flood above it is a hint of how far; with no flood
-/// to go by, [`BLIND_STEP`] above it). Bounded: just above the estimate,
-/// where a stage that falls behind measures C to its own noise, but at
-/// least the interval's middle: an estimate at the low end of a wide flat
-/// bottom (every C there explains the stages) would else be crept up on
-/// by 5 % a probe.
-pub fn next_rate(
-    c: &Capacity,
-    highest_kept: Option<f64>,
-    flood: Option<f64>,
-    climbs: u32,
-) -> Option<f64> {
-    if c.is_precise() {
-        return None;
-    }
-    match c.high {
-        None => {
-            let base = highest_kept.unwrap_or(c.low).max(c.low);
-            let step = if flood.is_some() {
-                PROBE_STEP.powi(climbs.saturating_add(1).min(MAX_CLIMBS) as i32) * base
-            } else {
-                BLIND_STEP * base
-            };
-            let hint = flood.filter(|f| *f > step && *f < FLOOD_HINT_SPAN * base);
-            Some(hint.unwrap_or(step))
-        }
-        Some(high) => Some(((1.0 + PRECISION) * c.estimate).max(0.5 * (c.low + high))),
-    }
-}
-
-/// Whether the stages already bracket the capacity by their rates within
-/// the answer's precision: the lowest rate that fell behind is within
-/// 2 × [`PRECISION`] of the highest that kept up. More stages between them
-/// cannot narrow the bracket; an interval still wide then says the stages
-/// that fell behind completed far less than the ones below held (seen on
-/// real vLLM on one core: 11.09 req/s held, 11.17 fell behind completing
-/// 6.40 once its queue of streams starved the engine of the core), and
-/// more probes only repeat that (five probes crept down from 14.03 to
-/// 11.10 and the interval stayed ±9.5 %).
-pub fn bracketed_by_rates(highest_kept: Option<f64>, lowest_behind: Option<f64>) -> bool {
-    match (highest_kept, lowest_behind) {
-        (Some(k), Some(b)) => b >= k && b <= (1.0 + 2.0 * PRECISION) * k,
-        _ => false,
-    }
-}
-
-/// How far above the highest rate held the sweep probes when nothing fell
-/// behind and no flood points higher: far enough that a few probes cover
-/// a server the flood under-read by a third, near enough that the first
-/// to fall behind measures C well. Each probe that held goes one step
-/// further (see [`next_rate`]): one step a probe, real vLLM's probes crept
-/// from a flood of 11.76 to 27.19 req/s in six 30 s stages, the whole
-/// budget, and the answer stayed ±5.3 %.
-pub const PROBE_STEP: f64 = 1.15;
-/// The most steps one probe goes up ([`PROBE_STEP`]⁴ = 1.75): past that a
-/// probe far over the capacity measures it worse than one near it.
-pub const MAX_CLIMBS: u32 = 4;
-
-/// How far above the highest rate held the sweep probes when no flood
-/// measured anything to go by (it measured queueing below the synchronous
-/// rate): doubling finds a capacity 10 × the synchronous rate in four
-/// stages, and the first stage past it reads C from its own growth.
-pub const BLIND_STEP: f64 = 2.0;
-
 /// Seconds an overload verdict (rule 4) needs at least, besides a request
 /// latency: under that, a stage's first answers have not come back.
 pub const OVERLOAD_MIN_SECONDS: f64 = 1.0;
@@ -857,23 +764,7 @@ pub fn ran_enough(ran: f64, limit: f64) -> bool {
     ran >= RAN_ENOUGH * limit
 }
 
-/// Rule 15: how many stages' time the sweep may add after a grid of
-/// `stages` stages.
-pub fn added_stages(stages: usize) -> usize {
-    ((stages as f64 * ADDED_BUDGET_SHARE + 1e-9).floor() as usize).max(MIN_ADDED_STAGES)
-}
-
-/// Rule 17: how many times the stage length an added stage runs: as long
-/// as the longest length a stage near its rate asked for (`asked_s`, of
-/// stages `stage_s` long), at most [`MAX_PROBE_STRETCH`] ×;
-/// [`RERUN_STRETCH`] × when its rate already ran.
-pub fn probe_stretch(rerun: bool, asked_s: f64, stage_s: Option<f64>) -> f64 {
-    let by = if rerun { RERUN_STRETCH } else { 1.0 };
-    match stage_s.filter(|b| *b > 0.0) {
-        Some(base) => by.max((asked_s / base).min(MAX_PROBE_STRETCH)),
-        None => by,
-    }
-}
+pub mod sweep;
 
 #[cfg(test)]
 mod tests;

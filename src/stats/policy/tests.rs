@@ -1,3 +1,4 @@
+use super::sweep::*;
 use super::*;
 
 fn reading(rate: f64, growth: f64, fit_noise: f64) -> Reading {
