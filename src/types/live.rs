@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use super::kinds::{EventKind, StrategyKind};
+use super::kinds::EventKind;
+use super::strategy::StrategyKind;
 use super::report::{RequestCounts, StageReport, TimelineEvent};
 
 /// Commands a front end (keys, signals) sends to the engine. The engine

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::dist::DistSummary;
-use super::kinds::{Api, EventKind, StrategyKind};
+use super::kinds::{Api, EventKind};
+use super::strategy::StrategyKind;
 use super::slo::Slo;
 
 /// Bumped whenever a field changes meaning or disappears. 2: a stage's
