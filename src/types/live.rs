@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use super::kinds::EventKind;
-use super::strategy::StrategyKind;
 use super::report::{RequestCounts, StageReport, TimelineEvent};
+use super::strategy::StrategyKind;
 
 /// Commands a front end (keys, signals) sends to the engine. The engine
 /// applies them between dispatches and records each in the timeline.

@@ -108,6 +108,17 @@ impl StrategyKind {
         self.info().from_trace
     }
 
+    /// A stage's usual name at its target (requests per second, or
+    /// streams): `synchronous`, `throughput`, `replay`, `concurrent@8`,
+    /// `constant@5.25` (two decimals, like GuideLLM's `constant@5.71`).
+    pub fn stage_name(self, target: Option<f64>) -> String {
+        match target {
+            Some(n) if self.counts_streams() => format!("{}@{}", self.name(), n.round()),
+            Some(r) if self.is_rate() => format!("{}@{r:.2}", self.name()),
+            _ => self.name().to_string(),
+        }
+    }
+
     /// The rate (or streams) the keys change can be set on it: not a
     /// replay, whose pace is its trace's.
     pub fn can_steer(self) -> bool {
@@ -335,7 +346,10 @@ mod tests {
         assert_eq!(which(StrategyKind::is_rate), [Constant, Poisson]);
         assert_eq!(which(StrategyKind::counts_streams), [Concurrent]);
         assert_eq!(which(StrategyKind::follows_trace), [Replay]);
-        assert_eq!(which(StrategyKind::is_open_loop), [Constant, Poisson, Replay]);
+        assert_eq!(
+            which(StrategyKind::is_open_loop),
+            [Constant, Poisson, Replay]
+        );
         assert_eq!(
             which(StrategyKind::can_steer),
             [Synchronous, Concurrent, Throughput, Constant, Poisson]
