@@ -95,8 +95,9 @@ fn sweep_kind(report: &Report) -> Result<SweepKind> {
         .ok()
         .flatten()
         .unwrap_or_default();
-    if SweepKind::new(arrivals, 1.0).burstiness().is_none() {
-        return Ok(SweepKind::new(arrivals, 1.0));
+    let kind = SweepKind::new(arrivals, 1.0);
+    if kind.burstiness().is_none() {
+        return Ok(kind);
     }
     let burstiness = crate::config::Within::<crate::config::Burstiness>::new(
         report

@@ -1002,7 +1002,12 @@ fn few_files_name_a_strategy_variant() {
     let codes: Vec<(std::path::PathBuf, String)> = files
         .iter()
         .filter(|f| !test_only.contains(*f))
-        .map(|f| (f.clone(), production_code(&std::fs::read_to_string(f).unwrap())))
+        .map(|f| {
+            (
+                f.clone(),
+                production_code(&std::fs::read_to_string(f).unwrap()),
+            )
+        })
         .collect();
     let declared: Vec<(&str, Vec<String>)> = STRATEGY_ENUMS
         .iter()
@@ -1016,7 +1021,9 @@ fn few_files_name_a_strategy_variant() {
         })
         .collect();
     assert!(
-        declared.iter().any(|(n, v)| *n == "StrategyKind" && v.len() >= 6),
+        declared
+            .iter()
+            .any(|(n, v)| *n == "StrategyKind" && v.len() >= 6),
         "the descriptor's variants are read: {declared:?}"
     );
     let mut naming: Vec<String> = codes

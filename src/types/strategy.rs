@@ -356,6 +356,26 @@ mod tests {
         );
     }
 
+    /// Stage names as the engine's strategies and the peers' stages made
+    /// them before both asked the kind.
+    #[test]
+    fn stage_names_are_the_names_stages_had() {
+        use StrategyKind::*;
+        for (kind, target, name) in [
+            (Synchronous, None, "synchronous"),
+            (Throughput, None, "throughput"),
+            (Concurrent, Some(8.0), "concurrent@8"),
+            (Concurrent, None, "concurrent"),
+            (Constant, Some(5.254), "constant@5.25"),
+            (Poisson, Some(0.5), "poisson@0.50"),
+            (Constant, None, "constant"),
+            // A replay's target is its trace's mean rate: not in its name.
+            (Replay, Some(1.95), "replay"),
+        ] {
+            assert_eq!(kind.stage_name(target), name);
+        }
+    }
+
     #[test]
     fn strategy_kinds_keep_the_old_names_on_the_wire() {
         let idx: Vec<usize> = StrategyKind::ALL.into_iter().map(strategy_index).collect();
