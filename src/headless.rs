@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::types::live::{ErrorEntry, Snapshot};
-use crate::types::{EventKind, StrategyKind};
+use crate::types::EventKind;
 
 /// Lines for the first error of each category in each stage, so that a
 /// headless run shows what the server said, not only how often.
@@ -52,10 +52,10 @@ pub fn line_width() -> usize {
 pub fn progress_line(s: &Snapshot, width: usize, pooled: bool) -> Option<String> {
     let st = s.stage.as_ref()?;
     let target = match st.target_rate {
-        Some(r) if st.strategy == StrategyKind::Concurrent && st.conversations => {
+        Some(r) if st.strategy.counts_streams() && st.conversations => {
             format!(" req/s · {r:.0} conversations")
         }
-        Some(r) if st.strategy == StrategyKind::Concurrent => format!(" req/s · {r:.0} streams"),
+        Some(r) if st.strategy.counts_streams() => format!(" req/s · {r:.0} streams"),
         Some(r) if st.conversations => format!("/{r:.2} conv/s"),
         Some(r) => format!("/{r:.2} req/s"),
         None => " req/s".into(),
@@ -289,6 +289,7 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::StrategyKind;
 
     #[test]
     fn no_completion_in_the_last_second_shows_no_ttft_not_zero() {

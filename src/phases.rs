@@ -9,7 +9,7 @@
 use anyhow::{bail, Result};
 
 use crate::config::SweepArrivals;
-use crate::engine::strategy::{validate_rate, Limits, Plan, Strategy};
+use crate::engine::strategy::{validate_rate, Limits, Plan};
 use crate::profile::sweep::{SweepKind, SweepPlan};
 use crate::types::{Report, StageReport, StrategyKind};
 
@@ -35,11 +35,10 @@ impl Planned {
             .map(|r| format!("{r}"))
             .collect::<Vec<_>>()
             .join(",");
-        match self.kind {
-            SweepKind::Constant => format!("--profile constant --rate {rates}"),
-            SweepKind::Poisson { burstiness } => {
-                format!("--profile poisson --rate {rates} --burstiness {burstiness}")
-            }
+        let kind = self.kind.name();
+        match self.kind.burstiness() {
+            None => format!("--profile {kind} --rate {rates}"),
+            Some(b) => format!("--profile {kind} --rate {rates} --burstiness {b}"),
         }
     }
 
@@ -52,11 +51,10 @@ impl Planned {
             .map(|r| format!("{r:?}"))
             .collect::<Vec<_>>()
             .join(", ");
-        match self.kind {
-            SweepKind::Constant => format!("strategy = \"constant\"\nrate = [{rates}]\n"),
-            SweepKind::Poisson { burstiness } => {
-                format!("strategy = \"poisson\"\nrate = [{rates}]\nburstiness = {burstiness:?}\n")
-            }
+        let kind = self.kind.name();
+        match self.kind.burstiness() {
+            None => format!("strategy = \"{kind}\"\nrate = [{rates}]\n"),
+            Some(b) => format!("strategy = \"{kind}\"\nrate = [{rates}]\nburstiness = {b:?}\n"),
         }
     }
 }
@@ -79,12 +77,12 @@ pub fn stages_of(report: &Report) -> Option<usize> {
 }
 
 /// The last planned (not manual) stage of a kind.
-fn measured(report: &Report, kind: StrategyKind) -> Option<&StageReport> {
+fn measured(report: &Report, kind: fn(StrategyKind) -> bool) -> Option<&StageReport> {
     report
         .stages
         .iter()
         .rev()
-        .find(|s| s.strategy == kind && !s.manual)
+        .find(|s| kind(s.strategy) && !s.manual)
 }
 
 fn sweep_kind(report: &Report) -> Result<SweepKind> {
@@ -97,20 +95,19 @@ fn sweep_kind(report: &Report) -> Result<SweepKind> {
         .ok()
         .flatten()
         .unwrap_or_default();
-    Ok(match arrivals {
-        SweepArrivals::Constant => SweepKind::Constant,
-        SweepArrivals::Poisson => SweepKind::Poisson {
-            burstiness: crate::config::Within::<crate::config::Burstiness>::new(
-                report
-                    .config
-                    .get("burstiness")
-                    .and_then(|b| b.as_f64())
-                    .unwrap_or(1.0),
-            )
-            .map_err(|e| anyhow::anyhow!("the report's burstiness: {e}"))?
-            .get(),
-        },
-    })
+    let kind = SweepKind::new(arrivals, 1.0);
+    if kind.burstiness().is_none() {
+        return Ok(kind);
+    }
+    let burstiness = crate::config::Within::<crate::config::Burstiness>::new(
+        report
+            .config
+            .get("burstiness")
+            .and_then(|b| b.as_f64())
+            .unwrap_or(1.0),
+    )
+    .map_err(|e| anyhow::anyhow!("the report's burstiness: {e}"))?;
+    Ok(SweepKind::new(arrivals, burstiness.get()))
 }
 
 /// The rates a sweep of `stages` stages (3 or more, as `--profile sweep
@@ -123,8 +120,8 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
         bail!("a sweep of {stages} stages is not possible (--stages, default the run's --rate): a sweep has 3 stages or more (synchronous, throughput, then constant rates), and `plan` plans at most {MAX_STAGES}");
     }
     let (Some(sync), Some(thr)) = (
-        measured(report, StrategyKind::Synchronous),
-        measured(report, StrategyKind::Throughput),
+        measured(report, StrategyKind::is_synchronous),
+        measured(report, StrategyKind::is_flood),
     ) else {
         bail!("the report has no synchronous or no throughput stage to plan from: give the merged report of `llmsweep run --shard I/N --profile sweep`");
     };
@@ -144,8 +141,8 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
     let done = [sync.clone(), thr.clone()];
     let mut rates = Vec::new();
     while let Some(spec) = sweep.next(&done) {
-        match spec.strategy {
-            Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => rates.push(rate),
+        match spec.strategy.target_rate() {
+            Some(rate) if spec.strategy.kind().is_rate() => rates.push(rate),
             _ => {
                 // The sweep would run its throughput stage again, longer:
                 // here that is the first phase's to do.
@@ -199,6 +196,7 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::strategy::Strategy;
     use crate::profile::sweep::sweep_rates;
 
     fn stage(kind: StrategyKind, rps: f64, latency_p50_ms: f64) -> StageReport {

@@ -904,3 +904,159 @@ fn every_number_of_the_judgement_is_in_the_metrics_table() {
         .collect();
     assert!(missing.is_empty(), "not in docs/METRICS.md: {missing:?}");
 }
+
+/// The enums that carry a stage's strategy in one layer or another: what a
+/// run does (`config::LoadStrategy`, and `SweepArrivals` for a sweep's rate
+/// stages), a stage's parameters (`engine::Strategy`, its schedule's
+/// `ArrivalKind`), the sweep's rate stages (`profile::sweep::SweepKind`)
+/// and the descriptor they map to (`types::StrategyKind`).
+const STRATEGY_ENUMS: [&str; 6] = [
+    "LoadStrategy",
+    "Strategy",
+    "StrategyKind",
+    "SweepKind",
+    "SweepArrivals",
+    "ArrivalKind",
+];
+
+/// The variants an `enum NAME { … }` in `code` declares: the names that
+/// open a line at its first brace level.
+fn variants(code: &str, name: &str) -> Vec<String> {
+    let Some(at) = code.find(&format!("enum {name} {{")) else {
+        return Vec::new();
+    };
+    let mut depth = 0i32;
+    let mut found = Vec::new();
+    for line in code[at..].lines() {
+        let t = line.trim();
+        if depth == 1 && t.starts_with(|c: char| c.is_ascii_uppercase()) {
+            found.push(
+                t.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect(),
+            );
+        }
+        depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
+        if depth <= 0 {
+            break;
+        }
+    }
+    found
+}
+
+/// Source files compiled for tests only: declared `#[cfg(test)] mod x;`.
+fn test_only_files(files: &[std::path::PathBuf]) -> BTreeSet<std::path::PathBuf> {
+    let mut out = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let stem = f.file_stem().unwrap().to_string_lossy();
+        let dir = match stem.as_ref() {
+            "mod" | "lib" | "main" => f.parent().unwrap().to_path_buf(),
+            _ => f.with_extension(""),
+        };
+        for (i, _) in text.match_indices("#[cfg(test)]") {
+            let rest = text[i + "#[cfg(test)]".len()..].trim_start();
+            let Some(name) = rest
+                .strip_prefix("mod ")
+                .and_then(|r| r.split_once(';'))
+                .map(|(n, _)| n.trim())
+                .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            else {
+                continue;
+            };
+            out.insert(dir.join(format!("{name}.rs")));
+            out.insert(dir.join(name).join("mod.rs"));
+        }
+    }
+    out
+}
+
+/// Whether `code` names a variant of `name` (`Strategy::Constant`, but not
+/// `LoadStrategy::Constant` for `Strategy`), or imports them all (`Name::*`).
+fn names_a_variant(code: &str, name: &str, variants: &[String]) -> bool {
+    let path = format!("{name}::");
+    code.match_indices(&path).any(|(i, _)| {
+        let before = code[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            return false;
+        }
+        let rest = &code[i + path.len()..];
+        let word: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        rest.starts_with('*') || rest.starts_with('{') || variants.contains(&word)
+    })
+}
+
+/// What a stage is lives in one descriptor (`types::StrategyKind`, whose
+/// methods answer "is this the flood?", "open or closed loop?", "can the
+/// rate be steered?"); the data-carrying enums of each layer map to it.
+/// Only the files that declare those enums, build stages (the planners) or
+/// read another tool's names for them name a variant (9 files; 30 did
+/// before the descriptor answered the questions, each a place a new
+/// strategy had to be thought through). Test code is not counted: a test
+/// builds the stages it needs.
+#[test]
+fn few_files_name_a_strategy_variant() {
+    const MOST: usize = 12;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let test_only = test_only_files(&files);
+    let codes: Vec<(std::path::PathBuf, String)> = files
+        .iter()
+        .filter(|f| !test_only.contains(*f))
+        .map(|f| {
+            (
+                f.clone(),
+                production_code(&std::fs::read_to_string(f).unwrap()),
+            )
+        })
+        .collect();
+    let declared: Vec<(&str, Vec<String>)> = STRATEGY_ENUMS
+        .iter()
+        .map(|name| {
+            let v = codes
+                .iter()
+                .map(|(_, code)| variants(code, name))
+                .find(|v| !v.is_empty())
+                .unwrap_or_default();
+            (*name, v)
+        })
+        .collect();
+    assert!(
+        declared
+            .iter()
+            .any(|(n, v)| *n == "StrategyKind" && v.len() >= 6),
+        "the descriptor's variants are read: {declared:?}"
+    );
+    let mut naming: Vec<String> = codes
+        .iter()
+        .filter(|(_, code)| {
+            declared
+                .iter()
+                .any(|(name, v)| names_a_variant(code, name, v))
+        })
+        .map(|(f, _)| f.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    naming.sort();
+    assert!(
+        naming.len() <= MOST,
+        "{} files name a variant of a strategy enum (at most {MOST}): ask the kind \
+         (`StrategyKind::is_flood`, `counts_streams`, …) instead of matching it:\n{}",
+        naming.len(),
+        naming.join("\n")
+    );
+}
+
+#[test]
+fn variant_names_are_found_as_paths_not_inside_longer_names() {
+    let code = "enum Strategy {\n    /// doc\n    Constant { rate: f64 },\n    Replay {\n        offsets: Vec<f64>,\n    },\n}\n";
+    let v = variants(code, "Strategy");
+    assert_eq!(v, ["Constant", "Replay"]);
+    assert!(names_a_variant("x == Strategy::Replay", "Strategy", &v));
+    assert!(names_a_variant("use Strategy::*;", "Strategy", &v));
+    assert!(!names_a_variant("LoadStrategy::Replay", "Strategy", &v));
+    assert!(!names_a_variant("Strategy::new(1)", "Strategy", &v));
+}

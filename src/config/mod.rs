@@ -150,7 +150,7 @@ pub struct RunConfig {
     #[arg(long, default_value = "1", allow_negative_numbers = true)]
     pub burstiness: Within<Burstiness>,
     /// Sweep: arrivals of the interpolated stages.
-    #[arg(long, value_name = "KIND", value_enum, ignore_case = true, default_value_t = SweepArrivals::Constant)]
+    #[arg(long, value_name = "KIND", value_enum, ignore_case = true, default_value_t = SweepArrivals::default())]
     #[serde(deserialize_with = "de_enum")]
     pub sweep_strategy: SweepArrivals,
     /// Sweep: go on after a saturated stage.

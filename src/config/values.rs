@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::types::Api;
+use crate::types::{Api, StrategyKind};
 
 use super::within::{Seconds, Within};
 
@@ -40,17 +40,37 @@ impl LoadStrategy {
         LoadStrategy::Replay,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// The kind of every stage it runs; None for a sweep or a search,
+    /// which plan stages of several kinds from what they measure. What a
+    /// kind is (its name, loop, steering) is the kind's to say.
+    pub fn stage_kind(self) -> Option<StrategyKind> {
         match self {
-            LoadStrategy::Sweep => "sweep",
-            LoadStrategy::Search => "search",
-            LoadStrategy::Synchronous => "synchronous",
-            LoadStrategy::Concurrent => "concurrent",
-            LoadStrategy::Throughput => "throughput",
-            LoadStrategy::Constant => "constant",
-            LoadStrategy::Poisson => "poisson",
-            LoadStrategy::Replay => "replay",
+            LoadStrategy::Sweep | LoadStrategy::Search => None,
+            LoadStrategy::Synchronous => Some(StrategyKind::Synchronous),
+            LoadStrategy::Concurrent => Some(StrategyKind::Concurrent),
+            LoadStrategy::Throughput => Some(StrategyKind::Throughput),
+            LoadStrategy::Constant => Some(StrategyKind::Constant),
+            LoadStrategy::Poisson => Some(StrategyKind::Poisson),
+            LoadStrategy::Replay => Some(StrategyKind::Replay),
         }
+    }
+
+    pub fn name(self) -> &'static str {
+        match (self, self.stage_kind()) {
+            (_, Some(kind)) => kind.name(),
+            (LoadStrategy::Search, None) => "search",
+            _ => "sweep",
+        }
+    }
+
+    /// A sweep or a search: it chooses its rates from what it measures.
+    pub fn plans_from_measurements(self) -> bool {
+        self.stage_kind().is_none()
+    }
+
+    /// A replay: its one stage sends at a trace's times (`--data TRACE`).
+    pub fn follows_trace(self) -> bool {
+        self.stage_kind().is_some_and(StrategyKind::follows_trace)
     }
 
     /// A strategy by name, any case; `sync` is synchronous.

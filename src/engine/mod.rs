@@ -45,7 +45,7 @@ use crate::data::conversation::Conversation;
 use crate::stats::stage::StageStats;
 use crate::types::live::{Control, PlannedStage, Snapshot};
 use crate::types::{
-    EventKind, RequestLine, RunEnd, Slo, StageEndReason, StageReport, StrategyKind, TimelineEvent,
+    EventKind, RequestLine, RunEnd, Slo, StageEndReason, StageReport, TimelineEvent,
 };
 use conversation::TurnRef;
 use ledger::Ledger;
@@ -489,7 +489,7 @@ impl Engine {
             .finished
             .iter()
             .rev()
-            .find(|s| s.strategy == StrategyKind::Synchronous && s.requests.measured > 0)
+            .find(|s| s.strategy.is_synchronous() && s.requests.measured > 0)
             .map(|s| s.ttft_ms.p50);
         let (prompts, seq) = (self.source.prompts.clone(), self.source.next_prompt);
         let probe = move |k: u64| crate::data::for_request(&prompts, seq + k);

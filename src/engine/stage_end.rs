@@ -7,7 +7,7 @@ use super::strategy::{Arrivals, StageSpec};
 use super::{secs, Done, Engine, Finishing, StageEnd, StageRun};
 use crate::stats::policy;
 use crate::stats::stage::StageStats;
-use crate::types::{EventKind, StageReport, StrategyKind};
+use crate::types::{EventKind, StageReport};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -43,7 +43,7 @@ impl Engine {
         // rate is its trace's, bursts and all, and it was asked to run all
         // of it.
         if self.settings.no_overload_guard
-            || spec.strategy.kind() == StrategyKind::Replay
+            || spec.strategy.kind().follows_trace()
             || run.d.ramp_end.is_some()
             || self.finishing_in_flight() > 0
         {

@@ -5,7 +5,6 @@
 use super::conversation::Tracker;
 use super::strategy::{
     ramp_next_stream, ramp_of, ramp_streams, resolve_margin, Arrivals, Limits, Plan, StageSpec,
-    Strategy,
 };
 use super::{
     secs, selfcheck, strategy, Dispatch, Done, Engine, StageEnd, StageRun, Step, Wake,
@@ -189,11 +188,13 @@ impl Engine {
     pub(super) fn note_stage_start(&mut self, spec: &StageSpec, ramp_s: Option<f64>) {
         self.note(EventKind::StageStart, spec.name.clone());
         if let Some(r) = ramp_s {
-            let to = match (&spec.strategy, spec.strategy.target_rate()) {
-                (Strategy::Concurrent { streams }, _) => format!("{streams} streams"),
-                (Strategy::Throughput { max_concurrency }, _) => {
-                    format!("{max_concurrency} in flight")
-                }
+            let (streams, limit) = (
+                spec.strategy.kind().counts_streams(),
+                spec.strategy.closed_loop_limit(),
+            );
+            let to = match (limit, spec.strategy.target_rate()) {
+                (Some(n), _) if streams => format!("{n} streams"),
+                (Some(n), _) => format!("{n} in flight"),
                 (_, Some(rate)) => format!("{} req/s", strategy::fmt_rate(rate)),
                 _ => "its target".to_string(),
             };

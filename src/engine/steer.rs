@@ -1,11 +1,11 @@
 //! Steering a running stage: the operator's commands (rate changes, pause,
 //! skip, stop), and what a relative rate change steps from.
 
-use super::strategy::{validate_rate, StageSpec, Strategy};
+use super::strategy::{validate_rate, StageSpec};
 use super::{strategy, Dispatch, Engine, StageEnd, STEER_MIN_COMPLETED, STEER_MIN_SECONDS};
 use crate::stats::stage::StageStats;
 use crate::types::live::Control;
-use crate::types::{EventKind, RunEnd};
+use crate::types::{EventKind, RunEnd, Steers};
 use tokio::time::Instant;
 
 impl Engine {
@@ -104,7 +104,7 @@ impl Engine {
         rate: f64,
         from: Option<String>,
     ) -> Option<StageEnd> {
-        if let Strategy::Replay { .. } = spec.strategy {
+        if !spec.strategy.kind().can_steer() {
             self.note(
                 EventKind::Rejected,
                 "a replay sends at its trace's times: --time-scale sets its pace",
@@ -159,14 +159,19 @@ fn steer_base(
     now: Instant,
     on_screen: Option<f64>,
 ) -> Result<Base, String> {
-    match spec.strategy {
-        Strategy::Concurrent { streams } => Ok(Base::Streams(streams)),
-        Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Ok(Base::Rate(rate)),
-        Strategy::Replay { .. } => Err(format!(
+    let kind = spec.strategy.kind();
+    if !kind.can_steer() {
+        return Err(format!(
             "{} sends at its trace's times: --time-scale sets its pace",
             spec.name
-        )),
-        Strategy::Synchronous | Strategy::Throughput { .. } => {
+        ));
+    }
+    let s = &spec.strategy;
+    match (kind.steers(), s.closed_loop_limit(), s.target_rate()) {
+        (Steers::Streams, Some(streams), _) => Ok(Base::Streams(streams)),
+        (Steers::Rate, _, Some(rate)) => Ok(Base::Rate(rate)),
+        // Synchronous and throughput set their own pace.
+        _ => {
             let elapsed = stats.active_elapsed(now).as_secs_f64();
             let done = stats.counts.completed;
             if done < STEER_MIN_COMPLETED || elapsed < STEER_MIN_SECONDS {
@@ -228,6 +233,7 @@ fn scale_streams(streams: u32, factor: f64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::strategy::Strategy;
     use crate::engine::Limits;
     use crate::stats::stage::Window;
     use std::time::Duration;

@@ -58,15 +58,7 @@ impl Strategy {
 
     /// The usual stage name: `synchronous`, `throughput`, `concurrent@8`, `constant@5.25`.
     pub fn name(&self) -> String {
-        match self {
-            Strategy::Synchronous | Strategy::Throughput { .. } | Strategy::Replay { .. } => {
-                self.kind().name().to_string()
-            }
-            Strategy::Concurrent { streams } => format!("concurrent@{streams}"),
-            Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => {
-                format!("{}@{}", self.kind(), fmt_rate(*rate))
-            }
-        }
+        self.kind().stage_name(self.target_rate())
     }
 
     /// Closed-loop strategies: how many requests may be in flight.

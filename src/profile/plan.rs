@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, SweepArrivals, Within};
+use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, Within};
 use crate::engine::strategy::{resolve_margin, validate_rate, MAX_RATE, MIN_RATE};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
@@ -282,12 +282,7 @@ fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
             ask.named
         ),
     };
-    let kind = match ask.args.sweep_strategy {
-        SweepArrivals::Constant => SweepKind::Constant,
-        SweepArrivals::Poisson => SweepKind::Poisson {
-            burstiness: ask.args.burstiness.get(),
-        },
-    };
+    let kind = SweepKind::new(ask.args.sweep_strategy, ask.args.burstiness.get());
     let stage_len = match (limits.max_seconds, limits.max_requests) {
         (Some(s), _) => format!("{s} s"),
         // (Seen: "10 stages of 1 requests".)

@@ -22,7 +22,7 @@
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
 use crate::stats::policy;
 use crate::types::live::PlannedStage;
-use crate::types::{Outcome, SearchProbe, SearchSummary, Slo, StageReport, StrategyKind};
+use crate::types::{Outcome, SearchProbe, SearchSummary, Slo, StageReport};
 
 /// Constant-rate probes at most, after synchronous and throughput.
 pub const MAX_PROBES: usize = 12;
@@ -152,7 +152,7 @@ impl SearchPlan {
     fn judge(&self, s: &StageReport) -> (Met, f64, String) {
         let frac = s.goodput.as_ref().map_or(0.0, |g| g.fraction);
         // One request at a time gives few requests in a short stage: any will do.
-        let min = if s.strategy == StrategyKind::Synchronous {
+        let min = if s.strategy.is_synchronous() {
             1
         } else {
             MIN_MEASURED
@@ -415,9 +415,10 @@ impl Plan for SearchPlan {
         let last = done.last()?;
         // As the tables name it: a probe run again is `constant@37.02 #2`.
         self.label = crate::types::stage_labels(done).pop().unwrap_or_default();
-        match last.strategy {
-            StrategyKind::Synchronous if self.capacity.is_none() => self.after_synchronous(last),
-            StrategyKind::Throughput if self.capacity.is_none() => self.after_throughput(last),
+        let kind = last.strategy;
+        match self.capacity {
+            None if kind.is_synchronous() => self.after_synchronous(last),
+            None if kind.is_flood() => self.after_throughput(last),
             _ => self.after_probe(last),
         }
     }
@@ -472,6 +473,7 @@ impl Plan for SearchPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::StrategyKind;
     use crate::types::{Goodput, Rates, RequestCounts};
 
     fn stage(name: &str, strategy: StrategyKind, rate: f64, frac: f64) -> StageReport {

@@ -7,7 +7,7 @@
 //! SLOs and the next faster stage that did not, when that stage ran at a
 //! rate (or held streams): a flood bounds nothing (see [`bounds_above`]).
 
-use crate::types::{SloSummary, StageReport, StrategyKind};
+use crate::types::{SloSummary, StageReport};
 
 /// Share of requests that must meet every limit for a stage to pass.
 pub const ATTAINMENT: f64 = 0.95;
@@ -106,7 +106,7 @@ fn summarize_rates(stages: &[StageReport]) -> Option<SloSummary> {
 /// (100% met) and throughput (9% met)" of a server that holds ~30 req/s at
 /// 25 ms TTFT.
 fn bounds_above(s: &StageReport) -> bool {
-    s.strategy != StrategyKind::Throughput
+    !s.strategy.is_flood()
 }
 
 /// The note when nothing faster bounds the limit: it is above the best

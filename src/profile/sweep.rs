@@ -1,6 +1,7 @@
 //! The sweep: a synchronous stage, a throughput stage, then constant (or
 //! Poisson) stages at rates interpolated between the two measured rates.
 
+use crate::config::SweepArrivals;
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
 use crate::stats::answer;
 use crate::stats::judge::queueing;
@@ -62,10 +63,43 @@ impl std::fmt::Display for Budget {
     }
 }
 
+/// The arrivals of a sweep's rate stages (`--sweep-strategy`, with
+/// `--burstiness` for Poisson).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SweepKind {
     Constant,
     Poisson { burstiness: f64 },
+}
+
+impl SweepKind {
+    /// The arrivals the settings ask for (the burstiness counts for Poisson only).
+    pub fn new(arrivals: SweepArrivals, burstiness: f64) -> SweepKind {
+        match arrivals {
+            SweepArrivals::Constant => SweepKind::Constant,
+            SweepArrivals::Poisson => SweepKind::Poisson { burstiness },
+        }
+    }
+
+    /// The rate stage's strategy at `rate`.
+    pub fn at(self, rate: f64) -> Strategy {
+        match self {
+            SweepKind::Constant => Strategy::Constant { rate },
+            SweepKind::Poisson { burstiness } => Strategy::Poisson { rate, burstiness },
+        }
+    }
+
+    /// The strategy its stages run, by name (`constant`, `poisson`).
+    pub fn name(self) -> &'static str {
+        self.at(1.0).kind().name()
+    }
+
+    /// The burstiness of Poisson arrivals (None: constant).
+    pub fn burstiness(self) -> Option<f64> {
+        match self {
+            SweepKind::Constant => None,
+            SweepKind::Poisson { burstiness } => Some(burstiness),
+        }
+    }
 }
 
 pub struct SweepPlan {
@@ -131,10 +165,7 @@ impl SweepPlan {
     }
 
     fn open_loop(&self, rate: f64) -> Strategy {
-        match self.kind {
-            SweepKind::Constant => Strategy::Constant { rate },
-            SweepKind::Poisson { burstiness } => Strategy::Poisson { rate, burstiness },
-        }
+        self.kind.at(rate)
     }
 
     /// The last planned (not manual) stage of a kind that ran its course;
@@ -142,11 +173,11 @@ impl SweepPlan {
     /// fragment while a whole stage is there: a throughput re-run skipped
     /// after 6.4 s (128 completions, 19.89 req/s) planned the sweep and
     /// ignored the first run's 384 completions at 32.54 req/s.
-    fn stage(done: &[StageReport], strategy: StrategyKind) -> Option<&StageReport> {
+    fn stage(done: &[StageReport], kind: fn(StrategyKind) -> bool) -> Option<&StageReport> {
         let planned = || {
             done.iter()
                 .rev()
-                .filter(move |s| s.strategy == strategy && !s.manual)
+                .filter(move |s| kind(s.strategy) && !s.manual)
         };
         planned()
             .find(|s| !s.cut_short)
@@ -157,12 +188,13 @@ impl SweepPlan {
     /// the stage's capacity estimate (`rates.steady_requests_per_s`): backed
     /// by evidence, never above what the server was seen to complete (see
     /// `stats::verdict::capacity`).
-    fn measured(done: &[StageReport], strategy: StrategyKind) -> Option<f64> {
-        Self::stage(done, strategy).map(|s| match strategy {
-            StrategyKind::Throughput if s.rates.steady_requests_per_s > 0.0 => {
+    fn measured(done: &[StageReport], kind: fn(StrategyKind) -> bool) -> Option<f64> {
+        Self::stage(done, kind).map(|s| {
+            if s.strategy.is_flood() && s.rates.steady_requests_per_s > 0.0 {
                 s.rates.steady_requests_per_s
+            } else {
+                s.rates.requests_per_s
             }
-            _ => s.rates.requests_per_s,
         })
     }
 
@@ -217,7 +249,7 @@ impl SweepPlan {
             }
             return None;
         }
-        let flood = Self::measured(done, StrategyKind::Throughput).filter(|_| !self.flood_unusable);
+        let flood = Self::measured(done, StrategyKind::is_flood).filter(|_| !self.flood_unusable);
         // A probe that held while nothing fell behind: the next goes a step
         // further (policy::sweep::next_rate).
         if c.high.is_none()
@@ -312,8 +344,8 @@ impl SweepPlan {
     /// instead: the throughput stage once more, longer, when it gave too
     /// little evidence; or the sweep's end when nothing can be planned.
     fn plan_rates(&mut self, done: &[StageReport]) -> ControlFlow<Option<StageSpec>> {
-        let sync = Self::measured(done, StrategyKind::Synchronous).unwrap_or(0.0);
-        let thr = Self::measured(done, StrategyKind::Throughput).unwrap_or(0.0);
+        let sync = Self::measured(done, StrategyKind::is_synchronous).unwrap_or(0.0);
+        let thr = Self::measured(done, StrategyKind::is_flood).unwrap_or(0.0);
         if sync > 0.0 {
             if let Some(again) = self.rerun_thin_throughput(done, thr) {
                 return ControlFlow::Break(Some(again));
@@ -359,7 +391,7 @@ impl SweepPlan {
         if self.throughput_rerun {
             return None;
         }
-        let c = Self::stage(done, StrategyKind::Throughput)?
+        let c = Self::stage(done, StrategyKind::is_flood)?
             .capacity
             .as_ref()?;
         if !(c.completions == 0 || thr <= 0.0) {
@@ -426,7 +458,7 @@ impl SweepPlan {
         if !self.flood_unusable || self.late_grid.is_some() {
             return None;
         }
-        let sync = Self::measured(done, StrategyKind::Synchronous).filter(|s| *s > 0.0)?;
+        let sync = Self::measured(done, StrategyKind::is_synchronous).filter(|s| *s > 0.0)?;
         let c = answer::capacity(done)?;
         // The synchronous rate's own stage ran: the grid is the rest of
         // the planned stages, up to the estimate.
@@ -511,7 +543,7 @@ enum Unplanned {
 /// throughput stage llmsweep itself limited measured llmsweep; no
 /// completions; a throughput no higher than the synchronous rate.
 fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<Unplanned> {
-    let throughput = SweepPlan::stage(done, StrategyKind::Throughput);
+    let throughput = SweepPlan::stage(done, StrategyKind::is_flood);
     if let Some(c) = throughput
         .and_then(|t| t.client.as_ref())
         .filter(|c| c.limited)
@@ -548,7 +580,7 @@ fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<Unplanned> {
         return None;
     }
     let why = throughput
-        .and_then(|t| queueing(t, SweepPlan::stage(done, StrategyKind::Synchronous)))
+        .and_then(|t| queueing(t, SweepPlan::stage(done, StrategyKind::is_synchronous)))
         .map(|w| w.to_string())
         .unwrap_or_else(|| {
             format!(
@@ -561,7 +593,7 @@ fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<Unplanned> {
 
 /// The timeline's line about the planned rates and what they rest on.
 fn planned_notice(done: &[StageReport], sync: f64, thr: f64, rates: &[f64]) -> String {
-    let basis = SweepPlan::stage(done, StrategyKind::Throughput)
+    let basis = SweepPlan::stage(done, StrategyKind::is_flood)
         .and_then(|t| t.capacity.as_ref())
         .map(|c| {
             format!(
@@ -732,9 +764,7 @@ fn describe_limits(l: &Limits) -> String {
 /// latencies of the synchronous stage.
 pub fn short_stage_warning(done: &[StageReport], limits: &Limits) -> Option<String> {
     let stage_s = limits.max_seconds?;
-    let sync = done
-        .iter()
-        .find(|s| s.strategy == StrategyKind::Synchronous)?;
+    let sync = done.iter().find(|s| s.strategy.is_synchronous())?;
     let latency_s = sync.latency_ms.p50 / 1000.0;
     let n = crate::types::LATENCIES_PER_STAGE;
     (latency_s > 0.0 && stage_s < n * latency_s).then(|| {
@@ -908,7 +938,7 @@ mod tests {
         assert_eq!(
             SweepPlan::measured(
                 &[d.clone(), vec![manual_thr]].concat(),
-                StrategyKind::Throughput
+                StrategyKind::is_flood
             ),
             Some(7.0)
         );

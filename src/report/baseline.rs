@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result};
 use crate::stats::dist::Dist;
 use crate::stats::significance::{self, Change, Interval, Reference, Sample};
 use crate::types::{
-    BaselineComparison, CurvePoint, FigureChange, Report, StageChange, StageReport, StrategyKind,
+    BaselineComparison, CurvePoint, FigureChange, Report, StageChange, StageReport,
 };
 
 /// Two open-loop rates within this share of each other are the same rate.
@@ -113,32 +113,37 @@ pub fn base_at<'a>(base: &'a Report, stage: &StageReport) -> Option<BaseAt<'a>> 
         .iter()
         .rev()
         .filter(|b| b.strategy == stage.strategy && measured(b));
-    match stage.strategy {
-        StrategyKind::Synchronous | StrategyKind::Throughput => same_kind.next().map(BaseAt::Stage),
-        StrategyKind::Concurrent => same_kind
-            .find(|b| b.target_rate == stage.target_rate)
-            .map(BaseAt::Stage),
-        StrategyKind::Constant | StrategyKind::Poisson => {
-            let rate = stage.target_rate?;
-            let mut curve: Vec<(f64, &StageReport)> = same_kind
-                .filter_map(|b| b.target_rate.filter(|r| *r > 0.0).map(|r| (r, b)))
-                .collect();
-            // Latest first, sorted stably: a rate run twice keeps its last run.
-            curve.sort_by(|x, y| x.0.total_cmp(&y.0));
-            curve.dedup_by(|x, y| x.0 == y.0);
-            if let Some(&(_, b)) = curve
-                .iter()
-                .find(|(r, _)| (r - rate).abs() <= SAME_RATE * rate)
-            {
-                return Some(BaseAt::Stage(b));
-            }
-            let above = curve.iter().position(|(r, _)| *r > rate)?;
-            let (r_hi, hi) = curve[above];
-            let (r_lo, lo) = *curve.get(above.checked_sub(1)?)?;
-            Some(BaseAt::Between(lo, hi, (rate - r_lo) / (r_hi - r_lo)))
-        }
-        StrategyKind::Replay => None,
+    let kind = stage.strategy;
+    if kind.follows_trace() {
+        // A replay's rate is its trace's: nothing in another run is at it.
+        return None;
     }
+    if kind.counts_streams() {
+        return same_kind
+            .find(|b| b.target_rate == stage.target_rate)
+            .map(BaseAt::Stage);
+    }
+    if !kind.is_rate() {
+        // Synchronous and the flood: their own kind, whatever its rate.
+        return same_kind.next().map(BaseAt::Stage);
+    }
+    let rate = stage.target_rate?;
+    let mut curve: Vec<(f64, &StageReport)> = same_kind
+        .filter_map(|b| b.target_rate.filter(|r| *r > 0.0).map(|r| (r, b)))
+        .collect();
+    // Latest first, sorted stably: a rate run twice keeps its last run.
+    curve.sort_by(|x, y| x.0.total_cmp(&y.0));
+    curve.dedup_by(|x, y| x.0 == y.0);
+    if let Some(&(_, b)) = curve
+        .iter()
+        .find(|(r, _)| (r - rate).abs() <= SAME_RATE * rate)
+    {
+        return Some(BaseAt::Stage(b));
+    }
+    let above = curve.iter().position(|(r, _)| *r > rate)?;
+    let (r_hi, hi) = curve[above];
+    let (r_lo, lo) = *curve.get(above.checked_sub(1)?)?;
+    Some(BaseAt::Between(lo, hi, (rate - r_lo) / (r_hi - r_lo)))
 }
 
 /// A stage's histogram `key`, or None when the stage has none (an empty
@@ -420,9 +425,7 @@ pub fn comparison(base: &Report, path: &str, new: &Report) -> Result<BaselineCom
     let curve = base
         .stages
         .iter()
-        .filter(|s| {
-            matches!(s.strategy, StrategyKind::Constant | StrategyKind::Poisson) && measured(s)
-        })
+        .filter(|s| s.strategy.is_rate() && measured(s))
         .map(|s| CurvePoint {
             stage: s.name.clone(),
             achieved_requests_per_s: s.rates.achieved(),
@@ -611,6 +614,7 @@ impl Section for BaselineSection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::StrategyKind;
 
     fn stage(name: &str, kind: StrategyKind, rate: Option<f64>, ttft_ms: &[f64]) -> StageReport {
         let mut d = Dist::default();

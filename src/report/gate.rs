@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::baseline::{self, Metric};
 use crate::stats::significance::{pct_text, Change, Noise, ALPHA};
-use crate::types::{Report, StageReport, StrategyKind};
+use crate::types::{Report, StageReport};
 
 /// What a bound is on.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -187,7 +187,7 @@ fn check_stages(base: &Report, new: &Report, b: &Bound) -> Result<(bool, String)
     let pairs: Vec<(&StageReport, baseline::BaseAt)> = new
         .stages
         .iter()
-        .filter(|s| s.strategy != StrategyKind::Throughput && baseline::measured(s))
+        .filter(|s| !s.strategy.is_flood() && baseline::measured(s))
         .filter_map(|s| baseline::base_at(base, s).map(|at| (s, at)))
         .collect();
     let alpha = ALPHA / pairs.len().max(1) as f64;
@@ -267,6 +267,7 @@ fn check_stages(base: &Report, new: &Report, b: &Bound) -> Result<(bool, String)
 mod tests {
     use super::*;
     use crate::stats::dist::Dist;
+    use crate::types::StrategyKind;
     use crate::types::{Answer, StageReport};
 
     #[test]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::columns::{self, Dist};
 use super::tables::{pipe_table, GroupedTable};
-use crate::types::{Report, StageReport, StrategyKind};
+use crate::types::{Report, StageReport};
 
 fn hms(rfc3339: &str) -> String {
     // "2026-11-21T11:33:36.123Z" → "11:33:36"
@@ -183,8 +183,8 @@ pub fn vllm_serving(r: &Report) -> String {
         .iter()
         .zip(crate::types::stage_labels(&r.stages))
         .map(|(s, label)| {
-            let rate = match (s.strategy, s.target_rate) {
-                (StrategyKind::Throughput, _) => "inf".to_string(),
+            let rate = match (s.strategy.is_flood(), s.target_rate) {
+                (true, _) => "inf".to_string(),
                 (_, Some(t)) => fnum(t),
                 _ => s.strategy.to_string(),
             };
@@ -248,9 +248,9 @@ const SGLANG_DISTS: [(&str, &str, Dist, bool); 4] = [
 
 /// The head of SGLang's block: what ran, how much, how fast.
 fn sglang_totals(r: &Report, s: &StageReport) -> Vec<(&'static str, String)> {
-    let rate = match (s.strategy, s.target_rate) {
-        (StrategyKind::Throughput, _) => "inf".to_string(),
-        (StrategyKind::Constant | StrategyKind::Poisson, Some(t)) => format!("{t:.2}"),
+    let rate = match (s.target_rate, s.strategy) {
+        (_, kind) if kind.is_flood() => "inf".to_string(),
+        (Some(t), kind) if kind.is_rate() => format!("{t:.2}"),
         _ => "-".to_string(),
     };
     let measured = columns::MEASURED.num(s);

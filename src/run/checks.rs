@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::config::{LoadStrategy, RunConfig};
+use crate::config::RunConfig;
 
 /// The furthest ahead `--start-at` may be.
 pub(super) const START_AT_MAX_AHEAD_S: u64 = 24 * 3600;
@@ -58,13 +58,13 @@ pub(super) fn check_conversation_settings(args: &RunConfig, conversation_file: b
         bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
     }
     let talking = conversation_file || crate::data::conversation::spec_of(&args.data).is_some();
-    if args.api.pooled() && (talking || args.strategy == LoadStrategy::Replay) {
+    if args.api.pooled() && (talking || args.strategy.follows_trace()) {
         bail!(
             "--api {} sends single requests of batched inputs: not conversations, not a trace replay",
             args.api
         );
     }
-    if talking && matches!(args.strategy, LoadStrategy::Sweep | LoadStrategy::Search) {
+    if talking && args.strategy.plans_from_measurements() {
         bail!(
             "--profile {} plans rates in requests per second, and with conversations a stage's rate starts conversations of several requests each: use constant, poisson or concurrent with --rate (conversations a second, or at once)",
             args.strategy.name()

@@ -13,7 +13,7 @@ use super::checks::{
 };
 use super::counter::{read_blocking, served_tokenizer, token_counter, Served};
 use crate::client::{normalize_target, Client, ClientConfig, Prompt};
-use crate::config::{Format, LoadStrategy, RunConfig, Within};
+use crate::config::{Format, RunConfig, Within};
 use crate::data::{load_items, parse_extra_body};
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
@@ -146,7 +146,7 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         client,
         note: tokenizer_note,
     };
-    if args.tokenizer.is_none() && simulator.is_none() && args.strategy != LoadStrategy::Replay {
+    if args.tokenizer.is_none() && simulator.is_none() && !args.strategy.follows_trace() {
         let found = served_tokenizer(&served, base.as_ref(), &counting.client, &client_cfg).await;
         counting = counting.with_served(found, args, &served.id, &client_cfg, run_number)?;
     }
@@ -470,7 +470,7 @@ fn read_data(
 ) -> Result<RunData> {
     // A file of conversations (JSONL `{"turns": [...]}`, ShareGPT with --multi-turn).
     let data_path = std::path::Path::new(args.data.trim());
-    let mut scripts = if args.strategy != LoadStrategy::Replay && data_path.exists() {
+    let mut scripts = if !args.strategy.follows_trace() && data_path.exists() {
         crate::data::scripts::scripts_from_file(data_path, args.multi_turn)?
     } else {
         None
@@ -481,7 +481,7 @@ fn read_data(
         use rand::SeedableRng as _;
         s.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(args.seed ^ 0x5EED));
     }
-    if args.strategy == LoadStrategy::Replay {
+    if args.strategy.follows_trace() {
         let trace = crate::data::trace::load(&args.data)?;
         let items = crate::data::trace::items(&trace, args.seed, run_number, counter)?;
         let mut description = format!(
@@ -786,7 +786,7 @@ fn conversations(
     let Some(spec) = conversation::spec_of(&args.data) else {
         return Ok(None);
     };
-    if args.strategy == LoadStrategy::Replay {
+    if args.strategy.follows_trace() {
         return Ok(None);
     }
     let convs = shard_of_conversations(

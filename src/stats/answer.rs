@@ -13,7 +13,7 @@
 //!   rates to run next. Otherwise `holds ≈ X req/s (low–high; …)`.
 
 use crate::stats::policy::{self, Point};
-use crate::types::{Answer, Outcome, SloSummary, StageReport, StrategyKind};
+use crate::types::{Answer, Outcome, SloSummary, StageReport};
 
 /// Whether a stage held its rate (for the names the answer gives), None
 /// when it is no evidence either way.
@@ -362,7 +362,7 @@ fn at_max_concurrency(
 fn flood_stage(stages: &[StageReport]) -> Option<&StageReport> {
     stages
         .iter()
-        .filter(|s| s.strategy == StrategyKind::Throughput && s.requests.measured > 0)
+        .filter(|s| s.strategy.is_flood() && s.requests.measured > 0)
         .filter(|s| !s.client.as_ref().is_some_and(|c| c.limited))
         // The last of the planned ones: `max_by_key` keeps the last of
         // equals, and a throughput stage run again replaces the first.
@@ -512,12 +512,8 @@ fn unknown(a: &mut Answer, stages: &[StageReport]) -> bool {
     };
     // A sweep that stopped before its constant-rate stages ran its
     // throughput stage: sending the user to a sweep would repeat it.
-    let sweep_stopped = stages
-        .iter()
-        .any(|s| s.strategy == StrategyKind::Throughput)
-        && stages
-            .iter()
-            .any(|s| s.strategy == StrategyKind::Synchronous);
+    let sweep_stopped = stages.iter().any(|s| s.strategy.is_flood())
+        && stages.iter().any(|s| s.strategy.is_synchronous());
     // Longer stages, or a search, would tell: stages a key or a stop cut
     // short run to their end; stages their --max-requests ended take more
     // requests (seen: `--max-requests 1` runs told "--max-seconds").
@@ -670,6 +666,7 @@ fn seconds(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::StrategyKind;
     use crate::types::Verdict;
 
     fn stage(name: &str, target: f64, achieved: f64, outcome: Option<Outcome>) -> StageReport {

@@ -2,7 +2,7 @@
 //! timeline notes, and the run's judgement in plain lines for every report.
 //! Pure functions over the report model.
 
-use crate::types::{EventKind, Outcome, StageReport, StageWarning, StrategyKind, Verdict};
+use crate::types::{EventKind, Outcome, StageReport, StageWarning, Verdict};
 
 /// The run's judgement in plain lines, for the console summary, report.md
 /// and report.html: why the run ended when it was not the plan's end, every
@@ -227,7 +227,7 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<StageWarn
         // Nothing was left in flight: a short stage cost no completions
         // (seen: `--max-requests 1` told "use --max-seconds 4 or more").
         && c.incomplete > 0
-        && s.strategy != StrategyKind::Throughput
+        && !s.strategy.is_flood()
     {
         // (A flood's latency is its own queue, 512 ÷ the server's rate:
         // longer floods only queue longer.)
@@ -236,21 +236,14 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<StageWarn
             latency_s,
         });
     }
-    if c.incomplete > c.completed
-        && c.completed > 0
-        && s.strategy != StrategyKind::Throughput
-        && !cut
-    {
+    if c.incomplete > c.completed && c.completed > 0 && !s.strategy.is_flood() && !cut {
         w.push(StageWarning::MostlyInFlight {
             incomplete: c.incomplete,
             completed: c.completed,
         });
     }
-    if s.strategy == StrategyKind::Throughput {
-        let sync = earlier
-            .iter()
-            .rev()
-            .find(|e| e.strategy == StrategyKind::Synchronous);
+    if s.strategy.is_flood() {
+        let sync = earlier.iter().rev().find(|e| e.strategy.is_synchronous());
         if let Some(q) = queueing(s, sync) {
             w.push(q);
         }

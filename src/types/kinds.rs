@@ -1,10 +1,10 @@
 //! Domain values that travel as strings in `report.json` and over the
-//! control socket, typed here: the kind of a stage's strategy and the kind
-//! of a timeline event. Their serde names are the strings earlier versions
-//! wrote, so old reports load and new ones read the same.
+//! control socket, typed here: the API, why a run or a stage ended, and the
+//! kind of a timeline event (a stage's strategy is in `types::strategy`).
+//! Their serde names are the strings earlier versions wrote, so old
+//! reports load and new ones read the same.
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -243,191 +243,6 @@ impl fmt::Display for StageEndReason {
     }
 }
 
-/// How a stage releases requests, without its parameters (the engine's
-/// `Strategy` carries those and names its kind with `Strategy::kind`).
-/// `report.json` writes it as `strategy`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StrategyKind {
-    /// One request at a time. (The default only fills `Default` reports.)
-    #[default]
-    Synchronous,
-    /// A fixed number of streams (closed loop).
-    Concurrent,
-    /// As many at once as allowed.
-    Throughput,
-    /// Open loop at a fixed rate.
-    Constant,
-    /// Open loop with gamma-distributed gaps.
-    Poisson,
-    /// Open loop at a trace's times (`--profile replay`).
-    Replay,
-}
-
-impl StrategyKind {
-    /// Every kind, in the order the docs list them.
-    pub const ALL: [StrategyKind; 6] = [
-        StrategyKind::Synchronous,
-        StrategyKind::Concurrent,
-        StrategyKind::Throughput,
-        StrategyKind::Constant,
-        StrategyKind::Poisson,
-        StrategyKind::Replay,
-    ];
-
-    /// What a stage of this kind is, for every place that names, shows or
-    /// steers it: one descriptor per kind instead of a match in each.
-    pub const fn info(self) -> &'static KindInfo {
-        match self {
-            StrategyKind::Synchronous => &SYNCHRONOUS,
-            StrategyKind::Concurrent => &CONCURRENT,
-            StrategyKind::Throughput => &THROUGHPUT,
-            StrategyKind::Constant => &CONSTANT,
-            StrategyKind::Poisson => &POISSON,
-            StrategyKind::Replay => &REPLAY,
-        }
-    }
-
-    /// The name on the wire and in stage names (`constant@5.00`).
-    pub const fn name(self) -> &'static str {
-        self.info().name
-    }
-
-    /// Requests are due on a schedule, whatever the server answers
-    /// (constant, poisson, replay); the others wait for answers.
-    pub const fn is_open_loop(self) -> bool {
-        self.info().open_loop
-    }
-
-    /// What the steering keys change on a stage of this kind.
-    pub const fn steers(self) -> Steers {
-        self.info().steers
-    }
-}
-
-/// A stage strategy as the rest of the program sees it.
-#[derive(Debug, PartialEq)]
-pub struct KindInfo {
-    /// The name on the wire and in stage names.
-    pub name: &'static str,
-    /// Requests are due on a schedule, whatever the server answers.
-    pub open_loop: bool,
-    /// What the steering keys change.
-    pub steers: Steers,
-    /// Its pace in words when it has no target rate (the dashboard's header).
-    pub pace: &'static str,
-}
-
-/// What the steering keys (`+ - * / r`) change on a running stage: each
-/// change starts a new stage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Steers {
-    /// The request rate of an open-loop stage.
-    Rate,
-    /// The number of streams of a concurrent stage (whole, at least one).
-    Streams,
-    /// A stage that sets its own pace (synchronous, throughput): a key
-    /// starts a constant stage from the rate achieved so far.
-    FromAchieved,
-}
-
-impl Steers {
-    /// What the keys change, in one word (`rate`, `streams`).
-    pub const fn unit(self) -> &'static str {
-        match self {
-            Steers::Streams => "streams",
-            Steers::Rate | Steers::FromAchieved => "rate",
-        }
-    }
-
-    /// The help screen's lines: what the keys do here, `+ / -`, `* / /`.
-    pub const fn help(self) -> [&'static str; 3] {
-        match self {
-            Steers::Streams => [
-                "concurrent stage: keys change the number of streams",
-                "+ / -     one more / one fewer stream (10 %, at least 1)",
-                "* / /     double / halve the streams",
-            ],
-            Steers::FromAchieved => [
-                "synchronous / throughput: keys start a constant stage",
-                "+ / -     constant at the rate achieved so far ±10 %",
-                "* / /     constant at double / half the measured rate",
-            ],
-            Steers::Rate => [
-                "constant / poisson stage: keys change the request rate",
-                "+ / -     rate up / down 10 %",
-                "* / /     double / halve the rate",
-            ],
-        }
-    }
-
-    /// The footer's word for `+/-`.
-    pub const fn footer(self) -> &'static str {
-        match self {
-            Steers::Streams => "streams ±",
-            Steers::FromAchieved => "constant ±10%",
-            Steers::Rate => "rate ±10%",
-        }
-    }
-}
-
-const SYNCHRONOUS: KindInfo = KindInfo {
-    name: "synchronous",
-    open_loop: false,
-    steers: Steers::FromAchieved,
-    pace: "one request at a time",
-};
-const CONCURRENT: KindInfo = KindInfo {
-    name: "concurrent",
-    open_loop: false,
-    steers: Steers::Streams,
-    pace: "no target rate",
-};
-const THROUGHPUT: KindInfo = KindInfo {
-    name: "throughput",
-    open_loop: false,
-    steers: Steers::FromAchieved,
-    pace: "all at once",
-};
-const CONSTANT: KindInfo = KindInfo {
-    name: "constant",
-    open_loop: true,
-    steers: Steers::Rate,
-    pace: "no target rate",
-};
-const POISSON: KindInfo = KindInfo {
-    name: "poisson",
-    open_loop: true,
-    steers: Steers::Rate,
-    pace: "no target rate",
-};
-const REPLAY: KindInfo = KindInfo {
-    name: "replay",
-    open_loop: true,
-    steers: Steers::Rate,
-    pace: "no target rate",
-};
-
-impl fmt::Display for StrategyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for StrategyKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        StrategyKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = StrategyKind::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown strategy {s:?} (one of {})", names.join(", "))
-            })
-    }
-}
-
 /// What a timeline entry records (docs/REPORT.md lists them). A name this
 /// version does not know, from a newer report or a viewer of another
 /// version, loads as `Other` and is written back as it came.
@@ -593,14 +408,6 @@ mod tests {
     }
 
     /// The strings the code wrote before these types existed, literally.
-    const OLD_STRATEGIES: [&str; 6] = [
-        "synchronous",
-        "concurrent",
-        "throughput",
-        "constant",
-        "poisson",
-        "replay",
-    ];
     const OLD_EVENTS: [&str; 20] = [
         "stage_start",
         "stage_end",
@@ -625,18 +432,7 @@ mod tests {
     ];
 
     /// Fails to compile when a variant is added, as a reminder to list it
-    /// in `ALL` / `KNOWN` (the tests below check the lists are complete).
-    fn strategy_index(k: StrategyKind) -> usize {
-        match k {
-            StrategyKind::Synchronous => 0,
-            StrategyKind::Concurrent => 1,
-            StrategyKind::Throughput => 2,
-            StrategyKind::Constant => 3,
-            StrategyKind::Poisson => 4,
-            StrategyKind::Replay => 5,
-        }
-    }
-
+    /// in `KNOWN` (the test below checks the list is complete).
     fn event_index(k: &EventKind) -> usize {
         match k {
             EventKind::StageStart => 0,
@@ -661,53 +457,6 @@ mod tests {
             EventKind::CacheReset => 19,
             EventKind::Other(_) => usize::MAX,
         }
-    }
-
-    /// One descriptor per kind: its name reads back as the kind, and what
-    /// the keys change follows from how the kind paces itself.
-    #[test]
-    fn each_kind_is_described_once_and_consistently() {
-        for k in StrategyKind::ALL {
-            let info = k.info();
-            assert_eq!(info.name.parse::<StrategyKind>(), Ok(k));
-            let expected = match (info.open_loop, k) {
-                (true, _) => Steers::Rate,
-                (false, StrategyKind::Concurrent) => Steers::Streams,
-                (false, _) => Steers::FromAchieved,
-            };
-            assert_eq!(info.steers, expected, "{k}");
-            assert!(!info.pace.is_empty());
-            assert!(info.steers.help().iter().all(|l| !l.is_empty()));
-        }
-    }
-
-    #[test]
-    fn strategy_kinds_keep_the_old_names_on_the_wire() {
-        let idx: Vec<usize> = StrategyKind::ALL.into_iter().map(strategy_index).collect();
-        assert_eq!(idx, (0..6).collect::<Vec<_>>(), "ALL lists every kind once");
-        for (k, old) in StrategyKind::ALL.into_iter().zip(OLD_STRATEGIES) {
-            assert_eq!(k.name(), old);
-            assert_eq!(k.to_string(), old);
-            let json = serde_json::to_string(&k).unwrap();
-            assert_eq!(json, format!("\"{old}\""));
-            assert_eq!(serde_json::from_str::<StrategyKind>(&json).unwrap(), k);
-            assert_eq!(old.parse::<StrategyKind>(), Ok(k));
-        }
-        assert!(serde_json::from_str::<StrategyKind>("\"sweep\"").is_err());
-        let e = "sync".parse::<StrategyKind>().unwrap_err();
-        assert!(e.contains("synchronous, concurrent"), "{e}");
-        let open: Vec<_> = StrategyKind::ALL
-            .into_iter()
-            .filter(|k| k.is_open_loop())
-            .collect();
-        assert_eq!(
-            open,
-            [
-                StrategyKind::Constant,
-                StrategyKind::Poisson,
-                StrategyKind::Replay
-            ]
-        );
     }
 
     #[test]

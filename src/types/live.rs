@@ -5,8 +5,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use super::kinds::{EventKind, StrategyKind};
+use super::kinds::EventKind;
 use super::report::{RequestCounts, StageReport, TimelineEvent};
+use super::strategy::StrategyKind;
 
 /// Commands a front end (keys, signals) sends to the engine. The engine
 /// applies them between dispatches and records each in the timeline.

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::dist::DistSummary;
-use super::kinds::{Api, EventKind, StrategyKind};
+use super::kinds::{Api, EventKind};
 use super::slo::Slo;
+use super::strategy::StrategyKind;
 
 /// Bumped whenever a field changes meaning or disappears. 2: a stage's
 /// `rates.steady_requests_per_s` is written `rates.capacity_requests_per_s`

@@ -73,7 +73,7 @@ impl Imported {
             .stages
             .iter()
             .rev()
-            .find(|s| s.strategy == StrategyKind::Throughput)
+            .find(|s| s.strategy.is_flood())
             .map(|s| s.rates.achieved())
             .filter(|r| *r > 0.0 && computed.flood_latency_s.is_some());
         r.answer = Some(Answer {
@@ -95,15 +95,8 @@ impl Imported {
 /// A stage named as llmsweep names its own (`constant@5.00`,
 /// `concurrent@8`, `throughput`), so `compare` pairs it with a run's.
 pub fn stage(kind: StrategyKind, target: Option<f64>) -> StageReport {
-    let name = match (kind, target) {
-        (StrategyKind::Concurrent, Some(n)) => format!("concurrent@{}", n.round()),
-        (StrategyKind::Constant | StrategyKind::Poisson, Some(r)) => {
-            format!("{}@{r:.2}", kind.name())
-        }
-        _ => kind.name().to_string(),
-    };
     StageReport {
-        name,
+        name: kind.stage_name(target),
         strategy: kind,
         target_rate: target,
         ..Default::default()

@@ -555,7 +555,7 @@ impl StageStats {
             };
             return told.then(|| format!("verdict {}", v.outcome.as_str()));
         }
-        if kind == StrategyKind::Synchronous {
+        if kind.is_synchronous() {
             return (self.counts.measured >= 10)
                 .then(|| format!("{} requests measured", self.counts.measured));
         }

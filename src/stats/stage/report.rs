@@ -198,10 +198,9 @@ impl StageStats {
     /// ten or more waited over 5 ms in the client, more than the timer's
     /// own lateness).
     fn held_at_max_concurrency(&self, strategy: StrategyKind, queue_p90_ms: f64) -> Option<u64> {
-        self.evidence.max_concurrency.filter(|c| {
-            self.max_in_flight >= *c
-                && (strategy == StrategyKind::Throughput || queue_p90_ms >= 5.0)
-        })
+        self.evidence
+            .max_concurrency
+            .filter(|c| self.max_in_flight >= *c && (strategy.is_flood() || queue_p90_ms >= 5.0))
     }
 
     /// The stage's rates: over the measured window (`running_s` of it the

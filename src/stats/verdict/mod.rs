@@ -513,7 +513,7 @@ pub fn reference(done: &[crate::types::StageReport]) -> Reference {
     let flood = done
         .iter()
         .rev()
-        .find(|s| s.strategy == crate::types::StrategyKind::Throughput && s.requests.measured > 0)
+        .find(|s| s.strategy.is_flood() && s.requests.measured > 0)
         .map(|s| s.rates.steady_requests_per_s);
     let open_loop = done
         .iter()
@@ -525,9 +525,7 @@ pub fn reference(done: &[crate::types::StageReport]) -> Reference {
         latency_s: done
             .iter()
             .rev()
-            .find(|s| {
-                s.strategy == crate::types::StrategyKind::Synchronous && s.requests.measured > 0
-            })
+            .find(|s| s.strategy.is_synchronous() && s.requests.measured > 0)
             .map(|s| s.latency_ms.p50 / 1000.0)
             .filter(|w| *w > 0.0),
         // Only with a flood: without one, nothing says the server was

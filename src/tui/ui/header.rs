@@ -11,7 +11,6 @@ use super::format::{fit_line, fmt_duration};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
 use crate::types::live::{LiveStage, Snapshot};
-use crate::types::StrategyKind;
 
 /// The running stage's clock: the engine's `elapsed_s`, which leaves out
 /// paused time, so it stops while paused; never past the stage's length.
@@ -60,10 +59,10 @@ pub fn progress(snap: &Snapshot) -> (Option<f64>, Option<f64>, Option<f64>) {
 
 fn target_words(st: &LiveStage) -> String {
     match st.target_rate {
-        Some(r) if st.strategy == StrategyKind::Concurrent && st.conversations => {
+        Some(r) if st.strategy.counts_streams() && st.conversations => {
             format!("{:.0} conversations at once", r.round().max(1.0))
         }
-        Some(r) if st.strategy == StrategyKind::Concurrent => {
+        Some(r) if st.strategy.counts_streams() => {
             format!("{:.0} streams", r.round().max(1.0))
         }
         // Multi-turn data: the rate starts conversations.

@@ -13,7 +13,7 @@ use super::format::{fit_line, ms};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
 use crate::types::live::LiveStage;
-use crate::types::{ClientCheck, DistSummary, StageReport, StrategyKind};
+use crate::types::{ClientCheck, DistSummary, StageReport};
 
 /// `TTFT ms p50 12.3 p99 45.6` in the "now" panel.
 fn p50_p99(th: &Theme, label: &'static str, p50: f64, p99: f64, has: bool) -> Line<'static> {
@@ -224,16 +224,14 @@ fn labelled(th: &Theme, text: String, labels: &[&str]) -> Line<'static> {
 fn last_second(th: &Theme, st: &LiveStage, width: u16, pooled: bool) -> Vec<(Keep, Line<'static>)> {
     let rate_style = match st.target_rate {
         Some(t)
-            if st.strategy != StrategyKind::Concurrent
-                && st.elapsed_s > 3.0
-                && st.achieved_rps < 0.9 * t =>
+            if !st.strategy.counts_streams() && st.elapsed_s > 3.0 && st.achieved_rps < 0.9 * t =>
         {
             th.style(th.warn)
         }
         _ => th.style(th.good),
     };
     let target = match st.target_rate {
-        Some(t) if st.strategy == StrategyKind::Concurrent => {
+        Some(t) if st.strategy.counts_streams() => {
             format!(" ({:.0} streams)", t.round())
         }
         Some(t) => format!(" / {t:.2}"),
