@@ -353,73 +353,22 @@ fn distribution_charts(r: &Report) -> String {
     )
 }
 
-/// A cell of the stage table: its header and its text for a stage.
-type Cell = (&'static str, fn(&StageReport) -> String);
-
-/// The stage table's columns after the stage's label, read from
-/// `report::columns`.
-const STAGE_CELLS: [Cell; 14] = [
-    ("Target", |s| {
-        columns::TARGET_RATE
-            .value(s)
-            .number()
-            .map_or_else(|| "-".into(), |t| format!("{t:.2}"))
-    }),
-    (columns::ACHIEVED_HEADER, |s| {
-        format!("{:.2}", columns::ACHIEVED.num(s))
-    }),
-    ("Conc", |s| {
-        format!("{:.1}", columns::CONCURRENCY_MEAN.num(s))
-    }),
-    ("Out tok/s", |s| {
-        format!("{:.0}", columns::OUTPUT_TOKENS_PER_S.num(s))
-    }),
-    ("TTFT p50", |s| measured(columns::TTFT.of(s), |d| d.p50, 1)),
-    ("TTFT p99", |s| measured(columns::TTFT.of(s), |d| d.p99, 1)),
-    ("ITL p50", |s| measured(columns::ITL.of(s), |d| d.p50, 2)),
-    ("ITL p99", |s| measured(columns::ITL.of(s), |d| d.p99, 2)),
-    ("TPOT mean", |s| {
-        measured(columns::TPOT.of(s), |d| d.mean, 2)
-    }),
-    ("Latency p50 (s)", |s| {
-        format!("{:.2}", columns::LATENCY.of(s).p50 / 1000.0)
-    }),
-    ("Comp", |s| columns::COMPLETED.value(s).to_string()),
-    ("Inc", |s| columns::INCOMPLETE.value(s).to_string()),
-    ("Err", |s| columns::ERRORED.value(s).to_string()),
-    ("Errors", |s| {
-        let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        errs.join(", ")
-    }),
-];
-
-/// A distribution's figure, `-` when nothing was measured (a pooling API's
-/// TTFT, a stage without a completion), not 0.0.
-fn measured(
-    d: &crate::types::DistSummary,
-    get: fn(&crate::types::DistSummary) -> f64,
-    p: usize,
-) -> String {
-    if d.count == 0 {
-        "-".into()
-    } else {
-        format!("{:.p$}", get(d))
-    }
-}
-
-/// One row per stage, saturated ones shaded.
+/// One row per stage under report.html's columns of
+/// `report::stage_table`, saturated ones shaded.
 fn stage_table(r: &Report) -> String {
+    use super::stage_table::{self as table, Shown};
+    let rows = table::rows(&r.stages);
+    let cols = table::columns_of(|c| c.html, Shown::default(), false, &rows);
     let mut h = String::from("<h2>Stages</h2><table><tr><th>Stage</th>");
-    for (name, _) in &STAGE_CELLS {
+    for (name, _) in &cols {
         let _ = write!(h, "<th>{name}</th>");
     }
     h.push_str("</tr>");
-    let labels = crate::types::stage_labels(&r.stages);
-    for (s, label) in r.stages.iter().zip(&labels) {
-        let sat = if s.saturated() { r#" class="sat""# } else { "" };
-        let _ = write!(h, "<tr{sat}><td>{}</td>", esc(label));
-        for (_, cell) in &STAGE_CELLS {
-            let _ = write!(h, "<td>{}</td>", esc(&cell(s)));
+    for row in &rows {
+        let sat = if row.saturated { r#" class="sat""# } else { "" };
+        let _ = write!(h, "<tr{sat}><td>{}</td>", esc(&row.name));
+        for (_, c) in &cols {
+            let _ = write!(h, "<td>{}</td>", esc(&c.cell(row).report()));
         }
         h.push_str("</tr>");
     }
