@@ -413,7 +413,7 @@ use Only::{Gpu, Thought, Vs};
 /// first answer token follows TTFT and takes its priorities (TTFT p50 then
 /// goes before it only where there is room).
 #[rustfmt::skip]
-pub const COLUMNS: &[Column] = &[
+pub static COLUMNS: &[Column] = &[
     Column::new(|r| num(r.target, 2)).md("Target req/s").html("Target").dash("Target", "req/s", 7, 8),
     // The achieved rate, named as in every report.
     Column::new(|r| num(r.rps, 2)).console(c::ACHIEVED_HEADER, 0).md(c::ACHIEVED_HEADER).html(c::ACHIEVED_HEADER).dash("Achieved", "req/s", 8, 0),
@@ -537,5 +537,108 @@ mod tests {
         assert_eq!(usd(Some(0.4123)).as_deref(), Some("0.412"));
         assert_eq!(usd(Some(41.23)).as_deref(), Some("41.2"));
         assert_eq!(usd(Some(f64::NAN)), None);
+    }
+
+    /// The headers of a rendered table, split by `sep`.
+    fn split(line: &str, sep: &str) -> Vec<String> {
+        line.split(sep)
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .collect()
+    }
+
+    /// The stage table's headers as each format rendered them.
+    fn rendered(r: &crate::types::Report) -> [Vec<String>; 3] {
+        let console = crate::report::console::render(r);
+        let line = console
+            .lines()
+            .skip_while(|l| !l.starts_with("Stages ("))
+            .nth(1)
+            .unwrap_or_default();
+        let md = crate::report::markdown::render(r);
+        let md_line = md
+            .split("## Stages\n\n")
+            .nth(1)
+            .and_then(|t| t.lines().next())
+            .unwrap_or_default();
+        let html = crate::report::html::render(r);
+        let html_row = html
+            .split("<h2>Stages</h2><table><tr>")
+            .nth(1)
+            .and_then(|t| t.split("</tr>").next())
+            .unwrap_or_default()
+            .replace("</th>", "");
+        [
+            split(line, "  "),
+            split(md_line, "|"),
+            split(&html_row, "<th>"),
+        ]
+    }
+
+    /// Each format renders the columns it is declared with, no other and
+    /// in their order: for a generation, a reasoning model's and a pooling
+    /// API's run; and every declared column is shown by some run.
+    #[test]
+    fn each_format_renders_the_columns_declared_for_it() {
+        let text = include_str!("../../tests/fixtures/report.json");
+        let plain = crate::types::Report::from_json(text).unwrap();
+        let mut thought = plain.clone();
+        for s in &mut thought.stages {
+            s.reasoning = Some(Default::default());
+        }
+        let mut pooled = plain.clone();
+        pooled.target.api = crate::types::Api::Embeddings;
+        let mut seen = vec![false; COLUMNS.len()];
+        for (r, shown) in [
+            (&plain, Shown::default()),
+            (
+                &thought,
+                Shown {
+                    thought: true,
+                    ..Default::default()
+                },
+            ),
+            (
+                &pooled,
+                Shown {
+                    pooled: true,
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let rows = rows(&r.stages);
+            let mut headers = |h: fn(&Column) -> Option<&'static str>, by_api: bool| {
+                let cols = columns_of(h, shown, by_api, &rows);
+                for (_, c) in &cols {
+                    let i = COLUMNS.iter().position(|x| std::ptr::eq(x, *c)).unwrap();
+                    seen[i] = true;
+                }
+                cols.into_iter().map(|(h, _)| h.to_string())
+            };
+            let stage = |name: &str| std::iter::once(name.to_string());
+            let declared: [Vec<String>; 3] = [
+                stage("stage")
+                    .chain(headers(|c| c.console.map(|(h, _)| h), false))
+                    .collect(),
+                stage("Stage")
+                    .chain(headers(|c| c.markdown, true))
+                    .collect(),
+                stage("Stage").chain(headers(|c| c.html, false)).collect(),
+            ];
+            let got = rendered(r);
+            for (format, (want, got)) in ["console", "report.md", "report.html"]
+                .iter()
+                .zip(declared.iter().zip(&got))
+            {
+                assert_eq!(want, got, "{format}, {shown:?}");
+            }
+        }
+        for (col, seen) in COLUMNS.iter().zip(&seen) {
+            assert!(
+                *seen || col.dash.is_some(),
+                "{:?} is shown by no format",
+                col.cell(&StageRow::default())
+            );
+        }
     }
 }

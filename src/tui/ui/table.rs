@@ -504,4 +504,45 @@ mod tests {
         assert_eq!(power_since(&view, 1005.0), Some(700.0));
         assert_eq!(power_since(&view, 1010.5), None, "none yet");
     }
+
+    /// The dashboard's header renders each declared column (every one, in
+    /// a table wide enough, with a baseline, a thinking model and GPUs):
+    /// its two lines at its width, in the declared order.
+    #[test]
+    fn the_header_renders_the_columns_declared_for_the_dashboard() {
+        use ratatui::buffer::Buffer;
+        use ratatui::widgets::Widget;
+        let rows = vec![RowData {
+            gpu_w: Some(300.0),
+            usd_per_mtok: Some(0.4),
+            ..Default::default()
+        }];
+        let cols = all_columns_of((true, true, false), &rows);
+        let declared: Vec<&Column> = crate::report::stage_table::COLUMNS
+            .iter()
+            .filter(|c| c.dash.is_some() && c.api.shown(false))
+            .collect();
+        assert_eq!(cols.len(), declared.len());
+        let name_w = 15u16;
+        let width = name_w + cols.iter().map(|c| dash(c).0 + 1).sum::<u16>();
+        let widths: Vec<Constraint> = std::iter::once(Constraint::Length(name_w))
+            .chain(cols.iter().map(|c| Constraint::Length(dash(c).0)))
+            .collect();
+        let th = &crate::tui::theme::builtin()[0];
+        let area = Rect::new(0, 0, width, 2);
+        let mut buf = Buffer::empty(area);
+        Table::new(Vec::<Row>::new(), widths)
+            .header(header_row(th, &cols))
+            .column_spacing(1)
+            .render(area, &mut buf);
+        let line = |y: u16| -> String { (0..width).map(|x| buf[(x, y)].symbol()).collect() };
+        let want = |part: fn(&crate::report::stage_table::Dash) -> &'static str| {
+            cols.iter()
+                .filter_map(|c| c.dash)
+                .map(|d| format!(" {:>w$}", part(&d), w = d.width as usize))
+                .collect::<String>()
+        };
+        assert_eq!(line(0), format!("{:<15}{}", "Stage", want(|d| d.top)));
+        assert_eq!(line(1).trim_start(), want(|d| d.bottom).trim_start());
+    }
 }
