@@ -353,31 +353,50 @@ fn distribution_charts(r: &Report) -> String {
     )
 }
 
-/// One row per stage under report.html's columns of
-/// `report::stage_table`, saturated ones shaded.
-fn stage_table(r: &Report) -> String {
-    use super::stage_table::{self as table, Shown};
-    let rows = table::rows(&r.stages);
-    let cols = table::columns_of(|c| c.html, Shown::default(), false, &rows);
-    let mut h = String::from("<h2>Stages</h2><table><tr><th>Stage</th>");
-    for (name, _) in &cols {
-        let _ = write!(h, "<th>{name}</th>");
+/// A table: `head` over `rows`, every cell escaped; a row marked (a
+/// saturated stage's) shaded.
+fn table(head: &[&str], rows: impl IntoIterator<Item = (bool, Vec<String>)>) -> String {
+    let mut h = String::from("<table><tr>");
+    for t in head {
+        let _ = write!(h, "<th>{}</th>", esc(t));
     }
     h.push_str("</tr>");
-    for row in &rows {
-        let sat = if row.saturated { r#" class="sat""# } else { "" };
-        let _ = write!(h, "<tr{sat}><td>{}</td>", esc(&row.name));
-        for (_, c) in &cols {
-            let _ = write!(h, "<td>{}</td>", esc(&c.cell(row).report()));
+    for (marked, row) in rows {
+        h.push_str(if marked {
+            r#"<tr class="sat">"#
+        } else {
+            "<tr>"
+        });
+        for c in row {
+            let _ = write!(h, "<td>{}</td>", esc(&c));
         }
         h.push_str("</tr>");
     }
-    let _ = write!(
-        h,
-        r#"</table><p class="note">{}</p>"#,
-        esc(columns::ACHIEVED_NOTE)
-    );
+    h.push_str("</table>");
     h
+}
+
+/// One row per stage under report.html's columns of
+/// `report::stage_table`, saturated ones shaded.
+fn stage_table(r: &Report) -> String {
+    use super::stage_table::{self as stages, Shown};
+    let rows = stages::rows(&r.stages);
+    let cols = stages::columns_of(|c| c.html, Shown::default(), false, &rows);
+    let head: Vec<&str> = std::iter::once("Stage")
+        .chain(cols.iter().map(|(h, _)| *h))
+        .collect();
+    let cells = rows.iter().map(|row| {
+        let cells = cols.iter().map(|(_, c)| c.cell(row).report());
+        (
+            row.saturated,
+            std::iter::once(row.name.clone()).chain(cells).collect(),
+        )
+    });
+    format!(
+        r#"<h2>Stages</h2>{}<p class="note">{}</p>"#,
+        table(&head, cells),
+        esc(columns::ACHIEVED_NOTE)
+    )
 }
 
 /// The run against its baseline (`--baseline`): the answer's change and
@@ -386,45 +405,35 @@ fn baseline_table(r: &Report) -> String {
     let Some(b) = &r.baseline else {
         return String::new();
     };
-    let mut h = format!(
-        "<h2>Against the baseline</h2><p>Baseline {} ({}). Answer: {}.</p><table><tr><th>Stage</th><th>Baseline at its rate</th>",
-        esc(&b.path),
-        esc(&b.created),
-        esc(&b.answer_words)
-    );
-    for t in [
+    let head = [
+        "Stage",
+        "Baseline at its rate",
         "Achieved req/s",
         "TTFT p50",
         "TTFT p99",
         "ITL p50",
         "ITL p99",
-    ] {
-        let _ = write!(h, "<th>{t}</th>");
-    }
-    h.push_str("</tr>");
-    for c in &b.stages {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}</td>",
-            esc(&c.stage),
-            esc(&c.baseline)
-        );
+    ];
+    let rows = b.stages.iter().map(|c| {
+        let mut row = vec![c.stage.clone(), c.baseline.clone()];
         for (key, _) in super::baseline::ROW {
-            let cell = c
-                .figures
-                .iter()
-                .find(|f| f.figure == key)
-                .map_or("-".into(), super::baseline::change_words);
-            let _ = write!(h, "<td>{}</td>", esc(&cell));
+            row.push(
+                c.figures
+                    .iter()
+                    .find(|f| f.figure == key)
+                    .map_or("-".into(), super::baseline::change_words),
+            );
         }
-        h.push_str("</tr>");
-    }
-    let _ = write!(
-        h,
-        r#"</table><p class="note">{}</p>"#,
+        (false, row)
+    });
+    format!(
+        r#"<h2>Against the baseline</h2><p>Baseline {} ({}). Answer: {}.</p>{}<p class="note">{}</p>"#,
+        esc(&b.path),
+        esc(&b.created),
+        esc(&b.answer_words),
+        table(&head, rows),
         esc(super::baseline::BASELINE_NOTE)
-    );
-    h
+    )
 }
 
 /// A `--repeat N` run: the answer across runs and each planned stage's
@@ -435,29 +444,15 @@ fn repeats_table(r: &Report) -> String {
     };
     let answer =
         super::repeats::answer_line(rep).unwrap_or_else(|| "no run gave an answer".to_string());
-    let mut h = format!(
-        "<h2>Across {} runs</h2><p>Answer: {}.</p><table><tr>",
-        rep.ran,
-        esc(&answer)
-    );
     let (head, rows) = super::repeats::table(rep);
-    for t in head {
-        let _ = write!(h, "<th>{}</th>", esc(&t));
-    }
-    h.push_str("</tr>");
-    for row in rows {
-        h.push_str("<tr>");
-        for c in row {
-            let _ = write!(h, "<td>{}</td>", esc(&c));
-        }
-        h.push_str("</tr>");
-    }
-    let _ = write!(
-        h,
-        r#"</table><p class="note">{}</p>"#,
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    format!(
+        r#"<h2>Across {} runs</h2><p>Answer: {}.</p>{}<p class="note">{}</p>"#,
+        rep.ran,
+        esc(&answer),
+        table(&head, rows.into_iter().map(|row| (false, row))),
         esc(&super::repeats::note(rep))
-    );
-    h
+    )
 }
 
 /// The control events of the run, in order.
