@@ -7,16 +7,10 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 use ratatui::Frame;
 
 use super::format::{fit_items, fit_line};
-use crate::report::stage_table::{columns_of, Column, Shown, StageRow};
+use crate::report::stage_table::{columns_of, Column, RowState, Shown, StageRow};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
 use crate::types::StageReport;
-
-pub use crate::report::stage_table::RowState;
-
-/// One row of the stage table: a finished stage, the running one (so far),
-/// or a planned one.
-pub type RowData = StageRow;
 
 /// The dashboard's columns (`report::stage_table::COLUMNS`), in display
 /// order.
@@ -34,7 +28,7 @@ pub fn all_columns_vs(thought: bool, vs: bool) -> Vec<&'static Column> {
 /// `pooled`: the run's API answers whole (embeddings, rerank, score).
 pub fn all_columns_of(
     (thought, vs, pooled): (bool, bool, bool),
-    rows: &[RowData],
+    rows: &[StageRow],
 ) -> Vec<&'static Column> {
     let shown = Shown {
         thought,
@@ -69,7 +63,7 @@ pub fn columns_for_rows(
     width: u16,
     name_width: u16,
     shown: (bool, bool, bool),
-    rows: &[RowData],
+    rows: &[StageRow],
 ) -> Vec<&'static Column> {
     fit(width, name_width, all_columns_of(shown, rows))
 }
@@ -113,7 +107,7 @@ pub fn power_since(view: &crate::server_metrics::GpuLive, start_unix_s: f64) -> 
 
 /// Rows for finished stages, labelled so that repeated, cut and paused
 /// stages can be told apart.
-pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
+pub fn report_rows(stages: &[StageReport]) -> Vec<StageRow> {
     stages
         .iter()
         .zip(crate::types::stage_labels(stages))
@@ -123,7 +117,7 @@ pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
 
 /// Fills each row's change from the baseline, `changes` in the rows' order
 /// (None: no baseline at its rate).
-pub fn with_changes(rows: &mut [RowData], changes: &[Option<crate::types::StageChange>]) {
+pub fn with_changes(rows: &mut [StageRow], changes: &[Option<crate::types::StageChange>]) {
     for (row, c) in rows.iter_mut().zip(changes) {
         let Some(c) = c else { continue };
         for (i, (key, _)) in crate::report::baseline::ROW.iter().enumerate() {
@@ -136,7 +130,7 @@ pub fn with_changes(rows: &mut [RowData], changes: &[Option<crate::types::StageC
     }
 }
 
-pub(super) fn table_rows(app: &App) -> Vec<RowData> {
+pub(super) fn table_rows(app: &App) -> Vec<StageRow> {
     let mut rows = report_rows(&app.snap.finished);
     with_changes(&mut rows, &app.baseline_changes);
     if let Some(st) = &app.snap.stage {
@@ -166,7 +160,7 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
         rows.push(row);
     }
     for p in &app.snap.upcoming {
-        rows.push(RowData {
+        rows.push(StageRow {
             name: p.name.clone(),
             state: RowState::Planned,
             target: p.target_rate,
@@ -176,7 +170,7 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
     rows
 }
 
-pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: bool) {
+pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[StageRow], area: Rect, live: bool) {
     if area.height < 3 {
         return;
     }
@@ -215,7 +209,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
 }
 
 /// The stage-name column's width: the longest name, within bounds.
-fn name_width(rows: &[RowData], inner_w: u16) -> u16 {
+fn name_width(rows: &[StageRow], inner_w: u16) -> u16 {
     let longest = rows
         .iter()
         .map(|r| r.name.chars().count() as u16 + 2)
@@ -232,7 +226,7 @@ fn name_width(rows: &[RowData], inner_w: u16) -> u16 {
 /// The first row shown. The live table keeps the running stage in view
 /// (arrows scroll from there); the result reads from the top (synchronous
 /// first), ↓ scrolls.
-fn first_shown(rows: &[RowData], visible: usize, live: bool, scroll: isize) -> usize {
+fn first_shown(rows: &[StageRow], visible: usize, live: bool, scroll: isize) -> usize {
     let running = rows
         .iter()
         .position(|r| r.state == RowState::Running)
@@ -277,7 +271,7 @@ fn header_row(th: &Theme, cols: &[&Column]) -> Row<'static> {
 
 /// A stage's row: marked when running (▶) or saturated (!), `-` for no
 /// data, blank for a planned stage.
-fn body_row(th: &Theme, r: &RowData, cols: &[&Column], name_w: u16) -> Row<'static> {
+fn body_row(th: &Theme, r: &StageRow, cols: &[&Column], name_w: u16) -> Row<'static> {
     let style = match r.state {
         RowState::Running => th.highlight(),
         RowState::Planned => th.dim(),
@@ -309,7 +303,7 @@ fn body_row(th: &Theme, r: &RowData, cols: &[&Column], name_w: u16) -> Row<'stat
 /// many and how to see them.
 fn frame_block(
     th: &Theme,
-    rows: &[RowData],
+    rows: &[StageRow],
     live: bool,
     (above, below): (usize, usize),
     width: u16,
@@ -438,13 +432,13 @@ mod tests {
 
     #[test]
     fn gpu_columns_show_only_with_figures_and_where_there_is_room() {
-        let titles = |w: u16, rows: &[RowData]| {
+        let titles = |w: u16, rows: &[StageRow]| {
             columns_for_rows(w, 15, (false, false, false), rows)
                 .iter()
                 .map(|c| c.title())
                 .collect::<Vec<_>>()
         };
-        let plain = vec![RowData {
+        let plain = vec![StageRow {
             rps: Some(4.0),
             ..Default::default()
         }];
@@ -461,7 +455,7 @@ mod tests {
                 "the same table as before"
             );
         }
-        let power = vec![RowData {
+        let power = vec![StageRow {
             gpu_w: Some(310.0),
             ..plain[0].clone()
         }];
@@ -471,7 +465,7 @@ mod tests {
             !at100.iter().any(|t| t.starts_with('$')),
             "no price: {at100:?}"
         );
-        let priced = vec![RowData {
+        let priced = vec![StageRow {
             usd_per_mtok: Some(0.41),
             ..power[0].clone()
         }];
@@ -512,7 +506,7 @@ mod tests {
     fn the_header_renders_the_columns_declared_for_the_dashboard() {
         use ratatui::buffer::Buffer;
         use ratatui::widgets::Widget;
-        let rows = vec![RowData {
+        let rows = vec![StageRow {
             gpu_w: Some(300.0),
             usd_per_mtok: Some(0.4),
             ..Default::default()
