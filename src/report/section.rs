@@ -165,3 +165,63 @@ impl<T> PartTable<T> {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ModelFigures;
+
+    type C = Col<ModelFigures>;
+
+    /// A stage with one model, a stage with two, a stage with none.
+    const TABLE: PartTable<ModelFigures> = PartTable {
+        parts: |s| &s.models,
+        columns: &[
+            C::csv_only("first", |s, _| s.name.clone()),
+            C::text("Model", "name", |_, m| m.model.clone()).csv("models", |_, m| m.model.clone()),
+            C::text("Share", "%", |_, m| format!("{:.0}", m.share * 100.0)),
+        ],
+    };
+
+    #[test]
+    fn a_part_table_shows_its_declared_columns_in_text_and_csv() {
+        let model = |m: &str, share| ModelFigures {
+            model: m.into(),
+            share,
+            ..Default::default()
+        };
+        let stage = |name: &str, models| StageReport {
+            name: name.into(),
+            models,
+            ..Default::default()
+        };
+        let r = Report {
+            stages: vec![
+                stage("one", vec![model("a", 1.0)]),
+                stage("two", vec![model("a", 0.25), model("b", 0.75)]),
+                stage("none", vec![]),
+            ],
+            ..Default::default()
+        };
+        assert!(TABLE.any(&r));
+        let text = TABLE.text(&r).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[1].contains("Model") && lines[1].contains("Share"),
+            "{text}"
+        );
+        assert!(
+            lines[2].contains("name") && lines[2].contains('%'),
+            "{text}"
+        );
+        // Under the two header lines and the rule, a row a part.
+        let rows = &lines[4..lines.len() - 1];
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[2].contains("two") && rows[2].contains("b|") && rows[2].ends_with("75"));
+        assert!(!text.contains("none"), "{text}");
+        assert_eq!(TABLE.csv_columns(), ["first", "models"]);
+        assert_eq!(TABLE.csv_values(&r.stages[1]), ["two;two", "a;b"]);
+        assert_eq!(TABLE.csv_values(&r.stages[2]), ["", ""]);
+        assert!(TABLE.text(&Report::default()).is_none());
+    }
+}
