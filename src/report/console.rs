@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use super::section::Place;
 use super::{layouts, sections, summary};
-use crate::types::{Report, StageReport};
+use crate::types::Report;
 
 /// Terminals at least this wide get GuideLLM's full tables.
 pub const FULL_WIDTH: u16 = 160;
@@ -230,64 +230,6 @@ fn summary_text(r: &Report, width: u16) -> String {
     s
 }
 
-type NarrowGet = fn(&StageReport) -> String;
-
-fn dash_if_empty(n: u64, v: f64, prec: usize) -> String {
-    if n == 0 {
-        "-".into()
-    } else {
-        format!("{v:.prec$}")
-    }
-}
-
-/// (header, priority, value) for the narrow stage table; with `reasoning`
-/// (a stage thought), the time to the first answer token after TTFT.
-fn narrow_columns(reasoning: bool) -> Vec<(&'static str, u8, NarrowGet)> {
-    let mut cols = narrow_base_columns();
-    if reasoning {
-        let ttfat: NarrowGet = |s| match &s.reasoning {
-            Some(x) => dash_if_empty(x.ttfat_ms.count, x.ttfat_ms.p50, 1),
-            None => dash_if_empty(s.ttft_ms.count, s.ttft_ms.p50, 1),
-        };
-        cols.insert(4, ("TTFAT p50 ms", 0, ttfat));
-    }
-    cols
-}
-
-fn narrow_base_columns() -> Vec<(&'static str, u8, NarrowGet)> {
-    use super::columns::{
-        ACHIEVED, COMPLETED, CONCURRENCY_MEAN, ERRORED, INCOMPLETE, ITL, OUTPUT_TOKENS_PER_S, TTFT,
-    };
-    vec![
-        (super::columns::ACHIEVED_HEADER, 0, |s| {
-            format!("{:.2}", ACHIEVED.num(s))
-        }),
-        ("conc", 4, |s| format!("{:.1}", CONCURRENCY_MEAN.num(s))),
-        ("TTFT p50 ms", 0, |s| {
-            let d = TTFT.of(s);
-            dash_if_empty(d.count, d.p50, 1)
-        }),
-        ("TTFT p99 ms", 1, |s| {
-            let d = TTFT.of(s);
-            dash_if_empty(d.count, d.p99, 1)
-        }),
-        ("ITL p50 ms", 1, |s| {
-            let d = ITL.of(s);
-            dash_if_empty(d.count, d.p50, 2)
-        }),
-        ("ITL p99 ms", 3, |s| {
-            let d = ITL.of(s);
-            dash_if_empty(d.count, d.p99, 2)
-        }),
-        ("out tok/s", 5, |s| {
-            format!("{:.0}", OUTPUT_TOKENS_PER_S.num(s))
-        }),
-        ("done", 2, |s| COMPLETED.value(s).to_string()),
-        ("err", 2, |s| ERRORED.value(s).to_string()),
-        ("inc", 3, |s| INCOMPLETE.value(s).to_string()),
-    ]
-}
-
 fn narrow(r: &Report, width: u16) -> String {
     let w = width as usize;
     let mut s = String::new();
@@ -338,17 +280,18 @@ fn narrow(r: &Report, width: u16) -> String {
 }
 
 /// llmsweep's stage table `w` columns wide, under `title`: stage names,
-/// then as many columns as fit, by priority.
+/// then as many of the console's columns (`report::stage_table`) as fit,
+/// by priority.
 fn stage_table(r: &Report, w: usize, title: &str) -> String {
-    let names: Vec<String> = r
-        .stages
+    use super::stage_table::{self as table, Shown};
+    let rows = table::rows(&r.stages);
+    let names: Vec<String> = rows
         .iter()
-        .zip(crate::types::stage_labels(&r.stages))
-        .map(|(st, label)| {
-            if st.saturated() {
-                format!("{label} !")
+        .map(|row| {
+            if row.saturated {
+                format!("{} !", row.name)
             } else {
-                label
+                row.name.clone()
             }
         })
         .collect();
@@ -359,30 +302,35 @@ fn stage_table(r: &Report, w: usize, title: &str) -> String {
         .max()
         .unwrap_or(5)
         .min(w / 3);
-    let cols = narrow_columns(crate::report::reasoning::any_reasoning(r));
+    let shown = Shown {
+        thought: crate::report::reasoning::any_reasoning(r),
+        ..Default::default()
+    };
+    let cols = table::columns_of(|c| c.console, shown, false, &rows);
     let cells: Vec<Vec<String>> = cols
         .iter()
-        .map(|c| r.stages.iter().map(|st| (c.2)(st)).collect())
+        .map(|(_, c)| rows.iter().map(|row| c.cell(row).report()).collect())
         .collect();
     let col_w: Vec<usize> = cols
         .iter()
         .zip(&cells)
-        .map(|(c, v)| {
+        .map(|((head, _), v)| {
             v.iter()
                 .map(|x| x.chars().count())
-                .chain([c.0.chars().count()])
+                .chain([head.0.chars().count()])
                 .max()
                 .unwrap_or(1)
         })
         .collect();
-    let shown = columns_that_fit(&cols, &col_w, w as i64 - name_w as i64);
+    let prios: Vec<u8> = cols.iter().map(|((_, p), _)| *p).collect();
+    let shown = columns_that_fit(&prios, &col_w, w as i64 - name_w as i64);
     let mut s = String::new();
     for line in wrap(title, w, 2) {
         let _ = writeln!(s, "{line}");
     }
     let mut line = format!("{:<name_w$}", "stage");
     for &i in &shown {
-        let _ = write!(line, "  {:>w$}", cols[i].0, w = col_w[i]);
+        let _ = write!(line, "  {:>w$}", cols[i].0 .0, w = col_w[i]);
     }
     let _ = writeln!(s, "{}", line.trim_end());
     let _ = writeln!(s, "{}", "-".repeat(line.trim_end().chars().count()));
@@ -407,16 +355,12 @@ fn stage_table(r: &Report, w: usize, title: &str) -> String {
     s
 }
 
-/// The columns shown, in their order: taken by priority while they fit in
-/// `budget` (each needs its width and two spaces).
-fn columns_that_fit(
-    cols: &[(&str, u8, NarrowGet)],
-    col_w: &[usize],
-    mut budget: i64,
-) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..cols.len()).collect();
-    order.sort_by_key(|&i| cols[i].1);
-    let mut keep = vec![false; cols.len()];
+/// The columns shown, in their order: taken by priority (`prios`) while
+/// they fit in `budget` (each needs its width and two spaces).
+fn columns_that_fit(prios: &[u8], col_w: &[usize], mut budget: i64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..prios.len()).collect();
+    order.sort_by_key(|&i| prios[i]);
+    let mut keep = vec![false; prios.len()];
     for i in order {
         let need = col_w[i] as i64 + 2;
         if need <= budget {
@@ -424,13 +368,13 @@ fn columns_that_fit(
             keep[i] = true;
         }
     }
-    (0..cols.len()).filter(|&i| keep[i]).collect()
+    (0..prios.len()).filter(|&i| keep[i]).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::StrategyKind;
+    use crate::types::{StageReport, StrategyKind};
 
     fn report() -> Report {
         let r = Report::from_json(

@@ -118,4 +118,19 @@ mod tests {
         assert_eq!(&rows[1][col("repeat")], "all", "{csv}");
         assert_eq!(&rows[1][col("tool_calls")], "7", "{csv}");
     }
+
+    /// report.csv's stage columns are `report::columns::ALL`, in order,
+    /// and each row has a cell under every header.
+    #[test]
+    fn the_csv_renders_the_stage_columns_declared_for_it() {
+        let r = Report::from_json(include_str!("../../tests/fixtures/report.json")).unwrap();
+        let csv = render(&r).unwrap();
+        let mut rows = csv::Reader::from_reader(csv.as_bytes());
+        let header: Vec<String> = rows.headers().unwrap().iter().map(String::from).collect();
+        let declared: Vec<String> = ALL.iter().flat_map(Column::headers).collect();
+        assert_eq!(header[..declared.len()], declared[..]);
+        for row in rows.records() {
+            assert_eq!(row.unwrap().len(), header.len());
+        }
+    }
 }

@@ -353,82 +353,50 @@ fn distribution_charts(r: &Report) -> String {
     )
 }
 
-/// A cell of the stage table: its header and its text for a stage.
-type Cell = (&'static str, fn(&StageReport) -> String);
-
-/// The stage table's columns after the stage's label, read from
-/// `report::columns`.
-const STAGE_CELLS: [Cell; 14] = [
-    ("Target", |s| {
-        columns::TARGET_RATE
-            .value(s)
-            .number()
-            .map_or_else(|| "-".into(), |t| format!("{t:.2}"))
-    }),
-    (columns::ACHIEVED_HEADER, |s| {
-        format!("{:.2}", columns::ACHIEVED.num(s))
-    }),
-    ("Conc", |s| {
-        format!("{:.1}", columns::CONCURRENCY_MEAN.num(s))
-    }),
-    ("Out tok/s", |s| {
-        format!("{:.0}", columns::OUTPUT_TOKENS_PER_S.num(s))
-    }),
-    ("TTFT p50", |s| measured(columns::TTFT.of(s), |d| d.p50, 1)),
-    ("TTFT p99", |s| measured(columns::TTFT.of(s), |d| d.p99, 1)),
-    ("ITL p50", |s| measured(columns::ITL.of(s), |d| d.p50, 2)),
-    ("ITL p99", |s| measured(columns::ITL.of(s), |d| d.p99, 2)),
-    ("TPOT mean", |s| {
-        measured(columns::TPOT.of(s), |d| d.mean, 2)
-    }),
-    ("Latency p50 (s)", |s| {
-        format!("{:.2}", columns::LATENCY.of(s).p50 / 1000.0)
-    }),
-    ("Comp", |s| columns::COMPLETED.value(s).to_string()),
-    ("Inc", |s| columns::INCOMPLETE.value(s).to_string()),
-    ("Err", |s| columns::ERRORED.value(s).to_string()),
-    ("Errors", |s| {
-        let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        errs.join(", ")
-    }),
-];
-
-/// A distribution's figure, `-` when nothing was measured (a pooling API's
-/// TTFT, a stage without a completion), not 0.0.
-fn measured(
-    d: &crate::types::DistSummary,
-    get: fn(&crate::types::DistSummary) -> f64,
-    p: usize,
-) -> String {
-    if d.count == 0 {
-        "-".into()
-    } else {
-        format!("{:.p$}", get(d))
-    }
-}
-
-/// One row per stage, saturated ones shaded.
-fn stage_table(r: &Report) -> String {
-    let mut h = String::from("<h2>Stages</h2><table><tr><th>Stage</th>");
-    for (name, _) in &STAGE_CELLS {
-        let _ = write!(h, "<th>{name}</th>");
+/// A table: `head` over `rows`, every cell escaped; a row marked (a
+/// saturated stage's) shaded.
+fn table(head: &[&str], rows: impl IntoIterator<Item = (bool, Vec<String>)>) -> String {
+    let mut h = String::from("<table><tr>");
+    for t in head {
+        let _ = write!(h, "<th>{}</th>", esc(t));
     }
     h.push_str("</tr>");
-    let labels = crate::types::stage_labels(&r.stages);
-    for (s, label) in r.stages.iter().zip(&labels) {
-        let sat = if s.saturated() { r#" class="sat""# } else { "" };
-        let _ = write!(h, "<tr{sat}><td>{}</td>", esc(label));
-        for (_, cell) in &STAGE_CELLS {
-            let _ = write!(h, "<td>{}</td>", esc(&cell(s)));
+    for (marked, row) in rows {
+        h.push_str(if marked {
+            r#"<tr class="sat">"#
+        } else {
+            "<tr>"
+        });
+        for c in row {
+            let _ = write!(h, "<td>{}</td>", esc(&c));
         }
         h.push_str("</tr>");
     }
-    let _ = write!(
-        h,
-        r#"</table><p class="note">{}</p>"#,
-        esc(columns::ACHIEVED_NOTE)
-    );
+    h.push_str("</table>");
     h
+}
+
+/// One row per stage under report.html's columns of
+/// `report::stage_table`, saturated ones shaded.
+fn stage_table(r: &Report) -> String {
+    use super::stage_table::{self as stages, Shown};
+    let rows = stages::rows(&r.stages);
+    let cols = stages::columns_of(|c| c.html, Shown::default(), false, &rows);
+    let head: Vec<&str> = std::iter::once("Stage")
+        .chain(cols.iter().map(|(h, _)| *h))
+        .collect();
+    let cells = rows.iter().map(|row| {
+        let cells = cols.iter().map(|(_, c)| c.cell(row).report());
+        (
+            row.saturated,
+            std::iter::once(row.name.clone()).chain(cells).collect(),
+        )
+    });
+    format!(
+        r#"<h2>Stages</h2>{}<p class="note">{}</p>"#,
+        table(&head, cells),
+        esc(columns::ACHIEVED_NOTE)
+    )
 }
 
 /// The run against its baseline (`--baseline`): the answer's change and
@@ -437,45 +405,35 @@ fn baseline_table(r: &Report) -> String {
     let Some(b) = &r.baseline else {
         return String::new();
     };
-    let mut h = format!(
-        "<h2>Against the baseline</h2><p>Baseline {} ({}). Answer: {}.</p><table><tr><th>Stage</th><th>Baseline at its rate</th>",
-        esc(&b.path),
-        esc(&b.created),
-        esc(&b.answer_words)
-    );
-    for t in [
+    let head = [
+        "Stage",
+        "Baseline at its rate",
         "Achieved req/s",
         "TTFT p50",
         "TTFT p99",
         "ITL p50",
         "ITL p99",
-    ] {
-        let _ = write!(h, "<th>{t}</th>");
-    }
-    h.push_str("</tr>");
-    for c in &b.stages {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}</td>",
-            esc(&c.stage),
-            esc(&c.baseline)
-        );
+    ];
+    let rows = b.stages.iter().map(|c| {
+        let mut row = vec![c.stage.clone(), c.baseline.clone()];
         for (key, _) in super::baseline::ROW {
-            let cell = c
-                .figures
-                .iter()
-                .find(|f| f.figure == key)
-                .map_or("-".into(), super::baseline::change_words);
-            let _ = write!(h, "<td>{}</td>", esc(&cell));
+            row.push(
+                c.figures
+                    .iter()
+                    .find(|f| f.figure == key)
+                    .map_or("-".into(), super::baseline::change_words),
+            );
         }
-        h.push_str("</tr>");
-    }
-    let _ = write!(
-        h,
-        r#"</table><p class="note">{}</p>"#,
+        (false, row)
+    });
+    format!(
+        r#"<h2>Against the baseline</h2><p>Baseline {} ({}). Answer: {}.</p>{}<p class="note">{}</p>"#,
+        esc(&b.path),
+        esc(&b.created),
+        esc(&b.answer_words),
+        table(&head, rows),
         esc(super::baseline::BASELINE_NOTE)
-    );
-    h
+    )
 }
 
 /// A `--repeat N` run: the answer across runs and each planned stage's
@@ -486,29 +444,15 @@ fn repeats_table(r: &Report) -> String {
     };
     let answer =
         super::repeats::answer_line(rep).unwrap_or_else(|| "no run gave an answer".to_string());
-    let mut h = format!(
-        "<h2>Across {} runs</h2><p>Answer: {}.</p><table><tr>",
-        rep.ran,
-        esc(&answer)
-    );
     let (head, rows) = super::repeats::table(rep);
-    for t in head {
-        let _ = write!(h, "<th>{}</th>", esc(&t));
-    }
-    h.push_str("</tr>");
-    for row in rows {
-        h.push_str("<tr>");
-        for c in row {
-            let _ = write!(h, "<td>{}</td>", esc(&c));
-        }
-        h.push_str("</tr>");
-    }
-    let _ = write!(
-        h,
-        r#"</table><p class="note">{}</p>"#,
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    format!(
+        r#"<h2>Across {} runs</h2><p>Answer: {}.</p>{}<p class="note">{}</p>"#,
+        rep.ran,
+        esc(&answer),
+        table(&head, rows.into_iter().map(|row| (false, row))),
         esc(&super::repeats::note(rep))
-    );
-    h
+    )
 }
 
 /// The control events of the run, in order.

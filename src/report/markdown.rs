@@ -178,70 +178,40 @@ fn summary_section(r: &Report) -> String {
     s
 }
 
-/// llmsweep's own stage table: the achieved rate (as the dashboard and
-/// the answer give it), latency percentiles and counts, with what the rate
-/// is under it. A pooling API (embeddings, rerank, score) answers whole:
-/// its latency where a generation's table has TTFT, ITL and output tokens.
+/// llmsweep's own stage table: report.md's columns of
+/// `report::stage_table`, with what the rate is under it. A pooling API
+/// (embeddings, rerank, score) answers whole: its latency where a
+/// generation's table has TTFT, ITL and output tokens.
 fn stages_section(r: &Report) -> String {
-    let f = |v: f64, p: usize| format!("{v:.p$}");
-    let dash = |n: u64, v: f64, p: usize| if n == 0 { "-".into() } else { f(v, p) };
-    let pooled = r.target.api.pooled();
-    let middle: &[&str] = if pooled {
-        &["Latency p50 ms", "Latency p90 ms", "Latency p99 ms"]
-    } else {
-        &[
-            "TTFT p50 ms",
-            "TTFT p99 ms",
-            "ITL p50 ms",
-            "ITL p99 ms",
-            "Out tok/s",
-        ]
-    };
-    let headers: Vec<&str> = ["Stage", "Target req/s", columns::ACHIEVED_HEADER]
-        .into_iter()
-        .chain(middle.iter().copied())
-        .chain(["Comp", "Inc", "Err"])
-        .collect();
-    let rows: Vec<Vec<String>> = r
-        .stages
-        .iter()
-        .zip(crate::types::stage_labels(&r.stages))
-        .map(|(st, label)| {
-            let mut row = vec![
-                if st.saturated() {
-                    format!("{label} !")
-                } else {
-                    label
-                },
-                st.target_rate.map_or_else(|| "-".into(), |t| f(t, 2)),
-                f(columns::ACHIEVED.num(st), 2),
-            ];
-            if pooled {
-                let lat = columns::LATENCY.of(st);
-                row.extend([lat.p50, lat.p90, lat.p99].map(|v| dash(lat.count, v, 1)));
-            } else {
-                let (ttft, itl) = (columns::TTFT.of(st), columns::ITL.of(st));
-                row.extend([
-                    dash(ttft.count, ttft.p50, 1),
-                    dash(ttft.count, ttft.p99, 1),
-                    dash(itl.count, itl.p50, 2),
-                    dash(itl.count, itl.p99, 2),
-                    f(columns::OUTPUT_TOKENS_PER_S.num(st), 0),
-                ]);
-            }
-            row.extend(
-                [columns::COMPLETED, columns::INCOMPLETE, columns::ERRORED]
-                    .map(|c| c.value(st).to_string()),
-            );
-            row
-        })
-        .collect();
+    use super::stage_table::{self as table, Shown};
+    let rows = table::rows(&r.stages);
     if rows.is_empty() {
         return String::new();
     }
+    let shown = Shown {
+        pooled: r.target.api.pooled(),
+        ..Default::default()
+    };
+    let cols = table::columns_of(|c| c.markdown, shown, true, &rows);
+    let headers: Vec<&str> = std::iter::once("Stage")
+        .chain(cols.iter().map(|(h, _)| *h))
+        .collect();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let name = if row.saturated {
+                format!("{} !", row.name)
+            } else {
+                row.name.clone()
+            };
+            std::iter::once(name)
+                .chain(cols.iter().map(|(_, c)| c.cell(row).report()))
+                .collect()
+        })
+        .collect();
     format!(
         "## Stages\n\n{}\n{} `!` saturated.\n\n",
-        super::tables::pipe_table(&headers, &rows, 1),
+        super::tables::pipe_table(&headers, &cells, 1),
         columns::ACHIEVED_NOTE
     )
 }

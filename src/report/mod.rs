@@ -32,6 +32,7 @@ pub mod rerun;
 pub mod section;
 pub mod sections;
 pub mod server_metrics;
+pub mod stage_table;
 pub mod summary;
 pub mod svg;
 pub mod tables;

@@ -1,110 +1,70 @@
 //! A run with several models (`--model a=70%,b=30%`): each stage's figures
 //! per model, as a text table (console, Markdown, HTML) and CSV columns.
 
-use super::section::{names, Place, Section, Shown};
-use super::tables::GroupedTable;
-use crate::types::{Report, StageReport};
+use super::section::{Col, PartTable, Place, Section, Shown};
+use crate::types::{DistSummary, ModelFigures, Report, StageReport};
+
+type C = Col<ModelFigures>;
+
+/// The model's share of the stage's completed requests, %: what the server
+/// answered, beside what the mix asked (an adapter that waits for its turn
+/// in the batch completes less than its share; seen on vLLM: 16 of a
+/// flood's 224 answers, asked 25 %).
+fn done_share(s: &StageReport, m: &ModelFigures) -> String {
+    let done: u64 = s.models.iter().map(|m| m.requests.completed).sum();
+    if done > 0 {
+        format!("{:.1}", 100.0 * m.requests.completed as f64 / done as f64)
+    } else {
+        "-".into()
+    }
+}
+
+/// A latency figure; nothing measured (a pooling API has no TTFT or ITL): `-`.
+fn ms(m: &ModelFigures, d: &DistSummary, v: f64, prec: usize) -> String {
+    if m.requests.measured > 0 && d.count > 0 {
+        format!("{v:.prec$}")
+    } else {
+        "-".into()
+    }
+}
+
+/// Each stage's figures per model, in the text table (a row each) and
+/// report.csv (its columns after the others, one value per model,
+/// `;`-separated, in the mix's order).
+#[rustfmt::skip]
+const TABLE: PartTable<ModelFigures> = PartTable {
+    parts: |s| &s.models,
+    columns: &[
+        C::text("Metadata", "Model", |_, m| crate::safe::line(&m.model).into_owned()).csv("models", |_, m| m.model.clone()),
+        C::text("Share %", "asked", |_, m| format!("{:.1}", m.share * 100.0)).csv("share_by_model", |_, m| format!("{}", m.share)),
+        C::text("Share %", "done", done_share),
+        C::text("Requests", "Comp.", |_, m| m.requests.completed.to_string()).csv("completed_by_model", |_, m| m.requests.completed.to_string()),
+        C::text("Requests", "Inc.", |_, m| m.requests.incomplete.to_string()),
+        C::text("Requests", "Err.", |_, m| m.requests.errored.to_string()).csv("errored_by_model", |_, m| m.requests.errored.to_string()),
+        C::text("Achieved", "req/s", |_, m| format!("{:.2}", m.completed_per_s)).csv("completed_per_s_by_model", |_, m| format!("{}", m.completed_per_s)),
+        C::text("TTFT (ms)", "p50", |_, m| ms(m, &m.ttft_ms, m.ttft_ms.p50, 1)).csv("ttft_p50_ms_by_model", |_, m| format!("{}", m.ttft_ms.p50)),
+        C::text("TTFT (ms)", "p99", |_, m| ms(m, &m.ttft_ms, m.ttft_ms.p99, 1)).csv("ttft_p99_ms_by_model", |_, m| format!("{}", m.ttft_ms.p99)),
+        C::text("ITL (ms)", "p50", |_, m| ms(m, &m.itl_ms, m.itl_ms.p50, 2)).csv("itl_p50_ms_by_model", |_, m| format!("{}", m.itl_ms.p50)),
+        C::text("ITL (ms)", "p99", |_, m| ms(m, &m.itl_ms, m.itl_ms.p99, 2)).csv("itl_p99_ms_by_model", |_, m| format!("{}", m.itl_ms.p99)),
+    ],
+};
 
 fn any_models(r: &Report) -> bool {
-    r.stages.iter().any(|s| !s.models.is_empty())
+    TABLE.any(r)
 }
 
 /// One row per stage and model: counts, rates, TTFT and ITL; None when the
 /// run had one model. (The dashboard's models view shows it too.)
 pub fn table(r: &Report) -> Option<String> {
-    if !any_models(r) {
-        return None;
-    }
-    let mut rows = Vec::new();
-    for (s, label) in r.stages.iter().zip(crate::types::stage_labels(&r.stages)) {
-        // What the server answered, beside what the mix asked: an adapter
-        // that waits for its turn in the batch completes less than its
-        // share (seen on vLLM: 16 of a flood's 224 answers, asked 25 %).
-        let done: u64 = s.models.iter().map(|m| m.requests.completed).sum();
-        for m in &s.models {
-            let done_share = if done > 0 {
-                format!("{:.1}", 100.0 * m.requests.completed as f64 / done as f64)
-            } else {
-                "-".into()
-            };
-            // Nothing measured (a pooling API has no TTFT or ITL): `-`.
-            let measured = m.requests.measured > 0;
-            let ms = |d: &crate::types::DistSummary, v: f64, prec: usize| {
-                if measured && d.count > 0 {
-                    format!("{v:.prec$}")
-                } else {
-                    "-".into()
-                }
-            };
-            rows.push(vec![
-                label.clone(),
-                crate::safe::line(&m.model).into_owned(),
-                format!("{:.1}", m.share * 100.0),
-                done_share,
-                m.requests.completed.to_string(),
-                m.requests.incomplete.to_string(),
-                m.requests.errored.to_string(),
-                format!("{:.2}", m.completed_per_s),
-                ms(&m.ttft_ms, m.ttft_ms.p50, 1),
-                ms(&m.ttft_ms, m.ttft_ms.p99, 1),
-                ms(&m.itl_ms, m.itl_ms.p50, 2),
-                ms(&m.itl_ms, m.itl_ms.p99, 2),
-            ]);
-        }
-    }
-    let t = GroupedTable {
-        columns: vec![
-            ("Metadata", "Benchmark"),
-            ("Metadata", "Model"),
-            ("Share %", "asked"),
-            ("Share %", "done"),
-            ("Requests", "Comp."),
-            ("Requests", "Inc."),
-            ("Requests", "Err."),
-            ("Achieved", "req/s"),
-            ("TTFT (ms)", "p50"),
-            ("TTFT (ms)", "p99"),
-            ("ITL (ms)", "p50"),
-            ("ITL (ms)", "p99"),
-        ],
-        rows,
-    };
-    Some(t.render() + NOTE)
+    Some(TABLE.text(r)? + NOTE)
 }
 
 /// Under the table: what its rate is.
 const NOTE: &str = "Share % asked: the mix's; done: the model's share of the stage's completed requests. Achieved req/s: the stage's achieved rate, split by each model's share of its measured completions.\n";
 
-/// CSV columns, after the others, when a stage of the run has several
-/// models: one value per model, `;`-separated, in the mix's order.
-const CSV_COLUMNS: [&str; 9] = [
-    "models",
-    "share_by_model",
-    "completed_by_model",
-    "errored_by_model",
-    "completed_per_s_by_model",
-    "ttft_p50_ms_by_model",
-    "ttft_p99_ms_by_model",
-    "itl_p50_ms_by_model",
-    "itl_p99_ms_by_model",
-];
-
-/// A stage's values for [`CSV_COLUMNS`] (empty with one model).
+/// A stage's values for the CSV columns (empty with one model).
 fn values(st: &StageReport) -> Vec<String> {
-    let by = |f: &dyn Fn(&crate::types::ModelFigures) -> String| {
-        st.models.iter().map(f).collect::<Vec<_>>().join(";")
-    };
-    vec![
-        by(&|m| m.model.clone()),
-        by(&|m| format!("{}", m.share)),
-        by(&|m| m.requests.completed.to_string()),
-        by(&|m| m.requests.errored.to_string()),
-        by(&|m| format!("{}", m.completed_per_s)),
-        by(&|m| format!("{}", m.ttft_ms.p50)),
-        by(&|m| format!("{}", m.ttft_ms.p99)),
-        by(&|m| format!("{}", m.itl_ms.p50)),
-        by(&|m| format!("{}", m.itl_ms.p99)),
-    ]
+    TABLE.csv_values(st)
 }
 
 /// The models' section: its table and CSV columns.
@@ -116,7 +76,7 @@ impl Section for ModelsSection {
     }
 
     fn csv_columns(&self, _r: &Report) -> Vec<String> {
-        names(&CSV_COLUMNS)
+        TABLE.csv_columns()
     }
 
     fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
@@ -185,7 +145,7 @@ mod tests {
         );
         assert!(t.contains("lora|b") && t.contains("90.0"), "{t}");
         let v = values(&r.stages[0]);
-        assert_eq!(v.len(), CSV_COLUMNS.len());
+        assert_eq!(v.len(), TABLE.csv_columns().len());
         assert_eq!(v[0], "a;lora|b");
         assert_eq!(v[2], "70;30");
         assert_eq!(v[5], "40;90");

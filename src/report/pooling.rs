@@ -3,77 +3,52 @@
 //! (console, Markdown, HTML) and CSV columns. There is no TTFT or ITL: the
 //! answer comes whole.
 
-use super::section::{names, Section, Shown};
-use super::tables::GroupedTable;
-use crate::types::{Report, StageReport};
+use super::section::{Col, PartTable, Section, Shown};
+use crate::types::{Pooling, Report, StageReport};
+
+type C = Col<Pooling>;
+
+/// A latency figure, `-` when nothing was measured.
+fn lat(s: &StageReport, v: f64) -> String {
+    if s.latency_ms.count > 0 {
+        format!("{v:.1}")
+    } else {
+        "-".into()
+    }
+}
+
+/// Each stage's inputs, tokens and latency, in the text table and
+/// report.csv (its columns after the others, when the run loaded a pooling
+/// API; the inputs a request first there).
+#[rustfmt::skip]
+const TABLE: PartTable<Pooling> = PartTable {
+    parts: |s| s.pooling.as_slice(),
+    columns: &[
+        C::csv_only("inputs_per_request", |_, p| p.inputs_per_request.to_string()),
+        C::text("Achieved", "req/s", |s, _| format!("{:.2}", s.rates.completed_per_s)),
+        C::text("Achieved", "inputs/s", |_, p| format!("{:.1}", p.inputs_per_s)).csv("inputs_per_s", |_, p| format!("{}", p.inputs_per_s)),
+        C::text("Achieved", "tokens/s", |_, p| format!("{:.0}", p.tokens_per_s)).csv("prompt_tokens_per_s", |_, p| format!("{}", p.tokens_per_s)),
+        C::text("Request", "inputs", |_, p| p.inputs_per_request.to_string()),
+        C::text("Latency (ms)", "p50", |s, _| lat(s, s.latency_ms.p50)),
+        C::text("Latency (ms)", "p90", |s, _| lat(s, s.latency_ms.p90)),
+        C::text("Latency (ms)", "p99", |s, _| lat(s, s.latency_ms.p99)),
+        C::text("Requests", "Comp.", |s, _| s.requests.completed.to_string()),
+        C::text("Requests", "Err.", |s, _| s.requests.errored.to_string()),
+    ],
+};
 
 fn any_pooling(r: &Report) -> bool {
-    r.stages.iter().any(|s| s.pooling.is_some())
+    TABLE.any(r)
 }
 
 /// One row per stage; None when the run generated text.
 fn table(r: &Report) -> Option<String> {
-    if !any_pooling(r) {
-        return None;
-    }
-    let rows = r
-        .stages
-        .iter()
-        .zip(crate::types::stage_labels(&r.stages))
-        .filter_map(|(s, label)| {
-            let p = s.pooling.as_ref()?;
-            let lat = |v: f64| {
-                if s.latency_ms.count > 0 {
-                    format!("{v:.1}")
-                } else {
-                    "-".into()
-                }
-            };
-            Some(vec![
-                label,
-                format!("{:.2}", s.rates.completed_per_s),
-                format!("{:.1}", p.inputs_per_s),
-                format!("{:.0}", p.tokens_per_s),
-                p.inputs_per_request.to_string(),
-                lat(s.latency_ms.p50),
-                lat(s.latency_ms.p90),
-                lat(s.latency_ms.p99),
-                s.requests.completed.to_string(),
-                s.requests.errored.to_string(),
-            ])
-        })
-        .collect();
-    let t = GroupedTable {
-        columns: vec![
-            ("Metadata", "Benchmark"),
-            ("Achieved", "req/s"),
-            ("Achieved", "inputs/s"),
-            ("Achieved", "tokens/s"),
-            ("Request", "inputs"),
-            ("Latency (ms)", "p50"),
-            ("Latency (ms)", "p90"),
-            ("Latency (ms)", "p99"),
-            ("Requests", "Comp."),
-            ("Requests", "Err."),
-        ],
-        rows,
-    };
-    Some(t.render())
+    TABLE.text(r)
 }
 
-/// CSV columns, after the others, when the run loaded a pooling API.
-const CSV_COLUMNS: [&str; 3] = ["inputs_per_request", "inputs_per_s", "prompt_tokens_per_s"];
-
-/// A stage's values for [`CSV_COLUMNS`].
+/// A stage's values for the CSV columns.
 fn values(s: &StageReport) -> Vec<String> {
-    match &s.pooling {
-        Some(p) => vec![
-            p.inputs_per_request.to_string(),
-            format!("{}", p.inputs_per_s),
-            format!("{}", p.tokens_per_s),
-        ],
-        None => vec![String::new(); CSV_COLUMNS.len()],
-    }
+    TABLE.csv_values(s)
 }
 
 /// A pooling API's section: its table and CSV columns.
@@ -85,7 +60,7 @@ impl Section for PoolingSection {
     }
 
     fn csv_columns(&self, _r: &Report) -> Vec<String> {
-        names(&CSV_COLUMNS)
+        TABLE.csv_columns()
     }
 
     fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
@@ -110,7 +85,6 @@ impl Section for PoolingSection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Pooling;
 
     #[test]
     fn pooling_stages_get_a_row_with_inputs_tokens_and_latency() {

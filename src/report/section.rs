@@ -65,3 +65,163 @@ pub trait Section: Sync {
 pub fn names(columns: &[&str]) -> Vec<String> {
     columns.iter().map(|c| c.to_string()).collect()
 }
+
+/// A column of a section's table, declared once: its two header lines in
+/// the text table (None: in report.csv only), its cell there, and its
+/// CSV column (None: in the text table only). Read from a stage and one
+/// of its parts `T` (its tool calls, a model of its mix).
+pub struct Col<T: 'static> {
+    pub head: Option<(&'static str, &'static str)>,
+    pub text: Get<T>,
+    pub csv: Option<(&'static str, Get<T>)>,
+}
+
+/// A cell of a stage and its part.
+pub type Get<T> = fn(&StageReport, &T) -> String;
+
+impl<T> Col<T> {
+    /// A column of the text table: `group` over `name`.
+    pub const fn text(
+        group: &'static str,
+        name: &'static str,
+        text: fn(&StageReport, &T) -> String,
+    ) -> Self {
+        Col {
+            head: Some((group, name)),
+            text,
+            csv: None,
+        }
+    }
+
+    /// A column of report.csv alone.
+    pub const fn csv_only(key: &'static str, csv: fn(&StageReport, &T) -> String) -> Self {
+        Col {
+            head: None,
+            text: |_, _| String::new(),
+            csv: Some((key, csv)),
+        }
+    }
+
+    /// The column in report.csv too, as `key`.
+    pub const fn csv(self, key: &'static str, csv: fn(&StageReport, &T) -> String) -> Self {
+        Col {
+            csv: Some((key, csv)),
+            ..self
+        }
+    }
+}
+
+/// A section's table: a row for each part of each stage (its tool calls,
+/// each model of its mix), the columns declared once for the text table
+/// and report.csv.
+pub struct PartTable<T: 'static> {
+    pub parts: fn(&StageReport) -> &[T],
+    pub columns: &'static [Col<T>],
+}
+
+impl<T> PartTable<T> {
+    /// Some stage of `r` has a part.
+    pub fn any(&self, r: &Report) -> bool {
+        r.stages.iter().any(|s| !(self.parts)(s).is_empty())
+    }
+
+    /// The text table (console, report.md, report.html): the stage's label,
+    /// then the columns with a header; None when no stage has a part.
+    pub fn text(&self, r: &Report) -> Option<String> {
+        if !self.any(r) {
+            return None;
+        }
+        let shown: Vec<&Col<T>> = self.columns.iter().filter(|c| c.head.is_some()).collect();
+        let mut rows = Vec::new();
+        for (s, label) in r.stages.iter().zip(crate::types::stage_labels(&r.stages)) {
+            for part in (self.parts)(s) {
+                let cells = shown.iter().map(|c| (c.text)(s, part));
+                rows.push(std::iter::once(label.clone()).chain(cells).collect());
+            }
+        }
+        let columns = std::iter::once(("Metadata", "Benchmark"))
+            .chain(shown.iter().filter_map(|c| c.head))
+            .collect();
+        Some(super::tables::GroupedTable { columns, rows }.render())
+    }
+
+    /// report.csv's header cells.
+    pub fn csv_columns(&self) -> Vec<String> {
+        let keys: Vec<&str> = self.columns.iter().filter_map(|c| Some(c.csv?.0)).collect();
+        names(&keys)
+    }
+
+    /// A stage's cells under [`Self::csv_columns`]: each part's value,
+    /// `;`-separated; empty without a part.
+    pub fn csv_values(&self, s: &StageReport) -> Vec<String> {
+        let parts = (self.parts)(s);
+        self.columns
+            .iter()
+            .filter_map(|c| c.csv)
+            .map(|(_, get)| {
+                let v: Vec<String> = parts.iter().map(|p| get(s, p)).collect();
+                v.join(";")
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ModelFigures;
+
+    type C = Col<ModelFigures>;
+
+    /// A stage with one model, a stage with two, a stage with none.
+    const TABLE: PartTable<ModelFigures> = PartTable {
+        parts: |s| &s.models,
+        columns: &[
+            C::csv_only("first", |s, _| s.name.clone()),
+            C::text("Model", "name", |_, m| m.model.clone()).csv("models", |_, m| m.model.clone()),
+            C::text("Share", "%", |_, m| format!("{:.0}", m.share * 100.0)),
+        ],
+    };
+
+    #[test]
+    fn a_part_table_shows_its_declared_columns_in_text_and_csv() {
+        let model = |m: &str, share| ModelFigures {
+            model: m.into(),
+            share,
+            ..Default::default()
+        };
+        let stage = |name: &str, models| StageReport {
+            name: name.into(),
+            models,
+            ..Default::default()
+        };
+        let r = Report {
+            stages: vec![
+                stage("one", vec![model("a", 1.0)]),
+                stage("two", vec![model("a", 0.25), model("b", 0.75)]),
+                stage("none", vec![]),
+            ],
+            ..Default::default()
+        };
+        assert!(TABLE.any(&r));
+        let text = TABLE.text(&r).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[1].contains("Model") && lines[1].contains("Share"),
+            "{text}"
+        );
+        assert!(
+            lines[2].contains("name") && lines[2].contains('%'),
+            "{text}"
+        );
+        // Under the two header lines and the rule, a row a part.
+        let rows = &lines[4..lines.len() - 1];
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[2].contains("two") && rows[2].contains("b|") && rows[2].ends_with("75"));
+        assert!(!text.contains("none"), "{text}");
+        assert_eq!(TABLE.csv_columns(), ["first", "models"]);
+        assert_eq!(TABLE.csv_values(&r.stages[1]), ["two;two", "a;b"]);
+        assert_eq!(TABLE.csv_values(&r.stages[2]), ["", ""]);
+        assert!(TABLE.text(&Report::default()).is_none());
+    }
+}

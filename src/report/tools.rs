@@ -3,57 +3,34 @@
 //! were calls and calls a second, as a text table (console, Markdown, HTML)
 //! and CSV columns.
 
-use super::section::{names, Section, Shown};
-use super::tables::GroupedTable;
-use crate::types::{Report, StageReport};
+use super::section::{Col, PartTable, Section, Shown};
+use crate::types::{Report, StageReport, ToolCalls};
+
+/// Each stage's tool calls, in the text table and report.csv (its columns
+/// after the others, when a stage has tool figures).
+type C = Col<ToolCalls>;
+
+#[rustfmt::skip]
+const TABLE: PartTable<ToolCalls> = PartTable {
+    parts: |s| s.tool_calls.as_slice(),
+    columns: &[
+        C::text("Achieved", "req/s", |s, _| format!("{:.2}", s.rates.completed_per_s)),
+        C::text("Request", "tools", |_, t| if t.tools_per_request > 0 { t.tools_per_request.to_string() } else { "-".into() })
+            .csv("tools_per_request", |_, t| t.tools_per_request.to_string()),
+        C::text("Tool calls", "count", |_, t| t.calls.to_string()).csv("tool_calls", |_, t| t.calls.to_string()),
+        C::text("Tool calls", "% answers", |_, t| format!("{:.1}", t.share * 100.0)).csv("tool_call_share", |_, t| format!("{}", t.share)),
+        C::text("Tool calls", "per s", |_, t| format!("{:.2}", t.per_s)).csv("tool_calls_per_s", |_, t| format!("{}", t.per_s)),
+        C::text("Tool calls", "garbled", |s, _| s.errors.get("tool_call_malformed").copied().unwrap_or(0).to_string()),
+    ],
+};
 
 fn any_tools(r: &Report) -> bool {
-    r.stages.iter().any(|s| s.tool_calls.is_some())
+    TABLE.any(r)
 }
 
 /// One row per stage; None when no stage has tool figures.
 fn table(r: &Report) -> Option<String> {
-    if !any_tools(r) {
-        return None;
-    }
-    let rows = r
-        .stages
-        .iter()
-        .zip(crate::types::stage_labels(&r.stages))
-        .filter_map(|(s, label)| {
-            let t = s.tool_calls.as_ref()?;
-            Some(vec![
-                label,
-                format!("{:.2}", s.rates.completed_per_s),
-                if t.tools_per_request > 0 {
-                    t.tools_per_request.to_string()
-                } else {
-                    "-".into()
-                },
-                t.calls.to_string(),
-                format!("{:.1}", t.share * 100.0),
-                format!("{:.2}", t.per_s),
-                s.errors
-                    .get("tool_call_malformed")
-                    .copied()
-                    .unwrap_or(0)
-                    .to_string(),
-            ])
-        })
-        .collect();
-    let t = GroupedTable {
-        columns: vec![
-            ("Metadata", "Benchmark"),
-            ("Achieved", "req/s"),
-            ("Request", "tools"),
-            ("Tool calls", "count"),
-            ("Tool calls", "% answers"),
-            ("Tool calls", "per s"),
-            ("Tool calls", "garbled"),
-        ],
-        rows,
-    };
-    Some(t.render())
+    TABLE.text(r)
 }
 
 /// What the table's columns mean, under it.
@@ -79,25 +56,9 @@ fn no_calls(r: &Report) -> Option<&'static str> {
     )
 }
 
-/// CSV columns, after the others, when a stage has tool figures.
-const CSV_COLUMNS: [&str; 4] = [
-    "tools_per_request",
-    "tool_calls",
-    "tool_call_share",
-    "tool_calls_per_s",
-];
-
-/// A stage's values for [`CSV_COLUMNS`].
+/// A stage's values for the CSV columns.
 fn values(s: &StageReport) -> Vec<String> {
-    match &s.tool_calls {
-        Some(t) => vec![
-            t.tools_per_request.to_string(),
-            t.calls.to_string(),
-            format!("{}", t.share),
-            format!("{}", t.per_s),
-        ],
-        None => vec![String::new(); CSV_COLUMNS.len()],
-    }
+    TABLE.csv_values(s)
 }
 
 /// The tool calls' section: its table and CSV columns.
@@ -109,7 +70,7 @@ impl Section for ToolsSection {
     }
 
     fn csv_columns(&self, _r: &Report) -> Vec<String> {
-        names(&CSV_COLUMNS)
+        TABLE.csv_columns()
     }
 
     fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
@@ -130,7 +91,6 @@ impl Section for ToolsSection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolCalls;
 
     #[test]
     fn tool_stages_get_a_row_with_calls_share_and_garbled_ones() {

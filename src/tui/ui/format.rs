@@ -4,21 +4,9 @@ use ratatui::text::{Line, Span};
 
 use crate::report::console::cut_between_words;
 
-pub(super) fn f(v: Option<f64>, prec: usize) -> Option<String> {
-    v.map(|x| format!("{x:.prec$}"))
-}
-
 /// Latency in ms with precision by size: 0.95, 12.5, 1234.
 pub(super) fn ms(v: Option<f64>) -> Option<String> {
-    v.map(|x| {
-        if x >= 1000.0 {
-            format!("{x:.0}")
-        } else if x >= 10.0 {
-            format!("{x:.1}")
-        } else {
-            format!("{x:.2}")
-        }
-    })
+    v.map(crate::report::stage_table::ms_by_size)
 }
 
 pub(super) fn fmt_duration(s: f64) -> String {

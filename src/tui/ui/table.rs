@@ -6,314 +6,21 @@ use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 use ratatui::Frame;
 
-use super::format::{f, fit_items, fit_line, ms};
+use super::format::{fit_items, fit_line};
+use crate::report::stage_table::{columns_of, Column, RowState, Shown, StageRow};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
-use crate::types::live::LiveStage;
 use crate::types::StageReport;
 
-/// One row of the stage table: a finished stage, the running one (so far),
-/// or a planned one.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RowData {
-    pub name: String,
-    pub state: RowState,
-    pub target: Option<f64>,
-    pub rps: Option<f64>,
-    pub conc: Option<f64>,
-    pub out_tps: Option<f64>,
-    pub ttft: [Option<f64>; 3],
-    pub itl: [Option<f64>; 3],
-    pub tpot: [Option<f64>; 3],
-    pub lat_s: [Option<f64>; 3],
-    pub counts: Option<(u64, u64, u64)>,
-    pub saturated: bool,
-    /// Time to the first answer token, when the stage's requests thought.
-    pub ttfat: [Option<f64>; 3],
-    /// Against the baseline (`--baseline`), in `report::baseline::ROW`'s
-    /// order: achieved rate, TTFT p50 and p99, ITL p50 and p99 (`+38%*`).
-    pub vs: [Option<String>; 5],
-    /// All GPUs' mean power over the stage (`--gpu-metrics`), W.
-    pub gpu_w: Option<f64>,
-    /// What a million output tokens cost at the stage's rate
-    /// (`--gpu-hourly-cost`), dollars.
-    pub usd_per_mtok: Option<f64>,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RowState {
-    #[default]
-    Done,
-    Running,
-    Planned,
-}
-
-fn m3(d: &crate::types::DistSummary, k: f64) -> [Option<f64>; 3] {
-    if d.count == 0 {
-        [None; 3]
-    } else {
-        [Some(d.mean * k), Some(d.p50 * k), Some(d.p99 * k)]
-    }
-}
-
-impl RowData {
-    /// A finished stage's row, its figures read as every report reads
-    /// them (`report::columns`: one getter a figure).
-    pub fn from_report(s: &StageReport) -> Self {
-        use crate::report::columns as c;
-        let measured = s.requests.measured > 0 || s.measured_s > 0.0;
-        let num = |f: c::Figure| measured.then(|| f.num(s));
-        let count = |f: c::Figure| f.num(s) as u64;
-        RowData {
-            name: s.name.clone(),
-            state: RowState::Done,
-            target: c::TARGET_RATE.value(s).number(),
-            rps: num(c::ACHIEVED),
-            conc: num(c::CONCURRENCY_MEAN),
-            out_tps: num(c::OUTPUT_TOKENS_PER_S),
-            ttft: m3(c::TTFT.of(s), 1.0),
-            itl: m3(c::ITL.of(s), 1.0),
-            tpot: m3(c::TPOT.of(s), 1.0),
-            lat_s: m3(c::LATENCY.of(s), 0.001),
-            ttfat: s
-                .reasoning
-                .as_ref()
-                .map_or([None; 3], |r| m3(&r.ttfat_ms, 1.0)),
-            counts: Some((count(c::COMPLETED), count(c::INCOMPLETE), count(c::ERRORED))),
-            saturated: s.saturated(),
-            vs: Default::default(),
-            gpu_w: s
-                .gpu
-                .as_ref()
-                .and_then(|g| g.total.as_ref())
-                .and_then(|t| t.power_w)
-                .map(|p| p.mean),
-            usd_per_mtok: s
-                .gpu
-                .as_ref()
-                .and_then(|g| g.cost)
-                .and_then(|c| c.usd_per_million_output_tokens),
-        }
-    }
-
-    /// The running stage: cumulative since it started (the engine's
-    /// `so_far`), never the last second. No data shows as `-`. Its counts
-    /// are the live ones the "now" panel shows (`so_far` is closed once a
-    /// second, and is not there in a stage's first second), so the two
-    /// `done` on one screen agree.
-    pub fn from_live(s: &LiveStage) -> Self {
-        let mut row = match &s.so_far {
-            Some(r) => RowData::from_report(r),
-            None => RowData::default(),
-        };
-        row.counts = Some((s.counts.completed, s.counts.incomplete, s.counts.errored));
-        if s.counts.completed == 0 {
-            row.rps = None;
-            row.out_tps = None;
-        }
-        row.name = s.name.clone();
-        row.state = RowState::Running;
-        row.target = s.target_rate;
-        row.saturated = false;
-        row
-    }
-}
-
-type Getter = fn(&RowData) -> Option<String>;
-
-/// A stage-table column: two header lines (its name, and its unit or
-/// statistic), width, priority (lower shows first), and its value in a row.
-pub struct Col {
-    pub top: &'static str,
-    pub bottom: &'static str,
-    pub width: u16,
-    pub prio: u8,
-    /// Shown only in a table whose stages thought (reasoning models).
-    pub thought: bool,
-    /// Shown only in a run with a baseline (`--baseline`).
-    pub vs: bool,
-    /// Shown only when a row has its figure: the GPUs' (`--gpu-metrics`)
-    /// or their cost (`--gpu-hourly-cost`).
-    pub gpu: bool,
-    /// Which APIs it is for: a streamed figure (tokens, TTFT, ITL) is not
-    /// shown for a pooling API, whose answers come whole; its latency in
-    /// milliseconds is shown for it alone.
-    pub api: ApiFit,
-    pub get: Getter,
-}
-
-/// The APIs a column is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApiFit {
-    Any,
-    /// Chat, completions, Responses, Messages: the answer streams.
-    Streamed,
-    /// Embeddings, rerank, score: the answer comes whole.
-    Pooled,
-}
-
-impl ApiFit {
-    fn shown(self, pooled: bool) -> bool {
-        match self {
-            ApiFit::Any => true,
-            ApiFit::Streamed => !pooled,
-            ApiFit::Pooled => pooled,
-        }
-    }
-}
-
-impl Col {
-    /// `TTFT ms p50`: the full title, for tests and tooltips.
-    pub fn title(&self) -> String {
-        format!("{} {}", self.top, self.bottom)
-    }
-}
-
-const fn col(top: &'static str, bottom: &'static str, width: u16, prio: u8, get: Getter) -> Col {
-    Col {
-        top,
-        bottom,
-        width,
-        prio,
-        thought: false,
-        vs: false,
-        gpu: false,
-        api: ApiFit::Any,
-        get,
-    }
-}
-
-/// A figure of a streamed answer (tokens, TTFT, ITL).
-const fn streamed(
-    top: &'static str,
-    bottom: &'static str,
-    width: u16,
-    prio: u8,
-    get: Getter,
-) -> Col {
-    Col {
-        api: ApiFit::Streamed,
-        ..col(top, bottom, width, prio, get)
-    }
-}
-
-/// A figure of a pooling API's whole answer.
-const fn pooled(top: &'static str, bottom: &'static str, width: u16, prio: u8, get: Getter) -> Col {
-    Col {
-        api: ApiFit::Pooled,
-        ..col(top, bottom, width, prio, get)
-    }
-}
-
-/// A column of the GPUs' side, shown only in a table whose rows have it.
-const fn gpu(top: &'static str, bottom: &'static str, width: u16, prio: u8, get: Getter) -> Col {
-    Col {
-        gpu: true,
-        ..col(top, bottom, width, prio, get)
-    }
-}
-
-/// A column of the change from the baseline, shown only with one.
-const fn vs(top: &'static str, bottom: &'static str, prio: u8, get: Getter) -> Col {
-    Col {
-        vs: true,
-        ..col(top, bottom, 7, prio, get)
-    }
-}
-
-/// A column shown only when a stage thought.
-const fn thought(
-    top: &'static str,
-    bottom: &'static str,
-    width: u16,
-    prio: u8,
-    get: Getter,
-) -> Col {
-    Col {
-        thought: true,
-        ..col(top, bottom, width, prio, get)
-    }
-}
-
-/// Every column of the stage table, in display order: a new one is one line.
-/// The time to the first answer token follows TTFT and takes its priorities
-/// (TTFT p50 then goes before it only where there is room).
-pub const COLUMNS: &[Col] = &[
-    col("Target", "req/s", 7, 8, |r| f(r.target, 2)),
-    // The achieved rate, named as in every report (`columns::ACHIEVED_HEADER`).
-    col("Achieved", "req/s", 8, 0, |r| f(r.rps, 2)),
-    vs("Δ base", "req/s", 2, |r| r.vs[0].clone()),
-    col("Conc", "mean", 5, 4, |r| f(r.conc, 1)),
-    streamed("Output", "tok/s", 7, 5, |r| f(r.out_tps, 0)),
-    streamed("TTFT ms", "mean", 8, 6, |r| ms(r.ttft[0])),
-    streamed("TTFT ms", "p50", 8, 0, |r| ms(r.ttft[1])),
-    streamed("TTFT ms", "p99", 8, 1, |r| ms(r.ttft[2])),
-    // A pooling API's latency, where TTFT is for a streamed answer.
-    pooled("Lat ms", "mean", 8, 6, |r| {
-        ms(r.lat_s[0].map(|s| s * 1000.0))
-    }),
-    pooled(
-        "Lat ms",
-        "p50",
-        8,
-        0,
-        |r| ms(r.lat_s[1].map(|s| s * 1000.0)),
-    ),
-    pooled(
-        "Lat ms",
-        "p99",
-        8,
-        1,
-        |r| ms(r.lat_s[2].map(|s| s * 1000.0)),
-    ),
-    vs("Δ TTFT", "p50", 4, |r| r.vs[1].clone()),
-    vs("Δ TTFT", "p99", 1, |r| r.vs[2].clone()),
-    thought("TTFAT ms", "mean", 8, 6, |r| ms(r.ttfat[0])),
-    thought("TTFAT ms", "p50", 8, 0, |r| ms(r.ttfat[1])),
-    thought("TTFAT ms", "p99", 8, 1, |r| ms(r.ttfat[2])),
-    streamed("ITL ms", "mean", 7, 6, |r| ms(r.itl[0])),
-    streamed("ITL ms", "p50", 7, 0, |r| ms(r.itl[1])),
-    streamed("ITL ms", "p99", 7, 3, |r| ms(r.itl[2])),
-    vs("Δ ITL", "p50", 3, |r| r.vs[3].clone()),
-    vs("Δ ITL", "p99", 5, |r| r.vs[4].clone()),
-    streamed("TPOT ms", "mean", 8, 7, |r| ms(r.tpot[0])),
-    streamed("TPOT ms", "p50", 8, 9, |r| ms(r.tpot[1])),
-    streamed("TPOT ms", "p99", 8, 9, |r| ms(r.tpot[2])),
-    streamed("Lat s", "mean", 6, 5, |r| f(r.lat_s[0], 2)),
-    streamed("Lat s", "p50", 6, 8, |r| f(r.lat_s[1], 2)),
-    streamed("Lat s", "p99", 6, 6, |r| f(r.lat_s[2], 2)),
-    col("Req", "done", 6, 2, |r| r.counts.map(|c| c.0.to_string())),
-    col("Req", "inc", 5, 3, |r| r.counts.map(|c| c.1.to_string())),
-    col("Req", "err", 5, 2, |r| r.counts.map(|c| c.2.to_string())),
-    // With GPU figures or a price, what the operator sizes a fleet by: before
-    // the concurrency and token rates where the width is short (100 columns).
-    gpu("GPU W", "mean", 6, 4, |r| f(r.gpu_w, 0)),
-    gpu("$/Mtok", "output", 7, 4, |r| usd(r.usd_per_mtok)),
-];
-
-/// Dollars with precision by size: 0.412, 4.12, 41.2, 412.
-fn usd(v: Option<f64>) -> Option<String> {
-    v.filter(|x| x.is_finite()).map(|x| {
-        if x >= 100.0 {
-            format!("{x:.0}")
-        } else if x >= 10.0 {
-            format!("{x:.1}")
-        } else if x >= 1.0 {
-            format!("{x:.2}")
-        } else {
-            format!("{x:.3}")
-        }
-    })
-}
-
-/// The columns of a table, with the thinking ones when a stage `thought`.
-pub fn all_columns(thought: bool) -> Vec<&'static Col> {
+/// The dashboard's columns (`report::stage_table::COLUMNS`), in display
+/// order.
+pub fn all_columns(thought: bool) -> Vec<&'static Column> {
     all_columns_vs(thought, false)
 }
 
 /// The columns of a table, with the thinking ones when a stage `thought`
 /// and the baseline's when the run has one (`vs`); no GPU columns.
-pub fn all_columns_vs(thought: bool, vs: bool) -> Vec<&'static Col> {
+pub fn all_columns_vs(thought: bool, vs: bool) -> Vec<&'static Column> {
     all_columns_of((thought, vs, false), &[])
 }
 
@@ -321,24 +28,33 @@ pub fn all_columns_vs(thought: bool, vs: bool) -> Vec<&'static Col> {
 /// `pooled`: the run's API answers whole (embeddings, rerank, score).
 pub fn all_columns_of(
     (thought, vs, pooled): (bool, bool, bool),
-    rows: &[RowData],
-) -> Vec<&'static Col> {
-    COLUMNS
-        .iter()
-        .filter(|c| (thought || !c.thought) && (vs || !c.vs) && c.api.shown(pooled))
-        .filter(|c| !c.gpu || rows.iter().any(|r| (c.get)(r).is_some()))
+    rows: &[StageRow],
+) -> Vec<&'static Column> {
+    let shown = Shown {
+        thought,
+        vs,
+        pooled,
+    };
+    columns_of(|c| c.dash, shown, true, rows)
+        .into_iter()
+        .map(|(_, c)| c)
         .collect()
 }
 
 /// Which columns fit in `width` (the table's inner width, stage-name column
 /// included), by priority, kept in display order. A layout decision, so a
 /// plain function.
-pub fn columns_for(width: u16, name_width: u16, thought: bool) -> Vec<&'static Col> {
+pub fn columns_for(width: u16, name_width: u16, thought: bool) -> Vec<&'static Column> {
     columns_for_vs(width, name_width, thought, false)
 }
 
 /// [`columns_for`], with the baseline's columns when the run has one.
-pub fn columns_for_vs(width: u16, name_width: u16, thought: bool, vs: bool) -> Vec<&'static Col> {
+pub fn columns_for_vs(
+    width: u16,
+    name_width: u16,
+    thought: bool,
+    vs: bool,
+) -> Vec<&'static Column> {
     fit(width, name_width, all_columns_vs(thought, vs))
 }
 
@@ -347,19 +63,24 @@ pub fn columns_for_rows(
     width: u16,
     name_width: u16,
     shown: (bool, bool, bool),
-    rows: &[RowData],
-) -> Vec<&'static Col> {
+    rows: &[StageRow],
+) -> Vec<&'static Column> {
     fit(width, name_width, all_columns_of(shown, rows))
 }
 
+/// A dashboard column's width and priority.
+fn dash(c: &Column) -> (u16, u8) {
+    c.dash.map_or((0, u8::MAX), |d| (d.width, d.prio))
+}
+
 /// The columns of `all` that fit in `width`, by priority, in display order.
-fn fit(width: u16, name_width: u16, all: Vec<&'static Col>) -> Vec<&'static Col> {
+fn fit(width: u16, name_width: u16, all: Vec<&'static Column>) -> Vec<&'static Column> {
     let mut budget = width.saturating_sub(name_width) as i32;
     let mut order: Vec<usize> = (0..all.len()).collect();
-    order.sort_by_key(|&i| all[i].prio);
+    order.sort_by_key(|&i| dash(all[i]).1);
     let mut keep = vec![false; all.len()];
     for i in order {
-        let need = all[i].width as i32 + 1;
+        let need = dash(all[i]).0 as i32 + 1;
         if need <= budget {
             budget -= need;
             keep[i] = true;
@@ -386,20 +107,17 @@ pub fn power_since(view: &crate::server_metrics::GpuLive, start_unix_s: f64) -> 
 
 /// Rows for finished stages, labelled so that repeated, cut and paused
 /// stages can be told apart.
-pub fn report_rows(stages: &[StageReport]) -> Vec<RowData> {
+pub fn report_rows(stages: &[StageReport]) -> Vec<StageRow> {
     stages
         .iter()
         .zip(crate::types::stage_labels(stages))
-        .map(|(s, label)| RowData {
-            name: label,
-            ..RowData::from_report(s)
-        })
+        .map(|(s, label)| StageRow::dashboard(s, label))
         .collect()
 }
 
 /// Fills each row's change from the baseline, `changes` in the rows' order
 /// (None: no baseline at its rate).
-pub fn with_changes(rows: &mut [RowData], changes: &[Option<crate::types::StageChange>]) {
+pub fn with_changes(rows: &mut [StageRow], changes: &[Option<crate::types::StageChange>]) {
     for (row, c) in rows.iter_mut().zip(changes) {
         let Some(c) = c else { continue };
         for (i, (key, _)) in crate::report::baseline::ROW.iter().enumerate() {
@@ -412,7 +130,7 @@ pub fn with_changes(rows: &mut [RowData], changes: &[Option<crate::types::StageC
     }
 }
 
-pub(super) fn table_rows(app: &App) -> Vec<RowData> {
+pub(super) fn table_rows(app: &App) -> Vec<StageRow> {
     let mut rows = report_rows(&app.snap.finished);
     with_changes(&mut rows, &app.baseline_changes);
     if let Some(st) = &app.snap.stage {
@@ -428,7 +146,7 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
             Some(k) => format!("{} r{k}", st.name),
             None => st.name.clone(),
         };
-        let mut row = RowData::from_live(st);
+        let mut row = StageRow::live(st);
         // The GPUs' power so far, from the GPU panel's readings since the
         // stage started (its cost waits for the stage's end).
         row.gpu_w = app.gpu.as_deref().and_then(|g| {
@@ -442,7 +160,7 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
         rows.push(row);
     }
     for p in &app.snap.upcoming {
-        rows.push(RowData {
+        rows.push(StageRow {
             name: p.name.clone(),
             state: RowState::Planned,
             target: p.target_rate,
@@ -452,7 +170,7 @@ pub(super) fn table_rows(app: &App) -> Vec<RowData> {
     rows
 }
 
-pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, live: bool) {
+pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[StageRow], area: Rect, live: bool) {
     if area.height < 3 {
         return;
     }
@@ -464,7 +182,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
         inner_w,
         name_w,
         (
-            rows.iter().any(|r| r.ttfat[1].is_some()),
+            rows.iter().any(|r| r.ttfat.is_some_and(|t| t.count > 0)),
             app.baseline.is_some() || rows.iter().any(|r| r.vs.iter().any(Option::is_some)),
             app.info.pooled,
         ),
@@ -481,7 +199,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
         .map(|r| body_row(th, r, &cols, name_w))
         .collect();
     let widths: Vec<Constraint> = std::iter::once(Constraint::Length(name_w))
-        .chain(cols.iter().map(|c| Constraint::Length(c.width)))
+        .chain(cols.iter().map(|c| Constraint::Length(dash(c).0)))
         .collect();
     let table = Table::new(body, widths)
         .header(header_row(th, &cols))
@@ -491,7 +209,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, rows: &[RowData], area: Rect, l
 }
 
 /// The stage-name column's width: the longest name, within bounds.
-fn name_width(rows: &[RowData], inner_w: u16) -> u16 {
+fn name_width(rows: &[StageRow], inner_w: u16) -> u16 {
     let longest = rows
         .iter()
         .map(|r| r.name.chars().count() as u16 + 2)
@@ -508,7 +226,7 @@ fn name_width(rows: &[RowData], inner_w: u16) -> u16 {
 /// The first row shown. The live table keeps the running stage in view
 /// (arrows scroll from there); the result reads from the top (synchronous
 /// first), ↓ scrolls.
-fn first_shown(rows: &[RowData], visible: usize, live: bool, scroll: isize) -> usize {
+fn first_shown(rows: &[StageRow], visible: usize, live: bool, scroll: isize) -> usize {
     let running = rows
         .iter()
         .position(|r| r.state == RowState::Running)
@@ -534,16 +252,16 @@ fn first_shown(rows: &[RowData], visible: usize, live: bool, scroll: isize) -> u
 }
 
 /// The two header lines: each column's name, and its unit or statistic.
-fn header_row(th: &Theme, cols: &[&Col]) -> Row<'static> {
+fn header_row(th: &Theme, cols: &[&Column]) -> Row<'static> {
     Row::new(
         std::iter::once(Cell::from(Text::from(vec![
             Line::raw("Stage"),
             Line::raw(""),
         ])))
-        .chain(cols.iter().map(|c| {
+        .chain(cols.iter().filter_map(|c| c.dash).map(|d| {
             Cell::from(Text::from(vec![
-                Line::raw(format!("{:>w$}", c.top, w = c.width as usize)),
-                Line::raw(format!("{:>w$}", c.bottom, w = c.width as usize)),
+                Line::raw(format!("{:>w$}", d.top, w = d.width as usize)),
+                Line::raw(format!("{:>w$}", d.bottom, w = d.width as usize)),
             ]))
         })),
     )
@@ -553,7 +271,7 @@ fn header_row(th: &Theme, cols: &[&Col]) -> Row<'static> {
 
 /// A stage's row: marked when running (▶) or saturated (!), `-` for no
 /// data, blank for a planned stage.
-fn body_row(th: &Theme, r: &RowData, cols: &[&Col], name_w: u16) -> Row<'static> {
+fn body_row(th: &Theme, r: &StageRow, cols: &[&Column], name_w: u16) -> Row<'static> {
     let style = match r.state {
         RowState::Running => th.highlight(),
         RowState::Planned => th.dim(),
@@ -569,14 +287,14 @@ fn body_row(th: &Theme, r: &RowData, cols: &[&Col], name_w: u16) -> Row<'static>
         name = name.chars().take(name_w as usize - 1).collect::<String>() + "…";
     }
     Row::new(std::iter::once(name).chain(cols.iter().map(|c| {
-        let v = (c.get)(r).unwrap_or_else(|| {
+        let v = c.cell(r).dashboard().unwrap_or_else(|| {
             if r.state == RowState::Planned {
                 String::new()
             } else {
                 "-".into()
             }
         });
-        format!("{v:>w$}", w = c.width as usize)
+        format!("{v:>w$}", w = dash(c).0 as usize)
     })))
     .style(style)
 }
@@ -585,7 +303,7 @@ fn body_row(th: &Theme, r: &RowData, cols: &[&Col], name_w: u16) -> Row<'static>
 /// many and how to see them.
 fn frame_block(
     th: &Theme,
-    rows: &[RowData],
+    rows: &[StageRow],
     live: bool,
     (above, below): (usize, usize),
     width: u16,
@@ -660,7 +378,10 @@ mod tests {
                 "{must} at 80 columns: {at80:?}"
             );
         }
-        let width: u16 = columns_for(78, 15, false).iter().map(|c| c.width + 1).sum();
+        let width: u16 = columns_for(78, 15, false)
+            .iter()
+            .map(|c| dash(c).0 + 1)
+            .sum();
         assert!(width + 15 <= 78, "fits: {width}");
         let at160 = titles(158);
         assert!(at160.len() > at80.len());
@@ -711,13 +432,13 @@ mod tests {
 
     #[test]
     fn gpu_columns_show_only_with_figures_and_where_there_is_room() {
-        let titles = |w: u16, rows: &[RowData]| {
+        let titles = |w: u16, rows: &[StageRow]| {
             columns_for_rows(w, 15, (false, false, false), rows)
                 .iter()
                 .map(|c| c.title())
                 .collect::<Vec<_>>()
         };
-        let plain = vec![RowData {
+        let plain = vec![StageRow {
             rps: Some(4.0),
             ..Default::default()
         }];
@@ -734,7 +455,7 @@ mod tests {
                 "the same table as before"
             );
         }
-        let power = vec![RowData {
+        let power = vec![StageRow {
             gpu_w: Some(310.0),
             ..plain[0].clone()
         }];
@@ -744,7 +465,7 @@ mod tests {
             !at100.iter().any(|t| t.starts_with('$')),
             "no price: {at100:?}"
         );
-        let priced = vec![RowData {
+        let priced = vec![StageRow {
             usd_per_mtok: Some(0.41),
             ..power[0].clone()
         }];
@@ -757,9 +478,6 @@ mod tests {
         }
         // At 80 columns the key columns keep their room.
         assert_eq!(titles(78, &priced), self::titles(78));
-        assert_eq!(usd(Some(0.4123)).as_deref(), Some("0.412"));
-        assert_eq!(usd(Some(41.23)).as_deref(), Some("41.2"));
-        assert_eq!(usd(Some(f64::NAN)), None);
     }
 
     #[test]
@@ -779,5 +497,46 @@ mod tests {
         // From 1005 s: the readings at 5, 6, 8 and 9 s (7 read no power).
         assert_eq!(power_since(&view, 1005.0), Some(700.0));
         assert_eq!(power_since(&view, 1010.5), None, "none yet");
+    }
+
+    /// The dashboard's header renders each declared column (every one, in
+    /// a table wide enough, with a baseline, a thinking model and GPUs):
+    /// its two lines at its width, in the declared order.
+    #[test]
+    fn the_header_renders_the_columns_declared_for_the_dashboard() {
+        use ratatui::buffer::Buffer;
+        use ratatui::widgets::Widget;
+        let rows = vec![StageRow {
+            gpu_w: Some(300.0),
+            usd_per_mtok: Some(0.4),
+            ..Default::default()
+        }];
+        let cols = all_columns_of((true, true, false), &rows);
+        let declared: Vec<&Column> = crate::report::stage_table::COLUMNS
+            .iter()
+            .filter(|c| c.dash.is_some() && c.api.shown(false))
+            .collect();
+        assert_eq!(cols.len(), declared.len());
+        let name_w = 15u16;
+        let width = name_w + cols.iter().map(|c| dash(c).0 + 1).sum::<u16>();
+        let widths: Vec<Constraint> = std::iter::once(Constraint::Length(name_w))
+            .chain(cols.iter().map(|c| Constraint::Length(dash(c).0)))
+            .collect();
+        let th = &crate::tui::theme::builtin()[0];
+        let area = Rect::new(0, 0, width, 2);
+        let mut buf = Buffer::empty(area);
+        Table::new(Vec::<Row>::new(), widths)
+            .header(header_row(th, &cols))
+            .column_spacing(1)
+            .render(area, &mut buf);
+        let line = |y: u16| -> String { (0..width).map(|x| buf[(x, y)].symbol()).collect() };
+        let want = |part: fn(&crate::report::stage_table::Dash) -> &'static str| {
+            cols.iter()
+                .filter_map(|c| c.dash)
+                .map(|d| format!(" {:>w$}", part(&d), w = d.width as usize))
+                .collect::<String>()
+        };
+        assert_eq!(line(0), format!("{:<15}{}", "Stage", want(|d| d.top)));
+        assert_eq!(line(1).trim_start(), want(|d| d.bottom).trim_start());
     }
 }
