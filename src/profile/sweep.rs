@@ -468,7 +468,16 @@ impl SweepPlan {
             } else {
                 Default::default()
             };
-        let first = *rates.front()?;
+        let Some(&first) = rates.front() else {
+            self.late_grid = Some(Default::default());
+            self.notice = Some(format!(
+                "no grid: the probes put the capacity at {:.2} req/s, within {:.0}% of the synchronous {} req/s, so its stages would all run at one rate (the server gains little from running requests together)",
+                c.estimate,
+                100.0 * policy::PRECISION,
+                fmt_rate(sync)
+            ));
+            return None;
+        };
         let listed: Vec<String> = rates.iter().map(|r| fmt_rate(*r)).collect();
         self.notice = Some(format!(
             "the probes put the capacity at {:.2} req/s: the grid runs between the synchronous {} req/s and it, for the latency curve: {}",
@@ -1073,6 +1082,43 @@ mod tests {
             "{notices:#?}"
         );
         assert_eq!(p.total(), Some(d.len()), "planned stages plus the probes");
+    }
+
+    #[test]
+    fn no_grid_after_the_probes_says_why() {
+        // A server that runs one request at a time: its flood measured
+        // queueing, and the probes put its capacity at the synchronous rate.
+        use crate::types::Outcome::{NotSaturated, Saturated};
+        let mut p = SweepPlan::new(10, SweepKind::Constant, limits_of(10.0), 512, true);
+        p.next(&[]).unwrap();
+        let mut d = vec![done(StrategyKind::Synchronous, 1300.0, 0.77)];
+        p.next(&d).unwrap();
+        let mut thr = done(StrategyKind::Throughput, 10_400.0, 0.5);
+        thr.rates.steady_requests_per_s = 0.6;
+        d.push(thr);
+        p.next(&d).unwrap();
+        let mut notices = Vec::new();
+        d.push(read(0.77, NotSaturated, 0.0, 0.005));
+        let mut next = p.next(&d);
+        while let Some(spec) = next {
+            let rate = spec.strategy.target_rate().unwrap();
+            let g = (rate - 0.78).max(0.0);
+            let outcome = if g > 0.02 * rate {
+                Saturated
+            } else {
+                NotSaturated
+            };
+            d.push(read(rate, outcome, g, 0.005));
+            next = p.next(&d);
+            notices.extend(p.take_notice());
+            assert!(d.len() < 30, "the sweep ends");
+        }
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.starts_with("no grid: the probes put the capacity at")),
+            "{notices:#?}"
+        );
     }
 
     #[test]

@@ -707,9 +707,13 @@ pub fn unanswered(sent: u64, unanswered: u64) -> bool {
 }
 
 /// Rule 4: a stage sent far more than the server ever completed
-/// (`known_capacity`) and was answered at under [`OVERLOAD_SHARE`] of its
-/// rate, once it ran a request latency (`latency_s`) and
-/// [`OVERLOAD_MIN_SECONDS`]: overload no stage length would change.
+/// (`known_capacity`: past 1 / [`OVERLOAD_SHARE`] of it by more than the
+/// answer's [`PRECISION`], so a probe at [`BLIND_STEP`](sweep::BLIND_STEP)
+/// × a rate held is not cut by it: seen on real llama.cpp, probes at 2 ×
+/// were cut after 1.0 s with nothing answered, again and again) and was
+/// answered at under [`OVERLOAD_SHARE`] of its rate, once it ran a request
+/// latency (`latency_s`) and [`OVERLOAD_MIN_SECONDS`]: overload no stage
+/// length would change.
 pub fn far_beyond_capacity(
     rate: f64,
     known_capacity: f64,
@@ -717,7 +721,7 @@ pub fn far_beyond_capacity(
     elapsed_s: f64,
     latency_s: f64,
 ) -> bool {
-    OVERLOAD_SHARE * rate >= known_capacity
+    OVERLOAD_SHARE * rate > (1.0 + PRECISION) * known_capacity
         && answer_rate < OVERLOAD_SHARE * rate
         && elapsed_s >= latency_s.max(OVERLOAD_MIN_SECONDS)
 }

@@ -211,6 +211,15 @@ fn far_beyond_capacity_needs_a_latency_and_a_second_of_answers() {
         !far_beyond_capacity(60.0, 36.0, 20.0, 4.0, 0.4),
         "not twice the most seen"
     );
+    // A probe at twice the rate held (BLIND_STEP) is a probe, not an
+    // overload to cut after its first second.
+    assert!(!far_beyond_capacity(
+        sweep::BLIND_STEP * 15.33,
+        15.33,
+        0.0,
+        1.0,
+        0.07
+    ));
     assert!(
         !far_beyond_capacity(213.0, 36.0, 120.0, 4.0, 0.4),
         "answered over half"
