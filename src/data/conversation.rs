@@ -555,10 +555,7 @@ type RowParts = (Option<Map<String, Value>>, Option<super::images::Attach>);
 
 /// The row's own tools (with --extra-body's keys over them) and images;
 /// an error when the API takes no such parts.
-fn script_parts(
-    s: &Script,
-    build: &Build,
-) -> Result<RowParts> {
+fn script_parts(s: &Script, build: &Build) -> Result<RowParts> {
     let parts = !s.images.is_empty() || s.tools.is_some() || s.calls.iter().any(|c| !c.is_empty());
     if parts && !super::takes_parts(build.api) {
         anyhow::bail!(
