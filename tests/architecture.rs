@@ -1128,21 +1128,50 @@ fn function_lengths(code: &str) -> Vec<(String, usize)> {
     out
 }
 
-/// Short steps: a function reads top to bottom as a few named steps. None
-/// of production code is over 120 lines, and few over 80 (a review of
-/// 408f9b4 counted 27 over 80, this test 37 at 7af6c7f:
+/// The files that are test code as a whole: declared `#[cfg(test)] mod
+/// name;` (src/report/merge/every_figure.rs, a test's 80-line fixture).
+fn test_files(files: &[std::path::PathBuf]) -> BTreeSet<std::path::PathBuf> {
+    let mut out = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).expect("a source file");
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            let Some(name) = (pair[0] == "#[cfg(test)]")
+                .then(|| pair[1].strip_prefix("mod ")?.strip_suffix(';'))
+                .flatten()
+            else {
+                continue;
+            };
+            let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            let dir = f.parent().expect("a directory");
+            let dir = if matches!(stem, "mod" | "lib" | "main") {
+                dir.to_path_buf()
+            } else {
+                dir.join(stem)
+            };
+            out.insert(dir.join(format!("{name}.rs")));
+            out.insert(dir.join(name).join("mod.rs"));
+        }
+    }
+    out
+}
+
+/// Short steps: a function reads top to bottom as a few named steps. At
+/// most 8 functions of production code are over 80 lines and none is over
+/// 120 (issue 48; this test counted 36 over 80 and 4 over 120 at 7af6c7f:
 /// `run::prepare::prepare` had 178 lines and passed the settings to 21
-/// helpers). The count only goes down: issue 48 asks for at most 8.
+/// helpers).
 #[test]
 fn functions_are_short_steps() {
     const LONG: usize = 80;
-    const MOST_LONG: usize = 13;
+    const MOST_LONG: usize = 9;
     const LONGEST: usize = 120;
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
+    let tests = test_files(&files);
     let mut long = Vec::new();
-    for f in &files {
+    for f in files.iter().filter(|f| !tests.contains(*f)) {
         let code = production_code(&std::fs::read_to_string(f).expect("a source file"));
         let rel = f
             .strip_prefix(&src)
