@@ -1060,3 +1060,152 @@ fn variant_names_are_found_as_paths_not_inside_longer_names() {
     assert!(!names_a_variant("LoadStrategy::Replay", "Strategy", &v));
     assert!(!names_a_variant("Strategy::new(1)", "Strategy", &v));
 }
+
+/// Each function of `code` with its length in lines, from the line of its
+/// `fn` to the line of its closing brace (declarations without a body are
+/// not functions here; a function inside another counts in both).
+/// Strings, character literals and comments are skipped, so braces in them
+/// do not count.
+fn function_lengths(code: &str) -> Vec<(String, usize)> {
+    let b = code.as_bytes();
+    let line_of = |i: usize| code[..i].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    // The function named but whose body has not opened yet: its name, the
+    // line of its `fn` and the brace depth it was named at.
+    let mut pending: Option<(String, usize, usize)> = None;
+    // Functions whose body is open: name, first line, depth outside.
+    let mut open: Vec<(String, usize, usize)> = Vec::new();
+    let (mut i, mut depth) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' => i = skip_string(b, i),
+            b'\'' if b.get(i + 2) == Some(&b'\'') => i += 2,
+            b'\'' if b.get(i + 1) == Some(&b'\\') => {
+                while i + 1 < b.len() && b[i + 1] != b'\'' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += code[i..].find("*/").map_or(b.len(), |k| k + 1);
+            }
+            b'f' if code[i..].starts_with("fn ")
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let name: String = code[i + 3..]
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    pending = Some((name, line_of(i), depth));
+                }
+                i += 2;
+            }
+            b';' if pending.as_ref().is_some_and(|p| p.2 == depth) => pending = None,
+            b'{' => {
+                if let Some(p) = pending.take().filter(|p| p.2 == depth) {
+                    open.push(p);
+                }
+                depth += 1;
+            }
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                if open.last().is_some_and(|f| f.2 == depth) {
+                    let (name, first, _) = open.pop().expect("an open function");
+                    out.push((name, line_of(i) - first + 1));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The files that are test code as a whole: declared `#[cfg(test)] mod
+/// name;` (src/report/merge/every_figure.rs, a test's 80-line fixture).
+fn test_files(files: &[std::path::PathBuf]) -> BTreeSet<std::path::PathBuf> {
+    let mut out = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).expect("a source file");
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            let Some(name) = (pair[0] == "#[cfg(test)]")
+                .then(|| pair[1].strip_prefix("mod ")?.strip_suffix(';'))
+                .flatten()
+            else {
+                continue;
+            };
+            let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            let dir = f.parent().expect("a directory");
+            let dir = if matches!(stem, "mod" | "lib" | "main") {
+                dir.to_path_buf()
+            } else {
+                dir.join(stem)
+            };
+            out.insert(dir.join(format!("{name}.rs")));
+            out.insert(dir.join(name).join("mod.rs"));
+        }
+    }
+    out
+}
+
+/// Short steps: a function reads top to bottom as a few named steps. At
+/// most 8 functions of production code are over 80 lines and none is over
+/// 120 (issue 48; this test counted 36 over 80 and 4 over 120 at 7af6c7f:
+/// `run::prepare::prepare` had 178 lines and passed the settings to 21
+/// helpers).
+#[test]
+fn functions_are_short_steps() {
+    const LONG: usize = 80;
+    const MOST_LONG: usize = 8;
+    const LONGEST: usize = 120;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let tests = test_files(&files);
+    let mut long = Vec::new();
+    for f in files.iter().filter(|f| !tests.contains(*f)) {
+        let code = production_code(&std::fs::read_to_string(f).expect("a source file"));
+        let rel = f
+            .strip_prefix(&src)
+            .expect("under src")
+            .display()
+            .to_string();
+        for (name, lines) in function_lengths(&code) {
+            if lines > LONG {
+                long.push((lines, format!("{rel}: {name}")));
+            }
+        }
+    }
+    long.sort_by(|a, b| b.cmp(a));
+    let listed = long
+        .iter()
+        .map(|(n, f)| format!("{n:4} {f}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        long.len() <= MOST_LONG && long.iter().all(|(n, _)| *n <= LONGEST),
+        "{} functions over {LONG} lines (at most {MOST_LONG}, none over {LONGEST}):\n{listed}",
+        long.len()
+    );
+}
+
+#[test]
+fn function_lengths_count_from_fn_to_its_brace() {
+    let code = "trait T { fn d(&self); }\nfn a() {\n    let s = \"}\";\n    let c = '{';\n    fn inner() -> u8 { 1 }\n}\nimpl X {\n    pub async fn b<T>(x: T)\n    where T: Fn() -> u8,\n    {\n        // }\n    }\n}\n";
+    assert_eq!(
+        function_lengths(code),
+        vec![
+            ("inner".to_string(), 1),
+            ("a".to_string(), 5),
+            ("b".to_string(), 5)
+        ]
+    );
+}

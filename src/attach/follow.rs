@@ -217,28 +217,8 @@ pub fn follow(
                 };
             }
         }
-        for i in stalled(&progress, now, patience(&reports)) {
-            if named[i] != Some(progress[i].stages) {
-                named[i] = Some(progress[i].stages);
-                if !dirs[i].exists() {
-                    // No run state to speak of: the shard never started there.
-                    crate::term::note(&format!(
-                        "llmsweep: {} still does not exist while another shard has finished {} stages: no shard has started there (check the path); Ctrl-C leaves, {} holds the stages every shard finished",
-                        names[i],
-                        progress.iter().map(|p| p.stages).max().unwrap_or(0),
-                        out.display()
-                    ));
-                    continue;
-                }
-                crate::term::note(&format!(
-                    "llmsweep: shard {} has finished {} stages and not moved for {:.0} s while another has finished more: it may have died (its run state still says running); Ctrl-C leaves, {} holds the stages every shard finished",
-                    names[i],
-                    progress[i].stages,
-                    now.saturating_duration_since(progress[i].since).as_secs_f64(),
-                    out.display()
-                ));
-            }
-        }
+        let stuck = stalled(&progress, now, patience(&reports));
+        warn_stalled(stuck, &progress, &mut named, dirs, &names, out, now);
         let all_ended = states.iter().all(|s| matches!(s, ShardState::Ended(_)));
         if reports.len() == dirs.len() {
             if let Some(merged) = merge_common(&reports)? {
@@ -263,6 +243,41 @@ pub fn follow(
                 out.display()
             ));
             std::process::exit(crate::term::FORCED_EXIT);
+        }
+    }
+}
+
+/// Says once per stage count which stalled shards never started or may
+/// have died (`named`: the stage count each was last named at).
+fn warn_stalled(
+    stuck: impl IntoIterator<Item = usize>,
+    progress: &[Progress],
+    named: &mut [Option<usize>],
+    dirs: &[PathBuf],
+    names: &[String],
+    out: &Path,
+    now: std::time::Instant,
+) {
+    for i in stuck {
+        if named[i] != Some(progress[i].stages) {
+            named[i] = Some(progress[i].stages);
+            if !dirs[i].exists() {
+                // No run state to speak of: the shard never started there.
+                crate::term::note(&format!(
+                    "llmsweep: {} still does not exist while another shard has finished {} stages: no shard has started there (check the path); Ctrl-C leaves, {} holds the stages every shard finished",
+                    names[i],
+                    progress.iter().map(|p| p.stages).max().unwrap_or(0),
+                    out.display()
+                ));
+                continue;
+            }
+            crate::term::note(&format!(
+                "llmsweep: shard {} has finished {} stages and not moved for {:.0} s while another has finished more: it may have died (its run state still says running); Ctrl-C leaves, {} holds the stages every shard finished",
+                names[i],
+                progress[i].stages,
+                now.saturating_duration_since(progress[i].since).as_secs_f64(),
+                out.display()
+            ));
         }
     }
 }

@@ -94,27 +94,34 @@ pub fn attach(
             dashboard(snap_rx.clone(), opts, cmd_tx.clone(), export_rx).await;
             let _ = leave_tx.send(true);
         } else {
-            crate::term::note(&format!(
-                "llmsweep: attached to {} ({} · {}); Ctrl-C leaves, the run goes on",
-                dir.display(),
-                hello.target,
-                hello.profile
-            ));
-            let progress = tokio::spawn(crate::headless::print_progress(
-                snap_rx.clone(),
-                hello.pooled,
-            ));
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {
-                    let _ = leave_tx.send(true);
-                }
-                _ = progress => {}
-            }
+            progress_lines(&dir, &hello, snap_rx.clone(), &leave_tx).await;
         }
         let ended = pump.await.unwrap_or(Ended::Lost);
         drop(cmd_tx);
         Ok(say_how_it_ended(&dir, &ended))
     })
+}
+
+/// Progress lines of an attached run, until it ends or Ctrl-C leaves it.
+async fn progress_lines(
+    dir: &Path,
+    hello: &protocol::RunHello,
+    snapshots: watch::Receiver<Snapshot>,
+    leave: &watch::Sender<bool>,
+) {
+    crate::term::note(&format!(
+        "llmsweep: attached to {} ({} · {}); Ctrl-C leaves, the run goes on",
+        dir.display(),
+        hello.target,
+        hello.profile
+    ));
+    let progress = tokio::spawn(crate::headless::print_progress(snapshots, hello.pooled));
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {
+            let _ = leave.send(true);
+        }
+        _ = progress => {}
+    }
 }
 
 /// The dashboard on an attached run, until it is closed: its keys travel to

@@ -362,22 +362,7 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
         return parse_chunk(data);
     };
     let mut info = ChunkInfo::default();
-    // A string, as the API defines it; older vLLM sent reasoning deltas as
-    // `{"content": "..."}`.
-    let delta = || {
-        let v: serde_json::Value = raw
-            .delta
-            .and_then(|d| serde_json::from_str(d.get()).ok())
-            .unwrap_or_default();
-        match v {
-            serde_json::Value::String(s) => s,
-            v => ["content", "text"]
-                .iter()
-                .find_map(|k| v.get(k).and_then(|t| t.as_str()))
-                .unwrap_or_default()
-                .to_string(),
-        }
-    };
+    let delta = || event_delta(raw.delta);
     match kind.as_ref() {
         "response.output_text.delta" | "response.refusal.delta" => {
             info.text = delta();
@@ -396,29 +381,7 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
         }
         "response.output_item.added" => {
             let item = raw.item.as_ref().unwrap_or(&serde_json::Value::Null);
-            if item.get("type").and_then(|t| t.as_str()) == Some("function_call") {
-                let name = match item.get("name") {
-                    None | Some(serde_json::Value::Null) => None,
-                    Some(serde_json::Value::String(n)) => Some(n.clone()),
-                    Some(other) => {
-                        return Err(ChunkError::ToolCall(format!(
-                            "a function_call item's name is {}, not a string",
-                            short(&other.to_string())
-                        )))
-                    }
-                };
-                info.text = name.clone().unwrap_or_default();
-                info.has_answer = !info.text.is_empty();
-                info.tool_calls.push(ToolCallDelta {
-                    index: raw.output_index,
-                    id: item
-                        .get("call_id")
-                        .and_then(|c| c.as_str())
-                        .map(str::to_string),
-                    name,
-                    arguments: String::new(),
-                });
-            }
+            function_call_added(item, raw.output_index, &mut info)?;
         }
         "response.reasoning_text.delta"
         | "response.reasoning_summary_text.delta"
@@ -448,6 +411,56 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
     }
     info.has_output = info.has_answer || !info.reasoning.is_empty();
     Ok(info)
+}
+
+/// An event's `delta`: a string, as the API defines it; older vLLM sent
+/// reasoning deltas as `{"content": "..."}`.
+fn event_delta(delta: Option<&RawValue>) -> String {
+    let v: serde_json::Value = delta
+        .and_then(|d| serde_json::from_str(d.get()).ok())
+        .unwrap_or_default();
+    match v {
+        serde_json::Value::String(s) => s,
+        v => ["content", "text"]
+            .iter()
+            .find_map(|k| v.get(k).and_then(|t| t.as_str()))
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+/// `response.output_item.added`: a `function_call` item names its call
+/// (other items carry nothing).
+fn function_call_added(
+    item: &serde_json::Value,
+    index: Option<u64>,
+    info: &mut ChunkInfo,
+) -> Result<(), ChunkError> {
+    if item.get("type").and_then(|t| t.as_str()) != Some("function_call") {
+        return Ok(());
+    }
+    let name = match item.get("name") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(n)) => Some(n.clone()),
+        Some(other) => {
+            return Err(ChunkError::ToolCall(format!(
+                "a function_call item's name is {}, not a string",
+                short(&other.to_string())
+            )))
+        }
+    };
+    info.text = name.clone().unwrap_or_default();
+    info.has_answer = !info.text.is_empty();
+    info.tool_calls.push(ToolCallDelta {
+        index,
+        id: item
+            .get("call_id")
+            .and_then(|c| c.as_str())
+            .map(str::to_string),
+        name,
+        arguments: String::new(),
+    });
+    Ok(())
 }
 
 /// The pieces of a `tool_calls` delta: a list of objects, each with an

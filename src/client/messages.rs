@@ -34,62 +34,9 @@ pub fn parse_messages_event(data: &str) -> Result<ChunkInfo, ChunkError> {
         }
         "content_block_start" => {
             let block = v.get("content_block").unwrap_or(&Value::Null);
-            if block.get("type").and_then(Value::as_str) == Some("tool_use") {
-                let call = ToolCallDelta {
-                    index: v.get("index").and_then(Value::as_u64),
-                    id: block.get("id").and_then(Value::as_str).map(str::to_string),
-                    name: match block.get("name") {
-                        None | Some(Value::Null) => None,
-                        Some(Value::String(n)) => Some(n.clone()),
-                        Some(other) => {
-                            return Err(ChunkError::ToolCall(format!(
-                                "a tool_use block's name is {}, not a string",
-                                short(&other.to_string())
-                            )))
-                        }
-                    },
-                    arguments: String::new(),
-                };
-                info.text.push_str(call.name.as_deref().unwrap_or_default());
-                info.has_answer = !info.text.is_empty();
-                info.tool_calls.push(call);
-            }
+            tool_use_start(&v, block, &mut info)?;
         }
-        "content_block_delta" => {
-            let delta = v.get("delta").unwrap_or(&Value::Null);
-            let text = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or_default();
-            match delta
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-            {
-                "text_delta" => {
-                    info.text = text("text").to_string();
-                    info.has_answer = !info.text.is_empty();
-                }
-                "thinking_delta" => info.reasoning = text("thinking").to_string(),
-                "input_json_delta" => {
-                    let Some(part) = delta.get("partial_json") else {
-                        return Ok(info);
-                    };
-                    let Some(part) = part.as_str() else {
-                        return Err(ChunkError::ToolCall(format!(
-                            "a tool call's partial_json is {}, not a string",
-                            short(&part.to_string())
-                        )));
-                    };
-                    info.text = part.to_string();
-                    info.has_answer = !part.is_empty();
-                    info.tool_calls.push(ToolCallDelta {
-                        index: v.get("index").and_then(Value::as_u64),
-                        arguments: part.to_string(),
-                        ..ToolCallDelta::default()
-                    });
-                }
-                // signature_delta, citations_delta: no tokens.
-                _ => {}
-            }
-        }
+        "content_block_delta" => block_delta(&v, &mut info)?,
         "message_delta" => {
             let stop = v.pointer("/delta/stop_reason").and_then(Value::as_str);
             info.finished = stop.is_some();
@@ -107,6 +54,71 @@ pub fn parse_messages_event(data: &str) -> Result<ChunkInfo, ChunkError> {
     }
     info.has_output = info.has_answer || !info.reasoning.is_empty();
     Ok(info)
+}
+
+/// `content_block_start`: a `tool_use` block names its call (other blocks
+/// carry nothing).
+fn tool_use_start(v: &Value, block: &Value, info: &mut ChunkInfo) -> Result<(), ChunkError> {
+    if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+        return Ok(());
+    }
+    let call = ToolCallDelta {
+        index: v.get("index").and_then(Value::as_u64),
+        id: block.get("id").and_then(Value::as_str).map(str::to_string),
+        name: match block.get("name") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(n)) => Some(n.clone()),
+            Some(other) => {
+                return Err(ChunkError::ToolCall(format!(
+                    "a tool_use block's name is {}, not a string",
+                    short(&other.to_string())
+                )))
+            }
+        },
+        arguments: String::new(),
+    };
+    info.text.push_str(call.name.as_deref().unwrap_or_default());
+    info.has_answer = !info.text.is_empty();
+    info.tool_calls.push(call);
+    Ok(())
+}
+
+/// `content_block_delta`: answer text, thinking, or a piece of a tool
+/// call's arguments (signature and citation deltas carry no tokens).
+fn block_delta(v: &Value, info: &mut ChunkInfo) -> Result<(), ChunkError> {
+    let delta = v.get("delta").unwrap_or(&Value::Null);
+    let text = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or_default();
+    match delta
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "text_delta" => {
+            info.text = text("text").to_string();
+            info.has_answer = !info.text.is_empty();
+        }
+        "thinking_delta" => info.reasoning = text("thinking").to_string(),
+        "input_json_delta" => {
+            let Some(part) = delta.get("partial_json") else {
+                return Ok(());
+            };
+            let Some(part) = part.as_str() else {
+                return Err(ChunkError::ToolCall(format!(
+                    "a tool call's partial_json is {}, not a string",
+                    short(&part.to_string())
+                )));
+            };
+            info.text = part.to_string();
+            info.has_answer = !part.is_empty();
+            info.tool_calls.push(ToolCallDelta {
+                index: v.get("index").and_then(Value::as_u64),
+                arguments: part.to_string(),
+                ..ToolCallDelta::default()
+            });
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The Messages API's usage: `input_tokens` (the prompt less what the cache

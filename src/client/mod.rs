@@ -382,19 +382,7 @@ impl Client {
         cancel: &CancellationToken,
         progress: Option<Arc<progress::Progress>>,
     ) -> RequestRecord {
-        // Images are drawn before the clock starts: the client's work, not
-        // the server's (a slow draw shows as the request's queue time), on
-        // the blocking pool, so a megabyte of PNG a request does not hold
-        // up the runtime that times the other requests' tokens.
-        let (filled, media) = if prompt.images.is_some() {
-            let p = prompt.clone();
-            match tokio::task::spawn_blocking(move || p.filled()).await {
-                Ok(f) => f,
-                Err(_) => prompt.filled(),
-            }
-        } else {
-            prompt.filled()
-        };
+        let (filled, media) = filled_off_the_runtime(prompt).await;
         let prompt = &filled;
         let ids = TraceIds::random();
         let sent_at = Instant::now();
@@ -404,28 +392,7 @@ impl Client {
             watch: progress::Watch::new(progress),
             ..StreamState::default()
         };
-        let outcome = {
-            let fut = self.stream(prompt, &mut st);
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => RequestOutcome::Incomplete,
-                r = tokio::time::timeout(self.timeout, fut) => match r {
-                    Ok(o) => o,
-                    Err(_) => RequestOutcome::Errored {
-                        category: ErrorCategory::Timeout,
-                        message: format!("no complete answer within {:?}", self.timeout),
-                    },
-                },
-            }
-        };
-        // Messages quote servers, which may echo what they were sent.
-        let outcome = match outcome {
-            RequestOutcome::Errored { category, message } => RequestOutcome::Errored {
-                category,
-                message: self.redactor.redact(&message),
-            },
-            o => o,
-        };
+        let outcome = self.stream_within_timeout(prompt, &mut st, cancel).await;
         let ended_at = Instant::now();
         if st.completion_tokens.is_some() {
             // A good usage came after all (or before the bad one).
@@ -466,6 +433,39 @@ impl Client {
             media,
             tool_calls: st.tool_calls,
             ids: Some(ids),
+        }
+    }
+
+    /// The answer streamed into `st` until it ends, the request times out
+    /// or `cancel` fires; an error's message with what the server may have
+    /// echoed of the request redacted.
+    async fn stream_within_timeout(
+        &self,
+        prompt: &Prompt,
+        st: &mut StreamState,
+        cancel: &CancellationToken,
+    ) -> RequestOutcome {
+        let outcome = {
+            let fut = self.stream(prompt, st);
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => RequestOutcome::Incomplete,
+                r = tokio::time::timeout(self.timeout, fut) => match r {
+                    Ok(o) => o,
+                    Err(_) => RequestOutcome::Errored {
+                        category: ErrorCategory::Timeout,
+                        message: format!("no complete answer within {:?}", self.timeout),
+                    },
+                },
+            }
+        };
+        // Messages quote servers, which may echo what they were sent.
+        match outcome {
+            RequestOutcome::Errored { category, message } => RequestOutcome::Errored {
+                category,
+                message: self.redactor.redact(&message),
+            },
+            o => o,
         }
     }
 
@@ -624,6 +624,22 @@ impl Client {
             Err(SendFail::Outcome(o)) => return Err(o),
         };
         Ok(resp)
+    }
+}
+
+/// The prompt with its images drawn, before the clock starts: the
+/// client's work, not the server's (a slow draw shows as the request's
+/// queue time), on the blocking pool, so a megabyte of PNG a request does
+/// not hold up the runtime that times the other requests' tokens.
+async fn filled_off_the_runtime(prompt: &Prompt) -> (Prompt, record::Carried) {
+    if prompt.images.is_some() {
+        let p = prompt.clone();
+        match tokio::task::spawn_blocking(move || p.filled()).await {
+            Ok(f) => f,
+            Err(_) => prompt.filled(),
+        }
+    } else {
+        prompt.filled()
     }
 }
 

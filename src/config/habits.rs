@@ -216,41 +216,7 @@ struct Found {
 fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
     let mut out = Vec::new();
     let mut found = Vec::new();
-    let mut i = 0;
-    // GuideLLM's command, then `run` after `benchmark` (0.4's `benchmark run`).
-    if let Some((cmd, ours, note)) = args
-        .first()
-        .and_then(|a| COMMANDS.iter().find(|(c, _, _)| a == c))
-    {
-        found.push(Found {
-            theirs: cmd.to_string(),
-            ours: ours.map(str::to_string),
-            note: note.to_string(),
-        });
-        out.extend(ours.map(str::to_string));
-        i = 1;
-        if *cmd == "benchmark" && args.get(1).is_some_and(|a| a == "run") {
-            i = 2;
-        }
-        if *cmd == "benchmark" && args.get(1).is_some_and(|a| a == "from-file") {
-            out.push("report".into());
-            i = 2;
-        }
-    }
-    // A flag the line already gives in llmsweep's words (not as a GuideLLM
-    // registry value) is not given twice (seen: `--output-path` beside
-    // `--out` became `--out bench … --out /tmp/m`, which the parser refuses).
-    let given = |f: &str| {
-        args.iter().enumerate().any(|(j, a)| {
-            let inline = a.strip_prefix(f).and_then(|r| r.strip_prefix('='));
-            let value = match inline {
-                Some(v) => Some(v),
-                None if a == f => args.get(j + 1).map(String::as_str),
-                None => None,
-            };
-            value.is_some_and(|v| super::kinds::parse(v).is_none())
-        })
-    };
+    let mut i = command(args, &mut out, &mut found);
     while i < args.len() {
         let arg = &args[i];
         i += 1;
@@ -262,42 +228,9 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
             Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
             _ => (arg.as_str(), None),
         };
-        // GuideLLM 0.8's registry options (`--profile kind=constant,rate=5`),
-        // and 0.3–0.7's JSON `--data '{…}'`: every key its flag, or named.
-        if super::kinds::REGISTRY_FLAGS.contains(&flag) {
-            let value = inline.clone().or_else(|| args.get(i).cloned());
-            if let Some(kv) = value.as_deref().and_then(super::kinds::parse) {
-                if inline.is_none() {
-                    i += 1;
-                }
-                let theirs = format!("{flag} {}", value.unwrap_or_default());
-                let m = super::kinds::map(flag, &kv);
-                let mut ours = Vec::new();
-                for pair in m.ours.chunks(2) {
-                    let f = pair[0].as_str();
-                    let repeat = f != "--export" && out.iter().any(|o| o == f);
-                    if !given(f) && !repeat {
-                        ours.extend(pair.iter().cloned());
-                    }
-                }
-                let mut note = String::new();
-                if !m.dropped.is_empty() {
-                    note = format!("no flag for {}", m.dropped.join(", "));
-                }
-                if !m.note.is_empty() && (ours.is_empty() || !m.dropped.is_empty()) {
-                    if !note.is_empty() {
-                        note.push_str(": ");
-                    }
-                    note.push_str(m.note);
-                }
-                found.push(Found {
-                    theirs,
-                    ours: (!ours.is_empty()).then(|| ours.join(" ")),
-                    note,
-                });
-                out.extend(ours);
-                continue;
-            }
+        if let Some(f) = registry_option(args, &mut i, flag, inline.as_deref(), &mut out) {
+            found.push(f);
+            continue;
         }
         let Some(habit) = HABITS.iter().find(|h| h.flags.contains(&flag)) else {
             out.push(arg.clone());
@@ -313,29 +246,8 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
             .collect::<Vec<_>>()
             .join(" ");
         let value = values.first().map(String::as_str).unwrap_or_default();
-        let ours: Option<Vec<String>> = match habit.becomes {
-            Becomes::Flag(f) => Some(vec![f.to_string(), value.to_string()]),
-            Becomes::Switch(f) => Some(vec![f.to_string()]),
-            Becomes::Profile => Some(vec![
-                "--profile".into(),
-                match value {
-                    "async" => "constant".to_string(),
-                    v => v.to_string(),
-                },
-            ]),
-            Becomes::Api => match value {
-                "chat_completions" => Some(vec!["--api".into(), "chat".into()]),
-                "text_completions" => Some(vec!["--api".into(), "completions".into()]),
-                _ => None,
-            },
-            Becomes::Backend => value
-                .split(',')
-                .find_map(|kv| kv.strip_prefix("target="))
-                .map(|t| vec!["--target".into(), t.to_string()]),
-            Becomes::OutDir => Some(vec!["--out".into(), super::kinds::report_dir(value)]),
-            Becomes::Nothing => None,
-        };
-        let ours = ours.filter(|o| !o.first().is_some_and(|f| given(f)));
+        let ours =
+            habit_in_our_words(habit, value).filter(|o| !o.first().is_some_and(|f| given(args, f)));
         let note = match &ours {
             None if matches!(habit.becomes, Becomes::OutDir | Becomes::Backend) => {
                 "given already in llmsweep's words"
@@ -351,6 +263,122 @@ fn translate(args: &[String]) -> Option<(Vec<String>, Vec<Found>)> {
         out.extend(ours.into_iter().flatten());
     }
     (!found.is_empty()).then_some((merge_exports(out), found))
+}
+
+/// GuideLLM's command, then `run` after `benchmark` (0.4's `benchmark
+/// run`): its translation put in `out` and `found`, and the index of the
+/// first argument after it.
+fn command(args: &[String], out: &mut Vec<String>, found: &mut Vec<Found>) -> usize {
+    let Some((cmd, ours, note)) = args
+        .first()
+        .and_then(|a| COMMANDS.iter().find(|(c, _, _)| a == c))
+    else {
+        return 0;
+    };
+    found.push(Found {
+        theirs: cmd.to_string(),
+        ours: ours.map(str::to_string),
+        note: note.to_string(),
+    });
+    out.extend(ours.map(str::to_string));
+    if *cmd == "benchmark" && args.get(1).is_some_and(|a| a == "run") {
+        return 2;
+    }
+    if *cmd == "benchmark" && args.get(1).is_some_and(|a| a == "from-file") {
+        out.push("report".into());
+        return 2;
+    }
+    1
+}
+
+/// A flag the line already gives in llmsweep's words (not as a GuideLLM
+/// registry value) is not given twice (seen: `--output-path` beside
+/// `--out` became `--out bench … --out /tmp/m`, which the parser refuses).
+fn given(args: &[String], f: &str) -> bool {
+    args.iter().enumerate().any(|(j, a)| {
+        let inline = a.strip_prefix(f).and_then(|r| r.strip_prefix('='));
+        let value = match inline {
+            Some(v) => Some(v),
+            None if a == f => args.get(j + 1).map(String::as_str),
+            None => None,
+        };
+        value.is_some_and(|v| super::kinds::parse(v).is_none())
+    })
+}
+
+/// GuideLLM 0.8's registry options (`--profile kind=constant,rate=5`),
+/// and 0.3–0.7's JSON `--data '{…}'`: every key its flag, or named. None
+/// when `flag` is no registry option or its value is not one (`i` is then
+/// where it was).
+fn registry_option(
+    args: &[String],
+    i: &mut usize,
+    flag: &str,
+    inline: Option<&str>,
+    out: &mut Vec<String>,
+) -> Option<Found> {
+    if !super::kinds::REGISTRY_FLAGS.contains(&flag) {
+        return None;
+    }
+    let value = inline.map(str::to_string).or_else(|| args.get(*i).cloned());
+    let kv = value.as_deref().and_then(super::kinds::parse)?;
+    if inline.is_none() {
+        *i += 1;
+    }
+    let theirs = format!("{flag} {}", value.unwrap_or_default());
+    let m = super::kinds::map(flag, &kv);
+    let mut ours = Vec::new();
+    for pair in m.ours.chunks(2) {
+        let f = pair[0].as_str();
+        let repeat = f != "--export" && out.iter().any(|o| o == f);
+        if !given(args, f) && !repeat {
+            ours.extend(pair.iter().cloned());
+        }
+    }
+    let mut note = String::new();
+    if !m.dropped.is_empty() {
+        note = format!("no flag for {}", m.dropped.join(", "));
+    }
+    if !m.note.is_empty() && (ours.is_empty() || !m.dropped.is_empty()) {
+        if !note.is_empty() {
+            note.push_str(": ");
+        }
+        note.push_str(m.note);
+    }
+    let found = Found {
+        theirs,
+        ours: (!ours.is_empty()).then(|| ours.join(" ")),
+        note,
+    };
+    out.extend(ours);
+    Some(found)
+}
+
+/// What a habit's flag and value become in llmsweep's words (None: no
+/// flag of ours says it).
+fn habit_in_our_words(habit: &Habit, value: &str) -> Option<Vec<String>> {
+    match habit.becomes {
+        Becomes::Flag(f) => Some(vec![f.to_string(), value.to_string()]),
+        Becomes::Switch(f) => Some(vec![f.to_string()]),
+        Becomes::Profile => Some(vec![
+            "--profile".into(),
+            match value {
+                "async" => "constant".to_string(),
+                v => v.to_string(),
+            },
+        ]),
+        Becomes::Api => match value {
+            "chat_completions" => Some(vec!["--api".into(), "chat".into()]),
+            "text_completions" => Some(vec!["--api".into(), "completions".into()]),
+            _ => None,
+        },
+        Becomes::Backend => value
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("target="))
+            .map(|t| vec!["--target".into(), t.to_string()]),
+        Becomes::OutDir => Some(vec!["--out".into(), super::kinds::report_dir(value)]),
+        Becomes::Nothing => None,
+    }
 }
 
 /// Several GuideLLM `--output`s (`kind=json`, `kind=csv`) as one

@@ -178,43 +178,70 @@ pub fn synthetic(
     let later = later_spec.generate_for_run(seed ^ 0x7E57, run, counter)?;
     let pieces = counter.one_token_pieces();
     let mut rng = SmallRng::seed_from_u64(seed ^ 0xC0DE ^ run.unwrap_or(0));
-    let reply = |n: u64, rng: &mut SmallRng| -> String {
-        (0..n)
-            .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
-            .collect()
-    };
-    let think = think_duration(spec.think_time);
     let mut out = Vec::new();
     let mut bytes = 0usize;
     for (c, head) in first.iter().enumerate() {
         if !build_more(c, bytes) {
             break;
         }
-        let what = || format!("--data conversation {}", c + 1);
+        let mut replies = Replies {
+            pieces: &pieces,
+            rng: &mut rng,
+        };
+        let mut turn_items = (0..turns).map_while(|k| match k {
+            0 => Some(head),
+            _ => later.get((c * (turns - 1) + k - 1) % later.len()),
+        });
+        let conv = SyntheticConversation {
+            number: c + 1,
+            head,
+            think: think_duration(spec.think_time),
+            reply_mean: spec.prompt.mean,
+        };
+        out.push(conv.build(&mut turn_items, turns, build, &mut replies, &mut bytes)?);
+    }
+    Ok(out)
+}
+
+/// One synthetic conversation: its number, its first turn (whose text a
+/// reused conversation is respelled by), the think time between turns, and
+/// the length of a reply whose turn gives none.
+struct SyntheticConversation<'a> {
+    number: usize,
+    head: &'a super::PromptItem,
+    think: Duration,
+    reply_mean: u64,
+}
+
+impl SyntheticConversation<'_> {
+    /// Every turn's body with the history so far (`bytes` counts what all
+    /// have built).
+    fn build(
+        &self,
+        items: &mut dyn Iterator<Item = &super::PromptItem>,
+        turns: usize,
+        build: &Build,
+        replies: &mut Replies,
+        bytes: &mut usize,
+    ) -> Result<Conversation> {
+        let head = self.head;
+        let what = || format!("--data conversation {}", self.number);
         // The messages so far and their tokens; all turns' tokens.
         let mut texts: Vec<String> = Vec::with_capacity(turns * 2);
         let mut tokens = 0u64;
         let mut built = 0u64;
         let mut conv = Conversation {
             turns: Vec::with_capacity(turns),
-            think,
+            think: self.think,
             reply_tokens: Vec::new(),
         };
-        for k in 0..turns {
-            let item = if k == 0 {
-                head
-            } else {
-                match later.get((c * (turns - 1) + k - 1) % later.len()) {
-                    Some(it) => it,
-                    None => break,
-                }
-            };
+        for (k, item) in items.enumerate() {
             if k > 0 {
                 // The data's reply to the turn before, of its output length.
-                let prev = conv.turns[k - 1].output_tokens.unwrap_or(spec.prompt.mean);
+                let prev = conv.turns[k - 1].output_tokens.unwrap_or(self.reply_mean);
                 let next = tokens.saturating_add(prev);
                 within_bounds(&what, k + 1, next, built.saturating_add(next))?;
-                texts.push(reply(prev, &mut rng));
+                texts.push(replies.draw(prev));
                 tokens += prev;
                 conv.reply_tokens.push(prev);
             }
@@ -232,7 +259,7 @@ pub fn synthetic(
                 &head.text,
                 head.shared_prefix_bytes,
             )?;
-            bytes += body.len();
+            *bytes += body.len();
             conv.turns.push(Prompt {
                 body: Bytes::from(body),
                 prompt_tokens: tokens,
@@ -243,9 +270,8 @@ pub fn synthetic(
                 also_tag: None,
             });
         }
-        out.push(conv);
+        Ok(conv)
     }
-    Ok(out)
 }
 
 /// A turn's request with the replies in its history replaced by the
@@ -502,93 +528,135 @@ pub fn from_scripts(
         if !build_more(c, bytes) {
             break;
         }
-        let what = || s.source.clone();
-        let parts =
-            !s.images.is_empty() || s.tools.is_some() || s.calls.iter().any(|c| !c.is_empty());
-        if parts && !super::takes_parts(build.api) {
-            anyhow::bail!(
-                "{}: its images, tools and tool calls go in chat, Messages or Responses requests: use --api chat, messages or responses (not {})",
-                s.source,
-                build.api
-            );
-        }
-        // The row's own tools (with --extra-body's keys over them) and
-        // images, its turns' calls.
-        let extra = s.tools.clone().map(|defs| {
-            super::tools::with_definitions(
-                &super::tools::ToolSpec::of_file(defs),
-                build.api,
-                build.extra,
-            )
-        });
-        let images = (!s.images.is_empty()).then(|| super::images::Attach {
-            count: s.images.len() as u32,
-            bytes_per_request: s.images.iter().map(|u| u.len() as f64).sum(),
-            description: String::new(),
-            source: std::sync::Arc::new(super::image_column::Listed(s.images.clone().into())),
-            clips: Vec::new(),
-        });
+        let (extra, images) = script_parts(s, build)?;
         let build = Build {
             extra: extra.as_ref().or(build.extra),
             images: images.as_ref().or(build.images),
             calls: Some(&s.calls),
             ..*build
         };
-        let mut texts: Vec<String> = Vec::new();
-        let mut tokens = 0u64;
-        let mut built = 0u64;
-        let mut conv = Conversation {
-            turns: Vec::with_capacity(s.users.len()),
-            think: think_duration(s.think_s),
-            reply_tokens: Vec::new(),
+        let mut replies = Replies {
+            pieces: &pieces,
+            rng: &mut rng,
         };
-        for (k, user) in s.users.iter().enumerate() {
-            if k > 0 {
-                let reply = match &s.replies[k - 1] {
-                    Some(r) => r.clone(),
-                    None if pieces.is_empty() => String::new(),
-                    None => {
-                        // A reply of the length the file asks for, built
-                        // only within the bounds.
-                        let n = s.output_tokens[k - 1].unwrap_or(DEFAULT_REPLY_TOKENS);
-                        let next = tokens.saturating_add(n);
-                        within_bounds(&what, k + 1, next, built.saturating_add(next))?;
-                        (0..n)
-                            .map(|_| pieces[rng.random_range(0..pieces.len())].as_str())
-                            .collect()
-                    }
-                };
-                let n = counter.count(&reply) as u64;
-                tokens = tokens.saturating_add(n);
-                conv.reply_tokens.push(n);
-                texts.push(reply);
-            }
-            tokens = tokens.saturating_add(counter.count(user) as u64);
-            built = built.saturating_add(tokens);
-            within_bounds(&what, k + 1, tokens, built)?;
-            texts.push(user.clone());
-            // A turn asks for its own output length, else the reply's.
-            let output = s.output_tokens[k].or_else(|| {
-                s.replies[k]
-                    .as_ref()
-                    .map(|r| (counter.count(r) as u64).max(1))
-            });
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let (body, tag_at, images) = build.body(&refs, output, &s.users[0], 0)?;
-            bytes += body.len();
-            conv.turns.push(Prompt {
-                body: Bytes::from(body),
-                prompt_tokens: tokens,
-                output_tokens: output,
-                tag_at,
-                respell: None,
-                images,
-                also_tag: None,
-            });
-        }
-        out.push(conv);
+        out.push(script_conversation(
+            s,
+            &build,
+            counter,
+            &mut replies,
+            &mut bytes,
+        )?);
     }
     Ok(out)
+}
+
+/// A file's row's own body keys (its tools) and images.
+type RowParts = (Option<Map<String, Value>>, Option<super::images::Attach>);
+
+/// The row's own tools (with --extra-body's keys over them) and images;
+/// an error when the API takes no such parts.
+fn script_parts(s: &Script, build: &Build) -> Result<RowParts> {
+    let parts = !s.images.is_empty() || s.tools.is_some() || s.calls.iter().any(|c| !c.is_empty());
+    if parts && !super::takes_parts(build.api) {
+        anyhow::bail!(
+            "{}: its images, tools and tool calls go in chat, Messages or Responses requests: use --api chat, messages or responses (not {})",
+            s.source,
+            build.api
+        );
+    }
+    let extra = s.tools.clone().map(|defs| {
+        super::tools::with_definitions(
+            &super::tools::ToolSpec::of_file(defs),
+            build.api,
+            build.extra,
+        )
+    });
+    let images = (!s.images.is_empty()).then(|| super::images::Attach {
+        count: s.images.len() as u32,
+        bytes_per_request: s.images.iter().map(|u| u.len() as f64).sum(),
+        description: String::new(),
+        source: std::sync::Arc::new(super::image_column::Listed(s.images.clone().into())),
+        clips: Vec::new(),
+    });
+    Ok((extra, images))
+}
+
+/// Where replies the data does not give are drawn from: one-token pieces.
+struct Replies<'a> {
+    pieces: &'a [String],
+    rng: &'a mut SmallRng,
+}
+
+impl Replies<'_> {
+    /// A reply of `n` pieces.
+    fn draw(&mut self, n: u64) -> String {
+        (0..n)
+            .map(|_| self.pieces[self.rng.random_range(0..self.pieces.len())].as_str())
+            .collect()
+    }
+}
+
+/// One conversation of a file: every turn's body with the history so far
+/// (`bytes` counts what all have built).
+fn script_conversation(
+    s: &Script,
+    build: &Build,
+    counter: &dyn TokenCounter,
+    replies: &mut Replies,
+    bytes: &mut usize,
+) -> Result<Conversation> {
+    let what = || s.source.clone();
+    let mut texts: Vec<String> = Vec::new();
+    let mut tokens = 0u64;
+    let mut built = 0u64;
+    let mut conv = Conversation {
+        turns: Vec::with_capacity(s.users.len()),
+        think: think_duration(s.think_s),
+        reply_tokens: Vec::new(),
+    };
+    for (k, user) in s.users.iter().enumerate() {
+        if k > 0 {
+            let reply = match &s.replies[k - 1] {
+                Some(r) => r.clone(),
+                None if replies.pieces.is_empty() => String::new(),
+                None => {
+                    // A reply of the length the file asks for, built
+                    // only within the bounds.
+                    let n = s.output_tokens[k - 1].unwrap_or(DEFAULT_REPLY_TOKENS);
+                    let next = tokens.saturating_add(n);
+                    within_bounds(&what, k + 1, next, built.saturating_add(next))?;
+                    replies.draw(n)
+                }
+            };
+            let n = counter.count(&reply) as u64;
+            tokens = tokens.saturating_add(n);
+            conv.reply_tokens.push(n);
+            texts.push(reply);
+        }
+        tokens = tokens.saturating_add(counter.count(user) as u64);
+        built = built.saturating_add(tokens);
+        within_bounds(&what, k + 1, tokens, built)?;
+        texts.push(user.clone());
+        // A turn asks for its own output length, else the reply's.
+        let output = s.output_tokens[k].or_else(|| {
+            s.replies[k]
+                .as_ref()
+                .map(|r| (counter.count(r) as u64).max(1))
+        });
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (body, tag_at, images) = build.body(&refs, output, &s.users[0], 0)?;
+        *bytes += body.len();
+        conv.turns.push(Prompt {
+            body: Bytes::from(body),
+            prompt_tokens: tokens,
+            output_tokens: output,
+            tag_at,
+            respell: None,
+            images,
+            also_tag: None,
+        });
+    }
+    Ok(conv)
 }
 
 #[cfg(test)]

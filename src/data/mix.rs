@@ -63,27 +63,7 @@ pub fn parse(spec: &str) -> Result<Vec<Share>> {
         }
         let (w, percent) = match weight {
             None => (None, false),
-            Some(w) => {
-                let (num, percent) = match w.strip_suffix('%') {
-                    Some(n) => (n.trim(), true),
-                    None => (w, false),
-                };
-                let v: f64 = num.parse().with_context(|| {
-                    format!("--model {shown:?}: the weight of {name:?} ({w:?}) is not a number")
-                })?;
-                if !v.is_finite() || v < 0.0 {
-                    bail!("--model {shown:?}: the weight of {name:?} ({w}) must be 0 or more");
-                }
-                // Weights of 1e308 summed to infinity: every share 0 %,
-                // every request to the first model.
-                if v > MAX_WEIGHT {
-                    bail!(
-                        "--model {shown:?}: the weight of {name:?} ({w}) is above {}, the most a weight may be (weights are parts of their sum: a=2,b=1 is two to one)",
-                        crate::typed::number(MAX_WEIGHT)
-                    );
-                }
-                (Some(v), percent)
-            }
+            Some(w) => weight_of(&shown, name, w).map(|(v, percent)| (Some(v), percent))?,
         };
         named.push((name.to_string(), w, percent));
     }
@@ -95,20 +75,8 @@ pub fn parse(spec: &str) -> Result<Vec<Share>> {
     }
     let weights: Vec<f64> = named.iter().map(|(_, w, _)| w.unwrap_or(1.0)).collect();
     let sum: f64 = weights.iter().sum();
-    if named.iter().any(|(_, _, p)| *p) {
-        if !named.iter().all(|(_, _, p)| *p) {
-            bail!("--model {shown:?}: give every weight as a percentage, or none");
-        }
-        if (sum - 100.0).abs() > 0.05 {
-            bail!(
-                "--model {shown:?}: the percentages add up to {}%, not 100%",
-                crate::typed::number(sum)
-            );
-        }
-    }
-    if sum <= 0.0 {
-        bail!("--model {shown:?}: the weights add up to 0; some model must get requests");
-    }
+    let percents: Vec<bool> = named.iter().map(|(_, _, p)| *p).collect();
+    check_sum(&shown, &percents, sum)?;
     let shares: Vec<Share> = named
         .into_iter()
         .zip(weights)
@@ -129,6 +97,50 @@ pub fn parse(spec: &str) -> Result<Vec<Share>> {
         );
     }
     Ok(shares)
+}
+
+/// One entry's weight (`70%`, `0.7`, `7`) and whether it is a percentage;
+/// `shown` is the argument as errors quote it.
+fn weight_of(shown: &str, name: &str, w: &str) -> Result<(f64, bool)> {
+    let (num, percent) = match w.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (w, false),
+    };
+    let v: f64 = num.parse().with_context(|| {
+        format!("--model {shown:?}: the weight of {name:?} ({w:?}) is not a number")
+    })?;
+    if !v.is_finite() || v < 0.0 {
+        bail!("--model {shown:?}: the weight of {name:?} ({w}) must be 0 or more");
+    }
+    // Weights of 1e308 summed to infinity: every share 0 %, every request
+    // to the first model.
+    if v > MAX_WEIGHT {
+        bail!(
+            "--model {shown:?}: the weight of {name:?} ({w}) is above {}, the most a weight may be (weights are parts of their sum: a=2,b=1 is two to one)",
+            crate::typed::number(MAX_WEIGHT)
+        );
+    }
+    Ok((v, percent))
+}
+
+/// Percentages every one or none, adding up to 100; weights adding up to
+/// more than 0.
+fn check_sum(shown: &str, percents: &[bool], sum: f64) -> Result<()> {
+    if percents.iter().any(|p| *p) {
+        if !percents.iter().all(|p| *p) {
+            bail!("--model {shown:?}: give every weight as a percentage, or none");
+        }
+        if (sum - 100.0).abs() > 0.05 {
+            bail!(
+                "--model {shown:?}: the percentages add up to {}%, not 100%",
+                crate::typed::number(sum)
+            );
+        }
+    }
+    if sum <= 0.0 {
+        bail!("--model {shown:?}: the weights add up to 0; some model must get requests");
+    }
+    Ok(())
 }
 
 /// The run's models and the order requests take them in.

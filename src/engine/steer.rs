@@ -27,22 +27,7 @@ impl Engine {
                 None
             }
             Control::SetRate(rate) => self.change_rate(spec, rate, None),
-            Control::ScaleRate(factor) => {
-                let on_screen = self.live.so_far.as_ref().map(|r| r.rates.achieved());
-                match steer_base(spec, stats, now, on_screen) {
-                    Ok(base) => {
-                        let rate = match base {
-                            Base::Streams(s) => scale_streams(s, factor) as f64,
-                            Base::Rate(r) | Base::Measured(r) => r * factor,
-                        };
-                        self.change_rate(spec, rate, Some(stepped_from(&spec.name, base, factor)))
-                    }
-                    Err(why) => {
-                        self.note(EventKind::Rejected, why);
-                        None
-                    }
-                }
-            }
+            Control::ScaleRate(factor) => self.scale_rate(spec, stats, now, factor),
             Control::Pause => {
                 if d.paused_at.is_none() {
                     d.paused_at = Some(now);
@@ -53,24 +38,7 @@ impl Engine {
                 None
             }
             Control::Resume => {
-                if let Some(p) = d.paused_at.take() {
-                    // Shift the schedule: no burst of "missed" requests on
-                    // resume, and the stage still gets its full running time.
-                    let paused_for = now.saturating_duration_since(p);
-                    d.base += paused_for;
-                    if let Some(dl) = d.deadline.as_mut() {
-                        *dl += paused_for;
-                    }
-                    if let Some(r) = d.ramp_end.as_mut() {
-                        *r += paused_for;
-                    }
-                    stats.resume(now);
-                    self.paused = false;
-                    self.note(
-                        EventKind::Resume,
-                        format!("after {:.1} s", paused_for.as_secs_f64()),
-                    );
-                }
+                self.resume(d, stats, now);
                 None
             }
             Control::TogglePause => {
@@ -94,6 +62,53 @@ impl Engine {
                 None
             }
         }
+    }
+
+    /// A relative rate change: `factor` times what the stage steps from
+    /// (its streams, its rate, or what it measured), or why it cannot.
+    fn scale_rate(
+        &mut self,
+        spec: &StageSpec,
+        stats: &StageStats,
+        now: Instant,
+        factor: f64,
+    ) -> Option<StageEnd> {
+        let on_screen = self.live.so_far.as_ref().map(|r| r.rates.achieved());
+        match steer_base(spec, stats, now, on_screen) {
+            Ok(base) => {
+                let rate = match base {
+                    Base::Streams(s) => scale_streams(s, factor) as f64,
+                    Base::Rate(r) | Base::Measured(r) => r * factor,
+                };
+                self.change_rate(spec, rate, Some(stepped_from(&spec.name, base, factor)))
+            }
+            Err(why) => {
+                self.note(EventKind::Rejected, why);
+                None
+            }
+        }
+    }
+
+    /// Resumes a paused stage, shifting its schedule: no burst of "missed"
+    /// requests on resume, and the stage still gets its full running time.
+    fn resume(&mut self, d: &mut Dispatch, stats: &mut StageStats, now: Instant) {
+        let Some(p) = d.paused_at.take() else {
+            return;
+        };
+        let paused_for = now.saturating_duration_since(p);
+        d.base += paused_for;
+        if let Some(dl) = d.deadline.as_mut() {
+            *dl += paused_for;
+        }
+        if let Some(r) = d.ramp_end.as_mut() {
+            *r += paused_for;
+        }
+        stats.resume(now);
+        self.paused = false;
+        self.note(
+            EventKind::Resume,
+            format!("after {:.1} s", paused_for.as_secs_f64()),
+        );
     }
 
     /// A new rate: ends the stage and opens a manual one at `rate`; `from`

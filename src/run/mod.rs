@@ -25,6 +25,7 @@ pub mod requests;
 mod reset;
 pub mod session;
 pub mod signals;
+mod target;
 pub mod tokenize;
 
 use std::collections::HashSet;

@@ -4,17 +4,15 @@
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use serde_json::json;
 
-use super::checks::{
-    check_context, check_conversation_settings, check_numbers, check_theme, parse_header,
-    read_api_key,
-};
+use super::checks::{check_context, check_conversation_settings, check_numbers, check_theme};
 use super::counter::{read_blocking, served_tokenizer, token_counter, Served};
-use crate::client::{normalize_target, Client, ClientConfig, Prompt};
+use super::target::{model_mix, Preflight, Reached, RequestParts};
+use crate::client::{Client, Prompt};
 use crate::config::{Format, RunConfig, Within};
-use crate::data::{load_items, parse_extra_body};
+use crate::data::load_items;
 use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
 use crate::profile::plan::{build_plan, build_replay_plan, PlanChoice};
@@ -91,16 +89,117 @@ fn load_baseline(args: &RunConfig) -> Result<Option<Arc<(String, crate::types::R
 /// Each step can fail with an error that says what to change; no load is
 /// sent before all have passed.
 pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
-    // Arguments that need no network.
-    let mut settings = engine_settings(args)?;
-    let (counter, tokenizer_note) = token_counter(args).await?;
-    // A number of this run's own, so no prompt repeats an earlier run's.
-    let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
-    let data = read_data(args, counter.as_ref(), run_number)?;
-    let images = read_images(args, run_number)?;
-    let tools = read_tools(args)?;
-    let request = RequestParts::read(args)?;
-    let formats = export_formats(args)?;
+    let (mut local, counted) = Local::read(args).await?;
+    let tools = local.tools.is_some();
+    let reached = Reached::reach(args, tools, &local.request, counted.counter.clone()).await?;
+    local.settings.reset_prefix_cache = reached.reset_prefix_cache.clone();
+    let (counted, client) = counted.served(args, &reached, local.run_number).await?;
+    let Counted {
+        counter,
+        mut data,
+        note: tokenizer_note,
+    } = counted;
+    let mut notes = notes(args, &mut data, &reached)?;
+    let model = reached.preflight.model.id.clone();
+    // The server's /metrics: flags checked now, scraping starts with the run.
+    let scrape = scrape_config(args, &reached.base_url, &model, &local.request)?;
+    let bodies = Bodies::build(args, &local, &model, &mut data, &*counter, &mut notes)?;
+    let target = target(&reached, &client, model, args.api);
+    let config = run_config(args, profile_name, &local, &data, &bodies, &*counter);
+    Ok(Prepared {
+        client,
+        prompts: bodies.prompts,
+        conversations: bodies.conversations,
+        plan: local.plan,
+        settings: local.settings,
+        target,
+        base_url: reached.base_url,
+        scrape,
+        gpu_scrape: local.gpu_scrape,
+        gpu_price: local.gpu_price,
+        simulator: reached.simulator,
+        formats: local.shown.formats,
+        data_notes: notes,
+        config,
+        dashboard: local.shown.dashboard,
+        themes: local.shown.themes,
+        tokenizer_note,
+        models: reached.mix.map(Arc::new),
+        baseline: local.shown.baseline,
+    })
+}
+
+/// Step 1: what the arguments give without the network: the engine's
+/// settings, what each request carries, the plan, what the run shows and
+/// the GPUs' exporters (the data, read with the token counter, goes with
+/// it in [`Counted`]).
+struct Local {
+    settings: RunSettings,
+    /// A number of this run's own, so no prompt repeats an earlier run's.
+    run_number: Option<u64>,
+    images: Option<crate::data::images::Attach>,
+    tools: Option<crate::data::tools::ToolSpec>,
+    request: RequestParts,
+    plan: PlanChoice,
+    shown: Shown,
+    gpu_scrape: Option<crate::server_metrics::GpuScrapeConfig>,
+    gpu_price: Option<crate::server_metrics::gpu::Price>,
+}
+
+/// What the run shows and writes: the report formats, the dashboard (a
+/// terminal both ways, not --headless) and its themes, the run it is held
+/// against (`--baseline`).
+struct Shown {
+    formats: Vec<Format>,
+    dashboard: bool,
+    themes: Vec<crate::tui::theme::Theme>,
+    baseline: Option<Arc<(String, crate::types::Report)>>,
+}
+
+impl Local {
+    async fn read(args: &RunConfig) -> Result<(Local, Counted)> {
+        let settings = engine_settings(args)?;
+        let (counter, note) = token_counter(args).await?;
+        let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
+        let data = read_data(args, counter.as_ref(), run_number)?;
+        let images = read_images(args, run_number)?;
+        let tools = read_tools(args)?;
+        let request = RequestParts::read(args)?;
+        let formats = export_formats(args)?;
+        let plan = run_plan(args, &data)?;
+        let (dashboard, themes) = dashboard(args)?;
+        let shown = Shown {
+            formats,
+            dashboard,
+            themes,
+            baseline: load_baseline(args)?,
+        };
+        let (gpu_scrape, gpu_price) = gpu_config(args)?;
+        let local = Local {
+            settings,
+            run_number,
+            images,
+            tools,
+            request,
+            plan,
+            shown,
+            gpu_scrape,
+            gpu_price,
+        };
+        Ok((
+            local,
+            Counted {
+                counter,
+                data,
+                note,
+            },
+        ))
+    }
+}
+
+/// The plan: a trace's due times for a replay, else the strategy's stages;
+/// `--repeat N` runs it N times.
+fn run_plan(args: &RunConfig, data: &RunData) -> Result<PlanChoice> {
     let mut plan = match &data.replay {
         Some(offsets) => build_replay_plan(args, offsets)?,
         None => build_plan(args, args.target.is_none())?,
@@ -109,10 +208,17 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         plan.plan = Box::new(crate::profile::repeat::RepeatPlan::new(plan.plan, n));
         plan.description = format!("{}, run {n} times (--repeat {n})", plan.description);
     }
-    let (dashboard, themes) = dashboard(args)?;
-    let baseline = load_baseline(args)?;
-    // The GPUs' exporters and the price, on the same clock: checked before any load.
-    let (gpu_scrape, gpu_price) = crate::server_metrics::gpu_config(
+    Ok(plan)
+}
+
+/// The GPUs' exporters and the price, on the same clock: checked before any load.
+fn gpu_config(
+    args: &RunConfig,
+) -> Result<(
+    Option<crate::server_metrics::GpuScrapeConfig>,
+    Option<crate::server_metrics::gpu::Price>,
+)> {
+    crate::server_metrics::gpu_config(
         &crate::server_metrics::GpuFlags {
             urls: &args.gpu_metrics,
             interval_s: args.server_metrics_interval.map(Within::get),
@@ -121,165 +227,163 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         },
         args.insecure,
         args.follow_redirects,
-    )?;
+    )
+}
 
-    // The target: given, or the built-in simulator on a free loopback port.
-    let (base_url, simulator, target_note) = start_target(args, tools.is_some()).await?;
-    // Passwords in the URL never reach the screen or a report: the client
-    // shows its URL without them.
-    let client_cfg = client_config(args, &base_url, &request);
-    let client = Arc::new(Client::new(&client_cfg, counter.clone())?);
-    let mix = model_mix(args)?;
-    let Preflight {
-        model: served,
-        base,
-        context,
-    } = preflight(args, &client, mix.as_ref()).await?;
-    settings.reset_prefix_cache = super::reset::route(args.reset_prefix_cache, &client).await?;
-    let model = served.id.clone();
-    // No --tokenizer: the served model's, from the Hugging Face cache, else
-    // the server's /tokenize for exact prompt lengths (not for the built-in
-    // simulator, whose tokenizer is the built-in counter).
-    let mut counting = Counting {
-        counter,
-        data,
-        client,
-        note: tokenizer_note,
-    };
-    if args.tokenizer.is_none() && simulator.is_none() && !args.strategy.follows_trace() {
-        let found = served_tokenizer(&served, base.as_ref(), &counting.client, &client_cfg).await;
-        counting = counting.with_served(found, args, &served.id, &client_cfg, run_number)?;
-    }
-    let Counting {
-        counter,
-        mut data,
-        client,
-        note: tokenizer_note,
-    } = counting;
-    let mut notes = data.set.notes;
-    notes.extend(target_note);
+/// The run's notes so far: the data's, the target's, the open-file
+/// limit's; and prompts the server's context cannot hold, which would only
+/// come back as HTTP 400s, said now.
+fn notes(args: &RunConfig, data: &mut RunData, reached: &Reached) -> Result<Vec<String>> {
+    let mut notes = std::mem::take(&mut data.set.notes);
+    notes.extend(reached.note.clone());
     notes.extend(open_files_note(args));
-    // Prompts the server's context cannot hold would only come back as
-    // HTTP 400s: say so now.
-    if let Some((context, name)) = &context {
+    if let Some((context, name)) = &reached.preflight.context {
         notes.extend(check_context(&data.set.items, *context, name)?);
     }
+    Ok(notes)
+}
 
-    // The server's /metrics: flags checked now, scraping starts with the run.
-    let scrape = scrape_config(args, &base_url, &model, &request)?;
+/// Step 4: every request body built once; every conversation turn's too.
+struct Bodies {
+    prompts: Arc<[Prompt]>,
+    conversations: Option<Arc<[crate::data::conversation::Conversation]>>,
+    /// The images a file's rows carry.
+    row_images: Option<crate::data::RowImages>,
+}
 
-    // Data: every request body built once; every conversation turn's too.
-    // Tool definitions go in every body, under the user's --extra-body.
-    let extra = match &tools {
-        Some(t) => Some(crate::data::tools::with_definitions(
-            t,
-            args.api,
-            request.extra_body.as_ref(),
-        )),
-        None => request.extra_body.clone(),
-    };
-    let body = crate::data::conversation::Build {
-        api: args.api,
-        model: &model,
-        extra: extra.as_ref(),
-        images: images.as_ref(),
-        tools: tools.as_ref(),
-        calls: None,
-    };
-    let conversations = conversations(
-        args,
-        data.scripts.as_deref(),
-        &body,
-        counter.as_ref(),
-        run_number,
-        &mut notes,
-    )?;
-    let row_images = crate::data::row_images(&data.set.items);
-    let prompts: Arc<[_]> = if body.api.pooled() {
-        let batch = args.batch.unwrap_or(1).max(1) as usize;
-        crate::data::build_pooled(data.set.items, body.api, body.model, batch, body.extra)?
-    } else {
-        crate::data::build_prompts_with(
-            data.set.items,
-            body.api,
-            body.model,
-            body.extra,
-            images.as_ref(),
-            tools.as_ref(),
-        )?
-    }
-    .into();
-    if let Some(im) = &images {
-        let said = match &conversations {
-            Some(_) => im.in_conversations(),
-            None => im.description.clone(),
+impl Bodies {
+    /// Tool definitions go in every body, under the user's --extra-body.
+    /// The data's description then says what requests carry beside their
+    /// text.
+    fn build(
+        args: &RunConfig,
+        local: &Local,
+        model: &str,
+        data: &mut RunData,
+        counter: &dyn TokenCounter,
+        notes: &mut Vec<String>,
+    ) -> Result<Bodies> {
+        let (images, tools) = (local.images.as_ref(), local.tools.as_ref());
+        let extra = match tools {
+            Some(t) => Some(crate::data::tools::with_definitions(
+                t,
+                args.api,
+                local.request.extra_body.as_ref(),
+            )),
+            None => local.request.extra_body.clone(),
         };
-        data.set.description.push_str(&format!("; {said}"));
+        let body = crate::data::conversation::Build {
+            api: args.api,
+            model,
+            extra: extra.as_ref(),
+            images,
+            tools,
+            calls: None,
+        };
+        let scripts = data.scripts.as_deref();
+        let conversations = conversations(args, scripts, &body, counter, local.run_number, notes)?;
+        let row_images = crate::data::row_images(&data.set.items);
+        let items = std::mem::take(&mut data.set.items);
+        let prompts: Arc<[_]> = if body.api.pooled() {
+            let batch = args.batch.unwrap_or(1).max(1) as usize;
+            crate::data::build_pooled(items, body.api, body.model, batch, body.extra)?
+        } else {
+            crate::data::build_prompts_with(items, body.api, model, body.extra, images, tools)?
+        }
+        .into();
+        let bodies = Bodies {
+            prompts,
+            conversations,
+            row_images,
+        };
+        bodies.describe(images, &mut data.set.description);
+        Ok(bodies)
     }
-    if let Some(r) = &row_images {
-        data.set
-            .description
-            .push_str(&format!("; {}", r.describe()));
+
+    /// The data's description, with the images (in conversations or not)
+    /// and the rows' images.
+    fn describe(&self, images: Option<&crate::data::images::Attach>, description: &mut String) {
+        if let Some(im) = images {
+            let said = match &self.conversations {
+                Some(_) => im.in_conversations(),
+                None => im.description.clone(),
+            };
+            description.push_str(&format!("; {said}"));
+        }
+        if let Some(r) = &self.row_images {
+            description.push_str(&format!("; {}", r.describe()));
+        }
     }
-    let target = Target {
-        url: match &simulator {
+}
+
+/// What the run is against, as the report shows it.
+fn target(reached: &Reached, client: &Client, model: String, api: crate::types::Api) -> Target {
+    Target {
+        url: match &reached.simulator {
             Some(_) => format!("built-in simulator ({})", client.display_url()),
             None => client.display_url(),
         },
         // A mix names its models and shares (`a 70% · b 30%`).
-        model: mix.as_ref().map_or(model, |m| m.describe()),
-        api: args.api,
-        builtin_simulator: simulator.is_some(),
-    };
-    let mut config = report_config(
-        args,
-        profile_name,
-        &request,
-        &data.set.description,
-        &*counter,
-    );
+        model: reached.mix.as_ref().map_or(model, |m| m.describe()),
+        api,
+        builtin_simulator: reached.simulator.is_some(),
+    }
+}
+
+/// The report's `config` ([`report_config`]), with what requests carried
+/// beside their text.
+fn run_config(
+    args: &RunConfig,
+    profile_name: &str,
+    local: &Local,
+    data: &RunData,
+    bodies: &Bodies,
+    counter: &dyn TokenCounter,
+) -> serde_json::Value {
+    let description = &data.set.description;
+    let mut config = report_config(args, profile_name, &local.request, description, counter);
     if let Some(parts) = super::parts::request_parts(
-        images.as_ref(),
-        row_images.as_ref(),
+        local.images.as_ref(),
+        bodies.row_images.as_ref(),
         data.scripts.as_deref().unwrap_or_default(),
-        tools.as_ref(),
+        local.tools.as_ref(),
     ) {
         config["request_parts"] = parts;
     }
-    Ok(Prepared {
-        client,
-        prompts,
-        conversations,
-        plan,
-        settings,
-        target,
-        base_url,
-        scrape,
-        gpu_scrape,
-        gpu_price,
-        simulator,
-        formats,
-        data_notes: notes,
-        config,
-        dashboard,
-        themes,
-        tokenizer_note,
-        models: mix.map(Arc::new),
-        baseline,
-    })
+    config
 }
 
-/// What the run counts tokens with, and what was built with it: the
-/// counter, the data's prompts, the client that counts answers, and the
+/// What the run counts tokens with, what the data was built with, and the
 /// tokenizer line the run prints.
-struct Counting {
+struct Counted {
     counter: Arc<dyn TokenCounter>,
     data: RunData,
-    client: Arc<Client>,
     note: Option<String>,
 }
 
-impl Counting {
+impl Counted {
+    /// Step 3. No --tokenizer: the served model's, from the Hugging Face
+    /// cache, else the server's /tokenize for exact prompt lengths (not for
+    /// the built-in simulator, whose tokenizer is the built-in counter).
+    /// With the client that counts answers.
+    async fn served(
+        self,
+        args: &RunConfig,
+        reached: &Reached,
+        run_number: Option<u64>,
+    ) -> Result<(Counted, Arc<Client>)> {
+        let served = args.tokenizer.is_none()
+            && reached.simulator.is_none()
+            && !args.strategy.follows_trace();
+        if !served {
+            return Ok((self, reached.client.clone()));
+        }
+        let Preflight { model, base, .. } = &reached.preflight;
+        let found =
+            served_tokenizer(model, base.as_ref(), &reached.client, &reached.client_cfg).await;
+        self.with_served(found, args, &model.id, reached, run_number)
+    }
+
     /// The served model's tokenizer, when one was found: its tokenizer.json
     /// rebuilds the prompts and the client; the server's /tokenize rebuilds
     /// synthetic prompts only (output counts stay the built-in counter's
@@ -289,16 +393,17 @@ impl Counting {
         found: Served,
         args: &RunConfig,
         model: &str,
-        client_cfg: &ClientConfig,
+        reached: &Reached,
         run_number: Option<u64>,
-    ) -> Result<Counting> {
+    ) -> Result<(Counted, Arc<Client>)> {
+        let mut client = reached.client.clone();
         self.note = Some(found.note(model));
         match found {
             Served::File(file, _) => {
                 self.counter = Arc::new(*file);
                 let counter = self.counter.clone();
                 self.data = read_blocking(|| read_data(args, counter.as_ref(), run_number))?;
-                self.client = Arc::new(Client::new(client_cfg, self.counter.clone())?);
+                client = Arc::new(Client::new(&reached.client_cfg, self.counter.clone())?);
             }
             Served::Server(st) if crate::data::is_synthetic(&args.data) => {
                 // A vocabulary synthetic prompts cannot be spelled in (a
@@ -317,7 +422,7 @@ impl Counting {
             }
             Served::Server(_) | Served::Nothing(_) => {}
         }
-        Ok(self)
+        Ok((self, client))
     }
 }
 
@@ -370,19 +475,6 @@ fn read_images(
         );
     }
     crate::data::media::attach(&media, images, seed).map(Some)
-}
-
-/// `--model a=70%,b=30%`: the mix, drawn in the run's seed (None: one
-/// model, or the server's first).
-fn model_mix(args: &RunConfig) -> Result<Option<crate::data::mix::ModelMix>> {
-    let Some(spec) = &args.model else {
-        return Ok(None);
-    };
-    let shares = crate::data::mix::parse(spec)?;
-    if shares.len() < 2 {
-        return Ok(None);
-    }
-    crate::data::mix::ModelMix::new(shares, args.seed).map(Some)
 }
 
 /// What the engine needs of the settings beyond the plan.
@@ -561,31 +653,6 @@ fn shard_of_trace(
     Ok((items, mine))
 }
 
-/// What every request carries besides its prompt.
-struct RequestParts {
-    extra_body: Option<serde_json::Map<String, serde_json::Value>>,
-    headers: Vec<(String, String)>,
-    api_key: Option<String>,
-}
-
-impl RequestParts {
-    fn read(args: &RunConfig) -> Result<RequestParts> {
-        Ok(RequestParts {
-            extra_body: args
-                .extra_body
-                .as_deref()
-                .map(parse_extra_body)
-                .transpose()?,
-            headers: args
-                .headers
-                .iter()
-                .map(|h| parse_header(h))
-                .collect::<Result<Vec<_>>>()?,
-            api_key: read_api_key(args)?,
-        })
-    }
-}
-
 /// `--export`, with report.json always first: it is the source of truth
 /// that `llmsweep report` re-renders.
 fn export_formats(args: &RunConfig) -> Result<Vec<Format>> {
@@ -597,58 +664,6 @@ fn export_formats(args: &RunConfig) -> Result<Vec<Format>> {
         formats.insert(0, Format::Json);
     }
     Ok(formats)
-}
-
-/// The target's base URL (and a note if it was normalised), or the
-/// built-in simulator started on a free loopback port; requests that carry
-/// `tools` get a tool call from it half the time (its default is never).
-async fn start_target(
-    args: &RunConfig,
-    tools: bool,
-) -> Result<(String, Option<sim::SimHandle>, Option<String>)> {
-    match &args.target {
-        Some(t) => {
-            let (url, endpoint) = normalize_target(t)?;
-            let note = endpoint.map(|path| crate::client::endpoint_note(path, &url, args.api));
-            Ok((url, None, note))
-        }
-        None => {
-            // A mix of models: the built-in simulator serves each name.
-            let mut config = sim::SimConfig::preset(sim::Preset::Realistic);
-            if let Some(mix) = model_mix(args)? {
-                config.aliases = mix
-                    .names()
-                    .into_iter()
-                    .filter(|n| *n != config.model_name)
-                    .collect();
-            }
-            let note = tools.then(|| {
-                config.params.tool_call_share = 0.5;
-                "the built-in simulator answers half the requests that carry tools with a tool call"
-                    .to_string()
-            });
-            let handle =
-                sim::start(config, "127.0.0.1:0".parse().context("loopback address")?).await?;
-            Ok((handle.url(), Some(handle), note))
-        }
-    }
-}
-
-fn client_config(args: &RunConfig, base_url: &str, request: &RequestParts) -> ClientConfig {
-    ClientConfig {
-        base_url: base_url.to_string(),
-        api: args.api,
-        api_key: request.api_key.clone(),
-        headers: request.headers.clone(),
-        request_timeout: seconds(args.request_timeout.get()),
-        insecure: args.insecure,
-        follow_redirects: args.follow_redirects,
-        keep_replies: args.replies == crate::config::Replies::Received,
-        max_line_bytes: args
-            .max_line_bytes
-            .and_then(|b| usize::try_from(b).ok())
-            .unwrap_or(crate::client::sse::DEFAULT_MAX_LINE),
-    }
 }
 
 /// Load testers need sockets: lifts the soft open-file limit to the hard
@@ -665,100 +680,6 @@ fn open_files_note(args: &RunConfig) -> Vec<String> {
         .collect()
 }
 
-/// What the pre-flight found: the model bodies are built for, the base model
-/// it is an adapter of, and the smallest context of the models loaded.
-struct Preflight {
-    model: crate::client::ModelInfo,
-    /// The listed model `model` names as its `parent` (a LoRA adapter's base).
-    base: Option<crate::client::ModelInfo>,
-    /// The smallest `max_model_len` of the models loaded (an adapter's is its
-    /// base's: vLLM lists adapters with `max_model_len` null), and whose.
-    context: Option<(u64, String)>,
-}
-
-impl Preflight {
-    fn of(models: &[crate::client::ModelInfo], wanted: &[&str]) -> Option<Preflight> {
-        let find = |id: &str| models.iter().find(|x| x.id == id);
-        let base_of = |m: &crate::client::ModelInfo| m.parent.as_deref().and_then(find);
-        let context = wanted
-            .iter()
-            .filter_map(|w| {
-                let m = find(w)?;
-                let len = m
-                    .max_model_len
-                    .or_else(|| base_of(m).and_then(|b| b.max_model_len))?;
-                Some((len, m.id.clone()))
-            })
-            .min_by_key(|(n, _)| *n);
-        let model = find(wanted.first()?)?;
-        Some(Preflight {
-            model: model.clone(),
-            base: base_of(model).cloned(),
-            context,
-        })
-    }
-}
-
-/// Pre-flight: is the server there, and does it serve the model? Returns
-/// the model to load (`--model`, or the first one listed).
-/// With a mix, every model of it must be served (the error names each one
-/// missing); the first is the one returned (bodies are built for it).
-async fn preflight(
-    args: &RunConfig,
-    client: &Client,
-    mix: Option<&crate::data::mix::ModelMix>,
-) -> Result<Preflight> {
-    // Passwords in the URL never reach the screen or a report.
-    let shown_url = client.display_url();
-    let models = client.list_models().await.with_context(|| {
-        format!("pre-flight check failed: is an OpenAI-compatible server running at {shown_url}?")
-    })?;
-    let Some(m) = &args.model else {
-        let first = models
-            .first()
-            .context("the server lists no models at /v1/models; pass --model")?;
-        return Preflight::of(&models, &[first.id.as_str()])
-            .context("the server lists no models at /v1/models; pass --model");
-    };
-    let wanted = match mix {
-        Some(mix) => mix.names(),
-        None => vec![m.clone()],
-    };
-    let missing: Vec<&String> = wanted
-        .iter()
-        .filter(|w| !models.iter().any(|x| &x.id == *w))
-        .collect();
-    if !missing.is_empty() {
-        let ids: Vec<&str> = models.iter().map(|x| x.id.as_str()).collect();
-        let lists = crate::safe::short_list(
-            &ids,
-            &format!(
-                "curl {} lists them all",
-                crate::client::join_url(&shown_url, "/v1/models")
-            ),
-        );
-        match missing.as_slice() {
-            [one] => bail!(
-                "the server does not serve model {:?}; it lists {lists}",
-                crate::bounds::cut(one, 200)
-            ),
-            many => {
-                bail!(
-                "the server does not serve {} of the {} models of --model: {}; it lists {lists}",
-                many.len(),
-                wanted.len(),
-                crate::safe::short_list(
-                    &many.iter().map(|m| crate::bounds::cut(m, 200)).collect::<Vec<_>>(),
-                    "the others are not served either"
-                )
-            )
-            }
-        }
-    }
-    let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
-    Preflight::of(&models, &wanted)
-        .context("the server lists no models at /v1/models; pass --model")
-}
 /// The conversations a run starts (every turn's body, with the history so
 /// far, built once): from a file of conversations, or synthetic
 /// (`--data …,turns=N`); None when the data is single requests.

@@ -47,6 +47,53 @@ pub struct Session {
     outcome: Option<oneshot::Sender<crate::tui::app::RunOutcome>>,
 }
 
+/// What a viewer is told first of the run.
+fn hello(args: &RunConfig, p: &Prepared, dir: &Path) -> RunHello {
+    RunHello {
+        target: p.target.url.clone(),
+        model: p.target.model.clone(),
+        profile: p.plan.description.clone(),
+        dir: dir.display().to_string(),
+        pid: std::process::id(),
+        // A viewer may start elsewhere: the path from the root.
+        baseline: args
+            .baseline
+            .as_deref()
+            .and_then(|b| std::path::absolute(b).ok().map(|p| p.display().to_string())),
+        pooled: args.api.pooled(),
+    }
+}
+
+/// The run's state file, written, and the run registered so that
+/// `attach`, `stop` and `ls` find it from anywhere, --out or not.
+fn write_state(
+    p: &Prepared,
+    dir: &Path,
+    reports: &Reports,
+    socket: std::path::PathBuf,
+) -> Result<RunState> {
+    let state = RunState {
+        version: 1,
+        pid: std::process::id(),
+        started: reports.created.clone(),
+        target: p.target.url.clone(),
+        profile: p.plan.description.clone(),
+        status: RunStatus::Running,
+        stage: "starting".into(),
+        socket,
+        end_reason: None,
+    };
+    state.write(dir)?;
+    if let Some(registry) = crate::attach::runs::registry_dir() {
+        if let Err(e) = crate::attach::runs::register(&registry, dir, &state.started, state.pid) {
+            term::note(&format!(
+                "llmsweep: {e:#}: `llmsweep attach` from another directory will need this run's directory"
+            ));
+        }
+    }
+    Ok(state)
+}
+
 /// The engine's ends of the session's channels.
 pub struct EngineEnds {
     pub control: mpsc::UnboundedReceiver<Control>,
@@ -88,41 +135,9 @@ impl Session {
         };
         let (control, control_rx) = mpsc::unbounded_channel();
         let (snap_tx, snapshots) = watch::channel(Snapshot::default());
-        let hello = RunHello {
-            target: p.target.url.clone(),
-            model: p.target.model.clone(),
-            profile: p.plan.description.clone(),
-            dir: dir.display().to_string(),
-            pid: std::process::id(),
-            // A viewer may start elsewhere: the path from the root.
-            baseline: args
-                .baseline
-                .as_deref()
-                .and_then(|b| std::path::absolute(b).ok().map(|p| p.display().to_string())),
-            pooled: args.api.pooled(),
-        };
+        let hello = hello(args, p, dir);
         let (endpoint, socket) = open_endpoint(&hello, &reports, &snapshots, &control, &scraper)?;
-        let state = RunState {
-            version: 1,
-            pid: std::process::id(),
-            started: reports.created.clone(),
-            target: p.target.url.clone(),
-            profile: p.plan.description.clone(),
-            status: RunStatus::Running,
-            stage: "starting".into(),
-            socket,
-            end_reason: None,
-        };
-        state.write(dir)?;
-        // `attach`, `stop` and `ls` find the run from anywhere, --out or not.
-        if let Some(registry) = crate::attach::runs::registry_dir() {
-            if let Err(e) = crate::attach::runs::register(&registry, dir, &state.started, state.pid)
-            {
-                term::note(&format!(
-                    "llmsweep: {e:#}: `llmsweep attach` from another directory will need this run's directory"
-                ));
-            }
-        }
+        let state = write_state(p, dir, &reports, socket)?;
         let state_keeper = tokio::spawn(keep_state(
             state.clone(),
             dir.to_path_buf(),

@@ -192,23 +192,7 @@ async fn run(cfg: GpuScrapeConfig, t0: Instant, task: Task<GpuRecord, GpuLive>) 
             return;
         }
     };
-    // Each exporter as the server scraper reads a page: its bound, its
-    // redirect policy; no credentials.
-    let pages: Vec<ScrapeConfig> = cfg
-        .urls
-        .iter()
-        .map(|u| ScrapeConfig {
-            url: u.clone(),
-            interval: cfg.interval,
-            timeout: cfg.timeout,
-            raw: Vec::new(),
-            model: None,
-            explicit: true,
-            bearer: None,
-            insecure: cfg.insecure,
-            follow_redirects: cfg.follow_redirects,
-        })
-        .collect();
+    let pages = exporter_pages(&cfg);
     let hosts: Vec<String> = cfg.urls.iter().map(|u| host_of(u)).collect();
     let with_host = hosts.len() > 1;
     while rounds.next().await {
@@ -219,41 +203,16 @@ async fn run(cfg: GpuScrapeConfig, t0: Instant, task: Task<GpuRecord, GpuLive>) 
         let last = rounds.is_last();
         let received = Instant::now();
         let t_s = (sent.duration_since(t0) + received.duration_since(sent) / 2).as_secs_f64();
-        let mut gpus: Vec<(GpuId, Values)> = Vec::new();
-        let mut read_any = false;
-        {
+        let gpus = {
             let mut r = lock(&shared);
-            for (i, result) in results.into_iter().enumerate() {
-                let failure = match result {
-                    Ok((page, cut)) => {
-                        r.cut_pages += u64::from(cut);
-                        let g = dcgm::read(&page, i, &hosts[i]);
-                        r.rejected += g.rejected as u64;
-                        r.history.dropped_gpus += g.dropped_gpus as u64;
-                        if g.gpus.is_empty() {
-                            Some("a page without DCGM_FI_ metrics".to_string())
-                        } else {
-                            read_any = true;
-                            gpus.extend(g.gpus);
-                            None
-                        }
-                    }
-                    Err(e) => Some(e),
-                };
-                if let Some(e) = failure {
-                    let (n, first) = &mut r.errors[i];
-                    *n += 1;
-                    first.get_or_insert_with(|| e.clone());
-                    view.errors += 1;
-                    view.last_error = Some(format!("{}: {e}", r.urls[i]));
-                }
-            }
-            if read_any {
+            let gpus = read_pages(&mut r, &mut view, results, &hosts);
+            if !gpus.is_empty() {
                 r.scrapes += 1;
                 r.history.push(t_s, gpus.clone(), last);
             }
-        }
-        if read_any {
+            gpus
+        };
+        if !gpus.is_empty() {
             view.scrapes += 1;
             view.gpus = gpus
                 .iter()
@@ -266,6 +225,61 @@ async fn run(cfg: GpuScrapeConfig, t0: Instant, task: Task<GpuRecord, GpuLive>) 
         }
         let _ = live.send(Arc::new(view.clone()));
     }
+}
+
+/// Each exporter as the server scraper reads a page: its bound, its
+/// redirect policy; no credentials.
+fn exporter_pages(cfg: &GpuScrapeConfig) -> Vec<ScrapeConfig> {
+    cfg.urls
+        .iter()
+        .map(|u| ScrapeConfig {
+            url: u.clone(),
+            interval: cfg.interval,
+            timeout: cfg.timeout,
+            raw: Vec::new(),
+            model: None,
+            explicit: true,
+            bearer: None,
+            insecure: cfg.insecure,
+            follow_redirects: cfg.follow_redirects,
+        })
+        .collect()
+}
+
+/// The GPUs a round's pages gave (none: no page read), each page's
+/// failure counted in the record and the live view.
+fn read_pages(
+    r: &mut GpuRecord,
+    view: &mut GpuLive,
+    results: Vec<Result<(super::prom::Page, bool), String>>,
+    hosts: &[String],
+) -> Vec<(GpuId, Values)> {
+    let mut gpus: Vec<(GpuId, Values)> = Vec::new();
+    for (i, result) in results.into_iter().enumerate() {
+        let failure = match result {
+            Ok((page, cut)) => {
+                r.cut_pages += u64::from(cut);
+                let g = dcgm::read(&page, i, &hosts[i]);
+                r.rejected += g.rejected as u64;
+                r.history.dropped_gpus += g.dropped_gpus as u64;
+                if g.gpus.is_empty() {
+                    Some("a page without DCGM_FI_ metrics".to_string())
+                } else {
+                    gpus.extend(g.gpus);
+                    None
+                }
+            }
+            Err(e) => Some(e),
+        };
+        if let Some(e) = failure {
+            let (n, first) = &mut r.errors[i];
+            *n += 1;
+            first.get_or_insert_with(|| e.clone());
+            view.errors += 1;
+            view.last_error = Some(format!("{}: {e}", r.urls[i]));
+        }
+    }
+    gpus
 }
 
 fn now_of(id: &GpuId, v: &Values, with_host: bool) -> GpuNow {

@@ -109,16 +109,14 @@ pub fn summarize(
     // share of an uncounted prompt is not known either.
     let prompt_per_request = per_request(prompt_tokens).filter(|n| *n > 0.0);
     let cached_per_request = per_request(cached).filter(|_| prompt_per_request.is_some());
-    let hit_rate = match (
-        counter(Counter::PrefixHits),
-        counter(Counter::PrefixQueries),
-    ) {
-        (Some(h), Some(q)) if q.total > 0.0 => Some(h.total / q.total),
-        _ => match (cached, prompt_tokens) {
-            (Some(c), Some(p)) if p.total > 0.0 => Some(c.total / p.total),
-            _ => gauge_stats(points, Gauge::PrefixHitRate, a, b).map(|g| g.mean),
-        },
-    };
+    let hit_rate = prefix_hit_rate(
+        (
+            counter(Counter::PrefixHits),
+            counter(Counter::PrefixQueries),
+        ),
+        (cached, prompt_tokens),
+        || gauge_stats(points, Gauge::PrefixHitRate, a, b).map(|g| g.mean),
+    );
     let client_minus_server = client_minus_server(&client, ttft_edged, e2e_edged);
     let gauges = raw_gauges(points, raw_names, a, b);
     Some(ServerStage {
@@ -143,6 +141,22 @@ pub fn summarize(
         gauges,
         series: Some(series(points, a, b)),
     })
+}
+
+/// The prefix cache's hit rate: hits over queries, else cached over
+/// prompt tokens, else the server's gauge.
+fn prefix_hit_rate(
+    (hits, queries): (Option<CounterSummary>, Option<CounterSummary>),
+    (cached, prompt): (Option<CounterSummary>, Option<CounterSummary>),
+    gauge: impl FnOnce() -> Option<f64>,
+) -> Option<f64> {
+    match (hits, queries) {
+        (Some(h), Some(q)) if q.total > 0.0 => Some(h.total / q.total),
+        _ => match (cached, prompt) {
+            (Some(c), Some(p)) if p.total > 0.0 => Some(c.total / p.total),
+            _ => gauge(),
+        },
+    }
 }
 
 /// Client − server means, when either can be told.

@@ -185,29 +185,7 @@ impl StreamCtx {
             return Bytes::from(self.messages_delta(r, &thought, a, &text, generated, finished));
         }
         if self.api == Api::Responses {
-            // One event per output item: thinking, then the message's text.
-            let mut s = String::with_capacity(256 + thought.len() + text.len());
-            if r > 0 {
-                let seq = self.next_seq();
-                let _ = write!(
-                    s,
-                    "event: response.reasoning_text.delta\ndata: {{\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_{id}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{thought}\",\"sequence_number\":{seq}}}\n\n",
-                    id = self.id,
-                );
-            }
-            if !text.is_empty() && self.tool_call.is_some() {
-                let first = generated - u64::from(a) == self.reasoning_tokens;
-                self.function_call_events(&mut s, &text, first, finished);
-            } else if !text.is_empty() {
-                let seq = self.next_seq();
-                let index = u32::from(self.reasoning_tokens > 0);
-                let _ = write!(
-                    s,
-                    "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"msg_{id}\",\"output_index\":{index},\"content_index\":0,\"delta\":\"{text}\",\"logprobs\":[],\"sequence_number\":{seq}}}\n\n",
-                    id = self.id,
-                );
-            }
-            return Bytes::from(s);
+            return Bytes::from(self.responses_delta(r, &thought, a, &text, generated, finished));
         }
         let fr = if finished {
             format!("\"{}\"", self.finish_reason(generated))
@@ -251,6 +229,42 @@ impl StreamCtx {
         }
         s.push_str("}\n\n");
         Bytes::from(s)
+    }
+
+    /// The Responses API's events of a chunk: one per output item,
+    /// thinking, then the message's text (or the call's arguments).
+    fn responses_delta(
+        &mut self,
+        r: u32,
+        thought: &str,
+        a: u32,
+        text: &str,
+        generated: u64,
+        finished: bool,
+    ) -> String {
+        // One event per output item: thinking, then the message's text.
+        let mut s = String::with_capacity(256 + thought.len() + text.len());
+        if r > 0 {
+            let seq = self.next_seq();
+            let _ = write!(
+                s,
+                "event: response.reasoning_text.delta\ndata: {{\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_{id}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{thought}\",\"sequence_number\":{seq}}}\n\n",
+                id = self.id,
+            );
+        }
+        if !text.is_empty() && self.tool_call.is_some() {
+            let first = generated - u64::from(a) == self.reasoning_tokens;
+            self.function_call_events(&mut s, text, first, finished);
+        } else if !text.is_empty() {
+            let seq = self.next_seq();
+            let index = u32::from(self.reasoning_tokens > 0);
+            let _ = write!(
+                s,
+                "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"msg_{id}\",\"output_index\":{index},\"content_index\":0,\"delta\":\"{text}\",\"logprobs\":[],\"sequence_number\":{seq}}}\n\n",
+                id = self.id,
+            );
+        }
+        s
     }
 
     /// The Responses API's function call: its item added before its first

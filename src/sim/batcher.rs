@@ -60,26 +60,59 @@ pub const BLOCK_TOKENS: usize = 16;
 /// they share every token up to the end of block k, as in vLLM's prefix
 /// caching.
 pub fn prompt_blocks(body: &serde_json::Value, cost: &super::media::MediaCost) -> Vec<u64> {
-    use serde_json::Value;
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut blocks = Vec::new();
-    let mut h = DefaultHasher::new();
-    let mut n = 0usize;
-    let mut feed = |word: &dyn Fn(&mut DefaultHasher)| {
-        word(&mut h);
-        n += 1;
-        if n % BLOCK_TOKENS == 0 {
-            let v = h.finish();
-            blocks.push(v);
-            h = DefaultHasher::new();
-            v.hash(&mut h);
+    let mut blocks = Blocks::default();
+    blocks.tools(body);
+    for p in pieces(body, cost) {
+        match p {
+            Piece::Text(t) => {
+                for w in t.split_whitespace() {
+                    blocks.feed(&|h| w.hash(h));
+                }
+            }
+            Piece::Media(data, tokens) => {
+                let id = media_id(data);
+                for i in 0..tokens {
+                    blocks.feed(&|h| (id, i).hash(h));
+                }
+            }
         }
-    };
-    if let Some(tools) = body
-        .get("tools")
-        .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()))
-    {
-        // As many as `sim::request` charges: each definition's JSON's tokens.
+    }
+    blocks.done
+}
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+/// A prompt's full blocks so far, and the hash of the block being filled
+/// (chained: it starts from the previous block's hash).
+#[derive(Default)]
+struct Blocks {
+    done: Vec<u64>,
+    h: DefaultHasher,
+    n: usize,
+}
+
+impl Blocks {
+    /// One stand-in token, hashed by `word`.
+    fn feed(&mut self, word: &dyn Fn(&mut DefaultHasher)) {
+        word(&mut self.h);
+        self.n += 1;
+        if self.n % BLOCK_TOKENS == 0 {
+            let v = self.h.finish();
+            self.done.push(v);
+            self.h = DefaultHasher::new();
+            v.hash(&mut self.h);
+        }
+    }
+
+    /// The tool definitions: as many stand-ins as `sim::request` charges
+    /// (each definition's JSON's tokens), told apart by the definitions.
+    fn tools(&mut self, body: &serde_json::Value) {
+        let Some(tools) = body
+            .get("tools")
+            .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+        else {
+            return;
+        };
         let defs = tools.as_array().into_iter().flatten();
         let cost: usize = defs
             .map(|t| crate::tokenizer::count_tokens(&t.to_string()))
@@ -88,51 +121,38 @@ pub fn prompt_blocks(body: &serde_json::Value, cost: &super::media::MediaCost) -
         tools.to_string().hash(&mut d);
         let id = d.finish();
         for i in 0..cost {
-            feed(&|h| (id, i).hash(h));
+            self.feed(&|h| (id, i).hash(h));
         }
     }
-    /// What a prompt holds, in order: words of text, and images, audio
-    /// and video (each as many tokens as it costs, told apart by their
-    /// data).
-    enum Piece<'a> {
-        Text(&'a str),
-        Media(&'a str, u64),
-    }
-    use super::media::MediaCost;
-    /// A content part: its text, or an image's URL or base64 data, or a
-    /// clip's.
-    fn part<'a>(p: &'a Value, cost: &MediaCost, out: &mut Vec<Piece<'a>>) {
-        if let Some(t) = p.get("text").and_then(Value::as_str) {
-            out.push(Piece::Text(t));
-        }
-        let image = p
-            .pointer("/image_url/url")
-            .or_else(|| p.get("image_url"))
-            .or_else(|| p.pointer("/source/data"))
-            .or_else(|| p.pointer("/source/url"))
-            .and_then(Value::as_str);
-        if let Some(i) = image {
-            out.push(Piece::Media(i, cost.image));
-        }
-        let mut n = Default::default();
-        if let Some(Ok((data, tokens))) = super::media::clip(p, cost, &mut n) {
-            out.push(Piece::Media(data, tokens));
-        }
-    }
-    /// A message's or input item's content (a string or parts), a call's
-    /// arguments, a call's output.
-    fn item<'a>(m: &'a Value, cost: &MediaCost, out: &mut Vec<Piece<'a>>) {
-        match m.get("content") {
-            Some(Value::String(t)) => out.push(Piece::Text(t)),
-            Some(Value::Array(parts)) => parts.iter().for_each(|p| part(p, cost, out)),
-            _ => {}
-        }
-        for k in ["arguments", "output"] {
-            if let Some(t) = m.get(k).and_then(Value::as_str) {
-                out.push(Piece::Text(t));
-            }
-        }
-    }
+}
+
+/// An image's or clip's identity: its length and ends tell one from
+/// another without hashing megabytes on every request.
+fn media_id(data: &str) -> u64 {
+    let b = data.as_bytes();
+    let mut d = DefaultHasher::new();
+    (
+        b.len(),
+        &b[..b.len().min(4096)],
+        &b[b.len().saturating_sub(4096)..],
+    )
+        .hash(&mut d);
+    d.finish()
+}
+
+/// What a prompt holds, in order: words of text, and images, audio and
+/// video (each as many tokens as it costs, told apart by their data).
+enum Piece<'a> {
+    Text(&'a str),
+    Media(&'a str, u64),
+}
+
+/// A body's pieces in the order a chat template lays them out: the
+/// Messages API's `system`, chat's and the Messages API's messages, the
+/// Responses API's input with its calls' arguments and outputs, or the
+/// completion prompt.
+fn pieces<'a>(body: &'a serde_json::Value, cost: &super::media::MediaCost) -> Vec<Piece<'a>> {
+    use serde_json::Value;
     let mut pieces: Vec<Piece> = Vec::new();
     match body.get("system") {
         Some(Value::String(t)) => pieces.push(Piece::Text(t)),
@@ -153,32 +173,45 @@ pub fn prompt_blocks(body: &serde_json::Value, cost: &super::media::MediaCost) -
             }
         }
     }
-    for p in pieces {
-        match p {
-            Piece::Text(t) => {
-                for w in t.split_whitespace() {
-                    feed(&|h| w.hash(h));
-                }
-            }
-            Piece::Media(data, tokens) => {
-                // Its length and ends tell one image from another without
-                // hashing megabytes on every request.
-                let b = data.as_bytes();
-                let mut d = DefaultHasher::new();
-                (
-                    b.len(),
-                    &b[..b.len().min(4096)],
-                    &b[b.len().saturating_sub(4096)..],
-                )
-                    .hash(&mut d);
-                let id = d.finish();
-                for i in 0..tokens {
-                    feed(&|h| (id, i).hash(h));
-                }
-            }
+    pieces
+}
+
+/// A content part: its text, or an image's URL or base64 data, or a
+/// clip's.
+fn part<'a>(p: &'a serde_json::Value, cost: &super::media::MediaCost, out: &mut Vec<Piece<'a>>) {
+    use serde_json::Value;
+    if let Some(t) = p.get("text").and_then(Value::as_str) {
+        out.push(Piece::Text(t));
+    }
+    let image = p
+        .pointer("/image_url/url")
+        .or_else(|| p.get("image_url"))
+        .or_else(|| p.pointer("/source/data"))
+        .or_else(|| p.pointer("/source/url"))
+        .and_then(Value::as_str);
+    if let Some(i) = image {
+        out.push(Piece::Media(i, cost.image));
+    }
+    let mut n = Default::default();
+    if let Some(Ok((data, tokens))) = super::media::clip(p, cost, &mut n) {
+        out.push(Piece::Media(data, tokens));
+    }
+}
+
+/// A message's or input item's content (a string or parts), a call's
+/// arguments, a call's output.
+fn item<'a>(m: &'a serde_json::Value, cost: &super::media::MediaCost, out: &mut Vec<Piece<'a>>) {
+    use serde_json::Value;
+    match m.get("content") {
+        Some(Value::String(t)) => out.push(Piece::Text(t)),
+        Some(Value::Array(parts)) => parts.iter().for_each(|p| part(p, cost, out)),
+        _ => {}
+    }
+    for k in ["arguments", "output"] {
+        if let Some(t) = m.get(k).and_then(Value::as_str) {
+            out.push(Piece::Text(t));
         }
     }
-    blocks
 }
 
 /// A bounded set of cached prompt blocks, evicted oldest first.

@@ -89,116 +89,139 @@ impl GpuMeter {
     pub fn page(&self, g: &Gauges, step_s: f64) -> String {
         let now = Instant::now();
         let tokens = g.generation_tokens_total.load(Ordering::Relaxed);
+        let (power, busy) = self.power_and_busy(now, tokens, g, step_s);
+        let energy = self
+            .model
+            .energy_mj(now.duration_since(self.start).as_secs_f64(), tokens);
+        let mut s = String::with_capacity(4096);
+        write_figures(
+            &mut s,
+            figures(power, busy, energy, g.kv_usage()),
+            self.model.count,
+        );
+        s
+    }
+
+    /// The power drawn over the time since the last page (at least 0.2 s
+    /// of it; else the last reading) and the share of that time busy.
+    fn power_and_busy(&self, now: Instant, tokens: u64, g: &Gauges, step_s: f64) -> (f64, f64) {
         let steps = g.steps_total.load(Ordering::Relaxed);
         let m = self.model;
-        let (power, busy) = {
-            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            let dt = now.duration_since(last.0).as_secs_f64();
-            let busy = if dt > 0.0 {
-                (steps.saturating_sub(last.2) as f64 * step_s / dt).min(1.0)
-            } else {
-                0.0
-            };
-            // Power over the time since the last page (at least 0.2 s of it).
-            if dt >= 0.2 {
-                let per_gpu_tokens = tokens.saturating_sub(last.1) as f64 / f64::from(m.count);
-                last.3 = m.idle_watts + m.joules_per_token * per_gpu_tokens / dt;
-                *last = (now, tokens, steps, last.3);
-            }
-            (last.3, busy)
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let dt = now.duration_since(last.0).as_secs_f64();
+        let busy = if dt > 0.0 {
+            (steps.saturating_sub(last.2) as f64 * step_s / dt).min(1.0)
+        } else {
+            0.0
         };
-        let energy = m.energy_mj(now.duration_since(self.start).as_secs_f64(), tokens);
-        let kv = g.kv_usage();
-        let mut s = String::with_capacity(4096);
-        let figures: [(&str, &str, &str, f64, bool); 10] = [
-            (
-                "DCGM_FI_DEV_SM_CLOCK",
-                "gauge",
-                "SM clock frequency (in MHz).",
-                1980.0,
-                false,
-            ),
-            (
-                "DCGM_FI_DEV_GPU_TEMP",
-                "gauge",
-                "GPU temperature (in C).",
-                30.0 + power * 0.08,
-                true,
-            ),
-            (
-                "DCGM_FI_DEV_POWER_USAGE",
-                "gauge",
-                "Power draw (in W).",
-                power,
-                true,
-            ),
-            (
-                "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-                "counter",
-                "Total energy consumption since boot (in mJ).",
-                energy,
-                false,
-            ),
-            (
-                "DCGM_FI_DEV_GPU_UTIL",
-                "gauge",
-                "GPU utilization (in %).",
-                (busy * 100.0).round(),
-                false,
-            ),
-            (
-                "DCGM_FI_DEV_FB_FREE",
-                "gauge",
-                "Framebuffer memory free (in MiB).",
-                FB_TOTAL_MIB - FB_USED_MIB,
-                false,
-            ),
-            (
-                "DCGM_FI_DEV_FB_USED",
-                "gauge",
-                "Framebuffer memory used (in MiB).",
-                FB_USED_MIB,
-                false,
-            ),
-            (
-                "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-                "gauge",
-                "Ratio of time the graphics engine is active.",
-                busy,
-                true,
-            ),
-            (
-                "DCGM_FI_PROF_SM_ACTIVE",
-                "gauge",
-                "The ratio of cycles an SM has at least 1 warp assigned.",
-                busy * 0.8,
-                true,
-            ),
-            (
-                "DCGM_FI_PROF_DRAM_ACTIVE",
-                "gauge",
-                "Ratio of cycles the device memory interface is active sending or receiving data.",
-                busy * (0.3 + 0.5 * kv.clamp(0.0, 1.0)),
-                true,
-            ),
-        ];
-        for (name, kind, help, value, float) in figures {
-            let _ = writeln!(s, "# HELP {name} {help}");
-            let _ = writeln!(s, "# TYPE {name} {kind}");
-            for i in 0..m.count {
-                let _ = write!(
-                    s,
-                    "{name}{{gpu=\"{i}\",UUID=\"GPU-00000000-0000-4000-8000-{i:012x}\",pci_bus_id=\"00000000:{:02X}:00.0\",device=\"nvidia{i}\",modelName=\"NVIDIA H100 80GB HBM3 (llmsweep sim)\",Hostname=\"llmsweep-sim\",DCGM_FI_DRIVER_VERSION=\"535.129.03\"}} ",
-                    0x18 + i
-                );
-                if float {
-                    let _ = writeln!(s, "{value:.6}");
-                } else {
-                    let _ = writeln!(s, "{value:.0}");
-                }
+        if dt >= 0.2 {
+            let per_gpu_tokens = tokens.saturating_sub(last.1) as f64 / f64::from(m.count);
+            last.3 = m.idle_watts + m.joules_per_token * per_gpu_tokens / dt;
+            *last = (now, tokens, steps, last.3);
+        }
+        (last.3, busy)
+    }
+}
+
+/// A figure of the page: its name, type, help, value and whether it is
+/// written with decimals.
+type Figure = (&'static str, &'static str, &'static str, f64, bool);
+
+/// The page's figures from the power drawn, the share of time busy, the
+/// energy used and the KV cache's use.
+fn figures(power: f64, busy: f64, energy: f64, kv: f64) -> [Figure; 10] {
+    [
+        (
+            "DCGM_FI_DEV_SM_CLOCK",
+            "gauge",
+            "SM clock frequency (in MHz).",
+            1980.0,
+            false,
+        ),
+        (
+            "DCGM_FI_DEV_GPU_TEMP",
+            "gauge",
+            "GPU temperature (in C).",
+            30.0 + power * 0.08,
+            true,
+        ),
+        (
+            "DCGM_FI_DEV_POWER_USAGE",
+            "gauge",
+            "Power draw (in W).",
+            power,
+            true,
+        ),
+        (
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+            "counter",
+            "Total energy consumption since boot (in mJ).",
+            energy,
+            false,
+        ),
+        (
+            "DCGM_FI_DEV_GPU_UTIL",
+            "gauge",
+            "GPU utilization (in %).",
+            (busy * 100.0).round(),
+            false,
+        ),
+        (
+            "DCGM_FI_DEV_FB_FREE",
+            "gauge",
+            "Framebuffer memory free (in MiB).",
+            FB_TOTAL_MIB - FB_USED_MIB,
+            false,
+        ),
+        (
+            "DCGM_FI_DEV_FB_USED",
+            "gauge",
+            "Framebuffer memory used (in MiB).",
+            FB_USED_MIB,
+            false,
+        ),
+        (
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "gauge",
+            "Ratio of time the graphics engine is active.",
+            busy,
+            true,
+        ),
+        (
+            "DCGM_FI_PROF_SM_ACTIVE",
+            "gauge",
+            "The ratio of cycles an SM has at least 1 warp assigned.",
+            busy * 0.8,
+            true,
+        ),
+        (
+            "DCGM_FI_PROF_DRAM_ACTIVE",
+            "gauge",
+            "Ratio of cycles the device memory interface is active sending or receiving data.",
+            busy * (0.3 + 0.5 * kv.clamp(0.0, 1.0)),
+            true,
+        ),
+    ]
+}
+
+/// Each figure with its help and type, once per GPU with dcgm-exporter's
+/// labels.
+fn write_figures(s: &mut String, figures: [Figure; 10], count: u32) {
+    for (name, kind, help, value, float) in figures {
+        let _ = writeln!(s, "# HELP {name} {help}");
+        let _ = writeln!(s, "# TYPE {name} {kind}");
+        for i in 0..count {
+            let _ = write!(
+                s,
+                "{name}{{gpu=\"{i}\",UUID=\"GPU-00000000-0000-4000-8000-{i:012x}\",pci_bus_id=\"00000000:{:02X}:00.0\",device=\"nvidia{i}\",modelName=\"NVIDIA H100 80GB HBM3 (llmsweep sim)\",Hostname=\"llmsweep-sim\",DCGM_FI_DRIVER_VERSION=\"535.129.03\"}} ",
+                0x18 + i
+            );
+            if float {
+                let _ = writeln!(s, "{value:.6}");
+            } else {
+                let _ = writeln!(s, "{value:.0}");
             }
         }
-        s
     }
 }
 

@@ -35,18 +35,9 @@ pub async fn handle(
         (&Method::GET, "/v1/models") => models(&state),
         (&Method::GET, "/metrics") => metrics(&state),
         (&Method::GET, "/dcgm-metrics") => dcgm_page(&state),
-        (&Method::GET, "/sim/stats") => {
-            let body = serde_json::to_string_pretty(&state.truth.report())
-                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-            plain(StatusCode::OK, "application/json", body)
-        }
+        (&Method::GET, "/sim/stats") => sim_stats(&state),
         (&Method::POST, "/reset_prefix_cache") if state.params.cache_reset_route => {
-            // As vLLM: the cache emptied, 200 and no body.
-            if let Some(c) = &state.prefix_cache {
-                c.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            }
-            state.truth.on_cache_reset();
-            plain(StatusCode::OK, "text/plain", "")
+            reset_prefix_cache(&state)
         }
         (&Method::POST, "/sim/reset") => {
             state.truth.reset();
@@ -105,6 +96,22 @@ pub async fn handle(
         resp.headers_mut().insert("x-request-id", v);
     }
     Ok(resp)
+}
+
+/// `/sim/stats`: what the simulator saw, as JSON.
+fn sim_stats(state: &AppState) -> Response<SimBody> {
+    let body = serde_json::to_string_pretty(&state.truth.report())
+        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    plain(StatusCode::OK, "application/json", body)
+}
+
+/// As vLLM's `/reset_prefix_cache`: the cache emptied, 200 and no body.
+fn reset_prefix_cache(state: &AppState) -> Response<SimBody> {
+    if let Some(c) = &state.prefix_cache {
+        c.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+    state.truth.on_cache_reset();
+    plain(StatusCode::OK, "text/plain", "")
 }
 
 /// The ids a request carried: its `x-request-id` when it is one vLLM
@@ -169,14 +176,7 @@ async fn generate(
         }
     };
 
-    if let Some(m) = state.models.get(gen.model) {
-        state.truth.on_model(&m.id);
-    }
-    if gen.images > 0 || gen.clips.audio > 0 || gen.clips.video > 0 {
-        state
-            .truth
-            .on_media(gen.images, gen.clips.audio, gen.clips.video);
-    }
+    note_parsed(&state, &gen);
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
     let mut rng = faults::request_rng(state.seed, ordinal);
     let (output_tokens, reasoning_tokens) = match lengths(&state, &gen, api, &mut rng) {
@@ -202,11 +202,7 @@ async fn generate(
         _ => {}
     }
 
-    let cached_tokens = state.prefix_cache.as_ref().map(|c| {
-        c.lock()
-            .map(|mut c| c.lookup_insert(&gen.blocks, gen.prompt_tokens))
-            .unwrap_or(0)
-    });
+    let cached_tokens = cached_tokens(&state, &gen);
     let Some(rx) = submit(&state, &gen, received, cached_tokens, output_tokens) else {
         state.truth.record(&timing, Ending::Rejected);
         return error(
@@ -225,8 +221,56 @@ async fn generate(
         reasoning_tokens,
         rng,
     );
-    // A request with tools is answered with a call of one of them, at the
-    // --tool-call-share (streamed chat, Messages and Responses answers).
+    draw_tool_call(&mut ctx, &state, &gen);
+    // SlowHeaders has already happened; what is left are mid-stream faults.
+    let mid_fault = fault.filter(|f| !matches!(f, Fault::SlowHeaders));
+    if gen.stream {
+        stream_response(ctx, rx, mid_fault, timing, &state)
+    } else {
+        whole_response(ctx, rx, mid_fault, timing, &state.truth).await
+    }
+}
+
+/// The prompt's tokens found in the prefix cache (None: no cache).
+fn cached_tokens(state: &AppState, gen: &GenRequest) -> Option<u64> {
+    state.prefix_cache.as_ref().map(|c| {
+        c.lock()
+            .map(|mut c| c.lookup_insert(&gen.blocks, gen.prompt_tokens))
+            .unwrap_or(0)
+    })
+}
+
+/// A streamed answer: server-sent events as the engine emits tokens.
+fn stream_response(
+    ctx: StreamCtx,
+    rx: mpsc::UnboundedReceiver<Emit>,
+    mid_fault: Option<Fault>,
+    timing: RequestTiming,
+    state: &AppState,
+) -> Response<SimBody> {
+    let body = SseBody::new(ctx, rx, mid_fault, timing, state.truth.clone());
+    let mut resp = Response::new(SimBody::Sse(Box::new(body)));
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// The model and the media a request asked for, in the simulator's truth.
+fn note_parsed(state: &AppState, gen: &GenRequest) {
+    if let Some(m) = state.models.get(gen.model) {
+        state.truth.on_model(&m.id);
+    }
+    if gen.images > 0 || gen.clips.audio > 0 || gen.clips.video > 0 {
+        state
+            .truth
+            .on_media(gen.images, gen.clips.audio, gen.clips.video);
+    }
+}
+
+/// A request with tools is answered with a call of one of them, at the
+/// --tool-call-share (streamed chat, Messages and Responses answers).
+fn draw_tool_call(ctx: &mut StreamCtx, state: &AppState, gen: &GenRequest) {
     if gen.stream && !gen.tools.is_empty() && state.params.tool_call_share > 0.0 {
         use rand::Rng as _;
         if ctx.rng.random::<f64>() < state.params.tool_call_share {
@@ -234,18 +278,6 @@ async fn generate(
             ctx.tool_call = gen.tools.get(i).cloned();
             state.truth.on_tool_call();
         }
-    }
-    // SlowHeaders has already happened; what is left are mid-stream faults.
-    let mid_fault = fault.filter(|f| !matches!(f, Fault::SlowHeaders));
-    if gen.stream {
-        let body = SseBody::new(ctx, rx, mid_fault, timing, state.truth.clone());
-        let mut resp = Response::new(SimBody::Sse(Box::new(body)));
-        let h = resp.headers_mut();
-        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-        h.insert("cache-control", HeaderValue::from_static("no-cache"));
-        resp
-    } else {
-        whole_response(ctx, rx, mid_fault, timing, &state.truth).await
     }
 }
 
@@ -315,7 +347,7 @@ async fn pool(
 ) -> Response<SimBody> {
     state.requests_total.fetch_add(1, Ordering::Relaxed);
     state.truth.on_received(ids.request_id(), ids.traced);
-    let mut timing = RequestTiming::new(received);
+    let timing = RequestTiming::new(received);
     let reject = |status, kind: &str, msg: &str| {
         state.truth.record(&timing, Ending::Rejected);
         error(status, kind, msg)
@@ -361,9 +393,23 @@ async fn pool(
         }
         None => state.model_json.clone(),
     };
+    serve_pooled(&state, kind, &v, &r, &model_json, timing, ids).await
+}
+
+/// A pooling request read and counted: served in turn, and answered.
+async fn serve_pooled(
+    state: &AppState,
+    kind: Kind,
+    v: &Value,
+    r: &super::pooling::PoolRequest,
+    model_json: &str,
+    mut timing: RequestTiming,
+    ids: &Ids,
+) -> Response<SimBody> {
+    let received = timing.received;
     let ordinal = state.ordinal.fetch_add(1, Ordering::Relaxed);
     let cached = state.prefix_cache.as_ref().map_or(0, |c| {
-        let prompts = super::pooling::prompts(kind, &v);
+        let prompts = super::pooling::prompts(kind, v);
         let mut c = c.lock().unwrap_or_else(|p| p.into_inner());
         super::pooling::cached_tokens(&mut c, &prompts)
     });
@@ -399,6 +445,6 @@ async fn pool(
     plain(
         StatusCode::OK,
         "application/json",
-        super::pooling::answer(kind, &id, &model_json, unix_now(), &r),
+        super::pooling::answer(kind, &id, model_json, unix_now(), r),
     )
 }

@@ -365,44 +365,8 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
             .parse()
             .with_context(|| format!("--host {:?} is not an IP address", args.host))?;
         let handle = start(config.clone(), addr).await?;
+        announce(&config, &args, &handle.url());
         let p = &config.params;
-        println!(
-            "llmsweep sim serving {} at {} (preset {}: step {:.2} ms + {:.0} µs/seq, max {} seqs, KV {} tokens)",
-            // Every name it answers to (`--served-model-name a,b`), and
-            // its adapters.
-            std::iter::once(&config.model_name)
-                .chain(&config.aliases)
-                .map(|n| format!("{n:?}"))
-                .chain(config.lora_modules.iter().map(|l| format!("{:?} (adapter)", l.0)))
-                .collect::<Vec<_>>()
-                .join(", "),
-            handle.url(),
-            // As the flag spells it (seen: "preset Realistic").
-            clap::ValueEnum::to_possible_value(&args.preset)
-                .map_or_else(|| "?".to_string(), |v| v.get_name().to_string()),
-            p.decode_step.as_secs_f64() * 1e3,
-            p.per_seq.as_secs_f64() * 1e6,
-            p.max_num_seqs,
-            p.kv_cache_tokens,
-        );
-        if !p.frontend_per_request.is_zero() {
-            println!(
-                "front end shares the engine's core: each request held (waiting or running) adds {:.0} µs to every step",
-                p.frontend_per_request.as_secs_f64() * 1e6
-            );
-        }
-        if p.reasoning_tokens_mean > 0.0 {
-            println!(
-                "thinks first: {:.0} reasoning tokens (stdev {:.0}) before each chat or responses answer",
-                p.reasoning_tokens_mean, p.reasoning_tokens_stdev
-            );
-        }
-        if let Some(g) = &config.gpus {
-            println!(
-                "{} simulated GPUs at /dcgm-metrics (a DCGM exporter's page): {} W idle each, {} J per generated token",
-                g.count, g.idle_watts, g.joules_per_token
-            );
-        }
         if let Some(port) = args.gpu.dcgm_port {
             let at: SocketAddr = format!("{}:{port}", bracket_v6(&args.host))
                 .parse()
@@ -423,6 +387,49 @@ pub fn run_cli(args: SimArgs) -> Result<()> {
         handle.shutdown().await;
         Ok(())
     })
+}
+
+/// What the simulator serves: its names, where, its preset's timings, and
+/// what it does beyond answering (a front end's cost, thinking, GPUs).
+fn announce(config: &SimConfig, args: &SimArgs, url: &str) {
+    let p = &config.params;
+    println!(
+        "llmsweep sim serving {} at {} (preset {}: step {:.2} ms + {:.0} µs/seq, max {} seqs, KV {} tokens)",
+        // Every name it answers to (`--served-model-name a,b`), and
+        // its adapters.
+        std::iter::once(&config.model_name)
+            .chain(&config.aliases)
+            .map(|n| format!("{n:?}"))
+            .chain(config.lora_modules.iter().map(|l| format!("{:?} (adapter)", l.0)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        url,
+        // As the flag spells it (seen: "preset Realistic").
+        clap::ValueEnum::to_possible_value(&args.preset)
+            .map_or_else(|| "?".to_string(), |v| v.get_name().to_string()),
+        p.decode_step.as_secs_f64() * 1e3,
+        p.per_seq.as_secs_f64() * 1e6,
+        p.max_num_seqs,
+        p.kv_cache_tokens,
+    );
+    if !p.frontend_per_request.is_zero() {
+        println!(
+            "front end shares the engine's core: each request held (waiting or running) adds {:.0} µs to every step",
+            p.frontend_per_request.as_secs_f64() * 1e6
+        );
+    }
+    if p.reasoning_tokens_mean > 0.0 {
+        println!(
+            "thinks first: {:.0} reasoning tokens (stdev {:.0}) before each chat or responses answer",
+            p.reasoning_tokens_mean, p.reasoning_tokens_stdev
+        );
+    }
+    if let Some(g) = &config.gpus {
+        println!(
+            "{} simulated GPUs at /dcgm-metrics (a DCGM exporter's page): {} W idle each, {} J per generated token",
+            g.count, g.idle_watts, g.joules_per_token
+        );
+    }
 }
 
 fn bracket_v6(host: &str) -> String {

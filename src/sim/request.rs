@@ -72,21 +72,7 @@ pub(super) fn parse_request(
         + u64::from(images).saturating_mul(cost.image)
         + clips.tokens
         + tool_tokens(&v);
-    let max_tokens = v
-        .get("max_completion_tokens")
-        .or_else(|| v.get("max_tokens"))
-        .or_else(|| v.get("max_output_tokens"))
-        .and_then(Value::as_u64);
-    if max_tokens == Some(0) {
-        return Err(bad("max_tokens must be at least 1".into()));
-    }
-    // A real server refuses lengths beyond its context; so does this one,
-    // rather than overflow its accounting.
-    if let Some(n) = max_tokens.filter(|n| *n > MAX_TOKENS) {
-        return Err(bad(format!(
-            "max_tokens {n} is more than this model's context of {MAX_TOKENS} tokens"
-        )));
-    }
+    let max_tokens = max_tokens(&v).map_err(bad)?;
     let flag = |name: &str| v.get(name).and_then(Value::as_bool).unwrap_or(false);
     let opts = v.get("stream_options");
     let opt = |name: &str| {
@@ -94,24 +80,7 @@ pub(super) fn parse_request(
             .and_then(Value::as_bool)
             .unwrap_or(false)
     };
-    // Chat names a tool at `function.name`, the Messages and Responses
-    // APIs at `name`.
-    let tool_name = match api {
-        Api::Chat => "/function/name",
-        Api::Messages | Api::Responses => "/name",
-        Api::Completions => "",
-    };
-    let tools = match tool_name {
-        "" => Vec::new(),
-        at => v
-            .get("tools")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t.pointer(at).and_then(Value::as_str))
-            .map(str::to_string)
-            .collect(),
-    };
+    let tools = tool_names(api, &v);
     Ok(GenRequest {
         model,
         images,
@@ -130,6 +99,44 @@ pub(super) fn parse_request(
             .and_then(Value::as_bool)
             .unwrap_or(true),
     })
+}
+
+/// The answer's most tokens the request asks for (None: no bound), or why
+/// it is refused: 0, or more than the model's context (a real server
+/// refuses lengths beyond its context; so does this one, rather than
+/// overflow its accounting).
+fn max_tokens(v: &Value) -> Result<Option<u64>, String> {
+    let max_tokens = v
+        .get("max_completion_tokens")
+        .or_else(|| v.get("max_tokens"))
+        .or_else(|| v.get("max_output_tokens"))
+        .and_then(Value::as_u64);
+    if max_tokens == Some(0) {
+        return Err("max_tokens must be at least 1".into());
+    }
+    if let Some(n) = max_tokens.filter(|n| *n > MAX_TOKENS) {
+        return Err(format!(
+            "max_tokens {n} is more than this model's context of {MAX_TOKENS} tokens"
+        ));
+    }
+    Ok(max_tokens)
+}
+
+/// The names of the tools a request defines: chat names a tool at
+/// `function.name`, the Messages and Responses APIs at `name`.
+fn tool_names(api: Api, v: &Value) -> Vec<String> {
+    let at = match api {
+        Api::Chat => "/function/name",
+        Api::Messages | Api::Responses => "/name",
+        Api::Completions => return Vec::new(),
+    };
+    v.get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.pointer(at).and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The prompt's length in tokens, from the API's own field (`prompt`,

@@ -188,7 +188,6 @@ fn estimated(
     h: Option<&StageReport>,
     n: Option<&StageReport>,
 ) -> bool {
-    let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
     if !(c.estimate > 0.0 && c.estimate.is_finite()) {
         // Every stage that fell behind completed nothing (seen: a server
         // that died in a repeat's second run read "±inf%" and "--rate
@@ -201,13 +200,24 @@ fn estimated(
         );
         return false;
     }
-    // A floor is one figure, which its interval's bound is too: where no
-    // stage fell behind, what the stage that kept up achieved, the rate every
-    // table shows and the basis quotes (seen: "holds ≥ 17.42" beside "kept
-    // up (achieved 18.38 req/s)" and "meets the SLOs at 18.38", and
-    // `compare` holding "≥ 4.80" against "holds ≥ 4.89"); where one did, by
-    // too little to bound it, the estimate its completions give (the basis
-    // quotes them).
+    estimate_figures(a, c, h, n);
+    a.basis = estimate_basis(stages, c, h, n);
+    estimate_next(a, stages, c, h)
+}
+
+/// The estimate and its interval. A floor is one figure, which its
+/// interval's bound is too: where no stage fell behind, what the stage that
+/// kept up achieved, the rate every table shows and the basis quotes (seen:
+/// "holds ≥ 17.42" beside "kept up (achieved 18.38 req/s)" and "meets the
+/// SLOs at 18.38", and `compare` holding "≥ 4.80" against "holds ≥ 4.89");
+/// where one did, by too little to bound it, the estimate its completions
+/// give (the basis quotes them).
+fn estimate_figures(
+    a: &mut Answer,
+    c: &policy::Capacity,
+    h: Option<&StageReport>,
+    n: Option<&StageReport>,
+) {
     let floor = c.high.is_none().then(|| {
         h.filter(|_| n.is_none())
             .map(|h| h.rates.achieved())
@@ -219,6 +229,17 @@ fn estimated(
     a.high = c.high;
     a.bracketed = c.high.is_some();
     a.width_per_s = c.high.map(|hi| hi - c.low);
+}
+
+/// The stages the estimate rests on, in words: the one that kept up, the
+/// one that fell behind, how many were counted and the interval's width.
+fn estimate_basis(
+    stages: &[StageReport],
+    c: &policy::Capacity,
+    h: Option<&StageReport>,
+    n: Option<&StageReport>,
+) -> String {
+    let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
     let counted = stages.iter().filter(|s| point(s).is_some()).count();
     let mut parts = Vec::new();
     if let Some(h) = h {
@@ -257,7 +278,7 @@ fn estimated(
     } else {
         String::new()
     };
-    a.basis = match (c.high, rest.is_empty()) {
+    match (c.high, rest.is_empty()) {
         (Some(_), false) => format!(
             "{rest} ({counted} {stages_word}, ±{:.1}%{held_means})",
             100.0 * c.half_width()
@@ -277,7 +298,17 @@ fn estimated(
             format!("no stage fell behind: {rest} ({counted} {stages_word}{held_means})")
         }
         (None, true) => format!("no stage fell behind ({counted} {stages_word})"),
-    };
+    }
+}
+
+/// What to run next, and whether the answer is settled (a floor with no
+/// stage above it too short to tell).
+fn estimate_next(
+    a: &mut Answer,
+    stages: &[StageReport],
+    c: &policy::Capacity,
+    h: Option<&StageReport>,
+) -> bool {
     // `--rate` of a conversation run counts conversations a second: the
     // rates to run next are in its unit (seen: "achieved 14.62 req/s; next:
     // --rate 18.28,21.93" of a 3-turn run at --rate 5, four times too high).

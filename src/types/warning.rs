@@ -137,28 +137,13 @@ impl fmt::Display for StageWarning {
                 asked,
                 got,
                 change,
-            } => {
-                let why = if *change < 0.0 {
-                    "the server stopped early (does it ignore `ignore_eos`, or stop at a stop token?)"
-                } else {
-                    "the server generated past max_tokens, or counts tokens differently"
-                };
-                write!(
-                    f,
-                    "output lengths: {requests} requests asked for {asked:.1} tokens on average and received {got:.1} ({:+.1}%): {why}; throughput and TPOT describe other lengths than the data asked for",
-                    change * 100.0
-                )
-            }
+            } => output_lengths(f, *requests, *asked, *got, *change),
             StageWarning::TokenCounts {
                 server,
                 client,
                 change,
                 ..
-            } => write!(
-                f,
-                "token counts: the server counted {server:.1} output tokens per request (usage), llmsweep's tokenizer {client:.1} in the streamed text ({:+.1}%): a tokenizer mismatch (pass --tokenizer with the model's tokenizer.json) or text the server does not count; the report uses the server's count",
-                change * 100.0
-            ),
+            } => token_counts(f, *server, *client, *change),
             StageWarning::NoAnswer {
                 no_answer,
                 requests,
@@ -168,6 +153,35 @@ impl fmt::Display for StageWarning {
             ),
         }
     }
+}
+
+/// [`StageWarning::OutputLengths`] in words.
+fn output_lengths(
+    f: &mut fmt::Formatter<'_>,
+    requests: u64,
+    asked: f64,
+    got: f64,
+    change: f64,
+) -> fmt::Result {
+    let why = if change < 0.0 {
+        "the server stopped early (does it ignore `ignore_eos`, or stop at a stop token?)"
+    } else {
+        "the server generated past max_tokens, or counts tokens differently"
+    };
+    write!(
+        f,
+        "output lengths: {requests} requests asked for {asked:.1} tokens on average and received {got:.1} ({:+.1}%): {why}; throughput and TPOT describe other lengths than the data asked for",
+        change * 100.0
+    )
+}
+
+/// [`StageWarning::TokenCounts`] in words.
+fn token_counts(f: &mut fmt::Formatter<'_>, server: f64, client: f64, change: f64) -> fmt::Result {
+    write!(
+        f,
+        "token counts: the server counted {server:.1} output tokens per request (usage), llmsweep's tokenizer {client:.1} in the streamed text ({:+.1}%): a tokenizer mismatch (pass --tokenizer with the model's tokenizer.json) or text the server does not count; the report uses the server's count",
+        change * 100.0
+    )
 }
 
 /// Written as its words: report.json's `warnings` stay a list of strings.

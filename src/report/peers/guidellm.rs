@@ -138,6 +138,21 @@ fn benchmark(b: &Value) -> Result<(StageReport, bool)> {
     s.itl_ms = dist(ok("inter_token_latency_ms"), 1.0);
     s.tpot_ms = dist(ok("time_per_output_token_ms"), 1.0);
     s.latency_ms = dist(ok("request_latency"), 1000.0);
+    token_totals(&mut s, m);
+    // Each request's figures, when the file keeps them: the histograms.
+    let requests = b
+        .pointer("/requests/successful")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    histograms(&mut s, requests);
+    let sampled = !requests.is_empty() && (requests.len() as u64) < s.requests.completed;
+    Ok((s, sampled))
+}
+
+/// A benchmark's token counts: means and totals of the successful
+/// requests, and the totals of each outcome.
+fn token_totals(s: &mut StageReport, m: &Value) {
     let tokens =
         |k: &str, status: &str| m.pointer(&format!("/{k}/{status}")).unwrap_or(&Value::Null);
     s.tokens.prompt_mean = num(tokens("prompt_token_count", "successful"), "/mean");
@@ -167,12 +182,10 @@ fn benchmark(b: &Value) -> Result<(StageReport, bool)> {
             output_total: count(tokens("output_token_count", status), "/total_sum"),
         };
     }
-    // Each request's figures, when the file keeps them: the histograms.
-    let requests = b
-        .pointer("/requests/successful")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+}
+
+/// The histograms of each request's figures, when the file keeps them.
+fn histograms(s: &mut StageReport, requests: &[Value]) {
     let each = |k: &'static str, scale: f64| {
         requests
             .iter()
@@ -187,8 +200,6 @@ fn benchmark(b: &Value) -> Result<(StageReport, bool)> {
             s.histograms.insert(key.into(), h);
         }
     }
-    let sampled = !requests.is_empty() && (requests.len() as u64) < s.requests.completed;
-    Ok((s, sampled))
 }
 
 #[cfg(test)]

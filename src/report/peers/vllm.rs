@@ -124,6 +124,18 @@ fn run(d: &Value, notes: &mut Vec<String>) -> Result<StageReport> {
     };
     s.duration_s = duration;
     s.measured_s = duration;
+    totals(&mut s, d);
+    let n = s.requests.completed;
+    s.ttft_ms = dist(d, "ttft", n);
+    s.tpot_ms = dist(d, "tpot", n);
+    s.itl_ms = dist(d, "itl", n);
+    s.latency_ms = dist(d, "e2el", n);
+    per_request(&mut s, d, duration);
+    Ok(s)
+}
+
+/// A run's counts, rates and token totals.
+fn totals(s: &mut StageReport, d: &Value) {
     s.requests.completed = count(d, "/completed");
     s.requests.errored = count(d, "/failed");
     s.requests.sent = s.requests.completed + s.requests.errored;
@@ -145,10 +157,11 @@ fn run(d: &Value, notes: &mut Vec<String>) -> Result<StageReport> {
     s.tokens.by_outcome.completed.requests = n;
     s.tokens.by_outcome.completed.prompt_total = s.tokens.prompt_total;
     s.tokens.by_outcome.completed.output_total = s.tokens.output_total;
-    s.ttft_ms = dist(d, "ttft", n);
-    s.tpot_ms = dist(d, "tpot", n);
-    s.itl_ms = dist(d, "itl", n);
-    s.latency_ms = dist(d, "e2el", n);
+}
+
+/// What each request's values add: the mean in flight, and the latency,
+/// TTFT, TPOT and ITL histograms (of the requests that succeeded).
+fn per_request(s: &mut StageReport, d: &Value, duration: f64) {
     // Each request's values: which succeeded (`errors` is "" for those;
     // without it, every latency when none failed).
     let latencies = d
@@ -214,7 +227,6 @@ fn run(d: &Value, notes: &mut Vec<String>) -> Result<StageReport> {
             s.histograms.insert(key.into(), encoded);
         }
     }
-    Ok(s)
 }
 
 #[cfg(test)]

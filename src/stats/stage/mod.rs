@@ -448,18 +448,7 @@ impl StageStats {
             target_rate,
             elapsed_s: rel(now),
             cut_short: self.cut_short,
-            counts: Counts {
-                sent: self.counts.sent,
-                completed: self.counts.completed,
-                measured: self.evidence.fit_completions,
-                answered_errors: self.evidence.answered_errors,
-                unanswered_errors: self.evidence.unanswered_errors,
-                in_flight: self.evidence.in_flight_at_end.unwrap_or(self.in_flight),
-                across_pause: self
-                    .counts
-                    .measured
-                    .saturating_sub(self.evidence.fit_completions),
-            },
+            counts: self.evidence_counts(),
             completions: Completions {
                 measured_s: m_s,
                 slope: self.evidence.completion_slope(),
@@ -493,17 +482,42 @@ impl StageStats {
                 backlog_width_s: self.evidence.backlog.width(),
                 segments,
             },
-            known: Known {
-                reference_latency_s: self.evidence.reference.latency_s,
-                reference_capacity: self.evidence.reference.capacity,
-                in_flight_cap: self.evidence.in_flight_cap,
-                queue_p99_ms: self.latencies.queue.quantile_ms(0.99),
-                client_limited: self.client_check().filter(|c| c.limited).map(|c| c.reason),
-                inherited: self
-                    .evidence
-                    .inherited
-                    .map(|(n, done)| (n, rel(done.unwrap_or(now).min(now)))),
-            },
+            known: self.known(now),
+        }
+    }
+
+    /// The evidence's counts: requests sent, completed, measured, failed
+    /// and in flight.
+    fn evidence_counts(&self) -> Counts {
+        Counts {
+            sent: self.counts.sent,
+            completed: self.counts.completed,
+            measured: self.evidence.fit_completions,
+            answered_errors: self.evidence.answered_errors,
+            unanswered_errors: self.evidence.unanswered_errors,
+            in_flight: self.evidence.in_flight_at_end.unwrap_or(self.in_flight),
+            across_pause: self
+                .counts
+                .measured
+                .saturating_sub(self.evidence.fit_completions),
+        }
+    }
+
+    /// What is known beside the stage's own requests, as of `now`: the
+    /// reference, the in-flight cap, the client's limits, what an earlier
+    /// stage left in flight.
+    fn known(&self, now: Instant) -> Known {
+        let rel = |t: Instant| self.clock.active_at(t);
+        Known {
+            reference_latency_s: self.evidence.reference.latency_s,
+            reference_capacity: self.evidence.reference.capacity,
+            in_flight_cap: self.evidence.in_flight_cap,
+            queue_p99_ms: self.latencies.queue.quantile_ms(0.99),
+            client_limited: self.client_check().filter(|c| c.limited).map(|c| c.reason),
+            inherited: self
+                .evidence
+                .inherited
+                .map(|(n, done)| (n, rel(done.unwrap_or(now).min(now)))),
         }
     }
 

@@ -100,7 +100,11 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     // The run's answer once the finished stages give one, said as every
     // report says it (`holds ≈ 29.50 req/s`).
     let answer = crate::stats::answer::answer(&snap.finished, None);
-    if let Some(holds) = crate::stats::answer::short(&answer) {
+    // Whether the line ends in the answer: pushed last, it stays last
+    // whatever is taken out before it (the line's words are not read back).
+    let short = crate::stats::answer::short(&answer);
+    let has_answer = short.is_some();
+    if let Some(holds) = short {
         line1.spans.push(Span::styled(" · ", th.dim()));
         line1.spans.push(Span::styled(
             holds,
@@ -116,21 +120,15 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     // Still too wide: the answer without its interval, then nothing.
     if line1.width() > width as usize {
         if let (Some(last), Some(bare)) = (
-            line1.spans.last_mut(),
+            line1.spans.last_mut().filter(|_| has_answer),
             crate::stats::answer::shortest(&answer),
         ) {
-            if last.content.starts_with("holds") {
-                last.content = bare.into();
-            }
+            last.content = bare.into();
         }
     }
     // Still too wide: the model goes before the answer (seen: the default
     // run at 80 columns lost its answer to the simulator's address), then
     // the target's address, then the target.
-    let has_answer = line1
-        .spans
-        .last()
-        .is_some_and(|s| s.content.starts_with("holds"));
     if line1.width() > width as usize {
         if has_answer && line1.spans.len() >= 6 {
             line1.spans.drain(2..4);
@@ -158,11 +156,7 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     // Against the baseline, when the run has one, in the room left:
     // `, +5.0 % on baseline 8.00 (within noise)`, else ` Δ +5.0%~`.
     let fits = |l: &Line, extra: &str| l.width() + extra.chars().count() <= width as usize;
-    let holds = line1
-        .spans
-        .last()
-        .is_some_and(|s| s.content.starts_with("holds"));
-    if let Some(base) = app.baseline.as_deref().filter(|_| holds) {
+    if let Some(base) = app.baseline.as_deref().filter(|_| has_answer) {
         let long = crate::report::baseline::answer_delta(base, &answer).map(|d| format!(", {d}"));
         let short =
             crate::report::baseline::answer_delta_short(base, &answer).map(|d| format!(" Δ {d}"));

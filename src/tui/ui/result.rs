@@ -15,71 +15,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
     let Some(o) = &app.outcome else { return };
     let r = &o.report;
-    let inner_w = area.width.saturating_sub(2).max(20) as usize;
-    let paths: Vec<String> = o.paths.iter().map(|p| p.display().to_string()).collect();
-    let mut items = summary::lines(r);
-    items.push((
-        "Reports",
-        if paths.is_empty() {
-            "not written".into()
-        } else {
-            paths.join("  ")
-        },
-    ));
-    // The summary leaves room for the stage table (issue 34: at 80×24 the
-    // table was gone): it drops the lines that explain first, then keeps
-    // one line of each (the answer two), cut between words.
-    let budget = summary_budget(area.height, r.stages.len());
-    let width = inner_w - 11;
-    let keep = |k: &str| if k == "Answer" { 2 } else { 1 };
-    let height = |items: &[(&str, String)], clip: bool| -> usize {
-        items
-            .iter()
-            .map(|(k, v)| {
-                let n = crate::report::console::wrap(v, width, 0).len();
-                if clip {
-                    n.min(keep(k))
-                } else {
-                    n
-                }
-            })
-            .sum::<usize>()
-            + 2
-    };
-    let fits = |items: &[(&str, String)], clip: bool| height(items, clip) <= budget as usize;
-    let mut clip = false;
-    if !fits(&items, false) {
-        items.retain(|(k, _)| *k != "Basis");
-        clip = !fits(&items, false);
-    }
-    for drop in ["Knee", "Saturated", "SLOs", "Undecided"] {
-        if !clip || fits(&items, true) {
-            break;
-        }
-        items.retain(|(k, _)| *k != drop);
-    }
-    let mut lines: Vec<Line> = Vec::new();
-    for (k, v) in items {
-        let style = if k == "Reports" {
-            th.style(th.accent)
-        } else {
-            th.text()
-        };
-        let mut parts = crate::report::console::wrap(&v, width, 0);
-        if clip && parts.len() > keep(k) {
-            parts.truncate(keep(k));
-            if let Some(last) = parts.last_mut() {
-                *last = super::format::fit_words(&format!("{last} …"), width);
-            }
-        }
-        for (i, part) in parts.into_iter().enumerate() {
-            let label = if i == 0 { k } else { "" };
-            lines.push(Line::from(vec![
-                Span::styled(format!("{label:<10} "), th.title()),
-                Span::styled(part, style),
-            ]));
-        }
-    }
+    let lines = summary_lines(app, area);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.style(th.accent))
@@ -122,6 +58,101 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         table::draw(frame, app, &rows, rest, false);
     }
+}
+
+/// The summary's lines and the report paths, fitted to the screen. The
+/// summary leaves room for the stage table (issue 34: at 80×24 the table
+/// was gone): it drops the lines that explain first, then keeps one line
+/// of each (the answer two), cut between words.
+fn summary_lines(app: &App, area: Rect) -> Vec<Line<'static>> {
+    let th = app.theme();
+    let Some(o) = &app.outcome else {
+        return Vec::new();
+    };
+    let r = &o.report;
+    let inner_w = area.width.saturating_sub(2).max(20) as usize;
+    let paths: Vec<String> = o.paths.iter().map(|p| p.display().to_string()).collect();
+    let mut items = summary::lines(r);
+    items.push((
+        "Reports",
+        if paths.is_empty() {
+            "not written".into()
+        } else {
+            paths.join("  ")
+        },
+    ));
+    let width = inner_w - 11;
+    let clip = fit_summary(
+        &mut items,
+        summary_budget(area.height, r.stages.len()),
+        width,
+    );
+    let mut lines: Vec<Line> = Vec::new();
+    for (k, v) in items {
+        let style = if k == "Reports" {
+            th.style(th.accent)
+        } else {
+            th.text()
+        };
+        let mut parts = crate::report::console::wrap(&v, width, 0);
+        if clip && parts.len() > keep(k) {
+            parts.truncate(keep(k));
+            if let Some(last) = parts.last_mut() {
+                *last = super::format::fit_words(&format!("{last} …"), width);
+            }
+        }
+        for (i, part) in parts.into_iter().enumerate() {
+            let label = if i == 0 { k } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{label:<10} "), th.title()),
+                Span::styled(part, style),
+            ]));
+        }
+    }
+    lines
+}
+
+/// The lines a summary item keeps when clipped: the answer two, others one.
+fn keep(k: &str) -> usize {
+    if k == "Answer" {
+        2
+    } else {
+        1
+    }
+}
+
+/// Drops the summary's items that explain until it fits `budget` rows
+/// `width` wide: the basis first, then (each item clipped to the lines it
+/// keeps) the knee, saturation, SLOs and the undecided. Whether the items
+/// are to be clipped.
+fn fit_summary(items: &mut Vec<(&str, String)>, budget: u16, width: usize) -> bool {
+    let height = |items: &[(&str, String)], clip: bool| -> usize {
+        items
+            .iter()
+            .map(|(k, v)| {
+                let n = crate::report::console::wrap(v, width, 0).len();
+                if clip {
+                    n.min(keep(k))
+                } else {
+                    n
+                }
+            })
+            .sum::<usize>()
+            + 2
+    };
+    let fits = |items: &[(&str, String)], clip: bool| height(items, clip) <= budget as usize;
+    let mut clip = false;
+    if !fits(items, false) {
+        items.retain(|(k, _)| *k != "Basis");
+        clip = !fits(items, false);
+    }
+    for drop in ["Knee", "Saturated", "SLOs", "Undecided"] {
+        if !clip || fits(items, true) {
+            break;
+        }
+        items.retain(|(k, _)| *k != drop);
+    }
+    clip
 }
 
 /// The summary's most rows on a result screen `height` rows tall with
