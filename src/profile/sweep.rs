@@ -259,6 +259,7 @@ impl SweepPlan {
             self.climbs += 1;
         }
         let rate = policy::sweep::next_rate(&c, highest_kept, flood, self.climbs)?;
+        let (rate, reach) = within_reach(done, rate, highest_kept);
         let limits = self.probe_limits(done, rate)?;
         if !self.affords(&limits) {
             let width = match c.high {
@@ -299,10 +300,10 @@ impl SweepPlan {
                 c.estimate
             ),
         };
-        let why = match flood_under_read(done, flood) {
-            Some(said) => format!("{why}; {said}"),
-            None => why,
-        };
+        let why = [flood_under_read(done, flood), reach]
+            .into_iter()
+            .flatten()
+            .fold(why, |why, said| format!("{why}; {said}"));
         self.added += 1;
         self.added_s += limits.max_seconds.unwrap_or(0.0);
         let length = describe_limits(&limits);
@@ -537,6 +538,36 @@ fn flood_under_read(done: &[StageReport], flood: Option<f64>) -> Option<String> 
             crate::types::stage_run_name(done, best)
         )
     })
+}
+
+/// The next probe's rate, within llmsweep's reach: a rate it could not
+/// drive [`CLIENT_LIMITED_TRIES`](policy::sweep::CLIENT_LIMITED_TRIES)
+/// times (a busy client machine) is not tried again; the probe goes halfway
+/// down to the highest rate held, which a busy client may still drive and
+/// which bounds the capacity too. With what it says, if it moved.
+fn within_reach(
+    done: &[StageReport],
+    rate: f64,
+    highest_kept: Option<f64>,
+) -> (f64, Option<String>) {
+    let limited = done
+        .iter()
+        .filter(|s| {
+            s.target_rate
+                .is_some_and(|r| (r - rate).abs() <= policy::sweep::SAME_RATE * rate)
+        })
+        .filter(|s| s.client.as_ref().is_some_and(|c| c.limited))
+        .count();
+    match highest_kept.filter(|k| *k < rate) {
+        Some(k) if limited >= policy::sweep::CLIENT_LIMITED_TRIES => {
+            let lower = 0.5 * (k + rate);
+            let said = format!(
+                "llmsweep could not send {rate:.2} req/s on time {limited} times (a busy client machine): {lower:.2} instead, halfway down to the {k:.2} held"
+            );
+            (lower, Some(said))
+        }
+        _ => (rate, None),
+    }
 }
 
 /// Why the grid cannot be planned from the measured stages.
@@ -1160,6 +1191,40 @@ mod tests {
             ..Default::default()
         });
         s
+    }
+
+    #[test]
+    fn a_probe_llmsweep_could_not_drive_twice_goes_halfway_down() {
+        // Real llama.cpp at load 90: 17.06 held, then the probe at 34.13 was
+        // client-limited and added again three times, the whole budget.
+        use crate::types::Outcome::{Inconclusive, NotSaturated};
+        let limited = |rate: f64| {
+            let mut s = read(rate, Inconclusive, 0.0, 0.5);
+            s.client = Some(crate::types::ClientCheck {
+                limited: true,
+                ..Default::default()
+            });
+            s
+        };
+        let d = vec![
+            done(StrategyKind::Synchronous, 500.0, 8.5),
+            done(StrategyKind::Throughput, 5000.0, 4.5),
+            read(17.06, NotSaturated, 0.0, 0.1),
+            limited(34.13),
+        ];
+        let (again, said) = within_reach(&d, 34.13, Some(17.06));
+        assert_eq!(
+            (again, said),
+            (34.13, None),
+            "once more, as a core may be free"
+        );
+        let mut d = d;
+        d.push(limited(34.13));
+        let (lower, said) = within_reach(&d, 34.13, Some(17.06));
+        assert!((lower - 25.595).abs() < 1e-9, "{lower}");
+        assert!(said
+            .unwrap()
+            .contains("could not send 34.13 req/s on time 2 times"));
     }
 
     #[test]

@@ -114,3 +114,11 @@ pub fn probe_stretch(rerun: bool, asked_s: f64, stage_s: Option<f64>) -> f64 {
         None => by,
     }
 }
+
+/// How many times the sweep runs a probe llmsweep could not drive (client-
+/// limited: a busy client machine) before it probes lower instead: once
+/// again, longer, as a core may be free by then (seen: a probe at 39.95 ran
+/// again and held); not a third time (seen: real llama.cpp at load 90, a
+/// probe at 34.13 set aside four times, 217 s, the whole budget, and the
+/// answer a floor).
+pub const CLIENT_LIMITED_TRIES: usize = 2;
