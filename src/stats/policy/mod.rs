@@ -84,7 +84,10 @@
 //!     and [`ADDED_BUDGET_SHARE`](sweep::ADDED_BUDGET_SHARE) of the grid's time lasts ([`next_rate`](sweep::next_rate)):
 //!     just above the estimate (at least the interval's middle), or, open
 //!     above, [`PROBE_STEP`](sweep::PROBE_STEP) over the highest rate held, a step more for
-//!     each probe that held ([`BLIND_STEP`](sweep::BLIND_STEP) with no flood to go by).
+//!     each probe that held ([`BLIND_STEP`](sweep::BLIND_STEP) with no flood to go by);
+//!     a rate llmsweep could not drive
+//!     [`CLIENT_LIMITED_TRIES`](sweep::CLIENT_LIMITED_TRIES) times is
+//!     left for one halfway down to the highest rate held.
 //! 16. They stop when the rates bracket the capacity within 2 ×
 //!     [`PRECISION`] ([`bracketed_by_rates`](sweep::bracketed_by_rates)).
 //! 17. An added stage runs as long as a stage within [`NEAR_RATE`](sweep::NEAR_RATE) of it
