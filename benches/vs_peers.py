@@ -110,7 +110,6 @@ def venv_for(tool, args):
     steps = []
     if not os.path.exists(os.path.join(venv, "bin", "python")):
         steps.append([sys.executable, "-m", "venv", venv])
-    steps.append([os.path.join(venv, "bin", "pip"), "install", "--upgrade", "pip"])
     steps.append([os.path.join(venv, "bin", "pip"), "install", *shlex.split(pip_args), spec])
     with open(log, "a") as out:
         for step in steps:
