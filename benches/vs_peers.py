@@ -42,8 +42,9 @@ so no download is needed; any local directory with a tokenizer.json works.
 Everything talks to 127.0.0.1 only; each tool's logs and result files stay
 in target/peers-runs/<time>/<tool>/.
 
-This machine-sized benchmark is not run in CI. Read the figures of one run
+Linux only (/proc, prctl); not run in CI. Read the figures of one run
 together: on a shared machine the absolute numbers move, the ratios less.
+`--sim-args '--decode-step-ms 1'` gives the server a TTFT of its own to hit.
 """
 
 import argparse
