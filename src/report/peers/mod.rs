@@ -55,8 +55,48 @@ pub fn detect(v: &Value) -> Option<Kind> {
 }
 
 /// The JSON documents of a file: one, or one a line (`vllm bench serve
-/// --append-result` appends each run as a line). None: not JSON.
+/// --append-result` appends each run as a line). None: not JSON, even with
+/// Python's bare non-finite numbers quoted ([`quote_python_floats`]).
 fn documents(text: &str) -> Option<Vec<Value>> {
+    parsed(text).or_else(|| parsed(&quote_python_floats(text)?))
+}
+
+/// Python's `json` writes a float that is not finite bare (`Infinity`,
+/// `-Infinity`, `NaN`), which is not JSON: `vllm bench serve --burstiness
+/// inf` saves `"burstiness": Infinity`. Those words outside strings, quoted;
+/// None when there is none.
+fn quote_python_floats(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 16);
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if !in_string {
+            if let Some(w) = ["-Infinity", "Infinity", "NaN"]
+                .into_iter()
+                .find(|w| rest.starts_with(w))
+            {
+                out.push('"');
+                out.push_str(w);
+                out.push('"');
+                rest = &rest[w.len()..];
+                changed = true;
+                continue;
+            }
+            in_string = c == '"';
+        } else if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == '"' {
+            in_string = false;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    changed.then_some(out)
+}
+
+fn parsed(text: &str) -> Option<Vec<Value>> {
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         return Some(vec![v]);
     }
@@ -151,6 +191,14 @@ mod tests {
             assert_eq!(detect(&other), None, "{other}");
         }
         let p = Path::new("x/other.json");
+        assert_eq!(
+            quote_python_floats(
+                r#"{"a": Infinity, "b": [NaN, -Infinity], "c": "NaN \" Infinity"}"#
+            )
+            .as_deref(),
+            Some(r#"{"a": "Infinity", "b": ["NaN", "-Infinity"], "c": "NaN \" Infinity"}"#)
+        );
+        assert_eq!(quote_python_floats(r#"{"a": 1.0}"#), None);
         assert!(import(p, "{\"hello\": 1}").is_none());
         assert!(import(p, "not json").is_none());
         // A file cut short or not JSON keeps the report's own error (where it breaks off).

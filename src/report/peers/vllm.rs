@@ -108,7 +108,13 @@ fn run(d: &Value, notes: &mut Vec<String>) -> Result<StageReport> {
         _ => None, // "inf": everything at once
     };
     let limit = d.get("max_concurrency").and_then(Value::as_u64);
+    // `--burstiness inf`: evenly spaced requests (saved bare, quoted on reading).
+    let even = d
+        .get("burstiness")
+        .and_then(Value::as_str)
+        .is_some_and(|b| b == "Infinity" || b == "inf");
     let mut s = match rate {
+        Some(r) if even => stage(StrategyKind::Constant, Some(r)),
         Some(r) => stage(StrategyKind::Poisson, Some(r)),
         None => stage(StrategyKind::Throughput, None),
     };
@@ -307,6 +313,23 @@ mod tests {
         assert_eq!(s.held_at_max_concurrency, Some(4));
         let a = r.answer.as_ref().expect("an answer");
         assert_eq!(a.flood_requests_per_s, Some(s.rates.achieved()));
+    }
+
+    #[test]
+    fn a_constant_rate_run_is_a_constant_stage_though_python_wrote_its_burstiness_bare() {
+        // `--burstiness inf` (evenly spaced requests): Python's json writes
+        // `"burstiness": Infinity`, which is not JSON.
+        let text = RATE10.replace("\"burstiness\": 1.0", "\"burstiness\": Infinity");
+        assert!(serde_json::from_str::<Value>(&text).is_err());
+        let r = super::super::import(std::path::Path::new("c.json"), &text)
+            .expect("vLLM's")
+            .expect("reads");
+        let s = &r.stages[0];
+        assert_eq!(
+            (s.name.as_str(), s.target_rate),
+            ("constant@10.00", Some(10.0))
+        );
+        assert_eq!(s.requests.completed, 40);
     }
 
     #[test]
