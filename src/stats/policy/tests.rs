@@ -415,3 +415,17 @@ fn each_probe_that_held_climbs_a_step_further() {
         "capped"
     );
 }
+
+#[test]
+fn guard_cut_stages_that_agree_bound_the_capacity() {
+    // A server capped at 125 req/s (--max-concurrency 16): the guard ended
+    // stages at 143.75 and 187.50, both completing 125; 106.25 held.
+    let pts = [
+        stored(106.25, 0.0, 1.06, 0.0, 0.0, false),
+        stored(143.66, 18.66, 2.36, 0.0, 0.0, true),
+        stored(187.69, 62.54, 6.54, 0.0, 0.0, true),
+    ];
+    let c = capacity(&pts).unwrap();
+    assert!((c.estimate - 125.0).abs() < 0.05 * 125.0, "{c:?}");
+    assert!(c.is_precise() || c.half_width() < 0.075, "{c:?}");
+}
