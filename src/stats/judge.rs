@@ -170,7 +170,11 @@ pub fn queueing(thr: &StageReport, sync: Option<&StageReport>) -> Option<StageWa
 /// capacity (seen: 493 of 1,150 timed out at --request-timeout 4, and the
 /// plan went up to 9.65 req/s on a server that holds 18.67).
 pub fn timed_out_flood(thr: &StageReport) -> Option<StageWarning> {
-    let timeouts = thr.errors.get("timeout").copied().unwrap_or(0);
+    let timeouts = thr
+        .errors
+        .get(&crate::client::ErrorCategory::Timeout.to_string())
+        .copied()
+        .unwrap_or(0);
     let sent = thr.requests.sent;
     if sent == 0 || timeouts * 20 < sent {
         return None;
