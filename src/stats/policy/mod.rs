@@ -74,7 +74,7 @@
 //!     completed under C by [`COLLAPSE_SHARE`] of its growth, one
 //!     the guard ended over it by [`GUARD_CUT_ERROR`] of its rate
 //!     ([`Point::early_excuse`]) unless another stage that fell behind
-//!     read the same ([`corroborated`]); nothing fell behind: a floor.
+//!     read the same (`corroborated`); nothing fell behind: a floor.
 //! 13. A stage is what its last judged run said; stages llmsweep could not
 //!     drive are set aside and named (`stats::answer`).
 //!
