@@ -316,10 +316,7 @@ impl SweepPlan {
     /// long for a rate already run.
     fn probe_limits(&self, done: &[StageReport], rate: f64) -> Option<Limits> {
         let near = |s: &&StageReport, within: f64| {
-            s.strategy.is_open_loop()
-                && !s.manual
-                && s.target_rate
-                    .is_some_and(|r| (r - rate).abs() <= within * rate)
+            s.strategy.is_open_loop() && !s.manual && ran_at(s, rate, within)
         };
         let rerun = done.iter().any(|s| near(&s, policy::sweep::SAME_RATE));
         let asked = done
@@ -500,12 +497,7 @@ impl SweepPlan {
                     target_rate: Some(*r),
                 })
                 .collect(),
-            None => (0..self.stages.saturating_sub(3))
-                .map(|_| PlannedStage {
-                    name: "constant@?".into(),
-                    target_rate: None,
-                })
-                .collect(),
+            None => rates_not_known(self.stages.saturating_sub(3)).collect(),
         }
     }
 
@@ -559,6 +551,21 @@ fn bracketed_notice(done: &[StageReport], held: f64, behind: f64, half_width: f6
     )
 }
 
+/// Whether a stage's target was within `within` (a share) of `rate`.
+fn ran_at(s: &StageReport, rate: f64, within: f64) -> bool {
+    s.target_rate
+        .is_some_and(|r| (r - rate).abs() <= within * rate)
+}
+
+/// `n` stages of the plan whose rates are not known yet, as the header
+/// lists them.
+fn rates_not_known(n: usize) -> impl Iterator<Item = PlannedStage> {
+    (0..n).map(|_| PlannedStage {
+        name: "constant@?".into(),
+        target_rate: None,
+    })
+}
+
 /// The next probe's rate, within llmsweep's reach: a rate it could not
 /// drive [`CLIENT_LIMITED_TRIES`](policy::sweep::CLIENT_LIMITED_TRIES)
 /// times (a busy client machine) is not tried again; the probe goes halfway
@@ -571,10 +578,7 @@ fn within_reach(
 ) -> (f64, Option<String>) {
     let limited = done
         .iter()
-        .filter(|s| {
-            s.target_rate
-                .is_some_and(|r| (r - rate).abs() <= policy::sweep::SAME_RATE * rate)
-        })
+        .filter(|s| ran_at(s, rate, policy::sweep::SAME_RATE))
         .filter(|s| s.client.as_ref().is_some_and(|c| c.limited))
         .count();
     match highest_kept.filter(|k| *k < rate) {
@@ -736,15 +740,7 @@ impl Plan for SweepPlan {
                     });
                 }
             }
-            None => {
-                let left = self.stages.saturating_sub(2);
-                for _ in 0..left {
-                    v.push(PlannedStage {
-                        name: "constant@?".into(),
-                        target_rate: None,
-                    });
-                }
-            }
+            None => v.extend(rates_not_known(self.stages.saturating_sub(2))),
         }
         v.extend(self.late_grid_ahead());
         v
