@@ -35,20 +35,11 @@ fn production_code(text: &str) -> String {
         let mut i = start + ATTR.len();
         let mut depth = 0usize;
         while i < b.len() {
+            if let Some(end) = past_literal_or_comment(b, i) {
+                i = end + 1;
+                continue;
+            }
             match b[i] {
-                b'"' => i = skip_string(b, i),
-                b'\'' if b.get(i + 2) == Some(&b'\'') => i += 2,
-                b'\'' if b.get(i + 1) == Some(&b'\\') => {
-                    while i + 1 < b.len() && b[i + 1] != b'\'' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                b'/' if b.get(i + 1) == Some(&b'/') => {
-                    while i < b.len() && b[i] != b'\n' {
-                        i += 1;
-                    }
-                }
                 b'{' => depth += 1,
                 b'}' => {
                     depth -= 1;
@@ -65,6 +56,35 @@ fn production_code(text: &str) -> String {
     }
     out.push_str(&text[from..]);
     out
+}
+
+/// When a string, a character literal or a comment starts at `i`, the
+/// index of its last byte (braces and quotes in them are not code).
+fn past_literal_or_comment(b: &[u8], i: usize) -> Option<usize> {
+    let end = match b[i] {
+        b'"' => skip_string(b, i),
+        b'\'' if b.get(i + 2) == Some(&b'\'') => i + 2,
+        b'\'' if b.get(i + 1) == Some(&b'\\') => {
+            let mut j = i;
+            while j + 1 < b.len() && b[j + 1] != b'\'' {
+                j += 1;
+            }
+            j + 1
+        }
+        b'/' if b.get(i + 1) == Some(&b'/') => {
+            let mut j = i;
+            while j < b.len() && b[j] != b'\n' {
+                j += 1;
+            }
+            j
+        }
+        b'/' if b.get(i + 1) == Some(&b'*') => b[i..]
+            .windows(2)
+            .position(|w| w == b"*/")
+            .map_or(b.len(), |k| i + k + 1),
+        _ => return None,
+    };
+    Some(end)
 }
 
 /// The index of the closing quote of the string starting at `i` (raw
@@ -1077,23 +1097,11 @@ fn function_lengths(code: &str) -> Vec<(String, usize)> {
     let mut open: Vec<(String, usize, usize)> = Vec::new();
     let (mut i, mut depth) = (0usize, 0usize);
     while i < b.len() {
+        if let Some(end) = past_literal_or_comment(b, i) {
+            i = end + 1;
+            continue;
+        }
         match b[i] {
-            b'"' => i = skip_string(b, i),
-            b'\'' if b.get(i + 2) == Some(&b'\'') => i += 2,
-            b'\'' if b.get(i + 1) == Some(&b'\\') => {
-                while i + 1 < b.len() && b[i + 1] != b'\'' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += code[i..].find("*/").map_or(b.len(), |k| k + 1);
-            }
             b'f' if code[i..].starts_with("fn ")
                 && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
             {
