@@ -89,13 +89,18 @@ fn dist(d: &Value, m: &str, n: u64) -> DistSummary {
 
 /// The values of a list of numbers at `key` (seconds), as ms, where `keep`.
 fn each_ms(d: &Value, key: &str, keep: &[bool]) -> Vec<f64> {
+    each(d, key, keep).into_iter().map(|s| s * 1000.0).collect()
+}
+
+/// The kept requests' numbers of a per-request list, as they are.
+fn each(d: &Value, key: &str, keep: &[bool]) -> Vec<f64> {
     d.get(key)
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
                 .zip(keep)
                 .filter(|(_, k)| **k)
-                .filter_map(|(v, _)| v.as_f64().map(|s| s * 1000.0))
+                .filter_map(|(v, _)| v.as_f64())
                 .collect()
         })
         .unwrap_or_default()
@@ -204,17 +209,7 @@ fn per_request(s: &mut StageReport, d: &Value, duration: f64) {
         })
         .unwrap_or_default();
     // vLLM's TPOT: (latency − TTFT) / (output tokens − 1), requests of more than one token.
-    let outputs: Vec<f64> = d
-        .get("output_lens")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .zip(&ok)
-                .filter(|(_, k)| **k)
-                .filter_map(|(v, _)| v.as_f64())
-                .collect()
-        })
-        .unwrap_or_default();
+    let outputs = each(d, "output_lens", &ok);
     let tpot: Vec<f64> = e2e
         .iter()
         .zip(&ttft)
