@@ -177,14 +177,17 @@ pub fn models(r: &Report) -> Vec<String> {
 /// (constant@8.00): $0.41 per million output tokens, 310 W, 0.52 J per
 /// output token". None without an answer's stage with GPU figures.
 pub fn answer_line(r: &Report) -> Option<(&'static str, String)> {
-    let held = r.answer.as_ref()?.held.as_ref()?;
+    let a = r.answer.as_ref()?;
     let names = crate::types::stage_run_names(&r.stages);
-    let (s, name) = r
-        .stages
-        .iter()
-        .zip(&names)
-        .rev()
-        .find(|(s, n)| *n == held || s.name == *held)?;
+    let mut stages = r.stages.iter().zip(&names).rev();
+    // By its number; by its name in reports from before answers kept it.
+    let (s, name) = match a.held_stage {
+        Some(number) => stages.find(|(s, _)| s.number == number)?,
+        None => {
+            let held = a.held.as_ref()?;
+            stages.find(|(s, n)| *n == held || s.name == *held)?
+        }
+    };
     let g = s.gpu.as_ref()?;
     let line = stage_line(s, g)?;
     let label = if g.cost.is_some() { "Cost" } else { "GPUs" };
@@ -477,6 +480,26 @@ mod tests {
         let mut none = r.clone();
         none.answer = None;
         assert!(answer_line(&none).is_none());
+    }
+
+    /// The answer's stage is found by its number, not its words: a stage
+    /// run twice under one name is the run the answer meant.
+    #[test]
+    fn the_answers_stage_is_found_by_its_number() {
+        let mut r = report();
+        let mut rerun = r.stages[1].clone();
+        rerun.number = 3;
+        rerun.gpu = None;
+        r.stages[1].number = 2;
+        r.stages.push(rerun);
+        let a = r.answer.as_mut().unwrap();
+        a.held = Some("constant@8.00".into());
+        a.held_stage = Some(2);
+        let (_, line) = answer_line(&r).unwrap();
+        assert!(line.contains("$0.41"), "{line}");
+        // Asked for the other run, which has no GPU figures: no line.
+        r.answer.as_mut().unwrap().held_stage = Some(3);
+        assert!(answer_line(&r).is_none());
     }
 
     #[test]

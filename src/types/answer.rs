@@ -24,6 +24,12 @@ pub struct Answer {
     pub held: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_held: Option<String>,
+    /// Those two stages by their `number` in the run (absent in reports
+    /// from before stages were numbered): what code finds them by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_stage: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held_stage: Option<usize>,
     /// True when the interval is closed (a stage fell behind): the answer
     /// is an estimate, not a floor.
     pub bracketed: bool,
