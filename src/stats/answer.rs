@@ -68,7 +68,29 @@ fn target(s: &StageReport) -> f64 {
 /// rate held: what the sweep plans its added stages from.
 pub fn capacity(stages: &[StageReport]) -> Option<policy::Capacity> {
     let points: Vec<Point> = stages.iter().filter_map(point).collect();
-    policy::capacity(&points)
+    if points.is_empty() {
+        return None;
+    }
+    let floors = stages.iter().filter_map(one_at_a_time);
+    policy::capacity(&points.into_iter().chain(floors).collect::<Vec<_>>())
+}
+
+/// What a synchronous stage says of the capacity: one request at a time,
+/// the server completed its achieved rate, so it holds at least that (a
+/// batch only adds). Weighed as a stage that kept up at that rate; it is no
+/// stage of the estimate alone (it tells nothing without an open-loop one).
+/// Seen: real llama.cpp served 18.08 req/s one at a time for 30 s, and the
+/// sweep answered "holds ≈ 16.88 (16.55–17.54)" from a stage the guard cut
+/// right after the flood; 35 s at 18.57 then kept up.
+fn one_at_a_time(s: &StageReport) -> Option<Point> {
+    let erroring = s
+        .verdict
+        .as_ref()
+        .is_some_and(|v| v.outcome == Outcome::Erroring);
+    let limited = s.client.as_ref().is_some_and(|c| c.limited);
+    let rate = s.rates.achieved();
+    (s.strategy.is_synchronous() && !erroring && !limited && rate > 0.0 && rate.is_finite())
+        .then(|| policy::point_without_reading(rate, false, rate))
 }
 
 /// The answer of a run with these stages (and SLO summary, if any).
@@ -128,8 +150,10 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
         ..Default::default()
     };
     let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
+    let number = |s: &StageReport| (s.number > 0).then_some(s.number);
     if let Some(h) = best_held {
         a.held = Some(name(h));
+        a.held_stage = number(h);
         // For a thinking model, the wait users feel: the first answer token.
         let waited = h.waited_ttft_ms();
         a.ttft_p50_ms = (waited.count > 0).then_some(waited.p50);
@@ -137,6 +161,7 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
     }
     if let Some(n) = not_held {
         a.not_held = Some(name(n));
+        a.not_held_stage = number(n);
     }
     let search_would_do = match capacity(stages) {
         Some(c) => estimated(&mut a, stages, &c, best_held, not_held),
@@ -1310,5 +1335,81 @@ mod tests {
         let said = format!("{} {}", line(&a), a.basis);
         assert!(!said.contains("no stage fell behind"), "{said}");
         assert!(said.contains("fell behind but does not bound it"), "{said}");
+    }
+
+    /// Real llama.cpp, round 2, sweep 1 (its readings as report.json has
+    /// them): the synchronous stage completed 18.08 req/s one at a time for
+    /// 30 s, yet the answer read "holds ≈ 16.88 (16.55–17.54)", its top
+    /// from a stage the guard cut 15 s after the flood. 35 s at 18.57 then
+    /// kept up. The synchronous stage bounds the capacity from below.
+    #[test]
+    fn the_synchronous_stage_bounds_the_capacity_from_below() {
+        use Outcome::*;
+        let read = |name: &str, target: f64, o: Outcome, offered: f64, g: f64, n: f64, c: f64| {
+            let mut s = stage(name, target, offered - g, Some(o));
+            let v = s.verdict.as_mut().unwrap();
+            v.offered_per_s = Some(offered);
+            v.growth_per_s = Some(g);
+            v.growth_noise_per_s = Some(n);
+            v.growth_collapse_per_s = Some(c).filter(|c| *c > 0.0);
+            s
+        };
+        let mut sync = stage("synchronous", 0.0, 18.08, None);
+        sync.strategy = StrategyKind::Synchronous;
+        sync.target_rate = None;
+        let mut cut = read(
+            "constant@18.06",
+            18.06,
+            Saturated,
+            17.78,
+            1.574,
+            0.274,
+            0.787,
+        );
+        cut.end_reason = crate::types::StageEndReason::OverSaturated;
+        let probes = vec![
+            cut,
+            read(
+                "constant@14.82 (probe)",
+                14.82,
+                NotSaturated,
+                14.86,
+                -0.015,
+                0.149,
+                0.0,
+            ),
+            read(
+                "constant@16.06 (probe)",
+                16.06,
+                NotSaturated,
+                16.05,
+                0.002,
+                0.161,
+                0.001,
+            ),
+            read(
+                "constant@16.85 (probe)",
+                16.85,
+                NotSaturated,
+                16.88,
+                -0.004,
+                0.169,
+                0.0,
+            ),
+        ];
+        let without = answer(&probes, None);
+        assert!(without.high.is_some_and(|h| h < 17.6), "{without:?}");
+        let mut stages = vec![sync, flood()];
+        stages.extend(probes);
+        let a = answer(&stages, None);
+        let (x, hi) = (a.requests_per_s.unwrap(), a.high.unwrap());
+        // The estimate comes up to within its noise of what the server did
+        // one at a time (1 % of the rate, twice), under the stage that fell
+        // behind.
+        assert!(x > 17.5 && hi + 2.0 * 0.01 * 18.08 >= 18.08, "{a:?}");
+        assert!(hi <= 18.06, "{a:?}");
+        // Alone, it is no estimate: it tells nothing of where the server
+        // stops keeping up.
+        assert_eq!(capacity(&stages[..2]), None);
     }
 }

@@ -4,6 +4,7 @@ use super::*;
 fn reading(rate: f64, growth: f64, fit_noise: f64) -> Reading {
     Reading {
         rate,
+        target: rate,
         growth,
         fit_noise,
         window_s: 6.0,
@@ -71,6 +72,28 @@ fn a_stage_kept_up_shows_its_rate() {
     };
     assert!(level.shows_its_rate());
     assert_eq!(call(&level), Call::KeptUp);
+}
+
+#[test]
+fn a_stage_kept_up_shows_a_rate_within_five_percent_of_its_target() {
+    // The default run against the simulator: "constant@34.42 kept up
+    // (achieved 32.58 req/s)", 5.3 % under its target: its window was
+    // offered 34.19 and answered 4.7 % under that, its growth excused
+    // as a batch filling (TTFT flat).
+    let short = Reading {
+        target: 34.42,
+        ttft_rise_s: Some(0.0),
+        ..reading(34.19, 1.61, 0.2)
+    };
+    assert!(!short.shows_its_rate());
+    assert_ne!(call(&short), Call::KeptUp);
+    // Answering within 5 % of the target, it kept up.
+    let near = Reading {
+        growth: 1.2,
+        ..short
+    };
+    assert!(near.shows_its_rate());
+    assert_eq!(call(&near), Call::KeptUp);
 }
 
 #[test]

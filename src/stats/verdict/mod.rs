@@ -102,6 +102,7 @@ fn overload_reading(e: &Evidence, target: f64, mut v: Verdict) -> Verdict {
             let growth = (target - answer_rate).max(0.0);
             Reading {
                 rate: target,
+                target,
                 growth,
                 fit_noise: policy::COUNTED_GROWTH_NOISE * growth,
                 window_s: since_first,
@@ -277,6 +278,7 @@ fn reading(e: &Evidence, g: &Growth, target: f64) -> Reading {
     };
     Reading {
         rate: offered,
+        target,
         growth: g.per_s,
         fit_noise: g.noise_per_s,
         window_s: g.window_s,
