@@ -290,6 +290,19 @@ fn estimate_basis(
             rate - g
         ));
     }
+    // The synchronous stage, where it shapes the interval (a server that
+    // batches little: one request at a time already nears its capacity).
+    if let Some(one) = stages
+        .iter()
+        .filter_map(one_at_a_time)
+        .map(|p| p.rate)
+        .reduce(f64::max)
+        .filter(|r| *r >= c.low)
+    {
+        parts.push(format!(
+            "synchronous completed {one:.2} req/s one at a time, so it holds at least about that"
+        ));
+    }
     let stages_word = if counted == 1 { "stage" } else { "stages" };
     let rest = parts.join("; ");
     // "Held" said once where a stage is named held: the interval's low end
@@ -1408,6 +1421,12 @@ mod tests {
         // behind.
         assert!(x > 17.5 && hi + 2.0 * 0.01 * 18.08 >= 18.08, "{a:?}");
         assert!(hi <= 18.06, "{a:?}");
+        assert!(
+            a.basis
+                .contains("synchronous completed 18.08 req/s one at a time"),
+            "{}",
+            a.basis
+        );
         // Alone, it is no estimate: it tells nothing of where the server
         // stops keeping up.
         assert_eq!(capacity(&stages[..2]), None);
