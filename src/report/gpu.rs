@@ -5,8 +5,7 @@
 //! always did. A figure not exported is `-` (an empty CSV cell), never 0.
 
 use super::section::{each_stage, Col, PartTable, Section};
-use super::tables::GroupedTable;
-use crate::types::gpu::{GpuCost, GpuEnergy, GpuFigures, GpuGauge, GpuStage};
+use crate::types::gpu::{GpuCost, GpuEnergy, GpuFigures, GpuGauge, GpuStage, GpuUnit};
 use crate::types::{Report, StageReport};
 
 /// True when some stage has GPU figures or a cost.
@@ -40,8 +39,7 @@ pub fn text_tables(r: &Report) -> Option<String> {
     let mut out = TOTAL.text(r)?;
     out.push_str(NOTE);
     out.push('\n');
-    let per_gpu = per_gpu_table(r, &crate::types::stage_labels(&r.stages));
-    if !per_gpu.is_empty() {
+    if let Some(per_gpu) = PER_GPU.text(r) {
         out.push_str(&per_gpu);
     }
     Some(out)
@@ -122,61 +120,55 @@ pub const TOTAL: PartTable<()> = PartTable {
 /// What the figures are, under the first table.
 pub const NOTE: &str = "Energy from the DCGM energy counter over each stage's window (not power x time); J/Tok over the output tokens of the same window (the server's count when it exports one); cost at the stage's achieved rate, each figure carrying the whole GPU price; - not exported or not covered.";
 
-/// One row per GPU and stage.
-fn per_gpu_table(r: &Report, labels: &[String]) -> String {
+/// The stages' GPUs are on more than one host: each is named with its host.
+fn several_hosts(r: &Report) -> bool {
     let hosts: std::collections::BTreeSet<&str> = r
         .stages
         .iter()
         .filter_map(|s| s.gpu.as_ref())
         .flat_map(|g| g.gpus.iter().map(|u| u.hostname.as_str()))
         .collect();
-    let with_host = hosts.len() > 1;
-    let mut rows = Vec::new();
-    for (s, label) in r.stages.iter().zip(labels) {
-        let Some(g) = &s.gpu else { continue };
-        for u in &g.gpus {
-            let f = &u.figures;
-            let gpu = if with_host {
-                format!("{}:{}", u.hostname, u.gpu)
-            } else {
-                u.gpu.clone()
-            };
-            rows.push(vec![
-                label.clone(),
-                crate::safe::line(&gpu).into_owned(),
-                mean(f.util_pct, 1.0, 1),
-                mean(f.sm_active, 100.0, 1),
-                mean(f.dram_active, 100.0, 1),
-                mean(f.power_w, 1.0, 0),
-                opt(f.energy_j, 0),
-                mean(f.fb_used_mib, MIB_PER_GIB, 1),
-                mean(f.fb_free_mib, MIB_PER_GIB, 1),
-                mean(f.sm_clock_mhz, 1.0, 0),
-                max(f.temp_c, 1.0, 0),
-            ]);
-        }
-    }
-    if rows.is_empty() {
-        return String::new();
-    }
-    GroupedTable {
-        columns: vec![
-            ("Metadata", "Benchmark"),
-            ("Metadata", "GPU"),
-            ("Util %", "Mean"),
-            ("SM %", "Mean"),
-            ("DRAM %", "Mean"),
-            ("Power (W)", "Mean"),
-            ("Energy", "J"),
-            ("Mem (GiB)", "Used"),
-            ("Mem (GiB)", "Free"),
-            ("SM Clock", "MHz"),
-            ("Temp (C)", "Max"),
-        ],
-        rows,
-    }
-    .render()
+    hosts.len() > 1
 }
+
+fn units(s: &StageReport) -> &[GpuUnit] {
+    s.gpu.as_ref().map_or(&[], |g| g.gpus.as_slice())
+}
+
+type U = Col<GpuUnit>;
+
+/// Each GPU of each stage, in the text table and `report-gpus.csv` (a row
+/// a stage and GPU, the GPU named by its exporter's labels; empty cells
+/// where not exported).
+#[rustfmt::skip]
+pub const PER_GPU: PartTable<GpuUnit> = PartTable {
+    parts: units,
+    columns: &[
+        U::csv_only("gpu", |_, u| u.gpu.clone()),
+        U::csv_only("uuid", |_, u| u.uuid.clone()),
+        U::csv_only("model_name", |_, u| u.model_name.clone()),
+        U::csv_only("hostname", |_, u| u.hostname.clone()),
+        U::csv_only("pod", |_, u| u.pod.clone()),
+        U::csv_only("samples", |_, u| u.samples.to_string()),
+        U::text("Metadata", "GPU", |_, u| crate::safe::line(&u.gpu).into_owned()).when(|r| !several_hosts(r)),
+        U::text("Metadata", "GPU", |_, u| crate::safe::line(&format!("{}:{}", u.hostname, u.gpu)).into_owned()).when(several_hosts),
+        U::text("Util %", "Mean", |_, u| mean(u.figures.util_pct, 1.0, 1)).csv("util_pct_mean", |_, u| full(u.figures.util_pct.map(|g| g.mean))),
+        U::csv_only("util_pct_max", |_, u| full(u.figures.util_pct.map(|g| g.max))),
+        U::csv_only("engine_active_mean", |_, u| full(u.figures.engine_active.map(|g| g.mean))),
+        U::text("SM %", "Mean", |_, u| mean(u.figures.sm_active, 100.0, 1)).csv("sm_active_mean", |_, u| full(u.figures.sm_active.map(|g| g.mean))),
+        U::text("DRAM %", "Mean", |_, u| mean(u.figures.dram_active, 100.0, 1)).csv("dram_active_mean", |_, u| full(u.figures.dram_active.map(|g| g.mean))),
+        U::text("Power (W)", "Mean", |_, u| mean(u.figures.power_w, 1.0, 0)).csv("power_w_mean", |_, u| full(u.figures.power_w.map(|g| g.mean))),
+        U::csv_only("power_w_max", |_, u| full(u.figures.power_w.map(|g| g.max))),
+        U::text("Energy", "J", |_, u| opt(u.figures.energy_j, 0)).csv("energy_j", |_, u| full(u.figures.energy_j)),
+        U::csv_only("energy_covered", |_, u| full(u.figures.energy_covered)),
+        U::text("Mem (GiB)", "Used", |_, u| mean(u.figures.fb_used_mib, MIB_PER_GIB, 1)).csv("fb_used_mib_mean", |_, u| full(u.figures.fb_used_mib.map(|g| g.mean))),
+        U::csv_only("fb_used_mib_max", |_, u| full(u.figures.fb_used_mib.map(|g| g.max))),
+        U::text("Mem (GiB)", "Free", |_, u| mean(u.figures.fb_free_mib, MIB_PER_GIB, 1)).csv("fb_free_mib_mean", |_, u| full(u.figures.fb_free_mib.map(|g| g.mean))),
+        U::text("SM Clock", "MHz", |_, u| mean(u.figures.sm_clock_mhz, 1.0, 0)).csv("sm_clock_mhz_mean", |_, u| full(u.figures.sm_clock_mhz.map(|g| g.mean))),
+        U::csv_only("temp_c_mean", |_, u| full(u.figures.temp_c.map(|g| g.mean))),
+        U::text("Temp (C)", "Max", |_, u| max(u.figures.temp_c, 1.0, 0)).csv("temp_c_max", |_, u| full(u.figures.temp_c.map(|g| g.max))),
+    ],
+};
 
 /// The GPUs' model names, once each (for a heading).
 pub fn models(r: &Report) -> Vec<String> {
@@ -235,76 +227,6 @@ fn stage_line(_s: &StageReport, g: &GpuStage) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// The per-GPU CSV's columns (`report-gpus.csv`): one row per stage and
-/// GPU, the GPU named by its exporter's labels.
-pub const PER_GPU_CSV_COLUMNS: &[&str] = &[
-    "stage",
-    "label",
-    "gpu",
-    "uuid",
-    "model_name",
-    "hostname",
-    "pod",
-    "samples",
-    "util_pct_mean",
-    "util_pct_max",
-    "engine_active_mean",
-    "sm_active_mean",
-    "dram_active_mean",
-    "fb_used_mib_mean",
-    "fb_used_mib_max",
-    "fb_free_mib_mean",
-    "power_w_mean",
-    "power_w_max",
-    "energy_j",
-    "energy_covered",
-    "sm_clock_mhz_mean",
-    "temp_c_mean",
-    "temp_c_max",
-];
-
-/// The rows of the per-GPU CSV, in stage order then the exporters' GPU
-/// order (empty cells where not exported); none without per-GPU figures.
-pub fn per_gpu_csv_rows(r: &Report) -> Vec<Vec<String>> {
-    let f = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
-    let m = |x: Option<GpuGauge>| f(x.map(|x| x.mean));
-    let mx = |x: Option<GpuGauge>| f(x.map(|x| x.max));
-    let labels = crate::types::stage_labels(&r.stages);
-    let mut rows = Vec::new();
-    for (s, label) in r.stages.iter().zip(&labels) {
-        let Some(g) = &s.gpu else { continue };
-        for u in &g.gpus {
-            let t = &u.figures;
-            rows.push(vec![
-                s.name.clone(),
-                label.clone(),
-                u.gpu.clone(),
-                u.uuid.clone(),
-                u.model_name.clone(),
-                u.hostname.clone(),
-                u.pod.clone(),
-                u.samples.to_string(),
-                m(t.util_pct),
-                mx(t.util_pct),
-                m(t.engine_active),
-                m(t.sm_active),
-                m(t.dram_active),
-                m(t.fb_used_mib),
-                mx(t.fb_used_mib),
-                m(t.fb_free_mib),
-                m(t.power_w),
-                mx(t.power_w),
-                f(t.energy_j),
-                f(t.energy_covered),
-                m(t.sm_clock_mhz),
-                m(t.temp_c),
-                mx(t.temp_c),
-            ]);
-        }
-    }
-    rows
-}
-
 /// Power (all GPUs, mean) against each stage's achieved rate, for the HTML
 /// chart: (rate, W, stage label) of the stages `keep` takes.
 pub fn power_vs_rate(r: &Report, keep: impl Fn(&StageReport) -> bool) -> Vec<(f64, f64, String)> {
@@ -339,7 +261,7 @@ impl Section for GpuSection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::gpu::{GpuUnit, TokenSource};
+    use crate::types::gpu::TokenSource;
     use crate::types::Answer;
 
     fn report() -> Report {

@@ -179,6 +179,26 @@ impl<T> PartTable<T> {
         names(&keys)
     }
 
+    /// A CSV of its own with a row a part (`report-gpus.csv`): its header,
+    /// the stage's name and label then [`Self::csv_columns`], and its rows.
+    pub fn csv_rows(&self, r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut header = names(&["stage", "label"]);
+        header.extend(self.csv_columns(r));
+        let cells: Vec<Get<T>> = self.shown(r).filter_map(|c| Some(c.csv?.1)).collect();
+        let mut rows = Vec::new();
+        for (s, label) in r.stages.iter().zip(crate::types::stage_labels(&r.stages)) {
+            for part in (self.parts)(s) {
+                let row = [s.name.clone(), label.clone()];
+                rows.push(
+                    row.into_iter()
+                        .chain(cells.iter().map(|get| get(s, part)))
+                        .collect(),
+                );
+            }
+        }
+        (header, rows)
+    }
+
     /// A stage's cells under [`Self::csv_columns`]: each part's value,
     /// `;`-separated; empty without a part.
     pub fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {

@@ -160,7 +160,10 @@ mod tests {
         ];
         let csv = csv_export::render(&r).unwrap();
         let csv_header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-        let check = |name: &str, (names, groups): (Vec<String>, Vec<String>), keys: Vec<String>| {
+        let check = |name: &str,
+                     (names, groups): (Vec<String>, Vec<String>),
+                     keys: Vec<String>,
+                     csv_header: &[&str]| {
             for (format, text) in &formats {
                 assert_eq!(
                     groups_over(text, &names).as_ref(),
@@ -180,8 +183,21 @@ mod tests {
         let (tokens, stats) = (&server_metrics::TOKENS, &server_metrics::STATS);
         let mut server_keys = tokens.csv_columns(&r);
         server_keys.extend(stats.csv_columns(&r));
-        check("server tokens", declared(tokens, &r), server_keys);
-        check("server stats", declared(stats, &r), stats.csv_columns(&r));
+        check(
+            "server tokens",
+            declared(tokens, &r),
+            server_keys,
+            &csv_header,
+        );
+        let keys = stats.csv_columns(&r);
+        check("server stats", declared(stats, &r), keys, &csv_header);
+        // Each GPU's table: its own CSV (report-gpus.csv), a row a GPU.
+        let file = csv_export::render_per_gpu(&r).unwrap().unwrap();
+        let file_header: Vec<&str> = file.lines().next().unwrap().split(',').collect();
+        assert_eq!(file_header[..2], ["stage", "label"]);
+        let keys = gpu::PER_GPU.csv_columns(&r);
+        assert_eq!(file_header.len(), 2 + keys.len());
+        check("each GPU", declared(&gpu::PER_GPU, &r), keys, &file_header);
         for (name, (head, keys)) in [
             ("GPUs", both(&gpu::TOTAL, &r)),
             ("images", both(&images::TABLE, &r)),
@@ -189,7 +205,7 @@ mod tests {
             ("tool calls", both(&tools::TABLE, &r)),
             ("models", both(&models::TABLE, &r)),
         ] {
-            check(name, head, keys);
+            check(name, head, keys, &csv_header);
         }
         // The columns a report shows by what it has: a batch's, the kinds sent.
         let names = declared(tokens, &r).0;
