@@ -4,7 +4,7 @@
 //! when a report has GPU figures or a price, so other reports look as they
 //! always did. A figure not exported is `-` (an empty CSV cell), never 0.
 
-use super::section::{each_stage, Col, PartTable, Section};
+use super::section::{each_stage, fixed, full, Col, PartTable, Section};
 use crate::types::gpu::{GpuCost, GpuEnergy, GpuFigures, GpuGauge, GpuStage, GpuUnit};
 use crate::types::{Report, StageReport};
 
@@ -13,19 +13,12 @@ pub fn has_gpu_side(r: &Report) -> bool {
     r.stages.iter().any(|s| s.gpu.is_some())
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    match v {
-        Some(x) if x.is_finite() => format!("{x:.digits$}"),
-        _ => "-".into(),
-    }
-}
-
 fn mean(g: Option<GpuGauge>, scale: f64, digits: usize) -> String {
-    opt(g.map(|g| g.mean * scale), digits)
+    fixed(g.map(|g| g.mean * scale), digits)
 }
 
 fn max(g: Option<GpuGauge>, scale: f64, digits: usize) -> String {
-    opt(g.map(|g| g.max * scale), digits)
+    fixed(g.map(|g| g.max * scale), digits)
 }
 
 const MIB_PER_GIB: f64 = 1.0 / 1024.0;
@@ -43,11 +36,6 @@ pub fn text_tables(r: &Report) -> Option<String> {
         out.push_str(&per_gpu);
     }
     Some(out)
-}
-
-/// A CSV cell: full precision, empty where unknown.
-fn full(v: Option<f64>) -> String {
-    v.map(|x| format!("{x}")).unwrap_or_default()
 }
 
 /// A figure of all the stage's GPUs together.
@@ -103,17 +91,17 @@ pub const TOTAL: PartTable<()> = PartTable {
         C::csv_only("gpu_fb_free_mib_mean", |s, _| full(total(s, |t| t.fb_free_mib).map(|g| g.mean))),
         C::csv_only("gpu_sm_clock_mhz_mean", |s, _| full(total(s, |t| t.sm_clock_mhz).map(|g| g.mean))),
         C::csv_only("gpu_temp_c_max", |s, _| full(total(s, |t| t.temp_c).map(|g| g.max))),
-        C::text("Energy", "J", |s, _| opt(total(s, |t| t.energy_j), 0)).csv("gpu_energy_j", |s, _| full(total(s, |t| t.energy_j))),
+        C::text("Energy", "J", |s, _| fixed(total(s, |t| t.energy_j), 0)).csv("gpu_energy_j", |s, _| full(total(s, |t| t.energy_j))),
         C::csv_only("gpu_energy_covered", |s, _| full(total(s, |t| t.energy_covered))),
-        C::text("Energy", "J/Tok", |s, _| opt(energy(s, |e| e.joules_per_output_token), 3)).csv("gpu_joules_per_output_token", |s, _| full(energy(s, |e| e.joules_per_output_token))),
-        C::text("Energy", "Tok/J", |s, _| opt(energy(s, |e| e.output_tokens_per_joule), 2)).csv("gpu_output_tokens_per_joule", |s, _| full(energy(s, |e| e.output_tokens_per_joule))),
-        C::text("Energy", "J/Req", |s, _| opt(energy(s, |e| e.joules_per_request), 1)).csv("gpu_joules_per_request", |s, _| full(energy(s, |e| e.joules_per_request))),
+        C::text("Energy", "J/Tok", |s, _| fixed(energy(s, |e| e.joules_per_output_token), 3)).csv("gpu_joules_per_output_token", |s, _| full(energy(s, |e| e.joules_per_output_token))),
+        C::text("Energy", "Tok/J", |s, _| fixed(energy(s, |e| e.output_tokens_per_joule), 2)).csv("gpu_output_tokens_per_joule", |s, _| full(energy(s, |e| e.output_tokens_per_joule))),
+        C::text("Energy", "J/Req", |s, _| fixed(energy(s, |e| e.joules_per_request), 1)).csv("gpu_joules_per_request", |s, _| full(energy(s, |e| e.joules_per_request))),
         C::csv_only("gpu_tokens_source", |s, _| energy(s, |e| Some(tokens_source(e))).unwrap_or_default().into()),
         C::csv_only("cost_gpu_hourly_usd", |s, _| full(cost(s, |c| Some(c.gpu_hourly_usd)))),
         C::csv_only("cost_gpus", |s, _| cost(s, |c| Some(c.gpus.to_string())).unwrap_or_default()),
-        C::text("Cost ($)", "/M Out Tok", |s, _| opt(cost(s, |c| c.usd_per_million_output_tokens), 3)).csv("cost_usd_per_million_output_tokens", |s, _| full(cost(s, |c| c.usd_per_million_output_tokens))),
-        C::text("Cost ($)", "/M In Tok", |s, _| opt(cost(s, |c| c.usd_per_million_input_tokens), 3)).csv("cost_usd_per_million_input_tokens", |s, _| full(cost(s, |c| c.usd_per_million_input_tokens))),
-        C::text("Cost ($)", "/1k Req", |s, _| opt(cost(s, |c| c.usd_per_1000_requests), 3)).csv("cost_usd_per_1000_requests", |s, _| full(cost(s, |c| c.usd_per_1000_requests))),
+        C::text("Cost ($)", "/M Out Tok", |s, _| fixed(cost(s, |c| c.usd_per_million_output_tokens), 3)).csv("cost_usd_per_million_output_tokens", |s, _| full(cost(s, |c| c.usd_per_million_output_tokens))),
+        C::text("Cost ($)", "/M In Tok", |s, _| fixed(cost(s, |c| c.usd_per_million_input_tokens), 3)).csv("cost_usd_per_million_input_tokens", |s, _| full(cost(s, |c| c.usd_per_million_input_tokens))),
+        C::text("Cost ($)", "/1k Req", |s, _| fixed(cost(s, |c| c.usd_per_1000_requests), 3)).csv("cost_usd_per_1000_requests", |s, _| full(cost(s, |c| c.usd_per_1000_requests))),
     ],
 };
 
@@ -159,7 +147,7 @@ pub const PER_GPU: PartTable<GpuUnit> = PartTable {
         U::text("DRAM %", "Mean", |_, u| mean(u.figures.dram_active, 100.0, 1)).csv("dram_active_mean", |_, u| full(u.figures.dram_active.map(|g| g.mean))),
         U::text("Power (W)", "Mean", |_, u| mean(u.figures.power_w, 1.0, 0)).csv("power_w_mean", |_, u| full(u.figures.power_w.map(|g| g.mean))),
         U::csv_only("power_w_max", |_, u| full(u.figures.power_w.map(|g| g.max))),
-        U::text("Energy", "J", |_, u| opt(u.figures.energy_j, 0)).csv("energy_j", |_, u| full(u.figures.energy_j)),
+        U::text("Energy", "J", |_, u| fixed(u.figures.energy_j, 0)).csv("energy_j", |_, u| full(u.figures.energy_j)),
         U::csv_only("energy_covered", |_, u| full(u.figures.energy_covered)),
         U::text("Mem (GiB)", "Used", |_, u| mean(u.figures.fb_used_mib, MIB_PER_GIB, 1)).csv("fb_used_mib_mean", |_, u| full(u.figures.fb_used_mib.map(|g| g.mean))),
         U::csv_only("fb_used_mib_max", |_, u| full(u.figures.fb_used_mib.map(|g| g.max))),

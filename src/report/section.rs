@@ -66,6 +66,19 @@ pub fn names(columns: &[&str]) -> Vec<String> {
     columns.iter().map(|c| c.to_string()).collect()
 }
 
+/// A figure in a text table: `digits` decimals, `-` where unknown.
+pub fn fixed(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "-".into(),
+    }
+}
+
+/// A figure in report.csv: full precision, empty where unknown.
+pub fn full(v: Option<f64>) -> String {
+    v.map(|x| format!("{x}")).unwrap_or_default()
+}
+
 /// A column of a section's table, declared once: its two header lines in
 /// the text table (None: in report.csv only), its cell there, and its
 /// CSV column (None: in the text table only), shown in a report `when`

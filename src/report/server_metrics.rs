@@ -3,7 +3,7 @@
 //! CSV columns. Each appears only when a report has something from the
 //! server, so reports of runs without it look as they always did.
 
-use super::section::{each_stage, Col, PartTable, Section};
+use super::section::{each_stage, fixed, full, Col, PartTable, Section};
 use crate::types::server_metrics::{GaugeSummary, ServerDist, ServerStage};
 use crate::types::{Report, StageReport};
 
@@ -16,18 +16,6 @@ pub fn has_server_side(r: &Report) -> bool {
                 .prompt_mean_server
                 .is_some_and(|p| (p - s.tokens.prompt_mean).abs() >= 0.5)
     })
-}
-
-fn opt(v: Option<f64>, digits: usize) -> String {
-    match v {
-        Some(x) if x.is_finite() => format!("{x:.digits$}"),
-        _ => "-".into(),
-    }
-}
-
-/// A CSV cell: full precision, empty where unknown.
-fn full(v: Option<f64>) -> String {
-    v.map(|x| format!("{x}")).unwrap_or_default()
 }
 
 /// A figure of the stage's server side.
@@ -49,11 +37,11 @@ fn p99(d: Option<ServerDist>) -> Option<f64> {
 
 /// A gauge's mean and max, scaled.
 fn g_mean(g: Option<GaugeSummary>, scale: f64, digits: usize) -> String {
-    opt(g.map(|g| g.mean * scale), digits)
+    fixed(g.map(|g| g.mean * scale), digits)
 }
 
 fn g_max(g: Option<GaugeSummary>, scale: f64, digits: usize) -> String {
-    opt(g.map(|g| g.max * scale), digits)
+    fixed(g.map(|g| g.max * scale), digits)
 }
 
 /// The two text tables: the server's token counts beside the requested
@@ -112,7 +100,7 @@ fn per_input(s: &StageReport) -> (f64, f64) {
 
 /// A `/metrics` count a request in the token table, per input for a batch.
 fn per_request(s: &StageReport, get: fn(&ServerStage) -> Option<f64>) -> String {
-    opt(sv(s, get).map(|p| p / per_input(s).1), 1)
+    fixed(sv(s, get).map(|p| p / per_input(s).1), 1)
 }
 
 type C = Col<()>;
@@ -130,14 +118,14 @@ pub const TOKENS: PartTable<()> = PartTable {
         C::csv_only("server_source", |s, _| s.server.as_ref().map(|v| v.source.clone()).unwrap_or_default()),
         C::text("Tok/Req", "Per", |s, _| if batch_of(s).is_some() { "input" } else { "request" }.into()).when(batches),
         C::text("Prompt Tok/Req", "Requested", |s, _| format!("{:.1}", s.tokens.prompt_mean / per_input(s).0)),
-        C::text("Prompt Tok/Req", "Server", |s, _| opt(s.tokens.prompt_mean_server.map(|p| p / per_input(s).0), 1)),
+        C::text("Prompt Tok/Req", "Server", |s, _| fixed(s.tokens.prompt_mean_server.map(|p| p / per_input(s).0), 1)),
         C::text("Prompt Tok/Req", "/metrics", |s, _| per_request(s, |v| v.prompt_tokens_per_request))
             .csv("server_prompt_tokens_per_request", |s, _| full(sv(s, |v| v.prompt_tokens_per_request))),
         C::text("Cached Tok/Req", "/metrics", |s, _| per_request(s, |v| v.cached_prompt_tokens_per_request))
             .csv("server_cached_prompt_tokens_per_request", |s, _| full(sv(s, |v| v.cached_prompt_tokens_per_request))),
-        C::text("Prefix Cache", "Hit %", |s, _| opt(sv(s, |v| v.prefix_cache_hit_rate).map(|h| h * 100.0), 1))
+        C::text("Prefix Cache", "Hit %", |s, _| fixed(sv(s, |v| v.prefix_cache_hit_rate).map(|h| h * 100.0), 1))
             .csv("server_prefix_cache_hit_rate", |s, _| full(sv(s, |v| v.prefix_cache_hit_rate))),
-        C::text("Preemptions", "per s", |s, _| opt(sv(s, |v| v.preemptions).map(|p| p.per_s), 2))
+        C::text("Preemptions", "per s", |s, _| fixed(sv(s, |v| v.preemptions).map(|p| p.per_s), 2))
             .csv("server_preemptions_per_s", |s, _| full(sv(s, |v| v.preemptions).map(|p| p.per_s))),
         C::csv_only("server_generation_tokens_per_s", |s, _| full(sv(s, |v| v.generation_tokens).map(|c| c.per_s))),
         C::csv_only("server_requests_per_s", |s, _| full(sv(s, |v| v.requests).map(|c| c.per_s))),
@@ -157,18 +145,18 @@ pub const STATS: PartTable<()> = PartTable {
         C::text("Waiting", "Max", |s, _| g_max(sv(s, |v| v.waiting), 1.0, 0)).csv("server_waiting_max", |s, _| full(sv(s, |v| v.waiting).map(|g| g.max))),
         C::text("KV Cache %", "Mean", |s, _| g_mean(sv(s, |v| v.kv_cache_usage), 100.0, 1)).csv("server_kv_cache_usage_mean", |s, _| full(sv(s, |v| v.kv_cache_usage).map(|g| g.mean))),
         C::text("KV Cache %", "Max", |s, _| g_max(sv(s, |v| v.kv_cache_usage), 100.0, 1)).csv("server_kv_cache_usage_max", |s, _| full(sv(s, |v| v.kv_cache_usage).map(|g| g.max))),
-        C::text("Server TTFT (ms)", "Mean", |s, _| opt(mean(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_mean_ms", |s, _| full(mean(sv(s, |v| v.ttft_ms)))),
-        C::text("Server TTFT (ms)", "p50~", |s, _| opt(p50(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_p50_ms_est", |s, _| full(p50(sv(s, |v| v.ttft_ms)))),
-        C::text("Server TTFT (ms)", "p99~", |s, _| opt(p99(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_p99_ms_est", |s, _| full(p99(sv(s, |v| v.ttft_ms)))),
-        C::text("Server ITL (ms)", "Mean", |s, _| opt(mean(sv(s, |v| v.itl_ms)), 2)).csv("server_itl_mean_ms", |s, _| full(mean(sv(s, |v| v.itl_ms)))),
+        C::text("Server TTFT (ms)", "Mean", |s, _| fixed(mean(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_mean_ms", |s, _| full(mean(sv(s, |v| v.ttft_ms)))),
+        C::text("Server TTFT (ms)", "p50~", |s, _| fixed(p50(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_p50_ms_est", |s, _| full(p50(sv(s, |v| v.ttft_ms)))),
+        C::text("Server TTFT (ms)", "p99~", |s, _| fixed(p99(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_p99_ms_est", |s, _| full(p99(sv(s, |v| v.ttft_ms)))),
+        C::text("Server ITL (ms)", "Mean", |s, _| fixed(mean(sv(s, |v| v.itl_ms)), 2)).csv("server_itl_mean_ms", |s, _| full(mean(sv(s, |v| v.itl_ms)))),
         C::csv_only("server_itl_p50_ms_est", |s, _| full(p50(sv(s, |v| v.itl_ms)))),
-        C::text("Server Queue (ms)", "Mean", |s, _| opt(mean(sv(s, |v| v.queue_ms)), 1)).csv("server_queue_mean_ms", |s, _| full(mean(sv(s, |v| v.queue_ms)))),
+        C::text("Server Queue (ms)", "Mean", |s, _| fixed(mean(sv(s, |v| v.queue_ms)), 1)).csv("server_queue_mean_ms", |s, _| full(mean(sv(s, |v| v.queue_ms)))),
         C::csv_only("server_queue_p50_ms_est", |s, _| full(p50(sv(s, |v| v.queue_ms)))),
-        C::text("Server E2E (s)", "Mean", |s, _| opt(mean(sv(s, |v| v.e2e_ms)).map(|ms| ms * 0.001), 2)).csv("server_e2e_mean_ms", |s, _| full(mean(sv(s, |v| v.e2e_ms)))),
+        C::text("Server E2E (s)", "Mean", |s, _| fixed(mean(sv(s, |v| v.e2e_ms)).map(|ms| ms * 0.001), 2)).csv("server_e2e_mean_ms", |s, _| full(mean(sv(s, |v| v.e2e_ms)))),
         C::csv_only("server_e2e_p50_ms_est", |s, _| full(p50(sv(s, |v| v.e2e_ms)))),
-        C::text("Client - Server (ms)", "TTFT", |s, _| opt(sv(s, |v| v.client_minus_server).and_then(|c| c.ttft_mean_ms), 2))
+        C::text("Client - Server (ms)", "TTFT", |s, _| fixed(sv(s, |v| v.client_minus_server).and_then(|c| c.ttft_mean_ms), 2))
             .csv("client_minus_server_ttft_mean_ms", |s, _| full(sv(s, |v| v.client_minus_server).and_then(|c| c.ttft_mean_ms))),
-        C::text("Client - Server (ms)", "E2E", |s, _| opt(sv(s, |v| v.client_minus_server).and_then(|c| c.e2e_mean_ms), 2))
+        C::text("Client - Server (ms)", "E2E", |s, _| fixed(sv(s, |v| v.client_minus_server).and_then(|c| c.e2e_mean_ms), 2))
             .csv("client_minus_server_e2e_mean_ms", |s, _| full(sv(s, |v| v.client_minus_server).and_then(|c| c.e2e_mean_ms))),
     ],
 };
