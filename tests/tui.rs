@@ -1101,6 +1101,29 @@ fn a_run_with_several_models_has_a_models_view() {
             "9.1",
         ],
     );
+    // Its two header lines are the columns report::models declares, in
+    // their order under their groups (the reports' table, one declaration).
+    let report = Report {
+        stages: app.snap.finished.to_vec(),
+        ..Default::default()
+    };
+    let declared = llmsweep::report::models::TABLE.headers(&report);
+    let names: Vec<&str> = declared.iter().map(|h| h.1).collect();
+    let mut groups: Vec<&str> = declared.iter().map(|h| h.0).collect();
+    groups.dedup();
+    let cells = |l: &str| -> Vec<String> {
+        l.trim_matches(|c: char| c == '│' || c.is_whitespace())
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
+    };
+    let lines: Vec<&str> = s.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| cells(l) == names)
+        .unwrap_or_else(|| panic!("{names:?} on no line:\n{s}"));
+    assert_eq!(cells(lines[at - 1]), groups, "{s}");
     app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE));
     assert_eq!(app.view, View::Server);
 }

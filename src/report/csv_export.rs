@@ -49,12 +49,12 @@ pub const PER_GPU_FILE: &str = "report-gpus.csv";
 /// The per-GPU CSV: one row per stage and GPU (`report-gpus.csv`); None
 /// when no stage has per-GPU figures.
 pub fn render_per_gpu(r: &Report) -> Result<Option<String>> {
-    let rows = gpu::per_gpu_csv_rows(r);
+    let (header, rows) = gpu::PER_GPU.csv_rows(r);
     if rows.is_empty() {
         return Ok(None);
     }
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(gpu::PER_GPU_CSV_COLUMNS)?;
+    w.write_record(&header)?;
     for row in rows {
         w.write_record(&row)?;
     }

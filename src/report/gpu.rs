@@ -4,9 +4,8 @@
 //! when a report has GPU figures or a price, so other reports look as they
 //! always did. A figure not exported is `-` (an empty CSV cell), never 0.
 
-use super::section::{names, Section};
-use super::tables::GroupedTable;
-use crate::types::gpu::{GpuFigures, GpuGauge, GpuStage};
+use super::section::{each_stage, fixed, full, Col, PartTable, Section};
+use crate::types::gpu::{GpuCost, GpuEnergy, GpuFigures, GpuGauge, GpuStage, GpuUnit};
 use crate::types::{Report, StageReport};
 
 /// True when some stage has GPU figures or a cost.
@@ -14,19 +13,12 @@ pub fn has_gpu_side(r: &Report) -> bool {
     r.stages.iter().any(|s| s.gpu.is_some())
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    match v {
-        Some(x) if x.is_finite() => format!("{x:.digits$}"),
-        _ => "-".into(),
-    }
-}
-
 fn mean(g: Option<GpuGauge>, scale: f64, digits: usize) -> String {
-    opt(g.map(|g| g.mean * scale), digits)
+    fixed(g.map(|g| g.mean * scale), digits)
 }
 
 fn max(g: Option<GpuGauge>, scale: f64, digits: usize) -> String {
-    opt(g.map(|g| g.max * scale), digits)
+    fixed(g.map(|g| g.max * scale), digits)
 }
 
 const MIB_PER_GIB: f64 = 1.0 / 1024.0;
@@ -37,125 +29,134 @@ pub fn text_tables(r: &Report) -> Option<String> {
     if !has_gpu_side(r) {
         return None;
     }
-    let labels = crate::types::stage_labels(&r.stages);
-    let mut out = GroupedTable {
-        columns: vec![
-            ("Metadata", "Benchmark"),
-            ("GPUs", "n"),
-            ("Util %", "Mean"),
-            ("Engine %", "Mean"),
-            ("Power (W)", "Mean"),
-            ("Power (W)", "Max"),
-            ("Mem Used (GiB)", "Mean"),
-            ("Energy", "J"),
-            ("Energy", "J/Tok"),
-            ("Energy", "Tok/J"),
-            ("Energy", "J/Req"),
-            ("Cost ($)", "/M Out Tok"),
-            ("Cost ($)", "/M In Tok"),
-            ("Cost ($)", "/1k Req"),
-        ],
-        rows: r
-            .stages
-            .iter()
-            .zip(&labels)
-            .map(|(s, label)| {
-                let g = s.gpu.clone().unwrap_or_default();
-                let t = g.total.clone().unwrap_or_default();
-                let e = g.energy;
-                let c = g.cost;
-                let n = match (g.gpus.len(), c) {
-                    (0, Some(c)) => c.gpus.to_string(),
-                    (0, None) => "-".into(),
-                    (n, _) => n.to_string(),
-                };
-                vec![
-                    label.clone(),
-                    n,
-                    mean(t.util_pct, 1.0, 1),
-                    mean(t.engine_active, 100.0, 1),
-                    mean(t.power_w, 1.0, 0),
-                    max(t.power_w, 1.0, 0),
-                    mean(t.fb_used_mib, MIB_PER_GIB, 1),
-                    opt(t.energy_j, 0),
-                    opt(e.and_then(|e| e.joules_per_output_token), 3),
-                    opt(e.and_then(|e| e.output_tokens_per_joule), 2),
-                    opt(e.and_then(|e| e.joules_per_request), 1),
-                    opt(c.and_then(|c| c.usd_per_million_output_tokens), 3),
-                    opt(c.and_then(|c| c.usd_per_million_input_tokens), 3),
-                    opt(c.and_then(|c| c.usd_per_1000_requests), 3),
-                ]
-            })
-            .collect(),
-    }
-    .render();
+    let mut out = TOTAL.text(r)?;
     out.push_str(NOTE);
     out.push('\n');
-    let per_gpu = per_gpu_table(r, &labels);
-    if !per_gpu.is_empty() {
+    if let Some(per_gpu) = PER_GPU.text(r) {
         out.push_str(&per_gpu);
     }
     Some(out)
 }
 
+/// A figure of all the stage's GPUs together.
+fn total<X>(s: &StageReport, get: fn(&GpuFigures) -> Option<X>) -> Option<X> {
+    s.gpu.as_ref()?.total.as_ref().and_then(get)
+}
+
+fn energy<X>(s: &StageReport, get: fn(&GpuEnergy) -> Option<X>) -> Option<X> {
+    s.gpu.as_ref()?.energy.as_ref().and_then(get)
+}
+
+fn cost<X>(s: &StageReport, get: fn(&GpuCost) -> Option<X>) -> Option<X> {
+    s.gpu.as_ref()?.cost.as_ref().and_then(get)
+}
+
+/// The GPUs a stage's figures are of: those the exporters showed, else the
+/// price's count; `-` for neither.
+fn gpus_shown(s: &StageReport) -> String {
+    let Some(g) = &s.gpu else { return "-".into() };
+    match (g.gpus.len(), g.cost) {
+        (0, Some(c)) => c.gpus.to_string(),
+        (0, None) => "-".into(),
+        (n, _) => n.to_string(),
+    }
+}
+
+/// Whose output tokens the energy is divided by, as report.csv says it.
+fn tokens_source(e: &GpuEnergy) -> &'static str {
+    match e.tokens_source {
+        crate::types::gpu::TokenSource::Server => "server",
+        crate::types::gpu::TokenSource::Client => "client",
+    }
+}
+
+type C = Col<()>;
+
+/// All GPUs per stage with energy and cost, in the text table and
+/// report.csv (`gpu_*` and `cost_*`, all GPUs together; each GPU is in
+/// report.json and report-gpus.csv).
+#[rustfmt::skip]
+pub const TOTAL: PartTable<()> = PartTable {
+    parts: each_stage,
+    columns: &[
+        C::text("GPUs", "n", |s, _| gpus_shown(s))
+            .csv("gpu_count", |s, _| s.gpu.as_ref().filter(|g| !g.gpus.is_empty()).map(|g| g.gpus.len().to_string()).unwrap_or_default()),
+        C::text("Util %", "Mean", |s, _| mean(total(s, |t| t.util_pct), 1.0, 1)).csv("gpu_util_pct_mean", |s, _| full(total(s, |t| t.util_pct).map(|g| g.mean))),
+        C::text("Engine %", "Mean", |s, _| mean(total(s, |t| t.engine_active), 100.0, 1)).csv("gpu_engine_active_mean", |s, _| full(total(s, |t| t.engine_active).map(|g| g.mean))),
+        C::csv_only("gpu_sm_active_mean", |s, _| full(total(s, |t| t.sm_active).map(|g| g.mean))),
+        C::csv_only("gpu_dram_active_mean", |s, _| full(total(s, |t| t.dram_active).map(|g| g.mean))),
+        C::text("Power (W)", "Mean", |s, _| mean(total(s, |t| t.power_w), 1.0, 0)).csv("gpu_power_w_mean", |s, _| full(total(s, |t| t.power_w).map(|g| g.mean))),
+        C::text("Power (W)", "Max", |s, _| max(total(s, |t| t.power_w), 1.0, 0)).csv("gpu_power_w_max", |s, _| full(total(s, |t| t.power_w).map(|g| g.max))),
+        C::text("Mem Used (GiB)", "Mean", |s, _| mean(total(s, |t| t.fb_used_mib), MIB_PER_GIB, 1)).csv("gpu_fb_used_mib_mean", |s, _| full(total(s, |t| t.fb_used_mib).map(|g| g.mean))),
+        C::csv_only("gpu_fb_free_mib_mean", |s, _| full(total(s, |t| t.fb_free_mib).map(|g| g.mean))),
+        C::csv_only("gpu_sm_clock_mhz_mean", |s, _| full(total(s, |t| t.sm_clock_mhz).map(|g| g.mean))),
+        C::csv_only("gpu_temp_c_max", |s, _| full(total(s, |t| t.temp_c).map(|g| g.max))),
+        C::text("Energy", "J", |s, _| fixed(total(s, |t| t.energy_j), 0)).csv("gpu_energy_j", |s, _| full(total(s, |t| t.energy_j))),
+        C::csv_only("gpu_energy_covered", |s, _| full(total(s, |t| t.energy_covered))),
+        C::text("Energy", "J/Tok", |s, _| fixed(energy(s, |e| e.joules_per_output_token), 3)).csv("gpu_joules_per_output_token", |s, _| full(energy(s, |e| e.joules_per_output_token))),
+        C::text("Energy", "Tok/J", |s, _| fixed(energy(s, |e| e.output_tokens_per_joule), 2)).csv("gpu_output_tokens_per_joule", |s, _| full(energy(s, |e| e.output_tokens_per_joule))),
+        C::text("Energy", "J/Req", |s, _| fixed(energy(s, |e| e.joules_per_request), 1)).csv("gpu_joules_per_request", |s, _| full(energy(s, |e| e.joules_per_request))),
+        C::csv_only("gpu_tokens_source", |s, _| energy(s, |e| Some(tokens_source(e))).unwrap_or_default().into()),
+        C::csv_only("cost_gpu_hourly_usd", |s, _| full(cost(s, |c| Some(c.gpu_hourly_usd)))),
+        C::csv_only("cost_gpus", |s, _| cost(s, |c| Some(c.gpus.to_string())).unwrap_or_default()),
+        C::text("Cost ($)", "/M Out Tok", |s, _| fixed(cost(s, |c| c.usd_per_million_output_tokens), 3)).csv("cost_usd_per_million_output_tokens", |s, _| full(cost(s, |c| c.usd_per_million_output_tokens))),
+        C::text("Cost ($)", "/M In Tok", |s, _| fixed(cost(s, |c| c.usd_per_million_input_tokens), 3)).csv("cost_usd_per_million_input_tokens", |s, _| full(cost(s, |c| c.usd_per_million_input_tokens))),
+        C::text("Cost ($)", "/1k Req", |s, _| fixed(cost(s, |c| c.usd_per_1000_requests), 3)).csv("cost_usd_per_1000_requests", |s, _| full(cost(s, |c| c.usd_per_1000_requests))),
+    ],
+};
+
 /// What the figures are, under the first table.
 pub const NOTE: &str = "Energy from the DCGM energy counter over each stage's window (not power x time); J/Tok over the output tokens of the same window (the server's count when it exports one); cost at the stage's achieved rate, each figure carrying the whole GPU price; - not exported or not covered.";
 
-/// One row per GPU and stage.
-fn per_gpu_table(r: &Report, labels: &[String]) -> String {
+/// The stages' GPUs are on more than one host: each is named with its host.
+fn several_hosts(r: &Report) -> bool {
     let hosts: std::collections::BTreeSet<&str> = r
         .stages
         .iter()
         .filter_map(|s| s.gpu.as_ref())
         .flat_map(|g| g.gpus.iter().map(|u| u.hostname.as_str()))
         .collect();
-    let with_host = hosts.len() > 1;
-    let mut rows = Vec::new();
-    for (s, label) in r.stages.iter().zip(labels) {
-        let Some(g) = &s.gpu else { continue };
-        for u in &g.gpus {
-            let f = &u.figures;
-            let gpu = if with_host {
-                format!("{}:{}", u.hostname, u.gpu)
-            } else {
-                u.gpu.clone()
-            };
-            rows.push(vec![
-                label.clone(),
-                crate::safe::line(&gpu).into_owned(),
-                mean(f.util_pct, 1.0, 1),
-                mean(f.sm_active, 100.0, 1),
-                mean(f.dram_active, 100.0, 1),
-                mean(f.power_w, 1.0, 0),
-                opt(f.energy_j, 0),
-                mean(f.fb_used_mib, MIB_PER_GIB, 1),
-                mean(f.fb_free_mib, MIB_PER_GIB, 1),
-                mean(f.sm_clock_mhz, 1.0, 0),
-                max(f.temp_c, 1.0, 0),
-            ]);
-        }
-    }
-    if rows.is_empty() {
-        return String::new();
-    }
-    GroupedTable {
-        columns: vec![
-            ("Metadata", "Benchmark"),
-            ("Metadata", "GPU"),
-            ("Util %", "Mean"),
-            ("SM %", "Mean"),
-            ("DRAM %", "Mean"),
-            ("Power (W)", "Mean"),
-            ("Energy", "J"),
-            ("Mem (GiB)", "Used"),
-            ("Mem (GiB)", "Free"),
-            ("SM Clock", "MHz"),
-            ("Temp (C)", "Max"),
-        ],
-        rows,
-    }
-    .render()
+    hosts.len() > 1
 }
+
+fn units(s: &StageReport) -> &[GpuUnit] {
+    s.gpu.as_ref().map_or(&[], |g| g.gpus.as_slice())
+}
+
+type U = Col<GpuUnit>;
+
+/// Each GPU of each stage, in the text table and `report-gpus.csv` (a row
+/// a stage and GPU, the GPU named by its exporter's labels; empty cells
+/// where not exported).
+#[rustfmt::skip]
+pub const PER_GPU: PartTable<GpuUnit> = PartTable {
+    parts: units,
+    columns: &[
+        U::csv_only("gpu", |_, u| u.gpu.clone()),
+        U::csv_only("uuid", |_, u| u.uuid.clone()),
+        U::csv_only("model_name", |_, u| u.model_name.clone()),
+        U::csv_only("hostname", |_, u| u.hostname.clone()),
+        U::csv_only("pod", |_, u| u.pod.clone()),
+        U::csv_only("samples", |_, u| u.samples.to_string()),
+        U::text("Metadata", "GPU", |_, u| crate::safe::line(&u.gpu).into_owned()).when(|r| !several_hosts(r)),
+        U::text("Metadata", "GPU", |_, u| crate::safe::line(&format!("{}:{}", u.hostname, u.gpu)).into_owned()).when(several_hosts),
+        U::text("Util %", "Mean", |_, u| mean(u.figures.util_pct, 1.0, 1)).csv("util_pct_mean", |_, u| full(u.figures.util_pct.map(|g| g.mean))),
+        U::csv_only("util_pct_max", |_, u| full(u.figures.util_pct.map(|g| g.max))),
+        U::csv_only("engine_active_mean", |_, u| full(u.figures.engine_active.map(|g| g.mean))),
+        U::text("SM %", "Mean", |_, u| mean(u.figures.sm_active, 100.0, 1)).csv("sm_active_mean", |_, u| full(u.figures.sm_active.map(|g| g.mean))),
+        U::text("DRAM %", "Mean", |_, u| mean(u.figures.dram_active, 100.0, 1)).csv("dram_active_mean", |_, u| full(u.figures.dram_active.map(|g| g.mean))),
+        U::text("Power (W)", "Mean", |_, u| mean(u.figures.power_w, 1.0, 0)).csv("power_w_mean", |_, u| full(u.figures.power_w.map(|g| g.mean))),
+        U::csv_only("power_w_max", |_, u| full(u.figures.power_w.map(|g| g.max))),
+        U::text("Energy", "J", |_, u| fixed(u.figures.energy_j, 0)).csv("energy_j", |_, u| full(u.figures.energy_j)),
+        U::csv_only("energy_covered", |_, u| full(u.figures.energy_covered)),
+        U::text("Mem (GiB)", "Used", |_, u| mean(u.figures.fb_used_mib, MIB_PER_GIB, 1)).csv("fb_used_mib_mean", |_, u| full(u.figures.fb_used_mib.map(|g| g.mean))),
+        U::csv_only("fb_used_mib_max", |_, u| full(u.figures.fb_used_mib.map(|g| g.max))),
+        U::text("Mem (GiB)", "Free", |_, u| mean(u.figures.fb_free_mib, MIB_PER_GIB, 1)).csv("fb_free_mib_mean", |_, u| full(u.figures.fb_free_mib.map(|g| g.mean))),
+        U::text("SM Clock", "MHz", |_, u| mean(u.figures.sm_clock_mhz, 1.0, 0)).csv("sm_clock_mhz_mean", |_, u| full(u.figures.sm_clock_mhz.map(|g| g.mean))),
+        U::csv_only("temp_c_mean", |_, u| full(u.figures.temp_c.map(|g| g.mean))),
+        U::text("Temp (C)", "Max", |_, u| max(u.figures.temp_c, 1.0, 0)).csv("temp_c_max", |_, u| full(u.figures.temp_c.map(|g| g.max))),
+    ],
+};
 
 /// The GPUs' model names, once each (for a heading).
 pub fn models(r: &Report) -> Vec<String> {
@@ -217,147 +218,6 @@ fn stage_line(_s: &StageReport, g: &GpuStage) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// CSV columns, appended when some stage has a GPU side (all GPUs
-/// together; each GPU is in report.json).
-pub const CSV_COLUMNS: &[&str] = &[
-    "gpu_count",
-    "gpu_util_pct_mean",
-    "gpu_engine_active_mean",
-    "gpu_sm_active_mean",
-    "gpu_dram_active_mean",
-    "gpu_fb_used_mib_mean",
-    "gpu_fb_free_mib_mean",
-    "gpu_power_w_mean",
-    "gpu_power_w_max",
-    "gpu_energy_j",
-    "gpu_energy_covered",
-    "gpu_sm_clock_mhz_mean",
-    "gpu_temp_c_max",
-    "gpu_joules_per_output_token",
-    "gpu_output_tokens_per_joule",
-    "gpu_joules_per_request",
-    "gpu_tokens_source",
-    "cost_gpu_hourly_usd",
-    "cost_gpus",
-    "cost_usd_per_million_output_tokens",
-    "cost_usd_per_million_input_tokens",
-    "cost_usd_per_1000_requests",
-];
-
-/// One stage's values for `CSV_COLUMNS` (empty where unknown).
-pub fn csv_values(s: &StageReport) -> Vec<String> {
-    let Some(g) = &s.gpu else {
-        return vec![String::new(); CSV_COLUMNS.len()];
-    };
-    let f = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
-    let t = g.total.clone().unwrap_or_default();
-    let e = g.energy;
-    let c = g.cost;
-    let m = |x: Option<GpuGauge>| f(x.map(|x| x.mean));
-    vec![
-        if g.gpus.is_empty() {
-            String::new()
-        } else {
-            g.gpus.len().to_string()
-        },
-        m(t.util_pct),
-        m(t.engine_active),
-        m(t.sm_active),
-        m(t.dram_active),
-        m(t.fb_used_mib),
-        m(t.fb_free_mib),
-        m(t.power_w),
-        f(t.power_w.map(|x| x.max)),
-        f(t.energy_j),
-        f(t.energy_covered),
-        m(t.sm_clock_mhz),
-        f(t.temp_c.map(|x| x.max)),
-        f(e.and_then(|e| e.joules_per_output_token)),
-        f(e.and_then(|e| e.output_tokens_per_joule)),
-        f(e.and_then(|e| e.joules_per_request)),
-        e.map(|e| match e.tokens_source {
-            crate::types::gpu::TokenSource::Server => "server".to_string(),
-            crate::types::gpu::TokenSource::Client => "client".to_string(),
-        })
-        .unwrap_or_default(),
-        f(c.map(|c| c.gpu_hourly_usd)),
-        c.map(|c| c.gpus.to_string()).unwrap_or_default(),
-        f(c.and_then(|c| c.usd_per_million_output_tokens)),
-        f(c.and_then(|c| c.usd_per_million_input_tokens)),
-        f(c.and_then(|c| c.usd_per_1000_requests)),
-    ]
-}
-
-/// The per-GPU CSV's columns (`report-gpus.csv`): one row per stage and
-/// GPU, the GPU named by its exporter's labels.
-pub const PER_GPU_CSV_COLUMNS: &[&str] = &[
-    "stage",
-    "label",
-    "gpu",
-    "uuid",
-    "model_name",
-    "hostname",
-    "pod",
-    "samples",
-    "util_pct_mean",
-    "util_pct_max",
-    "engine_active_mean",
-    "sm_active_mean",
-    "dram_active_mean",
-    "fb_used_mib_mean",
-    "fb_used_mib_max",
-    "fb_free_mib_mean",
-    "power_w_mean",
-    "power_w_max",
-    "energy_j",
-    "energy_covered",
-    "sm_clock_mhz_mean",
-    "temp_c_mean",
-    "temp_c_max",
-];
-
-/// The rows of the per-GPU CSV, in stage order then the exporters' GPU
-/// order (empty cells where not exported); none without per-GPU figures.
-pub fn per_gpu_csv_rows(r: &Report) -> Vec<Vec<String>> {
-    let f = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
-    let m = |x: Option<GpuGauge>| f(x.map(|x| x.mean));
-    let mx = |x: Option<GpuGauge>| f(x.map(|x| x.max));
-    let labels = crate::types::stage_labels(&r.stages);
-    let mut rows = Vec::new();
-    for (s, label) in r.stages.iter().zip(&labels) {
-        let Some(g) = &s.gpu else { continue };
-        for u in &g.gpus {
-            let t = &u.figures;
-            rows.push(vec![
-                s.name.clone(),
-                label.clone(),
-                u.gpu.clone(),
-                u.uuid.clone(),
-                u.model_name.clone(),
-                u.hostname.clone(),
-                u.pod.clone(),
-                u.samples.to_string(),
-                m(t.util_pct),
-                mx(t.util_pct),
-                m(t.engine_active),
-                m(t.sm_active),
-                m(t.dram_active),
-                m(t.fb_used_mib),
-                mx(t.fb_used_mib),
-                m(t.fb_free_mib),
-                m(t.power_w),
-                mx(t.power_w),
-                f(t.energy_j),
-                f(t.energy_covered),
-                m(t.sm_clock_mhz),
-                m(t.temp_c),
-                mx(t.temp_c),
-            ]);
-        }
-    }
-    rows
-}
-
 /// Power (all GPUs, mean) against each stage's achieved rate, for the HTML
 /// chart: (rate, W, stage label) of the stages `keep` takes.
 pub fn power_vs_rate(r: &Report, keep: impl Fn(&StageReport) -> bool) -> Vec<(f64, f64, String)> {
@@ -380,19 +240,19 @@ impl Section for GpuSection {
         has_gpu_side(r)
     }
 
-    fn csv_columns(&self, _r: &Report) -> Vec<String> {
-        names(CSV_COLUMNS)
+    fn csv_columns(&self, r: &Report) -> Vec<String> {
+        TOTAL.csv_columns(r)
     }
 
-    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
-        csv_values(s)
+    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
+        TOTAL.csv_values(r, s)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::gpu::{GpuCost, GpuEnergy, GpuUnit, TokenSource};
+    use crate::types::gpu::TokenSource;
     use crate::types::Answer;
 
     fn report() -> Report {
@@ -505,13 +365,14 @@ mod tests {
     #[test]
     fn csv_cells_are_empty_where_unknown() {
         let r = report();
+        let columns = GpuSection.csv_columns(&r);
         assert_eq!(
-            csv_values(&r.stages[0]),
-            vec![String::new(); CSV_COLUMNS.len()]
+            GpuSection.csv_values(&r, &r.stages[0]),
+            vec![String::new(); columns.len()]
         );
-        let row = csv_values(&r.stages[1]);
-        assert_eq!(row.len(), CSV_COLUMNS.len());
-        let at = |k: &str| &row[CSV_COLUMNS.iter().position(|c| *c == k).unwrap()];
+        let row = GpuSection.csv_values(&r, &r.stages[1]);
+        assert_eq!(row.len(), columns.len());
+        let at = |k: &str| &row[columns.iter().position(|c| c == k).unwrap()];
         assert_eq!(at("gpu_count"), "1");
         assert_eq!(at("gpu_power_w_mean"), "310");
         assert_eq!(at("gpu_util_pct_mean"), "", "not exported");

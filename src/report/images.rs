@@ -4,50 +4,35 @@
 //! (they cost tokens), as a text table (console, Markdown, HTML) and CSV
 //! columns.
 
-use super::section::{names, Section, Shown};
-use super::tables::GroupedTable;
+use super::section::{Col, PartTable, Section, Shown};
 use crate::types::{ImagesSent, Report, StageReport};
 
-/// A kind of part a stage's requests carried: its figures in a stage,
-/// its word in the table, its CSV columns' names.
+/// A kind of part a stage's requests carried: its figures in a stage and
+/// its word in the title.
 struct Kind {
     get: fn(&StageReport) -> Option<&ImagesSent>,
     word: &'static str,
-    csv: [&'static str; 4],
 }
 
 const KINDS: [Kind; 3] = [
     Kind {
         get: |s| s.images.as_ref(),
         word: "images",
-        csv: [
-            "images_per_request",
-            "image_bytes_per_request",
-            "images_per_s",
-            "image_bytes_per_s",
-        ],
     },
     Kind {
         get: |s| s.audio.as_ref(),
         word: "audio",
-        csv: [
-            "audio_per_request",
-            "audio_bytes_per_request",
-            "audio_per_s",
-            "audio_bytes_per_s",
-        ],
     },
     Kind {
         get: |s| s.video.as_ref(),
         word: "video",
-        csv: [
-            "video_per_request",
-            "video_bytes_per_request",
-            "video_per_s",
-            "video_bytes_per_s",
-        ],
     },
 ];
+
+/// [`KINDS`]' places.
+const IMAGES: usize = 0;
+const AUDIO: usize = 1;
+const VIDEO: usize = 2;
 
 /// The kinds some stage of the run carried.
 fn kinds(r: &Report) -> Vec<&'static Kind> {
@@ -67,46 +52,82 @@ fn bytes(b: f64) -> String {
     }
 }
 
-/// One row per stage; None when no request carried an image or a clip.
-fn table(r: &Report) -> Option<String> {
-    let kinds = kinds(r);
-    if kinds.is_empty() {
-        return None;
-    }
-    let rows = r
-        .stages
-        .iter()
-        .zip(crate::types::stage_labels(&r.stages))
-        .filter_map(|(s, label)| {
-            let sent: Vec<&ImagesSent> = kinds.iter().filter_map(|k| (k.get)(s)).collect();
-            let any = sent.first()?;
-            let per_kind = |f: fn(&ImagesSent) -> String| {
-                kinds.iter().map(move |k| (k.get)(s).map_or("-".into(), f))
-            };
-            let mut row = vec![label, format!("{:.2}", s.rates.completed_per_s)];
-            row.extend(per_kind(|i| i.per_request.to_string()));
-            row.push(bytes(sent.iter().map(|i| i.bytes_per_request).sum()));
-            row.extend(per_kind(|i| format!("{:.1}", i.per_s)));
-            row.push(format!(
-                "{}/s",
-                bytes(sent.iter().map(|i| i.bytes_per_s).sum())
-            ));
-            row.push(format!("{:.0}", any.text_tokens_per_request));
-            row.push(
-                any.server_prompt_tokens_per_request
-                    .map_or("-".into(), |t| format!("{t:.0}")),
-            );
-            Some(row)
-        })
-        .collect();
-    let mut columns = vec![("Metadata", "Benchmark"), ("Achieved", "req/s")];
-    for group in ["Per request", "Per second"] {
-        columns.extend(kinds.iter().map(|k| (group, k.word)));
-        columns.push((group, "sent"));
-    }
-    columns.extend([("Prompt tok/req", "text"), ("Prompt tok/req", "server")]);
-    Some(GroupedTable { columns, rows }.render())
+/// Some stage of the run carried kind `K`: its columns are shown.
+fn carried<const K: usize>(r: &Report) -> bool {
+    r.stages.iter().any(|s| (KINDS[K].get)(s).is_some())
 }
+
+/// The stage's figures of kind `K`.
+fn sent<const K: usize>(s: &StageReport) -> Option<&ImagesSent> {
+    (KINDS[K].get)(s)
+}
+
+/// Every kind the stage's requests carried.
+fn all_sent(s: &StageReport) -> impl Iterator<Item = &ImagesSent> {
+    KINDS.iter().filter_map(move |k| (k.get)(s))
+}
+
+/// The parts of a row a stage that carried an image or a clip.
+fn stages_sent(s: &StageReport) -> &'static [()] {
+    if all_sent(s).next().is_some() {
+        &[()]
+    } else {
+        &[]
+    }
+}
+
+/// A kind's cell in the text table, `-` where the stage did not carry it.
+fn text<const K: usize>(s: &StageReport, f: fn(&ImagesSent) -> String) -> String {
+    sent::<K>(s).map_or("-".into(), f)
+}
+
+/// A kind's cell in report.csv, empty where the stage did not carry it.
+fn csv<const K: usize>(s: &StageReport, f: fn(&ImagesSent) -> f64) -> String {
+    sent::<K>(s).map_or(String::new(), |i| format!("{}", f(i)))
+}
+
+/// A figure every kind the stage carried has alike (the prompt's tokens).
+fn any_sent<X>(s: &StageReport, f: fn(&ImagesSent) -> X) -> Option<X> {
+    all_sent(s).next().map(f)
+}
+
+const PER_REQUEST: fn(&ImagesSent) -> f64 = |i| i.per_request as f64;
+const BYTES_PER_REQUEST: fn(&ImagesSent) -> f64 = |i| i.bytes_per_request;
+const PER_S: fn(&ImagesSent) -> f64 = |i| i.per_s;
+const BYTES_PER_S: fn(&ImagesSent) -> f64 = |i| i.bytes_per_s;
+
+type C = Col<()>;
+
+/// A row a stage that carried images or clips, in the text table and
+/// report.csv; a kind's columns only when some stage carried it. report.csv
+/// has each kind's parts and bytes where the text table adds the kinds'
+/// bytes up (`sent`).
+#[rustfmt::skip]
+pub const TABLE: PartTable<()> = PartTable {
+    parts: stages_sent,
+    columns: &[
+        C::text("Achieved", "req/s", |s, _| format!("{:.2}", s.rates.completed_per_s)),
+        C::text("Per request", "images", |s, _| text::<IMAGES>(s, |i| i.per_request.to_string())).csv("images_per_request", |s, _| csv::<IMAGES>(s, PER_REQUEST)).when(carried::<IMAGES>),
+        C::text("Per request", "audio", |s, _| text::<AUDIO>(s, |i| i.per_request.to_string())).csv("audio_per_request", |s, _| csv::<AUDIO>(s, PER_REQUEST)).when(carried::<AUDIO>),
+        C::text("Per request", "video", |s, _| text::<VIDEO>(s, |i| i.per_request.to_string())).csv("video_per_request", |s, _| csv::<VIDEO>(s, PER_REQUEST)).when(carried::<VIDEO>),
+        C::csv_only("image_bytes_per_request", |s, _| csv::<IMAGES>(s, BYTES_PER_REQUEST)).when(carried::<IMAGES>),
+        C::csv_only("audio_bytes_per_request", |s, _| csv::<AUDIO>(s, BYTES_PER_REQUEST)).when(carried::<AUDIO>),
+        C::csv_only("video_bytes_per_request", |s, _| csv::<VIDEO>(s, BYTES_PER_REQUEST)).when(carried::<VIDEO>),
+        C::text("Per request", "sent", |s, _| bytes(all_sent(s).map(|i| i.bytes_per_request).sum())),
+        C::text("Per second", "images", |s, _| text::<IMAGES>(s, |i| format!("{:.1}", i.per_s))).csv("images_per_s", |s, _| csv::<IMAGES>(s, PER_S)).when(carried::<IMAGES>),
+        C::text("Per second", "audio", |s, _| text::<AUDIO>(s, |i| format!("{:.1}", i.per_s))).csv("audio_per_s", |s, _| csv::<AUDIO>(s, PER_S)).when(carried::<AUDIO>),
+        C::text("Per second", "video", |s, _| text::<VIDEO>(s, |i| format!("{:.1}", i.per_s))).csv("video_per_s", |s, _| csv::<VIDEO>(s, PER_S)).when(carried::<VIDEO>),
+        C::csv_only("image_bytes_per_s", |s, _| csv::<IMAGES>(s, BYTES_PER_S)).when(carried::<IMAGES>),
+        C::csv_only("audio_bytes_per_s", |s, _| csv::<AUDIO>(s, BYTES_PER_S)).when(carried::<AUDIO>),
+        C::csv_only("video_bytes_per_s", |s, _| csv::<VIDEO>(s, BYTES_PER_S)).when(carried::<VIDEO>),
+        C::text("Per second", "sent", |s, _| format!("{}/s", bytes(all_sent(s).map(|i| i.bytes_per_s).sum()))),
+        C::text("Prompt tok/req", "text", |s, _| any_sent(s, |i| format!("{:.0}", i.text_tokens_per_request)).unwrap_or_default()),
+        // Not `server_prompt_tokens_per_request`: the server's /metrics
+        // column of that name stands beside it when the run scraped them.
+        C::text("Prompt tok/req", "server", |s, _| any_sent(s, |i| i.server_prompt_tokens_per_request).flatten().map_or("-".into(), |t| format!("{t:.0}")))
+            .csv("usage_prompt_tokens_per_request", |s, _| any_sent(s, |i| i.server_prompt_tokens_per_request).flatten().map_or(String::new(), |t| format!("{t}"))),
+    ],
+};
 
 /// What the table's columns mean, under it.
 const NOTE: &str = "sent: the images' data URLs (base64), as sent; prompt tokens: the text as built, and the whole prompt as the server counted it (its usage), images included";
@@ -128,32 +149,6 @@ fn title(kinds: &[&Kind]) -> String {
         .unwrap_or_default()
 }
 
-/// Not `server_prompt_tokens_per_request`: the server's /metrics column of
-/// that name stands beside it when the run scraped them.
-const USAGE_COLUMN: &str = "usage_prompt_tokens_per_request";
-
-/// A stage's values for the kinds' CSV columns and the usage column.
-fn values(kinds: &[&Kind], s: &StageReport) -> Vec<String> {
-    let mut v: Vec<String> = kinds
-        .iter()
-        .flat_map(|k| match (k.get)(s) {
-            Some(i) => vec![
-                i.per_request.to_string(),
-                format!("{}", i.bytes_per_request),
-                format!("{}", i.per_s),
-                format!("{}", i.bytes_per_s),
-            ],
-            None => vec![String::new(); 4],
-        })
-        .collect();
-    let usage = KINDS
-        .iter()
-        .find_map(|k| (k.get)(s))
-        .and_then(|i| i.server_prompt_tokens_per_request);
-    v.push(usage.map_or(String::new(), |t| format!("{t}")));
-    v
-}
-
 /// The images' section (with audio and video): its table and CSV columns.
 pub struct ImagesSection;
 
@@ -163,13 +158,11 @@ impl Section for ImagesSection {
     }
 
     fn csv_columns(&self, r: &Report) -> Vec<String> {
-        let mut c: Vec<&str> = kinds(r).iter().flat_map(|k| k.csv).collect();
-        c.push(USAGE_COLUMN);
-        names(&c)
+        TABLE.csv_columns(r)
     }
 
     fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
-        values(&kinds(r), s)
+        TABLE.csv_values(r, s)
     }
 
     fn shown(&self, r: &Report) -> Option<Shown> {
@@ -184,7 +177,7 @@ impl Section for ImagesSection {
             console: Some(format!("{title} ({note})")),
             title,
             note: Some(format!("{note}.")),
-            table: table(r)?,
+            table: TABLE.text(r)?,
         })
     }
 }
@@ -212,7 +205,7 @@ mod tests {
             stages: vec![s],
             ..Default::default()
         };
-        let t = table(&r).unwrap();
+        let t = TABLE.text(&r).unwrap();
         let row = t
             .lines()
             .find(|l| l.contains("constant@4.00"))
@@ -221,11 +214,11 @@ mod tests {
             assert!(row.contains(want), "{want} in {t}");
         }
         assert_eq!(
-            values(&kinds(&r), &r.stages[0]),
+            TABLE.csv_values(&r, &r.stages[0]),
             ["2", "2100000", "8", "8400000", "1280"]
         );
         r.stages[0].images = None;
-        assert!(table(&r).is_none() && !ImagesSection.wanted(&r));
+        assert!(TABLE.text(&r).is_none() && !ImagesSection.wanted(&r));
     }
 
     /// Audio and video beside the images: a column each a request and a

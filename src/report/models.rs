@@ -32,7 +32,7 @@ fn ms(m: &ModelFigures, d: &DistSummary, v: f64, prec: usize) -> String {
 /// report.csv (its columns after the others, one value per model,
 /// `;`-separated, in the mix's order).
 #[rustfmt::skip]
-const TABLE: PartTable<ModelFigures> = PartTable {
+pub const TABLE: PartTable<ModelFigures> = PartTable {
     parts: |s| &s.models,
     columns: &[
         C::text("Metadata", "Model", |_, m| crate::safe::line(&m.model).into_owned()).csv("models", |_, m| m.model.clone()),
@@ -62,11 +62,6 @@ pub fn table(r: &Report) -> Option<String> {
 /// Under the table: what its rate is.
 const NOTE: &str = "Share % asked: the mix's; done: the model's share of the stage's completed requests. Achieved req/s: the stage's achieved rate, split by each model's share of its measured completions.\n";
 
-/// A stage's values for the CSV columns (empty with one model).
-fn values(st: &StageReport) -> Vec<String> {
-    TABLE.csv_values(st)
-}
-
 /// The models' section: its table and CSV columns.
 pub struct ModelsSection;
 
@@ -75,12 +70,12 @@ impl Section for ModelsSection {
         any_models(r)
     }
 
-    fn csv_columns(&self, _r: &Report) -> Vec<String> {
-        TABLE.csv_columns()
+    fn csv_columns(&self, r: &Report) -> Vec<String> {
+        TABLE.csv_columns(r)
     }
 
-    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
-        values(s)
+    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
+        TABLE.csv_values(r, s)
     }
 
     fn shown(&self, r: &Report) -> Option<Shown> {
@@ -144,8 +139,8 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("lora|b") && t.contains("90.0"), "{t}");
-        let v = values(&r.stages[0]);
-        assert_eq!(v.len(), TABLE.csv_columns().len());
+        let v = TABLE.csv_values(&r, &r.stages[0]);
+        assert_eq!(v.len(), TABLE.csv_columns(&r).len());
         assert_eq!(v[0], "a;lora|b");
         assert_eq!(v[2], "70;30");
         assert_eq!(v[5], "40;90");

@@ -21,7 +21,7 @@ fn lat(s: &StageReport, v: f64) -> String {
 /// report.csv (its columns after the others, when the run loaded a pooling
 /// API; the inputs a request first there).
 #[rustfmt::skip]
-const TABLE: PartTable<Pooling> = PartTable {
+pub const TABLE: PartTable<Pooling> = PartTable {
     parts: |s| s.pooling.as_slice(),
     columns: &[
         C::csv_only("inputs_per_request", |_, p| p.inputs_per_request.to_string()),
@@ -46,11 +46,6 @@ fn table(r: &Report) -> Option<String> {
     TABLE.text(r)
 }
 
-/// A stage's values for the CSV columns.
-fn values(s: &StageReport) -> Vec<String> {
-    TABLE.csv_values(s)
-}
-
 /// A pooling API's section: its table and CSV columns.
 pub struct PoolingSection;
 
@@ -59,12 +54,12 @@ impl Section for PoolingSection {
         any_pooling(r)
     }
 
-    fn csv_columns(&self, _r: &Report) -> Vec<String> {
-        TABLE.csv_columns()
+    fn csv_columns(&self, r: &Report) -> Vec<String> {
+        TABLE.csv_columns(r)
     }
 
-    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
-        values(s)
+    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
+        TABLE.csv_values(r, s)
     }
 
     fn shown(&self, r: &Report) -> Option<Shown> {
@@ -112,7 +107,7 @@ mod tests {
         for want in ["10.00", "80.0", "4096", "12.5"] {
             assert!(row.contains(want), "{want} in {t}");
         }
-        assert_eq!(values(&r.stages[0]), ["8", "80", "4096"]);
+        assert_eq!(TABLE.csv_values(&r, &r.stages[0]), ["8", "80", "4096"]);
         r.stages[0].pooling = None;
         assert!(table(&r).is_none() && !PoolingSection.wanted(&r));
     }

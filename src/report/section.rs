@@ -66,14 +66,31 @@ pub fn names(columns: &[&str]) -> Vec<String> {
     columns.iter().map(|c| c.to_string()).collect()
 }
 
+/// A figure in a text table: `digits` decimals, `-` where unknown.
+pub fn fixed(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "-".into(),
+    }
+}
+
+/// A figure in report.csv: full precision, empty where unknown.
+pub fn full(v: Option<f64>) -> String {
+    v.map(|x| format!("{x}")).unwrap_or_default()
+}
+
 /// A column of a section's table, declared once: its two header lines in
 /// the text table (None: in report.csv only), its cell there, and its
-/// CSV column (None: in the text table only). Read from a stage and one
-/// of its parts `T` (its tool calls, a model of its mix).
+/// CSV column (None: in the text table only), shown in a report `when`
+/// says so (by default in all). Read from a stage and one of its parts `T`
+/// (its tool calls, a model of its mix; `()` for a row a stage). report.csv
+/// gives a table's columns in their declared order, the text table's and
+/// its own interleaved.
 pub struct Col<T: 'static> {
     pub head: Option<(&'static str, &'static str)>,
     pub text: Get<T>,
     pub csv: Option<(&'static str, Get<T>)>,
+    pub when: fn(&Report) -> bool,
 }
 
 /// A cell of a stage and its part.
@@ -90,6 +107,7 @@ impl<T> Col<T> {
             head: Some((group, name)),
             text,
             csv: None,
+            when: |_| true,
         }
     }
 
@@ -99,6 +117,7 @@ impl<T> Col<T> {
             head: None,
             text: |_, _| String::new(),
             csv: Some((key, csv)),
+            when: |_| true,
         }
     }
 
@@ -109,11 +128,22 @@ impl<T> Col<T> {
             ..self
         }
     }
+
+    /// The column only in a report where `when` holds (the kinds of parts
+    /// a run sent, a batch's rows).
+    pub const fn when(self, when: fn(&Report) -> bool) -> Self {
+        Col { when, ..self }
+    }
+}
+
+/// The parts of a table with a row a stage.
+pub fn each_stage(_: &StageReport) -> &'static [()] {
+    &[()]
 }
 
 /// A section's table: a row for each part of each stage (its tool calls,
-/// each model of its mix), the columns declared once for the text table
-/// and report.csv.
+/// each model of its mix; each stage, [`each_stage`]), the columns
+/// declared once for the text table and report.csv.
 pub struct PartTable<T: 'static> {
     pub parts: fn(&StageReport) -> &[T],
     pub columns: &'static [Col<T>],
@@ -125,13 +155,26 @@ impl<T> PartTable<T> {
         r.stages.iter().any(|s| !(self.parts)(s).is_empty())
     }
 
+    /// The columns `r` shows.
+    fn shown<'a>(&'a self, r: &'a Report) -> impl Iterator<Item = &'a Col<T>> + 'a {
+        self.columns.iter().filter(move |c| (c.when)(r))
+    }
+
+    /// The text table's header lines for `r`: (group, name) a column, the
+    /// stage's label first.
+    pub fn headers(&self, r: &Report) -> Vec<(&'static str, &'static str)> {
+        std::iter::once(("Metadata", "Benchmark"))
+            .chain(self.shown(r).filter_map(|c| c.head))
+            .collect()
+    }
+
     /// The text table (console, report.md, report.html): the stage's label,
     /// then the columns with a header; None when no stage has a part.
     pub fn text(&self, r: &Report) -> Option<String> {
         if !self.any(r) {
             return None;
         }
-        let shown: Vec<&Col<T>> = self.columns.iter().filter(|c| c.head.is_some()).collect();
+        let shown: Vec<&Col<T>> = self.shown(r).filter(|c| c.head.is_some()).collect();
         let mut rows = Vec::new();
         for (s, label) in r.stages.iter().zip(crate::types::stage_labels(&r.stages)) {
             for part in (self.parts)(s) {
@@ -139,24 +182,41 @@ impl<T> PartTable<T> {
                 rows.push(std::iter::once(label.clone()).chain(cells).collect());
             }
         }
-        let columns = std::iter::once(("Metadata", "Benchmark"))
-            .chain(shown.iter().filter_map(|c| c.head))
-            .collect();
+        let columns = self.headers(r);
         Some(super::tables::GroupedTable { columns, rows }.render())
     }
 
-    /// report.csv's header cells.
-    pub fn csv_columns(&self) -> Vec<String> {
-        let keys: Vec<&str> = self.columns.iter().filter_map(|c| Some(c.csv?.0)).collect();
+    /// report.csv's header cells for `r`.
+    pub fn csv_columns(&self, r: &Report) -> Vec<String> {
+        let keys: Vec<&str> = self.shown(r).filter_map(|c| Some(c.csv?.0)).collect();
         names(&keys)
+    }
+
+    /// A CSV of its own with a row a part (`report-gpus.csv`): its header,
+    /// the stage's name and label then [`Self::csv_columns`], and its rows.
+    pub fn csv_rows(&self, r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut header = names(&["stage", "label"]);
+        header.extend(self.csv_columns(r));
+        let cells: Vec<Get<T>> = self.shown(r).filter_map(|c| Some(c.csv?.1)).collect();
+        let mut rows = Vec::new();
+        for (s, label) in r.stages.iter().zip(crate::types::stage_labels(&r.stages)) {
+            for part in (self.parts)(s) {
+                let row = [s.name.clone(), label.clone()];
+                rows.push(
+                    row.into_iter()
+                        .chain(cells.iter().map(|get| get(s, part)))
+                        .collect(),
+                );
+            }
+        }
+        (header, rows)
     }
 
     /// A stage's cells under [`Self::csv_columns`]: each part's value,
     /// `;`-separated; empty without a part.
-    pub fn csv_values(&self, s: &StageReport) -> Vec<String> {
+    pub fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
         let parts = (self.parts)(s);
-        self.columns
-            .iter()
+        self.shown(r)
             .filter_map(|c| c.csv)
             .map(|(_, get)| {
                 let v: Vec<String> = parts.iter().map(|p| get(s, p)).collect();
@@ -219,9 +279,9 @@ mod tests {
         assert_eq!(rows.len(), 3, "{text}");
         assert!(rows[2].contains("two") && rows[2].contains("b|") && rows[2].ends_with("75"));
         assert!(!text.contains("none"), "{text}");
-        assert_eq!(TABLE.csv_columns(), ["first", "models"]);
-        assert_eq!(TABLE.csv_values(&r.stages[1]), ["two;two", "a;b"]);
-        assert_eq!(TABLE.csv_values(&r.stages[2]), ["", ""]);
+        assert_eq!(TABLE.csv_columns(&r), ["first", "models"]);
+        assert_eq!(TABLE.csv_values(&r, &r.stages[1]), ["two;two", "a;b"]);
+        assert_eq!(TABLE.csv_values(&r, &r.stages[2]), ["", ""]);
         assert!(TABLE.text(&Report::default()).is_none());
     }
 }

@@ -36,6 +36,7 @@ pub fn shown(r: &Report, place: Place) -> Vec<Shown> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::section::PartTable;
     use crate::types::{RepeatedStage, Repeats, StageReport};
 
     /// A report with every section's figures.
@@ -89,5 +90,128 @@ mod tests {
         let unique: std::collections::BTreeSet<&String> = keys.iter().collect();
         assert_eq!(unique.len(), keys.len(), "a column key twice: {keys:?}");
         assert!(ALL.iter().all(|s| !s.wanted(&Report::default())));
+    }
+
+    /// A text table's rendered cells on a line, split at its `|`.
+    fn cells(line: &str) -> Vec<String> {
+        line.split('|')
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
+    }
+
+    /// The group line above the first line of `text` whose cells are
+    /// `names`: a text table's two header lines as rendered.
+    fn groups_over(text: &str, names: &[String]) -> Option<Vec<String>> {
+        let lines: Vec<&str> = text.lines().collect();
+        let i = lines.iter().position(|l| cells(l) == names)?;
+        Some(cells(lines[i.checked_sub(1)?]))
+    }
+
+    /// A table's declared headers for `r`: its names line, and its groups
+    /// as the group line shows them (a group once over its columns).
+    fn declared<T>(table: &PartTable<T>, r: &Report) -> (Vec<String>, Vec<String>) {
+        let headers = table.headers(r);
+        let names = headers.iter().map(|h| h.1.to_string()).collect();
+        let mut groups: Vec<String> = headers.iter().map(|h| h.0.to_string()).collect();
+        groups.dedup();
+        (names, groups)
+    }
+
+    /// A run with the server's and GPUs' figures, images and audio, a
+    /// pooling batch, tool calls and two models.
+    fn every_table() -> Report {
+        let text = include_str!("../../tests/fixtures/sweep-gpus.json");
+        let mut r = Report::from_json(text).unwrap();
+        let sent = crate::types::ImagesSent {
+            per_request: 2,
+            bytes_per_request: 2e6,
+            ..Default::default()
+        };
+        r.stages[1].images = Some(sent.clone());
+        r.stages[2].audio = Some(sent);
+        r.stages[3].pooling = Some(crate::types::Pooling {
+            inputs_per_request: 8,
+            ..Default::default()
+        });
+        r.stages[4].tool_calls = Some(Default::default());
+        r.stages[5].models = vec![Default::default(), Default::default()];
+        r
+    }
+
+    /// Each text format (console, report.md, report.html) renders the
+    /// columns declared for the server's, GPUs', images', pooling, tool
+    /// calls' and models' tables, no other and in their order, under their
+    /// groups; report.csv has each table's declared CSV columns together
+    /// and in that order.
+    #[test]
+    fn each_format_renders_the_columns_declared_for_each_table() {
+        use super::super::{console, csv_export, html, markdown};
+        let r = every_table();
+        let formats = [
+            ("console", console::render(&r)),
+            ("report.md", markdown::render(&r)),
+            (
+                "report.html",
+                html::render(&r)
+                    .replace("&amp;", "&")
+                    .replace("<pre>", "\n"),
+            ),
+        ];
+        let csv = csv_export::render(&r).unwrap();
+        let csv_header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let check = |name: &str,
+                     (names, groups): (Vec<String>, Vec<String>),
+                     keys: Vec<String>,
+                     csv_header: &[&str]| {
+            for (format, text) in &formats {
+                assert_eq!(
+                    groups_over(text, &names).as_ref(),
+                    Some(&groups),
+                    "{name} in {format}: {names:?}"
+                );
+            }
+            let at = csv_header
+                .iter()
+                .position(|h| Some(*h) == keys.first().map(String::as_str));
+            let at = at.unwrap_or_else(|| panic!("{name}: {keys:?} in {csv_header:?}"));
+            assert_eq!(csv_header[at..at + keys.len()], keys, "{name}");
+        };
+        fn both<T>(t: &PartTable<T>, r: &Report) -> ((Vec<String>, Vec<String>), Vec<String>) {
+            (declared(t, r), t.csv_columns(r))
+        }
+        let (tokens, stats) = (&server_metrics::TOKENS, &server_metrics::STATS);
+        let mut server_keys = tokens.csv_columns(&r);
+        server_keys.extend(stats.csv_columns(&r));
+        check(
+            "server tokens",
+            declared(tokens, &r),
+            server_keys,
+            &csv_header,
+        );
+        let keys = stats.csv_columns(&r);
+        check("server stats", declared(stats, &r), keys, &csv_header);
+        // Each GPU's table: its own CSV (report-gpus.csv), a row a GPU.
+        let file = csv_export::render_per_gpu(&r).unwrap().unwrap();
+        let file_header: Vec<&str> = file.lines().next().unwrap().split(',').collect();
+        assert_eq!(file_header[..2], ["stage", "label"]);
+        let keys = gpu::PER_GPU.csv_columns(&r);
+        assert_eq!(file_header.len(), 2 + keys.len());
+        check("each GPU", declared(&gpu::PER_GPU, &r), keys, &file_header);
+        for (name, (head, keys)) in [
+            ("GPUs", both(&gpu::TOTAL, &r)),
+            ("images", both(&images::TABLE, &r)),
+            ("pooling", both(&pooling::TABLE, &r)),
+            ("tool calls", both(&tools::TABLE, &r)),
+            ("models", both(&models::TABLE, &r)),
+        ] {
+            check(name, head, keys, &csv_header);
+        }
+        // The columns a report shows by what it has: a batch's, the kinds sent.
+        let names = declared(tokens, &r).0;
+        assert!(names.contains(&"Per".to_string()), "{names:?}");
+        let names = declared(&images::TABLE, &r).0;
+        assert_eq!(names.iter().filter(|n| *n == "audio").count(), 2);
+        assert!(!names.contains(&"video".to_string()), "{names:?}");
     }
 }

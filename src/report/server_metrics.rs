@@ -3,9 +3,8 @@
 //! CSV columns. Each appears only when a report has something from the
 //! server, so reports of runs without it look as they always did.
 
-use super::section::{names, Section};
-use super::tables::GroupedTable;
-use crate::types::server_metrics::{GaugeSummary, ServerDist};
+use super::section::{each_stage, fixed, full, Col, PartTable, Section};
+use crate::types::server_metrics::{GaugeSummary, ServerDist, ServerStage};
 use crate::types::{Report, StageReport};
 
 /// True when some stage has the server's metrics, or a server prompt-token
@@ -19,19 +18,30 @@ pub fn has_server_side(r: &Report) -> bool {
     })
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    match v {
-        Some(x) if x.is_finite() => format!("{x:.digits$}"),
-        _ => "-".into(),
-    }
+/// A figure of the stage's server side.
+fn sv<X>(s: &StageReport, get: fn(&ServerStage) -> Option<X>) -> Option<X> {
+    s.server.as_ref().and_then(get)
 }
 
+fn mean(d: Option<ServerDist>) -> Option<f64> {
+    d.map(|d| d.mean_ms)
+}
+
+fn p50(d: Option<ServerDist>) -> Option<f64> {
+    d.and_then(|d| d.p50_ms_est)
+}
+
+fn p99(d: Option<ServerDist>) -> Option<f64> {
+    d.and_then(|d| d.p99_ms_est)
+}
+
+/// A gauge's mean and max, scaled.
 fn g_mean(g: Option<GaugeSummary>, scale: f64, digits: usize) -> String {
-    opt(g.map(|g| g.mean * scale), digits)
+    fixed(g.map(|g| g.mean * scale), digits)
 }
 
 fn g_max(g: Option<GaugeSummary>, scale: f64, digits: usize) -> String {
-    opt(g.map(|g| g.max * scale), digits)
+    fixed(g.map(|g| g.max * scale), digits)
 }
 
 /// The two text tables: the server's token counts beside the requested
@@ -41,9 +51,12 @@ pub fn text_tables(r: &Report) -> Option<String> {
     if !has_server_side(r) {
         return None;
     }
-    let mut out = token_table(r);
+    let mut out = TOKENS.text(r)?;
+    if batches(r) {
+        out.push_str("Per input: a pooling stage's batches are counted input by input, as vLLM counts each input of a batch as a request.\n");
+    }
     if r.stages.iter().any(|s| s.server.is_some()) {
-        out.push_str(&stats_table(r));
+        out.push_str(&STATS.text(r)?);
         out.push_str(
             "~ estimated from the server's histogram buckets; client - server from the means, only where both sides counted the same requests (else -).\n",
         );
@@ -59,6 +72,11 @@ fn batch_of(s: &StageReport) -> Option<u64> {
         .filter(|&k| k > 1)
 }
 
+/// Some stage of `r` sent batches.
+fn batches(r: &Report) -> bool {
+    r.stages.iter().any(|s| batch_of(s).is_some())
+}
+
 /// Whether the server's `/metrics` counted each input of a batch of `k` as a
 /// request, as vLLM does: its request count nearer `k` times the client's
 /// completions than once. Without a count, as vLLM does.
@@ -70,204 +88,85 @@ fn server_counts_inputs(s: &StageReport, k: u64) -> bool {
     }
 }
 
-/// The server's prompt token counts beside the requested ones, its cache
-/// hits and preemptions. A pooling stage's batches are counted per input
-/// (vLLM makes each input of a batch a request, and its `/metrics` counts
-/// them so), its rows marked `input` in a column of their own.
-fn token_table(r: &Report) -> String {
-    let batches = r.stages.iter().any(|s| batch_of(s).is_some());
-    let mut columns = vec![("Metadata", "Benchmark")];
-    if batches {
-        columns.push(("Tok/Req", "Per"));
+/// What the token table divides a request's counts by, and the server's
+/// `/metrics` counts: a batch's inputs, in the server's unit.
+fn per_input(s: &StageReport) -> (f64, f64) {
+    match batch_of(s) {
+        Some(k) if server_counts_inputs(s, k) => (k as f64, 1.0),
+        Some(k) => (k as f64, k as f64),
+        None => (1.0, 1.0),
     }
-    columns.extend([
-        ("Prompt Tok/Req", "Requested"),
-        ("Prompt Tok/Req", "Server"),
-        ("Prompt Tok/Req", "/metrics"),
-        ("Cached Tok/Req", "/metrics"),
-        ("Prefix Cache", "Hit %"),
-        ("Preemptions", "per s"),
-    ]);
-    let tokens = GroupedTable {
-        columns,
-        rows: r
-            .stages
-            .iter()
-            .zip(crate::types::stage_labels(&r.stages))
-            .map(|(s, label)| {
-                let sv = s.server.as_ref();
-                // Requested and usage counts are a request's; /metrics' are
-                // the server's unit: both made per input for a batch.
-                let (client, server) = match batch_of(s) {
-                    Some(k) if server_counts_inputs(s, k) => (k as f64, 1.0),
-                    Some(k) => (k as f64, k as f64),
-                    None => (1.0, 1.0),
-                };
-                let mut row = vec![label];
-                if batches {
-                    row.push(
-                        if batch_of(s).is_some() {
-                            "input"
-                        } else {
-                            "request"
-                        }
-                        .into(),
-                    );
-                }
-                row.extend([
-                    format!("{:.1}", s.tokens.prompt_mean / client),
-                    opt(s.tokens.prompt_mean_server.map(|p| p / client), 1),
-                    opt(
-                        sv.and_then(|v| v.prompt_tokens_per_request)
-                            .map(|p| p / server),
-                        1,
-                    ),
-                    opt(
-                        sv.and_then(|v| v.cached_prompt_tokens_per_request)
-                            .map(|p| p / server),
-                        1,
-                    ),
-                    opt(
-                        sv.and_then(|v| v.prefix_cache_hit_rate).map(|h| h * 100.0),
-                        1,
-                    ),
-                    opt(sv.and_then(|v| v.preemptions).map(|p| p.per_s), 2),
-                ]);
-                row
-            })
-            .collect(),
-    };
-    let mut out = tokens.render();
-    if batches {
-        out.push_str("Per input: a pooling stage's batches are counted input by input, as vLLM counts each input of a batch as a request.\n");
-    }
-    out
 }
+
+/// A `/metrics` count a request in the token table, per input for a batch.
+fn per_request(s: &StageReport, get: fn(&ServerStage) -> Option<f64>) -> String {
+    fixed(sv(s, get).map(|p| p / per_input(s).1), 1)
+}
+
+type C = Col<()>;
+
+/// The server's prompt token counts beside the requested ones, its cache
+/// hits and preemptions, a row a stage; the first of report.csv's server
+/// columns. A pooling stage's batches are counted per input (vLLM makes
+/// each input of a batch a request, and its `/metrics` counts them so; the
+/// requested and usage counts are a request's), its rows marked `input`
+/// in a column of their own.
+#[rustfmt::skip]
+pub const TOKENS: PartTable<()> = PartTable {
+    parts: each_stage,
+    columns: &[
+        C::csv_only("server_source", |s, _| s.server.as_ref().map(|v| v.source.clone()).unwrap_or_default()),
+        C::text("Tok/Req", "Per", |s, _| if batch_of(s).is_some() { "input" } else { "request" }.into()).when(batches),
+        C::text("Prompt Tok/Req", "Requested", |s, _| format!("{:.1}", s.tokens.prompt_mean / per_input(s).0)),
+        C::text("Prompt Tok/Req", "Server", |s, _| fixed(s.tokens.prompt_mean_server.map(|p| p / per_input(s).0), 1)),
+        C::text("Prompt Tok/Req", "/metrics", |s, _| per_request(s, |v| v.prompt_tokens_per_request))
+            .csv("server_prompt_tokens_per_request", |s, _| full(sv(s, |v| v.prompt_tokens_per_request))),
+        C::text("Cached Tok/Req", "/metrics", |s, _| per_request(s, |v| v.cached_prompt_tokens_per_request))
+            .csv("server_cached_prompt_tokens_per_request", |s, _| full(sv(s, |v| v.cached_prompt_tokens_per_request))),
+        C::text("Prefix Cache", "Hit %", |s, _| fixed(sv(s, |v| v.prefix_cache_hit_rate).map(|h| h * 100.0), 1))
+            .csv("server_prefix_cache_hit_rate", |s, _| full(sv(s, |v| v.prefix_cache_hit_rate))),
+        C::text("Preemptions", "per s", |s, _| fixed(sv(s, |v| v.preemptions).map(|p| p.per_s), 2))
+            .csv("server_preemptions_per_s", |s, _| full(sv(s, |v| v.preemptions).map(|p| p.per_s))),
+        C::csv_only("server_generation_tokens_per_s", |s, _| full(sv(s, |v| v.generation_tokens).map(|c| c.per_s))),
+        C::csv_only("server_requests_per_s", |s, _| full(sv(s, |v| v.requests).map(|c| c.per_s))),
+    ],
+};
 
 /// The server's queue, KV cache and latency figures, and the client's
-/// latency less the server's.
-fn stats_table(r: &Report) -> String {
-    let d = |x: Option<ServerDist>, f: fn(&ServerDist) -> Option<f64>, scale: f64, digits| {
-        opt(x.as_ref().and_then(f).map(|v| v * scale), digits)
-    };
-    let stats = GroupedTable {
-        columns: vec![
-            ("Metadata", "Benchmark"),
-            ("Running", "Mean"),
-            ("Running", "Max"),
-            ("Waiting", "Mean"),
-            ("Waiting", "Max"),
-            ("KV Cache %", "Mean"),
-            ("KV Cache %", "Max"),
-            ("Server TTFT (ms)", "Mean"),
-            ("Server TTFT (ms)", "p50~"),
-            ("Server TTFT (ms)", "p99~"),
-            ("Server ITL (ms)", "Mean"),
-            ("Server Queue (ms)", "Mean"),
-            ("Server E2E (s)", "Mean"),
-            ("Client - Server (ms)", "TTFT"),
-            ("Client - Server (ms)", "E2E"),
-        ],
-        rows: r
-            .stages
-            .iter()
-            .zip(crate::types::stage_labels(&r.stages))
-            .map(|(s, label)| {
-                let v = s.server.clone().unwrap_or_default();
-                let cms = v.client_minus_server.unwrap_or_default();
-                vec![
-                    label,
-                    g_mean(v.running, 1.0, 1),
-                    g_max(v.running, 1.0, 0),
-                    g_mean(v.waiting, 1.0, 1),
-                    g_max(v.waiting, 1.0, 0),
-                    g_mean(v.kv_cache_usage, 100.0, 1),
-                    g_max(v.kv_cache_usage, 100.0, 1),
-                    d(v.ttft_ms, |x| Some(x.mean_ms), 1.0, 1),
-                    d(v.ttft_ms, |x| x.p50_ms_est, 1.0, 1),
-                    d(v.ttft_ms, |x| x.p99_ms_est, 1.0, 1),
-                    d(v.itl_ms, |x| Some(x.mean_ms), 1.0, 2),
-                    d(v.queue_ms, |x| Some(x.mean_ms), 1.0, 1),
-                    d(v.e2e_ms, |x| Some(x.mean_ms), 0.001, 2),
-                    opt(cms.ttft_mean_ms, 2),
-                    opt(cms.e2e_mean_ms, 2),
-                ]
-            })
-            .collect(),
-    };
-    stats.render()
-}
-
-/// CSV columns, appended when some stage has the server's metrics.
-pub const CSV_COLUMNS: &[&str] = &[
-    "server_source",
-    "server_running_mean",
-    "server_running_max",
-    "server_waiting_mean",
-    "server_waiting_max",
-    "server_kv_cache_usage_mean",
-    "server_kv_cache_usage_max",
-    "server_preemptions_per_s",
-    "server_prompt_tokens_per_request",
-    "server_cached_prompt_tokens_per_request",
-    "server_prefix_cache_hit_rate",
-    "server_generation_tokens_per_s",
-    "server_requests_per_s",
-    "server_ttft_mean_ms",
-    "server_ttft_p50_ms_est",
-    "server_ttft_p99_ms_est",
-    "server_itl_mean_ms",
-    "server_itl_p50_ms_est",
-    "server_e2e_mean_ms",
-    "server_e2e_p50_ms_est",
-    "server_queue_mean_ms",
-    "server_queue_p50_ms_est",
-    "client_minus_server_ttft_mean_ms",
-    "client_minus_server_e2e_mean_ms",
-];
+/// latency less the server's, a row a stage; report.csv's server columns
+/// after [`TOKENS`]'.
+#[rustfmt::skip]
+pub const STATS: PartTable<()> = PartTable {
+    parts: each_stage,
+    columns: &[
+        C::text("Running", "Mean", |s, _| g_mean(sv(s, |v| v.running), 1.0, 1)).csv("server_running_mean", |s, _| full(sv(s, |v| v.running).map(|g| g.mean))),
+        C::text("Running", "Max", |s, _| g_max(sv(s, |v| v.running), 1.0, 0)).csv("server_running_max", |s, _| full(sv(s, |v| v.running).map(|g| g.max))),
+        C::text("Waiting", "Mean", |s, _| g_mean(sv(s, |v| v.waiting), 1.0, 1)).csv("server_waiting_mean", |s, _| full(sv(s, |v| v.waiting).map(|g| g.mean))),
+        C::text("Waiting", "Max", |s, _| g_max(sv(s, |v| v.waiting), 1.0, 0)).csv("server_waiting_max", |s, _| full(sv(s, |v| v.waiting).map(|g| g.max))),
+        C::text("KV Cache %", "Mean", |s, _| g_mean(sv(s, |v| v.kv_cache_usage), 100.0, 1)).csv("server_kv_cache_usage_mean", |s, _| full(sv(s, |v| v.kv_cache_usage).map(|g| g.mean))),
+        C::text("KV Cache %", "Max", |s, _| g_max(sv(s, |v| v.kv_cache_usage), 100.0, 1)).csv("server_kv_cache_usage_max", |s, _| full(sv(s, |v| v.kv_cache_usage).map(|g| g.max))),
+        C::text("Server TTFT (ms)", "Mean", |s, _| fixed(mean(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_mean_ms", |s, _| full(mean(sv(s, |v| v.ttft_ms)))),
+        C::text("Server TTFT (ms)", "p50~", |s, _| fixed(p50(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_p50_ms_est", |s, _| full(p50(sv(s, |v| v.ttft_ms)))),
+        C::text("Server TTFT (ms)", "p99~", |s, _| fixed(p99(sv(s, |v| v.ttft_ms)), 1)).csv("server_ttft_p99_ms_est", |s, _| full(p99(sv(s, |v| v.ttft_ms)))),
+        C::text("Server ITL (ms)", "Mean", |s, _| fixed(mean(sv(s, |v| v.itl_ms)), 2)).csv("server_itl_mean_ms", |s, _| full(mean(sv(s, |v| v.itl_ms)))),
+        C::csv_only("server_itl_p50_ms_est", |s, _| full(p50(sv(s, |v| v.itl_ms)))),
+        C::text("Server Queue (ms)", "Mean", |s, _| fixed(mean(sv(s, |v| v.queue_ms)), 1)).csv("server_queue_mean_ms", |s, _| full(mean(sv(s, |v| v.queue_ms)))),
+        C::csv_only("server_queue_p50_ms_est", |s, _| full(p50(sv(s, |v| v.queue_ms)))),
+        C::text("Server E2E (s)", "Mean", |s, _| fixed(mean(sv(s, |v| v.e2e_ms)).map(|ms| ms * 0.001), 2)).csv("server_e2e_mean_ms", |s, _| full(mean(sv(s, |v| v.e2e_ms)))),
+        C::csv_only("server_e2e_p50_ms_est", |s, _| full(p50(sv(s, |v| v.e2e_ms)))),
+        C::text("Client - Server (ms)", "TTFT", |s, _| fixed(sv(s, |v| v.client_minus_server).and_then(|c| c.ttft_mean_ms), 2))
+            .csv("client_minus_server_ttft_mean_ms", |s, _| full(sv(s, |v| v.client_minus_server).and_then(|c| c.ttft_mean_ms))),
+        C::text("Client - Server (ms)", "E2E", |s, _| fixed(sv(s, |v| v.client_minus_server).and_then(|c| c.e2e_mean_ms), 2))
+            .csv("client_minus_server_e2e_mean_ms", |s, _| full(sv(s, |v| v.client_minus_server).and_then(|c| c.e2e_mean_ms))),
+    ],
+};
 
 pub fn csv_wanted(r: &Report) -> bool {
     r.stages.iter().any(|s| s.server.is_some())
 }
 
-/// One stage's values for `CSV_COLUMNS` (empty where unknown).
-pub fn csv_values(s: &StageReport) -> Vec<String> {
-    let Some(v) = &s.server else {
-        return vec![String::new(); CSV_COLUMNS.len()];
-    };
-    let f = |x: Option<f64>| x.map(|x| format!("{x}")).unwrap_or_default();
-    let mean = |d: Option<ServerDist>| f(d.map(|d| d.mean_ms));
-    let p50 = |d: Option<ServerDist>| f(d.and_then(|d| d.p50_ms_est));
-    let cms = v.client_minus_server.unwrap_or_default();
-    vec![
-        v.source.clone(),
-        f(v.running.map(|g| g.mean)),
-        f(v.running.map(|g| g.max)),
-        f(v.waiting.map(|g| g.mean)),
-        f(v.waiting.map(|g| g.max)),
-        f(v.kv_cache_usage.map(|g| g.mean)),
-        f(v.kv_cache_usage.map(|g| g.max)),
-        f(v.preemptions.map(|c| c.per_s)),
-        f(v.prompt_tokens_per_request),
-        f(v.cached_prompt_tokens_per_request),
-        f(v.prefix_cache_hit_rate),
-        f(v.generation_tokens.map(|c| c.per_s)),
-        f(v.requests.map(|c| c.per_s)),
-        mean(v.ttft_ms),
-        p50(v.ttft_ms),
-        f(v.ttft_ms.and_then(|d| d.p99_ms_est)),
-        mean(v.itl_ms),
-        p50(v.itl_ms),
-        mean(v.e2e_ms),
-        p50(v.e2e_ms),
-        mean(v.queue_ms),
-        p50(v.queue_ms),
-        f(cms.ttft_mean_ms),
-        f(cms.e2e_mean_ms),
-    ]
-}
-
-/// The server's CSV columns (its tables the text formats show their way).
+/// The server's CSV columns (its tables the text formats show their way):
+/// [`TOKENS`]' then [`STATS`]', each in its declared order.
 pub struct ServerSection;
 
 impl Section for ServerSection {
@@ -275,12 +174,16 @@ impl Section for ServerSection {
         csv_wanted(r)
     }
 
-    fn csv_columns(&self, _r: &Report) -> Vec<String> {
-        names(CSV_COLUMNS)
+    fn csv_columns(&self, r: &Report) -> Vec<String> {
+        let mut c = TOKENS.csv_columns(r);
+        c.extend(STATS.csv_columns(r));
+        c
     }
 
-    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
-        csv_values(s)
+    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
+        let mut v = TOKENS.csv_values(r, s);
+        v.extend(STATS.csv_values(r, s));
+        v
     }
 }
 
@@ -351,9 +254,13 @@ mod tests {
             assert!(t.contains(want), "{want} in\n{t}");
         }
         assert!(csv_wanted(&r));
-        let row = csv_values(&r.stages[0]);
-        assert_eq!(row.len(), CSV_COLUMNS.len());
-        assert_eq!(row[0], "vllm");
-        assert_eq!(row[8], "73");
+        let row = ServerSection.csv_values(&r, &r.stages[0]);
+        let columns = ServerSection.csv_columns(&r);
+        assert_eq!(row.len(), columns.len());
+        let at = |k: &str| &row[columns.iter().position(|c| c == k).unwrap()];
+        assert_eq!(at("server_source"), "vllm");
+        assert_eq!(at("server_prompt_tokens_per_request"), "73");
+        assert_eq!(at("server_waiting_max"), "7");
+        assert_eq!(at("server_running_mean"), "", "not exported");
     }
 }

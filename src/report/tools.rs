@@ -11,7 +11,7 @@ use crate::types::{Report, StageReport, ToolCalls};
 type C = Col<ToolCalls>;
 
 #[rustfmt::skip]
-const TABLE: PartTable<ToolCalls> = PartTable {
+pub const TABLE: PartTable<ToolCalls> = PartTable {
     parts: |s| s.tool_calls.as_slice(),
     columns: &[
         C::text("Achieved", "req/s", |s, _| format!("{:.2}", s.rates.completed_per_s)),
@@ -56,11 +56,6 @@ fn no_calls(r: &Report) -> Option<&'static str> {
     )
 }
 
-/// A stage's values for the CSV columns.
-fn values(s: &StageReport) -> Vec<String> {
-    TABLE.csv_values(s)
-}
-
 /// The tool calls' section: its table and CSV columns.
 pub struct ToolsSection;
 
@@ -69,12 +64,12 @@ impl Section for ToolsSection {
         any_tools(r)
     }
 
-    fn csv_columns(&self, _r: &Report) -> Vec<String> {
-        TABLE.csv_columns()
+    fn csv_columns(&self, r: &Report) -> Vec<String> {
+        TABLE.csv_columns(r)
     }
 
-    fn csv_values(&self, _r: &Report, s: &StageReport) -> Vec<String> {
-        values(s)
+    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
+        TABLE.csv_values(r, s)
     }
 
     fn shown(&self, r: &Report) -> Option<Shown> {
@@ -118,7 +113,10 @@ mod tests {
         for want in ["4.00", "12", "30.0", "1.20", "2"] {
             assert!(row.contains(want), "{want} in {t}");
         }
-        assert_eq!(values(&r.stages[0]), ["4", "12", "0.3", "1.2"]);
+        assert_eq!(
+            TABLE.csv_values(&r, &r.stages[0]),
+            ["4", "12", "0.3", "1.2"]
+        );
         r.stages[0].tool_calls = None;
         assert!(table(&r).is_none() && !ToolsSection.wanted(&r));
     }
