@@ -96,11 +96,23 @@ pub struct Harness {
 }
 
 pub fn spawn_run(url: &str, stages: Vec<StageSpec>, data: &str, settings: RunSettings) -> Harness {
+    spawn_run_with(url, stages, data, settings, |e| e)
+}
+
+/// [`spawn_run`] with the engine shaped by `f` first (a hook at each
+/// stage's start, as `llmsweep` sets one for its scrapers).
+pub fn spawn_run_with(
+    url: &str,
+    stages: Vec<StageSpec>,
+    data: &str,
+    settings: RunSettings,
+    f: impl FnOnce(Engine) -> Engine,
+) -> Harness {
     let client = client(url, Duration::from_secs(30));
     let prompts = prompts(data, Api::Chat);
     let (control, control_rx) = mpsc::unbounded_channel();
     let (snap_tx, snapshots) = watch::channel(Snapshot::default());
-    let engine = Engine::new(client, prompts, settings, control_rx, snap_tx);
+    let engine = f(Engine::new(client, prompts, settings, control_rx, snap_tx));
     let run = tokio::spawn(async move {
         let mut plan = FixedPlan::new(stages);
         engine.run(&mut plan).await
