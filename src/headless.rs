@@ -346,7 +346,10 @@ mod tests {
                 in_flight: 512,
                 achieved_rps: 38.0,
                 ttft_p50_ms: 12345.6,
-                saturation: Some("requests due but not answered grew by 6.00 req/s".into()),
+                saturation: Some(crate::types::live::LiveWarning {
+                    word: "saturating".into(),
+                    full: "requests due but not answered grew by 6.00 req/s".into(),
+                }),
                 ..Default::default()
             }),
             ..Default::default()

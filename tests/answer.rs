@@ -297,7 +297,7 @@ async fn the_live_warning_shows_only_when_the_stage_falls_behind() {
                     let s = snaps.borrow().clone();
                     if let Some(w) = s.stage.as_ref().and_then(|st| st.saturation.clone()) {
                         if let Ok(mut v) = log.lock() {
-                            v.push(w);
+                            v.push(w.full);
                         }
                     }
                 }
@@ -443,7 +443,7 @@ async fn the_ramp_of_a_stage_with_varied_lengths_is_not_saturation() {
                 let s = snaps.borrow().clone();
                 if let Some(w) = s.stage.as_ref().and_then(|st| st.saturation.clone()) {
                     if let Ok(mut v) = log.lock() {
-                        v.push(w);
+                        v.push(w.full);
                     }
                 }
             }

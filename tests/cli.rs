@@ -617,6 +617,8 @@ fn a_server_that_dies_mid_run_ends_it_with_its_errors_counted() {
         "{basis}"
     );
     assert!(r["answer"]["requests_per_s"].is_null(), "{}", r["answer"]);
+    let why = r["answer"]["not_known"].as_str().unwrap_or_default();
+    assert!(why.starts_with("the server stopped"), "{}", r["answer"]);
     let ls = bin()
         .args(["ls", out.parent().unwrap().to_str().unwrap()])
         .output()

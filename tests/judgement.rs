@@ -70,7 +70,7 @@ async fn run_plan_until(
             }
             if let Some(st) = &s.stage {
                 if let Some(w) = &st.saturation {
-                    seen.push((st.name.clone(), st.elapsed_s, w.clone()));
+                    seen.push((st.name.clone(), st.elapsed_s, w.full.clone()));
                 }
             }
             if s.done {

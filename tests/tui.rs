@@ -532,8 +532,10 @@ fn paused_shows_paused_and_no_nonsense_percentage() {
 #[test]
 fn a_stage_that_is_saturating_says_so_before_it_ends() {
     let mut app = golden_app();
-    app.snap.stage.as_mut().unwrap().saturation =
-        Some("saturating: completed 21.3 req/s of 30.0".into());
+    app.snap.stage.as_mut().unwrap().saturation = Some(llmsweep::types::live::LiveWarning {
+        word: "saturating".into(),
+        full: "saturating: completed 21.3 req/s of 30.0".into(),
+    });
     let s = render(&app, 120, 36);
     let l = lines(&s);
     assert!(l[1].contains("! saturating: completed 21.3"), "{}", l[1]);
@@ -1608,8 +1610,10 @@ fn paused_and_saturating_fit_the_stage_line_at_100_columns() {
     // `! saturating: …`.
     let mut app = golden_app();
     app.snap.paused = true;
-    app.snap.stage.as_mut().unwrap().saturation =
-        Some("saturating: the backlog grew by 2.49 ± 0.52 req/s over 6.0 s".into());
+    app.snap.stage.as_mut().unwrap().saturation = Some(llmsweep::types::live::LiveWarning {
+        word: "saturating".into(),
+        full: "saturating: the backlog grew by 2.49 ± 0.52 req/s over 6.0 s".into(),
+    });
     for (w, h) in [(100, 30), (80, 24)] {
         let s = render(&app, w, h);
         let l = lines(&s);

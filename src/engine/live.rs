@@ -17,7 +17,7 @@ pub(super) struct Live {
     pub(super) so_far: Option<Arc<StageReport>>,
     /// The running stage's verdict so far as a warning (`saturating: …`),
     /// refreshed with `so_far` when a second closes.
-    pub(super) live_warning: Option<String>,
+    pub(super) live_warning: Option<crate::types::live::LiveWarning>,
 }
 
 impl Live {

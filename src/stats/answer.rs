@@ -542,6 +542,9 @@ pub fn server_gone(a: &mut Answer, why: &str) {
     a.bracketed = false;
     a.held = None;
     a.not_held = None;
+    a.held_stage = None;
+    a.not_held_stage = None;
+    a.not_known = Some(why.to_string());
     a.basis = format!("not known: {why}");
     a.next = Some("see why the server stopped (its log), then run again".into());
 }
@@ -669,8 +672,10 @@ pub fn line(a: &Answer) -> String {
             }
             (None, None) => format!("holds ≥ {x:.2} req/s{cap} (no stage fell behind)"),
         },
-        _ if a.basis.starts_with("not known: ") => format!("holds: {}", a.basis),
-        _ => "holds: not known".to_string(),
+        _ => match &a.not_known {
+            Some(why) => format!("holds: not known: {why}"),
+            None => "holds: not known".to_string(),
+        },
     };
     if let Some(f) = a.flood_requests_per_s {
         s.push_str(&format!(" · peak throughput {f:.2} req/s when flooded"));

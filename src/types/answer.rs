@@ -35,6 +35,10 @@ pub struct Answer {
     pub bracketed: bool,
     /// How the answer was reached, in words.
     pub basis: String,
+    /// Why no rate is known, when the run ended so that none could be
+    /// (the server stopped answering): the answer's line says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_known: Option<String>,
     /// When the evidence does not bracket the answer: what to run next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,

@@ -93,7 +93,7 @@ pub struct LiveStage {
     pub so_far: Option<Arc<StageReport>>,
     /// Open-loop stages: `saturating: …` or `erroring: …` as soon as the
     /// verdict so far says so (None otherwise), for a live warning.
-    pub saturation: Option<String>,
+    pub saturation: Option<LiveWarning>,
     /// The stage's ramp (`--ramp-up`), seconds: the rate (or the streams)
     /// rises from 0 over its first `ramp_up_s` seconds of `elapsed_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +102,22 @@ pub struct LiveStage {
     /// started (or held), not requests.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub conversations: bool,
+}
+
+/// A running stage's verdict so far, as its live warning says it: in full
+/// where there is room, in a word where there is not.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LiveWarning {
+    /// `saturating`, `erroring`, `client-limited`.
+    pub word: String,
+    /// `saturating: requests due but not answered grew by …`.
+    pub full: String,
+}
+
+impl std::fmt::Display for LiveWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.full)
+    }
 }
 
 /// A view of the whole run, published several times a second. Cheap to

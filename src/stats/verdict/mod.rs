@@ -539,14 +539,20 @@ pub fn reference(done: &[crate::types::StageReport]) -> Reference {
 }
 
 /// The live warning a front end shows for a running stage, if any.
-pub fn live_warning(v: Option<&Verdict>) -> Option<String> {
+pub fn live_warning(v: Option<&Verdict>) -> Option<crate::types::live::LiveWarning> {
     let v = v?;
-    match v.outcome {
-        Outcome::Saturated => Some(format!("saturating: {}", v.reason)),
-        Outcome::Erroring => Some(format!("erroring: {}", v.reason)),
-        Outcome::Inconclusive if v.basis == Basis::ClientLimited => Some(v.reason.clone()),
-        _ => None,
-    }
+    let (word, full) = match v.outcome {
+        Outcome::Saturated => ("saturating", format!("saturating: {}", v.reason)),
+        Outcome::Erroring => ("erroring", format!("erroring: {}", v.reason)),
+        Outcome::Inconclusive if v.basis == Basis::ClientLimited => {
+            ("client-limited", v.reason.clone())
+        }
+        _ => return None,
+    };
+    Some(crate::types::live::LiveWarning {
+        word: word.into(),
+        full,
+    })
 }
 
 #[cfg(test)]

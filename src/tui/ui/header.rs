@@ -57,7 +57,7 @@ pub fn progress(snap: &Snapshot) -> (Option<f64>, Option<f64>, Option<f64>) {
     (stage, run, left)
 }
 
-fn target_words(st: &LiveStage) -> String {
+fn target_words(st: &LiveStage, with_word: bool) -> String {
     match st.target_rate {
         Some(r) if st.strategy.counts_streams() && st.conversations => {
             format!("{:.0} conversations at once", r.round().max(1.0))
@@ -66,8 +66,12 @@ fn target_words(st: &LiveStage) -> String {
             format!("{:.0} streams", r.round().max(1.0))
         }
         // Multi-turn data: the rate starts conversations.
-        Some(r) if st.conversations => format!("target {r:.2} conversations/s started"),
-        Some(r) => format!("target {r:.2} req/s"),
+        Some(r) if st.conversations && with_word => {
+            format!("target {r:.2} conversations/s started")
+        }
+        Some(r) if st.conversations => format!("{r:.2} conversations/s started"),
+        Some(r) if with_word => format!("target {r:.2} req/s"),
+        Some(r) => format!("{r:.2} req/s"),
         None => st.strategy.info().pace.into(),
     }
 }
@@ -197,35 +201,52 @@ fn stage_line(app: &App, width: u16) -> Line<'static> {
 }
 
 /// The running stage's line, its badges after it, `width` columns at most
-/// where it can: a badge that does not fit keeps its first words
-/// (`! saturating`), and `PAUSED` stays whole (seen at 100 columns: `pau…`
-/// and `! saturating: …` cut).
+/// where it can: a verdict that does not fit says its word (`! saturating`),
+/// then the target loses its word (`· 34.16 req/s`), and `PAUSED` stays
+/// whole (seen at 100 columns: `pau…` and `! saturating: …` cut).
 fn running_line(th: &Theme, snap: &Snapshot, st: &LiveStage, width: u16) -> Line<'static> {
-    let mut line = running_spans(th, snap, st);
     let width = width as usize;
-    if line.width() > width {
-        if let Some(sat) = line.spans.iter_mut().find(|s| s.content.starts_with(" ! ")) {
-            let head = sat
-                .content
-                .trim()
-                .split(':')
-                .next()
-                .unwrap_or("!")
-                .to_string();
-            sat.content = format!(" {head} ").into();
-        }
+    let full = running_spans(th, snap, st, Say::ALL);
+    if full.width() <= width {
+        return full;
     }
-    if line.width() > width {
-        // The target's words go to the rate alone: `· 34.16 req/s`.
-        if let Some(t) = line.spans.get_mut(2) {
-            t.content = t.content.replacen(" · target ", " · ", 1).into();
-        }
+    let word = Say {
+        verdict_in_full: false,
+        ..Say::ALL
+    };
+    let line = running_spans(th, snap, st, word);
+    if line.width() <= width {
+        return line;
     }
-    line
+    running_spans(
+        th,
+        snap,
+        st,
+        Say {
+            target_word: false,
+            ..word
+        },
+    )
+}
+
+/// How much of the running stage's line to say.
+#[derive(Clone, Copy)]
+struct Say {
+    /// The verdict so far in full, or its word.
+    verdict_in_full: bool,
+    /// `target 34.16 req/s`, or `34.16 req/s`.
+    target_word: bool,
+}
+
+impl Say {
+    const ALL: Say = Say {
+        verdict_in_full: true,
+        target_word: true,
+    };
 }
 
 /// The running stage's line in full.
-fn running_spans(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
+fn running_spans(th: &Theme, snap: &Snapshot, st: &LiveStage, say: Say) -> Line<'static> {
     let clock = stage_clock(snap);
     let progress = match (st.max_seconds, st.max_requests) {
         (Some(m), _) => format!("{clock:.0}/{m:.0} s"),
@@ -238,7 +259,10 @@ fn running_spans(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
             st.name.clone(),
             th.style(th.accent).add_modifier(Modifier::BOLD),
         ),
-        Span::styled(format!(" · {} · {progress}", target_words(st)), th.text()),
+        Span::styled(
+            format!(" · {} · {progress}", target_words(st, say.target_word)),
+            th.text(),
+        ),
     ];
     // The ramp, while it runs: its statistics come after it.
     if let Some(r) = st.ramp_up_s.filter(|r| clock < *r) {
@@ -270,9 +294,14 @@ fn running_spans(th: &Theme, snap: &Snapshot, st: &LiveStage) -> Line<'static> {
     }
     // The verdict so far, before the stage ends: `saturating: …`.
     if let Some(w) = &st.saturation {
+        let said = if say.verdict_in_full {
+            &w.full
+        } else {
+            &w.word
+        };
         spans.push(Span::raw(" "));
         spans.push(Span::styled(
-            format!(" ! {w} "),
+            format!(" ! {said} "),
             th.style(th.bad).add_modifier(Modifier::BOLD),
         ));
     }
