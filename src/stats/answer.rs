@@ -167,11 +167,7 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
         Some(c) => estimated(&mut a, stages, &c, best_held, not_held),
         None => unknown(&mut a, stages),
     };
-    // (Not with conversations: `--profile search` refuses them.)
-    let search = search_would_do && !after_search && !in_conversations(stages);
-    if let Some(next) = a.next.as_mut().filter(|_| search) {
-        next.push_str(OR_SEARCH);
-    }
+    or_search(&mut a, stages, search_would_do && !after_search);
     at_max_concurrency(&mut a, best_held, not_held, flood);
     if let Some(c) = conflict {
         a.basis.push_str(&format!(
@@ -183,6 +179,15 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
     }
     in_turns(&mut a, stages);
     a
+}
+
+/// The search as the other way to the answer, when `advised` (not with
+/// conversations: `--profile search` refuses them).
+fn or_search(a: &mut Answer, stages: &[StageReport], advised: bool) {
+    let advised = advised && !in_conversations(stages);
+    if let Some(next) = a.next.as_mut().filter(|_| advised) {
+        next.push_str(OR_SEARCH);
+    }
 }
 
 /// Whether the stages ran conversations.
