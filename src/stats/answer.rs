@@ -740,9 +740,9 @@ pub fn line(a: &Answer) -> String {
         // Seen: "meets the SLOs up to 0.90 req/s" of a run that measured
         // no limit above the stage that met them.
         Some(r) if a.slo_floor => s.push_str(&format!(
-            " · meets the SLOs at {r:.2} req/s (no limit measured above)"
+            " · meets the SLOs at {r:.2} {u} (no limit measured above)"
         )),
-        Some(r) => s.push_str(&format!(" · meets the SLOs up to {r:.2} req/s")),
+        Some(r) => s.push_str(&format!(" · meets the SLOs up to {r:.2} {u}")),
         None => {}
     }
     s
@@ -855,6 +855,16 @@ mod tests {
             a.basis
         );
         assert_eq!(short(&a), Some(format!("holds ≥ {est:.2} turns/s")));
+        // The SLOs' rate is of requests completed too.
+        let slo = Answer {
+            slo_requests_per_s: Some(12.0),
+            ..a.clone()
+        };
+        assert!(
+            line(&slo).ends_with("meets the SLOs up to 12.00 turns/s"),
+            "{}",
+            line(&slo)
+        );
         held.conversations = None;
         let a = answer(&[held], None);
         let want = format!("--rate {:.2},{:.2}", 1.25 * est, 1.5 * est);
