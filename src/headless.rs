@@ -56,7 +56,9 @@ pub fn progress_line(s: &Snapshot, width: usize, pooled: bool) -> Option<String>
             format!(" req/s · {r:.0} conversations")
         }
         Some(r) if st.strategy.counts_streams() => format!(" req/s · {r:.0} streams"),
-        Some(r) if st.conversations => format!("/{r:.2} conv/s"),
+        // Requests (turns) completed beside conversations started (seen:
+        // "now 3.00/0.20 conv/s", 3 turns a second read as conversations).
+        Some(r) if st.conversations => format!(" turns/s (--rate {r:.2} conv/s)"),
         Some(r) => format!("/{r:.2} req/s"),
         None => " req/s".into(),
     };

@@ -1993,3 +1993,45 @@ async fn a_refusal_of_thousands_of_models_is_one_short_line() {
         assert!(err.contains(says), "{n}: {err}");
     }
 }
+
+/// A server whose `/tokenize` does not count chat messages (404 here, as
+/// one without the route answers): the context check counts a request's
+/// images at the stated estimate (576 an image), and warns rather than
+/// refuses, since the server's own cost is not known.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parts_the_server_does_not_count_are_estimated_and_said_so() {
+    let s = hostile(|seen| {
+        if seen.path.starts_with("/v1/models") {
+            let mut v = head("200 OK", "application/json", "");
+            v.extend_from_slice(br#"{"data":[{"id":"m","max_model_len":1024}]}"#);
+            answer(v)
+        } else if seen.path.starts_with("/v1/chat/completions") {
+            answer(good_stream())
+        } else {
+            answer(head("404 Not Found", "text/plain", "content-length: 0\r\n"))
+        }
+    })
+    .await;
+    let dir = scratch("estimate");
+    let data = [
+        "--data",
+        "prompt_tokens=600,output_tokens=16,images=1,image_size=16x16",
+    ];
+    let (_, _, stderr) = synchronous_requests(&s.url, "2", &dir, &data).await;
+    let err = String::from_utf8_lossy(&stderr);
+    let flat = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("prompts may need more than model \"m\"'s context of 1024 tokens (prompt plus output, up to 1192, of which 576 for the 1 image each carries, estimated at the built-in simulator's charges of 576 tokens an image"),
+        "{err}"
+    );
+    // The estimate only warns: the requests went.
+    let sent = s
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/chat"))
+        .count();
+    assert_eq!(sent, 2, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

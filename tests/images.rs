@@ -429,3 +429,82 @@ async fn audio_and_video_clips_are_sent_charged_and_reported_beside_images() {
     let _ = std::fs::remove_dir_all(&out);
     sim.shutdown().await;
 }
+
+/// The context check counts a request's images: prompts whose text fits
+/// but not with their images were sent and all answered HTTP 400 (seen on
+/// real vLLM: `prompt_tokens=7900,images=1` against max_model_len 8192,
+/// "Input length (8237) exceeds …"). The simulator's `/tokenize` counts
+/// chat messages with their parts, as vLLM's does, and the run asks it
+/// before any load; prompts that fit with their images still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_that_do_not_fit_with_their_images_are_refused_before_load() {
+    let mut c = common::model(1.0, 0.0, 64);
+    c.params.kv_cache_tokens = 1024;
+    let sim = common::start_sim(c).await;
+    // /tokenize of chat messages: the text and 576 tokens an image.
+    let (prompts, _) = with_images("prompt_tokens=16,images=2,image_size=16x16", Api::Chat, 1);
+    let (sent, _) = prompts[0].filled();
+    let body: Value = serde_json::from_slice(&sent.body).unwrap();
+    let ask = serde_json::json!({"model": "llmsweep-sim", "messages": body["messages"]});
+    let a: Value = reqwest::Client::new()
+        .post(format!("{}/tokenize", sim.url()))
+        .json(&ask)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(a["count"], 16 + 2 * 576, "{a}");
+    let out = tmpdir("images-context");
+    let limits = [
+        "--profile",
+        "constant",
+        "--rate",
+        "10",
+        "--max-requests",
+        "3",
+        "--max-seconds",
+        "20",
+    ];
+    // 600 + 16 fits 1024 tokens; with the image's 576 (1192) it does not.
+    let o = run(
+        &sim.url(),
+        &out.join("over"),
+        &[
+            &["--data", "prompt_tokens=600,output_tokens=16,images=1"][..],
+            &limits,
+        ]
+        .concat(),
+    )
+    .await;
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("no prompt fits model \"llmsweep-sim\": its context is 1024 tokens")
+            && err.contains("up to 1192, of which 576 for the 1 image each carries, counted by the server's /tokenize")
+            && err.contains("use fewer or smaller images (images=, image_size=)"),
+        "{err}"
+    );
+    assert_eq!(common::truth(&sim.url()).await.received, 0);
+    // 400 + 576 + 16 = 992: fits, and runs.
+    let o = run(
+        &sim.url(),
+        &out.join("fits"),
+        &[
+            &["--data", "prompt_tokens=400,output_tokens=16,images=1"][..],
+            &limits,
+        ]
+        .concat(),
+    )
+    .await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_report(&out.join("fits"));
+    assert_eq!(
+        r["stages"][0]["requests"]["completed"], 3,
+        "{}",
+        r["stages"][0]["requests"]
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    sim.shutdown().await;
+}

@@ -568,7 +568,7 @@ fn a_conversation_stage_says_its_rate_counts_conversations() {
         lines(&s)[1]
     );
     let line = llmsweep::headless::progress_line(&app.snap, 80, false).unwrap();
-    assert!(line.contains("34.16 conv/s"), "{line}");
+    assert!(line.contains(" turns/s (--rate 34.16 conv/s)"), "{line}");
 }
 
 #[test]

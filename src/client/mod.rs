@@ -293,17 +293,36 @@ impl Client {
     /// tokens: None when the server serves no such endpoint or its answer
     /// has no count.
     pub async fn tokenize(&self, model: &str, text: &str) -> Result<Option<usize>> {
+        self.post_tokenize(&serde_json::json!({
+            "model": model,
+            "prompt": text,
+            "content": text,
+            "add_special_tokens": false,
+        }))
+        .await
+    }
+
+    /// The prompt tokens `model` makes of chat `messages` (text, images,
+    /// audio, video parts, the chat template with the generation prompt),
+    /// by the server's `/tokenize` as vLLM serves it: None when the server
+    /// serves no such endpoint or counts no messages.
+    pub async fn tokenize_messages(
+        &self,
+        model: &str,
+        messages: &serde_json::Value,
+    ) -> Result<Option<usize>> {
+        self.post_tokenize(&serde_json::json!({
+            "model": model,
+            "messages": messages,
+            "add_generation_prompt": true,
+        }))
+        .await
+    }
+
+    async fn post_tokenize(&self, body: &serde_json::Value) -> Result<Option<usize>> {
         let url = Url::parse(&join_url(&self.base_url, "/tokenize"))
             .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
-        let body = Bytes::from(
-            serde_json::json!({
-                "model": model,
-                "prompt": text,
-                "content": text,
-                "add_special_tokens": false,
-            })
-            .to_string(),
-        );
+        let body = Bytes::from(body.to_string());
         let resp = self
             .request(
                 &self.http,

@@ -183,9 +183,8 @@ impl Attach {
             .collect()
     }
 
-    /// What the run says about them in conversations, whose first message
-    /// carries them (see `data::conversation::Build`).
-    pub fn in_conversations(&self) -> String {
+    /// The parts of a request, counted: `1 image, 2 audio clips`.
+    pub fn counted(&self) -> String {
         let counted: Vec<String> = self
             .layout()
             .iter()
@@ -198,9 +197,15 @@ impl Attach {
                 }
             })
             .collect();
+        counted.join(", ")
+    }
+
+    /// What the run says about them in conversations, whose first message
+    /// carries them (see `data::conversation::Build`).
+    pub fn in_conversations(&self) -> String {
         format!(
             "{} in each conversation's first message, sent again in every turn's history ({})",
-            counted.join(", "),
+            self.counted(),
             self.description.replace(" a request", "").replace(
                 "new to the server in every request",
                 "new to the server in every conversation"

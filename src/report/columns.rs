@@ -418,6 +418,19 @@ pub const ACHIEVED_HEADER: &str = "Achieved req/s";
 /// The line under every table that shows the achieved rate.
 pub const ACHIEVED_NOTE: &str = "Achieved req/s: requests completed per second once the pipeline had filled (the steady window; for synchronous, throughput and concurrent stages their completion-rate estimate): the rate the dashboard, the answer and every llmsweep table show (completed_per_s in report.csv and report.json).";
 
+/// [`ACHIEVED_NOTE`], with what a run of conversations counts: each
+/// request is a turn (the answer's turns/s), and a stage's name is its rate
+/// of conversations started.
+pub fn achieved_note(r: &crate::types::Report) -> String {
+    match r.answer.as_ref().and_then(|a| a.turns_per_conversation) {
+        Some(_) => format!("{ACHIEVED_NOTE} {CONVERSATIONS_NOTE}"),
+        None => ACHIEVED_NOTE.to_string(),
+    }
+}
+
+/// What the rates of a run of conversations count.
+pub const CONVERSATIONS_NOTE: &str = "With conversations each request is a turn (the answer's turns/s), and a stage's name gives its --rate in conversations started a second.";
+
 /// The line under the layouts of other tools, whose rate is theirs.
 pub const WINDOW_RATE_NOTE: &str = "Per Second (GuideLLM), Tput (vLLM), Request throughput (SGLang) and tok/s: completed requests over the whole measured window, its first seconds included, as those tools count (requests_per_s in report.csv and report.json); below the achieved rate for a stage that kept up.";
 
@@ -466,5 +479,21 @@ mod tests {
         for c in ALL {
             assert_eq!(c.headers().len(), c.cells(&s, "x").len());
         }
+    }
+
+    /// A conversation run's stage table says what its rates count.
+    #[test]
+    fn the_achieved_note_of_a_conversation_run_names_turns_and_conversations() {
+        let mut r = crate::types::Report::default();
+        assert_eq!(achieved_note(&r), ACHIEVED_NOTE);
+        r.answer = Some(crate::types::Answer {
+            turns_per_conversation: Some(3.0),
+            ..Default::default()
+        });
+        let note = achieved_note(&r);
+        assert!(
+            note.ends_with(CONVERSATIONS_NOTE) && note.contains("turns/s"),
+            "{note}"
+        );
     }
 }

@@ -349,7 +349,7 @@ fn stage_table(r: &Report, w: usize, title: &str) -> String {
         }
         let _ = writeln!(s, "{}", line.trim_end());
     }
-    for line in wrap(super::columns::ACHIEVED_NOTE, w, 2) {
+    for line in wrap(&super::columns::achieved_note(r), w, 2) {
         let _ = writeln!(s, "{line}");
     }
     s

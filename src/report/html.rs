@@ -395,7 +395,7 @@ fn stage_table(r: &Report) -> String {
     format!(
         r#"<h2>Stages</h2>{}<p class="note">{}</p>"#,
         table(&head, cells),
-        esc(columns::ACHIEVED_NOTE)
+        esc(&columns::achieved_note(r))
     )
 }
 

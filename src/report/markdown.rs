@@ -212,7 +212,7 @@ fn stages_section(r: &Report) -> String {
     format!(
         "## Stages\n\n{}\n{} `!` saturated.\n\n",
         super::tables::pipe_table(&headers, &cells, 1),
-        columns::ACHIEVED_NOTE
+        columns::achieved_note(r)
     )
 }
 

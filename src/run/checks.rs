@@ -84,26 +84,54 @@ pub(super) fn check_conversation_settings(args: &RunConfig, conversation_file: b
     Ok(())
 }
 
-/// Prompt plus output tokens against the model's context (`max_model_len`):
-/// an error when no prompt fits, a note when some do not.
+/// Prompt plus output tokens against the model's context (`max_model_len`),
+/// with what a request's images, audio and video cost (`parts`): an error
+/// when no prompt fits, a note when some do not. With parts whose cost is
+/// an estimate (the server did not count them), a note only.
 pub fn check_context(
     items: &[crate::data::PromptItem],
     context: u64,
     model: &str,
+    parts: Option<&super::media_tokens::PartTokens>,
 ) -> Result<Option<String>> {
-    let need = |i: &crate::data::PromptItem| i.prompt_tokens + i.output_tokens.unwrap_or(0);
+    let extra = parts.map_or(0, |p| p.tokens);
+    let need = |i: &crate::data::PromptItem| i.prompt_tokens + extra + i.output_tokens.unwrap_or(0);
     let over = items.iter().filter(|i| need(i) > context).count();
     if over == 0 || items.is_empty() {
         return Ok(None);
     }
     let longest = items.iter().map(need).max().unwrap_or(0);
-    if over == items.len() {
+    let (of_which, change) = match parts {
+        Some(p) => (
+            format!(
+                ", of which {} for the {} each carries, {}",
+                p.tokens,
+                p.parts,
+                p.source()
+            ),
+            format!("{}, shorter prompt_tokens/output_tokens", p.change),
+        ),
+        None => (
+            String::new(),
+            "shorter prompt_tokens/output_tokens".to_string(),
+        ),
+    };
+    let estimated = parts.is_some_and(|p| !p.by_server);
+    if over == items.len() && !estimated {
         bail!(
-            "no prompt fits model {model:?}: its context is {context} tokens (max_model_len at /v1/models), and every prompt with its output needs more (up to {longest}); use shorter prompt_tokens/output_tokens or other data"
+            "no prompt fits model {model:?}: its context is {context} tokens (max_model_len at /v1/models), and every prompt with its output needs more (up to {longest}{of_which}); use {change} or other data"
         );
     }
+    let (need_word, refuse) = if estimated {
+        (
+            "may need",
+            "if so the server will refuse them (HTTP 400): use",
+        )
+    } else {
+        ("need", "the server will refuse them (HTTP 400); use")
+    };
     Ok(Some(format!(
-        "{over} of {} prompts need more than model {model:?}'s context of {context} tokens (prompt plus output, up to {longest}); the server will refuse them (HTTP 400)",
+        "{over} of {} prompts {need_word} more than model {model:?}'s context of {context} tokens (prompt plus output, up to {longest}{of_which}); {refuse} {change} or other data",
         items.len()
     )))
 }
@@ -194,18 +222,72 @@ mod tests {
             respell: None,
         };
         let fits = [item(100, Some(20)), item(50, None)];
-        assert_eq!(check_context(&fits, 120, "m").unwrap(), None);
+        assert_eq!(check_context(&fits, 120, "m", None).unwrap(), None);
         let some = [item(100, Some(21)), item(50, None)];
-        let note = check_context(&some, 120, "m").unwrap().unwrap();
+        let note = check_context(&some, 120, "m", None).unwrap().unwrap();
         assert!(
             note.starts_with("1 of 2 prompts") && note.contains("121"),
             "{note}"
         );
         let none = [item(200, Some(1)), item(121, None)];
-        let e = check_context(&none, 120, "m").unwrap_err().to_string();
+        let e = check_context(&none, 120, "m", None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("no prompt fits model \"m\"") && e.contains("120 tokens"),
             "{e}"
+        );
+    }
+
+    /// A request's images count against the context: the server's count
+    /// refuses as text does, naming the parts' share; an estimate warns.
+    #[test]
+    fn parts_count_against_the_context() {
+        let item = |p: u64, o: Option<u64>| crate::data::PromptItem {
+            images: Vec::new(),
+            text: String::new(),
+            prompt_tokens: p,
+            output_tokens: o,
+            shared_prefix_bytes: 0,
+            respell: None,
+        };
+        let parts = |tokens, by_server| crate::run::media_tokens::PartTokens {
+            tokens,
+            parts: "1 image".into(),
+            change: "fewer or smaller images (images=, image_size=)".into(),
+            by_server,
+        };
+        let items = [item(600, Some(16)), item(600, Some(16))];
+        // 600 + 16 fits 1024; with 576 for the image (1192) nothing does.
+        assert_eq!(check_context(&items, 1024, "m", None).unwrap(), None);
+        assert_eq!(
+            check_context(&items, 1192, "m", Some(&parts(576, true))).unwrap(),
+            None
+        );
+        let e = check_context(&items, 1024, "m", Some(&parts(576, true)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("up to 1192, of which 576 for the 1 image each carries, counted by the server's /tokenize")
+                && e.contains("use fewer or smaller images (images=, image_size=), shorter prompt_tokens/output_tokens"),
+            "{e}"
+        );
+        // An estimate: a note that says it may not fit.
+        let note = check_context(&items, 1024, "m", Some(&parts(576, false)))
+            .unwrap()
+            .unwrap();
+        assert!(
+            note.starts_with("2 of 2 prompts may need more") && note.contains("estimated at"),
+            "{note}"
+        );
+        // Some fit: a note with the server's count.
+        let mixed = [item(400, Some(16)), item(600, Some(16))];
+        let note = check_context(&mixed, 1024, "m", Some(&parts(576, true)))
+            .unwrap()
+            .unwrap();
+        assert!(
+            note.starts_with("1 of 2 prompts need more") && note.contains("1192"),
+            "{note}"
         );
     }
 

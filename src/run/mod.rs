@@ -18,6 +18,7 @@ mod counter;
 pub mod detach;
 pub mod dir;
 pub mod hub;
+mod media_tokens;
 mod parts;
 pub mod prepare;
 pub mod reports;

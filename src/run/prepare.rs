@@ -99,7 +99,8 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         mut data,
         note: tokenizer_note,
     } = counted;
-    let mut notes = notes(args, &mut data, &reached)?;
+    let parts = part_tokens(args, &local, &reached).await;
+    let mut notes = notes(args, &mut data, &reached, parts.as_ref())?;
     let model = reached.preflight.model.id.clone();
     // The server's /metrics: flags checked now, scraping starts with the run.
     let scrape = scrape_config(args, &reached.base_url, &model, &local.request)?;
@@ -231,16 +232,38 @@ fn gpu_config(
 }
 
 /// The run's notes so far: the data's, the target's, the open-file
-/// limit's; and prompts the server's context cannot hold, which would only
-/// come back as HTTP 400s, said now.
-fn notes(args: &RunConfig, data: &mut RunData, reached: &Reached) -> Result<Vec<String>> {
+/// limit's; and prompts the server's context cannot hold, their images,
+/// audio and video counted, which would only come back as HTTP 400s, said
+/// now.
+fn notes(
+    args: &RunConfig,
+    data: &mut RunData,
+    reached: &Reached,
+    parts: Option<&super::media_tokens::PartTokens>,
+) -> Result<Vec<String>> {
     let mut notes = std::mem::take(&mut data.set.notes);
     notes.extend(reached.note.clone());
     notes.extend(open_files_note(args));
     if let Some((context, name)) = &reached.preflight.context {
-        notes.extend(check_context(&data.set.items, *context, name)?);
+        notes.extend(check_context(&data.set.items, *context, name, parts)?);
     }
     Ok(notes)
+}
+
+/// What a request's images, audio and video cost in prompt tokens, for
+/// the context check: asked only when there is a context to check.
+async fn part_tokens(
+    args: &RunConfig,
+    local: &Local,
+    reached: &Reached,
+) -> Option<super::media_tokens::PartTokens> {
+    let images = local.images.as_ref()?;
+    reached.preflight.context.as_ref()?;
+    if args.api.pooled() {
+        return None;
+    }
+    let model = &reached.preflight.model.id;
+    super::media_tokens::part_tokens(&reached.client, model, images).await
 }
 
 /// Step 4: every request body built once; every conversation turn's too.

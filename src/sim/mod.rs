@@ -33,6 +33,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 pub use config::{FaultArgs, GpuArgs, ModelArgs, ModelParams, Preset, ServedModel, SimArgs};
+pub use media::MediaCost;
+pub use request::parts_tokens;
 pub use truth::TruthReport;
 
 /// Everything the server needs, resolved and validated.

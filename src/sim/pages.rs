@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::answer::unix_now;
 use super::body::{error, plain, read_body, SimBody};
+use super::request::Api;
 use super::state::AppState;
 use crate::tokenizer;
 
@@ -76,7 +77,10 @@ pub(super) fn models(state: &AppState) -> Response<SimBody> {
 /// `/tokenize`, as vLLM serves it (`{"model", "prompt"}` → `{"count",
 /// "max_model_len", "tokens"}`; llama.cpp's `content` too): the count is
 /// the built-in counter's, the simulator's own, and the token ids are
-/// placeholders (their positions).
+/// placeholders (their positions). Chat `messages` (vLLM's other form)
+/// are counted as a chat request's prompt: their text, and what their
+/// images, audio and video cost (`--image-tokens`, `--audio-tokens`,
+/// `--frame-tokens`), refused as the request would be.
 pub(super) async fn tokenize(state: &AppState, req: Request<Incoming>) -> Response<SimBody> {
     let body = match read_body(req).await {
         Ok(b) => b,
@@ -92,6 +96,14 @@ pub(super) async fn tokenize(state: &AppState, req: Request<Incoming>) -> Respon
             )
         }
     };
+    if v.get("messages").is_some() {
+        let names: Vec<&str> = state.models.iter().map(|m| m.id.as_str()).collect();
+        let cost = state.params.media_cost();
+        return match super::request::parse_request(Api::Chat, &body, &names, &cost) {
+            Ok(g) => counted(state, g.prompt_tokens),
+            Err((status, kind, msg)) => error(status, kind, &msg),
+        };
+    }
     let Some(text) = v
         .get("prompt")
         .or_else(|| v.get("content"))
@@ -103,8 +115,12 @@ pub(super) async fn tokenize(state: &AppState, req: Request<Incoming>) -> Respon
             "give the text to count as \"prompt\" (or \"content\")",
         );
     };
-    let count = tokenizer::count_tokens(text);
-    let tokens: Vec<usize> = (0..count).collect();
+    counted(state, tokenizer::count_tokens(text) as u64)
+}
+
+/// A `/tokenize` answer of `count` tokens.
+fn counted(state: &AppState, count: u64) -> Response<SimBody> {
+    let tokens: Vec<u64> = (0..count).collect();
     let body = serde_json::json!({
         "count": count,
         "max_model_len": state.params.kv_cache_tokens.min(1 << 31),

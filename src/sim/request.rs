@@ -207,6 +207,16 @@ pub(super) fn tool_tokens(v: &Value) -> u64 {
     }
 }
 
+/// What the images, audio and video of a chat request's messages cost at
+/// `cost` in prompt tokens, as the simulator charges them; why a server
+/// would refuse one when it would.
+pub fn parts_tokens(v: &Value, cost: &MediaCost) -> Result<u64, String> {
+    let images = images(v)?;
+    Ok(u64::from(images)
+        .saturating_mul(cost.image)
+        .saturating_add(clips(v, cost)?.tokens))
+}
+
 /// The image parts of a chat request's messages (`image_url`), each
 /// checked as a server that decodes it would: a data URL must be an image
 /// (PNG, JPEG, GIF or WebP by its first bytes) in base64; an http(s) URL is

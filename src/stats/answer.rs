@@ -167,11 +167,7 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
         Some(c) => estimated(&mut a, stages, &c, best_held, not_held),
         None => unknown(&mut a, stages),
     };
-    if search_would_do && !after_search {
-        if let Some(next) = a.next.as_mut() {
-            next.push_str(OR_SEARCH);
-        }
-    }
+    or_search(&mut a, stages, search_would_do && !after_search);
     at_max_concurrency(&mut a, best_held, not_held, flood);
     if let Some(c) = conflict {
         a.basis.push_str(&format!(
@@ -181,7 +177,57 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
     if let Some(late) = set_aside_as_client_limited(stages) {
         a.basis.push_str(&late);
     }
+    in_turns(&mut a, stages);
     a
+}
+
+/// The search as the other way to the answer, when `advised` (not with
+/// conversations: `--profile search` refuses them).
+fn or_search(a: &mut Answer, stages: &[StageReport], advised: bool) {
+    let advised = advised && !in_conversations(stages);
+    if let Some(next) = a.next.as_mut().filter(|_| advised) {
+        next.push_str(OR_SEARCH);
+    }
+}
+
+/// Whether the stages ran conversations.
+fn in_conversations(stages: &[StageReport]) -> bool {
+    stages.iter().any(|s| s.conversations.is_some())
+}
+
+/// A conversation run's answer says its unit: its rates are requests a
+/// second, each request a turn (seen: "holds ≥ 0.60 req/s (constant@0.20
+/// held …)" of 3-turn conversations started at 0.20 a second, beside
+/// "--rate 0.25,0.30" in conversations a second); the rates to run next
+/// are in conversations a second, as `--rate` counts them.
+fn in_turns(a: &mut Answer, stages: &[StageReport]) {
+    if !in_conversations(stages) {
+        return;
+    }
+    a.turns_per_conversation = Some(requests_per_rate_unit(stages));
+    a.basis = a.basis.replace(" req/s", " turns/s");
+    if let Some(next) = a.next.as_mut() {
+        if next.contains("--rate ") {
+            next.push_str(" (--rate counts conversations a second)");
+        }
+    }
+}
+
+/// The unit of an answer's rates: turns a second in a conversation run.
+fn unit(a: &Answer) -> &'static str {
+    if a.turns_per_conversation.is_some() {
+        "turns/s"
+    } else {
+        "req/s"
+    }
+}
+
+/// ` ≈ 0.40 conv/s` beside a conversation run's rate of turns `x`.
+fn as_conversations(a: &Answer, x: f64) -> String {
+    a.turns_per_conversation
+        .filter(|k| *k > 0.0)
+        .map(|k| format!(" ≈ {:.2} conv/s", x / k))
+        .unwrap_or_default()
 }
 
 /// The open-loop stages llmsweep itself could not drive on time, which the
@@ -649,6 +695,7 @@ fn of_mix(a: &Answer) -> String {
 /// peak throughput 38.4 req/s when flooded, at 3.7 s latency`.
 pub fn line(a: &Answer) -> String {
     let cap = at_cap(a) + &of_mix(a);
+    let u = unit(a);
     let mut s = match (a.requests_per_s, a.high) {
         (Some(x), Some(hi)) => {
             let lo = a.low.unwrap_or(x);
@@ -658,27 +705,31 @@ pub fn line(a: &Answer) -> String {
                 (Some(h), None) => format!("; {h} held"),
                 (None, None) => String::new(),
             };
-            format!("holds ≈ {x:.2} req/s{cap} ({lo:.2}–{hi:.2}{by})")
+            let conv = as_conversations(a, x);
+            format!("holds ≈ {x:.2} {u}{conv}{cap} ({lo:.2}–{hi:.2}{by})")
         }
-        (Some(x), None) => match (&a.held, &a.not_held) {
-            (Some(h), Some(n)) => format!(
-                "holds ≥ {x:.2} req/s{cap} ({h} held; {n} fell behind but does not bound it)"
-            ),
-            (None, Some(n)) => {
-                format!("holds ≥ {x:.2} req/s{cap} ({n} fell behind but does not bound it)")
+        (Some(x), None) => {
+            let rate = format!("{x:.2} {u}{}{cap}", as_conversations(a, x));
+            match (&a.held, &a.not_held) {
+                (Some(h), Some(n)) => {
+                    format!("holds ≥ {rate} ({h} held; {n} fell behind but does not bound it)")
+                }
+                (None, Some(n)) => {
+                    format!("holds ≥ {rate} ({n} fell behind but does not bound it)")
+                }
+                (Some(h), None) => {
+                    format!("holds ≥ {rate} ({h} held; no stage above it fell behind)")
+                }
+                (None, None) => format!("holds ≥ {rate} (no stage fell behind)"),
             }
-            (Some(h), None) => {
-                format!("holds ≥ {x:.2} req/s{cap} ({h} held; no stage above it fell behind)")
-            }
-            (None, None) => format!("holds ≥ {x:.2} req/s{cap} (no stage fell behind)"),
-        },
+        }
         _ => match &a.not_known {
             Some(why) => format!("holds: not known: {why}"),
             None => "holds: not known".to_string(),
         },
     };
     if let Some(f) = a.flood_requests_per_s {
-        s.push_str(&format!(" · peak throughput {f:.2} req/s when flooded"));
+        s.push_str(&format!(" · peak throughput {f:.2} {u} when flooded"));
         if let Some(c) = a.flood_max_concurrency {
             s.push_str(&format!(" with at most {c} in flight"));
         }
@@ -694,9 +745,9 @@ pub fn line(a: &Answer) -> String {
         // Seen: "meets the SLOs up to 0.90 req/s" of a run that measured
         // no limit above the stage that met them.
         Some(r) if a.slo_floor => s.push_str(&format!(
-            " · meets the SLOs at {r:.2} req/s (no limit measured above)"
+            " · meets the SLOs at {r:.2} {u} (no limit measured above)"
         )),
-        Some(r) => s.push_str(&format!(" · meets the SLOs up to {r:.2} req/s")),
+        Some(r) => s.push_str(&format!(" · meets the SLOs up to {r:.2} {u}")),
         None => {}
     }
     s
@@ -705,20 +756,20 @@ pub fn line(a: &Answer) -> String {
 /// The answer for the dashboard's header, short: `holds ≈ 29.50 req/s`.
 pub fn short(a: &Answer) -> Option<String> {
     let x = a.requests_per_s?;
-    let cap = at_cap(a);
+    let (cap, u) = (at_cap(a), unit(a));
     Some(match (a.high, a.low) {
-        (Some(hi), Some(lo)) => format!("holds ≈ {x:.2} req/s ({lo:.2}–{hi:.2}){cap}"),
-        _ => format!("holds ≥ {x:.2} req/s{cap}"),
+        (Some(hi), Some(lo)) => format!("holds ≈ {x:.2} {u} ({lo:.2}–{hi:.2}){cap}"),
+        _ => format!("holds ≥ {x:.2} {u}{cap}"),
     })
 }
 
 /// The answer without its interval, for the narrowest screens:
 /// `holds ≈ 29.50 req/s`.
 pub fn shortest(a: &Answer) -> Option<String> {
-    let x = a.requests_per_s?;
+    let (x, u) = (a.requests_per_s?, unit(a));
     Some(match a.high {
-        Some(_) => format!("holds ≈ {x:.2} req/s"),
-        None => format!("holds ≥ {x:.2} req/s"),
+        Some(_) => format!("holds ≈ {x:.2} {u}"),
+        None => format!("holds ≥ {x:.2} {u}"),
     })
 }
 
@@ -791,10 +842,43 @@ mod tests {
         let est = a.requests_per_s.unwrap_or_default();
         let want = format!("--rate {:.2},{:.2}", 1.25 * est / 3.0, 1.5 * est / 3.0);
         assert!(next.contains(&want), "{next} (want {want})");
+        // Each rate says its unit (seen: "holds ≥ 0.60 req/s" of turns
+        // beside stages and --rate in conversations a second).
+        assert!(
+            next.ends_with("(--rate counts conversations a second)") && !next.contains("search"),
+            "{next}"
+        );
+        let said = line(&a);
+        let want = format!(
+            "holds ≥ {est:.2} turns/s ≈ {:.2} conv/s (constant@5.00 held",
+            est / 3.0
+        );
+        assert!(said.starts_with(&want), "{said} (want {want})");
+        assert!(
+            a.basis.contains("turns/s") && !a.basis.contains("req/s"),
+            "{}",
+            a.basis
+        );
+        assert_eq!(short(&a), Some(format!("holds ≥ {est:.2} turns/s")));
+        // The SLOs' rate is of requests completed too.
+        let slo = Answer {
+            slo_requests_per_s: Some(12.0),
+            ..a.clone()
+        };
+        assert!(
+            line(&slo).ends_with("meets the SLOs up to 12.00 turns/s"),
+            "{}",
+            line(&slo)
+        );
         held.conversations = None;
         let a = answer(&[held], None);
         let want = format!("--rate {:.2},{:.2}", 1.25 * est, 1.5 * est);
-        assert!(a.next.unwrap_or_default().contains(&want));
+        assert!(a.next.clone().unwrap_or_default().contains(&want));
+        assert!(
+            line(&a).starts_with(&format!("holds ≥ {est:.2} req/s (")),
+            "{}",
+            line(&a)
+        );
     }
 
     /// A run set aside does not hide what an earlier run of the same stage

@@ -76,6 +76,11 @@ pub struct Answer {
     /// stage above it at a set rate to bound the limit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub slo_floor: bool,
+    /// A run of conversations: the requests (turns) a conversation
+    /// brought. Its rates are then turns (requests) a second, while `--rate`
+    /// and the stages' names count conversations a second (a rate ÷ this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns_per_conversation: Option<f64>,
     /// A run with several models (`--model a=70%,b=30%`): the mix the rate
     /// is of, `a 70% · b 30%` (absent with one model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
