@@ -231,13 +231,16 @@ fn a_killed_viewer_is_logged_and_a_viewer_at_the_end_sees_the_result() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut lines = std::io::BufRead::lines(std::io::BufReader::new(err));
-        let _ = lines.next();
-        let _ = tx.send(lines.next().and_then(Result::ok));
+        let first = lines.next().and_then(Result::ok);
+        let _ = tx.send((first, lines.next().and_then(Result::ok)));
     });
-    let shown = rx
+    let (first, shown) = rx
         .recv_timeout(Duration::from_secs(30))
         .expect("the headless viewer showed nothing in 30 s");
-    assert!(shown.is_some(), "the headless viewer ended early");
+    assert!(
+        shown.is_some(),
+        "the headless viewer ended early, after: {first:?}"
+    );
     headless.kill().unwrap();
     let _ = headless.wait();
 

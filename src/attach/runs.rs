@@ -135,7 +135,9 @@ pub const REGISTRY_KEEP: usize = 200;
 /// Registers the run in `dir` (started at `started`, by `pid`) in
 /// `registry`: one file named by its start and pid, holding the run
 /// directory's absolute path. Entries past the newest [`REGISTRY_KEEP`],
-/// and entries whose directory no longer holds a run, are removed.
+/// and entries whose directory is gone, are removed (not those whose
+/// directory holds no state file yet: a run registers before it writes
+/// one, and another run may be starting at the same time).
 pub fn register(registry: &Path, dir: &Path, started: &str, pid: u32) -> Result<()> {
     std::fs::create_dir_all(registry)
         .with_context(|| format!("cannot create the run registry {}", registry.display()))?;
@@ -153,7 +155,7 @@ pub fn register(registry: &Path, dir: &Path, started: &str, pid: u32) -> Result<
     let mut entries = registry_entries(registry);
     entries.sort_by(|a, b| b.0.cmp(&a.0));
     for (i, (file, run)) in entries.iter().enumerate() {
-        if i >= REGISTRY_KEEP || !run.join(STATE_FILE).is_file() {
+        if i >= REGISTRY_KEEP || !run.is_dir() {
             let _ = std::fs::remove_file(registry.join(file));
         }
     }
@@ -395,6 +397,24 @@ mod tests {
         );
         assert_eq!(registry_entries(&registry).len(), 3);
         assert_eq!(list_with_registry(&root, Some(&registry)).len(), 3);
+        // A run registers before it writes its state: one starting while
+        // another registers keeps its entry, and is listed once it has a state.
+        let starting = base.join("elsewhere/run4");
+        std::fs::create_dir_all(&starting).unwrap();
+        register(&registry, &starting, "2026-01-05T00:00:00Z", me).unwrap();
+        mk(
+            &base.join("elsewhere/run5"),
+            "2026-01-06T00:00:00Z",
+            1,
+            RunStatus::Partial,
+        );
+        assert_eq!(registry_entries(&registry).len(), 5);
+        assert_eq!(list_with_registry(&root, Some(&registry)).len(), 4);
+        state(&starting, "2026-01-05T00:00:00Z", me, RunStatus::Running)
+            .write(&starting)
+            .unwrap();
+        let (live, _, _) = pick(None, &root, Some(&registry)).unwrap();
+        assert!(live.ends_with("run4"), "{live:?}");
         let _ = std::fs::remove_dir_all(&base);
     }
 

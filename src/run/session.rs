@@ -83,7 +83,10 @@ fn write_state(
         socket,
         end_reason: None,
     };
-    state.write(dir)?;
+    // Registered before its state file appears: `run --detach` returns once
+    // that file is there, and `ls` from another directory right then must
+    // find the run (seen: "no runs here" when the run was held between the
+    // two writes on a busy machine).
     if let Some(registry) = crate::attach::runs::registry_dir() {
         if let Err(e) = crate::attach::runs::register(&registry, dir, &state.started, state.pid) {
             term::note(&format!(
@@ -91,6 +94,7 @@ fn write_state(
             ));
         }
     }
+    state.write(dir)?;
     Ok(state)
 }
 
