@@ -15,7 +15,7 @@ use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Strategy};
 use llmsweep::profile::search::SearchPlan;
 use llmsweep::profile::sweep::{SweepKind, SweepPlan};
 use llmsweep::types::live::Snapshot;
-use llmsweep::types::{Api, EventKind, Method, Outcome, Slo, StrategyKind};
+use llmsweep::types::{Api, Basis, EventKind, Method, Outcome, Slo, StrategyKind};
 use tokio::sync::{mpsc, watch};
 
 /// These tests load the simulator and judge timing; on a busy 2-core machine
@@ -138,27 +138,43 @@ async fn ten_percent_http_500_is_erroring_not_saturated() {
     let mut cfg = model(5.0, 0.0, 1024);
     cfg.faults.fault_500 = 0.1;
     let sim = start_sim(cfg).await;
-    let mut plan = llmsweep::engine::FixedPlan::new(vec![stage(
-        Strategy::Constant { rate: 100.0 },
-        secs(8.0),
-    )]);
-    let (res, _) = run_plan(
-        &sim.url(),
-        &mut plan,
-        prompts("prompt_tokens=8,output_tokens=4,samples=2000", Api::Chat),
-        settings(),
-    )
-    .await;
-    let s = &res.stages[0];
-    assert!(
-        s.errors.get("http_500").copied().unwrap_or(0) > 30,
-        "{:?}",
-        s.errors
-    );
-    assert!(!s.saturated(), "{:?}", s.saturation_reason());
-    let v = s.verdict.as_ref().unwrap();
-    assert_eq!(v.outcome, Outcome::Erroring, "{v:?}");
-    assert!(v.reason.contains("errors"), "{}", v.reason);
+    // A stage llmsweep could not drive on time is client-limited whatever
+    // the server did (rule 2), and says so: on a busy machine the stage runs
+    // again. Seen at load 9 on 2 cores: "requests went out 21 ms behind
+    // schedule (p90)" at 100 req/s, 6 of 6 runs with two CPU spinners. At
+    // 25 req/s the seeded faults give 14-21 errors of 200.
+    const ATTEMPTS: usize = 4;
+    for attempt in 1..=ATTEMPTS {
+        let mut plan = llmsweep::engine::FixedPlan::new(vec![stage(
+            Strategy::Constant { rate: 25.0 },
+            secs(8.0),
+        )]);
+        let (res, _) = run_plan(
+            &sim.url(),
+            &mut plan,
+            prompts("prompt_tokens=8,output_tokens=4,samples=2000", Api::Chat),
+            settings(),
+        )
+        .await;
+        let s = &res.stages[0];
+        let v = s.verdict.as_ref().unwrap();
+        if v.basis == Basis::ClientLimited && attempt < ATTEMPTS {
+            eprintln!("attempt {attempt}: {}", v.reason);
+            continue;
+        }
+        assert!(
+            s.errors.get("http_500").copied().unwrap_or(0) > 10,
+            "{:?} of {:?} in {:.1} s ({:?})",
+            s.errors,
+            s.requests,
+            s.duration_s,
+            s.end_reason
+        );
+        assert!(!s.saturated(), "{:?}", s.saturation_reason());
+        assert_eq!(v.outcome, Outcome::Erroring, "attempt {attempt}: {v:?}");
+        assert!(v.reason.contains("errors"), "{}", v.reason);
+        break;
+    }
     sim.shutdown().await;
 }
 
