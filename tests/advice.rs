@@ -48,7 +48,7 @@ fn a_stage_stopped_midway_gets_no_length_advice() {
         .expect("llmsweep runs");
     // The second stage is measuring: stop the run (as Ctrl-C does).
     wait_for_line(&mut child, |l| {
-        l.contains("stage 2/2") && l.contains("now ") && !l.contains("now 0.00/")
+        l.contains("constant@8.00 ") && l.contains("now ") && !l.contains("now 0.00/")
     });
     signal(&child, "-INT");
     wait_with_limit(&mut child, Duration::from_secs(60));

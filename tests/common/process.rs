@@ -76,14 +76,26 @@ pub fn request_lines(dir: &Path) -> Vec<Value> {
 /// Reads the child's stderr until a line satisfies `f` (or the stream
 /// ends), then drains the rest in the background so that the child never
 /// blocks on a full pipe.
+///
+/// Fails if the child's stderr ends first (the child exited): a signal sent
+/// after that reaches no run. Seen: a progress line with a warning mark
+/// drops its "stage 1/1" on a narrow line, a wait for it read to the end of
+/// a 60 s run, and the test then saw that run's exit status 0.
 pub fn wait_for_line(child: &mut Child, f: impl Fn(&str) -> bool) {
     let mut err = BufReader::new(child.stderr.take().expect("stderr is piped"));
     let mut line = String::new();
-    while err.read_line(&mut line).unwrap_or(0) > 0 {
+    let mut seen = Vec::new();
+    loop {
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            panic!(
+                "the child's stderr ended before the line waited for:\n{}",
+                seen.join("")
+            );
+        }
         if f(&line) {
             break;
         }
-        line.clear();
+        seen.push(std::mem::take(&mut line));
     }
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
 }
