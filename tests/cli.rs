@@ -737,7 +737,7 @@ fn urls_with_a_query_work_and_their_values_stay_secret() {
             &format!("{}/metrics?token=mqsecret123", sim.url),
         ])
         .args(["--headless", "--profile", "constant", "--rate", "10"])
-        .args(["--max-seconds", "1", "--save-requests"])
+        .args(["--max-seconds", "2", "--save-requests"])
         .args(["--out", out.to_str().unwrap()])
         .output()
         .unwrap();
@@ -745,8 +745,11 @@ fn urls_with_a_query_work_and_their_values_stay_secret() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stderr}");
     let r = read_report(&out);
+    // Requests through the URL with its query were answered. How many a
+    // short stage completes is the machine's: seen at load 10, 3 of 10 in
+    // 1 s (the rest in flight at its end), in 1 of 2 runs with two spinners.
     assert!(
-        r["stages"][0]["requests"]["completed"].as_u64().unwrap() > 3,
+        r["stages"][0]["requests"]["completed"].as_u64().unwrap() > 0,
         "{}",
         r["stages"][0]["requests"]
     );
