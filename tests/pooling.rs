@@ -113,21 +113,44 @@ async fn a_sweep_of_embeddings_finds_the_pooling_engine_s_capacity() {
     // millisecond a step; at 35.6 ms that is a few percent.
     let sim = pooling_sim_of(10, 100).await;
     let out = tmpdir("pooling-sweep");
-    let o = run(
-        &sim.url(),
-        &out,
-        &words(
-            "--api embeddings --batch 8 --data prompt_tokens=32,output_tokens=1 \
-             --rate 4 --max-seconds 5 --export json",
-        ),
-    )
-    .await;
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let r: Value = read_report(&out);
+    // A stage llmsweep could not drive on time (client-limited: the machine,
+    // not the server) ends the sweep there; on a busy machine the run goes
+    // again. Seen at load 12-14 with two CPU spinners: 2 of 3 runs stopped
+    // after constant@15.78 ("requests went out 23 ms behind schedule").
+    const ATTEMPTS: usize = 3;
+    let mut r = Value::Null;
+    for attempt in 1..=ATTEMPTS {
+        let _ = std::fs::remove_dir_all(&out);
+        let o = run(
+            &sim.url(),
+            &out,
+            &words(
+                "--api embeddings --batch 8 --data prompt_tokens=32,output_tokens=1 \
+                 --rate 4 --max-seconds 5 --export json",
+            ),
+        )
+        .await;
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        r = read_report(&out);
+        let client_limited = r["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["verdict"]["basis"] == "client_limited");
+        if !client_limited || attempt == ATTEMPTS {
+            break;
+        }
+        eprintln!("attempt {attempt}: a stage was client-limited; again");
+    }
     let stages = r["stages"].as_array().unwrap();
     assert!(
         stages.len() >= 4,
-        "synchronous, throughput and constant stages"
+        "synchronous, throughput and constant stages: {} {:?}",
+        r["end_reason"],
+        stages
+            .iter()
+            .map(|s| (&s["name"], &s["verdict"]["reason"]))
+            .collect::<Vec<_>>()
     );
     assert!(stages
         .iter()
