@@ -2035,3 +2035,52 @@ async fn parts_the_server_does_not_count_are_estimated_and_said_so() {
     assert_eq!(sent, 2, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------
+// A server that closes every connection unanswered, seen by a stalled client.
+
+/// Every request closed before a byte for 3 s ends the run: the server is
+/// gone. Unless llmsweep itself stalled for a second or more in the stage:
+/// it then cannot tell a dead server from one that closed the connections
+/// it did not service. Seen: real llama.cpp, a flood on a starved client
+/// core (its runtime 6.5 s late), 29 then 60 requests in a row "connection
+/// closed before message completed" while the server's /metrics answered,
+/// and the run ended "the server stopped answering".
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_stalled_client_does_not_call_the_server_gone() {
+    let h = hostile(|_| answer(Vec::new())).await;
+    let one_stage = || {
+        vec![common::stage(
+            Strategy::Constant { rate: 20.0 },
+            common::secs(6.0),
+        )]
+    };
+    let res = common::run(&h.url, one_stage(), "prompt_tokens=8,output_tokens=4").await;
+    assert!(
+        matches!(res.end_reason, llmsweep::types::RunEnd::ServerGone(_)),
+        "the control: {:?}",
+        res.end_reason
+    );
+    // The same, with the runtime llmsweep runs on blocked for 1.5 s early
+    // in the stage (what a hog on its core does).
+    let stall = tokio::spawn(async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::thread::sleep(Duration::from_millis(1500));
+    });
+    let res = common::run(&h.url, one_stage(), "prompt_tokens=8,output_tokens=4").await;
+    let _ = stall.await;
+    assert!(
+        !matches!(res.end_reason, llmsweep::types::RunEnd::ServerGone(_)),
+        "{:?}",
+        res.end_reason
+    );
+    let s = &res.stages[0];
+    assert!(s.requests.errored > 20, "{:?}", s.requests);
+    assert!(
+        s.client
+            .as_ref()
+            .is_some_and(|c| c.lag_max_ms >= 1000.0 && c.limited),
+        "{:?}",
+        s.client
+    );
+}

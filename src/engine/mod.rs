@@ -168,6 +168,15 @@ struct Unanswered {
 const GONE_AFTER: Duration = Duration::from_secs(3);
 /// And how many requests in a row at least (a synchronous stage sends few).
 const GONE_REQUESTS: u64 = 5;
+/// Unless llmsweep itself stalled this long in the stage (its runtime's
+/// longest lag): it then cannot tell a server that died from one that
+/// closed the connections it did not service, and the stage runs on, its
+/// errors counted and its verdict client-limited. Seen: real llama.cpp,
+/// a flood on a starved client core (the runtime 6.5 s late): 29, then 60
+/// requests in a row "connection closed before message completed" while
+/// the server's /metrics answered and showed it generating, and the run
+/// ended "the server stopped answering".
+const GONE_UNTOLD_LAG_MS: f64 = 1000.0;
 
 struct Done {
     stage: usize,

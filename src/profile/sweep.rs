@@ -579,7 +579,7 @@ fn within_reach(
     let limited = done
         .iter()
         .filter(|s| ran_at(s, rate, policy::sweep::SAME_RATE))
-        .filter(|s| s.client.as_ref().is_some_and(|c| c.limited))
+        .filter(|s| s.set_aside_as_client_limited())
         .count();
     match highest_kept.filter(|k| *k < rate) {
         Some(k) if limited >= policy::sweep::CLIENT_LIMITED_TRIES => {

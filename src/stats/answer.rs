@@ -32,7 +32,7 @@ pub fn held(s: &StageReport) -> Option<bool> {
 /// llmsweep, not erroring, with a backlog reading. A stage cut short by a
 /// key keeps what it showed before the cut.
 pub fn point(s: &StageReport) -> Option<Point> {
-    if !s.strategy.is_open_loop() || s.client.as_ref().is_some_and(|c| c.limited) {
+    if !s.strategy.is_open_loop() || s.set_aside_as_client_limited() {
         return None;
     }
     let rate = Some(target(s)).filter(|r| *r > 0.0)?;
@@ -236,7 +236,7 @@ fn as_conversations(a: &Answer, x: f64) -> String {
 fn set_aside_as_client_limited(stages: &[StageReport]) -> Option<String> {
     let late: Vec<String> = stages
         .iter()
-        .filter(|s| s.strategy.is_open_loop() && s.client.as_ref().is_some_and(|c| c.limited))
+        .filter(|s| s.strategy.is_open_loop() && s.set_aside_as_client_limited())
         .map(|s| crate::types::stage_run_name(stages, s))
         .collect();
     let (first, more) = late.split_first()?;
@@ -956,6 +956,16 @@ mod tests {
         // None set aside: nothing said.
         let a = answer(&stages[..1], None);
         assert!(!a.basis.contains("set aside"), "{}", a.basis);
+        // A stage llmsweep was late in whose server fell behind past what
+        // that explains counts, and is not said to be set aside.
+        let mut judged = stages.clone();
+        let v = judged[1].verdict.as_mut().unwrap();
+        v.outcome = Saturated;
+        v.despite_late_client = true;
+        assert!(!judged[1].set_aside_as_client_limited());
+        let a = answer(&judged, None);
+        assert!(!a.basis.contains("set aside"), "{}", a.basis);
+        assert_eq!(a.not_held.as_deref(), Some("constant@40.00"), "{a:?}");
     }
 
     /// A flood cut short by a key is quoted only when no whole one ran,

@@ -129,6 +129,7 @@ pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
         reason,
         needed_seconds: None,
         basis: crate::types::Basis::Guard,
+        despite_late_client: reading.despite_late_client,
         growth_per_s: reading.growth_per_s,
         offered_per_s: reading.offered_per_s,
         growth_noise_per_s: reading.growth_noise_per_s,

@@ -586,6 +586,7 @@ pub(super) fn merge_verdict(parts: &[Part], noun: &str) -> Option<Verdict> {
                 crate::types::Basis::Backlog
             }
         },
+        despite_late_client: judged.iter().any(|(_, v)| v.despite_late_client),
         // Each shard sent its share of the rate: the backlogs add, and so
         // do their growths, offered rates and (as variances) their noise.
         growth_per_s: sum_over_every_shard(|v| v.growth_per_s),

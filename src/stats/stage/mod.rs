@@ -508,12 +508,19 @@ impl StageStats {
     /// stage left in flight.
     fn known(&self, now: Instant) -> Known {
         let rel = |t: Instant| self.clock.active_at(t);
+        let check = self.client_check();
         Known {
             reference_latency_s: self.evidence.reference.latency_s,
             reference_capacity: self.evidence.reference.capacity,
             in_flight_cap: self.evidence.in_flight_cap,
             queue_p99_ms: self.latencies.queue.quantile_ms(0.99),
-            client_limited: self.client_check().filter(|c| c.limited).map(|c| c.reason),
+            client_limited: check
+                .as_ref()
+                .filter(|c| c.limited)
+                .map(|c| c.reason.clone()),
+            client_late_s: check.as_ref().map_or(0.0, |c| {
+                c.lag_max_ms.max(c.send_late_p90_ms).max(c.behind_ms) / 1e3
+            }),
             inherited: self
                 .evidence
                 .inherited

@@ -103,6 +103,10 @@ pub struct Known {
     pub reference_capacity: Option<f64>,
     /// Why llmsweep itself limited the stage, if it did (`engine::selfcheck`).
     pub client_limited: Option<String>,
+    /// How late llmsweep was at worst, seconds: the runtime's longest lag,
+    /// the requests' sending (p90), the schedule at its end, whichever is
+    /// most. What it may have added to the backlog is the rate times this.
+    pub client_late_s: f64,
     /// Requests of an earlier stage (cut short by a rate change) still in
     /// flight when this stage started, and for how many seconds of this
     /// stage's running time some of them were.
