@@ -36,7 +36,8 @@ RUNS="$WORK/audio-runs"
 PIDFILE="$WORK/audio-server.pid"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+# log, up, stop
+. "$HERE/real-common.sh"
 
 write_model() {
   [[ -x "$PY" ]] || { log "no venv at $VENV: run scripts/real-vllm.sh install first"; exit 1; }
@@ -44,38 +45,18 @@ write_model() {
   [[ -s "$MODEL/model.safetensors" ]] && return
   log "writing the random-weight Qwen2-Audio to $MODEL"
   mkdir -p "$MODEL"
-  "$PY" - "$MODEL" "$REPO/src/tokenizer.rs" <<'PYEOF'
-import re, sys
+  "$PY" - "$MODEL" "$REPO/src/tokenizer.rs" "$HERE" <<'PYEOF'
+import sys
 import torch
 from safetensors.torch import load_file, save_file
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 from transformers import (PreTrainedTokenizerFast, Qwen2AudioConfig, Qwen2AudioForConditionalGeneration,
                           Qwen2AudioProcessor, WhisperFeatureExtractor)
 
 out, rs = sys.argv[1], sys.argv[2]
-words = re.findall(r'"([^"]+)"', re.search(r"VOCAB: &\[&str\] = &\[(.*?)\];", open(rs).read(), re.S).group(1))
-words += ("user system assistant hello hi please write tell me about short long story poem "
-          "explain why what how a i am your my yes thank thanks question help make say runs past audio").split()
 specials = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>"]
-vocab, merges = {}, []
-def add(piece, merge=None):
-    if piece not in vocab:
-        vocab[piece] = len(vocab)
-        if merge:
-            merges.append(merge)
-for s in specials + ["\u2581", "\n", ":"]:
-    add(s)
-for c in map(chr, range(33, 127)):
-    add(c)
-    add("\u2581" + c, ("\u2581", c))
-for w in words:
-    p = "\u2581" + w
-    for i in range(2, len(p) + 1):
-        add(p[:i], (p[:i - 1], p[i - 1]))
-tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
-tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
-tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+sys.path.insert(0, sys.argv[3])
+from real_tokenizer import tiny_bpe
+tok, vocab, words = tiny_bpe(rs, specials, pieces=("\u2581", "\n", ":"), more_words=["audio"])
 # A string-content template: vLLM puts Qwen2-Audio's placeholder before the text.
 template = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
             "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -99,8 +80,6 @@ save_file(w, f, metadata={"format": "pt"})
 print(f"{out}: qwen2_audio, text 2 layers hidden 128, audio encoder 2 layers d_model 64, vocab {len(vocab)}")
 PYEOF
 }
-
-up() { curl -sf --max-time 2 "$URL/v1/models" >/dev/null 2>&1; }
 
 serve() {
   if up; then log "a server already answers on $URL"; return; fi
@@ -160,14 +139,6 @@ measure() {
   # max_model_len - 40: fits as text, not with a 2 s clip (62 tokens); a 0.5 s clip (25) fits.
   run over "prompt_tokens=$((MAX_LEN - 56)),output_tokens=16,audio=1"
   run fits "prompt_tokens=$((MAX_LEN - 56)),output_tokens=16,audio=1,audio_seconds=0.5"
-}
-
-stop() {
-  if [[ -s "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    log "stopping vllm pid $(cat "$PIDFILE")"
-    kill -- "-$(cat "$PIDFILE")" 2>/dev/null || kill "$(cat "$PIDFILE")"
-    rm -f "$PIDFILE"
-  fi
 }
 
 case "${1:-all}" in

@@ -75,7 +75,8 @@ RUNS="$WORK/runs"
 PIDFILE="$WORK/server.pid"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+# log, up, stop
+. "$HERE/real-common.sh"
 
 install() {
   mkdir -p "$WORK"
@@ -115,42 +116,22 @@ EOF
   [[ -s "$MODEL/model.safetensors" ]] || write_model
 }
 
-# The tiny random llama. Tokenizer: BPE over Metaspace ("▁word"), holding printable ASCII,
+# The tiny random llama. Tokenizer (scripts/real_tokenizer.py): BPE over Metaspace ("▁word"), holding printable ASCII,
 # "▁"+char, and every prefix of "▁word" for llmsweep's synthetic words (src/tokenizer.rs
 # VOCAB) and some plain English, so each " word" is one server token, as for llmsweep.
 write_model() {
   log "writing the random-weight model to $MODEL"
   mkdir -p "$MODEL"
-  "$PY" - "$MODEL" "$REPO/src/tokenizer.rs" <<'EOF'
-import json, re, sys
+  "$PY" - "$MODEL" "$REPO/src/tokenizer.rs" "$HERE" <<'EOF'
+import json, sys
 import torch
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM
 
 out, rs = sys.argv[1], sys.argv[2]
-words = re.findall(r'"([^"]+)"', re.search(r"VOCAB: &\[&str\] = &\[(.*?)\];", open(rs).read(), re.S).group(1))
-words += ("user system assistant hello hi please write tell me about short long story poem "
-          "explain why what how a i am your my yes thank thanks question help make say runs past").split()
 specials = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
-vocab, merges = {}, []
-def add(piece, merge=None):
-    if piece not in vocab:
-        vocab[piece] = len(vocab)
-        if merge:
-            merges.append(merge)
-for s in specials + ["\u2581", "\n"]:
-    add(s)
-for c in map(chr, range(33, 127)):
-    add(c)
-    add("\u2581" + c, ("\u2581", c))
-for w in words:  # merges only ever extend a "▁" prefix by one character
-    p = "\u2581" + w
-    for i in range(2, len(p) + 1):
-        add(p[:i], (p[:i - 1], p[i - 1]))
-tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
-tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
-tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+sys.path.insert(0, sys.argv[3])
+from real_tokenizer import tiny_bpe
+tok, vocab, words = tiny_bpe(rs, specials)
 assert tok.get_vocab_size() == len(vocab)
 assert all(len(tok.encode(" " + w).ids) == 1 for w in words), "a word is not one token"
 tok.save(f"{out}/tokenizer.json")
@@ -199,8 +180,6 @@ print(f"{out}: LoRA r=8 on q_proj/v_proj, {n} parameters, seed {seed}")
 EOF
   done
 }
-
-up() { curl -sf --max-time 2 "$URL/v1/models" >/dev/null 2>&1; }
 
 serve() {
   if up; then
@@ -350,14 +329,6 @@ EOF
   curl -sf --max-time 5 "$URL/metrics" 2>/dev/null |
     grep -E '^vllm:(num_requests_(running|waiting)|generation_tokens_total|prompt_tokens_total|request_success_total)' |
     sed 's/^/   metrics: /' || log "no /metrics on $URL"
-}
-
-stop() {
-  if [[ -s "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    log "stopping vllm pid $(cat "$PIDFILE")"
-    kill -- "-$(cat "$PIDFILE")" 2>/dev/null || kill "$(cat "$PIDFILE")"
-    rm -f "$PIDFILE"
-  fi
 }
 
 case "${1:-all}" in

@@ -42,46 +42,27 @@ RUNS="$WORK/vlm-runs"
 PIDFILE="$WORK/vlm-server.pid"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+# log, up, stop
+. "$HERE/real-common.sh"
 
 write_model() {
   [[ -x "$PY" ]] || { log "no venv at $VENV: run scripts/real-vllm.sh install first"; exit 1; }
   [[ -s "$MODEL/model.safetensors" ]] && return
   log "writing the random-weight Qwen2-VL to $MODEL"
   mkdir -p "$MODEL"
-  "$PY" - "$MODEL" "$REPO/src/tokenizer.rs" <<'PYEOF'
-import re, sys
+  "$PY" - "$MODEL" "$REPO/src/tokenizer.rs" "$HERE" <<'PYEOF'
+import sys
 import torch
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 from transformers import (PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForConditionalGeneration,
                           Qwen2VLImageProcessor, Qwen2VLProcessor)
 from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
 out, rs = sys.argv[1], sys.argv[2]
-words = re.findall(r'"([^"]+)"', re.search(r"VOCAB: &\[&str\] = &\[(.*?)\];", open(rs).read(), re.S).group(1))
-words += ("user system assistant hello hi please write tell me about short long story poem "
-          "explain why what how a i am your my yes thank thanks question help make say runs past").split()
 specials = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>",
             "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
-vocab, merges = {}, []
-def add(piece, merge=None):
-    if piece not in vocab:
-        vocab[piece] = len(vocab)
-        if merge:
-            merges.append(merge)
-for s in specials + ["\u2581", "\n"]:
-    add(s)
-for c in map(chr, range(33, 127)):
-    add(c)
-    add("\u2581" + c, ("\u2581", c))
-for w in words:
-    p = "\u2581" + w
-    for i in range(2, len(p) + 1):
-        add(p[:i], (p[:i - 1], p[i - 1]))
-tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
-tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
-tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+sys.path.insert(0, sys.argv[3])
+from real_tokenizer import tiny_bpe
+tok, vocab, words = tiny_bpe(rs, specials)
 assert all(len(tok.encode(" " + w).ids) == 1 for w in words), "a word is not one token"
 # A string-content template: vLLM puts Qwen2-VL's placeholder (<|vision_start|><|image_pad|><|vision_end|>)
 # before the text itself, and its processor expands <|image_pad|> to the image's tokens.
@@ -108,8 +89,6 @@ proc.save_pretrained(out)
 print(f"{out}: qwen2_vl, text 2 layers hidden 128, vision depth 2 embed 64, vocab {len(vocab)}")
 PYEOF
 }
-
-up() { curl -sf --max-time 2 "$URL/v1/models" >/dev/null 2>&1; }
 
 # PY_IMG W H SEED: a PNG of seeded noise as a data URL (as llmsweep draws them: every one new).
 smoke() {
@@ -243,14 +222,6 @@ for name in ("text", "img512", "img224x2", "rows"):
     print(f"   /metrics: prompt tokens +{d.get('prompt_tokens_total', 0):.0f}, requests +{d.get('request_success_total', 0):.0f}, "
           f"mm_cache queries +{d.get('mm_cache_queries_total', 0):.0f} hits +{d.get('mm_cache_hits_total', 0):.0f}")
 PYEOF
-}
-
-stop() {
-  if [[ -s "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    log "stopping vllm pid $(cat "$PIDFILE")"
-    kill -- "-$(cat "$PIDFILE")" 2>/dev/null || kill "$(cat "$PIDFILE")"
-    rm -f "$PIDFILE"
-  fi
 }
 
 case "${1:-all}" in
