@@ -1,7 +1,7 @@
 //! A run with several models (`--model a=70%,b=30%`): each stage's figures
 //! per model, as a text table (console, Markdown, HTML) and CSV columns.
 
-use super::section::{Col, PartTable, Place, Section, Shown};
+use super::section::{Col, PartTable, Place, Shown, TableSection};
 use crate::types::{DistSummary, ModelFigures, Report, StageReport};
 
 type C = Col<ModelFigures>;
@@ -49,10 +49,6 @@ pub const TABLE: PartTable<ModelFigures> = PartTable {
     ],
 };
 
-fn any_models(r: &Report) -> bool {
-    TABLE.any(r)
-}
-
 /// One row per stage and model: counts, rates, TTFT and ITL; None when the
 /// run had one model. (The dashboard's models view shows it too.)
 pub fn table(r: &Report) -> Option<String> {
@@ -63,38 +59,23 @@ pub fn table(r: &Report) -> Option<String> {
 const NOTE: &str = "Share % asked: the mix's; done: the model's share of the stage's completed requests. Achieved req/s: the stage's achieved rate, split by each model's share of its measured completions.\n";
 
 /// The models' section: its table and CSV columns.
-pub struct ModelsSection;
-
-impl Section for ModelsSection {
-    fn wanted(&self, r: &Report) -> bool {
-        any_models(r)
-    }
-
-    fn csv_columns(&self, r: &Report) -> Vec<String> {
-        TABLE.csv_columns(r)
-    }
-
-    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
-        TABLE.csv_values(r, s)
-    }
-
-    fn shown(&self, r: &Report) -> Option<Shown> {
+pub const SECTION: TableSection<ModelFigures> = TableSection {
+    table: TABLE,
+    shown: |r| {
         Some(Shown {
             title: "Models".into(),
             note: None,
             console: Some("Models".into()),
             table: table(r)?,
         })
-    }
-
-    fn place(&self) -> Place {
-        Place::Split
-    }
-}
+    },
+    place: Place::Split,
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::section::Section;
     use crate::types::{DistSummary, ModelFigures, RequestCounts};
 
     fn fig(model: &str, share: f64, completed: u64, ttft: f64) -> ModelFigures {
@@ -144,10 +125,10 @@ mod tests {
         assert_eq!(v[0], "a;lora|b");
         assert_eq!(v[2], "70;30");
         assert_eq!(v[5], "40;90");
-        assert!(ModelsSection.wanted(&r));
+        assert!(SECTION.wanted(&r));
         r.stages[0].models.clear();
         assert!(table(&r).is_none());
-        assert!(!ModelsSection.wanted(&r));
+        assert!(!SECTION.wanted(&r));
     }
 
     /// The share each model got beside the share the mix asked: an adapter

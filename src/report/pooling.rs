@@ -3,7 +3,7 @@
 //! (console, Markdown, HTML) and CSV columns. There is no TTFT or ITL: the
 //! answer comes whole.
 
-use super::section::{Col, PartTable, Section, Shown};
+use super::section::{Col, PartTable, Place, Shown, TableSection};
 use crate::types::{Pooling, Report, StageReport};
 
 type C = Col<Pooling>;
@@ -37,49 +37,36 @@ pub const TABLE: PartTable<Pooling> = PartTable {
     ],
 };
 
-fn any_pooling(r: &Report) -> bool {
-    TABLE.any(r)
-}
-
 /// One row per stage; None when the run generated text.
 fn table(r: &Report) -> Option<String> {
     TABLE.text(r)
 }
 
 /// A pooling API's section: its table and CSV columns.
-pub struct PoolingSection;
+pub const SECTION: TableSection<Pooling> = TableSection {
+    table: TABLE,
+    shown,
+    place: Place::Load,
+};
 
-impl Section for PoolingSection {
-    fn wanted(&self, r: &Report) -> bool {
-        any_pooling(r)
-    }
-
-    fn csv_columns(&self, r: &Report) -> Vec<String> {
-        TABLE.csv_columns(r)
-    }
-
-    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
-        TABLE.csv_values(r, s)
-    }
-
-    fn shown(&self, r: &Report) -> Option<Shown> {
-        Some(Shown {
-            title: format!("Pooling ({})", r.target.api),
-            note: Some(
-                "The answer comes whole: latency is the request's, there is no TTFT or ITL.".into(),
-            ),
-            console: Some(format!(
-                "Pooling ({}: the answer comes whole, no TTFT or ITL)",
-                r.target.api
-            )),
-            table: table(r)?,
-        })
-    }
+fn shown(r: &Report) -> Option<Shown> {
+    Some(Shown {
+        title: format!("Pooling ({})", r.target.api),
+        note: Some(
+            "The answer comes whole: latency is the request's, there is no TTFT or ITL.".into(),
+        ),
+        console: Some(format!(
+            "Pooling ({}: the answer comes whole, no TTFT or ITL)",
+            r.target.api
+        )),
+        table: table(r)?,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::section::Section;
 
     #[test]
     fn pooling_stages_get_a_row_with_inputs_tokens_and_latency() {
@@ -109,6 +96,6 @@ mod tests {
         }
         assert_eq!(TABLE.csv_values(&r, &r.stages[0]), ["8", "80", "4096"]);
         r.stages[0].pooling = None;
-        assert!(table(&r).is_none() && !PoolingSection.wanted(&r));
+        assert!(table(&r).is_none() && !SECTION.wanted(&r));
     }
 }

@@ -226,6 +226,38 @@ impl<T> PartTable<T> {
     }
 }
 
+/// A section that is one [`PartTable`] (pooling, tool calls, models):
+/// wanted when some stage has a part, its CSV columns the table's; its
+/// headings and place its own.
+pub struct TableSection<T: 'static> {
+    pub table: PartTable<T>,
+    /// Its table with its headings, None when no stage has a part.
+    pub shown: fn(&Report) -> Option<Shown>,
+    pub place: Place,
+}
+
+impl<T> Section for TableSection<T> {
+    fn wanted(&self, r: &Report) -> bool {
+        self.table.any(r)
+    }
+
+    fn csv_columns(&self, r: &Report) -> Vec<String> {
+        self.table.csv_columns(r)
+    }
+
+    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
+        self.table.csv_values(r, s)
+    }
+
+    fn shown(&self, r: &Report) -> Option<Shown> {
+        (self.shown)(r)
+    }
+
+    fn place(&self) -> Place {
+        self.place
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

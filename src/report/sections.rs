@@ -17,12 +17,12 @@ pub const ALL: &[&dyn Section] = &[
     &reasoning::LengthsSection,
     &conversations::ConversationsSection,
     &gpu::GpuSection,
-    &models::ModelsSection,
+    &models::SECTION,
     &baseline::BaselineSection,
-    &pooling::PoolingSection,
+    &pooling::SECTION,
     &repeats::RepeatsSection,
     &images::ImagesSection,
-    &tools::ToolsSection,
+    &tools::SECTION,
 ];
 
 /// The sections with a table at `place` that `r` has, in [`ALL`]'s order.

@@ -3,8 +3,8 @@
 //! were calls and calls a second, as a text table (console, Markdown, HTML)
 //! and CSV columns.
 
-use super::section::{Col, PartTable, Section, Shown};
-use crate::types::{Report, StageReport, ToolCalls};
+use super::section::{Col, PartTable, Place, Shown, TableSection};
+use crate::types::{Report, ToolCalls};
 
 /// Each stage's tool calls, in the text table and report.csv (its columns
 /// after the others, when a stage has tool figures).
@@ -23,10 +23,6 @@ pub const TABLE: PartTable<ToolCalls> = PartTable {
         C::text("Tool calls", "garbled", |s, _| s.errors.get("tool_call_malformed").copied().unwrap_or(0).to_string()),
     ],
 };
-
-fn any_tools(r: &Report) -> bool {
-    TABLE.any(r)
-}
 
 /// One row per stage; None when no stage has tool figures.
 fn table(r: &Report) -> Option<String> {
@@ -57,35 +53,27 @@ fn no_calls(r: &Report) -> Option<&'static str> {
 }
 
 /// The tool calls' section: its table and CSV columns.
-pub struct ToolsSection;
+pub const SECTION: TableSection<ToolCalls> = TableSection {
+    table: TABLE,
+    shown,
+    place: Place::Load,
+};
 
-impl Section for ToolsSection {
-    fn wanted(&self, r: &Report) -> bool {
-        any_tools(r)
-    }
-
-    fn csv_columns(&self, r: &Report) -> Vec<String> {
-        TABLE.csv_columns(r)
-    }
-
-    fn csv_values(&self, r: &Report, s: &StageReport) -> Vec<String> {
-        TABLE.csv_values(r, s)
-    }
-
-    fn shown(&self, r: &Report) -> Option<Shown> {
-        let why = no_calls(r).map_or(String::new(), |w| format!("; {w}"));
-        Some(Shown {
-            title: "Tool calls".into(),
-            note: Some(format!("{NOTE}{why}.")),
-            console: Some(format!("Tool calls ({NOTE}{why})")),
-            table: table(r)?,
-        })
-    }
+fn shown(r: &Report) -> Option<Shown> {
+    let why = no_calls(r).map_or(String::new(), |w| format!("; {w}"));
+    Some(Shown {
+        title: "Tool calls".into(),
+        note: Some(format!("{NOTE}{why}.")),
+        console: Some(format!("Tool calls ({NOTE}{why})")),
+        table: table(r)?,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::section::Section;
+    use crate::types::StageReport;
 
     #[test]
     fn tool_stages_get_a_row_with_calls_share_and_garbled_ones() {
@@ -118,7 +106,7 @@ mod tests {
             ["4", "12", "0.3", "1.2"]
         );
         r.stages[0].tool_calls = None;
-        assert!(table(&r).is_none() && !ToolsSection.wanted(&r));
+        assert!(table(&r).is_none() && !SECTION.wanted(&r));
     }
 
     #[test]
@@ -137,7 +125,7 @@ mod tests {
             stages: vec![stage(0)],
             ..Default::default()
         };
-        let shown = ToolsSection.shown(&r).unwrap();
+        let shown = SECTION.shown(&r).unwrap();
         assert!(
             shown
                 .console
@@ -150,7 +138,7 @@ mod tests {
             stages: vec![stage(3)],
             ..Default::default()
         };
-        assert!(!ToolsSection
+        assert!(!SECTION
             .shown(&r)
             .unwrap()
             .note
