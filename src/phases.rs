@@ -213,29 +213,10 @@ mod tests {
     }
 
     fn report(stages: Vec<StageReport>) -> Report {
+        let config = serde_json::json!({"rate": [6.0], "max_seconds": 10.0});
         Report {
-            version: 1,
-            tool: "llmsweep test".into(),
-            created: String::new(),
-            target: crate::types::Target {
-                url: "http://127.0.0.1:9".into(),
-                model: "m".into(),
-                api: crate::types::Api::Chat,
-                builtin_simulator: false,
-            },
-            config: serde_json::json!({"rate": [6.0], "max_seconds": 10.0}),
-            partial: false,
-            end_reason: crate::types::RunEnd::Completed,
-            stages,
-            timeline: Vec::new(),
-            warnings: Vec::new(),
-            slo_summary: None,
-            search: None,
-            answer: None,
-            shard: None,
             merged_shards: Some(2),
-            repeats: None,
-            baseline: None,
+            ..crate::types::test_report("", config, stages)
         }
     }
 

@@ -307,30 +307,7 @@ mod tests {
     }
 
     fn report(stages: Vec<StageReport>) -> Report {
-        Report {
-            version: 1,
-            tool: "llmsweep test".into(),
-            created: "2026-11-24T09:00:00Z".into(),
-            target: crate::types::Target {
-                url: "http://127.0.0.1:9".into(),
-                model: "m".into(),
-                api: crate::types::Api::Chat,
-                builtin_simulator: false,
-            },
-            config: serde_json::json!({}),
-            partial: false,
-            end_reason: crate::types::RunEnd::Completed,
-            stages,
-            timeline: Vec::new(),
-            warnings: Vec::new(),
-            slo_summary: None,
-            search: None,
-            answer: None,
-            shard: None,
-            merged_shards: None,
-            repeats: None,
-            baseline: None,
-        }
+        crate::types::test_report("2026-11-24T09:00:00Z", serde_json::json!({}), stages)
     }
 
     #[test]

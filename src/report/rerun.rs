@@ -104,30 +104,7 @@ mod tests {
         let mut config = c.echo(has_key);
         config["profile_name"] = "mine.toml".into();
         config["data_source"] = "synthetic …".into();
-        Report {
-            version: 1,
-            tool: "llmsweep test".into(),
-            created: "2026-11-22T04:00:00Z".into(),
-            target: crate::types::Target {
-                url: "http://127.0.0.1:9".into(),
-                model: "m".into(),
-                api: crate::types::Api::Chat,
-                builtin_simulator: false,
-            },
-            config,
-            partial: false,
-            end_reason: crate::types::RunEnd::Completed,
-            stages: Vec::new(),
-            timeline: Vec::new(),
-            warnings: Vec::new(),
-            slo_summary: None,
-            search: None,
-            answer: None,
-            shard: None,
-            merged_shards: None,
-            repeats: None,
-            baseline: None,
-        }
+        crate::types::test_report("2026-11-22T04:00:00Z", config, Vec::new())
     }
 
     #[test]

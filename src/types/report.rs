@@ -738,6 +738,26 @@ pub struct RepeatedStage {
     pub merged: StageReport,
 }
 
+/// A chat run of model `m` at 127.0.0.1:9 by `llmsweep test`, made at
+/// `created` with settings `config`: the report the unit tests read.
+#[cfg(test)]
+pub fn test_report(created: &str, config: serde_json::Value, stages: Vec<StageReport>) -> Report {
+    Report {
+        version: 1,
+        tool: "llmsweep test".into(),
+        created: created.into(),
+        target: Target {
+            url: "http://127.0.0.1:9".into(),
+            model: "m".into(),
+            api: super::Api::Chat,
+            builtin_simulator: false,
+        },
+        config,
+        stages,
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod label_tests {
     use super::*;

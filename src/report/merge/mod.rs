@@ -332,29 +332,11 @@ mod tests {
             .into(),
             ..Default::default()
         };
+        let created = format!("2026-11-24T09:00:0{index}Z");
+        let config = serde_json::json!({"rate": [10.0], "shard": format!("{index}/{count}")});
         Report {
-            version: 1,
-            tool: "llmsweep test".into(),
-            created: format!("2026-11-24T09:00:0{index}Z"),
-            target: crate::types::Target {
-                url: "http://127.0.0.1:9".into(),
-                model: "m".into(),
-                api: crate::types::Api::Chat,
-                builtin_simulator: false,
-            },
-            config: serde_json::json!({"rate": [10.0], "shard": format!("{index}/{count}")}),
-            partial: false,
-            end_reason: crate::types::RunEnd::Completed,
-            stages: vec![s],
-            timeline: Vec::new(),
-            warnings: Vec::new(),
-            slo_summary: None,
-            search: None,
-            answer: None,
             shard: Some(ShardInfo { index, count }),
-            merged_shards: None,
-            repeats: None,
-            baseline: None,
+            ..crate::types::test_report(&created, config, vec![s])
         }
     }
 
