@@ -346,6 +346,17 @@ mod tests {
         }
     }
 
+    /// `wire` through JSON, as on the socket.
+    fn through_the_socket(wire: WireSnapshot) -> WireSnapshot {
+        let line = encode(&RunMsg::Snapshot {
+            snapshot: Box::new(wire),
+        });
+        let RunMsg::Snapshot { snapshot } = serde_json::from_slice(&line).unwrap() else {
+            panic!("not a snapshot")
+        };
+        *snapshot
+    }
+
     #[test]
     fn deltas_rebuild_the_runs_view() {
         let mut run = Snapshot {
@@ -359,14 +370,7 @@ mod tests {
         let mut sent = Sent::default();
         let mut viewer = Snapshot::default();
         let d = WireSnapshot::delta(&run, &mut sent);
-        // Through JSON, as on the socket.
-        let line = encode(&RunMsg::Snapshot {
-            snapshot: Box::new(d),
-        });
-        let RunMsg::Snapshot { snapshot } = serde_json::from_slice(&line).unwrap() else {
-            panic!("not a snapshot")
-        };
-        snapshot.apply(&mut viewer);
+        through_the_socket(d).apply(&mut viewer);
         assert_eq!(viewer.finished.len(), 1);
         assert_eq!(viewer.timeline.len(), 1);
 
@@ -445,16 +449,10 @@ mod tests {
         let mut sent = Sent::default();
         let mut viewer = LiveView::default();
         let travel = |run: &LiveView, sent: &mut Sent, viewer: &mut LiveView| {
-            let wire = WireSnapshot {
+            let snapshot = through_the_socket(WireSnapshot {
                 server: server_delta(run, sent),
                 ..Default::default()
-            };
-            let line = encode(&RunMsg::Snapshot {
-                snapshot: Box::new(wire),
             });
-            let RunMsg::Snapshot { snapshot } = serde_json::from_slice(&line).unwrap() else {
-                panic!("a snapshot");
-            };
             let points = snapshot.server.as_ref().map(|v| v.series.len());
             if let Some(d) = snapshot.server {
                 apply_server(d, viewer);
@@ -519,16 +517,10 @@ mod tests {
         let mut sent = Sent::default();
         let mut viewer = GpuLive::default();
         let travel = |run: &GpuLive, sent: &mut Sent, viewer: &mut GpuLive| {
-            let wire = WireSnapshot {
+            let snapshot = through_the_socket(WireSnapshot {
                 gpu: gpu_delta(run, sent),
                 ..Default::default()
-            };
-            let line = encode(&RunMsg::Snapshot {
-                snapshot: Box::new(wire),
             });
-            let RunMsg::Snapshot { snapshot } = serde_json::from_slice(&line).unwrap() else {
-                panic!("a snapshot");
-            };
             let points = snapshot.gpu.as_ref().map(|v| v.series.len());
             if let Some(d) = snapshot.gpu {
                 apply_gpu(d, viewer);

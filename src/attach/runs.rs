@@ -279,19 +279,7 @@ mod tests {
         let mk = |name: &str, started: &str, pid: u32, status: RunStatus| {
             let dir = root.join(name);
             std::fs::create_dir_all(&dir).unwrap();
-            RunState {
-                version: 1,
-                pid,
-                started: started.into(),
-                target: "http://127.0.0.1:1".into(),
-                profile: "sweep".into(),
-                status,
-                stage: "1/10 synchronous".into(),
-                socket: dir.join(SOCKET_FILE),
-                end_reason: None,
-            }
-            .write(&dir)
-            .unwrap();
+            state(&dir, started, pid, status).write(&dir).unwrap();
         };
         mk(
             "a",
