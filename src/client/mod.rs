@@ -211,29 +211,7 @@ impl Client {
         let url = Url::parse(&join_url(&self.base_url, "/v1/models"))
             .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
         let shown = self.display_url();
-        let resp = match self
-            .request(
-                &self.http,
-                Method::GET,
-                &url,
-                None,
-                Some(Duration::from_secs(15)),
-            )
-            .await
-        {
-            Ok(r) => r,
-            Err(SendFail::Http(e)) if is_stale_connection(&e) => self
-                .request(
-                    &self.fresh,
-                    Method::GET,
-                    &url,
-                    None,
-                    Some(Duration::from_secs(15)),
-                )
-                .await
-                .map_err(|f| self.fail_message(f, &shown))?,
-            Err(f) => return Err(self.fail_message(f, &shown)),
-        };
+        let resp = self.ask(Method::GET, &url, Duration::from_secs(15)).await?;
         let status = resp.status();
         let content_type = resp
             .headers()
@@ -351,22 +329,31 @@ impl Client {
     pub async fn post_route(&self, route: &str) -> Result<(u16, String)> {
         let url = Url::parse(&join_url(&self.base_url, route))
             .map_err(|e| anyhow::anyhow!("bad URL: {e}"))?;
-        let shown = self.display_url();
-        let timeout = Some(Duration::from_secs(60));
-        let resp = match self
-            .request(&self.http, Method::POST, &url, None, timeout)
-            .await
-        {
-            Ok(r) => r,
-            Err(SendFail::Http(e)) if is_stale_connection(&e) => self
-                .request(&self.fresh, Method::POST, &url, None, timeout)
-                .await
-                .map_err(|f| self.fail_message(f, &shown))?,
-            Err(f) => return Err(self.fail_message(f, &shown)),
-        };
+        let resp = self
+            .ask(Method::POST, &url, Duration::from_secs(60))
+            .await?;
         let status = resp.status().as_u16();
         let body = read_some(resp, ERROR_BODY_BYTES).await;
         Ok((status, self.redact(&body)))
+    }
+
+    /// `method url` without a body, the tool's own question (its models, a
+    /// cache reset): once more on a fresh connection if the pooled one was
+    /// stale; a failure as the message that names the server.
+    async fn ask(&self, method: Method, url: &Url, timeout: Duration) -> Result<reqwest::Response> {
+        let shown = self.display_url();
+        let timeout = Some(timeout);
+        match self
+            .request(&self.http, method.clone(), url, None, timeout)
+            .await
+        {
+            Ok(r) => Ok(r),
+            Err(SendFail::Http(e)) if is_stale_connection(&e) => self
+                .request(&self.fresh, method, url, None, timeout)
+                .await
+                .map_err(|f| self.fail_message(f, &shown)),
+            Err(f) => Err(self.fail_message(f, &shown)),
+        }
     }
 
     fn fail_message(&self, f: SendFail, shown: &str) -> anyhow::Error {
