@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use anyhow::{bail, Context as _, Result};
 use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Span;
+use ratatui::widgets::{Block, Borders};
 use serde::Deserialize;
 
 const BUILTIN: [(&str, &str); 4] = [
@@ -98,6 +100,15 @@ impl Theme {
 
     pub fn border(&self) -> Style {
         Style::default().fg(self.border)
+    }
+
+    /// A panel's frame: a border in the border's colour, `title` on it in
+    /// the title's style.
+    pub fn panel<'a>(&self, title: impl Into<std::borrow::Cow<'a, str>>) -> Block<'a> {
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(self.border())
+            .title(Span::styled(title, self.title()))
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::format::fmt_duration;
@@ -69,13 +69,7 @@ pub(super) fn run_error_totals(snap: &Snapshot) -> BTreeMap<String, u64> {
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(th.border())
-        .title(Span::styled(
-            " errors, grouped by category and message (↑ ↓ scroll) ",
-            th.title(),
-        ));
+    let block = th.panel(" errors, grouped by category and message (↑ ↓ scroll) ");
     let errors: Vec<ErrorEntry> = app.snap.recent_errors.iter().cloned().collect();
     let totals = run_error_totals(&app.snap);
     if errors.is_empty() && totals.is_empty() {

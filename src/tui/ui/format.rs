@@ -81,12 +81,35 @@ pub(super) fn fit_items(items: Vec<Vec<Span<'static>>>, width: u16) -> Line<'sta
     Line::from(spans)
 }
 
+/// A sparkline's bars: the last `width` points' values times `scale` (its
+/// bars are whole numbers), 0 where a point has none.
+pub fn spark_bars<P>(
+    series: &std::collections::VecDeque<P>,
+    width: usize,
+    scale: f64,
+    value: impl Fn(&P) -> Option<f64>,
+) -> Vec<u64> {
+    series
+        .iter()
+        .skip(series.len().saturating_sub(width))
+        .map(|p| (value(p).unwrap_or(0.0) * scale).round().max(0.0) as u64)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn text(l: &Line) -> String {
         l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn spark_bars_are_the_last_points_scaled_and_rounded() {
+        let series: std::collections::VecDeque<Option<f64>> =
+            [Some(9.0), Some(0.25), None, Some(1.26), Some(-1.0)].into();
+        assert_eq!(spark_bars(&series, 4, 10.0, |p| *p), [3, 0, 13, 0]);
+        assert_eq!(spark_bars(&series, 9, 1.0, |p| *p).len(), 5);
     }
 
     #[test]

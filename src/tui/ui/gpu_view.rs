@@ -7,7 +7,7 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
+use ratatui::widgets::{Paragraph, Sparkline};
 use ratatui::Frame;
 
 use crate::server_metrics::gpu_scrape::{GpuLive, GpuLivePoint, GpuNow};
@@ -75,10 +75,7 @@ fn draw(frame: &mut Frame, th: &Theme, view: &GpuLive, area: Rect) {
             String::new()
         }
     );
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(th.border())
-        .title(Span::styled(title, th.title()));
+    let block = th.panel(title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if view.gpus.is_empty() {
@@ -155,12 +152,7 @@ fn spark_row(
     if w == 0 {
         return;
     }
-    let data: Vec<u64> = view
-        .series
-        .iter()
-        .skip(view.series.len().saturating_sub(w))
-        .map(|p| (pick(p).unwrap_or(0.0) * 10.0).round().max(0.0) as u64)
-        .collect();
+    let data = super::format::spark_bars(&view.series, w, 10.0, pick);
     frame.render_widget(
         Sparkline::default()
             .data(&data)

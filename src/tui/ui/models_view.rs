@@ -4,8 +4,8 @@
 //! and the running one so far.
 
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::tui::app::App;
@@ -30,10 +30,7 @@ fn stages(app: &App) -> Vec<StageReport> {
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let th = app.theme();
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(th.border())
-        .title(Span::styled(" models: each stage per model ", th.title()));
+    let block = th.panel(" models: each stage per model ");
     let report = Report {
         stages: stages(app),
         ..Default::default()

@@ -5,7 +5,7 @@
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::errors::run_error_totals;
@@ -44,10 +44,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         " now (last second) "
     };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(th.border())
-        .title(Span::styled(title, th.title()));
+    let block = th.panel(title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(st) = &app.snap.stage else {

@@ -6,7 +6,7 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline, Wrap};
+use ratatui::widgets::{Gauge, Paragraph, Sparkline, Wrap};
 use ratatui::Frame;
 
 use crate::server_metrics::scrape::{LivePoint, LiveView, Status};
@@ -138,10 +138,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         ),
         _ => " server (/metrics) ".to_string(),
     };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(th.border())
-        .title(Span::styled(title, th.title()));
+    let block = th.panel(title);
     if let Some(text) = status_text(view) {
         frame.render_widget(
             Paragraph::new(text)
@@ -210,12 +207,7 @@ fn draw_row(frame: &mut Frame, th: &Theme, view: &LiveView, f: &Figure, area: Re
     if w == 0 {
         return;
     }
-    let data: Vec<u64> = view
-        .series
-        .iter()
-        .skip(view.series.len().saturating_sub(w))
-        .map(|p| ((f.pick)(p).unwrap_or(0.0) * 1000.0).round().max(0.0) as u64)
-        .collect();
+    let data = super::format::spark_bars(&view.series, w, 1000.0, f.pick);
     let spark = Rect {
         x: spark.x + 1,
         width: w as u16,
