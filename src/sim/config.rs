@@ -231,6 +231,24 @@ pub struct FaultArgs {
 /// The longest thinking `--reasoning-tokens` allows (the simulated context).
 const MAX_REASONING_TOKENS: f64 = (1u64 << 20) as f64;
 
+/// `v`, the value of `--name`, when finite and in `range`; else the error
+/// that says it must be `what`.
+fn within(
+    v: f64,
+    name: &str,
+    range: std::ops::RangeInclusive<f64>,
+    what: &str,
+) -> Result<f64, String> {
+    if v.is_finite() && range.contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "--{name} must be {what}, got {}",
+            crate::typed::number(v)
+        ))
+    }
+}
+
 /// The resolved latency model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelParams {
@@ -365,13 +383,7 @@ impl ModelParams {
             *to = v;
         }
         if let Some(v) = args.tool_call_share {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(format!(
-                    "--tool-call-share must be from 0 to 1, got {}",
-                    crate::typed::number(v)
-                ));
-            }
-            p.tool_call_share = v;
+            p.tool_call_share = within(v, "tool-call-share", 0.0..=1.0, "from 0 to 1")?;
         }
         Ok(p)
     }
@@ -382,14 +394,9 @@ impl ModelParams {
         // Up to an hour: a model step longer than that is a typo, and
         // `Duration` cannot hold every finite number.
         let ms = |v: f64, name: &str| -> Result<Duration, String> {
-            if v.is_finite() && (0.0..=3_600_000.0).contains(&v) {
-                Duration::try_from_secs_f64(v / 1000.0).map_err(|e| format!("--{name}: {e}"))
-            } else {
-                Err(format!(
-                    "--{name} must be a number of milliseconds from 0 to 3600000 (an hour), got {}",
-                    crate::typed::number(v)
-                ))
-            }
+            let what = "a number of milliseconds from 0 to 3600000 (an hour)";
+            let v = within(v, name, 0.0..=3_600_000.0, what)?;
+            Duration::try_from_secs_f64(v / 1000.0).map_err(|e| format!("--{name}: {e}"))
         };
         if let Some(v) = args.decode_step_ms {
             self.decode_step = ms(v, "decode-step-ms")?;
@@ -441,31 +448,13 @@ impl ModelParams {
     /// Output and thinking lengths, and the completion jitter.
     fn set_lengths(&mut self, args: &ModelArgs) -> Result<(), String> {
         if let Some(v) = args.output_len_mean {
-            if !(v.is_finite() && (1.0..=1e9).contains(&v)) {
-                return Err(format!(
-                    "--output-len-mean must be at least 1, got {}",
-                    crate::typed::number(v)
-                ));
-            }
-            self.output_len_mean = v;
+            self.output_len_mean = within(v, "output-len-mean", 1.0..=1e9, "at least 1")?;
         }
         if let Some(v) = args.output_len_stdev {
-            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
-                return Err(format!(
-                    "--output-len-stdev must be non-negative, got {}",
-                    crate::typed::number(v)
-                ));
-            }
-            self.output_len_stdev = v;
+            self.output_len_stdev = within(v, "output-len-stdev", 0.0..=1e9, "non-negative")?;
         }
         if let Some(v) = args.completion_jitter {
-            if !(v.is_finite() && (0.0..=10.0).contains(&v)) {
-                return Err(format!(
-                    "--completion-jitter must be in [0, 10], got {}",
-                    crate::typed::number(v)
-                ));
-            }
-            self.completion_jitter = v;
+            self.completion_jitter = within(v, "completion-jitter", 0.0..=10.0, "in [0, 10]")?;
         }
         for (v, name, slot) in [
             (
@@ -480,13 +469,8 @@ impl ModelParams {
             ),
         ] {
             if let Some(v) = v {
-                if !(v.is_finite() && (0.0..=MAX_REASONING_TOKENS).contains(&v)) {
-                    return Err(format!(
-                        "--{name} must be a number of tokens from 0 to {MAX_REASONING_TOKENS}, got {}",
-                        crate::typed::number(v)
-                    ));
-                }
-                *slot = v;
+                let what = format!("a number of tokens from 0 to {MAX_REASONING_TOKENS}");
+                *slot = within(v, name, 0.0..=MAX_REASONING_TOKENS, &what)?;
             }
         }
         Ok(())
