@@ -542,6 +542,26 @@ mod tests {
         assert_eq!(next.strategy.kind(), StrategyKind::Throughput);
     }
 
+    /// A search of stages of `max_seconds` past its synchronous stage
+    /// (`sync_rate` req/s, every SLO met): the plan and the stages done.
+    fn past_synchronous(max_seconds: f64, sync_rate: f64) -> (SearchPlan, Vec<StageReport>) {
+        let limits = Limits {
+            max_seconds: Some(max_seconds),
+            ..Default::default()
+        };
+        let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, limits, 64);
+        let mut done = vec![];
+        p.next(&done).unwrap();
+        done.push(stage(
+            "synchronous",
+            StrategyKind::Synchronous,
+            sync_rate,
+            1.0,
+        ));
+        p.next(&done).unwrap();
+        (p, done)
+    }
+
     fn too_short(mut s: StageReport, latency_s: f64, in_flight: u64) -> StageReport {
         s.target_rate = Some(s.rates.requests_per_s);
         s.latency_ms.p90 = latency_s * 1000.0;
@@ -574,15 +594,7 @@ mod tests {
     /// down to 0.80 req/s, "constant@37.03 failed (100% met)" and so on.
     #[test]
     fn an_undecided_probe_runs_again_longer_and_never_moves_the_bracket() {
-        let limits = Limits {
-            max_seconds: Some(5.0),
-            ..Default::default()
-        };
-        let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, limits, 64);
-        let mut done = vec![];
-        p.next(&done).unwrap();
-        done.push(stage("synchronous", StrategyKind::Synchronous, 1.0, 1.0));
-        p.next(&done).unwrap();
+        let (mut p, mut done) = past_synchronous(5.0, 1.0);
         done.push(stage("throughput", StrategyKind::Throughput, 36.0, 0.9));
         let first = p.next(&done).unwrap();
         assert_eq!(first.strategy, Strategy::Constant { rate: 36.0 });
@@ -614,15 +626,7 @@ mod tests {
 
     #[test]
     fn a_probe_that_met_the_slos_too_short_to_tell_runs_again_before_it_counts() {
-        let limits = Limits {
-            max_seconds: Some(10.0),
-            ..Default::default()
-        };
-        let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, limits, 64);
-        let mut done = vec![];
-        p.next(&done).unwrap();
-        done.push(stage("synchronous", StrategyKind::Synchronous, 1.0, 1.0));
-        p.next(&done).unwrap();
+        let (mut p, mut done) = past_synchronous(10.0, 1.0);
         done.push(stage("throughput", StrategyKind::Throughput, 37.5, 0.9));
         p.next(&done).unwrap();
         // In flight at the end within the pipeline, every limit met: undecided once.
@@ -650,15 +654,7 @@ mod tests {
 
     #[test]
     fn a_throughput_stage_that_measured_too_little_runs_again_longer() {
-        let limits = Limits {
-            max_seconds: Some(3.0),
-            ..Default::default()
-        };
-        let mut p = SearchPlan::new(Slo::default(), 0.95, 0.1, limits, 64);
-        let mut done = vec![];
-        p.next(&done).unwrap();
-        done.push(stage("synchronous", StrategyKind::Synchronous, 0.7, 1.0));
-        p.next(&done).unwrap();
+        let (mut p, mut done) = past_synchronous(3.0, 0.7);
         done.push(stage("throughput", StrategyKind::Throughput, 0.0, 0.0));
         let again = p.next(&done).unwrap();
         assert_eq!(again.strategy.kind(), StrategyKind::Throughput);
