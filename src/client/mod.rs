@@ -308,6 +308,7 @@ impl Client {
                 &url,
                 Some(&body),
                 Some(Duration::from_secs(15)),
+                None,
             )
             .await
             .map_err(|f| self.fail_message(f, &self.display_url()))?;
@@ -344,12 +345,12 @@ impl Client {
         let shown = self.display_url();
         let timeout = Some(timeout);
         match self
-            .request(&self.http, method.clone(), url, None, timeout)
+            .request(&self.http, method.clone(), url, None, timeout, None)
             .await
         {
             Ok(r) => Ok(r),
             Err(SendFail::Http(e)) if is_stale_connection(&e) => self
-                .request(&self.fresh, method, url, None, timeout)
+                .request(&self.fresh, method, url, None, timeout, None)
                 .await
                 .map_err(|f| self.fail_message(f, &shown)),
             Err(f) => Err(self.fail_message(f, &shown)),
@@ -476,22 +477,9 @@ impl Client {
     }
 
     /// Sends a request, following redirects as configured. Headers other
-    /// than Content-Type go only to the target's own origin.
+    /// than Content-Type go only to the target's own origin; the request's
+    /// trace ids, if any, to every origin a redirect leads to (no secret).
     async fn request(
-        &self,
-        http: &reqwest::Client,
-        method: Method,
-        first: &Url,
-        body: Option<&Bytes>,
-        timeout: Option<Duration>,
-    ) -> Result<reqwest::Response, SendFail> {
-        self.request_with(http, method, first, body, timeout, None)
-            .await
-    }
-
-    /// [`Client::request`] with the request's trace ids as headers (no
-    /// secret: they go to every origin a redirect leads to).
-    async fn request_with(
         &self,
         http: &reqwest::Client,
         method: Method,
@@ -506,7 +494,7 @@ impl Client {
             plain: &self.plain_headers,
             follow: self.follow,
         };
-        redirect::send_with(http, route, method, first, body, timeout, ids)
+        redirect::send(http, route, method, first, body, timeout, ids)
             .await
             .map_err(|f| match f {
                 redirect::Fail::Http(e) => SendFail::Http(e),
@@ -595,7 +583,7 @@ impl Client {
         let body = Some(&prompt.body);
         let ids = st.ids;
         let first = self
-            .request_with(
+            .request(
                 &self.http,
                 Method::POST,
                 &self.url,
@@ -610,7 +598,7 @@ impl Client {
             // keep-alive): send once more, on a new connection.
             Err(SendFail::Http(e)) if is_stale_connection(&e) => {
                 st.reconnects += 1;
-                self.request_with(
+                self.request(
                     &self.fresh,
                     Method::POST,
                     &self.url,

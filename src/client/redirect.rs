@@ -51,21 +51,10 @@ pub enum Fail {
     },
 }
 
-/// Sends a request, following redirects as the route allows.
+/// Sends a request, following redirects as the route allows, with a
+/// request's trace ids, if any, as headers (no secret: sent to every origin
+/// a redirect leads to).
 pub async fn send(
-    http: &reqwest::Client,
-    route: Route<'_>,
-    method: Method,
-    first: &Url,
-    body: Option<&Bytes>,
-    timeout: Option<Duration>,
-) -> Result<reqwest::Response, Fail> {
-    send_with(http, route, method, first, body, timeout, None).await
-}
-
-/// [`send`], with a request's trace ids as headers (no secret: sent to
-/// every origin a redirect leads to).
-pub async fn send_with(
     http: &reqwest::Client,
     route: Route<'_>,
     method: Method,

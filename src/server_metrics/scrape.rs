@@ -287,20 +287,21 @@ pub(super) async fn fetch(
         plain: &plain,
         follow: cfg.follow_redirects,
     };
-    let resp = crate::client::redirect::send(http, route, reqwest::Method::GET, &url, None, None)
-        .await
-        .map_err(|f| match f {
-            crate::client::redirect::Fail::Refused { message, .. } => {
-                format!("{REDIRECTED}: {}", crate::redact::scrub(&message))
-            }
-            crate::client::redirect::Fail::Http(e) if e.is_timeout() => {
-                format!("timed out after {:.1} s", cfg.timeout.as_secs_f64())
-            }
-            crate::client::redirect::Fail::Http(e) if e.is_connect() => {
-                "cannot connect".to_string()
-            }
-            crate::client::redirect::Fail::Http(_) => "request failed".to_string(),
-        })?;
+    let resp =
+        crate::client::redirect::send(http, route, reqwest::Method::GET, &url, None, None, None)
+            .await
+            .map_err(|f| match f {
+                crate::client::redirect::Fail::Refused { message, .. } => {
+                    format!("{REDIRECTED}: {}", crate::redact::scrub(&message))
+                }
+                crate::client::redirect::Fail::Http(e) if e.is_timeout() => {
+                    format!("timed out after {:.1} s", cfg.timeout.as_secs_f64())
+                }
+                crate::client::redirect::Fail::Http(e) if e.is_connect() => {
+                    "cannot connect".to_string()
+                }
+                crate::client::redirect::Fail::Http(_) => "request failed".to_string(),
+            })?;
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("HTTP {}", status.as_u16()));
