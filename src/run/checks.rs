@@ -211,16 +211,20 @@ mod tests {
         assert!(e.contains("within a day"), "{e}");
     }
 
-    #[test]
-    fn prompts_longer_than_the_context_are_named_before_the_run() {
-        let item = |p: u64, o: Option<u64>| crate::data::PromptItem {
+    /// A text prompt of `p` tokens that asks for `o` output tokens.
+    fn item(p: u64, o: Option<u64>) -> crate::data::PromptItem {
+        crate::data::PromptItem {
             images: Vec::new(),
             text: String::new(),
             prompt_tokens: p,
             output_tokens: o,
             shared_prefix_bytes: 0,
             respell: None,
-        };
+        }
+    }
+
+    #[test]
+    fn prompts_longer_than_the_context_are_named_before_the_run() {
         let fits = [item(100, Some(20)), item(50, None)];
         assert_eq!(check_context(&fits, 120, "m", None).unwrap(), None);
         let some = [item(100, Some(21)), item(50, None)];
@@ -243,14 +247,6 @@ mod tests {
     /// refuses as text does, naming the parts' share; an estimate warns.
     #[test]
     fn parts_count_against_the_context() {
-        let item = |p: u64, o: Option<u64>| crate::data::PromptItem {
-            images: Vec::new(),
-            text: String::new(),
-            prompt_tokens: p,
-            output_tokens: o,
-            shared_prefix_bytes: 0,
-            respell: None,
-        };
         let parts = |tokens, by_server| crate::run::media_tokens::PartTokens {
             tokens,
             parts: "1 image".into(),

@@ -264,16 +264,20 @@ mod tests {
     #[test]
     fn flags_become_a_scrape_config() {
         let base = "http://127.0.0.1:8000";
-        let c = config(
-            &Flags::default(),
-            base,
-            "m",
-            Some("sk".into()),
-            false,
-            Default::default(),
-        )
-        .unwrap()
-        .unwrap();
+        // A run with an API key: its scrape config.
+        let keyed = |flags: &Flags| {
+            config(
+                flags,
+                base,
+                "m",
+                Some("sk".into()),
+                false,
+                Default::default(),
+            )
+            .unwrap()
+            .unwrap()
+        };
+        let c = keyed(&Flags::default());
         assert_eq!(c.url, "http://127.0.0.1:8000/metrics");
         assert!(!c.explicit);
         assert_eq!(c.bearer.as_deref(), Some("sk"));
@@ -289,16 +293,7 @@ mod tests {
             url: Some("http://10.0.0.1:9400/metrics"),
             ..Default::default()
         };
-        let c = config(
-            &other,
-            base,
-            "m",
-            Some("sk".into()),
-            false,
-            Default::default(),
-        )
-        .unwrap()
-        .unwrap();
+        let c = keyed(&other);
         assert!(c.explicit);
         assert_eq!(c.bearer, None, "the key stays with the target");
         for bad in [
