@@ -278,8 +278,29 @@ fn with_rounds(body: &[u8], spec: &ToolSpec, api: Api, each_turn: bool) -> Resul
     if spec.rounds == 0 {
         return Ok(body.to_vec());
     }
+    let defs = defined(spec);
+    after_each_user(body, api, "tool_results", |turn| {
+        if turn > 0 && !each_turn {
+            return Vec::new();
+        }
+        let turn = u32::try_from(turn).unwrap_or(u32::MAX);
+        (0..spec.rounds)
+            .map(|r| round(api, spec, &defs, turn.saturating_mul(spec.rounds) + r))
+            .collect()
+    })
+}
+
+/// `body` with the (call, result) pairs `pairs(turn)` gives after its
+/// `turn`-th user message (from 0), in the API's list of messages: the
+/// Responses API's `input`, its one text made a user message first.
+/// `what` names them in the error when an --extra-body replaced the list.
+fn after_each_user(
+    body: &[u8],
+    api: Api,
+    what: &str,
+    mut pairs: impl FnMut(usize) -> Vec<(Value, Value)>,
+) -> Result<Vec<u8>> {
     let mut v: Value = serde_json::from_slice(body).context("cannot build a request body")?;
-    // The Responses API's input: one text becomes a user message.
     let list = match api {
         Api::Responses => {
             if let Some(Value::String(t)) = v.get("input") {
@@ -290,20 +311,17 @@ fn with_rounds(body: &[u8], spec: &ToolSpec, api: Api, each_turn: bool) -> Resul
         _ => "messages",
     };
     let Some(msgs) = v.get_mut(list).and_then(Value::as_array_mut) else {
-        bail!("tool_results need the request's messages (an --extra-body that replaces them takes none)");
+        bail!("{what} need the request's messages (an --extra-body that replaces them takes none)");
     };
-    let defs = defined(spec);
     let old = std::mem::take(msgs);
-    let mut turn = 0u32;
+    let mut turn = 0usize;
     for m in old {
         let user = m.get("role").and_then(Value::as_str) == Some("user");
         msgs.push(m);
-        if !user || (turn > 0 && !each_turn) {
+        if !user {
             continue;
         }
-        for r in 0..spec.rounds {
-            let n = turn * spec.rounds + r;
-            let (call, result) = round(api, spec, &defs, n);
+        for (call, result) in pairs(turn) {
             msgs.push(call);
             msgs.push(result);
         }
@@ -322,36 +340,15 @@ pub fn with_calls(
     if per_turn.iter().all(Vec::is_empty) {
         return Ok(body.to_vec());
     }
-    let mut v: Value = serde_json::from_slice(body).context("cannot build a request body")?;
-    let list = match api {
-        Api::Responses => {
-            if let Some(Value::String(t)) = v.get("input") {
-                v["input"] = json!([{"role": "user", "content": t}]);
-            }
-            "input"
-        }
-        _ => "messages",
-    };
-    let Some(msgs) = v.get_mut(list).and_then(Value::as_array_mut) else {
-        bail!("tool calls need the request's messages (an --extra-body that replaces them takes none)");
-    };
-    let old = std::mem::take(msgs);
-    let mut turn = 0usize;
-    for m in old {
-        let user = m.get("role").and_then(Value::as_str) == Some("user");
-        msgs.push(m);
-        if !user {
-            continue;
-        }
-        for (j, c) in per_turn.get(turn).into_iter().flatten().enumerate() {
-            let id = format!("call_{turn}_{j}");
-            let (call, result) = call_pair(api, id, &c.name, &c.arguments, c.output.clone());
-            msgs.push(call);
-            msgs.push(result);
-        }
-        turn += 1;
-    }
-    serde_json::to_vec(&v).context("cannot build a request body")
+    after_each_user(body, api, "tool calls", |turn| {
+        let calls = per_turn.get(turn).into_iter().flatten().enumerate();
+        calls
+            .map(|(j, c)| {
+                let id = format!("call_{turn}_{j}");
+                call_pair(api, id, &c.name, &c.arguments, c.output.clone())
+            })
+            .collect()
+    })
 }
 
 /// Round `n`: the assistant's call of one of the tools, and its result.
