@@ -36,7 +36,7 @@ RUNS="$WORK/audio-runs"
 PIDFILE="$WORK/audio-server.pid"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-# log, up, stop
+# log, up, stop, wait_up
 . "$HERE/real-common.sh"
 
 write_model() {
@@ -91,12 +91,8 @@ serve() {
     --max-num-seqs 8 --max-model-len "$MAX_LEN" --limit-mm-per-prompt '{"audio": 2}' \
     >"$WORK/audio-server.log" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
-  for _ in $(seq 600); do
-    up && { log "up"; return; }
-    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -n 40 "$WORK/audio-server.log"; log "server died"; exit 1; }
-    sleep 1
-  done
-  log "server did not come up in 10 min; see $WORK/audio-server.log"; exit 1
+  wait_up "$WORK/audio-server.log" 10
+  log "up"
 }
 
 metrics() {

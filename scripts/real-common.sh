@@ -13,3 +13,16 @@ stop() {
     rm -f "$PIDFILE"
   fi
 }
+
+# Wait up to $2 minutes for the server just started (its pid in $PIDFILE) to answer; if it dies
+# first, the end of its log $1.
+wait_up() {
+  local logfile=$1 minutes=$2
+  for _ in $(seq $((minutes * 60))); do
+    up && return
+    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -n 40 "$logfile"; log "server died"; exit 1; }
+    sleep 1
+  done
+  up && return
+  log "server did not come up in $minutes min; see $logfile"; exit 1
+}

@@ -75,7 +75,7 @@ RUNS="$WORK/runs"
 PIDFILE="$WORK/server.pid"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-# log, up, stop
+# log, up, stop, wait_up
 . "$HERE/real-common.sh"
 
 install() {
@@ -197,12 +197,7 @@ serve() {
       --dtype float32 --max-num-seqs "$MAX_SEQS" "${extra[@]}" ${VLLM_EXTRA:-} \
       >"$WORK/server.log" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
-    for _ in $(seq 300); do
-      up && break
-      kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -n 40 "$WORK/server.log"; log "server died"; exit 1; }
-      sleep 1
-    done
-    up || { log "server did not come up in 5 min; see $WORK/server.log"; exit 1; }
+    wait_up "$WORK/server.log" 5
     log "up after $((SECONDS - t0)) s"
   fi
   # A pooling model (VLLM_EXTRA="--runner pooling") answers no chat: the model list is the smoke test.

@@ -42,7 +42,7 @@ RUNS="$WORK/vlm-runs"
 PIDFILE="$WORK/vlm-server.pid"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-# log, up, stop
+# log, up, stop, wait_up
 . "$HERE/real-common.sh"
 
 write_model() {
@@ -125,12 +125,7 @@ serve() {
       --limit-mm-per-prompt '{"image": 4, "video": 0}' ${VLLM_EXTRA:-} \
       >"$WORK/vlm-server.log" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
-    for _ in $(seq 600); do
-      up && break
-      kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -n 40 "$WORK/vlm-server.log"; log "server died"; exit 1; }
-      sleep 1
-    done
-    up || { log "server did not come up in 10 min; see $WORK/vlm-server.log"; exit 1; }
+    wait_up "$WORK/vlm-server.log" 10
     log "up after $((SECONDS - t0)) s"
   fi
   smoke
