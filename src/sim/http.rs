@@ -150,6 +150,14 @@ impl Ids {
     }
 }
 
+/// A request has arrived at `received`: counted, told to the truth
+/// log, its timing started.
+fn arrived(state: &AppState, received: Instant, ids: &Ids) -> RequestTiming {
+    state.requests_total.fetch_add(1, Ordering::Relaxed);
+    state.truth.on_received(ids.request_id(), ids.traced);
+    RequestTiming::new(received)
+}
+
 async fn generate(
     state: Arc<AppState>,
     req: Request<Incoming>,
@@ -157,9 +165,7 @@ async fn generate(
     received: Instant,
     ids: &Ids,
 ) -> Response<SimBody> {
-    state.requests_total.fetch_add(1, Ordering::Relaxed);
-    state.truth.on_received(ids.request_id(), ids.traced);
-    let timing = RequestTiming::new(received);
+    let timing = arrived(&state, received, ids);
     let body = match read_body(req).await {
         Ok(b) => b,
         Err(resp) => {
@@ -345,9 +351,7 @@ async fn pool(
     received: Instant,
     ids: &Ids,
 ) -> Response<SimBody> {
-    state.requests_total.fetch_add(1, Ordering::Relaxed);
-    state.truth.on_received(ids.request_id(), ids.traced);
-    let timing = RequestTiming::new(received);
+    let timing = arrived(&state, received, ids);
     let reject = |status, kind: &str, msg: &str| {
         state.truth.record(&timing, Ending::Rejected);
         error(status, kind, msg)
