@@ -44,15 +44,11 @@ pub fn guidellm_info(r: &Report) -> String {
     ] {
         columns.extend(t(g));
     }
-    let labels = crate::types::stage_labels(&r.stages);
-    let rows = r
-        .stages
-        .iter()
-        .zip(&labels)
+    let rows = crate::types::labelled(&r.stages)
         .map(|(s, label)| {
             let o = &s.tokens.by_outcome;
             let mut row = vec![
-                label.clone(),
+                label,
                 hms(&columns::START.value(s).to_string()),
                 hms(&columns::END.value(s).to_string()),
                 format!("{:.1}", columns::DURATION.num(s)),
@@ -83,11 +79,7 @@ pub fn guidellm_stats(r: &Report) -> String {
     for g in ["Req Latency (s)", "TTFT (ms)", "ITL (ms)", "TPOT (ms)"] {
         columns.extend([(g, "mean"), (g, "median"), (g, "p99")]);
     }
-    let labels = crate::types::stage_labels(&r.stages);
-    let rows = r
-        .stages
-        .iter()
-        .zip(&labels)
+    let rows = crate::types::labelled(&r.stages)
         .map(|(s, label)| {
             // Nothing measured (a pooling API's TTFT, a stage without a
             // completion) is `-`, not 0.0.
@@ -99,7 +91,7 @@ pub fn guidellm_stats(r: &Report) -> String {
                 [d.mean * k, d.p50 * k, d.p99 * k].map(|v| format!("{v:.p$}"))
             };
             let mut row = vec![
-                label.clone(),
+                label,
                 format!("{:.2}", columns::REQUESTS_PER_S.num(s)),
                 format!("{:.2}", columns::CONCURRENCY_MEAN.num(s)),
                 format!("{:.1}", columns::OUTPUT_TOKENS_PER_S.num(s)),
@@ -178,10 +170,7 @@ pub fn vllm_serving(r: &Report) -> String {
         "P99 ITL (ms)",
     ];
     let model = r.target.model.replace(['/', ' '], "_");
-    let rows: Vec<Vec<String>> = r
-        .stages
-        .iter()
-        .zip(crate::types::stage_labels(&r.stages))
+    let rows: Vec<Vec<String>> = crate::types::labelled(&r.stages)
         .map(|(s, label)| {
             let rate = match (s.strategy.is_flood(), s.target_rate) {
                 (true, _) => "inf".to_string(),
@@ -291,9 +280,7 @@ fn sglang_totals(r: &Report, s: &StageReport) -> Vec<(&'static str, String)> {
 }
 
 pub fn sglang(r: &Report) -> String {
-    r.stages
-        .iter()
-        .zip(crate::types::stage_labels(&r.stages))
+    crate::types::labelled(&r.stages)
         .map(|(s, label)| {
             sglang_block(r, s).replacen(
                 &format!("{:<41}{}\n", "Stage:", s.name),

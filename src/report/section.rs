@@ -176,7 +176,7 @@ impl<T> PartTable<T> {
         }
         let shown: Vec<&Col<T>> = self.shown(r).filter(|c| c.head.is_some()).collect();
         let mut rows = Vec::new();
-        for (s, label) in r.stages.iter().zip(crate::types::stage_labels(&r.stages)) {
+        for (s, label) in crate::types::labelled(&r.stages) {
             for part in (self.parts)(s) {
                 let cells = shown.iter().map(|c| (c.text)(s, part));
                 rows.push(std::iter::once(label.clone()).chain(cells).collect());
@@ -199,7 +199,7 @@ impl<T> PartTable<T> {
         header.extend(self.csv_columns(r));
         let cells: Vec<Get<T>> = self.shown(r).filter_map(|c| Some(c.csv?.1)).collect();
         let mut rows = Vec::new();
-        for (s, label) in r.stages.iter().zip(crate::types::stage_labels(&r.stages)) {
+        for (s, label) in crate::types::labelled(&r.stages) {
             for part in (self.parts)(s) {
                 let row = [s.name.clone(), label.clone()];
                 rows.push(

@@ -617,6 +617,11 @@ pub fn stage_label(name: &str, run: usize, cut: bool, paused: bool) -> String {
     s
 }
 
+/// Each stage of a run with its [`stage_label`], in order.
+pub fn labelled(stages: &[StageReport]) -> impl Iterator<Item = (&StageReport, String)> {
+    stages.iter().zip(stage_labels(stages))
+}
+
 /// [`stage_label`] for each stage of a run, in order.
 pub fn stage_labels(stages: &[StageReport]) -> Vec<String> {
     stages
