@@ -142,41 +142,24 @@ measure() {
 }
 
 summary() {
-  python3 - "$WORK" <<'EOF'
-import json, os, sys
-work = sys.argv[1]
+  python3 - "$WORK" "$HERE" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2])
+from real_summary import outcome, reports, server
 cap = None
-for name in ("capacity", "sweep1", "sweep-auto", "fractions"):
-    p = os.path.join(work, name, "report.json")
-    if not os.path.exists(p):
-        continue
-    r = json.load(open(p))
-    print(f"== {name}: end {r.get('end_reason')}")
-    a = r.get("answer") or {}
-    if a:
-        print(f"   answer {a.get('requests_per_s')} req/s [{a.get('low')}, {a.get('high')}] "
-              f"held {a.get('held')} not {a.get('not_held')} flood {a.get('flood_requests_per_s')}")
+for name, r in reports(sys.argv[1], ("capacity", "sweep1", "sweep-auto", "fractions")):
     for s in r["stages"]:
         rt, v, sv = s.get("rates") or {}, s.get("verdict") or {}, s.get("server") or {}
-        g = lambda k: (sv.get(k) or {})
         done = rt.get("completed_per_s")
         if name == "capacity" and done:
             cap = done
         pct = f"{100 * s['target_rate'] / cap:.0f}%cap" if cap and s.get("target_rate") and s["strategy"] in ("constant", "poisson") else ""
         print(f"   {s['name']:<18} {s['duration_s']:5.1f}s {s.get('end_reason','')[:14]:<14} "
-              f"sent {rt.get('sent_per_s') or 0:6.2f} done {done or 0:6.2f} req/s {pct:>7} "
-              f"verdict {v.get('outcome','-')}; ttft p50 {(s.get('ttft_ms') or {}).get('p50', 0):.0f} ms; "
-              f"conc {(s.get('concurrency') or {}).get('mean', 0):.2f}; errors {s['requests'].get('errored')}")
+              f"sent {rt.get('sent_per_s') or 0:6.2f} done {done or 0:6.2f} req/s {pct:>7} {outcome(s)}")
         if v.get("reason"):
             print(f"      reason: {v['reason']}")
         if sv:
-            gen = g("generation_tokens").get("per_s")
-            print(f"      server: running mean {g('running').get('mean', '-')} max {g('running').get('max', '-')}, "
-                  f"waiting mean {g('waiting').get('mean', '-')} max {g('waiting').get('max', '-')}, "
-                  f"gen tok/s {gen}, requests/s {g('requests').get('per_s', '-')}, "
-                  f"prefix hit {sv.get('prefix_cache_hit_rate')}")
-    for w in r.get("warnings", []):
-        print(f"   warning: {w}")
+            print(f"      server: {server(sv)}, prefix hit {sv.get('prefix_cache_hit_rate')}")
 EOF
 }
 

@@ -283,42 +283,28 @@ tools() {
 }
 
 summary() {
-  "${PY:-python3}" - "$RUNS" <<'EOF'
-import json, os, sys
-runs, cap = sys.argv[1], None
-for name in ("closed", "sweep", "fractions", "tools-required", "tools-auto", "messages"):
-    p = os.path.join(runs, name, "report.json")
-    if not os.path.exists(p):
-        continue
-    r = json.load(open(p))
-    print(f"== {name}: end {r.get('end_reason')}")
-    a = r.get("answer") or {}
-    if a:
-        print(f"   answer {a.get('requests_per_s')} req/s [{a.get('low')}, {a.get('high')}] "
-              f"held {a.get('held')} not {a.get('not_held')} flood {a.get('flood_requests_per_s')}")
+  "${PY:-python3}" - "$RUNS" "$HERE" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2])
+from real_summary import outcome, reports, server
+cap = None
+for name, r in reports(sys.argv[1], ("closed", "sweep", "fractions", "tools-required", "tools-auto", "messages")):
     for s in r["stages"]:
         rt, v, sv = s.get("rates") or {}, s.get("verdict") or {}, s.get("server") or {}
-        g = lambda k: (sv.get(k) or {})
         done = rt.get("completed_per_s")
         if name == "closed" and done:
             cap = done
         tgt = s.get("target_rate") if s["strategy"] in ("constant", "poisson") else None
         pct = f"{100 * tgt / cap:.0f}%ref" if cap and tgt else ""
         print(f"   {s['name']:<18} {s['duration_s']:5.1f}s target {tgt or '-':>6} {pct:>7} "
-              f"sent {rt.get('sent_per_s') or 0:6.2f} done {done or 0:6.2f} req/s "
-              f"verdict {v.get('outcome','-')}; ttft p50 {(s.get('ttft_ms') or {}).get('p50', 0):.0f} ms; "
-              f"conc {(s.get('concurrency') or {}).get('mean', 0):.2f}; errors {s['requests'].get('errored')}")
+              f"sent {rt.get('sent_per_s') or 0:6.2f} done {done or 0:6.2f} req/s {outcome(s)}")
         tc = s.get("tool_calls") or {}
         if tc:
             print(f"      tool calls: {tc}")
         if v.get("reason"):
             print(f"      reason: {v['reason']}")
         if sv:
-            print(f"      vllm: running mean {g('running').get('mean', '-')} max {g('running').get('max', '-')}, "
-                  f"waiting mean {g('waiting').get('mean', '-')} max {g('waiting').get('max', '-')}, "
-                  f"gen tok/s {g('generation_tokens').get('per_s')}, requests/s {g('requests').get('per_s', '-')}")
-    for w in r.get("warnings", []):
-        print(f"   warning: {w}")
+            print(f"      vllm: {server(sv)}")
 EOF
   # vLLM's own counters now (cumulative since start).
   curl -sf --max-time 5 "$URL/metrics" 2>/dev/null |
