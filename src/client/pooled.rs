@@ -79,22 +79,13 @@ mod tests {
 
     #[test]
     fn pooling_answers_are_results_or_a_categorised_failure() {
+        let tokens = |api, body: &[u8]| pooled_answer(api, body).ok().and_then(|u| u.tokens);
         let ok =
             br#"{"data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":12,"total_tokens":12}}"#;
-        assert_eq!(
-            pooled_answer(Api::Embeddings, ok)
-                .ok()
-                .and_then(|u| u.tokens),
-            Some(12)
-        );
+        assert_eq!(tokens(Api::Embeddings, ok), Some(12));
         let rerank =
             br#"{"results":[{"index":0,"relevance_score":0.5}],"usage":{"total_tokens":7}}"#;
-        assert_eq!(
-            pooled_answer(Api::Rerank, rerank)
-                .ok()
-                .and_then(|u| u.tokens),
-            Some(7)
-        );
+        assert_eq!(tokens(Api::Rerank, rerank), Some(7));
         let category = |api, body: &[u8]| match pooled_answer(api, body) {
             Err(RequestOutcome::Errored { category, .. }) => Some(category),
             _ => None,

@@ -242,30 +242,17 @@ mod tests {
         assert_eq!(r.target.url, "http://127.0.0.1:18431");
         assert_eq!(r.target.model, "llmsweep-sim");
         let v: Value = serde_json::from_str(RATE10).expect("JSON");
+        // AIPerf's figure `stat` of `metric`.
+        let aiperf = |metric: &str, stat: &str| v[metric][stat].as_f64().expect(stat);
         let s = &r.stages[0];
         assert_eq!(s.name, "poisson@10.00");
-        assert_eq!(
-            s.rates.achieved(),
-            v["request_throughput"]["avg"].as_f64().expect("rate")
-        );
-        assert_eq!(
-            s.ttft_ms.p99,
-            v["time_to_first_token"]["p99"].as_f64().expect("p99")
-        );
+        assert_eq!(s.rates.achieved(), aiperf("request_throughput", "avg"));
+        assert_eq!(s.ttft_ms.p99, aiperf("time_to_first_token", "p99"));
         // llmsweep's ITL is each gap: AIPerf's inter-chunk latency; its
         // per-request ITL is llmsweep's TPOT.
-        assert_eq!(
-            s.itl_ms.p50,
-            v["inter_chunk_latency"]["p50"].as_f64().expect("p50")
-        );
-        assert_eq!(
-            s.tpot_ms.mean,
-            v["inter_token_latency"]["avg"].as_f64().expect("avg")
-        );
-        assert_eq!(
-            s.latency_ms.max,
-            v["request_latency"]["max"].as_f64().expect("max")
-        );
+        assert_eq!(s.itl_ms.p50, aiperf("inter_chunk_latency", "p50"));
+        assert_eq!(s.tpot_ms.mean, aiperf("inter_token_latency", "avg"));
+        assert_eq!(s.latency_ms.max, aiperf("request_latency", "max"));
         assert_eq!(s.requests.completed, 40);
         assert_eq!(s.tokens.output_total, 640);
         // Without the records beside it: no histograms, and a warning says so.
