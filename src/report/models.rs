@@ -59,18 +59,13 @@ pub fn table(r: &Report) -> Option<String> {
 const NOTE: &str = "Share % asked: the mix's; done: the model's share of the stage's completed requests. Achieved req/s: the stage's achieved rate, split by each model's share of its measured completions.\n";
 
 /// The models' section: its table and CSV columns.
-pub const SECTION: TableSection<ModelFigures> = TableSection {
-    table: TABLE,
-    shown: |r| {
-        Some(Shown {
-            title: "Models".into(),
-            note: None,
-            console: Some("Models".into()),
-            table: table(r)?,
-        })
-    },
-    place: Place::Split,
-};
+pub const SECTION: TableSection<ModelFigures> = TableSection::new(TABLE, |_, table| Shown {
+    title: "Models".into(),
+    note: None,
+    console: Some("Models".into()),
+    table: table + NOTE,
+})
+.at(Place::Split);
 
 #[cfg(test)]
 mod tests {

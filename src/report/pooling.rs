@@ -3,7 +3,7 @@
 //! (console, Markdown, HTML) and CSV columns. There is no TTFT or ITL: the
 //! answer comes whole.
 
-use super::section::{Col, PartTable, Place, Shown, TableSection};
+use super::section::{Col, PartTable, Shown, TableSection};
 use crate::types::{Pooling, Report, StageReport};
 
 type C = Col<Pooling>;
@@ -37,20 +37,11 @@ pub const TABLE: PartTable<Pooling> = PartTable {
     ],
 };
 
-/// One row per stage; None when the run generated text.
-fn table(r: &Report) -> Option<String> {
-    TABLE.text(r)
-}
-
 /// A pooling API's section: its table and CSV columns.
-pub const SECTION: TableSection<Pooling> = TableSection {
-    table: TABLE,
-    shown,
-    place: Place::Load,
-};
+pub const SECTION: TableSection<Pooling> = TableSection::new(TABLE, shown);
 
-fn shown(r: &Report) -> Option<Shown> {
-    Some(Shown {
+fn shown(r: &Report, table: String) -> Shown {
+    Shown {
         title: format!("Pooling ({})", r.target.api),
         note: Some(
             "The answer comes whole: latency is the request's, there is no TTFT or ITL.".into(),
@@ -59,8 +50,8 @@ fn shown(r: &Report) -> Option<Shown> {
             "Pooling ({}: the answer comes whole, no TTFT or ITL)",
             r.target.api
         )),
-        table: table(r)?,
-    })
+        table,
+    }
 }
 
 #[cfg(test)]
@@ -86,7 +77,7 @@ mod tests {
             stages: vec![s],
             ..Default::default()
         };
-        let t = table(&r).unwrap();
+        let t = TABLE.text(&r).unwrap();
         let row = t
             .lines()
             .find(|l| l.contains("constant@10.00"))
@@ -96,6 +87,6 @@ mod tests {
         }
         assert_eq!(TABLE.csv_values(&r, &r.stages[0]), ["8", "80", "4096"]);
         r.stages[0].pooling = None;
-        assert!(table(&r).is_none() && !SECTION.wanted(&r));
+        assert!(TABLE.text(&r).is_none() && !SECTION.wanted(&r));
     }
 }

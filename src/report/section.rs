@@ -230,10 +230,26 @@ impl<T> PartTable<T> {
 /// wanted when some stage has a part, its CSV columns the table's; its
 /// headings and place its own.
 pub struct TableSection<T: 'static> {
-    pub table: PartTable<T>,
-    /// Its table with its headings, None when no stage has a part.
-    pub shown: fn(&Report) -> Option<Shown>,
-    pub place: Place,
+    table: PartTable<T>,
+    /// Its headings around the table's text.
+    shown: fn(&Report, String) -> Shown,
+    place: Place,
+}
+
+impl<T> TableSection<T> {
+    /// A section of `table` shown with the load ([`Place::Load`]).
+    pub const fn new(table: PartTable<T>, shown: fn(&Report, String) -> Shown) -> Self {
+        TableSection {
+            table,
+            shown,
+            place: Place::Load,
+        }
+    }
+
+    /// The section shown at `place` instead.
+    pub const fn at(self, place: Place) -> Self {
+        TableSection { place, ..self }
+    }
 }
 
 impl<T> Section for TableSection<T> {
@@ -249,8 +265,9 @@ impl<T> Section for TableSection<T> {
         self.table.csv_values(r, s)
     }
 
+    /// None when no stage has a part.
     fn shown(&self, r: &Report) -> Option<Shown> {
-        (self.shown)(r)
+        Some((self.shown)(r, self.table.text(r)?))
     }
 
     fn place(&self) -> Place {

@@ -3,7 +3,7 @@
 //! were calls and calls a second, as a text table (console, Markdown, HTML)
 //! and CSV columns.
 
-use super::section::{Col, PartTable, Place, Shown, TableSection};
+use super::section::{Col, PartTable, Shown, TableSection};
 use crate::types::{Report, ToolCalls};
 
 /// Each stage's tool calls, in the text table and report.csv (its columns
@@ -23,11 +23,6 @@ pub const TABLE: PartTable<ToolCalls> = PartTable {
         C::text("Tool calls", "garbled", |s, _| s.errors.get("tool_call_malformed").copied().unwrap_or(0).to_string()),
     ],
 };
-
-/// One row per stage; None when no stage has tool figures.
-fn table(r: &Report) -> Option<String> {
-    TABLE.text(r)
-}
 
 /// What the table's columns mean, under it.
 const NOTE: &str = "count: tool calls the measured completions streamed; % answers: the completions answered with one; garbled: requests failed as tool_call_malformed";
@@ -53,20 +48,16 @@ fn no_calls(r: &Report) -> Option<&'static str> {
 }
 
 /// The tool calls' section: its table and CSV columns.
-pub const SECTION: TableSection<ToolCalls> = TableSection {
-    table: TABLE,
-    shown,
-    place: Place::Load,
-};
+pub const SECTION: TableSection<ToolCalls> = TableSection::new(TABLE, shown);
 
-fn shown(r: &Report) -> Option<Shown> {
+fn shown(r: &Report, table: String) -> Shown {
     let why = no_calls(r).map_or(String::new(), |w| format!("; {w}"));
-    Some(Shown {
+    Shown {
         title: "Tool calls".into(),
         note: Some(format!("{NOTE}{why}.")),
         console: Some(format!("Tool calls ({NOTE}{why})")),
-        table: table(r)?,
-    })
+        table,
+    }
 }
 
 #[cfg(test)]
@@ -93,7 +84,7 @@ mod tests {
             stages: vec![s],
             ..Default::default()
         };
-        let t = table(&r).unwrap();
+        let t = TABLE.text(&r).unwrap();
         let row = t
             .lines()
             .find(|l| l.contains("constant@4.00"))
@@ -106,7 +97,7 @@ mod tests {
             ["4", "12", "0.3", "1.2"]
         );
         r.stages[0].tool_calls = None;
-        assert!(table(&r).is_none() && !SECTION.wanted(&r));
+        assert!(TABLE.text(&r).is_none() && !SECTION.wanted(&r));
     }
 
     #[test]
