@@ -206,10 +206,7 @@ mod tests {
             ..Default::default()
         };
         let t = TABLE.text(&r).unwrap();
-        let row = t
-            .lines()
-            .find(|l| l.contains("constant@4.00"))
-            .unwrap_or_default();
+        let row = crate::report::section::row(&t, "constant@4.00");
         for want in ["4.00", "2.10 MB", "8.0", "8.40 MB/s", "128", "1280"] {
             assert!(row.contains(want), "{want} in {t}");
         }
@@ -251,10 +248,7 @@ mod tests {
             t.contains("audio") && t.contains("video") && !t.contains("images"),
             "{t}"
         );
-        let row = t
-            .lines()
-            .find(|l| l.contains("constant@2.00"))
-            .unwrap_or_default();
+        let row = crate::report::section::row(t, "constant@2.00");
         for want in ["1.00 MB", "4.0", "2.00 MB/s", "500"] {
             assert!(row.contains(want), "{want} in {t}");
         }

@@ -78,10 +78,7 @@ mod tests {
             ..Default::default()
         };
         let t = TABLE.text(&r).unwrap();
-        let row = t
-            .lines()
-            .find(|l| l.contains("constant@10.00"))
-            .unwrap_or_default();
+        let row = crate::report::section::row(&t, "constant@10.00");
         for want in ["10.00", "80.0", "4096", "12.5"] {
             assert!(row.contains(want), "{want} in {t}");
         }

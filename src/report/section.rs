@@ -226,6 +226,15 @@ impl<T> PartTable<T> {
     }
 }
 
+/// The line of a text `table` that names `stage`; empty when none does.
+#[cfg(test)]
+pub fn row<'a>(table: &'a str, stage: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.contains(stage))
+        .unwrap_or_default()
+}
+
 /// A section that is one [`PartTable`] (pooling, tool calls, models):
 /// wanted when some stage has a part, its CSV columns the table's; its
 /// headings and place its own.

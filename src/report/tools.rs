@@ -85,10 +85,7 @@ mod tests {
             ..Default::default()
         };
         let t = TABLE.text(&r).unwrap();
-        let row = t
-            .lines()
-            .find(|l| l.contains("constant@4.00"))
-            .unwrap_or_default();
+        let row = crate::report::section::row(&t, "constant@4.00");
         for want in ["4.00", "12", "30.0", "1.20", "2"] {
             assert!(row.contains(want), "{want} in {t}");
         }
