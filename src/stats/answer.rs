@@ -956,16 +956,17 @@ mod tests {
         // None set aside: nothing said.
         let a = answer(&stages[..1], None);
         assert!(!a.basis.contains("set aside"), "{}", a.basis);
-        // A stage llmsweep was late in whose server fell behind past what
-        // that explains counts, and is not said to be set aside.
+        // A stage llmsweep was late in that kept up with its load offered
+        // all the same counts, and is not said to be set aside.
         let mut judged = stages.clone();
+        judged[1].rates.completed_per_s = 40.0;
         let v = judged[1].verdict.as_mut().unwrap();
-        v.outcome = Saturated;
+        v.outcome = NotSaturated;
         v.despite_late_client = true;
         assert!(!judged[1].set_aside_as_client_limited());
         let a = answer(&judged, None);
         assert!(!a.basis.contains("set aside"), "{}", a.basis);
-        assert_eq!(a.not_held.as_deref(), Some("constant@40.00"), "{a:?}");
+        assert_eq!(a.held.as_deref(), Some("constant@40.00"), "{a:?}");
     }
 
     /// A flood cut short by a key is quoted only when no whole one ran,

@@ -352,8 +352,8 @@ fn stages_out<S: serde::Serializer>(stages: &[StageReport], s: S) -> Result<S::O
 impl StageReport {
     /// Set aside as llmsweep's own doing: the client could not keep the
     /// stage's schedule, and its verdict says nothing of the server. A stage
-    /// llmsweep was late in whose server fell behind past what that
-    /// lateness explains keeps its verdict, and counts.
+    /// llmsweep was late in that erred, or kept up with its load offered
+    /// all the same, keeps its verdict (`despite_late_client`), and counts.
     pub fn set_aside_as_client_limited(&self) -> bool {
         self.client.as_ref().is_some_and(|c| c.limited)
             && !self.verdict.as_ref().is_some_and(|v| v.despite_late_client)

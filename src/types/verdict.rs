@@ -100,9 +100,9 @@ pub struct Verdict {
     /// What the verdict rests on (the rule that decided it).
     #[serde(default)]
     pub basis: Basis,
-    /// llmsweep could not keep the stage's schedule, but the server fell
-    /// behind (or erred) past what that lateness explains: the verdict
-    /// stands, and the stage counts.
+    /// llmsweep could not keep the stage's schedule, but the server erred,
+    /// or kept up with the load offered all the same: what its lateness
+    /// cannot explain. The verdict stands, and the stage counts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub despite_late_client: bool,
     /// How fast the backlog (requests due but not answered) grew over the

@@ -696,16 +696,7 @@ pub fn point_without_reading(rate: f64, fell_behind: bool, achieved: f64) -> Poi
     .point()
 }
 
-/// Rule 2's exception: a stage llmsweep was late in (by up to `late_s`)
-/// still fell behind when its backlog grew past what that lateness can
-/// add, beyond doubt. Requests sent late, or answers read late, leave at
-/// most `rate × late_s` more in the backlog at the window's end than at
-/// its start: `rate × late_s / window_s` a second of it.
-pub fn beyond_lateness(growth: f64, noise: f64, rate: f64, late_s: f64, window_s: f64) -> bool {
-    window_s > 0.0 && growth - SIGMAS * noise > rate * late_s / window_s
-}
-
-/// Rule 2's other exception: a stage llmsweep was late in whose window
+/// Rule 2's exception: a stage llmsweep was late in whose window
 /// was still sent within the answer's precision of its target offered its
 /// load, and its flat backlog says the server kept up.
 pub fn offered_though_late(sent_per_s: f64, target: f64) -> bool {

@@ -105,7 +105,7 @@ pub struct Known {
     pub client_limited: Option<String>,
     /// How late llmsweep was at worst, seconds: the runtime's longest lag,
     /// the requests' sending (p90), the schedule at its end, whichever is
-    /// most. What it may have added to the backlog is the rate times this.
+    /// most (said in a verdict that stands despite it).
     pub client_late_s: f64,
     /// Requests of an earlier stage (cut short by a rate change) still in
     /// flight when this stage started, and for how many seconds of this
