@@ -231,6 +231,17 @@ struct Dispatch {
 }
 
 /// A running stage: what its loop reads and moves on each turn.
+impl StageRun {
+    /// llmsweep itself stalled in this stage for [`GONE_UNTOLD_LAG_MS`] or
+    /// more: it cannot tell a dead server from one that closed the
+    /// connections it did not service, so the server is not called gone.
+    fn stalled(&self) -> bool {
+        self.stats
+            .client_check()
+            .is_some_and(|c| c.lag_max_ms >= GONE_UNTOLD_LAG_MS)
+    }
+}
+
 struct StageRun {
     number: usize,
     stats: StageStats,

@@ -430,10 +430,7 @@ impl Engine {
         spec: &StageSpec,
         done: Done,
     ) -> Option<StageEnd> {
-        let gone = self.server_gone(&done.record).filter(|_| {
-            let stalled = run.stats.client_check();
-            !stalled.is_some_and(|c| c.lag_max_ms >= super::GONE_UNTOLD_LAG_MS)
-        });
+        let gone = self.server_gone(&done.record).filter(|_| !run.stalled());
         if let Some(gone) = gone {
             self.on_record(done, &mut run.stats, &spec.name);
             self.warn(format!("{gone}; stopping the run"));

@@ -87,10 +87,13 @@ fn one_at_a_time(s: &StageReport) -> Option<Point> {
         .verdict
         .as_ref()
         .is_some_and(|v| v.outcome == Outcome::Erroring);
-    let limited = s.client.as_ref().is_some_and(|c| c.limited);
     let rate = s.rates.achieved();
-    (s.strategy.is_synchronous() && !erroring && !limited && rate > 0.0 && rate.is_finite())
-        .then(|| policy::point_without_reading(rate, false, rate))
+    (s.strategy.is_synchronous()
+        && !erroring
+        && !s.set_aside_as_client_limited()
+        && rate > 0.0
+        && rate.is_finite())
+    .then(|| policy::point_without_reading(rate, false, rate))
 }
 
 /// The answer of a run with these stages (and SLO summary, if any).
