@@ -41,6 +41,12 @@ pub trait Backend: std::marker::Send + Sync + 'static {
     fn post_route<'a>(&'a self, route: &'a str) -> Posted<'a> {
         Box::pin(async move { Err(format!("POST {route}: not an HTTP server")) })
     }
+
+    /// Requests running or waiting, as a server that is no HTTP server
+    /// says it (a scripted one); None: read its `/metrics`, if it has one.
+    fn busy_now(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// What [`Backend::post_route`] gives: the status, or why there is none.
@@ -104,6 +110,12 @@ pub struct Scripted {
     /// served (a front end sharing the engine's core).
     per_held: Duration,
     held: AtomicU64,
+    /// Front-end work each cancelled request leaves, done before anything
+    /// else moves (`with_abort_cost`); `front_end_free` is when it ends.
+    abort_cost: Duration,
+    front_end_free: std::sync::Mutex<Option<Instant>>,
+    /// Say how many requests are held, as a `/metrics` page would.
+    busy_gauge: bool,
 }
 
 impl Scripted {
@@ -116,7 +128,52 @@ impl Scripted {
             running: AtomicU64::new(0),
             per_held: Duration::ZERO,
             held: AtomicU64::new(0),
+            abort_cost: Duration::ZERO,
+            front_end_free: std::sync::Mutex::new(None),
+            busy_gauge: false,
         }
+    }
+
+    /// Each cancelled request leaves `cost` of front-end work that stalls
+    /// every request until it is done, while the busy gauge already shows
+    /// it gone: real vLLM on one core, whose API process digests a burst
+    /// of dropped streams after its `/metrics` stopped counting them.
+    pub fn with_abort_cost(mut self, cost: Duration) -> Self {
+        self.abort_cost = cost;
+        self
+    }
+
+    /// The server says how many requests it holds (waiting or served), as
+    /// vLLM's `/metrics` does: the settle between stages reads it.
+    pub fn with_busy_gauge(mut self) -> Self {
+        self.busy_gauge = true;
+        self
+    }
+
+    /// Waits out the front end's backlog of cancelled requests.
+    async fn front_end(&self) {
+        let free = *self
+            .front_end_free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = free.filter(|t| *t > Instant::now()) {
+            tokio::time::sleep_until(t).await;
+        }
+    }
+
+    /// A request was cancelled: its front-end work queues behind any other.
+    fn cancelled(&self) {
+        if self.abort_cost.is_zero() {
+            return;
+        }
+        let mut free = self
+            .front_end_free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let from = free
+            .filter(|t| *t > Instant::now())
+            .unwrap_or_else(Instant::now);
+        *free = Some(from + self.abort_cost);
     }
 
     /// Every gap between tokens grows by `per_held` for each request the
@@ -174,6 +231,7 @@ impl Scripted {
         };
         let _ = scheduled_at;
         let _serving = Serving::new(&self.running);
+        self.front_end().await;
         tokio::time::sleep(s.ttft).await;
         if let Some(status) = s.error {
             return RequestOutcome::Errored {
@@ -187,6 +245,7 @@ impl Scripted {
             let running = self.running.load(Ordering::Relaxed) as u32;
             let held = self.held.load(Ordering::Relaxed) as u32;
             tokio::time::sleep(s.itl + self.per_running * running + self.per_held * held).await;
+            self.front_end().await;
             rec.chunks.push((Instant::now(), 1));
             watch.chunk(1);
         }
@@ -228,11 +287,19 @@ impl Backend for Scripted {
             let mut rec = RequestRecord::sent(scheduled_at, sent_at, prompt.prompt_tokens);
             let outcome = tokio::select! {
                 o = self.serve(prompt, scheduled_at, &mut rec, &mut watch) => o,
-                _ = cancel.cancelled() => RequestOutcome::Incomplete,
+                _ = cancel.cancelled() => {
+                    self.cancelled();
+                    RequestOutcome::Incomplete
+                }
             };
             rec.outcome = outcome;
             rec.ended_at = Instant::now();
             rec
         })
+    }
+
+    fn busy_now(&self) -> Option<f64> {
+        self.busy_gauge
+            .then(|| self.held.load(Ordering::Relaxed) as f64)
     }
 }

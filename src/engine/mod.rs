@@ -511,9 +511,18 @@ impl Engine {
             .rev()
             .find(|s| s.strategy.is_synchronous() && s.requests.measured > 0)
             .map(|s| s.ttft_ms.p50);
+        let after_queue = self
+            .ledger
+            .finished
+            .last()
+            .is_some_and(|s| s.left_a_queue());
         let (prompts, seq) = (self.source.prompts.clone(), self.source.next_prompt);
         let probe = move |k: u64| crate::data::for_request(&prompts, seq + k);
-        let s = settle::settle(self.backend.as_ref(), probe, reference_ttft, timeout).await;
+        let pace = settle::Pace {
+            reference_ttft_ms: reference_ttft,
+            after_queue,
+        };
+        let s = settle::settle(self.backend.as_ref(), probe, pace, timeout).await;
         self.source.next_prompt += s.probes;
         self.note_settled(&s);
     }

@@ -5,7 +5,13 @@
 //! With a Prometheus `/metrics` (vLLM, SGLang, the simulator), wait until it
 //! reports no request running or waiting. Without one, send probe requests
 //! one at a time until a probe's TTFT is back near the synchronous stage's
-//! (≤ 1.5 × + 20 ms). Both bounded by a timeout; the wait is recorded.
+//! (≤ 1.5 × + 20 ms). After a stage that left a queue (the flood, a stage
+//! that fell behind or that the guard cut), both: a server can show its
+//! cancelled requests gone from `/metrics` and still be busy with them
+//! (real vLLM on one core: a stage begun 0.4 s after a collapse, on an
+//! idle `/metrics`, opened at TTFT 474 ms and fell behind at a rate that
+//! held at 27 ms two minutes later). Bounded by one timeout; the wait is
+//! recorded.
 
 use std::time::Duration;
 
@@ -61,39 +67,66 @@ pub fn busy_from_metrics(text: &str) -> Option<f64> {
     found
 }
 
-/// The HTTP client and URL that read the server's `/metrics` (the shared
-/// redirect policy's client: no redirect followed, no Referer); None for a
-/// backend with no URL.
-fn metrics_page(client: &dyn super::backend::Backend) -> Option<(reqwest::Client, String)> {
-    let http = crate::client::redirect::builder(false)
-        .timeout(Duration::from_secs(2))
-        .build()
-        .ok()?;
-    Some((
-        http,
-        crate::client::join_url(client.base_url()?, "/metrics"),
-    ))
+/// Where the count of requests running or waiting is read: the backend
+/// itself (a scripted server), or the server's `/metrics` page over HTTP
+/// (the shared redirect policy's client: no redirect followed, no
+/// Referer).
+enum Gauge<'a> {
+    Backend(&'a dyn super::backend::Backend),
+    Page(reqwest::Client, String),
 }
 
-async fn busy(http: &reqwest::Client, url: &str) -> Option<f64> {
-    let r = http.get(url).send().await.ok()?;
-    if !r.status().is_success() {
-        return None;
+impl<'a> Gauge<'a> {
+    /// None for a backend that neither says nor has a URL.
+    fn of(client: &'a dyn super::backend::Backend) -> Option<Self> {
+        if client.busy_now().is_some() {
+            return Some(Gauge::Backend(client));
+        }
+        let http = crate::client::redirect::builder(false)
+            .timeout(Duration::from_secs(2))
+            .build()
+            .ok()?;
+        let url = crate::client::join_url(client.base_url()?, "/metrics");
+        Some(Gauge::Page(http, url))
     }
-    let page = crate::bounds::read_capped(r, crate::bounds::METRICS_PAGE)
-        .await
-        .ok()?;
-    busy_from_metrics(&String::from_utf8_lossy(&page.bytes))
+
+    /// Requests running + waiting now; None when the page has no such
+    /// figure (or could not be read).
+    async fn read(&self) -> Option<f64> {
+        match self {
+            Gauge::Backend(b) => b.busy_now(),
+            Gauge::Page(http, url) => {
+                let r = http.get(url).send().await.ok()?;
+                if !r.status().is_success() {
+                    return None;
+                }
+                let page = crate::bounds::read_capped(r, crate::bounds::METRICS_PAGE)
+                    .await
+                    .ok()?;
+                busy_from_metrics(&String::from_utf8_lossy(&page.bytes))
+            }
+        }
+    }
+}
+
+/// What a probe's pace is held to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pace {
+    /// The synchronous stage's TTFT median, ms; None: no probe can tell.
+    pub reference_ttft_ms: Option<f64>,
+    /// The stage before left a queue: probe even when `/metrics` says idle.
+    pub after_queue: bool,
 }
 
 /// Waits for the server to settle, at most `timeout`. Without a usable
-/// `/metrics`, sends probes (`probe(k)` gives the k-th: each a fresh prompt,
-/// so no probe is served from the cache an earlier one filled) and compares
-/// their TTFT with `reference_ttft_ms` (the synchronous stage's median).
+/// `/metrics`, or after a stage that left a queue, sends probes (`probe(k)`
+/// gives the k-th: each a fresh prompt, so no probe is served from the
+/// cache an earlier one filled) and compares their TTFT with the pace's
+/// reference (the synchronous stage's median).
 pub async fn settle(
     client: &dyn super::backend::Backend,
     probe: impl Fn(u64) -> Prompt,
-    reference_ttft_ms: Option<f64>,
+    pace: Pace,
     timeout: Duration,
 ) -> Settled {
     let start = Instant::now();
@@ -103,17 +136,25 @@ pub async fn settle(
         timed_out,
         probes,
     };
-    if let Some(waited) = wait_on_metrics(client, start, timeout).await {
-        return done(waited);
-    }
-    let Some(reference) = reference_ttft_ms.filter(|r| *r > 0.0) else {
-        return done((
+    let reference = pace.reference_ttft_ms.filter(|r| *r > 0.0);
+    let waited = wait_on_metrics(client, start, timeout).await;
+    match (waited, reference) {
+        (Some((detail, true, _)), _) => done((detail, true, 0)),
+        (Some(waited), Some(reference)) if pace.after_queue => {
+            let (probed, timed_out, probes) =
+                probe_until_settled(client, probe, reference, start + timeout, timeout).await;
+            done((format!("{}; then {probed}", waited.0), timed_out, probes))
+        }
+        (Some(waited), _) => done(waited),
+        (None, Some(reference)) => {
+            done(probe_until_settled(client, probe, reference, start + timeout, timeout).await)
+        }
+        (None, None) => done((
             "no /metrics and no synchronous TTFT to compare a probe with: not waiting".into(),
             false,
             0,
-        ));
-    };
-    done(probe_until_settled(client, probe, reference, start + timeout, timeout).await)
+        )),
+    }
 }
 
 /// Before the first stage: a server still serving another client's work,
@@ -129,8 +170,7 @@ pub async fn busy_before_load(
     timeout: Duration,
 ) -> Option<Settled> {
     let start = Instant::now();
-    let (http, url) = metrics_page(client)?;
-    if busy(&http, &url).await? <= 0.0 {
+    if Gauge::of(client)?.read().await? <= 0.0 {
         return None;
     }
     let (detail, timed_out, probes) = wait_on_metrics(client, start, timeout).await?;
@@ -151,8 +191,8 @@ async fn wait_on_metrics(
     timeout: Duration,
 ) -> Option<(String, bool, u64)> {
     let deadline = start + timeout;
-    let (http, url) = metrics_page(client)?;
-    let mut n = busy(&http, &url).await?;
+    let gauge = Gauge::of(client)?;
+    let mut n = gauge.read().await?;
     let first = n;
     while n > 0.0 {
         if Instant::now() >= deadline {
@@ -166,7 +206,7 @@ async fn wait_on_metrics(
             ));
         }
         tokio::time::sleep(POLL).await;
-        match busy(&http, &url).await {
+        match gauge.read().await {
             Some(v) => n = v,
             None => break,
         }
@@ -192,6 +232,8 @@ async fn probe_until_settled(
 ) -> (String, bool, u64) {
     let limit = 1.5 * reference + 20.0;
     let mut probes = 0u64;
+    // The first probe's TTFT: how slow the server still was.
+    let mut first: Option<f64> = None;
     loop {
         let prompt = probe(probes);
         probes += 1;
@@ -207,11 +249,18 @@ async fn probe_until_settled(
             .filter(|r| r.outcome == RequestOutcome::Completed || r.first_token_at().is_some())
             .and_then(metrics::ttft_us)
             .map(|us| us as f64 / 1000.0);
+        if first.is_none() {
+            first = ttft;
+        }
         match ttft {
             Some(t) if t <= limit => {
+                let before = match first {
+                    Some(f) if probes > 1 => format!(" (the first's {f:.0} ms)"),
+                    _ => String::new(),
+                };
                 return (
                     format!(
-                        "probe {probes}: TTFT {t:.0} ms, back within {limit:.0} ms of the synchronous {reference:.0} ms"
+                        "probe {probes}: TTFT {t:.0} ms{before}, back within {limit:.0} ms of the synchronous {reference:.0} ms"
                     ),
                     false,
                     probes,

@@ -368,6 +368,16 @@ impl StageReport {
         }
     }
 
+    /// It ended with a queue at the server: the flood, a stage that fell
+    /// behind, or one the over-saturation guard cut. The requests it
+    /// cancelled may still cost the server time after its `/metrics` shows
+    /// them gone.
+    pub fn left_a_queue(&self) -> bool {
+        self.strategy.is_flood()
+            || self.saturated()
+            || self.end_reason == super::kinds::StageEndReason::OverSaturated
+    }
+
     /// Why it was saturated: its verdict's reason (reports written before
     /// verdicts: what they said).
     pub fn saturation_reason(&self) -> Option<&str> {
