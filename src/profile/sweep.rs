@@ -403,7 +403,8 @@ impl SweepPlan {
     }
 
     /// After a planned stage that was saturated (or cut by the
-    /// over-saturation guard), no higher rate is run; the operator's own
+    /// over-saturation guard), the grid's higher rates are not run (probes
+    /// may still close the capacity's interval); the operator's own
     /// stages (`… (manual)`) do not stop the plan.
     fn stop_after_saturation(
         &mut self,
@@ -423,8 +424,9 @@ impl SweepPlan {
         let reason = last.saturation_reason().unwrap_or_default().to_string();
         let why = if last.end_reason == crate::types::StageEndReason::OverSaturated {
             format!(
-                "{} was over-saturated ({reason}); the over-saturation guard ended it, so no higher rate is run",
-                last.name
+                "{} was over-saturated ({reason}); the over-saturation guard ended it, so the grid's {left} higher rate{} left out",
+                last.name,
+                if left == 1 { " is" } else { "s are" }
             )
         } else if self.stop_on_saturation && last.saturated() {
             format!(
@@ -530,18 +532,29 @@ fn flood_under_read(done: &[StageReport], flood: Option<f64>) -> Option<String> 
 }
 
 /// The sweep's last word when the rates bracket the capacity: why its
-/// interval stays wide. "Completed far less" only when the stage that fell
-/// behind did (seen: said of a stage that completed 16.09 req/s, above
-/// every rate held).
+/// interval stays wide. That the stage which fell behind completed less
+/// than the rate held only when it did, by how much (seen: said of a stage
+/// that completed 16.09 req/s, above every rate held; then "far less" of
+/// 12.54 against a held stage's target of 13.63, which achieved 13.35).
 fn bracketed_notice(done: &[StageReport], held: f64, behind: f64, half_width: f64) -> String {
     let completed = done
         .iter()
         .filter(|s| s.target_rate == Some(behind) && answer::held(s) == Some(false))
         .map(|s| s.rates.achieved())
         .reduce(f64::min);
+    // What the held stage achieved, as its table says (its rate when it
+    // measured none).
+    let held_achieved = done
+        .iter()
+        .filter(|s| s.target_rate == Some(held) && answer::held(s) == Some(true))
+        .map(|s| s.rates.achieved())
+        .filter(|r| *r > 0.0)
+        .reduce(f64::max)
+        .unwrap_or(held);
     let why = match completed {
-        Some(c) if c < (1.0 - policy::PRECISION) * held => format!(
-            "the stages that fell behind completed far less than the ones below held ({c:.2} req/s against {held:.2}: the server slows once a queue forms), which more stages would only repeat"
+        Some(c) if c < (1.0 - policy::PRECISION) * held_achieved => format!(
+            "the stage that fell behind completed {:.0}% less than the one below achieved ({c:.2} req/s against {held_achieved:.2}: the server slows once a queue forms), which more stages would only repeat",
+            100.0 * (1.0 - c / held_achieved)
         ),
         _ => "the stages near it read their growth with more noise than ±5% allows; longer stages there would narrow it".to_string(),
     };
@@ -1209,7 +1222,7 @@ mod tests {
     }
 
     #[test]
-    fn far_less_is_said_only_of_a_stage_that_completed_far_less() {
+    fn less_is_said_only_of_a_stage_that_completed_less() {
         use crate::types::Outcome::{NotSaturated, Saturated};
         // Real llama.cpp: 15.83 held, 16.62 fell behind completing 16.09.
         let mut behind = read(16.62, Saturated, 0.53, 0.1);
@@ -1217,7 +1230,7 @@ mod tests {
         let d = vec![read(15.83, NotSaturated, 0.0, 0.1), behind];
         let said = bracketed_notice(&d, 15.83, 16.62, 0.08);
         assert!(
-            !said.contains("far less") && said.contains("longer stages"),
+            !said.contains("% less") && said.contains("longer stages"),
             "{said}"
         );
         // Real vLLM on one core: 11.09 held, 11.17 completed 6.40.
@@ -1226,7 +1239,7 @@ mod tests {
         let d = vec![read(11.09, NotSaturated, 0.0, 0.1), behind];
         let said = bracketed_notice(&d, 11.09, 11.17, 0.095);
         assert!(
-            said.contains("far less") && said.contains("6.40 req/s against 11.09"),
+            said.contains("42% less") && said.contains("6.40 req/s against 11.09"),
             "{said}"
         );
     }

@@ -57,7 +57,12 @@ pub fn point(s: &StageReport) -> Option<Point> {
     // A stage the over-saturation guard ended saw only its overload's
     // start (policy::Point::early_excuse).
     let guard_cut = s.end_reason == crate::types::StageEndReason::OverSaturated;
-    (v.outcome != Outcome::Erroring).then_some(Point { guard_cut, ..point })
+    let named = s.target_rate.filter(|r| *r > 0.0);
+    (v.outcome != Outcome::Erroring).then_some(Point {
+        guard_cut,
+        named,
+        ..point
+    })
 }
 
 fn target(s: &StageReport) -> f64 {
@@ -305,6 +310,24 @@ fn estimate_figures(
     a.width_per_s = c.high.map(|hi| hi - c.low);
 }
 
+/// `constant@34.52 kept up (achieved 32.79 req/s, 95.0% of its rate)`:
+/// under its rate, the share too ("kept up (achieved 32.79 req/s)" of
+/// constant@34.52 sat exactly on the 5 % line, 0.95 × 34.52 = 32.794, and
+/// read as if under it).
+fn kept_up_words(name: &str, h: &StageReport) -> String {
+    let achieved = h.rates.achieved();
+    let share = match h.target_rate {
+        Some(t) if t > 0.0 && achieved < t => {
+            format!(", {:.1}% of its rate", 100.0 * achieved / t)
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{name}{} kept up (achieved {achieved:.2} req/s{share})",
+        cut(h)
+    )
+}
+
 /// The stages the estimate rests on, in words: the one that kept up, the
 /// one that fell behind, how many were counted and the interval's width.
 fn estimate_basis(
@@ -321,12 +344,7 @@ fn estimate_basis(
         // tables' figure (seen: "constant@38.81 held 34.41 req/s" read as
         // if 34.41 were the rate held; then "kept up with 34.21", the
         // offered rate no table shows).
-        parts.push(format!(
-            "{}{} kept up (achieved {:.2} req/s)",
-            name(h),
-            cut(h),
-            h.rates.achieved()
-        ));
+        parts.push(kept_up_words(&name(h), h));
     }
     if let Some(n) = n {
         let (rate, g, noise) =
@@ -742,6 +760,19 @@ pub fn line(a: &Answer) -> String {
         // (Seen: a flood skipped with `n` after 3 s still read as the peak.)
         if let Some(c) = a.flood_cut_s {
             s.push_str(&format!(" (a flood cut after {c:.1} s: may read low)"));
+        }
+        // Far above the interval, say why both stand (seen on real vLLM:
+        // "holds ≈ 13.35 … · peak throughput 37.00 req/s when flooded",
+        // 2.8× with no word): a queue hundreds deep fills batches that
+        // paced arrivals at any rate it holds never do. Far: past the
+        // multiple within which the sweep takes the flood as a hint.
+        if let (Some(x), Some(hi)) = (a.requests_per_s, a.high) {
+            if f > hi && f >= policy::sweep::FLOOD_HINT_SPAN * x {
+                s.push_str(&format!(
+                    " ({:.1}× the rate held: what a deep queue lets it batch, not a rate it holds)",
+                    f / x
+                ));
+            }
         }
     }
     match a.slo_requests_per_s {
@@ -1207,7 +1238,7 @@ mod tests {
         let a = answer(&stages, None);
         assert!(
             a.basis
-                .starts_with("constant@38.81 kept up (achieved 34.41 req/s)"),
+                .starts_with("constant@38.81 kept up (achieved 34.41 req/s, 88.7% of its rate)"),
             "{}",
             a.basis
         );
@@ -1451,6 +1482,57 @@ mod tests {
         let said = format!("{} {}", line(&a), a.basis);
         assert!(!said.contains("no stage fell behind"), "{said}");
         assert!(said.contains("fell behind but does not bound it"), "{said}");
+    }
+
+    /// Real vLLM, round 3, sweep 1: "holds ≈ 13.35 req/s (13.01–14.50; …)
+    /// · peak throughput 37.00 req/s when flooded", 2.8× with no word.
+    #[test]
+    fn a_flood_far_above_the_interval_says_why_both_stand() {
+        let mut a = Answer {
+            requests_per_s: Some(13.35),
+            low: Some(13.01),
+            high: Some(14.50),
+            flood_requests_per_s: Some(37.0),
+            ..Default::default()
+        };
+        let said = line(&a);
+        assert!(
+            said.contains(
+                "37.00 req/s when flooded (2.8× the rate held: what a deep queue lets it batch"
+            ),
+            "{said}"
+        );
+        // Within the interval: nothing to explain.
+        a.flood_requests_per_s = Some(14.2);
+        assert!(!line(&a).contains("× the rate held"), "{}", line(&a));
+    }
+
+    /// Real vLLM, round 3, sweep 2: "holds ≈ 11.49 req/s (11.30–12.42;
+    /// … constant@12.35 (probe) did not)": the interval's top was the rate
+    /// the stage offered (12.417, sends catching up), above the rate its
+    /// name says did not hold. The top is the lower of the two.
+    #[test]
+    fn a_stage_that_fell_behind_caps_the_interval_at_its_named_rate() {
+        use Outcome::*;
+        let mut held = stage("constant@11.58 (probe)", 11.58, 11.54, Some(NotSaturated));
+        if let Some(v) = held.verdict.as_mut() {
+            v.offered_per_s = Some(11.58);
+            v.growth_per_s = Some(0.0);
+            v.growth_noise_per_s = Some(0.1);
+        }
+        let mut behind = stage("constant@12.35 (probe)", 12.35, 10.97, Some(Saturated));
+        if let Some(v) = behind.verdict.as_mut() {
+            v.offered_per_s = Some(12.417);
+            v.growth_per_s = Some(1.44);
+            v.growth_noise_per_s = Some(0.34);
+            v.growth_collapse_per_s = Some(0.72);
+        }
+        let a = answer(&[held, behind], None);
+        let high = a.high.expect("bracketed");
+        assert!(
+            high <= 12.35,
+            "{high} above the rate that did not hold: {a:?}"
+        );
     }
 
     /// Real llama.cpp, round 2, sweep 1 (its readings as report.json has

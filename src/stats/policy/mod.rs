@@ -409,6 +409,7 @@ impl Reading {
             filling: self.filling(),
             collapse: self.collapse(),
             guard_cut: false,
+            named: Some(self.target).filter(|t| *t > 0.0),
         }
     }
 }
@@ -481,6 +482,10 @@ pub struct Point {
     /// The over-saturation guard ended the stage (rule 11): its window saw
     /// only the start of its overload (see [`Point::early_excuse`]).
     pub guard_cut: bool,
+    /// The rate the stage was asked for (its name's), when known: a stage
+    /// that fell behind caps the capacity at the lower of it and the rate
+    /// offered (see [`Point::ceiling`]).
+    pub named: Option<f64>,
 }
 
 impl Point {
@@ -500,6 +505,15 @@ impl Point {
     /// stage, whatever its growth allows (see [`capacity`]).
     pub fn fell_behind(&self) -> bool {
         self.growth - self.filling - SIGMAS * self.noise > 0.0
+    }
+
+    /// The rate no capacity reaches when this stage fell behind: the lower
+    /// of its offered and its named rate. The offered rate can sit a little
+    /// above the name (sends caught up after a late wake-up), and an
+    /// interval up to 12.42 beside "constant@12.35 did not hold" reads as
+    /// a contradiction (seen twice on real vLLM).
+    pub fn ceiling(&self) -> f64 {
+        self.named.map_or(self.rate, |n| n.min(self.rate))
     }
 
     /// How far under rate − growth a stage the guard ended may put the
@@ -591,7 +605,7 @@ pub fn capacity(points: &[Point]) -> Option<Capacity> {
     let ceiling = points
         .iter()
         .filter(|p| p.fell_behind())
-        .map(|p| p.rate)
+        .map(Point::ceiling)
         .reduce(f64::min);
     const STEPS: usize = 4000;
     let hi_grid = CURVE_HEADROOM * top;

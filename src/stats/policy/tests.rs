@@ -319,6 +319,7 @@ fn stored(
         filling,
         collapse,
         guard_cut,
+        named: None,
     }
 }
 

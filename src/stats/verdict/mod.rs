@@ -523,6 +523,7 @@ pub fn point_of(v: &Verdict, rate: f64) -> Option<Point> {
         filling: v.growth_filling_per_s.unwrap_or(0.0),
         collapse: v.growth_collapse_per_s.unwrap_or(0.0),
         guard_cut: false,
+        named: None,
     })
 }
 
