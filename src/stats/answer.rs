@@ -203,8 +203,8 @@ fn in_conversations(stages: &[StageReport]) -> bool {
     stages.iter().any(|s| s.conversations.is_some())
 }
 
-/// A conversation run's answer says its unit: its rates are requests a
-/// second, each request a turn (seen: "holds ≥ 0.60 req/s (constant@0.20
+/// A conversation run's answer says its unit (its basis is written in it,
+/// `rate_unit`): its rates are requests a second, each request a turn (seen: "holds ≥ 0.60 req/s (constant@0.20
 /// held …)" of 3-turn conversations started at 0.20 a second, beside
 /// "--rate 0.25,0.30" in conversations a second); the rates to run next
 /// are in conversations a second, as `--rate` counts them.
@@ -213,11 +213,20 @@ fn in_turns(a: &mut Answer, stages: &[StageReport]) {
         return;
     }
     a.turns_per_conversation = Some(requests_per_rate_unit(stages));
-    a.basis = a.basis.replace(" req/s", " turns/s");
     if let Some(next) = a.next.as_mut() {
         if next.contains("--rate ") {
             next.push_str(" (--rate counts conversations a second)");
         }
+    }
+}
+
+/// The unit of these stages' rates, as the basis writes them: turns a
+/// second in a conversation run.
+fn rate_unit(stages: &[StageReport]) -> &'static str {
+    if in_conversations(stages) {
+        "turns/s"
+    } else {
+        "req/s"
     }
 }
 
@@ -314,7 +323,7 @@ fn estimate_figures(
 /// under its rate, the share too ("kept up (achieved 32.79 req/s)" of
 /// constant@34.52 sat exactly on the 5 % line, 0.95 × 34.52 = 32.794, and
 /// read as if under it).
-fn kept_up_words(name: &str, h: &StageReport) -> String {
+fn kept_up_words(name: &str, h: &StageReport, u: &str) -> String {
     let achieved = h.rates.achieved();
     let share = match h.target_rate {
         Some(t) if t > 0.0 && achieved < t => {
@@ -323,7 +332,7 @@ fn kept_up_words(name: &str, h: &StageReport) -> String {
         _ => String::new(),
     };
     format!(
-        "{name}{} kept up (achieved {achieved:.2} req/s{share})",
+        "{name}{} kept up (achieved {achieved:.2} {u}{share})",
         cut(h)
     )
 }
@@ -337,6 +346,7 @@ fn estimate_basis(
     n: Option<&StageReport>,
 ) -> String {
     let name = |s: &StageReport| crate::types::stage_run_name(stages, s);
+    let u = rate_unit(stages);
     let counted = stages.iter().filter(|s| point(s).is_some()).count();
     let mut parts = Vec::new();
     if let Some(h) = h {
@@ -344,13 +354,13 @@ fn estimate_basis(
         // tables' figure (seen: "constant@38.81 held 34.41 req/s" read as
         // if 34.41 were the rate held; then "kept up with 34.21", the
         // offered rate no table shows).
-        parts.push(kept_up_words(&name(h), h));
+        parts.push(kept_up_words(&name(h), h, u));
     }
     if let Some(n) = n {
         let (rate, g, noise) =
             point(n).map_or((target(n), 0.0, 0.0), |p| (p.rate, p.growth, p.noise));
         parts.push(format!(
-            "{}{} fell behind by {g:.2} ± {:.2} req/s, completing {:.2}",
+            "{}{} fell behind by {g:.2} ± {:.2} {u}, completing {:.2}",
             name(n),
             cut(n),
             policy::SIGMAS * noise,
@@ -367,7 +377,7 @@ fn estimate_basis(
         .filter(|r| *r >= c.low)
     {
         parts.push(format!(
-            "synchronous completed {one:.2} req/s one at a time, so it holds at least about that"
+            "synchronous completed {one:.2} {u} one at a time, so it holds at least about that"
         ));
     }
     let stages_word = if counted == 1 { "stage" } else { "stages" };
