@@ -260,7 +260,7 @@ table.timeline th,table.timeline td{{text-align:left}} table.timeline .num{{text
 fn findings(r: &Report) -> String {
     let mut h = String::from("<h2>Summary</h2><ul>");
     for (k, v) in super::summary::lines(r) {
-        let _ = write!(h, "<li><b>{}:</b> {}</li>", esc(k), esc(&v));
+        let _ = write!(h, "<li><b>{}:</b> {}</li>", esc(k.label()), esc(&v));
     }
     h.push_str("</ul>");
     for w in &r.warnings {

@@ -157,7 +157,7 @@ mod tests {
         // The summary's SLO line says the same, on every screen and file.
         let slos = super::summary::lines(&r)
             .into_iter()
-            .find(|(label, _)| *label == "SLOs")
+            .find(|(key, _)| *key == super::summary::Key::Slos)
             .map(|(_, line)| line)
             .expect("an SLO line");
         assert!(

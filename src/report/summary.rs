@@ -153,36 +153,90 @@ pub fn slo_line_of(r: &Report) -> Option<String> {
     r.slo_summary.as_ref().map(slo_line)
 }
 
-/// The summary as (label, text) lines.
-pub fn lines(r: &Report) -> Vec<(&'static str, String)> {
+/// A line of the summary: what it says, which the screens and files that
+/// show it decide by (the dashboard keeps the answer, drops the basis
+/// first…); its label is made only where it is shown ([`Key::label`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Answer,
+    /// `--repeat N`: the answer across the runs.
+    Repeats,
+    /// How the answer was reached, and what to run next.
+    Basis,
+    Knee,
+    Slos,
+    /// What the answer's rate costs (with a price) …
+    Cost,
+    /// … or draws (GPU figures without one).
+    Gpus,
+    Saturated,
+    Erroring,
+    Undecided,
+    Errors,
+    CutShort,
+    Stopped,
+    /// Where the reports were written (the dashboard's result screen).
+    Reports,
+}
+
+impl Key {
+    /// The line's label, as every screen and file shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Key::Answer => "Answer",
+            Key::Repeats => "Repeats",
+            Key::Basis => "Basis",
+            Key::Knee => "Knee",
+            Key::Slos => "SLOs",
+            Key::Cost => "Cost",
+            Key::Gpus => "GPUs",
+            Key::Saturated => "Saturated",
+            Key::Erroring => "Erroring",
+            Key::Undecided => "Undecided",
+            Key::Errors => "Errors",
+            Key::CutShort => "Cut short",
+            Key::Stopped => "Stopped",
+            Key::Reports => "Reports",
+        }
+    }
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.label())
+    }
+}
+
+/// The summary as (key, text) lines.
+pub fn lines(r: &Report) -> Vec<(Key, String)> {
     let mut out = Vec::new();
     let a = answer(r);
-    out.push(("Answer", crate::stats::answer::line(&a)));
+    out.push((Key::Answer, crate::stats::answer::line(&a)));
     out.extend(super::repeats::summary_line(r));
     let mut basis = a.basis.clone();
     if let Some(next) = &a.next {
         basis.push_str(&format!("; next: {next}"));
     }
-    out.push(("Basis", basis));
-    out.push(("Knee", knee_line(&r.stages)));
+    out.push((Key::Basis, basis));
+    out.push((Key::Knee, knee_line(&r.stages)));
     if let Some(line) = slo_line_of(r) {
-        out.push(("SLOs", line));
+        out.push((Key::Slos, line));
     }
     // With GPU figures or a price: what the answer's rate costs and draws.
     out.extend(super::gpu::answer_line(r));
-    out.push(("Saturated", saturated_line(&r.stages)));
+    out.push((Key::Saturated, saturated_line(&r.stages)));
     let stages = &r.stages;
-    for (label, line) in [
-        ("Erroring", erroring_line(stages)),
-        ("Undecided", undecided_line(stages)),
-        ("Errors", errors_line(stages)),
-        ("Cut short", cut_short_line(stages)),
+    for (key, line) in [
+        (Key::Erroring, erroring_line(stages)),
+        (Key::Undecided, undecided_line(stages)),
+        (Key::Errors, errors_line(stages)),
+        (Key::CutShort, cut_short_line(stages)),
     ] {
         if let Some(line) = line {
-            out.push((label, line));
+            out.push((key, line));
         }
     }
-    out.push(("Stopped", stop_reason(r)));
+    out.push((Key::Stopped, stop_reason(r)));
     out
 }
 

@@ -8,7 +8,7 @@ use ratatui::Frame;
 
 use super::sweep;
 use super::table::{self, report_rows};
-use crate::report::summary;
+use crate::report::summary::{self, Key};
 use crate::tui::app::App;
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
@@ -74,7 +74,7 @@ fn summary_lines(app: &App, area: Rect) -> Vec<Line<'static>> {
     let paths: Vec<String> = o.paths.iter().map(|p| p.display().to_string()).collect();
     let mut items = summary::lines(r);
     items.push((
-        "Reports",
+        Key::Reports,
         if paths.is_empty() {
             "not written".into()
         } else {
@@ -89,7 +89,7 @@ fn summary_lines(app: &App, area: Rect) -> Vec<Line<'static>> {
     );
     let mut lines: Vec<Line> = Vec::new();
     for (k, v) in items {
-        let style = if k == "Reports" {
+        let style = if k == Key::Reports {
             th.style(th.accent)
         } else {
             th.text()
@@ -102,7 +102,7 @@ fn summary_lines(app: &App, area: Rect) -> Vec<Line<'static>> {
             }
         }
         for (i, part) in parts.into_iter().enumerate() {
-            let label = if i == 0 { k } else { "" };
+            let label = if i == 0 { k.label() } else { "" };
             lines.push(Line::from(vec![
                 Span::styled(format!("{label:<10} "), th.title()),
                 Span::styled(part, style),
@@ -113,8 +113,8 @@ fn summary_lines(app: &App, area: Rect) -> Vec<Line<'static>> {
 }
 
 /// The lines a summary item keeps when clipped: the answer two, others one.
-fn keep(k: &str) -> usize {
-    if k == "Answer" {
+fn keep(k: Key) -> usize {
+    if k == Key::Answer {
         2
     } else {
         1
@@ -125,14 +125,14 @@ fn keep(k: &str) -> usize {
 /// `width` wide: the basis first, then (each item clipped to the lines it
 /// keeps) the knee, saturation, SLOs and the undecided. Whether the items
 /// are to be clipped.
-fn fit_summary(items: &mut Vec<(&str, String)>, budget: u16, width: usize) -> bool {
-    let height = |items: &[(&str, String)], clip: bool| -> usize {
+fn fit_summary(items: &mut Vec<(Key, String)>, budget: u16, width: usize) -> bool {
+    let height = |items: &[(Key, String)], clip: bool| -> usize {
         items
             .iter()
             .map(|(k, v)| {
                 let n = crate::report::console::wrap(v, width, 0).len();
                 if clip {
-                    n.min(keep(k))
+                    n.min(keep(*k))
                 } else {
                     n
                 }
@@ -140,13 +140,13 @@ fn fit_summary(items: &mut Vec<(&str, String)>, budget: u16, width: usize) -> bo
             .sum::<usize>()
             + 2
     };
-    let fits = |items: &[(&str, String)], clip: bool| height(items, clip) <= budget as usize;
+    let fits = |items: &[(Key, String)], clip: bool| height(items, clip) <= budget as usize;
     let mut clip = false;
     if !fits(items, false) {
-        items.retain(|(k, _)| *k != "Basis");
+        items.retain(|(k, _)| *k != Key::Basis);
         clip = !fits(items, false);
     }
-    for drop in ["Knee", "Saturated", "SLOs", "Undecided"] {
+    for drop in [Key::Knee, Key::Saturated, Key::Slos, Key::Undecided] {
         if !clip || fits(items, true) {
             break;
         }
@@ -188,5 +188,28 @@ mod tests {
         // Too small for both: the summary alone.
         assert_eq!(summary_budget(12, 10), 12);
         assert_eq!(summary_budget(40, 10), 31);
+    }
+
+    /// The summary is fitted by its lines' keys: the basis goes first,
+    /// then the knee…, the answer keeps two lines when clipped.
+    #[test]
+    fn a_short_screen_drops_the_basis_first_and_keeps_the_answer() {
+        let long = "word ".repeat(40);
+        let mut items = vec![
+            (Key::Answer, long.clone()),
+            (Key::Basis, long.clone()),
+            (Key::Knee, long.clone()),
+            (Key::Stopped, "the plan is done".to_string()),
+        ];
+        // Without the basis, unclipped: 5 + 5 + 1 + 2 rows.
+        assert!(!fit_summary(&mut items, 13, 40));
+        let keys: Vec<Key> = items.iter().map(|(k, _)| *k).collect();
+        assert_eq!(keys, [Key::Answer, Key::Knee, Key::Stopped]);
+        // Clipped: the answer two rows, the others one; the knee dropped.
+        items.insert(1, (Key::Basis, long));
+        assert!(fit_summary(&mut items, 5, 40));
+        let keys: Vec<Key> = items.iter().map(|(k, _)| *k).collect();
+        assert_eq!(keys, [Key::Answer, Key::Stopped]);
+        assert_eq!((keep(Key::Answer), keep(Key::Stopped)), (2, 1));
     }
 }
