@@ -14,7 +14,7 @@
 
 use super::columns as c;
 use crate::types::live::LiveStage;
-use crate::types::{DistSummary, StageReport};
+use crate::types::{DistSummary, StageLabel, StageReport};
 
 /// The figures of a distribution the table shows, in ms; `count` 0: nothing
 /// was measured (a pooling API's TTFT, a stage without a completion).
@@ -61,6 +61,9 @@ pub enum RowState {
 pub struct StageRow {
     /// The stage's label (`types::stage_labels`).
     pub name: String,
+    /// The label carries a mark (`types::StageLabel::marked`: run again,
+    /// cut, paused) that the dashboard's legend explains.
+    pub marked: bool,
     pub state: RowState,
     pub saturated: bool,
     pub target: Option<f64>,
@@ -89,10 +92,11 @@ pub struct StageRow {
 
 impl StageRow {
     /// A finished stage's row, named `label`.
-    pub fn of(s: &StageReport, label: String) -> Self {
+    pub fn of(s: &StageReport, label: &StageLabel) -> Self {
         let count = |f: c::Figure| f.num(s) as u64;
         StageRow {
-            name: label,
+            name: label.to_string(),
+            marked: label.marked(),
             state: RowState::Done,
             saturated: s.saturated(),
             target: c::TARGET_RATE.value(s).number(),
@@ -128,7 +132,7 @@ impl StageRow {
 
     /// A finished stage's row as the dashboard shows it: a stage that
     /// measured nothing has no rates (`-`, where the reports print 0).
-    pub fn dashboard(s: &StageReport, label: String) -> Self {
+    pub fn dashboard(s: &StageReport, label: &StageLabel) -> Self {
         let mut row = StageRow::of(s, label);
         if !(s.requests.measured > 0 || s.measured_s > 0.0) {
             row.rps = None;
@@ -145,7 +149,7 @@ impl StageRow {
     /// `done` on one screen agree.
     pub fn live(s: &LiveStage) -> Self {
         let mut row = match &s.so_far {
-            Some(r) => StageRow::dashboard(r, String::new()),
+            Some(r) => StageRow::dashboard(r, &StageLabel::default()),
             None => StageRow::default(),
         };
         row.counts = Some((s.counts.completed, s.counts.incomplete, s.counts.errored));
@@ -166,8 +170,8 @@ impl StageRow {
 pub fn rows(stages: &[StageReport]) -> Vec<StageRow> {
     stages
         .iter()
-        .zip(crate::types::stage_labels(stages))
-        .map(|(s, label)| StageRow::of(s, label))
+        .zip(crate::types::stage_label_parts(stages))
+        .map(|(s, label)| StageRow::of(s, &label))
         .collect()
 }
 

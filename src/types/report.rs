@@ -614,17 +614,68 @@ fn is_zero_count(n: &u64) -> bool {
 /// paused. Every table uses it (dashboard, result screen, console, md,
 /// csv, html); `name` stays the stage's key.
 pub fn stage_label(name: &str, run: usize, cut: bool, paused: bool) -> String {
-    let mut s = name.to_string();
-    if run > 1 {
-        s.push_str(&format!(" #{run}"));
+    StageLabel {
+        name: name.to_string(),
+        run,
+        cut,
+        paused,
     }
-    if cut {
-        s.push_str(" cut");
+    .to_string()
+}
+
+/// A stage's row label as its parts ([`stage_label`] shows it): what
+/// code asks of a label (has it marks for the legend to explain?) is read
+/// here, never from its text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StageLabel {
+    /// The stage's name, with its run of a `--repeat N` run ([`repeat_name`]).
+    pub name: String,
+    /// Which run of its name (1 for the first).
+    pub run: usize,
+    pub cut: bool,
+    pub paused: bool,
+}
+
+impl StageLabel {
+    /// The label of `stage`, the `run`th of its name.
+    pub fn of(stage: &StageReport, run: usize) -> Self {
+        StageLabel {
+            name: repeat_name(stage),
+            run,
+            cut: stage.cut_short,
+            paused: stage.pauses > 0,
+        }
     }
-    if paused {
-        s.push_str(" paused");
+
+    /// Whether the label carries a mark ([`LABEL_LEGEND`]).
+    pub fn marked(&self) -> bool {
+        self.run > 1 || self.cut || self.paused
     }
-    s
+}
+
+impl std::fmt::Display for StageLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)?;
+        if self.run > 1 {
+            write!(f, " #{}", self.run)?;
+        }
+        if self.cut {
+            f.write_str(" cut")?;
+        }
+        if self.paused {
+            f.write_str(" paused")?;
+        }
+        Ok(())
+    }
+}
+
+/// Each stage's [`StageLabel`], in order.
+pub fn stage_label_parts(stages: &[StageReport]) -> Vec<StageLabel> {
+    stages
+        .iter()
+        .zip(run_numbers(stages))
+        .map(|(s, run)| StageLabel::of(s, run))
+        .collect()
 }
 
 /// Each stage of a run with its [`stage_label`], in order.
@@ -634,10 +685,9 @@ pub fn labelled(stages: &[StageReport]) -> impl Iterator<Item = (&StageReport, S
 
 /// [`stage_label`] for each stage of a run, in order.
 pub fn stage_labels(stages: &[StageReport]) -> Vec<String> {
-    stages
+    stage_label_parts(stages)
         .iter()
-        .zip(run_numbers(stages))
-        .map(|(s, run)| stage_label(&repeat_name(s), run, s.cut_short, s.pauses > 0))
+        .map(StageLabel::to_string)
         .collect()
 }
 

@@ -110,8 +110,8 @@ pub fn power_since(view: &crate::server_metrics::GpuLive, start_unix_s: f64) -> 
 pub fn report_rows(stages: &[StageReport]) -> Vec<StageRow> {
     stages
         .iter()
-        .zip(crate::types::stage_labels(stages))
-        .map(|(s, label)| StageRow::dashboard(s, label))
+        .zip(crate::types::stage_label_parts(stages))
+        .map(|(s, label)| StageRow::dashboard(s, &label))
         .collect()
 }
 
@@ -155,8 +155,14 @@ pub(super) fn table_rows(app: &App) -> Vec<StageRow> {
             let start = start.duration_since(std::time::UNIX_EPOCH).ok()?;
             power_since(g, start.as_secs_f64())
         });
-        row.name =
-            crate::types::stage_label(&name, run, false, app.snap.paused || st.paused_s > 0.0);
+        let label = crate::types::StageLabel {
+            name,
+            run,
+            cut: false,
+            paused: app.snap.paused || st.paused_s > 0.0,
+        };
+        row.name = label.to_string();
+        row.marked = label.marked();
         rows.push(row);
     }
     for p in &app.snap.upcoming {
@@ -311,9 +317,7 @@ fn frame_block(
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border());
-    let marks = rows
-        .iter()
-        .any(|r| r.name.contains(" #") || r.name.ends_with(" cut") || r.name.ends_with(" paused"));
+    let marks = rows.iter().any(|r| r.marked);
     let mut legend = match (live, marks) {
         (true, false) => "▶ running, so far · ! saturated · - no data ".to_string(),
         (false, false) => "! saturated · - no data ".to_string(),
@@ -478,6 +482,40 @@ mod tests {
         }
         // At 80 columns the key columns keep their room.
         assert_eq!(titles(78, &priced), self::titles(78));
+    }
+
+    /// A row is marked (the legend explains `#2`, `cut`, `paused`) by its
+    /// stage's run, cut and pauses, not by its label's text: a name of the
+    /// operator's with ` #` in it marks nothing.
+    #[test]
+    fn rows_are_marked_by_their_stages_not_their_labels_text() {
+        let stage = |name: &str| StageReport {
+            name: name.into(),
+            ..Default::default()
+        };
+        let mut cut = stage("constant@5.00");
+        cut.cut_short = true;
+        let mut paused = stage("constant@6.00");
+        paused.pauses = 1;
+        let stages = vec![
+            stage("constant@5.00"),
+            stage("batch #1 cut"),
+            cut,
+            paused,
+            stage("constant@5.00"),
+        ];
+        let rows = report_rows(&stages);
+        let marked: Vec<(&str, bool)> = rows.iter().map(|r| (r.name.as_str(), r.marked)).collect();
+        assert_eq!(
+            marked,
+            [
+                ("constant@5.00", false),
+                ("batch #1 cut", false),
+                ("constant@5.00 #2 cut", true),
+                ("constant@6.00 paused", true),
+                ("constant@5.00 #3", true),
+            ]
+        );
     }
 
     #[test]
