@@ -7,25 +7,30 @@
 use super::section::{Col, PartTable, Section, Shown};
 use crate::types::{ImagesSent, Report, StageReport};
 
-/// A kind of part a stage's requests carried: its figures in a stage and
-/// its word in the title.
+/// A kind of part a stage's requests carried: its figures in a stage, its
+/// word in the title, and whether it is a clip (audio, video: the note
+/// under the table says how clips are sent).
 struct Kind {
     get: fn(&StageReport) -> Option<&ImagesSent>,
     word: &'static str,
+    clip: bool,
 }
 
 const KINDS: [Kind; 3] = [
     Kind {
         get: |s| s.images.as_ref(),
         word: "images",
+        clip: false,
     },
     Kind {
         get: |s| s.audio.as_ref(),
         word: "audio",
+        clip: true,
     },
     Kind {
         get: |s| s.video.as_ref(),
         word: "video",
+        clip: true,
     },
 ];
 
@@ -167,7 +172,7 @@ impl Section for ImagesSection {
 
     fn shown(&self, r: &Report) -> Option<Shown> {
         let kinds = kinds(r);
-        let note = if kinds.iter().any(|k| k.word != "images") {
+        let note = if kinds.iter().any(|k| k.clip) {
             NOTE_CLIPS
         } else {
             NOTE
@@ -243,6 +248,8 @@ mod tests {
         };
         let shown = ImagesSection.shown(&r).unwrap();
         assert_eq!(shown.title, "Audio and video");
+        // Clips sent: the note says how (by the kinds, not their words).
+        assert_eq!(shown.note, Some(format!("{NOTE_CLIPS}.")));
         let t = &shown.table;
         assert!(
             t.contains("audio") && t.contains("video") && !t.contains("images"),
@@ -263,5 +270,8 @@ mod tests {
         assert_eq!(title(&kinds(&r)), "Images, audio and video");
         r.stages[0].audio = None;
         assert_eq!(title(&kinds(&r)), "Images and video");
+        r.stages[0].video = None;
+        let images_only = ImagesSection.shown(&r).unwrap();
+        assert_eq!(images_only.note, Some(format!("{NOTE}.")));
     }
 }
