@@ -9,24 +9,25 @@ use tokio::sync::watch;
 use crate::types::live::{ErrorEntry, Snapshot};
 use crate::types::EventKind;
 
-/// Lines for the first error of each category in each stage, so that a
+/// The first error of each category in each stage (by its number: a rate
+/// run again is a stage of its own), with its time in the run, so that a
 /// headless run shows what the server said, not only how often.
 pub fn first_error_lines(
     errors: &std::collections::VecDeque<ErrorEntry>,
-    seen: &mut std::collections::HashSet<(String, String)>,
-) -> Vec<String> {
+    seen: &mut std::collections::HashSet<(usize, String, String)>,
+) -> Vec<(f64, String)> {
     errors
         .iter()
-        .filter(|e| seen.insert((e.stage.clone(), e.category.clone())))
+        .filter(|e| seen.insert((e.stage_number, e.stage.clone(), e.category.clone())))
         .map(|e| {
-            format!(
-                "[{:>6.1}s] error {} in {}: {}",
-                e.t_s,
+            let text = format!(
+                "error {} in {}: {}",
                 e.category,
                 e.stage,
                 // One line, whatever the server put in its message.
                 crate::safe::line(&crate::redact::scrub(&e.message))
-            )
+            );
+            (e.t_s, text)
         })
         .collect()
 }
@@ -187,17 +188,14 @@ fn join_of(parts: &[(u8, String)], head: usize, max: u8) -> String {
     line
 }
 
-/// A note (a timeline event, an error) in `width` columns: wrapped,
-/// continuation lines indented under the text after its `[  12.3s]`.
-pub fn note_lines(line: &str, width: usize) -> Vec<String> {
-    let (head, text) = match line.split_once("] ") {
-        Some((t, rest)) if t.starts_with('[') => (format!("{t}] "), rest),
-        _ => (String::new(), line),
-    };
-    let indent = if head.is_empty() {
-        2
-    } else {
-        head.chars().count()
+/// A note in `width` columns, wrapped: a timeline event or an error at
+/// `t_s` seconds into the run, `[  12.3s] text`, continuation lines
+/// indented under the text; without a time, indented by two.
+pub fn note_lines(t_s: Option<f64>, text: &str, width: usize) -> Vec<String> {
+    let head = t_s.map(|t| format!("[{t:>6.1}s] ")).unwrap_or_default();
+    let indent = match head.chars().count() {
+        0 => 2,
+        n => n,
     };
     let first = width.saturating_sub(head.chars().count()).max(20);
     let mut out = Vec::new();
@@ -258,8 +256,8 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
     let mut seen_events = 0usize;
     let mut seen_errors = std::collections::HashSet::new();
     let width = line_width();
-    let note = |line: &str| {
-        for l in note_lines(line, width) {
+    let note = |t_s: f64, text: &str| {
+        for l in note_lines(Some(t_s), text, width) {
             crate::term::note(&l);
         }
     };
@@ -272,12 +270,12 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
         for ev in snap.timeline.iter().skip(seen_events) {
             if printed(&ev.event) {
                 let detail = crate::redact::scrub(&ev.detail);
-                note(&format!("[{:>6.1}s] {}: {detail}", ev.t_s, ev.event));
+                note(ev.t_s, &format!("{}: {detail}", ev.event));
             }
         }
         seen_events = snap.timeline.len();
-        for line in first_error_lines(&snap.recent_errors, &mut seen_errors) {
-            note(&line);
+        for (t_s, text) in first_error_lines(&snap.recent_errors, &mut seen_errors) {
+            note(t_s, &text);
         }
         if snap.done || closed {
             return;
@@ -378,7 +376,8 @@ mod tests {
             assert!(!line.contains('…') || line.contains(" …"), "{line}");
         }
         let notes = note_lines(
-            "[  20.3s] stage_warning: throughput: the throughput stage measured queueing, not capacity (38.55 req/s; median latency 6.8 s; 512 of 896 requests incomplete)",
+            Some(20.3),
+            "stage_warning: throughput: the throughput stage measured queueing, not capacity (38.55 req/s; median latency 6.8 s; 512 of 896 requests incomplete)",
             80,
         );
         assert!(
@@ -393,6 +392,7 @@ mod tests {
         let e = |stage: &str, category: &str, message: &str| ErrorEntry {
             t_s: 1.0,
             stage: stage.into(),
+            stage_number: 1,
             category: category.into(),
             message: message.into(),
         };
@@ -409,10 +409,24 @@ mod tests {
         .into();
         let lines = first_error_lines(&errors, &mut seen);
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].contains("http_404 in sync: HTTP 404 Not Found: no route"));
+        assert_eq!(
+            lines[0],
+            (
+                1.0,
+                "error http_404 in sync: HTTP 404 Not Found: no route for /v1/chat".to_string()
+            )
+        );
         // The next snapshot repeats them: nothing new.
         assert!(first_error_lines(&errors, &mut seen).is_empty());
         let later: std::collections::VecDeque<_> = [e("throughput", "http_404", "x")].into();
         assert_eq!(first_error_lines(&later, &mut seen).len(), 1);
+        // The stage run again (its name, a new number) is a stage of its
+        // own: its first error shows (it was taken for the first run's).
+        let again = ErrorEntry {
+            stage_number: 3,
+            ..e("throughput", "http_404", "y")
+        };
+        let lines = first_error_lines(&[again].into(), &mut seen);
+        assert_eq!(lines.len(), 1, "{lines:?}");
     }
 }

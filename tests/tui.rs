@@ -95,6 +95,7 @@ fn app_with(finished: Vec<llmsweep::types::StageReport>) -> App {
         recent_errors: Arc::new(VecDeque::from([ErrorEntry {
             t_s: 61.5,
             stage: "constant@12.50".into(),
+            stage_number: 2,
             category: "http_500".into(),
             message: "HTTP 500: simulated internal error".into(),
         }])),
@@ -329,12 +330,14 @@ fn golden_app() -> App {
             ErrorEntry {
                 t_s: 36.2,
                 stage: "constant@11.94".into(),
+                stage_number: 2,
                 category: "http_500".into(),
                 message: "HTTP 500: simulated internal error".into(),
             },
             ErrorEntry {
                 t_s: 38.9,
                 stage: "constant@11.94".into(),
+                stage_number: 2,
                 category: "http_500".into(),
                 message: "HTTP 500: simulated internal error".into(),
             },
@@ -714,6 +717,7 @@ fn help_errors_and_server_views() {
     recent.push(ErrorEntry {
         t_s: 70.0,
         stage: "constant@34.16".into(),
+        stage_number: 2,
         category: "connect".into(),
         message: long.into(),
     });

@@ -127,6 +127,7 @@ impl Engine {
             recent.push_back(ErrorEntry {
                 t_s: run_start.elapsed().as_secs_f64(),
                 stage: stage.to_string(),
+                stage_number: number,
                 category: category.to_string(),
                 message,
             });

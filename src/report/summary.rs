@@ -303,7 +303,7 @@ fn undecided_line(stages: &[StageReport]) -> Option<String> {
         // A stage run again (an inconclusive sweep stage is, once) is
         // what its last run said: "undecided" beside "held" would
         // contradict the answer.
-        if stages[i + 1..].iter().any(|later| later.name == s.name) {
+        if crate::types::later_runs(stages, i).next().is_some() {
             continue;
         }
         match undecided.iter_mut().find(|(why, _)| *why == v.reason) {

@@ -286,13 +286,13 @@ fn announce(p: &Prepared, dir: &Path) {
         dir.display()
     );
     let width = crate::headless::line_width();
-    for l in crate::headless::note_lines(&line, width) {
+    for l in crate::headless::note_lines(None, &line, width) {
         term::note(&l);
     }
     // Which tokenizer counts the prompts (a model's, the server's
     // /tokenize, or the built-in approximation) and where it came from.
     if let Some(t) = &p.tokenizer_note {
-        for l in crate::headless::note_lines(t, width) {
+        for l in crate::headless::note_lines(None, t, width) {
             term::note(&l);
         }
     }

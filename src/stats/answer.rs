@@ -119,11 +119,7 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
     let judged: Vec<(&StageReport, bool)> = stages
         .iter()
         .enumerate()
-        .filter(|(i, s)| {
-            !stages[i + 1..]
-                .iter()
-                .any(|t| t.name == s.name && held(t).is_some())
-        })
+        .filter(|(i, _)| !crate::types::later_runs(stages, *i).any(|t| held(t).is_some()))
         .filter_map(|(_, s)| Some((s, held(s)?)))
         .collect();
     let best_held = judged

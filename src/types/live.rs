@@ -40,7 +40,12 @@ pub enum Control {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ErrorEntry {
     pub t_s: f64,
+    /// The stage's name, as shown.
     pub stage: String,
+    /// The stage's `number` in the run: which stage it was (a rate run
+    /// again keeps its name). 0 from a viewer's peer that did not send it.
+    #[serde(default)]
+    pub stage_number: usize,
     pub category: String,
     pub message: String,
 }

@@ -714,13 +714,31 @@ pub fn repeat_name(s: &StageReport) -> String {
 /// [`stage_run_names`]'s name of `stage`, one of `stages`.
 pub fn stage_run_name(stages: &[StageReport], stage: &StageReport) -> String {
     let run = match stages.iter().position(|s| std::ptr::eq(s, stage)) {
-        Some(i) => stages[..=i]
-            .iter()
-            .filter(|s| s.name == stage.name && s.repeat == stage.repeat)
-            .count(),
+        Some(i) => next_run(&stages[..i], &stage.name, stage.repeat),
         None => 1,
     };
     stage_label(&repeat_name(stage), run, false, false)
+}
+
+/// The stages after the `i`th of `stages` that run it again: a stage is
+/// run again under its name (a rate cut short, an undecided probe), with a
+/// number of its own, so its runs are the stages of its name; this is the
+/// one place that says so (code that finds one stage finds it by number).
+pub fn later_runs(stages: &[StageReport], i: usize) -> impl Iterator<Item = &StageReport> {
+    let name = stages.get(i).map(|s| s.name.as_str());
+    stages
+        .iter()
+        .skip(i + 1)
+        .filter(move |s| Some(s.name.as_str()) == name)
+}
+
+/// The run of a stage named `name` (of `--repeat` run `repeat`) that
+/// would follow `done`: 1 + the runs of it there.
+pub fn next_run(done: &[StageReport], name: &str, repeat: Option<u32>) -> usize {
+    1 + done
+        .iter()
+        .filter(|s| s.name == name && s.repeat == repeat)
+        .count()
 }
 
 /// Which run of its name each stage is: 1 for the first, 2 for the next…
@@ -854,5 +872,17 @@ mod label_tests {
                 "constant@6.77 #4",
             ]
         );
+        let marked: Vec<bool> = stage_label_parts(&stages)
+            .iter()
+            .map(StageLabel::marked)
+            .collect();
+        assert_eq!(marked, [false, true, true, true, true, true]);
+        // A stage's later runs are the stages of its name after it; the
+        // next run of a name counts those before.
+        let later = |i| later_runs(&stages, i).count();
+        assert_eq!((later(0), later(1), later(2), later(5)), (0, 3, 0, 0));
+        assert_eq!(next_run(&stages, "constant@6.77", None), 5);
+        assert_eq!(next_run(&stages, "constant@6.77", Some(2)), 1);
+        assert_eq!(stage_run_name(&stages, &stages[4]), "constant@6.77 #3");
     }
 }

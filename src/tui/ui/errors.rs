@@ -135,6 +135,7 @@ mod tests {
         let e = |t: f64, cat: &str, msg: &str| ErrorEntry {
             t_s: t,
             stage: "s".into(),
+            stage_number: 2,
             category: cat.into(),
             message: msg.into(),
         };

@@ -136,12 +136,7 @@ pub(super) fn table_rows(app: &App) -> Vec<StageRow> {
     if let Some(st) = &app.snap.stage {
         // In a `--repeat N` run a planned stage is named with its run (`r2`).
         let repeat = app.snap.repeat.filter(|_| !st.manual).map(|(k, _)| k);
-        let run = 1 + app
-            .snap
-            .finished
-            .iter()
-            .filter(|f| f.name == st.name && f.repeat == repeat)
-            .count();
+        let run = crate::types::next_run(&app.snap.finished, &st.name, repeat);
         let name = match repeat {
             Some(k) => format!("{} r{k}", st.name),
             None => st.name.clone(),
