@@ -177,7 +177,7 @@ pub fn models(r: &Report) -> Vec<String> {
 /// The summary's line for the answer's rate: "at 8.00 req/s
 /// (constant@8.00): $0.41 per million output tokens, 310 W, 0.52 J per
 /// output token". None without an answer's stage with GPU figures.
-pub fn answer_line(r: &Report) -> Option<(super::summary::Key, String)> {
+pub fn answer_line(r: &Report) -> Option<(super::summary_key::Key, String)> {
     let a = r.answer.as_ref()?;
     let names = crate::types::stage_run_names(&r.stages);
     let mut stages = r.stages.iter().zip(&names).rev();
@@ -192,8 +192,8 @@ pub fn answer_line(r: &Report) -> Option<(super::summary::Key, String)> {
     let g = s.gpu.as_ref()?;
     let line = stage_line(s, g)?;
     let key = match g.cost {
-        Some(_) => super::summary::Key::Cost,
-        None => super::summary::Key::Gpus,
+        Some(_) => super::summary_key::Key::Cost,
+        None => super::summary_key::Key::Gpus,
     };
     Some((
         key,
@@ -335,7 +335,7 @@ mod tests {
     fn the_answers_rate_gets_its_cost_line() {
         let r = report();
         let (label, line) = answer_line(&r).unwrap();
-        assert_eq!(label, crate::report::summary::Key::Cost);
+        assert_eq!(label, crate::report::summary_key::Key::Cost);
         assert_eq!(
             line,
             "at 8.00 req/s (constant@8.00): $0.41 per million output tokens, $0.087 per 1,000 requests, 310 W, 0.517 J per output token"

@@ -34,6 +34,7 @@ pub mod sections;
 pub mod server_metrics;
 pub mod stage_table;
 pub mod summary;
+pub mod summary_key;
 pub mod svg;
 pub mod tables;
 pub mod tools;
@@ -157,7 +158,7 @@ mod tests {
         // The summary's SLO line says the same, on every screen and file.
         let slos = super::summary::lines(&r)
             .into_iter()
-            .find(|(key, _)| *key == super::summary::Key::Slos)
+            .find(|(key, _)| *key == super::summary_key::Key::Slos)
             .map(|(_, line)| line)
             .expect("an SLO line");
         assert!(

@@ -285,7 +285,7 @@ pub fn answer_line(r: &Repeats) -> Option<String> {
 }
 
 /// The summary's line: `Repeats` and the answer across runs.
-pub fn summary_line(r: &Report) -> Option<(super::summary::Key, String)> {
+pub fn summary_line(r: &Report) -> Option<(super::summary_key::Key, String)> {
     let rep = r.repeats.as_ref()?;
     let line = answer_line(rep).unwrap_or_else(|| {
         format!(
@@ -293,7 +293,7 @@ pub fn summary_line(r: &Report) -> Option<(super::summary::Key, String)> {
             rep.ran, rep.asked
         )
     });
-    Some((super::summary::Key::Repeats, line))
+    Some((super::summary_key::Key::Repeats, line))
 }
 
 /// report.md's section: the answer across runs, a row per planned stage.

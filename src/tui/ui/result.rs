@@ -8,7 +8,8 @@ use ratatui::Frame;
 
 use super::sweep;
 use super::table::{self, report_rows};
-use crate::report::summary::{self, Key};
+use crate::report::summary;
+use crate::report::summary_key::Key;
 use crate::tui::app::App;
 
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
