@@ -146,12 +146,11 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
             _ => {
                 // The sweep would run its throughput stage again, longer:
                 // here that is the first phase's to do.
-                let notice = sweep.take_notice().unwrap_or_default();
-                let why = notice
-                    .split(": running it again")
-                    .next()
-                    .filter(|w| !w.is_empty())
-                    .unwrap_or("the sweep would run its throughput stage again");
+                let why = if spec.strategy.kind().is_flood() {
+                    crate::profile::sweep::THROUGHPUT_RERUN_WHY
+                } else {
+                    "the sweep would run its throughput stage again"
+                };
                 bail!(
                     "{why}: run the first phase again with longer stages{}",
                     spec.limits

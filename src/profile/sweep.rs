@@ -102,6 +102,9 @@ impl SweepKind {
     }
 }
 
+/// Why a sweep runs its throughput stage again (its one reason), as `plan --phase` says too.
+pub const THROUGHPUT_RERUN_WHY: &str = "the throughput stage completed no request";
+
 pub struct SweepPlan {
     stages: usize,
     kind: SweepKind,
@@ -392,11 +395,10 @@ impl SweepPlan {
         if !(c.completions == 0 || thr <= 0.0) {
             return None;
         }
-        let why = "completed no request".to_string();
         let longer = longer_limits(&self.limits)?;
         self.throughput_rerun = true;
         self.notice = Some(format!(
-            "the throughput stage {why}: running it again, {}",
+            "{THROUGHPUT_RERUN_WHY}: running it again, {}",
             describe_limits(&longer)
         ));
         Some(StageSpec::new(self.throughput(), longer))

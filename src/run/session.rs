@@ -381,7 +381,7 @@ async fn keep_state(mut state: RunState, dir: PathBuf, mut snapshots: watch::Rec
             match &s.stage {
                 Some(st) => format!(
                     "{} {}{}",
-                    s.stage_count().trim_start_matches("stage "),
+                    s.stage_count_short(),
                     st.name,
                     if s.paused { " (paused)" } else { "" }
                 ),

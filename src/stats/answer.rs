@@ -200,8 +200,9 @@ fn in_conversations(stages: &[StageReport]) -> bool {
 }
 
 /// A conversation run's answer says its unit (its basis is written in it,
-/// `rate_unit`): its rates are requests a second, each request a turn (seen: "holds ≥ 0.60 req/s (constant@0.20
-/// held …)" of 3-turn conversations started at 0.20 a second, beside
+/// `rate_unit`): its rates are requests a second, each request a turn
+/// (seen: "holds ≥ 0.60 req/s (constant@0.20 held …)" of 3-turn
+/// conversations started at 0.20 a second, beside
 /// "--rate 0.25,0.30" in conversations a second); the rates to run next
 /// are in conversations a second, as `--rate` counts them.
 fn in_turns(a: &mut Answer, stages: &[StageReport]) {

@@ -164,23 +164,32 @@ impl Snapshot {
     /// and the planned stages measured), which never reads 17/16.
     pub fn stage_count(&self) -> String {
         match self.repeat {
-            Some((i, n)) => format!("repeat {i}/{n} · {}", self.plan_count()),
-            None => self.plan_count(),
+            Some((i, n)) => format!("repeat {i}/{n} · {}", self.plan_count("stage ")),
+            None => self.plan_count("stage "),
         }
     }
 
-    /// [`Snapshot::stage_count`] without the repeat.
-    fn plan_count(&self) -> String {
+    /// [`Snapshot::stage_count`] as run.json keeps it for `llmsweep ls`
+    /// (`8/10 constant@5.00`): without the word `stage`, but in a repeat.
+    pub fn stage_count_short(&self) -> String {
+        match self.repeat {
+            Some(_) => self.stage_count(),
+            None => self.plan_count(""),
+        }
+    }
+
+    /// [`Snapshot::stage_count`] without the repeat, the count after `word`.
+    fn plan_count(&self, word: &str) -> String {
         if self.extra_stages == 0 {
             let total = self.stages_total.map_or("?".to_string(), |t| t.to_string());
-            return format!("stage {}/{total}", self.stage_number);
+            return format!("{word}{}/{total}", self.stage_number);
         }
         let plan = self
             .stages_total
             .map(|t| t.saturating_sub(self.extra_stages).max(self.plan_done))
             .map_or("?".to_string(), |t| t.to_string());
         format!(
-            "stage {} · plan {}/{plan} done",
+            "{word}{} · plan {}/{plan} done",
             self.stage_number, self.plan_done
         )
     }
@@ -271,6 +280,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(plain.stage_count(), "stage 8/10");
+        assert_eq!(plain.stage_count_short(), "8/10");
         // Seven stages beyond the plan's ten (rate keys and re-runs).
         let extra = Snapshot {
             stage_number: 17,
@@ -280,6 +290,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(extra.stage_count(), "stage 17 · plan 8/10 done");
+        assert_eq!(extra.stage_count_short(), "17 · plan 8/10 done");
         let unknown = Snapshot {
             stage_number: 3,
             extra_stages: 1,
@@ -293,5 +304,6 @@ mod tests {
             ..plain
         };
         assert_eq!(repeated.stage_count(), "repeat 2/3 · stage 8/10");
+        assert_eq!(repeated.stage_count_short(), repeated.stage_count());
     }
 }

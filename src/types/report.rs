@@ -755,8 +755,8 @@ fn run_numbers(stages: &[StageReport]) -> Vec<usize> {
         .collect()
 }
 
-/// What the labels' marks mean, for a table's legend.
-pub const LABEL_LEGEND: &str = "#2 run again · cut ended early · paused";
+/// What the labels' marks mean, for a table's legend (one item a mark).
+pub const LABEL_LEGEND: [&str; 3] = ["#2 run again", "cut ended early", "paused"];
 
 // `--repeat N`: the plan run N times, and each figure across the runs.
 

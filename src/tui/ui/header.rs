@@ -136,12 +136,11 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     if line1.width() > width as usize {
         if has_answer && line1.spans.len() >= 6 {
             line1.spans.drain(2..4);
-            // The target's span ends in a space: the dot after it needs
-            // none before it (seen: `…:8000  · holds` at 80 columns).
+            // The target's span ends in a space: the dot after it (the
+            // answer's or the profile's, ` · `) needs none before it
+            // (seen: `…:8000  · holds` at 80 columns).
             if let Some(dot) = line1.spans.get_mut(2) {
-                if dot.content == " · " {
-                    dot.content = "· ".into();
-                }
+                dot.content = "· ".into();
             }
         } else {
             line1.spans.truncate(4);

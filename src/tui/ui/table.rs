@@ -312,20 +312,21 @@ fn frame_block(
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border());
-    let marks = rows.iter().any(|r| r.marked);
-    let mut legend = match (live, marks) {
-        (true, false) => "▶ running, so far · ! saturated · - no data ".to_string(),
-        (false, false) => "! saturated · - no data ".to_string(),
-        (true, true) => format!("▶ running · ! saturated · {} ", crate::types::LABEL_LEGEND),
-        (false, true) => format!("! saturated · - no data · {} ", crate::types::LABEL_LEGEND),
+    let labels = rows.iter().any(|r| r.marked);
+    let mut marks: Vec<&str> = match (live, labels) {
+        (true, false) => vec!["▶ running, so far", "! saturated", "- no data"],
+        (false, _) => vec!["! saturated", "- no data"],
+        (true, true) => vec!["▶ running", "! saturated"],
     };
+    if labels {
+        marks.extend(crate::types::LABEL_LEGEND);
+    }
     // Against a baseline: what the marks after a change mean.
     if rows.iter().any(|r| r.vs.iter().any(Option::is_some)) {
-        legend.push_str("· Δ vs baseline: * significant · ~ within noise ");
+        marks.extend(["Δ vs baseline: * significant", "~ within noise"]);
     }
     // Whole marks of the legend, never half of one.
     let mut items = vec![vec![Span::styled(" stages ", th.title())]];
-    let marks: Vec<&str> = legend.trim_end().split(" · ").collect();
     for (i, m) in marks.iter().enumerate() {
         let sep = if i + 1 < marks.len() { " · " } else { " " };
         items.push(vec![Span::styled(format!("{m}{sep}"), th.dim())]);
