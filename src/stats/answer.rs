@@ -1602,8 +1602,15 @@ mod tests {
                 0.0,
             ),
         ];
+        // Without it, the probes alone: 18.06 completed 16.21, under what
+        // 16.85 achieved, a collapse that bounds the capacity by its rate
+        // (offered 17.78) alone (policy::collapsed); the interval's top
+        // read 17.54 before, and 35 s at 18.57 then kept up.
         let without = answer(&probes, None);
-        assert!(without.high.is_some_and(|h| h < 17.6), "{without:?}");
+        assert!(
+            without.high.is_some_and(|h| h > 17.6 && h <= 17.78),
+            "{without:?}"
+        );
         let mut stages = vec![sync, flood()];
         stages.extend(probes);
         let a = answer(&stages, None);

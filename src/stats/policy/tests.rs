@@ -453,3 +453,36 @@ fn guard_cut_stages_that_agree_bound_the_capacity() {
     assert!((c.estimate - 125.0).abs() < 0.05 * 125.0, "{c:?}");
     assert!(c.is_precise() || c.half_width() < 0.075, "{c:?}");
 }
+
+/// Real vLLM on one core, 2026-11-29 sweep 1 (report.json's readings):
+/// 19.57 kept up (offered 20.01, growth 0.28); the probe at 22.50, cut
+/// by the guard after 7 s, fell behind completing 16.26, under what 19.57
+/// achieved. With half its growth allowed as collapse the interval read
+/// 19.30–20.69, "precise", and the sweep stopped; 35 s at 21.67 then kept
+/// up. A stage that completed less than a slower one achieved collapsed:
+/// it bounds the capacity by its rate alone, so the interval reaches up
+/// to it and the sweep probes in between.
+#[test]
+fn a_collapse_bounds_the_capacity_by_its_rate_alone() {
+    let mut pts = vec![
+        stored(15.546, -0.119, 0.159, 0.0, 0.0, false),
+        stored(17.706, 0.224, 0.186, 0.0, 0.112, false),
+        stored(20.011, 0.278, 0.208, 0.0, 0.139, false),
+        stored(22.234, 5.970, 0.726, 0.0, 2.985, true),
+    ];
+    pts[3].named = Some(22.5);
+    let c = capacity(&pts).unwrap();
+    let high = c.high.expect("bracketed");
+    assert!(high >= 21.67, "the truth (21.67 held) is inside: {c:?}");
+    assert!(high <= 22.234, "never at the rate that fell behind: {c:?}");
+    assert!(!c.is_precise(), "the gap is worth a probe: {c:?}");
+    // A stage behind that completed about what the slower ones did is no
+    // collapse: its growth reads the capacity (the fixed-step server).
+    let pts = [
+        stored(36.0, 0.0, 0.2, 0.0, 0.0, false),
+        stored(44.0, 4.0, 0.3, 0.0, 2.0, false),
+    ];
+    assert_eq!(collapsed(pts.to_vec())[1].collapse, 2.0);
+    let c = capacity(&pts).unwrap();
+    assert!(c.high.unwrap() < 43.0, "{c:?}");
+}
