@@ -1,6 +1,6 @@
 //! The run's answer, computed once from its stages: the capacity the
 //! server holds, estimated from every open-loop stage's backlog growth by
-//! the one policy (`stats::policy::capacity`), with its interval and the
+//! the one policy (`stats::policy::estimate::capacity`), with its interval and the
 //! stages it rests on; the peak throughput when flooded beside it (a
 //! different quantity: the queue is unbounded there). Pure functions over
 //! the report model; docs/METRICS.md has a worked example.
@@ -71,13 +71,13 @@ fn target(s: &StageReport) -> f64 {
 
 /// The capacity estimate of these stages, with the flood and the highest
 /// rate held: what the sweep plans its added stages from.
-pub fn capacity(stages: &[StageReport]) -> Option<policy::Capacity> {
+pub fn capacity(stages: &[StageReport]) -> Option<policy::estimate::Capacity> {
     let points: Vec<Point> = stages.iter().filter_map(point).collect();
     if points.is_empty() {
         return None;
     }
     let floors = stages.iter().filter_map(one_at_a_time);
-    policy::capacity(&points.into_iter().chain(floors).collect::<Vec<_>>())
+    policy::estimate::capacity(&points.into_iter().chain(floors).collect::<Vec<_>>())
 }
 
 /// What a synchronous stage says of the capacity: one request at a time,
@@ -269,7 +269,7 @@ fn set_aside_as_client_limited(stages: &[StageReport]) -> Option<String> {
 fn estimated(
     a: &mut Answer,
     stages: &[StageReport],
-    c: &policy::Capacity,
+    c: &policy::estimate::Capacity,
     h: Option<&StageReport>,
     n: Option<&StageReport>,
 ) -> bool {
@@ -299,7 +299,7 @@ fn estimated(
 /// give (the basis quotes them).
 fn estimate_figures(
     a: &mut Answer,
-    c: &policy::Capacity,
+    c: &policy::estimate::Capacity,
     h: Option<&StageReport>,
     n: Option<&StageReport>,
 ) {
@@ -338,7 +338,7 @@ fn kept_up_words(name: &str, h: &StageReport, u: &str) -> String {
 /// one that fell behind, how many were counted and the interval's width.
 fn estimate_basis(
     stages: &[StageReport],
-    c: &policy::Capacity,
+    c: &policy::estimate::Capacity,
     h: Option<&StageReport>,
     n: Option<&StageReport>,
 ) -> String {
@@ -418,7 +418,7 @@ fn estimate_basis(
 fn estimate_next(
     a: &mut Answer,
     stages: &[StageReport],
-    c: &policy::Capacity,
+    c: &policy::estimate::Capacity,
     h: Option<&StageReport>,
 ) -> bool {
     // `--rate` of a conversation run counts conversations a second: the

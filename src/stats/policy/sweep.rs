@@ -2,7 +2,8 @@
 //! long an added stage runs (`profile::sweep` asks; see the rules in the
 //! module above).
 
-use super::{Capacity, PRECISION};
+use super::estimate::Capacity;
+use super::PRECISION;
 
 /// A flood's rate is taken as where to probe next when nothing fell behind
 /// only while under this multiple of the highest rate held; past it the

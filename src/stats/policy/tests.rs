@@ -1,3 +1,5 @@
+use super::estimate::collapsed;
+use super::estimate::{capacity, Capacity};
 use super::sweep::*;
 use super::*;
 
