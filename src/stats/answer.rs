@@ -203,18 +203,22 @@ fn in_conversations(stages: &[StageReport]) -> bool {
 /// `rate_unit`): its rates are requests a second, each request a turn
 /// (seen: "holds ≥ 0.60 req/s (constant@0.20 held …)" of 3-turn
 /// conversations started at 0.20 a second, beside
-/// "--rate 0.25,0.30" in conversations a second); the rates to run next
-/// are in conversations a second, as `--rate` counts them.
+/// "--rate 0.25,0.30" in conversations a second).
 fn in_turns(a: &mut Answer, stages: &[StageReport]) {
-    if !in_conversations(stages) {
-        return;
+    if in_conversations(stages) {
+        a.turns_per_conversation = Some(requests_per_rate_unit(stages));
     }
-    a.turns_per_conversation = Some(requests_per_rate_unit(stages));
-    if let Some(next) = a.next.as_mut() {
-        if next.contains("--rate ") {
-            next.push_str(" (--rate counts conversations a second)");
-        }
-    }
+}
+
+/// Advice that names rates to run (`--rate …`): those of a conversation
+/// run are in conversations a second, as `--rate` counts them, and the
+/// advice says so. Advice that names none is set as it is.
+fn advise_rates(a: &mut Answer, stages: &[StageReport], advice: String) {
+    a.next = Some(if in_conversations(stages) {
+        format!("{advice} (--rate counts conversations a second)")
+    } else {
+        advice
+    });
 }
 
 /// The unit of these stages' rates, as the basis writes them: turns a
@@ -427,17 +431,18 @@ fn estimate_next(
     let per_rate = requests_per_rate_unit(stages);
     match c.high {
         None => {
-            floor_next(a, a.requests_per_s.unwrap_or(c.estimate) / per_rate);
+            floor_next(a, stages, a.requests_per_s.unwrap_or(c.estimate) / per_rate);
             // Higher rates, or a search, would find where it stops holding;
             // stages above too short to tell are run longer instead.
             !h.is_some_and(|h| undecided_above(a, stages, h))
         }
         Some(_) if !c.is_precise() => {
-            a.next = Some(format!(
+            let advice = format!(
                 "narrow it with a stage near the estimate, e.g. --profile constant --rate {:.2},{:.2}",
                 c.estimate / per_rate,
                 (1.0 + policy::PRECISION) * c.estimate / per_rate
-            ));
+            );
+            advise_rates(a, stages, advice);
             false
         }
         Some(_) => false,
@@ -521,11 +526,12 @@ const FLOOR_ADVICE: [f64; 2] = [1.25, 1.5];
 const SHOWN_ALIKE: f64 = 0.005;
 
 /// Every stage held: higher rates to run next.
-fn floor_next(a: &mut Answer, lo: f64) {
+fn floor_next(a: &mut Answer, stages: &[StageReport], lo: f64) {
     let [near, far] = FLOOR_ADVICE.map(|by| by * lo);
-    a.next = Some(format!(
+    let advice = format!(
         "run higher rates to find where it stops holding, e.g. --profile constant --rate {near:.2},{far:.2}"
-    ));
+    );
+    advise_rates(a, stages, advice);
 }
 
 /// Stages above a floor that were too short to tell: the floor's advice
@@ -575,7 +581,7 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> b
     };
     a.basis.push_str(&format!("; {n} above it {were} {why}"));
     let rates = format!("--profile constant --rate {}", list.join(","));
-    a.next = Some(if whole.is_empty() {
+    let advice = if whole.is_empty() {
         format!("run the rates above it to their end, e.g. {rates}")
     } else if by_requests {
         // Their --max-requests ended them: more requests lengthen them.
@@ -597,7 +603,8 @@ fn undecided_above(a: &mut Answer, stages: &[StageReport], h: &StageReport) -> b
             String::new()
         };
         format!("run the rates above it longer, e.g. {rates}{length}")
-    });
+    };
+    advise_rates(a, stages, advice);
     true
 }
 
@@ -920,6 +927,23 @@ mod tests {
             "{}",
             line(&a)
         );
+    }
+
+    /// Only advice that names rates says how `--rate` counts them: a
+    /// conversation run's advice to lengthen its stages names none.
+    #[test]
+    fn a_conversation_runs_advice_says_the_unit_only_of_rates_it_names() {
+        let mut undecided = stage("constant@5.00", 5.0, 14.62, Some(Outcome::Inconclusive));
+        undecided.conversations = Some(crate::types::Conversations {
+            started: 50,
+            ..Default::default()
+        });
+        let a = answer(&[undecided], None);
+        assert_eq!(
+            a.next.as_deref(),
+            Some("lengthen the stages (--max-seconds)")
+        );
+        assert!(a.turns_per_conversation.is_some(), "{a:?}");
     }
 
     /// A run set aside does not hide what an earlier run of the same stage
