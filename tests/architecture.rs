@@ -304,9 +304,6 @@ const PARSERS: &[&str] = &[
 /// Reads of llmsweep's own words known today and not yet typed: (file, a
 /// piece of the line), each with why it is left. The list only shrinks.
 const KNOWN_WORD_READS: &[(&str, &str)] = &[
-    // The target's address cut from "built-in simulator (http://…)" on a
-    // narrow header: the run's hello carries the target as one string.
-    ("src/tui/ui/header.rs", r#"t.content.find(" (")"#),
     // A chart's metric picked by its word: a parameter, not read text.
     ("src/report/html.rs", r#"what == "ITL""#),
     // `--fail-if` metric keys (`latency` is `e2e`): identifiers.

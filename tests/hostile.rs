@@ -673,6 +673,7 @@ fn endpoint(
     });
     let hello = RunHello {
         target: "http://127.0.0.1:1".into(),
+        target_address: None,
         model: "m".into(),
         profile: "p".into(),
         dir: dir.display().to_string(),

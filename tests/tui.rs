@@ -17,7 +17,7 @@ use llmsweep::tui::{theme, ui};
 use llmsweep::types::live::{
     ErrorEntry, LiveStage, PlannedStage, RunHistory, SeriesPoint, Snapshot,
 };
-use llmsweep::types::{Report, RequestCounts, StageReport};
+use llmsweep::types::{Report, RequestCounts, StageReport, TargetName};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
@@ -632,11 +632,18 @@ fn cut_words(screen: &str) -> Vec<String> {
 #[test]
 fn a_narrow_header_keeps_the_answer() {
     let mut app = golden_app();
-    app.info.target = "built-in simulator (http://127.0.0.1:41385)".into();
+    app.info.target = TargetName::of(true, "http://127.0.0.1:41385".into());
     for w in [60, 80, 100] {
         let dash = render(&app, w, 24);
         let first = dash.lines().next().unwrap_or("");
         assert!(first.contains("holds"), "{w}: {first}");
+        // The simulator by its name, its address where there is room (the
+        // header takes the name it is given, not a cut of the whole).
+        let target = match w {
+            60 => "llmsweep  built-in simulator · holds",
+            _ => "llmsweep  built-in simulator (http://127.0.0.1:41385) · ",
+        };
+        assert!(first.contains(target), "{w}: {first}");
     }
 }
 

@@ -81,7 +81,7 @@ pub fn attach(
                 fps,
                 themes: crate::tui::theme::from_env(theme.as_deref())?,
                 info: crate::tui::app::RunInfo {
-                    target: hello.target.clone(),
+                    target: hello.target_name(),
                     model: hello.model.clone(),
                     profile: format!("{} (attached)", hello.profile),
                     pooled: hello.pooled,
@@ -112,7 +112,7 @@ async fn progress_lines(
     crate::term::note(&format!(
         "llmsweep: attached to {} ({} · {}); Ctrl-C leaves, the run goes on",
         dir.display(),
-        hello.target,
+        hello.target_name(),
         hello.profile
     ));
     let progress = tokio::spawn(crate::headless::print_progress(snapshots, hello.pooled));

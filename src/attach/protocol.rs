@@ -21,7 +21,13 @@ pub const VERSION: u32 = 1;
 /// What a run tells a viewer about itself when it connects.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunHello {
+    /// What the run is against: the server's address, or `built-in
+    /// simulator` (a run from before `target_address` sent the two in one:
+    /// `built-in simulator (http://…)`).
     pub target: String,
+    /// The built-in simulator's address (absent for a server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_address: Option<String>,
     pub model: String,
     pub profile: String,
     /// The run directory (reports, run.json, the socket).
@@ -36,6 +42,16 @@ pub struct RunHello {
     /// the screens show latency where they show TTFT.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pooled: bool,
+}
+
+impl RunHello {
+    /// What the run is against, its name and address apart.
+    pub fn target_name(&self) -> crate::types::TargetName {
+        crate::types::TargetName {
+            name: self.target.clone(),
+            address: self.target_address.clone(),
+        }
+    }
 }
 
 /// Run → viewer.
@@ -333,6 +349,40 @@ mod tests {
         };
         let back: RunHello = serde_json::from_slice(&encode(&held)).unwrap();
         assert_eq!(back, held);
+    }
+
+    /// The built-in simulator's name and address come apart (a narrow
+    /// header shows the name); a run from before sent them in one string,
+    /// which a viewer shows whole.
+    #[test]
+    fn a_hello_carries_the_simulators_name_and_address_apart() {
+        let sim = crate::types::TargetName::of(true, "http://127.0.0.1:9".into());
+        let hello = RunHello {
+            target: sim.name.clone(),
+            target_address: sim.address.clone(),
+            ..Default::default()
+        };
+        let back: RunHello = serde_json::from_slice(&encode(&hello)).unwrap();
+        assert_eq!(back.target_name(), sim);
+        assert_eq!(
+            back.target_name().to_string(),
+            "built-in simulator (http://127.0.0.1:9)"
+        );
+        let old: RunHello = serde_json::from_str(
+            r#"{"target":"built-in simulator (http://127.0.0.1:9)","model":"m","profile":"p","dir":"d","pid":1}"#,
+        )
+        .unwrap();
+        assert_eq!(old.target_name().address, None);
+        assert_eq!(
+            old.target_name().to_string(),
+            "built-in simulator (http://127.0.0.1:9)"
+        );
+        let server = RunHello {
+            target: "http://10.0.0.1:8000".into(),
+            ..Default::default()
+        };
+        let line = String::from_utf8(encode(&server)).unwrap();
+        assert!(!line.contains("target_address"), "{line}");
     }
 
     use super::*;

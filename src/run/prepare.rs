@@ -342,10 +342,8 @@ impl Bodies {
 /// What the run is against, as the report shows it.
 fn target(reached: &Reached, client: &Client, model: String, api: crate::types::Api) -> Target {
     Target {
-        url: match &reached.simulator {
-            Some(_) => format!("built-in simulator ({})", client.display_url()),
-            None => client.display_url(),
-        },
+        url: crate::types::TargetName::of(reached.simulator.is_some(), client.display_url())
+            .to_string(),
         // A mix names its models and shares (`a 70% · b 30%`).
         model: reached.mix.as_ref().map_or(model, |m| m.describe()),
         api,

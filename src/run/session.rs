@@ -49,8 +49,10 @@ pub struct Session {
 
 /// What a viewer is told first of the run.
 fn hello(args: &RunConfig, p: &Prepared, dir: &Path) -> RunHello {
+    let target = crate::types::TargetName::of(p.simulator.is_some(), p.client.display_url());
     RunHello {
-        target: p.target.url.clone(),
+        target: target.name,
+        target_address: target.address,
         model: p.target.model.clone(),
         profile: p.plan.description.clone(),
         dir: dir.display().to_string(),
@@ -320,7 +322,7 @@ fn start_front_end(
         fps: args.fps.get(),
         themes: std::mem::take(&mut p.themes),
         info: crate::tui::app::RunInfo {
-            target: hello.target,
+            target: hello.target_name(),
             model: hello.model,
             profile: hello.profile,
             pooled: hello.pooled,

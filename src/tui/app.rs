@@ -143,7 +143,7 @@ impl Confirm {
 /// Fixed facts about the run, shown in the header.
 #[derive(Debug, Clone, Default)]
 pub struct RunInfo {
-    pub target: String,
+    pub target: crate::types::TargetName,
     pub model: String,
     pub profile: String,
     /// A pooling API: answers come whole, with a latency and no TTFT or ITL.

@@ -19,6 +19,7 @@ pub mod server_metrics;
 mod settings;
 mod slo;
 mod strategy;
+mod target;
 mod verdict;
 mod warning;
 
@@ -33,5 +34,6 @@ pub use search::{SearchProbe, SearchSummary};
 pub use settings::SavedSettings;
 pub use slo::Slo;
 pub use strategy::{KindInfo, Steers, StrategyKind, SweepRole};
+pub use target::{Target, TargetName};
 pub use verdict::{Basis, CapacityEstimate, Method, Outcome, Verdict};
 pub use warning::{StageWarning, LATENCIES_PER_STAGE};

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::dist::DistSummary;
-use super::kinds::{Api, EventKind};
+use super::kinds::EventKind;
 use super::slo::Slo;
 use super::strategy::StrategyKind;
+use super::target::Target;
 
 /// Bumped whenever a field changes meaning or disappears. 2: a stage's
 /// `rates.steady_requests_per_s` is written `rates.capacity_requests_per_s`
@@ -78,16 +79,6 @@ pub struct SloSummary {
     /// Interpolated rate at which the share of good requests falls to `attainment`.
     pub estimated_rate: Option<f64>,
     pub note: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Target {
-    /// Base URL, or `built-in simulator` with its address.
-    pub url: String,
-    pub model: String,
-    pub api: Api,
-    /// True when the run used the built-in simulator ("target: built-in simulator").
-    pub builtin_simulator: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -148,9 +148,7 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     }
     if line1.width() > width as usize && has_answer {
         if let Some(t) = line1.spans.get_mut(1) {
-            if let Some(i) = t.content.find(" (") {
-                t.content = format!("{} ", &t.content[..i]).into();
-            }
+            t.content = format!(" {} ", app.info.target.name).into();
         }
     }
     if line1.width() > width as usize && has_answer && line1.spans.len() >= 4 {
