@@ -433,6 +433,8 @@ pub fn comparison(base: &Report, path: &str, new: &Report) -> Result<BaselineCom
             ttft_p99_ms: s.ttft_ms.p99,
             itl_p50_ms: s.itl_ms.p50,
             itl_p99_ms: s.itl_ms.p99,
+            latency_p50_ms: Some(s.latency_ms.p50),
+            latency_p99_ms: Some(s.latency_ms.p99),
         })
         .collect();
     Ok(BaselineComparison {

@@ -9,7 +9,7 @@ use super::charts::{chart, chart_with, time_chart, ChartOpts, Series};
 use super::section::Place;
 use super::{columns, layouts, sections, server_metrics};
 use crate::stats::dist::Dist;
-use crate::types::{Report, StageReport};
+use crate::types::{CurvePoint, Report, StageReport};
 
 use crate::safe::html as esc;
 
@@ -88,12 +88,78 @@ fn distribution_chart(r: &Report, key: &str, title: &str) -> String {
 /// A sweep chart: the open-loop stages as a curve (points labelled with
 /// stage names), the other stages (synchronous, throughput, concurrent) as
 /// separate markers, saturated stages marked, the knee as a dashed line.
-fn sweep_chart(
-    r: &Report,
-    title: &str,
-    what: &str,
-    f: &dyn Fn(&StageReport) -> (f64, f64),
-) -> String {
+/// A figure the sweep charts draw against the achieved rate, p50 and p99:
+/// the run's stages give it, and the baseline's curve beside them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SweepFigure {
+    Ttft,
+    Itl,
+    /// A pooling API's (its answers come whole: no TTFT, no ITL).
+    Latency,
+}
+
+impl SweepFigure {
+    /// Its name in the legend.
+    fn word(self) -> &'static str {
+        match self {
+            SweepFigure::Ttft => "TTFT",
+            SweepFigure::Itl => "ITL",
+            SweepFigure::Latency => "latency",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            SweepFigure::Ttft => "TTFT against achieved rate",
+            SweepFigure::Itl => "ITL against achieved rate",
+            SweepFigure::Latency => "Latency against achieved rate",
+        }
+    }
+
+    /// A stage's p50 and p99, ms.
+    fn of(self, s: &StageReport) -> (f64, f64) {
+        let d = match self {
+            SweepFigure::Ttft => &s.ttft_ms,
+            SweepFigure::Itl => &s.itl_ms,
+            SweepFigure::Latency => &s.latency_ms,
+        };
+        (d.p50, d.p99)
+    }
+
+    /// A point of the baseline's curve's p50 and p99, ms: None for latency
+    /// in a report from before the curve carried it.
+    fn of_baseline(self, p: &CurvePoint) -> Option<(f64, f64)> {
+        match self {
+            SweepFigure::Ttft => Some((p.ttft_p50_ms, p.ttft_p99_ms)),
+            SweepFigure::Itl => Some((p.itl_p50_ms, p.itl_p99_ms)),
+            SweepFigure::Latency => Some((p.latency_p50_ms?, p.latency_p99_ms?)),
+        }
+    }
+}
+
+fn sweep_chart(r: &Report, figure: SweepFigure) -> String {
+    let series = sweep_series(r, figure);
+    let vlines = super::summary::knee(&r.stages)
+        .map(|k| {
+            let name = crate::types::stage_run_name(&r.stages, k);
+            vec![(k.rates.achieved(), format!("knee: {name}"))]
+        })
+        .unwrap_or_default();
+    chart_with(
+        figure.title(),
+        "achieved requests/s",
+        "ms",
+        &series,
+        ChartOpts {
+            vlines,
+            allow_log: true,
+            ..Default::default()
+        },
+    )
+}
+
+fn sweep_series(r: &Report, figure: SweepFigure) -> Vec<Series> {
+    let (what, f) = (figure.word(), |s: &StageReport| figure.of(s));
     let stages = by_rate(&r.stages);
     let (curve, others): (Vec<&StageReport>, Vec<&StageReport>) = stages
         .iter()
@@ -153,45 +219,25 @@ fn sweep_chart(
             x.achieved_requests_per_s
                 .total_cmp(&y.achieved_requests_per_s)
         });
-        let pick = |p: &crate::types::CurvePoint| {
-            if what == "ITL" {
-                (p.itl_p50_ms, p.itl_p99_ms)
-            } else {
-                (p.ttft_p50_ms, p.ttft_p99_ms)
-            }
-        };
         for (k, q) in ["p50", "p99"].iter().enumerate() {
-            series.push(Series {
-                name: format!("{what} {q}, baseline"),
-                points: pts
-                    .iter()
-                    .map(|p| {
-                        let (p50, p99) = pick(p);
-                        (p.achieved_requests_per_s, if k == 0 { p50 } else { p99 })
-                    })
-                    .collect(),
-                dashed: true,
-                ..Default::default()
-            });
+            let points: Vec<(f64, f64)> = pts
+                .iter()
+                .filter_map(|p| {
+                    let (p50, p99) = figure.of_baseline(p)?;
+                    Some((p.achieved_requests_per_s, if k == 0 { p50 } else { p99 }))
+                })
+                .collect();
+            if !points.is_empty() {
+                series.push(Series {
+                    name: format!("{what} {q}, baseline"),
+                    points,
+                    dashed: true,
+                    ..Default::default()
+                });
+            }
         }
     }
-    let vlines = super::summary::knee(&r.stages)
-        .map(|k| {
-            let name = crate::types::stage_run_name(&r.stages, k);
-            vec![(k.rates.achieved(), format!("knee: {name}"))]
-        })
-        .unwrap_or_default();
-    chart_with(
-        title,
-        "achieved requests/s",
-        "ms",
-        &series,
-        ChartOpts {
-            vlines,
-            allow_log: true,
-            ..Default::default()
-        },
-    )
+    series
 }
 
 pub fn render(r: &Report) -> String {
@@ -292,18 +338,11 @@ fn findings(r: &Report) -> String {
 /// whole).
 fn sweep_charts(r: &Report) -> String {
     let (ttft, itl) = if r.target.api.pooled() {
-        let lat = sweep_chart(r, "Latency against achieved rate", "latency", &|s| {
-            (s.latency_ms.p50, s.latency_ms.p99)
-        });
-        (lat, String::new())
+        (sweep_chart(r, SweepFigure::Latency), String::new())
     } else {
         (
-            sweep_chart(r, "TTFT against achieved rate", "TTFT", &|s| {
-                (s.ttft_ms.p50, s.ttft_ms.p99)
-            }),
-            sweep_chart(r, "ITL against achieved rate", "ITL", &|s| {
-                (s.itl_ms.p50, s.itl_ms.p99)
-            }),
+            sweep_chart(r, SweepFigure::Ttft),
+            sweep_chart(r, SweepFigure::Itl),
         )
     };
     let mut targeted: Vec<(f64, f64)> = r
@@ -618,9 +657,7 @@ mod tests {
             ],
             ..r
         };
-        let svg = sweep_chart(&r, "TTFT against achieved rate", "TTFT", &|s| {
-            (s.ttft_ms.p50, s.ttft_ms.p99)
-        });
+        let svg = sweep_chart(&r, SweepFigure::Ttft);
         assert!(
             svg.contains("(log scale)"),
             "4198 ms against 20 ms needs a log axis"
@@ -648,6 +685,64 @@ mod tests {
         assert!(
             svg.contains(r#"<rect x="8.0" y="328.0" width="12" height="4""#),
             "{svg}"
+        );
+    }
+
+    /// A pooling run's sweep chart is of latency, and so is the
+    /// baseline's curve beside it: a pooling stage has no TTFT.
+    #[test]
+    fn a_pooling_runs_latency_chart_draws_the_baselines_latency() {
+        let pooled = |latencies: [(f64, f64, f64); 2]| {
+            let r = Report::from_json(include_str!("../../tests/fixtures/report.json")).unwrap();
+            let stages = latencies
+                .iter()
+                .map(|&(rps, p50, p99)| {
+                    let mut s = stage(
+                        &format!("constant@{rps:.2}"),
+                        StrategyKind::Constant,
+                        rps,
+                        0.0,
+                        0.0,
+                    );
+                    s.target_rate = Some(rps);
+                    s.ttft_ms = Default::default();
+                    s.latency_ms.count = 10;
+                    s.latency_ms.p50 = p50;
+                    s.latency_ms.p99 = p99;
+                    s
+                })
+                .collect();
+            let mut r = Report { stages, ..r };
+            r.target.api = crate::types::Api::Embeddings;
+            r
+        };
+        let base = pooled([(10.0, 30.0, 60.0), (20.0, 45.0, 90.0)]);
+        let mut new = pooled([(10.0, 33.0, 66.0), (20.0, 50.0, 99.0)]);
+        new.baseline = Some(super::super::baseline::comparison(&base, "base.json", &new).unwrap());
+        let series = sweep_series(&new, SweepFigure::Latency);
+        let of = |name: &str| {
+            series
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| s.points.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(of("latency p50"), [(10.0, 33.0), (20.0, 50.0)]);
+        assert_eq!(of("latency p50, baseline"), [(10.0, 30.0), (20.0, 45.0)]);
+        assert_eq!(of("latency p99, baseline"), [(10.0, 60.0), (20.0, 90.0)]);
+        // A report from before the curve carried latency draws no baseline
+        // rather than one at 0 ms.
+        for p in &mut new.baseline.as_mut().unwrap().curve {
+            (p.latency_p50_ms, p.latency_p99_ms) = (None, None);
+        }
+        let series = sweep_series(&new, SweepFigure::Latency);
+        assert!(!series.iter().any(|s| s.dashed), "{:?}", series.len());
+        assert_eq!(
+            sweep_series(&new, SweepFigure::Ttft)
+                .iter()
+                .filter(|s| s.dashed)
+                .count(),
+            2
         );
     }
 

@@ -57,4 +57,10 @@ pub struct CurvePoint {
     pub ttft_p99_ms: f64,
     pub itl_p50_ms: f64,
     pub itl_p99_ms: f64,
+    /// Request latency: a pooling run's chart (absent in reports from
+    /// before the curve carried it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p50_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p99_ms: Option<f64>,
 }
