@@ -178,6 +178,9 @@ fn sweep_stages() -> Vec<StageReport> {
     });
     v[3].errors = BTreeMap::from([("http_500".to_string(), 2)]);
     v[3].requests.errored = 2;
+    for (i, s) in v.iter_mut().enumerate() {
+        s.number = i + 1;
+    }
     v
 }
 
@@ -277,6 +280,7 @@ fn golden_app() -> App {
     );
     let mut so_far = sweep_stages()[6].clone();
     so_far.name = "constant@34.16".into();
+    so_far.number = 8;
     so_far.verdict = None;
     so_far.target_rate = Some(34.16);
     so_far.rates.requests_per_s = 30.2;
@@ -330,14 +334,14 @@ fn golden_app() -> App {
             ErrorEntry {
                 t_s: 36.2,
                 stage: "constant@11.94".into(),
-                stage_number: 2,
+                stage_number: 4,
                 category: "http_500".into(),
                 message: "HTTP 500: simulated internal error".into(),
             },
             ErrorEntry {
                 t_s: 38.9,
                 stage: "constant@11.94".into(),
-                stage_number: 2,
+                stage_number: 4,
                 category: "http_500".into(),
                 message: "HTTP 500: simulated internal error".into(),
             },
@@ -699,6 +703,51 @@ async fn real_stages_render_with_their_numbers() {
     );
 }
 
+/// The errors view names each run of a stage apart, as the stage table
+/// does: a rate run again keeps its name, and its errors were listed under
+/// the first run's (seen: `constant@11.94` for errors of both runs).
+#[test]
+fn the_errors_view_tells_the_runs_of_a_stage_apart() {
+    let mut app = golden_app();
+    app.view = View::Errors;
+    let mut finished = sweep_stages();
+    let mut again = finished[3].clone();
+    again.number = 8;
+    finished.push(again);
+    app.snap.finished = Arc::new(finished);
+    // Running now: constant@11.94 a third time.
+    app.snap.stage_number = 9;
+    if let Some(st) = app.snap.stage.as_mut() {
+        st.name = "constant@11.94".into();
+    }
+    let e = |t_s: f64, stage_number: usize| ErrorEntry {
+        t_s,
+        stage: "constant@11.94".into(),
+        stage_number,
+        category: "http_500".into(),
+        message: "HTTP 500: simulated internal error".into(),
+    };
+    app.snap.recent_errors = Arc::new(VecDeque::from([
+        e(36.2, 4),
+        e(81.0, 8),
+        e(90.5, 9),
+        e(91.0, 9),
+    ]));
+    let s = render(&app, 100, 24);
+    assert_has(
+        &s,
+        &["4× http_500 first 00:36 · last 01:31 · constant@11.94, constant@11.94 #2, constant@11.94 #3"],
+    );
+    // A peer that sent no number: the name it came with.
+    app.snap.recent_errors = Arc::new(VecDeque::from([e(36.2, 0)]));
+    let s = render(&app, 100, 24);
+    let line = s.lines().find(|l| l.contains("1× http_500")).unwrap_or("");
+    assert!(
+        line.contains("· constant@11.94 ") && !line.contains('#'),
+        "{s}"
+    );
+}
+
 #[test]
 fn help_errors_and_server_views() {
     let mut app = app_with(Vec::new());
@@ -724,7 +773,7 @@ fn help_errors_and_server_views() {
     recent.push(ErrorEntry {
         t_s: 70.0,
         stage: "constant@34.16".into(),
-        stage_number: 2,
+        stage_number: 8,
         category: "connect".into(),
         message: long.into(),
     });

@@ -21,12 +21,17 @@ pub struct ErrorGroup {
     pub count: u64,
     pub first_s: f64,
     pub last_s: f64,
-    pub stages: Vec<String>,
+    /// The stages they came from, by number, with their label (`label`).
+    pub stages: Vec<(usize, String)>,
 }
 
 /// Groups errors by category and message, the most frequent first (ties:
-/// the most recent first).
-pub fn group_errors(errors: &[ErrorEntry]) -> Vec<ErrorGroup> {
+/// the most recent first), with the stages they came from: each stage by
+/// its number (a stage run again keeps its name), shown by `label`.
+pub fn group_errors(
+    errors: &[ErrorEntry],
+    label: &dyn Fn(&ErrorEntry) -> String,
+) -> Vec<ErrorGroup> {
     let mut groups: BTreeMap<(&str, &str), ErrorGroup> = BTreeMap::new();
     for e in errors {
         let g = groups
@@ -42,13 +47,31 @@ pub fn group_errors(errors: &[ErrorEntry]) -> Vec<ErrorGroup> {
         g.count += 1;
         g.first_s = g.first_s.min(e.t_s);
         g.last_s = g.last_s.max(e.t_s);
-        if !g.stages.contains(&e.stage) {
-            g.stages.push(e.stage.clone());
+        let stage = (e.stage_number, label(e));
+        if !g.stages.contains(&stage) {
+            g.stages.push(stage);
         }
     }
     let mut v: Vec<ErrorGroup> = groups.into_values().collect();
     v.sort_by(|a, b| b.count.cmp(&a.count).then(b.last_s.total_cmp(&a.last_s)));
     v
+}
+
+/// Each stage's label by its number, as the stage table names its run
+/// (`constant@20.00 #2`, without the marks of a cut or a pause): the
+/// finished stages' and the running one's.
+fn run_labels(snap: &Snapshot) -> BTreeMap<usize, String> {
+    let finished = &snap.finished;
+    let mut labels: BTreeMap<usize, String> = finished
+        .iter()
+        .map(|s| s.number)
+        .zip(crate::types::stage_run_names(finished))
+        .filter(|(n, _)| *n > 0)
+        .collect();
+    if let Some(l) = super::table::running_label(snap) {
+        labels.insert(snap.stage_number, l.to_string());
+    }
+    labels
 }
 
 /// Errors by category over the whole run (finished stages and the running one).
@@ -94,7 +117,17 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         ),
         th.dim(),
     ));
-    for g in group_errors(&errors) {
+    // A stage is found by its number; an entry from a peer that sent none
+    // (0) by the name it came with.
+    let labels = run_labels(&app.snap);
+    let label = |e: &ErrorEntry| {
+        labels
+            .get(&e.stage_number)
+            .filter(|_| e.stage_number > 0)
+            .cloned()
+            .unwrap_or_else(|| e.stage.clone())
+    };
+    for g in group_errors(&errors, &label) {
         lines.push(Line::from(""));
         lines.push(Line::from(vec![
             Span::styled(format!("{:>5}× ", g.count), th.style(th.bad)),
@@ -107,7 +140,11 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
                     "first {} · last {} · {}",
                     fmt_duration(g.first_s),
                     fmt_duration(g.last_s),
-                    g.stages.join(", ")
+                    g.stages
+                        .iter()
+                        .map(|(_, l)| l.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 th.dim(),
             ),
@@ -139,12 +176,15 @@ mod tests {
             category: cat.into(),
             message: msg.into(),
         };
-        let g = group_errors(&[
-            e(1.0, "http_500", "boom"),
-            e(2.0, "timeout", "slow"),
-            e(3.0, "http_500", "boom"),
-            e(4.0, "http_500", "other"),
-        ]);
+        let g = group_errors(
+            &[
+                e(1.0, "http_500", "boom"),
+                e(2.0, "timeout", "slow"),
+                e(3.0, "http_500", "boom"),
+                e(4.0, "http_500", "other"),
+            ],
+            &|e| e.stage.clone(),
+        );
         assert_eq!(g.len(), 3);
         assert_eq!((g[0].count, g[0].first_s, g[0].last_s), (2, 1.0, 3.0));
         assert_eq!(g[0].message, "boom");

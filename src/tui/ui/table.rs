@@ -10,6 +10,7 @@ use super::format::{fit_items, fit_line};
 use crate::report::stage_table::{columns_of, Column, RowState, Shown, StageRow};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
+use crate::types::live::Snapshot;
 use crate::types::StageReport;
 
 /// The dashboard's columns (`report::stage_table::COLUMNS`), in display
@@ -130,17 +131,26 @@ pub fn with_changes(rows: &mut [StageRow], changes: &[Option<crate::types::Stage
     }
 }
 
+/// The running stage's label, unmarked: its name (in a `--repeat N` run
+/// with its run of the plan, `r2`, as a planned stage is named) and which
+/// run of its name it is (`#2`).
+pub(super) fn running_label(snap: &Snapshot) -> Option<crate::types::StageLabel> {
+    let st = snap.stage.as_ref()?;
+    let repeat = snap.repeat.filter(|_| !st.manual).map(|(k, _)| k);
+    Some(crate::types::StageLabel {
+        name: match repeat {
+            Some(k) => format!("{} r{k}", st.name),
+            None => st.name.clone(),
+        },
+        run: crate::types::next_run(&snap.finished, &st.name, repeat),
+        ..Default::default()
+    })
+}
+
 pub(super) fn table_rows(app: &App) -> Vec<StageRow> {
     let mut rows = report_rows(&app.snap.finished);
     with_changes(&mut rows, &app.baseline_changes);
-    if let Some(st) = &app.snap.stage {
-        // In a `--repeat N` run a planned stage is named with its run (`r2`).
-        let repeat = app.snap.repeat.filter(|_| !st.manual).map(|(k, _)| k);
-        let run = crate::types::next_run(&app.snap.finished, &st.name, repeat);
-        let name = match repeat {
-            Some(k) => format!("{} r{k}", st.name),
-            None => st.name.clone(),
-        };
+    if let (Some(st), Some(mut label)) = (&app.snap.stage, running_label(&app.snap)) {
         let mut row = StageRow::live(st);
         // The GPUs' power so far, from the GPU panel's readings since the
         // stage started (its cost waits for the stage's end).
@@ -150,12 +160,7 @@ pub(super) fn table_rows(app: &App) -> Vec<StageRow> {
             let start = start.duration_since(std::time::UNIX_EPOCH).ok()?;
             power_since(g, start.as_secs_f64())
         });
-        let label = crate::types::StageLabel {
-            name,
-            run,
-            cut: false,
-            paused: app.snap.paused || st.paused_s > 0.0,
-        };
+        label.paused = app.snap.paused || st.paused_s > 0.0;
         row.name = label.to_string();
         row.marked = label.marked();
         rows.push(row);
