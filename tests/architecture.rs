@@ -304,9 +304,6 @@ const PARSERS: &[&str] = &[
 /// Reads of llmsweep's own words known today and not yet typed: (file, a
 /// piece of the line), each with why it is left. The list only shrinks.
 const KNOWN_WORD_READS: &[(&str, &str)] = &[
-    // `--fail-if` metric keys (`latency` is `e2e`): identifiers.
-    ("src/report/baseline.rs", r#"key == "latency""#),
-    ("src/report/baseline.rs", r#"m.key == "ttft""#),
     // Indentation of the baseline's and the repeats' lines kept on wrap.
     ("src/report/console.rs", r#"text.starts_with("  ")"#),
     // The live panel dims the label words of a line it built as text

@@ -10,63 +10,88 @@ use anyhow::{Context as _, Result};
 use crate::stats::dist::Dist;
 use crate::stats::significance::{self, Change, Interval, Reference, Sample};
 use crate::types::{
-    BaselineComparison, CurvePoint, FigureChange, Report, StageChange, StageReport,
+    BaselineComparison, CurvePoint, DistSummary, FigureChange, Report, StageChange, StageReport,
 };
 
 /// Two open-loop rates within this share of each other are the same rate.
 const SAME_RATE: f64 = 0.01;
 
 /// A latency distribution two runs are compared on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Metric {
     /// As `--fail-if` names it (`ttft` in `ttft_p99`).
     pub key: &'static str,
+    /// Another name `--fail-if` takes for it (`latency` for `e2e`).
+    pub also: Option<&'static str>,
     /// As a table names it.
     pub label: &'static str,
     /// Its histogram in a stage's `histograms`.
     pub histogram: &'static str,
+    /// Its summary in a stage, which a stage without the histogram is
+    /// compared on (None: the stage has none).
+    pub summary: fn(&StageReport) -> Option<&DistSummary>,
     /// One value per request (TTFT), or many (ITL: a request's gaps are not
     /// independent, so the bootstrap counts its requests, not its gaps).
     pub per_request: bool,
 }
 
+/// One metric is another when they are the same entry of [`METRICS`].
+impl PartialEq for Metric {
+    fn eq(&self, other: &Metric) -> bool {
+        self.key == other.key
+    }
+}
+
+pub const TTFT: Metric = Metric {
+    key: "ttft",
+    also: None,
+    label: "TTFT",
+    histogram: "ttft_us",
+    summary: |s| Some(&s.ttft_ms),
+    per_request: true,
+};
+
+pub const ITL: Metric = Metric {
+    key: "itl",
+    also: None,
+    label: "ITL",
+    histogram: "itl_us",
+    summary: |s| Some(&s.itl_ms),
+    per_request: false,
+};
+
 pub const METRICS: [Metric; 5] = [
-    Metric {
-        key: "ttft",
-        label: "TTFT",
-        histogram: "ttft_us",
-        per_request: true,
-    },
-    Metric {
-        key: "itl",
-        label: "ITL",
-        histogram: "itl_us",
-        per_request: false,
-    },
+    TTFT,
+    ITL,
     Metric {
         key: "tpot",
+        also: None,
         label: "TPOT",
         histogram: "tpot_us",
+        summary: |s| Some(&s.tpot_ms),
         per_request: true,
     },
     Metric {
         key: "e2e",
+        also: Some("latency"),
         label: "E2E latency",
         histogram: "latency_us",
+        summary: |s| Some(&s.latency_ms),
         per_request: true,
     },
     Metric {
         key: "ttfat",
+        also: None,
         label: "TTFAT",
         histogram: "ttfat_us",
+        summary: |s| s.reasoning.as_ref().map(|r| &r.ttfat_ms),
         per_request: true,
     },
 ];
 
-/// The metric `--fail-if` names `key` (`latency` is `e2e`).
+/// The metric `--fail-if` names `key` (by its key or its other name).
 pub fn metric(key: &str) -> Option<&'static Metric> {
-    let key = if key == "latency" { "e2e" } else { key };
-    METRICS.iter().find(|m| m.key == key)
+    METRICS.iter().find(|m| m.key == key || m.also == Some(key))
 }
 
 /// What the baseline is at a stage's rate.
@@ -350,12 +375,12 @@ pub fn stage_lines(base: &Report, new: &Report) -> Result<Vec<String>> {
 
 /// The figures a stage's row shows against the baseline: the key, the
 /// latency metric and percentile (None: the achieved rate).
-pub const ROW: [(&str, Option<(&str, f64)>); 5] = [
+pub const ROW: [(&str, Option<(&Metric, f64)>); 5] = [
     ("achieved_requests_per_s", None),
-    ("ttft_p50_ms", Some(("ttft", 0.50))),
-    ("ttft_p99_ms", Some(("ttft", 0.99))),
-    ("itl_p50_ms", Some(("itl", 0.50))),
-    ("itl_p99_ms", Some(("itl", 0.99))),
+    ("ttft_p50_ms", Some((&TTFT, 0.50))),
+    ("ttft_p99_ms", Some((&TTFT, 0.99))),
+    ("itl_p50_ms", Some((&ITL, 0.50))),
+    ("itl_p99_ms", Some((&ITL, 0.99))),
 ];
 
 fn figure_change(figure: &str, c: &Change) -> FigureChange {
@@ -381,22 +406,13 @@ pub fn stage_change(base: &Report, stage: &StageReport, name: &str) -> Result<Op
     };
     let mut figures = Vec::new();
     for (key, latency) in ROW {
-        let c = match latency.and_then(|(m, q)| metric(m).map(|m| (m, q))) {
+        let c = match latency {
             None => rate_change(&at, stage, significance::ALPHA),
             Some((m, q)) => match quantile_change(&at, stage, m, q, significance::ALPHA)? {
                 Some(c) => c,
                 None => {
                     let of = |s: &StageReport| {
-                        let d = if m.key == "ttft" {
-                            &s.ttft_ms
-                        } else {
-                            &s.itl_ms
-                        };
-                        if q < 0.9 {
-                            d.p50
-                        } else {
-                            d.p99
-                        }
+                        (m.summary)(s).map_or(0.0, |d| if q < 0.9 { d.p50 } else { d.p99 })
                     };
                     Change::of(at.figure(of), of(stage))
                 }
@@ -686,6 +702,39 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    /// Figures without histograms are compared from each metric's own
+    /// summary (`Metric::summary`): TTFT's and ITL's, p50 and p99.
+    #[test]
+    fn figures_without_histograms_compare_their_metrics_summaries() {
+        let bare = |ttft: (f64, f64), itl: (f64, f64)| {
+            let mut s = stage("constant@4.00", StrategyKind::Constant, Some(4.0), &[]);
+            s.histograms.clear();
+            s.requests.measured = 40;
+            (s.ttft_ms.p50, s.ttft_ms.p99) = ttft;
+            (s.itl_ms.p50, s.itl_ms.p99) = itl;
+            s
+        };
+        let base = report(vec![bare((10.0, 20.0), (5.0, 9.0))]);
+        let new = bare((12.0, 30.0), (4.0, 8.0));
+        let c = stage_change(&base, &new, "constant@4.00").unwrap().unwrap();
+        let got: Vec<(&str, f64, f64)> = c
+            .figures
+            .iter()
+            .skip(1)
+            .map(|f| (f.figure.as_str(), f.baseline, f.value))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("ttft_p50_ms", 10.0, 12.0),
+                ("ttft_p99_ms", 20.0, 30.0),
+                ("itl_p50_ms", 5.0, 4.0),
+                ("itl_p99_ms", 9.0, 8.0)
+            ]
+        );
+        assert_eq!(metric("latency"), Some(&METRICS[3]));
     }
 
     #[test]
