@@ -52,7 +52,7 @@ fn holds_against_truth(res: &RunResult, truth: f64) -> Answer {
         .collect();
     let ctx = format!(
         "{}\n{}\n{}",
-        llmsweep::stats::answer::line(&a),
+        llmsweep::stats::answer_line::line(&a),
         a.basis,
         table.join("\n")
     );
@@ -377,7 +377,7 @@ async fn a_stage_cut_by_a_key_keeps_what_it_showed() {
     assert!(
         x >= 29.0,
         "the cut stage counts: {}",
-        llmsweep::stats::answer::line(&a)
+        llmsweep::stats::answer_line::line(&a)
     );
     assert_eq!(a.held.as_deref(), Some("constant@30.00"), "{a:?}");
     assert!(a.basis.contains("(cut short)"), "{}", a.basis);
@@ -406,7 +406,7 @@ async fn auto_length_stages_against_a_server_whose_latency_climbs() {
     assert!(
         (x - truth).abs() <= 0.05 * truth && a.low.unwrap() <= truth,
         "{} against {truth:.2}",
-        llmsweep::stats::answer::line(&a)
+        llmsweep::stats::answer_line::line(&a)
     );
 }
 
@@ -454,7 +454,7 @@ async fn a_busy_client_core_does_not_turn_the_answer_into_a_floor() {
     assert!(
         a.high.is_some(),
         "a floor: {}",
-        llmsweep::stats::answer::line(&a)
+        llmsweep::stats::answer_line::line(&a)
     );
     assert!(
         a.basis.contains("set aside") && limited.iter().any(|n| a.basis.contains(n)),

@@ -62,7 +62,7 @@ fn heading(a: &Report, b: &Report, a_name: &str, b_name: &str) -> String {
     }
     for (k, r) in [("A", a), ("B", b)] {
         let answer = super::summary::answer(r);
-        let _ = writeln!(s, "{k} {}", crate::stats::answer::line(&answer));
+        let _ = writeln!(s, "{k} {}", crate::stats::answer_line::line(&answer));
     }
     let _ = writeln!(s, "B against A: {}", super::baseline::answer_words(a, b));
     s.push('\n');

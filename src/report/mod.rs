@@ -151,9 +151,9 @@ mod tests {
         let a = r.answer.as_ref().expect("an answer");
         assert_eq!(a.slo_requests_per_s, Some(0.75));
         assert!(
-            crate::stats::answer::line(a).contains("meets the SLOs up to 0.75 req/s"),
+            crate::stats::answer_line::line(a).contains("meets the SLOs up to 0.75 req/s"),
             "{}",
-            crate::stats::answer::line(a)
+            crate::stats::answer_line::line(a)
         );
         // The summary's SLO line says the same, on every screen and file.
         let slos = super::summary::lines(&r)

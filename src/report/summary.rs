@@ -158,7 +158,7 @@ pub fn slo_line_of(r: &Report) -> Option<String> {
 pub fn lines(r: &Report) -> Vec<(Key, String)> {
     let mut out = Vec::new();
     let a = answer(r);
-    out.push((Key::Answer, crate::stats::answer::line(&a)));
+    out.push((Key::Answer, crate::stats::answer_line::line(&a)));
     out.extend(super::repeats::summary_line(r));
     let mut basis = a.basis.clone();
     if let Some(next) = &a.next {

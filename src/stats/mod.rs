@@ -2,6 +2,7 @@
 //! and the per-stage aggregator with its live series.
 
 pub mod answer;
+pub mod answer_line;
 pub mod backlog;
 pub mod client;
 pub mod dist;

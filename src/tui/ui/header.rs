@@ -106,7 +106,7 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     let answer = crate::stats::answer::answer(&snap.finished, None);
     // Whether the line ends in the answer: pushed last, it stays last
     // whatever is taken out before it (the line's words are not read back).
-    let short = crate::stats::answer::short(&answer);
+    let short = crate::stats::answer_line::short(&answer);
     let has_answer = short.is_some();
     if let Some(holds) = short {
         line1.spans.push(Span::styled(" · ", th.dim()));
@@ -125,7 +125,7 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
     if line1.width() > width as usize {
         if let (Some(last), Some(bare)) = (
             line1.spans.last_mut().filter(|_| has_answer),
-            crate::stats::answer::shortest(&answer),
+            crate::stats::answer_line::shortest(&answer),
         ) {
             last.content = bare.into();
         }
