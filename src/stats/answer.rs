@@ -190,25 +190,64 @@ pub fn answer_for(stages: &[StageReport], slo: Option<&SloSummary>, after_search
     };
     or_search(&mut a, stages, search_would_do && !after_search);
     at_max_concurrency(&mut a, best_held, not_held, flood);
-    match (conflict, held_above) {
-        (Some(c), Some(h)) => a.basis.push_str(&format!(
-            "; {} held, above the interval, and {c} did not hold at a lower rate: the evidence disagrees (the server's pace may have changed during the run), rerun with longer stages",
-            name(h)
-        )),
-        (Some(c), None) => a.basis.push_str(&format!(
-            "; {c} did not hold at a lower rate: the evidence disagrees, rerun with longer stages"
-        )),
-        (None, Some(h)) => a.basis.push_str(&format!(
-            "; {} held above the interval: the evidence disagrees (the server's pace may have changed during the run), rerun with longer stages",
-            name(h)
-        )),
-        (None, None) => {}
-    }
+    let outpaced = not_held.and_then(|n| outpaced(stages, &judged, n));
+    a.basis
+        .push_str(&disagreement(conflict, held_above.map(name), outpaced));
     if let Some(late) = set_aside_as_client_limited(stages) {
         a.basis.push_str(&late);
     }
     in_turns(&mut a, stages);
     a
+}
+
+/// A stage that fell behind above `not_held` completing more than
+/// `not_held` was asked (past twice its noise): a server that completed
+/// that much then should have held the lower rate (seen on real llama.cpp:
+/// probes at 22.32 and 19.91 fell behind completing 20.14 and 18.79, and a
+/// later 18.18 fell behind; the estimate sat on the ceiling, 18.17).
+fn outpaced(
+    stages: &[StageReport],
+    judged: &[(&StageReport, bool)],
+    not_held: &StageReport,
+) -> Option<String> {
+    let asked = target(not_held);
+    judged
+        .iter()
+        .filter(|(s, h)| !*h && target(s) > asked)
+        .filter_map(|(s, _)| Some((*s, point(s)?)))
+        .find(|(_, p)| p.rate - p.growth - policy::SIGMAS * p.noise > asked)
+        .map(|(s, p)| {
+            format!(
+                "{} fell behind completing {:.2} req/s, more than {} asked",
+                crate::types::stage_run_name(stages, s),
+                p.rate - p.growth,
+                crate::types::stage_run_name(stages, not_held)
+            )
+        })
+}
+
+/// The basis's words when the stages disagree: a stage that did not hold
+/// below one that did (`conflict`), one that held above the interval, one
+/// behind that completed more than a lower rate asked (`outpaced`).
+fn disagreement(
+    conflict: Option<String>,
+    held_above: Option<String>,
+    outpaced: Option<String>,
+) -> String {
+    const CHANGED: &str = "the evidence disagrees (the server's pace may have changed during the run), rerun with longer stages";
+    match (conflict, held_above, outpaced) {
+        (Some(c), Some(h), _) => {
+            format!(
+                "; {h} held, above the interval, and {c} did not hold at a lower rate: {CHANGED}"
+            )
+        }
+        (Some(c), None, _) => {
+            format!("; {c} did not hold at a lower rate: the evidence disagrees, rerun with longer stages")
+        }
+        (None, Some(h), _) => format!("; {h} held above the interval: {CHANGED}"),
+        (None, None, Some(o)) => format!("; {o}: {CHANGED}"),
+        (None, None, None) => String::new(),
+    }
 }
 
 /// The search as the other way to the answer, when `advised` (not with
@@ -1108,6 +1147,39 @@ mod tests {
             "{}",
             a.basis
         );
+    }
+
+    /// Real llama.cpp, 2026-11-29 sweep 3: probes at 26.93, 22.32 and
+    /// 19.91 fell behind completing 24.54, 20.14 and 18.79; later 17.39
+    /// kept up and 18.18 fell behind completing 16.80, and the answer sat
+    /// on the ceiling, "holds ≈ 18.17 (17.80–18.17)", with no word that the
+    /// stages disagree.
+    #[test]
+    fn a_stage_behind_that_completed_more_than_a_lower_rate_asked_is_named() {
+        use Outcome::*;
+        let stages = vec![
+            stage("constant@22.32 (probe)", 22.32, 20.14, Some(Saturated)),
+            stage("constant@17.39", 17.39, 17.22, Some(NotSaturated)),
+            stage("constant@18.18", 18.18, 16.80, Some(Saturated)),
+        ];
+        let a = answer(&stages, None);
+        assert_eq!(a.not_held.as_deref(), Some("constant@18.18"), "{a:?}");
+        assert!(
+            a.basis.contains(
+                "constant@22.32 (probe) fell behind completing 20.14 req/s, more than constant@18.18 asked: the evidence disagrees"
+            ),
+            "{}",
+            a.basis
+        );
+        // A server past its capacity that completes about the same at every
+        // rate above it: nothing disagrees.
+        let stages = vec![
+            stage("constant@30.00", 30.0, 30.0, Some(NotSaturated)),
+            stage("constant@34.00", 34.0, 31.0, Some(Saturated)),
+            stage("constant@40.00", 40.0, 31.5, Some(Saturated)),
+        ];
+        let a = answer(&stages, None);
+        assert!(!a.basis.contains("disagrees"), "{}", a.basis);
     }
 
     #[test]
