@@ -58,6 +58,7 @@ fn steer_a_run_with_keys_and_find_it_in_the_report() {
             "{needle} on the result screen:\n{result}"
         );
     }
+    // Nothing to wait for: that nothing happens over half a second is the check.
     std::thread::sleep(Duration::from_millis(500));
     assert!(!tmux.screen().contains("LLMSWEEP-EXIT="), "waits for a key");
     tmux.keys("x");
@@ -173,15 +174,21 @@ fn steer_synchronous_and_throughput_stages_and_pause() {
     tmux.wait_for("the manual stage from the measured rate", limit, |s| {
         s.contains("(manual)") && s.contains("constant@")
     });
-    // The synchronous stage runs again (it was cut short early), then throughput.
-    tmux.wait_for("the throughput stage", Duration::from_secs(60), |s| {
-        s.lines()
-            .nth(1)
-            .is_some_and(|l| l.contains("stage ") && l.contains("throughput"))
-    });
-    std::thread::sleep(Duration::from_millis(500));
+    // The synchronous stage runs again (it was cut short early), then
+    // throughput: paused once under way (its first requests done).
+    tmux.wait_for(
+        "the throughput stage under way",
+        Duration::from_secs(60),
+        |s| {
+            s.lines()
+                .nth(1)
+                .is_some_and(|l| l.contains("stage ") && l.contains("throughput"))
+                && completed(s) >= 1
+        },
+    );
     tmux.keys("p");
     tmux.wait_for("the pause", limit, |s| s.contains("PAUSED"));
+    // Held paused: the report must count more than a second of it.
     std::thread::sleep(Duration::from_millis(1500));
     tmux.keys("p");
     tmux.wait_for("the resume", limit, |s| !s.contains("PAUSED"));
@@ -241,10 +248,9 @@ fn steer_a_concurrent_stage_by_whole_streams() {
         out2.display()
     );
     let tmux = Tmux::start("e2e-conc", 120, 36, &command);
-    tmux.wait_for("the concurrent stage", limit, |s| {
-        s.contains("concurrent@2")
+    tmux.wait_for("the concurrent stage under way", limit, |s| {
+        s.contains("concurrent@2") && completed(s) >= 1
     });
-    std::thread::sleep(Duration::from_millis(500));
     tmux.keys("+");
     tmux.wait_for("three streams", limit, |s| {
         s.contains("concurrent@3 (manual)")
@@ -294,11 +300,15 @@ fn keys_that_arrive_in_one_burst_all_count() {
 /// lines do not staircase), on the result screen's exit and on `q`. A
 /// resize used to leave crossterm blind to the next key's bytes, which the
 /// key reader took for the end of the terminal, and left it raw.
+///
+/// Each key and resize is waited for on the screen (Tab: the errors view;
+/// `m`: the next chart, said in the status line during the run) before the
+/// next, so that they reach the program one after another.
 #[test]
 fn keys_and_a_resize_leave_the_terminal_as_it_was() {
     let bin = env!("CARGO_BIN_EXE_llmsweep");
     for (name, seconds, keys_before, keys_after) in
-        [("raw-result", 2, "\t", "m"), ("raw-during", 30, "m", "\t")]
+        [("raw-result", 2, "m", "\t"), ("raw-during", 30, "\t", "m")]
     {
         let out: PathBuf =
             std::env::temp_dir().join(format!("llmsweep-e2e-{name}-{}", std::process::id()));
@@ -317,14 +327,22 @@ fn keys_and_a_resize_leave_the_terminal_as_it_was() {
         if on_result {
             tmux.wait_for("the result screen", limit, |s| s.contains("run finished"));
         }
-        tmux.keys(keys_before);
-        std::thread::sleep(Duration::from_millis(300));
+        // The result screen stands still: `m` shows as a changed chart.
+        let before = tmux.screen();
+        let key_shows = |key: &str| {
+            tmux.keys(key);
+            tmux.wait_for(&format!("what {key:?} does"), limit, |s| match key {
+                "\t" => s.contains("errors, grouped by category"),
+                _ if on_result => s != before,
+                _ => s.contains(" chart: "),
+            });
+        };
+        key_shows(keys_before);
         tmux.resize(90, 26);
-        std::thread::sleep(Duration::from_millis(300));
-        tmux.keys(keys_after);
-        std::thread::sleep(Duration::from_millis(300));
+        tmux.wait_drawn_at(90, 26, limit);
+        key_shows(keys_after);
         tmux.resize(100, 30);
-        std::thread::sleep(Duration::from_millis(300));
+        tmux.wait_drawn_at(100, 30, limit);
         if !on_result {
             tmux.keys("q");
             tmux.wait_for("the quit question", limit, |s| s.contains("y / n"));
@@ -367,9 +385,10 @@ fn a_key_right_after_a_resize_acts_at_once() {
     tmux.wait_for("the dashboard", limit, |s| {
         s.contains("stage 1/1") && s.contains("q quit")
     });
-    // A first key, so that crossterm watches the resize signal.
+    // A first key, so that crossterm watches the resize signal: read once
+    // the status line says what it did.
     tmux.keys("m");
-    std::thread::sleep(Duration::from_millis(300));
+    tmux.wait_for("the first key read", limit, |s| s.contains(" chart: "));
     for round in 0..4 {
         let (w, h) = if round % 2 == 0 { (90, 26) } else { (100, 30) };
         tmux.resize(w, h);

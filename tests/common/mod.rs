@@ -6,6 +6,7 @@ pub mod golden;
 pub mod http;
 pub mod process;
 pub mod tmux;
+pub mod wait;
 
 use std::sync::Arc;
 use std::time::Duration;

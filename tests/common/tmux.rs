@@ -1,7 +1,9 @@
 //! The real binary in a real terminal: a private tmux server per test.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::wait::poll;
 
 pub struct Tmux {
     pub socket: String,
@@ -67,18 +69,33 @@ impl Tmux {
             .status();
     }
 
+    /// Waits until the screen satisfies `f` (see [`poll`]); returns it.
     pub fn wait_for(&self, what: &str, limit: Duration, f: impl Fn(&str) -> bool) -> String {
-        let t0 = Instant::now();
-        loop {
-            let s = self.screen();
-            if f(&s) {
-                return s;
-            }
-            if t0.elapsed() > limit {
-                panic!("timed out waiting for {what}; screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        poll(what, limit, || self.screen(), |s| f(s))
+    }
+
+    /// Waits until the program has drawn itself at `width` × `height`
+    /// after a resize: the screen has `height` rows, the last not blank (a
+    /// footer), none wider than `width`, and one box closed at the right
+    /// edge (`┘` in column `width`). Before the program redraws, tmux
+    /// shows the old frame cut to the new size (no box closes at the new
+    /// edge when narrower, none reaches it when wider) or with blank rows
+    /// below it (taller).
+    pub fn wait_drawn_at(&self, width: u16, height: u16, limit: Duration) -> String {
+        let w = usize::from(width);
+        self.wait_for(
+            &format!("the screen drawn at {width}×{height}"),
+            limit,
+            |s| {
+                let rows: Vec<&str> = s.lines().collect();
+                rows.len() == usize::from(height)
+                    && rows.last().is_some_and(|l| !l.trim().is_empty())
+                    && rows.iter().all(|l| l.chars().count() <= w)
+                    && rows
+                        .iter()
+                        .any(|l| l.chars().count() == w && l.ends_with('┘'))
+            },
+        )
     }
 }
 
