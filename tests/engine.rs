@@ -413,9 +413,11 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
     .await;
 
     h.control.send(Control::Pause).unwrap();
+    // The engine counts a request sent as it sends it and stops sending as
+    // it pauses, so the snapshot that says paused holds the final count.
     wait_for(&mut h.snapshots, limit, |s| s.paused).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let sent_paused = h.snapshots.borrow().stage.as_ref().unwrap().counts.sent;
+    // Nothing to wait for: that nothing is sent over 600 ms is the check.
     tokio::time::sleep(Duration::from_millis(600)).await;
     let still = h.snapshots.borrow().stage.as_ref().unwrap().counts.sent;
     assert_eq!(sent_paused, still, "no dispatch while paused");

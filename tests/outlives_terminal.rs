@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::tmux::Tmux;
+use common::wait::poll;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_llmsweep");
@@ -20,11 +21,18 @@ fn out_dir(name: &str) -> PathBuf {
 }
 
 fn wait_until(what: &str, limit: Duration, f: impl Fn() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    poll(what, limit, &f, |done| *done);
+}
+
+/// Waits until the run in `dir` is under way: its state file names a
+/// stage (it says "starting" until the first one runs), as `ls` shows it.
+fn wait_under_way(dir: &Path) {
+    poll(
+        "the run's first stage (run.json's stage)",
+        Duration::from_secs(30),
+        || json(&dir.join("run.json"))["stage"].to_string(),
+        |stage| stage != "\"starting\"",
+    );
 }
 
 fn json(path: &Path) -> Value {
@@ -57,8 +65,16 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// The run carries on after its terminal went away, and no thread spins on
 /// the dead terminal: over a second and a half the process uses a small
 /// share of one core (a reader spinning on the dead descriptor uses all of it).
-fn carries_on_quietly(pid: u32) {
-    std::thread::sleep(Duration::from_millis(300));
+/// The run has taken the hang-up in when its log (`dir/run.log`, where its
+/// output goes once the terminal is gone) says so.
+fn carries_on_quietly(pid: u32, dir: &Path) {
+    let log = dir.join("run.log");
+    poll(
+        "the run to say its terminal is gone (run.log), or to die",
+        Duration::from_secs(30),
+        || std::fs::read_to_string(&log).unwrap_or_default(),
+        |text| text.contains("the terminal is gone") || !alive(pid),
+    );
     assert!(alive(pid), "the run died with its terminal");
     let (c0, t0) = (cpu_seconds(pid), Instant::now());
     std::thread::sleep(Duration::from_millis(1500));
@@ -108,7 +124,7 @@ fn a_killed_tmux_session_leaves_the_run_to_finish_with_complete_reports() {
     let pid = pid_of(&dir);
     tmux.kill_session();
 
-    carries_on_quietly(pid);
+    carries_on_quietly(pid, &dir);
     wait_until("the run to finish", Duration::from_secs(60), || !alive(pid));
 
     let report = json(&dir.join("report.json"));
@@ -163,6 +179,7 @@ fn an_attached_viewer_sees_the_stage_steers_it_and_leaves_it_running() {
     });
     tmux.keys("p");
     tmux.wait_for("the pause", limit, |s| s.contains("PAUSED"));
+    // Held paused: the report must count some of it.
     std::thread::sleep(Duration::from_millis(600));
     tmux.keys("p");
     tmux.wait_for("the resume", limit, |s| !s.contains("PAUSED"));
@@ -303,7 +320,7 @@ fn a_detached_run_is_listed_and_stopped_from_another_command() {
         .unwrap_or_else(|| panic!("{ls}"));
     assert!(line.contains("running"), "{line}");
 
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_under_way(&dir);
     let stop = Command::new(BIN).arg("stop").arg(&dir).output().unwrap();
     let said = String::from_utf8_lossy(&stop.stdout).to_string();
     assert!(
@@ -421,7 +438,7 @@ fn a_dropped_ssh_connection_leaves_the_run_to_finish_with_complete_reports() {
         .status()
         .unwrap()
         .success());
-    carries_on_quietly(pid);
+    carries_on_quietly(pid, &dir);
     wait_until("the run to finish", Duration::from_secs(60), || !alive(pid));
 
     let report = json(&dir.join("report.json"));
@@ -469,7 +486,7 @@ fn a_run_with_out_elsewhere_is_found_from_another_directory() {
         .unwrap_or_else(|| panic!("the run is not listed:\n{ls}"));
     assert!(line.contains("running"), "{line}");
     // `stop` with no directory finds it as the most recent live run.
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_under_way(&dir);
     let stop = bin(&["stop"]).output().unwrap();
     assert!(
         stop.status.success(),
