@@ -65,15 +65,17 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// The run carries on after its terminal went away, and no thread spins on
 /// the dead terminal: over a second and a half the process uses a small
 /// share of one core (a reader spinning on the dead descriptor uses all of it).
-/// The run has taken the hang-up in when its log (`dir/run.log`, where its
-/// output goes once the terminal is gone) says so.
+/// Looked at once the run has taken the hang-up in: it then sends its
+/// output to `dir/run.log`, which a run in a terminal has none of before
+/// (what it writes there is not waited for: a note is held back while the
+/// dashboard still owns the terminal).
 fn carries_on_quietly(pid: u32, dir: &Path) {
     let log = dir.join("run.log");
     poll(
-        "the run to say its terminal is gone (run.log), or to die",
+        "the run to take the hang-up in (run.log created), or to die",
         Duration::from_secs(30),
-        || std::fs::read_to_string(&log).unwrap_or_default(),
-        |text| text.contains("the terminal is gone") || !alive(pid),
+        || format!("run.log exists: {}, alive: {}", log.exists(), alive(pid)),
+        |_| log.exists() || !alive(pid),
     );
     assert!(alive(pid), "the run died with its terminal");
     let (c0, t0) = (cpu_seconds(pid), Instant::now());
