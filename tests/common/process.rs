@@ -142,14 +142,15 @@ pub fn line_within(
     None
 }
 
-/// Polls every 50 ms until `path` exists (a run's `run.json`: it has
+/// Polls until `path` exists (a run's `run.json`: it has
 /// started); panics naming `what` after `limit`.
 pub fn wait_for_path(path: &Path, what: &str, limit: Duration) {
-    let t0 = Instant::now();
-    while !path.exists() {
-        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    super::wait::poll(
+        what,
+        limit,
+        || format!("{} exists: {}", path.display(), path.exists()),
+        |_| path.exists(),
+    );
 }
 
 /// Sends `sig` (as `kill` spells it: `-INT`, `-TERM`) to the child.
