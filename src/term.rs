@@ -35,9 +35,11 @@ pub fn dashboard_active() -> bool {
 }
 
 /// A line on stderr, unless the dashboard owns the terminal. After a
-/// hang-up, stderr is the run's log (see [`detach_stdio`]).
+/// hang-up, stderr is the run's log (see [`detach_stdio`]), and the line
+/// goes there even while the dashboard has not yet let go (seen: after an
+/// ssh session dropped, run.log never said "the terminal is gone").
 pub fn note(line: &str) {
-    if dashboard_active() {
+    if dashboard_active() && !is_gone() {
         return;
     }
     // A line may quote a server (an error, a model id): no control

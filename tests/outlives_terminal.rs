@@ -140,9 +140,15 @@ fn a_killed_tmux_session_leaves_the_run_to_finish_with_complete_reports() {
         assert!(dir.join(f).exists(), "{f}");
     }
     assert_eq!(json(&dir.join("run.json"))["status"], "completed");
-    // The tables went to the run's log, not to the dead terminal.
+    // The tables went to the run's log, not to the dead terminal, and the
+    // log says why (the note was held back while the dashboard owned the
+    // terminal, and run.log never said it).
     let log = std::fs::read_to_string(dir.join("run.log")).unwrap_or_default();
     assert!(log.contains("report: "), "run.log: {log}");
+    assert!(
+        log.contains("SIGHUP: the terminal is gone"),
+        "run.log: {log}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -449,6 +455,12 @@ fn a_dropped_ssh_connection_leaves_the_run_to_finish_with_complete_reports() {
     assert!(events(&report)
         .iter()
         .any(|(e, d)| e == "signal" && d.contains("SIGHUP")));
+    // The run's log says why its output went there.
+    let log = std::fs::read_to_string(dir.join("run.log")).unwrap_or_default();
+    assert!(
+        log.contains("SIGHUP: the terminal is gone"),
+        "run.log: {log}"
+    );
     drop(sshd);
     let _ = std::fs::remove_dir_all(&dir);
 }
