@@ -209,6 +209,9 @@ pub struct Engine {
     /// run) and the process's CPU time at the last second.
     probe: Option<selfcheck::LagProbe>,
     last_cpu: Option<(std::time::Instant, Duration)>,
+    /// When the probe last saw llmsweep's runtime wake
+    /// [`GONE_UNTOLD_LAG_MS`] or more late (see [`Engine::stalled_while_unanswered`]).
+    last_stall: Option<Instant>,
     /// Request tasks spawned and not started: past its cap, due requests
     /// wait in the schedule.
     launcher: launch::Launcher,
@@ -228,18 +231,6 @@ struct Dispatch {
     paused_at: Option<Instant>,
     /// The end of the stage's ramp while it runs (moves with pauses).
     ramp_end: Option<Instant>,
-}
-
-/// A running stage: what its loop reads and moves on each turn.
-impl StageRun {
-    /// llmsweep itself stalled in this stage for [`GONE_UNTOLD_LAG_MS`] or
-    /// more: it cannot tell a dead server from one that closed the
-    /// connections it did not service, so the server is not called gone.
-    fn stalled(&self) -> bool {
-        self.stats
-            .client_check()
-            .is_some_and(|c| c.lag_max_ms >= GONE_UNTOLD_LAG_MS)
-    }
 }
 
 struct StageRun {
@@ -321,6 +312,7 @@ impl Engine {
             finishing: Vec::new(),
             probe: None,
             last_cpu: None,
+            last_stall: None,
             launcher: launch::Launcher::default(),
             ledger: Ledger::default(),
             source: RequestSource::new(prompts),

@@ -107,6 +107,12 @@ impl Engine {
         if let Some(c) = cpu {
             self.last_cpu = Some((now, c));
         }
+        if lags
+            .iter()
+            .any(|us| *us as f64 >= 1000.0 * super::GONE_UNTOLD_LAG_MS)
+        {
+            self.last_stall = Some(tokio::time::Instant::now());
+        }
         stats.observe_client(&lags, share);
     }
 }

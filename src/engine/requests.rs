@@ -148,6 +148,22 @@ impl Engine {
             },
             _ => None,
         };
+        // A stream broken after part of its answer is a server dying
+        // mid-answer as often as a living one: it neither counts nor ends
+        // a run of refusals (seen: a killed simulator's streams in flight
+        // broke one by one, each ended the run of refused requests, and the
+        // guard cut the stage as overloaded before five refusals stood in a
+        // row: exit 0, the server never called gone).
+        let broke_mid_answer = matches!(
+            &rec.outcome,
+            RequestOutcome::Errored {
+                category: ErrorCategory::StreamBroken,
+                ..
+            }
+        ) && !rec.chunks.is_empty();
+        if broke_mid_answer {
+            return None;
+        }
         let Some(message) = no_answer else {
             self.unanswered = None;
             return None;
@@ -164,6 +180,21 @@ impl Engine {
             return None;
         }
         self.gone_now()
+    }
+
+    /// llmsweep itself stalled for [`super::GONE_UNTOLD_LAG_MS`] or more
+    /// while its requests went unanswered (seen by the probe within a
+    /// second of the first of them, or after): it cannot tell a dead server
+    /// from one that closed the connections it did not service, so the
+    /// server is not called gone. A stall before the run of unanswered
+    /// requests began says nothing of it (seen: one 1 s wake-up early in a
+    /// 30 s stage on a busy CI machine kept a killed server from being
+    /// called gone for the rest of the stage).
+    pub(super) fn stalled_while_unanswered(&self) -> bool {
+        match (self.last_stall, &self.unanswered) {
+            (Some(t), Some(u)) => t + std::time::Duration::from_secs(1) >= u.since,
+            _ => false,
+        }
     }
 
     /// The server-gone reason when the run of unanswered requests is long

@@ -51,7 +51,7 @@ impl Engine {
         }
         let why = guard?;
         // Unanswered because nobody is there: the run ends, not the stage.
-        if let Some(gone) = self.gone_now().filter(|_| !run.stalled()) {
+        if let Some(gone) = self.gone_now().filter(|_| !self.stalled_while_unanswered()) {
             self.warn(format!("{gone}; stopping the run"));
             return Some(StageEnd::Stopped(gone));
         }

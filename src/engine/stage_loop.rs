@@ -430,7 +430,9 @@ impl Engine {
         spec: &StageSpec,
         done: Done,
     ) -> Option<StageEnd> {
-        let gone = self.server_gone(&done.record).filter(|_| !run.stalled());
+        let gone = self
+            .server_gone(&done.record)
+            .filter(|_| !self.stalled_while_unanswered());
         if let Some(gone) = gone {
             self.on_record(done, &mut run.stats, &spec.name);
             self.warn(format!("{gone}; stopping the run"));
