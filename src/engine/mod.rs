@@ -168,8 +168,8 @@ struct Unanswered {
 const GONE_AFTER: Duration = Duration::from_secs(3);
 /// And how many requests in a row at least (a synchronous stage sends few).
 const GONE_REQUESTS: u64 = 5;
-/// Unless llmsweep itself stalled this long in the stage (its runtime's
-/// longest lag): it then cannot tell a server that died from one that
+/// Unless llmsweep itself stalled this long while its requests went
+/// unanswered (`Engine::stalled_while_unanswered`): it then cannot tell a server that died from one that
 /// closed the connections it did not service, and the stage runs on, its
 /// errors counted and its verdict client-limited. Seen: real llama.cpp,
 /// a flood on a starved client core (the runtime 6.5 s late): 29, then 60
@@ -233,6 +233,7 @@ struct Dispatch {
     ramp_end: Option<Instant>,
 }
 
+/// A running stage: what its loop reads and moves on each turn.
 struct StageRun {
     number: usize,
     stats: StageStats,
