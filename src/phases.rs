@@ -6,11 +6,10 @@
 //! figures; the shards then run that list as `--profile constant --rate …`.
 //! Pure: no I/O.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 
-use crate::config::SweepArrivals;
-use crate::engine::strategy::{validate_rate, Limits, Plan};
-use crate::profile::sweep::{SweepKind, SweepPlan};
+use crate::engine::strategy::{validate_rate, Limits, Plan, StageLoad, Strategy};
+use crate::profile::sweep::SweepPlan;
 use crate::types::{Report, StageReport, StrategyKind};
 
 /// The rates a sweep of `stages` stages plans after its measuring stages,
@@ -18,7 +17,9 @@ use crate::types::{Report, StageReport, StrategyKind};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planned {
     pub rates: Vec<f64>,
-    pub kind: SweepKind,
+    /// The sweep's rate stages (at any rate): their kind, and the
+    /// burstiness of Poisson's.
+    pub rate_stage: Strategy,
     /// How the rates were planned (the sweep's own notice).
     pub notice: Option<String>,
     pub warning: Option<String>,
@@ -35,8 +36,8 @@ impl Planned {
             .map(|r| format!("{r}"))
             .collect::<Vec<_>>()
             .join(",");
-        let kind = self.kind.name();
-        match self.kind.burstiness() {
+        let kind = self.rate_stage.kind();
+        match self.rate_stage.burstiness() {
             None => format!("--profile {kind} --rate {rates}"),
             Some(b) => format!("--profile {kind} --rate {rates} --burstiness {b}"),
         }
@@ -51,8 +52,8 @@ impl Planned {
             .map(|r| format!("{r:?}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let kind = self.kind.name();
-        match self.kind.burstiness() {
+        let kind = self.rate_stage.kind();
+        match self.rate_stage.burstiness() {
             None => format!("strategy = \"{kind}\"\nrate = [{rates}]\n"),
             Some(b) => format!("strategy = \"{kind}\"\nrate = [{rates}]\nburstiness = {b:?}\n"),
         }
@@ -85,19 +86,26 @@ fn measured(report: &Report, kind: fn(StrategyKind) -> bool) -> Option<&StageRep
         .find(|s| kind(s.strategy) && !s.manual)
 }
 
-fn sweep_kind(report: &Report) -> Result<SweepKind> {
-    let arrivals = report
+/// The sweep's rate stages as the report's settings give them
+/// (`sweep_strategy`, `burstiness`), the default's when they say nothing usable.
+fn rate_stage(report: &Report) -> Result<Strategy> {
+    let kind = report
         .config
         .get("sweep_strategy")
-        .cloned()
-        .map(serde_json::from_value::<SweepArrivals>)
-        .transpose()
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let kind = SweepKind::new(arrivals, 1.0);
-    if kind.burstiness().is_none() {
-        return Ok(kind);
+        .and_then(|k| k.as_str())
+        .and_then(crate::config::sweep_kind)
+        .unwrap_or_else(|| crate::config::RunConfig::default().sweep_strategy);
+    let at = |burstiness: f64| {
+        let load = StageLoad {
+            target: 1.0,
+            burstiness,
+            max_concurrency: 1,
+        };
+        Strategy::of(kind, load).with_context(|| format!("a sweep's stages cannot be {kind}"))
+    };
+    let plain = at(1.0)?;
+    if plain.burstiness().is_none() {
+        return Ok(plain);
     }
     let burstiness = crate::config::Within::<crate::config::Burstiness>::new(
         report
@@ -107,7 +115,7 @@ fn sweep_kind(report: &Report) -> Result<SweepKind> {
             .unwrap_or(1.0),
     )
     .map_err(|e| anyhow::anyhow!("the report's burstiness: {e}"))?;
-    Ok(SweepKind::new(arrivals, burstiness.get()))
+    at(burstiness.get())
 }
 
 /// The rates a sweep of `stages` stages (3 or more, as `--profile sweep
@@ -125,7 +133,7 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
     ) else {
         bail!("the report has no synchronous or no throughput stage to plan from: give the merged report of `llmsweep run --shard I/N --profile sweep`");
     };
-    let kind = sweep_kind(report)?;
+    let rate_stage = rate_stage(report)?;
     let limits = Limits {
         max_seconds: report.settings().max_seconds,
         ..Limits::default()
@@ -134,7 +142,7 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
         0 => 1,
         n => u32::try_from(n).unwrap_or(u32::MAX),
     };
-    let mut sweep = SweepPlan::new(stages, kind, limits, bound, false);
+    let mut sweep = SweepPlan::new(stages, rate_stage.clone(), limits, bound, false);
     // The measuring stages, which the first phase ran.
     sweep.next(&[]);
     sweep.next(&[]);
@@ -186,7 +194,7 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
     }
     Ok(Planned {
         rates,
-        kind,
+        rate_stage,
         notice: sweep.take_notice(),
         warning: sweep.take_warning(),
     })
@@ -229,8 +237,8 @@ mod tests {
         ]);
         let planned = plan(&r, 6).unwrap();
         assert_eq!(planned.rates, sweep_rates(1.5, 13.25, 6));
-        assert_eq!(planned.kind, SweepKind::Constant);
-        let mut one = SweepPlan::new(6, SweepKind::Constant, Limits::default(), 512, false);
+        assert_eq!(planned.rate_stage.kind(), StrategyKind::Constant);
+        let mut one = SweepPlan::new(6, planned.rate_stage.clone(), Limits::default(), 512, false);
         let mut done = Vec::new();
         let mut rates = Vec::new();
         while let Some(spec) = one.next(&done) {
@@ -259,7 +267,10 @@ mod tests {
         assert_eq!(back, planned.rates);
         // And as profile keys, which read back as the same plan.
         let cfg = crate::config::RunConfig::from_toml(&planned.toml(), "plan").unwrap();
-        assert_eq!(cfg.strategy, crate::config::LoadStrategy::Constant);
+        assert_eq!(
+            cfg.strategy,
+            crate::config::LoadStrategy::Stages(StrategyKind::Constant)
+        );
         let read: Vec<f64> = cfg
             .rate
             .iter()

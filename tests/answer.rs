@@ -14,7 +14,7 @@ use std::time::Duration;
 use llmsweep::client::Prompt;
 use llmsweep::engine::backend::{Script, Scripted};
 use llmsweep::engine::{FixedPlan, Limits, Plan, RunResult, StageSpec, Strategy};
-use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use llmsweep::profile::sweep::SweepPlan;
 use llmsweep::types::live::{Control, Snapshot};
 use llmsweep::types::{Answer, EventKind, Outcome, StageReport, StrategyKind};
 use tokio::sync::{mpsc, watch};
@@ -195,8 +195,15 @@ async fn verdicts_hold_against_servers_of_known_capacity() {
 #[tokio::test(start_paused = true)]
 async fn sweeps_find_the_capacity_of_known_servers() {
     for (server, seconds, kind) in [
-        (SMALL_FAST, 5.0, SweepKind::Constant),
-        (SLOW, 10.0, SweepKind::Poisson { burstiness: 1.0 }),
+        (SMALL_FAST, 5.0, Strategy::Constant { rate: 1.0 }),
+        (
+            SLOW,
+            10.0,
+            Strategy::Poisson {
+                rate: 1.0,
+                burstiness: 1.0,
+            },
+        ),
     ] {
         let c = server.capacity();
         let plan = SweepPlan::new(8, kind, limits(seconds, None), 64, true);
@@ -239,7 +246,15 @@ fn planned_rates(res: &RunResult) -> Vec<f64> {
 #[tokio::test(start_paused = true)]
 async fn a_pause_in_the_throughput_stage_does_not_move_the_plan() {
     let server = SLOW;
-    let sweep = || SweepPlan::new(5, SweepKind::Constant, limits(10.0, None), 64, true);
+    let sweep = || {
+        SweepPlan::new(
+            5,
+            Strategy::Constant { rate: 1.0 },
+            limits(10.0, None),
+            64,
+            true,
+        )
+    };
     let plain = run(server, sweep(), no_steering).await;
     let paused = run(server, sweep(), |control, mut snaps| {
         tokio::spawn(async move {

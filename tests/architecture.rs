@@ -1118,19 +1118,15 @@ fn every_number_of_the_judgement_is_in_the_metrics_table() {
     assert!(missing.is_empty(), "not in docs/METRICS.md: {missing:?}");
 }
 
-/// The enums that carry a stage's strategy in one layer or another: what a
-/// run does (`config::LoadStrategy`, and `SweepArrivals` for a sweep's rate
-/// stages), a stage's parameters (`engine::Strategy`, its schedule's
-/// `ArrivalKind`), the sweep's rate stages (`profile::sweep::SweepKind`)
-/// and the descriptor they map to (`types::StrategyKind`).
-const STRATEGY_ENUMS: [&str; 6] = [
-    "LoadStrategy",
-    "Strategy",
-    "StrategyKind",
-    "SweepKind",
-    "SweepArrivals",
-    "ArrivalKind",
-];
+/// The enums that carry a stage's strategy: the descriptor of each kind
+/// (`types::StrategyKind`), a stage's parameters (`engine::Strategy`) and
+/// what a run does (`config::LoadStrategy`: a sweep, a search, or stages of
+/// one kind).
+const STRATEGY_ENUMS: [&str; 3] = ["LoadStrategy", "Strategy", "StrategyKind"];
+
+/// The enums that list the stage kinds: the descriptor, and the stage's
+/// parameters, a variant each.
+const KIND_LISTS: [&str; 2] = ["StrategyKind", "Strategy"];
 
 /// The variants an `enum NAME { … }` in `code` declares: the names that
 /// open a line at its first brace level.
@@ -1261,6 +1257,79 @@ fn few_files_name_a_strategy_variant() {
         naming.len(),
         naming.join("\n")
     );
+}
+
+/// Every enum `code` declares, with its variants.
+fn enums(code: &str) -> Vec<(String, Vec<String>)> {
+    code.match_indices("enum ")
+        .filter(|(i, _)| {
+            code[..*i]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+        })
+        .filter_map(|(i, _)| {
+            let name: String = code[i + "enum ".len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let v = variants(code, &name);
+            (!name.is_empty()).then_some((name, v))
+        })
+        .collect()
+}
+
+/// A new stage kind is a variant of `StrategyKind` (its descriptor) and of
+/// `engine::Strategy` (its parameters), and nothing else: no other enum
+/// lists the kinds (as `config::LoadStrategy`, `config::SweepArrivals`
+/// and `profile::sweep::SweepKind` did, each a variant to add for a new
+/// kind). An enum with two variants named as kinds is such a list.
+#[test]
+fn no_other_enum_lists_the_stage_kinds() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let test_only = test_only_files(&files);
+    let codes: Vec<(std::path::PathBuf, String)> = files
+        .iter()
+        .filter(|f| !test_only.contains(*f))
+        .map(|f| {
+            let code = production_code(&std::fs::read_to_string(f).unwrap());
+            (f.clone(), code)
+        })
+        .collect();
+    let kinds = codes
+        .iter()
+        .map(|(_, code)| variants(code, "StrategyKind"))
+        .find(|v| !v.is_empty())
+        .expect("StrategyKind's variants");
+    assert!(kinds.len() >= 6, "the kinds are read: {kinds:?}");
+    let mut lists = Vec::new();
+    for (f, code) in &codes {
+        for (name, v) in enums(code) {
+            let named: Vec<&String> = v.iter().filter(|x| kinds.contains(x)).collect();
+            if named.len() >= 2 && !KIND_LISTS.contains(&name.as_str()) {
+                lists.push(format!(
+                    "{}: enum {name} {named:?}",
+                    f.strip_prefix(&src).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(
+        lists.is_empty(),
+        "enums that list the stage kinds again (describe a kind in types::StrategyKind, \
+         its parameters in engine::Strategy, and ask the kind):\n{}",
+        lists.join("\n")
+    );
+}
+
+#[test]
+fn an_enum_of_kind_names_is_found() {
+    let code = "pub enum Strategy {\n    Constant { rate: f64 },\n}\n#[derive(Debug)]\nenum SweepKind {\n    Constant,\n    Poisson { burstiness: f64 },\n}\nlet addenum Foo = 1;\n";
+    let found: Vec<String> = enums(code).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(found, ["Strategy", "SweepKind"]);
+    assert_eq!(variants(code, "SweepKind"), ["Constant", "Poisson"]);
 }
 
 #[test]

@@ -9,25 +9,31 @@ mod scripted;
 use std::time::Duration;
 
 use llmsweep::engine::backend::{Script, Scripted};
-use llmsweep::engine::{Limits, RunResult};
-use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use llmsweep::engine::{Limits, RunResult, Strategy};
+use llmsweep::profile::sweep::SweepPlan;
 use llmsweep::stats::answer::answer;
 use llmsweep::types::{Answer, Outcome};
 
 /// The default sweep's shape: 10 stages of 10 s, a flood of 512.
-fn default_plan(kind: SweepKind, max_concurrency: Option<u32>) -> SweepPlan {
-    SweepPlan::new(10, kind, scripted::limits(10.0, max_concurrency), 512, true)
+fn default_plan(rate_stage: Strategy, max_concurrency: Option<u32>) -> SweepPlan {
+    SweepPlan::new(
+        10,
+        rate_stage,
+        scripted::limits(10.0, max_concurrency),
+        512,
+        true,
+    )
 }
 
 /// The default sweep against `backend`.
-async fn sweep(backend: Scripted, kind: SweepKind, max_concurrency: Option<u32>) -> RunResult {
-    let plan = default_plan(kind, max_concurrency);
+async fn sweep(backend: Scripted, rate_stage: Strategy, max_concurrency: Option<u32>) -> RunResult {
+    let plan = default_plan(rate_stage, max_concurrency);
     scripted::run(backend, scripted::prompts(1000, 16), 7, plan).await
 }
 
 /// The default sweep against `backend`, started: steer or watch it.
 fn start_sweep(backend: Scripted) -> scripted::Run {
-    let plan = default_plan(SweepKind::Constant, None);
+    let plan = default_plan(Strategy::Constant { rate: 1.0 }, None);
     scripted::start(backend, scripted::prompts(1000, 16), 7, plan)
 }
 
@@ -112,7 +118,7 @@ fn holds_against_truth(res: &RunResult, truth: f64) -> Answer {
 /// stages at 0.9 × and 1.1 × the answer against the same server; the
 /// first keeps up, the second does not.
 async fn held_at_09_not_at_11(backend: Scripted, a: &Answer) {
-    use llmsweep::engine::{FixedPlan, StageSpec, Strategy};
+    use llmsweep::engine::{FixedPlan, StageSpec};
     let x = a.requests_per_s.expect("an answer");
     let stage =
         |rate: f64| StageSpec::new(Strategy::Constant { rate }, scripted::limits(30.0, None));
@@ -155,7 +161,7 @@ fn script(ttft_ms: u64, itl_ms: u64, tokens: u32) -> Script {
 #[tokio::test(start_paused = true)]
 async fn a_fixed_step_server() {
     let b = || Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
-    let res = sweep(b(), SweepKind::Constant, None).await;
+    let res = sweep(b(), Strategy::Constant { rate: 1.0 }, None).await;
     let a = holds_against_truth(&res, 16.0 / 0.4);
     held_at_09_not_at_11(b(), &a).await;
 }
@@ -170,7 +176,7 @@ async fn a_server_whose_latency_climbs_with_load() {
             .with_capacity(32)
             .with_cost_per_running(Duration::from_micros(500))
     };
-    let res = sweep(b(), SweepKind::Constant, None).await;
+    let res = sweep(b(), Strategy::Constant { rate: 1.0 }, None).await;
     let a = holds_against_truth(&res, 32.0 / 0.415);
     held_at_09_not_at_11(b(), &a).await;
 }
@@ -180,7 +186,7 @@ async fn a_server_whose_latency_climbs_with_load() {
 #[tokio::test(start_paused = true)]
 async fn a_server_bound_by_its_kv_cache() {
     let b = || Scripted::new(|_| script(50, 25, 64)).with_capacity(8);
-    let res = sweep(b(), SweepKind::Constant, None).await;
+    let res = sweep(b(), Strategy::Constant { rate: 1.0 }, None).await;
     let a = holds_against_truth(&res, 8.0 / 1.625);
     held_at_09_not_at_11(b(), &a).await;
 }
@@ -209,7 +215,7 @@ async fn a_server_with_jittered_steps_and_completions() {
         })
         .sum::<f64>()
         / 100_000.0;
-    let res = sweep(b(), SweepKind::Constant, None).await;
+    let res = sweep(b(), Strategy::Constant { rate: 1.0 }, None).await;
     let a = holds_against_truth(&res, 16.0 / mean_s);
     held_at_09_not_at_11(b(), &a).await;
 }
@@ -222,7 +228,7 @@ async fn a_server_with_jittered_steps_and_completions() {
 #[tokio::test(start_paused = true)]
 async fn a_server_that_runs_one_request_at_a_time() {
     let b = Scripted::new(|_| script(10, 2, 8)).with_capacity(1);
-    let res = sweep(b, SweepKind::Constant, None).await;
+    let res = sweep(b, Strategy::Constant { rate: 1.0 }, None).await;
     let names: Vec<&str> = res.stages.iter().map(|s| s.name.as_str()).collect();
     assert!(
         res.timeline
@@ -248,7 +254,7 @@ async fn a_server_whose_front_end_shares_the_engines_core() {
             .with_capacity(16)
             .with_cost_per_held(Duration::from_micros(37))
     };
-    let res = sweep(b(), SweepKind::Constant, None).await;
+    let res = sweep(b(), Strategy::Constant { rate: 1.0 }, None).await;
     let flood = res
         .stages
         .iter()
@@ -276,7 +282,7 @@ async fn a_server_whose_flood_measures_its_queue() {
             .with_capacity(8)
             .with_cost_per_held(Duration::from_micros(60))
     };
-    let res = sweep(b(), SweepKind::Constant, None).await;
+    let res = sweep(b(), Strategy::Constant { rate: 1.0 }, None).await;
     let rate_of = |kind| {
         res.stages
             .iter()
@@ -325,7 +331,15 @@ async fn a_server_whose_flood_measures_its_queue() {
 #[tokio::test(start_paused = true)]
 async fn poisson_arrivals() {
     let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
-    let res = sweep(b, SweepKind::Poisson { burstiness: 1.0 }, None).await;
+    let res = sweep(
+        b,
+        Strategy::Poisson {
+            rate: 1.0,
+            burstiness: 1.0,
+        },
+        None,
+    )
+    .await;
     holds_against_truth(&res, 16.0 / 0.4);
 }
 
@@ -334,11 +348,11 @@ async fn poisson_arrivals() {
 #[tokio::test(start_paused = true)]
 async fn max_concurrency_above_and_below_what_the_server_needs() {
     let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
-    let res = sweep(b, SweepKind::Constant, Some(64)).await;
+    let res = sweep(b, Strategy::Constant { rate: 1.0 }, Some(64)).await;
     let a = holds_against_truth(&res, 16.0 / 0.4);
     assert_eq!(a.max_concurrency, None, "{a:?}");
     let b = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
-    let res = sweep(b, SweepKind::Constant, Some(8)).await;
+    let res = sweep(b, Strategy::Constant { rate: 1.0 }, Some(8)).await;
     let a = holds_against_truth(&res, 8.0 / 0.4);
     assert_eq!(a.max_concurrency, Some(8), "{a:?}");
 }
@@ -349,7 +363,7 @@ async fn max_concurrency_above_and_below_what_the_server_needs() {
 /// held 10.29, half of what it showed).
 #[tokio::test(start_paused = true)]
 async fn a_stage_cut_by_a_key_keeps_what_it_showed() {
-    use llmsweep::engine::{FixedPlan, StageSpec, Strategy};
+    use llmsweep::engine::{FixedPlan, StageSpec};
     use llmsweep::types::live::Control;
     let backend = Scripted::new(|_| script(100, 20, 16)).with_capacity(16);
     let limits = |s: f64| scripted::limits(s, None);
@@ -398,7 +412,7 @@ async fn auto_length_stages_against_a_server_whose_latency_climbs() {
         auto_min_seconds: Some(5.0),
         ..Default::default()
     };
-    let plan = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
+    let plan = SweepPlan::new(10, Strategy::Constant { rate: 1.0 }, limits, 512, true);
     let res = scripted::run(b, scripted::prompts(1000, 16), 0, plan).await;
     let truth = 32.0 / 0.415;
     let a = answer(&res.stages, None);
@@ -522,7 +536,7 @@ async fn the_time_left_counts_the_added_stages_from_the_start() {
 /// stage after a collapse must start on a server back at its pace.
 #[tokio::test(start_paused = true)]
 async fn a_stage_after_a_collapse_starts_on_a_server_back_at_its_pace() {
-    use llmsweep::engine::{FixedPlan, StageSpec, Strategy};
+    use llmsweep::engine::{FixedPlan, StageSpec};
     use llmsweep::types::EventKind;
     let b = Scripted::new(|_| script(100, 20, 16))
         .with_capacity(16)

@@ -1674,7 +1674,7 @@ fn sigterm_while_waiting_for_start_at_ends_the_run_with_no_stages() {
 async fn auto_against_a_server_that_never_answers_ends_the_run_after_one_stage() {
     use llmsweep::engine::backend::{Script, Scripted};
     use llmsweep::engine::{Engine, RunSettings};
-    use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+    use llmsweep::profile::sweep::SweepPlan;
     let never = Scripted::new(|_| Script {
         ttft: Duration::from_secs(1_000_000),
         itl: Duration::from_millis(10),
@@ -1708,7 +1708,7 @@ async fn auto_against_a_server_that_never_answers_ends_the_run_after_one_stage()
         auto_min_seconds: Some(5.0),
         ..Default::default()
     };
-    let mut plan = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
+    let mut plan = SweepPlan::new(10, Strategy::Constant { rate: 1.0 }, limits, 512, true);
     let res = engine.run(&mut plan).await;
     assert_eq!(res.stages.len(), 1, "{:?}", res.end_reason);
     assert!(

@@ -13,7 +13,7 @@ use common::*;
 use llmsweep::client::Prompt;
 use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Strategy};
 use llmsweep::profile::search::SearchPlan;
-use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use llmsweep::profile::sweep::SweepPlan;
 use llmsweep::types::live::Snapshot;
 use llmsweep::types::{Api, Basis, EventKind, Method, Outcome, Slo, StrategyKind};
 use tokio::sync::{mpsc, watch};
@@ -93,7 +93,7 @@ async fn one_lock_step_batch_in_a_short_stage_does_not_run_away() {
     // busy machine stretches the steps: the estimate may only fall).
     let cap = 32.0;
     let sim = start_sim(model(20.0, 0.0, 16)).await;
-    let mut plan = SweepPlan::new(4, SweepKind::Constant, secs(0.8), 64, true);
+    let mut plan = SweepPlan::new(4, Strategy::Constant { rate: 1.0 }, secs(0.8), 64, true);
     let (res, _) = run_plan(
         &sim.url(),
         &mut plan,
@@ -184,7 +184,7 @@ async fn all_503_ends_the_sweep_and_says_why() {
     let mut cfg = model(1.0, 0.0, 64);
     cfg.faults.fault_503 = 1.0;
     let sim = start_sim(cfg).await;
-    let mut plan = SweepPlan::new(10, SweepKind::Constant, secs(0.5), 16, true);
+    let mut plan = SweepPlan::new(10, Strategy::Constant { rate: 1.0 }, secs(0.5), 16, true);
     let (res, _) = run_plan(
         &sim.url(),
         &mut plan,

@@ -8,8 +8,8 @@
 mod common;
 
 use common::*;
-use llmsweep::engine::{Engine, Limits, RunSettings};
-use llmsweep::profile::sweep::{SweepKind, SweepPlan};
+use llmsweep::engine::{Engine, Limits, RunSettings, Strategy};
+use llmsweep::profile::sweep::SweepPlan;
 use llmsweep::types::live::Snapshot;
 use llmsweep::types::EventKind;
 
@@ -23,7 +23,7 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
         max_seconds: Some(4.0),
         ..Default::default()
     };
-    let mut plan = SweepPlan::new(5, SweepKind::Constant, limits, 64, false);
+    let mut plan = SweepPlan::new(5, Strategy::Constant { rate: 1.0 }, limits, 64, false);
     let (_ctl, ctl_rx) = tokio::sync::mpsc::unbounded_channel();
     let (snap_tx, snap_rx) = tokio::sync::watch::channel(Snapshot::default());
     let engine = Engine::new(

@@ -234,7 +234,7 @@ fn report_and_compare_commands() {
                 .unwrap_or_else(|e| panic!("{e}\n{out}"));
             assert_eq!(
                 p.strategy,
-                llmsweep::config::LoadStrategy::Constant,
+                llmsweep::config::LoadStrategy::Stages(llmsweep::types::StrategyKind::Constant),
                 "{out}"
             );
             assert_eq!(p.rate.len(), 3, "{out}");

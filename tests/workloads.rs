@@ -119,7 +119,7 @@ fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
 
 fn replay_args(time_scale: f64) -> llmsweep::config::RunConfig {
     llmsweep::config::RunConfig {
-        strategy: llmsweep::config::LoadStrategy::Replay,
+        strategy: llmsweep::config::LoadStrategy::Stages(llmsweep::types::StrategyKind::Replay),
         time_scale: llmsweep::config::Within::new(time_scale)
             .expect("a time scale within its bound"),
         ..Default::default()

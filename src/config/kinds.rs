@@ -269,9 +269,10 @@ fn profile(kv: &KindValue) -> Mapped {
             used.push(theirs);
         }
     }
+    // A sweep's stages: a kind of ours whose target is a request rate.
     if let Some(s) = kv
         .get("strategy_type")
-        .filter(|s| *s == "constant" || *s == "poisson")
+        .filter(|s| super::values::sweep_kind(s).is_some())
     {
         out.flag("--sweep-strategy", s);
         used.push("strategy_type");

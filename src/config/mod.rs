@@ -20,7 +20,7 @@ use clap::{ArgAction, ArgMatches, Args};
 use serde::{Deserialize, Serialize};
 
 use crate::client::FollowRedirects;
-use crate::types::Api;
+use crate::types::{Api, StrategyKind};
 
 mod habits;
 mod keys;
@@ -33,7 +33,8 @@ pub use habits::{guidellm_hint, guidellm_value_hint};
 use keys::shorten_unknown_key;
 use read::*;
 pub use read::{MAX_COUNT, MAX_LINE_BYTES};
-pub use values::{Format, LoadStrategy, OnHangup, RateItem, Replies, StageSeconds, SweepArrivals};
+use values::SweepKindParser;
+pub use values::{sweep_kind, Format, LoadStrategy, OnHangup, RateItem, Replies, StageSeconds};
 pub use within::{
     Bound, Burstiness, Dollars, Fps, Fraction, Percent, ScrapeInterval, Seconds, TimeScale,
     Timeout, Within,
@@ -124,7 +125,6 @@ pub struct RunConfig {
     pub profile: String,
     /// What the run does: set by `--profile` on the command line, `strategy = ".."` in a profile file.
     #[arg(skip)]
-    #[serde(deserialize_with = "de_strategy")]
     pub strategy: LoadStrategy,
     /// Rates: a list like 1,4,16,inf (one stage each; inf = throughput); streams
     /// for concurrent; number of stages for sweep (default 10).
@@ -150,9 +150,9 @@ pub struct RunConfig {
     #[arg(long, default_value = "1", allow_negative_numbers = true)]
     pub burstiness: Within<Burstiness>,
     /// Sweep: arrivals of the interpolated stages.
-    #[arg(long, value_name = "KIND", value_enum, ignore_case = true, default_value_t = SweepArrivals::default())]
-    #[serde(deserialize_with = "de_enum")]
-    pub sweep_strategy: SweepArrivals,
+    #[arg(long, value_name = "KIND", value_parser = SweepKindParser, ignore_case = true, default_value = "constant")]
+    #[serde(deserialize_with = "de_sweep_kind")]
+    pub sweep_strategy: StrategyKind,
     /// Sweep: go on after a saturated stage.
     #[arg(long = "no-stop-on-saturation", action = ArgAction::SetFalse)]
     pub stop_on_saturation: bool,
@@ -610,8 +610,8 @@ mod tests {
             "p.toml",
         )
         .unwrap();
-        assert_eq!(c.strategy, LoadStrategy::Constant);
-        assert_eq!(c.sweep_strategy, SweepArrivals::Poisson);
+        assert_eq!(c.strategy, LoadStrategy::Stages(StrategyKind::Constant));
+        assert_eq!(c.sweep_strategy, StrategyKind::Poisson);
         assert_eq!(c.on_hangup, OnHangup::Stop);
         assert_eq!(c.follow_redirects, FollowRedirects::SameOrigin);
         let e = RunConfig::from_toml("api = \"grpc\"", "p.toml")
@@ -670,12 +670,43 @@ mod tests {
         ]);
         assert_eq!(c.on_hangup, OnHangup::Stop);
         assert_eq!(c.follow_redirects, FollowRedirects::SameOrigin);
-        assert_eq!(c.sweep_strategy, SweepArrivals::Poisson);
+        assert_eq!(c.sweep_strategy, StrategyKind::Poisson);
         for arg in Cli::command().get_arguments() {
             if arg.get_action().takes_values() && !arg.get_possible_values().is_empty() {
                 assert!(arg.is_ignore_case_set(), "--{} ignores case", arg.get_id());
             }
         }
+    }
+
+    /// A sweep's rate stages are a kind whose target is a request rate,
+    /// read through the kinds' own names: any other kind is refused by the
+    /// flag and the profile key alike, naming the kinds there are.
+    #[test]
+    fn the_sweep_strategy_is_a_rate_kind() {
+        assert_eq!(RunConfig::default().sweep_strategy, StrategyKind::Constant);
+        let (c, _) = flags(&["--sweep-strategy", "POISSON"]);
+        assert_eq!(c.sweep_strategy, StrategyKind::Poisson);
+        for kind in ["concurrent", "replay", "sweep", "fast"] {
+            let e = Cli::command()
+                .try_get_matches_from(["llmsweep", "--sweep-strategy", kind])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!(
+                    "invalid value '{kind}' for '--sweep-strategy <KIND>'"
+                )) && e.contains("[possible values: constant, poisson]"),
+                "{e}"
+            );
+            let e = RunConfig::from_toml(&format!("sweep_strategy = \"{kind}\""), "p.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("\"{kind}\" is not one of `constant`, `poisson`")),
+                "{e}"
+            );
+        }
+        // The report's settings name it as before.
+        assert_eq!(c.echo(false)["sweep_strategy"], "poisson");
     }
 
     #[test]
@@ -717,7 +748,7 @@ mod tests {
         .unwrap();
         let (cli, typed) = flags(&["--max-requests", "50", "--fps", "8", "-p", "p.toml"]);
         let merged = file.with_flags(&cli, &typed);
-        assert_eq!(merged.strategy, LoadStrategy::Poisson);
+        assert_eq!(merged.strategy, LoadStrategy::Stages(StrategyKind::Poisson));
         assert_eq!(
             merged.rate,
             [
@@ -941,11 +972,11 @@ mod tests {
     fn strategies_by_name() {
         assert_eq!(
             LoadStrategy::from_name("SYNC"),
-            Some(LoadStrategy::Synchronous)
+            Some(LoadStrategy::Stages(StrategyKind::Synchronous))
         );
         assert_eq!(
             LoadStrategy::from_name("poisson"),
-            Some(LoadStrategy::Poisson)
+            Some(LoadStrategy::Stages(StrategyKind::Poisson))
         );
         assert_eq!(LoadStrategy::from_name("fast"), None);
         for k in LoadStrategy::ALL {
@@ -954,7 +985,19 @@ mod tests {
             assert_eq!(LoadStrategy::from_name(k.name()), Some(k));
         }
         let c = RunConfig::from_toml("strategy = \"sync\"", "x").unwrap();
-        assert_eq!(c.strategy, LoadStrategy::Synchronous);
+        assert_eq!(c.strategy, LoadStrategy::Stages(StrategyKind::Synchronous));
+        // The planners, then every kind, by the kind's own name.
+        let names: Vec<&str> = LoadStrategy::ALL.map(LoadStrategy::name).to_vec();
+        let kinds: Vec<&str> = StrategyKind::ALL.map(StrategyKind::name).to_vec();
+        assert_eq!(names[..2], ["sweep", "search"]);
+        assert_eq!(names[2..], kinds);
+        let e = RunConfig::from_toml("strategy = \"fast\"", "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"fast\" is not a strategy (use sweep, search, synchronous, concurrent, throughput, constant, poisson, replay)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 use clap::ArgAction;
 use serde::{Deserialize, Deserializer, Serializer};
 
-use super::values::{Format, LoadStrategy, RateItem};
+use super::values::{sweep_kind, sweep_kinds, Format, RateItem};
+use crate::types::StrategyKind;
 
 /// The largest count (`--seed`, `--max-requests`, `--max-errors`) a user can give.
 pub const MAX_COUNT: u64 = i64::MAX as u64;
@@ -180,13 +181,13 @@ where
     })
 }
 
-pub(super) fn de_strategy<'de, D: Deserializer<'de>>(d: D) -> Result<LoadStrategy, D::Error> {
+/// `sweep_strategy` in a profile file: a kind whose target is a request
+/// rate, in any case, as `--sweep-strategy` takes it.
+pub(super) fn de_sweep_kind<'de, D: Deserializer<'de>>(d: D) -> Result<StrategyKind, D::Error> {
     let s = String::deserialize(d)?;
-    LoadStrategy::from_name(&s).ok_or_else(|| {
-        serde::de::Error::custom(format!(
-            "{s:?} is not a strategy (use {})",
-            LoadStrategy::names()
-        ))
+    sweep_kind(&s).ok_or_else(|| {
+        let names: Vec<String> = sweep_kinds().map(|k| format!("`{}`", k.name())).collect();
+        serde::de::Error::custom(format!("{s:?} is not one of {}", names.join(", ")))
     })
 }
 

@@ -1,5 +1,5 @@
 //! The kinds of value the run's settings take beyond numbers and text: what
-//! a run does, how a sweep's stages arrive, a rate list entry, a stage's
+//! a run does, the kind of a sweep's rate stages, a rate list entry, a stage's
 //! length, an export format, whose replies a conversation keeps, what a
 //! hang-up does. Each is read the same way from a flag and a profile key.
 
@@ -9,57 +9,50 @@ use crate::types::{Api, StrategyKind};
 
 use super::within::{Seconds, Within};
 
-/// What a run does (`--profile <strategy>`, `strategy = ".."` in a profile).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What a run does (`--profile <strategy>`, `strategy = ".."` in a
+/// profile): a sweep, a search, or stages of one kind. What a kind is (its
+/// name, loop, steering) is the kind's to say; this type only adds the two
+/// plans that choose their stages from what they measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LoadStrategy {
     /// Synchronous, throughput, then constant rates between the two.
     #[default]
     Sweep,
     /// The highest rate that meets the SLOs.
     Search,
-    #[serde(alias = "sync")]
-    Synchronous,
-    Concurrent,
-    Throughput,
-    Constant,
-    Poisson,
-    /// Each request of a trace (`--data TRACE`) at its time.
-    Replay,
+    /// Every stage of this kind (`--rate` lists their targets; a replay
+    /// sends each request of a trace given with `--data` at its time).
+    Stages(StrategyKind),
 }
 
 impl LoadStrategy {
-    pub const ALL: [LoadStrategy; 8] = [
-        LoadStrategy::Sweep,
-        LoadStrategy::Search,
-        LoadStrategy::Synchronous,
-        LoadStrategy::Concurrent,
-        LoadStrategy::Throughput,
-        LoadStrategy::Constant,
-        LoadStrategy::Poisson,
-        LoadStrategy::Replay,
-    ];
+    /// Every strategy, in the order the docs list them: the two planners,
+    /// then the kinds.
+    pub const ALL: [LoadStrategy; 2 + StrategyKind::ALL.len()] = {
+        let mut all = [LoadStrategy::Sweep; 2 + StrategyKind::ALL.len()];
+        all[1] = LoadStrategy::Search;
+        let mut i = 0;
+        while i < StrategyKind::ALL.len() {
+            all[2 + i] = LoadStrategy::Stages(StrategyKind::ALL[i]);
+            i += 1;
+        }
+        all
+    };
 
     /// The kind of every stage it runs; None for a sweep or a search,
-    /// which plan stages of several kinds from what they measure. What a
-    /// kind is (its name, loop, steering) is the kind's to say.
+    /// which plan stages of several kinds from what they measure.
     pub fn stage_kind(self) -> Option<StrategyKind> {
         match self {
             LoadStrategy::Sweep | LoadStrategy::Search => None,
-            LoadStrategy::Synchronous => Some(StrategyKind::Synchronous),
-            LoadStrategy::Concurrent => Some(StrategyKind::Concurrent),
-            LoadStrategy::Throughput => Some(StrategyKind::Throughput),
-            LoadStrategy::Constant => Some(StrategyKind::Constant),
-            LoadStrategy::Poisson => Some(StrategyKind::Poisson),
-            LoadStrategy::Replay => Some(StrategyKind::Replay),
+            LoadStrategy::Stages(kind) => Some(kind),
         }
     }
 
     pub fn name(self) -> &'static str {
-        match (self, self.stage_kind()) {
-            (_, Some(kind)) => kind.name(),
-            (LoadStrategy::Search, None) => "search",
-            _ => "sweep",
+        match self {
+            LoadStrategy::Sweep => "sweep",
+            LoadStrategy::Search => "search",
+            LoadStrategy::Stages(kind) => kind.name(),
         }
     }
 
@@ -77,7 +70,7 @@ impl LoadStrategy {
     pub fn from_name(s: &str) -> Option<LoadStrategy> {
         let s = s.trim().to_ascii_lowercase();
         if s == "sync" {
-            return Some(LoadStrategy::Synchronous);
+            return Some(LoadStrategy::Stages(StrategyKind::Synchronous));
         }
         LoadStrategy::ALL.into_iter().find(|k| k.name() == s)
     }
@@ -88,15 +81,68 @@ impl LoadStrategy {
     }
 }
 
-/// The arrivals of a sweep's interpolated stages (`--sweep-strategy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum SweepArrivals {
-    /// Evenly spaced requests.
-    #[default]
-    Constant,
-    /// Random gaps (gamma-distributed with --burstiness).
-    Poisson,
+/// Written as its name (`"sweep"`, `"constant"`), as the report's settings
+/// have always said it.
+impl Serialize for LoadStrategy {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// Read by name, any case, `sync` for synchronous; anything else is named
+/// with the strategies there are.
+impl<'de> Deserialize<'de> for LoadStrategy {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        LoadStrategy::from_name(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{s:?} is not a strategy (use {})",
+                LoadStrategy::names()
+            ))
+        })
+    }
+}
+
+/// The kinds a sweep's interpolated stages can be (`--sweep-strategy`,
+/// `sweep_strategy = ".."`): those whose target is a request rate.
+pub fn sweep_kinds() -> impl Iterator<Item = StrategyKind> {
+    StrategyKind::ALL.into_iter().filter(|k| k.is_rate())
+}
+
+/// `--sweep-strategy KIND`: a kind of [`sweep_kinds`], any case, offered
+/// in `--help` with the kind's help line; refused as clap refuses any
+/// value not among the possible ones.
+#[derive(Debug, Clone, Copy)]
+pub struct SweepKindParser;
+
+impl clap::builder::TypedValueParser for SweepKindParser {
+    type Value = StrategyKind;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<StrategyKind, clap::Error> {
+        let name = clap::builder::PossibleValuesParser::new(sweep_kinds().map(possible_value))
+            .parse_ref(cmd, arg, value)?;
+        sweep_kind(&name).ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue))
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(sweep_kinds().map(possible_value)))
+    }
+}
+
+fn possible_value(kind: StrategyKind) -> clap::builder::PossibleValue {
+    clap::builder::PossibleValue::new(kind.name()).help(kind.help())
+}
+
+/// A kind of [`sweep_kinds`] by name, any case.
+pub fn sweep_kind(name: &str) -> Option<StrategyKind> {
+    sweep_kinds().find(|k| k.name().eq_ignore_ascii_case(name.trim()))
 }
 
 /// One entry of `--rate 1,4,16,inf`.

@@ -30,7 +30,40 @@ pub enum Strategy {
     Replay { offsets: std::sync::Arc<[f64]> },
 }
 
+/// What a stage's strategy is built from besides its kind: its target and
+/// the settings some kinds take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageLoad {
+    /// Requests per second for a rate kind, streams for concurrent (whole,
+    /// at least one); the other kinds have none.
+    pub target: f64,
+    /// Gamma-distributed gaps' burstiness (`--burstiness`, 1 = Poisson).
+    pub burstiness: f64,
+    /// Throughput's bound on requests in flight.
+    pub max_concurrency: u32,
+}
+
 impl Strategy {
+    /// A stage of `kind` at `load`: the one place a kind becomes its
+    /// parameters. None for a replay, whose times are its trace's.
+    pub fn of(kind: StrategyKind, load: StageLoad) -> Option<Strategy> {
+        let StageLoad {
+            target: rate,
+            burstiness,
+            max_concurrency,
+        } = load;
+        Some(match kind {
+            StrategyKind::Synchronous => Strategy::Synchronous,
+            StrategyKind::Concurrent => Strategy::Concurrent {
+                streams: rate.round().max(1.0) as u32,
+            },
+            StrategyKind::Throughput => Strategy::Throughput { max_concurrency },
+            StrategyKind::Constant => Strategy::Constant { rate },
+            StrategyKind::Poisson => Strategy::Poisson { rate, burstiness },
+            StrategyKind::Replay => return None,
+        })
+    }
+
     pub fn kind(&self) -> StrategyKind {
         match self {
             Strategy::Synchronous => StrategyKind::Synchronous,
@@ -48,7 +81,20 @@ impl Strategy {
             Strategy::Concurrent { streams } => Some(*streams as f64),
             Strategy::Constant { rate } | Strategy::Poisson { rate, .. } => Some(*rate),
             Strategy::Replay { offsets } => replay_rate(offsets),
-            _ => None,
+            Strategy::Synchronous | Strategy::Throughput { .. } => None,
+        }
+    }
+
+    /// The burstiness of its gamma-distributed gaps, for a kind that has
+    /// them (what `--burstiness` must say to run it again).
+    pub fn burstiness(&self) -> Option<f64> {
+        match self {
+            Strategy::Poisson { burstiness, .. } => Some(*burstiness),
+            Strategy::Synchronous
+            | Strategy::Concurrent { .. }
+            | Strategy::Throughput { .. }
+            | Strategy::Constant { .. }
+            | Strategy::Replay { .. } => None,
         }
     }
 
@@ -67,12 +113,13 @@ impl Strategy {
             Strategy::Synchronous => Some(1),
             Strategy::Concurrent { streams } => Some(*streams),
             Strategy::Throughput { max_concurrency } => Some(*max_concurrency),
-            _ => None,
+            Strategy::Constant { .. } | Strategy::Poisson { .. } | Strategy::Replay { .. } => None,
         }
     }
 
     /// The same strategy at another rate (streams for concurrent). Synchronous
-    /// and throughput have no rate; steering them switches to constant.
+    /// and throughput have no rate, nor has a replay (its pace is its
+    /// trace's): steering them switches to constant.
     pub fn with_rate(&self, rate: f64) -> Strategy {
         match self {
             Strategy::Concurrent { .. } => Strategy::Concurrent {
@@ -82,7 +129,10 @@ impl Strategy {
                 rate,
                 burstiness: *burstiness,
             },
-            _ => Strategy::Constant { rate },
+            Strategy::Constant { .. }
+            | Strategy::Synchronous
+            | Strategy::Throughput { .. }
+            | Strategy::Replay { .. } => Strategy::Constant { rate },
         }
     }
 }
@@ -355,10 +405,11 @@ pub fn seconds(s: f64) -> Duration {
 /// The ramp a stage runs (`--ramp-up`), if any: a replay follows its
 /// trace's times and a synchronous stage has one stream, so neither ramps.
 pub fn ramp_of(spec: &StageSpec) -> Option<f64> {
-    match spec.strategy {
-        Strategy::Replay { .. } | Strategy::Synchronous => None,
-        _ => spec.limits.ramp_up.filter(|r| r.is_finite() && *r > 0.0),
+    let kind = spec.strategy.kind();
+    if kind.follows_trace() || kind.is_synchronous() {
+        return None;
     }
+    spec.limits.ramp_up.filter(|r| r.is_finite() && *r > 0.0)
 }
 
 /// Streams (or requests in flight) a closed-loop stage of `full` allows
@@ -382,39 +433,37 @@ pub fn ramp_next_stream(full: u64, t: f64, ramp_s: f64) -> Option<f64> {
 pub struct Arrivals {
     next: Duration,
     i: u64,
-    kind: ArrivalKind,
+    due: DueTimes,
     /// `--ramp-up` seconds (0: none): the schedule's time is warped so the
     /// rate rises linearly from 0 to the target over the ramp.
     ramp_s: f64,
 }
 
-enum ArrivalKind {
+/// How the next due time follows from the last: the schedule's mechanism,
+/// not a list of the stage kinds. Kinds share one (constant and a constant
+/// shard are evenly spaced; Poisson whose gamma cannot be built falls back
+/// to it), and it holds what the kinds do not: the generator's random
+/// state, a shard's stride. Each kind picks its mechanism in
+/// [`Arrivals::new`], whose match names every kind.
+enum DueTimes {
     /// Request `first + i·step` of the schedule `k / rate`: a shard's
     /// requests of the whole schedule (first 0, step 1 unsharded).
-    Constant {
-        rate: f64,
-        first: u64,
-        step: u64,
-    },
-    Gamma {
-        dist: Gamma<f64>,
-        rng: SmallRng,
-    },
+    Even { rate: f64, first: u64, step: u64 },
+    /// Gaps drawn from a gamma distribution, one after another.
+    Gamma { dist: Gamma<f64>, rng: SmallRng },
     /// A trace's due times; past its end, never.
-    Trace {
-        offsets: std::sync::Arc<[f64]>,
-    },
-    /// Closed loop: no schedule.
-    None,
+    Trace { offsets: std::sync::Arc<[f64]> },
+    /// Closed loop: no schedule (a request goes when one ends).
+    Unscheduled,
 }
 
 impl Arrivals {
     pub fn new(strategy: &Strategy, seed: u64) -> Self {
-        let kind = match *strategy {
-            Strategy::Replay { ref offsets } => ArrivalKind::Trace {
+        let due = match *strategy {
+            Strategy::Replay { ref offsets } => DueTimes::Trace {
                 offsets: offsets.clone(),
             },
-            Strategy::Constant { rate } => ArrivalKind::Constant {
+            Strategy::Constant { rate } => DueTimes::Even {
                 rate,
                 first: 0,
                 step: 1,
@@ -426,27 +475,29 @@ impl Arrivals {
                     1.0
                 };
                 match Gamma::new(b, 1.0 / (rate * b)) {
-                    Ok(dist) => ArrivalKind::Gamma {
+                    Ok(dist) => DueTimes::Gamma {
                         dist,
                         rng: SmallRng::seed_from_u64(seed),
                     },
-                    Err(_) => ArrivalKind::Constant {
+                    Err(_) => DueTimes::Even {
                         rate,
                         first: 0,
                         step: 1,
                     },
                 }
             }
-            _ => ArrivalKind::None,
+            Strategy::Synchronous | Strategy::Concurrent { .. } | Strategy::Throughput { .. } => {
+                DueTimes::Unscheduled
+            }
         };
-        let next = match &kind {
-            ArrivalKind::Trace { offsets } => trace_offset(offsets, 0),
+        let next = match &due {
+            DueTimes::Trace { offsets } => trace_offset(offsets, 0),
             _ => Duration::ZERO,
         };
         Arrivals {
             next,
             i: 0,
-            kind,
+            due,
             ramp_s: 0.0,
         }
     }
@@ -458,7 +509,7 @@ impl Arrivals {
     /// ramp's cumulative count `rate·t²/(2·ramp)` (then `rate·(t − ramp/2)`)
     /// reaches `rate·u`.
     pub fn with_ramp(mut self, ramp_s: f64) -> Self {
-        if ramp_s.is_finite() && ramp_s > 0.0 && !matches!(self.kind, ArrivalKind::Trace { .. }) {
+        if ramp_s.is_finite() && ramp_s > 0.0 && !matches!(self.due, DueTimes::Trace { .. }) {
             self.ramp_s = ramp_s;
         }
         self
@@ -492,7 +543,7 @@ impl Arrivals {
                 Arrivals {
                     next: seconds(first as f64 / rate),
                     i: 0,
-                    kind: ArrivalKind::Constant {
+                    due: DueTimes::Even {
                         rate: *rate,
                         first,
                         step: u64::from(shard.count),
@@ -508,27 +559,27 @@ impl Arrivals {
     /// Offset of the next request (absolute from stage start, never relative
     /// to when the previous one was actually sent, so the rate cannot drift).
     pub fn peek(&self) -> Option<Duration> {
-        match self.kind {
-            ArrivalKind::None => None,
+        match self.due {
+            DueTimes::Unscheduled => None,
             _ => Some(self.warp(self.next)),
         }
     }
 
     pub fn advance(&mut self) {
         self.i += 1;
-        match &mut self.kind {
-            ArrivalKind::Constant { rate, first, step } => {
+        match &mut self.due {
+            DueTimes::Even { rate, first, step } => {
                 let k = first.saturating_add(self.i.saturating_mul(*step));
                 self.next = seconds(k as f64 / *rate);
             }
-            ArrivalKind::Gamma { dist, rng } => {
+            DueTimes::Gamma { dist, rng } => {
                 let gap = dist.sample(rng);
                 self.next = self.next.saturating_add(seconds(gap.min(1e6)));
             }
-            ArrivalKind::Trace { offsets } => {
+            DueTimes::Trace { offsets } => {
                 self.next = trace_offset(offsets, self.i);
             }
-            ArrivalKind::None => {}
+            DueTimes::Unscheduled => {}
         }
     }
 }

@@ -141,6 +141,7 @@ fn guidellm_profile(choice: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::config::RateItem;
+    use crate::types::StrategyKind;
 
     #[test]
     fn guidellms_profile_form_gets_llmsweeps() {
@@ -197,7 +198,10 @@ mod tests {
         let (args, name) = resolve(args, &HashSet::new()).unwrap();
         assert_eq!(
             (args.strategy, name.as_str()),
-            (LoadStrategy::Synchronous, "synchronous")
+            (
+                LoadStrategy::Stages(StrategyKind::Synchronous),
+                "synchronous"
+            )
         );
         let plan = crate::profile::plan::build_plan(&args, true).unwrap();
         assert_eq!(plan.plan.total(), Some(1));
@@ -236,7 +240,7 @@ mod tests {
     fn the_command_line_overrides_the_file() {
         let (a, name) = resolve(base("vllm-serving"), &HashSet::new()).unwrap();
         assert_eq!(name, "vllm-serving");
-        assert_eq!(a.strategy, LoadStrategy::Poisson);
+        assert_eq!(a.strategy, LoadStrategy::Stages(StrategyKind::Poisson));
         assert_eq!(
             a.rate,
             [1.0, 4.0, 16.0]
@@ -255,11 +259,11 @@ mod tests {
         let (a, name) = resolve(base("VLLM-Serving"), &HashSet::new()).unwrap();
         assert_eq!(
             (name.as_str(), a.strategy),
-            ("vllm-serving", LoadStrategy::Poisson)
+            ("vllm-serving", LoadStrategy::Stages(StrategyKind::Poisson))
         );
         // A bare strategy is not a file.
         let (a, _) = resolve(base("constant"), &HashSet::new()).unwrap();
-        assert_eq!(a.strategy, LoadStrategy::Constant);
+        assert_eq!(a.strategy, LoadStrategy::Stages(StrategyKind::Constant));
         assert!(resolve(base("nope"), &HashSet::new())
             .unwrap_err()
             .to_string()

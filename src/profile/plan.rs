@@ -4,12 +4,13 @@
 use anyhow::{bail, Context as _, Result};
 
 use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, Within};
+use crate::engine::strategy::StageLoad;
 use crate::engine::strategy::{resolve_margin, validate_rate, MAX_RATE, MIN_RATE};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
-use crate::profile::sweep::{SweepKind, SweepPlan};
+use crate::profile::sweep::SweepPlan;
 use crate::typed;
-use crate::types::Slo;
+use crate::types::{Slo, StrategyKind};
 
 /// Default stage length against a real server (GuideLLM's common setting).
 pub const DEFAULT_STAGE_SECONDS: f64 = 30.0;
@@ -53,7 +54,7 @@ pub fn build_replay_plan(args: &RunConfig, offsets: &[f64]) -> Result<PlanChoice
 
 fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> Result<PlanChoice> {
     let mut limits = stage_limits(args)?;
-    if args.strategy == LoadStrategy::Replay {
+    if args.strategy.follows_trace() {
         return replay_plan(args, limits, offsets);
     }
     default_stage_length(&mut limits, args, builtin_target);
@@ -65,21 +66,29 @@ fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> R
         }
     }
     ask.check_shard()?;
+    if !ask.takes_rates() && ask.has_impossible_rate() {
+        bail!(ask.unused_rate())
+    }
     match args.strategy {
-        LoadStrategy::Synchronous | LoadStrategy::Throughput | LoadStrategy::Search
-            if ask.has_impossible_rate() =>
-        {
-            bail!(ask.unused_rate())
-        }
         LoadStrategy::Sweep => sweep_plan(&ask, limits),
         LoadStrategy::Search => search_plan(&ask, limits),
-        LoadStrategy::Synchronous => ask.fixed(vec![StageSpec::new(Strategy::Synchronous, limits)]),
-        LoadStrategy::Throughput => ask.fixed(vec![StageSpec::new(ask.throughput(), limits)]),
-        LoadStrategy::Concurrent => ask.fixed(concurrent_stages(&ask, &limits)?),
-        // Built above, before the default stage length.
-        LoadStrategy::Replay => bail!("--profile replay needs a trace (--data TRACE)"),
-        LoadStrategy::Constant | LoadStrategy::Poisson => ask.fixed(rate_stages(&ask, &limits)?),
+        LoadStrategy::Stages(kind) => ask.fixed(kind_stages(&ask, kind, &limits)?),
     }
+}
+
+/// `--profile <kind>`: a stage for each entry of `--rate` when the kind
+/// has a target (streams, or requests per second), else its one stage.
+fn kind_stages(ask: &Asked, kind: StrategyKind, limits: &Limits) -> Result<Vec<StageSpec>> {
+    if kind.counts_streams() {
+        return concurrent_stages(ask, kind, limits);
+    }
+    if kind.is_rate() {
+        return rate_stages(ask, kind, limits);
+    }
+    Ok(vec![StageSpec::new(
+        ask.strategy(kind, 0.0)?,
+        limits.clone(),
+    )])
 }
 
 /// Each stage's limits as the settings give them.
@@ -178,6 +187,27 @@ impl<'a> Asked<'a> {
         }
     }
 
+    /// A stage of `kind` at `target` with the settings of this run.
+    fn strategy(&self, kind: StrategyKind, target: f64) -> Result<Strategy> {
+        let load = StageLoad {
+            target,
+            burstiness: self.args.burstiness.get(),
+            max_concurrency: self.throughput_bound,
+        };
+        // A replay's plan is built from its trace, before any other.
+        Strategy::of(kind, load)
+            .with_context(|| format!("--profile {kind} needs a trace (--data TRACE)"))
+    }
+
+    /// `--rate` lists the stages' targets (a sweep's is its stage count).
+    fn takes_rates(&self) -> bool {
+        match self.args.strategy {
+            LoadStrategy::Sweep => true,
+            LoadStrategy::Search => false,
+            LoadStrategy::Stages(kind) => kind.counts_streams() || kind.is_rate(),
+        }
+    }
+
     fn throughput(&self) -> Strategy {
         Strategy::Throughput {
             max_concurrency: self.throughput_bound,
@@ -211,7 +241,9 @@ impl<'a> Asked<'a> {
             return Ok(());
         };
         let why = match self.args.strategy {
-            LoadStrategy::Synchronous => "sends one request at a time, which cannot be split",
+            LoadStrategy::Stages(kind) if kind.is_synchronous() => {
+                "sends one request at a time, which cannot be split"
+            }
             LoadStrategy::Search => {
                 "chooses its rates from what it measures, which shards cannot do apart"
             }
@@ -236,9 +268,9 @@ impl<'a> Asked<'a> {
             "--rate {} is not possible, and {} does not use --rate ({}): leave it out",
             Self::shown(self.rates.as_deref().unwrap_or_default()),
             self.named,
-            match self.args.strategy {
-                LoadStrategy::Synchronous => "it sends one request at a time",
-                LoadStrategy::Throughput => "it sends as fast as the server takes them",
+            match self.args.strategy.stage_kind() {
+                Some(kind) if kind.is_synchronous() => "it sends one request at a time",
+                Some(kind) if kind.is_flood() => "it sends as fast as the server takes them",
                 _ => "it finds the rate itself",
             }
         )
@@ -282,7 +314,7 @@ fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
             ask.named
         ),
     };
-    let kind = SweepKind::new(ask.args.sweep_strategy, ask.args.burstiness.get());
+    let rate_stage = ask.strategy(ask.args.sweep_strategy, 1.0)?;
     let stage_len = match (limits.max_seconds, limits.max_requests) {
         (Some(s), _) => format!("{s} s"),
         // (Seen: "10 stages of 1 requests".)
@@ -294,7 +326,7 @@ fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
     Ok(PlanChoice {
         plan: Box::new(SweepPlan::new(
             n,
-            kind,
+            rate_stage,
             limits,
             ask.throughput_bound,
             ask.args.stop_on_saturation,
@@ -380,13 +412,13 @@ fn sharded_sweep(
 }
 
 /// `--profile concurrent`: `--rate` is a list of stream counts.
-fn concurrent_stages(ask: &Asked, limits: &Limits) -> Result<Vec<StageSpec>> {
+fn concurrent_stages(ask: &Asked, kind: StrategyKind, limits: &Limits) -> Result<Vec<StageSpec>> {
     ask.need_rates()?
         .into_iter()
         .map(|r| match r {
-            RateItem::Finite(n) if n.fract() == 0.0 && (1.0..=MAX_RATE).contains(&n) => Ok(
-                StageSpec::new(Strategy::Concurrent { streams: n as u32 }, limits.clone()),
-            ),
+            RateItem::Finite(n) if n.fract() == 0.0 && (1.0..=MAX_RATE).contains(&n) => {
+                Ok(StageSpec::new(ask.strategy(kind, n)?, limits.clone()))
+            }
             _ => bail!(
                 "--rate {} is not possible for {}: it takes whole numbers of streams (1 or more), e.g. --rate 1,8,32",
                 Asked::shown(&[r]),
@@ -398,8 +430,7 @@ fn concurrent_stages(ask: &Asked, limits: &Limits) -> Result<Vec<StageSpec>> {
 
 /// `--profile constant` / `poisson`: `--rate` is a list of request rates
 /// (`inf`: a throughput stage).
-fn rate_stages(ask: &Asked, limits: &Limits) -> Result<Vec<StageSpec>> {
-    let b = ask.args.burstiness.get();
+fn rate_stages(ask: &Asked, kind: StrategyKind, limits: &Limits) -> Result<Vec<StageSpec>> {
     ask.need_rates()?
         .into_iter()
         .map(|r| {
@@ -410,16 +441,7 @@ fn rate_stages(ask: &Asked, limits: &Limits) -> Result<Vec<StageSpec>> {
                     Asked::shown(&[r]),
                     ask.named
                 ),
-                RateItem::Finite(rate) if ask.args.strategy == LoadStrategy::Constant => {
-                    StageSpec::new(Strategy::Constant { rate }, limits.clone())
-                }
-                RateItem::Finite(rate) => StageSpec::new(
-                    Strategy::Poisson {
-                        rate,
-                        burstiness: b,
-                    },
-                    limits.clone(),
-                ),
+                RateItem::Finite(rate) => StageSpec::new(ask.strategy(kind, rate)?, limits.clone()),
             })
         })
         .collect()

@@ -1,7 +1,6 @@
 //! The sweep: a synchronous stage, a throughput stage, then constant (or
 //! Poisson) stages at rates interpolated between the two measured rates.
 
-use crate::config::SweepArrivals;
 use crate::engine::strategy::{fmt_rate, Limits, Plan, StageSpec, Strategy};
 use crate::stats::answer;
 use crate::stats::judge::queueing;
@@ -67,51 +66,14 @@ impl std::fmt::Display for Budget {
     }
 }
 
-/// The arrivals of a sweep's rate stages (`--sweep-strategy`, with
-/// `--burstiness` for Poisson).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SweepKind {
-    Constant,
-    Poisson { burstiness: f64 },
-}
-
-impl SweepKind {
-    /// The arrivals the settings ask for (the burstiness counts for Poisson only).
-    pub fn new(arrivals: SweepArrivals, burstiness: f64) -> SweepKind {
-        match arrivals {
-            SweepArrivals::Constant => SweepKind::Constant,
-            SweepArrivals::Poisson => SweepKind::Poisson { burstiness },
-        }
-    }
-
-    /// The rate stage's strategy at `rate`.
-    pub fn at(self, rate: f64) -> Strategy {
-        match self {
-            SweepKind::Constant => Strategy::Constant { rate },
-            SweepKind::Poisson { burstiness } => Strategy::Poisson { rate, burstiness },
-        }
-    }
-
-    /// The strategy its stages run, by name (`constant`, `poisson`).
-    pub fn name(self) -> &'static str {
-        self.at(1.0).kind().name()
-    }
-
-    /// The burstiness of Poisson arrivals (None: constant).
-    pub fn burstiness(self) -> Option<f64> {
-        match self {
-            SweepKind::Constant => None,
-            SweepKind::Poisson { burstiness } => Some(burstiness),
-        }
-    }
-}
-
 /// Why a sweep runs its throughput stage again (its one reason), as `plan --phase` says too.
 pub const THROUGHPUT_RERUN_WHY: &str = "the throughput stage completed no request";
 
 pub struct SweepPlan {
     stages: usize,
-    kind: SweepKind,
+    /// Its rate stages' strategy (`--sweep-strategy`, with `--burstiness`),
+    /// at any rate: each stage runs it at its own.
+    rate_stage: Strategy,
     limits: Limits,
     throughput_concurrency: u32,
     stop_on_saturation: bool,
@@ -142,16 +104,23 @@ pub struct SweepPlan {
 }
 
 impl SweepPlan {
+    /// A sweep of `stages` stages whose rate stages are `rate_stage` at
+    /// their rates (a kind whose target is a request rate: constant or
+    /// Poisson; another is run as constant).
     pub fn new(
         stages: usize,
-        kind: SweepKind,
+        rate_stage: Strategy,
         limits: Limits,
         throughput_concurrency: u32,
         stop_on_saturation: bool,
     ) -> Self {
         SweepPlan {
             stages: stages.max(2),
-            kind,
+            rate_stage: if rate_stage.kind().is_rate() {
+                rate_stage
+            } else {
+                Strategy::Constant { rate: 1.0 }
+            },
             limits,
             throughput_concurrency,
             stop_on_saturation,
@@ -172,7 +141,7 @@ impl SweepPlan {
     }
 
     fn open_loop(&self, rate: f64) -> Strategy {
-        self.kind.at(rate)
+        self.rate_stage.with_rate(rate)
     }
 
     /// The last planned (not manual) stage of a kind that ran its course;
@@ -776,7 +745,7 @@ mod tests {
             max_seconds: Some(5.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        let mut p = SweepPlan::new(5, Strategy::Constant { rate: 1.0 }, limits, 64, true);
         assert_eq!(p.upcoming().len(), 5);
         assert_eq!(p.next(&[]).unwrap().strategy, Strategy::Synchronous);
         let mut done_ = vec![done(StrategyKind::Synchronous, 3000.0, 1.0)];
@@ -808,7 +777,13 @@ mod tests {
     fn a_thin_flood_plans_the_grid_without_running_again() {
         // The default run's flood: 10 s, one wave and a rate from part of
         // its window. It was re-run for 30 s as `throughput #2`.
-        let mut p = SweepPlan::new(10, SweepKind::Constant, limits_of(10.0), 512, true);
+        let mut p = SweepPlan::new(
+            10,
+            Strategy::Constant { rate: 1.0 },
+            limits_of(10.0),
+            512,
+            true,
+        );
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
@@ -832,7 +807,13 @@ mod tests {
         // The sweep ran synchronous, throughput, throughput again (cut short
         // by the operator): the rates come from the whole run.
         let plan_after = |thr_stages: Vec<StageReport>| {
-            let mut p = SweepPlan::new(5, SweepKind::Constant, limits_of(4.0), 64, true);
+            let mut p = SweepPlan::new(
+                5,
+                Strategy::Constant { rate: 1.0 },
+                limits_of(4.0),
+                64,
+                true,
+            );
             let mut done_ = vec![done(StrategyKind::Synchronous, 3000.0, 1.0)];
             assert_eq!(p.next(&[]).unwrap().strategy, Strategy::Synchronous);
             p.next(&done_).unwrap();
@@ -874,7 +855,7 @@ mod tests {
             max_seconds: Some(5.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        let mut p = SweepPlan::new(5, Strategy::Constant { rate: 1.0 }, limits, 64, true);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 300.0, 1.0)];
         p.next(&d).unwrap();
@@ -915,7 +896,7 @@ mod tests {
             max_seconds: Some(4.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(5, SweepKind::Constant, limits, 64, true);
+        let mut p = SweepPlan::new(5, Strategy::Constant { rate: 1.0 }, limits, 64, true);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
@@ -942,7 +923,7 @@ mod tests {
             max_seconds: Some(20.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(10, SweepKind::Constant, limits, 512, true);
+        let mut p = SweepPlan::new(10, Strategy::Constant { rate: 1.0 }, limits, 512, true);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1300.0, 0.77)];
         p.next(&d).unwrap();
@@ -1026,7 +1007,13 @@ mod tests {
         // A server that runs one request at a time: its flood measured
         // queueing, and the probes put its capacity at the synchronous rate.
         use crate::types::Outcome::{NotSaturated, Saturated};
-        let mut p = SweepPlan::new(10, SweepKind::Constant, limits_of(10.0), 512, true);
+        let mut p = SweepPlan::new(
+            10,
+            Strategy::Constant { rate: 1.0 },
+            limits_of(10.0),
+            512,
+            true,
+        );
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1300.0, 0.77)];
         p.next(&d).unwrap();
@@ -1161,7 +1148,13 @@ mod tests {
         // Real vLLM: the flood read 5.07 req/s with 512 streams; every rate
         // under it held; the server holds about 8.
         use crate::types::Outcome::{NotSaturated, Saturated};
-        let mut p = SweepPlan::new(4, SweepKind::Constant, limits_of(8.0), 512, true);
+        let mut p = SweepPlan::new(
+            4,
+            Strategy::Constant { rate: 1.0 },
+            limits_of(8.0),
+            512,
+            true,
+        );
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.0)];
         p.next(&d).unwrap();
@@ -1224,7 +1217,13 @@ mod tests {
         // 6.40 (its queue of streams starved the engine); five probes crept
         // down from 14.03 and the interval stayed ±9.5 %.
         use crate::types::Outcome::{NotSaturated, Saturated};
-        let mut p = SweepPlan::new(4, SweepKind::Constant, limits_of(8.0), 512, true);
+        let mut p = SweepPlan::new(
+            4,
+            Strategy::Constant { rate: 1.0 },
+            limits_of(8.0),
+            512,
+            true,
+        );
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.5)];
         p.next(&d).unwrap();
@@ -1253,7 +1252,13 @@ mod tests {
     #[test]
     fn added_stages_stop_at_the_budget_and_say_so() {
         use crate::types::Outcome::NotSaturated;
-        let mut p = SweepPlan::new(3, SweepKind::Constant, limits_of(5.0), 64, true);
+        let mut p = SweepPlan::new(
+            3,
+            Strategy::Constant { rate: 1.0 },
+            limits_of(5.0),
+            64,
+            true,
+        );
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.0)];
         p.next(&d).unwrap();
@@ -1283,7 +1288,7 @@ mod tests {
             max_seconds: Some(4.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(3, SweepKind::Constant, limits, 64, true);
+        let mut p = SweepPlan::new(3, Strategy::Constant { rate: 1.0 }, limits, 64, true);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();

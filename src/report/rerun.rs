@@ -99,6 +99,7 @@ pub fn render(r: &Report) -> String {
 mod tests {
     use super::*;
     use crate::config::{LoadStrategy, RateItem};
+    use crate::types::StrategyKind;
 
     fn report_of(c: &RunConfig, has_key: bool) -> Report {
         let mut config = c.echo(has_key);
@@ -111,7 +112,7 @@ mod tests {
     fn a_reports_settings_load_back_as_the_same_settings() {
         let c = RunConfig {
             profile: "mine.toml".into(),
-            strategy: LoadStrategy::Poisson,
+            strategy: LoadStrategy::Stages(StrategyKind::Poisson),
             rate: vec![RateItem::Finite(2.0), RateItem::Infinite],
             max_seconds: Some(crate::config::StageSeconds::Fixed(45.0)),
             settle_timeout: 3.0.into(),

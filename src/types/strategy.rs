@@ -1,13 +1,14 @@
 //! What a stage is: the one description of each stage strategy (its name,
 //! its loop, its part in a sweep, what the steering keys change, its words
-//! on the dashboard) and the questions the rest of the program asks of it
-//! ("is this the flood?", "open or closed loop?", "can the rate be
-//! steered?"). The types that carry a strategy's data in each layer —
-//! `config::LoadStrategy` (what a run does), `engine::Strategy` (a stage's
-//! rate, streams or trace), `profile::sweep::SweepKind` (the arrivals of a
-//! sweep's rate stages) — map to a [`StrategyKind`] and ask it; no other
-//! module matches on their variants (tests/architecture.rs counts the files
-//! that name one).
+//! on the dashboard and in `--help`) and the questions the rest of the
+//! program asks of it ("is this the flood?", "open or closed loop?", "can
+//! the rate be steered?"). Two other types carry a strategy: a stage's
+//! parameters (`engine::Strategy`: its rate, streams or trace, which names
+//! its kind) and what a run does (`config::LoadStrategy`: a sweep, a search,
+//! or stages of one kind); a sweep's rate stages are an `engine::Strategy`
+//! of a rate kind. No other module lists the kinds or matches on their
+//! variants (tests/architecture.rs counts the files that name one, and
+//! refuses an enum that repeats their names).
 
 use std::fmt;
 use std::str::FromStr;
@@ -68,6 +69,11 @@ impl StrategyKind {
     /// (constant, poisson, replay); the others wait for answers.
     pub const fn is_open_loop(self) -> bool {
         self.info().open_loop
+    }
+
+    /// What it does, in a line.
+    pub const fn help(self) -> &'static str {
+        self.info().help
     }
 
     /// What the steering keys change on a stage of this kind.
@@ -141,6 +147,8 @@ pub struct KindInfo {
     pub from_trace: bool,
     /// Its pace in words when it has no target rate (the dashboard's header).
     pub pace: &'static str,
+    /// What it does, in a line (`--sweep-strategy`'s values in `--help`).
+    pub help: &'static str,
 }
 
 /// What a stage of a kind is to a sweep: the sweep runs synchronous, then
@@ -218,6 +226,7 @@ const SYNCHRONOUS: KindInfo = KindInfo {
     steers: Steers::FromAchieved,
     from_trace: false,
     pace: "one request at a time",
+    help: "One request at a time",
 };
 const CONCURRENT: KindInfo = KindInfo {
     name: "concurrent",
@@ -226,6 +235,7 @@ const CONCURRENT: KindInfo = KindInfo {
     steers: Steers::Streams,
     from_trace: false,
     pace: "no target rate",
+    help: "A fixed number of streams, each sending its next request when the last ends",
 };
 const THROUGHPUT: KindInfo = KindInfo {
     name: "throughput",
@@ -234,6 +244,7 @@ const THROUGHPUT: KindInfo = KindInfo {
     steers: Steers::FromAchieved,
     from_trace: false,
     pace: "all at once",
+    help: "As many at once as allowed",
 };
 const CONSTANT: KindInfo = KindInfo {
     name: "constant",
@@ -242,6 +253,7 @@ const CONSTANT: KindInfo = KindInfo {
     steers: Steers::Rate,
     from_trace: false,
     pace: "no target rate",
+    help: "Evenly spaced requests",
 };
 const POISSON: KindInfo = KindInfo {
     name: "poisson",
@@ -250,6 +262,7 @@ const POISSON: KindInfo = KindInfo {
     steers: Steers::Rate,
     from_trace: false,
     pace: "no target rate",
+    help: "Random gaps (gamma-distributed with --burstiness)",
 };
 const REPLAY: KindInfo = KindInfo {
     name: "replay",
@@ -258,6 +271,7 @@ const REPLAY: KindInfo = KindInfo {
     steers: Steers::Rate,
     from_trace: true,
     pace: "no target rate",
+    help: "Each request of a trace at its time",
 };
 
 impl fmt::Display for StrategyKind {
@@ -320,7 +334,7 @@ mod tests {
                 (false, _) => Steers::FromAchieved,
             };
             assert_eq!(info.steers, expected, "{k}");
-            assert!(!info.pace.is_empty());
+            assert!(!info.pace.is_empty() && !info.help.is_empty());
             assert!(info.steers.help().iter().all(|l| !l.is_empty()));
             // A sweep's rate stages are open loop, its first two closed;
             // only an open-loop stage follows a trace.
