@@ -126,7 +126,9 @@ impl clap::builder::TypedValueParser for SweepKindParser {
     ) -> Result<StrategyKind, clap::Error> {
         let name = clap::builder::PossibleValuesParser::new(sweep_kinds().map(possible_value))
             .parse_ref(cmd, arg, value)?;
-        sweep_kind(&name).ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue))
+        // Every possible value is a kind's name, so this finds it.
+        sweep_kind(&name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd))
     }
 
     fn possible_values(

@@ -936,6 +936,41 @@ mod tests {
         assert_ne!(gaps(1.0, 7)[..10], gaps(1.0, 8)[..10]);
     }
 
+    /// Each kind builds a stage of its own kind, at its target when it has
+    /// one, and keeps its kind (and burstiness) at another rate: what the
+    /// planners and the sweep rely on instead of naming the kinds.
+    #[test]
+    fn every_kind_builds_its_own_stage() {
+        let load = StageLoad {
+            target: 8.0,
+            burstiness: 4.0,
+            max_concurrency: 16,
+        };
+        for kind in StrategyKind::ALL {
+            let Some(s) = Strategy::of(kind, load) else {
+                assert!(kind.follows_trace(), "{kind}");
+                continue;
+            };
+            assert_eq!(s.kind(), kind);
+            let has_target = kind.is_rate() || kind.counts_streams();
+            assert_eq!(s.target_rate(), has_target.then_some(8.0), "{kind}");
+            if kind.is_rate() {
+                let again = s.with_rate(2.0);
+                assert_eq!(again.kind(), kind);
+                assert_eq!(again.target_rate(), Some(2.0));
+                assert_eq!(again.burstiness(), s.burstiness());
+            }
+        }
+        assert_eq!(
+            Strategy::of(StrategyKind::Poisson, load).and_then(|s| s.burstiness()),
+            Some(4.0)
+        );
+        assert_eq!(
+            Strategy::of(StrategyKind::Throughput, load).and_then(|s| s.closed_loop_limit()),
+            Some(16)
+        );
+    }
+
     #[test]
     fn names_and_rate_changes() {
         assert_eq!(Strategy::Constant { rate: 5.254 }.name(), "constant@5.25");

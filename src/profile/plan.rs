@@ -4,8 +4,7 @@
 use anyhow::{bail, Context as _, Result};
 
 use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, Within};
-use crate::engine::strategy::StageLoad;
-use crate::engine::strategy::{resolve_margin, validate_rate, MAX_RATE, MIN_RATE};
+use crate::engine::strategy::{resolve_margin, validate_rate, StageLoad, MAX_RATE, MIN_RATE};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
 use crate::profile::sweep::SweepPlan;
