@@ -550,8 +550,9 @@ fn the_kubernetes_manifests_agree_with_llmsweep() {
             index,
             count: shards,
         });
-        let plan = llmsweep::profile::plan::build_plan(&cfg, false)
-            .unwrap_or_else(|e| panic!("shard {index}: {e:#}"));
+        let plan =
+            llmsweep::profile::plan::build_plan(&llmsweep::config::LoadSettings::of(&cfg), false)
+                .unwrap_or_else(|e| panic!("shard {index}: {e:#}"));
         assert!(plan.description.contains("shard"), "{}", plan.description);
     }
     let merge = read("merge-job.yaml");

@@ -163,7 +163,11 @@ async fn replay_sends_each_request_at_its_trace_time() {
             .into();
         let mut args = replay_args(scale);
         args.max_concurrency = cap;
-        let plan = llmsweep::profile::plan::build_replay_plan(&args, &offsets).unwrap();
+        let plan = llmsweep::profile::plan::build_replay_plan(
+            &llmsweep::config::LoadSettings::of(&args),
+            &offsets,
+        )
+        .unwrap();
         let (res, lines) = scripted_run(backend, prompts, plan.plan).await;
         let s = &res.stages[0];
         assert_eq!(s.name, "replay");

@@ -26,6 +26,7 @@ mod habits;
 mod keys;
 mod kinds;
 mod read;
+mod sections;
 mod values;
 mod within;
 
@@ -33,6 +34,10 @@ pub use habits::{guidellm_hint, guidellm_value_hint};
 use keys::shorten_unknown_key;
 use read::*;
 pub use read::{MAX_COUNT, MAX_LINE_BYTES};
+pub use sections::{
+    DataSettings, JudgeSettings, LoadSettings, OutputSettings, ScrapeSettings, ScreenSettings,
+    Sections, TargetSettings,
+};
 use values::SweepKindParser;
 pub use values::{sweep_kind, Format, LoadStrategy, OnHangup, RateItem, Replies, StageSeconds};
 pub use within::{
@@ -477,6 +482,147 @@ pub fn typed_flags(m: &ArgMatches) -> HashSet<String> {
         .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
         .map(|id| id.to_string())
         .collect()
+}
+
+/// Each section of the settings built from them (`config::sections`): the
+/// only readers of `RunConfig`'s fields but the report's echo and the
+/// profile's resolution.
+impl Sections {
+    pub fn of(args: &RunConfig) -> Sections {
+        Sections {
+            target: TargetSettings::of(args),
+            load: LoadSettings::of(args),
+            data: DataSettings::of(args),
+            judge: JudgeSettings::of(args),
+            outputs: OutputSettings::of(args),
+            screen: ScreenSettings::of(args),
+            scrape: ScrapeSettings::of(args),
+        }
+    }
+}
+
+impl TargetSettings {
+    pub fn of(args: &RunConfig) -> TargetSettings {
+        TargetSettings {
+            target: args.target.clone(),
+            model: args.model.clone(),
+            api: args.api,
+            api_key_env: args.api_key_env.clone(),
+            api_key_file: args.api_key_file.clone(),
+            headers: args.headers.clone(),
+            extra_body: args.extra_body.clone(),
+            request_timeout: crate::engine::strategy::seconds(args.request_timeout.get()),
+            insecure: args.insecure,
+            follow_redirects: args.follow_redirects,
+            max_line_bytes: args.max_line_bytes,
+            keep_replies: args.replies == Replies::Received,
+            reset_prefix_cache: args.reset_prefix_cache,
+            seed: args.seed,
+        }
+    }
+}
+
+impl LoadSettings {
+    pub fn of(args: &RunConfig) -> LoadSettings {
+        LoadSettings {
+            profile: args.profile.clone(),
+            strategy: args.strategy,
+            rate: args.rate.clone(),
+            time_scale: args.time_scale,
+            burstiness: args.burstiness,
+            sweep_strategy: args.sweep_strategy,
+            stop_on_saturation: args.stop_on_saturation,
+            slo: args.slo.clone(),
+            slo_percentile: args.slo_percentile,
+            search_precision: args.search_precision,
+            max_concurrency: args.max_concurrency,
+            shard: args.shard,
+            start_at: args.start_at.clone(),
+            max_seconds: args.max_seconds,
+            max_requests: args.max_requests,
+            max_errors: args.max_errors,
+            repeat: args.repeat,
+            warmup: args.warmup,
+            cooldown: args.cooldown,
+            ramp_up: args.ramp_up,
+            drain: args.drain,
+        }
+    }
+}
+
+impl DataSettings {
+    pub fn of(args: &RunConfig) -> DataSettings {
+        DataSettings {
+            data: args.data.clone(),
+            tokenizer: args.tokenizer.clone(),
+            replies: args.replies,
+            multi_turn: args.multi_turn,
+            skip_bad_rows: args.skip_bad_rows,
+            repeat_prompts: args.repeat_prompts,
+            batch: args.batch,
+            api: args.api,
+            strategy: args.strategy,
+            time_scale: args.time_scale,
+            seed: args.seed,
+            shard: args.shard,
+            max_requests: args.max_requests,
+        }
+    }
+}
+
+impl JudgeSettings {
+    pub fn of(args: &RunConfig) -> JudgeSettings {
+        JudgeSettings {
+            seed: args.seed,
+            slo: args.slo.clone(),
+            percentiles: args.percentiles.clone(),
+            overload_guard: args.overload_guard,
+            settle_timeout: crate::engine::strategy::seconds(args.settle_timeout.get()),
+        }
+    }
+}
+
+impl OutputSettings {
+    pub fn of(args: &RunConfig) -> OutputSettings {
+        OutputSettings {
+            out: args.out.clone(),
+            baseline: args.baseline.clone(),
+            export: args.export.clone(),
+            save_requests: args.save_requests,
+            force: args.force,
+            detach: args.detach,
+            shard: args.shard,
+        }
+    }
+}
+
+impl ScreenSettings {
+    pub fn of(args: &RunConfig) -> ScreenSettings {
+        ScreenSettings {
+            headless: args.headless,
+            theme: args.theme.clone(),
+            fps: args.fps.get(),
+            exit_on_finish: args.exit_on_finish,
+            on_hangup: args.on_hangup,
+        }
+    }
+}
+
+impl ScrapeSettings {
+    pub fn of(args: &RunConfig) -> ScrapeSettings {
+        ScrapeSettings {
+            server_metrics: args.server_metrics.clone(),
+            server_metric: args.server_metric.clone(),
+            interval_s: args
+                .server_metrics_interval
+                .map(Within::<ScrapeInterval>::get),
+            gpu_metrics: args.gpu_metrics.clone(),
+            gpu_hourly_cost: args.gpu_hourly_cost.map(Within::<Dollars>::get),
+            gpus: args.gpus,
+            insecure: args.insecure,
+            follow_redirects: args.follow_redirects,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -203,7 +203,8 @@ mod tests {
                 "synchronous"
             )
         );
-        let plan = crate::profile::plan::build_plan(&args, true).unwrap();
+        let plan = crate::profile::plan::build_plan(&crate::config::LoadSettings::of(&args), true)
+            .unwrap();
         assert_eq!(plan.plan.total(), Some(1));
     }
 

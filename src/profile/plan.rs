@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::config::{LoadStrategy, RateItem, RunConfig, StageSeconds, Within};
+use crate::config::{LoadSettings, LoadStrategy, RateItem, StageSeconds, Within};
 use crate::engine::strategy::{resolve_margin, validate_rate, StageLoad, MAX_RATE, MIN_RATE};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
@@ -40,18 +40,22 @@ impl std::fmt::Debug for PlanChoice {
 /// Builds the stage plan from the profile and rate arguments. A replay's
 /// plan needs its trace: here it is checked with a one-request stand-in
 /// ([`build_replay_plan`] builds the real one once the trace is read).
-pub fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> {
+pub fn build_plan(args: &LoadSettings, builtin_target: bool) -> Result<PlanChoice> {
     build_plan_with(args, builtin_target, &[0.0])
 }
 
 /// `--profile replay`: one stage, each request at its due time (`offsets`,
 /// seconds from the start, in order), ending when the trace does (or at
 /// `--max-seconds` / `--max-requests`, when given).
-pub fn build_replay_plan(args: &RunConfig, offsets: &[f64]) -> Result<PlanChoice> {
+pub fn build_replay_plan(args: &LoadSettings, offsets: &[f64]) -> Result<PlanChoice> {
     build_plan_with(args, false, offsets)
 }
 
-fn build_plan_with(args: &RunConfig, builtin_target: bool, offsets: &[f64]) -> Result<PlanChoice> {
+fn build_plan_with(
+    args: &LoadSettings,
+    builtin_target: bool,
+    offsets: &[f64],
+) -> Result<PlanChoice> {
     let mut limits = stage_limits(args)?;
     if args.strategy.follows_trace() {
         return replay_plan(args, limits, offsets);
@@ -91,7 +95,7 @@ fn kind_stages(ask: &Asked, kind: StrategyKind, limits: &Limits) -> Result<Vec<S
 }
 
 /// Each stage's limits as the settings give them.
-fn stage_limits(args: &RunConfig) -> Result<Limits> {
+fn stage_limits(args: &LoadSettings) -> Result<Limits> {
     let limits = Limits {
         max_seconds: args.max_seconds.and_then(StageSeconds::fixed),
         auto_min_seconds: None,
@@ -111,7 +115,7 @@ fn stage_limits(args: &RunConfig) -> Result<Limits> {
 
 /// `--max-seconds auto` (from a floor to a cap), or the default length
 /// when no limit is given: shorter against the built-in simulator.
-fn default_stage_length(limits: &mut Limits, args: &RunConfig, builtin_target: bool) {
+fn default_stage_length(limits: &mut Limits, args: &LoadSettings, builtin_target: bool) {
     if args.max_seconds == Some(StageSeconds::Auto) {
         limits.max_seconds = Some(if builtin_target {
             AUTO_SIM_CAP_SECONDS
@@ -130,7 +134,7 @@ fn default_stage_length(limits: &mut Limits, args: &RunConfig, builtin_target: b
 }
 
 /// `--profile replay`: one stage that sends at the trace's times.
-fn replay_plan(args: &RunConfig, mut limits: Limits, offsets: &[f64]) -> Result<PlanChoice> {
+fn replay_plan(args: &LoadSettings, mut limits: Limits, offsets: &[f64]) -> Result<PlanChoice> {
     if !args.rate.is_empty() {
         bail!("--profile replay sends at the trace's times: use --time-scale, not --rate");
     }
@@ -159,7 +163,7 @@ fn replay_plan(args: &RunConfig, mut limits: Limits, offsets: &[f64]) -> Result<
 /// about --rate names what it counts for this profile (and the strategy a
 /// shipped or file profile runs).
 struct Asked<'a> {
-    args: &'a RunConfig,
+    args: &'a LoadSettings,
     /// The strategy's name (`constant`).
     profile: &'static str,
     /// `--profile constant`, or `--profile mine.toml (constant)`.
@@ -170,7 +174,7 @@ struct Asked<'a> {
 }
 
 impl<'a> Asked<'a> {
-    fn new(args: &'a RunConfig) -> Asked<'a> {
+    fn new(args: &'a LoadSettings) -> Asked<'a> {
         let profile = args.strategy.name();
         let named = if args.profile.is_empty() || args.profile == profile {
             format!("--profile {profile}")
@@ -365,7 +369,7 @@ fn search_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
 /// shard. `llmsweep merge` adds the shards' reports and `llmsweep plan`
 /// prints the constant rates the sweep would run next.
 fn sharded_sweep(
-    args: &RunConfig,
+    args: &LoadSettings,
     shard: crate::engine::Shard,
     limits: Limits,
     throughput_bound: u32,
@@ -493,6 +497,16 @@ fn check_window(limits: &Limits) -> Result<()> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::config::RunConfig;
+
+    /// The plan of these settings, as the run builds it from their section.
+    fn build_plan(args: &RunConfig, builtin_target: bool) -> Result<PlanChoice> {
+        super::build_plan(&LoadSettings::of(args), builtin_target)
+    }
+
+    fn build_replay_plan(args: &RunConfig, offsets: &[f64]) -> Result<PlanChoice> {
+        super::build_replay_plan(&LoadSettings::of(args), offsets)
+    }
 
     /// Settings for `--profile <strategy> [--rate <rates>]`.
     pub(crate) fn args(strategy: &str, rate: Option<&str>) -> RunConfig {

@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::config::RunConfig;
+use crate::config::{DataSettings, LoadSettings, ScreenSettings, TargetSettings};
 
 /// The furthest ahead `--start-at` may be.
 pub(super) const START_AT_MAX_AHEAD_S: u64 = 24 * 3600;
@@ -31,8 +31,8 @@ pub fn start_at(s: &str) -> Result<std::time::SystemTime> {
 
 /// The checks a single setting's type cannot make (its bound can: see
 /// `config::Within`): a start time within a day.
-pub fn check_numbers(args: &RunConfig) -> Result<()> {
-    if let Some(at) = &args.start_at {
+pub fn check_numbers(load: &LoadSettings) -> Result<()> {
+    if let Some(at) = &load.start_at {
         start_at(at)?;
     }
     Ok(())
@@ -42,8 +42,8 @@ pub fn check_numbers(args: &RunConfig) -> Result<()> {
 /// not this run draws the dashboard: a typo in a headless run (or in a
 /// profile file) is an error before any load, not a silent fallback.
 /// `NO_COLOR` does not excuse it either (it only picks mono when drawing).
-pub fn check_theme(args: &RunConfig) -> Result<()> {
-    match args.theme.as_deref() {
+pub fn check_theme(screen: &ScreenSettings) -> Result<()> {
+    match screen.theme.as_deref() {
         Some(choice) => crate::tui::theme::select(Some(choice), false)
             .map(drop)
             .map_err(|e| anyhow::anyhow!("--theme: {e:#}")),
@@ -53,7 +53,10 @@ pub fn check_theme(args: &RunConfig) -> Result<()> {
 
 /// Conversations need a strategy that counts them and, for the server's
 /// replies in the history, the chat API.
-pub(super) fn check_conversation_settings(args: &RunConfig, conversation_file: bool) -> Result<()> {
+pub(super) fn check_conversation_settings(
+    args: &DataSettings,
+    conversation_file: bool,
+) -> Result<()> {
     if args.multi_turn && !conversation_file {
         bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
     }
@@ -137,7 +140,7 @@ pub fn check_context(
 }
 
 /// Reads the API key: `--api-key-file` first, then the environment variable.
-pub fn read_api_key(args: &RunConfig) -> Result<Option<String>> {
+pub fn read_api_key(args: &TargetSettings) -> Result<Option<String>> {
     if let Some(path) = &args.api_key_file {
         let bytes = crate::bounds::read_secret(
             path,
@@ -189,6 +192,7 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::RunConfig;
     use crate::run::prepare::check_settings;
     use crate::types::Slo;
 
@@ -389,11 +393,11 @@ mod tests {
                     ] {
                         let r = std::panic::catch_unwind(|| {
                             let a = r?;
-                            check_numbers(&a)?;
+                            check_numbers(&LoadSettings::of(&a))?;
                             if let Some(s) = &a.slo {
                                 Slo::parse(s).map_err(anyhow::Error::msg)?;
                             }
-                            build_plan(&a, false).map(|_| ())
+                            build_plan(&LoadSettings::of(&a), false).map(|_| ())
                         })
                         .unwrap_or_else(|_| panic!("{profile} {key} {v} {how} panicked"));
                         if let Err(e) = &r {
@@ -571,7 +575,9 @@ mod tests {
         let mut a = args("sweep", None);
         // A variable the user named but did not set is an error, not "no key".
         a.api_key_env = "LLMSWEEP_TEST_SURELY_UNSET".into();
-        let e = read_api_key(&a).unwrap_err().to_string();
+        let e = read_api_key(&TargetSettings::of(&a))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("--api-key-env LLMSWEEP_TEST_SURELY_UNSET: that variable is not set"),
             "{e}"

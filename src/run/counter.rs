@@ -6,7 +6,6 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::client::{Client, ClientConfig};
-use crate::config::RunConfig;
 use crate::tokenizer::{Builtin, TokenCounter};
 
 /// `--tokenizer`: a `tokenizer.json` or a model directory; `ORG/NAME` (no
@@ -15,11 +14,11 @@ use crate::tokenizer::{Builtin, TokenCounter};
 /// the served model's ([`served_tokenizer`]). The note says where a model's
 /// tokenizer came from.
 pub(super) async fn token_counter(
-    args: &RunConfig,
+    tokenizer: Option<&std::path::Path>,
 ) -> Result<(Arc<dyn TokenCounter>, Option<String>)> {
     use super::hub;
     use crate::tokenizer::TokenizerFile;
-    let Some(path) = &args.tokenizer else {
+    let Some(path) = tokenizer else {
         return Ok((Arc::new(Builtin), None));
     };
     let spec = path.to_string_lossy().to_string();

@@ -11,18 +11,18 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 
 use crate::attach::runs::STATE_FILE;
-use crate::config::RunConfig;
+use crate::config::OutputSettings;
 
 /// How long the pre-flight (data, target, model) may take before we give up waiting.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Starts the run in the background; returns its run directory.
-pub fn start(args: &RunConfig, dir: &Path) -> Result<PathBuf> {
+pub fn start(outputs: &OutputSettings, dir: &Path) -> Result<PathBuf> {
     super::dir::create_run_dir(dir)?;
     let exe = std::env::current_exe().context("cannot find the llmsweep executable")?;
     let child_args = child_args(
         std::env::args_os().skip(1).collect(),
-        args.out.is_none(),
+        outputs.out.is_none(),
         dir,
     );
     let log_path = dir.join("run.log");

@@ -75,10 +75,11 @@ pub fn settings(args: RunConfig, explicit: &HashSet<String>) -> Result<(RunConfi
 /// command line: they win over a profile file.
 pub fn execute(args: RunConfig, explicit: &HashSet<String>) -> Result<Ran> {
     let (args, profile_name) = settings(args, explicit)?;
-    let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
-    check_out_dir(&out_dir, args.force)?;
-    if args.detach {
-        return detach::start(&args, &out_dir).map(Ran::Detached);
+    let outputs = crate::config::OutputSettings::of(&args);
+    let out_dir = outputs.out.clone().unwrap_or_else(default_out_dir);
+    check_out_dir(&out_dir, outputs.force)?;
+    if outputs.detach {
+        return detach::start(&outputs, &out_dir).map(Ran::Detached);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -167,11 +168,11 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     let listening = before.finish().await;
 
     // 2. The run directory, its socket and state file, signals, the front end.
-    let (mut session, ends) = Session::open(&args, &mut p, &out_dir, listening)?;
+    let (mut session, ends) = Session::open(&mut p, &out_dir, listening)?;
 
     // 3. The engine runs the plan.
     let (engine, request_file, (checkpoint, checkpoint_errors)) =
-        build_engine(&args, &mut p, &session, ends, &out_dir)?;
+        build_engine(&mut p, &session, ends, &out_dir)?;
     let stopped = match start_at {
         Some(at) => wait_until(at, session.stopped.clone()).await,
         None => None,
@@ -242,7 +243,6 @@ type CheckpointWriter = (checkpoint::Writer, checkpoint::Errors);
 /// wired to the session's channels, the stages.jsonl checkpoint, the data's
 /// conversations and notes, and `--save-requests`.
 fn build_engine(
-    args: &RunConfig,
     p: &mut Prepared,
     session: &Session,
     ends: EngineEnds,
@@ -291,7 +291,7 @@ fn build_engine(
     }
     if let Some(convs) = p.conversations.clone() {
         engine = engine.with_conversations(convs);
-        if args.replies == crate::config::Replies::Received {
+        if p.replies == crate::config::Replies::Received {
             engine = engine.replies_as_received();
         }
     }
@@ -299,7 +299,7 @@ fn build_engine(
         engine.warn(note);
     }
     let mut request_file = None;
-    if args.save_requests {
+    if p.outputs.save_requests {
         let (sink, file) = requests::start(out_dir)?;
         engine = engine.log_requests(sink);
         request_file = Some(file);

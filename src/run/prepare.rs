@@ -1,6 +1,11 @@
 //! Step 1 of a run: everything that can be checked before any load is sent
 //! (arguments, data, the target, the model), each with a message that says
 //! what to do. Ends with a ready client, the request bodies and the plan.
+//!
+//! The settings arrive as the user typed them ([`RunConfig`]) and are cut
+//! into their sections ([`Sections`]) first; each step takes the section it
+//! builds its part from. Only the report's `config` reads `RunConfig`
+//! again: it echoes every setting.
 
 use std::sync::Arc;
 
@@ -11,9 +16,11 @@ use super::checks::{check_context, check_conversation_settings, check_numbers, c
 use super::counter::{read_blocking, served_tokenizer, token_counter, Served};
 use super::target::{model_mix, Preflight, Reached, RequestParts};
 use crate::client::{Client, Prompt};
-use crate::config::{Format, RunConfig, Within};
+use crate::config::{
+    DataSettings, Format, JudgeSettings, LoadSettings, OutputSettings, Replies, RunConfig,
+    ScrapeSettings, ScreenSettings, Sections,
+};
 use crate::data::load_items;
-use crate::engine::strategy::seconds;
 use crate::engine::RunSettings;
 use crate::profile::plan::{build_plan, build_replay_plan, PlanChoice};
 use crate::sim;
@@ -53,17 +60,24 @@ pub struct Prepared {
     pub models: Option<Arc<crate::data::mix::ModelMix>>,
     /// `--baseline`: the run to hold this one against, as given and as read.
     pub baseline: Option<Arc<(String, crate::types::Report)>>,
+    /// The terminal's side: the dashboard's redraws and result screen, a hang-up.
+    pub screen: ScreenSettings,
+    /// Where the baseline is, whether every request is saved, the shard.
+    pub outputs: OutputSettings,
+    /// Whose replies a conversation's history holds.
+    pub replies: Replies,
 }
 
 /// The checks that need nothing but the settings: numbers and the plan.
 /// A value a profile file may have set is named by its flag; the error
 /// then says which file to look in too.
 pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
-    let checked = check_numbers(args)
-        .and_then(|()| check_theme(args))
-        .and_then(|()| model_mix(args).map(drop))
-        .and_then(|()| load_baseline(args).map(drop))
-        .and_then(|()| build_plan(args, args.target.is_none()).map(drop));
+    let s = Sections::of(args);
+    let checked = check_numbers(&s.load)
+        .and_then(|()| check_theme(&s.screen))
+        .and_then(|()| model_mix(&s.target).map(drop))
+        .and_then(|()| load_baseline(&s.outputs).map(drop))
+        .and_then(|()| build_plan(&s.load, s.target.target.is_none()).map(drop));
     match checked {
         Err(e) if crate::profile::file::is_file(&args.profile) => {
             bail!("{e:#} (set in {profile_name} or on the command line)")
@@ -74,8 +88,9 @@ pub fn check_settings(args: &RunConfig, profile_name: &str) -> Result<()> {
 
 /// `--baseline`, read (a file that is not a report, or whose histograms
 /// do not decode, is an error before any load).
-fn load_baseline(args: &RunConfig) -> Result<Option<Arc<(String, crate::types::Report)>>> {
-    args.baseline
+fn load_baseline(outputs: &OutputSettings) -> Result<Option<Arc<(String, crate::types::Report)>>> {
+    outputs
+        .baseline
         .as_deref()
         .map(|p| {
             let r = crate::report::baseline::load(p)?;
@@ -89,23 +104,24 @@ fn load_baseline(args: &RunConfig) -> Result<Option<Arc<(String, crate::types::R
 /// Each step can fail with an error that says what to change; no load is
 /// sent before all have passed.
 pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
-    let (mut local, counted) = Local::read(args).await?;
+    let s = Sections::of(args);
+    let (mut local, counted) = Local::read(&s).await?;
     let tools = local.tools.is_some();
-    let reached = Reached::reach(args, tools, &local.request, counted.counter.clone()).await?;
+    let reached = Reached::reach(&s.target, tools, &local.request, counted.counter.clone()).await?;
     local.settings.reset_prefix_cache = reached.reset_prefix_cache.clone();
-    let (counted, client) = counted.served(args, &reached, local.run_number).await?;
+    let (counted, client) = counted.served(&s.data, &reached, local.run_number).await?;
     let Counted {
         counter,
         mut data,
         note: tokenizer_note,
     } = counted;
-    let parts = part_tokens(args, &local, &reached).await;
-    let mut notes = notes(args, &mut data, &reached, parts.as_ref())?;
+    let parts = part_tokens(s.data.api, &local, &reached).await;
+    let mut notes = notes(s.load.max_concurrency, &mut data, &reached, parts.as_ref())?;
     let model = reached.preflight.model.id.clone();
     // The server's /metrics: flags checked now, scraping starts with the run.
-    let scrape = scrape_config(args, &reached.base_url, &model, &local.request)?;
-    let bodies = Bodies::build(args, &local, &model, &mut data, &*counter, &mut notes)?;
-    let target = target(&reached, &client, model, args.api);
+    let scrape = scrape_config(&s.scrape, &reached.base_url, &model, &local.request)?;
+    let bodies = Bodies::build(&s.data, &local, &model, &mut data, &*counter, &mut notes)?;
+    let target = target(&reached, &client, model, s.target.api);
     let config = run_config(args, profile_name, &local, &data, &bodies, &*counter);
     Ok(Prepared {
         client,
@@ -127,6 +143,9 @@ pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
         tokenizer_note,
         models: reached.mix.map(Arc::new),
         baseline: local.shown.baseline,
+        screen: s.screen,
+        outputs: s.outputs,
+        replies: s.data.replies,
     })
 }
 
@@ -158,24 +177,24 @@ struct Shown {
 }
 
 impl Local {
-    async fn read(args: &RunConfig) -> Result<(Local, Counted)> {
-        let settings = engine_settings(args)?;
-        let (counter, note) = token_counter(args).await?;
-        let run_number = (!args.repeat_prompts).then(rand::random::<u64>);
-        let data = read_data(args, counter.as_ref(), run_number)?;
-        let images = read_images(args, run_number)?;
-        let tools = read_tools(args)?;
-        let request = RequestParts::read(args)?;
-        let formats = export_formats(args)?;
-        let plan = run_plan(args, &data)?;
-        let (dashboard, themes) = dashboard(args)?;
+    async fn read(s: &Sections) -> Result<(Local, Counted)> {
+        let settings = engine_settings(&s.judge)?;
+        let (counter, note) = token_counter(s.data.tokenizer.as_deref()).await?;
+        let run_number = (!s.data.repeat_prompts).then(rand::random::<u64>);
+        let data = read_data(&s.data, counter.as_ref(), run_number)?;
+        let images = read_images(&s.data, run_number)?;
+        let tools = read_tools(&s.data)?;
+        let request = RequestParts::read(&s.target)?;
+        let formats = export_formats(&s.outputs)?;
+        let plan = run_plan(&s.load, s.target.target.is_none(), &data)?;
+        let (dashboard, themes) = dashboard(&s.screen)?;
         let shown = Shown {
             formats,
             dashboard,
             themes,
-            baseline: load_baseline(args)?,
+            baseline: load_baseline(&s.outputs)?,
         };
-        let (gpu_scrape, gpu_price) = gpu_config(args)?;
+        let (gpu_scrape, gpu_price) = gpu_config(&s.scrape)?;
         let local = Local {
             settings,
             run_number,
@@ -200,12 +219,12 @@ impl Local {
 
 /// The plan: a trace's due times for a replay, else the strategy's stages;
 /// `--repeat N` runs it N times.
-fn run_plan(args: &RunConfig, data: &RunData) -> Result<PlanChoice> {
+fn run_plan(load: &LoadSettings, builtin_target: bool, data: &RunData) -> Result<PlanChoice> {
     let mut plan = match &data.replay {
-        Some(offsets) => build_replay_plan(args, offsets)?,
-        None => build_plan(args, args.target.is_none())?,
+        Some(offsets) => build_replay_plan(load, offsets)?,
+        None => build_plan(load, builtin_target)?,
     };
-    if let Some(n) = args.repeat.filter(|&n| n > 1) {
+    if let Some(n) = load.repeat.filter(|&n| n > 1) {
         plan.plan = Box::new(crate::profile::repeat::RepeatPlan::new(plan.plan, n));
         plan.description = format!("{}, run {n} times (--repeat {n})", plan.description);
     }
@@ -214,20 +233,20 @@ fn run_plan(args: &RunConfig, data: &RunData) -> Result<PlanChoice> {
 
 /// The GPUs' exporters and the price, on the same clock: checked before any load.
 fn gpu_config(
-    args: &RunConfig,
+    scrape: &ScrapeSettings,
 ) -> Result<(
     Option<crate::server_metrics::GpuScrapeConfig>,
     Option<crate::server_metrics::gpu::Price>,
 )> {
     crate::server_metrics::gpu_config(
         &crate::server_metrics::GpuFlags {
-            urls: &args.gpu_metrics,
-            interval_s: args.server_metrics_interval.map(Within::get),
-            hourly_usd: args.gpu_hourly_cost.map(Within::get),
-            gpus: args.gpus,
+            urls: &scrape.gpu_metrics,
+            interval_s: scrape.interval_s,
+            hourly_usd: scrape.gpu_hourly_cost,
+            gpus: scrape.gpus,
         },
-        args.insecure,
-        args.follow_redirects,
+        scrape.insecure,
+        scrape.follow_redirects,
     )
 }
 
@@ -236,14 +255,14 @@ fn gpu_config(
 /// audio and video counted, which would only come back as HTTP 400s, said
 /// now.
 fn notes(
-    args: &RunConfig,
+    max_concurrency: Option<u32>,
     data: &mut RunData,
     reached: &Reached,
     parts: Option<&super::media_tokens::PartTokens>,
 ) -> Result<Vec<String>> {
     let mut notes = std::mem::take(&mut data.set.notes);
     notes.extend(reached.note.clone());
-    notes.extend(open_files_note(args));
+    notes.extend(open_files_note(max_concurrency));
     if let Some((context, name)) = &reached.preflight.context {
         notes.extend(check_context(&data.set.items, *context, name, parts)?);
     }
@@ -253,13 +272,13 @@ fn notes(
 /// What a request's images, audio and video cost in prompt tokens, for
 /// the context check: asked only when there is a context to check.
 async fn part_tokens(
-    args: &RunConfig,
+    api: crate::types::Api,
     local: &Local,
     reached: &Reached,
 ) -> Option<super::media_tokens::PartTokens> {
     let images = local.images.as_ref()?;
     reached.preflight.context.as_ref()?;
-    if args.api.pooled() {
+    if api.pooled() {
         return None;
     }
     let model = &reached.preflight.model.id;
@@ -279,7 +298,7 @@ impl Bodies {
     /// The data's description then says what requests carry beside their
     /// text.
     fn build(
-        args: &RunConfig,
+        args: &DataSettings,
         local: &Local,
         model: &str,
         data: &mut RunData,
@@ -389,7 +408,7 @@ impl Counted {
     /// With the client that counts answers.
     async fn served(
         self,
-        args: &RunConfig,
+        args: &DataSettings,
         reached: &Reached,
         run_number: Option<u64>,
     ) -> Result<(Counted, Arc<Client>)> {
@@ -412,7 +431,7 @@ impl Counted {
     fn with_served(
         mut self,
         found: Served,
-        args: &RunConfig,
+        args: &DataSettings,
         model: &str,
         reached: &Reached,
         run_number: Option<u64>,
@@ -449,7 +468,7 @@ impl Counted {
 
 /// `--data …,tools=N[,tool_results=K,tool_result_tokens=M]`: the tools
 /// each chat request carries (see `data::tools`).
-fn read_tools(args: &RunConfig) -> Result<Option<crate::data::tools::ToolSpec>> {
+fn read_tools(args: &DataSettings) -> Result<Option<crate::data::tools::ToolSpec>> {
     if !crate::data::is_synthetic(&args.data) {
         return Ok(None);
     }
@@ -470,14 +489,13 @@ fn read_tools(args: &RunConfig) -> Result<Option<crate::data::tools::ToolSpec>> 
 /// `audio=N`, `video=N`: its audio and video clips after them
 /// (`data::media`).
 fn read_images(
-    args: &RunConfig,
+    args: &DataSettings,
     run_number: Option<u64>,
 ) -> Result<Option<crate::data::images::Attach>> {
     if !crate::data::is_synthetic(&args.data) {
         return Ok(None);
     }
-    let seed = args.shard.map_or(args.seed, |s| s.seed(args.seed));
-    let seed = seed ^ run_number.unwrap_or(0).rotate_left(17);
+    let seed = args.prompt_seed() ^ run_number.unwrap_or(0).rotate_left(17);
     let images = match crate::data::images::spec_of(&args.data)? {
         Some(_) if !crate::data::takes_parts(args.api) => bail!(
             "--data images=…: images go in chat, Messages or Responses requests' content; use --api chat, messages or responses (not {})",
@@ -499,29 +517,29 @@ fn read_images(
 }
 
 /// What the engine needs of the settings beyond the plan.
-fn engine_settings(args: &RunConfig) -> Result<RunSettings> {
+fn engine_settings(judge: &JudgeSettings) -> Result<RunSettings> {
     Ok(RunSettings {
-        seed: args.seed,
-        slo: args
+        seed: judge.seed,
+        slo: judge
             .slo
             .as_deref()
             .map(Slo::parse)
             .transpose()
             .map_err(anyhow::Error::msg)?,
-        percentiles: args.percentiles.clone(),
-        no_overload_guard: !args.overload_guard,
-        settle_timeout: Some(seconds(args.settle_timeout.get())),
+        percentiles: judge.percentiles.clone(),
+        no_overload_guard: !judge.overload_guard,
+        settle_timeout: Some(judge.settle_timeout),
         reset_prefix_cache: None,
     })
 }
 
 /// Whether to draw the dashboard (a terminal both ways, not --headless),
 /// and its themes.
-fn dashboard(args: &RunConfig) -> Result<(bool, Vec<crate::tui::theme::Theme>)> {
-    if !crate::tui::can_draw(args.headless) {
+fn dashboard(screen: &ScreenSettings) -> Result<(bool, Vec<crate::tui::theme::Theme>)> {
+    if !crate::tui::can_draw(screen.headless) {
         return Ok((false, Vec::new()));
     }
-    Ok((true, crate::tui::theme::from_env(args.theme.as_deref())?))
+    Ok((true, crate::tui::theme::from_env(screen.theme.as_deref())?))
 }
 
 /// The report's `config`: the settings (secrets masked) and what they
@@ -546,22 +564,22 @@ fn report_config(
 
 /// How to read the server's `/metrics` during the run (None: off).
 fn scrape_config(
-    args: &RunConfig,
+    scrape: &ScrapeSettings,
     base_url: &str,
     model: &str,
     request: &RequestParts,
 ) -> Result<Option<crate::server_metrics::ScrapeConfig>> {
     crate::server_metrics::config(
         &crate::server_metrics::Flags {
-            url: args.server_metrics.as_deref(),
-            raw: &args.server_metric,
-            interval_s: args.server_metrics_interval.map(Within::get),
+            url: scrape.server_metrics.as_deref(),
+            raw: &scrape.server_metric,
+            interval_s: scrape.interval_s,
         },
         base_url,
         model,
         request.api_key.clone(),
-        args.insecure,
-        args.follow_redirects,
+        scrape.insecure,
+        scrape.follow_redirects,
     )
 }
 
@@ -577,7 +595,7 @@ struct RunData {
 /// Reads `--data`: a trace to replay, a file of conversations, or prompts
 /// (synthetic or a file), with the checks that need only the settings.
 fn read_data(
-    args: &RunConfig,
+    args: &DataSettings,
     counter: &dyn TokenCounter,
     run_number: Option<u64>,
 ) -> Result<RunData> {
@@ -640,7 +658,7 @@ fn read_data(
         None => load_items(
             &args.data,
             // Shards send prompts of their own, as one process would send distinct ones.
-            args.shard.map_or(args.seed, |s| s.seed(args.seed)),
+            args.prompt_seed(),
             run_number,
             counter,
             args.skip_bad_rows,
@@ -656,7 +674,7 @@ fn read_data(
 /// A shard replays its rows of the trace (of its first --max-requests
 /// rows, as one process would), at their times in the whole.
 fn shard_of_trace(
-    args: &RunConfig,
+    args: &DataSettings,
     mut items: Vec<crate::data::PromptItem>,
     mut offsets: Vec<f64>,
     description: &mut String,
@@ -676,8 +694,8 @@ fn shard_of_trace(
 
 /// `--export`, with report.json always first: it is the source of truth
 /// that `llmsweep report` re-renders.
-fn export_formats(args: &RunConfig) -> Result<Vec<Format>> {
-    let mut formats = args.export.clone();
+fn export_formats(outputs: &OutputSettings) -> Result<Vec<Format>> {
+    let mut formats = outputs.export.clone();
     if formats.is_empty() {
         bail!("--export needs at least one format, e.g. json,csv,md,html");
     }
@@ -689,13 +707,11 @@ fn export_formats(args: &RunConfig) -> Result<Vec<Format>> {
 
 /// Load testers need sockets: lifts the soft open-file limit to the hard
 /// one, and says so if the run may need more than that.
-fn open_files_note(args: &RunConfig) -> Vec<String> {
+fn open_files_note(max_concurrency: Option<u32>) -> Vec<String> {
     let Some(l) = crate::client::limits::raise_nofile() else {
         return Vec::new();
     };
-    let planned = args
-        .max_concurrency
-        .unwrap_or(crate::profile::plan::DEFAULT_MAX_CONCURRENCY);
+    let planned = max_concurrency.unwrap_or(crate::profile::plan::DEFAULT_MAX_CONCURRENCY);
     crate::client::limits::concurrency_warning(u64::from(planned), &l)
         .into_iter()
         .collect()
@@ -705,7 +721,7 @@ fn open_files_note(args: &RunConfig) -> Vec<String> {
 /// far, built once): from a file of conversations, or synthetic
 /// (`--data …,turns=N`); None when the data is single requests.
 fn conversations(
-    args: &RunConfig,
+    args: &DataSettings,
     scripts: Option<&[crate::data::scripts::Script]>,
     body: &crate::data::conversation::Build,
     counter: &dyn TokenCounter,
@@ -747,7 +763,7 @@ fn conversations(
 /// A shard starts its conversations of the data, none another shard
 /// starts (the notes then count this shard's).
 fn shard_of_conversations(
-    args: &RunConfig,
+    args: &DataSettings,
     convs: Vec<crate::data::conversation::Conversation>,
 ) -> Result<Vec<crate::data::conversation::Conversation>> {
     match args.shard.filter(|s| s.count > 1) {

@@ -15,7 +15,6 @@ use tokio::task::JoinHandle;
 use crate::attach::protocol::{RunHello, RunMsg};
 use crate::attach::runs::{RunState, RunStatus};
 use crate::attach::serve::{self, Endpoint};
-use crate::config::RunConfig;
 use crate::engine::RunResult;
 use crate::headless;
 use crate::server_metrics::{GpuScraper, Scraper};
@@ -48,7 +47,7 @@ pub struct Session {
 }
 
 /// What a viewer is told first of the run.
-fn hello(args: &RunConfig, p: &Prepared, dir: &Path) -> RunHello {
+fn hello(p: &Prepared, dir: &Path) -> RunHello {
     let target = crate::types::TargetName::of(p.simulator.is_some(), p.client.display_url());
     RunHello {
         target: target.name,
@@ -58,11 +57,12 @@ fn hello(args: &RunConfig, p: &Prepared, dir: &Path) -> RunHello {
         dir: dir.display().to_string(),
         pid: std::process::id(),
         // A viewer may start elsewhere: the path from the root.
-        baseline: args
+        baseline: p
+            .outputs
             .baseline
             .as_deref()
             .and_then(|b| std::path::absolute(b).ok().map(|p| p.display().to_string())),
-        pooled: args.api.pooled(),
+        pooled: p.target.api.pooled(),
     }
 }
 
@@ -109,7 +109,6 @@ pub struct EngineEnds {
 impl Session {
     /// Creates the run directory and starts everything around the engine.
     pub fn open(
-        args: &RunConfig,
         p: &mut Prepared,
         dir: &Path,
         listening: Listening,
@@ -133,7 +132,7 @@ impl Session {
             config: p.config.clone(),
             dir: dir.to_path_buf(),
             formats: p.formats.clone(),
-            shard: args.shard.map(|s| crate::types::ShardInfo {
+            shard: p.outputs.shard.map(|s| crate::types::ShardInfo {
                 index: s.index,
                 count: s.count,
             }),
@@ -141,7 +140,7 @@ impl Session {
         };
         let (control, control_rx) = mpsc::unbounded_channel();
         let (snap_tx, snapshots) = watch::channel(Snapshot::default());
-        let hello = hello(args, p, dir);
+        let hello = hello(p, dir);
         let (endpoint, socket) = open_endpoint(&hello, &reports, &snapshots, &control, &scraper)?;
         let state = write_state(p, dir, &reports, socket)?;
         let state_keeper = tokio::spawn(keep_state(
@@ -153,14 +152,14 @@ impl Session {
         let (stopped_tx, stopped) = watch::channel(None);
         let signals = tokio::spawn(signals::watch(
             listening,
-            Signals::new(args.on_hangup),
+            Signals::new(p.screen.on_hangup),
             control.clone(),
             stopped_tx,
             move || term::detach_stdio(Some(&log)),
         ));
         announce(p, dir);
         let (front_end, outcome) =
-            start_front_end(args, p, hello, &reports, &snapshots, &control, &scraper);
+            start_front_end(p, hello, &reports, &snapshots, &control, &scraper);
         let session = Session {
             reports,
             control,
@@ -304,7 +303,6 @@ fn announce(p: &Prepared, dir: &Path) {
 /// result screen (not `--exit-on-finish`), also the sender that hands it
 /// the finished report.
 fn start_front_end(
-    args: &RunConfig,
     p: &mut Prepared,
     hello: RunHello,
     reports: &Reports,
@@ -316,10 +314,10 @@ fn start_front_end(
     Option<oneshot::Sender<crate::tui::app::RunOutcome>>,
 ) {
     let (outcome_tx, outcome_rx) = oneshot::channel();
-    let result_screen = p.dashboard && !args.exit_on_finish;
+    let result_screen = p.dashboard && !p.screen.exit_on_finish;
     let dashboard = p.dashboard.then(|| crate::tui::TuiOptions {
         outcome: result_screen.then_some(outcome_rx),
-        fps: args.fps.get(),
+        fps: p.screen.fps,
         themes: std::mem::take(&mut p.themes),
         info: crate::tui::app::RunInfo {
             target: hello.target_name(),
@@ -339,7 +337,7 @@ fn start_front_end(
         reports.clone(),
         snapshots.clone(),
         control.clone(),
-        args.api.pooled(),
+        p.target.api.pooled(),
     ));
     (task, result_screen.then_some(outcome_tx))
 }

@@ -8,10 +8,9 @@ use anyhow::{bail, Context as _, Result};
 
 use super::checks::{parse_header, read_api_key};
 use crate::client::{normalize_target, Client, ClientConfig};
-use crate::config::RunConfig;
+use crate::config::TargetSettings;
 use crate::data::mix::ModelMix;
 use crate::data::parse_extra_body;
-use crate::engine::strategy::seconds;
 use crate::sim;
 use crate::tokenizer::TokenCounter;
 
@@ -36,7 +35,7 @@ impl Reached {
     /// (passwords in the URL never reach the screen or a report: the
     /// client shows its URL without them) and runs the pre-flight.
     pub(super) async fn reach(
-        args: &RunConfig,
+        args: &TargetSettings,
         tools: bool,
         request: &RequestParts,
         counter: Arc<dyn TokenCounter>,
@@ -62,7 +61,7 @@ impl Reached {
 
 /// `--model a=70%,b=30%`: the mix, drawn in the run's seed (None: one
 /// model, or the server's first).
-pub(super) fn model_mix(args: &RunConfig) -> Result<Option<ModelMix>> {
+pub(super) fn model_mix(args: &TargetSettings) -> Result<Option<ModelMix>> {
     let Some(spec) = &args.model else {
         return Ok(None);
     };
@@ -81,7 +80,7 @@ pub(super) struct RequestParts {
 }
 
 impl RequestParts {
-    pub(super) fn read(args: &RunConfig) -> Result<RequestParts> {
+    pub(super) fn read(args: &TargetSettings) -> Result<RequestParts> {
         Ok(RequestParts {
             extra_body: args
                 .extra_body
@@ -102,7 +101,7 @@ impl RequestParts {
 /// built-in simulator started on a free loopback port; requests that carry
 /// `tools` get a tool call from it half the time (its default is never).
 async fn start_target(
-    args: &RunConfig,
+    args: &TargetSettings,
     tools: bool,
     mix: Option<&ModelMix>,
 ) -> Result<(String, Option<sim::SimHandle>, Option<String>)> {
@@ -134,16 +133,16 @@ async fn start_target(
     }
 }
 
-fn client_config(args: &RunConfig, base_url: &str, request: &RequestParts) -> ClientConfig {
+fn client_config(args: &TargetSettings, base_url: &str, request: &RequestParts) -> ClientConfig {
     ClientConfig {
         base_url: base_url.to_string(),
         api: args.api,
         api_key: request.api_key.clone(),
         headers: request.headers.clone(),
-        request_timeout: seconds(args.request_timeout.get()),
+        request_timeout: args.request_timeout,
         insecure: args.insecure,
         follow_redirects: args.follow_redirects,
-        keep_replies: args.replies == crate::config::Replies::Received,
+        keep_replies: args.keep_replies,
         max_line_bytes: args
             .max_line_bytes
             .and_then(|b| usize::try_from(b).ok())
@@ -189,7 +188,11 @@ impl Preflight {
 /// the model to load (`--model`, or the first one listed).
 /// With a mix, every model of it must be served (the error names each one
 /// missing); the first is the one returned (bodies are built for it).
-async fn preflight(args: &RunConfig, client: &Client, mix: Option<&ModelMix>) -> Result<Preflight> {
+async fn preflight(
+    args: &TargetSettings,
+    client: &Client,
+    mix: Option<&ModelMix>,
+) -> Result<Preflight> {
     // Passwords in the URL never reach the screen or a report.
     let shown_url = client.display_url();
     let models = client.list_models().await.with_context(|| {
