@@ -159,12 +159,18 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     // process.
     // Until the load starts, SIGINT and SIGTERM leave at once: nothing is
     // measured yet (signals::before_load).
-    let before = signals::before_load(signals::listen(), args.on_hangup);
+    let sections = crate::config::Sections::of(&args);
+    let before = signals::before_load(signals::listen(), sections.screen.on_hangup);
 
     // 1. Everything that can fail before load starts: settings, data,
     //    target, model, the plan.
-    let start_at = args.start_at.as_deref().map(checks::start_at).transpose()?;
-    let mut p = prepare::prepare(&args, &profile_name).await?;
+    let start_at = sections
+        .load
+        .start_at
+        .as_deref()
+        .map(checks::start_at)
+        .transpose()?;
+    let mut p = prepare::prepare(sections, &args, &profile_name).await?;
     let listening = before.finish().await;
 
     // 2. The run directory, its socket and state file, signals, the front end.

@@ -100,11 +100,11 @@ fn load_baseline(outputs: &OutputSettings) -> Result<Option<Arc<(String, crate::
 }
 
 /// `args` have passed [`check_settings`] (`run::execute` checks them
-/// before anything else, so a `--detach` run is refused in the terminal).
-/// Each step can fail with an error that says what to change; no load is
-/// sent before all have passed.
-pub async fn prepare(args: &RunConfig, profile_name: &str) -> Result<Prepared> {
-    let s = Sections::of(args);
+/// before anything else, so a `--detach` run is refused in the terminal);
+/// `s` are their sections, which the steps take (`args` itself only goes
+/// into the report's `config`). Each step can fail with an error that says
+/// what to change; no load is sent before all have passed.
+pub async fn prepare(s: Sections, args: &RunConfig, profile_name: &str) -> Result<Prepared> {
     let (mut local, counted) = Local::read(&s).await?;
     let tools = local.tools.is_some();
     let reached = Reached::reach(&s.target, tools, &local.request, counted.counter.clone()).await?;
