@@ -192,18 +192,7 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
     }
     let mut result = run_engine(engine, &mut p.plan.plan).await;
     if let Some(s) = stopped {
-        result.end_reason = crate::types::RunEnd::Stopped(s.reason);
-        result.partial = true;
-        // The engine never read the signal's note from its control channel.
-        result.timeline.insert(
-            0,
-            crate::types::TimelineEvent {
-                t_s: 0.0,
-                event: crate::types::EventKind::Signal,
-                detail: s.note,
-                waited_s: None,
-            },
-        );
+        stopped_before_the_first_stage(&mut result, s);
     }
     let request_file = finish_request_file(request_file, &mut result.warnings).await;
     // The last stage's line, once the scrapers (still running) read past it.
@@ -239,6 +228,22 @@ async fn run_async(args: RunConfig, profile_name: String, out_dir: PathBuf) -> R
         reports: paths,
         partial,
     })
+}
+
+/// A run stopped while it waited for `--start-at`: partial, ended by the
+/// signal, whose note the engine never read from its control channel.
+fn stopped_before_the_first_stage(result: &mut RunResult, s: signals::Stopped) {
+    result.end_reason = crate::types::RunEnd::Stopped(s.reason);
+    result.partial = true;
+    result.timeline.insert(
+        0,
+        crate::types::TimelineEvent {
+            t_s: 0.0,
+            event: crate::types::EventKind::Signal,
+            detail: s.note,
+            waited_s: None,
+        },
+    );
 }
 
 /// The thread that appends each stage to stages.jsonl, and its failures
