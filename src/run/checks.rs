@@ -1,10 +1,11 @@
-//! The checks of a run's settings before anything is opened: numbers,
-//! the theme, settings that go together, the start time, the context
-//! length, the API key and headers; each error says what to do.
+//! The checks of a run's settings alone, before anything is opened or
+//! read: the start time and the theme; each error says what to do. (What
+//! needs the data, a file or the server is checked by the step that reads
+//! it: `run::prepare`, `run::target`.)
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 
-use crate::config::{DataSettings, LoadSettings, ScreenSettings, TargetSettings};
+use crate::config::{LoadSettings, ScreenSettings};
 
 /// The furthest ahead `--start-at` may be.
 pub(super) const START_AT_MAX_AHEAD_S: u64 = 24 * 3600;
@@ -51,144 +52,6 @@ pub fn check_theme(screen: &ScreenSettings) -> Result<()> {
     }
 }
 
-/// Conversations need a strategy that counts them and, for the server's
-/// replies in the history, the chat API.
-pub(super) fn check_conversation_settings(
-    args: &DataSettings,
-    conversation_file: bool,
-) -> Result<()> {
-    if args.multi_turn && !conversation_file {
-        bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
-    }
-    let talking = conversation_file || crate::data::conversation::spec_of(&args.data).is_some();
-    if args.api.pooled() && (talking || args.strategy.follows_trace()) {
-        bail!(
-            "--api {} sends single requests of batched inputs: not conversations, not a trace replay",
-            args.api
-        );
-    }
-    if talking && args.strategy.plans_from_measurements() {
-        bail!(
-            "--profile {} plans rates in requests per second, and with conversations a stage's rate starts conversations of several requests each: use constant, poisson or concurrent with --rate (conversations a second, or at once)",
-            args.strategy.name()
-        );
-    }
-    if args.batch.is_some_and(|b| b > 1) && !args.api.pooled() {
-        bail!("--batch sets the inputs of a pooling request: use it with --api embeddings, rerank or score");
-    }
-    if args.replies == crate::config::Replies::Received {
-        if !talking {
-            bail!("--replies received is for conversations (--data …,turns=N, or a file of conversations)");
-        }
-        if args.api != crate::types::Api::Chat {
-            bail!("--replies received needs --api chat (the history's replies are assistant messages)");
-        }
-    }
-    Ok(())
-}
-
-/// Prompt plus output tokens against the model's context (`max_model_len`),
-/// with what a request's images, audio and video cost (`parts`): an error
-/// when no prompt fits, a note when some do not. With parts whose cost is
-/// an estimate (the server did not count them), a note only.
-pub fn check_context(
-    items: &[crate::data::PromptItem],
-    context: u64,
-    model: &str,
-    parts: Option<&super::media_tokens::PartTokens>,
-) -> Result<Option<String>> {
-    let extra = parts.map_or(0, |p| p.tokens);
-    let need = |i: &crate::data::PromptItem| i.prompt_tokens + extra + i.output_tokens.unwrap_or(0);
-    let over = items.iter().filter(|i| need(i) > context).count();
-    if over == 0 || items.is_empty() {
-        return Ok(None);
-    }
-    let longest = items.iter().map(need).max().unwrap_or(0);
-    let (of_which, change) = match parts {
-        Some(p) => (
-            format!(
-                ", of which {} for the {} each carries, {}",
-                p.tokens,
-                p.parts,
-                p.source()
-            ),
-            format!("{}, shorter prompt_tokens/output_tokens", p.change),
-        ),
-        None => (
-            String::new(),
-            "shorter prompt_tokens/output_tokens".to_string(),
-        ),
-    };
-    let estimated = parts.is_some_and(|p| !p.by_server);
-    if over == items.len() && !estimated {
-        bail!(
-            "no prompt fits model {model:?}: its context is {context} tokens (max_model_len at /v1/models), and every prompt with its output needs more (up to {longest}{of_which}); use {change} or other data"
-        );
-    }
-    let (need_word, refuse) = if estimated {
-        (
-            "may need",
-            "if so the server will refuse them (HTTP 400): use",
-        )
-    } else {
-        ("need", "the server will refuse them (HTTP 400); use")
-    };
-    Ok(Some(format!(
-        "{over} of {} prompts {need_word} more than model {model:?}'s context of {context} tokens (prompt plus output, up to {longest}{of_which}); {refuse} {change} or other data",
-        items.len()
-    )))
-}
-
-/// Reads the API key: `--api-key-file` first, then the environment variable.
-pub fn read_api_key(args: &TargetSettings) -> Result<Option<String>> {
-    if let Some(path) = &args.api_key_file {
-        let bytes = crate::bounds::read_secret(
-            path,
-            crate::bounds::SMALL_FILE,
-            "an API key file",
-            crate::bounds::SECRET_PIPE_WAIT,
-        )
-        .with_context(|| format!("cannot read --api-key-file {}", path.display()))?;
-        let s = String::from_utf8(bytes).map_err(|_| {
-            anyhow::anyhow!(
-                "cannot read --api-key-file {}: it is not UTF-8 text",
-                path.display()
-            )
-        })?;
-        let key = s.lines().next().unwrap_or("").trim().to_string();
-        if key.is_empty() {
-            bail!("--api-key-file {} is empty", path.display());
-        }
-        return Ok(Some(key));
-    }
-    let key = std::env::var(&args.api_key_env)
-        .ok()
-        .map(|k| k.trim().to_string())
-        .filter(|k| !k.is_empty());
-    // $OPENAI_API_KEY unset is a server without keys; a variable the user
-    // named and forgot to set is a typo or a lost export, not "no key".
-    if key.is_none() && args.api_key_env != DEFAULT_API_KEY_ENV {
-        bail!(
-            "--api-key-env {}: that variable is not set (or empty); set it, or leave --api-key-env out to send no key",
-            args.api_key_env
-        );
-    }
-    Ok(key)
-}
-
-pub fn parse_header(h: &str) -> Result<(String, String)> {
-    let (k, v) = h
-        .split_once(':')
-        .with_context(|| format!("--header {h:?} should look like 'Name: value'"))?;
-    if k.trim().is_empty() {
-        bail!("--header {h:?} has no name");
-    }
-    Ok((k.trim().to_string(), v.trim().to_string()))
-}
-
-/// Where the API key comes from when no `--api-key-env` names a variable.
-pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,81 +79,6 @@ mod tests {
     }
 
     /// A text prompt of `p` tokens that asks for `o` output tokens.
-    fn item(p: u64, o: Option<u64>) -> crate::data::PromptItem {
-        crate::data::PromptItem {
-            images: Vec::new(),
-            text: String::new(),
-            prompt_tokens: p,
-            output_tokens: o,
-            shared_prefix_bytes: 0,
-            respell: None,
-        }
-    }
-
-    #[test]
-    fn prompts_longer_than_the_context_are_named_before_the_run() {
-        let fits = [item(100, Some(20)), item(50, None)];
-        assert_eq!(check_context(&fits, 120, "m", None).unwrap(), None);
-        let some = [item(100, Some(21)), item(50, None)];
-        let note = check_context(&some, 120, "m", None).unwrap().unwrap();
-        assert!(
-            note.starts_with("1 of 2 prompts") && note.contains("121"),
-            "{note}"
-        );
-        let none = [item(200, Some(1)), item(121, None)];
-        let e = check_context(&none, 120, "m", None)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("no prompt fits model \"m\"") && e.contains("120 tokens"),
-            "{e}"
-        );
-    }
-
-    /// A request's images count against the context: the server's count
-    /// refuses as text does, naming the parts' share; an estimate warns.
-    #[test]
-    fn parts_count_against_the_context() {
-        let parts = |tokens, by_server| crate::run::media_tokens::PartTokens {
-            tokens,
-            parts: "1 image".into(),
-            change: "fewer or smaller images (images=, image_size=)".into(),
-            by_server,
-        };
-        let items = [item(600, Some(16)), item(600, Some(16))];
-        // 600 + 16 fits 1024; with 576 for the image (1192) nothing does.
-        assert_eq!(check_context(&items, 1024, "m", None).unwrap(), None);
-        assert_eq!(
-            check_context(&items, 1192, "m", Some(&parts(576, true))).unwrap(),
-            None
-        );
-        let e = check_context(&items, 1024, "m", Some(&parts(576, true)))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("up to 1192, of which 576 for the 1 image each carries, counted by the server's /tokenize")
-                && e.contains("use fewer or smaller images (images=, image_size=), shorter prompt_tokens/output_tokens"),
-            "{e}"
-        );
-        // An estimate: a note that says it may not fit.
-        let note = check_context(&items, 1024, "m", Some(&parts(576, false)))
-            .unwrap()
-            .unwrap();
-        assert!(
-            note.starts_with("2 of 2 prompts may need more") && note.contains("estimated at"),
-            "{note}"
-        );
-        // Some fit: a note with the server's count.
-        let mixed = [item(400, Some(16)), item(600, Some(16))];
-        let note = check_context(&mixed, 1024, "m", Some(&parts(576, true)))
-            .unwrap()
-            .unwrap();
-        assert!(
-            note.starts_with("1 of 2 prompts need more") && note.contains("1192"),
-            "{note}"
-        );
-    }
-
     fn args(profile: &str, rate: Option<&str>) -> RunConfig {
         crate::profile::plan::tests::args(profile, rate)
     }
@@ -563,38 +351,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn headers_and_keys() {
-        assert_eq!(
-            parse_header("X-A: b:c").unwrap(),
-            ("X-A".into(), "b:c".into())
-        );
-        assert!(parse_header("nocolon").is_err());
-        let mut a = args("sweep", None);
-        // A variable the user named but did not set is an error, not "no key".
-        a.api_key_env = "LLMSWEEP_TEST_SURELY_UNSET".into();
-        let e = read_api_key(&TargetSettings::of(&a))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("--api-key-env LLMSWEEP_TEST_SURELY_UNSET: that variable is not set"),
-            "{e}"
-        );
-        // The default variable unset: a server without keys.
-        assert_eq!(
-            args("sweep", None).api_key_env,
-            DEFAULT_API_KEY_ENV,
-            "the flag's default"
-        );
-        let echo = RunConfig {
-            headers: vec!["Authorization: Bearer sk-x".into()],
-            ..a
-        }
-        .echo(true);
-        let s = echo.to_string();
-        assert!(!s.contains("sk-x"), "{s}");
-        assert!(s.contains("Authorization: ***"));
     }
 }

@@ -1,6 +1,6 @@
 //! What a request's parts beside its text (`images=`, `audio=`, `video=`)
 //! cost in prompt tokens, found before any load for the context check
-//! (`checks::check_context`): the server's own count, from its `/tokenize`
+//! (`target::check_context`): the server's own count, from its `/tokenize`
 //! with chat messages (vLLM counts a chat request's images, audio and
 //! video there, as its usage does), else an estimate that says so.
 //! Asked once for the run: every request carries parts of one shape

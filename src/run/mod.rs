@@ -38,10 +38,10 @@ use anyhow::{Context as _, Result};
 use crate::config::RunConfig;
 use crate::engine::{Engine, FixedPlan, Plan, RunResult};
 use crate::term;
-pub use checks::{parse_header, read_api_key};
 use dir::{check_out_dir, default_out_dir};
 use prepare::Prepared;
 use session::{EngineEnds, Session};
+pub use target::{parse_header, read_api_key};
 
 /// Exit status of a run that stopped early and wrote a partial report.
 pub const PARTIAL_EXIT: u8 = 3;

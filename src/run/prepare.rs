@@ -12,9 +12,9 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use serde_json::json;
 
-use super::checks::{check_context, check_conversation_settings, check_numbers, check_theme};
+use super::checks::{check_numbers, check_theme};
 use super::counter::{read_blocking, served_tokenizer, token_counter, Served};
-use super::target::{model_mix, Preflight, Reached, RequestParts};
+use super::target::{check_context, model_mix, Preflight, Reached, RequestParts};
 use crate::client::{Client, Prompt};
 use crate::config::{
     DataSettings, Format, JudgeSettings, LoadSettings, OutputSettings, Replies, RunConfig,
@@ -669,6 +669,39 @@ fn read_data(
         scripts,
         replay: None,
     })
+}
+
+/// Conversations need a strategy that counts them and, for the server's
+/// replies in the history, the chat API.
+fn check_conversation_settings(args: &DataSettings, conversation_file: bool) -> Result<()> {
+    if args.multi_turn && !conversation_file {
+        bail!("--multi-turn reads a ShareGPT .json file as conversations (synthetic data takes turns=N; a JSONL file of {{\"turns\": [...]}} rows needs no flag)");
+    }
+    let talking = conversation_file || crate::data::conversation::spec_of(&args.data).is_some();
+    if args.api.pooled() && (talking || args.strategy.follows_trace()) {
+        bail!(
+            "--api {} sends single requests of batched inputs: not conversations, not a trace replay",
+            args.api
+        );
+    }
+    if talking && args.strategy.plans_from_measurements() {
+        bail!(
+            "--profile {} plans rates in requests per second, and with conversations a stage's rate starts conversations of several requests each: use constant, poisson or concurrent with --rate (conversations a second, or at once)",
+            args.strategy.name()
+        );
+    }
+    if args.batch.is_some_and(|b| b > 1) && !args.api.pooled() {
+        bail!("--batch sets the inputs of a pooling request: use it with --api embeddings, rerank or score");
+    }
+    if args.replies == crate::config::Replies::Received {
+        if !talking {
+            bail!("--replies received is for conversations (--data …,turns=N, or a file of conversations)");
+        }
+        if args.api != crate::types::Api::Chat {
+            bail!("--replies received needs --api chat (the history's replies are assistant messages)");
+        }
+    }
+    Ok(())
 }
 
 /// A shard replays its rows of the trace (of its first --max-requests
