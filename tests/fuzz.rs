@@ -6,11 +6,11 @@
 //! `scripts/fuzz.sh SECONDS` runs them with many more cases for a bounded time.
 
 use llmsweep::client::chunk::{parse_chunk, parse_response_event, ChunkError};
-use llmsweep::client::sse::{SseError, SseItem, SseParser};
+use llmsweep::client::sse::{KeptSseItem, SseError, SseParser};
 use proptest::prelude::*;
 
 /// Every item the parser yields for the pieces, and the error that ended it.
-fn sse_items(pieces: &[&[u8]], cap: usize) -> (Vec<SseItem>, Option<SseError>) {
+fn sse_items(pieces: &[&[u8]], cap: usize) -> (Vec<KeptSseItem>, Option<SseError>) {
     let mut p = SseParser::new(cap);
     let mut out = Vec::new();
     for piece in pieces {
@@ -19,7 +19,7 @@ fn sse_items(pieces: &[&[u8]], cap: usize) -> (Vec<SseItem>, Option<SseError>) {
         }
         loop {
             match p.next_item() {
-                Ok(Some(i)) => out.push(i),
+                Ok(Some(i)) => out.push(i.kept()),
                 Ok(None) => break,
                 Err(e) => return (out, Some(e)),
             }
@@ -27,7 +27,7 @@ fn sse_items(pieces: &[&[u8]], cap: usize) -> (Vec<SseItem>, Option<SseError>) {
     }
     loop {
         match p.finish() {
-            Ok(Some(i)) => out.push(i),
+            Ok(Some(i)) => out.push(i.kept()),
             Ok(None) => return (out, None),
             Err(e) => return (out, Some(e)),
         }
@@ -113,8 +113,9 @@ proptest! {
             "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": if finish { serde_json::json!("stop") } else { serde_json::Value::Null }}],
             "usage": {"prompt_tokens": 1, "completion_tokens": tokens},
         });
-        let c = parse_chunk(&v.to_string()).unwrap();
-        prop_assert_eq!(&c.text, &text);
+        let payload = v.to_string();
+        let c = parse_chunk(&payload).unwrap();
+        prop_assert_eq!(&*c.text, text.as_str());
         prop_assert_eq!(c.has_output, !text.is_empty());
         prop_assert_eq!(c.finished, finish);
         prop_assert_eq!(c.usage.unwrap().completion_tokens, Some(tokens));
@@ -143,7 +144,7 @@ proptest! {
         let split = sse_items(&pieces, cap);
         prop_assert_eq!(&whole, &split);
         for item in whole.0 {
-            if let SseItem::Event { data, .. } = item {
+            if let KeptSseItem::Event { data, .. } = item {
                 let _ = parse_chunk(&data);
             }
         }

@@ -3,16 +3,20 @@
 //! Pure and allocation-light: the engine calls it for every chunk of every
 //! request, and the fuzz target calls it with arbitrary input.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// What one SSE `data:` payload means to the load tester.
+/// What one SSE `data:` payload means to the load tester. Its text is
+/// borrowed from the payload where it can be (a chunk's one piece of text
+/// without escapes): one chunk per token, and no copy of it.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ChunkInfo {
+pub struct ChunkInfo<'a> {
     /// Generated answer text in this chunk (content, or tool-call arguments).
-    pub text: String,
+    pub text: Cow<'a, str>,
     /// Generated thinking in this chunk (`reasoning_content` or `reasoning`).
-    pub reasoning: String,
+    pub reasoning: Cow<'a, str>,
     /// The chunk carries generated output (a role-only delta does not).
     pub has_output: bool,
     /// The chunk carries answer output (not only thinking).
@@ -107,7 +111,7 @@ pub enum ChunkError {
 #[derive(Deserialize)]
 struct RawChunk<'a> {
     #[serde(default, borrow)]
-    choices: Option<Vec<RawChoice<'a>>>,
+    choices: Option<Choices<'a>>,
     #[serde(default, borrow)]
     usage: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -129,7 +133,7 @@ struct RawChoice<'a> {
     delta: Option<RawDelta<'a>>,
     /// `/v1/completions` puts the text here.
     #[serde(default, borrow)]
-    text: Option<std::borrow::Cow<'a, str>>,
+    text: Option<Text<'a>>,
     #[serde(default)]
     finish_reason: Option<&'a RawValue>,
 }
@@ -137,11 +141,11 @@ struct RawChoice<'a> {
 #[derive(Deserialize)]
 struct RawDelta<'a> {
     #[serde(default, borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
+    content: Option<Text<'a>>,
     #[serde(default, borrow)]
-    reasoning_content: Option<std::borrow::Cow<'a, str>>,
+    reasoning_content: Option<Text<'a>>,
     #[serde(default, borrow)]
-    reasoning: Option<std::borrow::Cow<'a, str>>,
+    reasoning: Option<Text<'a>>,
     #[serde(default, borrow)]
     tool_calls: Option<&'a RawValue>,
 }
@@ -257,8 +261,65 @@ fn read_usage_as(raw: &str, keys: &UsageKeys) -> Result<Option<Usage>, String> {
     }))
 }
 
+/// A string of a chunk, borrowed from the payload unless it has escapes.
+/// (serde borrows a `Cow` only as a field of its own: inside an `Option`
+/// it would copy every token's text.)
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// A chunk's `choices`: nearly always one, kept without a list of its own
+/// (this runs for every token).
+struct Choices<'a> {
+    first: Option<RawChoice<'a>>,
+    rest: Vec<RawChoice<'a>>,
+}
+
+impl<'a> IntoIterator for Choices<'a> {
+    type Item = RawChoice<'a>;
+    type IntoIter =
+        std::iter::Chain<std::option::IntoIter<RawChoice<'a>>, std::vec::IntoIter<RawChoice<'a>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Seq<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Seq<'a> {
+            type Value = Choices<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Choices<'a>, A::Error> {
+                let first = seq.next_element()?;
+                let mut rest = Vec::new();
+                while let Some(c) = seq.next_element()? {
+                    rest.push(c);
+                }
+                Ok(Choices { first, rest })
+            }
+        }
+        d.deserialize_seq(Seq(std::marker::PhantomData))
+    }
+}
+
+/// Adds a piece of text: the piece itself when it is the first (no copy).
+fn append<'a>(to: &mut Cow<'a, str>, piece: Cow<'a, str>) {
+    if to.is_empty() {
+        *to = piece;
+    } else {
+        to.to_mut().push_str(&piece);
+    }
+}
+
 /// Parses one `data:` payload (not `[DONE]`, which the caller handles).
-pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
+pub fn parse_chunk(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
     let raw: RawChunk<'_> =
         serde_json::from_str(data).map_err(|e| ChunkError::NotJson(short(&e.to_string())))?;
     if let Some(err) = raw.error {
@@ -289,25 +350,26 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
                 .finish_reason
                 .is_some_and(|f| f.get() == "\"length\"");
         }
-        if let Some(t) = choice.text.filter(|t| !t.is_empty()) {
-            info.text.push_str(&t);
+        if let Some(Text(t)) = choice.text.filter(|t| !t.0.is_empty()) {
+            append(&mut info.text, t);
             info.has_answer = true;
         }
         if let Some(d) = choice.delta {
-            if let Some(part) = d.content.filter(|p| !p.is_empty()) {
-                info.text.push_str(&part);
+            if let Some(Text(part)) = d.content.filter(|p| !p.0.is_empty()) {
+                append(&mut info.text, part);
                 info.has_answer = true;
             }
-            for part in [d.reasoning_content, d.reasoning].into_iter().flatten() {
-                info.reasoning.push_str(&part);
+            for Text(part) in [d.reasoning_content, d.reasoning].into_iter().flatten() {
+                append(&mut info.reasoning, part);
             }
             if let Some(tc) = d.tool_calls {
                 let s = tc.get();
                 if s != "null" && s != "[]" {
                     let calls = tool_call_deltas(s).map_err(ChunkError::ToolCall)?;
                     for c in &calls {
-                        info.text.push_str(c.name.as_deref().unwrap_or_default());
-                        info.text.push_str(&c.arguments);
+                        let text = info.text.to_mut();
+                        text.push_str(c.name.as_deref().unwrap_or_default());
+                        text.push_str(&c.arguments);
                     }
                     info.has_answer = true;
                     info.tool_calls.extend(calls);
@@ -322,7 +384,7 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ChunkError> {
 #[derive(Deserialize)]
 struct RawEvent<'a> {
     #[serde(default, rename = "type", borrow)]
-    kind: Option<std::borrow::Cow<'a, str>>,
+    kind: Option<Text<'a>>,
     #[serde(default, borrow)]
     delta: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -355,14 +417,14 @@ struct RawResponse<'a> {
 /// in_progress, item and part boundaries, `*.done`) carry no tokens. A
 /// payload without `type` is read as a chat chunk (in-band errors in any
 /// framing are errors).
-pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
+pub fn parse_response_event(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
     let raw: RawEvent<'_> =
         serde_json::from_str(data).map_err(|e| ChunkError::NotJson(short(&e.to_string())))?;
-    let Some(kind) = raw.kind else {
+    let Some(Text(kind)) = raw.kind else {
         return parse_chunk(data);
     };
     let mut info = ChunkInfo::default();
-    let delta = || event_delta(raw.delta);
+    let delta = || Cow::Owned(event_delta(raw.delta));
     match kind.as_ref() {
         "response.output_text.delta" | "response.refusal.delta" => {
             info.text = delta();
@@ -375,7 +437,7 @@ pub fn parse_response_event(data: &str) -> Result<ChunkInfo, ChunkError> {
             info.has_answer = !info.text.is_empty();
             info.tool_calls.push(ToolCallDelta {
                 index: raw.output_index,
-                arguments: info.text.clone(),
+                arguments: info.text.to_string(),
                 ..ToolCallDelta::default()
             });
         }
@@ -434,7 +496,7 @@ fn event_delta(delta: Option<&RawValue>) -> String {
 fn function_call_added(
     item: &serde_json::Value,
     index: Option<u64>,
-    info: &mut ChunkInfo,
+    info: &mut ChunkInfo<'_>,
 ) -> Result<(), ChunkError> {
     if item.get("type").and_then(|t| t.as_str()) != Some("function_call") {
         return Ok(());
@@ -449,7 +511,7 @@ fn function_call_added(
             )))
         }
     };
-    info.text = name.clone().unwrap_or_default();
+    info.text = Cow::Owned(name.clone().unwrap_or_default());
     info.has_answer = !info.text.is_empty();
     info.tool_calls.push(ToolCallDelta {
         index,
@@ -552,6 +614,25 @@ pub fn short(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A chunk's one piece of plain text is the payload's own bytes (this
+    /// runs once per token); escapes and several choices still read whole.
+    #[test]
+    fn a_chunks_text_is_borrowed_when_it_can_be() {
+        let one = r#"{"id":"x","choices":[{"index":0,"delta":{"content":" latency"},"finish_reason":null}]}"#;
+        let c = parse_chunk(one).unwrap();
+        assert!(matches!(c.text, Cow::Borrowed(" latency")), "{:?}", c.text);
+        let escaped = r#"{"choices":[{"delta":{"content":"a\"b\n"}}]}"#;
+        assert_eq!(parse_chunk(escaped).unwrap().text, "a\"b\n");
+        let two =
+            r#"{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}},{"text":"c"}]}"#;
+        let c = parse_chunk(two).unwrap();
+        assert_eq!((&*c.text, c.has_answer), ("abc", true));
+        let none = r#"{"choices":[],"usage":{"completion_tokens":3}}"#;
+        let c = parse_chunk(none).unwrap();
+        assert_eq!((&*c.text, c.has_output), ("", false));
+        assert!(parse_chunk(r#"{"choices":{"delta":{}}}"#).is_err());
+    }
+
     #[test]
     fn chat_content_is_output_but_a_role_delta_is_not() {
         let role = parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#).unwrap();
@@ -572,10 +653,10 @@ mod tests {
         assert!(t.finished);
         let r = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#).unwrap();
         assert!(r.has_output && !r.has_answer);
-        assert_eq!((r.reasoning.as_str(), r.text.as_str()), ("think", ""));
+        assert_eq!((&*r.reasoning, &*r.text), ("think", ""));
         let r = parse_chunk(r#"{"choices":[{"delta":{"reasoning":"a","content":"b"}}]}"#).unwrap();
         assert!(r.has_output && r.has_answer);
-        assert_eq!((r.reasoning.as_str(), r.text.as_str()), ("a", "b"));
+        assert_eq!((&*r.reasoning, &*r.text), ("a", "b"));
         let u = parse_chunk(r#"{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":4}}}"#).unwrap();
         assert_eq!(u.usage.unwrap().reasoning_tokens(), Some(4));
         let u =
@@ -637,10 +718,10 @@ mod tests {
             ("100000000000000000000", "not a whole number"),
             ("10000000000000000000", "more tokens than one request"),
         ] {
-            let c = parse_chunk(&format!(
+            let payload = format!(
                 r#"{{"choices":[{{"delta":{{"content":"x"}},"finish_reason":"stop"}}],"usage":{{"completion_tokens":{usage}}}}}"#
-            ))
-            .unwrap();
+            );
+            let c = parse_chunk(&payload).unwrap();
             assert_eq!(c.usage, None, "{usage}");
             assert!(
                 c.usage_error.as_deref().unwrap().contains(why),
@@ -727,7 +808,8 @@ mod tests {
             "response.reasoning_summary_text.delta",
             "response.reasoning.delta",
         ] {
-            let r = parse_response_event(&format!(r#"{{"type":"{kind}","delta":"hmm"}}"#)).unwrap();
+            let payload = format!(r#"{{"type":"{kind}","delta":"hmm"}}"#);
+            let r = parse_response_event(&payload).unwrap();
             assert!(r.has_output && !r.has_answer, "{kind}");
             assert_eq!(r.reasoning, "hmm");
         }

@@ -17,7 +17,7 @@ use super::chunk::{PromptTokensDetails, MAX_USAGE_TOKENS};
 pub const VERSION: &str = "2023-06-01";
 
 /// Parses one payload of a Messages API stream.
-pub fn parse_messages_event(data: &str) -> Result<ChunkInfo, ChunkError> {
+pub fn parse_messages_event(data: &str) -> Result<ChunkInfo<'static>, ChunkError> {
     let v: Value =
         serde_json::from_str(data).map_err(|e| ChunkError::NotJson(short(&e.to_string())))?;
     let kind = v.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -58,7 +58,7 @@ pub fn parse_messages_event(data: &str) -> Result<ChunkInfo, ChunkError> {
 
 /// `content_block_start`: a `tool_use` block names its call (other blocks
 /// carry nothing).
-fn tool_use_start(v: &Value, block: &Value, info: &mut ChunkInfo) -> Result<(), ChunkError> {
+fn tool_use_start(v: &Value, block: &Value, info: &mut ChunkInfo<'_>) -> Result<(), ChunkError> {
     if block.get("type").and_then(Value::as_str) != Some("tool_use") {
         return Ok(());
     }
@@ -77,7 +77,9 @@ fn tool_use_start(v: &Value, block: &Value, info: &mut ChunkInfo) -> Result<(), 
         },
         arguments: String::new(),
     };
-    info.text.push_str(call.name.as_deref().unwrap_or_default());
+    info.text
+        .to_mut()
+        .push_str(call.name.as_deref().unwrap_or_default());
     info.has_answer = !info.text.is_empty();
     info.tool_calls.push(call);
     Ok(())
@@ -85,7 +87,7 @@ fn tool_use_start(v: &Value, block: &Value, info: &mut ChunkInfo) -> Result<(), 
 
 /// `content_block_delta`: answer text, thinking, or a piece of a tool
 /// call's arguments (signature and citation deltas carry no tokens).
-fn block_delta(v: &Value, info: &mut ChunkInfo) -> Result<(), ChunkError> {
+fn block_delta(v: &Value, info: &mut ChunkInfo<'_>) -> Result<(), ChunkError> {
     let delta = v.get("delta").unwrap_or(&Value::Null);
     let text = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or_default();
     match delta
@@ -94,10 +96,10 @@ fn block_delta(v: &Value, info: &mut ChunkInfo) -> Result<(), ChunkError> {
         .unwrap_or_default()
     {
         "text_delta" => {
-            info.text = text("text").to_string();
+            info.text = text("text").to_string().into();
             info.has_answer = !info.text.is_empty();
         }
-        "thinking_delta" => info.reasoning = text("thinking").to_string(),
+        "thinking_delta" => info.reasoning = text("thinking").to_string().into(),
         "input_json_delta" => {
             let Some(part) = delta.get("partial_json") else {
                 return Ok(());
@@ -108,7 +110,7 @@ fn block_delta(v: &Value, info: &mut ChunkInfo) -> Result<(), ChunkError> {
                     short(&part.to_string())
                 )));
             };
-            info.text = part.to_string();
+            info.text = part.to_string().into();
             info.has_answer = !part.is_empty();
             info.tool_calls.push(ToolCallDelta {
                 index: v.get("index").and_then(Value::as_u64),
@@ -126,7 +128,7 @@ fn block_delta(v: &Value, info: &mut ChunkInfo) -> Result<(), ChunkError> {
 /// `cache_creation_input_tokens`, `output_tokens`. The prompt is their sum;
 /// the cached part is what was read. A count that is not a whole number of
 /// tokens sets the usage aside with the reason.
-fn read_usage(u: &Value, info: &mut ChunkInfo) {
+fn read_usage(u: &Value, info: &mut ChunkInfo<'_>) {
     let count = |k: &str| -> Result<Option<u64>, String> {
         match u.get(k) {
             None | Some(Value::Null) => Ok(None),

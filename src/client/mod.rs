@@ -395,6 +395,14 @@ impl Client {
         let sent_at = Instant::now();
         let mut st = StreamState {
             ids: Some(ids),
+            // A chunk a token, mostly: room for the answer asked for (up to
+            // a bound, so ten thousand open streams hold little), not a
+            // list grown and copied four times as its tokens arrive.
+            chunks: Vec::with_capacity(
+                prompt
+                    .output_tokens
+                    .map_or(16, |n| n.saturating_add(2).min(256) as usize),
+            ),
             reply: self.keep_replies.then(String::new),
             watch: progress::Watch::new(progress),
             ..StreamState::default()

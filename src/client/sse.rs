@@ -5,16 +5,47 @@
 //! growing a buffer without limit. Lines are checked for UTF-8 one at a time,
 //! so an invalid byte fails the request at once rather than after the stream.
 //!
+//! It runs once per streamed token, so it copies and allocates as little as it
+//! can: a read's bytes are parsed where they arrived (`Bytes` is shared, not
+//! copied); only a line cut by the end of a read is copied, to be finished by
+//! the next; an event's data is gathered in a buffer the parser keeps and
+//! lends out, so a stream of any length allocates it once.
+//!
 //! Besides the standard fields (`data`, `event`, `id`, `retry`) it reports an
 //! `error:` field, which llama.cpp's server uses for in-band errors.
 
-/// One thing the stream said.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SseItem {
+use bytes::{Buf, Bytes};
+
+/// One thing the stream said, lent by the parser until its next call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SseItem<'a> {
     /// A dispatched event: its `event:` name (if any) and its joined `data:` lines.
-    Event { event: Option<String>, data: String },
+    Event {
+        event: Option<&'a str>,
+        data: &'a str,
+    },
     /// An `error: ...` line (llama.cpp's framing of in-band errors).
+    ErrorField(&'a str),
+}
+
+/// An [`SseItem`] kept past the parser's next call (its text copied).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeptSseItem {
+    Event { event: Option<String>, data: String },
     ErrorField(String),
+}
+
+impl SseItem<'_> {
+    /// The item with its text copied, to keep.
+    pub fn kept(&self) -> KeptSseItem {
+        match *self {
+            SseItem::Event { event, data } => KeptSseItem::Event {
+                event: event.map(str::to_string),
+                data: data.to_string(),
+            },
+            SseItem::ErrorField(v) => KeptSseItem::ErrorField(v.to_string()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,20 +61,32 @@ pub enum SseError {
 /// The default cap on one line (and one event's data).
 pub const DEFAULT_MAX_LINE: usize = 4 << 20;
 
+/// What a line did: the parser's buffers hold the item it made, if any.
+enum Made {
+    Nothing,
+    Event,
+    Error,
+}
+
 #[derive(Debug)]
 pub struct SseParser {
-    buf: Vec<u8>,
-    /// Bytes of `buf` already consumed (lines handed out).
-    start: usize,
-    /// Bytes of `buf` from `start` already searched for a line end.
-    scanned: usize,
+    /// Received bytes not yet split into lines (a read's, not copied).
+    pending: Bytes,
+    /// The start of a line the last read cut off, waiting for its end.
+    carry: Vec<u8>,
     /// The previous line ended with CR: a LF right after it belongs to it.
     skip_lf: bool,
     max_line: usize,
     lines: u64,
-    event: Option<String>,
+    /// The event being gathered: its name (`has_event`) and data lines.
+    event: String,
+    has_event: bool,
     data: String,
     has_data: bool,
+    /// The text of the last `error:` line.
+    error: String,
+    /// The buffers above were lent out as an item: emptied before the next line.
+    lent: bool,
     /// Any SSE field or comment was seen (a body with none is not a stream).
     pub saw_field: bool,
     /// The start of the first line that is no SSE field, for error messages.
@@ -53,114 +96,165 @@ pub struct SseParser {
 impl SseParser {
     pub fn new(max_line: usize) -> Self {
         SseParser {
-            buf: Vec::new(),
-            start: 0,
-            scanned: 0,
+            pending: Bytes::new(),
+            carry: Vec::new(),
             skip_lf: false,
             max_line: max_line.max(16),
             lines: 0,
-            event: None,
+            event: String::new(),
+            has_event: false,
             data: String::new(),
             has_data: false,
+            error: String::new(),
+            lent: false,
             saw_field: false,
             first_foreign_line: None,
         }
     }
 
-    /// Appends received bytes. Fails when the unfinished line is over the cap.
+    /// Appends received bytes (copied: [`SseParser::push_bytes`] shares them).
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), SseError> {
-        if self.start > 0 && self.start * 2 >= self.buf.len() {
-            // Drop consumed bytes; amortised linear since at least half goes.
-            self.buf.drain(..self.start);
-            self.scanned -= self.start;
-            self.start = 0;
+        self.push_bytes(Bytes::copy_from_slice(bytes))
+    }
+
+    /// Appends a read's bytes. The caller takes every item out
+    /// ([`SseParser::next_item`] until `None`) before the next read, so
+    /// nothing is pending and the read is parsed where it is.
+    pub fn push_bytes(&mut self, bytes: Bytes) -> Result<(), SseError> {
+        if self.pending.is_empty() {
+            self.pending = bytes;
+        } else {
+            let mut joined = Vec::with_capacity(self.pending.len() + bytes.len());
+            joined.extend_from_slice(&self.pending);
+            joined.extend_from_slice(&bytes);
+            self.pending = joined.into();
         }
-        self.buf.extend_from_slice(bytes);
         Ok(())
     }
 
-    /// The next complete item in the buffered bytes, if any.
-    pub fn next_item(&mut self) -> Result<Option<SseItem>, SseError> {
+    /// The next complete item in the received bytes, if any.
+    pub fn next_item(&mut self) -> Result<Option<SseItem<'_>>, SseError> {
         loop {
-            if self.skip_lf && self.start < self.buf.len() {
-                if self.buf[self.start] == b'\n' {
-                    self.start += 1;
-                }
-                self.skip_lf = false;
-                self.scanned = self.scanned.max(self.start);
+            match self.next_line()? {
+                None => return Ok(None),
+                Some(Made::Nothing) => {}
+                Some(made) => return Ok(Some(self.item(made))),
             }
-            let from = self.scanned.max(self.start);
-            let found = self.buf[from..]
-                .iter()
-                .position(|&b| b == b'\n' || b == b'\r');
-            let Some(off) = found else {
-                self.scanned = self.buf.len();
-                if self.buf.len() - self.start > self.max_line {
-                    return Err(SseError::LineTooLong {
-                        limit: self.max_line,
-                    });
+        }
+    }
+
+    /// At the end of the body: the lines still pending, the last
+    /// unterminated line and any pending event (servers that omit the
+    /// final blank line still get their events).
+    pub fn finish(&mut self) -> Result<Option<SseItem<'_>>, SseError> {
+        loop {
+            match self.next_line()? {
+                None => break,
+                Some(Made::Nothing) => {}
+                Some(made) => return Ok(Some(self.item(made))),
+            }
+        }
+        if !self.carry.is_empty() {
+            self.empty_lent();
+            let line = std::mem::take(&mut self.carry);
+            let made = self.line(&line);
+            self.carry = line;
+            self.carry.clear();
+            match made? {
+                Made::Nothing => {}
+                made => return Ok(Some(self.item(made))),
+            }
+        }
+        self.empty_lent();
+        Ok(self.gathering().then(|| self.item(Made::Event)))
+    }
+
+    /// The item a line made, lent from the parser's buffers.
+    fn item(&mut self, made: Made) -> SseItem<'_> {
+        match made {
+            // An error line is no event: the event being gathered goes on.
+            Made::Error => SseItem::ErrorField(&self.error),
+            _ => {
+                self.lent = true;
+                SseItem::Event {
+                    event: self.has_event.then_some(self.event.as_str()),
+                    data: self.data.strip_suffix('\n').unwrap_or(&self.data),
                 }
-                return Ok(None);
-            };
-            let end = from + off;
-            if end - self.start > self.max_line {
+            }
+        }
+    }
+
+    /// An event lent out is over: its buffers are emptied (their room kept).
+    fn empty_lent(&mut self) {
+        if self.lent {
+            self.lent = false;
+            self.event.clear();
+            self.has_event = false;
+            self.data.clear();
+            self.has_data = false;
+        }
+    }
+
+    /// Splits off and reads the next complete line; None when the received
+    /// bytes end inside a line (kept in `carry` for the next read).
+    fn next_line(&mut self) -> Result<Option<Made>, SseError> {
+        if self.skip_lf && !self.pending.is_empty() {
+            if self.pending[0] == b'\n' {
+                self.pending.advance(1);
+            }
+            self.skip_lf = false;
+        }
+        let Some(end) = memchr::memchr2(b'\n', b'\r', &self.pending) else {
+            if self.carry.len() + self.pending.len() > self.max_line {
                 return Err(SseError::LineTooLong {
                     limit: self.max_line,
                 });
             }
-            let line_start = self.start;
-            self.skip_lf = self.buf[end] == b'\r';
-            self.start = end + 1;
-            self.scanned = self.start;
-            if let Some(item) = self.line(line_start, end)? {
-                return Ok(Some(item));
-            }
+            self.carry.extend_from_slice(&self.pending);
+            self.pending.clear();
+            return Ok(None);
+        };
+        if self.carry.len() + end > self.max_line {
+            return Err(SseError::LineTooLong {
+                limit: self.max_line,
+            });
         }
+        let head = self.pending.split_to(end + 1);
+        self.skip_lf = head[end] == b'\r';
+        self.empty_lent();
+        if self.carry.is_empty() {
+            return self.line(&head[..end]).map(Some);
+        }
+        let mut line = std::mem::take(&mut self.carry);
+        line.extend_from_slice(&head[..end]);
+        let made = self.line(&line);
+        line.clear();
+        self.carry = line;
+        made.map(Some)
     }
 
-    /// At the end of the body: the last unterminated line and any pending
-    /// event (servers that omit the final blank line still get their events).
-    pub fn finish(&mut self) -> Result<Option<SseItem>, SseError> {
-        if self.start < self.buf.len() {
-            let (s, e) = (self.start, self.buf.len());
-            self.start = e;
-            self.scanned = e;
-            if let Some(item) = self.line(s, e)? {
-                return Ok(Some(item));
-            }
-        }
-        Ok(self.dispatch())
+    /// An event is being gathered (a blank line dispatches it).
+    fn gathering(&self) -> bool {
+        self.has_data || self.has_event
     }
 
-    fn dispatch(&mut self) -> Option<SseItem> {
-        if !self.has_data && self.event.is_none() {
-            return None;
-        }
-        let mut data = std::mem::take(&mut self.data);
-        if data.ends_with('\n') {
-            data.pop();
-        }
-        self.has_data = false;
-        Some(SseItem::Event {
-            event: self.event.take(),
-            data,
-        })
-    }
-
-    fn line(&mut self, s: usize, e: usize) -> Result<Option<SseItem>, SseError> {
+    fn line(&mut self, raw: &[u8]) -> Result<Made, SseError> {
         self.lines += 1;
-        let raw = &self.buf[s..e];
         let mut line =
             std::str::from_utf8(raw).map_err(|_| SseError::InvalidUtf8 { line: self.lines })?;
         if self.lines == 1 {
             line = line.strip_prefix('\u{feff}').unwrap_or(line);
         }
         if line.is_empty() {
-            return Ok(self.dispatch());
+            return Ok(if self.gathering() {
+                Made::Event
+            } else {
+                Made::Nothing
+            });
         }
         if line.starts_with(':') {
             self.saw_field = true;
-            return Ok(None);
+            return Ok(Made::Nothing);
         }
         let (field, value) = match line.split_once(':') {
             Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
@@ -180,12 +274,16 @@ impl SseParser {
             }
             "event" => {
                 self.saw_field = true;
-                self.event = Some(value.to_string());
+                self.event.clear();
+                self.event.push_str(value);
+                self.has_event = true;
             }
             "id" | "retry" => self.saw_field = true,
             "error" => {
                 self.saw_field = true;
-                return Ok(Some(SseItem::ErrorField(value.to_string())));
+                self.error.clear();
+                self.error.push_str(value);
+                return Ok(Made::Error);
             }
             _ => {
                 if self.first_foreign_line.is_none() {
@@ -193,7 +291,7 @@ impl SseParser {
                 }
             }
         }
-        Ok(None)
+        Ok(Made::Nothing)
     }
 }
 
@@ -201,23 +299,23 @@ impl SseParser {
 mod tests {
     use super::*;
 
-    fn all(input: &[&[u8]], cap: usize) -> Result<Vec<SseItem>, SseError> {
+    fn all(input: &[&[u8]], cap: usize) -> Result<Vec<KeptSseItem>, SseError> {
         let mut p = SseParser::new(cap);
         let mut out = Vec::new();
         for part in input {
             p.push(part)?;
             while let Some(i) = p.next_item()? {
-                out.push(i);
+                out.push(i.kept());
             }
         }
         while let Some(i) = p.finish()? {
-            out.push(i);
+            out.push(i.kept());
         }
         Ok(out)
     }
 
-    fn ev(event: Option<&str>, data: &str) -> SseItem {
-        SseItem::Event {
+    fn ev(event: Option<&str>, data: &str) -> KeptSseItem {
+        KeptSseItem::Event {
             event: event.map(str::to_string),
             data: data.to_string(),
         }
@@ -249,8 +347,37 @@ mod tests {
         .unwrap();
         assert_eq!(
             out[1],
-            SseItem::ErrorField("{\"code\":500,\"message\":\"boom\"}".into())
+            KeptSseItem::ErrorField("{\"code\":500,\"message\":\"boom\"}".into())
         );
+    }
+
+    /// An `error:` line between an event's data lines is reported at once;
+    /// the event it interrupted is still gathered whole.
+    #[test]
+    fn an_error_line_inside_an_event_leaves_the_event_whole() {
+        let whole = b"data: a\nerror: boom\ndata: b\n\ndata: c\n\n";
+        let expect = vec![
+            KeptSseItem::ErrorField("boom".into()),
+            ev(None, "a\nb"),
+            ev(None, "c"),
+        ];
+        for cut in 0..whole.len() {
+            let (a, b) = whole.split_at(cut);
+            assert_eq!(all(&[a, b], DEFAULT_MAX_LINE).unwrap(), expect, "cut {cut}");
+        }
+    }
+
+    /// Reads pushed before the last was taken apart are joined, not lost.
+    #[test]
+    fn reads_pushed_without_taking_items_are_all_read() {
+        let mut p = SseParser::new(1 << 20);
+        p.push(b"data: a\n\nda").unwrap();
+        p.push(b"ta: b\n\n").unwrap();
+        let mut out = Vec::new();
+        while let Some(i) = p.next_item().unwrap() {
+            out.push(i.kept());
+        }
+        assert_eq!(out, vec![ev(None, "a"), ev(None, "b")]);
     }
 
     #[test]
@@ -288,7 +415,10 @@ mod tests {
     fn invalid_utf8_fails_at_its_line() {
         let mut p = SseParser::new(1 << 20);
         p.push(b"data: ok\n\ndata: \xff\xfe\n\ndata: more").unwrap();
-        assert_eq!(p.next_item().unwrap(), Some(ev(None, "ok")));
+        assert_eq!(
+            p.next_item().unwrap().map(|i| i.kept()),
+            Some(ev(None, "ok"))
+        );
         assert_eq!(p.next_item(), Err(SseError::InvalidUtf8 { line: 3 }));
     }
 

@@ -81,7 +81,7 @@ const MAX_CALLS: usize = 256;
 impl StreamState {
     /// A token-bearing chunk arrived at `now`: its token estimate, split
     /// into thinking and answer.
-    fn on_output(&mut self, counter: &dyn TokenCounter, info: &chunk::ChunkInfo, now: Instant) {
+    fn on_output(&mut self, counter: &dyn TokenCounter, info: &chunk::ChunkInfo<'_>, now: Instant) {
         let answer = if info.has_answer {
             counter.count(&info.text).max(1) as u32
         } else {
@@ -257,7 +257,7 @@ impl EventReader<'_> {
                 None => break,
             };
             let now = Instant::now();
-            if let Err(e) = parser.push(&chunk) {
+            if let Err(e) = parser.push_bytes(chunk) {
                 return sse_error(e);
             }
             loop {
@@ -324,7 +324,7 @@ impl EventReader<'_> {
     /// Handles one SSE item; `Some` ends the request.
     pub(super) fn on_item(
         &self,
-        item: SseItem,
+        item: SseItem<'_>,
         now: Instant,
         st: &mut StreamState,
         finished: &mut bool,
@@ -333,13 +333,13 @@ impl EventReader<'_> {
             SseItem::ErrorField(v) => {
                 return Some(errored(
                     ErrorCategory::ErrorEvent,
-                    format!("server error line: {}", error_message(&v)),
+                    format!("server error line: {}", error_message(v)),
                 ))
             }
             SseItem::Event { event, data } => (event, data),
         };
         let data = data.trim();
-        if event.as_deref() == Some("error") {
+        if event == Some("error") {
             return Some(errored(
                 ErrorCategory::ErrorEvent,
                 if data.is_empty() {
