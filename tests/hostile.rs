@@ -2062,14 +2062,15 @@ async fn a_stalled_client_does_not_call_the_server_gone() {
         "the control: {:?}",
         res.end_reason
     );
-    // The same, with the runtime llmsweep runs on blocked for 1.5 s early
-    // in the stage (what a hog on its core does).
-    let stall = tokio::spawn(async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        std::thread::sleep(Duration::from_millis(1500));
-    });
-    let res = common::run(&h.url, one_stage(), "prompt_tokens=8,output_tokens=4").await;
-    let _ = stall.await;
+    // The same, with the runtime llmsweep runs on blocked for 1.5 s while
+    // its requests go unanswered (what a hog on its core does).
+    let res = stalled_run(
+        &h.url,
+        one_stage(),
+        Duration::ZERO,
+        Duration::from_millis(1500),
+    )
+    .await;
     assert!(
         !matches!(res.end_reason, llmsweep::types::RunEnd::ServerGone(_)),
         "{:?}",
@@ -2077,6 +2078,71 @@ async fn a_stalled_client_does_not_call_the_server_gone() {
     );
     let s = &res.stages[0];
     assert!(s.requests.errored > 20, "{:?}", s.requests);
+    assert!(
+        s.client
+            .as_ref()
+            .is_some_and(|c| c.lag_max_ms >= 1000.0 && c.limited),
+        "{:?}",
+        s.client
+    );
+}
+
+/// A run against `url` whose runtime is blocked for `stall`, `after` the
+/// stage counted its first refusal: on a condition, not at a fixed time (on
+/// a busy machine a run started after a fixed-time stall was over, and
+/// nothing excused the server).
+async fn stalled_run(
+    url: &str,
+    stages: Vec<llmsweep::engine::StageSpec>,
+    after: Duration,
+    stall: Duration,
+) -> llmsweep::engine::RunResult {
+    let mut run = common::spawn_run(
+        url,
+        stages,
+        "prompt_tokens=8,output_tokens=4",
+        llmsweep::engine::RunSettings {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    common::wait_for(&mut run.snapshots, Duration::from_secs(60), |s| {
+        s.stage.as_ref().is_some_and(|st| st.counts.errored > 0)
+    })
+    .await;
+    tokio::time::sleep(after).await;
+    // Spawned from here, it runs on the one worker, where the run is.
+    let blocked = tokio::spawn(async move { std::thread::sleep(stall) });
+    let res = run.run.await.unwrap();
+    let _ = blocked.await;
+    res
+}
+
+/// A stall that ends after the run of refusals has gone on for the 3 s
+/// that call a server gone: the refusals read right after it are not the
+/// server's doing either, though the engine has not yet had its once-a-
+/// second look at its own lag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_stall_that_ends_past_the_gone_limit_does_not_call_the_server_gone() {
+    let h = hostile(|_| answer(Vec::new())).await;
+    let stages = vec![common::stage(
+        Strategy::Constant { rate: 20.0 },
+        common::secs(8.0),
+    )];
+    let res = stalled_run(
+        &h.url,
+        stages,
+        Duration::from_millis(1200),
+        Duration::from_millis(2500),
+    )
+    .await;
+    assert!(
+        !matches!(res.end_reason, llmsweep::types::RunEnd::ServerGone(_)),
+        "{:?} {:?}",
+        res.end_reason,
+        res.timeline
+    );
+    let s = &res.stages[0];
     assert!(
         s.client
             .as_ref()

@@ -184,17 +184,23 @@ impl Engine {
 
     /// llmsweep itself stalled for [`super::GONE_UNTOLD_LAG_MS`] or more
     /// while its requests went unanswered (seen by the probe within a
-    /// second of the first of them, or after): it cannot tell a dead server
-    /// from one that closed the connections it did not service, so the
-    /// server is not called gone. A stall before the run of unanswered
-    /// requests began says nothing of it (seen: one 1 s wake-up early in a
-    /// 30 s stage on a busy CI machine kept a killed server from being
-    /// called gone for the rest of the stage).
+    /// second of the first of them, or after, or right now): it cannot tell
+    /// a dead server from one that closed the connections it did not
+    /// service, so the server is not called gone. A stall before the run of
+    /// unanswered requests began says nothing of it (seen: one 1 s wake-up
+    /// early in a 30 s stage on a busy CI machine kept a killed server from
+    /// being called gone for the rest of the stage). A stall that has just
+    /// ended counts before the once-a-second look at the probe (seen: the
+    /// refusals read right after a 2.5 s stall called the server gone, the
+    /// stall not yet noticed: tests/hostile.rs a_stall_that_ends_past…).
     pub(super) fn stalled_while_unanswered(&self) -> bool {
-        match (self.last_stall, &self.unanswered) {
-            (Some(t), Some(u)) => t + std::time::Duration::from_secs(1) >= u.since,
-            _ => false,
-        }
+        let Some(u) = &self.unanswered else {
+            return false;
+        };
+        let untold = std::time::Duration::from_secs_f64(super::GONE_UNTOLD_LAG_MS / 1e3);
+        self.last_stall
+            .is_some_and(|t| t + std::time::Duration::from_secs(1) >= u.since)
+            || self.probe.as_ref().is_some_and(|p| p.late_now() >= untold)
     }
 
     /// The server-gone reason when the run of unanswered requests is long

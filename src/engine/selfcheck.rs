@@ -21,6 +21,9 @@ pub const PROBE_EVERY: Duration = Duration::from_millis(10);
 pub struct LagProbe {
     samples: Arc<std::sync::Mutex<Vec<u64>>>,
     max_us: Arc<AtomicU64>,
+    /// When the probe last woke, µs after `origin`.
+    woke_us: Arc<AtomicU64>,
+    origin: Instant,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -28,14 +31,20 @@ impl LagProbe {
     pub fn start() -> Self {
         let samples = Arc::new(std::sync::Mutex::new(Vec::with_capacity(128)));
         let max_us = Arc::new(AtomicU64::new(0));
-        let (s, m) = (samples.clone(), max_us.clone());
+        let woke_us = Arc::new(AtomicU64::new(0));
+        let origin = Instant::now();
+        let (s, m, w) = (samples.clone(), max_us.clone(), woke_us.clone());
         let task = tokio::spawn(async move {
-            let mut due = Instant::now() + PROBE_EVERY;
+            let mut due = origin + PROBE_EVERY;
             loop {
                 tokio::time::sleep_until(due).await;
                 let now = Instant::now();
                 let late = now.saturating_duration_since(due).as_micros() as u64;
                 m.fetch_max(late, Ordering::Relaxed);
+                w.store(
+                    now.saturating_duration_since(origin).as_micros() as u64,
+                    Ordering::Relaxed,
+                );
                 if let Ok(mut v) = s.lock() {
                     // Bounded: a runner that stopped draining loses samples,
                     // not memory.
@@ -49,8 +58,22 @@ impl LagProbe {
         LagProbe {
             samples,
             max_us,
+            woke_us,
+            origin,
             task,
         }
+    }
+
+    /// How late the runtime is as of now, between two drains: the probe's
+    /// latest wake-up since the last [`drain`](Self::drain), or, when it
+    /// has not run for longer than that, how overdue it is (a runtime that
+    /// just came back from a stall may serve other tasks before the probe).
+    pub fn late_now(&self) -> Duration {
+        let woke = self.origin + Duration::from_micros(self.woke_us.load(Ordering::Relaxed));
+        let overdue = Instant::now()
+            .saturating_duration_since(woke)
+            .saturating_sub(PROBE_EVERY);
+        overdue.max(Duration::from_micros(self.max_us.load(Ordering::Relaxed)))
     }
 
     /// The lags recorded since the last call (µs).
