@@ -25,13 +25,17 @@ fn wait_until(what: &str, limit: Duration, f: impl Fn() -> bool) {
 }
 
 /// Waits until the run in `dir` is under way: its state file names a
-/// stage (it says "starting" until the first one runs), as `ls` shows it.
+/// stage (it says "starting" until the first one runs, and is not there
+/// before), as `ls` shows it.
 fn wait_under_way(dir: &Path) {
     poll(
         "the run's first stage (run.json's stage)",
         Duration::from_secs(30),
-        || json(&dir.join("run.json"))["stage"].to_string(),
-        |stage| stage != "\"starting\"",
+        || match std::fs::read_to_string(dir.join("run.json")) {
+            Ok(text) => serde_json::from_str::<Value>(&text).unwrap()["stage"].to_string(),
+            Err(_) => "no run.json yet".to_string(),
+        },
+        |stage| stage != "\"starting\"" && stage != "no run.json yet",
     );
 }
 
@@ -296,6 +300,55 @@ fn a_killed_viewer_is_logged_and_a_viewer_at_the_end_sees_the_result() {
         "the killed viewer: {ev:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A viewer started while the run is starting attaches: the run binds its
+/// socket before it writes the run.json that names it, and a viewer that
+/// finds the socket without that file waits for it (it said "not an
+/// llmsweep run directory (no run.json)" when a busy machine held the run
+/// between the two: once in six runs of a_killed_viewer_is_logged…). Here
+/// a second directory holds the run's socket first and its run.json only
+/// later, so the viewer surely finds it starting.
+#[test]
+fn a_viewer_started_before_the_run_json_attaches() {
+    let dir = out_dir("viewer-early");
+    let mut run = Command::new(BIN)
+        .args(["--headless", "--profile", "constant", "--rate", "5"])
+        .args(["--max-seconds", "8", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_under_way(&dir);
+    let starting = out_dir("viewer-early-starting");
+    std::fs::create_dir_all(&starting).unwrap();
+    std::os::unix::fs::symlink(dir.join("control.sock"), starting.join("control.sock")).unwrap();
+    let viewer = Command::new(BIN)
+        .args(["attach", "--headless"])
+        .arg(&starting)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The viewer is then waiting, or not yet started: either way it must
+    // attach once run.json is there.
+    std::thread::sleep(Duration::from_millis(500));
+    let tmp = starting.join("run.json.tmp");
+    std::fs::copy(dir.join("run.json"), &tmp).unwrap();
+    std::fs::rename(&tmp, starting.join("run.json")).unwrap();
+    let out = viewer.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .next()
+            .is_some_and(|l| l.contains("attached to")),
+        "{err}"
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(run.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&starting);
 }
 
 #[test]

@@ -61,6 +61,9 @@ pub enum Ended {
 /// Connects to the run in `dir` (or the most recent live one under `root`
 /// or in the run registry, wherever `--out` put it).
 pub async fn connect(dir: Option<&Path>, root: &Path) -> Result<(PathBuf, Connection)> {
+    if let Some(d) = dir {
+        wait_while_starting(d).await;
+    }
     let registry = runs::registry_dir();
     let (dir, state, note) = runs::pick(dir, root, registry.as_deref())?;
     if let Some(n) = note {
@@ -95,6 +98,24 @@ pub async fn connect(dir: Option<&Path>, root: &Path) -> Result<(PathBuf, Connec
     }
     let conn = connect_socket(&state).await?;
     Ok((dir, conn))
+}
+
+/// How long a viewer waits for a starting run's state file.
+const STARTING_RUN_WAIT: Duration = Duration::from_secs(10);
+
+/// A run directory that holds the run's socket but not yet its state file
+/// is a run starting: it binds the socket, then writes the run.json that
+/// names it. Waits a while for that file rather than call the directory no
+/// run's (seen: `attach` the moment control.sock appeared failed "… is not
+/// an llmsweep run directory (no run.json)", 15 times of 15).
+async fn wait_while_starting(dir: &Path) {
+    let t0 = tokio::time::Instant::now();
+    while !dir.join(runs::STATE_FILE).exists()
+        && dir.join(runs::SOCKET_FILE).exists()
+        && t0.elapsed() < STARTING_RUN_WAIT
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn connect_socket(state: &RunState) -> Result<Connection> {
