@@ -591,10 +591,12 @@ fn the_search_profile_runs_from_the_command_line() {
 
 /// The answer held against truth through the real client and the real
 /// simulator: 8 slots, 40 ms steps, no per-sequence or prefill cost and
-/// 16-token outputs hold exactly 12.5 req/s (a light load with long steps,
-/// so that a busy machine does not slow the in-process simulator below its
-/// truth: with 10 ms steps, at load 10-14, it answered 38.50 of a stage at
-/// 42.50 req/s, 85 % of its 50, and the stage fell behind). Seen
+/// 16-token outputs hold exactly 12.5 req/s (a light load with long steps:
+/// with 10 ms steps, at load 10-14, the simulator answered 38.50 of a stage
+/// at 42.50 req/s, 85 % of its 50, and the stage fell behind; it dropped
+/// the lateness of every step that ended over 5 ms late, and 40 ms steps at
+/// load 6-9 still answered 8 of 12.5: it now makes up lateness of up to a
+/// step or 50 ms, `sim::batcher::catch_up_limit`). Seen
 /// before the backlog verdict: `poisson@10` at 8 % of a server's capacity
 /// judged saturated ("capped at 6.52 req/s by Little's law"). Stages at
 /// 10–85 % of capacity hold; one at 130 % does not; the answer lies within
@@ -603,51 +605,68 @@ fn the_search_profile_runs_from_the_command_line() {
 async fn the_answer_is_right_against_a_simulator_of_known_capacity() {
     let _serial = SERIAL.lock().await;
     let capacity = 12.5;
-    let sim = start_sim(model(40.0, 0.0, 8)).await;
     let poisson = |rate: f64| Strategy::Poisson {
         rate,
         burstiness: 1.0,
     };
-    let mut plan = llmsweep::engine::FixedPlan::new(vec![
-        stage(Strategy::Synchronous, secs(2.0)),
-        stage(poisson(0.1 * capacity), secs(6.0)),
-        stage(poisson(0.3 * capacity), secs(6.0)),
-        stage(poisson(0.85 * capacity), secs(6.0)),
-        stage(
-            Strategy::Constant {
-                rate: 1.3 * capacity,
-            },
-            secs(6.0),
-        ),
-    ]);
-    let (res, _) = run_plan(
-        &sim.url(),
-        &mut plan,
-        prompts("prompt_tokens=8,output_tokens=16,samples=2000", Api::Chat),
-        settings(),
-    )
-    .await;
-    let verdict = |s: &llmsweep::types::StageReport| {
-        s.verdict
-            .as_ref()
-            .map(|v| format!("{}: {:?} {}", s.name, v.outcome, v.reason))
-            .unwrap_or_default()
-    };
-    let all: Vec<String> = res.stages.iter().map(verdict).collect();
-    for s in res.stages.iter().filter(|s| s.strategy.is_open_loop()) {
-        let load = s.target_rate.unwrap() / capacity;
-        let o = s.verdict.as_ref().map(|v| v.outcome);
-        if load <= 0.85 {
-            assert_ne!(o, Some(Outcome::Saturated), "{all:#?}");
-        } else {
-            assert_eq!(o, Some(Outcome::Saturated), "{all:#?}");
+    // A stage llmsweep could not drive on time is client-limited whatever
+    // the server did (rule 2), and says so: on a busy machine the sweep runs
+    // again, on a fresh simulator. Seen at load 6-9 on 2 cores: the stage at
+    // 1.3 × "requests went out 24 ms behind schedule (p90)", 4 of 8 runs.
+    const ATTEMPTS: usize = 4;
+    for attempt in 1..=ATTEMPTS {
+        let sim = start_sim(model(40.0, 0.0, 8)).await;
+        let mut plan = llmsweep::engine::FixedPlan::new(vec![
+            stage(Strategy::Synchronous, secs(2.0)),
+            stage(poisson(0.1 * capacity), secs(6.0)),
+            stage(poisson(0.3 * capacity), secs(6.0)),
+            stage(poisson(0.85 * capacity), secs(6.0)),
+            stage(
+                Strategy::Constant {
+                    rate: 1.3 * capacity,
+                },
+                secs(6.0),
+            ),
+        ]);
+        let (res, _) = run_plan(
+            &sim.url(),
+            &mut plan,
+            prompts("prompt_tokens=8,output_tokens=16,samples=2000", Api::Chat),
+            settings(),
+        )
+        .await;
+        sim.shutdown().await;
+        let verdict = |s: &llmsweep::types::StageReport| {
+            s.verdict
+                .as_ref()
+                .map(|v| format!("{}: {:?} {}", s.name, v.outcome, v.reason))
+                .unwrap_or_default()
+        };
+        let all: Vec<String> = res.stages.iter().map(verdict).collect();
+        let limited = res.stages.iter().any(|s| {
+            s.verdict
+                .as_ref()
+                .is_some_and(|v| v.basis == Basis::ClientLimited)
+        });
+        if limited && attempt < ATTEMPTS {
+            eprintln!("attempt {attempt}: client-limited: {all:#?}");
+            continue;
         }
+        for s in res.stages.iter().filter(|s| s.strategy.is_open_loop()) {
+            let load = s.target_rate.unwrap() / capacity;
+            let o = s.verdict.as_ref().map(|v| v.outcome);
+            if load <= 0.85 {
+                assert_ne!(o, Some(Outcome::Saturated), "attempt {attempt}: {all:#?}");
+            } else {
+                assert_eq!(o, Some(Outcome::Saturated), "attempt {attempt}: {all:#?}");
+            }
+        }
+        let a = llmsweep::stats::answer::answer(&res.stages, None);
+        let x = a.requests_per_s.unwrap_or(0.0);
+        assert!(
+            a.bracketed && (x - capacity).abs() <= 0.12 * capacity,
+            "attempt {attempt}: {a:?}\n{all:#?}"
+        );
+        break;
     }
-    let a = llmsweep::stats::answer::answer(&res.stages, None);
-    let x = a.requests_per_s.unwrap_or(0.0);
-    assert!(
-        a.bracketed && (x - capacity).abs() <= 0.12 * capacity,
-        "{a:?}\n{all:#?}"
-    );
-    sim.shutdown().await;
 }
