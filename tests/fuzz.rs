@@ -5,7 +5,8 @@
 //!
 //! `scripts/fuzz.sh SECONDS` runs them with many more cases for a bounded time.
 
-use llmsweep::client::chunk::{parse_chunk, parse_response_event, ChunkError};
+use llmsweep::client::chunk::{parse_chunk, parse_chunk_in_full, parse_response_event, ChunkError};
+use llmsweep::client::chunk_plain;
 use llmsweep::client::sse::{KeptSseItem, SseError, SseParser};
 use proptest::prelude::*;
 
@@ -89,6 +90,50 @@ proptest! {
     #[test]
     fn chunk_parser_never_panics_on_noise(s in ".{0,300}") {
         let _ = parse_chunk(&s);
+    }
+
+    /// The direct reading of common chunks answers only as the full one
+    /// does, on near misses of every kind.
+    #[test]
+    fn a_chunk_read_directly_reads_as_in_full(s in chunkish()) {
+        if let Some(direct) = chunk_plain::read(&s) {
+            prop_assert_eq!(Ok(direct), parse_chunk_in_full(&s), "{}", s);
+        }
+    }
+
+    /// Chunks as servers write them, with any text (escapes, any
+    /// language), optional keys and white space: the direct reading takes
+    /// the plain ones and agrees with the full one on all.
+    #[test]
+    fn server_chunks_read_alike_both_ways(
+        text in prop::option::of("(\\PC|[\"\\\\\n\u{1}])*"),
+        reasoning in prop::option::of("[a-z ]{0,8}"),
+        finish in prop::sample::select(vec!["null", "\"stop\"", "\"length\"", "3"]),
+        extra in prop::sample::select(vec!["", ",\"logprobs\":null", ",\"stop_reason\":null", ",\"logprobs\":{}", ",\"x\":1"]),
+        top in prop::sample::select(vec!["", ",\"usage\":null", ",\"usage\":{\"completion_tokens\":2}", ",\"object\":\"error\"", ",\"model\":\"m\""]),
+        space in prop::sample::select(vec!["", " ", "\n "]),
+    ) {
+        let mut delta = Vec::new();
+        if let Some(t) = &text {
+            delta.push(format!("\"content\":{}", serde_json::to_string(t).unwrap()));
+        }
+        if let Some(r) = &reasoning {
+            delta.push(format!("\"reasoning_content\":\"{r}\""));
+        }
+        let chunk = format!(
+            "{{{space}\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{{}}},\"finish_reason\":{finish}{extra}}}]{top}{space}}}",
+            delta.join(&format!(",{space}"))
+        );
+        let full = parse_chunk_in_full(&chunk);
+        match chunk_plain::read(&chunk) {
+            Some(direct) => prop_assert_eq!(Ok(direct), full, "{}", chunk),
+            None => {
+                let plain = text.as_deref().is_none_or(|t| !t.chars().any(|c| c == '"' || c == '\\' || c < ' '))
+                    && finish != "3" && extra.len() < 20 && extra != ",\"x\":1" && extra != ",\"logprobs\":{}"
+                    && !top.contains("completion_tokens") && !top.contains("error");
+                prop_assert!(!plain, "a plain chunk went the full way: {}", chunk);
+            }
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! new connection, and counted in the stage's `reconnects`.
 
 pub mod chunk;
+pub mod chunk_plain;
 mod config;
 mod errors;
 pub mod limits;

@@ -1,0 +1,389 @@
+//! The common streamed chunk, read without serde.
+//!
+//! Nearly every payload of a chat or completions stream has one shape: an
+//! id, the object's name, a time, the model, and one choice holding a
+//! piece of text. It is read once per token, and serde's general reading of
+//! it (every key matched, every ignored value checked) cost about 5,000
+//! instructions a chunk, half of what llmsweep spent per request beyond a
+//! bare client's. This reads that shape, and only it, directly.
+//!
+//! It answers only for what it fully understands: any other key, a string
+//! with an escape, a `usage`, an error's shape, a tool call, a duplicate
+//! key or anything that is not plain JSON gives `None`, and the caller
+//! reads the payload in full ([`super::chunk::parse_chunk_in_full`]). So it
+//! can be wrong only by answering differently from the full reading, which
+//! tests/fuzz.rs checks on generated and mangled chunks.
+
+use std::borrow::Cow;
+
+use super::chunk::ChunkInfo;
+
+/// The chunk read directly, or None: read it in full.
+pub fn read(data: &str) -> Option<ChunkInfo<'_>> {
+    let mut c = Cursor { s: data, i: 0 };
+    let mut info = ChunkInfo::default();
+    let mut seen = Seen::default();
+    c.object(|c, key| match key {
+        "choices" => {
+            seen.once(0)?;
+            c.array(|c| choice(c, &mut info))
+        }
+        // `usage: null` (vLLM sends it in every chunk with some settings).
+        "usage" => {
+            seen.once(1)?;
+            c.null()
+        }
+        // Their values say nothing to a load tester; an error object names
+        // itself in `object`, and goes the full way.
+        "object" => {
+            seen.once(2)?;
+            (c.scalar()? != Scalar::Str("error")).then_some(())
+        }
+        "id" | "created" | "model" | "system_fingerprint" | "service_tier" => {
+            seen.once(slot(key))?;
+            c.scalar().map(drop)
+        }
+        _ => None,
+    })?;
+    c.end()?;
+    Some(info)
+}
+
+/// Which of the keys above a duplicate is (serde refuses a duplicate field).
+fn slot(key: &str) -> u8 {
+    match key {
+        "id" => 3,
+        "created" => 4,
+        "model" => 5,
+        "system_fingerprint" => 6,
+        _ => 7,
+    }
+}
+
+/// One entry of `choices`.
+fn choice<'a>(c: &mut Cursor<'a>, info: &mut ChunkInfo<'a>) -> Option<()> {
+    let mut seen = Seen::default();
+    c.object(|c, key| match key {
+        "delta" => {
+            seen.once(0)?;
+            delta(c, info)
+        }
+        "text" => {
+            seen.once(1)?;
+            let t = c.string()?;
+            if !t.is_empty() {
+                append(&mut info.text, t);
+                info.has_answer = true;
+            }
+            Some(())
+        }
+        "finish_reason" => {
+            seen.once(2)?;
+            match c.scalar()? {
+                Scalar::Null => {}
+                Scalar::Str(why) => {
+                    info.finished = true;
+                    info.cut |= why == "length";
+                }
+                Scalar::Other => return None,
+            }
+            Some(())
+        }
+        "logprobs" => {
+            seen.once(3)?;
+            c.null()
+        }
+        "index" => {
+            seen.once(4)?;
+            c.scalar().map(drop)
+        }
+        // vLLM's and SGLang's own: why it stopped, in their words.
+        "stop_reason" | "matched_stop" => {
+            seen.once(if key == "stop_reason" { 5 } else { 6 })?;
+            c.scalar().map(drop)
+        }
+        _ => None,
+    })?;
+    info.has_output = info.has_answer || !info.reasoning.is_empty();
+    Some(())
+}
+
+/// A choice's `delta`.
+fn delta<'a>(c: &mut Cursor<'a>, info: &mut ChunkInfo<'a>) -> Option<()> {
+    let mut seen = Seen::default();
+    c.object(|c, key| {
+        let (slot, text) = match key {
+            "content" => (0, true),
+            "reasoning_content" => (1, false),
+            "reasoning" => (2, false),
+            "role" => (3, false),
+            // `tool_calls: null`; calls themselves go the full way.
+            "tool_calls" => {
+                seen.once(4)?;
+                return c.null();
+            }
+            _ => return None,
+        };
+        seen.once(slot)?;
+        let piece = match c.scalar()? {
+            Scalar::Str(s) => s,
+            Scalar::Null => return Some(()),
+            Scalar::Other => return None,
+        };
+        if key == "role" {
+            // Its value is no output.
+        } else if text {
+            if !piece.is_empty() {
+                append(&mut info.text, piece);
+                info.has_answer = true;
+            }
+        } else {
+            append(&mut info.reasoning, piece);
+        }
+        Some(())
+    })
+}
+
+/// Adds a piece of text: the piece itself when it is the first (no copy).
+fn append<'a>(to: &mut Cow<'a, str>, piece: &'a str) {
+    if to.is_empty() {
+        *to = Cow::Borrowed(piece);
+    } else {
+        to.to_mut().push_str(piece);
+    }
+}
+
+/// The keys an object has had: a second one of a key is not read here.
+#[derive(Default)]
+struct Seen(u8);
+
+impl Seen {
+    fn once(&mut self, slot: u8) -> Option<()> {
+        let bit = 1 << slot;
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
+/// A value that is no object or list.
+#[derive(Debug, PartialEq)]
+enum Scalar<'a> {
+    Str(&'a str),
+    Null,
+    /// A number, `true` or `false`.
+    Other,
+}
+
+/// A reading position in the payload; every step checks what JSON allows
+/// there, and gives up (None) where this reader would need more.
+struct Cursor<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&mut self) -> Option<u8> {
+        let b = self.s.as_bytes();
+        while let Some(&c) = b.get(self.i) {
+            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(c);
+            }
+            self.i += 1;
+        }
+        None
+    }
+
+    fn eat(&mut self, want: u8) -> Option<()> {
+        (self.peek()? == want).then(|| self.i += 1)
+    }
+
+    /// Nothing but white space is left.
+    fn end(&mut self) -> Option<()> {
+        self.peek().is_none().then_some(())
+    }
+
+    /// `{ "key": value, … }`, each value read by `value` (which gets the key).
+    fn object(&mut self, mut value: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            value(self, key)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// `[ item, … ]`, each item read by `item`.
+    fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string without escapes or control characters (those go the full way).
+    fn string(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let rest = &self.s.as_bytes()[start..];
+        let len = rest
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        if rest[len] != b'"' {
+            return None;
+        }
+        self.i = start + len + 1;
+        // The payload is text and the string ends at an ASCII quote: a
+        // character boundary.
+        self.s.get(start..start + len)
+    }
+
+    fn null(&mut self) -> Option<()> {
+        (self.scalar()? == Scalar::Null).then_some(())
+    }
+
+    /// A string, `null`, `true`, `false` or a number (checked as JSON
+    /// writes numbers); not an object or a list.
+    fn scalar(&mut self) -> Option<Scalar<'a>> {
+        match self.peek()? {
+            b'"' => self.string().map(Scalar::Str),
+            b'n' => self.word("null").map(|_| Scalar::Null),
+            b't' => self.word("true").map(|_| Scalar::Other),
+            b'f' => self.word("false").map(|_| Scalar::Other),
+            b'-' | b'0'..=b'9' => self.number().map(|_| Scalar::Other),
+            _ => None,
+        }
+    }
+
+    fn word(&mut self, w: &str) -> Option<()> {
+        let ok = self.s.as_bytes()[self.i..].starts_with(w.as_bytes());
+        ok.then(|| self.i += w.len())
+    }
+
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, and a size
+    /// JSON readers agree on (no overflow to infinity: `1e400` goes the
+    /// full way, which refuses it).
+    fn number(&mut self) -> Option<()> {
+        let b = self.s.as_bytes();
+        let start = self.i;
+        let digits = |i: &mut usize| {
+            let from = *i;
+            while b.get(*i).is_some_and(u8::is_ascii_digit) {
+                *i += 1;
+            }
+            *i > from
+        };
+        let mut i = self.i;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                digits(&mut i);
+            }
+            _ => return None,
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if !digits(&mut i) {
+                return None;
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !digits(&mut i) {
+                return None;
+            }
+        }
+        // Long numbers and exponents: the full reading decides.
+        if i - start > 20 || b[start..i].iter().any(|&c| matches!(c, b'e' | b'E' | b'.')) {
+            return None;
+        }
+        self.i = i;
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::chunk::parse_chunk_in_full;
+
+    /// What servers send for nearly every token is read here, and reads as
+    /// the full reading does.
+    #[test]
+    fn the_common_chunks_are_read_directly_and_alike() {
+        for chunk in [
+            // llmsweep's simulator (OpenAI's shape).
+            r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"llmsweep-sim","choices":[{"index":0,"delta":{"content":" latency"},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" answer"},"logprobs":null,"finish_reason":"length"}]}"#,
+            // vLLM's, with its stop_reason and a null usage.
+            r#"{"id":"chatcmpl-9","object":"chat.completion.chunk","created":17,"model":"qwen","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}"#,
+            // Thinking.
+            r#"{"id":"x","choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":null}}]}"#,
+            // /v1/completions.
+            r#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null}]}"#,
+            r#" { "choices" : [ ] } "#,
+        ] {
+            let direct = read(chunk).unwrap_or_else(|| panic!("not read directly: {chunk}"));
+            assert_eq!(Ok(direct), parse_chunk_in_full(chunk), "{chunk}");
+        }
+        let c = read(r#"{"choices":[{"delta":{"content":" latency"}}]}"#).unwrap();
+        assert!(matches!(c.text, Cow::Borrowed(" latency")));
+    }
+
+    /// What it does not fully understand goes the full way.
+    #[test]
+    fn anything_else_goes_the_full_way() {
+        for chunk in [
+            r#"{"choices":[],"usage":{"completion_tokens":3}}"#,
+            r#"{"object":"error","message":"boom"}"#,
+            r#"{"error":{"message":"boom"}}"#,
+            r#"{"detail":"no"}"#,
+            r#"{"choices":[{"delta":{"content":"a\"b"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#,
+            r#"{"choices":[{"delta":{"content":"a"}}],"choices":[]}"#,
+            r#"{"choices":[{"delta":{"content":"a"}}]} x"#,
+            r#"{"choices":[{"index":01}]}"#,
+            r#"{"choices":[{"index":1e400}]}"#,
+            r#"{"choices":[{"logprobs":{"content":[]}}]}"#,
+            r#"{"choices":[{"finish_reason":1}]}"#,
+            r#"{"id":"x","extra":1}"#,
+            "{\"choices\":[{\"delta\":{\"content\":\"a\u{1}\"}}]}",
+            r#"{"choices":[{"delta":{"content":"a"}},]}"#,
+            r#"{"choices":"#,
+            "",
+        ] {
+            assert_eq!(read(chunk), None, "{chunk}");
+        }
+    }
+}
