@@ -5,7 +5,7 @@
 //!
 //! `scripts/fuzz.sh SECONDS` runs them with many more cases for a bounded time.
 
-use llmsweep::client::chunk::{parse_chunk, parse_chunk_in_full, parse_response_event, ChunkError};
+use llmsweep::client::chunk::{parse_chunk, parse_response_event, ChunkError};
 use llmsweep::client::chunk_plain;
 use llmsweep::client::sse::{KeptSseItem, SseError, SseParser};
 use proptest::prelude::*;
@@ -90,6 +90,7 @@ proptest! {
     #[test]
     fn chunk_parser_never_panics_on_noise(s in ".{0,300}") {
         let _ = parse_chunk(&s);
+        let _ = chunk_plain::parse(&s);
     }
 
     /// The direct reading of common chunks answers only as the full one
@@ -97,7 +98,7 @@ proptest! {
     #[test]
     fn a_chunk_read_directly_reads_as_in_full(s in chunkish()) {
         if let Some(direct) = chunk_plain::read(&s) {
-            prop_assert_eq!(Ok(direct), parse_chunk_in_full(&s), "{}", s);
+            prop_assert_eq!(Ok(direct), parse_chunk(&s), "{}", s);
         }
     }
 
@@ -124,7 +125,7 @@ proptest! {
             "{{{space}\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{{}}},\"finish_reason\":{finish}{extra}}}]{top}{space}}}",
             delta.join(&format!(",{space}"))
         );
-        let full = parse_chunk_in_full(&chunk);
+        let full = parse_chunk(&chunk);
         match chunk_plain::read(&chunk) {
             Some(direct) => prop_assert_eq!(Ok(direct), full, "{}", chunk),
             None => {

@@ -318,17 +318,10 @@ fn append<'a>(to: &mut Cow<'a, str>, piece: Cow<'a, str>) {
     }
 }
 
-/// Parses one `data:` payload (not `[DONE]`, which the caller handles):
-/// the common shape directly ([`super::chunk_plain`]), any other in full.
+/// Parses one `data:` payload (not `[DONE]`, which the caller handles)
+/// with serde, whatever its shape ([`super::chunk_plain::parse`] reads the
+/// common shape directly first).
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
-    match super::chunk_plain::read(data) {
-        Some(info) => Ok(info),
-        None => parse_chunk_in_full(data),
-    }
-}
-
-/// Parses one `data:` payload with serde, whatever its shape.
-pub fn parse_chunk_in_full(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
     let raw: RawChunk<'_> =
         serde_json::from_str(data).map_err(|e| ChunkError::NotJson(short(&e.to_string())))?;
     if let Some(err) = raw.error {

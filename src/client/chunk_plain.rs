@@ -10,13 +10,22 @@
 //! It answers only for what it fully understands: any other key, a string
 //! with an escape, a `usage`, an error's shape, a tool call, a duplicate
 //! key or anything that is not plain JSON gives `None`, and the caller
-//! reads the payload in full ([`super::chunk::parse_chunk_in_full`]). So it
+//! reads the payload in full ([`super::chunk::parse_chunk`]). So it
 //! can be wrong only by answering differently from the full reading, which
 //! tests/fuzz.rs checks on generated and mangled chunks.
 
 use std::borrow::Cow;
 
-use super::chunk::ChunkInfo;
+use super::chunk::{parse_chunk, ChunkError, ChunkInfo};
+
+/// Parses one `data:` payload (not `[DONE]`): the common shape directly,
+/// any other in full.
+pub fn parse(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
+    match read(data) {
+        Some(info) => Ok(info),
+        None => parse_chunk(data),
+    }
+}
 
 /// The chunk read directly, or None: read it in full.
 pub fn read(data: &str) -> Option<ChunkInfo<'_>> {
@@ -335,7 +344,6 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::chunk::parse_chunk_in_full;
 
     /// What servers send for nearly every token is read here, and reads as
     /// the full reading does.
@@ -355,7 +363,7 @@ mod tests {
             r#" { "choices" : [ ] } "#,
         ] {
             let direct = read(chunk).unwrap_or_else(|| panic!("not read directly: {chunk}"));
-            assert_eq!(Ok(direct), parse_chunk_in_full(chunk), "{chunk}");
+            assert_eq!(Ok(direct), parse_chunk(chunk), "{chunk}");
         }
         let c = read(r#"{"choices":[{"delta":{"content":" latency"}}]}"#).unwrap();
         assert!(matches!(c.text, Cow::Borrowed(" latency")));

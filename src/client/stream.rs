@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use reqwest::header::CONTENT_TYPE;
 use tokio::time::Instant;
 
-use super::chunk::{self, error_message, parse_chunk, parse_response_event, short, ChunkError};
+use super::chunk::{self, error_message, parse_response_event, short, ChunkError};
 use super::errors::{body_summary, describe_reqwest, ErrorCategory, ERROR_BODY_BYTES};
 use super::messages::parse_messages_event;
 use super::progress;
@@ -358,7 +358,7 @@ impl EventReader<'_> {
         let parsed = match self.api {
             Api::Responses => parse_response_event(data),
             Api::Messages => parse_messages_event(data),
-            _ => parse_chunk(data),
+            _ => super::chunk_plain::parse(data),
         };
         match parsed {
             Ok(info) => {
