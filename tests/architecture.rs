@@ -1209,20 +1209,7 @@ fn names_a_variant(code: &str, name: &str, variants: &[String]) -> bool {
 #[test]
 fn few_files_name_a_strategy_variant() {
     const MOST: usize = 12;
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    let test_only = test_only_files(&files);
-    let codes: Vec<(std::path::PathBuf, String)> = files
-        .iter()
-        .filter(|f| !test_only.contains(*f))
-        .map(|f| {
-            (
-                f.clone(),
-                production_code(&std::fs::read_to_string(f).unwrap()),
-            )
-        })
-        .collect();
+    let codes = production_files();
     let declared: Vec<(&str, Vec<String>)> = STRATEGY_ENUMS
         .iter()
         .map(|name| {
@@ -1247,7 +1234,7 @@ fn few_files_name_a_strategy_variant() {
                 .iter()
                 .any(|(name, v)| names_a_variant(code, name, v))
         })
-        .map(|(f, _)| f.strip_prefix(&src).unwrap().display().to_string())
+        .map(|(f, _)| f.clone())
         .collect();
     naming.sort();
     assert!(
@@ -1286,18 +1273,7 @@ fn enums(code: &str) -> Vec<(String, Vec<String>)> {
 /// kind). An enum with two variants named as kinds is such a list.
 #[test]
 fn no_other_enum_lists_the_stage_kinds() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    let test_only = test_only_files(&files);
-    let codes: Vec<(std::path::PathBuf, String)> = files
-        .iter()
-        .filter(|f| !test_only.contains(*f))
-        .map(|f| {
-            let code = production_code(&std::fs::read_to_string(f).unwrap());
-            (f.clone(), code)
-        })
-        .collect();
+    let codes = production_files();
     let kinds = codes
         .iter()
         .map(|(_, code)| variants(code, "StrategyKind"))
@@ -1309,10 +1285,7 @@ fn no_other_enum_lists_the_stage_kinds() {
         for (name, v) in enums(code) {
             let named: Vec<&String> = v.iter().filter(|x| kinds.contains(x)).collect();
             if named.len() >= 2 && !KIND_LISTS.contains(&name.as_str()) {
-                lists.push(format!(
-                    "{}: enum {name} {named:?}",
-                    f.strip_prefix(&src).unwrap().display()
-                ));
+                lists.push(format!("{f}: enum {name} {named:?}"));
             }
         }
     }
@@ -1398,34 +1371,6 @@ fn function_lengths(code: &str) -> Vec<(String, usize)> {
     out
 }
 
-/// The files that are test code as a whole: declared `#[cfg(test)] mod
-/// name;` (src/report/merge/every_figure.rs, a test's 80-line fixture).
-fn test_files(files: &[std::path::PathBuf]) -> BTreeSet<std::path::PathBuf> {
-    let mut out = BTreeSet::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).expect("a source file");
-        let lines: Vec<&str> = text.lines().map(str::trim).collect();
-        for pair in lines.windows(2) {
-            let Some(name) = (pair[0] == "#[cfg(test)]")
-                .then(|| pair[1].strip_prefix("mod ")?.strip_suffix(';'))
-                .flatten()
-            else {
-                continue;
-            };
-            let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-            let dir = f.parent().expect("a directory");
-            let dir = if matches!(stem, "mod" | "lib" | "main") {
-                dir.to_path_buf()
-            } else {
-                dir.join(stem)
-            };
-            out.insert(dir.join(format!("{name}.rs")));
-            out.insert(dir.join(name).join("mod.rs"));
-        }
-    }
-    out
-}
-
 /// Short steps: a function reads top to bottom as a few named steps. At
 /// most 8 functions of production code are over 80 lines and none is over
 /// 120 (issue 48; this test counted 36 over 80 and 4 over 120 at 7af6c7f:
@@ -1436,18 +1381,8 @@ fn functions_are_short_steps() {
     const LONG: usize = 80;
     const MOST_LONG: usize = 8;
     const LONGEST: usize = 120;
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    let tests = test_files(&files);
     let mut long = Vec::new();
-    for f in files.iter().filter(|f| !tests.contains(*f)) {
-        let code = production_code(&std::fs::read_to_string(f).expect("a source file"));
-        let rel = f
-            .strip_prefix(&src)
-            .expect("under src")
-            .display()
-            .to_string();
+    for (rel, code) in production_files() {
         for (name, lines) in function_lengths(&code) {
             if lines > LONG {
                 long.push((lines, format!("{rel}: {name}")));
