@@ -54,6 +54,28 @@ struct Hostile {
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
+/// A server that holds every connection `hold` and then closes it unanswered.
+async fn never_answers(hold: Duration) -> Hostile {
+    hostile(move |_| Response {
+        bytes: Vec::new(),
+        hold,
+    })
+    .await
+}
+
+impl Hostile {
+    /// How many requests it was sent on a path that starts with `prefix`.
+    fn requests_to(&self, prefix: &str) -> usize {
+        let seen = self.seen.lock().unwrap();
+        seen.iter().filter(|r| r.path.starts_with(prefix)).count()
+    }
+}
+
+/// A run's notes as one line of words (they wrap at 80 columns).
+fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 async fn hostile(handler: impl Fn(&Seen) -> Response + Send + Sync + 'static) -> Hostile {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -170,6 +192,13 @@ fn category(r: &RequestRecord) -> (ErrorCategory, String) {
         RequestOutcome::Errored { category, message } => (*category, message.clone()),
         o => panic!("expected an errored request, got {o:?}"),
     }
+}
+
+/// Asserts `r` errored as `want`, its message saying `says`.
+fn assert_errored(r: &RequestRecord, want: ErrorCategory, says: &str) {
+    let (cat, msg) = category(r);
+    assert_eq!(cat, want, "{msg}");
+    assert!(msg.contains(says), "{msg}");
 }
 
 // ---------------------------------------------------------------------------
@@ -368,9 +397,7 @@ async fn a_line_over_the_cap_ends_the_request_without_reading_on() {
         ..config(&s.url)
     };
     let r = send_with(&cfg).await;
-    let (cat, msg) = category(&r);
-    assert_eq!(cat, ErrorCategory::StreamMalformed, "{msg}");
-    assert!(msg.contains("65536"), "{msg}");
+    assert_errored(&r, ErrorCategory::StreamMalformed, "65536");
 }
 
 #[tokio::test]
@@ -464,9 +491,7 @@ async fn redirects_are_errors_by_default_and_headers_never_cross_origins() {
 
     // Default: not followed; the Location is in the message.
     let r = send_with(&secret_cfg(FollowRedirects::None)).await;
-    let (cat, msg) = category(&r);
-    assert_eq!(cat, ErrorCategory::Redirect(307));
-    assert!(msg.contains(&other.url), "{msg}");
+    assert_errored(&r, ErrorCategory::Redirect(307), &other.url);
     // Same-origin only: another port is another origin.
     let r = send_with(&secret_cfg(FollowRedirects::SameOrigin)).await;
     assert_eq!(category(&r).0, ErrorCategory::Redirect(307));
@@ -602,9 +627,7 @@ async fn https_to_a_plain_http_port_says_to_try_http() {
     let s = hostile(|_| answer(good_stream())).await;
     let url = s.url.replace("http://", "https://");
     let r = send_to(&url).await;
-    let (cat, msg) = category(&r);
-    assert_eq!(cat, ErrorCategory::Connect, "{msg}");
-    assert!(msg.contains("try http://"), "{msg}");
+    assert_errored(&r, ErrorCategory::Connect, "try http://");
 }
 
 /// The simulator's llama.cpp mode really closes: a raw client that reads one
@@ -871,11 +894,7 @@ fn scrape_cfg(url: String) -> llmsweep::server_metrics::ScrapeConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_scrape_of_a_metrics_page_that_never_answers_waits_one_timeout_at_most() {
-    let s = hostile(|_| Response {
-        bytes: Vec::new(),
-        hold: Duration::from_secs(60),
-    })
-    .await;
+    let s = never_answers(Duration::from_secs(60)).await;
     let scraper =
         llmsweep::server_metrics::Scraper::start(scrape_cfg(format!("{}/metrics", s.url)));
     // The first scrape times out at 1 s and the second starts at once: stop
@@ -1768,11 +1787,10 @@ async fn a_tokenize_that_cannot_spell_prompts_falls_back_to_the_built_in_counter
     let (status, _, stderr) = synchronous_requests(&s.url, "3", &dir, &[]).await;
     let err = String::from_utf8_lossy(&stderr);
     assert!(status.success(), "{err}");
-    // Notes wrap at 80 columns: read them as words.
-    let words = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said = words(&err);
     assert!(
-        words.contains("tokenizer: the built-in approximation (the server's /tokenize could not spell synthetic prompts")
-            && words.contains("takes too few plain English words as single tokens"),
+        said.contains("tokenizer: the built-in approximation (the server's /tokenize could not spell synthetic prompts")
+            && said.contains("takes too few plain English words as single tokens"),
         "{err}"
     );
 }
@@ -1871,11 +1889,7 @@ fn a_fifo_or_a_device_is_refused_at_once_by_every_reader() {
 /// the wait ended (README: SIGTERM stops a run). It now leaves at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_before_the_load_leaves_at_once() {
-    let server = hostile(|_| Response {
-        bytes: Vec::new(),
-        hold: Duration::from_secs(120),
-    })
-    .await;
+    let server = never_answers(Duration::from_secs(120)).await;
     let url = server.url.clone();
     let dir = scratch("sigterm-before-load");
     let out = dir.join("run");
@@ -1955,18 +1969,11 @@ async fn a_slow_tokenize_is_bounded_in_calls_and_time_before_the_load() {
     let took = t0.elapsed();
     let err = String::from_utf8_lossy(&stderr);
     assert!(status.success(), "{err}");
-    let words = err.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        words.contains("the most spent on it before the load"),
+        words(&err).contains("the most spent on it before the load"),
         "{err}"
     );
-    let calls = s
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|r| r.path.starts_with("/tokenize"))
-        .count();
+    let calls = s.requests_to("/tokenize");
     // 191 words at 0.3 s was a minute of calls; the budget is 10 s.
     assert!(calls < 100, "{calls} /tokenize calls");
     assert!(took < Duration::from_secs(45), "{took:?}");
@@ -2020,20 +2027,12 @@ async fn parts_the_server_does_not_count_are_estimated_and_said_so() {
     ];
     let (_, _, stderr) = synchronous_requests(&s.url, "2", &dir, &data).await;
     let err = String::from_utf8_lossy(&stderr);
-    let flat = err.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flat.contains("prompts may need more than model \"m\"'s context of 1024 tokens (prompt plus output, up to 1192, of which 576 for the 1 image each carries, estimated at the built-in simulator's charges of 576 tokens an image"),
+        words(&err).contains("prompts may need more than model \"m\"'s context of 1024 tokens (prompt plus output, up to 1192, of which 576 for the 1 image each carries, estimated at the built-in simulator's charges of 576 tokens an image"),
         "{err}"
     );
     // The estimate only warns: the requests went.
-    let sent = s
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|r| r.path.starts_with("/v1/chat"))
-        .count();
-    assert_eq!(sent, 2, "{err}");
+    assert_eq!(s.requests_to("/v1/chat"), 2, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
