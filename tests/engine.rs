@@ -13,17 +13,6 @@ use llmsweep::types::{EventKind, StrategyKind};
 
 const SHORT: &str = "prompt_tokens=16,output_tokens=8,samples=64";
 
-fn counts_add_up(r: &llmsweep::types::StageReport) {
-    let q = r.requests;
-    assert_eq!(
-        q.sent,
-        q.completed + q.incomplete + q.errored,
-        "{}: {q:?}",
-        r.name
-    );
-    assert_eq!(q.errored, r.errors.values().sum::<u64>(), "{}", r.name);
-}
-
 #[tokio::test]
 async fn closed_loop_strategies_hold_their_concurrency() {
     let sim = start_sim(model(2.0, 0.0, 256)).await;
@@ -72,7 +61,7 @@ async fn closed_loop_strategies_hold_their_concurrency() {
         conc.rates
     );
     for s in &res.stages {
-        counts_add_up(s);
+        common::counts_add_up(s);
         assert_eq!(s.requests.errored, 0);
         assert_eq!(
             s.target_rate,
@@ -149,7 +138,7 @@ async fn open_loop_strategies_keep_their_rate() {
         llmsweep::types::StageEndReason::MaxRequests
     );
     for s in &res.stages {
-        counts_add_up(s);
+        common::counts_add_up(s);
         assert!(!s.saturated(), "{}: {:?}", s.name, s.saturation_reason());
     }
     sim.shutdown().await;
@@ -185,7 +174,7 @@ async fn every_fault_becomes_a_counted_category() {
     let res = engine.run(&mut plan).await;
     drop(control);
     let s = &res.stages[0];
-    counts_add_up(s);
+    common::counts_add_up(s);
     assert_eq!(s.requests.incomplete, 0, "drained: {:?}", s.requests);
     let truth = truth(&url).await;
     let expect = |server: &str, client: &str| {
@@ -502,7 +491,7 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
         assert!(events.contains(&e), "{e} in {events:?}");
     }
     for s in &res.stages {
-        counts_add_up(s);
+        common::counts_add_up(s);
     }
     sim.shutdown().await;
 }

@@ -2,6 +2,7 @@
 //! scheduling, stage limits, steering and pause, checked exactly rather than
 //! against the wall clock over TCP.
 
+mod common;
 mod scripted;
 
 use std::time::Duration;
@@ -43,16 +44,6 @@ fn by_name<'a>(res: &'a RunResult, name: &str) -> &'a StageReport {
 
 fn names(res: &RunResult) -> Vec<&str> {
     res.stages.iter().map(|s| s.name.as_str()).collect()
-}
-
-fn adds_up(s: &StageReport) {
-    let q = s.requests;
-    assert_eq!(
-        q.sent,
-        q.completed + q.incomplete + q.errored,
-        "{}: {q:?}",
-        s.name
-    );
 }
 
 fn events(res: &RunResult, kind: EventKind) -> Vec<&str> {
@@ -123,7 +114,7 @@ async fn max_errors_stops_the_run_and_says_so() {
     assert_eq!(res.stages[0].errors.get("http_500"), Some(&5));
     assert_eq!(res.end_reason, llmsweep::types::RunEnd::MaxErrors);
     assert!(res.partial);
-    adds_up(&res.stages[0]);
+    common::counts_add_up(&res.stages[0]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -159,7 +150,7 @@ async fn a_rate_change_lets_work_in_flight_finish_in_the_stage_that_sent_it() {
     let numbers: Vec<usize> = res.stages.iter().map(|s| s.number).collect();
     assert_eq!(numbers, [1, 2, 3]);
     for s in &res.stages {
-        adds_up(s);
+        common::counts_add_up(s);
     }
 }
 
@@ -300,7 +291,7 @@ async fn concurrent_streams_move_by_whole_streams() {
         .any(|e| e.contains("already runs at that rate")));
     // Streams count what is still in flight from the previous stage.
     for s in &res.stages {
-        adds_up(s);
+        common::counts_add_up(s);
     }
     let max_conc: Vec<u64> = res.stages.iter().map(|s| s.concurrency.max).collect();
     assert!(max_conc[1] <= 5, "{max_conc:?}");
@@ -334,7 +325,7 @@ async fn closed_loop_strategies_hold_their_concurrency_exactly() {
         conc.concurrency
     );
     for s in &res.stages {
-        adds_up(s);
+        common::counts_add_up(s);
     }
 }
 

@@ -81,6 +81,19 @@ pub fn stage(strategy: Strategy, limits: Limits) -> StageSpec {
     StageSpec::new(strategy, limits)
 }
 
+/// A stage's requests add up: each sent one completed, was cut short or
+/// errored, and each error is counted under its category.
+pub fn counts_add_up(r: &llmsweep::types::StageReport) {
+    let q = r.requests;
+    assert_eq!(
+        q.sent,
+        q.completed + q.incomplete + q.errored,
+        "{}: {q:?}",
+        r.name
+    );
+    assert_eq!(q.errored, r.errors.values().sum::<u64>(), "{}", r.name);
+}
+
 pub fn secs(s: f64) -> Limits {
     Limits {
         max_seconds: Some(s),
