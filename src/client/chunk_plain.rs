@@ -259,10 +259,8 @@ impl<'a> Cursor<'a> {
         self.eat(b'"')?;
         let start = self.i;
         let rest = &self.s.as_bytes()[start..];
-        let len = rest
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
-        if rest[len] != b'"' {
+        let len = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[len] != b'"' || rest[..len].iter().any(|&c| c < 0x20) {
             return None;
         }
         self.i = start + len + 1;
@@ -293,50 +291,22 @@ impl<'a> Cursor<'a> {
         ok.then(|| self.i += w.len())
     }
 
-    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, and a size
-    /// JSON readers agree on (no overflow to infinity: `1e400` goes the
-    /// full way, which refuses it).
+    /// An integer, `-? (0 | [1-9][0-9]*)`, of at most 20 characters:
+    /// fractions, exponents and longer numbers go the full way (JSON
+    /// readers differ on them: `1e400`).
     fn number(&mut self) -> Option<()> {
-        let b = self.s.as_bytes();
-        let start = self.i;
-        let digits = |i: &mut usize| {
-            let from = *i;
-            while b.get(*i).is_some_and(u8::is_ascii_digit) {
-                *i += 1;
-            }
-            *i > from
-        };
-        let mut i = self.i;
-        if b.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        match b.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                digits(&mut i);
-            }
-            _ => return None,
-        }
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            if !digits(&mut i) {
-                return None;
-            }
-        }
-        if matches!(b.get(i), Some(b'e' | b'E')) {
-            i += 1;
-            if matches!(b.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            if !digits(&mut i) {
-                return None;
-            }
-        }
-        // Long numbers and exponents: the full reading decides.
-        if i - start > 20 || b[start..i].iter().any(|&c| matches!(c, b'e' | b'E' | b'.')) {
+        let b = &self.s.as_bytes()[self.i..];
+        let sign = usize::from(b.first() == Some(&b'-'));
+        let digits = b[sign..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let end = sign + digits;
+        let leading_zero = digits > 1 && b[sign] == b'0';
+        if digits == 0 || leading_zero || end > 20 {
             return None;
         }
-        self.i = i;
+        if matches!(b.get(end), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        self.i += end;
         Some(())
     }
 }
@@ -356,6 +326,11 @@ mod tests {
             r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" answer"},"logprobs":null,"finish_reason":"length"}]}"#,
             // vLLM's, with its stop_reason and a null usage.
             r#"{"id":"chatcmpl-9","object":"chat.completion.chunk","created":17,"model":"qwen","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}"#,
+            // llama.cpp's llama-server (b1-0c1e570): keys in its order, a
+            // null content beside the role, an empty delta at the end.
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],"created":1795929117,"id":"chatcmpl-a82R","model":"/work/realsrv/model.gguf","system_fingerprint":"b1-0c1e570","object":"chat.completion.chunk"}"#,
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" winte"}}],"created":1795929117,"id":"chatcmpl-a82R","model":"/work/realsrv/model.gguf","system_fingerprint":"b1-0c1e570","object":"chat.completion.chunk"}"#,
+            r#"{"choices":[{"finish_reason":"length","index":0,"delta":{}}],"created":1795929117,"id":"chatcmpl-a82R","model":"/work/realsrv/model.gguf","system_fingerprint":"b1-0c1e570","object":"chat.completion.chunk"}"#,
             // Thinking.
             r#"{"id":"x","choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":null}}]}"#,
             // /v1/completions.

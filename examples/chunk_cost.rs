@@ -1,0 +1,56 @@
+//! The CPU a streamed chunk costs to read: llmsweep's direct reading of the
+//! common shape (`client::chunk_plain`) against serde's (`client::chunk`),
+//! on the chunks of llmsweep's simulator, vLLM and llama.cpp.
+//!
+//!     cargo run --release --example chunk_cost [ROUNDS]
+//!
+//! Prints thread CPU nanoseconds per chunk for each; for counts that do not
+//! depend on a busy machine, run it under `valgrind --tool=callgrind` and
+//! read `chunk_plain::read` and `chunk::parse_chunk` per call.
+
+use std::hint::black_box;
+
+use llmsweep::client::{chunk, chunk_plain};
+
+const CHUNKS: [&str; 3] = [
+    r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"llmsweep-sim","choices":[{"index":0,"delta":{"content":" latency"},"logprobs":null,"finish_reason":null}]}"#,
+    r#"{"id":"chatcmpl-9","object":"chat.completion.chunk","created":17,"model":"qwen","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}"#,
+    r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" winte"}}],"created":1795929117,"id":"chatcmpl-a82R","model":"/work/realsrv/model.gguf","system_fingerprint":"b1-0c1e570","object":"chat.completion.chunk"}"#,
+];
+
+fn thread_cpu_ns() -> u128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
+}
+
+fn main() {
+    let rounds: u32 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(200_000);
+    for c in CHUNKS {
+        assert!(chunk_plain::read(c).is_some(), "not read directly: {c}");
+    }
+    let per = |f: &dyn Fn(&str) -> bool| {
+        let t0 = thread_cpu_ns();
+        let mut n = 0u32;
+        for _ in 0..rounds {
+            for c in CHUNKS {
+                n += u32::from(f(black_box(c)));
+            }
+        }
+        black_box(n);
+        (thread_cpu_ns() - t0) as f64 / f64::from(rounds) / CHUNKS.len() as f64
+    };
+    let direct = per(&|c| chunk_plain::read(c).is_some_and(|i| i.has_output));
+    let serde = per(&|c| chunk::parse_chunk(c).is_ok_and(|i| i.has_output));
+    println!(
+        "ns per chunk: direct {direct:.0}, serde {serde:.0} ({:.2}x)",
+        serde / direct
+    );
+}
