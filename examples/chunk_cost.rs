@@ -14,7 +14,7 @@ use llmsweep::client::{chunk, chunk_plain};
 
 const CHUNKS: [&str; 3] = [
     r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"llmsweep-sim","choices":[{"index":0,"delta":{"content":" latency"},"logprobs":null,"finish_reason":null}]}"#,
-    r#"{"id":"chatcmpl-9","object":"chat.completion.chunk","created":17,"model":"qwen","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}"#,
+    r#"{"id":"chatcmpl-b84161a7a4d1c0e3","object":"chat.completion.chunk","created":1795930333,"model":"tiny-llama","choices":[{"index":0,"delta":{"content":" oc"},"logprobs":null,"finish_reason":null,"token_ids":null}]}"#,
     r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" winte"}}],"created":1795929117,"id":"chatcmpl-a82R","model":"/work/realsrv/model.gguf","system_fingerprint":"b1-0c1e570","object":"chat.completion.chunk"}"#,
 ];
 

@@ -110,7 +110,7 @@ proptest! {
         text in prop::option::of("(\\PC|[\"\\\\\n\u{1}])*"),
         reasoning in prop::option::of("[a-z ]{0,8}"),
         finish in prop::sample::select(vec!["null", "\"stop\"", "\"length\"", "3"]),
-        extra in prop::sample::select(vec!["", ",\"logprobs\":null", ",\"stop_reason\":null", ",\"logprobs\":{}", ",\"x\":1"]),
+        extra in prop::sample::select(vec!["", ",\"logprobs\":null", ",\"stop_reason\":null", ",\"token_ids\":null", ",\"logprobs\":{}", ",\"x\":1"]),
         top in prop::sample::select(vec!["", ",\"usage\":null", ",\"usage\":{\"completion_tokens\":2}", ",\"object\":\"error\"", ",\"model\":\"m\""]),
         space in prop::sample::select(vec!["", " ", "\n "]),
     ) {

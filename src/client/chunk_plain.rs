@@ -52,6 +52,11 @@ pub fn read(data: &str) -> Option<ChunkInfo<'_>> {
             seen.once(slot(key))?;
             c.scalar().map(drop)
         }
+        // vLLM's (0.32): null unless asked for.
+        "prompt_token_ids" | "prompt_text" => {
+            seen.once(if key == "prompt_text" { 8 } else { 9 })?;
+            c.null()
+        }
         _ => None,
     })?;
     c.end()?;
@@ -111,6 +116,11 @@ fn choice<'a>(c: &mut Cursor<'a>, info: &mut ChunkInfo<'a>) -> Option<()> {
             seen.once(if key == "stop_reason" { 5 } else { 6 })?;
             c.scalar().map(drop)
         }
+        // vLLM's (0.32, in every chunk): null unless asked for.
+        "token_ids" => {
+            seen.once(7)?;
+            c.null()
+        }
         _ => None,
     })?;
     info.has_output = info.has_answer || !info.reasoning.is_empty();
@@ -164,7 +174,7 @@ fn append<'a>(to: &mut Cow<'a, str>, piece: &'a str) {
 
 /// The keys an object has had: a second one of a key is not read here.
 #[derive(Default)]
-struct Seen(u8);
+struct Seen(u16);
 
 impl Seen {
     fn once(&mut self, slot: u8) -> Option<()> {
@@ -324,6 +334,10 @@ mod tests {
             r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"llmsweep-sim","choices":[{"index":0,"delta":{"content":" latency"},"logprobs":null,"finish_reason":null}]}"#,
             r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
             r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" answer"},"logprobs":null,"finish_reason":"length"}]}"#,
+            // vLLM 0.32's: its first, a token, its last (keys it adds, null).
+            r#"{"id":"chatcmpl-b84161a7a4d1c0e3","object":"chat.completion.chunk","created":1795930333,"model":"tiny-llama","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"prompt_token_ids":null,"prompt_text":null}"#,
+            r#"{"id":"chatcmpl-b84161a7a4d1c0e3","object":"chat.completion.chunk","created":1795930333,"model":"tiny-llama","choices":[{"index":0,"delta":{"content":" exp"},"logprobs":null,"finish_reason":null,"token_ids":null}]}"#,
+            r#"{"id":"chatcmpl-b84161a7a4d1c0e3","object":"chat.completion.chunk","created":1795930333,"model":"tiny-llama","choices":[{"index":0,"delta":{"content":" syste"},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}]}"#,
             // vLLM's, with its stop_reason and a null usage.
             r#"{"id":"chatcmpl-9","object":"chat.completion.chunk","created":17,"model":"qwen","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}"#,
             // llama.cpp's llama-server (b1-0c1e570): keys in its order, a
@@ -359,6 +373,7 @@ mod tests {
             r#"{"choices":[{"index":01}]}"#,
             r#"{"choices":[{"index":1e400}]}"#,
             r#"{"choices":[{"logprobs":{"content":[]}}]}"#,
+            r#"{"choices":[{"token_ids":[1,2]}]}"#,
             r#"{"choices":[{"finish_reason":1}]}"#,
             r#"{"id":"x","extra":1}"#,
             "{\"choices\":[{\"delta\":{\"content\":\"a\u{1}\"}}]}",
