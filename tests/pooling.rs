@@ -117,6 +117,11 @@ async fn a_sweep_of_embeddings_finds_the_pooling_engine_s_capacity() {
     // not the server) ends the sweep there; on a busy machine the run goes
     // again. Seen at load 12-14 with two CPU spinners: 2 of 3 runs stopped
     // after constant@15.78 ("requests went out 23 ms behind schedule").
+    // So does a sweep that stopped before its grid ran: its constant stages
+    // sit at 0.9 of the engine's capacity, and an engine starved of CPU (it
+    // runs in this process) falls behind there, rightly judged so. Seen once
+    // in a CI rehearsal beside valgrind, a llama-server and two builds:
+    // constant@25.19 answered 24.56, and the sweep stopped after 3 stages.
     const ATTEMPTS: usize = 3;
     let mut r = Value::Null;
     for attempt in 1..=ATTEMPTS {
@@ -132,15 +137,19 @@ async fn a_sweep_of_embeddings_finds_the_pooling_engine_s_capacity() {
         .await;
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         r = read_report(&out);
-        let client_limited = r["stages"]
-            .as_array()
-            .unwrap()
+        let stages = r["stages"].as_array().unwrap();
+        let client_limited = stages
             .iter()
             .any(|s| s["verdict"]["basis"] == "client_limited");
-        if !client_limited || attempt == ATTEMPTS {
+        let stopped_early = stages.len() < 4;
+        if !(client_limited || stopped_early) || attempt == ATTEMPTS {
             break;
         }
-        eprintln!("attempt {attempt}: a stage was client-limited; again");
+        eprintln!(
+            "attempt {attempt}: client-limited {client_limited}, stopped after {} stages ({}); again",
+            stages.len(),
+            r["end_reason"]
+        );
     }
     let stages = r["stages"].as_array().unwrap();
     assert!(
