@@ -12,21 +12,15 @@ use std::hint::black_box;
 
 use llmsweep::client::{chunk, chunk_plain};
 
+#[path = "../benches/common/mod.rs"]
+mod common;
+use common::thread_cpu_seconds;
+
 const CHUNKS: [&str; 3] = [
     r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"llmsweep-sim","choices":[{"index":0,"delta":{"content":" latency"},"logprobs":null,"finish_reason":null}]}"#,
     r#"{"id":"chatcmpl-b84161a7a4d1c0e3","object":"chat.completion.chunk","created":1795930333,"model":"tiny-llama","choices":[{"index":0,"delta":{"content":" oc"},"logprobs":null,"finish_reason":null,"token_ids":null}]}"#,
     r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" winte"}}],"created":1795929117,"id":"chatcmpl-a82R","model":"/work/realsrv/model.gguf","system_fingerprint":"b1-0c1e570","object":"chat.completion.chunk"}"#,
 ];
-
-fn thread_cpu_ns() -> u128 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
-}
 
 fn main() {
     let rounds: u32 = std::env::args()
@@ -37,7 +31,7 @@ fn main() {
         assert!(chunk_plain::read(c).is_some(), "not read directly: {c}");
     }
     let per = |f: &dyn Fn(&str) -> bool| {
-        let t0 = thread_cpu_ns();
+        let t0 = thread_cpu_seconds();
         let mut n = 0u32;
         for _ in 0..rounds {
             for c in CHUNKS {
@@ -45,7 +39,7 @@ fn main() {
             }
         }
         black_box(n);
-        (thread_cpu_ns() - t0) as f64 / f64::from(rounds) / CHUNKS.len() as f64
+        (thread_cpu_seconds() - t0) * 1e9 / f64::from(rounds) / CHUNKS.len() as f64
     };
     let direct = per(&|c| chunk_plain::read(c).is_some_and(|i| i.has_output));
     let serde = per(&|c| chunk::parse_chunk(c).is_ok_and(|i| i.has_output));

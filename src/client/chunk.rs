@@ -310,7 +310,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
 }
 
 /// Adds a piece of text: the piece itself when it is the first (no copy).
-fn append<'a>(to: &mut Cow<'a, str>, piece: Cow<'a, str>) {
+pub(super) fn append<'a>(to: &mut Cow<'a, str>, piece: Cow<'a, str>) {
     if to.is_empty() {
         *to = piece;
     } else {

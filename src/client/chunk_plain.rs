@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use super::chunk::{parse_chunk, ChunkError, ChunkInfo};
+use super::chunk::{append, parse_chunk, ChunkError, ChunkInfo};
 
 /// Parses one `data:` payload (not `[DONE]`): the common shape directly,
 /// any other in full.
@@ -86,7 +86,7 @@ fn choice<'a>(c: &mut Cursor<'a>, info: &mut ChunkInfo<'a>) -> Option<()> {
             seen.once(1)?;
             let t = c.string()?;
             if !t.is_empty() {
-                append(&mut info.text, t);
+                append(&mut info.text, Cow::Borrowed(t));
                 info.has_answer = true;
             }
             Some(())
@@ -153,23 +153,14 @@ fn delta<'a>(c: &mut Cursor<'a>, info: &mut ChunkInfo<'a>) -> Option<()> {
             // Its value is no output.
         } else if text {
             if !piece.is_empty() {
-                append(&mut info.text, piece);
+                append(&mut info.text, Cow::Borrowed(piece));
                 info.has_answer = true;
             }
         } else {
-            append(&mut info.reasoning, piece);
+            append(&mut info.reasoning, Cow::Borrowed(piece));
         }
         Some(())
     })
-}
-
-/// Adds a piece of text: the piece itself when it is the first (no copy).
-fn append<'a>(to: &mut Cow<'a, str>, piece: &'a str) {
-    if to.is_empty() {
-        *to = Cow::Borrowed(piece);
-    } else {
-        to.to_mut().push_str(piece);
-    }
 }
 
 /// The keys an object has had: a second one of a key is not read here.

@@ -134,39 +134,35 @@ impl SseParser {
 
     /// The next complete item in the received bytes, if any.
     pub fn next_item(&mut self) -> Result<Option<SseItem<'_>>, SseError> {
-        loop {
-            match self.next_line()? {
-                None => return Ok(None),
-                Some(Made::Nothing) => {}
-                Some(made) => return Ok(Some(self.item(made))),
-            }
-        }
+        Ok(self.next_made()?.map(|made| self.item(made)))
     }
 
     /// At the end of the body: the lines still pending, the last
     /// unterminated line and any pending event (servers that omit the
     /// final blank line still get their events).
     pub fn finish(&mut self) -> Result<Option<SseItem<'_>>, SseError> {
-        loop {
-            match self.next_line()? {
-                None => break,
-                Some(Made::Nothing) => {}
-                Some(made) => return Ok(Some(self.item(made))),
-            }
+        if let Some(made) = self.next_made()? {
+            return Ok(Some(self.item(made)));
         }
         if !self.carry.is_empty() {
             self.empty_lent();
-            let line = std::mem::take(&mut self.carry);
-            let made = self.line(&line);
-            self.carry = line;
-            self.carry.clear();
-            match made? {
-                Made::Nothing => {}
-                made => return Ok(Some(self.item(made))),
+            if let made @ (Made::Event | Made::Error) = self.carried_line(&[])? {
+                return Ok(Some(self.item(made)));
             }
         }
         self.empty_lent();
         Ok(self.gathering().then(|| self.item(Made::Event)))
+    }
+
+    /// Reads lines until one makes an item; None when the received bytes
+    /// end inside a line.
+    fn next_made(&mut self) -> Result<Option<Made>, SseError> {
+        loop {
+            match self.next_line()? {
+                Some(Made::Nothing) => {}
+                other => return Ok(other),
+            }
+        }
     }
 
     /// The item a line made, lent from the parser's buffers.
@@ -225,12 +221,18 @@ impl SseParser {
         if self.carry.is_empty() {
             return self.line(&head[..end]).map(Some);
         }
+        self.carried_line(&head[..end]).map(Some)
+    }
+
+    /// Reads the line begun in an earlier read and ended by `tail` (the
+    /// carry keeps its room for the next).
+    fn carried_line(&mut self, tail: &[u8]) -> Result<Made, SseError> {
         let mut line = std::mem::take(&mut self.carry);
-        line.extend_from_slice(&head[..end]);
+        line.extend_from_slice(tail);
         let made = self.line(&line);
         line.clear();
         self.carry = line;
-        made.map(Some)
+        made
     }
 
     /// An event is being gathered (a blank line dispatches it).

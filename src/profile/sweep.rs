@@ -745,7 +745,7 @@ mod tests {
             max_seconds: Some(5.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(5, Strategy::Constant { rate: 1.0 }, limits, 64, true);
+        let mut p = constant_sweep(5, limits, 64);
         assert_eq!(p.upcoming().len(), 5);
         assert_eq!(p.next(&[]).unwrap().strategy, Strategy::Synchronous);
         let mut done_ = vec![done(StrategyKind::Synchronous, 3000.0, 1.0)];
@@ -777,13 +777,7 @@ mod tests {
     fn a_thin_flood_plans_the_grid_without_running_again() {
         // The default run's flood: 10 s, one wave and a rate from part of
         // its window. It was re-run for 30 s as `throughput #2`.
-        let mut p = SweepPlan::new(
-            10,
-            Strategy::Constant { rate: 1.0 },
-            limits_of(10.0),
-            512,
-            true,
-        );
+        let mut p = constant_sweep(10, limits_of(10.0), 512);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
@@ -807,13 +801,7 @@ mod tests {
         // The sweep ran synchronous, throughput, throughput again (cut short
         // by the operator): the rates come from the whole run.
         let plan_after = |thr_stages: Vec<StageReport>| {
-            let mut p = SweepPlan::new(
-                5,
-                Strategy::Constant { rate: 1.0 },
-                limits_of(4.0),
-                64,
-                true,
-            );
+            let mut p = constant_sweep(5, limits_of(4.0), 64);
             let mut done_ = vec![done(StrategyKind::Synchronous, 3000.0, 1.0)];
             assert_eq!(p.next(&[]).unwrap().strategy, Strategy::Synchronous);
             p.next(&done_).unwrap();
@@ -839,6 +827,17 @@ mod tests {
         );
     }
 
+    /// A sweep of `stages` constant-rate stages that stops on saturation.
+    fn constant_sweep(stages: usize, limits: Limits, concurrency: u32) -> SweepPlan {
+        SweepPlan::new(
+            stages,
+            Strategy::Constant { rate: 1.0 },
+            limits,
+            concurrency,
+            true,
+        )
+    }
+
     fn limits_of(seconds: f64) -> Limits {
         Limits {
             max_seconds: Some(seconds),
@@ -855,7 +854,7 @@ mod tests {
             max_seconds: Some(5.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(5, Strategy::Constant { rate: 1.0 }, limits, 64, true);
+        let mut p = constant_sweep(5, limits, 64);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 300.0, 1.0)];
         p.next(&d).unwrap();
@@ -896,7 +895,7 @@ mod tests {
             max_seconds: Some(4.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(5, Strategy::Constant { rate: 1.0 }, limits, 64, true);
+        let mut p = constant_sweep(5, limits, 64);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
@@ -923,7 +922,7 @@ mod tests {
             max_seconds: Some(20.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(10, Strategy::Constant { rate: 1.0 }, limits, 512, true);
+        let mut p = constant_sweep(10, limits, 512);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1300.0, 0.77)];
         p.next(&d).unwrap();
@@ -1007,13 +1006,7 @@ mod tests {
         // A server that runs one request at a time: its flood measured
         // queueing, and the probes put its capacity at the synchronous rate.
         use crate::types::Outcome::{NotSaturated, Saturated};
-        let mut p = SweepPlan::new(
-            10,
-            Strategy::Constant { rate: 1.0 },
-            limits_of(10.0),
-            512,
-            true,
-        );
+        let mut p = constant_sweep(10, limits_of(10.0), 512);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1300.0, 0.77)];
         p.next(&d).unwrap();
@@ -1148,13 +1141,7 @@ mod tests {
         // Real vLLM: the flood read 5.07 req/s with 512 streams; every rate
         // under it held; the server holds about 8.
         use crate::types::Outcome::{NotSaturated, Saturated};
-        let mut p = SweepPlan::new(
-            4,
-            Strategy::Constant { rate: 1.0 },
-            limits_of(8.0),
-            512,
-            true,
-        );
+        let mut p = constant_sweep(4, limits_of(8.0), 512);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.0)];
         p.next(&d).unwrap();
@@ -1217,13 +1204,7 @@ mod tests {
         // 6.40 (its queue of streams starved the engine); five probes crept
         // down from 14.03 and the interval stayed ±9.5 %.
         use crate::types::Outcome::{NotSaturated, Saturated};
-        let mut p = SweepPlan::new(
-            4,
-            Strategy::Constant { rate: 1.0 },
-            limits_of(8.0),
-            512,
-            true,
-        );
+        let mut p = constant_sweep(4, limits_of(8.0), 512);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.5)];
         p.next(&d).unwrap();
@@ -1252,13 +1233,7 @@ mod tests {
     #[test]
     fn added_stages_stop_at_the_budget_and_say_so() {
         use crate::types::Outcome::NotSaturated;
-        let mut p = SweepPlan::new(
-            3,
-            Strategy::Constant { rate: 1.0 },
-            limits_of(5.0),
-            64,
-            true,
-        );
+        let mut p = constant_sweep(3, limits_of(5.0), 64);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 500.0, 1.0)];
         p.next(&d).unwrap();
@@ -1288,7 +1263,7 @@ mod tests {
             max_seconds: Some(4.0),
             ..Default::default()
         };
-        let mut p = SweepPlan::new(3, Strategy::Constant { rate: 1.0 }, limits, 64, true);
+        let mut p = constant_sweep(3, limits, 64);
         p.next(&[]).unwrap();
         let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
         p.next(&d).unwrap();
