@@ -1,6 +1,7 @@
 //! The CPU a streamed chunk costs to read: llmsweep's direct reading of the
 //! common shape (`client::chunk_plain`) against serde's (`client::chunk`),
-//! on the chunks of llmsweep's simulator, vLLM and llama.cpp.
+//! on the chunks of llmsweep's simulator, vLLM and llama.cpp, and a stream's
+//! last chunk with its usage counts.
 //!
 //!     cargo run --release --example chunk_cost [ROUNDS]
 //!
@@ -16,10 +17,12 @@ use llmsweep::client::{chunk, chunk_plain};
 mod common;
 use common::thread_cpu_seconds;
 
-const CHUNKS: [&str; 3] = [
+const CHUNKS: [&str; 4] = [
     r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"llmsweep-sim","choices":[{"index":0,"delta":{"content":" latency"},"logprobs":null,"finish_reason":null}]}"#,
     r#"{"id":"chatcmpl-b84161a7a4d1c0e3","object":"chat.completion.chunk","created":1795930333,"model":"tiny-llama","choices":[{"index":0,"delta":{"content":" oc"},"logprobs":null,"finish_reason":null,"token_ids":null}]}"#,
     r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" winte"}}],"created":1795929117,"id":"chatcmpl-a82R","model":"/work/realsrv/model.gguf","system_fingerprint":"b1-0c1e570","object":"chat.completion.chunk"}"#,
+    // The last chunk of a stream: its counts.
+    r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795935207,"model":"llmsweep-sim","choices":[],"usage":{"prompt_tokens":2,"total_tokens":6,"completion_tokens":4}}"#,
 ];
 
 fn main() {
@@ -41,8 +44,8 @@ fn main() {
         black_box(n);
         (thread_cpu_seconds() - t0) * 1e9 / f64::from(rounds) / CHUNKS.len() as f64
     };
-    let direct = per(&|c| chunk_plain::read(c).is_some_and(|i| i.has_output));
-    let serde = per(&|c| chunk::parse_chunk(c).is_ok_and(|i| i.has_output));
+    let direct = per(&|c| chunk_plain::read(c).is_some_and(|i| i.has_output || i.usage.is_some()));
+    let serde = per(&|c| chunk::parse_chunk(c).is_ok_and(|i| i.has_output || i.usage.is_some()));
     println!(
         "ns per chunk: direct {direct:.0}, serde {serde:.0} ({:.2}x)",
         serde / direct

@@ -8,7 +8,8 @@
 //! bare client's. This reads that shape, and only it, directly.
 //!
 //! It answers only for what it fully understands: any other key, a string
-//! with an escape, a `usage`, an error's shape, a tool call, a duplicate
+//! with an escape, a `usage` count that is not a whole number of tokens,
+//! an error's shape, a tool call, a duplicate
 //! key or anything that is not plain JSON gives `None`, and the caller
 //! reads the payload in full ([`super::chunk::parse_chunk`]). So it
 //! can be wrong only by answering differently from the full reading, which
@@ -16,7 +17,10 @@
 
 use std::borrow::Cow;
 
-use super::chunk::{append, parse_chunk, ChunkError, ChunkInfo};
+use super::chunk::{
+    append, parse_chunk, ChunkError, ChunkInfo, CompletionTokensDetails, PromptTokensDetails,
+    Usage, MAX_USAGE_TOKENS,
+};
 
 /// Parses one `data:` payload (not `[DONE]`): the common shape directly,
 /// any other in full.
@@ -37,10 +41,11 @@ pub fn read(data: &str) -> Option<ChunkInfo<'_>> {
             seen.once(0)?;
             c.array(|c| choice(c, &mut info))
         }
-        // `usage: null` (vLLM sends it in every chunk with some settings).
+        // `usage: null` (vLLM sends it in every chunk with some settings),
+        // or the counts at the end of a stream.
         "usage" => {
             seen.once(1)?;
-            c.null()
+            usage(c, &mut info)
         }
         // Their values say nothing to a load tester; an error object names
         // itself in `object`, and goes the full way.
@@ -163,6 +168,57 @@ fn delta<'a>(c: &mut Cursor<'a>, info: &mut ChunkInfo<'a>) -> Option<()> {
     })
 }
 
+/// A chunk's `usage`: `null`, or its counts, each a whole number of tokens
+/// (anything else, and any key not read here, goes the full way, which
+/// says what is wrong with it).
+fn usage(c: &mut Cursor<'_>, info: &mut ChunkInfo<'_>) -> Option<()> {
+    if c.peek()? == b'n' {
+        return c.null();
+    }
+    let mut u = Usage::default();
+    let mut seen = Seen::default();
+    c.object(|c, key| match key {
+        "prompt_tokens" => {
+            seen.once(0)?;
+            u.prompt_tokens = c.count()?;
+            Some(())
+        }
+        "completion_tokens" => {
+            seen.once(1)?;
+            u.completion_tokens = c.count()?;
+            Some(())
+        }
+        "reasoning_tokens" => {
+            seen.once(2)?;
+            u.reasoning_tokens = c.count()?;
+            Some(())
+        }
+        // Not read by the full reading either: any value but a list or an
+        // object (which this reader does not step over).
+        "total_tokens" => {
+            seen.once(3)?;
+            c.scalar().map(drop)
+        }
+        "prompt_tokens_details" => {
+            seen.once(4)?;
+            u.prompt_tokens_details = c
+                .details("cached_tokens")?
+                .map(|cached_tokens| PromptTokensDetails { cached_tokens });
+            Some(())
+        }
+        "completion_tokens_details" => {
+            seen.once(5)?;
+            u.completion_tokens_details = c
+                .details("reasoning_tokens")?
+                .map(|reasoning_tokens| CompletionTokensDetails { reasoning_tokens });
+            Some(())
+        }
+        _ => None,
+    })?;
+    info.usage = Some(u);
+    Some(())
+}
+
 /// The keys an object has had: a second one of a key is not read here.
 #[derive(Default)]
 struct Seen(u16);
@@ -259,15 +315,45 @@ impl<'a> Cursor<'a> {
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.i;
-        let rest = &self.s.as_bytes()[start..];
-        let len = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[len] != b'"' || rest[..len].iter().any(|&c| c < 0x20) {
+        let end = plain_end(self.s.as_bytes(), start);
+        if self.s.as_bytes().get(end) != Some(&b'"') {
             return None;
         }
-        self.i = start + len + 1;
+        self.i = end + 1;
         // The payload is text and the string ends at an ASCII quote: a
         // character boundary.
-        self.s.get(start..start + len)
+        self.s.get(start..end)
+    }
+
+    /// A count of tokens: `null`, or a whole number up to
+    /// [`MAX_USAGE_TOKENS`] (anything else goes the full way).
+    fn count(&mut self) -> Option<Option<u64>> {
+        if self.peek()? == b'n' {
+            return self.null().map(|_| None);
+        }
+        let start = self.i;
+        self.number()?;
+        let n: u64 = self.s.get(start..self.i)?.parse().ok()?;
+        (n <= MAX_USAGE_TOKENS).then_some(Some(n))
+    }
+
+    /// A usage's details: `null` (None), or an object with at most the one
+    /// count `key` (`Some` of it).
+    fn details(&mut self, key: &str) -> Option<Option<Option<u64>>> {
+        if self.peek()? == b'n' {
+            return self.null().map(|_| None);
+        }
+        let mut count = None;
+        let mut seen = Seen::default();
+        self.object(|c, k| {
+            if k != key {
+                return None;
+            }
+            seen.once(0)?;
+            count = c.count()?;
+            Some(())
+        })?;
+        Some(Some(count))
     }
 
     fn null(&mut self) -> Option<()> {
@@ -312,6 +398,42 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Where the plain part of a string that starts at `from` ends: the index
+/// of its first quote, backslash or control character (or the end).
+///
+/// Nearly every string of a chunk is short and plain, and this is read for
+/// each of them, so it looks at eight bytes at a time: a byte of a word is
+/// flagged when it is one of those, with the carries of the subtractions
+/// only ever flagging bytes after the first true one, which is the lowest
+/// flag (the word is read little-endian).
+fn plain_end(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES * 0x80;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v;
+    let mut i = from;
+    while let Some(word) = b.get(i..i + 8) {
+        let Ok(word) = <[u8; 8]>::try_from(word) else {
+            break;
+        };
+        let x = u64::from_le_bytes(word);
+        let flagged = (zero_byte(x ^ (ONES * u64::from(b'"')))
+            | zero_byte(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x))
+            & HIGHS;
+        if flagged != 0 {
+            return i + (flagged.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,6 +463,14 @@ mod tests {
             // /v1/completions.
             r#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null}]}"#,
             r#" { "choices" : [ ] } "#,
+            // The last chunk's counts: llmsweep's simulator, vLLM's, and
+            // with details.
+            r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795935207,"model":"llmsweep-sim","choices":[],"usage":{"prompt_tokens":2,"total_tokens":6,"completion_tokens":4}}"#,
+            r#"{"id":"chatcmpl-b8","object":"chat.completion.chunk","created":1795930333,"model":"tiny-llama","choices":[],"usage":{"prompt_tokens":20,"total_tokens":52,"completion_tokens":32,"prompt_tokens_details":null}}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":3}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":null,"reasoning_tokens":3,"prompt_tokens_details":{},"total_tokens":"x"}}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":4294967295}}"#,
         ] {
             let direct = read(chunk).unwrap_or_else(|| panic!("not read directly: {chunk}"));
             assert_eq!(Ok(direct), parse_chunk(chunk), "{chunk}");
@@ -349,12 +479,51 @@ mod tests {
         assert!(matches!(c.text, Cow::Borrowed(" latency")));
     }
 
+    /// The eight-bytes-at-a-time scan finds what a byte-by-byte one does,
+    /// wherever the byte sits and whatever surrounds it.
+    #[test]
+    fn a_string_ends_where_a_byte_by_byte_scan_ends_it() {
+        let slow = |b: &[u8], from: usize| {
+            (from..b.len())
+                .find(|&i| b[i] == b'"' || b[i] == b'\\' || b[i] < 0x20)
+                .unwrap_or(b.len())
+        };
+        let fill: [u8; 6] = [b'a', b'!', 0x7f, 0x80, 0xe9, b'#'];
+        for stop in [b'"', b'\\', 0, 0x1f, 0x0a] {
+            for len in 0..20 {
+                for at in 0..=len {
+                    for &f in &fill {
+                        let mut b = vec![f; len];
+                        if at < len {
+                            b[at] = stop;
+                        }
+                        // Bytes that could carry into their neighbours
+                        // after the stop.
+                        b.extend_from_slice(&[0x20, 0x21, 0, b'"']);
+                        for from in 0..=len.min(3) {
+                            assert_eq!(plain_end(&b, from), slow(&b, from), "{b:?} from {from}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// What it does not fully understand goes the full way.
     #[test]
     fn anything_else_goes_the_full_way() {
         for chunk in [
-            r#"{"choices":[],"usage":{"completion_tokens":3}}"#,
             r#"{"object":"error","message":"boom"}"#,
+            // Counts that are no whole number of tokens: the full reading
+            // says why.
+            r#"{"choices":[],"usage":{"completion_tokens":4294967296}}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":-1}}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":1.5}}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":"3"}}"#,
+            r#"{"choices":[],"usage":"lots"}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":1,"completion_tokens":2}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":1,"audio_tokens":0}}}"#,
+            r#"{"choices":[],"usage":{"total_tokens":{}}}"#,
             r#"{"error":{"message":"boom"}}"#,
             r#"{"detail":"no"}"#,
             r#"{"choices":[{"delta":{"content":"a\"b"}}]}"#,
