@@ -5,9 +5,11 @@
 //!
 //!     cargo run --release --example chunk_cost [ROUNDS]
 //!
-//! Prints thread CPU nanoseconds per chunk for each; for counts that do not
-//! depend on a busy machine, run it under `valgrind --tool=callgrind` and
-//! read `chunk_plain::read` and `chunk::parse_chunk` per call.
+//! Prints thread CPU nanoseconds per chunk for each, and for the chunks of
+//! a 16-token answer read as a stream is (`chunk_plain::LastChunk`: each by
+//! the last one's shape where it can be); for counts that do not depend on
+//! a busy machine, run it under `valgrind --tool=callgrind` and read
+//! `chunk_plain::read`, `chunk::parse_chunk` and `LastChunk::parse` per call.
 
 use std::hint::black_box;
 
@@ -46,8 +48,26 @@ fn main() {
     };
     let direct = per(&|c| chunk_plain::read(c).is_some_and(|i| i.has_output || i.usage.is_some()));
     let serde = per(&|c| chunk::parse_chunk(c).is_ok_and(|i| i.has_output || i.usage.is_some()));
+    // A 16-token answer from llmsweep's simulator read as a stream is:
+    // each chunk by the last one's shape where it can be.
+    let answer: Vec<String> = (0..16)
+        .map(|i| {
+            format!(
+                r#"{{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795925892,"model":"llmsweep-sim","choices":[{{"index":0,"delta":{{"content":" w{i}"}},"logprobs":null,"finish_reason":{}}}]}}"#,
+                if i == 15 { "\"length\"" } else { "null" }
+            )
+        })
+        .collect();
+    let t0 = thread_cpu_seconds();
+    for _ in 0..rounds / 4 {
+        let mut last = chunk_plain::LastChunk::default();
+        for c in &answer {
+            black_box(last.parse(black_box(c)).is_ok_and(|i| i.has_output));
+        }
+    }
+    let stream = (thread_cpu_seconds() - t0) * 1e9 / f64::from(rounds / 4) / answer.len() as f64;
     println!(
-        "ns per chunk: direct {direct:.0}, serde {serde:.0} ({:.2}x)",
+        "ns per chunk: direct {direct:.0}, serde {serde:.0} ({:.2}x); in a stream, like the last {stream:.0}",
         serde / direct
     );
 }

@@ -77,6 +77,61 @@ fn chunkish() -> impl Strategy<Value = String> {
     prop::collection::vec(parts, 0..40).prop_map(|v| v.concat())
 }
 
+/// A stream as a server writes it: chunks alike but for their text, with
+/// now and then another shape (an end, thinking, a usage), a byte of the
+/// last chunk changed, or a near miss.
+fn chunk_stream() -> impl Strategy<Value = Vec<String>> {
+    let text = prop::sample::select(vec![
+        "",
+        " the",
+        " answer",
+        "é ü",
+        "a\"b",
+        "a\\nb",
+        "\\u00e9",
+        "}",
+        "\",\"x\":\"",
+        " \"",
+        "x\\",
+    ]);
+    let shape = prop::sample::select(vec![
+        ("{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"", "\"},\"logprobs\":null,\"finish_reason\":null}]}"),
+        ("{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"", "\"},\"finish_reason\":\"length\"}]}"),
+        ("{\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"", "\"}}],\"created\":1,\"id\":\"c\"}"),
+        ("{\"choices\":[{\"delta\":{\"reasoning_content\":\"", "\"}}]}"),
+        ("{\"choices\":[{\"delta\":{\"content\":\"", "\",\"reasoning_content\":\"hm\"}}]}"),
+        ("{\"choices\":[{\"text\":\"", "\",\"index\":0}]}"),
+        ("{\"choices\":[{\"text\":\"", "\",\"delta\":{\"content\":\"x\"}}]}"),
+        ("{\"choices\":[{\"delta\":{\"content\":\"", "\"}}],\"usage\":{\"completion_tokens\":2}}"),
+        ("{\"object\":\"", "\",\"choices\":[]}"),
+    ]);
+    let step = prop_oneof![
+        4 => (shape, text).prop_map(|((a, b), t)| format!("{a}{t}{b}")),
+        1 => (any::<prop::sample::Index>(), prop::sample::select(vec!['"', '\\', '}', ',', 'a', ' ', '1', '\u{1}'])).prop_map(|(at, c)| format!("\u{0}{}{c}", at.index(1 << 16))),
+        1 => chunkish(),
+    ];
+    prop::collection::vec(step, 1..8).prop_map(|steps| {
+        let mut out: Vec<String> = Vec::new();
+        for s in steps {
+            // "\0 at c": the last chunk with the byte at `at` replaced.
+            let Some(rest) = s.strip_prefix('\u{0}') else {
+                out.push(s);
+                continue;
+            };
+            let Some(last) = out.last() else { continue };
+            let c = rest.chars().last().unwrap_or('a');
+            let at: usize = rest[..rest.len() - c.len_utf8()].parse().unwrap_or(0);
+            let mut chars: Vec<char> = last.chars().collect();
+            if !chars.is_empty() {
+                let i = at % chars.len();
+                chars[i] = c;
+            }
+            out.push(chars.into_iter().collect());
+        }
+        out
+    })
+}
+
 /// 512 cases in the test suite; scripts/fuzz.sh raises it with
 /// PROPTEST_CASES. No failure files.
 fn config() -> ProptestConfig {
@@ -140,6 +195,16 @@ proptest! {
                     && !top.contains(":-2") && !top.contains("4294967296") && !top.contains("error");
                 prop_assert!(!plain, "a plain chunk went the full way: {}", chunk);
             }
+        }
+    }
+
+    /// A stream's chunks, each read by the last one's shape where it can
+    /// be, read as in full.
+    #[test]
+    fn chunks_read_like_the_last_read_as_in_full(stream in chunk_stream()) {
+        let mut last = chunk_plain::LastChunk::default();
+        for data in &stream {
+            prop_assert_eq!(last.parse(data), parse_chunk(data), "{}", data);
         }
     }
 

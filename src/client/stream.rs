@@ -61,6 +61,8 @@ pub(super) struct StreamState {
     pub(super) calls: Vec<CallSoFar>,
     /// The answer ran out (`finish_reason: length`).
     pub(super) cut: bool,
+    /// The last chunk read directly: the next is read by its shape.
+    pub(super) last_chunk: super::chunk_plain::LastChunk,
 }
 
 /// A streamed tool call as its pieces arrived.
@@ -358,7 +360,7 @@ impl EventReader<'_> {
         let parsed = match self.api {
             Api::Responses => parse_response_event(data),
             Api::Messages => parse_messages_event(data),
-            _ => super::chunk_plain::parse(data),
+            _ => st.last_chunk.parse(data),
         };
         match parsed {
             Ok(info) => {
