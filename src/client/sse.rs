@@ -200,7 +200,12 @@ impl SseParser {
             }
             self.skip_lf = false;
         }
-        let Some(end) = memchr::memchr2(b'\n', b'\r', &self.pending) else {
+        // Every event ends with a blank line: found without a search.
+        let end = match self.pending.first() {
+            Some(b'\n') => Some(0),
+            _ => memchr::memchr2(b'\n', b'\r', &self.pending),
+        };
+        let Some(end) = end else {
             if self.carry.len() + self.pending.len() > self.max_line {
                 return Err(SseError::LineTooLong {
                     limit: self.max_line,
@@ -258,8 +263,13 @@ impl SseParser {
             self.saw_field = true;
             return Ok(Made::Nothing);
         }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+        // The field's name is short: a byte loop finds its end sooner than
+        // a search would start.
+        let (field, value) = match line.bytes().position(|b| b == b':') {
+            Some(at) => {
+                let v = &line[at + 1..];
+                (&line[..at], v.strip_prefix(' ').unwrap_or(v))
+            }
             None => (line, ""),
         };
         match field {
