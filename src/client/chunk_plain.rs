@@ -553,9 +553,10 @@ mod tests {
             // /v1/completions.
             r#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null}]}"#,
             r#" { "choices" : [ ] } "#,
-            // The last chunk's counts: llmsweep's simulator, vLLM's, and
+            // The last chunk's counts: llmsweep's simulator, vLLM 0.32's, and
             // with details.
             r#"{"id":"chatcmpl-0","object":"chat.completion.chunk","created":1795935207,"model":"llmsweep-sim","choices":[],"usage":{"prompt_tokens":2,"total_tokens":6,"completion_tokens":4}}"#,
+            r#"{"id":"chatcmpl-bd3ddd5dda495618","object":"chat.completion.chunk","created":1795938195,"model":"tiny-llama","choices":[],"usage":{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3},"system_fingerprint":"vllm-0.32.0-0370d0ed"}"#,
             r#"{"id":"chatcmpl-b8","object":"chat.completion.chunk","created":1795930333,"model":"tiny-llama","choices":[],"usage":{"prompt_tokens":20,"total_tokens":52,"completion_tokens":32,"prompt_tokens_details":null}}"#,
             r#"{"choices":[],"usage":{"completion_tokens":3}}"#,
             r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}"#,
