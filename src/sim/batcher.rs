@@ -13,7 +13,6 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -374,25 +373,8 @@ pub async fn run(
 
         // Keep the schedule absolute so timer lateness does not slow the model
         // down, unless we fell far behind (then do not burst to catch up).
-        let now = Instant::now();
-        step_start = if now.saturating_duration_since(step_end) > catch_up_limit(step) {
-            now
-        } else {
-            step_end
-        };
+        step_start = super::schedule::next_start(step_end, Instant::now(), step);
     }
-}
-
-/// The most a step may end late and the next still start on the old
-/// schedule (made up in the steps after): a whole step, or 50 ms when that is
-/// more, the runtime lag llmsweep's client tolerates in itself before it
-/// calls a stage client-limited (`stats::policy::LAG_LIMIT_MS`). Later than
-/// that is a stall, after which the model does not burst to catch up. Seen:
-/// with the old 5 ms, a simulator of 12.5 req/s on a busy 2-core machine
-/// (wake-ups 5-30 ms late) completed 8 and its stage at 85 % was judged
-/// saturated while the client's own lag stayed under its limit.
-fn catch_up_limit(step: Duration) -> Duration {
-    step.max(Duration::from_millis(50))
 }
 
 /// The server's batch: requests waiting for a slot, sequences running, the
@@ -543,6 +525,7 @@ mod tests {
     use super::*;
     use crate::sim::config::Preset;
     use crate::sim::media::MediaCost;
+    use std::time::Duration;
 
     fn params(max_num_seqs: usize) -> ModelParams {
         ModelParams {

@@ -417,12 +417,8 @@ async fn serve_pooled(
         let mut c = c.lock().unwrap_or_else(|p| p.into_inner());
         super::pooling::cached_tokens(&mut c, &prompts)
     });
-    {
-        // One request at a time, in arrival order (tokio's mutex is fair);
-        // cached tokens are not computed again.
-        let _engine = state.pooler.lock().await;
-        tokio::time::sleep(state.pool.time(r.tokens.saturating_sub(cached))).await;
-    }
+    // In turn at the pooling engine; cached tokens are not computed again.
+    state.pooler.serve(r.tokens.saturating_sub(cached)).await;
     let done = Instant::now();
     timing.last_token = Some(done);
     state.truth.record(&timing, Ending::Completed);

@@ -18,6 +18,7 @@ mod pages;
 pub mod pooling;
 pub mod prom;
 mod request;
+mod schedule;
 pub mod state;
 pub mod truth;
 
@@ -270,8 +271,7 @@ pub fn start_on(config: SimConfig, listener: TcpListener) -> Result<SimHandle> {
         gauges,
         truth: Arc::new(truth::Truth::default()),
         gpus: config.gpus.map(dcgm::GpuMeter::new),
-        pool: config.pool,
-        pooler: tokio::sync::Mutex::new(()),
+        pooler: pooling::PoolEngine::new(config.pool),
         ordinal: AtomicU64::new(0),
         requests_total: AtomicU64::new(0),
         pooled_inputs_beyond_first: AtomicU64::new(0),

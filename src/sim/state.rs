@@ -26,8 +26,7 @@ pub struct AppState {
     /// `--gpus N`: the simulated GPUs behind `/dcgm-metrics`.
     pub gpus: Option<super::dcgm::GpuMeter>,
     /// The pooling engine (embeddings, rerank, score): one request at a time.
-    pub pool: super::pooling::PoolCost,
-    pub pooler: tokio::sync::Mutex<()>,
+    pub pooler: super::pooling::PoolEngine,
     pub ordinal: AtomicU64,
     pub requests_total: AtomicU64,
     /// Inputs of completed pooling batches past each batch's first: vLLM
