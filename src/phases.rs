@@ -97,7 +97,7 @@ fn rate_stage(report: &Report) -> Result<Strategy> {
         .unwrap_or_else(|| crate::config::RunConfig::default().sweep_strategy);
     let at = |burstiness: f64| {
         let load = StageLoad {
-            target: 1.0,
+            target: Some(1.0),
             burstiness,
             max_concurrency: 1,
         };

@@ -35,32 +35,69 @@ pub enum Strategy {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StageLoad {
     /// Requests per second for a rate kind, streams for concurrent (whole,
-    /// at least one); the other kinds have none.
-    pub target: f64,
+    /// at least one): for a kind that [takes a target](StrategyKind::takes_target)
+    /// and for no other.
+    pub target: Option<f64>,
     /// Gamma-distributed gaps' burstiness (`--burstiness`, 1 = Poisson).
     pub burstiness: f64,
     /// Throughput's bound on requests in flight.
     pub max_concurrency: u32,
 }
 
+/// Why [`Strategy::of`] made no stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoStage {
+    /// A replay: its times are its trace's.
+    FromTrace(StrategyKind),
+    /// A target for a kind that sets its own pace (synchronous, throughput):
+    /// it would be ignored.
+    TakesNoTarget(StrategyKind),
+    /// No target for a kind whose stages need one (constant, concurrent).
+    NeedsTarget(StrategyKind),
+}
+
+impl std::fmt::Display for NoStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoStage::FromTrace(k) => write!(f, "a {k} stage sends at a trace's times"),
+            NoStage::TakesNoTarget(k) => write!(f, "a {k} stage takes no target rate"),
+            NoStage::NeedsTarget(k) => write!(f, "a {k} stage needs a target rate"),
+        }
+    }
+}
+
+impl std::error::Error for NoStage {}
+
 impl Strategy {
     /// A stage of `kind` at `load`: the one place a kind becomes its
-    /// parameters. None for a replay, whose times are its trace's.
-    pub fn of(kind: StrategyKind, load: StageLoad) -> Option<Strategy> {
+    /// parameters. A replay has none (its times are its trace's), and a
+    /// target must come with a kind that takes one, and only with one:
+    /// a rate given to a kind that cannot use it is refused, not ignored.
+    pub fn of(kind: StrategyKind, load: StageLoad) -> Result<Strategy, NoStage> {
         let StageLoad {
-            target: rate,
+            target,
             burstiness,
             max_concurrency,
         } = load;
-        Some(match kind {
+        if kind.follows_trace() {
+            return Err(NoStage::FromTrace(kind));
+        }
+        if target.is_some() && !kind.takes_target() {
+            return Err(NoStage::TakesNoTarget(kind));
+        }
+        let rate = || target.ok_or(NoStage::NeedsTarget(kind));
+        Ok(match kind {
             StrategyKind::Synchronous => Strategy::Synchronous,
             StrategyKind::Concurrent => Strategy::Concurrent {
-                streams: rate.round().max(1.0) as u32,
+                streams: rate()?.round().max(1.0) as u32,
             },
             StrategyKind::Throughput => Strategy::Throughput { max_concurrency },
-            StrategyKind::Constant => Strategy::Constant { rate },
-            StrategyKind::Poisson => Strategy::Poisson { rate, burstiness },
-            StrategyKind::Replay => return None,
+            StrategyKind::Constant => Strategy::Constant { rate: rate()? },
+            StrategyKind::Poisson => Strategy::Poisson {
+                rate: rate()?,
+                burstiness,
+            },
+            StrategyKind::Replay => return Err(NoStage::FromTrace(kind)),
         })
     }
 
@@ -936,24 +973,42 @@ mod tests {
         assert_ne!(gaps(1.0, 7)[..10], gaps(1.0, 8)[..10]);
     }
 
-    /// Each kind builds a stage of its own kind, at its target when it has
-    /// one, and keeps its kind (and burstiness) at another rate: what the
-    /// planners and the sweep rely on instead of naming the kinds.
+    /// Each kind builds a stage of its own kind, at its target when it
+    /// takes one, and keeps its kind (and burstiness) at another rate: what
+    /// the planners and the sweep rely on instead of naming the kinds. A
+    /// target given to a kind that takes none is refused, not ignored (a
+    /// kind outside the sweep that took no rate ran `--rate 4` as one
+    /// request at target 0), and so is a kind that needs one without it.
     #[test]
     fn every_kind_builds_its_own_stage() {
-        let load = StageLoad {
-            target: 8.0,
+        let load = |target| StageLoad {
+            target,
             burstiness: 4.0,
             max_concurrency: 16,
         };
         for kind in StrategyKind::ALL {
-            let Some(s) = Strategy::of(kind, load) else {
-                assert!(kind.follows_trace(), "{kind}");
+            if kind.follows_trace() {
+                assert_eq!(
+                    Strategy::of(kind, load(None)),
+                    Err(NoStage::FromTrace(kind))
+                );
                 continue;
+            }
+            let (given, other) = match kind.takes_target() {
+                true => (Some(8.0), None),
+                false => (None, Some(8.0)),
             };
+            let s = Strategy::of(kind, load(given)).unwrap_or_else(|e| panic!("{kind}: {e}"));
             assert_eq!(s.kind(), kind);
-            let has_target = kind.is_rate() || kind.counts_streams();
-            assert_eq!(s.target_rate(), has_target.then_some(8.0), "{kind}");
+            assert_eq!(s.target_rate(), given, "{kind}");
+            let refused = Strategy::of(kind, load(other)).map(|s| s.name());
+            assert!(
+                matches!(
+                    refused,
+                    Err(NoStage::TakesNoTarget(k) | NoStage::NeedsTarget(k)) if k == kind
+                ),
+                "{kind}: {refused:?}"
+            );
             if kind.is_rate() {
                 let again = s.with_rate(2.0);
                 assert_eq!(again.kind(), kind);
@@ -962,12 +1017,12 @@ mod tests {
             }
         }
         assert_eq!(
-            Strategy::of(StrategyKind::Poisson, load).and_then(|s| s.burstiness()),
-            Some(4.0)
+            Strategy::of(StrategyKind::Poisson, load(Some(8.0))).map(|s| s.burstiness()),
+            Ok(Some(4.0))
         );
         assert_eq!(
-            Strategy::of(StrategyKind::Throughput, load).and_then(|s| s.closed_loop_limit()),
-            Some(16)
+            Strategy::of(StrategyKind::Throughput, load(None)).map(|s| s.closed_loop_limit()),
+            Ok(Some(16))
         );
     }
 

@@ -69,7 +69,7 @@ fn build_plan_with(
         }
     }
     ask.check_shard()?;
-    if !ask.takes_rates() && ask.has_impossible_rate() {
+    if !ask.takes_rates() && ask.rates.is_some() {
         bail!(ask.unused_rate())
     }
     match args.strategy {
@@ -89,7 +89,7 @@ fn kind_stages(ask: &Asked, kind: StrategyKind, limits: &Limits) -> Result<Vec<S
         return rate_stages(ask, kind, limits);
     }
     Ok(vec![StageSpec::new(
-        ask.strategy(kind, 0.0)?,
+        ask.strategy(kind, None)?,
         limits.clone(),
     )])
 }
@@ -190,16 +190,17 @@ impl<'a> Asked<'a> {
         }
     }
 
-    /// A stage of `kind` at `target` with the settings of this run.
-    fn strategy(&self, kind: StrategyKind, target: f64) -> Result<Strategy> {
+    /// A stage of `kind` at `target` (None for a kind that takes none) with
+    /// the settings of this run.
+    fn strategy(&self, kind: StrategyKind, target: Option<f64>) -> Result<Strategy> {
         let load = StageLoad {
             target,
             burstiness: self.args.burstiness.get(),
             max_concurrency: self.throughput_bound,
         };
-        // A replay's plan is built from its trace, before any other.
-        Strategy::of(kind, load)
-            .with_context(|| format!("--profile {kind} needs a trace (--data TRACE)"))
+        // A replay's plan is built from its trace, before any other; a
+        // --rate a kind cannot use was refused before (`unused_rate`).
+        Strategy::of(kind, load).with_context(|| self.named.clone())
     }
 
     /// `--rate` lists the stages' targets (a sweep's is its stage count).
@@ -207,7 +208,7 @@ impl<'a> Asked<'a> {
         match self.args.strategy {
             LoadStrategy::Sweep => true,
             LoadStrategy::Search => false,
-            LoadStrategy::Stages(kind) => kind.counts_streams() || kind.is_rate(),
+            LoadStrategy::Stages(kind) => kind.takes_target(),
         }
     }
 
@@ -258,24 +259,28 @@ impl<'a> Asked<'a> {
         )
     }
 
-    /// A rate given to a profile that takes none, and that no profile could use.
-    fn has_impossible_rate(&self) -> bool {
-        self.rates.as_deref().is_some_and(|r| {
-            r.iter()
-                .any(|x| matches!(x, RateItem::Finite(v) if validate_rate(*v).is_err()))
-        })
-    }
-
+    /// A --rate given to a profile that cannot use it: refused, not ignored
+    /// (it would run its stages as if none were given).
     fn unused_rate(&self) -> String {
+        let rates = self.rates.as_deref().unwrap_or_default();
+        let impossible = rates
+            .iter()
+            .any(|x| matches!(x, RateItem::Finite(v) if validate_rate(*v).is_err()));
         format!(
-            "--rate {} is not possible, and {} does not use --rate ({}): leave it out",
-            Self::shown(self.rates.as_deref().unwrap_or_default()),
+            "{}{} does not use --rate ({}): leave out --rate {}",
+            if impossible {
+                format!("--rate {} is not possible, and ", Self::shown(rates))
+            } else {
+                String::new()
+            },
             self.named,
             match self.args.strategy.stage_kind() {
                 Some(kind) if kind.is_synchronous() => "it sends one request at a time",
                 Some(kind) if kind.is_flood() => "it sends as fast as the server takes them",
-                _ => "it finds the rate itself",
-            }
+                Some(_) => "its stages set their own pace",
+                None => "it finds the rate itself",
+            },
+            Self::shown(rates)
         )
     }
 
@@ -317,7 +322,7 @@ fn sweep_plan(ask: &Asked, limits: Limits) -> Result<PlanChoice> {
             ask.named
         ),
     };
-    let rate_stage = ask.strategy(ask.args.sweep_strategy, 1.0)?;
+    let rate_stage = ask.strategy(ask.args.sweep_strategy, Some(1.0))?;
     let stage_len = match (limits.max_seconds, limits.max_requests) {
         (Some(s), _) => format!("{s} s"),
         // (Seen: "10 stages of 1 requests".)
@@ -420,7 +425,7 @@ fn concurrent_stages(ask: &Asked, kind: StrategyKind, limits: &Limits) -> Result
         .into_iter()
         .map(|r| match r {
             RateItem::Finite(n) if n.fract() == 0.0 && (1.0..=MAX_RATE).contains(&n) => {
-                Ok(StageSpec::new(ask.strategy(kind, n)?, limits.clone()))
+                Ok(StageSpec::new(ask.strategy(kind, Some(n))?, limits.clone()))
             }
             _ => bail!(
                 "--rate {} is not possible for {}: it takes whole numbers of streams (1 or more), e.g. --rate 1,8,32",
@@ -444,7 +449,9 @@ fn rate_stages(ask: &Asked, kind: StrategyKind, limits: &Limits) -> Result<Vec<S
                     Asked::shown(&[r]),
                     ask.named
                 ),
-                RateItem::Finite(rate) => StageSpec::new(ask.strategy(kind, rate)?, limits.clone()),
+                RateItem::Finite(rate) => {
+                    StageSpec::new(ask.strategy(kind, Some(rate))?, limits.clone())
+                }
             })
         })
         .collect()
@@ -755,6 +762,7 @@ pub(crate) mod tests {
             ("throughput", "0", "does not use --rate"),
             ("search", "-1", "does not use --rate"),
             ("synchronous", "-1", "does not use --rate"),
+            ("search", "4", "does not use --rate"),
         ] {
             let e = err(profile, rate);
             assert!(
@@ -764,6 +772,25 @@ pub(crate) mod tests {
             if unit != "requests per second" {
                 assert!(!e.contains("requests per second"), "{e}");
             }
+        }
+        // A rate that is possible is refused too, not ignored, by every kind
+        // that takes none (a kind outside the sweep that took no rate ran
+        // `--rate 4` as one stage at target 0); a replay says what it takes.
+        for kind in StrategyKind::ALL.into_iter().filter(|k| !k.takes_target()) {
+            let e = err(kind.name(), "4");
+            let says = match kind.follows_trace() {
+                true => "not --rate",
+                false => "does not use --rate (",
+            };
+            assert!(e.contains(says), "{kind}: {e}");
+            assert!(
+                kind.follows_trace() || e.ends_with("leave out --rate 4"),
+                "{e}"
+            );
+            assert!(
+                build_plan(&args(kind.name(), None), false).is_ok(),
+                "{kind}"
+            );
         }
         // search needs SLOs, a percentile and a precision that make sense.
         let err = build_plan(&args("search", None), false)

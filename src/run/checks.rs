@@ -156,15 +156,23 @@ mod tests {
                     } else {
                         toml_number(v)
                     };
-                    let rate = if profile == "sweep" { "3" } else { "4" };
-                    let mut base = vec!["--rate".to_string(), rate.to_string()];
+                    // --rate for the profiles that use it (search refuses one).
+                    let rate = match profile {
+                        "sweep" => "3",
+                        "search" => "",
+                        _ => "4",
+                    };
+                    let mut base = match rate {
+                        "" => Vec::new(),
+                        r => vec!["--rate".to_string(), r.to_string()],
+                    };
                     if key != "slo" {
                         base.extend(["--slo".to_string(), "ttft=1s".to_string()]);
                     }
                     let typed = {
                         let mut argv = base.clone();
                         argv.extend(["--profile".to_string(), profile.to_string()]);
-                        if key == "rate" {
+                        if key == "rate" && !rate.is_empty() {
                             argv.drain(..2);
                         }
                         argv.extend([format!("{flag}={shown}")]);
@@ -172,7 +180,7 @@ mod tests {
                     };
                     let file = format!("strategy = {profile:?}\n{key} = {in_file}\n");
                     let mut base_for_file = base.clone();
-                    if key == "rate" {
+                    if key == "rate" && !rate.is_empty() {
                         base_for_file.drain(..2);
                     }
                     for (how, r) in [

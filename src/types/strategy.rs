@@ -108,6 +108,13 @@ impl StrategyKind {
         self.steers() == Steers::Streams
     }
 
+    /// Its stages take a target from `--rate`: requests per second
+    /// (constant, poisson) or streams (concurrent). The others set their
+    /// own pace (synchronous, throughput, a replay) and take none.
+    pub fn takes_target(self) -> bool {
+        self.is_rate() || self.counts_streams()
+    }
+
     /// Sends at a trace's times: its pace is the trace's (`--time-scale`),
     /// so it takes no rate, no ramp and no over-saturation guard.
     pub const fn follows_trace(self) -> bool {
