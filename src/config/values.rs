@@ -79,6 +79,22 @@ impl LoadStrategy {
     pub fn names() -> String {
         LoadStrategy::ALL.map(LoadStrategy::name).join(", ")
     }
+
+    /// `--profile`'s help: every strategy by name (a replay's trace named),
+    /// made from the one list of them, so a new kind is in it.
+    pub fn profile_help() -> String {
+        let strategies: Vec<String> = LoadStrategy::ALL
+            .into_iter()
+            .map(|s| match s.follows_trace() {
+                true => format!("{}: a trace given with --data", s.name()),
+                false => s.name().to_string(),
+            })
+            .collect();
+        format!(
+            "Load profile: a strategy ({}), a shipped profile (`llmsweep profiles` lists them), or a profile .toml file",
+            strategies.join(", ")
+        )
+    }
 }
 
 /// Written as its name (`"sweep"`, `"constant"`), as the report's settings

@@ -254,8 +254,9 @@ impl<'a> Asked<'a> {
             _ => return Ok(()),
         };
         bail!(
-            "--shard {shard} splits stages of fixed load: {} {why}; use --profile constant, poisson, concurrent or throughput with --rate",
-            self.named
+            "--shard {shard} splits stages of fixed load: {} {why}; use --profile {}",
+            self.named,
+            shardable_kinds()
         )
     }
 
@@ -306,6 +307,21 @@ impl<'a> Asked<'a> {
             plan: Box::new(FixedPlan::new(stages)),
             description,
         })
+    }
+}
+
+/// The kinds `--shard` splits a stage of, for its refusal: "concurrent,
+/// throughput, constant or poisson" (not synchronous, one request at a
+/// time; a replay's trace is split by row, not its stages).
+fn shardable_kinds() -> String {
+    let names: Vec<&str> = StrategyKind::ALL
+        .into_iter()
+        .filter(|k| !k.is_synchronous() && !k.follows_trace())
+        .map(StrategyKind::name)
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
     }
 }
 
@@ -692,6 +708,23 @@ pub(crate) mod tests {
             assert!(
                 e.contains("--shard 0/4") && e.contains(says),
                 "{profile}: {e}"
+            );
+        }
+        // The refusal offers every kind whose stages split, each of which does.
+        let e = build_plan(&shard(args("synchronous", None), "0/2"), false)
+            .map(drop)
+            .unwrap_err()
+            .to_string();
+        let offered = e.split("use --profile ").nth(1).unwrap_or_default();
+        let shardable = StrategyKind::ALL
+            .into_iter()
+            .filter(|k| !k.is_synchronous() && !k.follows_trace());
+        for kind in shardable {
+            assert!(offered.contains(kind.name()), "{kind}: {e}");
+            let rate = (kind.takes_target()).then_some("8");
+            assert!(
+                build_plan(&shard(args(kind.name(), rate), "0/2"), false).is_ok(),
+                "{kind}"
             );
         }
         // One shard of one is the whole run.
