@@ -16,7 +16,9 @@
 //! answers every POST with an OpenAI chat event stream of `--tokens` chunks
 //! spread over `--stream-seconds`, for holding many open streams cheaply
 //! (the built-in simulator's batcher is built for speed, not for 50,000
-//! sleeping streams).
+//! sleeping streams). `GET /stats` says how many streams it has open now,
+//! the most it had open at once, and how many it started and finished;
+//! `GET /stats/reset` starts the peak again from the streams open now.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -230,6 +232,8 @@ mod slow {
     //! A server of slow event streams: `tokens` chunks over `seconds`.
 
     use std::convert::Infallible;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
     use std::time::Duration;
 
     use bytes::Bytes;
@@ -239,14 +243,21 @@ mod slow {
     use hyper_util::rt::TokioIo;
 
     pub async fn serve(port: u16, tokens: u32, seconds: f64) {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
+        // A deep accept queue (the kernel caps it at net.core.somaxconn): with
+        // the default 1,024, new connections arriving while this process waits
+        // for a core overflow it, their SYNs are dropped and retried a second
+        // later, and requests go out seconds late, then all at once.
+        let sock = tokio::net::TcpSocket::new_v4().expect("a socket");
+        let _ = sock.set_reuseaddr(true);
+        sock.bind(([127, 0, 0, 1], port).into())
             .expect("the port is free");
+        let listener = sock.listen(65_535).expect("listening");
         println!(
             "serving slow streams at http://127.0.0.1:{}",
             listener.local_addr().map(|a| a.port()).unwrap_or(port)
         );
         let gap = Duration::from_secs_f64(seconds / f64::from(tokens.max(1)));
+        let counts = Arc::new(Counts::default());
         loop {
             let Ok((sock, _)) = listener.accept().await else {
                 // Out of file descriptors: wait for some to close.
@@ -254,14 +265,22 @@ mod slow {
                 continue;
             };
             let _ = sock.set_nodelay(true);
+            let counts = counts.clone();
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let models = req.uri().path() == "/v1/models";
+                    let path = req.uri().path().to_string();
+                    let counts = counts.clone();
                     async move {
-                        Ok::<_, Infallible>(if models {
-                            model_list()
-                        } else {
-                            stream(tokens, gap)
+                        Ok::<_, Infallible>(match path.as_str() {
+                            "/v1/models" => model_list(),
+                            "/stats" => json(counts.json()),
+                            "/stats/reset" => {
+                                // The peak from now on.
+                                let open = counts.open.load(Ordering::Relaxed);
+                                counts.peak_open.store(open, Ordering::Relaxed);
+                                json(counts.json())
+                            }
+                            _ => stream(tokens, gap, Open::new(counts)),
                         })
                     }
                 });
@@ -278,19 +297,69 @@ mod slow {
         >,
     >;
 
+    /// Streams started, open now, the most open at once, and finished
+    /// (every chunk and [DONE] handed to the connection).
+    #[derive(Default)]
+    struct Counts {
+        started: AtomicU64,
+        open: AtomicU64,
+        peak_open: AtomicU64,
+        completed: AtomicU64,
+    }
+
+    impl Counts {
+        fn json(&self) -> String {
+            let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            format!(
+                r#"{{"started":{},"open":{},"peak_open":{},"completed":{}}}"#,
+                l(&self.started),
+                l(&self.open),
+                l(&self.peak_open),
+                l(&self.completed)
+            )
+        }
+    }
+
+    /// One open stream, counted from its start until its body is dropped
+    /// (finished, or the client went away).
+    struct Open(Arc<Counts>);
+
+    impl Open {
+        fn new(c: Arc<Counts>) -> Open {
+            c.started.fetch_add(1, Ordering::Relaxed);
+            let now = c.open.fetch_add(1, Ordering::Relaxed) + 1;
+            c.peak_open.fetch_max(now, Ordering::Relaxed);
+            Open(c)
+        }
+    }
+
+    impl Drop for Open {
+        fn drop(&mut self) {
+            self.0.open.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     fn model_list() -> Response<Body> {
-        let list =
-            r#"{"object":"list","data":[{"id":"slow","object":"model","owned_by":"bench"}]}"#;
-        let once =
-            futures_util::stream::iter([Ok(Frame::data(Bytes::from_static(list.as_bytes())))]);
+        json(
+            r#"{"object":"list","data":[{"id":"slow","object":"model","owned_by":"bench"}]}"#
+                .to_string(),
+        )
+    }
+
+    fn json(text: String) -> Response<Body> {
+        let once = futures_util::stream::iter([Ok(Frame::data(Bytes::from(text)))]);
         Response::builder()
             .header("content-type", "application/json")
             .body(StreamBody::new(Box::pin(once) as _))
             .expect("a response")
     }
 
-    fn stream(tokens: u32, gap: Duration) -> Response<Body> {
-        let events = futures_util::stream::unfold(0u32, move |i| async move {
+    fn stream(tokens: u32, gap: Duration, open: Open) -> Response<Body> {
+        // Chunk i is due at start + i × gap (absolute: a late chunk does not
+        // push the later ones back), so a stream lasts `seconds` however
+        // busy the machine, and rate × seconds streams are open at once.
+        let start = tokio::time::Instant::now();
+        let events = futures_util::stream::unfold((0u32, open), move |(i, open)| async move {
             if i > tokens + 1 {
                 return None;
             }
@@ -299,18 +368,19 @@ mod slow {
                     .to_string()
                     + "\n\n"
             } else if i <= tokens {
-                tokio::time::sleep(gap).await;
+                tokio::time::sleep_until(start + gap * i).await;
                 format!(
                     "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" w{i}\"}},\"finish_reason\":{}}}]}}\n\n",
                     if i == tokens { "\"length\"" } else { "null" }
                 )
             } else {
+                open.0.completed.fetch_add(1, Ordering::Relaxed);
                 format!(
                     "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":16,\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\ndata: [DONE]\n\n",
                     tokens + 16
                 )
             };
-            Some((Ok(Frame::data(Bytes::from(text))), i + 1))
+            Some((Ok(Frame::data(Bytes::from(text))), (i + 1, open)))
         });
         Response::builder()
             .header("content-type", "text/event-stream")
