@@ -17,9 +17,23 @@ pub struct FdLimit {
 /// flight (runtime, terminal, reports, the built-in simulator's listener).
 pub const RESERVED_FDS: u64 = 64;
 
+/// The limit as [`raise_nofile`] last left it, for messages.
+static RECORDED: std::sync::Mutex<Option<FdLimit>> = std::sync::Mutex::new(None);
+
+/// The open-file limit as the last [`raise_nofile`] left it (None before).
+pub fn recorded() -> Option<FdLimit> {
+    *RECORDED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Raises the soft open-file limit to the hard one, as load testers do.
 /// None where the limit cannot be read.
 pub fn raise_nofile() -> Option<FdLimit> {
+    let l = raise();
+    *RECORDED.lock().unwrap_or_else(|e| e.into_inner()) = l;
+    l
+}
+
+fn raise() -> Option<FdLimit> {
     #[cfg(unix)]
     {
         let mut lim = libc::rlimit {
@@ -97,7 +111,7 @@ pub fn hint(code: i32) -> &'static str {
     #[cfg(unix)]
     {
         if code == libc::EMFILE || code == libc::ENFILE {
-            return "client limit: llmsweep is out of file descriptors; raise ulimit -n or lower the concurrency";
+            return "client limit: llmsweep is out of file descriptors, one a request in flight; raise the hard open-file limit (ulimit -Hn) or lower the rate or --max-concurrency";
         }
         if code == libc::EADDRNOTAVAIL {
             return "client limit: no free local port; too many connections to one address (ephemeral ports exhausted)";

@@ -23,6 +23,13 @@
 //! busy with other work (four compilers on two cores woke the runtime 38 ms
 //! late at p90 with llmsweep at 20 % CPU) gives this warning, not a limit.
 //!
+//! **Out of descriptors or ports** (`limited` too): requests that failed
+//! with `client_limit` (EMFILE, ENFILE, EADDRNOTAVAIL, ENOBUFS) never
+//! reached the server. One in a hundred of those sent makes the stage
+//! llmsweep's: at 5,000 planned streams under an open-file limit of 3,000,
+//! 4,036 such failures read "erroring: the server answered 499.90 req/s,
+//! but 40% of the answers were errors", though the server saw none of them.
+//!
 //! The 90th percentile, not the 99th: a client that cannot keep up is late
 //! most of the time, while rare late wake-ups move a percentile or two of
 //! ITL and nothing else. CPU share is reported, not judged: the built-in
@@ -30,6 +37,10 @@
 
 use crate::stats::policy;
 use crate::types::ClientCheck;
+
+/// Requests failed as `client_limit`, as a share of those sent, past which
+/// the stage is llmsweep's (one in a hundred).
+pub const CLIENT_LIMIT_SHARE: f64 = 0.01;
 
 /// Cores this process may use.
 pub fn cores() -> f64 {
@@ -50,6 +61,9 @@ pub struct Measured {
     pub unsent: u64,
     /// Requests sent in the stage.
     pub sent: u64,
+    /// Of those, the ones that failed before reaching the server: out of
+    /// file descriptors or local ports (`client_limit`).
+    pub client_limit_errors: u64,
     pub cpu_share_max: Option<f64>,
     pub itl_p50_ms: f64,
     pub latency_p50_ms: f64,
@@ -88,11 +102,30 @@ pub fn check(m: Measured) -> ClientCheck {
             m.lag_p90_ms
         ));
     }
-    let limited = late.any();
+    let out_of_sockets = m.client_limit_errors > 0
+        && m.client_limit_errors as f64 >= CLIENT_LIMIT_SHARE * m.sent.max(1) as f64;
+    if out_of_sockets {
+        why.insert(
+            0,
+            format!(
+                "{} of {} requests failed before reaching the server: llmsweep ran out of file descriptors or local ports (client_limit{})",
+                m.client_limit_errors,
+                m.sent,
+                crate::client::limits::recorded()
+                    .map_or(String::new(), |l| format!("; open-file limit {}", l.soft)),
+            ),
+        );
+    }
+    let limited = late.any() || out_of_sockets;
     let starved = m
         .cpu_share_max
         .is_some_and(|c| c < policy::STARVED_CPU_SHARE);
-    let reason = if limited && starved {
+    let reason = if out_of_sockets {
+        format!(
+            "client-limited: {}: these numbers describe llmsweep's machine, not the server; raise the hard open-file limit (ulimit -Hn, systemd's LimitNOFILE), lower the rate, or cap requests in flight below the limit with --max-concurrency (the rest then wait, as queue time)",
+            why.join("; ")
+        )
+    } else if limited && starved {
         format!(
             "client-limited: {}{cpu}: other processes had the CPU llmsweep needed, so these numbers describe the machine, not the server, whose limit was not reached; run it where its core is free (or give it one: taskset)",
             why.join("; ")
@@ -141,6 +174,7 @@ mod tests {
             behind_ms: 0.0,
             unsent: 0,
             sent: 25_000,
+            client_limit_errors: 0,
             cpu_share_max: Some(0.5),
             itl_p50_ms: itl,
             latency_p50_ms: latency,
@@ -180,6 +214,30 @@ mod tests {
         little.unsent = 1_600;
         little.sent = 13_400;
         assert!(check(little).limited);
+    }
+
+    /// 5,000 streams planned under an open-file limit of 3,000 (benches/
+    /// many_streams.py --client-nofile 3000): 4,036 of 10,000 requests
+    /// failed with EMFILE, on time and with CPU to spare. The stage read
+    /// "erroring", the server blamed for failures it never saw.
+    #[test]
+    fn requests_that_never_reached_the_server_make_the_stage_the_clients() {
+        let mut out = m(1.0, 0.5, 625.0, 10_000.0);
+        out.sent = 10_000;
+        out.client_limit_errors = 4_036;
+        let c = check(out);
+        assert!(c.limited, "{c:?}");
+        assert!(
+            c.reason
+                .contains("4036 of 10000 requests failed before reaching the server")
+                && c.reason.contains("--max-concurrency")
+                && !c.reason.contains("other processes had the CPU"),
+            "{}",
+            c.reason
+        );
+        // A stray one in ten thousand is not the stage's limit.
+        out.client_limit_errors = 1;
+        assert!(!check(out).limited);
     }
 
     #[test]

@@ -119,8 +119,12 @@ impl VerdictEvidence {
         }
     }
 
-    /// An errored request: answered by the server, or not at all.
+    /// An errored request: answered by the server, or not at all (one that
+    /// never left llmsweep is neither: the self-check counts it).
     pub(super) fn on_error(&mut self, r: &RequestRecord) {
+        if never_left(r) {
+            return;
+        }
         if got_no_answer(r) {
             self.unanswered_errors += 1;
         } else {
@@ -233,6 +237,19 @@ fn pooled_slope(fits: &[SlopeFit]) -> Option<f64> {
         n += f.n;
     }
     (n >= 3.0 && sxx > 1e-12 * n).then(|| sxy / sxx)
+}
+
+/// The request failed in llmsweep itself, out of file descriptors or local
+/// ports (`client_limit`): the server never saw it, so it is no evidence
+/// of the server's answers, errors or silence.
+pub(super) fn never_left(r: &RequestRecord) -> bool {
+    matches!(
+        r.outcome,
+        RequestOutcome::Errored {
+            category: ErrorCategory::ClientLimit,
+            ..
+        }
+    )
 }
 
 /// An errored request the server never answered: it could not connect, or

@@ -15,7 +15,7 @@ mod selfcheck;
 mod tokens;
 
 use clock::StageClock;
-use evidence::{got_no_answer, VerdictEvidence};
+use evidence::{got_no_answer, never_left, VerdictEvidence};
 use latencies::Latencies;
 use live::LiveSeries;
 use selfcheck::SelfCheck;
@@ -301,8 +301,10 @@ impl StageStats {
 
     /// The stage's self-check so far; None before any probe sample.
     pub fn client_check(&self) -> Option<crate::types::ClientCheck> {
+        let client_limit = crate::client::ErrorCategory::ClientLimit.to_string();
         self.self_check.check(
             self.counts.sent,
+            self.errors.get(&client_limit).copied().unwrap_or(0),
             self.latencies.itl.quantile_ms(0.5),
             self.latencies.latency.quantile_ms(0.5),
         )
@@ -329,7 +331,7 @@ impl StageStats {
         let in_window = self.window.contains(index, r.sent_at);
         let answered = match &r.outcome {
             RequestOutcome::Completed => true,
-            RequestOutcome::Errored { .. } => !got_no_answer(r),
+            RequestOutcome::Errored { .. } => !got_no_answer(r) && !never_left(r),
             RequestOutcome::Incomplete => false,
         };
         // The segment that both sent and answered the request, if one did.
@@ -672,6 +674,40 @@ mod tests {
         assert_eq!(
             r.requests.sent,
             r.requests.completed + r.requests.incomplete + r.requests.errored
+        );
+    }
+
+    /// Requests that failed for want of a descriptor never reached the
+    /// server: neither its answers nor its silence (5,000 streams under an
+    /// open-file limit of 3,000 read "erroring: 40% of the answers were
+    /// errors"). They are counted, and make the stage client-limited.
+    #[test]
+    fn requests_out_of_descriptors_are_no_answers_of_the_server() {
+        let t0 = Instant::now();
+        let mut s = StageStats::new(t0, Window::whole(t0), None, vec![]);
+        for i in 0..20u64 {
+            s.on_sent(t0 + Duration::from_millis(10 * i));
+            let outcome = if i % 2 == 0 {
+                RequestOutcome::Completed
+            } else {
+                RequestOutcome::Errored {
+                    category: ErrorCategory::ClientLimit,
+                    message: "Too many open files (os error 24)".into(),
+                }
+            };
+            s.on_record(i, &rec(t0, 10 * i, 10 * i + 5, 10 * i + 500, outcome));
+        }
+        s.observe_client(&[100], Some(0.3));
+        let c = s.evidence_counts();
+        assert_eq!((c.answered_errors, c.unanswered_errors), (0, 0), "{c:?}");
+        assert_eq!(s.errors["client_limit"], 10);
+        let check = s.client_check().expect("a probe sample");
+        assert!(
+            check.limited
+                && check
+                    .reason
+                    .contains("10 of 20 requests failed before reaching"),
+            "{check:?}"
         );
     }
 

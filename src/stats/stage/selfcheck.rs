@@ -42,6 +42,7 @@ impl SelfCheck {
     pub(super) fn check(
         &self,
         sent: u64,
+        client_limit_errors: u64,
         itl_p50_ms: f64,
         latency_p50_ms: f64,
     ) -> Option<ClientCheck> {
@@ -57,6 +58,7 @@ impl SelfCheck {
                 behind_ms: self.behind.0,
                 unsent: self.behind.1,
                 sent,
+                client_limit_errors,
                 cpu_share_max: self.cpu_share_max,
                 itl_p50_ms,
                 latency_p50_ms,
@@ -72,11 +74,11 @@ mod tests {
     #[test]
     fn no_probe_sample_no_check_and_the_highest_cpu_share_is_kept() {
         let mut c = SelfCheck::default();
-        assert!(c.check(10, 20.0, 500.0).is_none());
+        assert!(c.check(10, 0, 20.0, 500.0).is_none());
         c.observe(&[100, 200], Some(0.5));
         c.observe(&[], Some(f64::NAN));
         c.observe(&[], Some(0.3));
         assert_eq!(c.cpu_share_max, Some(0.5));
-        assert!(c.check(10, 20.0, 500.0).is_some());
+        assert!(c.check(10, 0, 20.0, 500.0).is_some());
     }
 }
