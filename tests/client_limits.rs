@@ -45,3 +45,46 @@ fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
     assert!(warnings.contains("open-file limit"), "{warnings}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Past the limit at a constant rate, the stage is llmsweep's, not the
+/// server's: requests that never got a socket are not "answers that were
+/// errors" (5,000 streams under a limit of 3,000 read "erroring: 40% of the
+/// answers were errors" for 4,036 requests the server never saw).
+#[test]
+fn a_constant_rate_past_the_limit_is_client_limited_not_erroring() {
+    let bin = env!("CARGO_BIN_EXE_llmsweep");
+    // Requests of about a second: 100 req/s keeps about 100 in flight.
+    let sim = SimProcess::start(&["--decode-step-ms", "60", "--per-seq-us", "0"]);
+    let url = sim.url.clone();
+    let out = std::env::temp_dir().join(format!("llmsweep-fdrate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let script = format!(
+        "ulimit -Sn 48 && ulimit -Hn 48 && exec {bin} --target {url} --profile constant --rate 100 --max-seconds 4 --drain 10 --data prompt_tokens=16,output_tokens=16,samples=100 --request-timeout 60 --headless --export json --out {}",
+        out.display()
+    );
+    let o = Command::new("sh")
+        .args(["-c", &script])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    drop(sim);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let report = common::process::read_report(&out);
+    let stage = &report["stages"][0];
+    assert!(
+        stage["errors"]["client_limit"].as_u64().unwrap_or(0) > 0,
+        "errors: {}\n{stdout}\n{stderr}",
+        stage["errors"]
+    );
+    let verdict = &stage["verdict"];
+    assert_eq!(verdict["basis"], "client_limited", "{verdict}\n{stdout}");
+    assert!(
+        verdict["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("failed before reaching the server"),
+        "{verdict}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -82,40 +82,9 @@ pub fn check(m: Measured) -> ClientCheck {
         m.lag_p90_ms,
         m.latency_p50_ms,
     );
-    let mut why = Vec::new();
-    if late.sent_late {
-        why.push(format!(
-            "requests went out {:.0} ms behind schedule (p90) with slots free",
-            m.send_late_p90_ms
-        ));
-    }
-    if late.unsent {
-        why.push(format!(
-            "it fell {:.2} s behind schedule, {} requests due were never sent",
-            m.behind_ms / 1e3,
-            m.unsent
-        ));
-    }
-    if let Some(gross) = late.lag_over_ms {
-        why.push(format!(
-            "its runtime woke {:.1} ms late (p90), past the {gross:.0} ms that keeps the rates true",
-            m.lag_p90_ms
-        ));
-    }
     let out_of_sockets = m.client_limit_errors > 0
         && m.client_limit_errors as f64 >= CLIENT_LIMIT_SHARE * m.sent.max(1) as f64;
-    if out_of_sockets {
-        why.insert(
-            0,
-            format!(
-                "{} of {} requests failed before reaching the server: llmsweep ran out of file descriptors or local ports (client_limit{})",
-                m.client_limit_errors,
-                m.sent,
-                crate::client::limits::recorded()
-                    .map_or(String::new(), |l| format!("; open-file limit {}", l.soft)),
-            ),
-        );
-    }
+    let why = reasons(&m, &late, out_of_sockets);
     let limited = late.any() || out_of_sockets;
     let starved = m
         .cpu_share_max
@@ -159,6 +128,41 @@ pub fn check(m: Measured) -> ClientCheck {
         reason,
         timing,
     }
+}
+
+/// Why the stage is llmsweep's, each rule that fired in words: requests
+/// that never reached the server first, then lateness.
+fn reasons(m: &Measured, late: &policy::ClientLate, out_of_sockets: bool) -> Vec<String> {
+    let mut why = Vec::new();
+    if out_of_sockets {
+        why.push(format!(
+            "{} of {} requests failed before reaching the server: llmsweep ran out of file descriptors or local ports (client_limit{})",
+            m.client_limit_errors,
+            m.sent,
+            crate::client::limits::recorded()
+                .map_or(String::new(), |l| format!("; open-file limit {}", l.soft)),
+        ));
+    }
+    if late.sent_late {
+        why.push(format!(
+            "requests went out {:.0} ms behind schedule (p90) with slots free",
+            m.send_late_p90_ms
+        ));
+    }
+    if late.unsent {
+        why.push(format!(
+            "it fell {:.2} s behind schedule, {} requests due were never sent",
+            m.behind_ms / 1e3,
+            m.unsent
+        ));
+    }
+    if let Some(gross) = late.lag_over_ms {
+        why.push(format!(
+            "its runtime woke {:.1} ms late (p90), past the {gross:.0} ms that keeps the rates true",
+            m.lag_p90_ms
+        ));
+    }
+    why
 }
 
 #[cfg(test)]
