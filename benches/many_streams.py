@@ -21,8 +21,8 @@ of requests in flight; wait4 gives its peak RSS.
 
     cargo build --release
     cargo bench --bench minimal_client --no-run
-    python3 benches/many_streams.py --streams 19000              # one run
-    python3 benches/many_streams.py --streams 5000 19000 --rounds 3 [-- more llmsweep arguments]
+    python3 benches/many_streams.py --streams 18000              # one run
+    python3 benches/many_streams.py --streams 5000 18000 --rounds 3 [-- more llmsweep arguments]
                                             # alternated; medians, ranges and the
                                             # RSS slope per open stream between them
 
@@ -364,7 +364,7 @@ def main():
         nofile = int(sys.argv[4]) if sys.argv[3] == "--nofile" else None
         return wrap(sys.argv[2], sys.argv[sys.argv.index("--") + 1:], nofile)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--streams", type=int, nargs="+", default=[19000],
+    ap.add_argument("--streams", type=int, nargs="+", default=[18000],
                     help="streams to keep open at once (one run each, alternated)")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--stream-seconds", type=float, default=20)
