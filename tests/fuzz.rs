@@ -151,7 +151,7 @@ proptest! {
     #[test]
     fn chunk_parser_never_panics_on_noise(s in ".{0,300}") {
         let _ = parse_chunk(&s);
-        let _ = chunk_plain::parse(&s);
+        let _ = chunk_plain::LastChunk::default().parse(&s);
     }
 
     /// The direct reading of common chunks answers only as the full one

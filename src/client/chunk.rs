@@ -319,8 +319,8 @@ pub(super) fn append<'a>(to: &mut Cow<'a, str>, piece: Cow<'a, str>) {
 }
 
 /// Parses one `data:` payload (not `[DONE]`, which the caller handles)
-/// with serde, whatever its shape ([`super::chunk_plain::parse`] reads the
-/// common shape directly first).
+/// with serde, whatever its shape ([`super::chunk_plain::LastChunk::parse`]
+/// reads the common shape directly first).
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
     let raw: RawChunk<'_> =
         serde_json::from_str(data).map_err(|e| ChunkError::NotJson(short(&e.to_string())))?;

@@ -5,15 +5,17 @@
 //! piece of text. It is read once per token, and serde's general reading of
 //! it (every key matched, every ignored value checked) cost about 5,000
 //! instructions a chunk, half of what llmsweep spent per request beyond a
-//! bare client's. This reads that shape, and only it, directly.
+//! bare client's. This reads that shape, and only it, directly; and a
+//! stream's next chunk that differs from the last only in its text is read
+//! by comparing it with the last ([`LastChunk`]).
 //!
 //! It answers only for what it fully understands: any other key, a string
 //! with an escape, a `usage` count that is not a whole number of tokens,
-//! an error's shape, a tool call, a duplicate
-//! key or anything that is not plain JSON gives `None`, and the caller
-//! reads the payload in full ([`super::chunk::parse_chunk`]). So it
-//! can be wrong only by answering differently from the full reading, which
-//! tests/fuzz.rs checks on generated and mangled chunks.
+//! an error's shape, a tool call, a duplicate key or anything that is not
+//! plain JSON gives `None`, and the caller reads the payload in full
+//! ([`super::chunk::parse_chunk`]). So it can be wrong only by answering
+//! differently from the full reading, which tests/fuzz.rs checks on
+//! generated and mangled chunks and streams of them.
 
 use std::borrow::Cow;
 
@@ -21,15 +23,6 @@ use super::chunk::{
     append, parse_chunk, ChunkError, ChunkInfo, CompletionTokensDetails, PromptTokensDetails,
     Usage, MAX_USAGE_TOKENS,
 };
-
-/// Parses one `data:` payload (not `[DONE]`): the common shape directly,
-/// any other in full.
-pub fn parse(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
-    match read(data) {
-        Some(info) => Ok(info),
-        None => parse_chunk(data),
-    }
-}
 
 /// The last chunk of a stream that was read directly, kept to read the
 /// next one by its text alone.
