@@ -9,10 +9,13 @@
 //! a 16-token answer read as a stream is (`chunk_plain::LastChunk`: each by
 //! the last one's shape where it can be); for counts that do not depend on
 //! a busy machine, run it under `valgrind --tool=callgrind` and read
-//! `chunk_plain::read`, `chunk::parse_chunk` and `LastChunk::parse` per call.
+//! `chunk_plain::read`, `chunk::parse_chunk` and `LastChunk::parse` per call,
+//! and `SseParser::next_made` for the framing of each event (the answer's
+//! events each in a read of its own, as a socket delivers them).
 
 use std::hint::black_box;
 
+use llmsweep::client::sse::{SseItem, SseParser, DEFAULT_MAX_LINE};
 use llmsweep::client::{chunk, chunk_plain};
 
 #[path = "../benches/common/mod.rs"]
@@ -66,8 +69,28 @@ fn main() {
         }
     }
     let stream = (thread_cpu_seconds() - t0) * 1e9 / f64::from(rounds / 4) / answer.len() as f64;
+    // The same answer as it arrives: each event in a read of its own,
+    // framed by the SSE parser, then read.
+    let reads: Vec<bytes::Bytes> = answer
+        .iter()
+        .map(|c| bytes::Bytes::from(format!("data: {c}\n\n")))
+        .collect();
+    let t0 = thread_cpu_seconds();
+    for _ in 0..rounds / 4 {
+        let mut sse = SseParser::new(DEFAULT_MAX_LINE);
+        let mut last = chunk_plain::LastChunk::default();
+        for r in &reads {
+            if sse.push_bytes(r.clone()).is_err() {
+                break;
+            }
+            while let Ok(Some(SseItem::Event { data, .. })) = sse.next_item() {
+                black_box(last.parse(data).is_ok_and(|i| i.has_output));
+            }
+        }
+    }
+    let framed = (thread_cpu_seconds() - t0) * 1e9 / f64::from(rounds / 4) / answer.len() as f64;
     println!(
-        "ns per chunk: direct {direct:.0}, serde {serde:.0} ({:.2}x); in a stream, like the last {stream:.0}",
+        "ns per chunk: direct {direct:.0}, serde {serde:.0} ({:.2}x); in a stream, like the last {stream:.0}; framed and read {framed:.0}",
         serde / direct
     );
 }
