@@ -1,15 +1,17 @@
 //! The live dashboard. It reads engine snapshots and sends commands; it never
-//! touches the run's data. Redraws at a fixed rate (4 Hz by default), which is
-//! plenty over SSH, and after each key for snappy feedback.
+//! touches the run's data. Redraws when a snapshot (or the server view) comes,
+//! at most at its frame rate (4 Hz by default, plenty over SSH; `tui::pace`),
+//! and after each key for snappy feedback.
 
 pub mod app;
 pub mod input;
 pub mod keys;
+pub mod pace;
 pub mod theme;
 pub mod ui;
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use crossterm::event::{Event, KeyEventKind};
@@ -122,6 +124,7 @@ pub async fn run(
         server_view: opts.server,
         gpu_view: opts.gpu,
         outcome: opts.outcome,
+        drawn_at: Instant::now(),
     };
     let exit = dashboard.event_loop(&mut keys.events, fps).await;
     tear_down(exit, terminal, guard, keys);
@@ -140,21 +143,46 @@ struct Dashboard<'t> {
     gpu_view: Option<watch::Receiver<std::sync::Arc<crate::server_metrics::GpuLive>>>,
     /// The finished run, once its reports are written (taken when it comes).
     outcome: Option<oneshot::Receiver<RunOutcome>>,
+    /// When the screen was last drawn.
+    drawn_at: Instant,
 }
 
+/// With nothing new, the screen is still drawn this often (a status
+/// message's expiry).
+const IDLE_FRAME: Duration = Duration::from_secs(1);
+
 impl Dashboard<'_> {
-    /// Redraws `fps` times a second and after each key, until a step says
-    /// the dashboard closes.
+    /// Draws each new snapshot as it comes (and the server view's and GPU
+    /// panel's changes, looked at `fps` times a second), at most `fps`
+    /// frames a second, and after each key, until a step says the
+    /// dashboard closes.
     async fn event_loop(
         &mut self,
         keys: &mut mpsc::UnboundedReceiver<Option<Event>>,
         fps: f64,
     ) -> Exit {
-        let mut frames = tokio::time::interval(Duration::from_secs_f64(1.0 / fps));
-        frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut pacer = pace::Pacer::new(fps);
+        pacer.changed();
+        let mut looks = tokio::time::interval(Duration::from_secs_f64(1.0 / fps));
+        looks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        // The engine gone (its last snapshot says done), nothing more comes.
+        let mut engine_on = true;
         loop {
+            let due = pacer.due(Instant::now());
+            let frame_at = tokio::time::Instant::from_std(due.unwrap_or_else(Instant::now));
             let step = tokio::select! {
-                _ = frames.tick() => self.on_frame(),
+                () = tokio::time::sleep_until(frame_at), if due.is_some() => {
+                    self.on_frame(&mut pacer)
+                }
+                r = self.snapshots.changed(), if engine_on => {
+                    engine_on = r.is_ok();
+                    pacer.changed();
+                    None
+                }
+                _ = looks.tick() => {
+                    self.look(&mut pacer);
+                    None
+                }
                 o = async {
                     match self.outcome.as_mut() {
                         Some(rx) => rx.await.ok(),
@@ -169,9 +197,27 @@ impl Dashboard<'_> {
         }
     }
 
+    /// Between snapshots: a frame is wanted when the server view or the
+    /// GPU panel changed, or nothing was drawn for a while.
+    fn look(&mut self, pacer: &mut pace::Pacer) {
+        if self
+            .server_view
+            .as_ref()
+            .is_some_and(|rx| rx.has_changed().unwrap_or(false))
+            || self
+                .gpu_view
+                .as_ref()
+                .is_some_and(|rx| rx.has_changed().unwrap_or(false))
+            || self.drawn_at.elapsed() >= IDLE_FRAME
+        {
+            pacer.changed();
+        }
+    }
+
     /// A frame: the newest snapshot and server view, drawn. The run over
     /// with no result screen to wait for closes the dashboard.
-    fn on_frame(&mut self) -> Option<Exit> {
+    fn on_frame(&mut self, pacer: &mut pace::Pacer) -> Option<Exit> {
+        pacer.drawn(Instant::now());
         if crate::term::is_gone() {
             return Some(Exit::TerminalGone);
         }
@@ -276,6 +322,7 @@ impl Dashboard<'_> {
     /// marked gone).
     fn redraw(&mut self) -> bool {
         let app = &self.app;
+        self.drawn_at = Instant::now();
         if self.terminal.draw(|f| ui::draw(f, app)).is_err() {
             crate::term::mark_gone();
             return false;
