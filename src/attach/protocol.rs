@@ -319,6 +319,8 @@ impl WireSnapshot {
             history: Arc::new(history),
             done: self.done,
             repeat: self.repeat,
+            // Not in the protocol (yet): a viewer sees "starting…".
+            waiting: None,
         };
     }
 }

@@ -27,6 +27,7 @@ mod request_log;
 mod requests;
 pub mod selfcheck;
 pub mod settle;
+mod wait;
 mod source;
 mod stage_end;
 mod stage_loop;
@@ -421,7 +422,10 @@ impl Engine {
             if !spec.manual && !self.ledger.finished.is_empty() {
                 self.settle().await;
             } else if self.ledger.finished.is_empty() && self.finishing.is_empty() {
-                self.settle_before_load().await;
+                if let Some(end) = self.settle_before_load().await {
+                    stop = Some(end);
+                    break;
+                }
             }
             if let Some(route) = self.settings.reset_prefix_cache.clone() {
                 if !spec.manual {
@@ -462,14 +466,19 @@ impl Engine {
     }
 
     /// Waits for a server still busy when the run starts (said in the
-    /// timeline only when it was).
-    async fn settle_before_load(&mut self) {
-        let Some(timeout) = self.settle_timeout() else {
-            return;
-        };
-        if let Some(s) = settle::busy_before_load(self.backend.as_ref(), timeout).await {
-            self.note_settled(&s);
+    /// timeline only when it was), shown to the front ends as it goes; the
+    /// operator's stop during it ends the run (returned).
+    async fn settle_before_load(&mut self) -> Option<RunEnd> {
+        let timeout = self.settle_timeout()?;
+        let backend = self.backend.clone();
+        let wait = async move { settle::busy_before_load(backend.as_ref(), timeout).await };
+        let what = "the server to finish the requests it is running (its /metrics shows some)";
+        match self.shown_wait(what, timeout, wait).await {
+            Ok(Some(Some(s))) => self.note_settled(&s),
+            Ok(_) => {}
+            Err(end) => return Some(end),
         }
+        None
     }
 
     /// The bound on a wait for the server to settle; None: do not wait.
@@ -562,6 +571,7 @@ impl Engine {
         let mut snap = self.live.snapshots.borrow().clone();
         snap.done = true;
         snap.stage = None;
+        snap.waiting = None;
         snap.paused = false;
         snap.finished = self.ledger.finished_shared.clone();
         snap.timeline = Arc::new(self.ledger.timeline.clone());

@@ -72,6 +72,7 @@ impl Engine {
             history: self.live.history.clone(),
             done: false,
             repeat: plan.repeat(),
+            waiting: None,
         };
         self.live.snapshots.send_replace(snap);
     }

@@ -155,6 +155,19 @@ pub struct Snapshot {
     /// Seconds of stages the plan may still add (a sweep's budget for
     /// narrowing its answer), counted in the time left.
     pub may_add_s: f64,
+    /// Before the first stage: the run waits for the server; None otherwise.
+    pub waiting: Option<Waiting>,
+}
+
+/// A wait for the server before the first stage, as the front ends show it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Waiting {
+    /// What the run waits for, in a phrase.
+    pub what: String,
+    /// When the wait began, seconds into the run (`elapsed_s` counts on).
+    pub since_s: f64,
+    /// The most it waits, seconds.
+    pub at_most_s: f64,
 }
 
 impl Snapshot {

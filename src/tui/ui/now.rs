@@ -48,8 +48,14 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(st) = &app.snap.stage else {
+        let text = match &app.snap.waiting {
+            Some(w) => waiting_text(w, app.snap.elapsed_s),
+            None => "waiting for the first stage…".to_string(),
+        };
         frame.render_widget(
-            Paragraph::new("waiting for the first stage…").style(th.dim()),
+            Paragraph::new(text)
+                .style(th.dim())
+                .wrap(ratatui::widgets::Wrap { trim: true }),
             inner,
         );
         return;
@@ -394,6 +400,17 @@ fn client_lag(th: &Theme, c: &ClientCheck) -> Line<'static> {
         spans.push(Span::styled(" · limited", style));
     }
     Line::from(spans)
+}
+
+/// Before the first stage, the wait for the server in words: what, for how
+/// long so far, and what the keys do.
+pub fn waiting_text(w: &crate::types::live::Waiting, elapsed_s: f64) -> String {
+    format!(
+        "checking the server before the first stage: waiting for {} · {:.0} s so far, at most {:.0} s · n: start the first stage now · q: stop",
+        w.what,
+        (elapsed_s - w.since_s).max(0.0),
+        w.at_most_s
+    )
 }
 
 #[cfg(test)]
