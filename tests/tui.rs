@@ -1690,3 +1690,42 @@ fn paused_and_saturating_fit_the_stage_line_at_100_columns() {
         "{s}"
     );
 }
+
+/// A run that started on a busy server waits for it before the first
+/// stage: the screen says so, for how long, and what the keys do (it used
+/// to say only "starting…", its clock frozen, for as long as the wait).
+#[test]
+fn the_wait_for_a_busy_server_before_the_first_stage_is_shown() {
+    let mut app = App::new(RunInfo::default(), theme::builtin());
+    app.snap = Snapshot {
+        elapsed_s: 14.2,
+        waiting: Some(llmsweep::types::live::Waiting {
+            what: "the server to finish the requests it is running (its /metrics shows some)"
+                .into(),
+            since_s: 2.0,
+            at_most_s: 30.0,
+        }),
+        ..Default::default()
+    };
+    for (w, h) in [(160, 48), (120, 36)] {
+        let s = render(&app, w, h);
+        assert_has(
+            &s,
+            &["checking the server: waiting for it to be idle · 12 s"],
+        );
+        let panel: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let panel = panel.replace(" │ │", "").replace("│", "");
+        for words in [
+            "12 s so far",
+            "at most 30 s",
+            "start the first stage now",
+            "q: stop",
+        ] {
+            assert!(
+                panel.contains(words) || s.contains(words),
+                "{words:?} not on screen at {w}x{h}:\n{s}"
+            );
+        }
+        assert!(!s.contains("starting…"), "{s}");
+    }
+}

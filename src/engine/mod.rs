@@ -27,12 +27,12 @@ mod request_log;
 mod requests;
 pub mod selfcheck;
 pub mod settle;
-mod wait;
 mod source;
 mod stage_end;
 mod stage_loop;
 mod steer;
 pub mod strategy;
+mod wait;
 
 use std::sync::Arc;
 use std::time::Duration;
