@@ -14,8 +14,8 @@ use llmsweep::client::Prompt;
 use llmsweep::engine::{Engine, Limits, Plan, RunResult, RunSettings, Strategy};
 use llmsweep::profile::search::SearchPlan;
 use llmsweep::profile::sweep::SweepPlan;
-use llmsweep::types::live::Snapshot;
-use llmsweep::types::{Api, Basis, EventKind, Method, Outcome, Slo, StrategyKind};
+use llmsweep::types::live::{Control, Snapshot};
+use llmsweep::types::{Api, Basis, EventKind, Method, Outcome, RunEnd, Slo, StrategyKind};
 use tokio::sync::{mpsc, watch};
 
 /// These tests load the simulator and judge timing; on a busy 2-core machine
@@ -669,4 +669,73 @@ async fn the_answer_is_right_against_a_simulator_of_known_capacity() {
         );
         break;
     }
+}
+
+/// The wait for a server busy before the first stage is shown as it goes
+/// (what, since when, its clock running) and a stop during it ends the run
+/// at once, not after the wait (a run on a busy server used to show only
+/// "starting…" and read `q` only once its first stage began).
+#[tokio::test]
+async fn the_wait_for_a_busy_server_is_shown_and_a_stop_ends_it() {
+    let _serial = SERIAL.lock().await;
+    // 40 cut requests of 200 tokens the server finishes anyway, 4 at a time
+    // at 10 ms a step: about 20 s of work.
+    let mut cfg = model(10.0, 0.0, 4);
+    cfg.params.finish_cancelled = true;
+    let sim = start_sim(cfg).await;
+    let data = "prompt_tokens=8,output_tokens=200,samples=200";
+    let flood = stage(
+        Strategy::Throughput {
+            max_concurrency: 40,
+        },
+        secs(0.2),
+    );
+    let _ = run_plan(
+        &sim.url(),
+        &mut llmsweep::engine::FixedPlan::new(vec![flood]),
+        prompts(data, Api::Chat),
+        settings(),
+    )
+    .await;
+    let mut h = spawn_run(
+        &sim.url(),
+        vec![stage(Strategy::Synchronous, secs(1.0))],
+        data,
+        RunSettings {
+            settle_timeout: Some(Duration::from_secs(120)),
+            ..settings()
+        },
+    );
+    wait_for(&mut h.snapshots, Duration::from_secs(30), |s| {
+        s.waiting.is_some()
+    })
+    .await;
+    let first = h.snapshots.borrow().clone();
+    let w = first.waiting.clone().unwrap();
+    assert!(w.what.contains("/metrics") && w.at_most_s == 120.0, "{w:?}");
+    wait_for(&mut h.snapshots, Duration::from_secs(30), |s| {
+        s.elapsed_s >= first.elapsed_s + 0.4 && s.waiting.is_some()
+    })
+    .await;
+    assert!(first.stage.is_none(), "no stage runs during the wait");
+    let stopped_at = std::time::Instant::now();
+    h.control
+        .send(Control::Stop {
+            reason: "quit (q)".into(),
+        })
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), h.run)
+        .await
+        .expect("the stop ends the wait, not the server's work")
+        .unwrap();
+    assert!(stopped_at.elapsed() < Duration::from_secs(10));
+    assert!(result.stages.is_empty(), "{:?}", result.stages.len());
+    assert!(result.partial);
+    assert!(
+        matches!(&result.end_reason, RunEnd::Stopped(r) if r == "quit (q)"),
+        "{:?}",
+        result.end_reason
+    );
+    assert!(h.snapshots.borrow().waiting.is_none());
+    sim.shutdown().await;
 }
