@@ -51,6 +51,10 @@ pub fn line_width() -> usize {
 /// of 160 characters wrapped on an 80-column SSH terminal). `pooled`: the
 /// answers come whole, and the live series' first wait is their latency.
 pub fn progress_line(s: &Snapshot, width: usize, pooled: bool) -> Option<String> {
+    if let (None, Some(w)) = (&s.stage, &s.waiting) {
+        let line = format!("[{:>6.1}s] {}", s.elapsed_s, w.words(s.elapsed_s));
+        return Some(line.chars().take(width.max(40)).collect());
+    }
     let st = s.stage.as_ref()?;
     let target = match st.target_rate {
         Some(r) if st.strategy.counts_streams() && st.conversations => {
@@ -290,6 +294,24 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
 mod tests {
     use super::*;
     use crate::types::StrategyKind;
+
+    #[test]
+    fn the_wait_for_a_busy_server_has_a_progress_line() {
+        let snap = Snapshot {
+            elapsed_s: 7.4,
+            waiting: Some(crate::types::live::Waiting {
+                what: "the server to finish the requests it is running".into(),
+                since_s: 1.0,
+                at_most_s: 30.0,
+            }),
+            ..Default::default()
+        };
+        let line = progress_line(&snap, 200, false).unwrap();
+        assert!(
+            line.contains("checking the server") && line.contains("6 s of at most 30 s"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn no_completion_in_the_last_second_shows_no_ttft_not_zero() {

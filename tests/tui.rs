@@ -1700,8 +1700,7 @@ fn the_wait_for_a_busy_server_before_the_first_stage_is_shown() {
     app.snap = Snapshot {
         elapsed_s: 14.2,
         waiting: Some(llmsweep::types::live::Waiting {
-            what: "the server to finish the requests it is running (its /metrics shows some)"
-                .into(),
+            what: "it to be idle (its /metrics shows requests running or waiting)".into(),
             since_s: 2.0,
             at_most_s: 30.0,
         }),
@@ -1713,17 +1712,23 @@ fn the_wait_for_a_busy_server_before_the_first_stage_is_shown() {
             &s,
             &["checking the server: waiting for it to be idle · 12 s"],
         );
-        let panel: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-        let panel = panel.replace(" │ │", "").replace("│", "");
+        // The now panel's text, its lines joined: the first box's inside.
+        let panel = s
+            .lines()
+            .filter_map(|l| l.strip_prefix('│'))
+            .filter_map(|l| l.split('│').next())
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ");
         for words in [
-            "12 s so far",
-            "at most 30 s",
-            "start the first stage now",
+            "checking the server before the first stage, 12 s of at most 30 s",
+            "waiting for it to be idle",
+            "n: start the first stage now",
             "q: stop",
         ] {
             assert!(
-                panel.contains(words) || s.contains(words),
-                "{words:?} not on screen at {w}x{h}:\n{s}"
+                panel.contains(words),
+                "{words:?} not in the now panel at {w}x{h}: {panel:?}\n{s}"
             );
         }
         assert!(!s.contains("starting…"), "{s}");

@@ -472,7 +472,7 @@ impl Engine {
         let timeout = self.settle_timeout()?;
         let backend = self.backend.clone();
         let wait = async move { settle::busy_before_load(backend.as_ref(), timeout).await };
-        let what = "the server to finish the requests it is running (its /metrics shows some)";
+        let what = "it to be idle (its /metrics shows requests running or waiting)";
         match self.shown_wait(what, timeout, wait).await {
             Ok(Some(Some(s))) => self.note_settled(&s),
             Ok(_) => {}

@@ -45,7 +45,7 @@ impl Engine {
                     Control::Skip => {
                         self.note(
                             EventKind::Skip,
-                            format!("the wait for {what}: the first stage starts now"),
+                            format!("the wait for {what}: skipped (n), the first stage starts now"),
                         );
                         break Ok(None);
                     }

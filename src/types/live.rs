@@ -170,6 +170,18 @@ pub struct Waiting {
     pub at_most_s: f64,
 }
 
+impl Waiting {
+    /// The wait in words at `elapsed_s` into the run: how long so far, what.
+    pub fn words(&self, elapsed_s: f64) -> String {
+        format!(
+            "checking the server before the first stage, {:.0} s of at most {:.0} s: waiting for {}",
+            (elapsed_s - self.since_s).max(0.0),
+            self.at_most_s,
+            self.what
+        )
+    }
+}
+
 impl Snapshot {
     /// Where the run is, in one phrase: `stage 8/10` while the plan's stages
     /// are all there is; once a rate key or a re-run has added stages,

@@ -406,10 +406,8 @@ fn client_lag(th: &Theme, c: &ClientCheck) -> Line<'static> {
 /// long so far, and what the keys do.
 pub fn waiting_text(w: &crate::types::live::Waiting, elapsed_s: f64) -> String {
     format!(
-        "checking the server before the first stage: waiting for {} · {:.0} s so far, at most {:.0} s · n: start the first stage now · q: stop",
-        w.what,
-        (elapsed_s - w.since_s).max(0.0),
-        w.at_most_s
+        "{} · n: start the first stage now · q: stop",
+        w.words(elapsed_s)
     )
 }
 
