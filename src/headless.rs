@@ -45,16 +45,19 @@ pub fn line_width() -> usize {
     usize::from(cols.max(40))
 }
 
+/// Before the first stage, the wait for the server, if the run waits.
+pub fn waiting_line(s: &Snapshot, width: usize) -> Option<String> {
+    let w = s.waiting.as_ref()?;
+    let line = format!("[{:>6.1}s] {}", s.elapsed_s, w.words(s.elapsed_s));
+    Some(line.chars().take(width.max(40)).collect())
+}
+
 /// One progress line for a snapshot `width` columns wide, or None between
 /// stages. Its parts go by priority: what a narrow terminal leaves out
 /// first is the stage clock, then the counts and in flight (issue 34: lines
 /// of 160 characters wrapped on an 80-column SSH terminal). `pooled`: the
 /// answers come whole, and the live series' first wait is their latency.
 pub fn progress_line(s: &Snapshot, width: usize, pooled: bool) -> Option<String> {
-    if let (None, Some(w)) = (&s.stage, &s.waiting) {
-        let line = format!("[{:>6.1}s] {}", s.elapsed_s, w.words(s.elapsed_s));
-        return Some(line.chars().take(width.max(40)).collect());
-    }
     let st = s.stage.as_ref()?;
     let target = match st.target_rate {
         Some(r) if st.strategy.counts_streams() && st.conversations => {
@@ -284,7 +287,9 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
         if snap.done || closed {
             return;
         }
-        if let Some(line) = progress_line(&snap, width, pooled) {
+        if let Some(line) =
+            progress_line(&snap, width, pooled).or_else(|| waiting_line(&snap, width))
+        {
             crate::term::note(&line);
         }
     }
@@ -306,7 +311,8 @@ mod tests {
             }),
             ..Default::default()
         };
-        let line = progress_line(&snap, 200, false).unwrap();
+        let line = waiting_line(&snap, 200).unwrap();
+        assert!(progress_line(&snap, 200, false).is_none());
         assert!(
             line.contains("checking the server") && line.contains("6 s of at most 30 s"),
             "{line}"

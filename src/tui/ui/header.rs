@@ -193,16 +193,22 @@ fn stage_line(app: &App, width: u16) -> Line<'static> {
         ]),
         (Some(st), None) => running_line(th, snap, st, width),
         (None, None) if snap.done => Line::styled(" run finished; writing reports…", th.title()),
-        (None, None) => match &snap.waiting {
-            Some(w) => Line::styled(
-                format!(
-                    " checking the server: waiting for it to be idle · {:.0} s",
-                    (snap.elapsed_s - w.since_s).max(0.0)
-                ),
-                th.highlight(),
+        (None, None) => before_the_first_stage(th, snap),
+    }
+}
+
+/// Before the first stage: starting, or checking the server and for how
+/// long so far.
+fn before_the_first_stage(th: &Theme, snap: &Snapshot) -> Line<'static> {
+    match &snap.waiting {
+        Some(w) => Line::styled(
+            format!(
+                " checking the server: waiting for it to be idle · {:.0} s",
+                (snap.elapsed_s - w.since_s).max(0.0)
             ),
-            None => Line::styled(" starting…", th.dim()),
-        },
+            th.highlight(),
+        ),
+        None => Line::styled(" starting…", th.dim()),
     }
 }
 
