@@ -139,6 +139,10 @@ pub struct WireSnapshot {
     /// With `--repeat N`: the run of the plan under way and N.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<(u32, u32)>,
+    /// Before the first stage, the run's wait for the server (what, since
+    /// when, at most how long); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<crate::types::live::Waiting>,
 }
 
 /// What a viewer has already been sent.
@@ -280,6 +284,7 @@ impl WireSnapshot {
             server: None,
             gpu: None,
             repeat: s.repeat,
+            waiting: s.waiting.clone(),
         }
     }
 
@@ -319,8 +324,7 @@ impl WireSnapshot {
             history: Arc::new(history),
             done: self.done,
             repeat: self.repeat,
-            // Not in the protocol (yet): a viewer sees "starting…".
-            waiting: None,
+            waiting: self.waiting,
         };
     }
 }
@@ -433,6 +437,34 @@ mod tests {
         d.apply(&mut viewer);
         assert_eq!(*viewer.timeline, *run.timeline);
         assert_eq!(viewer.finished.len(), 1);
+    }
+
+    /// A viewer sees the run's wait for a busy server before the first
+    /// stage as the run's own dashboard does, and its end.
+    #[test]
+    fn a_viewer_sees_the_wait_before_the_first_stage() {
+        let mut run = Snapshot {
+            elapsed_s: 4.0,
+            waiting: Some(crate::types::live::Waiting {
+                what: "it to be idle".into(),
+                since_s: 1.0,
+                at_most_s: 30.0,
+            }),
+            ..Default::default()
+        };
+        let mut sent = Sent::default();
+        let mut viewer = Snapshot::default();
+        through_the_socket(WireSnapshot::delta(&run, &mut sent)).apply(&mut viewer);
+        assert_eq!(viewer.waiting, run.waiting);
+        run.waiting = None;
+        through_the_socket(WireSnapshot::delta(&run, &mut sent)).apply(&mut viewer);
+        assert_eq!(viewer.waiting, None);
+        // A run of an earlier build sends no `waiting`.
+        let old: WireSnapshot = serde_json::from_str(
+            r#"{"elapsed_s":1.0,"stage_number":0,"stages_total":null,"stage":null,"upcoming":[],"paused":false,"done":false,"recent_errors":[],"warnings":[],"finished_from":0,"finished":[],"timeline_from":0,"timeline":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(old.waiting, None);
     }
 
     #[test]

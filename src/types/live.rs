@@ -160,7 +160,7 @@ pub struct Snapshot {
 }
 
 /// A wait for the server before the first stage, as the front ends show it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Waiting {
     /// What the run waits for, in a phrase.
     pub what: String,
