@@ -25,8 +25,8 @@
 //!
 //! **Out of descriptors or ports** (`limited` too): requests that failed
 //! with `client_limit` (EMFILE, ENFILE, EADDRNOTAVAIL, ENOBUFS) never
-//! reached the server. One in a hundred of those sent makes the stage
-//! llmsweep's: at 5,000 planned streams under an open-file limit of 3,000,
+//! reached the server. [`policy::CLIENT_LIMIT_SHARE`] of those sent makes
+//! the stage llmsweep's: at 5,000 planned streams under an open-file limit of 3,000,
 //! 4,036 such failures read "erroring: the server answered 499.90 req/s,
 //! but 40% of the answers were errors", though the server saw none of them.
 //!
@@ -37,10 +37,6 @@
 
 use crate::stats::policy;
 use crate::types::ClientCheck;
-
-/// Requests failed as `client_limit`, as a share of those sent, past which
-/// the stage is llmsweep's (one in a hundred).
-pub const CLIENT_LIMIT_SHARE: f64 = 0.01;
 
 /// Cores this process may use.
 pub fn cores() -> f64 {
@@ -82,8 +78,7 @@ pub fn check(m: Measured) -> ClientCheck {
         m.lag_p90_ms,
         m.latency_p50_ms,
     );
-    let out_of_sockets = m.client_limit_errors > 0
-        && m.client_limit_errors as f64 >= CLIENT_LIMIT_SHARE * m.sent.max(1) as f64;
+    let out_of_sockets = policy::out_of_sockets(m.client_limit_errors, m.sent);
     let why = reasons(&m, &late, out_of_sockets);
     let limited = late.any() || out_of_sockets;
     let starved = m

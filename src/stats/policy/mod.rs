@@ -34,7 +34,9 @@
 //!    schedule ([`client_late`]): requests went out over [`SEND_LATE_MS`]
 //!    late with slots free, or it fell that far behind with over
 //!    [`UNSENT_LIMIT`] of the due requests unsent, or its runtime woke over
-//!    [`LAG_LIMIT_MS`] (or [`LAG_SHARE_OF_LATENCY`] of the latency) late.
+//!    [`LAG_LIMIT_MS`] (or [`LAG_SHARE_OF_LATENCY`] of the latency) late;
+//!    or [`CLIENT_LIMIT_SHARE`] of the requests sent never left it
+//!    ([`out_of_sockets`]).
 //! 3. *Unanswered* (saturated): [`unanswered`] requests got no answer,
 //!    at least [`MIN_ERRORS`] and [`UNANSWERED_SHARE`] of those sent.
 //! 4. *Far beyond capacity* (saturated): [`far_beyond_capacity`], past
@@ -183,6 +185,12 @@ pub const SEND_LATE_MS: f64 = 20.0;
 /// not the target's (a stage that ended with 229 of 15,000 unsent, 1.5 %,
 /// while 14,638 waited on a swamped server, offered its load).
 pub const UNSENT_LIMIT: f64 = 0.05;
+/// Share of the requests sent that failed as `client_limit` (out of file
+/// descriptors or local ports: they never reached the server) past which
+/// the stage is llmsweep's: one in a hundred (5,000 streams planned under an
+/// open-file limit of 3,000 failed 4,036 of 10,000 so, and read "erroring:
+/// 40 % of the answers were errors"; a stray one is no limit).
+pub const CLIENT_LIMIT_SHARE: f64 = 0.01;
 /// Runtime lag (p90, ms) past which the rates themselves move: a stage
 /// is client-limited past this or [`LAG_SHARE_OF_LATENCY`] of its median
 /// request latency, whichever is more.
@@ -612,6 +620,13 @@ pub fn client_late(
         unsent: behind_ms > SEND_LATE_MS && unsent_share > UNSENT_LIMIT,
         lag_over_ms: (lag_p90_ms > lag_limit).then_some(lag_limit),
     }
+}
+
+/// Rule 2, its other way: of `sent` requests, `client_limit_errors` failed
+/// in llmsweep itself (out of descriptors or ports), at least one and
+/// [`CLIENT_LIMIT_SHARE`] of them.
+pub fn out_of_sockets(client_limit_errors: u64, sent: u64) -> bool {
+    client_limit_errors > 0 && client_limit_errors as f64 >= CLIENT_LIMIT_SHARE * sent.max(1) as f64
 }
 
 /// The runtime lag (p90, ms) past which a stage's TTFT and ITL carry a
