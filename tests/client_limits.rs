@@ -10,17 +10,20 @@ use std::process::Command;
 mod common;
 use common::process::SimProcess;
 
-#[test]
-fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
+/// llmsweep run with `args` against a simulator (its own process, with the
+/// normal limits, stepping every `step_ms`) under an open-file limit of 48,
+/// soft and hard: what it printed, and where its reports are.
+fn run_with_48_descriptors(
+    name: &str,
+    step_ms: &str,
+    args: &str,
+) -> (std::process::Output, std::path::PathBuf) {
     let bin = env!("CARGO_BIN_EXE_llmsweep");
-    // The simulator runs as its own process, with the normal limits.
-    let sim = SimProcess::start(&["--decode-step-ms", "20", "--per-seq-us", "0"]);
+    let sim = SimProcess::start(&["--decode-step-ms", step_ms, "--per-seq-us", "0"]);
     let url = sim.url.clone();
-    let out = std::env::temp_dir().join(format!("llmsweep-fdlimit-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    // 48 descriptors in all, 96 streams wanted.
+    let out = common::process::tmpdir(name);
     let script = format!(
-        "ulimit -Sn 48 && ulimit -Hn 48 && exec {bin} --target {url} --profile concurrent --rate 96 --max-requests 192 --max-concurrency 96 --request-timeout 60 --headless --export json --out {}",
+        "ulimit -Sn 48 && ulimit -Hn 48 && exec {bin} --target {url} {args} --request-timeout 60 --headless --export json --out {}",
         out.display()
     );
     let o = Command::new("sh")
@@ -29,6 +32,17 @@ fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
         .output()
         .unwrap();
     drop(sim);
+    (o, out)
+}
+
+#[test]
+fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
+    // 48 descriptors in all, 96 streams wanted.
+    let (o, out) = run_with_48_descriptors(
+        "fdlimit",
+        "20",
+        "--profile concurrent --rate 96 --max-requests 192 --max-concurrency 96",
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}\n{stdout}");
@@ -52,22 +66,12 @@ fn out_of_file_descriptors_is_a_client_limit_not_a_connect_error() {
 /// answers were errors" for 4,036 requests the server never saw).
 #[test]
 fn a_constant_rate_past_the_limit_is_client_limited_not_erroring() {
-    let bin = env!("CARGO_BIN_EXE_llmsweep");
     // Requests of about a second: 100 req/s keeps about 100 in flight.
-    let sim = SimProcess::start(&["--decode-step-ms", "60", "--per-seq-us", "0"]);
-    let url = sim.url.clone();
-    let out = std::env::temp_dir().join(format!("llmsweep-fdrate-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let script = format!(
-        "ulimit -Sn 48 && ulimit -Hn 48 && exec {bin} --target {url} --profile constant --rate 100 --max-seconds 4 --drain 10 --data prompt_tokens=16,output_tokens=16,samples=100 --request-timeout 60 --headless --export json --out {}",
-        out.display()
+    let (o, out) = run_with_48_descriptors(
+        "fdrate",
+        "60",
+        "--profile constant --rate 100 --max-seconds 4 --drain 10 --data prompt_tokens=16,output_tokens=16,samples=100",
     );
-    let o = Command::new("sh")
-        .args(["-c", &script])
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .unwrap();
-    drop(sim);
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     let report = common::process::read_report(&out);
