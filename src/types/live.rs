@@ -171,11 +171,16 @@ pub struct Waiting {
 }
 
 impl Waiting {
+    /// Seconds waited so far, at `elapsed_s` into the run.
+    pub fn waited_s(&self, elapsed_s: f64) -> f64 {
+        (elapsed_s - self.since_s).max(0.0)
+    }
+
     /// The wait in words at `elapsed_s` into the run: how long so far, what.
     pub fn words(&self, elapsed_s: f64) -> String {
         format!(
             "checking the server before the first stage, {:.0} s of at most {:.0} s: waiting for {}",
-            (elapsed_s - self.since_s).max(0.0),
+            self.waited_s(elapsed_s),
             self.at_most_s,
             self.what
         )

@@ -204,7 +204,7 @@ fn before_the_first_stage(th: &Theme, snap: &Snapshot) -> Line<'static> {
         Some(w) => Line::styled(
             format!(
                 " checking the server: waiting for it to be idle · {:.0} s",
-                (snap.elapsed_s - w.since_s).max(0.0)
+                w.waited_s(snap.elapsed_s)
             ),
             th.highlight(),
         ),
