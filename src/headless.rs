@@ -45,11 +45,19 @@ pub fn line_width() -> usize {
     usize::from(cols.max(40))
 }
 
-/// Before the first stage, the wait for the server, if the run waits.
+/// Before a stage, the wait for the server, if the run waits (between
+/// stages it goes before the progress line of the stage that ended).
 pub fn waiting_line(s: &Snapshot, width: usize) -> Option<String> {
     let w = s.waiting.as_ref()?;
     let line = format!("[{:>6.1}s] {}", s.elapsed_s, w.words(s.elapsed_s));
     Some(line.chars().take(width.max(40)).collect())
+}
+
+/// The line a second says: the wait for the server (between stages the
+/// snapshot still holds the stage that ended, whose numbers no longer
+/// change), else the running stage's progress.
+pub fn status_line(s: &Snapshot, width: usize, pooled: bool) -> Option<String> {
+    waiting_line(s, width).or_else(|| progress_line(s, width, pooled))
 }
 
 /// One progress line for a snapshot `width` columns wide, or None between
@@ -287,9 +295,7 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
         if snap.done || closed {
             return;
         }
-        if let Some(line) =
-            progress_line(&snap, width, pooled).or_else(|| waiting_line(&snap, width))
-        {
+        if let Some(line) = status_line(&snap, width, pooled) {
             crate::term::note(&line);
         }
     }
@@ -308,15 +314,56 @@ mod tests {
                 what: "the server to finish the requests it is running".into(),
                 since_s: 1.0,
                 at_most_s: 30.0,
+                ..Default::default()
             }),
             ..Default::default()
         };
         let line = waiting_line(&snap, 200).unwrap();
         assert!(progress_line(&snap, 200, false).is_none());
         assert!(
-            line.contains("checking the server") && line.contains("6 s of at most 30 s"),
+            line.contains("checking the server before the first stage")
+                && line.contains("6 s of at most 30 s"),
             "{line}"
         );
+    }
+
+    /// Between stages the snapshot keeps the stage that ended: the line
+    /// says the wait and what starts next, not that stage's last numbers.
+    #[test]
+    fn the_wait_between_stages_goes_before_the_last_stage() {
+        let snap = Snapshot {
+            elapsed_s: 12.0,
+            stage_number: 1,
+            stages_total: Some(3),
+            stage: Some(crate::types::live::LiveStage {
+                name: "constant@30.00".into(),
+                strategy: StrategyKind::Constant,
+                target_rate: Some(30.0),
+                max_seconds: Some(3.0),
+                elapsed_s: 3.0,
+                ..Default::default()
+            }),
+            waiting: Some(crate::types::live::Waiting {
+                what: "it to finish what constant@30.00 left running".into(),
+                next: "stage 2/3 constant@2.00".into(),
+                since_s: 3.0,
+                at_most_s: 60.0,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let line = status_line(&snap, 200, false).unwrap();
+        assert!(
+            line.contains("checking the server before stage 2/3 constant@2.00, 9 s of at most 60 s: waiting for it to finish what constant@30.00 left running"),
+            "{line}"
+        );
+        let running = Snapshot {
+            waiting: None,
+            ..snap
+        };
+        assert!(status_line(&running, 200, false)
+            .unwrap()
+            .contains("constant@30.00"));
     }
 
     #[test]

@@ -590,3 +590,123 @@ async fn a_key_steps_from_the_rate_on_screen_and_the_timeline_says_from_what() {
     let want = format!("+10 % from the {on_screen:.2} req/s synchronous achieved so far");
     assert!(set[0].ends_with(&want), "{set:?}");
 }
+
+/// A backend that keeps every prompt it is sent, in order, and is served
+/// by `inner`.
+struct Recording {
+    inner: Scripted,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<bytes::Bytes>>>,
+}
+
+impl llmsweep::engine::Backend for Recording {
+    fn send<'a>(
+        &'a self,
+        prompt: &'a llmsweep::client::Prompt,
+        scheduled_at: tokio::time::Instant,
+        cancel: &'a tokio_util::sync::CancellationToken,
+        progress: std::sync::Arc<llmsweep::client::progress::Progress>,
+    ) -> llmsweep::engine::backend::Send<'a> {
+        if let Ok(mut b) = self.bodies.lock() {
+            b.push(prompt.body.clone());
+        }
+        self.inner.send(prompt, scheduled_at, cancel, progress)
+    }
+}
+
+/// Between stages, the wait for the server (here its probes: the server
+/// has no /metrics, and its TTFT stays at 2 s against the synchronous
+/// stage's 10 ms) is shown beside the stage that ended, with what starts
+/// next, and `n` ends it at once: the next stage starts after the probes'
+/// prompts, not on them (the probes' count used to come only with the
+/// wait's end), and the timeline says the wait was cut. The dashboard
+/// showed the last stage frozen, and `n` was read by the next stage, which
+/// it skipped once the wait was over.
+#[tokio::test(start_paused = true)]
+async fn n_during_the_wait_between_stages_starts_the_next_stage_after_the_probes() {
+    let inner = Scripted::new(|n| Script {
+        ttft: Duration::from_millis(if n < 5 { 10 } else { 2000 }),
+        itl: Duration::from_millis(1),
+        output_tokens: 2,
+        error: None,
+    });
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let backend = Recording {
+        inner,
+        bodies: bodies.clone(),
+    };
+    let five = |n| Limits {
+        max_requests: Some(n),
+        ..Default::default()
+    };
+    let plan = fixed(vec![
+        StageSpec::new(Strategy::Synchronous, five(5)),
+        StageSpec::new(Strategy::Constant { rate: 2.0 }, five(3)),
+    ]);
+    let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (snap_tx, mut snaps) = tokio::sync::watch::channel(Default::default());
+    let engine = llmsweep::engine::Engine::new(
+        std::sync::Arc::new(backend),
+        scripted::prompts(1000, 2),
+        Default::default(),
+        control_rx,
+        snap_tx,
+    );
+    let run = tokio::spawn(async move {
+        let mut plan = plan;
+        engine.run(&mut plan).await
+    });
+    // Three probes sent, the third on its way.
+    let sent = bodies.clone();
+    let during = snaps
+        .wait_for(|s| s.waiting.is_some() && sent.lock().map_or(0, |b| b.len()) >= 5 + 3)
+        .await
+        .unwrap()
+        .clone();
+    let w = during.waiting.clone().unwrap();
+    assert_eq!(w.next, "stage 2/2 constant@2.00");
+    assert!(w.what.contains("a probe's TTFT back under 35 ms"), "{w:?}");
+    assert!(w.at_most_s > 0.0 && during.elapsed_s > w.since_s, "{w:?}");
+    assert_eq!(
+        during.stage.as_ref().map(|s| s.name.as_str()),
+        Some("synchronous"),
+        "the stage that ended stays for the dashboard"
+    );
+    let finished: Vec<&str> = during.finished.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(finished, ["synchronous"]);
+    let upcoming: Vec<&str> = during.upcoming.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(upcoming, ["constant@2.00"]);
+    let skipped_at = tokio::time::Instant::now();
+    control.send(Control::Skip).unwrap();
+    snaps
+        .wait_for(|s| {
+            s.stage
+                .as_ref()
+                .is_some_and(|st| st.name == "constant@2.00")
+        })
+        .await
+        .unwrap();
+    assert!(
+        skipped_at.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        skipped_at.elapsed()
+    );
+    let res = run.await.unwrap();
+    assert_eq!(names(&res), ["synchronous", "constant@2.00"]);
+    assert_eq!(
+        res.stages[1].requests.sent, 3,
+        "n skipped the wait, not the stage"
+    );
+    assert_eq!(events(&res, EventKind::Skip).len(), 1);
+    let settle = events(&res, EventKind::Settle);
+    assert!(
+        settle.len() == 1
+            && settle[0].contains("skipped (n)")
+            && settle[0].contains("(3 probes sent)"),
+        "{settle:?}"
+    );
+    // 5 + 3 probes + 3: no prompt twice.
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 11, "{bodies:?}");
+    let unique: std::collections::HashSet<_> = bodies.iter().collect();
+    assert_eq!(unique.len(), bodies.len(), "{bodies:?}");
+}

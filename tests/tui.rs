@@ -1703,6 +1703,7 @@ fn the_wait_for_a_busy_server_before_the_first_stage_is_shown() {
             what: "it to be idle (its /metrics shows requests running or waiting)".into(),
             since_s: 2.0,
             at_most_s: 30.0,
+            ..Default::default()
         }),
         ..Default::default()
     };

@@ -449,6 +449,7 @@ mod tests {
                 what: "it to be idle".into(),
                 since_s: 1.0,
                 at_most_s: 30.0,
+                ..Default::default()
             }),
             ..Default::default()
         };
@@ -465,6 +466,40 @@ mod tests {
         )
         .unwrap();
         assert_eq!(old.waiting, None);
+    }
+
+    /// Between stages the wait says what starts next and how it waits, and
+    /// travels beside the stage that ended; an earlier build's wait (no
+    /// `short`, no `next`) reads as the wait before the first stage.
+    #[test]
+    fn a_viewer_sees_the_wait_between_stages() {
+        let run = Snapshot {
+            elapsed_s: 9.0,
+            stage_number: 1,
+            stage: Some(crate::types::live::LiveStage {
+                name: "constant@30.00".into(),
+                ..Default::default()
+            }),
+            waiting: Some(crate::types::live::Waiting {
+                what: "it to finish what constant@30.00 left running".into(),
+                short: "waiting for it to be idle and fast again".into(),
+                next: "stage 2/3 constant@2.00".into(),
+                since_s: 3.0,
+                at_most_s: 30.0,
+            }),
+            ..Default::default()
+        };
+        let mut viewer = Snapshot::default();
+        through_the_socket(WireSnapshot::delta(&run, &mut Sent::default())).apply(&mut viewer);
+        assert_eq!(viewer.waiting, run.waiting);
+        assert_eq!(viewer.stage, run.stage);
+        let old: crate::types::live::Waiting =
+            serde_json::from_str(r#"{"what":"it to be idle","since_s":1.0,"at_most_s":30.0}"#)
+                .unwrap();
+        assert_eq!(
+            (old.next(), old.short()),
+            ("the first stage", "waiting for it to be idle")
+        );
     }
 
     #[test]

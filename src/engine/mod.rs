@@ -368,6 +368,11 @@ impl Engine {
         self
     }
 
+    /// The number in the run of the stage that starts next.
+    fn next_number(&self) -> usize {
+        self.ledger.finished.len() + self.finishing.len() + 1
+    }
+
     fn t(&self) -> f64 {
         self.run_start.elapsed().as_secs_f64()
     }
@@ -419,20 +424,25 @@ impl Engine {
             };
             // Planned stages start on a server that finished what earlier
             // stages left running; a rate change goes on at once.
-            if !spec.manual && !self.ledger.finished.is_empty() {
-                self.settle().await;
+            // Either wait is shown, and the operator's stop during it ends
+            // the run.
+            let waited = if !spec.manual && !self.ledger.finished.is_empty() {
+                self.settle(&spec, plan).await
             } else if self.ledger.finished.is_empty() && self.finishing.is_empty() {
-                if let Some(end) = self.settle_before_load().await {
-                    stop = Some(end);
-                    break;
-                }
+                self.settle_before_load().await
+            } else {
+                None
+            };
+            if let Some(end) = waited {
+                stop = Some(end);
+                break;
             }
             if let Some(route) = self.settings.reset_prefix_cache.clone() {
                 if !spec.manual {
                     self.reset_prefix_cache(&route, &spec.name).await;
                 }
             }
-            let number = self.ledger.finished.len() + self.finishing.len() + 1;
+            let number = self.next_number();
             self.ledger.rerun_next = rerun.as_ref().map(|s| PlannedStage {
                 name: s.name.clone(),
                 target_rate: s.strategy.target_rate(),
@@ -463,70 +473,6 @@ impl Engine {
             .or_else(|| plan.stopped_early().map(RunEnd::SweepStopped))
             .unwrap_or_default();
         self.result(end, partial)
-    }
-
-    /// Waits for a server still busy when the run starts (said in the
-    /// timeline only when it was), shown to the front ends as it goes; the
-    /// operator's stop during it ends the run (returned).
-    async fn settle_before_load(&mut self) -> Option<RunEnd> {
-        let timeout = self.settle_timeout()?;
-        let backend = self.backend.clone();
-        let wait = async move { settle::busy_before_load(backend.as_ref(), timeout).await };
-        let what = "it to be idle (its /metrics shows requests running or waiting)";
-        match self.shown_wait(what, timeout, wait).await {
-            Ok(Some(Some(s))) => self.note_settled(&s),
-            Ok(_) => {}
-            Err(end) => return Some(end),
-        }
-        None
-    }
-
-    /// The bound on a wait for the server to settle; None: do not wait.
-    fn settle_timeout(&self) -> Option<Duration> {
-        let timeout = self
-            .settings
-            .settle_timeout
-            .unwrap_or(settle::DEFAULT_TIMEOUT);
-        (!timeout.is_zero()).then_some(timeout)
-    }
-
-    /// A wait for the server, in the timeline.
-    fn note_settled(&mut self, s: &settle::Settled) {
-        let t_s = self.t();
-        self.ledger.timeline.push(TimelineEvent {
-            t_s,
-            event: EventKind::Settle,
-            detail: format!("waited {:.2} s: {}", s.waited_s, s.detail),
-            waited_s: Some(s.waited_s),
-        });
-    }
-
-    /// Waits for the server to finish what earlier stages left running.
-    async fn settle(&mut self) {
-        let Some(timeout) = self.settle_timeout() else {
-            return;
-        };
-        let reference_ttft = self
-            .ledger
-            .finished
-            .iter()
-            .rev()
-            .find(|s| s.strategy.is_synchronous() && s.requests.measured > 0)
-            .map(|s| s.ttft_ms.p50);
-        let after_queue = self
-            .ledger
-            .finished
-            .last()
-            .is_some_and(|s| s.left_a_queue());
-        let (prompts, seq) = (self.source.prompts.clone(), self.source.next_prompt);
-        let probe = move |k: u64| crate::data::for_request(&prompts, seq + k);
-        let pace = settle::Pace {
-            reference_ttft_ms: reference_ttft,
-            after_queue,
-        };
-        let s = settle::settle(self.backend.as_ref(), probe, pace, timeout).await;
-        self.source.next_prompt += s.probes;
-        self.note_settled(&s);
     }
 
     /// Empties the server's prefix cache before `stage`, so that it does

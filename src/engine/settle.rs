@@ -118,6 +118,45 @@ pub struct Pace {
     pub after_queue: bool,
 }
 
+/// A probe's TTFT at most this far from the synchronous stage's `reference`
+/// ms says the server has settled: 1.5 × + 20 ms.
+fn probe_limit_ms(reference: f64) -> f64 {
+    1.5 * reference + 20.0
+}
+
+/// What [`settle`] waits for after the stage `last`, as the front ends say
+/// it: a few words, and a phrase with how it tells (its `/metrics`, and
+/// probes when it has a synchronous TTFT to hold them to).
+pub fn waits_for(pace: &Pace, last: &str) -> (String, String) {
+    let idle = "its /metrics showing no request running or waiting";
+    let probe = |r: f64| {
+        format!(
+            "a probe's TTFT back under {:.0} ms (the synchronous stage's {r:.0} ms)",
+            probe_limit_ms(r)
+        )
+    };
+    match pace.reference_ttft_ms.filter(|r| *r > 0.0) {
+        Some(r) if pace.after_queue => (
+            "waiting for it to be idle and fast again".into(),
+            format!(
+                "it to finish the queue {last} left ({idle}, then {})",
+                probe(r)
+            ),
+        ),
+        Some(r) => (
+            "waiting for it to be idle".into(),
+            format!(
+                "it to finish what {last} left running ({idle}; without a /metrics, {})",
+                probe(r)
+            ),
+        ),
+        None => (
+            "waiting for it to be idle".into(),
+            format!("it to finish what {last} left running ({idle})"),
+        ),
+    }
+}
+
 /// Waits for the server to settle, at most `timeout`. Without a usable
 /// `/metrics`, or after a stage that left a queue, sends probes (`probe(k)`
 /// gives the k-th: each a fresh prompt, so no probe is served from the
@@ -230,7 +269,7 @@ async fn probe_until_settled(
     deadline: Instant,
     timeout: Duration,
 ) -> (String, bool, u64) {
-    let limit = 1.5 * reference + 20.0;
+    let limit = probe_limit_ms(reference);
     let mut probes = 0u64;
     // The first probe's TTFT: how slow the server still was.
     let mut first: Option<f64> = None;
@@ -284,6 +323,39 @@ async fn probe_until_settled(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wait_says_how_it_tells_the_server_settled() {
+        let after = |reference_ttft_ms, after_queue| {
+            waits_for(
+                &Pace {
+                    reference_ttft_ms,
+                    after_queue,
+                },
+                "constant@30.00",
+            )
+        };
+        let (short, what) = after(None, false);
+        assert_eq!(short, "waiting for it to be idle");
+        assert_eq!(
+            what,
+            "it to finish what constant@30.00 left running (its /metrics showing no request running or waiting)"
+        );
+        let (_, what) = after(Some(40.0), false);
+        assert!(
+            what.ends_with("without a /metrics, a probe's TTFT back under 80 ms (the synchronous stage's 40 ms))"),
+            "{what}"
+        );
+        let (short, what) = after(Some(40.0), true);
+        assert_eq!(short, "waiting for it to be idle and fast again");
+        assert!(
+            what.starts_with("it to finish the queue constant@30.00 left (")
+                && what.contains(", then a probe's TTFT back under 80 ms"),
+            "{what}"
+        );
+        // No reference: the queue is waited for on /metrics only.
+        assert_eq!(after(Some(0.0), true).0, "waiting for it to be idle");
+    }
 
     #[test]
     fn reads_running_and_waiting() {

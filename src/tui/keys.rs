@@ -266,6 +266,19 @@ impl App {
 
     /// Keys that change what is sent: the rate, a pause, the next stage.
     fn steer_key(&mut self, code: KeyCode) -> Option<Action> {
+        if let Some(w) = &self.snap.waiting {
+            // No stage runs while the run waits for the server: `n` ends
+            // the wait, the rest have nothing to steer.
+            let next = w.next().to_string();
+            if code == KeyCode::Char('n') {
+                self.say(format!("the wait skipped: {next} starts now"));
+                return Some(Action::Send(Control::Skip));
+            }
+            self.say(format!(
+                "no stage runs while llmsweep waits for the server: n starts {next} now, q stops"
+            ));
+            return None;
+        }
         match code {
             KeyCode::Char('+' | '=') => self.scale(1.1, "+10%"),
             KeyCode::Char('-' | '_') => self.scale(0.9, "−10%"),
@@ -739,6 +752,37 @@ mod tests {
         assert_eq!(scaled_streams(10.0, 1.1), 11.0);
         assert_eq!(scaled_streams(40.0, 1.1), 44.0);
         assert_eq!(scaled_streams(10.0, 0.9), 9.0);
+    }
+
+    /// Between stages, while the run waits for the server, `n` ends the
+    /// wait (even before the plan's last stage) and the steering keys
+    /// say why they do nothing: the snapshot's stage is the one that ended.
+    #[test]
+    fn during_a_wait_for_the_server_n_starts_the_next_stage() {
+        let mut a = with_stage(StrategyKind::Constant, Some(10.0), 9.5);
+        a.snap.upcoming.clear();
+        a.snap.stage_number = 3;
+        a.snap.waiting = Some(crate::types::live::Waiting {
+            what: "it to finish what constant@10.00 left running".into(),
+            next: "stage 3/3 constant@20.00".into(),
+            ..Default::default()
+        });
+        for k in ["+", "p", "*"] {
+            assert!(press(&mut a, k).is_empty(), "{k}");
+            assert!(
+                a.status_text()
+                    .unwrap()
+                    .contains("n starts stage 3/3 constant@20.00 now"),
+                "{:?}",
+                a.status_text()
+            );
+        }
+        assert_eq!(press(&mut a, "n"), vec![Action::Send(Control::Skip)]);
+        assert_eq!(a.confirm, None);
+        assert!(a
+            .status_text()
+            .unwrap()
+            .contains("stage 3/3 constant@20.00 starts now"));
     }
 
     #[test]

@@ -155,15 +155,26 @@ pub struct Snapshot {
     /// Seconds of stages the plan may still add (a sweep's budget for
     /// narrowing its answer), counted in the time left.
     pub may_add_s: f64,
-    /// Before the first stage: the run waits for the server; None otherwise.
+    /// Before a stage (the first, or a planned one after another): the run
+    /// waits for the server; None otherwise. Between stages the snapshot
+    /// keeps the stage that ended in `stage`, and `finished` holds it too.
     pub waiting: Option<Waiting>,
 }
 
-/// A wait for the server before the first stage, as the front ends show it.
+/// A wait for the server before a stage, as the front ends show it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Waiting {
     /// What the run waits for, in a phrase.
     pub what: String,
+    /// The wait in a few words (`waiting for it to be idle`); empty from a
+    /// run of an earlier build, which waited only for that.
+    #[serde(default)]
+    pub short: String,
+    /// What starts when the wait ends (`the first stage`, `stage 2/3
+    /// constant@2.00`); empty from a run of an earlier build, which waited
+    /// only before the first stage.
+    #[serde(default)]
+    pub next: String,
     /// When the wait began, seconds into the run (`elapsed_s` counts on).
     pub since_s: f64,
     /// The most it waits, seconds.
@@ -176,10 +187,28 @@ impl Waiting {
         (elapsed_s - self.since_s).max(0.0)
     }
 
-    /// The wait in words at `elapsed_s` into the run: how long so far, what.
+    /// What starts when the wait ends.
+    pub fn next(&self) -> &str {
+        match self.next.as_str() {
+            "" => "the first stage",
+            n => n,
+        }
+    }
+
+    /// The wait in a few words, for a header.
+    pub fn short(&self) -> &str {
+        match self.short.as_str() {
+            "" => "waiting for it to be idle",
+            s => s,
+        }
+    }
+
+    /// The wait in words at `elapsed_s` into the run: before what, how long
+    /// so far, what it waits for.
     pub fn words(&self, elapsed_s: f64) -> String {
         format!(
-            "checking the server before the first stage, {:.0} s of at most {:.0} s: waiting for {}",
+            "checking the server before {}, {:.0} s of at most {:.0} s: waiting for {}",
+            self.next(),
             self.waited_s(elapsed_s),
             self.at_most_s,
             self.what

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::format::{fit_line, fmt_duration};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
-use crate::types::live::{LiveStage, Snapshot};
+use crate::types::live::{LiveStage, Snapshot, Waiting};
 
 /// The running stage's clock: the engine's `elapsed_s`, which leaves out
 /// paused time, so it stops while paused; never past the stage's length.
@@ -173,10 +173,14 @@ fn run_line(app: &App, width: u16) -> Line<'static> {
 }
 
 /// The running stage: its name, target and clock, and its ramp, pause and
-/// verdict so far as badges; or the finished run.
+/// verdict so far as badges; the wait for the server before a stage; or
+/// the finished run.
 fn stage_line(app: &App, width: u16) -> Line<'static> {
     let th = app.theme();
     let snap = &app.snap;
+    if let (Some(w), None) = (&snap.waiting, &app.outcome) {
+        return before_a_stage(th, snap, w, width);
+    }
     match (&snap.stage, &app.outcome) {
         (_, Some(o)) => Line::from(vec![
             Span::styled(" run finished ", th.highlight()),
@@ -193,23 +197,25 @@ fn stage_line(app: &App, width: u16) -> Line<'static> {
         ]),
         (Some(st), None) => running_line(th, snap, st, width),
         (None, None) if snap.done => Line::styled(" run finished; writing reports…", th.title()),
-        (None, None) => before_the_first_stage(th, snap),
+        (None, None) => Line::styled(" starting…", th.dim()),
     }
 }
 
-/// Before the first stage: starting, or checking the server and for how
-/// long so far.
-fn before_the_first_stage(th: &Theme, snap: &Snapshot) -> Line<'static> {
-    match &snap.waiting {
-        Some(w) => Line::styled(
-            format!(
-                " checking the server: waiting for it to be idle · {:.0} s",
-                w.waited_s(snap.elapsed_s)
-            ),
-            th.highlight(),
-        ),
-        None => Line::styled(" starting…", th.dim()),
+/// Before a stage, the wait for the server: what it waits for in a few
+/// words, for how long so far, and what starts next (left out first when
+/// `width` is short). The stage that ended is among the finished.
+fn before_a_stage(th: &Theme, snap: &Snapshot, w: &Waiting, width: u16) -> Line<'static> {
+    let wait = format!(
+        " checking the server: {} · {:.0} s",
+        w.short(),
+        w.waited_s(snap.elapsed_s)
+    );
+    let then = format!(" · then {}", w.next());
+    let mut line = Line::from(vec![Span::styled(wait, th.highlight())]);
+    if line.width() + then.chars().count() <= width as usize {
+        line.spans.push(Span::styled(then, th.text()));
     }
+    line
 }
 
 /// The running stage's line, its badges after it, `width` columns at most

@@ -39,7 +39,9 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let th = app.theme();
-    let title = if app.snap.paused {
+    let title = if app.snap.waiting.is_some() {
+        " now (waiting for the server) "
+    } else if app.snap.paused {
         " now (paused) "
     } else {
         " now (last second) "
@@ -47,7 +49,14 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let block = th.panel(title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let Some(st) = &app.snap.stage else {
+    // A wait for the server before a stage goes first: between stages the
+    // snapshot still holds the stage that ended.
+    let stage = app
+        .snap
+        .stage
+        .as_ref()
+        .filter(|_| app.snap.waiting.is_none());
+    let Some(st) = stage else {
         let text = match &app.snap.waiting {
             Some(w) => waiting_text(w, app.snap.elapsed_s),
             None => "waiting for the first stage…".to_string(),
@@ -402,12 +411,13 @@ fn client_lag(th: &Theme, c: &ClientCheck) -> Line<'static> {
     Line::from(spans)
 }
 
-/// Before the first stage, the wait for the server in words: what, for how
-/// long so far, and what the keys do.
+/// Before a stage, the wait for the server in words: what, for how long so
+/// far, what starts next, and what the keys do.
 pub fn waiting_text(w: &crate::types::live::Waiting, elapsed_s: f64) -> String {
     format!(
-        "{} · n: start the first stage now · q: stop",
-        w.words(elapsed_s)
+        "{} · n: start {} now · q: stop",
+        w.words(elapsed_s),
+        w.next()
     )
 }
 

@@ -150,7 +150,14 @@ pub(super) fn running_label(snap: &Snapshot) -> Option<crate::types::StageLabel>
 pub(super) fn table_rows(app: &App) -> Vec<StageRow> {
     let mut rows = report_rows(&app.snap.finished);
     with_changes(&mut rows, &app.baseline_changes);
-    if let (Some(st), Some(mut label)) = (&app.snap.stage, running_label(&app.snap)) {
+    // Between stages, while the run waits for the server, the stage that
+    // ended is among the finished: no running row.
+    let running = app
+        .snap
+        .stage
+        .as_ref()
+        .filter(|_| app.snap.waiting.is_none());
+    if let (Some(st), Some(mut label)) = (running, running_label(&app.snap)) {
         let mut row = StageRow::live(st);
         // The GPUs' power so far, from the GPU panel's readings since the
         // stage started (its cost waits for the stage's end).
