@@ -739,3 +739,81 @@ async fn the_wait_for_a_busy_server_is_shown_and_a_stop_ends_it() {
     assert!(h.snapshots.borrow().waiting.is_none());
     sim.shutdown().await;
 }
+
+/// Between stages the wait for the server is shown beside the stage that
+/// ended (what starts next, its clock running), and a stop during it ends
+/// the run at once with what was measured: it used to be read only once
+/// the wait was over (20 s here), by the next stage, which started first.
+#[tokio::test]
+async fn the_wait_between_stages_is_shown_and_a_stop_ends_it() {
+    let _serial = SERIAL.lock().await;
+    // As above: 40 cut requests of 200 tokens the server finishes anyway,
+    // about 20 s of work.
+    let mut cfg = model(10.0, 0.0, 4);
+    cfg.params.finish_cancelled = true;
+    let sim = start_sim(cfg).await;
+    let flood = stage(
+        Strategy::Throughput {
+            max_concurrency: 40,
+        },
+        secs(0.5),
+    );
+    let mut h = spawn_run(
+        &sim.url(),
+        vec![flood, stage(Strategy::Synchronous, secs(1.0))],
+        "prompt_tokens=8,output_tokens=200,samples=200",
+        RunSettings {
+            settle_timeout: Some(Duration::from_secs(120)),
+            ..settings()
+        },
+    );
+    wait_for(&mut h.snapshots, Duration::from_secs(30), |s| {
+        s.waiting.is_some() && !s.finished.is_empty()
+    })
+    .await;
+    let first = h.snapshots.borrow().clone();
+    let w = first.waiting.clone().unwrap();
+    assert_eq!(w.next, "stage 2/2 synchronous", "{w:?}");
+    assert!(
+        w.what
+            .starts_with("it to finish what throughput left running")
+            && w.what.contains("/metrics")
+            && w.at_most_s == 120.0,
+        "{w:?}"
+    );
+    assert_eq!(
+        first.stage.as_ref().map(|s| s.name.as_str()),
+        Some("throughput")
+    );
+    wait_for(&mut h.snapshots, Duration::from_secs(30), |s| {
+        s.elapsed_s >= first.elapsed_s + 0.4 && s.waiting.is_some()
+    })
+    .await;
+    let stopped_at = std::time::Instant::now();
+    h.control
+        .send(Control::Stop {
+            reason: "quit (q)".into(),
+        })
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), h.run)
+        .await
+        .expect("the stop ends the wait, not the server's work")
+        .unwrap();
+    assert!(stopped_at.elapsed() < Duration::from_secs(10));
+    let names: Vec<&str> = result.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["throughput"], "no stage started after the stop");
+    assert!(
+        result.stages[0].requests.sent >= 40,
+        "{:?}",
+        result.stages[0].requests
+    );
+    assert!(result.partial);
+    assert!(
+        matches!(&result.end_reason, RunEnd::Stopped(r) if r == "quit (q)"),
+        "{:?}",
+        result.end_reason
+    );
+    let last = h.snapshots.borrow().clone();
+    assert!(last.done && last.waiting.is_none());
+    sim.shutdown().await;
+}

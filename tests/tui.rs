@@ -1711,7 +1711,7 @@ fn the_wait_for_a_busy_server_before_the_first_stage_is_shown() {
         let s = render(&app, w, h);
         assert_has(
             &s,
-            &["checking the server: waiting for it to be idle · 12 s"],
+            &["checking the server: waiting for it to be idle · 12 s · then the first stage"],
         );
         // The now panel's text, its lines joined: the first box's inside.
         let panel = s
@@ -1734,4 +1734,83 @@ fn the_wait_for_a_busy_server_before_the_first_stage_is_shown() {
         }
         assert!(!s.contains("starting…"), "{s}");
     }
+}
+
+/// Between stages the run waits for the server: the screen says so beside
+/// the stages measured (the one that ended among the finished, no row
+/// running), what starts next, and its clock runs. It used to show the
+/// stage that ended as still running, its clock frozen, for as long as
+/// the wait.
+#[test]
+fn the_wait_for_the_server_between_stages_is_shown() {
+    let mut app = golden_app();
+    let mut ended = sweep_stages()[6].clone();
+    ended.name = "constant@34.16".into();
+    ended.number = 8;
+    ended.target_rate = Some(34.16);
+    let mut finished = sweep_stages();
+    finished.push(ended);
+    app.snap.finished = Arc::new(finished);
+    app.snap.stage.as_mut().unwrap().elapsed_s = 10.0;
+    app.snap.elapsed_s = 87.4;
+    app.snap.waiting = Some(llmsweep::types::live::Waiting {
+        what: "it to finish what constant@34.16 left running (its /metrics showing no request running or waiting)".into(),
+        short: "waiting for it to be idle".into(),
+        next: "stage 9/10 constant@39.72".into(),
+        since_s: 80.0,
+        at_most_s: 30.0,
+    });
+    for (w, h) in [(160, 48), (120, 36), (80, 24)] {
+        let s = render(&app, w, h);
+        let l = lines(&s);
+        assert!(
+            l[1].contains("checking the server: waiting for it to be idle · 7 s"),
+            "{w}x{h}: {}",
+            l[1]
+        );
+        if w >= 120 {
+            assert!(
+                l[1].ends_with("· then stage 9/10 constant@39.72"),
+                "{}",
+                l[1]
+            );
+        }
+        assert!(!s.contains("8/10 constant@34.16"), "no stage runs:\n{s}");
+        assert!(!s.contains("▶constant@34.16"), "no stage runs:\n{s}");
+        if w < 120 {
+            continue;
+        }
+        assert_has(&s, &["now (waiting for the server)", "constant@39.72"]);
+        // The now panel's text, its lines joined: the first box's inside.
+        let panel = s
+            .lines()
+            .filter_map(|l| l.strip_prefix('│'))
+            .filter_map(|l| l.split('│').next())
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ");
+        for words in [
+            "checking the server before stage 9/10 constant@39.72, 7 s of at most 30 s",
+            "waiting for it to finish what constant@34.16 left running",
+            "n: start stage 9/10 constant@39.72 now",
+            "q: stop",
+        ] {
+            assert!(
+                panel.contains(words),
+                "{words:?} not in the now panel at {w}x{h}: {panel:?}\n{s}"
+            );
+        }
+        // The stage that ended is a finished row, measured.
+        let row = l
+            .iter()
+            .find(|r| r.contains("constant@34.16 ") && r.starts_with("│"))
+            .unwrap_or_else(|| panic!("no finished row for constant@34.16:\n{s}"));
+        assert!(row.contains("34.16"), "{row}");
+    }
+    // Its clock runs.
+    app.snap.elapsed_s = 90.6;
+    assert_has(
+        &render(&app, 160, 48),
+        &["waiting for it to be idle · 11 s · then stage 9/10"],
+    );
 }

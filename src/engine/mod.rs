@@ -422,18 +422,9 @@ impl Engine {
                     None => break,
                 }
             };
-            // Planned stages start on a server that finished what earlier
-            // stages left running; a rate change goes on at once.
-            // Either wait is shown, and the operator's stop during it ends
-            // the run.
-            let waited = if !spec.manual && !self.ledger.finished.is_empty() {
-                self.settle(&spec, plan).await
-            } else if self.ledger.finished.is_empty() && self.finishing.is_empty() {
-                self.settle_before_load().await
-            } else {
-                None
-            };
-            if let Some(end) = waited {
+            // The wait for the server before it, shown; the operator's stop
+            // during it ends the run.
+            if let Some(end) = self.wait_before(&spec, plan).await {
                 stop = Some(end);
                 break;
             }

@@ -107,10 +107,28 @@ impl Engine {
 }
 
 impl Engine {
+    /// Before the stage `next`: planned stages start on a server that
+    /// finished what earlier stages left running (a rate change goes on at
+    /// once), the first on one no longer busy. The run's end when the
+    /// operator stopped it during the wait.
+    pub(super) async fn wait_before(
+        &mut self,
+        next: &StageSpec,
+        plan: &dyn Plan,
+    ) -> Option<RunEnd> {
+        if !next.manual && !self.ledger.finished.is_empty() {
+            self.settle(next, plan).await
+        } else if self.ledger.finished.is_empty() && self.finishing.is_empty() {
+            self.settle_before_load().await
+        } else {
+            None
+        }
+    }
+
     /// Waits for a server still busy when the run starts (said in the
     /// timeline only when it was), shown to the front ends as it goes; the
     /// operator's stop during it ends the run (returned).
-    pub(super) async fn settle_before_load(&mut self) -> Option<RunEnd> {
+    async fn settle_before_load(&mut self) -> Option<RunEnd> {
         let timeout = self.settle_timeout()?;
         let backend = self.backend.clone();
         let wait = async move { settle::busy_before_load(backend.as_ref(), timeout).await };
@@ -132,7 +150,7 @@ impl Engine {
     /// what earlier stages left running, shown to the front ends as it goes
     /// (the stages' table, the wait and its clock, what starts next); the
     /// operator's skip ends the wait, a stop ends the run (returned).
-    pub(super) async fn settle(&mut self, next: &StageSpec, plan: &dyn Plan) -> Option<RunEnd> {
+    async fn settle(&mut self, next: &StageSpec, plan: &dyn Plan) -> Option<RunEnd> {
         let timeout = self.settle_timeout()?;
         let reference_ttft = self
             .ledger
