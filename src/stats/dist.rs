@@ -51,6 +51,19 @@ impl Dist {
         let _ = self.h.add(&other.h);
     }
 
+    /// This distribution with the values of `out` (which it holds: they
+    /// were recorded here too) taken out and those of `by` put in.
+    pub fn replaced(&self, out: &Dist, by: &Dist) -> Dist {
+        let mut d = self.clone();
+        if !out.is_empty() {
+            // Same bounds, and every value of `out` was recorded in `self`
+            // as well: the counts cannot go below zero.
+            let _ = d.h.subtract(&out.h);
+        }
+        d.add(by);
+        d
+    }
+
     /// Value at quantile `q` (0..=1), in ms; 0 when empty.
     pub fn quantile_ms(&self, q: f64) -> f64 {
         if self.h.is_empty() {

@@ -14,13 +14,22 @@ use crate::types::{DistSummary, OutputLengths, Reasoning, StageReport, StageWarn
 /// Lengths or counts that differ by more than this share get a warning.
 pub const LENGTH_TOLERANCE: f64 = 0.05;
 
+/// TTFAT and answer ITL are a request's TTFT and ITL unless it thought or
+/// streamed a chunk of no token (what [`plain`] tells), which is nearly
+/// every request: those are not recorded twice. The stage's distributions
+/// are its TTFT and ITL with the other requests' TTFT and ITL taken out and
+/// their TTFAT and answer ITL put in ([`AnswerStats::reasoning`]).
 #[derive(Debug, Default)]
 pub struct AnswerStats {
     measured: u64,
     thinking_requests: u64,
     ttfrt: Dist,
+    /// Of the requests that are not plain: TTFAT, and their TTFT.
     ttfat: Dist,
+    ttft_of_others: Dist,
+    /// Of the requests that are not plain: answer ITL, and their ITL.
     answer_itl: Dist,
+    itl_of_others: Dist,
     reasoning_total: u64,
     answer_total: u64,
     reasoning_source: BTreeMap<String, u64>,
@@ -32,11 +41,19 @@ impl AnswerStats {
     /// A completed request inside the measured window.
     pub fn on_measured(&mut self, r: &RequestRecord) {
         self.measured += 1;
-        if let Some(t) = metrics::ttfat_us(r) {
-            self.ttfat.record_us(t);
-        }
-        for (gap, k) in metrics::answer_itl_gaps(r) {
-            self.answer_itl.record_us_n(gap, k);
+        if !plain(r) {
+            if let Some(t) = metrics::ttfat_us(r) {
+                self.ttfat.record_us(t);
+            }
+            if let Some(t) = metrics::ttft_us(r) {
+                self.ttft_of_others.record_us(t);
+            }
+            for (gap, k) in metrics::answer_itl_gaps(r) {
+                self.answer_itl.record_us_n(gap, k);
+            }
+            for (gap, k) in metrics::itl_gaps(r) {
+                self.itl_of_others.record_us_n(gap, k);
+            }
         }
         self.reasoning_total += r.reasoning_tokens();
         self.answer_total += r.answer_tokens();
@@ -70,8 +87,14 @@ impl AnswerStats {
         }
     }
 
-    /// The stage's reasoning figures, when any measured request thought.
-    pub fn reasoning(&self, summary: impl Fn(&Dist) -> DistSummary) -> Option<Reasoning> {
+    /// The stage's reasoning figures, when any measured request thought;
+    /// `ttft` and `itl` are the stage's, over the same requests.
+    pub fn reasoning(
+        &self,
+        ttft: &Dist,
+        itl: &Dist,
+        summary: impl Fn(&Dist) -> DistSummary,
+    ) -> Option<Reasoning> {
         if self.thinking_requests == 0 {
             return None;
         }
@@ -79,8 +102,8 @@ impl AnswerStats {
         Some(Reasoning {
             requests: self.thinking_requests,
             ttfrt_ms: summary(&self.ttfrt),
-            ttfat_ms: summary(&self.ttfat),
-            answer_itl_ms: summary(&self.answer_itl),
+            ttfat_ms: summary(&self.ttfat(ttft)),
+            answer_itl_ms: summary(&self.answer_itl(itl)),
             reasoning_tokens_total: self.reasoning_total,
             answer_tokens_total: self.answer_total,
             reasoning_tokens_mean: self.reasoning_total as f64 / n,
@@ -96,17 +119,38 @@ impl AnswerStats {
         (l.requested_requests > 0 || l.counted_requests > 0).then(|| l.clone())
     }
 
-    /// Histograms for the report (only when the stage thought).
-    pub fn histograms(&self) -> Vec<(&'static str, &Dist)> {
+    /// TTFAT over every measured request: `ttft`, the stage's, with the
+    /// requests that were not plain in their TTFAT instead.
+    fn ttfat(&self, ttft: &Dist) -> Dist {
+        ttft.replaced(&self.ttft_of_others, &self.ttfat)
+    }
+
+    /// Answer ITL over every measured request: `itl`, the stage's, with
+    /// the requests that were not plain in their answer ITL instead.
+    fn answer_itl(&self, itl: &Dist) -> Dist {
+        itl.replaced(&self.itl_of_others, &self.answer_itl)
+    }
+
+    /// Histograms for the report (only when the stage thought); `ttft` and
+    /// `itl` are the stage's.
+    pub fn histograms(&self, ttft: &Dist, itl: &Dist) -> Vec<(&'static str, Dist)> {
         if self.thinking_requests == 0 {
             return Vec::new();
         }
         vec![
-            ("ttfrt_us", &self.ttfrt),
-            ("ttfat_us", &self.ttfat),
-            ("answer_itl_us", &self.answer_itl),
+            ("ttfrt_us", self.ttfrt.clone()),
+            ("ttfat_us", self.ttfat(ttft)),
+            ("answer_itl_us", self.answer_itl(itl)),
         ]
     }
+}
+
+/// A request whose TTFAT is its TTFT and whose answer ITL is its ITL: no
+/// thinking streamed, and every chunk kept carries a token (a chunk of none,
+/// which `finish_with_thinking` may leave, counts as one gap in ITL and as
+/// none in answer ITL).
+fn plain(r: &RequestRecord) -> bool {
+    r.thinking.iter().all(|&t| t == 0) && r.chunks.iter().all(|c| c.1 > 0)
 }
 
 /// `a` against `b` as a signed share of `b` (+0.25: a is 25 % more).
@@ -176,15 +220,34 @@ mod tests {
         }
     }
 
+    /// The stage's TTFT and ITL as `Latencies` records them.
+    fn stage_dists(rs: &[RequestRecord]) -> (Dist, Dist) {
+        let (mut ttft, mut itl) = (Dist::default(), Dist::default());
+        for r in rs {
+            if let Some(t) = metrics::ttft_us(r) {
+                ttft.record_us(t);
+            }
+            for (gap, k) in metrics::itl_gaps(r) {
+                itl.record_us_n(gap, k);
+            }
+        }
+        (ttft, itl)
+    }
+
     #[test]
     fn reasoning_appears_only_when_a_request_thought() {
         let mut a = AnswerStats::default();
-        a.on_measured(&rec(vec![], None));
-        assert!(a.reasoning(|d| d.summary(&[])).is_none());
-        assert!(a.histograms().is_empty());
-        a.on_measured(&rec(vec![1, 1, 0, 0], Some(2)));
-        a.on_measured(&rec(vec![1, 1, 1, 1], None));
-        let r = a.reasoning(|d| d.summary(&[])).unwrap();
+        let mut rs = vec![rec(vec![], None)];
+        a.on_measured(&rs[0]);
+        let (ttft, itl) = stage_dists(&rs);
+        assert!(a.reasoning(&ttft, &itl, |d| d.summary(&[])).is_none());
+        assert!(a.histograms(&ttft, &itl).is_empty());
+        rs.push(rec(vec![1, 1, 0, 0], Some(2)));
+        rs.push(rec(vec![1, 1, 1, 1], None));
+        a.on_measured(&rs[1]);
+        a.on_measured(&rs[2]);
+        let (ttft, itl) = stage_dists(&rs);
+        let r = a.reasoning(&ttft, &itl, |d| d.summary(&[])).unwrap();
         assert_eq!(r.requests, 2);
         assert_eq!((r.reasoning_tokens_total, r.answer_tokens_total), (6, 6));
         assert_eq!(r.reasoning_source["usage"], 1);
@@ -196,6 +259,63 @@ mod tests {
         let l = a.lengths().unwrap();
         assert_eq!((l.requested_total, l.received_total), (12, 12));
         assert_eq!((l.server_total, l.client_total), (12, 12));
+    }
+
+    /// TTFAT and answer ITL are taken from TTFT and ITL for the plain
+    /// requests: the stage's figures are what recording every request's
+    /// own would give, whatever the mix (plain, thinking, a chunk of no
+    /// token, nothing at all).
+    #[test]
+    fn answer_figures_are_every_request_s_own() {
+        let t0 = Instant::now();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        let shaped = |gaps_us: &[u64], tokens: &[u32], thinking: Vec<u32>| RequestRecord {
+            ended_at: at(gaps_us.iter().sum::<u64>() + 5_000),
+            chunks: gaps_us
+                .iter()
+                .scan(0, |t, g| {
+                    *t += g;
+                    Some(*t)
+                })
+                .zip(tokens)
+                .map(|(t, &k)| (at(t), k))
+                .collect(),
+            output_tokens: tokens.iter().map(|&k| u64::from(k)).sum(),
+            outcome: RequestOutcome::Completed,
+            thinking,
+            ..RequestRecord::sent(t0, t0, 1)
+        };
+        let rs = vec![
+            shaped(&[12_000, 8_000, 9_000, 30_000], &[1, 1, 2, 1], vec![]),
+            shaped(&[15_000, 7_000, 7_500], &[1, 1, 1], vec![1, 1, 0]),
+            shaped(&[9_000, 4_000, 6_000, 11_000], &[1, 0, 1, 3], vec![]),
+            shaped(&[], &[], vec![]),
+            shaped(&[40_000, 2_000], &[2, 1], vec![2, 0]),
+            shaped(&[11_000, 9_000, 9_000], &[1, 1, 1], vec![]),
+        ];
+        let mut a = AnswerStats::default();
+        let (mut ttfat, mut answer_itl) = (Dist::default(), Dist::default());
+        for r in &rs {
+            a.on_measured(r);
+            if let Some(t) = metrics::ttfat_us(r) {
+                ttfat.record_us(t);
+            }
+            for (gap, k) in metrics::answer_itl_gaps(r) {
+                answer_itl.record_us_n(gap, k);
+            }
+        }
+        let (ttft, itl) = stage_dists(&rs);
+        let got: BTreeMap<_, _> = a.histograms(&ttft, &itl).into_iter().collect();
+        assert_eq!(got["ttfat_us"].encode(), ttfat.encode());
+        assert_eq!(got["answer_itl_us"].encode(), answer_itl.encode());
+        let qs = [0.5, 0.9, 0.99];
+        let r = a.reasoning(&ttft, &itl, |d| d.summary(&qs)).unwrap();
+        assert_eq!(r.ttfat_ms, ttfat.summary(&qs));
+        assert_eq!(r.answer_itl_ms, answer_itl.summary(&qs));
+        // Not the stage's TTFT and ITL: the thinking and the empty chunk
+        // change them.
+        assert_ne!(r.ttfat_ms, ttft.summary(&qs));
+        assert_ne!(r.answer_itl_ms, itl.summary(&qs));
     }
 
     #[test]

@@ -68,9 +68,22 @@ impl Latencies {
             ("queue_us", &self.queue),
         ]
         .into_iter()
-        .chain(self.answer.histograms())
         .map(|(k, d)| (k.to_string(), d.encode()))
+        .chain(
+            self.answer
+                .histograms(&self.ttft, &self.itl)
+                .into_iter()
+                .map(|(k, d)| (k.to_string(), d.encode())),
+        )
         .collect()
+    }
+
+    /// The stage's reasoning figures, when any measured request thought.
+    pub(super) fn reasoning(
+        &self,
+        summary: impl Fn(&Dist) -> crate::types::DistSummary,
+    ) -> Option<crate::types::Reasoning> {
+        self.answer.reasoning(&self.ttft, &self.itl, summary)
     }
 
     /// The requests that met the SLOs, per second of `measured_s` and as a

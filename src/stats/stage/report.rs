@@ -136,7 +136,7 @@ impl StageStats {
             paused_s: paused.as_secs_f64(),
             pauses: self.clock.pauses() as u32,
             client: self.client_check(),
-            reasoning: self.latencies.answer.reasoning(summary),
+            reasoning: self.latencies.reasoning(summary),
             output_lengths: self.latencies.answer.lengths(),
             models: self
                 .models
