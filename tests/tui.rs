@@ -1777,6 +1777,16 @@ fn the_wait_for_the_server_between_stages_is_shown() {
         }
         assert!(!s.contains("8/10 constant@34.16"), "no stage runs:\n{s}");
         assert!(!s.contains("▶constant@34.16"), "no stage runs:\n{s}");
+        // The footer offers what works while nothing runs: no steering.
+        let footer = l.last().unwrap();
+        assert!(
+            footer.contains("n start it now") && footer.contains("q quit"),
+            "{w}x{h}: {footer}"
+        );
+        assert!(
+            !footer.contains("next stage") && !footer.contains("pause"),
+            "{w}x{h}: {footer}"
+        );
         if w < 120 {
             continue;
         }

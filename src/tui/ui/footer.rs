@@ -10,6 +10,20 @@ use super::format::fit_line;
 use crate::tui::app::App;
 use crate::types::{Steers, StrategyKind};
 
+/// Footer entries while the run waits for the server: no stage runs, so
+/// nothing can be steered; `n` ends the wait.
+pub fn waiting_keys() -> Vec<(&'static str, &'static str, u8)> {
+    vec![
+        ("n", "start it now", 1),
+        ("e", "export", 6),
+        ("m", "chart", 7),
+        ("t", "theme", 8),
+        ("Tab", "view", 1),
+        ("q", "quit", 0),
+        ("?", "help", 0),
+    ]
+}
+
 /// Footer entries: (key, what it does), in display order, with a priority
 /// (lower stays longer). `q` and `?` are always kept.
 pub fn footer_keys(
@@ -83,6 +97,8 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
         ]
     } else if app.confirm.is_some() {
         vec![("y", "yes"), ("n", "no (any other key)")]
+    } else if app.snap.waiting.is_some() {
+        fit_footer(waiting_keys(), area.width)
     } else {
         fit_footer(footer_keys(app.stage_kind(), app.snap.paused), area.width)
     };
