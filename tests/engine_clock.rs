@@ -710,3 +710,51 @@ async fn n_during_the_wait_between_stages_starts_the_next_stage_after_the_probes
     let unique: std::collections::HashSet<_> = bodies.iter().collect();
     assert_eq!(unique.len(), bodies.len(), "{bodies:?}");
 }
+
+/// Seen: `e` 2 s into a pause exported the running stage as it stood half
+/// a second before the pause: no paused_s, no "paused" in its label, 33 of
+/// the 48 sent completed (the 15 in flight ended during the pause, which
+/// the export left out), while the timeline beside it said "pause". The
+/// stage so far (what an export writes and the stage table's running row
+/// shows) goes on being computed while paused.
+#[tokio::test(start_paused = true)]
+async fn the_stage_so_far_during_a_pause_says_so_and_counts_what_ended_in_it() {
+    // Requests of 1.1 s at 10 req/s: 11 in flight at the pause (4.5 s in),
+    // all ended 1.1 s later.
+    let mut r = start(
+        Scripted::fixed(100, 10, 101),
+        one(Strategy::Constant { rate: 10.0 }, 8.0),
+    );
+    sleep(Duration::from_millis(4500)).await;
+    r.control.send(Control::Pause).unwrap();
+    sleep(Duration::from_secs(3)).await;
+    let snap = r.snapshots.borrow_and_update().clone();
+    assert!(snap.paused);
+    let st = snap.stage.as_ref().unwrap();
+    assert_eq!(st.in_flight, 0, "{st:?}");
+    let so_far = st.so_far.as_ref().expect("the stage so far");
+    assert_eq!(
+        so_far.requests.completed, st.counts.completed,
+        "the stage so far counts what ended during the pause"
+    );
+    assert_eq!(so_far.requests.completed, so_far.requests.sent);
+    // Computed once a second: 3 s into the pause, at least 2 s of it.
+    assert!(so_far.paused_s >= 2.0, "paused_s {}", so_far.paused_s);
+    assert_eq!(so_far.pauses, 1);
+    // The stage clock stood still from the pause on.
+    assert!(
+        (so_far.duration_s - 4.5).abs() <= 0.3,
+        "duration {}",
+        so_far.duration_s
+    );
+    // What `e` writes now names the stage paused.
+    let exported = llmsweep::report::export::with_running_stage(&snap);
+    let last = exported.last().unwrap();
+    let label = llmsweep::types::StageLabel::of(last, 1).to_string();
+    assert_eq!(label, "constant@10.00 (running, so far) paused");
+    r.control.send(Control::Resume).unwrap();
+    let res = r.handle.await.unwrap();
+    let s = &res.stages[0];
+    assert_eq!(s.pauses, 1);
+    assert!((s.paused_s - 3.0).abs() < 0.3, "{}", s.paused_s);
+}

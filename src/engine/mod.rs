@@ -257,6 +257,9 @@ struct StageRun {
     started: u64,
     ticks: tokio::time::Interval,
     next_second: Instant,
+    /// When the stage so far was last computed (a second closed, or a
+    /// second of a pause passed).
+    so_far_at: Option<Instant>,
     /// Requests sent since the loop last looked at other events.
     burst: u32,
     /// The cap held requests back when the loop last looked.

@@ -177,6 +177,7 @@ impl Engine {
             started: 0,
             ticks,
             next_second: start + Duration::from_secs(1),
+            so_far_at: None,
             burst: 0,
             held_by_cap: false,
             timer: Box::pin(tokio::time::sleep_until(start)),
@@ -464,9 +465,20 @@ impl Engine {
         due: Option<Instant>,
     ) -> Option<StageEnd> {
         let now = Instant::now();
-        if run.d.paused_at.is_some() {
+        if let Some(paused_at) = run.d.paused_at {
             // The stage clock stands still: no points for paused seconds.
             run.next_second = now + Duration::from_secs(1);
+            // The stage so far all the same, once a second: it is what an
+            // export (`e`) writes, and requests in flight go on ending.
+            // Seen: exported 2 s into a pause, the stage said nothing of
+            // it (no paused_s, 33 of the 48 sent completed, as 0.5 s
+            // before the pause) while the timeline said it was paused.
+            if run
+                .so_far_at
+                .is_none_or(|t| t <= paused_at || now >= t + Duration::from_secs(1))
+            {
+                self.refresh_so_far(run, spec, now);
+            }
         } else if let (Some(rate), Some(due)) = (run.judged_rate, due) {
             // Requests due that a cap (or a late client) holds
             // back are backlog too: the verdict sees them.
@@ -510,14 +522,21 @@ impl Engine {
         now: Instant,
     ) -> Option<String> {
         self.observe_self(&mut run.stats);
+        self.refresh_so_far(run, spec, now);
+        let (verdict, guard) = run.stats.live_verdict(now, run.judged_rate);
+        self.live.live_warning = verdict::live_warning(verdict.as_ref());
+        guard
+    }
+
+    /// The stage so far, as of `now`: what the stage table's running row,
+    /// a relative rate key and an export (`e`) read.
+    fn refresh_so_far(&mut self, run: &mut StageRun, spec: &StageSpec, now: Instant) {
         self.live.so_far = Some(Arc::new(run.stats.so_far(
             now,
             spec.name.clone(),
             spec.strategy.kind(),
             spec.strategy.target_rate(),
         )));
-        let (verdict, guard) = run.stats.live_verdict(now, run.judged_rate);
-        self.live.live_warning = verdict::live_warning(verdict.as_ref());
-        guard
+        run.so_far_at = Some(now);
     }
 }

@@ -28,9 +28,10 @@ impl StageClock {
         self.paused_since.is_some()
     }
 
-    /// How many pauses have ended.
+    /// How many pauses, the one going on included (a stage so far,
+    /// exported during a pause, is a paused stage).
     pub(super) fn pauses(&self) -> usize {
-        self.pauses.len()
+        self.pauses.len() + usize::from(self.paused_since.is_some())
     }
 
     /// The clock stops at `now`; false if it already stood.
@@ -115,6 +116,7 @@ mod tests {
         let mut c = StageClock::new(t0);
         assert!(c.pause(s(2)));
         assert!(!c.pause(s(3)), "a second pause while paused is no pause");
+        assert_eq!(c.pauses(), 1, "the pause going on counts");
         assert_eq!(c.segment_of(s(3)), None);
         assert_eq!(c.resume(s(5)), Some(Duration::from_secs(3)));
         assert_eq!(c.resume(s(6)), None);
