@@ -758,3 +758,49 @@ async fn the_stage_so_far_during_a_pause_says_so_and_counts_what_ended_in_it() {
     assert_eq!(s.pauses, 1);
     assert!((s.paused_s - 3.0).abs() < 0.3, "{}", s.paused_s);
 }
+
+/// Seen: `*` on constant@19.85, then `/` 1.5 s later: the stage table,
+/// report.md, report.html and the console showed `constant@39.69 (manual)
+/// cut` at 11.83 req/s "achieved" (36 completions over its 3.04 s, sending
+/// and run-on) against its 39.69, while report.csv's completed_per_s said 0
+/// and its verdict said answers never flowed once the pipeline had filled.
+/// A stage whose answers all came after it stopped sending has no achieved
+/// rate: its row says `-`, as for no data.
+#[tokio::test(start_paused = true)]
+async fn a_stage_stopped_before_its_first_answer_has_no_achieved_rate() {
+    // Requests of 2.5 s; the rate changes 1.5 s in: every answer of the
+    // first stage comes after it stopped sending.
+    let r = start(
+        Scripted::fixed(500, 100, 21),
+        one(Strategy::Constant { rate: 40.0 }, 10.0),
+    );
+    sleep(Duration::from_millis(1500)).await;
+    r.control.send(Control::ScaleRate(0.5)).unwrap();
+    sleep(Duration::from_millis(4000)).await;
+    r.control
+        .send(Control::Stop {
+            reason: "test".into(),
+        })
+        .unwrap();
+    let res = r.handle.await.unwrap();
+    let cut = by_name(&res, "constant@40.00");
+    assert_eq!(
+        cut.requests.completed, cut.requests.sent,
+        "{:?}",
+        cut.requests
+    );
+    assert!(cut.requests.completed >= 50, "{:?}", cut.requests);
+    assert_eq!(cut.rates.steady_s, 0.0, "{:?}", cut.rates);
+    assert!(cut.rates.requests_per_s > 0.0, "{:?}", cut.rates);
+    assert_eq!(cut.rates.achieved_rate(), None, "{:?}", cut.rates);
+    let row =
+        llmsweep::report::stage_table::StageRow::of(cut, &llmsweep::types::StageLabel::of(cut, 1));
+    assert_eq!(row.rps, None, "the row's achieved rate");
+    // The manual stage that followed answered while it sent: it has one.
+    let manual = by_name(&res, "constant@20.00 (manual)");
+    assert!(manual.rates.steady_s > 0.0, "{:?}", manual.rates);
+    assert_eq!(
+        manual.rates.achieved_rate(),
+        Some(manual.rates.completed_per_s)
+    );
+}

@@ -437,14 +437,19 @@ pub const WINDOW_RATE_NOTE: &str = "Per Second (GuideLLM), Tput (vLLM), Request 
 // Figures the tables show that the CSV leaves to the columns above (or to
 // report.json).
 
-/// The achieved rate (`Rates::achieved`): `completed_per_s`, or
-/// `requests_per_s` without a steady window.
+/// The achieved rate (`Rates::achieved_rate`): `completed_per_s`, or
+/// `requests_per_s` without a steady window; missing for a stage whose
+/// answers all came after it stopped sending.
 pub const ACHIEVED: Figure = fig(
     "achieved_requests_per_s",
     "req/s",
-    Derived(|s| Num(s.rates.achieved())),
-    |s| Num(s.rates.achieved()),
+    Derived(achieved),
+    achieved,
 );
+
+fn achieved(s: &StageReport) -> Value {
+    s.rates.achieved_rate().map_or(Value::Missing, Num)
+}
 pub const PROMPT_TOKENS_TOTAL: Figure = fig("prompt_tokens_total", "tokens", Sum, |s| {
     Count(s.tokens.prompt_total)
 });

@@ -100,7 +100,7 @@ impl StageRow {
             state: RowState::Done,
             saturated: s.saturated(),
             target: c::TARGET_RATE.value(s).number(),
-            rps: Some(c::ACHIEVED.num(s)),
+            rps: c::ACHIEVED.value(s).number(),
             conc: Some(c::CONCURRENCY_MEAN.num(s)),
             out_tps: Some(c::OUTPUT_TOKENS_PER_S.num(s)),
             ttft: Stats::of(c::TTFT.of(s)),

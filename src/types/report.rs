@@ -526,6 +526,19 @@ impl Rates {
             self.requests_per_s
         }
     }
+
+    /// [`Rates::achieved`] as the tables show it: None for a stage whose
+    /// answers all came after it stopped sending (cut by a key before its
+    /// first answer), which has neither a steady window nor a completion
+    /// estimate: completions over its measured window (sending and run-on)
+    /// are no rate it achieved (seen: 11.83 req/s "achieved" at a target of
+    /// 39.69). Reports from before the steady window keep their rate (their
+    /// estimate is there), and a stage with no answer reads 0.
+    pub fn achieved_rate(&self) -> Option<f64> {
+        let fragment =
+            self.steady_s <= 0.0 && self.steady_requests_per_s <= 0.0 && self.requests_per_s > 0.0;
+        (!fragment).then(|| self.achieved())
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -875,5 +888,31 @@ mod label_tests {
         assert_eq!(next_run(&stages, "constant@6.77", None), 5);
         assert_eq!(next_run(&stages, "constant@6.77", Some(2)), 1);
         assert_eq!(stage_run_name(&stages, &stages[4]), "constant@6.77 #3");
+    }
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_with_answers_only_after_it_stopped_sending_has_no_achieved_rate() {
+        let r = |requests_per_s, steady_requests_per_s, completed_per_s, steady_s| Rates {
+            requests_per_s,
+            steady_requests_per_s,
+            completed_per_s,
+            steady_s,
+            ..Default::default()
+        };
+        // Answers over a steady window: that window's rate.
+        assert_eq!(r(15.0, 19.7, 19.7, 3.8).achieved_rate(), Some(19.7));
+        // Cut before its first answer: completions over sending and run-on
+        // (36 over 3.04 s at a target of 39.69) are no rate it achieved.
+        assert_eq!(r(11.83, 0.0, 0.0, 0.0).achieved_rate(), None);
+        assert_eq!(r(11.83, 0.0, 0.0, 0.0).achieved(), 11.83);
+        // A report from before the steady window: its measured rate.
+        assert_eq!(r(21.19, 33.39, 0.0, 0.0).achieved_rate(), Some(21.19));
+        // Nothing answered: 0.
+        assert_eq!(r(0.0, 0.0, 0.0, 0.0).achieved_rate(), Some(0.0));
     }
 }

@@ -336,10 +336,9 @@ fn so_far(th: &Theme, r: &StageReport, pooled: bool) -> Vec<(KeepSoFar, Line<'st
             Line::from(vec![
                 Span::styled("req/s ", th.dim()),
                 Span::styled(
-                    if has {
-                        format!("{:.2}", r.rates.achieved())
-                    } else {
-                        "-".into()
+                    match r.rates.achieved_rate().filter(|_| has) {
+                        Some(rate) => format!("{rate:.2}"),
+                        None => "-".into(),
                     },
                     th.text(),
                 ),
