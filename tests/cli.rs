@@ -629,6 +629,27 @@ fn a_server_that_dies_mid_run_ends_it_with_its_errors_counted() {
     assert!(r["answer"]["requests_per_s"].is_null(), "{}", r["answer"]);
     let why = r["answer"]["not_known"].as_str().unwrap_or_default();
     assert!(why.starts_with("the server stopped"), "{}", r["answer"]);
+    // Nor is the stage it died in judged saturated: nobody was there to
+    // be overloaded (seen on real llama.cpp, killed 4.8 s into a stage at
+    // 5 req/s it kept up with at TTFT 15 ms: "saturated: 6 of 31 requests
+    // got no answer (refused connections or timeouts)", marked `!`).
+    let stage = &r["stages"][0];
+    assert_eq!(stage["saturated"], false, "{}", stage["verdict"]);
+    assert_eq!(
+        stage["verdict"]["outcome"], "inconclusive",
+        "{}",
+        stage["verdict"]
+    );
+    assert_eq!(
+        stage["verdict"]["basis"], "server_gone",
+        "{}",
+        stage["verdict"]
+    );
+    let reason = stage["verdict"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("the server stopped answering at "),
+        "{reason}"
+    );
     let ls = bin()
         .args(["ls", out.parent().unwrap().to_str().unwrap()])
         .output()

@@ -255,6 +255,9 @@ impl Engine {
             // allowed to finish after that.
             report.finished_after_s = end_at.saturating_duration_since(ended_at).as_secs_f64();
         }
+        if let StageEnd::Stopped(crate::types::RunEnd::ServerGone(why)) = end {
+            crate::stats::judge::mark_server_gone(&mut report, why);
+        }
         let guard = match end {
             StageEnd::OverSaturated(why) => Some(why.as_str()),
             _ => None,

@@ -138,6 +138,25 @@ pub fn mark_over_saturated(report: &mut StageReport, why: &str) {
     });
 }
 
+/// The server stopped answering during `report` and the run ended for it
+/// (`why`: when and how, as the run's end says it): the stage is not
+/// judged. Its requests got no answer because nobody was there, not
+/// because the server was overloaded (seen on real llama.cpp, killed 4.8 s
+/// into a stage at 5 req/s it kept up with at TTFT 15 ms: "saturated: 6 of
+/// 31 requests got no answer", a flat backlog beside it). Its reading goes
+/// too: the refused requests are in it.
+pub fn mark_server_gone(report: &mut StageReport, why: &str) {
+    if report.verdict.is_none() {
+        return;
+    }
+    report.verdict = Some(Verdict {
+        outcome: Outcome::Inconclusive,
+        reason: format!("{}{why}", crate::types::RunEnd::SERVER_GONE),
+        basis: crate::types::Basis::ServerGone,
+        ..Default::default()
+    });
+}
+
 /// A throughput stage that measured queueing, not capacity: its rate fell
 /// below the synchronous stage's, or most of its requests were still in
 /// flight at the end (the server's queue, not its slots, held them). Says
@@ -277,6 +296,37 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<StageWarn
 mod tests {
     use super::*;
     use crate::types::{Report, StageReport, Verdict};
+
+    #[test]
+    fn a_stage_the_server_died_in_is_not_judged_saturated() {
+        let mut st = StageReport {
+            verdict: Some(Verdict {
+                outcome: Outcome::Saturated,
+                reason: "6 of 31 requests got no answer (refused connections or timeouts)".into(),
+                basis: crate::types::Basis::Unanswered,
+                growth_per_s: Some(0.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        mark_server_gone(&mut st, "4.8 s (6 requests in a row got no answer)");
+        assert!(!st.saturated());
+        let v = st.verdict.as_ref().unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive);
+        assert_eq!(v.basis, crate::types::Basis::ServerGone);
+        assert_eq!(
+            v.reason,
+            "the server stopped answering at 4.8 s (6 requests in a row got no answer)"
+        );
+        assert_eq!(
+            v.growth_per_s, None,
+            "the refused requests are in the reading"
+        );
+        // A stage with no verdict (closed loop) gets none.
+        let mut flood = StageReport::default();
+        mark_server_gone(&mut flood, "1.0 s");
+        assert!(flood.verdict.is_none());
+    }
 
     #[test]
     fn judgement_names_a_stage_run_again_as_the_tables_do() {

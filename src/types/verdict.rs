@@ -75,6 +75,9 @@ pub enum Basis {
     InheritedWork,
     /// No reading yet: too short to tell.
     TooShort,
+    /// The server stopped answering during the stage (the run ended for
+    /// it): no overload to judge, nobody was there.
+    ServerGone,
 }
 
 impl Basis {
