@@ -156,6 +156,47 @@ fn a_killed_tmux_session_leaves_the_run_to_finish_with_complete_reports() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Seen: `p`, then the tmux session killed: run.log said "SIGHUP: the
+/// terminal is gone; the run goes on", and the run stayed paused, with no
+/// end and no report, until someone attached to resume it. A hang-up
+/// resumes a paused run, so it goes on to its planned end as it says.
+#[test]
+fn a_run_paused_when_its_terminal_hangs_up_goes_on_to_its_end() {
+    let dir = out_dir("hangup-paused");
+    let cmd = format!(
+        "{BIN} --profile constant --rate 4 --max-seconds 3 --out {}",
+        dir.display()
+    );
+    let tmux = Tmux::start("hangup-paused", 100, 30, &cmd);
+    let limit = Duration::from_secs(30);
+    tmux.wait_for("the dashboard", limit, |s| s.contains("stage 1/1"));
+    let pid = pid_of(&dir);
+    tmux.keys("p");
+    tmux.wait_for("the pause", limit, |s| s.contains("PAUSED"));
+    tmux.kill_session();
+
+    wait_until("the run to finish", Duration::from_secs(60), || !alive(pid));
+    let report = json(&dir.join("report.json"));
+    assert_eq!(report["partial"], false, "{}", report["end_reason"]);
+    assert_eq!(report["end_reason"], "completed");
+    let ev = events(&report);
+    let hangup = ev
+        .iter()
+        .position(|(e, d)| e == "signal" && d.contains("SIGHUP"))
+        .unwrap_or_else(|| panic!("the hang-up in {ev:?}"));
+    assert!(
+        ev[hangup].1.contains("resumed"),
+        "the hang-up says it resumed the run: {:?}",
+        ev[hangup]
+    );
+    assert!(
+        ev[hangup..].iter().any(|(e, _)| e == "resume"),
+        "a resume after the hang-up: {ev:?}"
+    );
+    assert_eq!(report["stages"][0]["pauses"], 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn an_attached_viewer_sees_the_stage_steers_it_and_leaves_it_running() {
     let dir = out_dir("attach");

@@ -69,6 +69,8 @@ impl Engine {
                         break Ok(None);
                     }
                     Control::Note { event, detail } => self.note(event, detail),
+                    // A hang-up resumes a paused run: none is paused yet.
+                    Control::Resume => {}
                     _ => self.note(
                         EventKind::Rejected,
                         format!("no stage runs: llmsweep is waiting for the server before {next} (n starts it now, q stops)"),

@@ -3,7 +3,8 @@
 //!
 //! - SIGHUP (the terminal hung up: a dropped SSH session, a killed tmux
 //!   pane): by default the run goes on without its terminal, to its planned
-//!   end, and writes complete reports; `--on-hangup stop` stops it and writes
+//!   end (resumed if it was paused: nobody is left to resume it), and writes
+//!   complete reports; `--on-hangup stop` stops it and writes
 //!   a partial report instead. A shell that dies forwards its own SIGHUP on
 //!   top of the kernel's: every SIGHUP after the first is ignored.
 //! - SIGINT or SIGTERM: stop, write a partial report. A repeat within
@@ -45,6 +46,9 @@ pub struct Reaction {
     pub stop: Option<String>,
     /// The terminal is gone: stop using it.
     pub terminal_gone: bool,
+    /// Resume the run if it is paused (it goes on without its terminal;
+    /// seen: paused, then hung up, it waited with no end and no report).
+    pub resume: bool,
     /// Leave at once, after restoring the terminal.
     pub exit_now: bool,
     /// One line for the timeline and the log.
@@ -79,8 +83,9 @@ impl Signals {
                 match self.on_hangup {
                     OnHangup::Continue => Reaction {
                         terminal_gone: true,
+                        resume: true,
                         note: format!(
-                            "{name}: the terminal is gone; the run goes on (llmsweep attach shows it)"
+                            "{name}: the terminal is gone; the run goes on, resumed if it was paused (llmsweep attach shows it)"
                         ),
                         ..Default::default()
                     },
@@ -291,6 +296,9 @@ pub async fn watch(
                 event: crate::types::EventKind::Signal,
                 detail: r.note.clone(),
             });
+            if r.resume {
+                let _ = control.send(Control::Resume);
+            }
             if let Some(reason) = r.stop {
                 stopped.send_replace(Some(Stopped {
                     reason: reason.clone(),
@@ -335,6 +343,7 @@ mod tests {
         let mut s = Signals::new(OnHangup::Continue);
         let r = s.react(Sig::Hup, t);
         assert!(r.terminal_gone && r.stop.is_none() && !r.exit_now);
+        assert!(r.resume, "a paused run goes on too");
         // The shell's forwarded SIGHUP, at the same moment.
         let r = s.react(Sig::Hup, at(t, 1));
         assert_eq!((r.terminal_gone, r.stop, r.exit_now), (false, None, false));
