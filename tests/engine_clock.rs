@@ -804,3 +804,43 @@ async fn a_stage_stopped_before_its_first_answer_has_no_achieved_rate() {
         Some(manual.rates.completed_per_s)
     );
 }
+
+/// Seen: `*` on constant@20.00, then `/` a second later: the planned
+/// stage's requests still in flight were cancelled at the second key and
+/// counted incomplete ("58 completed, 14 incomplete" on a server that kept
+/// up), though a rate change lets them run on. Two keys within a latency
+/// leave both stages' requests to finish.
+#[tokio::test(start_paused = true)]
+async fn a_second_rate_change_lets_the_first_stages_work_finish_too() {
+    // Requests take 2.5 s; keys at 3 s and 3.5 s.
+    let r = start(
+        Scripted::fixed(500, 100, 21),
+        one(Strategy::Constant { rate: 4.0 }, 10.0),
+    );
+    sleep(Duration::from_millis(3010)).await;
+    r.control.send(Control::ScaleRate(2.0)).unwrap();
+    sleep(Duration::from_millis(500)).await;
+    r.control.send(Control::ScaleRate(0.5)).unwrap();
+    let res = r.handle.await.unwrap();
+    assert_eq!(
+        names(&res),
+        [
+            "constant@4.00",
+            "constant@8.00 (manual)",
+            "constant@4.00 (manual)",
+            "constant@4.00"
+        ]
+    );
+    for s in &res.stages[..2] {
+        assert_eq!(s.requests.incomplete, 0, "{}: {:?}", s.name, s.requests);
+        assert_eq!(s.requests.completed, s.requests.sent, "{}", s.name);
+        assert!(
+            s.finished_after_s > 2.0,
+            "{}: {}",
+            s.name,
+            s.finished_after_s
+        );
+        common::counts_add_up(s);
+    }
+    assert_eq!(res.stages[0].requests.sent, 13);
+}

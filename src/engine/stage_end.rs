@@ -90,12 +90,12 @@ impl Engine {
         }
         stats.stop_sending(ended_at);
 
-        // Stages cut short earlier must be reported before this one.
-        self.cancel_finishing(Some((number, &mut stats, &spec.name)))
-            .await;
-
         if let StageEnd::RateChanged(_) = &end {
-            // Work in flight runs on and is counted here when it ends. A
+            // Work in flight runs on and is counted here when it ends, as
+            // that of stages cut short before it does: each is reported, in
+            // order, once its requests have ended (seen: a second key a
+            // second after the first cancelled the first stage's requests,
+            // "58 completed, 14 incomplete" on a server that kept up). A
             // planned stage that ran long enough is the plan's measurement;
             // one cut early runs again after the manual stage.
             let planned = !spec.manual && ran_enough(spec, &stats, ended_at);
@@ -111,6 +111,10 @@ impl Engine {
             self.report_finished_stages();
             return end;
         }
+
+        // Stages cut short earlier must be reported before this one.
+        self.cancel_finishing(Some((number, &mut stats, &spec.name)))
+            .await;
 
         // Planned end: let in-flight requests finish for --drain seconds,
         // then cancel the rest (they count as incomplete). A stop cancels at once.
