@@ -844,3 +844,32 @@ async fn a_second_rate_change_lets_the_first_stages_work_finish_too() {
     }
     assert_eq!(res.stages[0].requests.sent, 13);
 }
+
+/// Seen: `+` 8 s into a 12 s throughput stage of a sweep (past half, so it
+/// stood as the plan's measurement): the key stepped from the 39.49 req/s
+/// on screen, but the stage's 512 requests then drained for 12 s beside
+/// the manual stage, its last wave was cancelled at that stage's end, and
+/// the sweep planned its rates from "31.95 req/s (plain rate, low evidence:
+/// stage cut short)": its grid topped out at 31.95 and the answer was a
+/// floor, "holds ≥ 30.86", on a server that holds 38. A flood cut by a key
+/// runs again whatever its length: after the key it drains, and a drain is
+/// not a flood.
+#[tokio::test(start_paused = true)]
+async fn a_throughput_stage_cut_late_runs_again_too() {
+    let r = start(
+        Scripted::fixed(100, 10, 10).with_capacity(8),
+        fixed(vec![
+            StageSpec::new(throughput(128), secs(10.0)),
+            StageSpec::new(Strategy::Constant { rate: 5.0 }, secs(2.0)),
+        ]),
+    );
+    sleep(Duration::from_millis(7000)).await;
+    r.control.send(Control::ScaleRate(1.1)).unwrap();
+    let res = r.handle.await.unwrap();
+    let n = names(&res);
+    assert_eq!(n.len(), 4, "{n:?}");
+    assert!(n[1].ends_with("(manual)"), "{n:?}");
+    assert_eq!(n[2..], ["throughput", "constant@5.00"]);
+    assert!(res.stages[0].cut_short && !res.stages[2].cut_short);
+    assert_eq!(events(&res, EventKind::Rerun).len(), 1);
+}

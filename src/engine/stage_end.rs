@@ -97,8 +97,14 @@ impl Engine {
             // second after the first cancelled the first stage's requests,
             // "58 completed, 14 incomplete" on a server that kept up). A
             // planned stage that ran long enough is the plan's measurement;
-            // one cut early runs again after the manual stage.
-            let planned = !spec.manual && ran_enough(spec, &stats, ended_at);
+            // one cut early runs again after the manual stage, as does a
+            // flood whatever its length: after the key its requests drain
+            // beside the manual stage's, and a drain is not a flood (seen: a
+            // sweep planned from the 31.95 req/s of a throughput stage cut at
+            // 8 s of 12, after the key had stepped from its 39.49).
+            let planned = !spec.manual
+                && !spec.strategy.kind().is_flood()
+                && ran_enough(spec, &stats, ended_at);
             self.finishing.push(Finishing {
                 number,
                 spec: spec.clone(),
