@@ -873,3 +873,44 @@ async fn a_throughput_stage_cut_late_runs_again_too() {
     assert!(res.stages[0].cut_short && !res.stages[2].cut_short);
     assert_eq!(events(&res, EventKind::Rerun).len(), 1);
 }
+
+/// A hang-up resumes a paused run (`run::signals`): between stages too,
+/// where the wait for the server reads the commands. Paused, then `n`, the
+/// next stage would start paused; a resume during the wait lets it run.
+#[tokio::test(start_paused = true)]
+async fn a_resume_during_the_wait_between_stages_lets_the_next_stage_run() {
+    let backend = Scripted::new(|n| Script {
+        ttft: Duration::from_millis(if n < 3 { 10 } else { 2000 }),
+        itl: Duration::from_millis(1),
+        output_tokens: 2,
+        error: None,
+    });
+    let plan = fixed(vec![
+        StageSpec::new(Strategy::Synchronous, secs(10.0)),
+        StageSpec::new(
+            Strategy::Constant { rate: 2.0 },
+            Limits {
+                max_requests: Some(3),
+                ..Default::default()
+            },
+        ),
+    ]);
+    let mut r = start(backend, plan);
+    r.snapshots
+        .wait_for(|s| s.stage.as_ref().is_some_and(|st| st.counts.completed >= 3))
+        .await
+        .unwrap();
+    r.control.send(Control::Pause).unwrap();
+    r.snapshots.wait_for(|s| s.paused).await.unwrap();
+    r.control.send(Control::Skip).unwrap();
+    r.snapshots.wait_for(|s| s.waiting.is_some()).await.unwrap();
+    r.control.send(Control::Resume).unwrap();
+    let res = tokio::time::timeout(Duration::from_secs(300), r.handle)
+        .await
+        .expect("the next stage ran to its end, not paused")
+        .unwrap();
+    assert_eq!(names(&res), ["synchronous", "constant@2.00"]);
+    assert_eq!(res.stages[1].requests.sent, 3);
+    assert_eq!(res.stages[1].pauses, 0, "{:?}", res.timeline);
+    assert!(!events(&res, EventKind::Resume).is_empty());
+}

@@ -69,8 +69,13 @@ impl Engine {
                         break Ok(None);
                     }
                     Control::Note { event, detail } => self.note(event, detail),
-                    // A hang-up resumes a paused run: none is paused yet.
-                    Control::Resume => {}
+                    // A hang-up resumes a paused run (`run::signals`): the
+                    // next stage starts running, not paused.
+                    Control::Resume => {
+                        if std::mem::take(&mut self.paused) {
+                            self.note(EventKind::Resume, format!("before {next}"));
+                        }
+                    }
                     _ => self.note(
                         EventKind::Rejected,
                         format!("no stage runs: llmsweep is waiting for the server before {next} (n starts it now, q stops)"),
