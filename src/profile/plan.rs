@@ -298,8 +298,7 @@ impl<'a> Asked<'a> {
                 .collect::<Result<Vec<_>>>()?,
             None => stages,
         };
-        let names: Vec<&str> = stages.iter().map(|s| s.name.as_str()).collect();
-        let mut description = format!("{}: {}", self.profile, names.join(", "));
+        let mut description = fixed_description(self.profile, &stages);
         if let Some(shard) = self.args.shard {
             description.push_str(&format!(" (shard {shard}: 1/{} of each)", shard.count));
         }
@@ -307,6 +306,17 @@ impl<'a> Asked<'a> {
             plan: Box::new(FixedPlan::new(stages)),
             description,
         })
+    }
+}
+
+/// A fixed plan in words: the profile and its stages' names, or the one
+/// stage's name when that is all the profile says ("throughput", not
+/// "throughput: throughput").
+fn fixed_description(profile: &str, stages: &[StageSpec]) -> String {
+    let names: Vec<&str> = stages.iter().map(|s| s.name.as_str()).collect();
+    match names.as_slice() {
+        [one] if *one == profile => profile.to_string(),
+        _ => format!("{profile}: {}", names.join(", ")),
     }
 }
 
@@ -667,6 +677,19 @@ pub(crate) mod tests {
             Some(10)
         );
         assert!(build_plan(&args("concurrent", Some("1.5")), false).is_err());
+    }
+
+    /// A plan's line names its stages, and a profile of one stage named as
+    /// the profile once (the header read "throughput: throughput").
+    #[test]
+    fn a_plan_says_its_stages_once() {
+        let said = |profile, rate| build_plan(&args(profile, rate), false).unwrap().description;
+        assert_eq!(said("throughput", None), "throughput");
+        assert_eq!(said("synchronous", None), "synchronous");
+        assert_eq!(
+            said("constant", Some("2,4")),
+            "constant: constant@2.00, constant@4.00"
+        );
     }
 
     /// `--shard I/N` plans 1/N of each stage under the whole stage's name,
