@@ -449,6 +449,7 @@ impl StageStats {
         Evidence {
             target_rate,
             elapsed_s: rel(now),
+            sending_s: rel(self.evidence.stopped_at.map_or(now, |s| s.min(now))),
             cut_short: self.cut_short,
             counts: self.evidence_counts(),
             completions: Completions {

@@ -13,6 +13,9 @@ pub struct Evidence {
     pub target_rate: Option<f64>,
     /// Seconds the stage has run (or ran).
     pub elapsed_s: f64,
+    /// Of those, the seconds it sent for (to its end, its cut or now); the
+    /// rest its requests ran on.
+    pub sending_s: f64,
     /// The stage was cut short (key, stop, error limit).
     pub cut_short: bool,
     pub counts: Counts,

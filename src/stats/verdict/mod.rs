@@ -384,12 +384,14 @@ fn too_short(e: &Evidence, w_ref: Option<f64>) -> Verdict {
     if e.cut_short {
         // A key, a stop or the error limit ended it: its length was not
         // the user's choice, so no length is advised (seen: a stage
-        // skipped with `n` told "use stages of at least 7 s").
+        // skipped with `n` told "use stages of at least 7 s"). Its length
+        // is its sending: it was cut then (seen: "cut short after 5.7 s"
+        // for 3.7 s of sending and 2 s of its requests running on).
         return Verdict {
             outcome: Outcome::Inconclusive,
             reason: format!(
-                "cut short after {:.1} s, before it could be judged (answers flowed for {steady_s:.1} s after the pipeline filled, {STEADY_SECONDS:.0} s are needed)",
-                e.elapsed_s
+                "cut short after {:.1} s of sending, before it could be judged (answers flowed for {steady_s:.1} s after the pipeline filled, {STEADY_SECONDS:.0} s are needed)",
+                e.sending_s
             ),
             needed_seconds: None,
             basis: Basis::TooShort,
@@ -867,13 +869,15 @@ mod tests {
     #[test]
     fn a_stage_cut_short_before_its_verdict_asks_for_no_length() {
         // Skipped with `n` 1 s into a stage whose requests take 3.5 s.
-        let mut e = open(10.0, 10.0, 3.5, 1.0);
+        // Its requests ran on for 2 s after the key.
+        let mut e = open(10.0, 10.0, 3.5, 3.0);
+        e.sending_s = 1.0;
         e.cut_short = true;
         let v = judge(&e, &capacity(&e)).unwrap();
         assert_eq!(v.outcome, Outcome::Inconclusive, "{v:?}");
         assert_eq!(v.needed_seconds, None, "{v:?}");
         assert!(
-            v.reason.starts_with("cut short after 1.0 s"),
+            v.reason.starts_with("cut short after 1.0 s of sending"),
             "{}",
             v.reason
         );
