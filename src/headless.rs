@@ -46,11 +46,31 @@ pub fn line_width() -> usize {
 }
 
 /// Before a stage, the wait for the server, if the run waits (between
-/// stages it goes before the progress line of the stage that ended).
+/// stages it goes before the progress line of the stage that ended). The
+/// widest of its forms that fits `width`: all it says, else the dashboard
+/// header's few words, leaving out what starts next, then the bound, then
+/// the words, so what is left is whole.
 pub fn waiting_line(s: &Snapshot, width: usize) -> Option<String> {
     let w = s.waiting.as_ref()?;
-    let line = format!("[{:>6.1}s] {}", s.elapsed_s, w.words(s.elapsed_s));
-    Some(line.chars().take(width.max(40)).collect())
+    let at = format!("[{:>6.1}s] ", s.elapsed_s);
+    let (short, next) = (w.short(), w.next());
+    let (waited, most) = (w.waited_s(s.elapsed_s), w.at_most_s);
+    let forms = [
+        w.words(s.elapsed_s),
+        format!(
+            "checking the server: {short} · {waited:.0} s of at most {most:.0} s · then {next}"
+        ),
+        format!("checking the server: {short} · {waited:.0} s · then {next}"),
+        format!("checking the server: {short} · {waited:.0} s of at most {most:.0} s"),
+        format!("checking the server: {short} · {waited:.0} s"),
+        format!("checking the server · {waited:.0} s"),
+    ];
+    let width = width.max(40);
+    let fits = forms
+        .iter()
+        .map(|f| format!("{at}{f}"))
+        .find(|l| l.chars().count() <= width);
+    Some(fits.unwrap_or_else(|| format!("{at}{}", forms[forms.len() - 1])))
 }
 
 /// The line a second says: the wait for the server (between stages the
@@ -324,6 +344,48 @@ mod tests {
             line.contains("checking the server before the first stage")
                 && line.contains("6 s of at most 30 s"),
             "{line}"
+        );
+    }
+
+    /// The wait's line fits the width by leaving out parts, not by cutting
+    /// words (real vLLM, a log at 80 columns: "[   8.8s] checking the
+    /// server before stage 2/2 constant@3.00, 1 s of at most 30 ", never
+    /// what it waited for; after a probe stage not even the unit).
+    #[test]
+    fn the_wait_line_fits_the_width_whole() {
+        let snap = |next: &str| {
+            Snapshot {
+            elapsed_s: 121.0,
+            waiting: Some(crate::types::live::Waiting {
+                what: "it to finish the queue throughput left (its /metrics showing no request running or waiting, then a probe's TTFT back under 70 ms (the synchronous stage's 33 ms))".into(),
+                short: "waiting for it to be idle and fast again".into(),
+                next: next.into(),
+                since_s: 120.0,
+                at_most_s: 30.0,
+            }),
+            ..Default::default()
+        }
+        };
+        let long = snap("stage 12/17 constant@26.73 (probe)");
+        let wide = waiting_line(&long, 400).unwrap();
+        assert!(wide.ends_with("the synchronous stage's 33 ms))"), "{wide}");
+        for width in [40, 60, 80, 100, 120, 160] {
+            let line = waiting_line(&long, width).unwrap();
+            assert!(line.chars().count() <= width, "{width}: {line}");
+            assert!(
+                line.starts_with("[ 121.0s] checking the server")
+                    && line.contains(" · 1 s")
+                    && (line.ends_with(" s") || line.ends_with(" constant@26.73 (probe)")),
+                "{width}: {line}"
+            );
+        }
+        assert_eq!(
+            waiting_line(&long, 80).unwrap(),
+            "[ 121.0s] checking the server: waiting for it to be idle and fast again · 1 s"
+        );
+        assert_eq!(
+            waiting_line(&long, 120).unwrap(),
+            "[ 121.0s] checking the server: waiting for it to be idle and fast again · 1 s · then stage 12/17 constant@26.73 (probe)"
         );
     }
 
