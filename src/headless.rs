@@ -48,7 +48,7 @@ pub fn line_width() -> usize {
 /// Before a stage, the wait for the server, if the run waits (between
 /// stages it goes before the progress line of the stage that ended). The
 /// widest of its forms that fits `width`: all it says, else the dashboard
-/// header's few words, leaving out what starts next, then the bound, then
+/// header's few words, leaving out the bound, then what starts next, then
 /// the words, so what is left is whole.
 pub fn waiting_line(s: &Snapshot, width: usize) -> Option<String> {
     let w = s.waiting.as_ref()?;

@@ -696,7 +696,12 @@ async fn n_during_the_wait_between_stages_starts_the_next_stage_after_the_probes
         res.stages[1].requests.sent, 3,
         "n skipped the wait, not the stage"
     );
-    assert_eq!(events(&res, EventKind::Skip).len(), 1);
+    // Said of the server (real vLLM's timeline read "the wait for it to
+    // finish what constant@3.03 left running (...)", "it" nothing before).
+    assert_eq!(
+        events(&res, EventKind::Skip),
+        ["the wait for the server before stage 2/2 constant@2.00: skipped (n), it starts now"]
+    );
     let settle = events(&res, EventKind::Settle);
     assert!(
         settle.len() == 1

@@ -813,6 +813,22 @@ async fn the_wait_between_stages_is_shown_and_a_stop_ends_it() {
         "{:?}",
         result.end_reason
     );
+    // The timeline says the run was waiting when it stopped, and for how
+    // long (real vLLM: a q 5 s into a wait left only "stop quit (q)"
+    // after the stage's verdict).
+    let settle: Vec<_> = result
+        .timeline
+        .iter()
+        .filter(|e| e.event == EventKind::Settle)
+        .collect();
+    assert!(
+        settle.len() == 1
+            && settle[0]
+                .detail
+                .contains("the run stopped before the server was known to be idle")
+            && settle[0].waited_s.is_some_and(|w| w >= 0.4),
+        "{settle:?}"
+    );
     let last = h.snapshots.borrow().clone();
     assert!(last.done && last.waiting.is_none());
     sim.shutdown().await;

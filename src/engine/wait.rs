@@ -64,7 +64,7 @@ impl Engine {
                     Control::Skip => {
                         self.note(
                             EventKind::Skip,
-                            format!("the wait for {}: skipped (n), {next} starts now", waiting.what),
+                            format!("the wait for the server before {next}: skipped (n), it starts now"),
                         );
                         break Ok(None);
                     }
@@ -201,28 +201,35 @@ impl Engine {
         };
         let since = self.t();
         let waited = self.shown_wait(shown, timeout, wait).await;
-        self.source.next_prompt += probes.load(Ordering::Relaxed);
+        let sent = probes.load(Ordering::Relaxed);
+        self.source.next_prompt += sent;
+        // A wait the operator ended says how long it waited and how far
+        // it got, as one that ended by itself does.
+        let cut = |how: &str| settle::Settled {
+            waited_s: self.t() - since,
+            detail: format!(
+                "{how} before the server was known to be idle{}",
+                match sent {
+                    0 => String::new(),
+                    1 => " (1 probe sent)".into(),
+                    n => format!(" ({n} probes sent)"),
+                }
+            ),
+            timed_out: false,
+            probes: sent,
+        };
         match waited {
             Ok(Some(s)) => self.note_settled(&s),
             Ok(None) => {
-                let waited_s = self.t() - since;
-                let sent = probes.load(Ordering::Relaxed);
-                self.note_settled(&settle::Settled {
-                    waited_s,
-                        detail: format!(
-                        "skipped (n) before the server was known to be idle{}; {} may start on what it still runs",
-                        match sent {
-                            0 => String::new(),
-                            1 => " (1 probe sent)".into(),
-                            n => format!(" ({n} probes sent)"),
-                        },
-                        next.name
-                    ),
-                    timed_out: false,
-                    probes: sent,
-                });
+                let mut s = cut("skipped (n)");
+                s.detail += &format!("; {} may start on what it still runs", next.name);
+                self.note_settled(&s);
             }
-            Err(end) => return Some(end),
+            Err(end) => {
+                let s = cut("the run stopped");
+                self.note_settled(&s);
+                return Some(end);
+            }
         }
         None
     }
