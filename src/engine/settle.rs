@@ -176,7 +176,7 @@ pub async fn settle(
         probes,
     };
     let reference = pace.reference_ttft_ms.filter(|r| *r > 0.0);
-    let waited = wait_on_metrics(client, start, timeout).await;
+    let waited = wait_on_metrics(client, start, timeout, None).await;
     match (waited, reference) {
         (Some((detail, true, _)), _) => done((detail, true, 0)),
         (Some(waited), Some(reference)) if pace.after_queue => {
@@ -209,10 +209,11 @@ pub async fn busy_before_load(
     timeout: Duration,
 ) -> Option<Settled> {
     let start = Instant::now();
-    if Gauge::of(client)?.read().await? <= 0.0 {
+    let busy = Gauge::of(client)?.read().await?;
+    if busy <= 0.0 {
         return None;
     }
-    let (detail, timed_out, probes) = wait_on_metrics(client, start, timeout).await?;
+    let (detail, timed_out, probes) = wait_on_metrics(client, start, timeout, Some(busy)).await?;
     Some(Settled {
         waited_s: start.elapsed().as_secs_f64(),
         detail: format!("the server was busy before the first stage (another client, or a run before this one): {detail}"),
@@ -223,15 +224,20 @@ pub async fn busy_before_load(
 
 /// Polls the server's `/metrics` until nothing runs or waits (or the
 /// timeout): what it said, whether it timed out, and no probes. None
-/// without a usable `/metrics`.
+/// without a usable `/metrics`. `read`: what the page already said (the
+/// count it reports first), else it is read now.
 async fn wait_on_metrics(
     client: &dyn super::backend::Backend,
     start: Instant,
     timeout: Duration,
+    read: Option<f64>,
 ) -> Option<(String, bool, u64)> {
     let deadline = start + timeout;
     let gauge = Gauge::of(client)?;
-    let mut n = gauge.read().await?;
+    let mut n = match read {
+        Some(n) => n,
+        None => gauge.read().await?,
+    };
     let first = n;
     while n > 0.0 {
         if Instant::now() >= deadline {
@@ -355,6 +361,53 @@ mod tests {
         );
         // No reference: the queue is waited for on /metrics only.
         assert_eq!(after(Some(0.0), true).0, "waiting for it to be idle");
+    }
+
+    /// A server that answers `busy_now` from a list (then 0), each call
+    /// the next (`Gauge::of` asks once too, to learn that it says); no
+    /// request.
+    struct Readings(std::sync::Mutex<std::collections::VecDeque<f64>>);
+
+    impl crate::engine::backend::Backend for Readings {
+        fn send<'a>(
+            &'a self,
+            _: &'a Prompt,
+            _: Instant,
+            _: &'a CancellationToken,
+            _: std::sync::Arc<crate::client::progress::Progress>,
+        ) -> crate::engine::backend::Send<'a> {
+            Box::pin(async { panic!("the wait before the first stage sends no probe") })
+        }
+
+        fn busy_now(&self) -> Option<f64> {
+            Some(
+                self.0
+                    .lock()
+                    .map_or(0.0, |mut r| r.pop_front().unwrap_or(0.0)),
+            )
+        }
+    }
+
+    /// The count said is the one that found the server busy (real vLLM:
+    /// "the server was busy before the first stage (...): /metrics showed
+    /// 0 requests running or waiting; idle after 0.12 s", the page read
+    /// twice and the second said 0).
+    #[tokio::test(start_paused = true)]
+    async fn a_server_busy_before_the_run_is_said_as_found() {
+        // Gauge::of, the first read (busy), then the wait's Gauge::of and
+        // whatever it reads next: the server finished meanwhile.
+        let server = Readings(std::sync::Mutex::new([3.0, 3.0, 0.0].into()));
+        let s = busy_before_load(&server, Duration::from_secs(30))
+            .await
+            .expect("busy at first");
+        assert!(
+            s.detail
+                .contains("/metrics showed 3 requests running or waiting; idle after"),
+            "{}",
+            s.detail
+        );
+        let idle = Readings(std::sync::Mutex::new([0.0].into()));
+        assert_eq!(busy_before_load(&idle, Duration::from_secs(30)).await, None);
     }
 
     #[test]
