@@ -8,8 +8,9 @@
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::engine::strategy::{validate_rate, Limits, Plan, StageLoad, Strategy};
+use crate::engine::strategy::{Limits, Plan, StageLoad, Strategy};
 use crate::profile::sweep::SweepPlan;
+use crate::typed::validate_rate;
 use crate::types::{Report, StageReport, StrategyKind};
 
 /// The rates a sweep of `stages` stages plans after its measuring stages,

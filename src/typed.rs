@@ -2,6 +2,23 @@
 //! of the crate, so every check (flags, profile files, plans, rates,
 //! percentiles) can use it.
 
+/// The slowest rate llmsweep schedules: one request every 1,000 s.
+pub const MIN_RATE: f64 = 0.001;
+/// The fastest: far beyond what one process can send, but finite.
+pub const MAX_RATE: f64 = 1e6;
+
+/// Checks a user-given rate (requests per second, or streams).
+pub fn validate_rate(r: f64) -> Result<f64, String> {
+    if r.is_finite() && (MIN_RATE..=MAX_RATE).contains(&r) {
+        Ok(r)
+    } else {
+        Err(format!(
+            "rate {} is not possible: use a number of requests per second from {MIN_RATE} to {MAX_RATE:.0}",
+            number(r)
+        ))
+    }
+}
+
 /// A number as a user would type it: ordinary numbers as they are (`0.5`,
 /// `30`, `-2`), very large or very small ones in exponent form (`1e300`,
 /// `1e-300`) rather than hundreds of digits. The shortest form that reads

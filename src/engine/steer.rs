@@ -1,9 +1,10 @@
 //! Steering a running stage: the operator's commands (rate changes, pause,
 //! skip, stop), and what a relative rate change steps from.
 
-use super::strategy::{validate_rate, StageSpec};
+use super::strategy::StageSpec;
 use super::{strategy, Dispatch, Engine, StageEnd, STEER_MIN_COMPLETED, STEER_MIN_SECONDS};
 use crate::stats::stage::StageStats;
+use crate::typed::validate_rate;
 use crate::types::live::Control;
 use crate::types::{EventKind, RunEnd, Steers};
 use tokio::time::Instant;

@@ -186,23 +186,6 @@ pub fn fmt_rate(r: f64) -> String {
     format!("{r:.2}")
 }
 
-/// The slowest rate llmsweep schedules: one request every 1,000 s.
-pub const MIN_RATE: f64 = 0.001;
-/// The fastest: far beyond what one process can send, but finite.
-pub const MAX_RATE: f64 = 1e6;
-
-/// Checks a user-given rate (requests per second, or streams).
-pub fn validate_rate(r: f64) -> Result<f64, String> {
-    if r.is_finite() && (MIN_RATE..=MAX_RATE).contains(&r) {
-        Ok(r)
-    } else {
-        Err(format!(
-            "rate {} is not possible: use a number of requests per second from {MIN_RATE} to {MAX_RATE:.0}",
-            crate::typed::number(r)
-        ))
-    }
-}
-
 /// Limits of one stage. Warm-up and cool-down are a fraction (< 1) of the
 /// stage's time (or request) limit, or seconds (≥ 1).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -733,6 +716,7 @@ pub fn schedule(spec: &StageSpec, seed: u64, n: usize) -> Vec<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::typed::validate_rate;
 
     /// The N shards' constant schedules, merged, are exactly the
     /// single-process schedule: every due time, none twice, none missing.

@@ -4,11 +4,12 @@
 use anyhow::{bail, Context as _, Result};
 
 use crate::config::{LoadSettings, LoadStrategy, RateItem, StageSeconds, Within};
-use crate::engine::strategy::{resolve_margin, validate_rate, StageLoad, MAX_RATE, MIN_RATE};
+use crate::engine::strategy::{resolve_margin, StageLoad};
 use crate::engine::{FixedPlan, Limits, Plan, StageSpec, Strategy};
 use crate::profile::search::SearchPlan;
 use crate::profile::sweep::SweepPlan;
 use crate::typed;
+use crate::typed::{validate_rate, MAX_RATE, MIN_RATE};
 use crate::types::{Slo, StrategyKind};
 
 /// Default stage length against a real server (GuideLLM's common setting).

@@ -187,6 +187,12 @@ impl App {
     fn apply_typed_rate(&mut self, text: &str) -> Option<Action> {
         match text.parse::<f64>() {
             Ok(r) if r.is_finite() && r > 0.0 => {
+                // Refused before any question (seen: 999999999999 asked
+                // "Go ahead?" and was refused only after y).
+                if let Err(why) = crate::typed::validate_rate(r) {
+                    self.say(why);
+                    return None;
+                }
                 if self.steers() == Some(Steers::Streams) {
                     let n = r.round().max(1.0);
                     self.say(format!("streams → {n:.0}: new stage"));
@@ -462,6 +468,19 @@ mod tests {
             None
         );
         assert!(a.status_text().unwrap().contains("not a rate"));
+        // A rate past what llmsweep schedules is refused at once, with the
+        // bounds, before any question.
+        press(&mut a, "r999999999999");
+        assert_eq!(
+            a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+            None
+        );
+        assert!(a.confirm.is_none(), "no question for an impossible rate");
+        assert!(
+            a.status_text().unwrap().contains("is not possible"),
+            "{:?}",
+            a.status_text()
+        );
     }
 
     #[test]
