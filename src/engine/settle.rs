@@ -83,31 +83,70 @@ impl<'a> Gauge<'a> {
             return Some(Gauge::Backend(client));
         }
         let http = crate::client::redirect::builder(false)
-            .timeout(Duration::from_secs(2))
+            .timeout(METRICS_TIMEOUT)
             .build()
             .ok()?;
         let url = crate::client::join_url(client.base_url()?, "/metrics");
         Some(Gauge::Page(http, url))
     }
 
-    /// Requests running + waiting now; None when the page has no such
-    /// figure (or could not be read).
-    async fn read(&self) -> Option<f64> {
+    /// Requests running + waiting now, or that the page took too long to
+    /// answer, or nothing to go by (no such figure, no page).
+    async fn look(&self) -> Look {
         match self {
-            Gauge::Backend(b) => b.busy_now(),
+            Gauge::Backend(b) => b.busy_now().map_or(Look::Nothing, Look::Count),
             Gauge::Page(http, url) => {
-                let r = http.get(url).send().await.ok()?;
+                let r = match http.get(url).send().await {
+                    Ok(r) => r,
+                    Err(e) if e.is_timeout() => return Look::TooSlow,
+                    Err(_) => return Look::Nothing,
+                };
                 if !r.status().is_success() {
-                    return None;
+                    return Look::Nothing;
                 }
-                let page = crate::bounds::read_capped(r, crate::bounds::METRICS_PAGE)
-                    .await
-                    .ok()?;
-                busy_from_metrics(&String::from_utf8_lossy(&page.bytes))
+                match crate::bounds::read_capped(r, crate::bounds::METRICS_PAGE).await {
+                    Ok(page) => busy_from_metrics(&String::from_utf8_lossy(&page.bytes))
+                        .map_or(Look::Nothing, Look::Count),
+                    Err(e) if e.is_timeout() => Look::TooSlow,
+                    Err(_) => Look::Nothing,
+                }
             }
         }
     }
 }
+
+/// What one look at the server's gauge saw.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Look {
+    /// Requests running or waiting.
+    Count(f64),
+    /// `/metrics` did not answer within its timeout: a server that busy is
+    /// not idle (seen on real vLLM on a shared core: the stall was taken as
+    /// "no /metrics", and the next stage started on the stalled server).
+    TooSlow,
+    /// No page, or no such figure on it.
+    Nothing,
+}
+
+impl Look {
+    fn idle(self) -> bool {
+        matches!(self, Look::Count(n) if n <= 0.0)
+    }
+
+    /// What the first look saw, in words.
+    fn said(self) -> String {
+        match self {
+            Look::Count(n) => format!("/metrics showed {n:.0} requests running or waiting"),
+            _ => format!(
+                "/metrics did not answer within {} s",
+                METRICS_TIMEOUT.as_secs()
+            ),
+        }
+    }
+}
+
+/// How long a look at `/metrics` may take; past it the server is busy.
+const METRICS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What a probe's pace is held to.
 #[derive(Debug, Clone, Copy, Default)]
@@ -209,8 +248,8 @@ pub async fn busy_before_load(
     timeout: Duration,
 ) -> Option<Settled> {
     let start = Instant::now();
-    let busy = Gauge::of(client)?.read().await?;
-    if busy <= 0.0 {
+    let busy = Gauge::of(client)?.look().await;
+    if busy.idle() || busy == Look::Nothing {
         return None;
     }
     let (detail, timed_out, probes) = wait_on_metrics(client, start, timeout, Some(busy)).await?;
@@ -224,26 +263,37 @@ pub async fn busy_before_load(
 
 /// Polls the server's `/metrics` until nothing runs or waits (or the
 /// timeout): what it said, whether it timed out, and no probes. None
-/// without a usable `/metrics`. `read`: what the page already said (the
-/// count it reports first), else it is read now.
+/// without a usable `/metrics`. `first`: what the page already said (the
+/// look that found it busy), else it is read now. A look that takes too
+/// long counts as busy.
 async fn wait_on_metrics(
     client: &dyn super::backend::Backend,
     start: Instant,
     timeout: Duration,
-    read: Option<f64>,
+    first: Option<Look>,
 ) -> Option<(String, bool, u64)> {
     let deadline = start + timeout;
     let gauge = Gauge::of(client)?;
-    let mut n = match read {
-        Some(n) => n,
-        None => gauge.read().await?,
+    let first = match first {
+        Some(look) => look,
+        None => gauge.look().await,
     };
-    let first = n;
-    while n > 0.0 {
+    if first == Look::Nothing {
+        return None;
+    }
+    let mut look = first;
+    while !look.idle() {
         if Instant::now() >= deadline {
+            let now = match look {
+                Look::Count(n) => format!("{n:.0} requests running or waiting on /metrics"),
+                _ => format!(
+                    "/metrics did not answer within {} s",
+                    METRICS_TIMEOUT.as_secs()
+                ),
+            };
             return Some((
                 format!(
-                    "server still busy after {:.1} s ({n:.0} requests running or waiting on /metrics); the next stage starts anyway",
+                    "server still busy after {:.1} s ({now}); the next stage starts anyway",
                     timeout.as_secs_f64()
                 ),
                 true,
@@ -251,14 +301,15 @@ async fn wait_on_metrics(
             ));
         }
         tokio::time::sleep(POLL).await;
-        match gauge.read().await {
-            Some(v) => n = v,
-            None => break,
+        look = gauge.look().await;
+        if look == Look::Nothing {
+            break;
         }
     }
     Some((
         format!(
-            "/metrics showed {first:.0} requests running or waiting; idle after {:.2} s",
+            "{}; idle after {:.2} s",
+            first.said(),
             start.elapsed().as_secs_f64()
         ),
         false,
@@ -408,6 +459,75 @@ mod tests {
         );
         let idle = Readings(std::sync::Mutex::new([0.0].into()));
         assert_eq!(busy_before_load(&idle, Duration::from_secs(30)).await, None);
+    }
+
+    /// A server known by its URL only: its `/metrics` is all it is asked.
+    struct Page(String);
+
+    impl crate::engine::backend::Backend for Page {
+        fn send<'a>(
+            &'a self,
+            _: &'a Prompt,
+            _: Instant,
+            _: &'a CancellationToken,
+            _: std::sync::Arc<crate::client::progress::Progress>,
+        ) -> crate::engine::backend::Send<'a> {
+            Box::pin(async { panic!("no probe without a synchronous TTFT") })
+        }
+
+        fn base_url(&self) -> Option<&str> {
+            Some(&self.0)
+        }
+    }
+
+    /// A `/metrics` too slow to answer is a busy server, not none: the
+    /// wait goes on until it answers idle (seen on real vLLM on a shared
+    /// core: "no /metrics and no synchronous TTFT to compare a probe
+    /// with: not waiting", and the next stage started on the stalled
+    /// server). The first look stalls past the timeout; the next says 0.
+    #[tokio::test]
+    async fn a_metrics_page_too_slow_to_answer_is_waited_for() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            for k in 0.. {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let _ = sock.read(&mut buf).await;
+                    if k == 0 {
+                        tokio::time::sleep(METRICS_TIMEOUT * 2).await;
+                    }
+                    let body = "vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n";
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
+                });
+            }
+        });
+        let pace = Pace {
+            reference_ttft_ms: None,
+            after_queue: false,
+        };
+        let s = settle(
+            &Page(url),
+            |_| unreachable!(),
+            pace,
+            Duration::from_secs(30),
+        )
+        .await;
+        assert!(
+            s.detail
+                .starts_with("/metrics did not answer within 2 s; idle after"),
+            "{}",
+            s.detail
+        );
+        assert!(!s.timed_out && s.waited_s >= 2.0, "{s:?}");
     }
 
     #[test]
