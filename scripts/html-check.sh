@@ -16,6 +16,9 @@
 # draw its power-against-rate chart (checked like every chart), and gets a
 # screenshot of that section of its own ($name-gpus-$width.png). Needs
 # Debian's chromium (apt-get install chromium); .ci/run installs it.
+# LLMSWEEP_BIN=path renders the reports with that binary instead of `cargo
+# run` (.ci/run passes the one `cargo test --locked --no-run` built: a
+# `cargo run` would build the crate once more, without the tests' features).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/html-check
@@ -24,7 +27,11 @@ reports=("$@")
 if [ ${#reports[@]} -eq 0 ]; then
   for f in tests/fixtures/report.json tests/fixtures/sweep-10-stages.json tests/fixtures/sweep-20-stages.json tests/fixtures/sweep-gpus.json; do
     html="$out/$(basename "$f" .json).html"
-    cargo run --quiet --locked -- report "$f" --format html --out "$html" >/dev/null
+    if [ -n "${LLMSWEEP_BIN:-}" ]; then
+      "$LLMSWEEP_BIN" report "$f" --format html --out "$html" >/dev/null
+    else
+      cargo run --quiet --locked -- report "$f" --format html --out "$html" >/dev/null
+    fi
     reports+=("$html")
   done
 fi
