@@ -1,6 +1,10 @@
 //! The real binary, as a user runs it: headless runs, the simulator as a
 //! separate process, signals, and friendly errors for bad input.
 
+// test-threads: 4
+// Four of these tests at a time (scripts/cargo-runner), not one a core: they wait on the real
+// binary's runs, signals and exits (36 s with 2 at a time, 26 s with 4, on 2 cores at load 8).
+
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

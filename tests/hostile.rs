@@ -7,6 +7,10 @@
 //! carry escape sequences and Markdown, huge model lists, malformed `usage`,
 //! and careless data files.
 
+// test-threads: 4
+// Four of these tests at a time (scripts/cargo-runner), not one a core: they wait on stalls,
+// timeouts and slow servers (29 s with 2 at a time, 15 s with 4, on 2 cores at load 5).
+
 mod common;
 
 use std::sync::{Arc, Mutex};

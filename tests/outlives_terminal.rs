@@ -2,6 +2,10 @@
 //! session, a viewer that attaches and steers, a detached run stopped from
 //! another command. Needs tmux (CI installs it).
 
+// test-threads: 4
+// Four of these tests at a time (scripts/cargo-runner), not one a core: they wait on tmux, sshd and
+// runs of the real binary (28 s with 2 at a time, 21 s with 4, on 2 cores at load 7).
+
 mod common;
 
 use std::path::{Path, PathBuf};

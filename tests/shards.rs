@@ -1,6 +1,10 @@
 //! A sharded run: several `llmsweep run --shard I/N` processes against one
 //! simulator process, then `llmsweep merge` (issue 26, items 4, 5 and 7).
 
+// test-threads: 4
+// Four of these tests at a time (scripts/cargo-runner), not one a core: they wait on shard
+// processes and their start times (22 s with 2 at a time, 16 s with 4, on 2 cores at load 6).
+
 mod common;
 
 use std::path::Path;

@@ -1,6 +1,10 @@
 //! End to end: the real binary in a real terminal (tmux), steered with keys.
 //! Needs tmux (CI installs it).
 
+// test-threads: 4
+// Four of these tests at a time (scripts/cargo-runner), not one a core: they wait on the real
+// binary in tmux (25 s with 2 at a time, 16 s with 4, on 2 cores at load 7).
+
 mod common;
 
 use std::path::PathBuf;
