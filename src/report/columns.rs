@@ -448,7 +448,9 @@ pub const ACHIEVED: Figure = fig(
 );
 
 fn achieved(s: &StageReport) -> Value {
-    s.rates.achieved_rate().map_or(Value::Missing, Num)
+    s.rates
+        .achieved_rate(s.cut_short)
+        .map_or(Value::Missing, Num)
 }
 pub const PROMPT_TOKENS_TOTAL: Figure = fig("prompt_tokens_total", "tokens", Sum, |s| {
     Count(s.tokens.prompt_total)

@@ -533,10 +533,15 @@ impl Rates {
     /// estimate: completions over its measured window (sending and run-on)
     /// are no rate it achieved (seen: 11.83 req/s "achieved" at a target of
     /// 39.69). Reports from before the steady window keep their rate (their
-    /// estimate is there), and a stage with no answer reads 0.
-    pub fn achieved_rate(&self) -> Option<f64> {
-        let fragment =
-            self.steady_s <= 0.0 && self.steady_requests_per_s <= 0.0 && self.requests_per_s > 0.0;
+    /// estimate is there), and a stage with no answer reads 0. Only a stage
+    /// `cut` short is such a fragment: one that ran its course without a
+    /// steady window (another tool's, read from its file) has its rate
+    /// (seen: GuideLLM's stages all read "-").
+    pub fn achieved_rate(&self, cut: bool) -> Option<f64> {
+        let fragment = cut
+            && self.steady_s <= 0.0
+            && self.steady_requests_per_s <= 0.0
+            && self.requests_per_s > 0.0;
         (!fragment).then(|| self.achieved())
     }
 }
@@ -905,14 +910,17 @@ mod rate_tests {
             ..Default::default()
         };
         // Answers over a steady window: that window's rate.
-        assert_eq!(r(15.0, 19.7, 19.7, 3.8).achieved_rate(), Some(19.7));
+        assert_eq!(r(15.0, 19.7, 19.7, 3.8).achieved_rate(true), Some(19.7));
         // Cut before its first answer: completions over sending and run-on
         // (36 over 3.04 s at a target of 39.69) are no rate it achieved.
-        assert_eq!(r(11.83, 0.0, 0.0, 0.0).achieved_rate(), None);
+        assert_eq!(r(11.83, 0.0, 0.0, 0.0).achieved_rate(true), None);
         assert_eq!(r(11.83, 0.0, 0.0, 0.0).achieved(), 11.83);
+        // The same figures of a stage that ran its course (another tool's,
+        // from its file): its rate.
+        assert_eq!(r(5.0, 0.0, 0.0, 0.0).achieved_rate(false), Some(5.0));
         // A report from before the steady window: its measured rate.
-        assert_eq!(r(21.19, 33.39, 0.0, 0.0).achieved_rate(), Some(21.19));
+        assert_eq!(r(21.19, 33.39, 0.0, 0.0).achieved_rate(true), Some(21.19));
         // Nothing answered: 0.
-        assert_eq!(r(0.0, 0.0, 0.0, 0.0).achieved_rate(), Some(0.0));
+        assert_eq!(r(0.0, 0.0, 0.0, 0.0).achieved_rate(true), Some(0.0));
     }
 }

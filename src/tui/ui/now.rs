@@ -336,7 +336,7 @@ fn so_far(th: &Theme, r: &StageReport, pooled: bool) -> Vec<(KeepSoFar, Line<'st
             Line::from(vec![
                 Span::styled("req/s ", th.dim()),
                 Span::styled(
-                    match r.rates.achieved_rate().filter(|_| has) {
+                    match r.rates.achieved_rate(r.cut_short).filter(|_| has) {
                         Some(rate) => format!("{rate:.2}"),
                         None => "-".into(),
                     },
