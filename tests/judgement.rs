@@ -737,6 +737,20 @@ async fn the_wait_for_a_busy_server_is_shown_and_a_stop_ends_it() {
         result.end_reason
     );
     assert!(h.snapshots.borrow().waiting.is_none());
+    // The timeline says the run was waiting when it stopped, and how long.
+    let settle: Vec<_> = result
+        .timeline
+        .iter()
+        .filter(|e| e.event == EventKind::Settle)
+        .collect();
+    assert!(
+        settle.len() == 1
+            && settle[0].detail.contains(
+                "busy before the first stage: the run stopped before it was known to be idle"
+            )
+            && settle[0].waited_s.is_some_and(|w| w >= 0.4),
+        "{settle:?}"
+    );
     sim.shutdown().await;
 }
 

@@ -145,10 +145,31 @@ impl Engine {
             next: "the first stage".into(),
             upcoming: None,
         };
-        match self.shown_wait(shown, timeout, wait).await {
+        let since = self.t();
+        let waited = self.shown_wait(shown, timeout, wait).await;
+        // A wait the operator ended is in the timeline as one that ended by
+        // itself is: how long it waited (as the wait between stages says).
+        let cut = |how: &str| settle::Settled {
+            waited_s: self.t() - since,
+            detail: format!(
+                "the server was busy before the first stage: {how} before it was known to be idle"
+            ),
+            timed_out: false,
+            probes: 0,
+        };
+        match waited {
             Ok(Some(Some(s))) => self.note_settled(&s),
-            Ok(_) => {}
-            Err(end) => return Some(end),
+            Ok(Some(None)) => {}
+            Ok(None) => {
+                let mut s = cut("skipped (n)");
+                s.detail += "; the first stage may start on what it still runs";
+                self.note_settled(&s);
+            }
+            Err(end) => {
+                let s = cut("the run stopped");
+                self.note_settled(&s);
+                return Some(end);
+            }
         }
         None
     }
