@@ -286,10 +286,7 @@ async fn wait_on_metrics(
         if Instant::now() >= deadline {
             let now = match look {
                 Look::Count(n) => format!("{n:.0} requests running or waiting on /metrics"),
-                _ => format!(
-                    "/metrics did not answer within {} s",
-                    METRICS_TIMEOUT.as_secs()
-                ),
+                _ => look.said(),
             };
             return Some((
                 format!(

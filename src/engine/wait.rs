@@ -147,31 +147,12 @@ impl Engine {
         };
         let since = self.t();
         let waited = self.shown_wait(shown, timeout, wait).await;
-        // A wait the operator ended is in the timeline as one that ended by
-        // itself is: how long it waited (as the wait between stages says).
-        let cut = |how: &str| settle::Settled {
-            waited_s: self.t() - since,
-            detail: format!(
+        let words = |how: &str| {
+            format!(
                 "the server was busy before the first stage: {how} before it was known to be idle"
-            ),
-            timed_out: false,
-            probes: 0,
+            )
         };
-        match waited {
-            Ok(Some(Some(s))) => self.note_settled(&s),
-            Ok(Some(None)) => {}
-            Ok(None) => {
-                let mut s = cut("skipped (n)");
-                s.detail += "; the first stage may start on what it still runs";
-                self.note_settled(&s);
-            }
-            Err(end) => {
-                let s = cut("the run stopped");
-                self.note_settled(&s);
-                return Some(end);
-            }
-        }
-        None
+        self.note_wait_end(waited, since, words, "the first stage", 0)
     }
 
     /// Before the planned stage `next`: waits for the server to finish
@@ -224,30 +205,49 @@ impl Engine {
         let waited = self.shown_wait(shown, timeout, wait).await;
         let sent = probes.load(Ordering::Relaxed);
         self.source.next_prompt += sent;
-        // A wait the operator ended says how long it waited and how far
-        // it got, as one that ended by itself does.
-        let cut = |how: &str| settle::Settled {
-            waited_s: self.t() - since,
-            detail: format!(
+        // How far a wait the operator ended got.
+        let words = |how: &str| {
+            format!(
                 "{how} before the server was known to be idle{}",
                 match sent {
                     0 => String::new(),
                     1 => " (1 probe sent)".into(),
                     n => format!(" ({n} probes sent)"),
                 }
-            ),
+            )
+        };
+        self.note_wait_end(waited.map(|o| o.map(Some)), since, words, &next.name, sent)
+    }
+
+    /// Says in the timeline how a shown wait that began at `since` ended,
+    /// and returns the run's end if the operator stopped it: by itself, in
+    /// its own words (None: the server was idle, nothing to say); skipped
+    /// (`n`) or stopped, how long it waited and `words(how)`, a skip adding
+    /// that `next` may start on what the server still runs.
+    fn note_wait_end(
+        &mut self,
+        waited: Result<Option<Option<settle::Settled>>, RunEnd>,
+        since: f64,
+        words: impl Fn(&str) -> String,
+        next: &str,
+        probes: u64,
+    ) -> Option<RunEnd> {
+        let cut = |how: &str, now: f64| settle::Settled {
+            waited_s: now - since,
+            detail: words(how),
             timed_out: false,
-            probes: sent,
+            probes,
         };
         match waited {
-            Ok(Some(s)) => self.note_settled(&s),
+            Ok(Some(Some(s))) => self.note_settled(&s),
+            Ok(Some(None)) => {}
             Ok(None) => {
-                let mut s = cut("skipped (n)");
-                s.detail += &format!("; {} may start on what it still runs", next.name);
+                let mut s = cut("skipped (n)", self.t());
+                s.detail += &format!("; {next} may start on what it still runs");
                 self.note_settled(&s);
             }
             Err(end) => {
-                let s = cut("the run stopped");
+                let s = cut("the run stopped", self.t());
                 self.note_settled(&s);
                 return Some(end);
             }

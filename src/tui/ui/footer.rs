@@ -10,18 +10,18 @@ use super::format::fit_line;
 use crate::tui::app::App;
 use crate::types::{Steers, StrategyKind};
 
-/// Footer entries while the run waits for the server: no stage runs, so
-/// nothing can be steered; `n` ends the wait.
+/// Footer entries while the run waits for the server: those of
+/// [`footer_keys`] that need no running stage; nothing can be steered, and
+/// `n` ends the wait.
 pub fn waiting_keys() -> Vec<(&'static str, &'static str, u8)> {
-    vec![
-        ("n", "start it now", 1),
-        ("e", "export", 6),
-        ("m", "chart", 7),
-        ("t", "theme", 8),
-        ("Tab", "view", 1),
-        ("q", "quit", 0),
-        ("?", "help", 0),
-    ]
+    footer_keys(None, false)
+        .into_iter()
+        .filter_map(|(key, what, keep)| match key {
+            "n" => Some((key, "start it now", 1)),
+            "e" | "m" | "t" | "Tab" | "q" | "?" => Some((key, what, keep)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Footer entries: (key, what it does), in display order, with a priority
