@@ -64,6 +64,10 @@ const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 const DISPATCH_BURST: u32 = 64;
 /// Count at most this many completions before sending again.
 const DONE_BATCH: u32 = 1024;
+/// An open-loop stage whose next request is due within this counts the
+/// requests that came back when it wakes to send it, not as each comes back
+/// (`Engine::wait_event`).
+const COUNT_WITH_NEXT_SEND: Duration = Duration::from_millis(2);
 /// Errors kept for the error log.
 const RECENT_ERRORS: usize = 100;
 /// Steering a synchronous or throughput stage needs this much evidence of
