@@ -497,6 +497,59 @@ async fn every_control_command_reaches_the_engine_and_the_timeline() {
 }
 
 #[tokio::test]
+async fn a_stage_cut_by_a_rate_key_stays_in_view_while_its_requests_run() {
+    // Every stream stalls: the cut stage's requests run on until the run
+    // stops, and the stage cannot be reported before.
+    let mut cfg = model(1.0, 0.0, 64);
+    cfg.faults.fault_stall = 1.0;
+    let sim = start_sim(cfg).await;
+    let mut h = spawn_run(
+        &sim.url(),
+        vec![stage(Strategy::Constant { rate: 20.0 }, secs(30.0))],
+        SHORT,
+        RunSettings::default(),
+    );
+    let limit = Duration::from_secs(10);
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage.as_ref().is_some_and(|st| st.counts.sent >= 5)
+    })
+    .await;
+    h.control.send(Control::SetRate(10.0)).unwrap();
+    // Seen: from the key until its last request ended, the cut stage was
+    // neither finished nor running, so the stage table, the run's error
+    // count and an export (`e`) left it out.
+    wait_for(&mut h.snapshots, limit, |s| {
+        s.stage
+            .as_ref()
+            .is_some_and(|st| st.name == "constant@10.00 (manual)")
+            && !s.finishing.is_empty()
+    })
+    .await;
+    let snap = h.snapshots.borrow().clone();
+    assert!(snap.finished.is_empty(), "its requests still run");
+    let names: Vec<&str> = snap.finishing.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["constant@20.00"]);
+    let cut = &snap.finishing[0];
+    assert!(cut.cut_short);
+    assert_eq!(cut.end_reason.name(), "rate_changed");
+    assert!(cut.requests.sent >= 5, "{:?}", cut.requests);
+    // An export now has it (and the manual stage, once it has a second).
+    let exported = llmsweep::report::export::with_running_stage(&snap);
+    assert_eq!(exported[0].name, "constant@20.00 (finishing, so far)");
+
+    h.control
+        .send(Control::Stop {
+            reason: "test".into(),
+        })
+        .unwrap();
+    let res = h.run.await.unwrap();
+    assert_eq!(res.stages[0].name, "constant@20.00");
+    assert!(res.stages[0].requests.sent >= cut.requests.sent);
+    assert!(h.snapshots.borrow().finishing.is_empty());
+    sim.shutdown().await;
+}
+
+#[tokio::test]
 async fn an_overloaded_stage_is_flagged_saturated() {
     // Capacity: 4 sequences × 20 tokens at 10+4 ms a step ≈ 14 req/s.
     let sim = start_sim(model(10.0, 1000.0, 4)).await;

@@ -112,6 +112,10 @@ pub struct WireSnapshot {
     /// `finished` holds the stages from this index on.
     pub finished_from: usize,
     pub finished: Vec<StageReport>,
+    /// Stages cut short by a rate key whose requests still run, whole each
+    /// time (`Snapshot::finishing`: rarely more than one, for seconds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finishing: Vec<StageReport>,
     /// `timeline` holds the events from this index on.
     pub timeline_from: usize,
     pub timeline: Vec<TimelineEvent>,
@@ -275,6 +279,7 @@ impl WireSnapshot {
             warnings: s.warnings.to_vec(),
             finished_from: f_from,
             finished: s.finished[f_from..].to_vec(),
+            finishing: s.finishing.to_vec(),
             timeline_from: t_from,
             timeline: s.timeline[t_from..].to_vec(),
             history_coarse,
@@ -317,6 +322,7 @@ impl WireSnapshot {
             stage: self.stage,
             upcoming: self.upcoming,
             finished: Arc::new(finished),
+            finishing: Arc::new(self.finishing),
             paused: self.paused,
             recent_errors: Arc::new(self.recent_errors.into_iter().collect()),
             timeline: Arc::new(timeline),
@@ -437,6 +443,19 @@ mod tests {
         d.apply(&mut viewer);
         assert_eq!(*viewer.timeline, *run.timeline);
         assert_eq!(viewer.finished.len(), 1);
+
+        // A stage cut short whose requests still run travels whole, and
+        // leaves the viewer's view as it joins the finished.
+        run.finishing = Arc::new(vec![StageReport {
+            name: "constant@5.00".into(),
+            cut_short: true,
+            ..Default::default()
+        }]);
+        through_the_socket(WireSnapshot::delta(&run, &mut sent)).apply(&mut viewer);
+        assert_eq!(*viewer.finishing, *run.finishing);
+        run.finishing = Arc::new(Vec::new());
+        through_the_socket(WireSnapshot::delta(&run, &mut sent)).apply(&mut viewer);
+        assert!(viewer.finishing.is_empty());
     }
 
     /// A viewer sees the run's wait for a busy server before the first

@@ -18,6 +18,10 @@ pub(super) struct Live {
     /// The running stage's verdict so far as a warning (`saturating: …`),
     /// refreshed with `so_far` when a second closes.
     pub(super) live_warning: Option<crate::types::live::LiveWarning>,
+    /// The stages cut short whose requests still run, each so far
+    /// (`Snapshot::finishing`), refreshed as one joins or leaves them and
+    /// when a second closes.
+    pub(super) finishing: Arc<Vec<StageReport>>,
 }
 
 impl Live {
@@ -27,6 +31,7 @@ impl Live {
             history: Arc::new(RunHistory::new()),
             so_far: None,
             live_warning: None,
+            finishing: Arc::new(Vec::new()),
         }
     }
 }

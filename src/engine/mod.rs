@@ -518,6 +518,7 @@ impl Engine {
         snap.waiting = None;
         snap.paused = false;
         snap.finished = self.ledger.finished_shared.clone();
+        snap.finishing = Default::default();
         snap.timeline = Arc::new(self.ledger.timeline.clone());
         snap.warnings = Arc::new(self.ledger.warnings.clone());
         snap.recent_errors = Arc::new(self.ledger.recent_errors.clone());

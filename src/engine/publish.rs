@@ -65,6 +65,7 @@ impl Engine {
                 .chain(plan.upcoming())
                 .collect(),
             finished: self.ledger.finished_shared.clone(),
+            finishing: self.live.finishing.clone(),
             paused: self.paused,
             recent_errors: Arc::new(self.ledger.recent_errors.clone()),
             timeline: Arc::new(self.ledger.timeline.clone()),

@@ -11,6 +11,25 @@ use crate::types::{EventKind, StageReport};
 use std::time::Duration;
 use tokio::time::Instant;
 
+impl Finishing {
+    /// The stage so far, as its report will read when its last request has
+    /// ended: cut short by the key, under the key's end reason.
+    fn so_far(&self, now: Instant) -> StageReport {
+        let mut r = self.stats.so_far(
+            now,
+            self.spec.name.clone(),
+            self.spec.strategy.kind(),
+            self.spec.strategy.target_rate(),
+        );
+        r.number = self.number;
+        r.manual = self.spec.manual;
+        r.repeat = self.spec.repeat;
+        r.cut_short = true;
+        r.end_reason = self.end.reason();
+        r
+    }
+}
+
 impl Engine {
     /// `--max-seconds auto` once the evidence is conclusive, or the
     /// over-saturation guard.
@@ -115,6 +134,7 @@ impl Engine {
                 planned,
             });
             self.report_finished_stages();
+            self.refresh_finishing(ended_at);
             return end;
         }
 
@@ -193,6 +213,7 @@ impl Engine {
 
     /// Reports the stages cut short whose requests have all ended, in order.
     pub(super) fn report_finished_stages(&mut self) {
+        let mut reported = false;
         while self
             .finishing
             .first()
@@ -200,7 +221,24 @@ impl Engine {
         {
             let f = self.finishing.remove(0);
             self.report_finishing(f);
+            reported = true;
         }
+        if reported {
+            self.refresh_finishing(Instant::now());
+        }
+    }
+
+    /// The stages cut short whose requests still run, each so far, for the
+    /// front ends: without them a stage cut by a rate key left the stage
+    /// table, its errors the run's count and an export (`e`) until its last
+    /// request ended (seen: a stalled stream kept `constant@5.00`, 35
+    /// completed, off the dashboard for the 30 s of its request timeout).
+    pub(super) fn refresh_finishing(&mut self, now: Instant) {
+        if self.finishing.is_empty() && self.live.finishing.is_empty() {
+            return;
+        }
+        let stages = self.finishing.iter().map(|f| f.so_far(now)).collect();
+        self.live.finishing = std::sync::Arc::new(stages);
     }
 
     pub(super) fn report_finishing(&mut self, mut f: Finishing) {

@@ -531,6 +531,7 @@ impl Engine {
     ) -> Option<String> {
         self.observe_self(&mut run.stats);
         self.refresh_so_far(run, spec, now);
+        self.refresh_finishing(now);
         let (verdict, guard) = run.stats.live_verdict(now, run.judged_rate);
         self.live.live_warning = verdict::live_warning(verdict.as_ref());
         guard

@@ -107,6 +107,7 @@ impl Engine {
         if let Some(upcoming) = upcoming {
             snap.upcoming = upcoming.to_vec();
             snap.finished = self.ledger.finished_shared.clone();
+            snap.finishing = self.live.finishing.clone();
             snap.warnings = Arc::new(self.ledger.warnings.clone());
         }
         self.live.snapshots.send_replace(snap);

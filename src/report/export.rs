@@ -30,11 +30,17 @@ pub fn render(r: &Report, f: Format) -> Result<String> {
     })
 }
 
-/// The finished stages plus the running one so far (named
+/// The finished stages, those cut short whose requests still run (so far,
+/// named `<stage> (finishing, so far)`), plus the running one so far (named
 /// `<stage> (running, so far)`, end reason `running`), for an export during
 /// the run.
 pub fn with_running_stage(snap: &crate::types::live::Snapshot) -> Vec<crate::types::StageReport> {
     let mut stages = snap.finished.to_vec();
+    stages.extend(snap.finishing.iter().map(|s| {
+        let mut s = s.clone();
+        s.name = format!("{} (finishing, so far)", s.name);
+        s
+    }));
     if let Some(so_far) = snap.stage.as_ref().and_then(|s| s.so_far.as_ref()) {
         let mut s = (**so_far).clone();
         s.name = format!("{} (running, so far)", s.name);

@@ -52,6 +52,9 @@ pub enum RowState {
     Done,
     Running,
     Planned,
+    /// Cut short by a rate key, its requests in flight still running: the
+    /// figures so far (`…`).
+    Finishing,
 }
 
 /// One row of the stage table: a stage's figures as every format reads

@@ -382,7 +382,10 @@ impl App {
                 // No further than the table has rows (the error log: no limit).
                 let rows = match &self.outcome {
                     Some(o) => o.report.stages.len(),
-                    None => self.snap.finished.len() + 1 + self.snap.upcoming.len(),
+                    None => {
+                        let s = &self.snap;
+                        s.finished.len() + s.finishing.len() + 1 + s.upcoming.len()
+                    }
                 };
                 let cap = if self.view == View::Errors {
                     isize::MAX

@@ -142,6 +142,11 @@ pub struct Snapshot {
     pub stage: Option<LiveStage>,
     pub upcoming: Vec<PlannedStage>,
     pub finished: Arc<Vec<StageReport>>,
+    /// Stages cut short by a rate key whose requests in flight still run
+    /// (each so far, with the key's end reason), in order: they join
+    /// `finished` once their last request has ended, which a stalled stream
+    /// can put off until its request timeout. Shown beside the finished.
+    pub finishing: Arc<Vec<StageReport>>,
     pub paused: bool,
     pub recent_errors: Arc<VecDeque<ErrorEntry>>,
     pub timeline: Arc<Vec<TimelineEvent>>,

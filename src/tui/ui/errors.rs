@@ -61,11 +61,11 @@ pub fn group_errors(
 /// (`constant@20.00 #2`, without the marks of a cut or a pause): the
 /// finished stages' and the running one's.
 fn run_labels(snap: &Snapshot) -> BTreeMap<usize, String> {
-    let finished = &snap.finished;
-    let mut labels: BTreeMap<usize, String> = finished
+    let ended = super::table::ended(snap);
+    let mut labels: BTreeMap<usize, String> = ended
         .iter()
         .map(|s| s.number)
-        .zip(crate::types::stage_run_names(finished))
+        .zip(crate::types::stage_run_names(&ended))
         .filter(|(n, _)| *n > 0)
         .collect();
     if let Some(l) = super::table::running_label(snap) {
@@ -74,10 +74,11 @@ fn run_labels(snap: &Snapshot) -> BTreeMap<usize, String> {
     labels
 }
 
-/// Errors by category over the whole run (finished stages and the running one).
+/// Errors by category over the whole run (finished stages, those cut short
+/// whose requests still run, and the running one).
 pub(super) fn run_error_totals(snap: &Snapshot) -> BTreeMap<String, u64> {
     let mut totals: BTreeMap<String, u64> = BTreeMap::new();
-    for s in snap.finished.iter() {
+    for s in snap.finished.iter().chain(snap.finishing.iter()) {
         for (k, v) in &s.errors {
             *totals.entry(k.clone()).or_default() += v;
         }

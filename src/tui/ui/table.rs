@@ -142,14 +142,35 @@ pub(super) fn running_label(snap: &Snapshot) -> Option<crate::types::StageLabel>
             Some(k) => format!("{} r{k}", st.name),
             None => st.name.clone(),
         },
-        run: crate::types::next_run(&snap.finished, &st.name, repeat),
+        run: crate::types::next_run(&ended(snap), &st.name, repeat),
         ..Default::default()
     })
+}
+
+/// The stages that stopped sending, in order: the finished, then those cut
+/// short by a rate key whose requests still run.
+pub(super) fn ended(snap: &Snapshot) -> Vec<StageReport> {
+    snap.finished
+        .iter()
+        .chain(snap.finishing.iter())
+        .cloned()
+        .collect()
 }
 
 pub(super) fn table_rows(app: &App) -> Vec<StageRow> {
     let mut rows = report_rows(&app.snap.finished);
     with_changes(&mut rows, &app.baseline_changes);
+    // A stage cut short by a rate key stays in view, so far, while its
+    // requests run on (its labels counted with the finished: `#2`, `cut`).
+    if !app.snap.finishing.is_empty() {
+        let ended = ended(&app.snap);
+        let skip = app.snap.finished.len();
+        rows.extend(report_rows(&ended).into_iter().skip(skip).map(|mut r| {
+            r.state = RowState::Finishing;
+            r.marked = true;
+            r
+        }));
+    }
     // Between stages, while the run waits for the server, the stage that
     // ended is among the finished: no running row.
     let running = app
@@ -289,10 +310,11 @@ fn body_row(th: &Theme, r: &StageRow, cols: &[&Column], name_w: u16) -> Row<'sta
         RowState::Running => th.highlight(),
         RowState::Planned => th.dim(),
         RowState::Done if r.saturated => th.style(th.warn),
-        RowState::Done => th.text(),
+        RowState::Done | RowState::Finishing => th.text(),
     };
     let mut name = match r.state {
         RowState::Running => format!("▶{}", r.name),
+        RowState::Finishing => format!("…{}", r.name),
         _ if r.saturated => format!("!{}", r.name),
         _ => r.name.clone(),
     };
@@ -330,6 +352,9 @@ fn frame_block(
         (false, _) => vec!["! saturated", "- no data"],
         (true, true) => vec!["▶ running", "! saturated"],
     };
+    if rows.iter().any(|r| r.state == RowState::Finishing) {
+        marks.insert(1, "… requests still in flight");
+    }
     if labels {
         marks.extend(crate::types::LABEL_LEGEND);
     }
@@ -524,6 +549,49 @@ mod tests {
                 ("constant@5.00 #3", true),
             ]
         );
+    }
+
+    /// Seen: a stage cut by a rate key whose stalled requests ran on left
+    /// the table (and its errors the run's count) until they timed out.
+    #[test]
+    fn a_stage_cut_short_stays_in_the_table_while_its_requests_run() {
+        use crate::types::live::LiveStage;
+        let mut app = App::new(
+            crate::tui::app::RunInfo::default(),
+            crate::tui::theme::builtin(),
+        );
+        let done = StageReport {
+            name: "constant@5.00".into(),
+            number: 1,
+            ..Default::default()
+        };
+        let mut cut = StageReport {
+            name: "constant@5.00".into(),
+            number: 3,
+            cut_short: true,
+            ..Default::default()
+        };
+        cut.errors.insert("timeout".into(), 2);
+        app.snap.finished = std::sync::Arc::new(vec![done]);
+        app.snap.finishing = std::sync::Arc::new(vec![cut]);
+        app.snap.stage = Some(LiveStage {
+            name: "constant@5.50 (manual)".into(),
+            manual: true,
+            ..Default::default()
+        });
+        let rows = table_rows(&app);
+        let shown: Vec<(&str, RowState)> =
+            rows.iter().map(|r| (r.name.as_str(), r.state)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("constant@5.00", RowState::Done),
+                ("constant@5.00 #2 cut", RowState::Finishing),
+                ("constant@5.50 (manual)", RowState::Running),
+            ]
+        );
+        let totals = super::super::errors::run_error_totals(&app.snap);
+        assert_eq!(totals.get("timeout"), Some(&2));
     }
 
     #[test]
