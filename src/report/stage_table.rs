@@ -156,7 +156,12 @@ impl StageRow {
             None => StageRow::default(),
         };
         row.counts = Some((s.counts.completed, s.counts.incomplete, s.counts.errored));
-        if s.counts.completed == 0 {
+        // No rate before the stage so far has a completion, whatever the
+        // live count says: `so_far` is a second old (seen: "0.00" achieved
+        // and 0 tok/s beside "done 6" and TTFT `-` in the row, while the
+        // "now" panel's stage so far read `-`).
+        let measured = s.so_far.as_ref().is_some_and(|r| r.requests.measured > 0);
+        if s.counts.completed == 0 || !measured {
             row.rps = None;
             row.out_tps = None;
         }
@@ -530,6 +535,35 @@ mod tests {
                 assert!(w <= d.width as usize, "{}", col.title());
             }
         }
+    }
+
+    /// The running row's rate is the stage so far's: none until that has
+    /// a completion, as the "now" panel's stage so far says, even when the
+    /// live count (fresher) has some.
+    #[test]
+    fn the_running_row_has_no_rate_before_its_stage_so_far_completed_one() {
+        let mut so_far = StageReport {
+            measured_s: 1.0,
+            ..Default::default()
+        };
+        so_far.concurrency.mean = 6.2;
+        let mut live = LiveStage {
+            name: "constant@11.31 (manual)".into(),
+            so_far: Some(std::sync::Arc::new(so_far.clone())),
+            ..Default::default()
+        };
+        live.counts.completed = 6;
+        let row = StageRow::live(&live);
+        assert_eq!(row.rps, None, "not 0.00 beside done 6");
+        assert_eq!(row.out_tps, None);
+        assert_eq!(row.conc, Some(6.2));
+        assert_eq!(row.counts, Some((6, 0, 0)));
+
+        so_far.requests.measured = 6;
+        so_far.rates.completed_per_s = 11.3;
+        so_far.rates.steady_s = 1.0;
+        live.so_far = Some(std::sync::Arc::new(so_far));
+        assert_eq!(StageRow::live(&live).rps, Some(11.3));
     }
 
     #[test]
