@@ -268,7 +268,12 @@ pub fn stage_warnings(s: &StageReport, earlier: &[StageReport]) -> Vec<StageWarn
     }
     if s.strategy.is_flood() {
         let sync = earlier.iter().rev().find(|e| e.strategy.is_synchronous());
-        if let Some(q) = queueing(s, sync) {
+        // A flood ended (`n`, a stop) before any request of it could
+        // complete measured nothing, not queueing (seen: skipped 2 s in,
+        // "measured queueing, not capacity (0.00 req/s, …; median latency
+        // 0.0 s)" and advice to set --max-concurrency).
+        let measured_nothing = cut && c.completed == 0;
+        if let Some(q) = queueing(s, sync).filter(|_| !measured_nothing) {
             w.push(q);
         }
         if let Some(t) = timed_out_flood(s) {
@@ -381,6 +386,36 @@ mod tests {
     /// The cache's share is of what the server counted: tools, images and
     /// a conversation's history are prompt tokens the data's text lacks
     /// (seen: "782 % of prompt tokens from its prefix cache" with tools=4).
+    /// A flood skipped before its first completion did not measure
+    /// queueing: no warning says it did (one that ran its course and
+    /// completed less than the synchronous stage still gets it).
+    #[test]
+    fn a_flood_ended_before_any_completion_is_not_called_queueing() {
+        let mut sync = StageReport {
+            strategy: crate::types::StrategyKind::Synchronous,
+            ..Default::default()
+        };
+        sync.rates.requests_per_s = 0.75;
+        let mut thr = StageReport {
+            strategy: crate::types::StrategyKind::Throughput,
+            end_reason: crate::types::StageEndReason::Skipped,
+            duration_s: 2.0,
+            ..Default::default()
+        };
+        thr.requests.sent = 512;
+        thr.requests.incomplete = 512;
+        let queued = |s: &StageReport| {
+            stage_warnings(s, std::slice::from_ref(&sync))
+                .iter()
+                .any(|w| matches!(w, StageWarning::FloodQueued { .. }))
+        };
+        assert!(!queued(&thr), "skipped before any completion");
+        thr.end_reason = crate::types::StageEndReason::MaxSeconds;
+        thr.requests.completed = 3;
+        thr.rates.requests_per_s = 0.3;
+        assert!(queued(&thr), "ran its course below the synchronous rate");
+    }
+
     #[test]
     fn the_prefix_cache_share_is_of_the_servers_prompt_tokens() {
         let mut s = StageReport::default();
