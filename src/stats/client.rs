@@ -103,10 +103,21 @@ pub fn check(m: Measured) -> ClientCheck {
         String::new()
     };
     let fine = policy::timing_lag_limit_ms(m.itl_p50_ms);
+    // No ITL measured (nothing streamed two chunks: a flood skipped early):
+    // the floor is the bound, and there is no ITL to speak of (seen: "past
+    // the 5.0 ms an ITL of 0.0 ms needs").
+    let bound = if m.itl_p50_ms > 0.0 {
+        format!(
+            "TTFT and ITL here are accurate to about that, past the {fine:.1} ms an ITL of {:.1} ms needs",
+            m.itl_p50_ms
+        )
+    } else {
+        format!("its timings here are accurate to about that, past the {fine:.1} ms they need")
+    };
     let timing = if !limited && m.lag_p90_ms > fine {
         format!(
-            "llmsweep's runtime woke {:.1} ms late (p90){cpu}: TTFT and ITL here are accurate to about that, past the {fine:.1} ms an ITL of {:.1} ms needs; the rates and the verdict stand (a busy machine, or too much load for one process)",
-            m.lag_p90_ms, m.itl_p50_ms
+            "llmsweep's runtime woke {:.1} ms late (p90){cpu}: {bound}; the rates and the verdict stand (a busy machine, or too much load for one process)",
+            m.lag_p90_ms
         )
     } else {
         String::new()
@@ -178,6 +189,27 @@ mod tests {
             itl_p50_ms: itl,
             latency_p50_ms: latency,
         }
+    }
+
+    /// A late runtime in a stage that measured no ITL: the warning speaks
+    /// of the timings, not of "an ITL of 0.0 ms".
+    #[test]
+    fn a_timing_warning_without_an_itl_names_none() {
+        let none = check(m(6.2, 0.0, 0.0, 0.0));
+        assert!(!none.limited, "{none:?}");
+        assert!(
+            none.timing.contains("past the 5.0 ms they need"),
+            "{}",
+            none.timing
+        );
+        assert!(!none.timing.contains("ITL"), "{}", none.timing);
+        let some = check(m(12.0, 0.0, 20.0, 1000.0));
+        assert!(
+            some.timing
+                .contains("past the 10.0 ms an ITL of 20.0 ms needs"),
+            "{}",
+            some.timing
+        );
     }
 
     #[test]
