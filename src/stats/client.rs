@@ -73,6 +73,7 @@ pub fn check(m: Measured) -> ClientCheck {
     let due = (m.sent + m.unsent).max(1) as f64;
     let late = policy::client_late(
         m.send_late_p90_ms,
+        m.sent,
         m.behind_ms,
         m.unsent as f64 / due,
         m.lag_p90_ms,
@@ -189,6 +190,24 @@ mod tests {
             itl_p50_ms: itl,
             latency_p50_ms: latency,
         }
+    }
+
+    /// A stage of three requests, one sent 23 ms late on a busy machine (a
+    /// manual constant@0.48 stage): its p90 is that one send, not a schedule
+    /// llmsweep could not keep. Twenty such sends are.
+    #[test]
+    fn one_late_send_of_a_few_is_not_a_client_limit() {
+        let few = check(Measured {
+            sent: 3,
+            ..m(1.0, 23.0, 20.0, 1000.0)
+        });
+        assert!(!few.limited, "{few:?}");
+        assert!(few.reason.is_empty(), "{}", few.reason);
+        let many = check(Measured {
+            sent: 20,
+            ..m(1.0, 23.0, 20.0, 1000.0)
+        });
+        assert!(many.limited, "{many:?}");
     }
 
     /// A late runtime in a stage that measured no ITL: the warning speaks

@@ -277,20 +277,24 @@ fn the_sweeps_budget_and_an_added_stages_length() {
 
 #[test]
 fn a_client_is_late_one_way_at_a_time() {
-    let on_time = client_late(5.0, 0.0, 0.0, 3.0, 400.0);
+    let on_time = client_late(5.0, 100, 0.0, 0.0, 3.0, 400.0);
     assert!(!on_time.any());
-    assert!(client_late(21.0, 0.0, 0.0, 3.0, 400.0).sent_late);
-    assert!(client_late(5.0, 30.0, 0.06, 3.0, 400.0).unsent);
+    assert!(client_late(21.0, 100, 0.0, 0.0, 3.0, 400.0).sent_late);
+    // Of three sends the p90 is the latest: one late send is not a schedule
+    // the client could not keep.
+    assert!(!client_late(23.0, 3, 0.0, 0.0, 3.0, 400.0).any());
+    assert!(client_late(23.0, SEND_LATE_MIN_SENDS, 0.0, 0.0, 3.0, 400.0).sent_late);
+    assert!(client_late(5.0, 100, 30.0, 0.06, 3.0, 400.0).unsent);
     assert!(
-        !client_late(5.0, 30.0, 0.015, 3.0, 400.0).any(),
+        !client_late(5.0, 100, 30.0, 0.015, 3.0, 400.0).any(),
         "a little behind"
     );
     // The lag limit is a quarter of the latency when that is over 50 ms.
     assert_eq!(
-        client_late(5.0, 0.0, 0.0, 101.0, 400.0).lag_over_ms,
+        client_late(5.0, 100, 0.0, 0.0, 101.0, 400.0).lag_over_ms,
         Some(100.0)
     );
-    assert!(!client_late(5.0, 0.0, 0.0, 99.0, 400.0).any());
+    assert!(!client_late(5.0, 100, 0.0, 0.0, 99.0, 400.0).any());
     assert_eq!(timing_lag_limit_ms(2.0), LAG_FLOOR_MS);
     assert_eq!(timing_lag_limit_ms(40.0), 20.0);
 }
