@@ -378,8 +378,11 @@ impl Engine {
         // end of a stage.
         tokio::select! {
             biased;
+            // What came back before the timer went off is counted first (at
+            // most a batch), so a deadline judges the stage with the ends
+            // that waited for this wake-up (`counts_when_sending`).
             _ = &mut run.timer, if next.is_some() => {
-                self.on_timer(run, spec).or_else(|| self.take_done(run, spec))
+                self.take_done(run, spec).or_else(|| self.on_timer(run, spec))
             }
             Some(cmd) = self.control.recv() => self.apply(cmd, spec, &mut run.d, &mut run.stats),
             Some(done) = self.done_rx.recv(), if !count_when_sending => {
