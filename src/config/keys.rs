@@ -25,19 +25,25 @@ pub(super) fn shorten_unknown_key(msg: &str, command_line_only: &[&str]) -> Stri
         .step_by(2)
         .filter(|k| !k.is_empty())
         .collect();
-    let closest = known
-        .iter()
-        .map(|k| (edit_distance(key, k), *k))
-        .min()
-        .filter(|(d, k)| *d <= 2.max(k.len() / 3));
-    let hint = match closest {
-        Some((_, k)) => format!("did you mean `{k}`? "),
+    let hint = match closest(key, &known) {
+        Some(k) => format!("did you mean `{k}`? "),
         None => String::new(),
     };
     format!(
         "{}unknown field `{key}`: {hint}(the keys are the flags of `llmsweep run` in snake_case; `llmsweep run --help` lists them)",
         &msg[..at]
     )
+}
+
+/// The known word nearest a mistyped one, if near enough to be the one
+/// meant (two edits, or a third of its length): for "did you mean".
+pub(crate) fn closest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (edit_distance(word, k), *k))
+        .min()
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .map(|(_, k)| k)
 }
 
 /// Levenshtein distance, for "did you mean".

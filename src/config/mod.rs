@@ -23,7 +23,7 @@ use crate::client::FollowRedirects;
 use crate::types::{Api, StrategyKind};
 
 mod habits;
-mod keys;
+pub(crate) mod keys;
 mod kinds;
 mod read;
 mod sections;

@@ -109,8 +109,12 @@ pub fn resolve(flags: RunConfig, typed: &HashSet<String>) -> Result<(RunConfig, 
     } else if let Some(hint) = guidellm_profile(&choice) {
         bail!("{hint}");
     } else {
+        let mut names: Vec<&str> = LoadStrategy::ALL.iter().map(|s| s.name()).collect();
+        names.extend(SHIPPED.iter().map(|(n, _)| *n));
+        let hint = crate::config::keys::closest(&choice.to_ascii_lowercase(), &names)
+            .map_or(String::new(), |n| format!("did you mean {n:?}? "));
         bail!(
-            "unknown profile {choice:?}: use a strategy ({}), a shipped profile ({}), or a path to a .toml file; `llmsweep profiles` lists them",
+            "unknown profile {choice:?}: {hint}use a strategy ({}), a shipped profile ({}), or a path to a .toml file; `llmsweep profiles` lists them",
             LoadStrategy::names(),
             SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
@@ -270,6 +274,27 @@ mod tests {
             .to_string()
             .contains("llmsweep profiles"));
         assert!(resolve(base("/nonexistent/p.toml"), &HashSet::new()).is_err());
+    }
+
+    /// A misspelled profile name is answered with the one meant, as a
+    /// misspelled key in a profile file is; a word near none, with the list.
+    #[test]
+    fn a_misspelled_profile_names_the_one_meant() {
+        let err = |p: &str| resolve(base(p), &HashSet::new()).unwrap_err().to_string();
+        assert!(
+            err("sweap").contains("did you mean \"sweep\"?"),
+            "{}",
+            err("sweap")
+        );
+        assert!(
+            err("Constnat").contains("did you mean \"constant\"?"),
+            "{}",
+            err("Constnat")
+        );
+        assert!(err("vllm-serve").contains("did you mean \"vllm-serving\"?"));
+        let far = err("nope");
+        assert!(!far.contains("did you mean"), "{far}");
+        assert!(far.contains("llmsweep profiles"), "{far}");
     }
 
     /// Flags added after profile files existed are profile keys too.
