@@ -219,7 +219,7 @@ impl Steers {
     /// The footer's word for `+/-`.
     pub const fn footer(self) -> &'static str {
         match self {
-            Steers::Streams => "streams ±",
+            Steers::Streams => "streams ±10%",
             Steers::FromAchieved => "constant ±10%",
             Steers::Rate => "rate ±10%",
         }
@@ -314,6 +314,16 @@ mod tests {
         "poisson",
         "replay",
     ];
+
+    /// The footer's `+/-` says by how much, as the help does (the concurrent
+    /// footer read `streams ±` with no amount).
+    #[test]
+    fn every_footer_step_names_its_amount() {
+        for s in [Steers::Streams, Steers::FromAchieved, Steers::Rate] {
+            assert!(s.footer().ends_with("±10%"), "{}", s.footer());
+            assert!(s.help()[1].contains("10 %"), "{}", s.help()[1]);
+        }
+    }
 
     /// Fails to compile when a variant is added, as a reminder to list it
     /// in `ALL` (the tests below check the list is complete).
