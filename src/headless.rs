@@ -53,17 +53,14 @@ pub fn line_width() -> usize {
 pub fn waiting_line(s: &Snapshot, width: usize) -> Option<String> {
     let w = s.waiting.as_ref()?;
     let at = format!("[{:>6.1}s] ", s.elapsed_s);
-    let (short, next) = (w.short(), w.next());
-    let (waited, most) = (w.waited_s(s.elapsed_s), w.at_most_s);
+    let (t, next) = (s.elapsed_s, w.next());
     let forms = [
-        w.words(s.elapsed_s),
-        format!(
-            "checking the server: {short} · {waited:.0} s of at most {most:.0} s · then {next}"
-        ),
-        format!("checking the server: {short} · {waited:.0} s · then {next}"),
-        format!("checking the server: {short} · {waited:.0} s of at most {most:.0} s"),
-        format!("checking the server: {short} · {waited:.0} s"),
-        format!("checking the server · {waited:.0} s"),
+        w.words(t),
+        format!("{} · then {next}", w.brief(t, true)),
+        format!("{} · then {next}", w.brief(t, false)),
+        w.brief(t, true),
+        w.brief(t, false),
+        format!("checking the server · {:.0} s", w.waited_s(t)),
     ];
     let width = width.max(40);
     let fits = forms

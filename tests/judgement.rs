@@ -31,6 +31,15 @@ fn settings() -> RunSettings {
 
 /// Runs `plan` with `prompts`; returns the result and every live stage
 /// warning seen in the snapshots, with the stage's elapsed time.
+/// The run's timeline entries about waiting for the server.
+fn settle_entries(result: &RunResult) -> Vec<&llmsweep::types::TimelineEvent> {
+    result
+        .timeline
+        .iter()
+        .filter(|e| e.event == EventKind::Settle)
+        .collect()
+}
+
 async fn run_plan(
     url: &str,
     plan: &mut dyn Plan,
@@ -738,11 +747,7 @@ async fn the_wait_for_a_busy_server_is_shown_and_a_stop_ends_it() {
     );
     assert!(h.snapshots.borrow().waiting.is_none());
     // The timeline says the run was waiting when it stopped, and how long.
-    let settle: Vec<_> = result
-        .timeline
-        .iter()
-        .filter(|e| e.event == EventKind::Settle)
-        .collect();
+    let settle = settle_entries(&result);
     assert!(
         settle.len() == 1
             && settle[0].detail.contains(
@@ -830,11 +835,7 @@ async fn the_wait_between_stages_is_shown_and_a_stop_ends_it() {
     // The timeline says the run was waiting when it stopped, and for how
     // long (real vLLM: a q 5 s into a wait left only "stop quit (q)"
     // after the stage's verdict).
-    let settle: Vec<_> = result
-        .timeline
-        .iter()
-        .filter(|e| e.event == EventKind::Settle)
-        .collect();
+    let settle = settle_entries(&result);
     assert!(
         settle.len() == 1
             && settle[0]

@@ -411,12 +411,25 @@ mod tests {
         assert_eq!(after(Some(0.0), true).0, "waiting for it to be idle");
     }
 
-    /// A server that answers `busy_now` from a list (then 0), each call
-    /// the next (`Gauge::of` asks once too, to learn that it says); no
-    /// request.
-    struct Readings(std::sync::Mutex<std::collections::VecDeque<f64>>);
+    /// A server the waits only look at: `busy_now` from `readings` (then
+    /// 0), each call the next (`Gauge::of` asks once too, to learn that it
+    /// says), or its `/metrics` at `url`; never a request.
+    #[derive(Default)]
+    struct Server {
+        readings: Option<std::sync::Mutex<std::collections::VecDeque<f64>>>,
+        url: Option<String>,
+    }
 
-    impl crate::engine::backend::Backend for Readings {
+    impl Server {
+        fn reading(values: &[f64]) -> Server {
+            Server {
+                readings: Some(std::sync::Mutex::new(values.iter().copied().collect())),
+                ..Server::default()
+            }
+        }
+    }
+
+    impl crate::engine::backend::Backend for Server {
         fn send<'a>(
             &'a self,
             _: &'a Prompt,
@@ -424,15 +437,20 @@ mod tests {
             _: &'a CancellationToken,
             _: std::sync::Arc<crate::client::progress::Progress>,
         ) -> crate::engine::backend::Send<'a> {
-            Box::pin(async { panic!("the wait before the first stage sends no probe") })
+            Box::pin(async { panic!("these waits send no probe") })
         }
 
         fn busy_now(&self) -> Option<f64> {
+            let readings = self.readings.as_ref()?;
             Some(
-                self.0
+                readings
                     .lock()
                     .map_or(0.0, |mut r| r.pop_front().unwrap_or(0.0)),
             )
+        }
+
+        fn base_url(&self) -> Option<&str> {
+            self.url.as_deref()
         }
     }
 
@@ -444,7 +462,7 @@ mod tests {
     async fn a_server_busy_before_the_run_is_said_as_found() {
         // Gauge::of, the first read (busy), then the wait's Gauge::of and
         // whatever it reads next: the server finished meanwhile.
-        let server = Readings(std::sync::Mutex::new([3.0, 3.0, 0.0].into()));
+        let server = Server::reading(&[3.0, 3.0, 0.0]);
         let s = busy_before_load(&server, Duration::from_secs(30))
             .await
             .expect("busy at first");
@@ -454,27 +472,8 @@ mod tests {
             "{}",
             s.detail
         );
-        let idle = Readings(std::sync::Mutex::new([0.0].into()));
+        let idle = Server::reading(&[0.0]);
         assert_eq!(busy_before_load(&idle, Duration::from_secs(30)).await, None);
-    }
-
-    /// A server known by its URL only: its `/metrics` is all it is asked.
-    struct Page(String);
-
-    impl crate::engine::backend::Backend for Page {
-        fn send<'a>(
-            &'a self,
-            _: &'a Prompt,
-            _: Instant,
-            _: &'a CancellationToken,
-            _: std::sync::Arc<crate::client::progress::Progress>,
-        ) -> crate::engine::backend::Send<'a> {
-            Box::pin(async { panic!("no probe without a synchronous TTFT") })
-        }
-
-        fn base_url(&self) -> Option<&str> {
-            Some(&self.0)
-        }
     }
 
     /// A `/metrics` too slow to answer is a busy server, not none: the
@@ -512,7 +511,10 @@ mod tests {
             after_queue: false,
         };
         let s = settle(
-            &Page(url),
+            &Server {
+                url: Some(url),
+                ..Server::default()
+            },
             |_| unreachable!(),
             pace,
             Duration::from_secs(30),

@@ -208,6 +208,22 @@ impl Waiting {
         }
     }
 
+    /// The wait in a few words and how long so far, for a header or a
+    /// narrow line: `checking the server: <short> · 9 s`, with the bound
+    /// (`9 s of at most 30 s`) when `bound`.
+    pub fn brief(&self, elapsed_s: f64, bound: bool) -> String {
+        let most = if bound {
+            format!(" of at most {:.0} s", self.at_most_s)
+        } else {
+            String::new()
+        };
+        format!(
+            "checking the server: {} · {:.0} s{most}",
+            self.short(),
+            self.waited_s(elapsed_s)
+        )
+    }
+
     /// The wait in words at `elapsed_s` into the run: before what, how long
     /// so far, what it waits for.
     pub fn words(&self, elapsed_s: f64) -> String {

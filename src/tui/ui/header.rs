@@ -205,11 +205,7 @@ fn stage_line(app: &App, width: u16) -> Line<'static> {
 /// words, for how long so far, and what starts next (left out first when
 /// `width` is short). The stage that ended is among the finished.
 fn before_a_stage(th: &Theme, snap: &Snapshot, w: &Waiting, width: u16) -> Line<'static> {
-    let wait = format!(
-        " checking the server: {} · {:.0} s",
-        w.short(),
-        w.waited_s(snap.elapsed_s)
-    );
+    let wait = format!(" {}", w.brief(snap.elapsed_s, false));
     let then = format!(" · then {}", w.next());
     let mut line = Line::from(vec![Span::styled(wait, th.highlight())]);
     if line.width() + then.chars().count() <= width as usize {
