@@ -383,9 +383,6 @@ mod tests {
             .any(|w| *w == StageWarning::Inconclusive("stage too short for a verdict".into())));
     }
 
-    /// The cache's share is of what the server counted: tools, images and
-    /// a conversation's history are prompt tokens the data's text lacks
-    /// (seen: "782 % of prompt tokens from its prefix cache" with tools=4).
     /// A flood skipped before its first completion did not measure
     /// queueing: no warning says it did (one that ran its course and
     /// completed less than the synchronous stage still gets it).
@@ -416,6 +413,9 @@ mod tests {
         assert!(queued(&thr), "ran its course below the synchronous rate");
     }
 
+    /// The cache's share is of what the server counted: tools, images and
+    /// a conversation's history are prompt tokens the data's text lacks
+    /// (seen: "782 % of prompt tokens from its prefix cache" with tools=4).
     #[test]
     fn the_prefix_cache_share_is_of_the_servers_prompt_tokens() {
         let mut s = StageReport::default();

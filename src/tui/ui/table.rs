@@ -148,8 +148,12 @@ pub(super) fn running_label(snap: &Snapshot) -> Option<crate::types::StageLabel>
 }
 
 /// The stages that stopped sending, in order: the finished, then those cut
-/// short by a rate key whose requests still run.
-pub(super) fn ended(snap: &Snapshot) -> Vec<StageReport> {
+/// short by a rate key whose requests still run (copied only when there
+/// are such: this runs every frame).
+pub(super) fn ended(snap: &Snapshot) -> std::borrow::Cow<'_, [StageReport]> {
+    if snap.finishing.is_empty() {
+        return std::borrow::Cow::Borrowed(snap.finished.as_slice());
+    }
     snap.finished
         .iter()
         .chain(snap.finishing.iter())
