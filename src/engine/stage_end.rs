@@ -15,12 +15,7 @@ impl Finishing {
     /// The stage so far, as its report will read when its last request has
     /// ended: cut short by the key, under the key's end reason.
     fn so_far(&self, now: Instant) -> StageReport {
-        let mut r = self.stats.so_far(
-            now,
-            self.spec.name.clone(),
-            self.spec.strategy.kind(),
-            self.spec.strategy.target_rate(),
-        );
+        let mut r = super::stage_loop::so_far(&self.stats, &self.spec, now);
         r.number = self.number;
         r.manual = self.spec.manual;
         r.repeat = self.spec.repeat;

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::stats::stage::{StageStats, Window};
 use crate::stats::verdict;
-use crate::types::{EventKind, RunEnd};
+use crate::types::{EventKind, RunEnd, StageReport};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -543,14 +543,20 @@ impl Engine {
     /// The stage so far, as of `now`: what the stage table's running row,
     /// a relative rate key and an export (`e`) read.
     fn refresh_so_far(&mut self, run: &mut StageRun, spec: &StageSpec, now: Instant) {
-        self.live.so_far = Some(Arc::new(run.stats.so_far(
-            now,
-            spec.name.clone(),
-            spec.strategy.kind(),
-            spec.strategy.target_rate(),
-        )));
+        self.live.so_far = Some(Arc::new(so_far(&run.stats, spec, now)));
         run.so_far_at = Some(now);
     }
+}
+
+/// The stage `spec` so far, by its statistics at `now`: the running stage's,
+/// or one cut short whose requests still run.
+pub(super) fn so_far(stats: &StageStats, spec: &StageSpec, now: Instant) -> StageReport {
+    stats.so_far(
+        now,
+        spec.name.clone(),
+        spec.strategy.kind(),
+        spec.strategy.target_rate(),
+    )
 }
 
 /// Whether the loop counts the requests that came back when it wakes to send
