@@ -91,6 +91,10 @@ fn main() {
 #[derive(Default)]
 struct Counts {
     completed: AtomicU64,
+    /// Completed before the end of the sending window: past its ceiling a
+    /// client sends late and its requests end in the drain, which says
+    /// nothing of the rate it held.
+    completed_in_window: AtomicU64,
     incomplete: AtomicU64,
     errored: AtomicU64,
 }
@@ -144,6 +148,9 @@ async fn run(a: &Args) -> String {
                 r = one(&client, &url, body) => match r {
                     Some(t) => {
                         counts.completed.fetch_add(1, Ordering::Relaxed);
+                        if Instant::now() <= end {
+                            counts.completed_in_window.fetch_add(1, Ordering::Relaxed);
+                        }
                         let _ = ttft_tx.send(t);
                     }
                     None => {
@@ -159,6 +166,9 @@ async fn run(a: &Args) -> String {
         // Reap finished tasks as we go.
         while tasks.try_join_next().is_some() {}
     }
+    // Past its ceiling the loop sends every due request, late: how long
+    // after the window it sent the last.
+    let sending_ended_late = Instant::now().saturating_duration_since(end);
     drop(ttft_tx);
     let until = Instant::now() + Duration::from_secs_f64(a.drain);
     while !tasks.is_empty() {
@@ -178,7 +188,12 @@ async fn run(a: &Args) -> String {
         "completed": completed,
         "incomplete": counts.incomplete.load(Ordering::Relaxed),
         "errored": counts.errored.load(Ordering::Relaxed),
-        "achieved": completed as f64 / a.seconds,
+        "completed_in_window": counts.completed_in_window.load(Ordering::Relaxed),
+        // What it held: completions within the window, over the window (as
+        // llmsweep's requests_per_s counts its stage's).
+        "achieved": counts.completed_in_window.load(Ordering::Relaxed) as f64 / a.seconds,
+        "achieved_with_drain": completed as f64 / a.seconds,
+        "sending_ended_late_ms": sending_ended_late.as_secs_f64() * 1e3,
         "ttft_p50_ms": p50,
         "behind_max_ms": behind_max.as_secs_f64() * 1e3,
     })
