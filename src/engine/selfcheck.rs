@@ -13,8 +13,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The probe's period.
-pub const PROBE_EVERY: Duration = Duration::from_millis(10);
+/// The probe's period. Each wake-up of an otherwise idle runtime costs a
+/// context switch: at 10 ms the probe alone was half of what an idle run
+/// spent a second (10 ms of CPU), and about 4 % of llmsweep's CPU per
+/// request at 1,000-2,000 req/s, where the runtime parks between requests
+/// (`benches/vs_minimal.py`, alternated rounds). At 50 ms a 5 s stage still
+/// has 100 samples for its p90; a stall of 50 ms or more is always seen.
+pub const PROBE_EVERY: Duration = Duration::from_millis(50);
 
 /// A task that sleeps `PROBE_EVERY` and records how late it wakes, in µs,
 /// into a shared list the stage runner drains once a second.
