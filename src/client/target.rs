@@ -47,6 +47,11 @@ pub fn normalize_target(target: &str) -> Result<(String, Option<&'static str>)> 
                 crate::redact::redact_url(&fixed)
             );
         }
+        if let Some(scheme) = unknown_scheme(t) {
+            bail!(
+                "{shown:?} begins with {scheme:?}, which is no URL scheme llmsweep reads: use http:// or https:// (e.g. http://127.0.0.1:8000)"
+            );
+        }
     }
     let with_scheme = if t.contains("://") {
         t.to_string()
@@ -139,6 +144,17 @@ pub fn endpoint_note(path: &str, base: &str, api: Api) -> String {
     }
 }
 
+/// `htp:/host`, `htps//host`…: a target without `://` that begins like a
+/// URL with a scheme (letters, then `:/` or `//`), which would otherwise go
+/// out as a host named after it (a DNS lookup of `htp`). A host and port
+/// never has a `/` right after its `:`. The scheme as typed.
+fn unknown_scheme(t: &str) -> Option<&str> {
+    let end = t.find(['/', ':'])?;
+    let (word, rest) = t.split_at(end);
+    let scheme_like = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic());
+    (scheme_like && (rest.starts_with(":/") || rest.starts_with("//"))).then_some(word)
+}
+
 /// `http//host`, `http:/host`, `https//host`…: a scheme whose `://` was
 /// mistyped, which would otherwise become the host `http`. The URL meant.
 pub(super) fn mistyped_scheme(t: &str) -> Option<String> {
@@ -202,6 +218,25 @@ mod tests {
             "http://h:8000/v1/completions"
         );
         assert!(normalize_base_url("http://").is_err());
+    }
+
+    #[test]
+    fn a_scheme_it_does_not_know_without_its_slashes_is_refused_not_looked_up() {
+        for t in ["htp:/bad", "htps//h:8000", "hhtp:/127.0.0.1:8000/v1"] {
+            let e = normalize_base_url(t).unwrap_err().to_string();
+            assert!(
+                e.contains("no URL scheme") && e.contains("http://"),
+                "{t}: {e}"
+            );
+        }
+        // Hosts and ports still read as before.
+        for (t, want) in [
+            ("localhost:8000", "http://localhost:8000"),
+            ("gpu-box:8000/v1", "http://gpu-box:8000"),
+            ("127.0.0.1:9", "http://127.0.0.1:9"),
+        ] {
+            assert_eq!(normalize_base_url(t).unwrap(), want, "{t}");
+        }
     }
 
     #[test]
