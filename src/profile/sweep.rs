@@ -294,6 +294,13 @@ impl SweepPlan {
     fn plan_rates(&mut self, done: &[StageReport]) -> ControlFlow<Option<StageSpec>> {
         let sync = Self::measured(done, StrategyKind::is_synchronous).unwrap_or(0.0);
         let thr = Self::measured(done, StrategyKind::is_flood).unwrap_or(0.0);
+        if sync > 0.0 && thr <= 0.0 && Self::flood_skipped(done) {
+            return self.probe_up_from_synchronous(
+                done,
+                sync,
+                "the throughput stage was skipped before it completed a request",
+            );
+        }
         if sync > 0.0 {
             if let Some(again) = self.rerun_thin_throughput(done, thr) {
                 return ControlFlow::Break(Some(again));
@@ -301,18 +308,7 @@ impl SweepPlan {
         }
         match cannot_plan(done, sync, thr) {
             Some(Unplanned::Queueing(why)) => {
-                // The flood measured its own queue, not the server: the
-                // synchronous rate is the one rate known to be held, and
-                // the added stages probe up from it (no flood to go by).
-                self.flood_unusable = true;
-                self.warning = short_stage_warning(done, &self.limits);
-                self.notice = Some(format!(
-                    "{why}; not planning a grid from it: a stage at the synchronous {} req/s, then {} probing above it",
-                    fmt_rate(sync),
-                    added_stages_budget(self.stages, &self.limits),
-                ));
-                self.rates = Some(vec![sync]);
-                return ControlFlow::Continue(());
+                return self.probe_up_from_synchronous(done, sync, &why)
             }
             Some(Unplanned::Nothing(why)) => return ControlFlow::Break(self.end(why)),
             None => {}
@@ -326,6 +322,33 @@ impl SweepPlan {
         ));
         self.rates = Some(rates);
         ControlFlow::Continue(())
+    }
+
+    /// No grid from the flood (`why`): the synchronous rate is the one rate
+    /// known to be held, and the added stages probe up from it (no flood to
+    /// go by).
+    fn probe_up_from_synchronous(
+        &mut self,
+        done: &[StageReport],
+        sync: f64,
+        why: &str,
+    ) -> ControlFlow<Option<StageSpec>> {
+        self.flood_unusable = true;
+        self.warning = short_stage_warning(done, &self.limits);
+        self.notice = Some(format!(
+            "{why}; not planning a grid from it: a stage at the synchronous {} req/s, then {} probing above it",
+            fmt_rate(sync),
+            added_stages_budget(self.stages, &self.limits),
+        ));
+        self.rates = Some(vec![sync]);
+        ControlFlow::Continue(())
+    }
+
+    /// The operator skipped the flood (`n`): it is not run again, however
+    /// little it measured.
+    fn flood_skipped(done: &[StageReport]) -> bool {
+        Self::stage(done, StrategyKind::is_flood)
+            .is_some_and(|t| t.end_reason == crate::types::StageEndReason::Skipped)
     }
 
     /// A throughput stage that completed nothing plans nothing: it runs
@@ -794,6 +817,42 @@ mod tests {
         assert_eq!(p.total(), Some(10));
         let notice = p.take_notice().unwrap();
         assert!(notice.starts_with("sweep rates planned"), "{notice}");
+    }
+
+    /// Seen in a user's trial: `n` on a flood that had completed nothing
+    /// yet said "skipping to the next stage", and the next stage was the
+    /// flood again, three times as long (`throughput #2`). A flood the
+    /// operator skipped is not run again: the sweep goes on from the
+    /// synchronous rate, probing above it, as after a flood that measured
+    /// only its queue.
+    #[test]
+    fn a_flood_skipped_before_any_completion_is_not_run_again() {
+        let mut p = constant_sweep(10, limits_of(10.0), 512);
+        p.next(&[]).unwrap();
+        let mut d = vec![done(StrategyKind::Synchronous, 1000.0, 1.0)];
+        p.next(&d).unwrap();
+        let mut thr = done(StrategyKind::Throughput, 0.0, 0.0);
+        thr.end_reason = crate::types::StageEndReason::Skipped;
+        thr.capacity = Some(crate::types::CapacityEstimate {
+            completions: 0,
+            ..Default::default()
+        });
+        d.push(thr.clone());
+        let next = p.next(&d).unwrap();
+        assert_eq!(next.strategy, Strategy::Constant { rate: 1.0 }, "{next:?}");
+        let notice = p.take_notice().unwrap();
+        assert!(
+            notice.contains("skipped") && notice.contains("synchronous 1.00 req/s"),
+            "{notice}"
+        );
+        // Not skipped, it runs again (three times as long).
+        let mut p = constant_sweep(10, limits_of(10.0), 512);
+        p.next(&[]).unwrap();
+        p.next(&d[..1]).unwrap();
+        thr.end_reason = crate::types::StageEndReason::MaxSeconds;
+        let again = p.next(&[d[0].clone(), thr]).unwrap();
+        assert_eq!(again.strategy.kind(), StrategyKind::Throughput);
+        assert_eq!(again.limits.max_seconds, Some(30.0));
     }
 
     #[test]
