@@ -160,13 +160,16 @@ impl SweepPlan {
             .or_else(|| planned().next())
     }
 
-    /// The measured rate of the last planned stage of a kind. For throughput,
-    /// the stage's capacity estimate (`rates.steady_requests_per_s`): backed
-    /// by evidence, never above what the server was seen to complete (see
-    /// `stats::verdict::capacity`).
+    /// The measured rate of the last planned stage of a kind: its
+    /// completion-rate estimate (`rates.steady_requests_per_s`), backed by
+    /// evidence, never above what the server was seen to complete (see
+    /// `stats::verdict::capacity`); the rate the tables show for it. The
+    /// synchronous stage's completions over its whole length (0.90 where
+    /// the tables showed 0.96: its last request was cut by its end) only
+    /// when it has no estimate.
     fn measured(done: &[StageReport], kind: fn(StrategyKind) -> bool) -> Option<f64> {
         Self::stage(done, kind).map(|s| {
-            if s.strategy.is_flood() && s.rates.steady_requests_per_s > 0.0 {
+            if s.rates.steady_requests_per_s > 0.0 {
                 s.rates.steady_requests_per_s
             } else {
                 s.rates.requests_per_s
@@ -817,6 +820,35 @@ mod tests {
         assert_eq!(p.total(), Some(10));
         let notice = p.take_notice().unwrap();
         assert!(notice.starts_with("sweep rates planned"), "{notice}");
+    }
+
+    /// Seen in a user's trial: the timeline said "sweep rates planned from
+    /// synchronous 0.90" where every table showed the synchronous stage's
+    /// achieved 0.96 (its completion-rate estimate; 0.90 was completions
+    /// over the whole stage, the last request cut by its end). The plan
+    /// reads the rate the tables show.
+    #[test]
+    fn the_plan_reads_the_synchronous_rate_the_tables_show() {
+        let mut p = constant_sweep(5, limits_of(10.0), 64);
+        p.next(&[]).unwrap();
+        let mut sync = done(StrategyKind::Synchronous, 1040.0, 0.90);
+        sync.rates.steady_s = 9.0;
+        sync.rates.steady_requests_per_s = 0.96;
+        sync.rates.completed_per_s = 0.96;
+        let shown = crate::report::columns::ACHIEVED.num(&sync);
+        assert!((shown - 0.96).abs() < 1e-9, "{shown}");
+        let mut d = vec![sync];
+        p.next(&d).unwrap();
+        d.push(done(StrategyKind::Throughput, 5000.0, 7.0));
+        let first = p.next(&d).unwrap();
+        assert_eq!(
+            first.strategy,
+            Strategy::Constant {
+                rate: sweep_rates(0.96, 7.0, 5)[0]
+            }
+        );
+        let notice = p.take_notice().unwrap();
+        assert!(notice.contains("synchronous 0.96 and"), "{notice}");
     }
 
     /// Seen in a user's trial: `n` on a flood that had completed nothing
