@@ -51,14 +51,24 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
     assert_eq!(&names[..2], ["synchronous", "throughput"]);
     let sync = &res.stages[0];
     let thr = &res.stages[1];
-    // GuideLLM's formula, linspace(sync, throughput, 4)[1:], with the
-    // throughput stage's steady completion rate.
+    // GuideLLM's formula, linspace(sync, throughput, 4)[1:], with both
+    // stages' completion-rate estimates (the rates their table rows show).
     assert!(
         thr.rates.steady_requests_per_s > thr.rates.requests_per_s,
         "{:?}",
         thr.rates
     );
-    let step = (thr.rates.steady_requests_per_s - sync.rates.requests_per_s) / 3.0;
+    let sync_rate = if sync.rates.steady_requests_per_s > 0.0 {
+        sync.rates.steady_requests_per_s
+    } else {
+        sync.rates.requests_per_s
+    };
+    assert_eq!(
+        llmsweep::report::columns::ACHIEVED.num(sync),
+        sync_rate,
+        "the rate the tables show"
+    );
+    let step = (thr.rates.steady_requests_per_s - sync_rate) / 3.0;
     let mut planned: Vec<&llmsweep::types::StageReport> = res
         .stages
         .iter()
@@ -66,7 +76,7 @@ async fn a_sweep_against_the_simulator_shows_the_knee() {
         .collect();
     planned.dedup_by(|a, b| a.name == b.name);
     for (i, s) in planned[2..].iter().enumerate() {
-        let want = sync.rates.requests_per_s + step * (i + 1) as f64;
+        let want = sync_rate + step * (i + 1) as f64;
         assert!(
             (s.target_rate.unwrap() - want).abs() < 1e-9,
             "{}: {want}",
