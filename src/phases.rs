@@ -175,14 +175,10 @@ pub fn plan(report: &Report, stages: usize) -> Result<Planned> {
     // 0), naming the figures they come from, rather than print flags that
     // fail there.
     if let Some(e) = rates.iter().find_map(|&r| validate_rate(r).err()) {
-        let thr_rate = match thr.rates.steady_requests_per_s {
-            r if r > 0.0 => r,
-            _ => thr.rates.requests_per_s,
-        };
         bail!(
             "{e} (`run` refuses it): it is planned from the synchronous stage's {} req/s and the throughput stage's {} req/s; check the report",
-            crate::typed::number(sync.rates.requests_per_s),
-            crate::typed::number(thr_rate)
+            crate::typed::number(sync.rates.estimate()),
+            crate::typed::number(thr.rates.estimate())
         );
     }
     if rates.is_empty() {

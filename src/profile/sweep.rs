@@ -168,13 +168,7 @@ impl SweepPlan {
     /// the tables showed 0.96: its last request was cut by its end) only
     /// when it has no estimate.
     fn measured(done: &[StageReport], kind: fn(StrategyKind) -> bool) -> Option<f64> {
-        Self::stage(done, kind).map(|s| {
-            if s.rates.steady_requests_per_s > 0.0 {
-                s.rates.steady_requests_per_s
-            } else {
-                s.rates.requests_per_s
-            }
-        })
+        Self::stage(done, kind).map(|s| s.rates.estimate())
     }
 
     /// What the sweep may spend on stages added after its grid to close

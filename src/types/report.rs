@@ -516,6 +516,17 @@ pub struct Rates {
 }
 
 impl Rates {
+    /// The completion-rate estimate (`steady_requests_per_s`), else
+    /// completions over the measured window: what a sweep plans from for
+    /// its synchronous and throughput stages, the rate their rows show.
+    pub fn estimate(&self) -> f64 {
+        if self.steady_requests_per_s > 0.0 {
+            self.steady_requests_per_s
+        } else {
+            self.requests_per_s
+        }
+    }
+
     /// The achieved rate: completions per second of steady window, or of
     /// the measured window when there is no steady window (reports from
     /// before it, stages with no answer).
