@@ -163,10 +163,10 @@ impl SweepPlan {
     /// The measured rate of the last planned stage of a kind: its
     /// completion-rate estimate (`rates.steady_requests_per_s`), backed by
     /// evidence, never above what the server was seen to complete (see
-    /// `stats::verdict::capacity`); the rate the tables show for it. The
-    /// synchronous stage's completions over its whole length (0.90 where
-    /// the tables showed 0.96: its last request was cut by its end) only
-    /// when it has no estimate.
+    /// `stats::verdict::capacity`); the rate the tables show for a stage
+    /// with a steady window. The synchronous stage's completions over its
+    /// whole length (0.90 where the tables showed 0.96: its last request was
+    /// cut by its end) only when it has no estimate.
     fn measured(done: &[StageReport], kind: fn(StrategyKind) -> bool) -> Option<f64> {
         Self::stage(done, kind).map(|s| s.rates.estimate())
     }
