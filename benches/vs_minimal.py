@@ -22,7 +22,9 @@ seconds per 1,000 completed requests and peak RSS (both from wait4), and
 llmsweep's "fell behind" figures (how late the schedule was at the end, and
 how many due requests were never sent), and for the minimal client how
 long after the window it sent its last due request (it sends them all,
-however late). The streams mode reports peak RSS
+however late), and how busy the simulator's core was in the middle of the
+window (near 100 % the simulator limits too: which client falls behind
+then depends on its noise as well). The streams mode reports peak RSS
 per open stream for both clients against a tiny slow-stream server.
 """
 
@@ -35,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -111,7 +114,41 @@ def run_llmsweep(url, rate, seconds, drain, tokens=16, extra=(), binary=None):
 
 def fmt(r):
     return (f"{r['achieved']:.0f} req/s, TTFT p50 {r['ttft_p50_ms']:.1f} ms, "
-            f"{r['cpu_per_1k']:.3f} CPU s/1k, {r['rss_mb']:.0f} MB")
+            f"{r['cpu_per_1k']:.3f} CPU s/1k, {r['rss_mb']:.0f} MB, simulator {r['sim_busy']:.0%} busy")
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process so far, in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+class SimBusy:
+    """How busy the simulator's core was in the middle of a run's window
+    (from its second second to a second before the window ends): near 100 %,
+    the simulator (its own work and the loopback receive work of the client's
+    packets, which the kernel does on the sender's core) is what limits, and
+    which client falls behind then says as much about the simulator's noise as
+    about the client."""
+
+    def __init__(self, pid, seconds):
+        self.pid, self.share = pid, float("nan")
+        span = max(seconds - 2.0, 0.5)
+
+        def sample():
+            time.sleep(1.0)
+            a, t0 = cpu_ticks(pid), time.monotonic()
+            time.sleep(span)
+            b, t1 = cpu_ticks(pid), time.monotonic()
+            self.share = (b - a) / os.sysconf("SC_CLK_TCK") / (t1 - t0)
+
+        self.thread = threading.Thread(target=sample, daemon=True)
+        self.thread.start()
+
+    def done(self):
+        self.thread.join()
+        return self.share
 
 
 def rates_mode(args):
@@ -126,11 +163,13 @@ def rates_mode(args):
                 got = {}
                 for who in order:
                     loadgen.http(url + "/sim/reset", "POST")
+                    busy = SimBusy(sim.pid, args.seconds)
                     if who == "minimal":
                         got[who] = run_minimal(url, rate, args.seconds, args.drain)
                     else:
                         binary = args.before if who == "before" else None
                         got[who] = run_llmsweep(url, rate, args.seconds, args.drain, binary=binary)
+                    got[who]["sim_busy"] = busy.done()
                     print(f"rate {rate} round {k + 1} {who}: {fmt(got[who])}", file=sys.stderr)
                 rows.append((rate, got["minimal"], got["llmsweep"]))
                 if args.before:
@@ -147,8 +186,8 @@ def rates_mode(args):
 def table(rows, name):
     print(f"| target req/s | minimal: achieved / TTFT p50 / CPU s per 1k / RSS / last send late | "
           f"{name}: achieved / TTFT p50 / CPU s per 1k / RSS / fell behind | "
-          "achieved ratio | CPU per request ratio |")
-    print("|---:|---|---|---:|---:|")
+          f"simulator busy (minimal / {name}) | achieved ratio | CPU per request ratio |")
+    print("|---:|---|---|---:|---:|---:|")
     for rate, m, l in rows:
         behind = (f"{l['behind_ms'] / 1000:.2f} s, {l['unsent']} unsent"
                   if l["behind_ms"] == l["behind_ms"] else "—")
@@ -157,6 +196,7 @@ def table(rows, name):
         print(f"| {rate} | {m['achieved']:.0f} / {m['ttft_p50_ms']:.1f} ms / {m['cpu_per_1k']:.3f} / "
               f"{m['rss_mb']:.0f} MB / {late} | {l['achieved']:.0f} / {l['ttft_p50_ms']:.1f} ms / "
               f"{l['cpu_per_1k']:.3f} / {l['rss_mb']:.0f} MB / {behind} | "
+              f"{m['sim_busy']:.0%} / {l['sim_busy']:.0%} | "
               f"{l['achieved'] / max(m['achieved'], 1):.2f} | "
               f"{l['cpu_per_1k'] / max(m['cpu_per_1k'], 1e-9):.2f} |")
 

@@ -162,11 +162,18 @@ impl App {
     }
 
     /// Typing a rate after `r`: digits and a point, Backspace, Esc cancels,
-    /// Enter applies.
+    /// Enter applies. Any other character is refused aloud: dropped quietly,
+    /// `1e9` became a rate of 19.
     fn rate_entry_key(&mut self, code: KeyCode) -> Option<Action> {
         let buf = self.input.as_mut()?;
         match code {
             KeyCode::Char(c) if c.is_ascii_digit() || c == '.' => buf.push(c),
+            KeyCode::Char(c) => {
+                let typed = buf.clone();
+                self.say(format!(
+                    "{c:?} is not part of a rate: digits and a point only (typed so far: {typed:?}; Enter applies, Esc cancels)"
+                ));
+            }
             KeyCode::Backspace => {
                 buf.pop();
             }
@@ -481,6 +488,17 @@ mod tests {
         assert!(a.confirm.is_none(), "no question for an impossible rate");
         assert!(
             a.status_text().unwrap().contains("is not possible"),
+            "{:?}",
+            a.status_text()
+        );
+        // A character that is no part of a rate is refused aloud, not
+        // dropped: `1e9` became 19.
+        press(&mut a, "r1e");
+        assert_eq!(a.input.as_deref(), Some("1"));
+        assert!(
+            a.status_text()
+                .unwrap()
+                .contains("'e' is not part of a rate"),
             "{:?}",
             a.status_text()
         );
