@@ -262,6 +262,13 @@ impl SearchPlan {
     fn after_throughput(&mut self, thr: &StageReport) -> Option<StageSpec> {
         let cap = thr.rates.steady_requests_per_s;
         let lo = self.lo.unwrap_or(0.0);
+        if cap <= lo && thr.end_reason == crate::types::StageEndReason::Skipped {
+            // The operator skipped it (`n`): running it again would undo the
+            // key (seen: the same flood again, three times as long).
+            return self.finish(format!(
+                "the throughput stage was skipped having measured {cap:.2} req/s, not above the synchronous {lo:.2}: no top to search below (let the throughput stage run, or use --profile sweep, which probes up from the synchronous rate)"
+            ));
+        }
         if cap <= lo {
             let max = self.limits.max_seconds.filter(|_| !self.throughput_rerun);
             if let Some(max) = max.filter(|_| self.limits.auto_min_seconds.is_none()) {
@@ -662,6 +669,19 @@ mod tests {
         done.push(stage("throughput #2", StrategyKind::Throughput, 36.0, 0.9));
         let probe = p.next(&done).unwrap();
         assert_eq!(probe.strategy, Strategy::Constant { rate: 36.0 });
+    }
+
+    #[test]
+    fn a_throughput_stage_skipped_before_it_measured_ends_the_search_not_run_again() {
+        let (mut p, mut done) = past_synchronous(3.0, 0.7);
+        let mut skipped = stage("throughput", StrategyKind::Throughput, 0.0, 0.0);
+        skipped.end_reason = crate::types::StageEndReason::Skipped;
+        done.push(skipped);
+        assert!(
+            p.next(&done).is_none(),
+            "the skipped flood is not run again"
+        );
+        assert!(p.notice.as_deref().unwrap_or_default().contains("skipped"));
     }
 
     #[test]
