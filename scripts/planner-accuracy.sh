@@ -11,7 +11,9 @@
 #    sweep's top rate is the throughput stage's capacity estimate, so
 #    `--rate 3` plans the same top rate as the default 10 stages).
 #
-# Prints one line per stage length: top rate, capacity, error, method.
+# Prints one line per stage length: the planned grid's top rate (the probes
+# the sweep adds to bracket its answer are not the plan) and its error against
+# the capacity, the flood's method, and the run's answer with its bracket.
 # docs/BENCHMARKS.md keeps the last run.
 #
 #   [PROFILE=debug] scripts/planner-accuracy.sh [long_seconds=60] [stage lengths="4 10 30"]
@@ -53,17 +55,32 @@ for when in ("before", "after"):
           f"[{cap['capacity']['method']}: {cap['capacity']['evidence']}]")
 c = sum(caps) / len(caps)
 print(f"capacity: {c:.2f} req/s (mean); load: {open(f'{out}/uptime.txt').read().strip()}")
-print("| stage length | top rate (req/s) | capacity (req/s) | error | throughput estimate | top stage verdict | run ended |")
-print("| ---: | ---: | ---: | ---: | --- | --- | --- |")
+print("| stage length | planned top (req/s) | error | throughput estimate | top stage verdict "
+      "| answer (req/s) [bracket] | answer's error | run ended |")
+print("| ---: | ---: | ---: | --- | --- | --- | ---: | --- |")
 worst = 0.0
 for s in lengths:
     r = json.load(open(f"{out}/sweep-{s}/report.json"))
     thrs = [x for x in r["stages"] if x["strategy"] == "throughput"]
     thr = thrs[-1]  # the one the sweep planned from (a thin one is run again)
-    tops = [x["target_rate"] for x in r["stages"] if x["strategy"] == "constant"]
-    top = max(tops) if tops else thr["capacity"]["requests_per_s"]
+    # The planned grid's top: the sweep's own constant stages, not the
+    # probes it adds above or below them to bracket the answer (named
+    # "(probe)"): those are the search, not the plan.
+    grid = [x for x in r["stages"] if x["strategy"] == "constant" and "(probe)" not in x["name"]]
+    top_stage = max(grid, key=lambda x: x["target_rate"]) if grid else None
+    top = top_stage["target_rate"] if top_stage else thr["capacity"]["requests_per_s"]
+    verdict = (top_stage.get("verdict") or {}).get("outcome", "-") if top_stage else "-"
     err = (top - c) / c
     worst = max(worst, abs(err))
-    print(f"| {s} s | {top:.2f} | {c:.2f} | {err*100:+.1f}% | {thr['capacity']['method']}{' (re-run)' if len(thrs) > 1 else ''} | {tops and next(x for x in r['stages'] if x['target_rate'] == top and x['strategy'] == 'constant').get('verdict', {}).get('outcome', '-')} | {r['end_reason']} |")
-print(f"worst error: {worst*100:.1f}% ({'within' if worst <= 0.15 else 'OUTSIDE'} ±15%)")
+    a = r.get("answer") or {}
+    if a.get("requests_per_s"):
+        lo, hi = a.get("low"), a.get("high")
+        bracket = f" [{lo:.2f}, {hi:.2f}]" if lo and hi else " (a floor)" if not hi else ""
+        answer = f"{a['requests_per_s']:.2f}{bracket}"
+        answer_err = f"{(a['requests_per_s'] - c) / c * 100:+.1f}%"
+    else:
+        answer, answer_err = "none", "-"
+    print(f"| {s} s | {top:.2f} | {err*100:+.1f}% | {thr['capacity']['method']}"
+          f"{' (re-run)' if len(thrs) > 1 else ''} | {verdict} | {answer} | {answer_err} | {r['end_reason']} |")
+print(f"worst error of the planned top: {worst*100:.1f}% ({'within' if worst <= 0.15 else 'OUTSIDE'} ±15%)")
 PY
