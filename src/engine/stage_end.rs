@@ -112,13 +112,20 @@ impl Engine {
             // "58 completed, 14 incomplete" on a server that kept up). A
             // planned stage that ran long enough is the plan's measurement;
             // one cut early runs again after the manual stage, as does a
-            // flood whatever its length: after the key its requests drain
-            // beside the manual stage's, and a drain is not a flood (seen: a
-            // sweep planned from the 31.95 req/s of a throughput stage cut at
-            // 8 s of 12, after the key had stepped from its 39.49).
-            let planned = !spec.manual
-                && !spec.strategy.kind().is_flood()
-                && ran_enough(spec, &stats, ended_at);
+            // flood whatever its length (seen: a sweep planned from the
+            // 31.95 req/s of a throughput stage cut at 8 s of 12, after the
+            // key had stepped from its 39.49).
+            let flood = spec.strategy.kind().is_flood();
+            let planned = !spec.manual && !flood && ran_enough(spec, &stats, ended_at);
+            // A flood's requests are cancelled at the key, not left to run
+            // on: hundreds of them queued at the server, and the manual
+            // stage's requests waited behind them (seen: a key at 7 s of a
+            // 10 s flood, then `constant@34.17 (manual)`, 0 completed and
+            // 342 incomplete in 10 s behind the flood's 512). The flood runs
+            // again after the manual stage anyway.
+            if flood {
+                cancel.cancel();
+            }
             self.finishing.push(Finishing {
                 number,
                 spec: spec.clone(),
