@@ -136,7 +136,10 @@ impl Look {
     /// What the first look saw, in words.
     fn said(self) -> String {
         match self {
-            Look::Count(n) => format!("/metrics showed {n:.0} requests running or waiting"),
+            Look::Count(n) => format!(
+                "/metrics showed {n:.0} request{} running or waiting",
+                if n.round() == 1.0 { "" } else { "s" }
+            ),
             _ => format!(
                 "/metrics did not answer within {} s",
                 METRICS_TIMEOUT.as_secs()
@@ -285,7 +288,10 @@ async fn wait_on_metrics(
     while !look.idle() {
         if Instant::now() >= deadline {
             let now = match look {
-                Look::Count(n) => format!("{n:.0} requests running or waiting on /metrics"),
+                Look::Count(n) => format!(
+                    "{n:.0} request{} running or waiting on /metrics",
+                    if n.round() == 1.0 { "" } else { "s" }
+                ),
                 _ => look.said(),
             };
             return Some((

@@ -185,6 +185,28 @@ impl Preflight {
     }
 }
 
+/// For a target given without a port, which port that means: a server
+/// started on its own port (vLLM's 8000, llama.cpp's 8080) is not there
+/// (seen: `-t http://127.0.0.1` said "Connection refused" and never that it
+/// had tried port 80).
+fn default_port_note(target: &str) -> String {
+    let Ok(url) = reqwest::Url::parse(target) else {
+        return String::new();
+    };
+    let authority = target.split_once("://").map_or(target, |(_, rest)| rest);
+    let host_port = authority.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = host_port.rsplit_once('@').map_or(host_port, |(_, h)| h);
+    // A port is given when the authority ends in `:digits` (outside an
+    // IPv6 literal's brackets).
+    let given = host_port.rsplit_once(':').is_some_and(|(h, p)| {
+        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with('[')
+    });
+    match url.port_or_known_default() {
+        Some(p) if !given => format!(" (no port given: {}:// means port {p})", url.scheme()),
+        _ => String::new(),
+    }
+}
+
 /// Pre-flight: is the server there, and does it serve the model? Returns
 /// the model to load (`--model`, or the first one listed).
 /// With a mix, every model of it must be served (the error names each one
@@ -196,8 +218,11 @@ async fn preflight(
 ) -> Result<Preflight> {
     // Passwords in the URL never reach the screen or a report.
     let shown_url = client.display_url();
+    let port = default_port_note(&shown_url);
     let models = client.list_models().await.with_context(|| {
-        format!("pre-flight check failed: is an OpenAI-compatible server running at {shown_url}?")
+        format!(
+            "pre-flight check failed: is an OpenAI-compatible server running at {shown_url}{port}?"
+        )
     })?;
     let Some(m) = &args.model else {
         let first = models
@@ -352,6 +377,26 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 mod tests {
     use super::*;
     use crate::config::RunConfig;
+
+    #[test]
+    fn a_target_without_a_port_is_told_which_port_was_tried() {
+        assert_eq!(
+            default_port_note("http://127.0.0.1"),
+            " (no port given: http:// means port 80)"
+        );
+        assert_eq!(
+            default_port_note("https://gw.example/v1"),
+            " (no port given: https:// means port 443)"
+        );
+        assert_eq!(default_port_note("http://127.0.0.1:8000"), "");
+        assert_eq!(default_port_note("http://127.0.0.1:80/v1"), "");
+        assert_eq!(default_port_note("http://[::1]:8000"), "");
+        assert_eq!(
+            default_port_note("http://[::1]/v1"),
+            " (no port given: http:// means port 80)"
+        );
+        assert_eq!(default_port_note("http://u:p@h:9000/x"), "");
+    }
 
     fn args(profile: &str, rate: Option<&str>) -> RunConfig {
         crate::profile::plan::tests::args(profile, rate)
