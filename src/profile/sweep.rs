@@ -559,7 +559,13 @@ fn cannot_plan(done: &[StageReport], sync: f64, thr: f64) -> Option<Unplanned> {
             })
             .collect();
         let errors = if errors.is_empty() {
-            "lengthen the stages".to_string()
+            // How long is long enough is unknown (nothing came back), but
+            // not this (seen: "lengthen the stages" after 6 s stages on a
+            // server that took 6.4 s a request).
+            let longest = done.iter().map(|s| s.duration_s).fold(0.0, f64::max);
+            format!(
+                "a request takes longer than the {longest:.0} s stages ran: lengthen them (--max-seconds auto waits as long as a stage needs, or --max-seconds well over one request's time)"
+            )
         } else {
             format!("errors: {}", errors.join(", "))
         };
@@ -994,9 +1000,17 @@ mod tests {
         assert_eq!(again.strategy.kind(), StrategyKind::Throughput);
         assert_eq!(again.limits.max_seconds, Some(12.0));
         assert!(p.take_notice().unwrap().contains("completed no request"));
+        thr.duration_s = 12.0;
         d.push(thr);
         assert!(p.next(&d).is_none(), "only once");
-        assert!(p.stopped_early().unwrap().contains("no completed requests"));
+        let why = p.stopped_early().unwrap();
+        assert!(why.contains("no completed requests"), "{why}");
+        // How long is too short: the longest stage that ran (seen:
+        // "lengthen the stages" and no length after 6 s stages).
+        assert!(
+            why.contains("a request takes longer than the 12 s stages ran"),
+            "{why}"
+        );
     }
 
     #[test]
