@@ -252,17 +252,33 @@ pub fn render_list(runs: &[(PathBuf, RunState)]) -> String {
         return "no runs here (runs write to ./llmsweep-results/<time>/ unless --out says otherwise), nor any started elsewhere with --out\n"
             .into();
     }
-    let mut out = format!(
-        "{:<40} {:<10} {:<28} {}\n",
-        "DIRECTORY", "STATE", "STAGE", "TARGET"
-    );
-    for (dir, s) in runs {
+    // Columns as wide as their widest entry (seen: a 60-character directory
+    // pushed its row's state and stage out of line with the others').
+    let rows: Vec<[String; 4]> = runs
+        .iter()
+        .map(|(dir, s)| {
+            [
+                dir.display().to_string(),
+                s.shown_status().to_string(),
+                s.stage.clone(),
+                s.target.clone(),
+            ]
+        })
+        .collect();
+    let header = ["DIRECTORY", "STATE", "STAGE", "TARGET"].map(String::from);
+    let width = |k: usize| {
+        std::iter::once(&header)
+            .chain(&rows)
+            .map(|r| r[k].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    let mut out = String::new();
+    for r in std::iter::once(&header).chain(&rows) {
         out.push_str(&format!(
-            "{:<40} {:<10} {:<28} {}\n",
-            dir.display(),
-            s.shown_status(),
-            s.stage,
-            s.target
+            "{:<w0$} {:<w1$} {:<w2$} {}\n",
+            r[0], r[1], r[2], r[3]
         ));
     }
     out
@@ -317,6 +333,24 @@ mod tests {
         assert_eq!(note, None);
         assert!(render_list(&runs).contains("died"));
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn ls_columns_line_up_whatever_the_directory_length() {
+        let short = PathBuf::from("llmsweep-results/a");
+        let long = PathBuf::from(format!("/work/main/target/{}/sweep-30", "x".repeat(50)));
+        let runs = vec![
+            (short.clone(), state(&short, "t", 1, RunStatus::Completed)),
+            (long.clone(), state(&long, "t", 1, RunStatus::Completed)),
+        ];
+        let text = render_list(&runs);
+        let cols: Vec<usize> = text
+            .lines()
+            .map(|l| l.find("STATE").or_else(|| l.find("completed")).unwrap())
+            .collect();
+        assert_eq!(cols.len(), 3, "{text}");
+        assert!(cols.iter().all(|&c| c == cols[0]), "{text}");
+        assert!(cols[0] > long.display().to_string().len(), "{text}");
     }
 
     fn state(dir: &Path, started: &str, pid: u32, status: RunStatus) -> RunState {

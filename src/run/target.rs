@@ -185,24 +185,17 @@ impl Preflight {
     }
 }
 
-/// For a target given without a port, which port that means: a server
-/// started on its own port (vLLM's 8000, llama.cpp's 8080) is not there
-/// (seen: `-t http://127.0.0.1` said "Connection refused" and never that it
-/// had tried port 80).
+/// For a target whose port is its scheme's default (none given, or the
+/// default given), which port that is: a server started on its own port
+/// (vLLM's 8000, llama.cpp's 8080) is not there (seen: `-t
+/// http://127.0.0.1` said "Connection refused" and never that it had tried
+/// port 80).
 fn default_port_note(target: &str) -> String {
-    let Ok(url) = reqwest::Url::parse(target) else {
-        return String::new();
-    };
-    let authority = target.split_once("://").map_or(target, |(_, rest)| rest);
-    let host_port = authority.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = host_port.rsplit_once('@').map_or(host_port, |(_, h)| h);
-    // A port is given when the authority ends in `:digits` (outside an
-    // IPv6 literal's brackets).
-    let given = host_port.rsplit_once(':').is_some_and(|(h, p)| {
-        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with('[')
-    });
-    match url.port_or_known_default() {
-        Some(p) if !given => format!(" (no port given: {}:// means port {p})", url.scheme()),
+    match reqwest::Url::parse(target) {
+        Ok(url) if url.port().is_none() => url
+            .port_or_known_default()
+            .map(|p| format!(" (port {p}, {}'s default)", url.scheme()))
+            .unwrap_or_default(),
         _ => String::new(),
     }
 }
@@ -382,18 +375,17 @@ mod tests {
     fn a_target_without_a_port_is_told_which_port_was_tried() {
         assert_eq!(
             default_port_note("http://127.0.0.1"),
-            " (no port given: http:// means port 80)"
+            " (port 80, http's default)"
         );
         assert_eq!(
             default_port_note("https://gw.example/v1"),
-            " (no port given: https:// means port 443)"
+            " (port 443, https's default)"
         );
         assert_eq!(default_port_note("http://127.0.0.1:8000"), "");
-        assert_eq!(default_port_note("http://127.0.0.1:80/v1"), "");
         assert_eq!(default_port_note("http://[::1]:8000"), "");
         assert_eq!(
             default_port_note("http://[::1]/v1"),
-            " (no port given: http:// means port 80)"
+            " (port 80, http's default)"
         );
         assert_eq!(default_port_note("http://u:p@h:9000/x"), "");
     }
