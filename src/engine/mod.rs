@@ -272,6 +272,9 @@ struct StageRun {
     timer: std::pin::Pin<Box<tokio::time::Sleep>>,
     /// When the cap last stopped holding requests back.
     released_at: Option<Instant>,
+    /// The most requests in flight when one went out on time (open loop):
+    /// what keeping up took (`stage_loop::behind_and_full`).
+    kept_up_in_flight: u64,
 }
 
 /// What the stage loop waits for when nothing is due now.
