@@ -570,19 +570,6 @@ pub(super) fn so_far(stats: &StageStats, spec: &StageSpec, now: Instant) -> Stag
     )
 }
 
-/// Whether the loop counts the requests that came back when it wakes to send
-/// the next one (due within `COUNT_WITH_NEXT_SEND`), instead of waking for
-/// each as it comes back.
-///
-/// At thousands of requests a second the loop wakes to send every
-/// millisecond anyway. Waking besides for each request's end cost more than
-/// counting it: between two ends the CPU ran the other requests' streams, so
-/// each count ran from cold caches (at 5,000 req/s on one core, 0.179 CPU s
-/// per 1,000 requests against 0.150 counted in batches; the bare client of
-/// `benches/vs_minimal.py` spent 0.142). A request's end waits at most that
-/// long to be counted; its times were taken when it happened. A closed-loop
-/// stage, or one of conversations (`ends_free_sends`), needs each end at
-/// once: it frees a slot or starts the next turn's think time.
 /// Later than this past its due time, a request finds the loop behind
 /// schedule: beyond a timer's and a busy runtime's ordinary lateness (the
 /// lag probe's p90 is 2-4 ms on a busy core).
@@ -606,6 +593,19 @@ fn behind_and_full(late_by: Duration, in_flight: u64, kept_up: u64) -> bool {
     late_by > BEHIND_BY && in_flight >= (BEHIND_GROWTH * kept_up).max(BEHIND_FLOOR)
 }
 
+/// Whether the loop counts the requests that came back when it wakes to send
+/// the next one (due within `COUNT_WITH_NEXT_SEND`), instead of waking for
+/// each as it comes back.
+///
+/// At thousands of requests a second the loop wakes to send every
+/// millisecond anyway. Waking besides for each request's end cost more than
+/// counting it: between two ends the CPU ran the other requests' streams, so
+/// each count ran from cold caches (at 5,000 req/s on one core, 0.179 CPU s
+/// per 1,000 requests against 0.150 counted in batches; the bare client of
+/// `benches/vs_minimal.py` spent 0.142). A request's end waits at most that
+/// long to be counted; its times were taken when it happened. A closed-loop
+/// stage, or one of conversations (`ends_free_sends`), needs each end at
+/// once: it frees a slot or starts the next turn's think time.
 fn counts_when_sending(ends_free_sends: bool, due: Option<Instant>, now: Instant) -> bool {
     !ends_free_sends && due.is_some_and(|due| due <= now + COUNT_WITH_NEXT_SEND)
 }
