@@ -67,6 +67,12 @@ pub fn busy_from_metrics(text: &str) -> Option<f64> {
     found
 }
 
+/// `3 requests running or waiting`, `1 request …`: the count /metrics gave.
+fn running_or_waiting(n: f64) -> String {
+    let s = if n.round() == 1.0 { "" } else { "s" };
+    format!("{n:.0} request{s} running or waiting")
+}
+
 /// Where the count of requests running or waiting is read: the backend
 /// itself (a scripted server), or the server's `/metrics` page over HTTP
 /// (the shared redirect policy's client: no redirect followed, no
@@ -136,10 +142,7 @@ impl Look {
     /// What the first look saw, in words.
     fn said(self) -> String {
         match self {
-            Look::Count(n) => format!(
-                "/metrics showed {n:.0} request{} running or waiting",
-                if n.round() == 1.0 { "" } else { "s" }
-            ),
+            Look::Count(n) => format!("/metrics showed {}", running_or_waiting(n)),
             _ => format!(
                 "/metrics did not answer within {} s",
                 METRICS_TIMEOUT.as_secs()
@@ -288,10 +291,7 @@ async fn wait_on_metrics(
     while !look.idle() {
         if Instant::now() >= deadline {
             let now = match look {
-                Look::Count(n) => format!(
-                    "{n:.0} request{} running or waiting on /metrics",
-                    if n.round() == 1.0 { "" } else { "s" }
-                ),
+                Look::Count(n) => format!("{} on /metrics", running_or_waiting(n)),
                 _ => look.said(),
             };
             return Some((
