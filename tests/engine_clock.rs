@@ -870,24 +870,47 @@ async fn a_second_rate_change_lets_the_first_stages_work_finish_too() {
 /// the manual stage, its last wave was cancelled at that stage's end, and
 /// the sweep planned its rates from "31.95 req/s (plain rate, low evidence:
 /// stage cut short)": its grid topped out at 31.95 and the answer was a
-/// floor, "holds ≥ 30.86", on a server that holds 38. A flood cut by a key
-/// runs again whatever its length: after the key it drains, and a drain is
-/// not a flood.
+/// floor, "holds ≥ 30.86", on a server that holds 38. The flood's requests
+/// are now cancelled at the key and a cut stage is estimated from its
+/// completions over the time they took: a flood cut past half its length
+/// stands as the plan's measurement, at the server's rate, and is not run
+/// again (that cost a stage); one cut before half runs again.
 #[tokio::test(start_paused = true)]
-async fn a_throughput_stage_cut_late_runs_again_too() {
-    let r = start(
-        Scripted::fixed(100, 10, 10).with_capacity(8),
-        fixed(vec![
-            StageSpec::new(throughput(128), secs(10.0)),
-            StageSpec::new(Strategy::Constant { rate: 5.0 }, secs(2.0)),
-        ]),
+async fn a_throughput_stage_cut_late_stands_at_the_servers_rate() {
+    // 8 slots of 190 ms: 42.1 req/s.
+    let run = |cut_ms: u64| async move {
+        let r = start(
+            Scripted::fixed(100, 10, 10).with_capacity(8),
+            fixed(vec![
+                StageSpec::new(throughput(128), secs(10.0)),
+                StageSpec::new(Strategy::Constant { rate: 5.0 }, secs(2.0)),
+            ]),
+        );
+        sleep(Duration::from_millis(cut_ms)).await;
+        r.control.send(Control::ScaleRate(1.1)).unwrap();
+        r.handle.await.unwrap()
+    };
+    let res = run(7000).await;
+    let n = names(&res);
+    assert_eq!(n.len(), 3, "{n:?}");
+    assert!(n[1].ends_with("(manual)"), "{n:?}");
+    assert_eq!(n[2], "constant@5.00");
+    let flood = &res.stages[0];
+    assert!(flood.cut_short);
+    let c = flood.capacity.as_ref().expect("an estimate");
+    assert!(
+        (c.requests_per_s - 8.0 / 0.19).abs() < 0.05 * 8.0 / 0.19,
+        "{c:?}"
     );
-    sleep(Duration::from_millis(7000)).await;
-    r.control.send(Control::ScaleRate(1.1)).unwrap();
-    let res = r.handle.await.unwrap();
+    assert!(
+        c.low_evidence && c.evidence.starts_with("stage cut short"),
+        "{c:?}"
+    );
+    assert!(events(&res, EventKind::Rerun).is_empty());
+    // Cut before half its length: it runs again.
+    let res = run(3000).await;
     let n = names(&res);
     assert_eq!(n.len(), 4, "{n:?}");
-    assert!(n[1].ends_with("(manual)"), "{n:?}");
     assert_eq!(n[2..], ["throughput", "constant@5.00"]);
     assert!(res.stages[0].cut_short && !res.stages[2].cut_short);
     assert_eq!(events(&res, EventKind::Rerun).len(), 1);

@@ -111,18 +111,22 @@ impl Engine {
             // second after the first cancelled the first stage's requests,
             // "58 completed, 14 incomplete" on a server that kept up). A
             // planned stage that ran long enough is the plan's measurement;
-            // one cut early runs again after the manual stage, as does a
-            // flood whatever its length (seen: a sweep planned from the
-            // 31.95 req/s of a throughput stage cut at 8 s of 12, after the
-            // key had stepped from its 39.49).
+            // one cut early runs again after the manual stage. A flood too:
+            // its requests are cancelled at the key (below), so it measured
+            // the server up to the key, estimated from its completions over
+            // the time they took (`stats::verdict::capacity`). (Before both,
+            // its requests drained beside the manual stage and the sweep
+            // planned from 31.95 req/s, completions over the whole window,
+            // a flood cut at 8 s of 12 on a server that holds 38; flooding
+            // again cost a stage.)
             let flood = spec.strategy.kind().is_flood();
-            let planned = !spec.manual && !flood && ran_enough(spec, &stats, ended_at);
+            let planned = !spec.manual && ran_enough(spec, &stats, ended_at);
             // A flood's requests are cancelled at the key, not left to run
             // on: hundreds of them queued at the server, and the manual
             // stage's requests waited behind them (seen: a key at 7 s of a
             // 10 s flood, then `constant@34.17 (manual)`, 0 completed and
-            // 342 incomplete in 10 s behind the flood's 512). The flood runs
-            // again after the manual stage anyway.
+            // 342 incomplete in 10 s behind the flood's 512). Its row counts
+            // them incomplete.
             if flood {
                 cancel.cancel();
             }

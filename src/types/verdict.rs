@@ -22,8 +22,8 @@ pub struct CapacityEstimate {
     /// The estimate, in completed requests per second. Equals `rates.steady_requests_per_s`.
     pub requests_per_s: f64,
     pub method: Method,
-    /// True when the evidence was thin (method `observed` or `plain`): the
-    /// sweep says so when it plans from it.
+    /// True when the evidence was thin (method `observed` or `plain`, or the
+    /// stage cut short): the sweep says so when it plans from it.
     pub low_evidence: bool,
     /// One sentence: what the estimate rests on.
     pub evidence: String,

@@ -20,9 +20,11 @@
 //!   sent to the last completion (within each running segment: a pause
 //!   cuts the time between). This under-counts a server that was still
 //!   filling its pipeline; it never over-counts.
-//! * `plain`: completions over the stage's measured window, when the stage
-//!   was cut short (a key, a stop, the error limit), or fewer than 3 requests
-//!   completed.
+//! * `plain`: completions over the stage's measured window, when fewer than
+//!   3 requests completed.
+//!
+//! A stage cut short (a key, a stop, the error limit) is estimated as a whole
+//! one is, and marked low evidence.
 //!
 //! # The verdict (open-loop stages: constant, poisson)
 //!
@@ -755,11 +757,13 @@ mod tests {
         let c = capacity(&e);
         assert!((c.requests_per_s - 20.0).abs() < 1e-9);
         assert!(c.evidence.contains("Little"));
+        // Cut short: the same estimate, low evidence, and it says why.
         e.cut_short = true;
         let c = capacity(&e);
-        assert_eq!(c.method, Method::Plain);
-        assert!((c.requests_per_s - 1000.0 / 30.0).abs() < 1e-9);
-        assert!(c.evidence.contains("cut short"));
+        assert_eq!(c.method, Method::Steady);
+        assert!((c.requests_per_s - 20.0).abs() < 1e-9, "{c:?}");
+        assert!(c.low_evidence);
+        assert!(c.evidence.starts_with("stage cut short: slope"), "{c:?}");
     }
 
     /// A keeping-up or saturated open-loop stage: completions from `w` s on at
