@@ -287,6 +287,7 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut seen_events = 0usize;
     let mut seen_errors = std::collections::HashSet::new();
+    let mut seen_warning = None;
     let width = line_width();
     let note = |t_s: f64, text: &str| {
         for l in note_lines(Some(t_s), text, width) {
@@ -313,9 +314,34 @@ pub async fn print_progress(rx: watch::Receiver<Snapshot>, pooled: bool) {
             return;
         }
         if let Some(line) = status_line(&snap, width, pooled) {
+            if let Some(text) = warning_note(&snap, &line, &mut seen_warning) {
+                note(snap.elapsed_s, &text);
+            }
             crate::term::note(&line);
         }
     }
+}
+
+/// The running stage's live warning in full, as a note of its own, when the
+/// progress line had no room for all of it: once a stage and kind (seen: at
+/// 80 columns a log showed "! erroring: …" a second at a time and never what
+/// erred). `seen` holds the stage and kind last noted.
+pub fn warning_note(
+    s: &Snapshot,
+    line: &str,
+    seen: &mut Option<(usize, String)>,
+) -> Option<String> {
+    let w = s.stage.as_ref()?.saturation.as_ref()?;
+    let full = format!("! {w}");
+    if line.contains(&full) {
+        return None;
+    }
+    let key = (s.stage_number, w.word.clone());
+    if seen.as_ref() == Some(&key) {
+        return None;
+    }
+    *seen = Some(key);
+    Some(full)
 }
 
 #[cfg(test)]
@@ -519,6 +545,48 @@ mod tests {
             "{notes:?}"
         );
         assert!(notes[1].starts_with("          capacity"), "{notes:?}");
+    }
+
+    /// A helper's trial: headless lines to a file (80 columns) cut the live
+    /// "! erroring: …" note to its word, every second, and never said what
+    /// erred. The whole of it is a note of its own once a stage and kind.
+    #[test]
+    fn a_live_warning_cut_from_the_line_is_noted_in_full_once() {
+        let full = "erroring: 12% of answers were errors (http_500: 41), the run goes on";
+        let mut snap = Snapshot {
+            elapsed_s: 40.0,
+            stage_number: 3,
+            stage: Some(crate::types::live::LiveStage {
+                name: "constant@12.00".into(),
+                strategy: StrategyKind::Constant,
+                target_rate: Some(12.0),
+                max_seconds: Some(30.0),
+                elapsed_s: 10.0,
+                achieved_rps: 10.5,
+                ttft_p50_ms: 45.0,
+                saturation: Some(crate::types::live::LiveWarning {
+                    word: "erroring".into(),
+                    full: full.into(),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut seen = None;
+        let line = progress_line(&snap, 80, false).unwrap();
+        assert!(!line.contains(full), "{line}");
+        let noted = warning_note(&snap, &line, &mut seen);
+        assert_eq!(noted.as_deref(), Some(format!("! {full}").as_str()));
+        // The next second: not again.
+        assert_eq!(warning_note(&snap, &line, &mut seen), None);
+        // Another stage: again.
+        snap.stage_number = 4;
+        assert!(warning_note(&snap, &line, &mut seen).is_some());
+        // Room for all of it: the line says it, no note.
+        let mut seen = None;
+        let wide = progress_line(&snap, 240, false).unwrap();
+        assert!(wide.contains(full), "{wide}");
+        assert_eq!(warning_note(&snap, &wide, &mut seen), None);
     }
 
     #[test]
