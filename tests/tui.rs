@@ -1824,3 +1824,38 @@ fn the_wait_for_the_server_between_stages_is_shown() {
         &["waiting for it to be idle · 11 s · then stage 9/10"],
     );
 }
+
+/// A message or warning wider than the terminal wraps onto up to three
+/// rows instead of losing its end, where the advice is (seen at 80×24: a
+/// rate entry's refused 'e' was said where the entry row hid it, and long
+/// messages lost "Enter applies, Esc cancels"). The rows come from the body.
+#[test]
+fn a_long_status_message_wraps_whole_at_80_columns() {
+    let mut app = app_with(vec![]);
+    for c in "r1e".chars() {
+        app.on_key(key(c));
+    }
+    let screen = render(&app, 80, 24);
+    // The entry, then the message in full under it.
+    assert_has(&screen, &["new rate (req/s):", "'e' is not part of a rate"]);
+    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("(typed so far: \"1\"; Enter applies, Esc cancels)"),
+        "{screen}"
+    );
+    // Out of the entry, a long warning wraps too.
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    app.status = None;
+    let long = "the throughput stage measured queueing, not capacity (38.55 req/s; median latency 6.8 s; 512 of 896 requests incomplete): lengthen the stages with --max-seconds 30";
+    app.snap.warnings = Arc::new(vec![long.into()]);
+    let screen = render(&app, 80, 24);
+    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("lengthen the stages with --max-seconds 30"),
+        "{screen}"
+    );
+    // A short one keeps one row: the dashboard keeps its body.
+    app.snap.warnings = Arc::new(vec!["short".into()]);
+    let screen = render(&app, 80, 24);
+    assert_eq!(screen.lines().filter(|l| l.contains("! short")).count(), 1);
+}

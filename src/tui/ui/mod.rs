@@ -136,7 +136,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let [header, body, status, footer] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Min(8),
-        Constraint::Length(1),
+        Constraint::Length(status::height(app, area.width)),
         Constraint::Length(1),
     ])
     .areas(area);

@@ -10,23 +10,70 @@ use super::format::fit_line;
 use crate::tui::app::App;
 use crate::types::Steers;
 
+/// Rows a message or warning may take: advice comes at the end of a
+/// sentence, and one row at 80 columns cut it off (seen: "… (typed so far:
+/// "1"; Enter applies, Esc cancels)" lost its last half).
+pub(super) const MAX_ROWS: u16 = 3;
+
+/// The rows the status line needs at `width` columns: a message or a
+/// warning wrapped between words, up to [`MAX_ROWS`]; anything else one.
+pub(super) fn height(app: &App, width: u16) -> u16 {
+    lines(app, width).len().clamp(1, MAX_ROWS as usize) as u16
+}
+
 pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    frame.render_widget(Paragraph::new(lines(app, area.width)), area);
+}
+
+/// A long text as rows of `width` columns, between words, one space in;
+/// past [`MAX_ROWS`] the last row is cut with ` …`.
+fn wrapped(text: &str, width: u16, style: ratatui::style::Style) -> Vec<Line<'static>> {
+    let w = usize::from(width).saturating_sub(1).max(10);
+    let mut rows = crate::report::console::wrap(text, w, 0);
+    if rows.len() > MAX_ROWS as usize {
+        let rest = rows[MAX_ROWS as usize - 1..].join(" ");
+        rows.truncate(MAX_ROWS as usize - 1);
+        rows.push(crate::report::console::fit_words(&rest, w));
+    }
+    rows.into_iter()
+        .map(|r| Line::styled(format!(" {r}"), style))
+        .collect()
+}
+
+fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let th = app.theme();
-    let line = if let Some(input) = &app.input {
+    if let Some(input) = &app.input {
         let word = if app.steers() == Some(Steers::Streams) {
             " streams: "
         } else {
             " new rate (req/s): "
         };
-        Line::from(vec![
-            Span::styled(word, th.highlight()),
-            Span::styled(format!(" {input}▏"), th.text()),
-            Span::styled("  Enter applies · Esc cancels", th.dim()),
-        ])
-    } else if let Some(q) = &app.confirm {
+        let mut rows = vec![fit_line(
+            Line::from(vec![
+                Span::styled(word, th.highlight()),
+                Span::styled(format!(" {input}▏"), th.text()),
+                Span::styled("  Enter applies · Esc cancels", th.dim()),
+            ]),
+            width,
+        )];
+        // What the last key did, under the entry (seen: a refused 'e' was
+        // said where the entry hid it).
+        if let Some(s) = app.status_text() {
+            rows.extend(wrapped(s, width, th.style(th.accent)));
+            rows.truncate(MAX_ROWS as usize);
+        }
+        return rows;
+    }
+    if app.confirm.is_none() {
+        if let Some(s) = app.status_text() {
+            return wrapped(s, width, th.style(th.accent));
+        }
+        if let Some(w) = app.snap.warnings.last().filter(|_| app.outcome.is_none()) {
+            return wrapped(&format!("! {w}"), width, th.style(th.warn));
+        }
+    }
+    let line = if let Some(q) = &app.confirm {
         Line::styled(format!(" {} ", q.question()), th.highlight())
-    } else if let Some(s) = app.status_text() {
-        Line::styled(format!(" {s}"), th.style(th.accent))
     } else if app.outcome.is_some() {
         Line::styled(
             if app.has_models() {
@@ -36,8 +83,6 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
             },
             th.highlight(),
         )
-    } else if let Some(w) = app.snap.warnings.last() {
-        Line::styled(format!(" ! {w}"), th.style(th.warn))
     } else {
         Line::styled(
             format!(
@@ -51,5 +96,5 @@ pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
             th.dim(),
         )
     };
-    frame.render_widget(Paragraph::new(fit_line(line, area.width)), area);
+    vec![fit_line(line, width)]
 }
