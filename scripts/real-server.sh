@@ -14,6 +14,9 @@
 # Every step is skipped when its output exists (binary, model, report.json): delete it to redo.
 # Environment (defaults): WORK=/work/realsrv  LCP_VERSION=0.3.36  PORT=18080  SLOTS=8
 #   THREADS=1  CTX=8192 (all slots together)  SECONDS_FIXED=8  MAXCONC=16  DATA=prompt_tokens=32,output_tokens=32
+#   CPU= (unpinned, as every run before it; e.g. 1 pins all the server's threads to core 1, so a
+#     process busy on llmsweep's core does not slow the server: unpinned, `yes` on core 0 took
+#     ~15 % off the server's capacity, pinned nothing)
 #   LLMSWEEP=<repo>/target/{release,debug}/llmsweep, else /work/tools/llmsweep-dbg, else PATH
 # Needs: a C++ compiler, python3 + pip, curl; ~20-40 min of build on 2 busy cores.
 set -euo pipefail
@@ -27,6 +30,7 @@ SLOTS="${SLOTS:-8}"
 # One compute thread: with 2 (the default, one per core) on a busy 2-core machine, OpenMP's
 # barrier waits whenever a thread is descheduled: 8 slots held 4.3 req/s instead of 37.
 THREADS="${THREADS:-1}"
+CPU="${CPU:-}"
 CTX="${CTX:-8192}"
 SECONDS_FIXED="${SECONDS_FIXED:-8}"
 MAXCONC="${MAXCONC:-16}"
@@ -90,7 +94,9 @@ serve() {
   else
     log "starting llama-server on $URL ($SLOTS slots, $THREADS thread(s), ctx $CTX; log: $WORK/server.log)"
     # -np slots share -c: CTX/SLOTS tokens each (1024 by default, plenty for 32+32).
-    "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -np "$SLOTS" -c "$CTX" -t "$THREADS" --metrics \
+    local pin=()
+    [[ -z "$CPU" ]] || pin=(taskset -c "$CPU")
+    "${pin[@]}" "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -np "$SLOTS" -c "$CTX" -t "$THREADS" --metrics \
       >"$WORK/server.log" 2>&1 &
     echo $! >"$PIDFILE"
     for _ in $(seq 60); do up && break; sleep 1; done
