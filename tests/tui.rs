@@ -1832,18 +1832,18 @@ fn the_wait_for_the_server_between_stages_is_shown() {
 #[test]
 fn a_long_status_message_wraps_whole_at_80_columns() {
     let mut app = app_with(vec![]);
-    for c in "r1e".chars() {
-        app.on_key(key(c));
-    }
+    // A message said while a rate is typed shows under the entry.
+    app.on_key(key('r'));
+    app.on_key(key('1'));
+    app.say("a message long enough to need a second row at eighty columns, with its advice at the very end: Enter applies, Esc cancels");
     let screen = render(&app, 80, 24);
-    // The entry, then the message in full under it.
-    assert_has(&screen, &["new rate (req/s):", "'e' is not part of a rate"]);
+    assert_has(&screen, &["new rate (req/s):", "a message long enough"]);
     let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        flat.contains("(typed so far: \"1\"; Enter applies, Esc cancels)"),
-        "{screen}"
-    );
-    // Out of the entry, a long warning wraps too.
+    assert!(flat.contains("Enter applies, Esc cancels"), "{screen}");
+    // A character no number has is kept in the entry and said aloud.
+    app.on_key(key('x'));
+    let screen = render(&app, 80, 24);
+    assert_has(&screen, &["1x▏", "'x' is not part of a rate"]);
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
     app.status = None;
     let long = "the throughput stage measured queueing, not capacity (38.55 req/s; median latency 6.8 s; 512 of 896 requests incomplete): lengthen the stages with --max-seconds 30";
@@ -1858,4 +1858,19 @@ fn a_long_status_message_wraps_whole_at_80_columns() {
     app.snap.warnings = Arc::new(vec!["short".into()]);
     let screen = render(&app, 80, 24);
     assert_eq!(screen.lines().filter(|l| l.contains("! short")).count(), 1);
+}
+
+/// A question wider than the terminal keeps its end, where it asks (a
+/// user's trial at 80 columns: `r 999999 Enter` showed "… 1043422× the
+/// highest steady rate completed so far (0.96 …" and no "Go ahead? y / n").
+#[test]
+fn a_long_question_keeps_its_y_n_at_80_columns() {
+    let mut app = app_with(vec![]);
+    app.confirm = Some(llmsweep::tui::app::Confirm::Rate {
+        control: llmsweep::types::live::Control::SetRate(999_999.0),
+        why: "999999.00 req/s is 1043422× the highest steady rate completed so far (0.96 req/s, constant@1.00): the server would queue nearly all of it".into(),
+    });
+    let screen = render(&app, 80, 24);
+    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("Go ahead? y / n"), "{screen}");
 }

@@ -161,17 +161,19 @@ impl App {
         }))
     }
 
-    /// Typing a rate after `r`: digits and a point, Backspace, Esc cancels,
-    /// Enter applies. Any other character is refused aloud: dropped quietly,
-    /// `1e9` became a rate of 19.
+    /// Typing a rate after `r`: Backspace, Esc cancels, Enter applies what
+    /// was typed, read as a number (`1e5` is 100000) or refused as none.
+    /// Every character is kept where it shows: dropped quietly, `1e9`
+    /// became a rate of 19; refused aloud with the typing going on, `1e5`
+    /// became 15 (a user's trial). Letters stay out of the keys meanwhile.
     fn rate_entry_key(&mut self, code: KeyCode) -> Option<Action> {
         let buf = self.input.as_mut()?;
         match code {
-            KeyCode::Char(c) if c.is_ascii_digit() || c == '.' => buf.push(c),
+            KeyCode::Char(c) if c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E') => buf.push(c),
             KeyCode::Char(c) => {
-                let typed = buf.clone();
+                buf.push(c);
                 self.say(format!(
-                    "{c:?} is not part of a rate: digits and a point only (typed so far: {typed:?}; Enter applies, Esc cancels)"
+                    "{c:?} is not part of a rate: Backspace removes it (Enter would apply nothing, Esc cancels)"
                 ));
             }
             KeyCode::Backspace => {
@@ -491,14 +493,33 @@ mod tests {
             "{:?}",
             a.status_text()
         );
-        // A character that is no part of a rate is refused aloud, not
-        // dropped: `1e9` became 19.
-        press(&mut a, "r1e");
-        assert_eq!(a.input.as_deref(), Some("1"));
+        // What is typed is kept and read as a number: dropped, `1e9` became
+        // 19; refused with the typing going on, `1e5` became 15.
+        press(&mut a, "r1e5");
+        assert_eq!(a.input.as_deref(), Some("1e5"));
+        let _ = a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+        assert!(
+            !a.status_text().unwrap_or("").contains("15.00"),
+            "{:?}",
+            a.status_text()
+        );
+        // A character no number has is said aloud, kept, and refused at Enter.
+        a.confirm = None;
+        press(&mut a, "r1x5");
+        assert_eq!(a.input.as_deref(), Some("1x5"));
         assert!(
             a.status_text()
                 .unwrap()
-                .contains("'e' is not part of a rate"),
+                .contains("'x' is not part of a rate"),
+            "{:?}",
+            a.status_text()
+        );
+        assert_eq!(
+            a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+            None
+        );
+        assert!(
+            a.status_text().unwrap().contains("not a rate"),
             "{:?}",
             a.status_text()
         );

@@ -56,25 +56,27 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
             ]),
             width,
         )];
-        // What the last key did, under the entry (seen: a refused 'e' was
-        // said where the entry hid it).
+        // What was said while a rate is typed, under the entry (a message
+        // on the entry's row was hidden by it).
         if let Some(s) = app.status_text() {
             rows.extend(wrapped(s, width, th.style(th.accent)));
             rows.truncate(MAX_ROWS as usize);
         }
         return rows;
     }
-    if app.confirm.is_none() {
-        if let Some(s) = app.status_text() {
-            return wrapped(s, width, th.style(th.accent));
-        }
-        if let Some(w) = app.snap.warnings.last().filter(|_| app.outcome.is_none()) {
-            return wrapped(&format!("! {w}"), width, th.style(th.warn));
-        }
+    // A question keeps its end, where it asks (seen at 80 columns: "…
+    // 1043422× the highest steady rate completed so far (0.96 …" and no
+    // "Go ahead? y / n").
+    if let Some(q) = &app.confirm {
+        return wrapped(&q.question(), width, th.highlight());
     }
-    let line = if let Some(q) = &app.confirm {
-        Line::styled(format!(" {} ", q.question()), th.highlight())
-    } else if app.outcome.is_some() {
+    if let Some(s) = app.status_text() {
+        return wrapped(s, width, th.style(th.accent));
+    }
+    if let Some(w) = app.snap.warnings.last().filter(|_| app.outcome.is_none()) {
+        return wrapped(&format!("! {w}"), width, th.style(th.warn));
+    }
+    let line = if app.outcome.is_some() {
         Line::styled(
             if app.has_models() {
                 " the run is over: press any key to exit (Tab: errors / models / result)"
