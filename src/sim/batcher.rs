@@ -482,33 +482,32 @@ impl Batch {
         let mut freed = 0u64;
         let idle = params.completion_jitter / (1.0 + params.completion_jitter);
         self.running.retain_mut(|s| {
-            if idle > 0.0 && s.generated > 0 && rng.random_bool(idle.clamp(0.0, 1.0)) {
-                // Idle this step; a cancelled one leaves all the same, and
-                // frees its KV cache as below (it once kept it for ever: a
-                // jittered simulator's capacity halved over one sweep's
-                // cancelled requests, while /metrics showed it idle).
-                let keep = params.finish_cancelled || !s.tx.is_closed();
-                if !keep {
-                    freed += s.kv_reserved;
-                }
-                return keep;
-            }
-            s.generated += 1;
-            s.unsent += 1;
-            generated += 1;
-            let finished = s.generated >= s.output_tokens;
-            let keep = if finished || s.unsent >= params.stream_interval {
-                let sent = s.tx.send(Emit {
-                    tokens: s.unsent,
-                    finished,
-                });
-                s.unsent = 0;
-                // A closed channel means the client cancelled: free its slot
-                // (unless this server finishes what it started).
-                (sent.is_ok() || params.finish_cancelled) && !finished
-            } else {
+            let idles = idle > 0.0 && s.generated > 0 && rng.random_bool(idle.clamp(0.0, 1.0));
+            let keep = if idles {
+                // Idle this step; a cancelled one leaves all the same.
                 params.finish_cancelled || !s.tx.is_closed()
+            } else {
+                s.generated += 1;
+                s.unsent += 1;
+                generated += 1;
+                let finished = s.generated >= s.output_tokens;
+                if finished || s.unsent >= params.stream_interval {
+                    let sent = s.tx.send(Emit {
+                        tokens: s.unsent,
+                        finished,
+                    });
+                    s.unsent = 0;
+                    // A closed channel means the client cancelled: free its
+                    // slot (unless this server finishes what it started).
+                    (sent.is_ok() || params.finish_cancelled) && !finished
+                } else {
+                    params.finish_cancelled || !s.tx.is_closed()
+                }
             };
+            // Every sequence that leaves frees its KV cache here, idle or
+            // not (one cancelled on an idle step once kept it for ever: a
+            // jittered simulator's capacity halved over one sweep's
+            // cancelled requests, while /metrics showed it idle).
             if !keep {
                 freed += s.kv_reserved;
             }
@@ -845,6 +844,19 @@ mod tests {
         engine.await.unwrap();
     }
 
+    /// A one-token prompt asking for a thousand tokens: a sequence that runs
+    /// until its client hangs up.
+    fn long_request(tx: mpsc::UnboundedSender<Emit>) -> SeqRequest {
+        SeqRequest {
+            arrived: Instant::now(),
+            prompt_tokens: 1,
+            cached_tokens: 0,
+            output_tokens: 1000,
+            adapter: None,
+            tx,
+        }
+    }
+
     /// Seen in scripts/sim-shapes.sh: a simulator with completion jitter
     /// served 20 req/s at 64 in flight fresh and 10 after a sweep, TTFT p50
     /// 42 ms → 4.2 s, its /metrics showing nothing running or waiting: a
@@ -863,15 +875,7 @@ mod tests {
             let mut rxs = Vec::new();
             for _ in 0..2 {
                 let (stx, srx) = mpsc::unbounded_channel();
-                tx.send(SeqRequest {
-                    arrived: Instant::now(),
-                    prompt_tokens: 1,
-                    cached_tokens: 0,
-                    output_tokens: 1000,
-                    adapter: None,
-                    tx: stx,
-                })
-                .unwrap();
+                tx.send(long_request(stx)).unwrap();
                 rxs.push(srx);
             }
             for r in &mut rxs {
@@ -897,15 +901,7 @@ mod tests {
         let (a_tx, a_rx) = mpsc::unbounded_channel();
         let (b_tx, mut b_rx) = mpsc::unbounded_channel();
         for stx in [a_tx, b_tx] {
-            tx.send(SeqRequest {
-                arrived: Instant::now(),
-                prompt_tokens: 1,
-                cached_tokens: 0,
-                output_tokens: 1000,
-                adapter: None,
-                tx: stx,
-            })
-            .unwrap();
+            tx.send(long_request(stx)).unwrap();
         }
         drop(a_rx); // the first client hangs up
         let t0 = Instant::now();
