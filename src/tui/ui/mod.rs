@@ -133,10 +133,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
         );
         return;
     }
+    let status_rows = status::lines(app, area.width);
     let [header, body, status, footer] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Min(8),
-        Constraint::Length(status::height(app, area.width)),
+        Constraint::Length(status::height(&status_rows)),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -152,7 +153,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             server_view::draw(frame, app, body)
         }
     }
-    status::draw(frame, app, status);
+    status::draw(frame, status_rows, status);
     footer::draw(frame, app, footer);
     if app.help {
         help::draw(frame, app, area);

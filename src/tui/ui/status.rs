@@ -15,14 +15,14 @@ use crate::types::Steers;
 /// "1"; Enter applies, Esc cancels)" lost its last half).
 pub(super) const MAX_ROWS: u16 = 3;
 
-/// The rows the status line needs at `width` columns: a message or a
-/// warning wrapped between words, up to [`MAX_ROWS`]; anything else one.
-pub(super) fn height(app: &App, width: u16) -> u16 {
-    lines(app, width).len().clamp(1, MAX_ROWS as usize) as u16
+/// The rows the status line takes: as many as [`lines`] gave, up to
+/// [`MAX_ROWS`].
+pub(super) fn height(rows: &[Line<'static>]) -> u16 {
+    rows.len().clamp(1, MAX_ROWS as usize) as u16
 }
 
-pub(super) fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    frame.render_widget(Paragraph::new(lines(app, area.width)), area);
+pub(super) fn draw(frame: &mut Frame, rows: Vec<Line<'static>>, area: Rect) {
+    frame.render_widget(Paragraph::new(rows), area);
 }
 
 /// A long text as rows of `width` columns, between words, one space in;
@@ -40,7 +40,9 @@ fn wrapped(text: &str, width: u16, style: ratatui::style::Style) -> Vec<Line<'st
         .collect()
 }
 
-fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
+/// The status line at `width` columns: a message, a warning or a question
+/// wrapped between words (up to [`MAX_ROWS`] rows), anything else one row.
+pub(super) fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let th = app.theme();
     if let Some(input) = &app.input {
         let word = if app.steers() == Some(Steers::Streams) {
